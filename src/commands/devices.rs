@@ -1,0 +1,20 @@
+use crate::cli::{valid_device_name, DevicesArgs};
+use crate::error::{Failure, Outcome};
+use crate::probe::{self, Source};
+use crate::report;
+
+pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
+    if let Some(name) = &args.device {
+        if !valid_device_name(name) {
+            return Err(Failure::usage(format!("'{name}' is not a device name")));
+        }
+    }
+    let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
+    let inv = probe::inventory(&source, args.device.as_deref())?;
+    if args.json {
+        report::print_json(&report::devices::json_doc(&inv));
+    } else {
+        print!("{}", report::devices::human(&inv));
+    }
+    Ok(Outcome::Pass)
+}

@@ -1,0 +1,172 @@
+//! The agent: runs fabcheck's own tests on request, and nothing else.
+//!
+//! A reader thread turns lines into requests and sets the stop/abort flags directly, so a
+//! measured loop notices a `stop`, a closed channel or a dead controller within microseconds
+//! without the loop itself ever touching the channel.
+
+use super::lines;
+use super::protocol::{self, Reply, Request};
+use crate::perf::{self, session::Session, PerfError, Signals};
+use crate::probe;
+use crossbeam::channel;
+use std::io::{BufRead, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+pub struct AgentOptions {
+    /// Token a controller must present in `hello` (serve); `None` = trusted channel (stdio).
+    pub token: Option<String>,
+    pub host: String,
+}
+
+enum Event {
+    Request(Request),
+    Bad(String),
+    Closed,
+}
+
+/// Serves one controller until it says bye or the channel closes. Every verbs resource is
+/// released before this returns.
+pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, options: AgentOptions) -> std::io::Result<()> {
+    let signals = Signals::new();
+    let (tx, rx) = channel::unbounded();
+    let reader_signals = Arc::clone(&signals);
+    std::thread::spawn(move || loop {
+        let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
+            Ok(Some(line)) => match protocol::decode::<Request>(&line) {
+                Ok(Request::Stop) => {
+                    reader_signals.stop.store(true, Ordering::Relaxed);
+                    Event::Request(Request::Stop)
+                }
+                Ok(req) => Event::Request(req),
+                Err(e) => {
+                    reader_signals.abort.store(true, Ordering::Relaxed);
+                    Event::Bad(e.to_string())
+                }
+            },
+            // Oversized or not UTF-8: say why, then end the session.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                reader_signals.abort.store(true, Ordering::Relaxed);
+                Event::Bad(e.to_string())
+            }
+            Ok(None) | Err(_) => {
+                reader_signals.abort.store(true, Ordering::Relaxed);
+                let _ = tx.send(Event::Closed);
+                return;
+            }
+        };
+        let last = matches!(event, Event::Bad(_) | Event::Request(Request::Bye));
+        if tx.send(event).is_err() || last {
+            return;
+        }
+    });
+
+    let mut authenticated = options.token.is_none();
+    let mut session: Option<Session> = None;
+    let reply = |writer: &mut W, r: &Reply| -> std::io::Result<()> {
+        writer.write_all(protocol::encode(r).as_bytes())?;
+        writer.flush()
+    };
+    loop {
+        let Ok(event) = rx.recv() else { break };
+        let request = match event {
+            Event::Closed => break,
+            Event::Bad(why) => {
+                let _ = reply(&mut writer, &Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() });
+                break;
+            }
+            Event::Request(r) => r,
+        };
+        if !authenticated && !matches!(request, Request::Hello { .. }) {
+            reply(&mut writer, &error("say hello with the shared token first", "pass --token (or FABCHECK_TOKEN) matching `fabcheck serve`"))?;
+            break;
+        }
+        match request {
+            Request::Hello { token } => {
+                if let Some(want) = &options.token {
+                    if !token.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
+                        reply(&mut writer, &error("the agent refused the token", "pass the token `fabcheck serve` was started with (--token or FABCHECK_TOKEN)"))?;
+                        break;
+                    }
+                }
+                authenticated = true;
+                reply(&mut writer, &Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: options.host.clone() })?;
+            }
+            Request::Inventory => {
+                let r = match probe::inventory(&probe::Source::Live, None) {
+                    Ok(inventory) => Reply::Inventory { inventory },
+                    Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
+                };
+                reply(&mut writer, &r)?;
+            }
+            Request::Prepare { target, spec } => {
+                session = None;
+                let r = match Session::open(&target, &spec, &options.host) {
+                    Ok(s) => {
+                        let endpoint = s.local.clone();
+                        session = Some(s);
+                        Reply::Ready { endpoint }
+                    }
+                    Err(e) => perf_error(&e),
+                };
+                reply(&mut writer, &r)?;
+            }
+            Request::Connect { peer } => {
+                let r = match session.as_mut() {
+                    None => error("connect before prepare", "controller bug: prepare a test first"),
+                    Some(s) => match s.connect(&peer) {
+                        Ok(()) => Reply::Connected,
+                        Err(e) => perf_error(&e),
+                    },
+                };
+                reply(&mut writer, &r)?;
+            }
+            Request::Run => {
+                let Some(s) = session.as_mut() else {
+                    reply(&mut writer, &error("run before prepare", "controller bug: prepare a test first"))?;
+                    continue;
+                };
+                signals.reset();
+                reply(&mut writer, &Reply::Running)?;
+                let r = match perf::run(s, &signals) {
+                    Ok(result) => Reply::Done { result },
+                    Err(PerfError::Aborted) => break,
+                    Err(e) => perf_error(&e),
+                };
+                reply(&mut writer, &r)?;
+            }
+            Request::Stop => {}
+            Request::Finish => {
+                session = None;
+                reply(&mut writer, &Reply::Finished)?;
+            }
+            Request::Bye => {
+                session = None;
+                let _ = reply(&mut writer, &Reply::Bye);
+                break;
+            }
+        }
+    }
+    drop(session);
+    Ok(())
+}
+
+fn error(cause: &str, remedy: &str) -> Reply {
+    Reply::Error { cause: cause.into(), remedy: remedy.into() }
+}
+
+fn perf_error(e: &PerfError) -> Reply {
+    Reply::Error { cause: e.cause(), remedy: e.remedy() }
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// This node's name, for reports.
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+}

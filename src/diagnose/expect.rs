@@ -1,0 +1,180 @@
+//! What the operator says the node should be: `--expect KEY=VALUE` and profile files.
+
+use crate::probe::decode::{LinkLayer, PortState, Speed, Width, IB_MTUS};
+use serde::Serialize;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Expectations {
+    /// Gb/s, compared with the nominal rate `ibstat` prints (200 for 4X HDR).
+    pub rate: Option<f64>,
+    pub width: Option<Width>,
+    pub speed: Option<Speed>,
+    pub link_layer: Option<LinkLayer>,
+    pub mtu: Option<u32>,
+    pub fw: Option<String>,
+    pub devices: Option<usize>,
+    pub state: Option<PortState>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ExpectError {
+    #[error("'{0}' is not KEY=VALUE")]
+    NotKeyValue(String),
+    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state)")]
+    UnknownKey(String),
+    #[error("bad value for {key}: '{value}' ({why})")]
+    BadValue { key: String, value: String, why: &'static str },
+    #[error("{path}:{line}: {error}")]
+    InProfile { path: String, line: usize, error: Box<ExpectError> },
+    #[error("cannot read profile {path}: {error}")]
+    Unreadable { path: String, error: String },
+}
+
+impl Expectations {
+    /// Applies one `KEY=VALUE`; later settings override earlier ones.
+    pub fn set(&mut self, text: &str) -> Result<(), ExpectError> {
+        let (key, value) = text.split_once('=').ok_or_else(|| ExpectError::NotKeyValue(text.to_string()))?;
+        let key = key.trim().to_ascii_lowercase();
+        let value = value.trim();
+        let bad = |why| ExpectError::BadValue { key: key.clone(), value: value.to_string(), why };
+        if value.is_empty() {
+            return Err(bad("empty"));
+        }
+        match key.as_str() {
+            "rate" => {
+                let v: f64 = value.trim_end_matches("Gb/s").trim_end_matches('G').trim().parse().map_err(|_| bad("a number of Gb/s, e.g. 200"))?;
+                if !(v.is_finite() && v > 0.0 && v <= 10_000.0) {
+                    return Err(bad("between 0 and 10000 Gb/s"));
+                }
+                self.rate = Some(v);
+            }
+            "width" => {
+                let w = Width::from_name(&value.to_ascii_uppercase()).filter(|w| !matches!(w, Width::Unknown(_)));
+                self.width = Some(w.ok_or_else(|| bad("one of 1X 2X 4X 8X 12X"))?);
+            }
+            "speed" => {
+                let s = Speed::from_name(value).filter(|s| !matches!(s, Speed::Unknown(_)));
+                self.speed = Some(s.ok_or_else(|| bad("one of SDR DDR QDR FDR10 FDR EDR HDR NDR XDR"))?);
+            }
+            "link_layer" => {
+                self.link_layer = Some(match value.to_ascii_lowercase().as_str() {
+                    "infiniband" | "ib" => LinkLayer::InfiniBand,
+                    "ethernet" | "eth" | "roce" => LinkLayer::Ethernet,
+                    _ => return Err(bad("infiniband or ethernet")),
+                });
+            }
+            "mtu" => {
+                let v: u32 = value.parse().map_err(|_| bad("one of 256 512 1024 2048 4096"))?;
+                if !IB_MTUS.contains(&v) {
+                    return Err(bad("one of 256 512 1024 2048 4096"));
+                }
+                self.mtu = Some(v);
+            }
+            "fw" => {
+                if value.len() > 64 || !value.chars().all(|c| c.is_ascii_graphic()) {
+                    return Err(bad("a firmware version such as 20.39.1002"));
+                }
+                self.fw = Some(value.to_string());
+            }
+            "devices" => {
+                let v: usize = value.parse().map_err(|_| bad("a whole number"))?;
+                if v > 4096 {
+                    return Err(bad("at most 4096"));
+                }
+                self.devices = Some(v);
+            }
+            "state" => {
+                let s = PortState::from_name(value).filter(|s| !matches!(s, PortState::Unknown(_)));
+                self.state = Some(s.ok_or_else(|| bad("one of DOWN INIT ARMED ACTIVE ACTIVE_DEFER"))?);
+            }
+            other => return Err(ExpectError::UnknownKey(other.to_string())),
+        }
+        Ok(())
+    }
+
+    /// Reads a profile: one `key = value` per line (`#` starts a comment), or a JSON object
+    /// of the same keys.
+    pub fn apply_profile(&mut self, path: &str, text: &str) -> Result<(), ExpectError> {
+        if text.len() > 64 * 1024 {
+            return Err(ExpectError::Unreadable { path: path.into(), error: "larger than 64 KiB".into() });
+        }
+        let trimmed = text.trim_start();
+        if trimmed.starts_with('{') {
+            let value: serde_json::Value =
+                serde_json::from_str(trimmed).map_err(|e| ExpectError::Unreadable { path: path.into(), error: e.to_string() })?;
+            let object = value.as_object().ok_or_else(|| ExpectError::Unreadable { path: path.into(), error: "not a JSON object".into() })?;
+            for (key, value) in object {
+                let value = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    serde_json::Value::Number(n) => n.to_string(),
+                    _ => {
+                        return Err(ExpectError::InProfile {
+                            path: path.into(),
+                            line: 1,
+                            error: Box::new(ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }),
+                        })
+                    }
+                };
+                self.set(&format!("{key}={value}"))
+                    .map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error) })?;
+            }
+            return Ok(());
+        }
+        for (number, line) in text.lines().enumerate() {
+            let line = line.split('#').next().unwrap_or("").trim();
+            if line.is_empty() {
+                continue;
+            }
+            let line = line.replacen(':', "=", usize::from(!line.contains('=')));
+            self.set(&line).map_err(|error| ExpectError::InProfile { path: path.into(), line: number + 1, error: Box::new(error) })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_key() {
+        let mut e = Expectations::default();
+        for kv in ["rate=200", "width=4x", "speed=HDR", "link_layer=infiniband", "mtu=4096", "fw=20.39.1002", "devices=8", "state=ACTIVE"] {
+            e.set(kv).unwrap();
+        }
+        assert_eq!(e.rate, Some(200.0));
+        assert_eq!(e.width, Some(Width::X4));
+        assert_eq!(e.speed, Some(Speed::Hdr));
+        assert_eq!(e.link_layer, Some(LinkLayer::InfiniBand));
+        assert_eq!(e.mtu, Some(4096));
+        assert_eq!(e.fw.as_deref(), Some("20.39.1002"));
+        assert_eq!(e.devices, Some(8));
+        assert_eq!(e.state, Some(PortState::Active));
+    }
+
+    #[test]
+    fn rejects_malformed() {
+        let mut e = Expectations::default();
+        assert!(matches!(e.set("rate"), Err(ExpectError::NotKeyValue(_))));
+        assert!(matches!(e.set("colour=blue"), Err(ExpectError::UnknownKey(_))));
+        for bad in ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu="] {
+            assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
+        }
+    }
+
+    #[test]
+    fn profiles() {
+        let mut e = Expectations::default();
+        e.apply_profile("p", "# HDR nodes\nrate = 200\nlink_layer: infiniband # trailing\n\n").unwrap();
+        assert_eq!(e.rate, Some(200.0));
+        assert_eq!(e.link_layer, Some(LinkLayer::InfiniBand));
+        let mut j = Expectations::default();
+        j.apply_profile("p.json", r#"{"rate": 400, "speed": "NDR"}"#).unwrap();
+        assert_eq!(j.rate, Some(400.0));
+        assert_eq!(j.speed, Some(Speed::Ndr));
+        let err = Expectations::default().apply_profile("p", "rate=200\nbogus=1\n").unwrap_err();
+        assert!(err.to_string().starts_with("p:2:"), "{err}");
+        assert!(Expectations::default().apply_profile("p", "{\"rate\": [1]}").is_err());
+        assert!(Expectations::default().apply_profile("p", "{not json").is_err());
+    }
+}

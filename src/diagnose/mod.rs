@@ -1,0 +1,160 @@
+//! The bring-up checklist as pure rules: inventory + host facts + expectations in, checks
+//! and findings (each with cause and remedy) out. No I/O here; tests feed fixtures.
+
+pub mod expect;
+mod node_rules;
+mod port_rules;
+mod stack_rules;
+
+pub use expect::{ExpectError, Expectations};
+
+use crate::probe::host::HostFacts;
+use crate::probe::Inventory;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub id: String,
+    pub subject: String,
+    pub status: Status,
+    pub observed: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expected: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub id: String,
+    pub severity: Severity,
+    pub subject: String,
+    pub message: String,
+    pub remedy: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub verdict: Verdict,
+    pub checks: Vec<Check>,
+    pub findings: Vec<Finding>,
+}
+
+/// Which ports to examine.
+#[derive(Debug, Clone, Default)]
+pub struct Scope {
+    pub device: Option<String>,
+    pub port: Option<u32>,
+}
+
+/// Everything a rule may read.
+pub struct Input<'a> {
+    pub inventory: &'a Inventory,
+    /// `None` when diagnosing a captured tree from another node: stack checks are skipped.
+    pub host: Option<&'a HostFacts>,
+    pub expect: &'a Expectations,
+    pub scope: &'a Scope,
+}
+
+/// Accumulates checks and findings while the rules run.
+#[derive(Default)]
+pub(crate) struct Sheet {
+    checks: Vec<Check>,
+    findings: Vec<Finding>,
+}
+
+impl Sheet {
+    pub(crate) fn pass(&mut self, id: &str, subject: &str, observed: impl Into<String>, expected: Option<String>) {
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status: Status::Pass, observed: observed.into(), expected });
+    }
+
+    pub(crate) fn skip(&mut self, id: &str, subject: &str, why: impl Into<String>) {
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status: Status::Skip, observed: why.into(), expected: None });
+    }
+
+    /// A failed check and the finding that explains it. Info-level findings pass the check.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn fail(
+        &mut self,
+        id: &str,
+        subject: &str,
+        observed: impl Into<String>,
+        expected: Option<String>,
+        severity: Severity,
+        message: impl Into<String>,
+        remedy: impl Into<String>,
+    ) {
+        let status = if severity == Severity::Info { Status::Pass } else { Status::Fail };
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status, observed: observed.into(), expected });
+        self.note(id, subject, severity, message, remedy);
+    }
+
+    /// A finding with no check of its own.
+    pub(crate) fn note(&mut self, id: &str, subject: &str, severity: Severity, message: impl Into<String>, remedy: impl Into<String>) {
+        self.findings.push(Finding { id: id.into(), severity, subject: subject.into(), message: message.into(), remedy: remedy.into() });
+    }
+}
+
+/// Runs every rule.
+pub fn run(input: &Input<'_>) -> Report {
+    let mut sheet = Sheet::default();
+    if let Some(host) = input.host {
+        stack_rules::run(input.inventory, host, &mut sheet);
+    }
+    node_rules::run(input, &mut sheet);
+    for (device, port) in input.inventory.ports() {
+        if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
+            continue;
+        }
+        port_rules::run(device, port, input.expect, &mut sheet);
+    }
+    let mut findings = sheet.findings;
+    findings.sort_by_key(|f| f.severity);
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    Report { verdict, checks: sheet.checks, findings }
+}
+
+/// Why a port cannot carry traffic, and what to do: the `port.state` rule's words, for
+/// callers (such as `pair`) that meet a port that is not ACTIVE.
+pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) -> (String, String) {
+    let mut sheet = Sheet::default();
+    port_rules::run(device, port, &Expectations::default(), &mut sheet);
+    sheet
+        .findings
+        .into_iter()
+        .find(|f| f.severity == Severity::Error)
+        .map(|f| (f.message, f.remedy))
+        .unwrap_or_else(|| (format!("port is {} / {}", port.state, port.phys_state), "run `fabcheck check`".into()))
+}
+
+pub use stack_rules::memlock_remedy;
+
+/// Formats a Gb/s figure without trailing zeros: 200, 54.5, 2.5.
+pub(crate) fn gbps(value: f64) -> String {
+    if value.fract() == 0.0 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.1}")
+    }
+}

@@ -1,0 +1,108 @@
+//! Rules over the node as a whole: device count, firmware, PCIe placement.
+
+use super::{Input, Severity, Sheet};
+use std::collections::BTreeMap;
+
+pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
+    let inv = input.inventory;
+    let count = inv.devices.len();
+    match input.expect.devices {
+        Some(want) if count != want => sheet.fail(
+            "devices.count",
+            "node",
+            count.to_string(),
+            Some(want.to_string()),
+            Severity::Error,
+            format!("{count} RDMA devices present, {want} expected"),
+            "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
+             update did not rename or hide functions",
+        ),
+        Some(want) => sheet.pass("devices.count", "node", count.to_string(), Some(want.to_string())),
+        None => sheet.pass("devices.count", "node", count.to_string(), None),
+    }
+
+    // Firmware: as the user expects, and the same across devices of one type.
+    let mut by_type: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
+    for d in &inv.devices {
+        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
+        if let Some(want) = &input.expect.fw {
+            if &d.fw_ver != want {
+                sheet.fail(
+                    "device.fw",
+                    &d.name,
+                    d.fw_ver.clone(),
+                    Some(want.clone()),
+                    Severity::Error,
+                    format!("{} runs firmware {}, {} expected", d.name, d.fw_ver, want),
+                    "update with mlxfwmanager --online -u (or flint -d <pci> -i <image> burn), then mlxfwreset or a cold reboot",
+                );
+            } else {
+                sheet.pass("device.fw", &d.name, d.fw_ver.clone(), Some(want.clone()));
+            }
+        }
+    }
+    if input.expect.fw.is_none() {
+        for (ca_type, devices) in &by_type {
+            let mut versions: Vec<&str> = devices.iter().map(|(_, fw)| *fw).collect();
+            versions.sort_unstable();
+            versions.dedup();
+            let subject = devices.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(",");
+            if versions.len() > 1 {
+                let listing = devices.iter().map(|(n, fw)| format!("{n}={fw}")).collect::<Vec<_>>().join(" ");
+                sheet.fail(
+                    "device.fw",
+                    &subject,
+                    listing.clone(),
+                    Some("one version per adapter type".into()),
+                    Severity::Error,
+                    format!("{ca_type} adapters on this node run different firmware: {listing}"),
+                    "bring them to one version with mlxfwmanager --online -u, then a cold reboot; mixed firmware \
+                     causes subtle interop and performance differences",
+                );
+            } else {
+                sheet.pass("device.fw", &subject, versions.first().copied().unwrap_or("").to_string(), None);
+            }
+        }
+    }
+
+    // PCIe: a x16 card trained at x8 (or Gen3 instead of Gen4) caps bandwidth below line rate.
+    for d in &inv.devices {
+        let Some(pci) = &d.pci else { continue };
+        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        let width_low = matches!((pci.current_width, pci.max_width), (Some(c), Some(m)) if c < m);
+        let speed_low = match (&pci.current_speed, &pci.max_speed) {
+            (Some(c), Some(m)) => pcie_gts(c).zip(pcie_gts(m)).is_some_and(|(c, m)| c < m),
+            _ => false,
+        };
+        let observed = format!(
+            "x{} {}",
+            pci.current_width.map_or("?".into(), |w| w.to_string()),
+            pci.current_speed.clone().unwrap_or_else(|| "?".into())
+        );
+        let best = format!("x{} {}", pci.max_width.map_or("?".into(), |w| w.to_string()), pci.max_speed.clone().unwrap_or_else(|| "?".into()));
+        if width_low || speed_low {
+            sheet.fail(
+                "pci.link",
+                &d.name,
+                observed.clone(),
+                Some(best),
+                Severity::Warning,
+                format!("{}'s PCIe link trained at {observed}, below what the card supports", d.name),
+                "reseat the card in a full-width slot of the right generation, check BIOS slot bifurcation/speed settings; \
+                 `lspci -vv` LnkSta shows the same",
+            );
+        } else {
+            sheet.pass("pci.link", &d.name, observed, Some(best));
+        }
+    }
+}
+
+/// "16.0 GT/s PCIe" -> 16.0; "8 GT/s" -> 8.0.
+fn pcie_gts(text: &str) -> Option<f64> {
+    text.split_whitespace().next()?.parse().ok()
+}

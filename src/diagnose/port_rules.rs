@@ -1,0 +1,380 @@
+//! Per-port rules: state, addressing, link quality, link layer, RoCE readiness, MTU.
+
+use super::{gbps, Expectations, Severity, Sheet};
+use crate::probe::catype;
+use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, Width};
+use crate::probe::{Device, Port};
+
+pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, sheet: &mut Sheet) {
+    let subject = format!("{}/{}", device.name, port.port);
+    let s = subject.as_str();
+    state(device, port, expect, s, sheet);
+    let ib = port.link_layer == LinkLayer::InfiniBand;
+    let up = port.phys_state == PhysState::LinkUp;
+    if ib {
+        addressing(port, s, sheet);
+    }
+    link_layer(device, port, expect, s, sheet);
+    if up {
+        link_quality(device, port, expect, s, sheet);
+    } else {
+        for id in ["link.width", "link.rate"] {
+            sheet.skip(id, s, format!("physical link is {}", port.phys_state));
+        }
+    }
+    if port.link_layer == LinkLayer::Ethernet {
+        roce(port, expect, s, sheet);
+    } else if let Some(want) = expect.mtu {
+        match port.active_mtu {
+            Some(mtu) if mtu < want => sheet.fail(
+                "port.mtu",
+                s,
+                mtu.to_string(),
+                Some(want.to_string()),
+                Severity::Error,
+                format!("active MTU {mtu}, {want} expected"),
+                "the SM sets the MTU from the partition (OpenSM partitions.conf: mtu=5 for 4096) and the switch limits; \
+                 check both ends and the partition definition",
+            ),
+            Some(mtu) => sheet.pass("port.mtu", s, mtu.to_string(), Some(want.to_string())),
+            None => sheet.skip("port.mtu", s, "active MTU not available from sysfs"),
+        }
+    }
+    counters(port, s, sheet);
+}
+
+fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+    let observed = format!("{} / {}", port.state, port.phys_state);
+    let want = expect.state.unwrap_or(PortState::Active);
+    let expected = Some(format!("{want}"));
+    let ib = port.link_layer == LinkLayer::InfiniBand;
+    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    if port.state == want && (want != PortState::Active || port.phys_state == PhysState::LinkUp) {
+        sheet.pass("port.state", s, observed, expected);
+        return;
+    }
+    let (message, remedy): (String, String) = match (port.state, port.phys_state) {
+        (PortState::Down, PhysState::Polling) => (
+            "port DOWN, physical state POLLING: the port is looking for a peer and sees none — no cable, a bad cable \
+             or optic, or the switch/peer port is down"
+                .into(),
+            "check the cable is seated at both ends and the link LEDs; check the switch port is enabled and up; try a \
+             known-good cable"
+                .into(),
+        ),
+        (PortState::Down, PhysState::Disabled) => (
+            "port DOWN, physical state DISABLED: the port has been disabled, locally or by the subnet manager / switch".into(),
+            if ib {
+                format!(
+                    "enable it: `ibportstate -C {} -P {} <lid> {} enable` or on the switch/SM; a port disabled by the SM \
+                     for errors stays so until re-enabled",
+                    device.name, port.port, port.port
+                )
+            } else {
+                format!("`ip link set {netdev} up`; check the switch port is not shut down")
+            },
+        ),
+        (PortState::Down, PhysState::Sleep) => (
+            "port DOWN, physical state SLEEP: the port is powered down".into(),
+            format!("bring it up (`ip link set {netdev} up` for RoCE); check the module is not in low-power mode (mlxlink)"),
+        ),
+        (PortState::Down, _) if !ib => (
+            format!("RoCE port DOWN: netdev {netdev} has no link"),
+            format!("`ip link set {netdev} up`; check cable, optic and the switch port"),
+        ),
+        (PortState::Init, PhysState::LinkUp) if ib => (
+            "port INIT: the physical link is up but no subnet manager has configured it (no LID, not ACTIVE)".into(),
+            "start a subnet manager: OpenSM on a switch or management node (`systemctl enable --now opensm`), two for \
+             HA; `sminfo` shows whether one answers"
+                .into(),
+        ),
+        (PortState::Armed, _) => (
+            "port ARMED: the subnet manager configured it but has not activated it yet".into(),
+            "wait for the next SM sweep (seconds); if it stays ARMED, check the OpenSM log (/var/log/opensm.log) for errors".into(),
+        ),
+        (_, PhysState::Training) => (
+            "link is training and has not settled; a link that keeps retraining is flapping".into(),
+            "watch `symbol_error` / `link_downed` counters; reseat or replace the cable or optic".into(),
+        ),
+        (_, PhysState::ErrorRecovery) => (
+            "link is in error recovery: the physical layer is seeing errors".into(),
+            "check cable and optics (`mlxlink -d <pci> -m`), and the error counters".into(),
+        ),
+        (PortState::Active, _) if want != PortState::Active => (
+            format!("port is {} but {} was expected", port.state, want),
+            "check the expectation; the port itself is working".into(),
+        ),
+        _ => (
+            format!("port is {} / {}, not ACTIVE / LINK_UP", port.state, port.phys_state),
+            "check cabling, the peer port and, on InfiniBand, the subnet manager".into(),
+        ),
+    };
+    sheet.fail("port.state", s, observed, expected, Severity::Error, message, remedy);
+}
+
+fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
+    let no_sm = "no subnet manager has assigned addresses: start OpenSM on a switch or management node (two for HA); \
+                 `sminfo` and `ibstat` show whether one answers";
+    if port.phys_state != PhysState::LinkUp {
+        sheet.skip("port.lid", s, "link is not up");
+        sheet.skip("port.sm", s, "link is not up");
+        return;
+    }
+    if port.lid == 0 || port.lid >= 0xc000 {
+        sheet.fail("port.lid", s, format!("{:#x}", port.lid), Some("unicast LID".into()), Severity::Error, "port has no LID", no_sm);
+    } else {
+        sheet.pass("port.lid", s, format!("{:#x}", port.lid), None);
+    }
+    if port.sm_lid == 0 {
+        sheet.fail("port.sm", s, "0x0", Some("SM LID".into()), Severity::Error, "no subnet manager is known to this port (SM LID 0)", no_sm);
+    } else {
+        sheet.pass("port.sm", s, format!("{:#x}", port.sm_lid), None);
+    }
+}
+
+fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+    let Some(want) = expect.link_layer else { return };
+    if port.link_layer == want {
+        sheet.pass("port.link_layer", s, port.link_layer.to_string(), Some(want.to_string()));
+        return;
+    }
+    let value = if want == LinkLayer::Ethernet { 2 } else { 1 };
+    let pci = device.pci.as_ref().and_then(|p| p.address.clone()).unwrap_or_else(|| "<pci-address>".into());
+    let remedy = if device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField") {
+        format!(
+            "set the port type in firmware: `mlxconfig -d {pci} set LINK_TYPE_P{}={value}` ({value} = {}), then a cold \
+             reboot (power cycle) or `mlxfwreset -d {pci} reset`: a warm reboot does not apply it",
+            port.port,
+            if value == 2 { "ETH" } else { "IB" }
+        )
+    } else {
+        "this adapter's link layer is fixed by its type or driver; use a VPI adapter or the right fabric".into()
+    };
+    sheet.fail(
+        "port.link_layer",
+        s,
+        port.link_layer.to_string(),
+        Some(want.to_string()),
+        Severity::Error,
+        format!("port runs {} but {} was expected", port.link_layer, want),
+        remedy,
+    );
+}
+
+fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+    let ib = port.link_layer == LinkLayer::InfiniBand;
+    // Width: against the expectation, else against the adapter family's native 4X on IB.
+    let native_4x = ib && catype::native_ib_width_is_4x(&device.ca_type);
+    let width_want = expect.width.or(if native_4x { Some(Width::X4) } else { None });
+    match (width_want, port.width.lanes()) {
+        (Some(want), Some(lanes)) => {
+            let want_lanes = want.lanes().unwrap_or(0);
+            // HDR100 / NDR200 split ports legitimately run 2X; only 1X is a sure degradation.
+            let degraded = if expect.width.is_some() { lanes < want_lanes } else { lanes == 1 };
+            if degraded {
+                sheet.fail(
+                    "link.width",
+                    s,
+                    port.width.to_string(),
+                    Some(want.to_string()),
+                    Severity::Error,
+                    format!("link trained at {} instead of {}: it runs at {} of its lanes", port.width, want, fraction(lanes, want_lanes)),
+                    "a lane is failing: reseat or replace the cable/optic, check the switch port; `mlxlink -d <pci>` shows \
+                     per-lane status and the reason",
+                );
+            } else {
+                sheet.pass("link.width", s, port.width.to_string(), Some(want.to_string()));
+            }
+        }
+        (_, None) => sheet.skip("link.width", s, format!("width {} unknown", port.width)),
+        (None, Some(_)) => sheet.pass("link.width", s, port.width.to_string(), None),
+    }
+    let observed_rate = match (port.rate_gbps, port.nominal_gbps) {
+        (Some(data), Some(nominal)) if data != nominal => format!("{} Gb/s ({} nominal)", gbps(data), gbps(nominal)),
+        (Some(data), _) => format!("{} Gb/s", gbps(data)),
+        (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
+        (None, None) => "unknown".into(),
+    };
+    match (expect.rate, port.nominal_gbps) {
+        (Some(want), Some(nominal)) if nominal + 0.01 < want => sheet.fail(
+            "link.rate",
+            s,
+            format!("{observed_rate}, {} {}", port.width, port.speed),
+            Some(format!("{} Gb/s", gbps(want))),
+            Severity::Error,
+            format!("link rate {} Gb/s ({} {}) is below the expected {} Gb/s", gbps(nominal), port.width, port.speed, gbps(want)),
+            if ib {
+                "the link negotiated down: check the cable is rated for the speed (HDR needs HDR cables), the switch \
+                 port's configured speed, and the width finding above"
+            } else {
+                "the Ethernet link negotiated down: check the cable/optic rating, `ethtool <netdev>` advertised modes, \
+                 and the switch port's speed setting"
+            },
+        ),
+        (Some(want), Some(_)) => sheet.pass("link.rate", s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),
+        (Some(_), None) => sheet.skip("link.rate", s, "rate unknown"),
+        (None, _) => sheet.pass("link.rate", s, observed_rate, None),
+    }
+    if let Some(want) = expect.speed {
+        if port.speed.rank() < want.rank() {
+            sheet.fail(
+                "link.speed",
+                s,
+                port.speed.to_string(),
+                Some(want.to_string()),
+                Severity::Error,
+                format!("lanes run at {} instead of {}", port.speed, want),
+                "check the cable and optic are rated for the speed and the switch port's speed configuration",
+            );
+        } else {
+            sheet.pass("link.speed", s, port.speed.to_string(), Some(want.to_string()));
+        }
+    }
+}
+
+fn fraction(lanes: u32, want: u32) -> String {
+    if want == 0 {
+        "an unknown share".into()
+    } else {
+        format!("{lanes}/{want}")
+    }
+}
+
+fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+    let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
+    // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
+    let routable_v2: Vec<_> = port
+        .gids_of_type(GidType::RoceV2)
+        .filter(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal))
+        .collect();
+    let routable_any = port.gids.iter().any(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal));
+    if let Some(g) = routable_v2.first() {
+        sheet.pass("roce.gid", s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
+    } else if routable_any {
+        sheet.fail(
+            "roce.gid",
+            s,
+            "routable GIDs are RoCE v1 only",
+            Some("routable RoCE v2 GID".into()),
+            Severity::Warning,
+            "no RoCE v2 GID: only RoCE v1, which is not routable across L3 and lacks ECN-based congestion control",
+            "enable RoCE v2: `cma_roce_mode -d <dev> -p <port> -m 2` for rdma_cm, and check the driver exposes v2 GIDs",
+        );
+    } else {
+        sheet.fail(
+            "roce.gid",
+            s,
+            if port.gids.is_empty() { "no GIDs".into() } else { "only link-local (fe80::) GIDs".to_string() },
+            Some("routable RoCE v2 GID".into()),
+            Severity::Error,
+            format!("no routable GID: {netdev} has no IPv4 or global IPv6 address, so RoCE v2 has nothing to route by"),
+            format!("assign an address to {netdev} (`ip addr add <addr>/<len> dev {netdev}` or the node's network config); the GID appears at once"),
+        );
+    }
+
+    match &port.netdev_state {
+        None => sheet.skip("roce.netdev", s, format!("netdev {netdev} not found")),
+        Some(n) => {
+            let up = n.operstate.as_deref() == Some("up") || (n.operstate.as_deref() == Some("unknown") && n.carrier == Some(true));
+            let observed = format!(
+                "{} carrier={} {} {} mtu {}",
+                n.operstate.clone().unwrap_or_else(|| "?".into()),
+                n.carrier.map_or("?".into(), |c| u8::from(c).to_string()),
+                n.speed_mbps.map_or("speed ?".into(), |m| format!("{m} Mb/s")),
+                n.duplex.clone().unwrap_or_else(|| "?".into()),
+                n.mtu.map_or("?".into(), |m| m.to_string())
+            );
+            if !up || n.carrier == Some(false) {
+                sheet.fail(
+                    "roce.netdev",
+                    s,
+                    observed,
+                    Some("up, carrier".into()),
+                    Severity::Error,
+                    format!("netdev {} is down or has no carrier", n.name),
+                    format!("`ip link set {} up`; check cable and switch port (`ethtool {}` shows link detection)", n.name, n.name),
+                );
+            } else if n.duplex.as_deref().is_some_and(|d| d != "full" && d != "unknown") {
+                sheet.fail(
+                    "roce.netdev",
+                    s,
+                    observed,
+                    Some("full duplex".into()),
+                    Severity::Warning,
+                    format!("netdev {} runs {} duplex", n.name, n.duplex.clone().unwrap_or_default()),
+                    "autonegotiation failed: check the switch port settings and the cable",
+                );
+            } else {
+                sheet.pass("roce.netdev", s, observed, Some("up, carrier".into()));
+            }
+        }
+    }
+
+    // MTU: RoCE's active MTU follows the netdev MTU (minus headers); jumbo frames give 4096.
+    let netdev_mtu = port.netdev_state.as_ref().and_then(|n| n.mtu);
+    let derived = netdev_mtu.and_then(decode::roce_mtu_for_netdev_mtu);
+    let active = port.active_mtu.or(derived);
+    let Some(active) = active else {
+        sheet.skip("roce.mtu", s, "neither active nor netdev MTU known");
+        return;
+    };
+    let netdev_text = netdev_mtu.map_or(String::new(), |m| format!(" (netdev {netdev} mtu {m})"));
+    if let Some(want) = expect.mtu {
+        if active < want {
+            let need = want + 88;
+            sheet.fail(
+                "roce.mtu",
+                s,
+                format!("{active}{netdev_text}"),
+                Some(want.to_string()),
+                Severity::Error,
+                format!("RoCE active MTU is {active}{netdev_text}, {want} expected"),
+                format!(
+                    "raise the netdev MTU to at least {need} (9000 is usual: `ip link set {netdev} mtu 9000` and in the \
+                     node's network config), and the switch ports to match"
+                ),
+            );
+            return;
+        }
+        sheet.pass("roce.mtu", s, format!("{active}{netdev_text}"), Some(want.to_string()));
+    } else if let (Some(port_mtu), Some(d)) = (port.active_mtu, derived) {
+        if port_mtu > d {
+            sheet.fail(
+                "roce.mtu",
+                s,
+                format!("{port_mtu}{netdev_text}"),
+                Some(format!("<= {d}")),
+                Severity::Warning,
+                format!("RoCE active MTU {port_mtu} exceeds what netdev MTU {} carries", netdev_mtu.unwrap_or(0)),
+                format!("set the netdev MTU of {netdev} consistently (9000 for 4096-byte RoCE frames)"),
+            );
+        } else {
+            sheet.pass("roce.mtu", s, format!("{port_mtu}{netdev_text}"), None);
+        }
+    } else {
+        sheet.pass("roce.mtu", s, format!("{active}{netdev_text}"), None);
+    }
+}
+
+fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
+    let bad: Vec<String> = port
+        .counters
+        .iter()
+        // One link_downed is the normal trace of the link coming up after boot.
+        .filter(|c| match c.name.as_str() {
+            "symbol_error" | "link_error_recovery" | "local_link_integrity_errors" => c.value > 0,
+            "link_downed" => c.value > 1,
+            _ => false,
+        })
+        .map(|c| format!("{}={}", c.name, c.value))
+        .collect();
+    if !bad.is_empty() {
+        sheet.note(
+            "link.errors",
+            s,
+            Severity::Warning,
+            format!("physical-layer error counters are non-zero: {}", bad.join(" ")),
+            "errors that keep rising point at a marginal cable or optic; clear with `perfquery -x -R` and watch",
+        );
+    }
+}

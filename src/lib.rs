@@ -1,0 +1,17 @@
+//! fabcheck: a verbs-level RDMA fabric validator.
+//!
+//! Layers: `verbs` (the only unsafe code) -> `probe` (inventory) -> `diagnose` (pure rules)
+//! -> `report` (human and JSON output). `perf` measures, `control` connects agents, `pair`
+//! orchestrates a two-node run.
+#![deny(unsafe_code)]
+
+pub mod cli;
+pub mod commands;
+pub mod control;
+pub mod diagnose;
+pub mod error;
+pub mod pair;
+pub mod perf;
+pub mod probe;
+pub mod report;
+pub mod verbs;

@@ -1,0 +1,31 @@
+//! Thin entry point: parse, run, map the outcome to the contract's exit codes.
+#![deny(unsafe_code)]
+
+use clap::Parser;
+use fabcheck::cli::Cli;
+use fabcheck::error::Outcome;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.verbose);
+    match fabcheck::commands::run(cli.command) {
+        Ok(Outcome::Pass) => ExitCode::from(0),
+        Ok(Outcome::Fail) => ExitCode::from(1),
+        Err(failure) => {
+            eprintln!("fabcheck: {}", failure.cause);
+            eprintln!("  what to do: {}", failure.remedy);
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn",
+        1 => "info",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+}

@@ -1,0 +1,204 @@
+//! Which tests run, at which sizes, in which directions, with what settings (pure).
+
+use crate::control::protocol::{Role, TestKind, TestSpec};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Direction {
+    #[serde(rename = "a->b")]
+    AtoB,
+    #[serde(rename = "b->a")]
+    BtoA,
+    #[serde(rename = "bidi")]
+    Bidi,
+}
+
+impl Direction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::AtoB => "a->b",
+            Direction::BtoA => "b->a",
+            Direction::Bidi => "bidi",
+        }
+    }
+
+    /// Roles of A and B.
+    pub fn roles(self) -> (Role, Role) {
+        match self {
+            Direction::AtoB => (Role::Active, Role::Passive),
+            Direction::BtoA => (Role::Passive, Role::Active),
+            Direction::Bidi => (Role::Both, Role::Both),
+        }
+    }
+
+    /// `--direction`: a->b, b->a, both (each way), bidi, all (each way and bidi).
+    pub fn parse_list(text: &str) -> Result<Vec<Direction>, String> {
+        Ok(match text {
+            "a->b" | "ab" => vec![Direction::AtoB],
+            "b->a" | "ba" => vec![Direction::BtoA],
+            "both" => vec![Direction::AtoB, Direction::BtoA],
+            "bidi" => vec![Direction::Bidi],
+            "all" => vec![Direction::AtoB, Direction::BtoA, Direction::Bidi],
+            other => return Err(format!("--direction '{other}': one of a->b, b->a, both, bidi, all")),
+        })
+    }
+}
+
+/// Settings from the command line that shape the plan.
+#[derive(Debug, Clone)]
+pub struct PlanInput {
+    pub tests: Vec<TestKind>,
+    pub size: Option<u32>,
+    pub sweep: bool,
+    pub iters: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub qps: u32,
+    pub directions: Option<Vec<Direction>>,
+    pub stall_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlannedTest {
+    pub direction: Direction,
+    /// The spec with A's role; B's differs only in role.
+    pub spec: TestSpec,
+}
+
+impl PlannedTest {
+    pub fn spec_for(&self, a_side: bool) -> TestSpec {
+        let (ra, rb) = self.direction.roles();
+        TestSpec { role: if a_side { ra } else { rb }, ..self.spec.clone() }
+    }
+}
+
+pub const LAT_SIZE: u32 = 2;
+pub const BW_SIZE: u32 = 65536;
+pub const LAT_ITERS: u64 = 1000;
+pub const BW_ITERS: u64 = 5000;
+pub const SWEEP_MAX: u32 = 8 << 20;
+
+/// Sizes of a sweep: 2 B to 8 MiB in powers of two.
+pub fn sweep_sizes() -> Vec<u32> {
+    (1..=23).map(|p| 1u32 << p).collect()
+}
+
+pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
+    if input.qps == 0 || input.qps > crate::control::protocol::MAX_QPS {
+        return Err(format!("--qps must be 1..{}", crate::control::protocol::MAX_QPS));
+    }
+    let mut out = Vec::new();
+    for &test in &input.tests {
+        let sizes = match (input.size, input.sweep) {
+            (Some(_), true) => return Err("--size and --sweep contradict each other: give one".into()),
+            (Some(size), false) => vec![size],
+            (None, true) => sweep_sizes(),
+            (None, false) => vec![if test.is_latency() { LAT_SIZE } else { BW_SIZE }],
+        };
+        let directions = match &input.directions {
+            Some(d) => d.clone(),
+            None if test.is_latency() => vec![Direction::AtoB],
+            None => vec![Direction::AtoB, Direction::BtoA, Direction::Bidi],
+        };
+        for size in sizes {
+            for &direction in &directions {
+                if test.is_latency() && direction == Direction::Bidi {
+                    // A ping-pong is already both ways.
+                    continue;
+                }
+                if test == TestKind::SendBw && direction == Direction::Bidi && input.duration_ms.is_some() {
+                    return Err("bidirectional send_bw needs --iters (a duration leaves receives unmatched)".into());
+                }
+                out.push(PlannedTest { direction, spec: spec(test, size, input) });
+            }
+        }
+    }
+    for t in &out {
+        t.spec.validate().map_err(|e| format!("{} at {} bytes: {e}", t.spec.test.name(), t.spec.size))?;
+    }
+    Ok(out)
+}
+
+fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
+    let (default_iters, tx_depth, cq_mod, post_list) = if test.is_latency() {
+        (LAT_ITERS, 64, 16, 1)
+    } else {
+        // Big messages: fewer iterations in a sweep so 8 MiB does not take minutes.
+        let iters = if size > BW_SIZE { (BW_ITERS * u64::from(BW_SIZE) / u64::from(size)).max(200) } else { BW_ITERS };
+        (iters, 256, 64, 16)
+    };
+    let iters = input.iters.unwrap_or(default_iters);
+    TestSpec {
+        test,
+        role: Role::Active,
+        size,
+        iters,
+        warmup: if test.is_latency() { (iters / 10).min(1000) } else { (iters / 10).min(500) },
+        duration_ms: input.duration_ms,
+        qps: if test.is_latency() { 1 } else { input.qps },
+        tx_depth,
+        cq_mod,
+        post_list,
+        stall_timeout_ms: input.stall_timeout_ms,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> PlanInput {
+        PlanInput {
+            tests: TestKind::ALL.to_vec(),
+            size: None,
+            sweep: false,
+            iters: None,
+            duration_ms: None,
+            qps: 1,
+            directions: None,
+            stall_timeout_ms: 5000,
+        }
+    }
+
+    #[test]
+    fn default_plan() {
+        let plan = build(&input()).unwrap();
+        // 3 latency tests one way, 3 bandwidth tests three ways.
+        assert_eq!(plan.len(), 3 + 9);
+        let lat = &plan[0];
+        assert_eq!((lat.spec.size, lat.spec.iters, lat.direction), (2, 1000, Direction::AtoB));
+        let bw = plan.iter().find(|t| t.spec.test == TestKind::WriteBw).unwrap();
+        assert_eq!((bw.spec.size, bw.spec.iters), (65536, 5000));
+        assert_eq!(plan[3].spec_for(false).role, Role::Passive);
+    }
+
+    #[test]
+    fn sweep_and_contradictions() {
+        let mut i = input();
+        i.tests = vec![TestKind::WriteBw];
+        i.sweep = true;
+        i.directions = Some(vec![Direction::AtoB]);
+        let plan = build(&i).unwrap();
+        assert_eq!(plan.len(), 23);
+        assert_eq!(plan.last().unwrap().spec.size, SWEEP_MAX);
+        assert!(plan.last().unwrap().spec.iters >= 200);
+        i.size = Some(64);
+        assert!(build(&i).is_err());
+        let mut z = input();
+        z.size = Some(0);
+        assert!(build(&z).is_err());
+        let mut q = input();
+        q.qps = 0;
+        assert!(build(&q).is_err());
+        let mut d = input();
+        d.duration_ms = Some(1000);
+        d.tests = vec![TestKind::SendBw];
+        assert!(build(&d).is_err());
+    }
+
+    #[test]
+    fn directions() {
+        assert_eq!(Direction::parse_list("all").unwrap().len(), 3);
+        assert!(Direction::parse_list("sideways").is_err());
+        assert_eq!(Direction::Bidi.roles(), (Role::Both, Role::Both));
+    }
+}

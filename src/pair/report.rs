@@ -1,0 +1,111 @@
+//! The `fabcheck.pair.v1` document and its human rendering.
+
+use crate::diagnose::{gbps, Finding, Verdict};
+use crate::perf::summary::LatencySummary;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+pub const SCHEMA: &str = "fabcheck.pair.v1";
+
+/// One end of the pair, as the test used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    pub host: String,
+    pub device: String,
+    pub port: u8,
+    pub gid_index: Option<u8>,
+    pub gid: Option<String>,
+    pub link_layer: String,
+    pub rate_gbps: Option<f64>,
+    pub ca_type: String,
+    pub mtu: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestResult {
+    pub test: String,
+    pub direction: String,
+    pub size: u32,
+    pub iterations: u64,
+    pub qps: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat_us: Option<LatencySummary>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bw_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_gbps: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub msg_rate_mpps: Option<f64>,
+    /// Retransmission and error counters that rose during the test, as `a:name` / `b:name`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub counters: BTreeMap<String, u64>,
+    /// Why the test failed to complete (completion error, stall), if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remedy: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairDoc {
+    pub schema: String,
+    pub verdict: Verdict,
+    pub a: Side,
+    pub b: Side,
+    pub results: Vec<TestResult>,
+    pub findings: Vec<Finding>,
+}
+
+pub fn human(doc: &PairDoc) -> String {
+    let mut out = String::new();
+    for (name, s) in [("A", &doc.a), ("B", &doc.b)] {
+        let _ = writeln!(
+            out,
+            "{name}  {} {}/{}  {}  {}  gid {} {}  mtu {}  {}",
+            s.host,
+            s.device,
+            s.port,
+            s.ca_type,
+            s.link_layer,
+            s.gid_index.map_or("-".into(), |i| i.to_string()),
+            s.gid.as_deref().unwrap_or(""),
+            s.mtu.map_or("?".into(), |m| m.to_string()),
+            s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  result", "test", "dir", "size", "iters", "qps");
+    for r in &doc.results {
+        let result = if let Some(e) = &r.error {
+            format!("FAILED: {e}")
+        } else if let Some(l) = &r.lat_us {
+            format!("p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)", l.p50, l.p99, l.p999, l.min, l.max)
+        } else {
+            format!(
+                "{} Gb/s  peak {} Gb/s  {} Mpps",
+                r.bw_gbps.map_or("?".into(), gbps3),
+                r.peak_gbps.map_or("?".into(), gbps3),
+                r.msg_rate_mpps.map_or("?".into(), |m| format!("{m:.3}"))
+            )
+        };
+        let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
+    }
+    if !doc.findings.is_empty() {
+        let _ = writeln!(out);
+    }
+    for f in &doc.findings {
+        let _ = writeln!(out, "{:<7} {:<20} {}", format!("{:?}", f.severity).to_uppercase(), f.id, f.message);
+        let _ = writeln!(out, "        what to do: {}", f.remedy);
+    }
+    let _ = writeln!(out, "\n{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
+    out
+}
+
+fn gbps3(v: f64) -> String {
+    if v >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.3}")
+    }
+}

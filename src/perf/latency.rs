@@ -1,0 +1,237 @@
+//! Ping-pong latency: send/recv, RDMA write polled on memory, and RDMA read.
+//!
+//! Each measured iteration is one round trip, timed from just before the post to just after
+//! the answer is seen; samples go into a buffer sized before the loop and are summarised
+//! (HDR histogram) after it. Send and write latency are reported one-way (half the round
+//! trip), read latency as the full round trip, as perftest reports them.
+
+use super::session::Session;
+use super::summary;
+use super::{PerfError, Signals, StallGuard};
+use crate::control::protocol::{RunResult, TestKind};
+use crate::verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
+use std::time::{Duration, Instant};
+
+/// Samples kept in duration mode (16 MiB of u64); iterations beyond still run, unrecorded.
+const DURATION_SAMPLE_CAP: usize = 2_000_000;
+
+struct Plan {
+    total: u64,
+    warmup: u64,
+    duration: Option<Duration>,
+    samples: Vec<u64>,
+}
+
+fn plan(session: &Session) -> Plan {
+    let spec = &session.spec;
+    let (total, cap) = match spec.duration_ms {
+        Some(_) => (u64::MAX, DURATION_SAMPLE_CAP),
+        None => (spec.warmup + spec.iters, spec.iters as usize),
+    };
+    Plan { total, warmup: spec.warmup, duration: spec.duration_ms.map(Duration::from_millis), samples: Vec::with_capacity(cap) }
+}
+
+fn finish(test: TestKind, plan: Plan, started: Instant) -> RunResult {
+    let halve = test != TestKind::ReadLat;
+    RunResult {
+        iterations: plan.samples.len() as u64,
+        bytes: 0,
+        elapsed_ns: started.elapsed().as_nanos() as u64,
+        lat: summary::latency(&plan.samples, halve),
+        peak_gbps: None,
+        counter_deltas: Vec::new(),
+    }
+}
+
+#[inline(always)]
+fn record(plan: &mut Plan, i: u64, t0: Instant, t1: Instant) {
+    if i >= plan.warmup && plan.samples.len() < plan.samples.capacity() {
+        plan.samples.push(t1.duration_since(t0).as_nanos() as u64);
+    }
+}
+
+#[inline(always)]
+fn over(plan: &Plan, i: u64, start: Instant, now: Instant) -> bool {
+    matches!(plan.duration, Some(d) if i >= plan.warmup && now.duration_since(start) >= d)
+}
+
+fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
+    let r = session.remote.as_ref().ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
+    Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
+}
+
+/// Waits for one completion on `cq`, busy polling.
+macro_rules! wait_one {
+    ($cq:expr, $wc:expr, $guard:expr, $signals:expr, $what:expr) => {{
+        loop {
+            if $cq.poll(&mut $wc[..])? == 1 {
+                if !$wc[0].is_success() {
+                    return Err(PerfError::Verbs($wc[0].to_error()));
+                }
+                $guard.progress();
+                break;
+            }
+            $guard.idle($signals, $what)?;
+        }
+    }};
+}
+
+pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let size = s.spec.size;
+    let cq_mod = u64::from(s.spec.cq_mod);
+    let mut plan = plan(s);
+    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline);
+    let mut wc = WorkCompletion::blank_array::<1>();
+    let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
+    let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
+    let start = Instant::now();
+    let mut i = 0;
+    while i < plan.total {
+        let signaled = (i + 1) % cq_mod == 0;
+        send.set_signaled(0, signaled);
+        let t0 = Instant::now();
+        send.post(qp, 1)?;
+        wait_one!(s.recv_cq, wc, guard, signals, "waiting for the peer's reply");
+        let t1 = Instant::now();
+        recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
+        record(&mut plan, i, t0, t1);
+        if signaled {
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
+        }
+        i += 1;
+        if over(&plan, i, start, t1) {
+            break;
+        }
+    }
+    Ok(finish(TestKind::SendLat, plan, start))
+}
+
+pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let size = s.spec.size;
+    let cq_mod = u64::from(s.spec.cq_mod);
+    let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
+    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline);
+    let mut wc = WorkCompletion::blank_array::<1>();
+    let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
+    let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
+    let start = Instant::now();
+    let mut i = 0;
+    'outer: while i < total {
+        loop {
+            if s.recv_cq.poll(&mut wc[..])? == 1 {
+                if !wc[0].is_success() {
+                    return Err(PerfError::Verbs(wc[0].to_error()));
+                }
+                guard.progress();
+                break;
+            }
+            if signals.stopped() {
+                break 'outer;
+            }
+            guard.idle(signals, "waiting for the peer's ping")?;
+        }
+        recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
+        let signaled = (i + 1) % cq_mod == 0;
+        send.set_signaled(0, signaled);
+        send.post(qp, 1)?;
+        if signaled {
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
+        }
+        i += 1;
+    }
+    Ok(RunResult { iterations: i, elapsed_ns: start.elapsed().as_nanos() as u64, ..RunResult::default() })
+}
+
+pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let size = s.spec.size as usize;
+    let cq_mod = u64::from(s.spec.cq_mod);
+    let mut plan = plan(s);
+    let remote = remote(s)?;
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
+    let mut wc = WorkCompletion::blank_array::<1>();
+    let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
+    let (recv_last, send_last) = (size - 1, 2 * size - 1);
+    let qp = &mut s.qps[0];
+    let start = Instant::now();
+    let mut i = 0;
+    while i < plan.total {
+        let value = (i % 255 + 1) as u8;
+        let signaled = (i + 1) % cq_mod == 0;
+        write.set_signaled(0, signaled);
+        s.mr.write_volatile(send_last, value);
+        let t0 = Instant::now();
+        write.post(qp, 1)?;
+        while s.mr.read_volatile(recv_last) != value {
+            guard.idle(signals, "waiting for the peer's write")?;
+        }
+        let t1 = Instant::now();
+        guard.progress();
+        record(&mut plan, i, t0, t1);
+        if signaled {
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
+        }
+        i += 1;
+        if over(&plan, i, start, t1) {
+            break;
+        }
+    }
+    Ok(finish(TestKind::WriteLat, plan, start))
+}
+
+pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let size = s.spec.size as usize;
+    let cq_mod = u64::from(s.spec.cq_mod);
+    let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
+    let remote = remote(s)?;
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
+    let mut wc = WorkCompletion::blank_array::<1>();
+    let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
+    let (recv_last, send_last) = (size - 1, 2 * size - 1);
+    let qp = &mut s.qps[0];
+    let start = Instant::now();
+    let mut i = 0;
+    'outer: while i < total {
+        let value = (i % 255 + 1) as u8;
+        while s.mr.read_volatile(recv_last) != value {
+            if signals.stopped() {
+                break 'outer;
+            }
+            guard.idle(signals, "waiting for the peer's write")?;
+        }
+        guard.progress();
+        let signaled = (i + 1) % cq_mod == 0;
+        write.set_signaled(0, signaled);
+        s.mr.write_volatile(send_last, value);
+        write.post(qp, 1)?;
+        if signaled {
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
+        }
+        i += 1;
+    }
+    Ok(RunResult { iterations: i, elapsed_ns: start.elapsed().as_nanos() as u64, ..RunResult::default() })
+}
+
+pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let size = s.spec.size;
+    let mut plan = plan(s);
+    let remote = remote(s)?;
+    let mut read = SendList::new(1, SendOp::Read, &s.mr, 0, size, Some(remote), false);
+    read.set_signaled(0, true);
+    let mut wc = WorkCompletion::blank_array::<1>();
+    let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
+    let qp = &mut s.qps[0];
+    let start = Instant::now();
+    let mut i = 0;
+    while i < plan.total {
+        let t0 = Instant::now();
+        read.post(qp, 1)?;
+        wait_one!(s.send_cq, wc, guard, signals, "waiting for a read to complete");
+        let t1 = Instant::now();
+        record(&mut plan, i, t0, t1);
+        i += 1;
+        if over(&plan, i, start, t1) {
+            break;
+        }
+    }
+    Ok(finish(TestKind::ReadLat, plan, start))
+}

@@ -1,0 +1,203 @@
+//! Latency and bandwidth engines: the measured loops and what they need.
+//!
+//! Inside a measured loop: no allocation (sample and mark buffers are sized before), no
+//! locks (flags are relaxed atomics), no logging or formatting, busy polling, pre-built
+//! work requests, selective signaling, post lists, monotonic clock.
+
+pub mod bandwidth;
+pub mod counters;
+pub mod gid;
+pub mod latency;
+pub mod session;
+pub mod summary;
+
+use crate::control::protocol::{Role, RunResult, TestKind};
+use crate::probe::ProbeError;
+use crate::verbs::{self, VerbsError};
+use session::Session;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Flags the control channel sets while a loop runs.
+#[derive(Debug, Default)]
+pub struct Signals {
+    /// Finish gracefully (the passive side of a test, or the end of a duration).
+    pub stop: AtomicBool,
+    /// Give up now (controller gone, Ctrl-C).
+    pub abort: AtomicBool,
+}
+
+impl Signals {
+    pub fn new() -> Arc<Signals> {
+        Arc::new(Signals::default())
+    }
+
+    #[inline(always)]
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    pub fn aborted(&self) -> bool {
+        self.abort.load(Ordering::Relaxed)
+    }
+
+    pub fn reset(&self) {
+        self.stop.store(false, Ordering::Relaxed);
+        self.abort.store(false, Ordering::Relaxed);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PerfError {
+    #[error("{0}")]
+    Verbs(#[from] VerbsError),
+    #[error("{0}")]
+    Probe(#[from] ProbeError),
+    #[error("invalid test: {0}")]
+    BadSpec(String),
+    #[error("invalid peer endpoint: {0}")]
+    BadPeer(String),
+    #[error("{subject}: {message}")]
+    PortNotReady { subject: String, message: String, remedy: String },
+    #[error("{subject}: {why}")]
+    NoGid { subject: String, why: String },
+    #[error("memory registration refused: {source}")]
+    Memlock { source: VerbsError, limit: Option<u64> },
+    #[error("no progress for {waited_ms} ms while {what}")]
+    Stalled { what: &'static str, waited_ms: u64 },
+    #[error("aborted")]
+    Aborted,
+}
+
+impl PerfError {
+    fn from_reg(err: VerbsError) -> PerfError {
+        match err.errno() {
+            Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN) => {
+                PerfError::Memlock { source: err, limit: verbs::os::memlock().0 }
+            }
+            _ => PerfError::Verbs(err),
+        }
+    }
+
+    /// The operator's next step.
+    pub fn remedy(&self) -> String {
+        match self {
+            PerfError::Verbs(VerbsError::Completion { status, .. }) => completion_remedy(*status).1.into(),
+            PerfError::Verbs(_) => "run `fabcheck check` on this node".into(),
+            PerfError::Probe(p) => p.remedy(),
+            PerfError::BadSpec(_) | PerfError::BadPeer(_) => "check the flags; both nodes must run the same fabcheck version".into(),
+            PerfError::PortNotReady { remedy, .. } => remedy.clone(),
+            PerfError::NoGid { .. } => "assign an IPv4 address to the RoCE netdev, or pass --gid-index".into(),
+            PerfError::Memlock { .. } => crate::diagnose::memlock_remedy(),
+            PerfError::Stalled { .. } => {
+                "the peer stopped answering: check that its agent is alive, the link is up, and the GIDs route to each other".into()
+            }
+            PerfError::Aborted => "the run was interrupted".into(),
+        }
+    }
+
+    /// A cause a person can act on, beyond the verb and errno.
+    pub fn cause(&self) -> String {
+        match self {
+            PerfError::Verbs(VerbsError::Completion { status, status_text, .. }) => {
+                format!("{} ({status_text})", completion_remedy(*status).0)
+            }
+            PerfError::Memlock { source, limit } => format!(
+                "{source}: RLIMIT_MEMLOCK is {}",
+                limit.map_or("unlimited (so the adapter or kernel refused)".to_string(), |l| format!("{} KiB", l >> 10))
+            ),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Cause and remedy for a failed work completion.
+pub fn completion_remedy(status: u32) -> (&'static str, &'static str) {
+    use verbs::status as s;
+    match status {
+        s::RETRY_EXCEEDED => (
+            "the peer stopped acknowledging: transport retries exhausted",
+            "the link went down, the peer is gone, or packets do not route between the GIDs (wrong GID, VLAN, MTU): \
+             check `fabcheck check` on both nodes",
+        ),
+        s::RNR_RETRY_EXCEEDED => ("the receiver had no receive buffer posted (RNR retries exhausted)", "the peer is overloaded or stopped; rerun"),
+        s::FLUSHED => (
+            "work was flushed: the queue pair entered the error state",
+            "an earlier error or a link drop broke the connection; check the link and rerun",
+        ),
+        s::REMOTE_ACCESS => ("the peer refused the remote access (rkey or address)", "both nodes must run the same fabcheck version"),
+        s::LOCAL_PROTECTION | s::LOCAL_QP_OPERATION => (
+            "a local queue or protection error",
+            "on Soft-RoCE this often means the route to the peer broke; check the netdev and rerun",
+        ),
+        _ => ("a work request failed", "run `fabcheck check` on both nodes"),
+    }
+}
+
+/// Runs this side's part of the prepared test.
+pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let counters_before = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
+    let mut result = match (session.spec.test, session.spec.role) {
+        (TestKind::SendLat, Role::Active) => latency::send_active(session, signals),
+        (TestKind::SendLat, _) => latency::send_passive(session, signals),
+        (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
+        (TestKind::WriteLat, _) => latency::write_passive(session, signals),
+        (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw, Role::Passive) | (TestKind::ReadLat, _) => idle_until_stop(signals),
+        (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw, _) => bandwidth::send(session, signals),
+    }?;
+    let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
+    result.counter_deltas = counters::deltas(&counters_before, &counters_after);
+    Ok(result)
+}
+
+/// The passive side of a one-sided test: the adapter does the work, we wait to be told.
+fn idle_until_stop(signals: &Signals) -> Result<RunResult, PerfError> {
+    while !signals.stopped() {
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(RunResult::default())
+}
+
+/// Tracks "no progress for too long" cheaply inside busy loops: the clock is read only every
+/// 1024 idle spins, and progress resets it.
+pub(crate) struct StallGuard {
+    limit: Duration,
+    idle_spins: u32,
+    idle_since: Option<Instant>,
+}
+
+impl StallGuard {
+    pub(crate) fn new(limit_ms: u64) -> Self {
+        StallGuard { limit: Duration::from_millis(limit_ms), idle_spins: 0, idle_since: None }
+    }
+
+    #[inline(always)]
+    pub(crate) fn progress(&mut self) {
+        self.idle_spins = 0;
+        self.idle_since = None;
+    }
+
+    /// Call on an idle spin; errors once the limit passes or an abort arrives.
+    #[inline(always)]
+    pub(crate) fn idle(&mut self, signals: &Signals, what: &'static str) -> Result<(), PerfError> {
+        self.idle_spins = self.idle_spins.wrapping_add(1);
+        if self.idle_spins & 0x3ff != 0 {
+            return Ok(());
+        }
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > self.limit {
+            return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
+        }
+        Ok(())
+    }
+}

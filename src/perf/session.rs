@@ -1,0 +1,233 @@
+//! One side's verbs resources for one test: opened on `prepare`, connected on `connect`,
+//! released on drop (QPs first, then memory, CQs, PD, device).
+
+use super::{gid, PerfError};
+use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
+use crate::diagnose;
+use crate::probe::decode::{self, LinkLayer, PortState};
+use crate::probe::{self, Source};
+use crate::verbs::{Access, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
+
+/// Receive WRs kept posted per QP for send tests.
+pub const RX_DEPTH: u32 = 512;
+/// Inline data asked for latency tests (providers that cannot inline get a retry without).
+pub const INLINE_WANTED: u32 = 220;
+
+pub struct Session {
+    // Field order is drop order: QPs and their WR lists before the memory and CQs they use.
+    pub qps: Vec<QueuePair>,
+    pub recv_lists: Vec<RecvList>,
+    pub mr: MemoryRegion,
+    pub send_cq: CompletionQueue,
+    pub recv_cq: CompletionQueue,
+    pub pd: ProtectionDomain,
+    pub ctx: Context,
+    pub spec: TestSpec,
+    pub local: Endpoint,
+    pub remote: Option<Endpoint>,
+    /// Whether sends of `spec.size` can be inline on this QP.
+    pub inline: bool,
+}
+
+/// Access the local buffer needs for this test and role: no more.
+pub fn buffer_access(test: TestKind, role: Role) -> Access {
+    let serves = matches!(role, Role::Passive | Role::Both);
+    let acts = matches!(role, Role::Active | Role::Both);
+    match test {
+        TestKind::SendLat | TestKind::SendBw => Access::LOCAL_WRITE,
+        TestKind::WriteLat => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        TestKind::WriteBw if serves => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        TestKind::WriteBw => Access::NONE,
+        TestKind::ReadLat | TestKind::ReadBw => {
+            let mut a = Access::NONE;
+            if serves {
+                a = a | Access::REMOTE_READ;
+            }
+            if acts {
+                a = a | Access::LOCAL_WRITE;
+            }
+            a
+        }
+    }
+}
+
+/// Remote access the QP grants its peer.
+fn qp_access(test: TestKind, role: Role) -> Access {
+    let serves = matches!(role, Role::Passive | Role::Both);
+    match test {
+        TestKind::WriteLat => Access::REMOTE_WRITE,
+        TestKind::WriteBw if serves => Access::REMOTE_WRITE,
+        TestKind::ReadLat | TestKind::ReadBw if serves => Access::REMOTE_READ,
+        _ => Access::NONE,
+    }
+}
+
+impl Session {
+    /// Opens the device and port, checks the port can carry traffic, and builds everything
+    /// the test needs. Errors name the cause (port INIT, no routable GID, memlock...).
+    pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
+        spec.validate().map_err(PerfError::BadSpec)?;
+        let inv = probe::inventory(&Source::Live, target.device.as_deref())?;
+        let (device, port) = pick_port(&inv, target)?;
+        if port.state != PortState::Active {
+            let (message, remedy) = diagnose::explain_port(device, port);
+            return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy });
+        }
+        let chosen = match target.gid_index {
+            Some(index) => Some(port.gids.iter().find(|g| g.index == u32::from(index)).ok_or_else(|| PerfError::NoGid {
+                subject: format!("{}/{}", device.name, port.port),
+                why: format!("GID index {index} is not set (set: {})", port.gids.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",")),
+            })?),
+            None => gid::choose(&port.gids, port.link_layer),
+        };
+        if port.link_layer == LinkLayer::Ethernet && chosen.is_none() {
+            return Err(PerfError::NoGid {
+                subject: format!("{}/{}", device.name, port.port),
+                why: format!(
+                    "no routable RoCE GID (only link-local or none); assign an IP address to {}",
+                    port.netdev.as_deref().unwrap_or("the port's netdev")
+                ),
+            });
+        }
+        let size = spec.size as u64;
+        if let Some(max_msg) = device_max_msg(device) {
+            if size > max_msg {
+                return Err(PerfError::BadSpec(format!("size {size} exceeds {}'s maximum message size {max_msg}", device.name)));
+            }
+        }
+        let ctx = Context::open(&device.name)?;
+        let pd = ProtectionDomain::new(&ctx)?;
+        let qps_n = spec.qps;
+        let send_depth = spec.tx_depth;
+        let recv_depth = if matches!(spec.test, TestKind::SendLat | TestKind::SendBw) { RX_DEPTH.min(spec.tx_depth.max(64) * 4) } else { 1 };
+        let send_cq = CompletionQueue::new(&ctx, send_depth * qps_n + 16)?;
+        let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
+        // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
+        let buffer_len = (size as usize) * 2;
+        let mr = MemoryRegion::new(&pd, buffer_len, buffer_access(spec.test, spec.role)).map_err(PerfError::from_reg)?;
+        let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED;
+        let mut qps = Vec::new();
+        let mut inline = want_inline;
+        for _ in 0..qps_n {
+            let config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
+            let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
+                Ok(qp) => qp,
+                Err(_) if inline => {
+                    inline = false;
+                    QueuePair::new_rc(&pd, &send_cq, &recv_cq, QpConfig { max_inline_data: 0, ..config })?
+                }
+                Err(e) => return Err(e.into()),
+            };
+            qps.push(qp);
+        }
+        inline = inline && qps.iter().all(|q| q.max_inline() >= spec.size);
+        let port_num = port.port as u8;
+        for qp in &mut qps {
+            qp.to_init(port_num, qp_access(spec.test, spec.role))?;
+        }
+        let psn = initial_psn();
+        let local = Endpoint {
+            host: host.to_string(),
+            device: device.name.clone(),
+            port: port_num,
+            lid: port.lid as u16,
+            gid_index: chosen.map(|g| g.index as u8),
+            gid: chosen.map(|g| g.gid.clone()),
+            qpns: qps.iter().map(|q| q.qp_num()).collect(),
+            psn,
+            addr: mr.addr(),
+            rkey: mr.rkey(),
+            len: size,
+            mtu: port.active_mtu.unwrap_or(1024),
+            link_layer: port.link_layer.to_string(),
+            rate_gbps: port.rate_gbps,
+            ca_type: device.ca_type.clone(),
+            max_rd_atomic: 16,
+        };
+        Ok(Session { qps, recv_lists: Vec::new(), mr, send_cq, recv_cq, pd, ctx, spec: spec.clone(), local, remote: None, inline })
+    }
+
+    /// Moves every QP to RTS towards the peer and pre-posts receives where the test needs them.
+    pub fn connect(&mut self, peer: &Endpoint) -> Result<(), PerfError> {
+        if peer.qpns.len() != self.qps.len() {
+            return Err(PerfError::BadPeer(format!("peer has {} QPs, this side {}", peer.qpns.len(), self.qps.len())));
+        }
+        if peer.link_layer != self.local.link_layer {
+            return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
+        }
+        let remote_gid = match (&peer.gid, self.local.link_layer.as_str()) {
+            (Some(text), "Ethernet") => {
+                Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?)
+            }
+            (None, "Ethernet") => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
+            _ => None,
+        };
+        let mtu = self.local.mtu.min(peer.mtu);
+        let mtu_enum = match mtu {
+            4096.. => 5,
+            2048.. => 4,
+            1024.. => 3,
+            512.. => 2,
+            _ => 1,
+        };
+        let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
+        for (i, qp) in self.qps.iter_mut().enumerate() {
+            let path = PathSpec {
+                port: self.local.port,
+                mtu: mtu_enum,
+                remote_qpn: peer.qpns[i],
+                remote_psn: peer.psn,
+                remote_lid: peer.lid,
+                remote_gid,
+                sgid_index: self.local.gid_index.unwrap_or(0),
+                max_rd_atomic: rd_atomic,
+            };
+            qp.to_rtr(&path)?;
+            // timeout 14: 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows in ~0.5 s.
+            qp.to_rts(self.local.psn, rd_atomic, 14, 7)?;
+        }
+        let needs_recv = match self.spec.test {
+            TestKind::SendLat => true,
+            TestKind::SendBw => matches!(self.spec.role, Role::Passive | Role::Both),
+            _ => false,
+        };
+        if needs_recv {
+            let depth = if self.spec.test == TestKind::SendLat { 64 } else { RX_DEPTH };
+            for (q, qp) in self.qps.iter_mut().enumerate() {
+                let mut list = RecvList::new(depth as usize, &self.mr, 0, self.spec.size, q as u32);
+                list.post(qp, 0, depth as usize)?;
+                self.recv_lists.push(list);
+            }
+        }
+        self.remote = Some(peer.clone());
+        Ok(())
+    }
+}
+
+fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
+    let candidates: Vec<(&probe::Device, &probe::Port)> =
+        inv.ports().filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want))).collect();
+    if let Some(want) = target.port {
+        if candidates.is_empty() {
+            let device = inv.devices.first().map(|d| d.name.clone()).unwrap_or_default();
+            let present = inv.devices.first().map(|d| d.ports.iter().map(|p| p.port).collect()).unwrap_or_default();
+            return Err(probe::ProbeError::NoSuchPort { device, port: u32::from(want), present }.into());
+        }
+    }
+    candidates
+        .iter()
+        .find(|(_, p)| p.state == PortState::Active)
+        .or_else(|| candidates.first())
+        .copied()
+        .ok_or_else(|| PerfError::Probe(probe::ProbeError::NoDevices))
+}
+
+fn device_max_msg(_device: &probe::Device) -> Option<u64> {
+    // Every current provider accepts at least 1 GiB; the protocol caps sizes far below.
+    None
+}
+
+fn initial_psn() -> u32 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos ^ std::process::id().rotate_left(12)) & 0x00ff_ffff
+}

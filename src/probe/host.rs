@@ -1,0 +1,175 @@
+//! Facts about this node's RDMA stack that are not in the inventory: kernel modules, device
+//! files, the installed stack, services, and the memlock limit. Gathered here, judged in
+//! `diagnose` (pure); the filesystem root is injectable so tests can fake a node.
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct HostFacts {
+    /// Modules present (loaded or built in), of those fabcheck cares about.
+    pub modules: Vec<String>,
+    /// `/dev/infiniband/uverbsN` files, and whether this user can open them.
+    pub uverbs: Vec<UverbsFile>,
+    /// Whether `/dev/infiniband/rdma_cm` exists (needed for --cm).
+    pub rdma_cm: bool,
+    /// rdma-core version from the installed libibverbs ("44.0"), if found.
+    pub rdma_core_version: Option<String>,
+    /// MLNX_OFED / DOCA-OFED version string, if installed.
+    pub ofed_version: Option<String>,
+    /// State of `openibd` and `rdma` units as `systemctl is-active` says; absent without systemd.
+    pub services: Vec<(String, String)>,
+    /// RLIMIT_MEMLOCK soft limit in bytes; `None` = unlimited.
+    pub memlock_soft: Option<u64>,
+    pub is_root: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UverbsFile {
+    pub path: String,
+    pub accessible: bool,
+}
+
+/// Modules whose presence is reported.
+pub const MODULES: [&str; 10] =
+    ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
+
+const LIB_DIRS: [&str; 4] = ["usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"];
+
+/// Gathers the facts from the node rooted at `root` ("/" live).
+pub fn gather(root: &Path) -> HostFacts {
+    let modules = MODULES.iter().filter(|m| root.join("sys/module").join(m).exists()).map(|m| m.to_string()).collect();
+    let mut uverbs: Vec<UverbsFile> = std::fs::read_dir(root.join("dev/infiniband"))
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("uverbs"))
+                .map(|e| UverbsFile {
+                    path: e.path().display().to_string(),
+                    accessible: std::fs::OpenOptions::new().read(true).write(true).open(e.path()).is_ok(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    uverbs.sort_by(|a, b| a.path.cmp(&b.path));
+    let (memlock_soft, _) = crate::verbs::os::memlock();
+    HostFacts {
+        modules,
+        uverbs,
+        rdma_cm: root.join("dev/infiniband/rdma_cm").exists(),
+        rdma_core_version: rdma_core_version(root),
+        ofed_version: ofed_version(root),
+        services: if root == Path::new("/") { services() } else { Vec::new() },
+        memlock_soft,
+        is_root: crate::verbs::os::is_root(),
+    }
+}
+
+/// From the versioned file name of libibverbs: `libibverbs.so.1.14.44.0` -> "44.0".
+fn rdma_core_version(root: &Path) -> Option<String> {
+    for dir in LIB_DIRS {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(version) = parse_libibverbs_version(&name) {
+                return Some(version);
+            }
+        }
+    }
+    None
+}
+
+pub fn parse_libibverbs_version(file_name: &str) -> Option<String> {
+    let rest = file_name.strip_prefix("libibverbs.so.1.")?;
+    let parts: Vec<&str> = rest.split('.').collect();
+    // libibverbs.so.1.<abi>.<rdma-core major>.<minor>
+    if parts.len() >= 3 && parts.iter().all(|p| p.chars().all(|c| c.is_ascii_digit())) {
+        Some(format!("{}.{}", parts[1], parts[2]))
+    } else {
+        None
+    }
+}
+
+/// MLNX_OFED writes its version into `ofed_info`; DOCA-OFED installs the same script.
+fn ofed_version(root: &Path) -> Option<String> {
+    for path in ["usr/bin/ofed_info", "usr/local/bin/ofed_info"] {
+        let Ok(text) = std::fs::read_to_string(root.join(path)) else { continue };
+        if let Some(v) = parse_ofed_info(&text) {
+            return Some(v);
+        }
+    }
+    None
+}
+
+pub fn parse_ofed_info(script: &str) -> Option<String> {
+    for marker in ["MLNX_OFED_LINUX-", "OFED-internal-", "DOCA"] {
+        if let Some(pos) = script.find(marker) {
+            let tail = &script[pos..];
+            let end = tail.find(|c: char| c == ':' || c == '"' || c == '\'' || c.is_whitespace()).unwrap_or(tail.len());
+            let found = tail[..end].trim_end_matches(':');
+            if found.len() > marker.len() {
+                return Some(found.to_string());
+            }
+        }
+    }
+    None
+}
+
+fn services() -> Vec<(String, String)> {
+    if !Path::new("/run/systemd/system").exists() {
+        return Vec::new();
+    }
+    ["openibd", "rdma"]
+        .iter()
+        .filter_map(|unit| run_with_deadline("systemctl", &["is-active", unit], Duration::from_secs(3)).map(|s| (unit.to_string(), s)))
+        .collect()
+}
+
+/// Runs a fixed local command (no shell) and returns its first output line, or `None` if it
+/// cannot run or misses the deadline (it is then killed).
+fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
+    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    use std::io::Read;
+    child.stdout.take()?.read_to_string(&mut out).ok()?;
+    Some(out.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// The live root.
+pub fn live_root() -> PathBuf {
+    PathBuf::from("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn libibverbs_versions() {
+        assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.44.0"), Some("44.0".into()));
+        assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.2307.0"), Some("2307.0".into()));
+        assert_eq!(parse_libibverbs_version("libibverbs.so.1"), None);
+        assert_eq!(parse_libibverbs_version("libmlx5.so.1.24.44.0"), None);
+    }
+
+    #[test]
+    fn ofed_info_versions() {
+        let script = "#!/bin/bash\nif [ \"X$1\" == \"X-s\" ]; then echo MLNX_OFED_LINUX-23.10-1.1.9.0:; exit; fi\n";
+        assert_eq!(parse_ofed_info(script), Some("MLNX_OFED_LINUX-23.10-1.1.9.0".into()));
+        assert_eq!(parse_ofed_info("nothing here"), None);
+    }
+}

@@ -1,0 +1,103 @@
+//! The live inventory: verbs for what the adapter says, sysfs for what only the kernel knows
+//! (netdev link state, PCIe link, board id, driver).
+
+use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
+use super::model::{Device, Gid, Inventory, Port};
+use super::sysfs::SysfsRoot;
+use super::{catype, ProbeError};
+use crate::verbs::{self, Context};
+
+/// Builds the inventory of every device (or just `only`) through libibverbs.
+pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
+    let names = verbs::device_names().map_err(ProbeError::from_device_list)?;
+    if names.is_empty() {
+        return Err(ProbeError::NoDevices);
+    }
+    let selected: Vec<&String> = match only {
+        Some(name) => {
+            let found: Vec<&String> = names.iter().filter(|n| n.as_str() == name).collect();
+            if found.is_empty() {
+                return Err(ProbeError::NoSuchDevice { name: name.to_string(), present: names.clone() });
+            }
+            found
+        }
+        None => names.iter().collect(),
+    };
+    let sysfs = SysfsRoot::live();
+    let mut devices = Vec::new();
+    for name in selected {
+        devices.push(device(name, &sysfs)?);
+    }
+    Ok(Inventory { devices, source: "verbs".into() })
+}
+
+fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
+    let ctx = Context::open(name)?;
+    let attrs = ctx.query_device()?;
+    let from_sysfs = sysfs.device(name);
+    let mut ports = Vec::new();
+    for port_num in 1..=attrs.phys_port_cnt {
+        let pa = ctx.query_port(port_num)?;
+        let link_layer = LinkLayer::from_verbs(u32::from(pa.link_layer));
+        let gid_entries = ctx.gid_table(port_num, pa.gid_tbl_len)?;
+        let gids: Vec<Gid> = gid_entries
+            .iter()
+            .map(|e| Gid {
+                index: e.index,
+                gid: decode::format_gid(&e.gid),
+                gid_type: if e.gid_type == u32::MAX {
+                    if link_layer == LinkLayer::InfiniBand {
+                        GidType::Ib
+                    } else {
+                        GidType::Unknown(u32::MAX)
+                    }
+                } else {
+                    GidType::from_raw(e.gid_type)
+                },
+                netdev: e.netdev.clone(),
+            })
+            .collect();
+        let width = Width::from_raw(u32::from(pa.active_width));
+        let speed = Speed::from_verbs(u32::from(pa.active_speed), pa.active_speed_ex);
+        let rate = decode::link_rate(width, speed);
+        let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
+        let netdev = gids
+            .iter()
+            .find_map(|g| g.netdev.clone())
+            .or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
+        let netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
+        ports.push(Port {
+            port: u32::from(port_num),
+            state: PortState::from_raw(pa.state),
+            phys_state: PhysState::from_raw(u32::from(pa.phys_state)),
+            link_layer,
+            lid: u32::from(pa.lid),
+            sm_lid: u32::from(pa.sm_lid),
+            lmc: u32::from(pa.lmc),
+            active_mtu: decode::mtu_bytes(pa.active_mtu),
+            max_mtu: decode::mtu_bytes(pa.max_mtu),
+            width,
+            speed,
+            rate_gbps: rate.map(|r| r.data_gbps),
+            nominal_gbps: rate.map(|r| r.nominal_gbps),
+            netdev,
+            gids,
+            netdev_state,
+            counters: sysfs_port.map(|p| p.counters.clone()).unwrap_or_default(),
+        });
+    }
+    Ok(Device {
+        name: name.to_string(),
+        ca_type: catype::ca_type(Some(attrs.vendor_id), Some(attrs.vendor_part_id), name),
+        fw_ver: attrs.fw_ver.clone(),
+        node_guid: decode::format_guid(attrs.node_guid),
+        sys_image_guid: decode::format_guid(attrs.sys_image_guid),
+        vendor_id: Some(attrs.vendor_id),
+        vendor_part_id: Some(attrs.vendor_part_id),
+        hca_type: from_sysfs.hca_type,
+        board_id: from_sysfs.board_id,
+        driver: from_sysfs.driver,
+        pci: from_sysfs.pci,
+        ports,
+    })
+}

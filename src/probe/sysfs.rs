@@ -1,0 +1,306 @@
+//! Reads the inventory from a sysfs tree: the live `/sys`, or a captured copy laid out as
+//! `ROOT/class/infiniband/...` and `ROOT/class/net/...` (links may be plain folders).
+//!
+//! Sysfs lacks a few things verbs has (the active MTU of an InfiniBand port, the maximum MTU,
+//! the LMC on some kernels): those stay `None`. For RoCE the active MTU is derived from the
+//! netdev MTU the same way the kernel derives it.
+
+use super::catype;
+use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
+use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Error counters copied into the inventory when present.
+const COUNTERS: [&str; 7] = [
+    "symbol_error",
+    "link_error_recovery",
+    "link_downed",
+    "port_rcv_errors",
+    "port_xmit_discards",
+    "port_rcv_remote_physical_errors",
+    "local_link_integrity_errors",
+];
+
+/// The sysfs tree to read.
+#[derive(Debug, Clone)]
+pub struct SysfsRoot {
+    root: PathBuf,
+}
+
+impl SysfsRoot {
+    /// The live system.
+    pub fn live() -> Self {
+        SysfsRoot { root: PathBuf::from("/sys") }
+    }
+
+    pub fn at(root: impl Into<PathBuf>) -> Self {
+        SysfsRoot { root: root.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn ib_class(&self) -> PathBuf {
+        self.root.join("class/infiniband")
+    }
+
+    fn net_class(&self) -> PathBuf {
+        self.root.join("class/net")
+    }
+
+    /// Names of the RDMA devices, in natural order (mlx5_2 before mlx5_10).
+    pub fn device_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = match fs::read_dir(self.ib_class()) {
+            Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
+            Err(_) => Vec::new(),
+        };
+        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        names
+    }
+
+    /// The whole inventory from this tree.
+    pub fn inventory(&self) -> Inventory {
+        let devices = self.device_names().iter().map(|name| self.device(name)).collect();
+        Inventory { devices, source: format!("sysfs:{}", self.root.display()) }
+    }
+
+    /// One device, entirely from sysfs.
+    pub fn device(&self, name: &str) -> Device {
+        let dir = self.ib_class().join(name);
+        let pci_dir = dir.join("device");
+        let pci_vendor = read_hex(&pci_dir.join("vendor"));
+        let part = read_hex(&pci_dir.join("device"));
+        let vendor_id = match pci_vendor {
+            Some(catype::MELLANOX_PCI_VENDOR) => Some(catype::MELLANOX_OUI),
+            Some(other) => Some(other),
+            None if name.starts_with("rxe") => Some(catype::RXE_VENDOR),
+            None => None,
+        };
+        let vendor_part_id = part.or(if name.starts_with("rxe") { Some(0) } else { None });
+        let mut ports: Vec<Port> = list_numbered(&dir.join("ports"))
+            .into_iter()
+            .map(|n| self.port(name, n))
+            .collect();
+        ports.sort_by_key(|p| p.port);
+        Device {
+            name: name.to_string(),
+            ca_type: catype::ca_type(vendor_id, vendor_part_id, name),
+            fw_ver: read_trim(&dir.join("fw_ver")).unwrap_or_default(),
+            node_guid: read_trim(&dir.join("node_guid")).unwrap_or_default(),
+            sys_image_guid: read_trim(&dir.join("sys_image_guid")).unwrap_or_default(),
+            vendor_id,
+            vendor_part_id,
+            hca_type: read_trim(&dir.join("hca_type")).filter(|s| !s.is_empty()),
+            board_id: read_trim(&dir.join("board_id")).filter(|s| !s.is_empty()),
+            driver: self.driver(name),
+            pci: self.pci(name),
+            ports,
+        }
+    }
+
+    /// One port, entirely from sysfs.
+    pub fn port(&self, device: &str, port: u32) -> Port {
+        let dir = self.ib_class().join(device).join("ports").join(port.to_string());
+        let link_layer = match read_trim(&dir.join("link_layer")).as_deref() {
+            Some("Ethernet") => LinkLayer::Ethernet,
+            Some("InfiniBand") | None => LinkLayer::InfiniBand,
+            Some(_) => LinkLayer::Unknown(0),
+        };
+        let state = read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
+        let phys_state = read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
+        let (width, speed, nominal) = match read_trim(&dir.join("rate")).as_deref().and_then(decode::parse_sysfs_rate) {
+            // Kernels print "(1X)" without a name for SDR.
+            Some((nominal, width, speed)) => (width, speed.unwrap_or(Speed::Sdr), Some(nominal)),
+            None => (Width::Unknown(0), Speed::Unknown(0), None),
+        };
+        let rate = decode::link_rate(width, speed);
+        let gids = self.gids(&dir, link_layer);
+        let netdev = self.port_netdev(device, port, &gids);
+        let netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
+        let active_mtu = match (link_layer, &netdev_state) {
+            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
+            _ => None,
+        };
+        Port {
+            port,
+            state,
+            phys_state,
+            link_layer,
+            lid: read_hex(&dir.join("lid")).unwrap_or(0),
+            sm_lid: read_hex(&dir.join("sm_lid")).unwrap_or(0),
+            lmc: read_trim(&dir.join("lid_mask_count")).and_then(|s| s.parse().ok()).unwrap_or(0),
+            active_mtu,
+            max_mtu: None,
+            width,
+            speed,
+            rate_gbps: rate.map(|r| r.data_gbps),
+            nominal_gbps: rate.map(|r| r.nominal_gbps).or(nominal),
+            netdev,
+            gids,
+            netdev_state,
+            counters: read_counters(&dir.join("counters")),
+        }
+    }
+
+    fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
+        let mut gids = Vec::new();
+        for index in list_numbered(&port_dir.join("gids")) {
+            let Some(raw) = read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| decode::parse_gid(&t)) else {
+                continue;
+            };
+            if decode::gid_is_zero(&raw) {
+                continue;
+            }
+            let attrs = port_dir.join("gid_attrs");
+            let gid_type = match read_trim(&attrs.join("types").join(index.to_string())) {
+                Some(text) => GidType::from_sysfs(&text, link_layer),
+                None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
+                None => GidType::Unknown(u32::MAX),
+            };
+            let netdev = read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
+            gids.push(Gid { index, gid: decode::format_gid(&raw), gid_type, netdev });
+        }
+        gids.sort_by_key(|g| g.index);
+        gids
+    }
+
+    /// The netdev of a port: the RoCE GID table's netdev, else the PCI function's netdev whose
+    /// `dev_port` matches (IPoIB, or RoCE with no GIDs yet), else rxe's `parent`.
+    pub fn port_netdev(&self, device: &str, port: u32, gids: &[Gid]) -> Option<String> {
+        if let Some(name) = gids.iter().find_map(|g| g.netdev.clone()) {
+            return Some(name);
+        }
+        let dev_dir = self.ib_class().join(device);
+        let net_dir = dev_dir.join("device/net");
+        if let Ok(entries) = fs::read_dir(&net_dir) {
+            let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+            names.sort();
+            let matching = names.iter().find(|n| {
+                let dev_port = read_trim(&net_dir.join(n).join("dev_port"))
+                    .or_else(|| read_trim(&self.net_class().join(n).join("dev_port")))
+                    .and_then(|s| s.parse::<u32>().ok());
+                dev_port == Some(port.saturating_sub(1))
+            });
+            if let Some(name) = matching.or(if names.len() == 1 { names.first() } else { None }) {
+                return Some(name.clone());
+            }
+        }
+        read_trim(&dev_dir.join("parent")).filter(|s| !s.is_empty())
+    }
+
+    /// Link state of a netdev, as `ip link` and `ethtool` show it.
+    pub fn netdev_state(&self, name: &str) -> Option<NetdevState> {
+        let dir = self.net_class().join(name);
+        if !dir.exists() {
+            return None;
+        }
+        Some(NetdevState {
+            name: name.to_string(),
+            operstate: read_trim(&dir.join("operstate")),
+            carrier: read_trim(&dir.join("carrier")).map(|s| s == "1"),
+            mtu: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
+            // "-1" (or an unreadable file, EINVAL) when the link is down.
+            speed_mbps: read_trim(&dir.join("speed")).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u32::try_from(v).ok()),
+            duplex: read_trim(&dir.join("duplex")),
+        })
+    }
+
+    fn driver(&self, device: &str) -> Option<String> {
+        let dir = self.ib_class().join(device);
+        if let Ok(target) = fs::read_link(dir.join("device/driver")) {
+            return target.file_name().and_then(|n| n.to_str()).map(|s| match s {
+                "mlx5_core" => "mlx5_ib".to_string(),
+                "mlx4_core" => "mlx4_ib".to_string(),
+                other => other.to_string(),
+            });
+        }
+        if device.starts_with("rxe") || dir.join("parent").exists() {
+            return Some("rdma_rxe".into());
+        }
+        let prefix: String = device.chars().take_while(|c| c.is_ascii_alphanumeric() && !c.is_ascii_digit()).collect();
+        match prefix.as_str() {
+            "mlx" => Some(format!("{}_ib", device.split('_').next().unwrap_or("mlx5"))),
+            _ => None,
+        }
+    }
+
+    fn pci(&self, device: &str) -> Option<PciLink> {
+        let dir = self.ib_class().join(device).join("device");
+        if !dir.join("vendor").exists() {
+            return None;
+        }
+        let address = fs::canonicalize(&dir)
+            .ok()
+            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            .filter(|a| a.contains(':'));
+        Some(PciLink {
+            address,
+            numa_node: read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),
+            current_speed: read_trim(&dir.join("current_link_speed")),
+            current_width: read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok()),
+            max_speed: read_trim(&dir.join("max_link_speed")),
+            max_width: read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
+        })
+    }
+}
+
+fn read_trim(path: &Path) -> Option<String> {
+    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn read_numbered(path: &Path) -> Option<u32> {
+    decode::parse_numbered(&read_trim(path)?)
+}
+
+fn read_hex(path: &Path) -> Option<u32> {
+    let text = read_trim(path)?;
+    let digits = text.strip_prefix("0x").unwrap_or(&text);
+    u32::from_str_radix(digits, 16).ok()
+}
+
+fn read_counters(dir: &Path) -> Vec<Counter> {
+    COUNTERS
+        .iter()
+        .filter_map(|name| {
+            let value = read_trim(&dir.join(name))?.parse().ok()?;
+            Some(Counter { name: name.to_string(), value })
+        })
+        .collect()
+}
+
+/// Directory entries that are plain numbers (port numbers, GID indexes), sorted.
+fn list_numbered(dir: &Path) -> Vec<u32> {
+    let mut numbers: Vec<u32> = match fs::read_dir(dir) {
+        Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
+        Err(_) => Vec::new(),
+    };
+    numbers.sort_unstable();
+    numbers
+}
+
+/// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.
+fn natural_key(name: &str) -> (String, u64) {
+    let digits: String = name.chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
+    let stem = name[..name.len() - digits.len()].to_string();
+    (stem, digits.parse().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order() {
+        let mut names = vec!["mlx5_10", "mlx5_2", "mlx5_1", "rxe0"];
+        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        assert_eq!(names, vec!["mlx5_1", "mlx5_2", "mlx5_10", "rxe0"]);
+    }
+
+    #[test]
+    fn missing_root_is_empty_not_an_error() {
+        let inv = SysfsRoot::at("/nonexistent/fabcheck").inventory();
+        assert!(inv.devices.is_empty());
+    }
+}

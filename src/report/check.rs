@@ -1,0 +1,48 @@
+//! `fabcheck check`: failures first with their remedy, then a compact list of what passed.
+
+use crate::diagnose::{Report, Severity, Status, Verdict};
+use serde::Serialize;
+use std::fmt::Write;
+
+pub const SCHEMA: &str = "fabcheck.check.v1";
+
+#[derive(Serialize)]
+pub struct CheckDoc<'a> {
+    pub schema: &'static str,
+    #[serde(flatten)]
+    pub report: &'a Report,
+}
+
+pub fn human(report: &Report) -> String {
+    let mut out = String::new();
+    for f in &report.findings {
+        let tag = match f.severity {
+            Severity::Error => "FAIL",
+            Severity::Warning => "WARN",
+            Severity::Info => "INFO",
+        };
+        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}", f.id, f.subject, f.message);
+        let _ = writeln!(out, "      what to do: {}", f.remedy);
+    }
+    if !report.findings.is_empty() {
+        let _ = writeln!(out);
+    }
+    for c in &report.checks {
+        let tag = match c.status {
+            Status::Pass => "ok  ",
+            Status::Fail => "FAIL",
+            Status::Skip => "skip",
+        };
+        let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {e})"));
+        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", c.id, c.subject, c.observed, expected);
+    }
+    let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let _ = writeln!(
+        out,
+        "\n{}: {} checks, {errors} errors, {warnings} warnings",
+        if report.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
+        report.checks.len()
+    );
+    out
+}

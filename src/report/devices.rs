@@ -1,0 +1,100 @@
+//! `fabcheck devices`: the inventory, as a person reads it and as the contract's JSON.
+
+use crate::diagnose::gbps;
+use crate::probe::decode::LinkLayer;
+use crate::probe::{Device, Inventory, Port};
+use serde::Serialize;
+use std::fmt::Write;
+
+pub const SCHEMA: &str = "fabcheck.devices.v1";
+
+#[derive(Serialize)]
+pub struct DevicesDoc<'a> {
+    pub schema: &'static str,
+    pub source: &'a str,
+    pub devices: &'a [Device],
+}
+
+pub fn json_doc(inv: &Inventory) -> DevicesDoc<'_> {
+    DevicesDoc { schema: SCHEMA, source: &inv.source, devices: &inv.devices }
+}
+
+/// The human view: one block per device, one line of essentials per port, then its GIDs.
+pub fn human(inv: &Inventory) -> String {
+    let mut out = String::new();
+    for d in &inv.devices {
+        let _ = write!(out, "{}  {}  fw {}", d.name, d.ca_type, if d.fw_ver.is_empty() { "?" } else { &d.fw_ver });
+        if let Some(hca) = &d.hca_type {
+            let _ = write!(out, "  {hca}");
+        }
+        if let Some(board) = &d.board_id {
+            let _ = write!(out, "  board {board}");
+        }
+        let _ = writeln!(out);
+        let _ = write!(out, "  node_guid {}  sys_image_guid {}", d.node_guid, d.sys_image_guid);
+        if let Some(driver) = &d.driver {
+            let _ = write!(out, "  driver {driver}");
+        }
+        let _ = writeln!(out);
+        if let Some(pci) = &d.pci {
+            let _ = writeln!(
+                out,
+                "  pci {}  link x{} {} (max x{} {})  numa {}",
+                pci.address.as_deref().unwrap_or("?"),
+                pci.current_width.map_or("?".into(), |v| v.to_string()),
+                pci.current_speed.as_deref().unwrap_or("?"),
+                pci.max_width.map_or("?".into(), |v| v.to_string()),
+                pci.max_speed.as_deref().unwrap_or("?"),
+                pci.numa_node.map_or("?".into(), |v| v.to_string()),
+            );
+        }
+        for p in &d.ports {
+            port(&mut out, p);
+        }
+        let _ = writeln!(out);
+    }
+    out
+}
+
+fn port(out: &mut String, p: &Port) {
+    let rate = match (p.rate_gbps, p.nominal_gbps) {
+        (Some(data), Some(nominal)) if data != nominal => format!("{} Gb/s data ({} nominal)", gbps(data), gbps(nominal)),
+        (Some(data), _) => format!("{} Gb/s", gbps(data)),
+        (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
+        (None, None) => "rate ?".into(),
+    };
+    let mtu = match (p.active_mtu, p.max_mtu) {
+        (Some(a), Some(m)) => format!("mtu {a} (max {m})"),
+        (Some(a), None) => format!("mtu {a}"),
+        (None, _) => "mtu ?".into(),
+    };
+    let _ = writeln!(out, "  port {}  {} / {}  {}  {} {}  {}  {}", p.port, p.state, p.phys_state, p.link_layer, p.width, p.speed, rate, mtu);
+    if p.link_layer == LinkLayer::InfiniBand {
+        let _ = writeln!(out, "    lid {:#x}  sm_lid {:#x}  lmc {}{}", p.lid, p.sm_lid, p.lmc, p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {n}")));
+    } else if let Some(name) = &p.netdev {
+        let state = p.netdev_state.as_ref().map_or(String::new(), |n| {
+            format!(
+                " ({}, {}, mtu {})",
+                n.operstate.as_deref().unwrap_or("?"),
+                n.speed_mbps.map_or("speed ?".into(), |s| format!("{s} Mb/s")),
+                n.mtu.map_or("?".into(), |m| m.to_string())
+            )
+        });
+        let _ = writeln!(out, "    netdev {name}{state}");
+    }
+    if p.gids.is_empty() {
+        let _ = writeln!(out, "    no GIDs");
+    }
+    let width = p.gids.iter().map(|g| g.gid.len()).max().unwrap_or(0);
+    for g in &p.gids {
+        let _ = writeln!(
+            out,
+            "    gid {:<3} {:<width$}  {:<8} {}",
+            g.index,
+            g.gid,
+            g.gid_type.name(),
+            g.netdev.as_deref().unwrap_or(""),
+            width = width
+        );
+    }
+}

@@ -1,0 +1,121 @@
+//! Completion queue and work completions.
+
+use super::device::{Context, ContextInner};
+use super::error::{last_os_error, VerbsError};
+use rdma_sys as sys;
+use std::ffi::CStr;
+use std::sync::Arc;
+
+pub(crate) struct CqInner {
+    pub(crate) cq: *mut sys::ibv_cq,
+    _ctx: Arc<ContextInner>,
+}
+
+// SAFETY: a CQ handle may be used from any thread (one poller at a time is the caller's rule).
+unsafe impl Send for CqInner {}
+// SAFETY: as above.
+unsafe impl Sync for CqInner {}
+
+impl Drop for CqInner {
+    fn drop(&mut self) {
+        // SAFETY: cq came from ibv_create_cq; QPs using it hold an Arc to us, so they are gone.
+        let rc = unsafe { sys::ibv_destroy_cq(self.cq) };
+        if rc != 0 {
+            tracing::warn!(rc, "ibv_destroy_cq failed");
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct CompletionQueue {
+    pub(crate) inner: Arc<CqInner>,
+    cqe: u32,
+}
+
+/// One work completion; layout-identical to `struct ibv_wc` so a slice goes straight to poll.
+#[repr(transparent)]
+pub struct WorkCompletion(sys::ibv_wc);
+
+impl WorkCompletion {
+    /// An array of blank completions to poll into (allocated once, before the measured loop).
+    pub fn blank_array<const N: usize>() -> [WorkCompletion; N] {
+        // SAFETY: ibv_wc is plain old data; zeroed is a valid (if meaningless) value.
+        std::array::from_fn(|_| WorkCompletion(unsafe { std::mem::zeroed() }))
+    }
+
+    #[inline(always)]
+    pub fn wr_id(&self) -> u64 {
+        self.0.wr_id
+    }
+
+    #[inline(always)]
+    pub fn is_success(&self) -> bool {
+        self.0.status == sys::ibv_wc_status::IBV_WC_SUCCESS
+    }
+
+    pub fn status(&self) -> u32 {
+        self.0.status
+    }
+
+    pub fn vendor_err(&self) -> u32 {
+        self.0.vendor_err
+    }
+
+    pub fn byte_len(&self) -> u32 {
+        self.0.byte_len
+    }
+
+    /// As an error, naming the status the way `ibv_wc_status_str` does.
+    pub fn to_error(&self) -> VerbsError {
+        VerbsError::Completion {
+            wr_id: self.0.wr_id,
+            status: self.0.status,
+            status_text: status_text(self.0.status),
+            vendor_err: self.0.vendor_err,
+        }
+    }
+}
+
+/// `ibv_wc_status_str`: "transport retry counter exceeded", "Work Request Flushed Error", ...
+pub fn status_text(status: u32) -> String {
+    // SAFETY: returns a static string for any value.
+    unsafe { CStr::from_ptr(sys::ibv_wc_status_str(status)) }.to_string_lossy().into_owned()
+}
+
+/// Completion statuses fabcheck explains (`IBV_WC_*`).
+pub mod status {
+    use rdma_sys::ibv_wc_status as s;
+    pub const RETRY_EXCEEDED: u32 = s::IBV_WC_RETRY_EXC_ERR;
+    pub const RNR_RETRY_EXCEEDED: u32 = s::IBV_WC_RNR_RETRY_EXC_ERR;
+    pub const FLUSHED: u32 = s::IBV_WC_WR_FLUSH_ERR;
+    pub const REMOTE_ACCESS: u32 = s::IBV_WC_REM_ACCESS_ERR;
+    pub const LOCAL_PROTECTION: u32 = s::IBV_WC_LOC_PROT_ERR;
+    pub const LOCAL_QP_OPERATION: u32 = s::IBV_WC_LOC_QP_OP_ERR;
+    pub const REMOTE_INVALID_REQUEST: u32 = s::IBV_WC_REM_INV_REQ_ERR;
+}
+
+impl CompletionQueue {
+    pub fn new(ctx: &Context, cqe: u32) -> Result<Self, VerbsError> {
+        // SAFETY: ctx is open; no channel, no context pointer.
+        let cq = unsafe { sys::ibv_create_cq(ctx.inner.ctx, cqe as i32, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        if cq.is_null() {
+            return Err(VerbsError::CreateCq { cqe, source: last_os_error() });
+        }
+        Ok(CompletionQueue { inner: Arc::new(CqInner { cq, _ctx: ctx.inner.clone() }), cqe })
+    }
+
+    pub fn capacity(&self) -> u32 {
+        self.cqe
+    }
+
+    /// Polls up to `out.len()` completions without blocking; returns how many were written.
+    #[inline(always)]
+    pub fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
+        // SAFETY: out is a writable array of ibv_wc (repr(transparent)); its length bounds the write.
+        let n = unsafe { sys::ibv_poll_cq(self.inner.cq, out.len() as i32, out.as_mut_ptr().cast()) };
+        if n < 0 {
+            return Err(VerbsError::PollCq { code: n });
+        }
+        Ok(n as usize)
+    }
+}

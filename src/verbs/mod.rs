@@ -1,0 +1,20 @@
+//! The safe verbs layer: the only code in fabcheck that calls libibverbs or holds `unsafe`.
+//!
+//! Each object keeps what it depends on alive (`Arc`), so dropping releases in the right
+//! order whatever order the caller drops in; a failed teardown is logged, never a panic.
+#![allow(unsafe_code)]
+
+mod cq;
+mod device;
+mod error;
+mod mr;
+mod pd;
+mod qp;
+pub mod os;
+
+pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
+pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
+pub use error::VerbsError;
+pub use mr::{Access, MemoryRegion, RemoteBuffer};
+pub use pd::ProtectionDomain;
+pub use qp::{PathSpec, QpConfig, QueuePair, RecvList, SendList, SendOp};

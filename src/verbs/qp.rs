@@ -1,0 +1,350 @@
+//! RC queue pair, its state transitions, and pre-built work-request lists for the hot path.
+
+use super::cq::{CompletionQueue, CqInner};
+use super::error::{from_return_code, last_os_error, VerbsError};
+use super::mr::{Access, MemoryRegion, RemoteBuffer};
+use super::pd::{PdInner, ProtectionDomain};
+use rdma_sys as sys;
+use std::sync::Arc;
+
+/// Sizes asked of a new queue pair.
+#[derive(Debug, Clone, Copy)]
+pub struct QpConfig {
+    pub max_send_wr: u32,
+    pub max_recv_wr: u32,
+    pub max_inline_data: u32,
+}
+
+/// Where the remote queue pair is and how to reach it (exchanged out of band).
+#[derive(Debug, Clone, Copy)]
+pub struct PathSpec {
+    pub port: u8,
+    /// `enum ibv_mtu` value (1..5), the smaller of both ends' active MTU.
+    pub mtu: u32,
+    pub remote_qpn: u32,
+    pub remote_psn: u32,
+    pub remote_lid: u16,
+    /// The remote GID and our source GID index; required on RoCE, optional on IB.
+    pub remote_gid: Option<[u8; 16]>,
+    pub sgid_index: u8,
+    pub max_rd_atomic: u8,
+}
+
+pub struct QueuePair {
+    qp: *mut sys::ibv_qp,
+    max_inline: u32,
+    // Kept alive while the QP exists: destroying a CQ in use fails with EBUSY.
+    _send_cq: Arc<CqInner>,
+    _recv_cq: Arc<CqInner>,
+    _pd: Arc<PdInner>,
+}
+
+// SAFETY: a QP handle may move between threads; posting is serialised by &mut where it matters.
+unsafe impl Send for QueuePair {}
+
+impl Drop for QueuePair {
+    fn drop(&mut self) {
+        // SAFETY: qp came from ibv_create_qp and is destroyed once.
+        let rc = unsafe { sys::ibv_destroy_qp(self.qp) };
+        if rc != 0 {
+            tracing::warn!(rc, "ibv_destroy_qp failed");
+        }
+    }
+}
+
+impl QueuePair {
+    /// Creates a reliable-connected QP. Every send WR is unsignaled unless marked otherwise.
+    pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
+        // SAFETY: plain old data.
+        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        init.send_cq = send_cq.inner.cq;
+        init.recv_cq = recv_cq.inner.cq;
+        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        init.sq_sig_all = 0;
+        init.cap.max_send_wr = config.max_send_wr;
+        init.cap.max_recv_wr = config.max_recv_wr;
+        init.cap.max_send_sge = 1;
+        init.cap.max_recv_sge = 1;
+        init.cap.max_inline_data = config.max_inline_data;
+        // SAFETY: pd and CQs are live; init is fully initialised.
+        let qp = unsafe { sys::ibv_create_qp(pd.inner.pd, &mut init) };
+        if qp.is_null() {
+            return Err(VerbsError::CreateQp {
+                send_wr: config.max_send_wr,
+                recv_wr: config.max_recv_wr,
+                inline: config.max_inline_data,
+                source: last_os_error(),
+            });
+        }
+        Ok(QueuePair {
+            qp,
+            max_inline: init.cap.max_inline_data,
+            _send_cq: send_cq.inner.clone(),
+            _recv_cq: recv_cq.inner.clone(),
+            _pd: pd.inner.clone(),
+        })
+    }
+
+    pub fn qp_num(&self) -> u32 {
+        // SAFETY: qp is live.
+        unsafe { (*self.qp).qp_num }
+    }
+
+    /// Inline data the QP actually accepts (the provider may grant less, or more, than asked).
+    pub fn max_inline(&self) -> u32 {
+        self.max_inline
+    }
+
+    /// RESET -> INIT, granting the remote access the test needs and nothing more.
+    pub fn to_init(&mut self, port: u8, access: Access) -> Result<(), VerbsError> {
+        let mut attr = zeroed_attr();
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
+        attr.pkey_index = 0;
+        attr.port_num = port;
+        attr.qp_access_flags = access.bits();
+        use sys::ibv_qp_attr_mask as m;
+        let mask = m::IBV_QP_STATE.0 | m::IBV_QP_PKEY_INDEX.0 | m::IBV_QP_PORT.0 | m::IBV_QP_ACCESS_FLAGS.0;
+        self.modify(&mut attr, mask, "INIT")
+    }
+
+    /// INIT -> RTR towards the remote QP.
+    pub fn to_rtr(&mut self, path: &PathSpec) -> Result<(), VerbsError> {
+        let mut attr = zeroed_attr();
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTR;
+        attr.path_mtu = path.mtu;
+        attr.dest_qp_num = path.remote_qpn;
+        attr.rq_psn = path.remote_psn;
+        attr.max_dest_rd_atomic = path.max_rd_atomic.max(1);
+        attr.min_rnr_timer = 12;
+        attr.ah_attr.dlid = path.remote_lid;
+        attr.ah_attr.sl = 0;
+        attr.ah_attr.src_path_bits = 0;
+        attr.ah_attr.port_num = path.port;
+        if let Some(gid) = path.remote_gid {
+            attr.ah_attr.is_global = 1;
+            attr.ah_attr.grh.dgid.raw = gid;
+            attr.ah_attr.grh.sgid_index = path.sgid_index;
+            attr.ah_attr.grh.hop_limit = 64;
+            attr.ah_attr.grh.traffic_class = 0;
+            attr.ah_attr.grh.flow_label = 0;
+        }
+        use sys::ibv_qp_attr_mask as m;
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_AV.0
+            | m::IBV_QP_PATH_MTU.0
+            | m::IBV_QP_DEST_QPN.0
+            | m::IBV_QP_RQ_PSN.0
+            | m::IBV_QP_MAX_DEST_RD_ATOMIC.0
+            | m::IBV_QP_MIN_RNR_TIMER.0;
+        self.modify(&mut attr, mask, "RTR")
+    }
+
+    /// RTR -> RTS. `timeout` is the IBTA exponent (4.096 us * 2^timeout), `retry_cnt` up to 7.
+    pub fn to_rts(&mut self, psn: u32, max_rd_atomic: u8, timeout: u8, retry_cnt: u8) -> Result<(), VerbsError> {
+        let mut attr = zeroed_attr();
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
+        attr.sq_psn = psn;
+        attr.timeout = timeout;
+        attr.retry_cnt = retry_cnt.min(7);
+        attr.rnr_retry = 7;
+        attr.max_rd_atomic = max_rd_atomic.max(1);
+        use sys::ibv_qp_attr_mask as m;
+        let mask = m::IBV_QP_STATE.0
+            | m::IBV_QP_TIMEOUT.0
+            | m::IBV_QP_RETRY_CNT.0
+            | m::IBV_QP_RNR_RETRY.0
+            | m::IBV_QP_SQ_PSN.0
+            | m::IBV_QP_MAX_QP_RD_ATOMIC.0;
+        self.modify(&mut attr, mask, "RTS")
+    }
+
+    /// Moves to ERROR so outstanding work is flushed before teardown.
+    pub fn to_error(&mut self) -> Result<(), VerbsError> {
+        let mut attr = zeroed_attr();
+        attr.qp_state = sys::ibv_qp_state::IBV_QPS_ERR;
+        self.modify(&mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0, "ERROR")
+    }
+
+    fn modify(&mut self, attr: &mut sys::ibv_qp_attr, mask: u32, state: &'static str) -> Result<(), VerbsError> {
+        // SAFETY: qp is live; attr is initialised for every field the mask names.
+        let rc = unsafe { sys::ibv_modify_qp(self.qp, attr, mask as i32) };
+        if rc != 0 {
+            return Err(VerbsError::ModifyQp { state, source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+}
+
+fn zeroed_attr() -> sys::ibv_qp_attr {
+    // SAFETY: plain old data.
+    unsafe { std::mem::zeroed() }
+}
+
+/// What a send work request does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SendOp {
+    Send,
+    Write,
+    Read,
+}
+
+/// A fixed list of send work requests, built once and posted many times: the measured loop
+/// only flips flags and posts, it never builds, allocates or formats.
+pub struct SendList {
+    wrs: Box<[sys::ibv_send_wr]>,
+    sges: Box<[sys::ibv_sge]>,
+}
+
+// SAFETY: the list owns its arrays; the raw pointers point into them.
+unsafe impl Send for SendList {}
+
+impl SendList {
+    /// `count` WRs of `len` bytes each from `local[offset..]`; `remote` is required for
+    /// write and read. `inline` copies the payload into the WQE (small sends and writes).
+    pub fn new(count: usize, op: SendOp, local: &MemoryRegion, offset: usize, len: u32, remote: Option<RemoteBuffer>, inline: bool) -> Self {
+        assert!(count > 0);
+        assert!(offset + len as usize <= local.len().max(1));
+        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
+        let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
+        let opcode = match op {
+            SendOp::Send => sys::ibv_wr_opcode::IBV_WR_SEND,
+            SendOp::Write => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
+            SendOp::Read => sys::ibv_wr_opcode::IBV_WR_RDMA_READ,
+        };
+        let flags = if inline && op != SendOp::Read { sys::ibv_send_flags::IBV_SEND_INLINE.0 } else { 0 };
+        let mut wrs: Box<[sys::ibv_send_wr]> = (0..count)
+            .map(|i| {
+                // SAFETY: plain old data.
+                let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
+                wr.wr_id = i as u64;
+                wr.num_sge = 1;
+                wr.opcode = opcode;
+                wr.send_flags = flags;
+                if let Some(r) = remote {
+                    wr.wr.rdma = sys::rdma_t { remote_addr: r.addr, rkey: r.rkey };
+                }
+                wr
+            })
+            .collect();
+        let sge_base = sges.as_ptr() as *mut sys::ibv_sge;
+        let wr_base = wrs.as_mut_ptr();
+        for (i, wr) in wrs.iter_mut().enumerate() {
+            // SAFETY: i < count; both boxes are never reallocated, so the pointers stay valid.
+            wr.sg_list = unsafe { sge_base.add(i) };
+            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
+        }
+        SendList { wrs, sges }
+    }
+
+    pub fn len(&self) -> usize {
+        self.wrs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.wrs.is_empty()
+    }
+
+    #[inline(always)]
+    pub fn set_signaled(&mut self, index: usize, signaled: bool) {
+        let flag = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
+        let wr = &mut self.wrs[index];
+        wr.send_flags = if signaled { wr.send_flags | flag } else { wr.send_flags & !flag };
+    }
+
+    #[inline(always)]
+    pub fn set_wr_id(&mut self, index: usize, wr_id: u64) {
+        self.wrs[index].wr_id = wr_id;
+    }
+
+    /// Sets the remote address of one WR (bandwidth tests walk the peer's buffer).
+    #[inline(always)]
+    pub fn set_remote_addr(&mut self, index: usize, addr: u64) {
+        // Writing a union field is safe; the WR was built with the rdma arm.
+        self.wrs[index].wr.rdma.remote_addr = addr;
+    }
+
+    /// Sets the local address of one WR's scatter entry.
+    #[inline(always)]
+    pub fn set_local_addr(&mut self, index: usize, addr: u64) {
+        self.sges[index].addr = addr;
+    }
+
+    /// Posts the first `count` WRs as one chain (a post list); one doorbell.
+    #[inline(always)]
+    pub fn post(&mut self, qp: &mut QueuePair, count: usize) -> Result<(), VerbsError> {
+        debug_assert!(count >= 1 && count <= self.wrs.len());
+        let last = count - 1;
+        let saved = self.wrs[last].next;
+        self.wrs[last].next = std::ptr::null_mut();
+        let mut bad: *mut sys::ibv_send_wr = std::ptr::null_mut();
+        // SAFETY: the chain is valid (terminated at `last`), its SGEs point into registered memory.
+        let rc = unsafe { sys::ibv_post_send(qp.qp, self.wrs.as_mut_ptr(), &mut bad) };
+        self.wrs[last].next = saved;
+        if rc != 0 {
+            return Err(VerbsError::PostSend { source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+}
+
+/// A fixed list of receive work requests, re-posted one at a time or in batches.
+pub struct RecvList {
+    wrs: Box<[sys::ibv_recv_wr]>,
+    // Owned here because the WRs point into it.
+    _sges: Box<[sys::ibv_sge]>,
+}
+
+// SAFETY: the list owns its arrays; the raw pointers point into them.
+unsafe impl Send for RecvList {}
+
+impl RecvList {
+    /// `count` receives into `local[offset..offset+len]`; each WR's id is `tag << 32 | index`
+    /// so completions on a shared CQ name their QP.
+    pub fn new(count: usize, local: &MemoryRegion, offset: usize, len: u32, tag: u32) -> Self {
+        assert!(count > 0);
+        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
+        let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
+        let mut wrs: Box<[sys::ibv_recv_wr]> = (0..count)
+            .map(|i| {
+                // SAFETY: plain old data.
+                let mut wr: sys::ibv_recv_wr = unsafe { std::mem::zeroed() };
+                wr.wr_id = (u64::from(tag) << 32) | i as u64;
+                wr.num_sge = 1;
+                wr
+            })
+            .collect();
+        let sge_base = sges.as_ptr() as *mut sys::ibv_sge;
+        let wr_base = wrs.as_mut_ptr();
+        for (i, wr) in wrs.iter_mut().enumerate() {
+            // SAFETY: i < count; the boxes are never reallocated.
+            wr.sg_list = unsafe { sge_base.add(i) };
+            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
+        }
+        RecvList { wrs, _sges: sges }
+    }
+
+    pub fn len(&self) -> usize {
+        self.wrs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.wrs.is_empty()
+    }
+
+    /// Posts `count` receives starting at WR `first` (wrapping is the caller's job).
+    #[inline(always)]
+    pub fn post(&mut self, qp: &mut QueuePair, first: usize, count: usize) -> Result<(), VerbsError> {
+        debug_assert!(count >= 1 && first + count <= self.wrs.len());
+        let last = first + count - 1;
+        let saved = self.wrs[last].next;
+        self.wrs[last].next = std::ptr::null_mut();
+        let mut bad: *mut sys::ibv_recv_wr = std::ptr::null_mut();
+        // SAFETY: chain from `first` to `last` is valid and terminated; SGEs are registered memory.
+        let rc = unsafe { sys::ibv_post_recv(qp.qp, self.wrs.as_mut_ptr().add(first), &mut bad) };
+        self.wrs[last].next = saved;
+        if rc != 0 {
+            return Err(VerbsError::PostRecv { source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+}

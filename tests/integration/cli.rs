@@ -1,0 +1,92 @@
+//! Usage errors: a clear message on stderr and exit code 2, never a panic or a hang.
+
+use super::{fabcheck, fixtures_dir};
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = fabcheck(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.to_lowercase().contains(&needle.to_lowercase()), "{args:?}: stderr lacks '{needle}': {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn bad_expectations() {
+    let root = fixtures_dir().join("hdr-ib-healthy");
+    let root = root.to_str().unwrap();
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "rate"], "KEY=VALUE");
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "colour=red"], "unknown expectation");
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "mtu=1500"], "256 512 1024 2048 4096");
+    assert_usage_error(&["check", "--sysfs-root", root, "--profile", "/nonexistent/profile"], "cannot read profile");
+}
+
+#[test]
+fn bad_profile_names_the_line() {
+    let dir = std::env::temp_dir().join(format!("fabcheck-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hdr.profile");
+    std::fs::write(&path, "rate=200\nwidth=5X\n").unwrap();
+    let root = fixtures_dir().join("hdr-ib-healthy");
+    assert_usage_error(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()], ":2:");
+    std::fs::write(&path, "# HDR nodes\nrate = 200\nlink_layer = infiniband\nwidth = 4X\n").unwrap();
+    let out = fabcheck(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+fn empty_sysfs_root_is_a_could_not_run() {
+    assert_usage_error(&["devices", "--sysfs-root", "/nonexistent/tree"], "holds no class/infiniband");
+}
+
+#[test]
+fn pair_rejects_bad_input_before_touching_anything() {
+    assert_usage_error(&["pair", "node;reboot", "localhost"], "not a host name");
+    assert_usage_error(&["pair", "-oProxyCommand=x", "localhost"], "");
+    assert_usage_error(&["pair", "localhost", "localhost", "--size", "0"], "size");
+    assert_usage_error(&["pair", "localhost", "localhost", "--size", "99999999999"], "");
+    assert_usage_error(&["pair", "localhost", "localhost", "--size", "100000000"], "exceeds");
+    assert_usage_error(&["pair", "localhost", "localhost", "--size", "64", "--sweep"], "");
+    assert_usage_error(&["pair", "localhost", "localhost", "--iters", "5", "--duration", "1"], "");
+    assert_usage_error(&["pair", "localhost", "localhost", "--tests", "warp_bw"], "unknown test");
+    assert_usage_error(&["pair", "localhost", "localhost", "--qps", "0"], "qps");
+    assert_usage_error(&["pair", "localhost", "localhost", "--device", "mlx5_0:x"], "port must be a number");
+    assert_usage_error(&["pair", "tcp://host", "localhost"], "need a port");
+    assert_usage_error(&["pair", "localhost", "localhost", "--direction", "up"], "--direction");
+    assert_usage_error(&["pair", "localhost", "localhost", "--threshold", "0"], "percentage");
+}
+
+#[test]
+fn unreachable_agent_fails_fast_with_exit_2() {
+    // Nothing listens on port 1 of loopback: refused at once.
+    let start = std::time::Instant::now();
+    let out = fabcheck(&["pair", "tcp://127.0.0.1:1", "localhost", "--tests", "send_lat"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot reach tcp://127.0.0.1:1"), "{err}");
+    assert!(err.contains("fabcheck serve"), "{err}");
+    assert!(start.elapsed().as_secs() < 30);
+}
+
+#[test]
+fn serve_refuses_open_listen_without_token() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .env_remove("FABCHECK_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without a token"));
+}
+
+#[test]
+fn no_devices_on_this_host_is_explained() {
+    // The host tier runs where there is no RDMA: `devices` must say why and exit 2.
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        return; // A host with RDMA: the rxe tier covers the live path.
+    }
+    let out = fabcheck(&["devices"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("what to do:") && err.contains("rdma_rxe"), "{err}");
+}
