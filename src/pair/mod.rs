@@ -315,9 +315,10 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2]) -> TestResult {
         // Bidirectional: the two directions add up.
         let bw: f64 = active.iter().map(|r| summary::gbps(r.bytes, r.elapsed_ns)).sum();
         let rate: f64 = active.iter().map(|r| summary::mpps(r.iterations, r.elapsed_ns)).sum();
+        let rate = (rate * 1e6).round() / 1e6;
         let peak: f64 = active.iter().map(|r| r.peak_gbps.unwrap_or(0.0)).sum();
         result.bw_gbps = Some((bw * 1000.0).round() / 1000.0);
-        result.msg_rate_mpps = Some((rate * 1000.0).round() / 1000.0);
+        result.msg_rate_mpps = Some(rate);
         result.peak_gbps = Some(((peak.max(bw)) * 1000.0).round() / 1000.0);
     }
     result

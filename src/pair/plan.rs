@@ -118,13 +118,34 @@ pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
     Ok(out)
 }
 
+/// Bytes kept in flight per QP at most: 32 MiB covers the bandwidth-delay product of a 400G
+/// link many times over, and keeps a slow responder (Soft-RoCE) from timing out and retrying.
+const MAX_BYTES_IN_FLIGHT: u64 = 32 << 20;
+/// A completion at least every 16 MiB, so progress (and a stall) is seen within seconds even
+/// on emulated links.
+const MAX_BYTES_PER_COMPLETION: u64 = 16 << 20;
+
+/// Send queue depth, completion interval and post-list length for a message size:
+/// perftest's depth of 128 (deeper only adds retries when the responder is slow), a
+/// completion every 64 WRs, chains of 16, all shrunk for big messages.
+pub fn bw_queue(size: u32) -> (u32, u32, u32) {
+    let size = u64::from(size.max(1));
+    let depth = (MAX_BYTES_IN_FLIGHT / size).clamp(4, 128);
+    let depth = 1u64 << (63 - depth.leading_zeros());
+    let cq_mod = (MAX_BYTES_PER_COMPLETION / size).clamp(1, 64).min(depth / 2);
+    let cq_mod = 1u64 << (63 - cq_mod.leading_zeros());
+    let post_list = cq_mod.min(16);
+    (depth as u32, cq_mod as u32, post_list as u32)
+}
+
 fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
     let (default_iters, tx_depth, cq_mod, post_list) = if test.is_latency() {
         (LAT_ITERS, 64, 16, 1)
     } else {
         // Big messages: fewer iterations in a sweep so 8 MiB does not take minutes.
         let iters = if size > BW_SIZE { (BW_ITERS * u64::from(BW_SIZE) / u64::from(size)).max(200) } else { BW_ITERS };
-        (iters, 256, 64, 16)
+        let (depth, cq_mod, post_list) = bw_queue(size);
+        (iters, depth, cq_mod, post_list)
     };
     let iters = input.iters.unwrap_or(default_iters);
     TestSpec {
@@ -193,6 +214,19 @@ mod tests {
         d.duration_ms = Some(1000);
         d.tests = vec![TestKind::SendBw];
         assert!(build(&d).is_err());
+    }
+
+    #[test]
+    fn queue_shape_follows_size() {
+        assert_eq!(bw_queue(64), (128, 64, 16));
+        assert_eq!(bw_queue(65536), (128, 64, 16));
+        assert_eq!(bw_queue(1 << 20), (32, 16, 16));
+        assert_eq!(bw_queue(8 << 20), (4, 2, 2));
+        assert_eq!(bw_queue(64 << 20), (4, 1, 1));
+        for p in 1..=26 {
+            let (d, c, l) = bw_queue(1 << p);
+            assert!(c <= d && c % l == 0 && d.is_power_of_two(), "size 2^{p}: {d} {c} {l}");
+        }
     }
 
     #[test]

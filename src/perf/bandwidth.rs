@@ -135,6 +135,10 @@ fn stream(
         if let Some(rx) = receiver.as_mut() {
             progressed |= reap_receives(s, rx)?;
         }
+        // A relaxed load per pass: a dead controller stops a stream that is still flowing.
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
         if !stopping {
             if let Some(limit) = phase.until {
                 if start.elapsed() >= limit || signals.stopped() {

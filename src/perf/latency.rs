@@ -102,6 +102,9 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         if over(&plan, i, start, t1) {
             break;
         }
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
     }
     Ok(finish(TestKind::SendLat, plan, start))
 }
@@ -174,6 +177,9 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         if over(&plan, i, start, t1) {
             break;
         }
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
     }
     Ok(finish(TestKind::WriteLat, plan, start))
 }
@@ -231,6 +237,9 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         i += 1;
         if over(&plan, i, start, t1) {
             break;
+        }
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
         }
     }
     Ok(finish(TestKind::ReadLat, plan, start))

@@ -27,6 +27,8 @@ pub struct Session {
     pub remote: Option<Endpoint>,
     /// Whether sends of `spec.size` can be inline on this QP.
     pub inline: bool,
+    /// Receive WRs each QP was created for (send tests keep this many posted).
+    pub recv_depth: u32,
 }
 
 /// Access the local buffer needs for this test and role: no more.
@@ -99,7 +101,11 @@ impl Session {
         let pd = ProtectionDomain::new(&ctx)?;
         let qps_n = spec.qps;
         let send_depth = spec.tx_depth;
-        let recv_depth = if matches!(spec.test, TestKind::SendLat | TestKind::SendBw) { RX_DEPTH.min(spec.tx_depth.max(64) * 4) } else { 1 };
+        let recv_depth = match spec.test {
+            TestKind::SendLat => 64,
+            TestKind::SendBw => RX_DEPTH,
+            _ => 1,
+        };
         let send_cq = CompletionQueue::new(&ctx, send_depth * qps_n + 16)?;
         let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
@@ -144,7 +150,7 @@ impl Session {
             ca_type: device.ca_type.clone(),
             max_rd_atomic: 16,
         };
-        Ok(Session { qps, recv_lists: Vec::new(), mr, send_cq, recv_cq, pd, ctx, spec: spec.clone(), local, remote: None, inline })
+        Ok(Session { qps, recv_lists: Vec::new(), mr, send_cq, recv_cq, pd, ctx, spec: spec.clone(), local, remote: None, inline, recv_depth })
     }
 
     /// Moves every QP to RTS towards the peer and pre-posts receives where the test needs them.
@@ -192,7 +198,7 @@ impl Session {
             _ => false,
         };
         if needs_recv {
-            let depth = if self.spec.test == TestKind::SendLat { 64 } else { RX_DEPTH };
+            let depth = self.recv_depth;
             for (q, qp) in self.qps.iter_mut().enumerate() {
                 let mut list = RecvList::new(depth as usize, &self.mr, 0, self.spec.size, q as u32);
                 list.post(qp, 0, depth as usize)?;

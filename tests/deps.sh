@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what building and testing fabcheck needs on Debian/Ubuntu (idempotent).
+# Build: libibverbs/librdmacm headers and libclang (rdma-sys runs bindgen).
+# Run and compare: rdma-core, the rxe provider, ibverbs-utils and perftest.
+# Guest for the Soft-RoCE tier: qemu, busybox, kmod (the kernel itself comes via soft-roce-setup.sh).
+set -euo pipefail
+packages=(
+	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
+	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils infiniband-diags perftest iproute2 util-linux
+	qemu-system-x86 busybox-static kmod
+)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+	echo "deps: all present" >&2
+	exit 0
+fi
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "deps: need root (or sudo) to install: ${missing[*]}" >&2; exit 2; }
+	sudo=sudo
+fi
+echo "deps: installing ${missing[*]}" >&2
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# fabcheck's whole test suite, as CI runs it. Installs what it needs, then:
+#   1. host tier: unit tests, CLI, protocol, and diagnosis of captured sysfs trees (no RDMA needed);
+#   2. Soft-RoCE tier: every verbs path against a live rxe0, in a throwaway qemu guest whose Debian
+#      kernel has rdma_rxe (soft-roce-setup.sh --vm). Set FABCHECK_RXE_NATIVE=1 to run it on this
+#      machine instead (needs rxe0 on veth 'va' with 198.18.0.1/24, as the guest sets up).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+tests/deps.sh
+
+echo "== host tier" >&2
+cargo test --locked --lib --bins --test integration
+
+echo "== Soft-RoCE tier" >&2
+rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json 2>/dev/null |
+	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+[ -x "$rxe_bin" ] || { echo "run-all: could not build the rxe test binary" >&2; exit 1; }
+cargo build --locked --bin fabcheck
+if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
+	tests/rxe/run.sh "$rxe_bin"
+else
+	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin"
+fi
+echo "run-all: both tiers passed in $(( $(date +%s) - start )) s" >&2

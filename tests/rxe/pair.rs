@@ -1,0 +1,148 @@
+//! `fabcheck pair` on rxe0: every test runs and passes, the JSON has the contract's shape,
+//! and the numbers are within sanity bounds of perftest on the same device.
+
+use super::{fabcheck, json, require_rxe, sh, DEVICE};
+use fabcheck::pair::report::PairDoc;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn pair(extra: &[&str]) -> (std::process::Output, PairDoc) {
+    let mut args = vec!["pair", "localhost", "localhost", "--device", DEVICE, "--json"];
+    args.extend_from_slice(extra);
+    let out = fabcheck(&args);
+    let value = json(&out);
+    let doc: PairDoc = serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("not a pair document ({e}): {value}"));
+    (out, doc)
+}
+
+#[test]
+fn every_test_runs_and_passes() {
+    let _serial = require_rxe();
+    let (out, doc) = pair(&["--iters", "300"]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&out.stderr), serde_json::to_string_pretty(&doc.findings).unwrap());
+    assert_eq!(doc.schema, "fabcheck.pair.v1");
+    assert_eq!(doc.a.device, DEVICE);
+    assert_eq!(doc.a.gid.as_deref(), Some("::ffff:198.18.0.1"), "the routable RoCE v2 GID must be chosen");
+    for test in ["send_lat", "write_lat", "read_lat"] {
+        let r = doc.results.iter().find(|r| r.test == test).unwrap_or_else(|| panic!("{test} missing"));
+        let lat = r.lat_us.unwrap_or_else(|| panic!("{test} has no latency"));
+        assert!(lat.min > 0.0 && lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max, "{test}: {lat:?}");
+        assert_eq!(r.iterations, 300, "{test}");
+    }
+    for test in ["write_bw", "read_bw", "send_bw"] {
+        for dir in ["a->b", "b->a", "bidi"] {
+            let r = doc.results.iter().find(|r| r.test == test && r.direction == dir).unwrap_or_else(|| panic!("{test} {dir} missing"));
+            assert!(r.bw_gbps.unwrap() > 0.0 && r.msg_rate_mpps.unwrap() > 0.0, "{test} {dir}: {r:?}");
+            assert!(r.peak_gbps.unwrap() >= r.bw_gbps.unwrap() * 0.99, "{test} {dir}: peak below average");
+        }
+    }
+    // Soft-RoCE bandwidth is reported, not judged.
+    assert!(doc.findings.iter().any(|f| f.id == "pair.bw" && format!("{:?}", f.severity) == "Info"));
+}
+
+#[test]
+fn qps_sweep_and_duration() {
+    let _serial = require_rxe();
+    let (out, doc) = pair(&["--tests", "write_bw", "--qps", "4", "--iters", "200", "--direction", "a->b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc.results[0].qps, 4);
+    assert_eq!(doc.results[0].iterations, 800);
+    let (out, doc) = pair(&["--tests", "send_bw", "--sweep", "--iters", "20", "--direction", "a->b"]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{:?}", String::from_utf8_lossy(&out.stderr), doc.findings);
+    let sizes: Vec<u32> = doc.results.iter().map(|r| r.size).collect();
+    assert_eq!(sizes.first(), Some(&2));
+    assert_eq!(sizes.last(), Some(&(8 << 20)));
+    let (out, doc) = pair(&["--tests", "send_lat,write_bw", "--duration", "1", "--direction", "a->b"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(doc.results.iter().all(|r| r.iterations > 0));
+}
+
+#[test]
+fn human_output_names_both_ends_and_the_verdict() {
+    let _serial = require_rxe();
+    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--tests", "send_lat", "--iters", "100"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("rxe0/1") && text.contains("send_lat") && text.contains("PASS"), "{text}");
+}
+
+#[test]
+fn through_fabcheck_serve_with_a_token() {
+    let _serial = require_rxe();
+    let port = 18000 + (std::process::id() % 1000) as u16;
+    let listen = format!("127.0.0.1:{port}");
+    let mut server = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["serve", "--listen", &listen, "--token", "s3cret", "--max-sessions", "3"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let endpoint = format!("tcp://{listen}");
+    let wrong = fabcheck(&["pair", &endpoint, "localhost", "--device", DEVICE, "--tests", "send_lat", "--token", "wrong"]);
+    assert_eq!(wrong.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&wrong.stderr).contains("token"), "{}", String::from_utf8_lossy(&wrong.stderr));
+    let out = fabcheck(&["pair", &endpoint, &endpoint, "--device", DEVICE, "--tests", "send_lat,write_bw", "--iters", "200", "--direction", "a->b", "--token", "s3cret", "--json"]);
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
+    assert_eq!(doc.results.len(), 2);
+}
+
+/// Runs a perftest server and client on rxe0 over 127.0.0.1 and returns the client's stdout.
+pub fn perftest(tool: &str, args: &str) -> String {
+    let port = 20000 + (std::process::id() % 5000) as u16;
+    let mut server = Command::new(tool)
+        .args(args.split_whitespace())
+        .args(["-d", DEVICE, "-x", "1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{tool} not installed ({e}): apt install perftest"));
+    std::thread::sleep(Duration::from_millis(700));
+    let client = sh(&format!("timeout 120 {tool} {args} -d {DEVICE} -x 1 -p {port} 127.0.0.1"));
+    let _ = server.wait();
+    let text = String::from_utf8_lossy(&client.stdout).into_owned();
+    assert!(client.status.success(), "{tool} failed: {text}\n{}", String::from_utf8_lossy(&client.stderr));
+    text
+}
+
+/// The numeric columns of perftest's result line (the first line starting with the size).
+pub fn perftest_row(text: &str, size: u32) -> Vec<f64> {
+    text.lines()
+        .map(str::trim)
+        .find(|l| l.split_whitespace().next() == Some(&size.to_string()))
+        .unwrap_or_else(|| panic!("no result row for size {size} in:\n{text}"))
+        .split_whitespace()
+        .filter_map(|w| w.parse().ok())
+        .collect()
+}
+
+#[test]
+fn latency_is_within_sanity_bounds_of_ib_send_lat() {
+    let _serial = require_rxe();
+    let text = perftest("ib_send_lat", "-s 2 -n 500");
+    // #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+    let row = perftest_row(&text, 2);
+    let perftest_typical = row[4];
+    let (_, doc) = pair(&["--tests", "send_lat", "--iters", "500"]);
+    let ours = doc.results[0].lat_us.unwrap().p50;
+    let ratio = ours / perftest_typical;
+    eprintln!("send_lat p50 {ours} us vs ib_send_lat t_typical {perftest_typical} us: ratio {ratio:.2}");
+    // A sanity bound on a noisy emulated guest, not a performance claim (see benches/).
+    assert!((0.05..=20.0).contains(&ratio), "fabcheck {ours} us vs perftest {perftest_typical} us");
+}
+
+#[test]
+fn bandwidth_is_within_sanity_bounds_of_ib_write_bw() {
+    let _serial = require_rxe();
+    let text = perftest("ib_write_bw", "-s 65536 -n 500 --report_gbits");
+    // #bytes #iterations BW_peak BW_average MsgRate
+    let row = perftest_row(&text, 65536);
+    let perftest_avg = row[3];
+    let (_, doc) = pair(&["--tests", "write_bw", "--iters", "500", "--direction", "a->b"]);
+    let ours = doc.results[0].bw_gbps.unwrap();
+    let ratio = ours / perftest_avg;
+    eprintln!("write_bw {ours} Gb/s vs ib_write_bw {perftest_avg} Gb/s: ratio {ratio:.2}");
+    assert!((0.05..=20.0).contains(&ratio), "fabcheck {ours} Gb/s vs perftest {perftest_avg} Gb/s");
+}
