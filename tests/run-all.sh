@@ -18,9 +18,14 @@ rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json 2>/dev/n
 	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
 [ -x "$rxe_bin" ] || { echo "run-all: could not build the rxe test binary" >&2; exit 1; }
 cargo build --locked --bin fabcheck
+fabcheck="$PWD/target/debug/fabcheck"
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
 	tests/rxe/run.sh "$rxe_bin"
 else
 	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin"
+	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve" >&2
+	FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
+		--peer-cmd "$fabcheck serve --listen 198.18.0.2:18515 --max-sessions 2" \
+		-- tests/rxe/two-hosts.sh "$fabcheck"
 fi
 echo "run-all: both tiers passed in $(( $(date +%s) - start )) s" >&2
