@@ -21,6 +21,8 @@ pub enum Command {
     Check(CheckArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
     Pair(crate::pair::PairArgs),
+    /// Every pair of many endpoints; names the suspect nodes and links.
+    Mesh(crate::mesh::MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(crate::control::serve::ServeArgs),
     /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).

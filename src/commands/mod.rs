@@ -11,6 +11,7 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
         Command::Devices(args) => devices::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Pair(args) => crate::pair::run(&args),
+        Command::Mesh(args) => crate::mesh::run(&args),
         Command::Serve(args) => crate::control::serve::serve(&args),
         Command::Agent(args) => crate::control::serve::agent_stdio(&args),
     }

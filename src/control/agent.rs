@@ -38,6 +38,11 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                     reader_signals.stop.store(true, Ordering::Relaxed);
                     Event::Request(Request::Stop)
                 }
+                // Goodbye ends a running test at once: the controller is leaving.
+                Ok(Request::Bye) => {
+                    reader_signals.abort.store(true, Ordering::Relaxed);
+                    Event::Request(Request::Bye)
+                }
                 Ok(req) => Event::Request(req),
                 Err(e) => {
                     reader_signals.abort.store(true, Ordering::Relaxed);

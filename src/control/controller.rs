@@ -5,13 +5,12 @@ use super::endpoint::EndpointSpec;
 use super::link::{AgentLink, Event, LaunchOptions};
 use super::protocol::{Reply, Request};
 use crate::error::Failure;
-use crossbeam::channel::{self, Receiver, RecvTimeoutError};
+use crossbeam::channel::{RecvTimeoutError, Select};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 pub struct Controller {
     links: Vec<AgentLink>,
-    events: Receiver<(usize, Event)>,
     pending: Vec<VecDeque<Reply>>,
     hosts: Vec<String>,
 }
@@ -29,23 +28,30 @@ pub mod deadline {
 impl Controller {
     /// Starts or reaches every agent and says hello; fails on the first that does not answer.
     pub fn connect(specs: &[EndpointSpec], opts: &LaunchOptions) -> Result<Controller, Failure> {
-        let (tx, rx) = channel::unbounded();
-        let mut links = Vec::new();
-        for (i, spec) in specs.iter().enumerate() {
-            links.push(AgentLink::open(i, spec, opts, tx.clone())?);
-        }
-        let n = links.len();
-        let mut c = Controller { links, events: rx, pending: vec![VecDeque::new(); n], hosts: vec![String::new(); n] };
-        for i in 0..n {
+        let links = specs.iter().map(|spec| AgentLink::open(spec, opts)).collect::<Result<Vec<_>, _>>()?;
+        let mut c = Controller::from_links(links, None);
+        for i in 0..c.links.len() {
             c.send(i, &Request::Hello { token: opts.token.clone() })?;
         }
-        for i in 0..n {
+        for i in 0..c.links.len() {
             match c.expect(i, deadline::HELLO, "saying hello")? {
                 Reply::Hello { host, .. } => c.hosts[i] = host,
                 other => return Err(c.unexpected(i, &other)),
             }
         }
         Ok(c)
+    }
+
+    /// Drives links that already said hello (`hosts` as they reported), e.g. one pair of a
+    /// mesh round.
+    pub fn from_links(links: Vec<AgentLink>, hosts: Option<Vec<String>>) -> Controller {
+        let n = links.len();
+        Controller { links, pending: vec![VecDeque::new(); n], hosts: hosts.unwrap_or_else(|| vec![String::new(); n]) }
+    }
+
+    /// Gives the links back (with the host names they reported), for another controller.
+    pub fn into_links(self) -> Vec<(AgentLink, String)> {
+        self.links.into_iter().zip(self.hosts).collect()
     }
 
     pub fn label(&self, i: usize) -> &str {
@@ -79,20 +85,30 @@ impl Controller {
                     "the agent or its host is stuck or unreachable; check it (and the fabric) and rerun",
                 ));
             }
-            match self.events.recv_timeout((deadline - now).min(Duration::from_millis(100))) {
-                Ok((j, Event::Reply(r))) if j == i => return self.check(i, r),
-                Ok((j, Event::Reply(Reply::Error { cause, remedy }))) => {
-                    return Err(Failure::new(format!("{}: {cause}", self.links[j].label), remedy))
+            let mut select = Select::new();
+            for link in &self.links {
+                select.recv(&link.events);
+            }
+            let ready = match select.ready_timeout((deadline - now).min(Duration::from_millis(100))) {
+                Ok(j) => j,
+                Err(_) => continue,
+            };
+            match self.links[ready].events.recv_timeout(Duration::ZERO) {
+                Ok(Event::Reply(r)) if ready == i => return self.check(i, r),
+                Ok(Event::Reply(Reply::Error { cause, remedy })) => {
+                    return Err(Failure::new(format!("{}: {cause}", self.links[ready].label), remedy))
                 }
-                Ok((j, Event::Reply(r))) => self.pending[j].push_back(r),
-                Ok((j, Event::Closed(why))) => {
+                Ok(Event::Reply(r)) => self.pending[ready].push_back(r),
+                Ok(Event::Closed(why)) => {
                     return Err(Failure::new(
-                        format!("{}: agent lost while {what}: {why}", self.links[j].label),
+                        format!("{}: agent lost while {what}: {why}", self.links[ready].label),
                         "the agent died or its host went away; the other agents were stopped. Check that host and rerun",
                     ))
                 }
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Err(Failure::new("all agent channels closed", "rerun")),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(Failure::new(format!("{}: agent channel closed while {what}", self.links[ready].label), "rerun"))
+                }
             }
         }
     }

@@ -6,7 +6,7 @@ use super::endpoint::{EndpointSpec, HostSpec};
 use super::lines;
 use super::protocol::{self, Reply, Request};
 use crate::error::Failure;
-use crossbeam::channel::Sender;
+use crossbeam::channel::{self, Receiver, Sender};
 use std::io::{BufReader, Write};
 use std::net::{TcpStream, ToSocketAddrs};
 use std::process::{Child, Command, Stdio};
@@ -29,14 +29,18 @@ pub struct LaunchOptions {
 
 pub struct AgentLink {
     pub label: String,
+    /// Replies and the end of the channel, in order. A controller waits on several links'
+    /// receivers at once, so a dead agent shows up at once as `Closed`.
+    pub events: Receiver<Event>,
     writer: Option<Box<dyn Write + Send>>,
     child: Option<Child>,
     socket: Option<TcpStream>,
 }
 
 impl AgentLink {
-    pub fn open(index: usize, spec: &EndpointSpec, opts: &LaunchOptions, events: Sender<(usize, Event)>) -> Result<AgentLink, Failure> {
+    pub fn open(spec: &EndpointSpec, opts: &LaunchOptions) -> Result<AgentLink, Failure> {
         let label = spec.host.to_string();
+        let (events_tx, events) = channel::unbounded();
         match &spec.host {
             HostSpec::Local | HostSpec::Ssh { .. } => {
                 let mut command = match &spec.host {
@@ -79,8 +83,8 @@ impl AgentLink {
                 })?;
                 let stdout = child.stdout.take().ok_or_else(|| Failure::new("agent has no stdout", "internal error"))?;
                 let stdin = child.stdin.take().ok_or_else(|| Failure::new("agent has no stdin", "internal error"))?;
-                spawn_reader(index, BufReader::new(stdout), events);
-                Ok(AgentLink { label, writer: Some(Box::new(stdin)), child: Some(child), socket: None })
+                spawn_reader(BufReader::new(stdout), events_tx);
+                Ok(AgentLink { label, events, writer: Some(Box::new(stdin)), child: Some(child), socket: None })
             }
             HostSpec::Tcp { host, port } => {
                 let addrs: Vec<_> = (host.as_str(), *port)
@@ -93,9 +97,9 @@ impl AgentLink {
                         Ok(s) => {
                             let _ = s.set_nodelay(true);
                             let read = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
-                            spawn_reader(index, BufReader::new(read), events);
+                            spawn_reader(BufReader::new(read), events_tx);
                             let write = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
-                            return Ok(AgentLink { label, writer: Some(Box::new(write)), child: None, socket: Some(s) });
+                            return Ok(AgentLink { label, events, writer: Some(Box::new(write)), child: None, socket: Some(s) });
                         }
                         Err(e) => last = Some(e),
                     }
@@ -151,7 +155,7 @@ impl Drop for AgentLink {
     }
 }
 
-fn spawn_reader<R: std::io::BufRead + Send + 'static>(index: usize, mut reader: R, events: Sender<(usize, Event)>) {
+fn spawn_reader<R: std::io::BufRead + Send + 'static>(mut reader: R, events: Sender<Event>) {
     std::thread::spawn(move || loop {
         let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
@@ -162,7 +166,7 @@ fn spawn_reader<R: std::io::BufRead + Send + 'static>(index: usize, mut reader: 
             Err(e) => Event::Closed(format!("the connection failed: {e}")),
         };
         let closed = matches!(event, Event::Closed(_));
-        if events.send((index, event)).is_err() || closed {
+        if events.send(event).is_err() || closed {
             return;
         }
     });

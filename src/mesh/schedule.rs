@@ -14,7 +14,7 @@ pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
         return Vec::new();
     }
     // m is even; with odd n, index n (== m-1) is the phantom.
-    let m = if n % 2 == 0 { n } else { n + 1 };
+    let m = if n % 2 == 1 { n + 1 } else { n };
     let ring = m - 1;
     let mut out = Vec::with_capacity(ring);
     for r in 0..ring {

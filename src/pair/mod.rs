@@ -48,7 +48,7 @@ pub struct PairArgs {
     /// Queue pairs for bandwidth tests.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
-    /// Bandwidth directions: a->b, b->a, both, bidi, all (default all; latency is a->b).
+    /// Bandwidth directions: ab (A sends), ba, both, bidi, all (default all; latency runs ab).
     #[arg(long, value_name = "DIR")]
     pub direction: Option<String>,
     /// Fail if typical (p50) latency exceeds this, in microseconds.
@@ -182,7 +182,7 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
-enum Step {
+pub(crate) enum Step {
     /// The test ran and the fabric failed it (completion error, stall): a result, exit 1.
     Failed { endpoints: Option<(Endpoint, Endpoint)>, result: Box<TestResult> },
     /// Could not run (agent lost, timeout, bad device): exit 2.
@@ -195,7 +195,7 @@ impl From<Failure> for Step {
     }
 }
 
-fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target], timeout: Duration) -> Result<(Endpoint, Endpoint, TestResult), Step> {
+pub(crate) fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target], timeout: Duration) -> Result<(Endpoint, Endpoint, TestResult), Step> {
     let what = format!("{} {} {} B", t.spec.test.name(), t.direction.name(), t.spec.size);
     for (i, target) in targets.iter().enumerate() {
         ctl.send(i, &Request::Prepare { target: target.clone(), spec: t.spec_for(i == 0) })?;
@@ -253,7 +253,9 @@ fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target], timeout: D
             Err(f) => failure = Some(f),
         }
     }
-    let mut result = summarise(t, &runs);
+    // One port under both agents (a loopback run): its counters are one set, not two.
+    let same_port = ea.host == eb.host && ea.device == eb.device && ea.port == eb.port;
+    let mut result = summarise(t, &runs, same_port);
     if let Some(f) = failure {
         result.error = Some(f.cause);
         result.remedy = Some(f.remedy);
@@ -278,7 +280,7 @@ fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target], timeout: D
     Ok((ea, eb, result))
 }
 
-fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2]) -> TestResult {
+fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) -> TestResult {
     let spec = &t.spec;
     let (ra, rb) = t.direction.roles();
     let active: Vec<&RunResult> = [(ra, &runs[0]), (rb, &runs[1])]
@@ -287,7 +289,8 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2]) -> TestResult {
         .filter_map(|(_, r)| r.as_ref())
         .collect();
     let mut counters = BTreeMap::new();
-    for (name, run) in [("a", &runs[0]), ("b", &runs[1])] {
+    let sides: &[(&str, &Option<RunResult>)] = if same_port { &[("a", &runs[0])] } else { &[("a", &runs[0]), ("b", &runs[1])] };
+    for &(name, run) in sides {
         if let Some(r) = run {
             for (counter, delta) in &r.counter_deltas {
                 counters.insert(format!("{name}:{counter}"), *delta);
@@ -324,7 +327,7 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2]) -> TestResult {
     result
 }
 
-fn side(e: &Endpoint) -> Side {
+pub(crate) fn side(e: &Endpoint) -> Side {
     Side {
         host: e.host.clone(),
         device: e.device.clone(),

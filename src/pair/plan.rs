@@ -31,7 +31,8 @@ impl Direction {
         }
     }
 
-    /// `--direction`: a->b, b->a, both (each way), bidi, all (each way and bidi).
+    /// `--direction`: ab, ba, both (each way), bidi, all (each way and bidi). The JSON's
+    /// `a->b` / `b->a` are accepted too, but unquoted they are shell redirections.
     pub fn parse_list(text: &str) -> Result<Vec<Direction>, String> {
         Ok(match text {
             "a->b" | "ab" => vec![Direction::AtoB],
@@ -39,7 +40,7 @@ impl Direction {
             "both" => vec![Direction::AtoB, Direction::BtoA],
             "bidi" => vec![Direction::Bidi],
             "all" => vec![Direction::AtoB, Direction::BtoA, Direction::Bidi],
-            other => return Err(format!("--direction '{other}': one of a->b, b->a, both, bidi, all")),
+            other => return Err(format!("--direction '{other}': one of ab, ba, both, bidi, all")),
         })
     }
 }

@@ -83,10 +83,10 @@ pub fn human(doc: &PairDoc) -> String {
             format!("p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)", l.p50, l.p99, l.p999, l.min, l.max)
         } else {
             format!(
-                "{} Gb/s  peak {} Gb/s  {} Mpps",
+                "{} Gb/s  peak {} Gb/s  {}",
                 r.bw_gbps.map_or("?".into(), gbps3),
                 r.peak_gbps.map_or("?".into(), gbps3),
-                r.msg_rate_mpps.map_or("?".into(), |m| format!("{m:.3}"))
+                r.msg_rate_mpps.map_or("?".into(), msg_rate)
             )
         };
         let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
@@ -100,6 +100,14 @@ pub fn human(doc: &PairDoc) -> String {
     }
     let _ = writeln!(out, "\n{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out
+}
+
+fn msg_rate(mpps: f64) -> String {
+    if mpps >= 0.1 {
+        format!("{mpps:.2} Mpps")
+    } else {
+        format!("{:.0} msg/s", mpps * 1e6)
+    }
 }
 
 fn gbps3(v: f64) -> String {

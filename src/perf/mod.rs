@@ -194,6 +194,9 @@ impl StallGuard {
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
+        // Waiting this long (tens of microseconds) means the peer or the kernel's own RDMA work
+        // (Soft-RoCE) needs a CPU: on an oversubscribed host a busy poller would starve it.
+        std::thread::yield_now();
         let since = *self.idle_since.get_or_insert_with(Instant::now);
         if since.elapsed() > self.limit {
             return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });

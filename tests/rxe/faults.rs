@@ -59,7 +59,7 @@ fn wait_for_agents(n: usize) {
 #[test]
 fn peer_killed_mid_bandwidth_test() {
     let _serial = require_rxe();
-    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "a->b"]);
+    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "ab"]);
     wait_for_agents(2);
     std::thread::sleep(Duration::from_secs(2));
     let victim = agents_running()[1].split_whitespace().next().unwrap().to_string();
@@ -89,7 +89,7 @@ fn peer_killed_mid_latency_test() {
 #[test]
 fn sigterm_on_the_controller_stops_everything() {
     let _serial = require_rxe();
-    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "a->b"]);
+    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "ab"]);
     wait_for_agents(2);
     std::thread::sleep(Duration::from_secs(2));
     assert!(sh(&format!("kill -TERM {}", child.id())).status.success());
@@ -104,7 +104,7 @@ fn sigterm_on_the_controller_stops_everything() {
 fn link_down_mid_test_is_reported_not_hung() {
     let _serial = require_rxe();
     let _restore = Restore("ip link set va up");
-    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "a->b", "--stall-timeout-ms", "3000"]);
+    let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "ab", "--stall-timeout-ms", "3000"]);
     wait_for_agents(2);
     std::thread::sleep(Duration::from_secs(2));
     assert!(sh(&format!("ip link set {NETDEV} down")).status.success());
@@ -127,7 +127,7 @@ fn packet_loss_shows_in_the_result() {
     let _serial = require_rxe();
     let _restore = Restore("tc qdisc del dev va root 2>/dev/null; true");
     assert!(sh(&format!("tc qdisc add dev {NETDEV} root netem loss 3%")).status.success(), "netem unavailable");
-    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_lat,write_bw", "--iters", "300", "--direction", "a->b"]);
+    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_lat,write_bw", "--iters", "300", "--direction", "ab"]);
     let doc = json(&out);
     eprintln!("3% loss: exit {:?}, findings {}", out.status.code(), doc["findings"]);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));

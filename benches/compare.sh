@@ -1,0 +1,441 @@
+#!/usr/bin/env bash
+# benches/compare.sh - fabcheck next to the perftest tool each of its tests mirrors, on the same
+# device in the same run, round after round, with fabcheck/perftest ratios.
+#
+# A benchmark, not a test: exit 0 whatever the ratios; 2 on bad usage or when a tool failed to run.
+set -euo pipefail
+
+PROG=compare.sh
+
+usage() {
+	cat <<'EOF'
+Usage: benches/compare.sh [OPTIONS]
+
+Runs fabcheck and perftest alternately on the same link, several rounds each, and prints per row
+fabcheck's figure, perftest's figure and the ratio fabcheck/perftest as min/median/max over the
+rounds (the ratio is taken within each round, then summarised).
+
+  send_lat    fabcheck send_lat  p50      vs ib_send_lat  t_typical   2 B      target ratio <= 1.00
+  write_lat   fabcheck write_lat p50      vs ib_write_lat t_typical   2 B      target ratio <= 1.00
+  read_lat    fabcheck read_lat  p50      vs ib_read_lat  t_typical   2 B      target ratio <= 1.00
+  write_bw    fabcheck write_bw  Gb/s     vs ib_write_bw  BW average  64 KiB   target ratio >= 1.00
+  write_bw_64 fabcheck write_bw  Gb/s+Mpps vs ib_write_bw BW, MsgRate 64 B     target ratio >= 1.00
+  read_bw     fabcheck read_bw   Gb/s     vs ib_read_bw   BW average  64 KiB   target ratio >= 1.00
+  send_bw     fabcheck send_bw   Gb/s     vs ib_send_bw   BW average  64 KiB   target ratio >= 1.00
+
+Options:
+  --rounds N            rounds of each pair (default 5); the order alternates between rounds
+  --device NAME[:PORT]  RDMA device (default $FABCHECK_RXE_DEV, else rxe0)
+  --iters N             iterations of every test, both tools (default: 1000 latency, 1024 at
+                        64 KiB, 4096 at 64 B; rounded up to a multiple of the post list)
+  --tests LIST          rows to run, comma separated (default all, names as above)
+  --hosts HOST_A HOST_B two nodes instead of this one: `fabcheck pair HOST_A HOST_B`, perftest's
+                        server started over ssh on HOST_B, its client over ssh on HOST_A
+  --server-addr ADDR    address HOST_A's perftest client dials (default: HOST_B without user@)
+  --gid-index N         GID index for both tools (default: the one fabcheck picks, read from its
+                        JSON `a.gid_index` / `b.gid_index`)
+  --perftest-defaults   run perftest with its own defaults instead of fabcheck's queue settings
+  --json FILE           also write every sample and the summary as JSON to FILE
+  --fabcheck PATH       fabcheck on this node (default target/release/fabcheck, else PATH's)
+  --remote-fabcheck P   fabcheck's path on ssh hosts (passed to `pair --remote-fabcheck`)
+  --ssh CMD             ssh command for --hosts (default: ssh -o BatchMode=yes)
+  --port N              first TCP port for perftest's exchange (default 20100)
+  --timeout S           seconds any single tool run may take (default 600)
+  -h, --help            this text
+
+In the Soft-RoCE guest:  ./soft-roce-setup.sh --vm --timeout 3000 -- benches/compare.sh
+On two real nodes:       benches/compare.sh --hosts node1 node2 --device mlx5_0
+EOF
+}
+
+say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
+die() { say "error: $*"; exit 2; }
+
+# ----------------------------------------------------------------------------- options
+
+ROUNDS=5
+DEVICE=${FABCHECK_RXE_DEV:-rxe0}
+ITERS=
+TESTS=send_lat,write_lat,read_lat,write_bw,write_bw_64,read_bw,send_bw
+HOST_A=
+HOST_B=
+SERVER_ADDR=
+GID_INDEX=
+PT_DEFAULTS=0
+JSON_OUT=
+FABCHECK=
+REMOTE_FABCHECK=
+SSH_CMD="ssh -o BatchMode=yes"
+PORT_BASE=20100
+TOOL_TIMEOUT=600
+
+need_arg() { [[ $# -ge 2 && -n $2 ]] || die "$1 needs a value (see --help)"; }
+is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
+
+while [[ $# -gt 0 ]]; do
+	case $1 in
+	--rounds) need_arg "$@"; ROUNDS=$2; shift 2 ;;
+	--device) need_arg "$@"; DEVICE=$2; shift 2 ;;
+	--iters) need_arg "$@"; ITERS=$2; shift 2 ;;
+	--tests) need_arg "$@"; TESTS=$2; shift 2 ;;
+	--hosts)
+		[[ $# -ge 3 && -n $2 && -n $3 ]] || die "--hosts needs two hosts: --hosts HOST_A HOST_B"
+		HOST_A=$2; HOST_B=$3; shift 3 ;;
+	--server-addr) need_arg "$@"; SERVER_ADDR=$2; shift 2 ;;
+	--gid-index) need_arg "$@"; GID_INDEX=$2; shift 2 ;;
+	--perftest-defaults) PT_DEFAULTS=1; shift ;;
+	--json) need_arg "$@"; JSON_OUT=$2; shift 2 ;;
+	--fabcheck) need_arg "$@"; FABCHECK=$2; shift 2 ;;
+	--remote-fabcheck) need_arg "$@"; REMOTE_FABCHECK=$2; shift 2 ;;
+	--ssh) need_arg "$@"; SSH_CMD=$2; shift 2 ;;
+	--port) need_arg "$@"; PORT_BASE=$2; shift 2 ;;
+	--timeout) need_arg "$@"; TOOL_TIMEOUT=$2; shift 2 ;;
+	-h | --help) usage; exit 0 ;;
+	*) die "unknown argument '$1' (see --help)" ;;
+	esac
+done
+
+{ is_uint "$ROUNDS" && ((ROUNDS >= 1)); } || die "--rounds must be a positive integer"
+[[ -z $ITERS ]] || { is_uint "$ITERS" && ((ITERS >= 16)); } || die "--iters must be an integer >= 16"
+[[ -z $GID_INDEX ]] || is_uint "$GID_INDEX" || die "--gid-index must be a non-negative integer"
+{ is_uint "$PORT_BASE" && ((PORT_BASE >= 1024 && PORT_BASE <= 64000)); } || die "--port must be 1024..64000"
+{ is_uint "$TOOL_TIMEOUT" && ((TOOL_TIMEOUT >= 1)); } || die "--timeout must be a positive integer"
+
+# NAME[:PORT] -> perftest's -d NAME -i PORT.
+DEV_NAME=${DEVICE%%:*}
+DEV_PORT=1
+if [[ $DEVICE == *:* ]]; then
+	DEV_PORT=${DEVICE#*:}
+	is_uint "$DEV_PORT" || die "--device '$DEVICE': the port after ':' must be a number"
+fi
+
+# Rows: name fabcheck-test size perftest-tool kind(lat|bw|rate)
+declare -A ROW_TEST=([send_lat]=send_lat [write_lat]=write_lat [read_lat]=read_lat [write_bw]=write_bw [write_bw_64]=write_bw [read_bw]=read_bw [send_bw]=send_bw)
+declare -A ROW_SIZE=([send_lat]=2 [write_lat]=2 [read_lat]=2 [write_bw]=65536 [write_bw_64]=64 [read_bw]=65536 [send_bw]=65536)
+declare -A ROW_TOOL=([send_lat]=ib_send_lat [write_lat]=ib_write_lat [read_lat]=ib_read_lat [write_bw]=ib_write_bw [write_bw_64]=ib_write_bw [read_bw]=ib_read_bw [send_bw]=ib_send_bw)
+ROWS=()
+IFS=, read -r -a _wanted <<<"$TESTS"
+for r in "${_wanted[@]}"; do
+	[[ -n $r ]] || continue
+	[[ -n ${ROW_TEST[$r]:-} ]] || die "--tests: unknown row '$r' (one of: ${!ROW_TEST[*]})"
+	ROWS+=("$r")
+done
+((${#ROWS[@]} > 0)) || die "--tests selects no row"
+
+is_lat() { [[ ${ROW_TEST[$1]} == *_lat ]]; }
+
+# fabcheck's bandwidth queue for a message size, as src/pair/plan.rs `bw_queue` computes it:
+# depth = pow2floor(clamp(32 MiB / size, 4, 128)), cq_mod = pow2floor(min(clamp(16 MiB / size,
+# 1, 64), depth / 2)), post list = min(cq_mod, 16). Prints "depth cq_mod post_list".
+bw_queue() {
+	local size=$1 depth cq p
+	depth=$(((32 << 20) / size)); ((depth < 4)) && depth=4; ((depth > 128)) && depth=128
+	p=1; while ((p * 2 <= depth)); do p=$((p * 2)); done; depth=$p
+	cq=$(((16 << 20) / size)); ((cq < 1)) && cq=1; ((cq > 64)) && cq=64; ((cq > depth / 2)) && cq=$((depth / 2))
+	p=1; while ((p * 2 <= cq)); do p=$((p * 2)); done; cq=$p
+	echo "$depth $cq $((cq < 16 ? cq : 16))"
+}
+
+row_iters() {
+	local row=$1 n
+	if [[ -n $ITERS ]]; then n=$ITERS
+	elif is_lat "$row"; then n=1000
+	elif ((ROW_SIZE[$row] <= 4096)); then n=4096
+	else n=1024; fi
+	if ! is_lat "$row" && ((PT_DEFAULTS == 0)); then
+		# perftest wants the iterations to be a multiple of its post list.
+		local q; read -r _ _ q < <(bw_queue "${ROW_SIZE[$row]}")
+		n=$(((n + q - 1) / q * q))
+	fi
+	echo "$n"
+}
+
+# ----------------------------------------------------------------------------- tools
+
+command -v python3 >/dev/null || die "python3 is needed to summarise (apt install python3)"
+command -v timeout >/dev/null || die "timeout (coreutils) is needed"
+if [[ -z $FABCHECK ]]; then
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+	if [[ -x $here/target/release/fabcheck ]]; then FABCHECK=$here/target/release/fabcheck
+	elif command -v fabcheck >/dev/null; then FABCHECK=$(command -v fabcheck)
+	else die "no fabcheck: build it (cargo build --release --bin fabcheck) or pass --fabcheck PATH"; fi
+fi
+[[ -x $FABCHECK ]] || die "--fabcheck '$FABCHECK' is not an executable"
+
+REMOTE=0
+if [[ -n $HOST_A ]]; then
+	REMOTE=1
+	for h in "$HOST_A" "$HOST_B"; do
+		[[ $h != tcp://* ]] || die "--hosts takes ssh hosts ([user@]host): perftest is started over ssh"
+		[[ $h != */* ]] || die "--hosts '$h': name the device with --device, not HOST/DEVICE"
+	done
+	[[ -n $SERVER_ADDR ]] || SERVER_ADDR=${HOST_B#*@}
+else
+	SERVER_ADDR=127.0.0.1
+	for r in "${ROWS[@]}"; do
+		command -v "${ROW_TOOL[$r]}" >/dev/null || die "${ROW_TOOL[$r]} not found: apt install perftest"
+	done
+fi
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/fabcheck-compare.XXXXXX")
+SAMPLES=$WORK/samples.tsv
+: >"$SAMPLES"
+BG_PIDS=()
+cleanup() {
+	local p
+	for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+FAILED=0
+SEQ=0
+
+# on HOST CMD...: runs CMD on HOST (locally when not --hosts), words quoted for the remote shell.
+on() {
+	local host=$1; shift
+	if ((REMOTE == 0)); then
+		"$@"
+	else
+		# shellcheck disable=SC2086
+		$SSH_CMD -n "$host" "$(printf '%q ' "$@")"
+	fi
+}
+
+fabcheck_run() { # row out-file
+	local row=$1 out=$2 a=localhost b=localhost
+	local args=(pair)
+	((REMOTE == 0)) || { a=$HOST_A; b=$HOST_B; }
+	args+=("$a" "$b" --device "$DEVICE" --tests "${ROW_TEST[$row]}" --size "${ROW_SIZE[$row]}"
+		--iters "$(row_iters "$row")" --direction 'a->b' --json)
+	[[ -z $GID_INDEX ]] || args+=(--gid-index "$GID_INDEX")
+	[[ -z $REMOTE_FABCHECK ]] || args+=(--remote-fabcheck "$REMOTE_FABCHECK")
+	local rc=0
+	timeout "$TOOL_TIMEOUT" "$FABCHECK" "${args[@]}" >"$out" 2>"$out.err" || rc=$?
+	# 0 pass, 1 ran but the verdict failed (e.g. retransmissions): both carry figures.
+	if ((rc > 1)); then
+		say "fabcheck ${args[*]} failed (exit $rc): $(tail -n 3 "$out.err" | tr '\n' ' ')"
+		return 1
+	fi
+}
+
+# perftest flags beyond device, GID, size, iterations and port, for a row.
+perftest_flags() {
+	local row=$1 size=${ROW_SIZE[$1]} flags=(-F)
+	is_lat "$row" || flags+=(--report_gbits)
+	if ((PT_DEFAULTS == 0)) && ! is_lat "$row"; then
+		# fabcheck's queue: depth, completion every cq_mod, chains of post_list WRs. perftest
+		# insists that its CQ moderation divides its post list, so it gets -Q = post list.
+		local depth cq pl
+		read -r depth cq pl < <(bw_queue "$size")
+		flags+=(-t "$depth" -Q "$pl")
+		((pl <= 1)) || flags+=(-l "$pl")
+		# fabcheck inlines sends and writes up to 220 B (perftest: 0 in bandwidth tests; and
+		# always 0 on devices it does not know, rxe among them).
+		if [[ $row != read_bw ]] && ((size <= 220)); then flags+=(-I 220); fi
+		# fabcheck keeps 16 reads outstanding (perftest: the device maximum, 128 on rxe).
+		[[ $row != read_bw ]] || flags+=(-o 16)
+	fi
+	printf '%s\n' "${flags[@]}"
+}
+
+perftest_run() { # row out-file
+	local row=$1 out=$2 tool=${ROW_TOOL[$1]} port srv_pid rc try
+	local flags; mapfile -t flags < <(perftest_flags "$row")
+	SEQ=$((SEQ + 1))
+	port=$((PORT_BASE + SEQ % 500))
+	local common=(-d "$DEV_NAME" -i "$DEV_PORT" -s "${ROW_SIZE[$row]}" -n "$(row_iters "$row")" -p "$port" "${flags[@]}")
+	local srv=(timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B")
+	local cli=(timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" "$SERVER_ADDR")
+	on "$HOST_B" "${srv[@]}" >"$out.srv" 2>&1 &
+	srv_pid=$!
+	BG_PIDS+=("$srv_pid")
+	rc=1
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		sleep "$([[ $try -eq 1 ]] && echo 0.5 || echo 1)"
+		rc=0
+		on "$HOST_A" "${cli[@]}" >"$out" 2>&1 || rc=$?
+		((rc == 0)) && break
+		# Not listening yet: the server is still waiting, so dialing again is safe.
+		grep -q "Couldn't connect\|Unable to open file descriptor" "$out" || break
+	done
+	if ((rc != 0)); then
+		kill "$srv_pid" 2>/dev/null || true
+		wait "$srv_pid" 2>/dev/null || true
+		say "$tool failed (exit $rc): $(grep -v '^ *$' "$out" | tail -n 3 | tr '\n' ' ')"
+		return 1
+	fi
+	wait "$srv_pid" 2>/dev/null || true
+}
+
+# Appends a sample: round row tool metric value
+sample() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$SAMPLES"; }
+
+# fabcheck's JSON -> samples (python: no jq needed).
+fabcheck_samples() { # round row file
+	python3 - "$@" <<'PY' >>"$SAMPLES"
+import json, sys
+rnd, row, path = sys.argv[1:4]
+doc = json.load(open(path))
+r = doc["results"][0]
+if r.get("error"):
+    sys.exit(f"fabcheck {row}: {r['error']}")
+if r.get("lat_us"):
+    print(f"{rnd}\t{row}\tfabcheck\tlat_us\t{r['lat_us']['p50']}")
+    print(f"{rnd}\t{row}\tfabcheck\tlat_min_us\t{r['lat_us']['min']}")
+    print(f"{rnd}\t{row}\tfabcheck\tlat_p99_us\t{r['lat_us']['p99']}")
+else:
+    print(f"{rnd}\t{row}\tfabcheck\tgbps\t{r['bw_gbps']}")
+    print(f"{rnd}\t{row}\tfabcheck\tmpps\t{r['msg_rate_mpps']}")
+retx = sum(v for k, v in (r.get("counters") or {}).items() if "retry" in k or "duplicate" in k or "seq_err" in k or "out_of_seq" in k)
+print(f"{rnd}\t{row}\tfabcheck\tretx_counters\t{retx}")
+PY
+}
+
+# perftest's result row (the first line starting with the size) -> samples.
+perftest_samples() { # round row file
+	local rnd=$1 row=$2 file=$3 size=${ROW_SIZE[$2]} line
+	line=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$file")
+	[[ -n $line ]] || { say "${ROW_TOOL[$row]}: no result row for $size B in its output"; return 1; }
+	read -r -a f <<<"$line"
+	if is_lat "$row"; then
+		# #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
+		sample "$rnd" "$row" perftest lat_us "${f[4]}"
+		sample "$rnd" "$row" perftest lat_min_us "${f[2]}"
+		sample "$rnd" "$row" perftest lat_p99_us "${f[7]:-nan}"
+	else
+		# #bytes #iterations BW_peak BW_average MsgRate
+		sample "$rnd" "$row" perftest gbps "${f[3]}"
+		sample "$rnd" "$row" perftest mpps "${f[4]}"
+	fi
+}
+
+# ----------------------------------------------------------------------------- run
+
+# GID indexes: as given, else the ones fabcheck picks (also warms both tools' binaries up).
+GID_A=${GID_INDEX:-}
+GID_B=${GID_INDEX:-}
+if [[ -z $GID_INDEX ]]; then
+	probe=$WORK/probe.json
+	if ! fabcheck_run send_lat "$probe" || ! GIDS=$(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+a, b = d["a"].get("gid_index"), d["b"].get("gid_index")
+print(0 if a is None else a, 0 if b is None else b)' "$probe"); then
+		die "fabcheck could not run a first test on $DEVICE; see above"
+	fi
+	read -r GID_A GID_B <<<"$GIDS"
+fi
+
+where=$([[ $REMOTE -eq 1 ]] && echo "$HOST_A -> $HOST_B" || echo "$(hostname) (one node, loopback)")
+say "device $DEVICE on $where; GID index a=$GID_A b=$GID_B; $ROUNDS rounds; perftest $([[ $PT_DEFAULTS -eq 1 ]] && echo "at its defaults" || echo "with fabcheck's queue settings")"
+for r in "${ROWS[@]}"; do
+	say "  $r: fabcheck ${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} $(perftest_flags "$r" | tr '\n' ' ')"
+done
+
+started=$SECONDS
+for ((round = 1; round <= ROUNDS; round++)); do
+	for r in "${ROWS[@]}"; do
+		# Alternate who goes first, so warm caches or a drifting machine favour neither.
+		if ((round % 2 == 1)); then order=(fabcheck perftest); else order=(perftest fabcheck); fi
+		for tool in "${order[@]}"; do
+			out=$WORK/$round.$r.$tool
+			if [[ $tool == fabcheck ]]; then
+				if fabcheck_run "$r" "$out" && fabcheck_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
+			else
+				if perftest_run "$r" "$out" && perftest_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
+			fi
+		done
+	done
+	say "round $round/$ROUNDS done ($((SECONDS - started)) s)"
+done
+
+# ----------------------------------------------------------------------------- report
+
+META=$(printf '%s\n' "device=$DEVICE" "where=$where" "rounds=$ROUNDS" \
+	"perftest_settings=$([[ $PT_DEFAULTS -eq 1 ]] && echo defaults || echo matched)" \
+	"fabcheck=$("$FABCHECK" --version 2>/dev/null | head -n 1 || echo unknown)" \
+	"perftest=$(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown)" \
+	"kernel=$(uname -r)" "in_vm=${FABCHECK_IN_VM:-0}" "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
+for r in "${ROWS[@]}"; do
+	META+=$'\n'"row.$r=${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} $(perftest_flags "$r" | tr '\n' ' ')"
+done
+
+COMPARE_META=$META python3 - "$SAMPLES" "$JSON_OUT" "${ROWS[*]}" <<'PY'
+import json, os, statistics, sys
+samples_path, json_out, rows = sys.argv[1], sys.argv[2], sys.argv[3].split()
+meta = dict(l.split("=", 1) for l in os.environ["COMPARE_META"].splitlines() if "=" in l)
+data = {}
+for line in open(samples_path):
+    rnd, row, tool, metric, value = line.rstrip("\n").split("\t")
+    try:
+        v = float(value)
+    except ValueError:
+        continue
+    data.setdefault((row, metric), {}).setdefault(tool, {})[int(rnd)] = v
+
+# (row, metric, what is compared, unit, lower is better)
+lines = []
+for row in rows:
+    test = row.replace("_64", "")
+    if row.endswith("_lat"):
+        lines.append((row, "lat_us", f"{test} 2 B | ib_{test}", "us", True))
+    elif row == "write_bw_64":
+        lines.append((row, "gbps", f"{test} 64 B | ib_{test}", "Gb/s", False))
+        lines.append((row, "mpps", f"{test} 64 B rate | ib_{test}", "Mpps", False))
+    else:
+        lines.append((row, "gbps", f"{test} 64 KiB | ib_{test}", "Gb/s", False))
+
+def mmm(vals):
+    return (min(vals), statistics.median(vals), max(vals)) if vals else None
+
+def fmt(t, digits):
+    return "-" if t is None else "/".join(f"{v:.{digits}f}" for v in t)
+
+summary = []
+hdr = f"{'fabcheck | perftest':<30} {'unit':<5} {'fabcheck min/med/max':<27} {'perftest min/med/max':<27} {'ratio min/med/max':<17} {'target':<7} mark"
+print()
+print(f"fabcheck vs perftest on {meta.get('device')}, {meta.get('where')}, {meta.get('rounds')} rounds, perftest {meta.get('perftest_settings')}")
+print(hdr)
+print("-" * len(hdr))
+for row, metric, name, unit, lower in lines:
+    d = data.get((row, metric), {})
+    fab, pt = d.get("fabcheck", {}), d.get("perftest", {})
+    ratios = [fab[r] / pt[r] for r in sorted(fab) if r in pt and pt[r] > 0]
+    f3, p3, r3 = mmm(list(fab.values())), mmm(list(pt.values())), mmm(ratios)
+    digits = 6 if unit == "Mpps" else 3 if unit == "Gb/s" else 1
+    target = "<= 1.00" if lower else ">= 1.00"
+    if r3 is None:
+        mark = "FAILED"
+    else:
+        mark = "PASS" if (r3[1] <= 1.0 if lower else r3[1] >= 1.0) else "SHORT"
+    print(f"{name:<30} {unit:<5} {fmt(f3, digits):<27} {fmt(p3, digits):<27} {fmt(r3, 2):<17} {target:<7} {mark}")
+    summary.append({"row": row, "metric": metric, "unit": unit, "target": target,
+                    "fabcheck": dict(zip(("min", "median", "max"), f3)) if f3 else None,
+                    "perftest": dict(zip(("min", "median", "max"), p3)) if p3 else None,
+                    "ratio": dict(zip(("min", "median", "max"), r3)) if r3 else None,
+                    "mark": mark, "rounds": len(ratios)})
+retx = {row: sum(data.get((row, "retx_counters"), {}).get("fabcheck", {}).values()) for row in rows}
+noisy = [r for r, n in retx.items() if n > 0]
+print()
+print("Latency: fabcheck p50 vs perftest t_typical (its median); send and write one-way, read round trip.")
+print("Ratio: fabcheck/perftest within a round. PASS: median ratio >= 1.00 (bandwidth, rate), <= 1.00 (latency).")
+if noisy:
+    print("Retransmission counters rose during fabcheck's runs of " + ", ".join(f"{r} (+{retx[r]:.0f})" for r in noisy) + ".")
+for k in sorted(meta):
+    if k.startswith("row."):
+        print(f"  {k[4:]}: {meta[k]}")
+print(f"  {meta.get('fabcheck')}; perftest {meta.get('perftest')}; kernel {meta.get('kernel')}; {meta.get('date')}")
+if json_out:
+    raw = [dict(zip(("round", "row", "tool", "metric", "value"), l.rstrip("\n").split("\t"))) for l in open(samples_path)]
+    with open(json_out, "w") as f:
+        json.dump({"schema": "fabcheck.bench.compare.v1", "meta": meta, "summary": summary, "samples": raw}, f, indent=1)
+        f.write("\n")
+PY
+
+if ((FAILED)); then
+	say "at least one tool run failed (see above); the table holds what did run"
+	exit 2
+fi
+exit 0

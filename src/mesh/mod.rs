@@ -1,0 +1,455 @@
+//! `fabcheck mesh`: every pair of endpoints, in rounds of disjoint pairs run in parallel, the
+//! bad pairs re-tested once, and the result read for the node, link or setting to blame.
+//!
+//! Orchestration only; scheduling (`schedule`), judgement (`analysis`) and the picture
+//! (`heatmap`) are pure. Each pair of a round runs `pair`'s own test sequence on its own
+//! controller thread over the two agents' links, which are handed back after the pair.
+
+pub mod analysis;
+pub mod heatmap;
+pub mod schedule;
+
+use crate::control::controller::{deadline, Controller};
+use crate::control::endpoint::{self, EndpointSpec};
+use crate::control::link::{AgentLink, LaunchOptions};
+use crate::control::protocol::{Reply, Request, Target, TestKind};
+use crate::diagnose::{gbps, Verdict};
+use crate::error::{Failure, Outcome};
+use crate::pair::plan::{self, Direction, PlanInput, PlannedTest};
+use crate::pair::report::TestResult;
+use crate::pair::{self, verdict, Step};
+use analysis::{Criteria, PairMeasure, Suspect};
+use clap::Args;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// Endpoints: HOST[/DEVICE[:PORT]] as for `pair`.
+    pub endpoints: Vec<String>,
+    /// A file with one endpoint per line (`#` comments).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Tests run for every pair.
+    #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
+    pub tests: String,
+    /// Device (and port) for endpoints that name none.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub device: Option<String>,
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<u32>,
+    #[arg(long, value_name = "N")]
+    pub iters: Option<u64>,
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub qps: u32,
+    /// Bandwidth directions per pair: ab, ba, both, bidi, all.
+    #[arg(long, default_value = "ab", value_name = "DIR")]
+    pub direction: String,
+    /// A pair passes bandwidth at this percentage of the expected link rate.
+    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    pub threshold: f64,
+    #[arg(long, value_name = "N")]
+    pub gid_index: Option<u8>,
+    /// Agents started (ssh) or reached (tcp) at once.
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    pub fanout: usize,
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub timeout: u64,
+    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
+    pub stall_timeout_ms: u64,
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
+    pub remote_fabcheck: String,
+    /// Write an HTML heat map of the bandwidth matrix.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairRecord {
+    pub a: String,
+    pub b: String,
+    pub verdict: Verdict,
+    pub results: Vec<TestResult>,
+    /// Why the pair could not run, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// This record is the re-test of a pair that was bad on the first pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retest: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MeshDoc {
+    pub schema: String,
+    pub verdict: Verdict,
+    pub endpoints: Vec<String>,
+    pub pairs: Vec<PairRecord>,
+    pub suspects: Vec<Suspect>,
+    /// Endpoints whose agent could not be reached, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<(String, String)>,
+}
+
+/// One endpoint's agent, once reached: its link and what its inventory says.
+struct Agent {
+    link: Option<AgentLink>,
+    host: String,
+    settings: Vec<(String, String)>,
+    rate_gbps: Option<f64>,
+    soft: bool,
+    error: Option<String>,
+}
+
+struct Run {
+    specs: Vec<EndpointSpec>,
+    names: Vec<String>,
+    plan: Vec<PlannedTest>,
+    launch: LaunchOptions,
+    pair_criteria: verdict::Criteria,
+    gid_index: Option<u8>,
+    timeout: Duration,
+    fanout: usize,
+}
+
+pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
+    let run = configure(args)?;
+    crate::verbs::os::catch_termination();
+    let mut agents = reach_all(&run, (0..run.specs.len()).collect());
+    let n = run.specs.len();
+    let mut records = Vec::new();
+    let mut first = Vec::new();
+    for round in schedule::rounds(n) {
+        for (record, measure) in run_round(&run, &mut agents, &round, false)? {
+            records.push(record);
+            first.push(measure);
+        }
+    }
+    let expected = expected_rate(&agents);
+    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: args.threshold / 100.0, ..Criteria::default() };
+    let mut retested = Vec::new();
+    for round in schedule::retest_round(&analysis::to_retest(&first, &criteria)) {
+        for (record, measure) in run_round(&run, &mut agents, &round, true)? {
+            records.push(record);
+            retested.push(measure);
+        }
+    }
+    let mut suspects = analysis::analyse(&run.names, &first, &retested, &criteria);
+    let drift: Vec<(String, Vec<(String, String)>)> =
+        agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
+    suspects.extend(analysis::config_drift(&drift));
+    let unreachable: Vec<(String, String)> =
+        agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|e| (name.clone(), e))).collect();
+    for agent in &mut agents {
+        if let Some(mut link) = agent.link.take() {
+            link.close();
+        }
+    }
+    // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
+    let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
+    if let Some(path) = &args.html {
+        let matrix = bw_matrix(n, &first, &retested);
+        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
+        std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks))
+            .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display()), "give a writable path to --html"))?;
+    }
+    if args.json {
+        crate::report::print_json(&doc);
+    } else {
+        print!("{}", human(&doc, &bw_matrix(n, &first, &retested)));
+    }
+    Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+}
+
+fn configure(args: &MeshArgs) -> Result<Run, Failure> {
+    let mut texts = args.endpoints.clone();
+    if let Some(path) = &args.hostfile {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::new(format!("cannot read hostfile {}: {e}", path.display()), "give a readable file, one endpoint per line"))?;
+        texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    if texts.len() < 2 {
+        return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
+    }
+    let mut specs = Vec::new();
+    for t in &texts {
+        let mut spec = endpoint::parse(t).map_err(Failure::usage)?;
+        if spec.device.is_none() {
+            if let Some(d) = &args.device {
+                let (device, port) = crate::cli::parse_device_port(d).map_err(Failure::usage)?;
+                spec.device = Some(device);
+                spec.port = port;
+            }
+        }
+        specs.push(spec);
+    }
+    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
+        return Err(Failure::usage("--threshold is a percentage, 1..100"));
+    }
+    let plan = plan::build(&PlanInput {
+        tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
+        size: args.size,
+        sweep: false,
+        iters: args.iters,
+        duration_ms: None,
+        qps: args.qps,
+        directions: Some(Direction::parse_list(&args.direction).map_err(Failure::usage)?),
+        stall_timeout_ms: args.stall_timeout_ms,
+    })
+    .map_err(Failure::usage)?;
+    Ok(Run {
+        names: unique_names(&specs),
+        specs,
+        plan,
+        launch: LaunchOptions {
+            remote_fabcheck: args.remote_fabcheck.clone(),
+            token: args.token.clone().filter(|t| !t.is_empty()),
+            connect_timeout: Duration::from_secs(5),
+        },
+        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
+        gid_index: args.gid_index,
+        timeout: Duration::from_secs(args.timeout.max(1)),
+        fanout: args.fanout.clamp(1, 1024),
+    })
+}
+
+/// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four
+/// endpoints), so suspects and matrix rows name one endpoint each.
+fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
+    let plain: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
+    plain
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            let total = plain.iter().filter(|n| *n == name).count();
+            let nth = plain[..=i].iter().filter(|n| *n == name).count();
+            if total > 1 && nth > 1 {
+                format!("{name}#{nth}")
+            } else {
+                name.clone()
+            }
+        })
+        .collect()
+}
+
+/// Starts or reaches the agents of `which`, `fanout` at a time; each says hello and sends its
+/// inventory. An endpoint that cannot be reached is recorded, not fatal: its pairs fail.
+fn reach_all(run: &Run, which: Vec<usize>) -> Vec<Agent> {
+    let mut out: Vec<Option<Agent>> = (0..which.len()).map(|_| None).collect();
+    for chunk in which.iter().enumerate().collect::<Vec<_>>().chunks(run.fanout) {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = chunk.iter().map(|&(slot, &i)| (slot, scope.spawn(move || reach(run, i)))).collect();
+            for (slot, h) in handles {
+                out[slot] = Some(h.join().unwrap_or_else(|_| Agent::unreachable("agent thread panicked".into())));
+            }
+        });
+    }
+    out.into_iter().map(|a| a.unwrap_or_else(|| Agent::unreachable("not reached".into()))).collect()
+}
+
+impl Agent {
+    fn unreachable(error: String) -> Agent {
+        Agent { link: None, host: String::new(), settings: Vec::new(), rate_gbps: None, soft: false, error: Some(error) }
+    }
+}
+
+fn reach(run: &Run, i: usize) -> Agent {
+    let spec = &run.specs[i];
+    let mut ctl = match Controller::connect(std::slice::from_ref(spec), &run.launch) {
+        Ok(c) => c,
+        Err(f) => return Agent::unreachable(f.cause),
+    };
+    let mut agent = Agent { link: None, host: ctl.host(0).to_string(), settings: Vec::new(), rate_gbps: None, soft: false, error: None };
+    if ctl.send(0, &Request::Inventory).is_ok() {
+        if let Ok(Reply::Inventory { inventory }) = ctl.expect(0, deadline::PREPARE, "reading the inventory") {
+            let port = inventory
+                .ports()
+                .filter(|(d, _)| spec.device.as_deref().is_none_or(|want| d.name == want))
+                .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
+                .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
+            if let Some((d, p)) = port {
+                agent.soft = d.ca_type.starts_with("Soft-");
+                agent.rate_gbps = p.rate_gbps;
+                agent.settings = vec![
+                    ("ca_type".into(), d.ca_type.clone()),
+                    ("fw_ver".into(), d.fw_ver.clone()),
+                    ("link_layer".into(), p.link_layer.to_string()),
+                    ("active_mtu".into(), p.active_mtu.map_or("?".into(), |m| m.to_string())),
+                    ("rate_gbps".into(), p.rate_gbps.map_or("?".into(), gbps)),
+                ];
+            }
+        }
+    }
+    let (link, host) = ctl.into_links().pop().expect("one link");
+    agent.link = Some(link);
+    agent.host = host;
+    agent
+}
+
+/// The rate every pair should reach: the slowest endpoint's, unless any is Soft-RoCE (whose
+/// rate is synthesized) or unknown; then pairs are compared with the cluster's median.
+fn expected_rate(agents: &[Agent]) -> Option<f64> {
+    let live: Vec<&Agent> = agents.iter().filter(|a| a.error.is_none()).collect();
+    if live.is_empty() || live.iter().any(|a| a.soft || a.rate_gbps.is_none()) {
+        return None;
+    }
+    live.iter().filter_map(|a| a.rate_gbps).reduce(f64::min)
+}
+
+/// Runs one round: every pair in parallel, each on its own controller thread.
+fn run_round(run: &Run, agents: &mut [Agent], round: &[(usize, usize)], retest: bool) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+    if crate::verbs::os::interrupted() {
+        return Err(Failure::new("interrupted", "the agents were told to stop; nothing is left running"));
+    }
+    // Agents lost in an earlier round are reached again (a restarted node may come back).
+    let lost: Vec<usize> = round.iter().flat_map(|&(a, b)| [a, b]).filter(|&i| agents[i].link.is_none() && agents[i].error.is_none()).collect();
+    if !lost.is_empty() {
+        for (i, agent) in lost.iter().zip(reach_all(run, lost.clone())) {
+            agents[*i] = agent;
+        }
+    }
+    let mut jobs = Vec::new();
+    let mut out = Vec::new();
+    for &(a, b) in round {
+        let names = (run.names[a].clone(), run.names[b].clone());
+        match (agents[a].link.take(), agents[b].link.take()) {
+            (Some(la), Some(lb)) => jobs.push((a, b, Controller::from_links(vec![la, lb], Some(vec![agents[a].host.clone(), agents[b].host.clone()])))),
+            (la, lb) => {
+                agents[a].link = la;
+                agents[b].link = lb;
+                let why = [a, b].iter().filter_map(|&i| agents[i].error.clone().map(|e| format!("{}: {e}", run.names[i]))).collect::<Vec<_>>().join("; ");
+                let record = PairRecord { a: names.0, b: names.1, verdict: Verdict::Fail, results: Vec::new(), error: Some(why), retest };
+                out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
+            }
+        }
+    }
+    let finished: Vec<(usize, usize, Result<Controller, ()>, PairRecord, PairMeasure)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = jobs.into_iter().map(|(a, b, ctl)| scope.spawn(move || run_pair(run, a, b, ctl, retest))).collect();
+        handles.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    for (a, b, ctl, record, measure) in finished {
+        match ctl {
+            Ok(ctl) => {
+                for (i, (link, host)) in [a, b].into_iter().zip(ctl.into_links()) {
+                    agents[i].link = Some(link);
+                    agents[i].host = host;
+                }
+            }
+            // A pair that could not run leaves its agents in an unknown state: start them again
+            // before their next pair (links dropped here stop them).
+            Err(()) => {}
+        }
+        out.push((record, measure));
+    }
+    Ok(out)
+}
+
+fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) -> (usize, usize, Result<Controller, ()>, PairRecord, PairMeasure) {
+    let targets: Vec<Target> = [a, b]
+        .iter()
+        .map(|&i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index })
+        .collect();
+    let mut results = Vec::new();
+    let mut sides = None;
+    let mut error = None;
+    let mut broken = false;
+    for test in &run.plan {
+        match pair::run_one(&mut ctl, test, &targets, run.timeout) {
+            Ok((ea, eb, r)) => {
+                sides.get_or_insert((pair::side(&ea), pair::side(&eb)));
+                results.push(r);
+            }
+            Err(Step::Failed { endpoints, result }) => {
+                if let Some((ea, eb)) = endpoints {
+                    sides.get_or_insert((pair::side(&ea), pair::side(&eb)));
+                }
+                results.push(*result);
+                break;
+            }
+            Err(Step::CouldNotRun(f)) => {
+                error = Some(format!("{} ({})", f.cause, f.remedy));
+                broken = true;
+                break;
+            }
+        }
+    }
+    let verdict = match (&sides, &error) {
+        (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
+        _ => Verdict::Fail,
+    };
+    let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
+    let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest };
+    let ctl = if broken {
+        ctl.close();
+        Err(())
+    } else {
+        Ok(ctl)
+    };
+    (a, b, ctl, record, measure)
+}
+
+/// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
+/// the first latency test's p50.
+fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
+    let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
+    let bw = results
+        .iter()
+        .filter(|r| Some(r.size) == largest && r.direction != "bidi")
+        .filter_map(|r| r.bw_gbps)
+        .reduce(f64::min);
+    let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
+    PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
+}
+
+fn bw_matrix(n: usize, first: &[PairMeasure], retested: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
+    let mut m = vec![vec![None; n]; n];
+    for meas in first.iter().chain(retested) {
+        m[meas.a][meas.b] = meas.bw_gbps;
+        m[meas.b][meas.a] = meas.bw_gbps;
+    }
+    m
+}
+
+fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
+    let _ = write!(out, "{:width$}", "");
+    for j in 0..doc.endpoints.len() {
+        let _ = write!(out, " {:>8}", format!("[{j}]"));
+    }
+    let _ = writeln!(out);
+    for (i, name) in doc.endpoints.iter().enumerate() {
+        let _ = write!(out, "{name:width$}");
+        for (j, cell) in matrix[i].iter().enumerate() {
+            let text = if i == j { "-".to_string() } else { cell.map_or("fail".into(), |v| format!("{v:.3}")) };
+            let _ = write!(out, " {text:>8}");
+        }
+        let _ = writeln!(out, "  [{i}]");
+    }
+    for (name, why) in &doc.unreachable {
+        let _ = writeln!(out, "\nUNREACHABLE {name}: {why}");
+    }
+    if !doc.suspects.is_empty() {
+        let _ = writeln!(out);
+    }
+    for s in &doc.suspects {
+        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
+    }
+    let retests = doc.pairs.iter().filter(|p| p.retest).count();
+    let _ = writeln!(
+        out,
+        "\n{}: {} endpoints, {} pairs{}",
+        if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
+        doc.endpoints.len(),
+        doc.pairs.len() - retests,
+        if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
+    );
+    out
+}
