@@ -144,7 +144,7 @@ row_iters() {
 	else n=1024; fi
 	if ! is_lat "$row" && ((PT_DEFAULTS == 0)); then
 		# perftest wants the iterations to be a multiple of its post list.
-		local q; read -r _ _ q < <(bw_queue "${ROW_SIZE[$row]}")
+		local q; read -r _ _ q <<<"$(bw_queue "${ROW_SIZE[$row]}")"
 		n=$(((n + q - 1) / q * q))
 	fi
 	echo "$n"
@@ -228,7 +228,7 @@ perftest_flags() {
 		# fabcheck's queue: depth, completion every cq_mod, chains of post_list WRs. perftest
 		# insists that its CQ moderation divides its post list, so it gets -Q = post list.
 		local depth cq pl
-		read -r depth cq pl < <(bw_queue "$size")
+		read -r depth cq pl <<<"$(bw_queue "$size")"
 		flags+=(-t "$depth" -Q "$pl")
 		((pl <= 1)) || flags+=(-l "$pl")
 		# fabcheck inlines sends and writes up to 220 B (perftest: 0 in bandwidth tests; and
@@ -242,7 +242,7 @@ perftest_flags() {
 
 perftest_run() { # row out-file
 	local row=$1 out=$2 tool=${ROW_TOOL[$1]} port srv_pid rc try
-	local flags; mapfile -t flags < <(perftest_flags "$row")
+	local flags; mapfile -t flags <<<"$(perftest_flags "$row")"
 	SEQ=$((SEQ + 1))
 	port=$((PORT_BASE + SEQ % 500))
 	local common=(-d "$DEV_NAME" -i "$DEV_PORT" -s "${ROW_SIZE[$row]}" -n "$(row_iters "$row")" -p "$port" "${flags[@]}")
