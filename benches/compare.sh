@@ -241,34 +241,39 @@ perftest_flags() {
 }
 
 perftest_run() { # row out-file
-	local row=$1 out=$2 tool=${ROW_TOOL[$1]} port srv_pid rc try
+	local row=$1 out=$2 tool=${ROW_TOOL[$1]} port srv_pid rc try attempt
 	local flags; mapfile -t flags <<<"$(perftest_flags "$row")"
-	SEQ=$((SEQ + 1))
-	port=$((PORT_BASE + SEQ % 500))
-	local common=(-d "$DEV_NAME" -i "$DEV_PORT" -s "${ROW_SIZE[$row]}" -n "$(row_iters "$row")" -p "$port" "${flags[@]}")
-	local srv=(timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B")
-	local cli=(timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" "$SERVER_ADDR")
-	on "$HOST_B" "${srv[@]}" >"$out.srv" 2>&1 &
-	srv_pid=$!
-	BG_PIDS+=("$srv_pid")
-	rc=1
-	for try in 1 2 3 4 5 6 7 8 9 10; do
-		sleep "$([[ $try -eq 1 ]] && echo 0.5 || echo 1)"
-		rc=0
-		on "$HOST_A" "${cli[@]}" >"$out" 2>&1 || rc=$?
-		((rc == 0)) && break
-		# Not listening yet: the server is still waiting, so dialing again is safe.
-		grep -q "Couldn't connect\|Unable to open file descriptor" "$out" || break
-	done
-	if ((rc != 0)); then
-		kill "$srv_pid" 2>/dev/null || true
+	local common=(-d "$DEV_NAME" -i "$DEV_PORT" -s "${ROW_SIZE[$row]}" -n "$(row_iters "$row")" "${flags[@]}")
+	for attempt in 1 2 3; do
+		SEQ=$((SEQ + 1))
+		port=$((PORT_BASE + SEQ % 500))
+		on "$HOST_B" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
+		srv_pid=$!
+		BG_PIDS+=("$srv_pid")
+		rc=1
+		for try in 1 2 3 4 5 6 7 8 9 10; do
+			sleep "$([[ $try -eq 1 ]] && echo 0.5 || echo 1)"
+			rc=0
+			on "$HOST_A" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" -p "$port" "$SERVER_ADDR" >"$out" 2>&1 || rc=$?
+			((rc == 0)) && break
+			# Not listening yet: the server is still waiting, so dialing again is safe.
+			grep -q "Couldn't connect\|Unable to open file descriptor" "$out" || break
+		done
+		if ((rc != 0)); then
+			kill "$srv_pid" 2>/dev/null || true
+			wait "$srv_pid" 2>/dev/null || true
+			say "$tool failed (exit $rc): $(grep -v '^ *$' "$out" | tail -n 3 | tr '\n' ' ')"
+			return 1
+		fi
 		wait "$srv_pid" 2>/dev/null || true
-		say "$tool failed (exit $rc): $(grep -v '^ *$' "$out" | tail -n 3 | tr '\n' ' ')"
-		return 1
-	fi
-	wait "$srv_pid" 2>/dev/null || true
+		# perftest times with the TSC, calibrated against gettimeofday at start; when that fails
+		# (r^2 < 0.9, common under emulation) every figure is inf. Such a run is run again.
+		grep -q "Correlation coefficient\|[[:space:]]inf[[:space:]]" "$out" || return 0
+		say "$tool could not calibrate its clock (attempt $attempt of 3)"
+	done
+	say "$tool gave no finite figures in 3 attempts"
+	return 1
 }
-
 # Appends a sample: round row tool metric value
 sample() { printf '%s\t%s\t%s\t%s\t%s\n' "$@" >>"$SAMPLES"; }
 

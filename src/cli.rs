@@ -62,6 +62,36 @@ pub struct CheckArgs {
     pub sysfs_root: Option<PathBuf>,
 }
 
+/// How `pair` and `mesh` reach agents and bound their tests.
+#[derive(Debug, Clone, Args)]
+pub struct AgentFlags {
+    /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
+    #[arg(long, value_name = "N")]
+    pub gid_index: Option<u8>,
+    /// Seconds a single test may take before the run is abandoned.
+    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    pub timeout: u64,
+    /// Milliseconds without progress after which an agent gives up on its peer.
+    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
+    pub stall_timeout_ms: u64,
+    /// Token for tcp:// agents (or FABCHECK_TOKEN).
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// fabcheck's path on ssh hosts.
+    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
+    pub remote_fabcheck: String,
+}
+
+impl AgentFlags {
+    pub fn launch(&self) -> crate::control::link::LaunchOptions {
+        crate::control::link::LaunchOptions {
+            remote_fabcheck: self.remote_fabcheck.clone(),
+            token: self.token.clone().filter(|t| !t.is_empty()),
+            connect_timeout: std::time::Duration::from_secs(5),
+        }
+    }
+}
+
 /// Splits `NAME[:PORT]`.
 pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), String> {
     let (name, port) = match text.rsplit_once(':') {

@@ -72,8 +72,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
         writer.write_all(protocol::encode(r).as_bytes())?;
         writer.flush()
     };
-    loop {
-        let Ok(event) = rx.recv() else { break };
+    while let Ok(event) = rx.recv() {
         let request = match event {
             Event::Closed => break,
             Event::Bad(why) => {

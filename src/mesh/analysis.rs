@@ -144,7 +144,7 @@ fn link_name(endpoints: &[String], (a, b): (usize, usize)) -> String {
 }
 
 /// Gb/s and µs as a person reads them: three significant figures at most.
-fn fmt(x: f64) -> String {
+pub fn fmt(x: f64) -> String {
     if x >= 100.0 {
         format!("{x:.0}")
     } else if x >= 10.0 {

@@ -24,17 +24,7 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// Gb/s as a person reads it: three significant figures at most.
-fn fmt(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}").trim_end_matches(".0").to_string()
-    } else {
-        let s = format!("{x:.2}");
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    }
-}
+use super::analysis::fmt;
 
 /// Hue 0 (red) at or below half of `top`, 60 (yellow) at three quarters, 120 (green) at `top`.
 fn hue(v: f64, top: f64) -> f64 {

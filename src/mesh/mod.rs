@@ -49,19 +49,11 @@ pub struct MeshArgs {
     /// A pair passes bandwidth at this percentage of the expected link rate.
     #[arg(long, default_value_t = 90.0, value_name = "PCT")]
     pub threshold: f64,
-    #[arg(long, value_name = "N")]
-    pub gid_index: Option<u8>,
     /// Agents started (ssh) or reached (tcp) at once.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub fanout: usize,
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
-    pub timeout: u64,
-    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
-    pub stall_timeout_ms: u64,
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
-    pub remote_fabcheck: String,
+    #[command(flatten)]
+    pub agents: crate::cli::AgentFlags,
     /// Write an HTML heat map of the bandwidth matrix.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
@@ -199,21 +191,17 @@ fn configure(args: &MeshArgs) -> Result<Run, Failure> {
         duration_ms: None,
         qps: args.qps,
         directions: Some(Direction::parse_list(&args.direction).map_err(Failure::usage)?),
-        stall_timeout_ms: args.stall_timeout_ms,
+        stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
     Ok(Run {
         names: unique_names(&specs),
         specs,
         plan,
-        launch: LaunchOptions {
-            remote_fabcheck: args.remote_fabcheck.clone(),
-            token: args.token.clone().filter(|t| !t.is_empty()),
-            connect_timeout: Duration::from_secs(5),
-        },
+        launch: args.agents.launch(),
         pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
-        gid_index: args.gid_index,
-        timeout: Duration::from_secs(args.timeout.max(1)),
+        gid_index: args.agents.gid_index,
+        timeout: Duration::from_secs(args.agents.timeout.max(1)),
         fanout: args.fanout.clamp(1, 1024),
     })
 }
@@ -328,28 +316,34 @@ fn run_round(run: &Run, agents: &mut [Agent], round: &[(usize, usize)], retest: 
             }
         }
     }
-    let finished: Vec<(usize, usize, Result<Controller, ()>, PairRecord, PairMeasure)> = std::thread::scope(|scope| {
+    let finished: Vec<PairDone> = std::thread::scope(|scope| {
         let handles: Vec<_> = jobs.into_iter().map(|(a, b, ctl)| scope.spawn(move || run_pair(run, a, b, ctl, retest))).collect();
         handles.into_iter().filter_map(|h| h.join().ok()).collect()
     });
-    for (a, b, ctl, record, measure) in finished {
-        match ctl {
-            Ok(ctl) => {
-                for (i, (link, host)) in [a, b].into_iter().zip(ctl.into_links()) {
-                    agents[i].link = Some(link);
-                    agents[i].host = host;
-                }
+    for done in finished {
+        // A pair that could not run closed its agents (their state is unknown): they are
+        // started again before their next pair.
+        if let Some(ctl) = done.ctl {
+            for (i, (link, host)) in [done.a, done.b].into_iter().zip(ctl.into_links()) {
+                agents[i].link = Some(link);
+                agents[i].host = host;
             }
-            // A pair that could not run leaves its agents in an unknown state: start them again
-            // before their next pair (links dropped here stop them).
-            Err(()) => {}
         }
-        out.push((record, measure));
+        out.push((done.record, done.measure));
     }
     Ok(out)
 }
 
-fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) -> (usize, usize, Result<Controller, ()>, PairRecord, PairMeasure) {
+/// One pair's outcome, with its controller when the agents are fit for another pair.
+struct PairDone {
+    a: usize,
+    b: usize,
+    ctl: Option<Controller>,
+    record: PairRecord,
+    measure: PairMeasure,
+}
+
+fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) -> PairDone {
     let targets: Vec<Target> = [a, b]
         .iter()
         .map(|&i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index })
@@ -365,8 +359,8 @@ fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) ->
                 results.push(r);
             }
             Err(Step::Failed { endpoints, result }) => {
-                if let Some((ea, eb)) = endpoints {
-                    sides.get_or_insert((pair::side(&ea), pair::side(&eb)));
+                if let Some(ends) = endpoints {
+                    sides.get_or_insert((pair::side(&ends.0), pair::side(&ends.1)));
                 }
                 results.push(*result);
                 break;
@@ -386,11 +380,11 @@ fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) ->
     let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest };
     let ctl = if broken {
         ctl.close();
-        Err(())
+        None
     } else {
-        Ok(ctl)
+        Some(ctl)
     };
-    (a, b, ctl, record, measure)
+    PairDone { a, b, ctl, record, measure }
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and

@@ -57,21 +57,8 @@ pub struct PairArgs {
     /// Bandwidth must reach this percentage of the link's data rate (largest size).
     #[arg(long, default_value_t = 90.0, value_name = "PCT")]
     pub threshold: f64,
-    /// GID index on both ends (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
-    #[arg(long, value_name = "N")]
-    pub gid_index: Option<u8>,
-    /// Seconds a single test may take before the run is abandoned.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
-    pub timeout: u64,
-    /// Milliseconds without progress after which an agent gives up on its peer.
-    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
-    pub stall_timeout_ms: u64,
-    /// Token for tcp:// agents (or FABCHECK_TOKEN).
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
-    pub token: Option<String>,
-    /// fabcheck's path on ssh hosts.
-    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
-    pub remote_fabcheck: String,
+    #[command(flatten)]
+    pub agents: crate::cli::AgentFlags,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,
@@ -119,20 +106,16 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
         duration_ms,
         qps: args.qps,
         directions,
-        stall_timeout_ms: args.stall_timeout_ms,
+        stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
     Ok(Config {
         endpoints,
         plan,
-        launch: LaunchOptions {
-            remote_fabcheck: args.remote_fabcheck.clone(),
-            token: args.token.clone().filter(|t| !t.is_empty()),
-            connect_timeout: Duration::from_secs(5),
-        },
+        launch: args.agents.launch(),
         criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
-        gid_index: args.gid_index,
-        test_timeout: Duration::from_secs(args.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
+        gid_index: args.agents.gid_index,
+        test_timeout: Duration::from_secs(args.agents.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
         json: args.json,
     })
 }
@@ -155,8 +138,8 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
                 results.push(result);
             }
             Err(Step::Failed { endpoints, result }) => {
-                if let Some((ea, eb)) = endpoints {
-                    sides.get_or_insert((ea, eb));
+                if let Some(ends) = endpoints {
+                    sides.get_or_insert(*ends);
                 }
                 results.push(*result);
                 break;
@@ -184,7 +167,7 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
 
 pub(crate) enum Step {
     /// The test ran and the fabric failed it (completion error, stall): a result, exit 1.
-    Failed { endpoints: Option<(Endpoint, Endpoint)>, result: Box<TestResult> },
+    Failed { endpoints: Option<Box<(Endpoint, Endpoint)>>, result: Box<TestResult> },
     /// Could not run (agent lost, timeout, bad device): exit 2.
     CouldNotRun(Failure),
 }
@@ -266,7 +249,7 @@ pub(crate) fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target],
         for i in 0..2 {
             let _ = ctl.expect(i, deadline::STOP, "cleaning up");
         }
-        return Err(Step::Failed { endpoints: Some((ea, eb)), result: Box::new(result) });
+        return Err(Step::Failed { endpoints: Some(Box::new((ea, eb))), result: Box::new(result) });
     }
     for i in 0..2 {
         ctl.send(i, &Request::Finish)?;

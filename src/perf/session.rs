@@ -223,9 +223,9 @@ fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a prob
     candidates
         .iter()
         .find(|(_, p)| p.state == PortState::Active)
-        .or_else(|| candidates.first())
+        .or(candidates.first())
         .copied()
-        .ok_or_else(|| PerfError::Probe(probe::ProbeError::NoDevices))
+        .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
 }
 
 fn device_max_msg(_device: &probe::Device) -> Option<u64> {

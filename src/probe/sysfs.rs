@@ -56,7 +56,7 @@ impl SysfsRoot {
             Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
             Err(_) => Vec::new(),
         };
-        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        names.sort_by_key(|n| natural_key(n));
         names
     }
 
@@ -294,7 +294,7 @@ mod tests {
     #[test]
     fn natural_order() {
         let mut names = vec!["mlx5_10", "mlx5_2", "mlx5_1", "rxe0"];
-        names.sort_by(|a, b| natural_key(a).cmp(&natural_key(b)));
+        names.sort_by_key(|n| natural_key(n));
         assert_eq!(names, vec!["mlx5_1", "mlx5_2", "mlx5_10", "rxe0"]);
     }
 
