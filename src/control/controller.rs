@@ -99,6 +99,10 @@ impl Controller {
                     return Err(Failure::new(format!("{}: {cause}", self.links[ready].label), remedy))
                 }
                 Ok(Event::Reply(r)) => self.pending[ready].push_back(r),
+                Ok(Event::Closed(why)) if self.links[ready].is_ssh() => {
+                    let f = self.links[ready].exited(&why);
+                    return Err(Failure::new(format!("{} (agent lost while {what})", f.cause), f.remedy));
+                }
                 Ok(Event::Closed(why)) => {
                     return Err(Failure::new(
                         format!("{}: agent lost while {what}: {why}", self.links[ready].label),

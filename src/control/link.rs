@@ -29,6 +29,8 @@ pub struct LaunchOptions {
 
 pub struct AgentLink {
     pub label: String,
+    /// Started through ssh (failures then point at ssh, keys and the remote PATH).
+    via_ssh: bool,
     /// Replies and the end of the channel, in order. A controller waits on several links'
     /// receivers at once, so a dead agent shows up at once as `Closed`.
     pub events: Receiver<Event>,
@@ -84,7 +86,8 @@ impl AgentLink {
                 let stdout = child.stdout.take().ok_or_else(|| Failure::new("agent has no stdout", "internal error"))?;
                 let stdin = child.stdin.take().ok_or_else(|| Failure::new("agent has no stdin", "internal error"))?;
                 spawn_reader(BufReader::new(stdout), events_tx);
-                Ok(AgentLink { label, events, writer: Some(Box::new(stdin)), child: Some(child), socket: None })
+                let via_ssh = matches!(spec.host, HostSpec::Ssh { .. });
+                Ok(AgentLink { label, via_ssh, events, writer: Some(Box::new(stdin)), child: Some(child), socket: None })
             }
             HostSpec::Tcp { host, port } => {
                 let addrs: Vec<_> = (host.as_str(), *port)
@@ -99,7 +102,7 @@ impl AgentLink {
                             let read = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
                             spawn_reader(BufReader::new(read), events_tx);
                             let write = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
-                            return Ok(AgentLink { label, events, writer: Some(Box::new(write)), child: None, socket: Some(s) });
+                            return Ok(AgentLink { label, via_ssh: false, events, writer: Some(Box::new(write)), child: None, socket: Some(s) });
                         }
                         Err(e) => last = Some(e),
                     }
@@ -116,10 +119,31 @@ impl AgentLink {
     pub fn send(&mut self, request: &Request) -> Result<(), Failure> {
         let line = protocol::encode(request);
         let writer = self.writer.as_mut().ok_or_else(|| Failure::new(format!("{}: agent channel closed", self.label), "rerun"))?;
-        writer
-            .write_all(line.as_bytes())
-            .and_then(|_| writer.flush())
-            .map_err(|e| Failure::new(format!("{}: cannot talk to the agent: {e}", self.label), "the agent exited or the host went away; check it and rerun"))
+        match writer.write_all(line.as_bytes()).and_then(|_| writer.flush()) {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.exited(&e.to_string())),
+        }
+    }
+
+    pub fn is_ssh(&self) -> bool {
+        self.via_ssh
+    }
+
+    /// Explains a channel that broke: the agent (or ssh) exited, with its status when known.
+    pub fn exited(&mut self, detail: &str) -> Failure {
+        std::thread::sleep(Duration::from_millis(50));
+        let status = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
+        match (self.via_ssh, status) {
+            (true, Some(s)) => Failure::new(
+                format!("{}: ssh or the remote agent exited ({s}) before answering", self.label),
+                format!(
+                    "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
+                    self.label
+                ),
+            ),
+            (false, Some(s)) => Failure::new(format!("{}: the agent exited ({s})", self.label), "see its message above"),
+            _ => Failure::new(format!("{}: cannot talk to the agent: {detail}", self.label), "the agent exited or the host went away; check it and rerun"),
+        }
     }
 
     /// Says goodbye and makes sure nothing is left running: closes the channel, waits a

@@ -90,3 +90,44 @@ fn no_devices_on_this_host_is_explained() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("what to do:") && err.contains("rdma_rxe"), "{err}");
 }
+
+fn with_fake_ssh(args: &[&str], log: &std::path::Path) -> std::process::Output {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(args)
+        .env("PATH", path)
+        .env("FAKE_SSH_LOG", log)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn ssh_transport_builds_a_safe_command_and_names_the_host() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        return; // With devices the agents would run tests; the rxe tier covers that case.
+    }
+    let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-{}.log", std::process::id()));
+    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let out = with_fake_ssh(&["pair", "alice@node07/mlx5_0", "node08", "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // Both agents answered hello over ssh's stdio; preparing then failed on this device-less host.
+    assert!(err.contains("alice@node07") || err.contains("node08"), "{err}");
+    assert!(err.contains("RDMA") || err.contains("libibverbs"), "{err}");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(calls.contains("alice@node07 ") && calls.contains("node08 "), "{calls}");
+    assert!(calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))), "{calls}");
+    std::fs::remove_file(&log).ok();
+}
+
+#[test]
+fn ssh_failure_is_exit_2_naming_the_host() {
+    let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-u-{}.log", std::process::id()));
+    let out = with_fake_ssh(&["pair", "unreachable-host", "localhost", "--tests", "send_lat"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("unreachable-host") && err.contains("ssh"), "{err}");
+    assert!(err.contains("BatchMode"), "the remedy says how to check ssh: {err}");
+    std::fs::remove_file(&log).ok();
+}

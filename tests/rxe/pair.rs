@@ -171,3 +171,20 @@ fn mesh_of_four_endpoints_on_one_device() {
     let page = std::fs::read_to_string(html).unwrap();
     assert!(page.contains("<svg") && page.contains("localhost/rxe0#4"));
 }
+
+#[test]
+fn over_ssh_stdio() {
+    let _serial = require_rxe();
+    // tests/fake-ssh/ssh checks the argument vector and runs the remote command here.
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
+    let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["pair", "nodeA/rxe0", "root@nodeB/rxe0:1", "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
+        .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
+        .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
+    assert_eq!(doc.results.len(), 2);
+    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
+}
