@@ -179,8 +179,12 @@ impl Drop for AgentLink {
     }
 }
 
+/// Stack of a reader thread: it only blocks on a read and parses a line, so 256 KiB is ample,
+/// and a mesh of a thousand agents costs a quarter of the default address space per agent.
+const READER_STACK: usize = 256 << 10;
+
 fn spawn_reader<R: std::io::BufRead + Send + 'static>(mut reader: R, events: Sender<Event>) {
-    std::thread::spawn(move || loop {
+    let spawned = std::thread::Builder::new().name("agent-reader".into()).stack_size(READER_STACK).spawn(move || loop {
         let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
                 Ok(reply) => Event::Reply(reply),
@@ -194,6 +198,9 @@ fn spawn_reader<R: std::io::BufRead + Send + 'static>(mut reader: R, events: Sen
             return;
         }
     });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start a reader thread; this agent will look unreachable");
+    }
 }
 
 fn valid_remote_path(path: &str) -> bool {

@@ -133,10 +133,12 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
             }
             guard.idle(signals, "waiting for the peer's ping")?;
         }
-        recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
+        // Answer first: the re-post (64 receives are posted) stays out of the peer's round trip.
+        let slot = (wc[0].wr_id() & 0xffff_ffff) as usize;
         let signaled = (i + 1) % cq_mod == 0;
         send.set_signaled(0, signaled);
         send.post(qp, 1)?;
+        recv.post(qp, slot, 1)?;
         if signaled {
             wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
         }

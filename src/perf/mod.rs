@@ -194,9 +194,8 @@ impl StallGuard {
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
-        // Waiting this long (tens of microseconds) means the peer or the kernel's own RDMA work
-        // (Soft-RoCE) needs a CPU: on an oversubscribed host a busy poller would starve it.
-        std::thread::yield_now();
+        // No sched_yield here: measured on Soft-RoCE, a yielding poller waits out a whole
+        // scheduler slice (~3 ms) behind its busy-polling peer on a shared CPU.
         let since = *self.idle_since.get_or_insert_with(Instant::now);
         if since.elapsed() > self.limit {
             return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
