@@ -188,6 +188,9 @@ pub struct Endpoint {
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub max_rd_atomic: u8,
+    /// With rdma_cm: the listener's `ip:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm_addr: Option<String>,
 }
 
 /// Result of one side's run of a test: raw enough for the controller to summarise.
@@ -206,12 +209,23 @@ pub struct RunResult {
     pub counter_deltas: Vec<(String, u64)>,
 }
 
-/// Where a test ran, for the report.
+/// Where a test runs on one side.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Target {
     pub device: Option<String>,
     pub port: Option<u8>,
     pub gid_index: Option<u8>,
+    /// Connect through librdmacm instead of the out-of-band exchange, in this role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm: Option<CmRole>,
+}
+
+/// A side's part in an rdma_cm connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmRole {
+    Listen,
+    Connect,
 }
 
 /// Controller -> agent.
@@ -306,7 +320,7 @@ mod tests {
         let reqs = vec![
             Request::Hello { token: Some("t".into()) },
             Request::Inventory,
-            Request::Prepare { target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None }, spec: spec() },
+            Request::Prepare { target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None }, spec: spec() },
             Request::Run,
             Request::Stop,
             Request::Finish,

@@ -346,7 +346,7 @@ struct PairDone {
 fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) -> PairDone {
     let targets: Vec<Target> = [a, b]
         .iter()
-        .map(|&i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index })
+        .map(|&i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index, cm: None })
         .collect();
     let mut results = Vec::new();
     let mut sides = None;

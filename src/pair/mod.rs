@@ -12,7 +12,7 @@ use crate::cli::parse_device_port;
 use crate::control::controller::{deadline, Controller};
 use crate::control::endpoint::{self, EndpointSpec};
 use crate::control::link::LaunchOptions;
-use crate::control::protocol::{Endpoint, Reply, Request, Role, RunResult, Target, TestKind};
+use crate::control::protocol::{CmRole, Endpoint, Reply, Request, Role, RunResult, Target, TestKind};
 use crate::error::{Failure, Outcome};
 use crate::perf::summary;
 use clap::Args;
@@ -59,6 +59,10 @@ pub struct PairArgs {
     pub threshold: f64,
     #[command(flatten)]
     pub agents: crate::cli::AgentFlags,
+    /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
+    /// out-of-band exchange: A connects, B listens. RoCE only for now.
+    #[arg(long)]
+    pub cm: bool,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,
@@ -70,6 +74,7 @@ struct Config {
     launch: LaunchOptions,
     criteria: verdict::Criteria,
     gid_index: Option<u8>,
+    cm: bool,
     test_timeout: Duration,
     json: bool,
 }
@@ -115,6 +120,7 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
         launch: args.agents.launch(),
         criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
         gid_index: args.agents.gid_index,
+        cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
         json: args.json,
     })
@@ -127,7 +133,13 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     let targets: Vec<Target> = config
         .endpoints
         .iter()
-        .map(|e| Target { device: e.device.clone(), port: e.port.map(|p| p as u8), gid_index: config.gid_index })
+        .enumerate()
+        .map(|(i, e)| Target {
+            device: e.device.clone(),
+            port: e.port.map(|p| p as u8),
+            gid_index: config.gid_index,
+            cm: config.cm.then_some(if i == 0 { CmRole::Connect } else { CmRole::Listen }),
+        })
         .collect();
     let mut sides: Option<(Endpoint, Endpoint)> = None;
     let mut results = Vec::new();

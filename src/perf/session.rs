@@ -6,7 +6,10 @@ use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
 use crate::probe::decode::{self, LinkLayer, PortState};
 use crate::probe::{self, Source};
-use crate::verbs::{Access, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
+use crate::control::protocol::CmRole;
+use crate::verbs::{Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
 
 /// Receive WRs kept posted per QP for send tests.
 pub const RX_DEPTH: u32 = 512;
@@ -29,7 +32,20 @@ pub struct Session {
     pub inline: bool,
     /// Receive WRs each QP was created for (send tests keep this many posted).
     pub recv_depth: u32,
+    qp_config: QpConfig,
+    /// rdma_cm state, dropped last: its ids own the device context the PD lives on.
+    cm: Option<CmState>,
 }
+
+struct CmState {
+    role: CmRole,
+    ip: IpAddr,
+    ids: Vec<CmId>,
+    channel: CmChannel,
+}
+
+/// How long each rdma_cm step may take.
+const CM_STEP: Duration = Duration::from_secs(10);
 
 /// Access the local buffer needs for this test and role: no more.
 pub fn buffer_access(test: TestKind, role: Role) -> Access {
@@ -97,7 +113,24 @@ impl Session {
                 return Err(PerfError::BadSpec(format!("size {size} exceeds {}'s maximum message size {max_msg}", device.name)));
             }
         }
-        let ctx = Context::open(&device.name)?;
+        let subject = format!("{}/{}", device.name, port.port);
+        let cm = match target.cm {
+            None => None,
+            Some(role) => Some(cm_bind(role, chosen.map(|g| g.gid.as_str()), &subject, spec.qps)?),
+        };
+        let ctx = match &cm {
+            None => Context::open(&device.name)?,
+            Some(state) => {
+                let ctx = state.ids[0].context().ok_or_else(|| PerfError::BadPeer("rdma_cm bound to no device".into()))?;
+                if ctx.name() != device.name {
+                    return Err(PerfError::NoGid {
+                        subject,
+                        why: format!("rdma_cm maps address {} to {}, not {}", state.ip, ctx.name(), device.name),
+                    });
+                }
+                ctx
+            }
+        };
         let pd = ProtectionDomain::new(&ctx)?;
         let qps_n = spec.qps;
         let send_depth = spec.tx_depth;
@@ -114,7 +147,9 @@ impl Session {
         let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED;
         let mut qps = Vec::new();
         let mut inline = want_inline;
-        for _ in 0..qps_n {
+        let qp_config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
+        // With rdma_cm the QPs are made when the connection is (Session::connect).
+        for _ in 0..if cm.is_some() { 0 } else { qps_n } {
             let config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
             let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
                 Ok(qp) => qp,
@@ -149,12 +184,34 @@ impl Session {
             rate_gbps: port.rate_gbps,
             ca_type: device.ca_type.clone(),
             max_rd_atomic: 16,
+            cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
         };
-        Ok(Session { qps, recv_lists: Vec::new(), mr, send_cq, recv_cq, pd, ctx, spec: spec.clone(), local, remote: None, inline, recv_depth })
+        // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
+        Ok(Session {
+            qps,
+            recv_lists: Vec::new(),
+            mr,
+            send_cq,
+            recv_cq,
+            pd,
+            ctx,
+            spec: spec.clone(),
+            local,
+            remote: None,
+            inline,
+            recv_depth,
+            qp_config,
+            cm,
+        })
     }
 
     /// Moves every QP to RTS towards the peer and pre-posts receives where the test needs them.
     pub fn connect(&mut self, peer: &Endpoint) -> Result<(), PerfError> {
+        if self.cm.is_some() {
+            self.connect_cm(peer)?;
+            self.remote = Some(peer.clone());
+            return self.post_initial_receives();
+        }
         if peer.qpns.len() != self.qps.len() {
             return Err(PerfError::BadPeer(format!("peer has {} QPs, this side {}", peer.qpns.len(), self.qps.len())));
         }
@@ -192,6 +249,45 @@ impl Session {
             // timeout 14: 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows in ~0.5 s.
             qp.to_rts(self.local.psn, rd_atomic, 14, 7)?;
         }
+        self.remote = Some(peer.clone());
+        self.post_initial_receives()
+    }
+
+    /// Connects every QP through librdmacm: the connector resolves the listener's address and
+    /// route and connects; the listener accepts each request. librdmacm drives the QP states.
+    fn connect_cm(&mut self, peer: &Endpoint) -> Result<(), PerfError> {
+        let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
+        let Some(state) = self.cm.as_mut() else { return Ok(()) };
+        let n = self.spec.qps as usize;
+        match state.role {
+            CmRole::Connect => {
+                let text = peer.cm_addr.as_deref().ok_or_else(|| PerfError::BadPeer("the listener sent no rdma_cm address".into()))?;
+                let dst: SocketAddr = text.parse().map_err(|_| PerfError::BadPeer(format!("'{text}' is not an address")))?;
+                for _ in 0..n {
+                    let mut id = CmId::new(&state.channel)?;
+                    id.bind(SocketAddr::new(state.ip, 0))?;
+                    id.resolve(dst, CM_STEP)?;
+                    let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
+                    id.connect(rd_atomic, CM_STEP)?;
+                    self.qps.push(qp);
+                    state.ids.push(id);
+                }
+            }
+            CmRole::Listen => {
+                for _ in 0..n {
+                    let mut id = state.channel.expect(CmEvent::ConnectRequest, CM_STEP)?.ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
+                    let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
+                    id.accept(rd_atomic, CM_STEP)?;
+                    self.qps.push(qp);
+                    state.ids.push(id);
+                }
+            }
+        }
+        self.inline = self.inline && self.qps.iter().all(|q| q.max_inline() >= self.spec.size);
+        Ok(())
+    }
+
+    fn post_initial_receives(&mut self) -> Result<(), PerfError> {
         let needs_recv = match self.spec.test {
             TestKind::SendLat => true,
             TestKind::SendBw => matches!(self.spec.role, Role::Passive | Role::Both),
@@ -205,9 +301,34 @@ impl Session {
                 self.recv_lists.push(list);
             }
         }
-        self.remote = Some(peer.clone());
         Ok(())
     }
+}
+
+/// Binds an rdma_cm id to the address behind the chosen GID (RoCE: its IPv4 or IPv6
+/// address), so that librdmacm opens the same device; a listener starts listening.
+fn cm_bind(role: CmRole, gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
+    let raw = gid.and_then(decode::parse_gid).ok_or_else(|| PerfError::NoGid { subject: subject.into(), why: "no GID to take an address from".into() })?;
+    let v6 = std::net::Ipv6Addr::from(raw);
+    let ip = match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
+        (Some(v4), _) => IpAddr::V4(v4),
+        (None, decode::GidScope::Ipv6Global) => IpAddr::V6(v6),
+        _ => {
+            return Err(PerfError::NoGid {
+                subject: subject.into(),
+                why: "--cm needs an IP address on the port (RoCE), and InfiniBand's IPoIB addressing is not supported yet; \
+                      drop --cm to connect out of band"
+                    .into(),
+            })
+        }
+    };
+    let channel = CmChannel::new()?;
+    let id = CmId::new(&channel)?;
+    id.bind(SocketAddr::new(ip, 0))?;
+    if role == CmRole::Listen {
+        id.listen(backlog.max(1) as i32)?;
+    }
+    Ok(CmState { role, ip, ids: vec![id], channel })
 }
 
 fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {

@@ -100,6 +100,8 @@ impl Drop for DeviceList {
 pub(crate) struct ContextInner {
     pub(crate) ctx: *mut sys::ibv_context,
     pub(crate) name: String,
+    /// False for contexts librdmacm opened (it closes them itself).
+    pub(crate) owned: bool,
 }
 
 // SAFETY: an ibv_context is thread-safe per libibverbs' documented threading model.
@@ -109,6 +111,9 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
+        if !self.owned {
+            return;
+        }
         // SAFETY: ctx came from ibv_open_device; every child object holds an Arc to us, so none is alive.
         let rc = unsafe { sys::ibv_close_device(self.ctx) };
         if rc != 0 {
@@ -141,7 +146,7 @@ impl Context {
                 if ctx.is_null() {
                     return Err(VerbsError::OpenDevice { device: name.to_string(), source: last_os_error() });
                 }
-                return Ok(Context { inner: Arc::new(ContextInner { ctx, name: name.to_string() }) });
+                return Ok(Context { inner: Arc::new(ContextInner { ctx, name: name.to_string(), owned: true }) });
             }
             present.push(dev_name);
         }

@@ -35,6 +35,10 @@ pub enum VerbsError {
     PostRecv { source: io::Error },
     #[error("ibv_poll_cq failed (returned {code})")]
     PollCq { code: i32 },
+    #[error("{step} failed: {source}")]
+    Cm { step: &'static str, source: io::Error },
+    #[error("connection manager: expected {expected}, got {got}")]
+    CmEvent { expected: String, got: String },
     #[error("work request {wr_id} completed with {status_text} (status {status}, vendor error {vendor_err:#x})")]
     Completion { wr_id: u64, status: u32, status_text: String, vendor_err: u32 },
 }
@@ -54,7 +58,8 @@ impl VerbsError {
             | VerbsError::CreateQp { source, .. }
             | VerbsError::ModifyQp { source, .. }
             | VerbsError::PostSend { source }
-            | VerbsError::PostRecv { source } => source.raw_os_error(),
+            | VerbsError::PostRecv { source }
+            | VerbsError::Cm { source, .. } => source.raw_os_error(),
             _ => None,
         }
     }

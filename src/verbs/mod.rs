@@ -4,6 +4,7 @@
 //! order whatever order the caller drops in; a failed teardown is logged, never a panic.
 #![allow(unsafe_code)]
 
+mod cm;
 mod cq;
 mod device;
 mod error;
@@ -12,6 +13,7 @@ mod pd;
 mod qp;
 pub mod os;
 
+pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;

@@ -32,6 +32,8 @@ pub struct PathSpec {
 
 pub struct QueuePair {
     qp: *mut sys::ibv_qp,
+    /// Set when librdmacm created the QP: it must also destroy it (rdma_destroy_qp).
+    cm_id: Option<*mut sys::rdma_cm_id>,
     max_inline: u32,
     // Kept alive while the QP exists: destroying a CQ in use fails with EBUSY.
     _send_cq: Arc<CqInner>,
@@ -44,6 +46,11 @@ unsafe impl Send for QueuePair {}
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
+        if let Some(id) = self.cm_id {
+            // SAFETY: the QP was created on this id, which outlives us (Session field order).
+            unsafe { sys::rdma_destroy_qp(id) };
+            return;
+        }
         // SAFETY: qp came from ibv_create_qp and is destroyed once.
         let rc = unsafe { sys::ibv_destroy_qp(self.qp) };
         if rc != 0 {
@@ -78,11 +85,31 @@ impl QueuePair {
         }
         Ok(QueuePair {
             qp,
+            cm_id: None,
             max_inline: init.cap.max_inline_data,
             _send_cq: send_cq.inner.clone(),
             _recv_cq: recv_cq.inner.clone(),
             _pd: pd.inner.clone(),
         })
+    }
+
+    /// Wraps a QP that librdmacm created on `id`.
+    pub(crate) fn from_cm(
+        qp: *mut sys::ibv_qp,
+        id: *mut sys::rdma_cm_id,
+        max_inline: u32,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+    ) -> QueuePair {
+        QueuePair {
+            qp,
+            cm_id: Some(id),
+            max_inline,
+            _send_cq: send_cq.inner.clone(),
+            _recv_cq: recv_cq.inner.clone(),
+            _pd: pd.inner.clone(),
+        }
     }
 
     pub fn qp_num(&self) -> u32 {

@@ -199,3 +199,13 @@ fn over_ssh_stdio() {
     assert_eq!(doc.results.len(), 2);
     assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
 }
+
+#[test]
+fn through_rdma_cm() {
+    let _serial = require_rxe();
+    let (out, doc) = pair(&["--cm", "--tests", "all", "--iters", "100", "--direction", "both", "--qps", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc.results.len(), 6 * 2, "six tests, each way");
+    assert!(doc.results.iter().all(|r| r.error.is_none() && r.iterations > 0), "{:?}", doc.results);
+    assert!(doc.results.iter().filter(|r| r.bw_gbps.is_some()).all(|r| r.qps == 2));
+}

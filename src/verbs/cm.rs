@@ -1,0 +1,311 @@
+//! librdmacm: connection establishment through the RDMA connection manager (`pair --cm`),
+//! the way MPI, NCCL and storage stacks connect. Every wait has a deadline: the event channel
+//! is non-blocking and polled with a timeout.
+
+use super::cq::CompletionQueue;
+use super::device::{Context, ContextInner};
+use super::error::{from_return_code, last_os_error, VerbsError};
+use super::pd::ProtectionDomain;
+use super::qp::{QpConfig, QueuePair};
+use rdma_sys as sys;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+extern "C" {
+    /// Exported by librdmacm; not in rdma-sys's bindings. Network byte order.
+    fn rdma_get_src_port(id: *mut sys::rdma_cm_id) -> u16;
+}
+
+pub(crate) struct ChannelInner {
+    ch: *mut sys::rdma_event_channel,
+}
+
+// SAFETY: the channel is a file descriptor wrapper; librdmacm allows use from any thread.
+unsafe impl Send for ChannelInner {}
+// SAFETY: as above; events are read by one owner at a time.
+unsafe impl Sync for ChannelInner {}
+
+impl Drop for ChannelInner {
+    fn drop(&mut self) {
+        // SAFETY: every id on the channel holds an Arc to us, so all are destroyed by now.
+        unsafe { sys::rdma_destroy_event_channel(self.ch) };
+    }
+}
+
+/// An event channel: where a set of CM ids report their events.
+#[derive(Clone)]
+pub struct CmChannel {
+    inner: Arc<ChannelInner>,
+}
+
+/// What a CM event was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CmEvent {
+    AddrResolved,
+    RouteResolved,
+    ConnectRequest,
+    Established,
+    Disconnected,
+    /// Anything else, with its `rdma_event_str` name and status.
+    Other(u32, i32),
+}
+
+impl CmChannel {
+    pub fn new() -> Result<CmChannel, VerbsError> {
+        // SAFETY: no arguments; NULL on failure with errno set.
+        let ch = unsafe { sys::rdma_create_event_channel() };
+        if ch.is_null() {
+            return Err(VerbsError::Cm { step: "rdma_create_event_channel", source: last_os_error() });
+        }
+        // SAFETY: ch is valid; its fd is ours to make non-blocking so waits can time out.
+        let fd = unsafe { (*ch).fd };
+        // SAFETY: plain fcntl on a valid descriptor.
+        let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+        // SAFETY: as above.
+        unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
+        Ok(CmChannel { inner: Arc::new(ChannelInner { ch }) })
+    }
+
+    /// Waits up to `timeout` for the next event; for a connect request also returns the new id.
+    pub fn next_event(&self, timeout: Duration) -> Result<(CmEvent, Option<CmId>), VerbsError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let mut event: *mut sys::rdma_cm_event = std::ptr::null_mut();
+            // SAFETY: the channel is valid and non-blocking; event is an out-pointer.
+            let rc = unsafe { sys::rdma_get_cm_event(self.inner.ch, &mut event) };
+            if rc == 0 {
+                // SAFETY: a returned event is valid until acked; we copy what we need first.
+                let (kind, status, id) = unsafe { ((*event).event, (*event).status, (*event).id) };
+                use sys::rdma_cm_event_type as t;
+                let decoded = match kind {
+                    t::RDMA_CM_EVENT_ADDR_RESOLVED => CmEvent::AddrResolved,
+                    t::RDMA_CM_EVENT_ROUTE_RESOLVED => CmEvent::RouteResolved,
+                    t::RDMA_CM_EVENT_CONNECT_REQUEST => CmEvent::ConnectRequest,
+                    t::RDMA_CM_EVENT_ESTABLISHED => CmEvent::Established,
+                    t::RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
+                    other => CmEvent::Other(other, status),
+                };
+                let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId { id, channel: self.clone(), qp_created: false });
+                // SAFETY: event came from rdma_get_cm_event and is acked exactly once.
+                unsafe { sys::rdma_ack_cm_event(event) };
+                return Ok((decoded, new_id));
+            }
+            let err = last_os_error();
+            if err.raw_os_error() != Some(libc::EAGAIN) {
+                return Err(VerbsError::Cm { step: "rdma_get_cm_event", source: err });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(VerbsError::Cm { step: "waiting for a connection manager event", source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT) });
+            }
+            let mut pfd = libc::pollfd {
+                // SAFETY: reading the fd field of a valid channel.
+                fd: unsafe { (*self.inner.ch).fd },
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let wait_ms = (deadline - now).as_millis().min(100) as libc::c_int;
+            // SAFETY: one valid pollfd, bounded timeout.
+            unsafe { libc::poll(&mut pfd, 1, wait_ms.max(1)) };
+        }
+    }
+
+    /// Waits for `want`; any other event is an error naming both.
+    pub fn expect(&self, want: CmEvent, timeout: Duration) -> Result<Option<CmId>, VerbsError> {
+        let (got, id) = self.next_event(timeout)?;
+        if got == want {
+            return Ok(id);
+        }
+        let name = match got {
+            // SAFETY: rdma_event_str returns a static string for any value.
+            CmEvent::Other(kind, status) => format!(
+                "{} (status {status})",
+                unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) }.to_string_lossy()
+            ),
+            other => format!("{other:?}"),
+        };
+        Err(VerbsError::CmEvent { expected: format!("{want:?}"), got: name })
+    }
+}
+
+/// A connection manager id: one endpoint of one connection (or a listener).
+pub struct CmId {
+    id: *mut sys::rdma_cm_id,
+    channel: CmChannel,
+    qp_created: bool,
+}
+
+// SAFETY: an id may be moved between threads; it is used by one owner at a time.
+unsafe impl Send for CmId {}
+
+impl Drop for CmId {
+    fn drop(&mut self) {
+        // SAFETY: id is valid; a QP created on it was destroyed by its QueuePair (rdma_destroy_qp).
+        let rc = unsafe { sys::rdma_destroy_id(self.id) };
+        if rc != 0 {
+            tracing::warn!(rc, "rdma_destroy_id failed");
+        }
+    }
+}
+
+fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_in fits in sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
+            (storage, std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: 0,
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
+            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
+            (storage, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
+        }
+    }
+}
+
+impl CmId {
+    /// A new RC (`RDMA_PS_TCP`) id on `channel`.
+    pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
+        let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
+        // SAFETY: valid channel; id is an out-pointer.
+        let rc = unsafe { sys::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_create_id", source: from_return_code(rc) });
+        }
+        Ok(CmId { id, channel: channel.clone(), qp_created: false })
+    }
+
+    /// Binds to a local address (port 0: any); afterwards the id knows its device.
+    pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
+        let (mut storage, _) = sockaddr(addr);
+        // SAFETY: valid id; storage holds a sockaddr of the right family.
+        let rc = unsafe { sys::rdma_bind_addr(self.id, &mut storage as *mut _ as *mut libc::sockaddr) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+
+    pub fn listen(&self, backlog: i32) -> Result<(), VerbsError> {
+        // SAFETY: valid, bound id.
+        let rc = unsafe { sys::rdma_listen(self.id, backlog) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_listen", source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+
+    /// The local port the id is bound to.
+    pub fn port(&self) -> u16 {
+        // SAFETY: valid id.
+        u16::from_be(unsafe { rdma_get_src_port(self.id) })
+    }
+
+    /// The device context librdmacm opened for this id (set once bound or resolved).
+    pub fn context(&self) -> Option<Context> {
+        // SAFETY: valid id; verbs is NULL until bound to a device.
+        let ctx = unsafe { (*self.id).verbs };
+        if ctx.is_null() {
+            return None;
+        }
+        // SAFETY: reading the name of a valid context's device.
+        let name = unsafe { std::ffi::CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) }.to_string_lossy().into_owned();
+        Some(Context { inner: Arc::new(ContextInner { ctx, name, owned: false }) })
+    }
+
+    pub fn resolve(&self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
+        let (mut storage, _) = sockaddr(dst);
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: valid id; storage holds the destination.
+        let rc = unsafe { sys::rdma_resolve_addr(self.id, std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_resolve_addr", source: from_return_code(rc) });
+        }
+        self.channel.expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
+        // SAFETY: valid id with a resolved address.
+        let rc = unsafe { sys::rdma_resolve_route(self.id, ms) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_resolve_route", source: from_return_code(rc) });
+        }
+        self.channel.expect(CmEvent::RouteResolved, timeout + Duration::from_secs(1))?;
+        Ok(())
+    }
+
+    /// Creates the RC QP of this connection; librdmacm moves it through its states.
+    pub fn create_qp(&mut self, pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<QueuePair, VerbsError> {
+        // SAFETY: plain old data.
+        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+        init.send_cq = send_cq.inner.cq;
+        init.recv_cq = recv_cq.inner.cq;
+        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+        init.cap.max_send_wr = config.max_send_wr;
+        init.cap.max_recv_wr = config.max_recv_wr;
+        init.cap.max_send_sge = 1;
+        init.cap.max_recv_sge = 1;
+        init.cap.max_inline_data = config.max_inline_data;
+        // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
+        let rc = unsafe { sys::rdma_create_qp(self.id, pd.inner.pd, &mut init) };
+        if rc != 0 {
+            return Err(VerbsError::CreateQp {
+                send_wr: config.max_send_wr,
+                recv_wr: config.max_recv_wr,
+                inline: config.max_inline_data,
+                source: from_return_code(rc),
+            });
+        }
+        self.qp_created = true;
+        // SAFETY: rdma_create_qp set id->qp.
+        let qp = unsafe { (*self.id).qp };
+        Ok(QueuePair::from_cm(qp, self.id, init.cap.max_inline_data, pd, send_cq, recv_cq))
+    }
+
+    fn conn_param(rd_atomic: u8) -> sys::rdma_conn_param {
+        // SAFETY: plain old data.
+        let mut p: sys::rdma_conn_param = unsafe { std::mem::zeroed() };
+        p.responder_resources = rd_atomic;
+        p.initiator_depth = rd_atomic;
+        p.retry_count = 7;
+        p.rnr_retry_count = 7;
+        p
+    }
+
+    /// Active side: connect and wait until established.
+    pub fn connect(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
+        let mut p = Self::conn_param(rd_atomic);
+        // SAFETY: valid id with a route and a QP.
+        let rc = unsafe { sys::rdma_connect(self.id, &mut p) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_connect", source: from_return_code(rc) });
+        }
+        self.channel.expect(CmEvent::Established, timeout)?;
+        Ok(())
+    }
+
+    /// Passive side: accept a connect request and wait until established.
+    pub fn accept(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
+        let mut p = Self::conn_param(rd_atomic);
+        // SAFETY: valid id from a connect request, with a QP.
+        let rc = unsafe { sys::rdma_accept(self.id, &mut p) };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_accept", source: from_return_code(rc) });
+        }
+        self.channel.expect(CmEvent::Established, timeout)?;
+        Ok(())
+    }
+}
