@@ -119,7 +119,7 @@ pub fn perftest_row(text: &str, size: u32) -> Vec<f64> {
 }
 
 /// Every test against the perftest tool it mirrors, same device, same guest: a sanity bound
-/// (a unit slip would be 1000x), not a performance claim (benches/ compares performance).
+/// within 100x (a unit slip would be 1000x), not a performance claim (benches/ compares).
 /// perftest's columns: latency `#bytes #iterations t_min t_max t_typical ...` (t_typical is
 /// index 4); bandwidth `#bytes #iterations BW_peak BW_average MsgRate` (BW_average, index 3).
 #[test]
@@ -137,9 +137,12 @@ fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
     for (test, tool, size, column) in cases {
         let latency = test.ends_with("_lat");
         let extra = if latency { "" } else { " --report_gbits" };
-        let theirs = perftest_row(&perftest(tool, &format!("-s {size} -n 300{extra}")), size)[column];
+        let better = |best: f64, v: f64| if latency { best.min(v) } else { best.max(v) };
+        let worst = if latency { f64::MAX } else { 0.0 };
+        // Best of three on both sides: the guest's CPUs are shared by two busy pollers and
+        // rxe's own work, so either tool can lose a scheduler slice (milliseconds) at random.
+        let theirs = (0..3).map(|_| perftest_row(&perftest(tool, &format!("-s {size} -n 300{extra}")), size)[column]).fold(worst, better);
         let size_text = size.to_string();
-        // Best of three: the guest's CPUs are shared by busy pollers and rxe's own work.
         let ours = (0..3)
             .map(|_| {
                 let (_, doc) = pair(&["--tests", test, "--size", &size_text, "--iters", "300", "--direction", "ab"]);
@@ -150,10 +153,10 @@ fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
                     r.bw_gbps.unwrap()
                 }
             })
-            .fold(if latency { f64::MAX } else { 0.0 }, |best, v| if latency { best.min(v) } else { best.max(v) });
+            .fold(worst, better);
         let ratio = ours / theirs;
         report.push(format!("{test}: fabcheck {ours} vs {tool} {theirs} ({}) ratio {ratio:.2}", if latency { "us" } else { "Gb/s" }));
-        assert!((0.02..=50.0).contains(&ratio), "{}", report.join("\n"));
+        assert!((0.01..=100.0).contains(&ratio), "{}", report.join("\n"));
     }
     eprintln!("{}", report.join("\n"));
 }
