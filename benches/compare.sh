@@ -208,7 +208,7 @@ fabcheck_run() { # row out-file
 	local args=(pair)
 	((REMOTE == 0)) || { a=$HOST_A; b=$HOST_B; }
 	args+=("$a" "$b" --device "$DEVICE" --tests "${ROW_TEST[$row]}" --size "${ROW_SIZE[$row]}"
-		--iters "$(row_iters "$row")" --direction 'a->b' --json)
+		--iters "$(row_iters "$row")" --direction ab --json)
 	[[ -z $GID_INDEX ]] || args+=(--gid-index "$GID_INDEX")
 	[[ -z $REMOTE_FABCHECK ]] || args+=(--remote-fabcheck "$REMOTE_FABCHECK")
 	local rc=0

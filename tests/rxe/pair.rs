@@ -90,8 +90,11 @@ fn through_fabcheck_serve_with_a_token() {
 }
 
 /// Runs a perftest server and client on rxe0 over 127.0.0.1 and returns the client's stdout.
+/// Every run gets its own port, and the server never outlives the client by more than 10 s:
+/// a client that could not connect must not leave the test waiting on a server forever.
 pub fn perftest(tool: &str, args: &str) -> String {
-    let port = 20000 + (std::process::id() % 5000) as u16;
+    static RUNS: std::sync::atomic::AtomicU16 = std::sync::atomic::AtomicU16::new(0);
+    let port = 20000 + (std::process::id() % 1000) as u16 * 16 + RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 16;
     let mut server = Command::new(tool)
         .args(args.split_whitespace())
         .args(["-d", DEVICE, "-x", "1", "-p", &port.to_string()])
@@ -99,9 +102,17 @@ pub fn perftest(tool: &str, args: &str) -> String {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{tool} not installed ({e}): apt install perftest"));
-    std::thread::sleep(Duration::from_millis(700));
+    std::thread::sleep(Duration::from_millis(1500));
     let client = sh(&format!("timeout 120 {tool} {args} -d {DEVICE} -x 1 -p {port} 127.0.0.1"));
-    let _ = server.wait();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while server.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = server.kill();
+            let _ = server.wait();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let text = String::from_utf8_lossy(&client.stdout).into_owned();
     assert!(client.status.success(), "{tool} failed: {text}\n{}", String::from_utf8_lossy(&client.stderr));
     text
