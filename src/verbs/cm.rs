@@ -249,16 +249,7 @@ impl CmId {
 
     /// Creates the RC QP of this connection; librdmacm moves it through its states.
     pub fn create_qp(&mut self, pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<QueuePair, VerbsError> {
-        // SAFETY: plain old data.
-        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        init.send_cq = send_cq.inner.cq;
-        init.recv_cq = recv_cq.inner.cq;
-        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
-        init.cap.max_send_wr = config.max_send_wr;
-        init.cap.max_recv_wr = config.max_recv_wr;
-        init.cap.max_send_sge = 1;
-        init.cap.max_recv_sge = 1;
-        init.cap.max_inline_data = config.max_inline_data;
+        let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
         let rc = unsafe { sys::rdma_create_qp(self.id, pd.inner.pd, &mut init) };
         if rc != 0 {

@@ -62,17 +62,7 @@ impl Drop for QueuePair {
 impl QueuePair {
     /// Creates a reliable-connected QP. Every send WR is unsignaled unless marked otherwise.
     pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
-        // SAFETY: plain old data.
-        let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
-        init.send_cq = send_cq.inner.cq;
-        init.recv_cq = recv_cq.inner.cq;
-        init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
-        init.sq_sig_all = 0;
-        init.cap.max_send_wr = config.max_send_wr;
-        init.cap.max_recv_wr = config.max_recv_wr;
-        init.cap.max_send_sge = 1;
-        init.cap.max_recv_sge = 1;
-        init.cap.max_inline_data = config.max_inline_data;
+        let mut init = rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: pd and CQs are live; init is fully initialised.
         let qp = unsafe { sys::ibv_create_qp(pd.inner.pd, &mut init) };
         if qp.is_null() {
@@ -200,6 +190,22 @@ impl QueuePair {
         }
         Ok(())
     }
+}
+
+/// Creation attributes of an RC QP with one SGE per WR and unsignaled sends by default.
+pub(crate) fn rc_init_attr(send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> sys::ibv_qp_init_attr {
+    // SAFETY: plain old data.
+    let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
+    init.send_cq = send_cq.inner.cq;
+    init.recv_cq = recv_cq.inner.cq;
+    init.qp_type = sys::ibv_qp_type::IBV_QPT_RC;
+    init.sq_sig_all = 0;
+    init.cap.max_send_wr = config.max_send_wr;
+    init.cap.max_recv_wr = config.max_recv_wr;
+    init.cap.max_send_sge = 1;
+    init.cap.max_recv_sge = 1;
+    init.cap.max_inline_data = config.max_inline_data;
+    init
 }
 
 fn zeroed_attr() -> sys::ibv_qp_attr {
