@@ -247,7 +247,15 @@ perftest_run() { # row out-file
 	for attempt in 1 2 3; do
 		SEQ=$((SEQ + 1))
 		port=$((PORT_BASE + SEQ % 500))
-		on "$HOST_B" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
+		# In the background and without a subshell in between, so that killing srv_pid reaches
+		# timeout (which passes the signal on to perftest) or ssh (the remote perftest then ends
+		# at its own timeout).
+		if ((REMOTE == 0)); then
+			timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
+		else
+			# shellcheck disable=SC2086
+			$SSH_CMD -n "$HOST_B" "$(printf '%q ' timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port")" >"$out.srv" 2>&1 &
+		fi
 		srv_pid=$!
 		BG_PIDS+=("$srv_pid")
 		rc=1

@@ -19,7 +19,7 @@ Usage: benches/hotpath.sh [--device NAME[:PORT]] [--test write_bw|send_bw|read_b
 
 Runs on one node with an RDMA device (in the Soft-RoCE guest:
   ./soft-roce-setup.sh --vm --timeout 3000 -- benches/hotpath.sh). Defaults: write_bw, 64 B (the
-message-rate path, where per-WR overhead matters most), iterations 2048 and 6144. fabcheck's sender
+message-rate path, where per-WR overhead matters most), iterations 2048 and 32768. fabcheck's sender
 is a `fabcheck serve` (endpoint A of `pair tcp://127.0.0.1:P localhost`), perftest's is the client
 of the perftest tool the test mirrors, given fabcheck's queue settings (-t 128 -l 16 -Q 16).
 Exit 0, or 2 when a tool could not run.
@@ -32,7 +32,7 @@ die() { say "error: $*"; exit 2; }
 DEVICE=${FABCHECK_RXE_DEV:-rxe0}
 TEST=write_bw
 SIZE=64
-ITERS=2048,6144
+ITERS=2048,32768
 FABCHECK=
 USE_CALLGRIND=1
 USE_STRACE=1
@@ -153,29 +153,41 @@ elif ((USE_CALLGRIND)) && command -v valgrind >/dev/null; then
 	for n in "$N1" "$N2"; do
 		fabcheck_sender "$n" valgrind --tool=callgrind --callgrind-out-file="$WORK/fab.$n.cg" -q ||
 			die "fabcheck could not run under callgrind"
-		# Only fabcheck's streaming loop (and what it calls) counts for the breakdown.
 		perftest_sender "$n" valgrind --tool=callgrind --callgrind-out-file="$WORK/pt.$n.cg" -q ||
 			die "$TOOL could not run under callgrind"
 		for t in fab pt; do
 			tool=$([[ $t == fab ]] && echo fabcheck || echo perftest)
 			wrs=$([[ $t == fab ]] && fab_wrs "$n" || echo "$n")
 			result "$tool" instr "$wrs" "$(awk '/^summary:|^totals:/ { print $2; exit }' "$WORK/$t.$n.cg")"
-			# Per object (the tool, libibverbs, the provider, libc) for the breakdown.
-			callgrind_annotate --threshold=100 "$WORK/$t.$n.cg" 2>/dev/null | python3 -c '
+			# Per object (the tool, libibverbs, the provider, libc, the vDSO), read from the raw
+			# profile: each cost line belongs to the object of its function (`ob=`); the line
+			# after `calls=` is a callee's inclusive cost and is skipped.
+			python3 - "$tool" "$wrs" "$WORK/$t.$n.cg" <<'PY' >>"$RESULTS"
 import re, sys
-tool, n = sys.argv[1], sys.argv[2]
-acc, last = {}, "?"
-for line in sys.stdin:
-    m = re.match(r"^\s*([\d,]+)\s+(?:\([\d.]+%\)\s+)?(.*?)(?:\s+\[(.+)\])?\s*$", line)
-    if not m or ":" not in m.group(2):
-        continue
-    # A line without [object] is code inlined from another file into the object above it.
-    last = m.group(3) or last
-    obj = last.rsplit("/", 1)[-1]
-    obj = re.sub(r"-rdmav\d+\.so$|\.so(\.\d+)*$", "", obj)
-    acc[obj] = acc.get(obj, 0) + int(m.group(1).replace(",", ""))
+tool, n, path = sys.argv[1:4]
+names, acc, ob, skip = {}, {}, "?", False
+for line in open(path, errors="replace"):
+    if line.startswith(("ob=", "cob=")):
+        # Names are given once, at first use (which may be a callee's `cob=`), then by number.
+        m = re.match(r"c?ob=(?:\((\d+)\))?\s*(.*)", line.rstrip("\n"))
+        key, name = m.group(1), m.group(2)
+        if name and key:
+            names[key] = name
+        if line.startswith("ob="):
+            ob = names.get(key, name) if key else name
+    elif line.startswith("calls="):
+        skip = True
+    elif line[:1].isdigit() or line[:1] in "+-*":
+        if skip:
+            skip = False
+            continue
+        parts = line.split()
+        if len(parts) >= 2:
+            obj = re.sub(r"-rdmav\d+\.so$|\.so(\.\d+)*$", "", ob.rsplit("/", 1)[-1]) or "?"
+            acc[obj] = acc.get(obj, 0) + int(parts[1])
 for obj, ir in acc.items():
-    print(f"{tool}\tinstr:{obj}\t{n}\t{ir}")' "$tool" "$wrs" >>"$RESULTS"
+    print(f"{tool}\tinstr:{obj}\t{n}\t{ir}")
+PY
 		done
 	done
 else
@@ -224,7 +236,7 @@ def row(label, m, digits):
     if f is None and p is None:
         return
     show = lambda v: "-" if v is None else f"{v:.{digits}f}"
-    if abs(f or 0) < 0.005 and abs(p or 0) < 0.005:
+    if abs(f or 0) < 10 ** -digits / 2 and abs(p or 0) < 10 ** -digits / 2:
         return
     print(f"{label:<28} {show(f):>12} {show(p):>12}")
 row("instructions, total", "instr", 0)
