@@ -128,6 +128,10 @@ impl Session {
                 ctx
             }
         };
+        let limits = ctx.query_device()?;
+        // Outstanding RDMA reads: at most 16 (perftest's figure), and never above what this
+        // adapter takes as initiator or as responder (modify_qp fails with EINVAL beyond it).
+        let max_rd_atomic = 16.min(limits.max_qp_rd_atom).min(limits.max_qp_init_rd_atom).max(1) as u8;
         let pd = ProtectionDomain::new(&ctx)?;
         let qps_n = spec.qps;
         let send_depth = spec.tx_depth;
@@ -180,7 +184,7 @@ impl Session {
             link_layer: port.link_layer.to_string(),
             rate_gbps: port.rate_gbps,
             ca_type: device.ca_type.clone(),
-            max_rd_atomic: 16,
+            max_rd_atomic,
             cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
