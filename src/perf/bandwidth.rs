@@ -125,12 +125,17 @@ fn stream(
             total_completed += credit;
         }
         let mut progressed = got > 0;
+        // The clock is read only when something completed: an idle pass changes nothing but
+        // time, and the duration is judged on the same reading as the peak marks.
+        let mut duration_over = false;
         if got > 0 {
+            let now = start.elapsed();
             if let Some(m) = marks.as_deref_mut() {
                 if m.len() < m.capacity() {
-                    m.push((start.elapsed().as_nanos() as u64, total_completed * size));
+                    m.push((now.as_nanos() as u64, total_completed * size));
                 }
             }
+            duration_over = phase.until.is_some_and(|limit| now >= limit);
         }
         if let Some(rx) = receiver.as_mut() {
             progressed |= reap_receives(s, rx)?;
@@ -139,17 +144,13 @@ fn stream(
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
-        if !stopping {
-            if let Some(limit) = phase.until {
-                if start.elapsed() >= limit || signals.stopped() {
-                    // End each QP's stream on a signaled WR so every completion is accounted for.
-                    for q in 0..n {
-                        target[q] = posted[q].div_ceil(cq_mod).max(1) * cq_mod;
-                        target[q] = target[q].max(posted[q]);
-                    }
-                    stopping = true;
-                }
+        if !stopping && phase.until.is_some() && (duration_over || signals.stopped()) {
+            // End each QP's stream on a signaled WR so every completion is accounted for.
+            for q in 0..n {
+                target[q] = posted[q].div_ceil(cq_mod).max(1) * cq_mod;
+                target[q] = target[q].max(posted[q]);
             }
+            stopping = true;
         }
         if stopping && (0..n).all(|q| completed[q] == target[q]) {
             break;

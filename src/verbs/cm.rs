@@ -278,23 +278,26 @@ impl CmId {
 
     /// Active side: connect and wait until established.
     pub fn connect(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
-        let mut p = Self::conn_param(rd_atomic);
-        // SAFETY: valid id with a route and a QP.
-        let rc = unsafe { sys::rdma_connect(self.id, &mut p) };
-        if rc != 0 {
-            return Err(VerbsError::Cm { step: "rdma_connect", source: from_return_code(rc) });
-        }
-        self.channel.expect(CmEvent::Established, timeout)?;
-        Ok(())
+        self.establish("rdma_connect", sys::rdma_connect, rd_atomic, timeout)
     }
 
     /// Passive side: accept a connect request and wait until established.
     pub fn accept(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
+        self.establish("rdma_accept", sys::rdma_accept, rd_atomic, timeout)
+    }
+
+    fn establish(
+        &self,
+        step: &'static str,
+        verb: unsafe extern "C" fn(*mut sys::rdma_cm_id, *mut sys::rdma_conn_param) -> libc::c_int,
+        rd_atomic: u8,
+        timeout: Duration,
+    ) -> Result<(), VerbsError> {
         let mut p = Self::conn_param(rd_atomic);
-        // SAFETY: valid id from a connect request, with a QP.
-        let rc = unsafe { sys::rdma_accept(self.id, &mut p) };
+        // SAFETY: valid id with a QP (and a route, or a pending request); p is initialised.
+        let rc = unsafe { verb(self.id, &mut p) };
         if rc != 0 {
-            return Err(VerbsError::Cm { step: "rdma_accept", source: from_return_code(rc) });
+            return Err(VerbsError::Cm { step, source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::Established, timeout)?;
         Ok(())
