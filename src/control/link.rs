@@ -1,22 +1,14 @@
-//! The controller's connection to one agent: a local child, an ssh child, or a TCP socket.
-//! Replies arrive on one shared channel tagged with the agent's index, so one controller
-//! thread can watch many agents (a dead one shows up at once as `Closed`).
+//! How the controller starts or reaches one agent, and that agent's channel: a local child
+//! or an ssh child speaking over pipes, or a TCP socket to `fabcheck serve`. Everything is
+//! non-blocking; the [`Hub`](super::hub::Hub) polls every channel from one thread.
 
-use super::endpoint::{EndpointSpec, HostSpec};
-use super::lines;
-use super::protocol::{self, Reply, Request};
+use super::endpoint::HostSpec;
 use crate::error::Failure;
-use crossbeam::channel::{self, Receiver, Sender};
-use std::io::{BufReader, Write};
-use std::net::{TcpStream, ToSocketAddrs};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-pub enum Event {
-    Reply(Reply),
-    /// The channel ended: the agent exited, ssh dropped, or the socket closed.
-    Closed(String),
-}
+use crate::verbs::io;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// How to start agents that are not already running.
 #[derive(Debug, Clone)]
@@ -24,182 +16,194 @@ pub struct LaunchOptions {
     /// `fabcheck` on remote hosts (ssh); a path or a name on the remote PATH.
     pub remote_fabcheck: String,
     pub token: Option<String>,
-    pub connect_timeout: Duration,
+    pub connect_timeout: std::time::Duration,
 }
 
-pub struct AgentLink {
-    pub label: String,
-    /// Started through ssh (failures then point at ssh, keys and the remote PATH).
-    via_ssh: bool,
-    /// Replies and the end of the channel, in order. A controller waits on several links'
-    /// receivers at once, so a dead agent shows up at once as `Closed`.
-    pub events: Receiver<Event>,
-    writer: Option<Box<dyn Write + Send>>,
-    child: Option<Child>,
-    socket: Option<TcpStream>,
+/// An open channel to an agent.
+pub enum Channel {
+    Child { child: Child, stdin: Option<ChildStdin>, stdout: ChildStdout, stderr: Option<ChildStderr> },
+    Tcp(TcpStream),
 }
 
-impl AgentLink {
-    pub fn open(spec: &EndpointSpec, opts: &LaunchOptions) -> Result<AgentLink, Failure> {
-        let label = spec.host.to_string();
-        let (events_tx, events) = channel::unbounded();
-        match &spec.host {
-            HostSpec::Local | HostSpec::Ssh { .. } => {
-                let mut command = match &spec.host {
-                    HostSpec::Local => {
-                        let exe = std::env::current_exe()
-                            .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
-                        let mut c = Command::new(exe);
-                        c.arg("agent");
-                        c
-                    }
-                    HostSpec::Ssh { user, host } => {
-                        if !valid_remote_path(&opts.remote_fabcheck) {
-                            return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
-                        }
-                        let dest = match user {
-                            Some(u) => format!("{u}@{host}"),
-                            None => host.clone(),
-                        };
-                        let mut c = Command::new("ssh");
-                        c.args(["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"])
-                            .arg("-o")
-                            .arg(format!("ConnectTimeout={}", opts.connect_timeout.as_secs().max(1)))
-                            .arg("--")
-                            .arg(dest)
-                            .arg(&opts.remote_fabcheck)
-                            .arg("agent");
-                        c
-                    }
-                    HostSpec::Tcp { .. } => unreachable!(),
-                };
-                command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit());
-                if let Ok(level) = std::env::var("RUST_LOG") {
-                    command.env("RUST_LOG", level);
-                }
-                let mut child = command.spawn().map_err(|e| {
-                    Failure::new(
-                        format!("cannot start the agent for {label}: {e}"),
-                        if matches!(spec.host, HostSpec::Ssh { .. }) { "install openssh-client" } else { "check the fabcheck binary" },
-                    )
-                })?;
-                let stdout = child.stdout.take().ok_or_else(|| Failure::new("agent has no stdout", "internal error"))?;
-                let stdin = child.stdin.take().ok_or_else(|| Failure::new("agent has no stdin", "internal error"))?;
-                spawn_reader(BufReader::new(stdout), events_tx);
-                let via_ssh = matches!(spec.host, HostSpec::Ssh { .. });
-                Ok(AgentLink { label, via_ssh, events, writer: Some(Box::new(stdin)), child: Some(child), socket: None })
+/// Starts a local or ssh agent as a child whose pipes are all non-blocking.
+pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Failure> {
+    let mut command = match host {
+        HostSpec::Local => {
+            let exe = std::env::current_exe()
+                .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
+            let mut c = Command::new(exe);
+            c.arg("agent");
+            c
+        }
+        HostSpec::Ssh { user, host } => {
+            if !valid_remote_path(&opts.remote_fabcheck) {
+                return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
             }
-            HostSpec::Tcp { host, port } => {
-                let addrs: Vec<_> = (host.as_str(), *port)
-                    .to_socket_addrs()
-                    .map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?
-                    .collect();
-                let mut last = None;
-                for addr in addrs {
-                    match TcpStream::connect_timeout(&addr, opts.connect_timeout) {
-                        Ok(s) => {
-                            let _ = s.set_nodelay(true);
-                            let read = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
-                            spawn_reader(BufReader::new(read), events_tx);
-                            let write = s.try_clone().map_err(|e| Failure::new(format!("socket: {e}"), "retry"))?;
-                            return Ok(AgentLink { label, via_ssh: false, events, writer: Some(Box::new(write)), child: None, socket: Some(s) });
-                        }
-                        Err(e) => last = Some(e),
-                    }
-                }
-                let err = last.map_or_else(|| "no address".to_string(), |e| e.to_string());
-                Err(Failure::new(
-                    format!("cannot reach {label}: {err}"),
-                    format!("start `fabcheck serve --listen 0.0.0.0:{port} --token ...` there, and check firewalls"),
-                ))
-            }
+            let dest = match user {
+                Some(u) => format!("{u}@{host}"),
+                None => host.clone(),
+            };
+            let mut c = Command::new("ssh");
+            c.args(["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"])
+                .arg("-o")
+                .arg(format!("ConnectTimeout={}", opts.connect_timeout.as_secs().max(1)))
+                .arg("--")
+                .arg(dest)
+                .arg(&opts.remote_fabcheck)
+                .arg("agent");
+            c
+        }
+        HostSpec::Tcp { .. } => return Err(Failure::new("internal error: spawn for a tcp endpoint", "report a bug")),
+    };
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    if let Ok(level) = std::env::var("RUST_LOG") {
+        command.env("RUST_LOG", level);
+    }
+    let mut child = command.spawn().map_err(|e| {
+        Failure::new(
+            format!("{label}: cannot start the agent: {e}"),
+            if matches!(host, HostSpec::Ssh { .. }) { "install openssh-client" } else { "check the fabcheck binary" },
+        )
+    })?;
+    let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
+    let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(Failure::new(format!("{label}: the agent has no pipes"), "internal error; rerun"));
+    };
+    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()] {
+        if let Err(e) = io::set_nonblocking(fd) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Failure::new(format!("{label}: cannot set up the agent's pipes: {e}"), "rerun"));
         }
     }
-
-    pub fn send(&mut self, request: &Request) -> Result<(), Failure> {
-        let line = protocol::encode(request);
-        let writer = self.writer.as_mut().ok_or_else(|| Failure::new(format!("{}: agent channel closed", self.label), "rerun"))?;
-        match writer.write_all(line.as_bytes()).and_then(|_| writer.flush()) {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.exited(&e.to_string())),
-        }
-    }
-
-    pub fn is_ssh(&self) -> bool {
-        self.via_ssh
-    }
-
-    /// Explains a channel that broke: the agent (or ssh) exited, with its status when known.
-    pub fn exited(&mut self, detail: &str) -> Failure {
-        std::thread::sleep(Duration::from_millis(50));
-        let status = self.child.as_mut().and_then(|c| c.try_wait().ok().flatten());
-        match (self.via_ssh, status) {
-            (true, Some(s)) => Failure::new(
-                format!("{}: ssh or the remote agent exited ({s}) before answering", self.label),
-                format!(
-                    "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
-                    self.label
-                ),
-            ),
-            (false, Some(s)) => Failure::new(format!("{}: the agent exited ({s})", self.label), "see its message above"),
-            _ => Failure::new(format!("{}: cannot talk to the agent: {detail}", self.label), "the agent exited or the host went away; check it and rerun"),
-        }
-    }
-
-    /// Says goodbye and makes sure nothing is left running: closes the channel, waits a
-    /// moment for the agent to exit, then kills it.
-    pub fn close(&mut self) {
-        if self.writer.is_some() {
-            let _ = self.send(&Request::Bye);
-        }
-        self.writer = None;
-        if let Some(socket) = self.socket.take() {
-            let _ = socket.shutdown(std::net::Shutdown::Both);
-        }
-        if let Some(mut child) = self.child.take() {
-            let deadline = Instant::now() + Duration::from_secs(3);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(_)) => break,
-                    Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-                    _ => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                }
-            }
-        }
-    }
+    Ok(Channel::Child { child, stdin: Some(stdin), stdout, stderr: Some(stderr) })
 }
 
-impl Drop for AgentLink {
-    fn drop(&mut self) {
-        self.close();
+/// The addresses of a `tcp://` endpoint, in the resolver's order.
+pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Failure> {
+    let addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Failure::new(format!("cannot resolve {label}: no address"), "check the host name"));
     }
+    Ok(addrs)
 }
 
-/// Stack of a reader thread: it only blocks on a read and parses a line, so 256 KiB is ample,
-/// and a mesh of a thousand agents costs a quarter of the default address space per agent.
-const READER_STACK: usize = 256 << 10;
+/// Why a `tcp://` agent could not be reached, and what to do.
+pub fn unreachable(label: &str, port: u16, detail: &str) -> Failure {
+    Failure::new(
+        format!("cannot reach {label}: {detail}"),
+        format!("start `fabcheck serve --listen 0.0.0.0:{port} --token ...` there, and check firewalls"),
+    )
+}
 
-fn spawn_reader<R: std::io::BufRead + Send + 'static>(mut reader: R, events: Sender<Event>) {
-    let spawned = std::thread::Builder::new().name("agent-reader".into()).stack_size(READER_STACK).spawn(move || loop {
-        let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
-            Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
-                Ok(reply) => Event::Reply(reply),
-                Err(e) => Event::Closed(format!("it sent a bad message: {e}")),
-            },
-            Ok(None) => Event::Closed("the agent exited or the connection closed".into()),
-            Err(e) => Event::Closed(format!("the connection failed: {e}")),
+/// A read that would have blocked, or the end of the stream.
+pub enum ReadOutcome {
+    Data(usize),
+    WouldBlock,
+    End,
+}
+
+impl Channel {
+    /// Where replies arrive.
+    pub fn read_fd(&self) -> RawFd {
+        match self {
+            Channel::Child { stdout, .. } => stdout.as_raw_fd(),
+            Channel::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Where requests go (`None` once the write side is closed).
+    pub fn write_fd(&self) -> Option<RawFd> {
+        match self {
+            Channel::Child { stdin, .. } => stdin.as_ref().map(|s| s.as_raw_fd()),
+            Channel::Tcp(s) => Some(s.as_raw_fd()),
+        }
+    }
+
+    /// A child's stderr, while open.
+    pub fn stderr_fd(&self) -> Option<RawFd> {
+        match self {
+            Channel::Child { stderr, .. } => stderr.as_ref().map(|s| s.as_raw_fd()),
+            Channel::Tcp(_) => None,
+        }
+    }
+
+    pub fn read(&mut self, buf: &mut [u8]) -> std::io::Result<ReadOutcome> {
+        let r = match self {
+            Channel::Child { stdout, .. } => stdout.read(buf),
+            Channel::Tcp(s) => s.read(buf),
         };
-        let closed = matches!(event, Event::Closed(_));
-        if events.send(event).is_err() || closed {
-            return;
+        classify(r)
+    }
+
+    pub fn read_stderr(&mut self, buf: &mut [u8]) -> std::io::Result<ReadOutcome> {
+        match self {
+            Channel::Child { stderr: Some(e), .. } => classify(e.read(buf)),
+            _ => Ok(ReadOutcome::End),
         }
-    });
-    if let Err(e) = spawned {
-        tracing::warn!(error = %e, "cannot start a reader thread; this agent will look unreachable");
+    }
+
+    pub fn close_stderr(&mut self) {
+        if let Channel::Child { stderr, .. } = self {
+            *stderr = None;
+        }
+    }
+
+    /// Writes what the channel takes now; `Ok(0)` when it would block.
+    pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let r = match self {
+            Channel::Child { stdin: Some(s), .. } => s.write(bytes),
+            Channel::Child { stdin: None, .. } => return Err(std::io::Error::new(ErrorKind::BrokenPipe, "channel closed")),
+            Channel::Tcp(s) => s.write(bytes),
+        };
+        match r {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => Ok(0),
+            Err(e) if e.kind() == ErrorKind::Interrupted => Ok(0),
+            other => other,
+        }
+    }
+
+    /// Closes the write side: the agent reads end of stream and stops whatever it runs.
+    pub fn close_write(&mut self) {
+        match self {
+            Channel::Child { stdin, .. } => *stdin = None,
+            Channel::Tcp(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Write);
+            }
+        }
+    }
+
+    /// The child, if the agent is one.
+    pub fn child(&mut self) -> Option<&mut Child> {
+        match self {
+            Channel::Child { child, .. } => Some(child),
+            Channel::Tcp(_) => None,
+        }
+    }
+
+    /// Gives up the channel, returning a child that still has to be reaped.
+    pub fn into_child(self) -> Option<Child> {
+        match self {
+            Channel::Child { child, .. } => Some(child),
+            Channel::Tcp(s) => {
+                let _ = s.shutdown(std::net::Shutdown::Both);
+                None
+            }
+        }
+    }
+}
+
+fn classify(r: std::io::Result<usize>) -> std::io::Result<ReadOutcome> {
+    match r {
+        Ok(0) => Ok(ReadOutcome::End),
+        Ok(n) => Ok(ReadOutcome::Data(n)),
+        Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => Ok(ReadOutcome::WouldBlock),
+        Err(e) => Err(e),
     }
 }
 

@@ -2,22 +2,28 @@
 //! bad pairs re-tested once, and the result read for the node, link or setting to blame.
 //!
 //! Orchestration only; scheduling (`schedule`), judgement (`analysis`) and the picture
-//! (`heatmap`) are pure. Each pair of a round runs `pair`'s own test sequence on its own
-//! controller thread over the two agents' links, which are handed back after the pair.
+//! (`heatmap`) are pure. Everything runs on one thread: one hub polls every agent's channel,
+//! agents are reached `--fanout` at a time, and each pair of a round is `pair`'s own test
+//! sequence, a state machine the hub's events drive. A thousand endpoints cost a thousand
+//! channels (and, over ssh, a thousand ssh processes), not a thousand threads.
 
 pub mod analysis;
 pub mod heatmap;
 pub mod schedule;
 
-use crate::control::controller::{deadline, Controller};
-use crate::control::endpoint::{self, EndpointSpec};
-use crate::control::link::{AgentLink, LaunchOptions};
-use crate::control::protocol::{Reply, Request, Target, TestKind};
+use crate::control::drive::{drive, Job};
+use crate::control::endpoint::{self, EndpointSpec, HostSpec};
+use crate::control::hub::{Hub, LinkId};
+use crate::control::link::LaunchOptions;
+use crate::control::protocol::{Target, TestKind};
+use crate::control::reach::Reach;
 use crate::diagnose::{gbps, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::pair::plan::{self, Direction, PlanInput, PlannedTest};
 use crate::pair::report::TestResult;
-use crate::pair::{self, verdict, Step};
+use crate::pair::sequence::PairSequence;
+use crate::pair::{self, verdict};
+use crate::probe::Inventory;
 use analysis::{Criteria, PairMeasure, Suspect};
 use clap::Args;
 use serde::{Deserialize, Serialize};
@@ -84,17 +90,30 @@ pub struct MeshDoc {
     pub suspects: Vec<Suspect>,
     /// Endpoints whose agent could not be reached, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub unreachable: Vec<(String, String)>,
+    pub unreachable: Vec<Unreachable>,
 }
 
-/// One endpoint's agent, once reached: its link and what its inventory says.
+/// An endpoint whose agent could not be reached (on the first pass and again before the
+/// re-tests).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unreachable {
+    pub endpoint: String,
+    pub error: String,
+}
+
+/// One endpoint's agent: its channel in the hub and what its inventory says.
 struct Agent {
-    link: Option<AgentLink>,
-    host: String,
+    link: LinkId,
+    /// Said hello and is in step; false before the first reach and after a pair discarded
+    /// its channel (it is reached again before its next pair).
+    reached: bool,
     settings: Vec<(String, String)>,
     rate_gbps: Option<f64>,
     soft: bool,
+    /// Could not be reached: its pairs fail without running.
     error: Option<String>,
+    /// Unreachable, but to be tried once more before the re-tests.
+    second_chance: bool,
 }
 
 struct Run {
@@ -111,12 +130,20 @@ struct Run {
 pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     let run = configure(args)?;
     crate::verbs::os::catch_termination();
-    let mut agents = reach_all(&run, (0..run.specs.len()).collect());
     let n = run.specs.len();
+    check_open_files(&run.specs)?;
+    let mut hub = Hub::new(run.launch.clone());
+    let mut agents: Vec<Agent> = run
+        .specs
+        .iter()
+        .zip(&run.names)
+        .map(|(spec, name)| Agent { link: hub.add(&spec.host, name.clone()), reached: false, settings: Vec::new(), rate_gbps: None, soft: false, error: None, second_chance: false })
+        .collect();
+    reach(&run, &mut hub, &mut agents, (0..n).collect())?;
     let mut records = Vec::new();
     let mut first = Vec::new();
     for round in schedule::rounds(n) {
-        for (record, measure) in run_round(&run, &mut agents, &round, false)? {
+        for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
             records.push(record);
             first.push(measure);
         }
@@ -124,8 +151,12 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     let expected = expected_rate(&agents);
     let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: args.threshold / 100.0, ..Criteria::default() };
     let mut retested = Vec::new();
+    // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
+    for agent in agents.iter_mut().filter(|a| a.error.is_some()) {
+        agent.second_chance = true;
+    }
     for round in schedule::retest_round(&analysis::to_retest(&first, &criteria)) {
-        for (record, measure) in run_round(&run, &mut agents, &round, true)? {
+        for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, true)? {
             records.push(record);
             retested.push(measure);
         }
@@ -134,13 +165,12 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
-    let unreachable: Vec<(String, String)> =
-        agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|e| (name.clone(), e))).collect();
-    for agent in &mut agents {
-        if let Some(mut link) = agent.link.take() {
-            link.close();
-        }
-    }
+    let unreachable: Vec<Unreachable> = agents
+        .iter()
+        .zip(&run.names)
+        .filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error }))
+        .collect();
+    hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
@@ -225,58 +255,66 @@ fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
         .collect()
 }
 
-/// Starts or reaches the agents of `which`, `fanout` at a time; each says hello and sends its
-/// inventory. An endpoint that cannot be reached is recorded, not fatal: its pairs fail.
-fn reach_all(run: &Run, which: Vec<usize>) -> Vec<Agent> {
-    let mut out: Vec<Option<Agent>> = (0..which.len()).map(|_| None).collect();
-    for chunk in which.iter().enumerate().collect::<Vec<_>>().chunks(run.fanout) {
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = chunk.iter().map(|&(slot, &i)| (slot, scope.spawn(move || reach(run, i)))).collect();
-            for (slot, h) in handles {
-                out[slot] = Some(h.join().unwrap_or_else(|_| Agent::unreachable("agent thread panicked".into())));
-            }
-        });
+/// A mesh holds about three descriptors per child agent (ssh or local: its pipes) and one
+/// per socket: the open-files limit is raised to fit, or the run refused up front.
+fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
+    let children = specs.iter().filter(|s| !matches!(s.host, HostSpec::Tcp { .. })).count() as u64;
+    let need = children * 3 + (specs.len() as u64 - children) + 64;
+    let limit = crate::verbs::io::raise_open_files(need);
+    if limit < need {
+        return Err(Failure::new(
+            format!("a mesh of {} endpoints needs about {need} open files; this process may open {limit}", specs.len()),
+            "raise the hard limit (`ulimit -Hn`, limits.conf or the service's LimitNOFILE), or run `fabcheck serve` on the nodes and mesh tcp:// endpoints",
+        ));
     }
-    out.into_iter().map(|a| a.unwrap_or_else(|| Agent::unreachable("not reached".into()))).collect()
+    Ok(())
 }
 
-impl Agent {
-    fn unreachable(error: String) -> Agent {
-        Agent { link: None, host: String::new(), settings: Vec::new(), rate_gbps: None, soft: false, error: Some(error) }
-    }
-}
-
-fn reach(run: &Run, i: usize) -> Agent {
-    let spec = &run.specs[i];
-    let mut ctl = match Controller::connect(std::slice::from_ref(spec), &run.launch) {
-        Ok(c) => c,
-        Err(f) => return Agent::unreachable(f.cause),
-    };
-    let mut agent = Agent { link: None, host: ctl.host(0).to_string(), settings: Vec::new(), rate_gbps: None, soft: false, error: None };
-    if ctl.send(0, &Request::Inventory).is_ok() {
-        if let Ok(Reply::Inventory { inventory }) = ctl.expect(0, deadline::PREPARE, "reading the inventory") {
-            let port = inventory
-                .ports()
-                .filter(|(d, _)| spec.device.as_deref().is_none_or(|want| d.name == want))
-                .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
-                .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
-            if let Some((d, p)) = port {
-                agent.soft = d.ca_type.starts_with("Soft-");
-                agent.rate_gbps = p.rate_gbps;
-                agent.settings = vec![
-                    ("ca_type".into(), d.ca_type.clone()),
-                    ("fw_ver".into(), d.fw_ver.clone()),
-                    ("link_layer".into(), p.link_layer.to_string()),
-                    ("active_mtu".into(), p.active_mtu.map_or("?".into(), |m| m.to_string())),
-                    ("rate_gbps".into(), p.rate_gbps.map_or("?".into(), gbps)),
-                ];
+/// Reaches the agents of `which`, `fanout` handshakes at a time, each saying hello and
+/// sending its inventory. An endpoint that cannot be reached is recorded, not fatal: its
+/// pairs fail.
+fn reach(run: &Run, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
+    let mut jobs: Vec<Job<Reach>> = which
+        .iter()
+        .map(|&i| Job { links: vec![agents[i].link], conversation: Reach::new(&run.names[i], run.launch.token.clone(), true) })
+        .collect();
+    drive(hub, &mut jobs, run.fanout)?;
+    for (&i, job) in which.iter().zip(jobs) {
+        let agent = &mut agents[i];
+        let reach = job.conversation;
+        agent.second_chance = false;
+        match reach.failure {
+            Some(f) => agent.error = Some(f.cause),
+            None => {
+                agent.reached = true;
+                agent.error = None;
+                if let Some(inventory) = &reach.inventory {
+                    read_inventory(agent, &run.specs[i], inventory);
+                }
             }
         }
     }
-    let (link, host) = ctl.into_links().pop().expect("one link");
-    agent.link = Some(link);
-    agent.host = host;
-    agent
+    Ok(())
+}
+
+/// The settings compared across endpoints (drift), and the rate pairs are judged against.
+fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory) {
+    let port = inventory
+        .ports()
+        .filter(|(d, _)| spec.device.as_deref().is_none_or(|want| d.name == want))
+        .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
+        .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
+    if let Some((d, p)) = port {
+        agent.soft = d.ca_type.starts_with("Soft-");
+        agent.rate_gbps = p.rate_gbps;
+        agent.settings = vec![
+            ("ca_type".into(), d.ca_type.clone()),
+            ("fw_ver".into(), d.fw_ver.clone()),
+            ("link_layer".into(), p.link_layer.to_string()),
+            ("active_mtu".into(), p.active_mtu.map_or("?".into(), |m| m.to_string())),
+            ("rate_gbps".into(), p.rate_gbps.map_or("?".into(), gbps)),
+        ];
+    }
 }
 
 /// The rate every pair should reach: the slowest endpoint's, unless any is Soft-RoCE (whose
@@ -289,102 +327,61 @@ fn expected_rate(agents: &[Agent]) -> Option<f64> {
     live.iter().filter_map(|a| a.rate_gbps).reduce(f64::min)
 }
 
-/// Runs one round: every pair in parallel, each on its own controller thread.
-fn run_round(run: &Run, agents: &mut [Agent], round: &[(usize, usize)], retest: bool) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
-    if crate::verbs::os::interrupted() {
-        return Err(Failure::new("interrupted", "the agents were told to stop; nothing is left running"));
+/// Runs one round: every pair at once, each its own test sequence on the one hub.
+fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, usize)], retest: bool) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+    // Agents whose channel an earlier pair discarded are reached again (a restarted node may
+    // come back).
+    let mut again: Vec<usize> =
+        round.iter().flat_map(|&(a, b)| [a, b]).filter(|&i| !agents[i].reached && (agents[i].error.is_none() || agents[i].second_chance)).collect();
+    again.sort_unstable();
+    again.dedup();
+    if !again.is_empty() {
+        reach(run, hub, agents, again)?;
     }
-    // Agents lost in an earlier round are reached again (a restarted node may come back).
-    let lost: Vec<usize> = round.iter().flat_map(|&(a, b)| [a, b]).filter(|&i| agents[i].link.is_none() && agents[i].error.is_none()).collect();
-    if !lost.is_empty() {
-        for (i, agent) in lost.iter().zip(reach_all(run, lost.clone())) {
-            agents[*i] = agent;
-        }
-    }
-    let mut jobs = Vec::new();
     let mut out = Vec::new();
+    let mut jobs = Vec::new();
     for &(a, b) in round {
-        let names = (run.names[a].clone(), run.names[b].clone());
-        match (agents[a].link.take(), agents[b].link.take()) {
-            (Some(la), Some(lb)) => jobs.push((a, b, Controller::from_links(vec![la, lb], Some(vec![agents[a].host.clone(), agents[b].host.clone()])))),
-            (la, lb) => {
-                agents[a].link = la;
-                agents[b].link = lb;
-                let why = [a, b].iter().filter_map(|&i| agents[i].error.clone().map(|e| format!("{}: {e}", run.names[i]))).collect::<Vec<_>>().join("; ");
-                let record = PairRecord { a: names.0, b: names.1, verdict: Verdict::Fail, results: Vec::new(), error: Some(why), retest };
-                out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
-            }
+        if agents[a].reached && agents[b].reached {
+            let targets = [a, b].map(|i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index, cm: None });
+            let labels = [run.names[a].clone(), run.names[b].clone()];
+            let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
+            jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
+        } else {
+            // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
+            let why = [a, b]
+                .iter()
+                .filter_map(|&i| agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) }))
+                .collect::<Vec<_>>()
+                .join("; ");
+            let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict: Verdict::Fail, results: Vec::new(), error: Some(why), retest };
+            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
     }
-    let finished: Vec<PairDone> = std::thread::scope(|scope| {
-        let handles: Vec<_> = jobs.into_iter().map(|(a, b, ctl)| scope.spawn(move || run_pair(run, a, b, ctl, retest))).collect();
-        handles.into_iter().filter_map(|h| h.join().ok()).collect()
-    });
-    for done in finished {
-        // A pair that could not run closed its agents (their state is unknown): they are
-        // started again before their next pair.
-        if let Some(ctl) = done.ctl {
-            for (i, (link, host)) in [done.a, done.b].into_iter().zip(ctl.into_links()) {
-                agents[i].link = Some(link);
-                agents[i].host = host;
+    let pairs: Vec<(usize, usize)> = round.iter().copied().filter(|&(a, b)| agents[a].reached && agents[b].reached).collect();
+    drive(hub, &mut jobs, usize::MAX)?;
+    for ((a, b), job) in pairs.into_iter().zip(jobs) {
+        let done = job.conversation;
+        for (i, discarded) in [a, b].into_iter().zip(done.discarded) {
+            if discarded {
+                agents[i].reached = false;
             }
         }
-        out.push((done.record, done.measure));
+        out.push(record(run, a, b, done, retest));
     }
     Ok(out)
 }
 
-/// One pair's outcome, with its controller when the agents are fit for another pair.
-struct PairDone {
-    a: usize,
-    b: usize,
-    ctl: Option<Controller>,
-    record: PairRecord,
-    measure: PairMeasure,
-}
-
-fn run_pair(run: &Run, a: usize, b: usize, mut ctl: Controller, retest: bool) -> PairDone {
-    let targets: Vec<Target> = [a, b]
-        .iter()
-        .map(|&i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index, cm: None })
-        .collect();
-    let mut results = Vec::new();
-    let mut sides = None;
-    let mut error = None;
-    let mut broken = false;
-    for test in &run.plan {
-        match pair::run_one(&mut ctl, test, &targets, run.timeout) {
-            Ok((ea, eb, r)) => {
-                sides.get_or_insert((pair::side(&ea), pair::side(&eb)));
-                results.push(r);
-            }
-            Err(Step::Failed { endpoints, result }) => {
-                if let Some(ends) = endpoints {
-                    sides.get_or_insert((pair::side(&ends.0), pair::side(&ends.1)));
-                }
-                results.push(*result);
-                break;
-            }
-            Err(Step::CouldNotRun(f)) => {
-                error = Some(format!("{} ({})", f.cause, f.remedy));
-                broken = true;
-                break;
-            }
-        }
-    }
+/// A finished pair's record and headline figures.
+fn record(run: &Run, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
+    let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
+    let error = done.could_not_run.map(|f| format!("{} ({})", f.cause, f.remedy));
+    let results = done.results;
     let verdict = match (&sides, &error) {
         (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
         _ => Verdict::Fail,
     };
     let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
-    let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest };
-    let ctl = if broken {
-        ctl.close();
-        None
-    } else {
-        Some(ctl)
-    };
-    PairDone { a, b, ctl, record, measure }
+    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest }, measure)
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
@@ -427,8 +424,8 @@ fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
         }
         let _ = writeln!(out, "  [{i}]");
     }
-    for (name, why) in &doc.unreachable {
-        let _ = writeln!(out, "\nUNREACHABLE {name}: {why}");
+    for u in &doc.unreachable {
+        let _ = writeln!(out, "\nUNREACHABLE {}: {}", u.endpoint, u.error);
     }
     if !doc.suspects.is_empty() {
         let _ = writeln!(out);

@@ -2,23 +2,27 @@
 //!
 //! The controller (this process) starts or reaches two agents, relays their endpoints
 //! (LID, QPN, PSN, GID, rkey, address: out of band, so no IPoIB is needed), starts the
-//! passive side before the active one, collects results and judges them.
+//! passive side before the active one, collects results and judges them. The test sequence
+//! is a pure state machine (`sequence`) driven over the one-thread hub, as `mesh` drives it
+//! for every pair of a round.
 
 pub mod plan;
 pub mod report;
+pub mod sequence;
 pub mod verdict;
 
 use crate::cli::parse_device_port;
-use crate::control::controller::{deadline, Controller};
+use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{self, EndpointSpec};
+use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
-use crate::control::protocol::{CmRole, Endpoint, Reply, Request, Role, RunResult, Target, TestKind};
+use crate::control::protocol::{CmRole, Endpoint, Target, TestKind};
+use crate::control::reach::Reach;
 use crate::error::{Failure, Outcome};
-use crate::perf::summary;
 use clap::Args;
 use plan::{Direction, PlanInput, PlannedTest};
-use report::{PairDoc, Side, TestResult};
-use std::collections::BTreeMap;
+use report::{PairDoc, Side};
+use sequence::PairSequence;
 use std::time::Duration;
 
 #[derive(Debug, Args)]
@@ -129,44 +133,35 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
 pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     let config = configure(args)?;
     crate::verbs::os::catch_termination();
-    let mut ctl = Controller::connect(&config.endpoints, &config.launch)?;
-    let targets: Vec<Target> = config
-        .endpoints
-        .iter()
-        .enumerate()
-        .map(|(i, e)| Target {
-            device: e.device.clone(),
-            port: e.port.map(|p| p as u8),
-            gid_index: config.gid_index,
-            cm: config.cm.then_some(if i == 0 { CmRole::Connect } else { CmRole::Listen }),
-        })
-        .collect();
-    let mut sides: Option<(Endpoint, Endpoint)> = None;
-    let mut results = Vec::new();
-    for test in &config.plan {
-        match run_one(&mut ctl, test, &targets, config.test_timeout) {
-            Ok((ea, eb, result)) => {
-                sides.get_or_insert((ea, eb));
-                results.push(result);
-            }
-            Err(Step::Failed { endpoints, result }) => {
-                if let Some(ends) = endpoints {
-                    sides.get_or_insert(*ends);
-                }
-                results.push(*result);
-                break;
-            }
-            Err(Step::CouldNotRun(f)) => {
-                ctl.close();
-                return Err(f);
-            }
-        }
+    let mut hub = Hub::new(config.launch.clone());
+    let labels = config.endpoints.clone().map(|e| e.host.to_string());
+    let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
+    // Both agents are reached at once; the first that cannot be is the error.
+    let mut reach: Vec<Job<Reach>> =
+        (0..2).map(|i| Job { links: vec![links[i]], conversation: Reach::new(&labels[i], config.launch.token.clone(), false) }).collect();
+    drive(&mut hub, &mut reach, 2)?;
+    if let Some(f) = reach.into_iter().find_map(|j| j.conversation.failure) {
+        return Err(f);
     }
-    ctl.close();
-    let Some((ea, eb)) = sides else {
+    let targets = [0, 1].map(|i| Target {
+        device: config.endpoints[i].device.clone(),
+        port: config.endpoints[i].port.map(|p| p as u8),
+        gid_index: config.gid_index,
+        cm: config.cm.then_some(if i == 0 { CmRole::Connect } else { CmRole::Listen }),
+    });
+    let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
+    let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
+    drive(&mut hub, &mut jobs, 1)?;
+    hub.close_all();
+    let [Job { conversation: done, .. }] = jobs;
+    if let Some(f) = done.could_not_run {
+        return Err(f);
+    }
+    let Some((ea, eb)) = done.endpoints else {
         return Err(Failure::new("no test reached its endpoints", "see the errors above"));
     };
     let (a, b) = (side(&ea), side(&eb));
+    let results = done.results;
     let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
     let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings };
     if config.json {
@@ -175,151 +170,6 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
         print!("{}", report::human(&doc));
     }
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
-}
-
-pub(crate) enum Step {
-    /// The test ran and the fabric failed it (completion error, stall): a result, exit 1.
-    Failed { endpoints: Option<Box<(Endpoint, Endpoint)>>, result: Box<TestResult> },
-    /// Could not run (agent lost, timeout, bad device): exit 2.
-    CouldNotRun(Failure),
-}
-
-impl From<Failure> for Step {
-    fn from(f: Failure) -> Self {
-        Step::CouldNotRun(f)
-    }
-}
-
-pub(crate) fn run_one(ctl: &mut Controller, t: &PlannedTest, targets: &[Target], timeout: Duration) -> Result<(Endpoint, Endpoint, TestResult), Step> {
-    let what = format!("{} {} {} B", t.spec.test.name(), t.direction.name(), t.spec.size);
-    for (i, target) in targets.iter().enumerate() {
-        ctl.send(i, &Request::Prepare { target: target.clone(), spec: t.spec_for(i == 0) })?;
-    }
-    let mut eps = Vec::new();
-    for i in 0..2 {
-        match ctl.expect(i, deadline::PREPARE, &format!("preparing {what}"))? {
-            Reply::Ready { endpoint } => eps.push(endpoint),
-            other => return Err(ctl.unexpected(i, &other).into()),
-        }
-    }
-    let (ea, eb) = (eps[0].clone(), eps[1].clone());
-    ctl.send(0, &Request::Connect { peer: eb.clone() })?;
-    ctl.send(1, &Request::Connect { peer: ea.clone() })?;
-    for i in 0..2 {
-        match ctl.expect(i, deadline::CONNECT, &format!("connecting {what}"))? {
-            Reply::Connected => {}
-            other => return Err(ctl.unexpected(i, &other).into()),
-        }
-    }
-    let (ra, rb) = t.direction.roles();
-    let roles = [ra, rb];
-    // Passive sides first, so receives are posted and loops running before the first send.
-    let order: Vec<usize> = (0..2).filter(|&i| roles[i] == Role::Passive).chain((0..2).filter(|&i| roles[i] != Role::Passive)).collect();
-    for &i in &order {
-        ctl.send(i, &Request::Run)?;
-        match ctl.expect(i, deadline::START, &format!("starting {what}"))? {
-            Reply::Running => {}
-            other => return Err(ctl.unexpected(i, &other).into()),
-        }
-    }
-    let mut runs: [Option<RunResult>; 2] = [None, None];
-    let mut failure: Option<Failure> = None;
-    for &i in order.iter().filter(|&&i| roles[i] != Role::Passive) {
-        match ctl.expect(i, timeout, &format!("running {what}")) {
-            Ok(Reply::Done { result }) => runs[i] = Some(result),
-            Ok(other) => return Err(ctl.unexpected(i, &other).into()),
-            Err(f) if f.cause.contains("agent lost") || f.cause.contains("interrupted") || f.cause.contains("no answer") => {
-                return Err(Step::CouldNotRun(f))
-            }
-            Err(f) => {
-                failure = Some(f);
-                break;
-            }
-        }
-    }
-    for &i in order.iter().filter(|&&i| roles[i] == Role::Passive) {
-        ctl.send(i, &Request::Stop)?;
-        match ctl.expect(i, deadline::STOP, &format!("stopping {what}")) {
-            Ok(Reply::Done { result }) => runs[i] = Some(result),
-            Ok(other) => return Err(ctl.unexpected(i, &other).into()),
-            Err(f) if failure.is_some() => {
-                tracing::debug!(cause = %f.cause, "passive side after a failed test");
-            }
-            Err(f) => failure = Some(f),
-        }
-    }
-    // One port under both agents (a loopback run): its counters are one set, not two.
-    let same_port = ea.host == eb.host && ea.device == eb.device && ea.port == eb.port;
-    let mut result = summarise(t, &runs, same_port);
-    if let Some(f) = failure {
-        result.error = Some(f.cause);
-        result.remedy = Some(f.remedy);
-        // Release both sides before giving the result back; errors here change nothing.
-        for i in 0..2 {
-            let _ = ctl.send(i, &Request::Finish);
-        }
-        for i in 0..2 {
-            let _ = ctl.expect(i, deadline::STOP, "cleaning up");
-        }
-        return Err(Step::Failed { endpoints: Some(Box::new((ea, eb))), result: Box::new(result) });
-    }
-    for i in 0..2 {
-        ctl.send(i, &Request::Finish)?;
-    }
-    for i in 0..2 {
-        match ctl.expect(i, deadline::STOP, &format!("finishing {what}"))? {
-            Reply::Finished => {}
-            other => return Err(ctl.unexpected(i, &other).into()),
-        }
-    }
-    Ok((ea, eb, result))
-}
-
-fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) -> TestResult {
-    let spec = &t.spec;
-    let (ra, rb) = t.direction.roles();
-    let active: Vec<&RunResult> = [(ra, &runs[0]), (rb, &runs[1])]
-        .into_iter()
-        .filter(|(role, _)| *role != Role::Passive)
-        .filter_map(|(_, r)| r.as_ref())
-        .collect();
-    let mut counters = BTreeMap::new();
-    let sides: &[(&str, &Option<RunResult>)] = if same_port { &[("a", &runs[0])] } else { &[("a", &runs[0]), ("b", &runs[1])] };
-    for &(name, run) in sides {
-        if let Some(r) = run {
-            for (counter, delta) in &r.counter_deltas {
-                counters.insert(format!("{name}:{counter}"), *delta);
-            }
-        }
-    }
-    let iterations = active.iter().map(|r| r.iterations).sum();
-    let mut result = TestResult {
-        test: spec.test.name().into(),
-        direction: t.direction.name().into(),
-        size: spec.size,
-        iterations,
-        qps: spec.qps,
-        lat_us: None,
-        bw_gbps: None,
-        peak_gbps: None,
-        msg_rate_mpps: None,
-        counters,
-        error: None,
-        remedy: None,
-    };
-    if spec.test.is_latency() {
-        result.lat_us = active.first().and_then(|r| r.lat);
-    } else if !active.is_empty() {
-        // Bidirectional: the two directions add up.
-        let bw: f64 = active.iter().map(|r| summary::gbps(r.bytes, r.elapsed_ns)).sum();
-        let rate: f64 = active.iter().map(|r| summary::mpps(r.iterations, r.elapsed_ns)).sum();
-        let rate = (rate * 1e6).round() / 1e6;
-        let peak: f64 = active.iter().map(|r| r.peak_gbps.unwrap_or(0.0)).sum();
-        result.bw_gbps = Some((bw * 1000.0).round() / 1000.0);
-        result.msg_rate_mpps = Some(rate);
-        result.peak_gbps = Some(((peak.max(bw)) * 1000.0).round() / 1000.0);
-    }
-    result
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {

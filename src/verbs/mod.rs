@@ -11,6 +11,7 @@ mod error;
 mod mr;
 mod pd;
 mod qp;
+pub mod io;
 pub mod os;
 
 pub use cm::{CmChannel, CmEvent, CmId};

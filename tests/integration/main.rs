@@ -4,6 +4,7 @@
 mod cli;
 mod fuzz;
 mod fixtures;
+mod mesh_scale;
 mod protocol;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,432 @@
+//! The controller's reactor: every agent channel, polled from one thread.
+//!
+//! A mesh of a thousand nodes holds a thousand channels (ssh children or sockets) and no
+//! thread per node: the hub starts agents on the first request sent to them, connects
+//! sockets without blocking, reads replies as they arrive and hands them out as events.
+//! Conversations (see [`drive`](super::drive)) decide what to send; the hub only moves bytes
+//! and explains channels that end.
+
+use super::endpoint::HostSpec;
+use super::lines::LineBuffer;
+use super::link::{self, Channel, LaunchOptions, ReadOutcome};
+use super::protocol::{self, Reply, Request};
+use crate::error::Failure;
+use crate::verbs::io::{self, PollSet};
+use std::collections::VecDeque;
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
+
+/// Index of an agent channel in its hub.
+pub type LinkId = usize;
+
+#[derive(Debug)]
+pub enum HubEvent {
+    Reply(LinkId, Reply),
+    /// The channel ended or never came up, explained. The link is idle again: the next
+    /// request starts or reaches that agent anew.
+    Lost(LinkId, Failure),
+}
+
+/// How long an ended child may take to report its exit status (it explains the loss).
+const EXIT_GRACE: Duration = Duration::from_millis(300);
+/// How long an agent told goodbye may take to exit before it is killed.
+const BYE_GRACE: Duration = Duration::from_secs(3);
+/// Longest stderr line kept to explain a loss.
+const TAIL: usize = 300;
+
+enum State {
+    Idle,
+    Connecting { stream: TcpStream, rest: Vec<SocketAddr>, port: u16, deadline: Instant },
+    Open(Channel),
+    /// End of stream seen; waiting briefly for the child's exit status.
+    Ending { channel: Channel, why: String, until: Instant },
+}
+
+struct Link {
+    host: HostSpec,
+    label: String,
+    state: State,
+    inbox: LineBuffer,
+    outbox: Vec<u8>,
+    stderr: LineBuffer,
+    stderr_tail: String,
+}
+
+#[derive(Clone, Copy)]
+enum Slot {
+    Connect,
+    Read,
+    Write,
+    Stderr,
+}
+
+pub struct Hub {
+    links: Vec<Link>,
+    opts: LaunchOptions,
+    ready: VecDeque<HubEvent>,
+    reaping: Vec<(Child, Instant)>,
+    poll: PollSet,
+    slots: Vec<(LinkId, Slot)>,
+    buf: Vec<u8>,
+}
+
+impl Hub {
+    pub fn new(opts: LaunchOptions) -> Hub {
+        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), poll: PollSet::default(), slots: Vec::new(), buf: vec![0; 64 << 10] }
+    }
+
+    /// Registers an agent; nothing starts until the first request is sent to it.
+    pub fn add(&mut self, host: &HostSpec, label: impl Into<String>) -> LinkId {
+        self.links.push(Link {
+            host: host.clone(),
+            label: label.into(),
+            state: State::Idle,
+            inbox: LineBuffer::default(),
+            outbox: Vec::new(),
+            stderr: LineBuffer::default(),
+            stderr_tail: String::new(),
+        });
+        self.links.len() - 1
+    }
+
+    pub fn label(&self, id: LinkId) -> &str {
+        &self.links[id].label
+    }
+
+    /// Sends a request, starting or reaching the agent first if its link is idle. Failures
+    /// arrive later as a `Lost` event, so callers handle every loss in one place.
+    pub fn send(&mut self, id: LinkId, request: &Request) {
+        if matches!(self.links[id].state, State::Idle) {
+            self.open(id);
+        }
+        let link = &mut self.links[id];
+        match link.state {
+            State::Open(_) | State::Connecting { .. } => link.outbox.extend_from_slice(protocol::encode(request).as_bytes()),
+            State::Idle | State::Ending { .. } => return,
+        }
+        self.flush(id);
+    }
+
+    fn open(&mut self, id: LinkId) {
+        let link = &mut self.links[id];
+        link.inbox = LineBuffer::default();
+        link.outbox.clear();
+        link.stderr = LineBuffer::default();
+        link.stderr_tail.clear();
+        match link.host.clone() {
+            HostSpec::Tcp { host, port } => match link::resolve(&host, port, &link.label) {
+                Ok(addrs) => self.connect_next(id, addrs, port, String::new()),
+                Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
+            },
+            host => match link::spawn(&host, &link.label, &self.opts) {
+                Ok(channel) => link.state = State::Open(channel),
+                Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
+            },
+        }
+    }
+
+    /// Tries the next address of a `tcp://` agent, or reports that none answered.
+    fn connect_next(&mut self, id: LinkId, mut rest: Vec<SocketAddr>, port: u16, mut last_error: String) {
+        while !rest.is_empty() {
+            let addr = rest.remove(0);
+            match io::connect_start(&addr) {
+                Ok(stream) => {
+                    let deadline = Instant::now() + self.opts.connect_timeout;
+                    self.links[id].state = State::Connecting { stream, rest, port, deadline };
+                    return;
+                }
+                Err(e) => last_error = e.to_string(),
+            }
+        }
+        let link = &mut self.links[id];
+        link.state = State::Idle;
+        self.ready.push_back(HubEvent::Lost(id, link::unreachable(&link.label, port, &last_error)));
+    }
+
+    fn flush(&mut self, id: LinkId) {
+        let link = &mut self.links[id];
+        let State::Open(channel) = &mut link.state else { return };
+        while !link.outbox.is_empty() {
+            match channel.write(&link.outbox) {
+                Ok(0) => return,
+                Ok(n) => {
+                    link.outbox.drain(..n);
+                }
+                Err(e) => {
+                    self.begin_end(id, format!("cannot send to the agent: {e}"));
+                    return;
+                }
+            }
+        }
+    }
+
+    /// Waits up to `timeout` for replies and losses, appending them to `out`.
+    pub fn wait(&mut self, timeout: Duration, out: &mut Vec<HubEvent>) {
+        let now = Instant::now();
+        let mut timeout = if self.ready.is_empty() { timeout } else { Duration::ZERO };
+        self.poll.clear();
+        self.slots.clear();
+        for (id, link) in self.links.iter().enumerate() {
+            match &link.state {
+                State::Idle => {}
+                State::Connecting { stream, deadline, .. } => {
+                    timeout = timeout.min(deadline.saturating_duration_since(now));
+                    self.poll.add(stream.as_raw_fd(), false, true);
+                    self.slots.push((id, Slot::Connect));
+                }
+                State::Open(channel) | State::Ending { channel, .. } => {
+                    if let State::Ending { until, .. } = &link.state {
+                        timeout = timeout.min(until.saturating_duration_since(now).max(Duration::from_millis(5)));
+                    } else {
+                        self.poll.add(channel.read_fd(), true, false);
+                        self.slots.push((id, Slot::Read));
+                        if let (false, Some(fd)) = (link.outbox.is_empty(), channel.write_fd()) {
+                            self.poll.add(fd, false, true);
+                            self.slots.push((id, Slot::Write));
+                        }
+                    }
+                    if let Some(fd) = channel.stderr_fd() {
+                        self.poll.add(fd, true, false);
+                        self.slots.push((id, Slot::Stderr));
+                    }
+                }
+            }
+        }
+        if !self.reaping.is_empty() {
+            timeout = timeout.min(Duration::from_millis(20));
+        }
+        if let Err(e) = self.poll.wait(timeout) {
+            tracing::warn!(error = %e, "poll failed");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        for k in 0..self.slots.len() {
+            let (id, slot) = self.slots[k];
+            match slot {
+                Slot::Connect if self.poll.writable(k) => self.connected(id),
+                Slot::Read if self.poll.readable(k) => self.read(id),
+                Slot::Write if self.poll.writable(k) => self.flush(id),
+                Slot::Stderr if self.poll.readable(k) => self.read_stderr(id),
+                _ => {}
+            }
+        }
+        self.expire(Instant::now());
+        self.reap(false);
+        out.extend(self.ready.drain(..));
+    }
+
+    fn connected(&mut self, id: LinkId) {
+        let State::Connecting { stream, .. } = &self.links[id].state else { return };
+        match io::connect_finished(stream) {
+            Ok(()) => {
+                let _ = stream.set_nodelay(true);
+                let State::Connecting { stream, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { return };
+                self.links[id].state = State::Open(Channel::Tcp(stream));
+                self.flush(id);
+            }
+            Err(e) => {
+                let State::Connecting { rest, port, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { return };
+                self.connect_next(id, rest, port, e.to_string());
+            }
+        }
+    }
+
+    fn read(&mut self, id: LinkId) {
+        // Bounded per wake-up, so one chatty agent cannot starve the others.
+        for _ in 0..16 {
+            let link = &mut self.links[id];
+            let State::Open(channel) = &mut link.state else { return };
+            match channel.read(&mut self.buf) {
+                Ok(ReadOutcome::Data(n)) => {
+                    link.inbox.push(&self.buf[..n]);
+                    loop {
+                        match self.links[id].inbox.pop(protocol::MAX_LINE) {
+                            Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
+                                Ok(reply) => self.ready.push_back(HubEvent::Reply(id, reply)),
+                                Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
+                            },
+                            Ok(None) => break,
+                            Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
+                        }
+                    }
+                }
+                Ok(ReadOutcome::WouldBlock) => return,
+                Ok(ReadOutcome::End) => {
+                    let why = if link.inbox.pending() > 0 { "the channel closed in the middle of a message" } else { "the agent exited or the connection closed" };
+                    return self.begin_end(id, why.into());
+                }
+                Err(e) => return self.begin_end(id, format!("the connection failed: {e}")),
+            }
+        }
+    }
+
+    fn read_stderr(&mut self, id: LinkId) {
+        for _ in 0..16 {
+            let link = &mut self.links[id];
+            let (State::Open(channel) | State::Ending { channel, .. }) = &mut link.state else { return };
+            match channel.read_stderr(&mut self.buf) {
+                Ok(ReadOutcome::Data(n)) => {
+                    link.stderr.push(&self.buf[..n]);
+                    loop {
+                        match link.stderr.pop(4096) {
+                            Ok(Some(line)) if line.trim().is_empty() => {}
+                            Ok(Some(line)) => {
+                                // The agent's (or ssh's) own words, attributed.
+                                eprintln!("{}: {line}", link.label);
+                                link.stderr_tail = line.chars().take(TAIL).collect();
+                            }
+                            Ok(None) => break,
+                            Err(_) => {
+                                link.stderr = LineBuffer::default();
+                                break;
+                            }
+                        }
+                    }
+                }
+                Ok(ReadOutcome::WouldBlock) => return,
+                Ok(ReadOutcome::End) | Err(_) => return channel.close_stderr(),
+            }
+        }
+    }
+
+    /// The channel broke or ended: a child gets a moment to report its exit status.
+    fn begin_end(&mut self, id: LinkId, why: String) {
+        let link = &mut self.links[id];
+        match std::mem::replace(&mut link.state, State::Idle) {
+            State::Open(channel @ Channel::Child { .. }) => {
+                link.state = State::Ending { channel, why, until: Instant::now() + EXIT_GRACE };
+            }
+            State::Open(channel) | State::Ending { channel, .. } => {
+                let failure = explain(link, None, &why);
+                drop(channel.into_child());
+                self.ready.push_back(HubEvent::Lost(id, failure));
+            }
+            State::Connecting { .. } | State::Idle => {}
+        }
+    }
+
+    /// An agent that broke the protocol is not trusted further: killed, reported.
+    fn refuse(&mut self, id: LinkId, why: &str) {
+        let failure = Failure::new(format!("{}: {why}", self.links[id].label), "use the same fabcheck version on every node");
+        self.discard(id);
+        self.ready.push_back(HubEvent::Lost(id, failure));
+    }
+
+    /// Connect deadlines and ended children whose status is in (or whose grace ran out).
+    fn expire(&mut self, now: Instant) {
+        for id in 0..self.links.len() {
+            match &mut self.links[id].state {
+                State::Connecting { deadline, .. } if *deadline <= now => {
+                    let State::Connecting { rest, port, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
+                    let secs = self.opts.connect_timeout.as_secs().max(1);
+                    self.connect_next(id, rest, port, format!("no answer within {secs} s (host down or a firewall drops the connection)"));
+                }
+                State::Ending { channel, until, .. } => {
+                    let status = channel.child().and_then(|c| c.try_wait().ok().flatten());
+                    if status.is_none() && *until > now {
+                        continue;
+                    }
+                    let State::Ending { mut channel, why, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
+                    // Whatever the child said last explains the loss best.
+                    if channel.stderr_fd().is_some() {
+                        let mut tail = [0u8; 4096];
+                        if let Ok(ReadOutcome::Data(n)) = channel.read_stderr(&mut tail) {
+                            let link = &mut self.links[id];
+                            link.stderr.push(&tail[..n]);
+                            while let Ok(Some(line)) = link.stderr.pop(4096) {
+                                if !line.trim().is_empty() {
+                                    eprintln!("{}: {line}", link.label);
+                                    link.stderr_tail = line.chars().take(TAIL).collect();
+                                }
+                            }
+                        }
+                    }
+                    let failure = explain(&self.links[id], status, &why);
+                    if let Some(child) = channel.into_child() {
+                        self.reaping.push((child, now + BYE_GRACE));
+                    }
+                    self.ready.push_back(HubEvent::Lost(id, failure));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Takes a link out of service (it is out of step, or its pair could not run): the agent
+    /// is told goodbye and its channel closed, so it stops whatever it runs; a child that does
+    /// not exit within a few seconds is killed. The next request starts it afresh.
+    pub fn discard(&mut self, id: LinkId) {
+        self.say_bye(id);
+        let link = &mut self.links[id];
+        link.outbox.clear();
+        let channel = match std::mem::replace(&mut link.state, State::Idle) {
+            State::Open(c) | State::Ending { channel: c, .. } => c,
+            State::Connecting { .. } | State::Idle => return,
+        };
+        let mut channel = channel;
+        channel.close_write();
+        if let Some(child) = channel.into_child() {
+            self.reaping.push((child, Instant::now() + BYE_GRACE));
+        }
+    }
+
+    fn say_bye(&mut self, id: LinkId) {
+        if let State::Open(channel) = &mut self.links[id].state {
+            // Best effort: a full pipe or socket only means the agent learns from the close.
+            let _ = channel.write(protocol::encode(&Request::Bye).as_bytes());
+        }
+    }
+
+    /// Reaps children told to go; `all` waits (to their grace, then kills) until none is left.
+    fn reap(&mut self, all: bool) {
+        loop {
+            let now = Instant::now();
+            self.reaping.retain_mut(|(child, deadline)| match child.try_wait() {
+                Ok(Some(_)) | Err(_) => false,
+                Ok(None) if now >= *deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    false
+                }
+                Ok(None) => true,
+            });
+            if !all || self.reaping.is_empty() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Says goodbye to every agent and makes sure nothing is left running.
+    pub fn close_all(&mut self) {
+        for id in 0..self.links.len() {
+            self.discard(id);
+        }
+        self.ready.clear();
+        self.reap(true);
+    }
+}
+
+impl Drop for Hub {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
+
+/// Why a channel ended, for the operator: ssh problems point at ssh, a local agent at its
+/// message, a socket at the host.
+fn explain(link: &Link, status: Option<ExitStatus>, why: &str) -> Failure {
+    let tail = if link.stderr_tail.is_empty() { String::new() } else { format!(": {}", link.stderr_tail) };
+    match (&link.host, status) {
+        (HostSpec::Ssh { .. }, Some(s)) => Failure::new(
+            format!("{}: ssh or the remote agent exited ({s}){tail}", link.label),
+            format!(
+                "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
+                link.host
+            ),
+        ),
+        (_, Some(s)) => Failure::new(format!("{}: the agent exited ({s}){tail}", link.label), "see its message above"),
+        _ => Failure::new(format!("{}: {why}{tail}", link.label), "the agent died or its host went away; check it and rerun"),
+    }
+}

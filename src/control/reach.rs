@@ -1,0 +1,155 @@
+//! Reaching one agent: hello (with the token), and optionally its inventory. A conversation
+//! for [`drive`](super::drive), so a thousand agents are reached from one thread, `window`
+//! handshakes (ssh logins, TCP connects) at a time.
+
+use super::drive::{Actions, Conversation};
+use super::protocol::{Reply, Request};
+use crate::error::Failure;
+use crate::probe::Inventory;
+use std::time::{Duration, Instant};
+
+/// Deadlines for each step; a step that misses its deadline ends the run (exit 2).
+pub mod deadline {
+    use std::time::Duration;
+    pub const HELLO: Duration = Duration::from_secs(20);
+    pub const INVENTORY: Duration = Duration::from_secs(30);
+}
+
+pub struct Reach {
+    label: String,
+    token: Option<String>,
+    want_inventory: bool,
+    state: State,
+    deadline: Option<Instant>,
+    /// The host name the agent reported.
+    pub host: String,
+    pub inventory: Option<Inventory>,
+    pub failure: Option<Failure>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    NotStarted,
+    Hello,
+    Inventory,
+    Done,
+}
+
+impl Reach {
+    pub fn new(label: &str, token: Option<String>, want_inventory: bool) -> Reach {
+        Reach { label: label.into(), token, want_inventory, state: State::NotStarted, deadline: None, host: String::new(), inventory: None, failure: None }
+    }
+
+    fn fail(&mut self, failure: Failure, act: &mut Actions) {
+        self.failure = Some(failure);
+        self.state = State::Done;
+        self.deadline = None;
+        act.discard.push(0);
+    }
+
+    fn step(&mut self, state: State, limit: Duration, now: Instant) {
+        self.state = state;
+        self.deadline = Some(now + limit);
+    }
+}
+
+impl Conversation for Reach {
+    fn start(&mut self, now: Instant, act: &mut Actions) {
+        act.send(0, Request::Hello { token: self.token.clone() });
+        self.step(State::Hello, deadline::HELLO, now);
+    }
+
+    fn on_reply(&mut self, _side: usize, reply: Reply, now: Instant, act: &mut Actions) {
+        match (self.state, reply) {
+            (State::Hello | State::Inventory, Reply::Error { cause, remedy }) => {
+                self.fail(Failure::new(format!("{}: {cause}", self.label), remedy), act)
+            }
+            (State::Hello, Reply::Hello { host, .. }) => {
+                self.host = host;
+                if self.want_inventory {
+                    act.send(0, Request::Inventory);
+                    self.step(State::Inventory, deadline::INVENTORY, now);
+                } else {
+                    self.state = State::Done;
+                    self.deadline = None;
+                }
+            }
+            (State::Inventory, Reply::Inventory { inventory }) => {
+                self.inventory = Some(inventory);
+                self.state = State::Done;
+                self.deadline = None;
+            }
+            (_, other) => {
+                let f = Failure::new(format!("{}: unexpected reply {other:?}", self.label), "use the same fabcheck version on every node");
+                self.fail(f, act)
+            }
+        }
+    }
+
+    fn on_lost(&mut self, _side: usize, failure: Failure, _now: Instant, act: &mut Actions) {
+        self.fail(failure, act);
+    }
+
+    fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
+        let (what, limit) = match self.state {
+            State::Inventory => ("reading the inventory", deadline::INVENTORY),
+            _ => ("saying hello", deadline::HELLO),
+        };
+        let f = Failure::new(
+            format!("{}: no answer within {} s while {what}", self.label, limit.as_secs()),
+            "the agent or its host is stuck or unreachable (for ssh: a password or host-key prompt?); check it and rerun",
+        );
+        self.fail(f, act);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_then_inventory() {
+        let now = Instant::now();
+        let mut r = Reach::new("n1", Some("t".into()), true);
+        let mut act = Actions::default();
+        r.start(now, &mut act);
+        assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
+        act.sends.clear();
+        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into() }, now, &mut act);
+        assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
+        assert!(!r.is_done());
+        r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);
+        assert!(r.is_done() && r.failure.is_none() && r.inventory.is_some());
+        assert_eq!(r.host, "node1");
+    }
+
+    #[test]
+    fn refused_token_silence_and_loss_are_failures() {
+        let now = Instant::now();
+        let mut act = Actions::default();
+        let mut r = Reach::new("n1", None, false);
+        r.start(now, &mut act);
+        r.on_reply(0, Reply::Error { cause: "the agent refused the token".into(), remedy: "pass it".into() }, now, &mut act);
+        assert!(r.is_done() && r.failure.as_ref().unwrap().cause.starts_with("n1: the agent refused"));
+        assert_eq!(act.discard, [0]);
+
+        let mut r = Reach::new("n2", None, false);
+        r.start(now, &mut act);
+        assert!(r.deadline().unwrap() > now);
+        r.on_deadline(now + deadline::HELLO, &mut act);
+        assert!(r.failure.as_ref().unwrap().cause.contains("no answer within 20 s while saying hello"));
+
+        let mut r = Reach::new("n3", None, false);
+        r.start(now, &mut act);
+        r.on_lost(0, Failure::new("cannot reach n3: refused", "start it"), now, &mut act);
+        assert_eq!(r.failure.as_ref().unwrap().cause, "cannot reach n3: refused");
+    }
+}

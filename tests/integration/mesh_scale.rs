@@ -1,0 +1,621 @@
+//! `fabcheck mesh` end to end at scale, with no RDMA device: the real controller binary against
+//! dozens of FAKE agents living in this test process.
+//!
+//! # The fake agent
+//!
+//! Each fake agent is a `TcpListener` on `127.0.0.1:0` (so the mesh reaches it as
+//! `tcp://127.0.0.1:PORT`, exactly like a `fabcheck serve`) and a thread that accepts
+//! connections in a loop (the controller may connect more than once, e.g. to re-reach an agent
+//! whose pair broke) and serves each one on its own thread, line by line, with the library's
+//! own protocol types (`decode::<Request>`, `encode(&Reply)`):
+//!
+//! | request         | reply                                                                |
+//! |-----------------|----------------------------------------------------------------------|
+//! | `hello`         | `hello{agent:"fabcheck fake", host:"fakeNN"}` (no token check)       |
+//! | `inventory`     | a real `Inventory`, built once from the `hdr-ib-healthy` fixture     |
+//! |                 | (ConnectX-6, 4X HDR, ACTIVE at 200 Gb/s)                             |
+//! | `prepare`       | `ready{endpoint}`: host `fakeNN`, the fixture port's LID, rate...    |
+//! | `connect{peer}` | `connected`; remembers `peer.host`, who it is paired with            |
+//! | `run`           | `running`; then an active side (`active`, `both`) sends              |
+//! |                 | `done{result}` at once, a passive side waits for `stop`              |
+//! | `stop`          | `done{result}` (zeros) if a passive run waits, else nothing          |
+//! | `finish`        | `finished`                                                           |
+//! | `bye`           | `bye`, and the connection is closed                                  |
+//!
+//! What an active side reports comes from one shared [`Fabric`] model rather than from the
+//! agent alone, because with `--direction ab` only the lower-indexed endpoint of a pair is
+//! active: a slow NIC must show in the figures whichever end of the pair it is. A pair's
+//! bandwidth is [`NORMAL_GBPS`] (95% of the 200 Gb/s port, above the default 90% threshold),
+//! times [`SLOW_SHARE`] when either end is a `slow_node`, times it again when either end's
+//! `slow_with` names the other (a bad link). Latency is the same for every pair, so the
+//! analysis only has bandwidth to go on. A `dead` agent is a port with nothing listening.
+//! `controller_stays_single_threaded` also pauses 2 ms before each `done`, so the run lasts long
+//! enough for its thread count to be sampled many times.
+//!
+//! The `fabcheck mesh` child always runs under a hang guard: still running after
+//! [`HANG_GUARD`], it is killed and the test fails. That is a guard, not a timing assertion.
+
+use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, Target, TestSpec};
+use fabcheck::perf::summary::LatencySummary;
+use fabcheck::probe::decode::PortState;
+use fabcheck::probe::{self, Inventory};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// The fixture every fake agent reports as its node: two ACTIVE 4X HDR ports at 200 Gb/s.
+const FIXTURE: &str = "hdr-ib-healthy";
+/// The port rate of that fixture, which mesh takes as the expected rate.
+const LINK_GBPS: f64 = 200.0;
+/// What a healthy pair measures: 95% of the link, above the default 90% threshold.
+const NORMAL_GBPS: f64 = 190.0;
+/// A slow node or link runs at this share of normal (57 Gb/s).
+const SLOW_SHARE: f64 = 0.3;
+/// One-way send latency every pair reports, microseconds.
+const LAT_P50_US: f64 = 1.9;
+/// A mesh still running after this long is a hang: killed, and the test fails.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// How one fake agent misbehaves. `Default` is a healthy agent.
+#[derive(Debug, Clone, Default)]
+struct Knobs {
+    /// Every pair with this node is slow (a bad NIC, PCIe slot...).
+    slow_node: bool,
+    /// The pair with this host (e.g. `"fake11"`) is slow (a bad cable or switch port).
+    slow_with: Option<String>,
+    /// Nothing listens on this agent's port: the endpoint is unreachable.
+    dead: bool,
+    /// The pair with this host hangs: its measuring side says `running` and then nothing.
+    hang_with: Option<String>,
+}
+
+/// The fake agents' host names, as their `hello` reports them.
+fn host(i: usize) -> String {
+    format!("fake{i:02}")
+}
+
+/// What every fake agent shares: the inventory it reports and the fabric's faults.
+struct Fabric {
+    inventory: Inventory,
+    /// By host name.
+    knobs: BTreeMap<String, Knobs>,
+    /// Pause before an active side's `done`, so a run lasts long enough to watch.
+    done_delay: Duration,
+    /// Connections each agent accepted, by host name (a re-reached agent counts twice).
+    connections: BTreeMap<String, AtomicUsize>,
+}
+
+impl Fabric {
+    /// Bandwidth between two hosts, Gb/s.
+    fn gbps(&self, a: &str, b: &str) -> f64 {
+        let knobs = |h: &str| self.knobs.get(h).cloned().unwrap_or_default();
+        let (ka, kb) = (knobs(a), knobs(b));
+        let mut gbps = NORMAL_GBPS;
+        if ka.slow_node || kb.slow_node {
+            gbps *= SLOW_SHARE;
+        }
+        if ka.slow_with.as_deref() == Some(b) || kb.slow_with.as_deref() == Some(a) {
+            gbps *= SLOW_SHARE;
+        }
+        gbps
+    }
+
+    /// Whether the test between two hosts hangs.
+    fn hangs(&self, a: &str, b: &str) -> bool {
+        let knobs = |h: &str| self.knobs.get(h).cloned().unwrap_or_default();
+        knobs(a).hang_with.as_deref() == Some(b) || knobs(b).hang_with.as_deref() == Some(a)
+    }
+
+    fn connections(&self, host: &str) -> usize {
+        self.connections.get(host).map_or(0, |c| c.load(Ordering::SeqCst))
+    }
+
+    /// The port a `prepare` lands on: the target's device and port, else the first ACTIVE one.
+    fn port(&self, target: &Target) -> Option<(&probe::Device, &probe::Port)> {
+        self.inventory
+            .ports()
+            .filter(|(d, _)| target.device.as_deref().is_none_or(|want| d.name == want))
+            .filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want)))
+            .find(|(_, p)| p.state == PortState::Active)
+    }
+}
+
+/// A set of fake agents, stopped when dropped.
+struct FakeCluster {
+    /// `tcp://127.0.0.1:PORT`, one per agent, in order (dead ones included).
+    endpoints: Vec<String>,
+    listeners: Vec<(SocketAddr, JoinHandle<()>)>,
+    stop: Arc<AtomicBool>,
+    fabric: Arc<Fabric>,
+}
+
+impl FakeCluster {
+    /// Starts `knobs.len()` agents named `fake00`, `fake01`, ...
+    fn start(knobs: Vec<Knobs>, done_delay: Duration) -> FakeCluster {
+        let root = super::fixtures_dir().join(FIXTURE);
+        let inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the fixture's inventory");
+        let rate = inventory.ports().find(|(_, p)| p.state == PortState::Active).and_then(|(_, p)| p.rate_gbps);
+        assert_eq!(rate, Some(LINK_GBPS), "{FIXTURE}'s first ACTIVE port sets the rate mesh expects");
+        let fabric = Arc::new(Fabric {
+            inventory,
+            knobs: knobs.iter().enumerate().map(|(i, k)| (host(i), k.clone())).collect(),
+            done_delay,
+            connections: (0..knobs.len()).map(|i| (host(i), AtomicUsize::new(0))).collect(),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut endpoints = Vec::new();
+        let mut listeners = Vec::new();
+        for (i, k) in knobs.iter().enumerate() {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind a fake agent");
+            let addr = listener.local_addr().unwrap();
+            endpoints.push(format!("tcp://{addr}"));
+            if k.dead {
+                // The port was ours a moment ago and now nothing listens there: refused at once.
+                drop(listener);
+                continue;
+            }
+            let (fabric, stop, me) = (Arc::clone(&fabric), Arc::clone(&stop), host(i));
+            let handle = std::thread::spawn(move || accept_loop(listener, &me, &fabric, &stop));
+            listeners.push((addr, handle));
+        }
+        FakeCluster { endpoints, listeners, stop, fabric }
+    }
+
+    fn healthy(n: usize) -> FakeCluster {
+        FakeCluster::start(vec![Knobs::default(); n], Duration::ZERO)
+    }
+}
+
+impl Drop for FakeCluster {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        for (addr, handle) in self.listeners.drain(..) {
+            // Wake the blocked accept so the thread sees the flag.
+            let _ = TcpStream::connect_timeout(&addr, Duration::from_secs(1));
+            let _ = handle.join();
+        }
+    }
+}
+
+fn accept_loop(listener: TcpListener, me: &str, fabric: &Arc<Fabric>, stop: &AtomicBool) {
+    for stream in listener.incoming() {
+        if stop.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        if let Some(count) = fabric.connections.get(me) {
+            count.fetch_add(1, Ordering::SeqCst);
+        }
+        let (fabric, me) = (Arc::clone(fabric), me.to_string());
+        // A connection ends with `bye` or when the controller closes (or is killed).
+        std::thread::spawn(move || {
+            let _ = serve(stream, &me, &fabric);
+        });
+    }
+}
+
+/// One controller connection, as `fabcheck serve` would answer it.
+fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut writer = stream;
+    let mut send = |reply: &Reply| writer.write_all(encode(reply).as_bytes());
+    let mut spec: Option<TestSpec> = None;
+    let mut peer: Option<String> = None;
+    let mut passive_running = false;
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if reader.read_line(&mut line)? == 0 {
+            return Ok(());
+        }
+        let request = match decode::<Request>(&line) {
+            Ok(r) => r,
+            Err(e) => {
+                send(&error(&format!("fake agent refused a message: {e}")))?;
+                return Ok(());
+            }
+        };
+        match request {
+            Request::Hello { .. } => send(&Reply::Hello { agent: "fabcheck fake".into(), host: me.into() })?,
+            Request::Inventory => send(&Reply::Inventory { inventory: fabric.inventory.clone() })?,
+            Request::Prepare { target, spec: s } => {
+                passive_running = false;
+                peer = None;
+                if let Err(e) = s.validate() {
+                    spec = None;
+                    send(&error(&e))?;
+                    continue;
+                }
+                let Some((device, port)) = fabric.port(&target) else {
+                    spec = None;
+                    send(&error("no ACTIVE port matches the target"))?;
+                    continue;
+                };
+                let endpoint = Endpoint {
+                    host: me.into(),
+                    device: device.name.clone(),
+                    port: port.port as u8,
+                    lid: port.lid as u16,
+                    gid_index: None,
+                    gid: None,
+                    qpns: (0..s.qps).map(|q| 0x100 + q).collect(),
+                    psn: 0x1234,
+                    addr: 0x7f00_0000_0000,
+                    rkey: 0x42,
+                    len: u64::from(s.size),
+                    mtu: port.active_mtu.unwrap_or(4096),
+                    link_layer: port.link_layer.to_string(),
+                    rate_gbps: port.rate_gbps,
+                    ca_type: device.ca_type.clone(),
+                    max_rd_atomic: 16,
+                    cm_addr: None,
+                };
+                spec = Some(s);
+                send(&Reply::Ready { endpoint })?;
+            }
+            Request::Connect { peer: p } => {
+                if spec.is_none() {
+                    send(&error("connect before prepare"))?;
+                    continue;
+                }
+                peer = Some(p.host);
+                send(&Reply::Connected)?;
+            }
+            Request::Run => {
+                let (Some(s), Some(p)) = (&spec, &peer) else {
+                    send(&error("run before prepare and connect"))?;
+                    continue;
+                };
+                send(&Reply::Running)?;
+                if s.role == Role::Passive {
+                    passive_running = true;
+                } else if fabric.hangs(me, p) {
+                    // Mute from here on: reads until the controller gives up and closes.
+                    while reader.read_line(&mut line)? != 0 {}
+                    return Ok(());
+                } else {
+                    std::thread::sleep(fabric.done_delay);
+                    send(&Reply::Done { result: active_result(s, fabric.gbps(me, p)) })?;
+                }
+            }
+            Request::Stop => {
+                // Like the real agent: a stop with nothing running is ignored.
+                if std::mem::take(&mut passive_running) {
+                    send(&Reply::Done { result: RunResult::default() })?;
+                }
+            }
+            Request::Finish => {
+                (spec, peer, passive_running) = (None, None, false);
+                send(&Reply::Finished)?;
+            }
+            Request::Bye => {
+                send(&Reply::Bye)?;
+                return Ok(());
+            }
+        }
+    }
+}
+
+fn error(cause: &str) -> Reply {
+    Reply::Error { cause: cause.into(), remedy: "fake agent: see the test".into() }
+}
+
+/// What the measuring side of a test reports: `gbps` for bandwidth tests, a fixed latency
+/// profile for latency tests.
+fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
+    let iterations = spec.iters;
+    if spec.test.is_latency() {
+        let us = LAT_P50_US;
+        let lat = LatencySummary { min: us - 0.1, p50: us, p90: us + 0.05, p99: us + 0.1, p999: us + 0.4, max: us + 1.0, mean: us, stdev: 0.05 };
+        // Round trips of twice the one-way latency.
+        let elapsed_ns = (iterations as f64 * 2.0 * us * 1000.0) as u64;
+        return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
+    }
+    let bytes = u64::from(spec.size) * iterations * u64::from(spec.qps);
+    // bytes * 8 / elapsed_ns = Gb/s.
+    let elapsed_ns = (bytes as f64 * 8.0 / gbps).round() as u64;
+    RunResult { iterations: iterations * u64::from(spec.qps), bytes, elapsed_ns, peak_gbps: Some(gbps), ..RunResult::default() }
+}
+
+/// One `fabcheck mesh --json` run.
+struct MeshRun {
+    output: Output,
+    /// Largest `Threads:` seen in the child's /proc status, and how many samples were read.
+    max_threads: usize,
+    samples: usize,
+}
+
+impl MeshRun {
+    fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    fn doc(&self) -> Value {
+        super::json(&self.output)
+    }
+
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+}
+
+/// Runs `fabcheck mesh --json ENDPOINTS... EXTRA...` under the hang guard, reading its
+/// thread count from /proc every ~5 ms while it runs.
+fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .arg("mesh")
+        .arg("--json")
+        .args(endpoints)
+        .args(extra)
+        .env_remove("FABCHECK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fabcheck mesh");
+    // Drained on their own threads: 780 pairs of JSON are far more than a pipe holds.
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            buf
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let status_path = format!("/proc/{}/status", child.id());
+    let start = Instant::now();
+    let (mut max_threads, mut samples) = (0, 0);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for fabcheck mesh") {
+            break status;
+        }
+        if let Some(n) = threads_of(&status_path) {
+            max_threads = max_threads.max(n);
+            samples += 1;
+        }
+        if start.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            let _ = child.wait();
+            let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+            panic!("hang guard: fabcheck mesh of {} endpoints still running after {HANG_GUARD:?}; killed. stderr:\n{err}", endpoints.len());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    MeshRun { output, max_threads, samples }
+}
+
+/// `Threads:` of a /proc/PID/status; `None` once the process is gone.
+fn threads_of(status_path: &str) -> Option<usize> {
+    let text = std::fs::read_to_string(status_path).ok()?;
+    text.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
+}
+
+/// The doc's `pairs`, split into the first pass and the re-tests.
+fn passes(doc: &Value) -> (Vec<&Value>, Vec<&Value>) {
+    doc["pairs"].as_array().expect("pairs").iter().partition(|p| p["retest"] != Value::Bool(true))
+}
+
+/// A pair record's endpoints, as an ordered key.
+fn pair_key(p: &Value) -> (String, String) {
+    let (a, b) = (p["a"].as_str().unwrap().to_string(), p["b"].as_str().unwrap().to_string());
+    if a <= b {
+        (a, b)
+    } else {
+        (b, a)
+    }
+}
+
+/// Every unordered pair of `endpoints`, as ordered keys.
+fn all_pairs(endpoints: &[String]) -> BTreeSet<(String, String)> {
+    let mut out = BTreeSet::new();
+    for (i, a) in endpoints.iter().enumerate() {
+        for b in &endpoints[i + 1..] {
+            out.insert(if a <= b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) });
+        }
+    }
+    out
+}
+
+/// The write_bw figure of a pair record.
+fn write_bw(p: &Value) -> Option<f64> {
+    p["results"].as_array()?.iter().find(|r| r["test"] == "write_bw")?["bw_gbps"].as_f64()
+}
+
+/// Checks a 40-endpoint healthy mesh's document and exit code.
+fn assert_uniform_pass(run: &MeshRun, cluster: &FakeCluster) {
+    let doc = run.doc();
+    assert_eq!(run.code(), Some(0), "suspects: {:#}\nstderr: {}", doc["suspects"], run.stderr());
+    assert_eq!(doc["schema"], "fabcheck.mesh.v1");
+    assert_eq!(doc["verdict"], "pass");
+    let endpoints: Vec<String> = doc["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect();
+    assert_eq!(endpoints, cluster.endpoints, "endpoints are named as given, in order");
+    let (first, retests) = passes(&doc);
+    let n = cluster.endpoints.len();
+    assert_eq!(first.len(), n * (n - 1) / 2, "every pair once");
+    assert!(retests.is_empty(), "nothing to re-test in a healthy mesh: {} re-tests", retests.len());
+    let measured: BTreeSet<(String, String)> = first.iter().map(|p| pair_key(p)).collect();
+    assert_eq!(measured, all_pairs(&cluster.endpoints), "each unordered pair exactly once");
+    for p in &first {
+        assert_eq!(p["verdict"], "pass", "{p:#}");
+        assert!(p.get("error").is_none(), "{p:#}");
+        let results = p["results"].as_array().unwrap();
+        let tests: Vec<(&str, &str)> = results.iter().map(|r| (r["test"].as_str().unwrap(), r["direction"].as_str().unwrap())).collect();
+        assert_eq!(tests, [("write_bw", "a->b"), ("send_lat", "a->b")], "the default plan");
+        let bw = write_bw(p).unwrap();
+        assert!((bw - NORMAL_GBPS).abs() < 0.5, "write_bw {bw} Gb/s, the fakes report {NORMAL_GBPS}: {p:#}");
+        let lat = &results[1]["lat_us"];
+        assert_eq!(lat["p50"].as_f64(), Some(LAT_P50_US), "{p:#}");
+        assert_eq!(results[0]["iterations"].as_u64(), Some(5000), "write_bw's default iterations");
+        assert_eq!(results[1]["iterations"].as_u64(), Some(1000), "send_lat's default iterations");
+    }
+    assert_eq!(doc["suspects"], serde_json::json!([]), "no suspects");
+    assert!(doc.get("unreachable").is_none(), "{:#}", doc["unreachable"]);
+}
+
+#[test]
+fn uniform_cluster_passes() {
+    let cluster = FakeCluster::healthy(40);
+    let run = run_mesh(&cluster.endpoints, &[]);
+    assert_uniform_pass(&run, &cluster);
+}
+
+#[test]
+fn bad_node_and_bad_link_are_named() {
+    const SLOW_NODE: usize = 5;
+    const LINK: (usize, usize) = (2, 11);
+    let mut knobs = vec![Knobs::default(); 16];
+    knobs[SLOW_NODE].slow_node = true;
+    knobs[LINK.0].slow_with = Some(host(LINK.1));
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let ep = &cluster.endpoints;
+    let run = run_mesh(ep, &[]);
+    let doc = run.doc();
+    assert_eq!(run.code(), Some(1), "suspects: {:#}\nstderr: {}", doc["suspects"], run.stderr());
+    assert_eq!(doc["verdict"], "fail");
+
+    // The first pass measured every pair once; the slow ones, and only they, failed.
+    let (first, retests) = passes(&doc);
+    assert_eq!(first.len(), 16 * 15 / 2);
+    let link_key = pair_key(&serde_json::json!({"a": ep[LINK.0], "b": ep[LINK.1]}));
+    let is_slow = |p: &Value| p["a"] == ep[SLOW_NODE] || p["b"] == ep[SLOW_NODE] || pair_key(p) == link_key;
+    for p in &first {
+        let bw = write_bw(p).unwrap_or_else(|| panic!("no write_bw: {p:#}"));
+        if is_slow(p) {
+            assert_eq!(p["verdict"], "fail", "{p:#}");
+            assert!((bw - NORMAL_GBPS * SLOW_SHARE).abs() < 0.5, "{bw} Gb/s: {p:#}");
+        } else {
+            assert_eq!(p["verdict"], "pass", "{p:#}");
+        }
+    }
+
+    // The 15 pairs of the slow node and the slow link were re-tested, once each, still slow.
+    let retested: BTreeSet<(String, String)> = retests.iter().map(|p| pair_key(p)).collect();
+    let want: BTreeSet<(String, String)> = first.iter().filter(|p| is_slow(p)).map(|p| pair_key(p)).collect();
+    assert_eq!(want.len(), 16);
+    assert_eq!(retests.len(), 16, "each bad pair re-tested once");
+    assert_eq!(retested, want);
+    assert!(retests.iter().all(|p| p["verdict"] == "fail"), "the slow pairs are slow again");
+
+    // Exactly a node and a link, named as given.
+    let suspects = doc["suspects"].as_array().unwrap();
+    assert_eq!(suspects.len(), 2, "{suspects:#?}");
+    let node = &suspects[0];
+    assert_eq!((node["kind"].as_str(), node["subject"].as_str()), (Some("node"), Some(ep[SLOW_NODE].as_str())), "{node:#}");
+    let reason = node["reason"].as_str().unwrap();
+    assert!(reason.starts_with("15 of 15 pairs at ~57 Gb/s vs expected 200 Gb/s"), "{reason}");
+    assert!(reason.contains("NIC, PCIe slot"), "{reason}");
+    let link = &suspects[1];
+    let subject = format!("{}<->{}", ep[LINK.0], ep[LINK.1]);
+    assert_eq!((link["kind"].as_str(), link["subject"].as_str()), (Some("link"), Some(subject.as_str())), "{link:#}");
+    let reason = link["reason"].as_str().unwrap();
+    assert!(reason.starts_with("only this pair is slow in both passes (at ~57 Gb/s vs expected 200 Gb/s)"), "{reason}");
+    assert!(reason.contains("cable, switch port or route"), "{reason}");
+    assert!(doc.get("unreachable").is_none(), "{:#}", doc["unreachable"]);
+}
+
+#[test]
+fn dead_agent_is_unreachable_not_a_hang() {
+    const DEAD: usize = 3;
+    let mut knobs = vec![Knobs::default(); 8];
+    knobs[DEAD].dead = true;
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let ep = &cluster.endpoints;
+    let run = run_mesh(ep, &[]);
+    let doc = run.doc();
+    assert_eq!(run.code(), Some(1), "a dead agent fails the mesh but does not stop it: {}", run.stderr());
+    assert_eq!(doc["verdict"], "fail");
+
+    // Named as unreachable, with the reason.
+    let unreachable = doc["unreachable"].as_array().unwrap_or_else(|| panic!("no unreachable: {doc:#}"));
+    assert_eq!(unreachable.len(), 1, "{unreachable:#?}");
+    assert_eq!(unreachable[0]["endpoint"], ep[DEAD]);
+    let why = unreachable[0]["error"].as_str().unwrap();
+    assert!(why.contains(&format!("cannot reach {}", ep[DEAD])), "{why}");
+
+    // Its pairs fail with that reason and no results; every other pair was still measured.
+    let (first, retests) = passes(&doc);
+    assert_eq!(first.len(), 8 * 7 / 2);
+    let dead_pair = |p: &Value| p["a"] == ep[DEAD] || p["b"] == ep[DEAD];
+    for p in &first {
+        if dead_pair(p) {
+            assert_eq!(p["verdict"], "fail", "{p:#}");
+            assert!(p["error"].as_str().is_some_and(|e| e.contains(&ep[DEAD]) && e.contains("cannot reach")), "{p:#}");
+            assert_eq!(p["results"], serde_json::json!([]), "{p:#}");
+        } else {
+            assert_eq!(p["verdict"], "pass", "{p:#}");
+            assert!((write_bw(p).unwrap() - NORMAL_GBPS).abs() < 0.5, "{p:#}");
+        }
+    }
+    assert_eq!(first.iter().filter(|p| !dead_pair(p)).count(), 7 * 6 / 2);
+
+    // Its 7 failed pairs were re-tested (and failed again); nothing else was.
+    assert_eq!(retests.len(), 7, "{retests:#?}");
+    assert!(retests.iter().all(|p| dead_pair(p) && p["verdict"] == "fail" && p["error"].is_string()), "{retests:#?}");
+
+    // Blamed on the node, as unreachable.
+    let suspects = doc["suspects"].as_array().unwrap();
+    assert_eq!(suspects.len(), 1, "{suspects:#?}");
+    assert_eq!((suspects[0]["kind"].as_str(), suspects[0]["subject"].as_str()), (Some("node"), Some(ep[DEAD].as_str())));
+    let reason = suspects[0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("7 of 7 pairs failed: agent unreachable"), "{reason}");
+}
+
+#[test]
+fn controller_stays_single_threaded() {
+    // A short pause before each `done` stretches the run so the sampler sees it at work.
+    let cluster = FakeCluster::start(vec![Knobs::default(); 40], Duration::from_millis(2));
+    let run = run_mesh(&cluster.endpoints, &[]);
+    // The run itself must be the healthy 780-pair mesh, or the thread count means nothing.
+    assert_uniform_pass(&run, &cluster);
+    assert!(run.samples >= 20, "only {} samples of the controller's thread count: the run was too short to watch", run.samples);
+    assert_eq!(
+        run.max_threads, 1,
+        "the mesh controller ran up to {} threads (max of {} samples of /proc/PID/status every ~5 ms); it should be one event loop",
+        run.max_threads, run.samples
+    );
+}
+
+#[test]
+fn a_hung_pair_is_abandoned_and_its_agents_come_back() {
+    // fake01 <-> fake04 hangs mid-test (a measuring side that never reports): each time the
+    // pair hits the test timeout, both channels are dropped, and both agents are reached
+    // again for their next pairs.
+    let mut knobs = vec![Knobs::default(); 6];
+    knobs[1].hang_with = Some(host(4));
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let ep = &cluster.endpoints;
+    let run = run_mesh(ep, &["--timeout", "2"]);
+    let doc = run.doc();
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    let (first, retests) = passes(&doc);
+    assert_eq!(first.len(), 15);
+    let hung = |p: &Value| (p["a"] == ep[1] && p["b"] == ep[4]) || (p["a"] == ep[4] && p["b"] == ep[1]);
+    for p in first.iter().chain(&retests) {
+        if hung(p) {
+            let error = p["error"].as_str().unwrap_or_else(|| panic!("{p:#}"));
+            assert!(error.contains("no answer within 2 s while running write_bw"), "{error}");
+        } else {
+            assert_eq!(p["verdict"], "pass", "every other pair runs, on fresh channels where needed: {p:#}");
+        }
+    }
+    assert_eq!(retests.len(), 1, "{retests:#?}");
+    assert!(hung(retests[0]));
+    // Reached once at the start, again after each hang (first pass and re-test).
+    for i in [1, 4] {
+        assert!(cluster.fabric.connections(&host(i)) >= 2, "{} connected {} times", host(i), cluster.fabric.connections(&host(i)));
+    }
+    assert_eq!(cluster.fabric.connections(&host(0)), 1, "healthy agents keep their one channel");
+    let suspects = doc["suspects"].as_array().unwrap();
+    assert_eq!(suspects.len(), 1, "{suspects:#?}");
+    assert_eq!(suspects[0]["kind"], "link", "{suspects:#?}");
+    assert!(doc.get("unreachable").is_none());
+}
