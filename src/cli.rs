@@ -77,9 +77,12 @@ pub struct AgentFlags {
     /// Token for tcp:// agents (or FABCHECK_TOKEN).
     #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
     pub token: Option<String>,
-    /// fabcheck's path on ssh hosts.
+    /// fabcheck's path on ssh or srun hosts.
     #[arg(long, default_value = "fabcheck", value_name = "PATH")]
     pub remote_fabcheck: String,
+    /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
+    #[arg(long, value_enum, default_value = "ssh")]
+    pub launcher: crate::control::link::Launcher,
 }
 
 impl AgentFlags {
@@ -88,6 +91,7 @@ impl AgentFlags {
             remote_fabcheck: self.remote_fabcheck.clone(),
             token: self.token.clone().filter(|t| !t.is_empty()),
             connect_timeout: std::time::Duration::from_secs(5),
+            launcher: self.launcher,
         }
     }
 }

@@ -100,6 +100,11 @@ pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize)
                 tracing::debug!(link, "event for an idle link");
                 continue;
             };
+            if jobs[j].conversation.is_done() {
+                // Ended on an earlier event of this batch (an agent that answers an error and
+                // hangs up): the hang-up changes nothing.
+                continue;
+            }
             match event {
                 HubEvent::Reply(_, reply) => jobs[j].conversation.on_reply(side, reply, now, &mut act),
                 HubEvent::Lost(_, failure) => jobs[j].conversation.on_lost(side, failure, now, &mut act),

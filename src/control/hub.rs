@@ -8,7 +8,7 @@
 
 use super::endpoint::HostSpec;
 use super::lines::LineBuffer;
-use super::link::{self, Channel, LaunchOptions, ReadOutcome};
+use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::protocol::{self, Reply, Request};
 use crate::error::Failure;
 use crate::verbs::io::{self, PollSet};
@@ -298,7 +298,7 @@ impl Hub {
                 link.state = State::Ending { channel, why, until: Instant::now() + EXIT_GRACE };
             }
             State::Open(channel) | State::Ending { channel, .. } => {
-                let failure = explain(link, None, &why);
+                let failure = explain(link, self.opts.launcher, None, &why);
                 drop(channel.into_child());
                 self.ready.push_back(HubEvent::Lost(id, failure));
             }
@@ -342,7 +342,7 @@ impl Hub {
                             }
                         }
                     }
-                    let failure = explain(&self.links[id], status, &why);
+                    let failure = explain(&self.links[id], self.opts.launcher, status, &why);
                     if let Some(child) = channel.into_child() {
                         self.reaping.push((child, now + BYE_GRACE));
                     }
@@ -414,11 +414,15 @@ impl Drop for Hub {
     }
 }
 
-/// Why a channel ended, for the operator: ssh problems point at ssh, a local agent at its
-/// message, a socket at the host.
-fn explain(link: &Link, status: Option<ExitStatus>, why: &str) -> Failure {
+/// Why a channel ended, for the operator: ssh and srun problems point at ssh and Slurm, a
+/// local agent at its message, a socket at the host.
+fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Failure {
     let tail = if link.stderr_tail.is_empty() { String::new() } else { format!(": {}", link.stderr_tail) };
     match (&link.host, status) {
+        (HostSpec::Ssh { host, .. }, Some(s)) if launcher == Launcher::Srun => Failure::new(
+            format!("{}: srun or the agent exited ({s}){tail}", link.label),
+            format!("check that `srun --nodes=1 --nodelist={host} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
+        ),
         (HostSpec::Ssh { .. }, Some(s)) => Failure::new(
             format!("{}: ssh or the remote agent exited ({s}){tail}", link.label),
             format!(

@@ -10,13 +10,24 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
+/// How `[user@]host` endpoints get their agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Launcher {
+    /// `ssh host fabcheck agent`, speaking over ssh's stdio.
+    Ssh,
+    /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
+    /// over srun's stdio: no ssh keys, no open port, no token.
+    Srun,
+}
+
 /// How to start agents that are not already running.
 #[derive(Debug, Clone)]
 pub struct LaunchOptions {
-    /// `fabcheck` on remote hosts (ssh); a path or a name on the remote PATH.
+    /// `fabcheck` on remote hosts (ssh, srun); a path or a name on the remote PATH.
     pub remote_fabcheck: String,
     pub token: Option<String>,
     pub connect_timeout: std::time::Duration,
+    pub launcher: Launcher,
 }
 
 /// An open channel to an agent.
@@ -33,6 +44,22 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
                 .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
             let mut c = Command::new(exe);
             c.arg("agent");
+            c
+        }
+        HostSpec::Ssh { user, host } if opts.launcher == Launcher::Srun => {
+            if !valid_remote_path(&opts.remote_fabcheck) {
+                return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
+            }
+            if user.is_some() {
+                return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
+            }
+            let mut c = Command::new("srun");
+            // One task on that node, sharing the allocation with the controller's own step.
+            c.args(["--nodes=1", "--ntasks=1", "--overlap", "--quiet", "--kill-on-bad-exit=1"])
+                .arg(format!("--nodelist={host}"))
+                .arg("--")
+                .arg(&opts.remote_fabcheck)
+                .arg("agent");
             c
         }
         HostSpec::Ssh { user, host } => {
@@ -62,7 +89,11 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
     let mut child = command.spawn().map_err(|e| {
         Failure::new(
             format!("{label}: cannot start the agent: {e}"),
-            if matches!(host, HostSpec::Ssh { .. }) { "install openssh-client" } else { "check the fabcheck binary" },
+            match (host, opts.launcher) {
+                (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
+                (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
+                _ => "check the fabcheck binary",
+            },
         )
     })?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());

@@ -61,6 +61,7 @@ impl Conversation for Reach {
 
     fn on_reply(&mut self, _side: usize, reply: Reply, now: Instant, act: &mut Actions) {
         match (self.state, reply) {
+            (State::Done, _) => {}
             (State::Hello | State::Inventory, Reply::Error { cause, remedy }) => {
                 self.fail(Failure::new(format!("{}: {cause}", self.label), remedy), act)
             }
@@ -87,7 +88,9 @@ impl Conversation for Reach {
     }
 
     fn on_lost(&mut self, _side: usize, failure: Failure, _now: Instant, act: &mut Actions) {
-        self.fail(failure, act);
+        if self.state != State::Done {
+            self.fail(failure, act);
+        }
     }
 
     fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
@@ -140,6 +143,9 @@ mod tests {
         r.on_reply(0, Reply::Error { cause: "the agent refused the token".into(), remedy: "pass it".into() }, now, &mut act);
         assert!(r.is_done() && r.failure.as_ref().unwrap().cause.starts_with("n1: the agent refused"));
         assert_eq!(act.discard, [0]);
+        // The agent hangs up after refusing: the first cause stands.
+        r.on_lost(0, Failure::new("n1: the connection closed", "r"), now, &mut act);
+        assert!(r.failure.as_ref().unwrap().cause.contains("refused the token"));
 
         let mut r = Reach::new("n2", None, false);
         r.start(now, &mut act);

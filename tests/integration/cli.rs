@@ -131,3 +131,48 @@ fn ssh_failure_is_exit_2_naming_the_host() {
     assert!(err.contains("BatchMode"), "the remedy says how to check ssh: {err}");
     std::fs::remove_file(&log).ok();
 }
+
+fn with_fake_srun(args: &[&str], log: &std::path::Path) -> std::process::Output {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-slurm");
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(args)
+        .env("PATH", path)
+        .env("FAKE_SRUN_LOG", log)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn srun_launcher_starts_one_task_per_node() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        return; // With devices the agents would run tests; the rxe tier covers that case.
+    }
+    let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-{}.log", std::process::id()));
+    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let out = with_fake_srun(&["pair", "n01/mlx5_0", "n02", "--launcher", "srun", "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    // Both agents answered hello over srun's stdio; preparing then failed on this device-less host.
+    assert!(err.contains("RDMA") || err.contains("libibverbs"), "{err}");
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut nodes: Vec<&str> = calls.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    nodes.sort();
+    assert_eq!(nodes, ["n01", "n02"], "{calls}");
+    assert!(calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))), "{calls}");
+    std::fs::remove_file(&log).ok();
+}
+
+#[test]
+fn srun_failure_is_exit_2_with_slurms_words() {
+    let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-d-{}.log", std::process::id()));
+    let out = with_fake_srun(&["pair", "down-node", "n02", "--launcher", "srun", "--tests", "send_lat"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("down-node: srun or the agent exited"), "{err}");
+    assert!(err.contains("not in this allocation"), "srun's own message is kept: {err}");
+    let out = with_fake_srun(&["pair", "alice@n01", "n02", "--launcher", "srun"], &log);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("srun starts agents as you"));
+    std::fs::remove_file(&log).ok();
+}

@@ -215,6 +215,23 @@ fn over_ssh_stdio() {
 }
 
 #[test]
+fn through_srun() {
+    let _serial = require_rxe();
+    // tests/fake-slurm/srun checks the argument vector and runs the command here.
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-slurm");
+    let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["pair", "n01/rxe0", "n02/rxe0:1", "--launcher", "srun", "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
+        .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
+        .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
+    assert_eq!(doc.results.len(), 2);
+    assert!(doc.results.iter().all(|r| r.error.is_none() && r.iterations > 0), "{:?}", doc.results);
+}
+
+#[test]
 fn through_rdma_cm() {
     let _serial = require_rxe();
     let (out, doc) = pair(&["--cm", "--tests", "all", "--iters", "100", "--direction", "both", "--qps", "2"]);
