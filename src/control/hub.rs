@@ -372,6 +372,10 @@ impl Hub {
     }
 
     fn say_bye(&mut self, id: LinkId) {
+        if !self.links[id].outbox.is_empty() {
+            // Mid-request: a goodbye now would corrupt that line; the close alone stops it.
+            return;
+        }
         if let State::Open(channel) = &mut self.links[id].state {
             // Best effort: a full pipe or socket only means the agent learns from the close.
             let _ = channel.write(protocol::encode(&Request::Bye).as_bytes());

@@ -520,6 +520,14 @@ mod tests {
         }
     }
 
+    /// Both sides answer `prepare` and then `connect`.
+    fn ready_and_connected(s: &mut Script) {
+        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
+        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
+        s.reply(0, Reply::Connected);
+        s.reply(1, Reply::Connected);
+    }
+
     /// Drives one a->b bandwidth test to the point where both sides run.
     fn up_to_running(s: &mut Script) {
         assert_eq!(s.sent(), [(0, "prepare"), (1, "prepare")]);
@@ -548,10 +556,7 @@ mod tests {
         s.reply(0, Reply::Finished);
         // Next test (b->a): A is passive now and starts first.
         assert_eq!(s.sent(), [(0, "prepare"), (1, "prepare")]);
-        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
-        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
-        s.reply(0, Reply::Connected);
-        s.reply(1, Reply::Connected);
+        ready_and_connected(&mut s);
         assert_eq!(s.sent()[2..], [(0, "run")]);
         s.reply(0, Reply::Running);
         s.reply(1, Reply::Running);
@@ -571,10 +576,7 @@ mod tests {
     fn bidirectional_runs_both_and_adds_them_up() {
         let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::Bidi]));
         s.sent();
-        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
-        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
-        s.reply(0, Reply::Connected);
-        s.reply(1, Reply::Connected);
+        ready_and_connected(&mut s);
         assert_eq!(s.sent()[2..], [(0, "run")]);
         s.reply(0, Reply::Running);
         assert_eq!(s.sent(), [(1, "run")]);

@@ -149,36 +149,6 @@ impl Drop for CmId {
     }
 }
 
-fn sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
-    // SAFETY: sockaddr_storage is plain old data.
-    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
-    match addr {
-        SocketAddr::V4(a) => {
-            let sin = libc::sockaddr_in {
-                sin_family: libc::AF_INET as libc::sa_family_t,
-                sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
-                sin_zero: [0; 8],
-            };
-            // SAFETY: sockaddr_in fits in sockaddr_storage.
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in, sin) };
-            (storage, std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t)
-        }
-        SocketAddr::V6(a) => {
-            let sin6 = libc::sockaddr_in6 {
-                sin6_family: libc::AF_INET6 as libc::sa_family_t,
-                sin6_port: a.port().to_be(),
-                sin6_flowinfo: 0,
-                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
-                sin6_scope_id: a.scope_id(),
-            };
-            // SAFETY: sockaddr_in6 fits in sockaddr_storage.
-            unsafe { std::ptr::write(&mut storage as *mut _ as *mut libc::sockaddr_in6, sin6) };
-            (storage, std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t)
-        }
-    }
-}
-
 impl CmId {
     /// A new RC (`RDMA_PS_TCP`) id on `channel`.
     pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
@@ -193,7 +163,7 @@ impl CmId {
 
     /// Binds to a local address (port 0: any); afterwards the id knows its device.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
-        let (mut storage, _) = sockaddr(addr);
+        let (mut storage, _) = super::io::sockaddr(&addr);
         // SAFETY: valid id; storage holds a sockaddr of the right family.
         let rc = unsafe { sys::rdma_bind_addr(self.id, &mut storage as *mut _ as *mut libc::sockaddr) };
         if rc != 0 {
@@ -230,7 +200,7 @@ impl CmId {
     }
 
     pub fn resolve(&self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
-        let (mut storage, _) = sockaddr(dst);
+        let (mut storage, _) = super::io::sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: valid id; storage holds the destination.
         let rc = unsafe { sys::rdma_resolve_addr(self.id, std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };

@@ -100,7 +100,8 @@ pub fn connect_finished(stream: &TcpStream) -> io::Result<()> {
     stream.peer_addr().map(|_| ())
 }
 
-fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+/// `addr` as the C socket address (and its length) that connect(2) and rdma_cm take.
+pub(super) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
     let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
     let len = match addr {

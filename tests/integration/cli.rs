@@ -91,15 +91,25 @@ fn no_devices_on_this_host_is_explained() {
     assert!(err.contains("what to do:") && err.contains("rdma_rxe"), "{err}");
 }
 
-fn with_fake_ssh(args: &[&str], log: &std::path::Path) -> std::process::Output {
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
+/// fabcheck with `tests/<dir>` (a stand-in for ssh or srun) first on the PATH; the stand-in
+/// records what it was asked to run in the file `log_var` names.
+fn with_fake(dir: &str, log_var: &str, args: &[&str], log: &std::path::Path) -> std::process::Output {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
     let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
     std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
         .args(args)
         .env("PATH", path)
-        .env("FAKE_SSH_LOG", log)
+        .env(log_var, log)
         .output()
         .unwrap()
+}
+
+fn with_fake_ssh(args: &[&str], log: &std::path::Path) -> std::process::Output {
+    with_fake("fake-ssh", "FAKE_SSH_LOG", args, log)
+}
+
+fn with_fake_srun(args: &[&str], log: &std::path::Path) -> std::process::Output {
+    with_fake("fake-slurm", "FAKE_SRUN_LOG", args, log)
 }
 
 #[test]
@@ -130,17 +140,6 @@ fn ssh_failure_is_exit_2_naming_the_host() {
     assert!(err.contains("unreachable-host") && err.contains("ssh"), "{err}");
     assert!(err.contains("BatchMode"), "the remedy says how to check ssh: {err}");
     std::fs::remove_file(&log).ok();
-}
-
-fn with_fake_srun(args: &[&str], log: &std::path::Path) -> std::process::Output {
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-slurm");
-    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
-    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .env("PATH", path)
-        .env("FAKE_SRUN_LOG", log)
-        .output()
-        .unwrap()
 }
 
 #[test]

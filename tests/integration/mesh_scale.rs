@@ -330,6 +330,8 @@ struct MeshRun {
     /// Largest `Threads:` seen in the child's /proc status, and how many samples were read.
     max_threads: usize,
     samples: usize,
+    /// Largest resident set seen (`VmHWM`), KiB.
+    peak_rss_kib: usize,
 }
 
 impl MeshRun {
@@ -349,11 +351,17 @@ impl MeshRun {
 /// Runs `fabcheck mesh --json ENDPOINTS... EXTRA...` under the hang guard, reading its
 /// thread count from /proc every ~5 ms while it runs.
 fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
+    run_mesh_with_env(endpoints, extra, &[])
+}
+
+/// `run_mesh` with extra environment (e.g. a PATH holding a fake ssh).
+fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)]) -> MeshRun {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
         .arg("mesh")
         .arg("--json")
         .args(endpoints)
         .args(extra)
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .env_remove("FABCHECK_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -372,7 +380,7 @@ fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let status_path = format!("/proc/{}/status", child.id());
     let start = Instant::now();
-    let (mut max_threads, mut samples) = (0, 0);
+    let (mut max_threads, mut samples, mut peak_rss_kib) = (0, 0, 0);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for fabcheck mesh") {
             break status;
@@ -380,6 +388,9 @@ fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
         if let Some(n) = threads_of(&status_path) {
             max_threads = max_threads.max(n);
             samples += 1;
+        }
+        if let Some(kib) = status_field(&status_path, "VmHWM:") {
+            peak_rss_kib = peak_rss_kib.max(kib);
         }
         if start.elapsed() > HANG_GUARD {
             let _ = child.kill();
@@ -390,13 +401,18 @@ fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
         std::thread::sleep(Duration::from_millis(5));
     };
     let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
-    MeshRun { output, max_threads, samples }
+    MeshRun { output, max_threads, samples, peak_rss_kib }
 }
 
 /// `Threads:` of a /proc/PID/status; `None` once the process is gone.
 fn threads_of(status_path: &str) -> Option<usize> {
+    status_field(status_path, "Threads:")
+}
+
+/// A number from /proc/PID/status (`Threads:`, `VmHWM:` in KiB...).
+fn status_field(status_path: &str, field: &str) -> Option<usize> {
     let text = std::fs::read_to_string(status_path).ok()?;
-    text.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok())
+    text.lines().find_map(|l| l.strip_prefix(field)).and_then(|n| n.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The doc's `pairs`, split into the first pass and the re-tests.
@@ -463,8 +479,19 @@ fn assert_uniform_pass(run: &MeshRun, cluster: &FakeCluster) {
 
 #[test]
 fn uniform_cluster_passes() {
-    let cluster = FakeCluster::healthy(40);
+    // FABCHECK_MESH_SCALE=N runs it at N endpoints instead (a manual scale measurement; the
+    // run's thread count, time and memory are printed with --nocapture).
+    let n = std::env::var("FABCHECK_MESH_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
+    let cluster = FakeCluster::healthy(n);
+    let start = Instant::now();
     let run = run_mesh(&cluster.endpoints, &[]);
+    eprintln!(
+        "mesh of {n} fake endpoints: {} pairs in {:.1} s, controller threads max {}, peak RSS {} KiB",
+        n * (n - 1) / 2,
+        start.elapsed().as_secs_f64(),
+        run.max_threads,
+        run.peak_rss_kib
+    );
     assert_uniform_pass(&run, &cluster);
 }
 
@@ -618,4 +645,53 @@ fn a_hung_pair_is_abandoned_and_its_agents_come_back() {
     assert_eq!(suspects.len(), 1, "{suspects:#?}");
     assert_eq!(suspects[0]["kind"], "link", "{suspects:#?}");
     assert!(doc.get("unreachable").is_none());
+}
+
+#[test]
+fn ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh() {
+    if std::path::Path::new("/sys/class/infiniband").exists() {
+        return; // With devices the agents would run real tests; the rxe tier covers that.
+    }
+    // 48 ssh endpoints through tests/fake-ssh (which runs the "remote" command here): every
+    // agent is a child with its pipes on the one-thread hub, started 8 at a time. On this
+    // device-less host each answers hello and then fails its inventory, so every endpoint ends
+    // up named with that cause; what matters here is the fan-out and the clean-up.
+    let dir = std::env::temp_dir().join(format!("fabcheck-fanout-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // A path of its own, so the processes it starts can be told from other tests' agents.
+    let remote = dir.join("fabcheck");
+    let _ = std::fs::remove_file(&remote);
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabcheck"), &remote).unwrap();
+    let log = dir.join("ssh.log");
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    let endpoints: Vec<String> = (0..48).map(|i| format!("node{i:02}/mlx5_0")).collect();
+    let remote_arg = remote.to_str().unwrap();
+    let run = run_mesh_with_env(
+        &endpoints,
+        &["--fanout", "8", "--remote-fabcheck", remote_arg],
+        &[("PATH", path), ("FAKE_SSH_LOG", log.display().to_string())],
+    );
+    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    let doc = run.doc();
+    let unreachable = doc["unreachable"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(unreachable.len(), 48);
+    for u in unreachable {
+        let error = u["error"].as_str().unwrap();
+        assert!(error.contains("libibverbs") || error.contains("RDMA"), "hello worked, the inventory named the cause: {error}");
+    }
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let hosts: BTreeSet<&str> = calls.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    assert_eq!(hosts.len(), 48, "{calls}");
+    assert!(calls.lines().all(|l| l.ends_with(&format!("{remote_arg} agent"))), "{calls}");
+    assert_eq!(run.max_threads, 1, "one thread for 48 ssh children ({} samples)", run.samples);
+    // Nothing the mesh started outlives it.
+    let left: Vec<String> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| std::fs::read(e.ok()?.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(remote_arg))
+        .collect();
+    assert!(left.is_empty(), "agents left running: {left:?}");
+    std::fs::remove_dir_all(&dir).ok();
 }

@@ -197,31 +197,14 @@ fn mesh_of_four_endpoints_on_one_device() {
     assert!(page.contains("<svg") && page.contains("localhost/rxe0#4"));
 }
 
-#[test]
-fn over_ssh_stdio() {
-    let _serial = require_rxe();
-    // tests/fake-ssh/ssh checks the argument vector and runs the remote command here.
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
+/// `fabcheck pair` with `tests/<fake_dir>` first on the PATH: a stand-in for ssh or srun that
+/// checks the argument vector and runs the agent here.
+fn pair_through_fake(fake_dir: &str, endpoints: [&str; 2], extra: &[&str]) -> PairDoc {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(fake_dir);
     let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(["pair", "nodeA/rxe0", "root@nodeB/rxe0:1", "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
+        .args(["pair", endpoints[0], endpoints[1], "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
         .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
-        .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
-    assert_eq!(doc.results.len(), 2);
-    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
-}
-
-#[test]
-fn through_srun() {
-    let _serial = require_rxe();
-    // tests/fake-slurm/srun checks the argument vector and runs the command here.
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-slurm");
-    let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(["pair", "n01/rxe0", "n02/rxe0:1", "--launcher", "srun", "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
-        .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
+        .args(extra)
         .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))
         .output()
         .unwrap();
@@ -229,6 +212,21 @@ fn through_srun() {
     let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
     assert_eq!(doc.results.len(), 2);
     assert!(doc.results.iter().all(|r| r.error.is_none() && r.iterations > 0), "{:?}", doc.results);
+    doc
+}
+
+#[test]
+fn over_ssh_stdio() {
+    let _serial = require_rxe();
+    let doc = pair_through_fake("fake-ssh", ["nodeA/rxe0", "root@nodeB/rxe0:1"], &[]);
+    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
+}
+
+#[test]
+fn through_srun() {
+    let _serial = require_rxe();
+    let doc = pair_through_fake("fake-slurm", ["n01/rxe0", "n02/rxe0:1"], &["--launcher", "srun"]);
+    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
 }
 
 #[test]
