@@ -15,6 +15,7 @@ use crate::verbs::io::{self, PollSet};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
+use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -433,6 +434,10 @@ fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &st
                 "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
                 link.host
             ),
+        ),
+        (_, Some(s)) if s.signal().is_some() => Failure::new(
+            format!("{}: the agent was killed ({s}){tail}", link.label),
+            "something outside fabcheck ended it (the OOM killer, a job or session limit, an operator): check `dmesg` and the logs on that host, then rerun",
         ),
         (_, Some(s)) => Failure::new(format!("{}: the agent exited ({s}){tail}", link.label), "see its message above"),
         _ => Failure::new(format!("{}: {why}{tail}", link.label), "the agent died or its host went away; check it and rerun"),

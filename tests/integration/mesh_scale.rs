@@ -332,6 +332,8 @@ struct MeshRun {
     samples: usize,
     /// Largest resident set seen (`VmHWM`), KiB.
     peak_rss_kib: usize,
+    /// User + system CPU time of the controller at the last sample, in clock ticks.
+    cpu_ticks: u64,
 }
 
 impl MeshRun {
@@ -356,7 +358,9 @@ fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
 
 /// `run_mesh` with extra environment (e.g. a PATH holding a fake ssh).
 fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)]) -> MeshRun {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+    // FABCHECK_MESH_BIN measures another build (e.g. target/release/fabcheck) by hand.
+    let bin = std::env::var("FABCHECK_MESH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabcheck").into());
+    let mut child = Command::new(bin)
         .arg("mesh")
         .arg("--json")
         .args(endpoints)
@@ -380,7 +384,7 @@ fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let status_path = format!("/proc/{}/status", child.id());
     let start = Instant::now();
-    let (mut max_threads, mut samples, mut peak_rss_kib) = (0, 0, 0);
+    let (mut max_threads, mut samples, mut peak_rss_kib, mut cpu_ticks) = (0, 0, 0, 0);
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait for fabcheck mesh") {
             break status;
@@ -392,6 +396,7 @@ fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)
         if let Some(kib) = status_field(&status_path, "VmHWM:") {
             peak_rss_kib = peak_rss_kib.max(kib);
         }
+        cpu_ticks = cpu_ticks_of(&status_path.replace("status", "stat")).unwrap_or(cpu_ticks);
         if start.elapsed() > HANG_GUARD {
             let _ = child.kill();
             let _ = child.wait();
@@ -401,12 +406,20 @@ fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)
         std::thread::sleep(Duration::from_millis(5));
     };
     let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
-    MeshRun { output, max_threads, samples, peak_rss_kib }
+    MeshRun { output, max_threads, samples, peak_rss_kib, cpu_ticks }
 }
 
 /// `Threads:` of a /proc/PID/status; `None` once the process is gone.
 fn threads_of(status_path: &str) -> Option<usize> {
     status_field(status_path, "Threads:")
+}
+
+/// utime + stime from /proc/PID/stat (fields 14 and 15, after the parenthesised name).
+fn cpu_ticks_of(stat_path: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(stat_path).ok()?;
+    let rest = &text[text.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 /// A number from /proc/PID/status (`Threads:`, `VmHWM:` in KiB...).
@@ -486,9 +499,10 @@ fn uniform_cluster_passes() {
     let start = Instant::now();
     let run = run_mesh(&cluster.endpoints, &[]);
     eprintln!(
-        "mesh of {n} fake endpoints: {} pairs in {:.1} s, controller threads max {}, peak RSS {} KiB",
+        "mesh of {n} fake endpoints: {} pairs in {:.1} s, controller CPU {:.1} s, threads max {}, peak RSS {} KiB",
         n * (n - 1) / 2,
         start.elapsed().as_secs_f64(),
+        run.cpu_ticks as f64 / 100.0,
         run.max_threads,
         run.peak_rss_kib
     );
