@@ -23,9 +23,11 @@ if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
 	tests/rxe/run.sh "$rxe_bin"
 else
 	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin"
-	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve" >&2
+	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve and over ssh" >&2
+	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
+	export FABCHECK_SSHD_DIR
 	FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
-		--peer-cmd "$fabcheck serve --listen 198.18.0.2:18515 --max-sessions 2" \
+		--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
 		-- tests/rxe/two-hosts.sh "$fabcheck"
 fi
 echo "run-all: both tiers passed in $(( $(date +%s) - start )) s" >&2

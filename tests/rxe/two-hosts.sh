@@ -2,6 +2,8 @@
 # Guest 1 of `soft-roce-setup.sh --vm --guests 2`: a real two-host RoCE pair. Both agents are
 # `fabcheck serve` (guest 2's is started by --peer-cmd); the controller runs here and reaches
 # both over TCP with the shared token; traffic crosses the virtual link between the guests.
+# Then the same over real ssh (guest 2 runs sshd, see tests/rxe/sshd.sh): a pair, and a mesh
+# mixing local, ssh and tcp agents on both hosts.
 # Usage: tests/rxe/two-hosts.sh FABCHECK_BINARY
 set -eu
 bin=$1
@@ -49,5 +51,53 @@ if problems:
     print("two-hosts: 0 passed, 1 failed:", "; ".join(problems))
     sys.exit(1)
 print(f"two-hosts: {doc['a']['host']} <-> {doc['b']['host']}: {len(doc['results'])} results, verdict {doc['verdict']}")
+PY
+
+# Real ssh: the key and an ssh that reads our config; guest 2's sshd was started before its serve.
+: "${FABCHECK_SSHD_DIR:?the unpacked sshd and keys (tests/rxe/sshd.sh prepare) are passed in FABCHECK_SSHD_DIR}"
+PATH=$(tests/rxe/sshd.sh client "$FABCHECK_SSHD_DIR"):$PATH
+export PATH
+set +e
+"$bin" pair localhost/rxe0 "root@$b/rxe0" --remote-fabcheck "$bin" --tests send_lat,write_bw --iters 40 --direction both --json >/tmp/ssh-pair.json
+rc_pair=$?
+"$bin" mesh localhost/rxe0 "root@$b/rxe0" "tcp://$b:18515/rxe0" localhost/rxe0 --remote-fabcheck "$bin" \
+	--tests write_bw,send_lat --iters 40 --json >/tmp/ssh-mesh.json
+rc_mesh=$?
+set -e
+# Every process whose command line is exactly "BIN agent": agents left behind.
+agents_cmd="for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\$f 2>/dev/null; echo; done | grep -c '^$bin agent \$' || true"
+left_here=$(sh -c "$agents_cmd")
+left_there=$(ssh -T -o BatchMode=yes "root@$b" "$agents_cmd")
+python3 - "$rc_pair" "$rc_mesh" "$left_here" "$left_there" <<'PY'
+import json, sys
+rc_pair, rc_mesh = int(sys.argv[1]), int(sys.argv[2])
+problems = []
+pair = json.load(open("/tmp/ssh-pair.json"))
+if rc_pair != 0:
+    problems.append(f"pair over ssh: exit {rc_pair}, findings {pair.get('findings')}")
+if pair["a"]["host"] == pair["b"]["host"]:
+    problems.append("pair over ssh: both ends on one host")
+if len([r for r in pair["results"] if not r.get("error")]) != 4:
+    problems.append(f"pair over ssh: results {pair['results']}")
+mesh = json.load(open("/tmp/ssh-mesh.json"))
+first = [p for p in mesh["pairs"] if not p.get("retest")]
+if rc_mesh not in (0, 1):
+    problems.append(f"mesh: exit {rc_mesh}")
+if mesh.get("unreachable"):
+    problems.append(f"mesh: unreachable {mesh['unreachable']}")
+if len(first) != 6:
+    problems.append(f"mesh: {len(first)} pairs, want 6")
+for p in first:
+    ok = [r for r in p["results"] if not r.get("error")]
+    if p.get("error") or len(ok) != 2:
+        problems.append(f"mesh pair {p['a']} <-> {p['b']}: {p.get('error')} {p['results']}")
+    else:
+        print(f"two-hosts: mesh {p['a']:<26} <-> {p['b']:<26} {ok[0]['bw_gbps']} Gb/s", file=sys.stderr)
+if sys.argv[3].strip() != "0" or sys.argv[4].strip() != "0":
+    problems.append(f"agents left running: {sys.argv[3]!r} here, {sys.argv[4]!r} on the peer")
+if problems:
+    print("two-hosts: 0 passed, 1 failed:", "; ".join(problems))
+    sys.exit(1)
+print(f"two-hosts: over ssh, pair {pair['a']['host']} <-> {pair['b']['host']} and a 4-endpoint mesh (local, ssh, tcp): verdict {mesh['verdict']}")
 print("1 passed, 0 failed")
 PY
