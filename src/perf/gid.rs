@@ -2,6 +2,7 @@
 
 use crate::probe::decode::{self, GidScope, GidType, LinkLayer};
 use crate::probe::Gid;
+use std::net::IpAddr;
 
 /// RoCE: v2 before v1, IPv4 before global IPv6, never link-local (it does not route and is
 /// the classic "wrong GID" trap). InfiniBand: index 0, the port GID.
@@ -23,6 +24,34 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
         }
     };
     gids.iter().filter_map(|g| rank(g).map(|r| (r, g.index, g))).min_by_key(|(r, i, _)| (*r, *i)).map(|(_, _, g)| g)
+}
+
+/// The IP address rdma_cm binds to, for the port whose chosen GID is `gid`. RoCE: the address
+/// inside the GID (IPv4-mapped, or a global IPv6 GID). InfiniBand: the port's IPoIB interface's
+/// address (IPv4 first, then global IPv6), as rdma_cm over InfiniBand (NVMe-oF, Lustre o2ib,
+/// MPI) uses it. `Err` says why there is none.
+pub fn cm_address(link_layer: LinkLayer, gid: Option<&str>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, String> {
+    if link_layer == LinkLayer::InfiniBand {
+        let Some((netdev, addrs)) = ipoib else {
+            return Err("--cm on InfiniBand addresses the port through its IPoIB interface, and this port has none \
+                        (load ib_ipoib; the interface is ibN or ibpXsY)"
+                .into());
+        };
+        let global_v6 = |a: &&IpAddr| matches!(a, IpAddr::V6(v6) if decode::gid_scope(&v6.octets()) == GidScope::Ipv6Global);
+        return addrs
+            .iter()
+            .find(|a| matches!(a, IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_link_local()))
+            .or_else(|| addrs.iter().find(global_v6))
+            .copied()
+            .ok_or_else(|| format!("--cm on InfiniBand needs an IP address on the port's IPoIB interface {netdev}, which has none"));
+    }
+    let raw = gid.and_then(decode::parse_gid).ok_or_else(|| "no GID to take an address from".to_string())?;
+    let v6 = std::net::Ipv6Addr::from(raw);
+    match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
+        (Some(v4), _) => Ok(IpAddr::V4(v4)),
+        (None, GidScope::Ipv6Global) => Ok(IpAddr::V6(v6)),
+        _ => Err("--cm needs a routable address on the port, and its GID is link-local".into()),
+    }
 }
 
 #[cfg(test)]
@@ -53,5 +82,22 @@ mod tests {
     fn infiniband_uses_index_zero() {
         let gids = vec![gid(0, "fe80::b83f:d203:a1:2b3c", GidType::Ib)];
         assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 0);
+    }
+
+    #[test]
+    fn cm_address_from_the_gid_on_roce_and_from_ipoib_on_infiniband() {
+        let eth = LinkLayer::Ethernet;
+        assert_eq!(cm_address(eth, Some("::ffff:198.18.0.1"), None), Ok(IpAddr::from([198, 18, 0, 1])));
+        assert_eq!(cm_address(eth, Some("2001:db8::5"), None), Ok("2001:db8::5".parse().unwrap()));
+        assert!(cm_address(eth, Some("fe80::1"), None).is_err());
+        assert!(cm_address(eth, None, None).is_err());
+        let ib = LinkLayer::InfiniBand;
+        let port_gid = Some("fe80::248a:703:49:d4f0");
+        let addrs: Vec<IpAddr> = vec!["fe80::248a:703:49:d4f0".parse().unwrap(), "2001:db8::7".parse().unwrap(), IpAddr::from([10, 12, 0, 7])];
+        assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs))), Ok(IpAddr::from([10, 12, 0, 7])), "IPv4 first");
+        assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs[..2]))), Ok("2001:db8::7".parse().unwrap()), "then global IPv6");
+        let err = cm_address(ib, port_gid, Some(("ib0", &addrs[..1]))).unwrap_err();
+        assert!(err.contains("IPoIB interface ib0"), "{err}");
+        assert!(cm_address(ib, port_gid, None).unwrap_err().contains("ib_ipoib"));
     }
 }

@@ -63,6 +63,8 @@ pub enum PerfError {
     PortNotReady { subject: String, message: String, remedy: String },
     #[error("{subject}: {why}")]
     NoGid { subject: String, why: String },
+    #[error("{subject}: {why}")]
+    NoCmAddress { subject: String, why: String },
     #[error("memory registration refused: {source}")]
     Memlock { source: VerbsError, limit: Option<u64> },
     #[error("no progress for {waited_ms} ms while {what}")]
@@ -90,6 +92,9 @@ impl PerfError {
             PerfError::BadSpec(_) | PerfError::BadPeer(_) => "check the flags; both nodes must run the same fabcheck version".into(),
             PerfError::PortNotReady { remedy, .. } => remedy.clone(),
             PerfError::NoGid { .. } => "assign an IPv4 address to the RoCE netdev, or pass --gid-index".into(),
+            PerfError::NoCmAddress { .. } => {
+                "give the port's netdev (RoCE) or IPoIB interface (InfiniBand) an IP address, e.g. `ip addr add 10.12.0.7/16 dev ib0`, or drop --cm to connect out of band".into()
+            }
             PerfError::Memlock { .. } => crate::diagnose::memlock_remedy(),
             PerfError::Stalled { .. } => {
                 "the peer stopped answering: check that its agent is alive, the link is up, and the GIDs route to each other".into()

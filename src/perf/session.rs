@@ -113,7 +113,7 @@ impl Session {
         let subject = format!("{}/{}", device.name, port.port);
         let cm = match target.cm {
             None => None,
-            Some(role) => Some(cm_bind(role, chosen.map(|g| g.gid.as_str()), &subject, spec.qps)?),
+            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid.as_str()), &subject, spec.qps)?),
         };
         let ctx = match &cm {
             None => Context::open(&device.name)?,
@@ -306,23 +306,12 @@ impl Session {
     }
 }
 
-/// Binds an rdma_cm id to the address behind the chosen GID (RoCE: its IPv4 or IPv6
-/// address), so that librdmacm opens the same device; a listener starts listening.
-fn cm_bind(role: CmRole, gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
-    let raw = gid.and_then(decode::parse_gid).ok_or_else(|| PerfError::NoGid { subject: subject.into(), why: "no GID to take an address from".into() })?;
-    let v6 = std::net::Ipv6Addr::from(raw);
-    let ip = match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
-        (Some(v4), _) => IpAddr::V4(v4),
-        (None, decode::GidScope::Ipv6Global) => IpAddr::V6(v6),
-        _ => {
-            return Err(PerfError::NoGid {
-                subject: subject.into(),
-                why: "--cm needs an IP address on the port (RoCE), and InfiniBand's IPoIB addressing is not supported yet; \
-                      drop --cm to connect out of band"
-                    .into(),
-            })
-        }
-    };
+/// Binds an rdma_cm id to the port's address (see [`gid::cm_address`]), so that librdmacm
+/// opens the same device; a listener starts listening.
+fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
+    let addrs = port.netdev.as_deref().map(|n| (n, crate::verbs::io::interface_addresses(n)));
+    let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
+    let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
     let channel = CmChannel::new()?;
     let id = CmId::new(&channel)?;
     id.bind(SocketAddr::new(ip, 0))?;

@@ -132,6 +132,45 @@ pub(super) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::sock
     (storage, len as libc::socklen_t)
 }
 
+/// The IP addresses of network interface `name` (getifaddrs(3)), in the kernel's order; empty
+/// when it has none or does not exist.
+pub fn interface_addresses(name: &str) -> Vec<std::net::IpAddr> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: getifaddrs fills `head` with a list we free below with freeifaddrs.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut cursor = head;
+    while !cursor.is_null() {
+        // SAFETY: `cursor` is a node of the list getifaddrs returned, not yet freed.
+        let entry = unsafe { &*cursor };
+        cursor = entry.ifa_next;
+        if entry.ifa_addr.is_null() || entry.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let ifname = unsafe { std::ffi::CStr::from_ptr(entry.ifa_name) };
+        if ifname.to_bytes() != name.as_bytes() {
+            continue;
+        }
+        // SAFETY: ifa_addr points at a sockaddr whose family says which struct it is.
+        let family = i32::from(unsafe { (*entry.ifa_addr).sa_family });
+        if family == libc::AF_INET {
+            // SAFETY: an AF_INET address is a sockaddr_in.
+            let sin = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in>() };
+            out.push(std::net::IpAddr::from(sin.sin_addr.s_addr.to_ne_bytes()));
+        } else if family == libc::AF_INET6 {
+            // SAFETY: an AF_INET6 address is a sockaddr_in6.
+            let sin6 = unsafe { &*entry.ifa_addr.cast::<libc::sockaddr_in6>() };
+            out.push(std::net::IpAddr::from(sin6.sin6_addr.s6_addr));
+        }
+    }
+    // SAFETY: `head` came from getifaddrs and is freed once.
+    unsafe { libc::freeifaddrs(head) };
+    out
+}
+
 /// Raises the soft open-files limit towards `want` (at most the hard limit) and returns the
 /// limit now in force: a mesh holds a few descriptors per agent.
 pub fn raise_open_files(want: u64) -> u64 {
@@ -181,6 +220,12 @@ mod tests {
         set.add(stream.as_raw_fd(), false, true);
         set.wait(Duration::from_secs(5)).unwrap();
         assert!(connect_finished(&stream).is_err());
+    }
+
+    #[test]
+    fn loopback_has_its_address() {
+        assert!(interface_addresses("lo").contains(&std::net::IpAddr::from([127, 0, 0, 1])));
+        assert!(interface_addresses("no-such-interface").is_empty());
     }
 
     #[test]
