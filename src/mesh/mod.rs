@@ -43,10 +43,13 @@ pub struct MeshArgs {
     /// Device (and port) for endpoints that name none.
     #[arg(long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
+    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
     #[arg(long, value_name = "BYTES")]
     pub size: Option<u32>,
+    /// Measured iterations per test and pair (default 1000 latency, 5000 bandwidth).
     #[arg(long, value_name = "N")]
     pub iters: Option<u64>,
+    /// Queue pairs for bandwidth tests.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
@@ -55,7 +58,7 @@ pub struct MeshArgs {
     /// A pair passes bandwidth at this percentage of the expected link rate.
     #[arg(long, default_value_t = 90.0, value_name = "PCT")]
     pub threshold: f64,
-    /// Agents started (ssh) or reached (tcp) at once.
+    /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
     #[arg(long, default_value_t = 32, value_name = "N")]
     pub fanout: usize,
     #[command(flatten)]
@@ -63,6 +66,7 @@ pub struct MeshArgs {
     /// Write an HTML heat map of the bandwidth matrix.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// One JSON document on stdout (schema fabcheck.mesh.v1).
     #[arg(long)]
     pub json: bool,
 }
