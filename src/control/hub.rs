@@ -55,6 +55,27 @@ struct Link {
     stderr_tail: String,
 }
 
+impl Link {
+    /// Shows each whole stderr line, attributed, and keeps the last to explain a loss.
+    fn show_stderr_lines(&mut self) {
+        loop {
+            match self.stderr.pop(4096) {
+                Ok(Some(line)) if line.trim().is_empty() => {}
+                Ok(Some(line)) => {
+                    // The agent's (or ssh's) own words, attributed.
+                    eprintln!("{}: {line}", self.label);
+                    self.stderr_tail = line.chars().take(TAIL).collect();
+                }
+                Ok(None) => return,
+                Err(_) => {
+                    self.stderr = LineBuffer::default();
+                    return;
+                }
+            }
+        }
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Slot {
     Connect,
@@ -269,21 +290,7 @@ impl Hub {
             match channel.read_stderr(&mut self.buf) {
                 Ok(ReadOutcome::Data(n)) => {
                     link.stderr.push(&self.buf[..n]);
-                    loop {
-                        match link.stderr.pop(4096) {
-                            Ok(Some(line)) if line.trim().is_empty() => {}
-                            Ok(Some(line)) => {
-                                // The agent's (or ssh's) own words, attributed.
-                                eprintln!("{}: {line}", link.label);
-                                link.stderr_tail = line.chars().take(TAIL).collect();
-                            }
-                            Ok(None) => break,
-                            Err(_) => {
-                                link.stderr = LineBuffer::default();
-                                break;
-                            }
-                        }
-                    }
+                    link.show_stderr_lines();
                 }
                 Ok(ReadOutcome::WouldBlock) => return,
                 Ok(ReadOutcome::End) | Err(_) => return channel.close_stderr(),
@@ -328,21 +335,9 @@ impl Hub {
                     if status.is_none() && *until > now {
                         continue;
                     }
-                    let State::Ending { mut channel, why, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
                     // Whatever the child said last explains the loss best.
-                    if channel.stderr_fd().is_some() {
-                        let mut tail = [0u8; 4096];
-                        if let Ok(ReadOutcome::Data(n)) = channel.read_stderr(&mut tail) {
-                            let link = &mut self.links[id];
-                            link.stderr.push(&tail[..n]);
-                            while let Ok(Some(line)) = link.stderr.pop(4096) {
-                                if !line.trim().is_empty() {
-                                    eprintln!("{}: {line}", link.label);
-                                    link.stderr_tail = line.chars().take(TAIL).collect();
-                                }
-                            }
-                        }
-                    }
+                    self.read_stderr(id);
+                    let State::Ending { channel, why, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
                     let failure = explain(&self.links[id], self.opts.launcher, status, &why);
                     if let Some(child) = channel.into_child() {
                         self.reaping.push((child, now + BYE_GRACE));

@@ -38,6 +38,9 @@ pub enum Channel {
 
 /// Starts a local or ssh agent as a child whose pipes are all non-blocking.
 pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Failure> {
+    if matches!(host, HostSpec::Ssh { .. }) && !valid_remote_path(&opts.remote_fabcheck) {
+        return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
+    }
     let mut command = match host {
         HostSpec::Local => {
             let exe = std::env::current_exe()
@@ -47,9 +50,6 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
             c
         }
         HostSpec::Ssh { user, host } if opts.launcher == Launcher::Srun => {
-            if !valid_remote_path(&opts.remote_fabcheck) {
-                return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
-            }
             if user.is_some() {
                 return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
             }
@@ -63,9 +63,6 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
             c
         }
         HostSpec::Ssh { user, host } => {
-            if !valid_remote_path(&opts.remote_fabcheck) {
-                return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
-            }
             let dest = match user {
                 Some(u) => format!("{u}@{host}"),
                 None => host.clone(),

@@ -2,7 +2,8 @@
 //! for [`drive`](super::drive), so a thousand agents are reached from one thread, `window`
 //! handshakes (ssh logins, TCP connects) at a time.
 
-use super::drive::{Actions, Conversation};
+use super::drive::{drive, Actions, Conversation, Job};
+use super::hub::{Hub, LinkId};
 use super::protocol::{Reply, Request};
 use crate::error::Failure;
 use crate::probe::Inventory;
@@ -112,6 +113,18 @@ impl Conversation for Reach {
     fn is_done(&self) -> bool {
         self.state == State::Done
     }
+}
+
+/// Reaches the agents on `links` (named `labels`), `window` at a time; one finished `Reach`
+/// per link, in order. `Err` only on Ctrl-C.
+pub fn reach_all(hub: &mut Hub, links: &[LinkId], labels: &[String], token: &Option<String>, want_inventory: bool, window: usize) -> Result<Vec<Reach>, Failure> {
+    let mut jobs: Vec<Job<Reach>> = links
+        .iter()
+        .zip(labels)
+        .map(|(&link, label)| Job { links: vec![link], conversation: Reach::new(label, token.clone(), want_inventory) })
+        .collect();
+    drive(hub, &mut jobs, window)?;
+    Ok(jobs.into_iter().map(|j| j.conversation).collect())
 }
 
 #[cfg(test)]

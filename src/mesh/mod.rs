@@ -15,8 +15,8 @@ use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{self, EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
 use crate::control::link::LaunchOptions;
-use crate::control::protocol::{Target, TestKind};
-use crate::control::reach::Reach;
+use crate::control::protocol::TestKind;
+use crate::control::reach::reach_all;
 use crate::diagnose::{gbps, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::pair::plan::{self, Direction, PlanInput, PlannedTest};
@@ -278,14 +278,10 @@ fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
 /// sending its inventory. An endpoint that cannot be reached is recorded, not fatal: its
 /// pairs fail.
 fn reach(run: &Run, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
-    let mut jobs: Vec<Job<Reach>> = which
-        .iter()
-        .map(|&i| Job { links: vec![agents[i].link], conversation: Reach::new(&run.names[i], run.launch.token.clone(), true) })
-        .collect();
-    drive(hub, &mut jobs, run.fanout)?;
-    for (&i, job) in which.iter().zip(jobs) {
+    let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
+    let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
+    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &run.launch.token, true, run.fanout)?) {
         let agent = &mut agents[i];
-        let reach = job.conversation;
         agent.second_chance = false;
         match reach.failure {
             Some(f) => agent.error = Some(f.cause),
@@ -344,12 +340,14 @@ fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, us
     }
     let mut out = Vec::new();
     let mut jobs = Vec::new();
+    let mut pairs = Vec::new();
     for &(a, b) in round {
         if agents[a].reached && agents[b].reached {
-            let targets = [a, b].map(|i| Target { device: run.specs[i].device.clone(), port: run.specs[i].port.map(|p| p as u8), gid_index: run.gid_index, cm: None });
+            let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None));
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
             jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
+            pairs.push((a, b));
         } else {
             // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
             let why = [a, b]
@@ -361,7 +359,6 @@ fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, us
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
     }
-    let pairs: Vec<(usize, usize)> = round.iter().copied().filter(|&(a, b)| agents[a].reached && agents[b].reached).collect();
     drive(hub, &mut jobs, usize::MAX)?;
     for ((a, b), job) in pairs.into_iter().zip(jobs) {
         let done = job.conversation;

@@ -17,7 +17,7 @@ use crate::control::endpoint::{self, EndpointSpec};
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
 use crate::control::protocol::{CmRole, Endpoint, Target, TestKind};
-use crate::control::reach::Reach;
+use crate::control::reach::reach_all;
 use crate::error::{Failure, Outcome};
 use clap::Args;
 use plan::{Direction, PlanInput, PlannedTest};
@@ -137,18 +137,11 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
-    let mut reach: Vec<Job<Reach>> =
-        (0..2).map(|i| Job { links: vec![links[i]], conversation: Reach::new(&labels[i], config.launch.token.clone(), false) }).collect();
-    drive(&mut hub, &mut reach, 2)?;
-    if let Some(f) = reach.into_iter().find_map(|j| j.conversation.failure) {
+    if let Some(f) = reach_all(&mut hub, &links, &labels, &config.launch.token, false, 2)?.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
-    let targets = [0, 1].map(|i| Target {
-        device: config.endpoints[i].device.clone(),
-        port: config.endpoints[i].port.map(|p| p as u8),
-        gid_index: config.gid_index,
-        cm: config.cm.then_some(if i == 0 { CmRole::Connect } else { CmRole::Listen }),
-    });
+    let roles = [CmRole::Connect, CmRole::Listen];
+    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i])));
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
     let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
     drive(&mut hub, &mut jobs, 1)?;
@@ -170,6 +163,11 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
         print!("{}", report::human(&doc));
     }
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+}
+
+/// Where a test runs on one endpoint, as the agent is told.
+pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>) -> Target {
+    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm }
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {

@@ -214,23 +214,32 @@ impl PairSequence {
     }
 
     fn end_test(&mut self, now: Instant, act: &mut Actions) {
-        let mut result = self.summarise();
-        if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
-            self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
-        }
-        if let Some(f) = self.failure.take() {
-            result.error = Some(f.cause);
-            result.remedy = Some(f.remedy);
-            self.results.push(result);
+        // A failed test ends the plan.
+        if self.record_result() {
             return self.finish();
         }
-        self.results.push(result);
         self.index += 1;
         if self.index < self.plan.len() {
             self.begin_test(now, act);
         } else {
             self.finish();
         }
+    }
+
+    /// Keeps the current test's result (with its failure, if any) and both endpoints; says
+    /// whether it failed.
+    fn record_result(&mut self) -> bool {
+        let mut result = self.summarise();
+        if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
+            self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
+        }
+        let failed = self.failure.is_some();
+        if let Some(f) = self.failure.take() {
+            result.error = Some(f.cause);
+            result.remedy = Some(f.remedy);
+        }
+        self.results.push(result);
+        failed
     }
 
     fn finish(&mut self) {
@@ -262,15 +271,7 @@ impl PairSequence {
                 self.discard(side, act);
             }
         }
-        let mut result = self.summarise();
-        if let Some(f) = self.failure.take() {
-            result.error = Some(f.cause);
-            result.remedy = Some(f.remedy);
-        }
-        if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
-            self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
-        }
-        self.results.push(result);
+        self.record_result();
         self.finish();
     }
 
