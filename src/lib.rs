@@ -15,4 +15,5 @@ pub mod pair;
 pub mod perf;
 pub mod probe;
 pub mod report;
+pub mod spec;
 pub mod sys;

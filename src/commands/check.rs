@@ -1,8 +1,9 @@
-use crate::cli::{parse_device_port, CheckArgs};
+use crate::cli::CheckArgs;
 use crate::diagnose::{self, Expectations, Input, Scope, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
+use crate::spec::parse_device_port;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let mut expect = Expectations::default();

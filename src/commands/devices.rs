@@ -1,7 +1,8 @@
-use crate::cli::{valid_device_name, DevicesArgs};
+use crate::cli::DevicesArgs;
 use crate::error::{Failure, Outcome};
 use crate::probe::{self, Source};
 use crate::report;
+use crate::spec::valid_device_name;
 
 pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
     if let Some(name) = &args.device {

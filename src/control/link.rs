@@ -11,7 +11,7 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// How `[user@]host` endpoints get their agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launcher {
     /// `ssh host fabcheck agent`, speaking over ssh's stdio.
     Ssh,

@@ -2,7 +2,6 @@
 
 use super::agent::{self, AgentOptions};
 use crate::error::{Failure, Outcome};
-use clap::Args;
 use std::io::BufReader;
 use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -11,26 +10,18 @@ use std::sync::Arc;
 /// Connections served at once; more are refused (each may hold verbs resources).
 const MAX_CONNECTIONS: usize = 16;
 
-#[derive(Debug, Args)]
-pub struct ServeArgs {
-    /// Address to listen on. Anything but loopback needs a token.
-    #[arg(long, default_value = "127.0.0.1:18515", value_name = "ADDR:PORT")]
-    pub listen: String,
-    /// Shared token controllers must present (or FABCHECK_TOKEN).
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+/// `fabcheck serve`, validated.
+#[derive(Debug, Clone)]
+pub struct ServeConfig {
+    pub listen: SocketAddr,
     pub token: Option<String>,
-    /// Exit after serving this many controllers (for tests and one-shot CI use).
-    #[arg(long, value_name = "N")]
+    /// Exit after serving this many controllers.
     pub max_sessions: Option<usize>,
 }
 
-#[derive(Debug, Args)]
-pub struct AgentArgs {}
-
-pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
-    let addr: SocketAddr =
-        args.listen.parse().map_err(|_| Failure::usage(format!("--listen '{}' is not ADDR:PORT (e.g. 0.0.0.0:18515)", args.listen)))?;
-    let token = args.token.clone().filter(|t| !t.is_empty());
+pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
+    let addr = config.listen;
+    let token = config.token.clone();
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(Failure::new(
             format!("refusing to listen on {addr} without a token"),
@@ -62,7 +53,7 @@ pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
             counter.fetch_sub(1, Ordering::SeqCst);
         });
         served += 1;
-        if args.max_sessions.is_some_and(|max| served >= max) {
+        if config.max_sessions.is_some_and(|max| served >= max) {
             let _ = handle.join();
             while active.load(Ordering::SeqCst) > 0 {
                 std::thread::sleep(std::time::Duration::from_millis(20));
@@ -73,7 +64,7 @@ pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
     Ok(Outcome::Pass)
 }
 
-pub fn agent_stdio(_args: &AgentArgs) -> Result<Outcome, Failure> {
+pub fn agent_stdio() -> Result<Outcome, Failure> {
     let options = AgentOptions { token: None, host: agent::hostname() };
     let stdin = BufReader::new(std::io::stdin());
     agent::run(stdin, std::io::stdout().lock(), options)

@@ -6,6 +6,7 @@ use crate::diagnose::{gbps, Finding, Severity, Verdict};
 use crate::perf::counters;
 use std::collections::BTreeMap;
 
+#[derive(Debug, Clone, Copy)]
 pub struct Criteria {
     /// Share of the link's data rate the largest-size bandwidth must reach (0.9).
     pub bw_fraction: f64,

@@ -2,11 +2,11 @@
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
 use super::{gid, PerfError};
-use crate::control::protocol::CmRole;
-use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
 use crate::probe::decode::{self, LinkLayer, PortState};
 use crate::probe::{self, Source};
+use crate::spec::CmRole;
+use crate::spec::{Endpoint, Role, Target, TestKind, TestSpec};
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
 };

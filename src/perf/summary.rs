@@ -1,20 +1,8 @@
 //! Turning raw measurements into the numbers a report shows (pure).
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-/// Latency percentiles in microseconds, as the contract's `lat_us`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub stdev: f64,
-}
+pub use crate::spec::LatencySummary;
 
 /// Summarises samples in nanoseconds; `halve` reports one-way latency from round trips
 /// (send and write latency, as perftest does). `None` for no samples.
