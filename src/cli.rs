@@ -1,4 +1,6 @@
 //! Command-line flags (clap) and their validation into run configurations.
+// Doc comments here are the `--help` text people read, not rustdoc: brackets mean "optional".
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

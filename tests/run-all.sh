@@ -10,8 +10,12 @@ start=$(date +%s)
 
 tests/deps.sh
 
+echo "== gates: fmt, clippy, doc, unsafe, shellcheck, MSRV" >&2
+tests/gates.sh
+
 echo "== host tier" >&2
-cargo test --locked --lib --bins --test integration
+cargo test --locked --workspace --lib --bins --test integration
+cargo test --locked --workspace --doc
 
 echo "== Soft-RoCE tier" >&2
 rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json 2>/dev/null |

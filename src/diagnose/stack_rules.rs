@@ -153,7 +153,7 @@ fn default_driver(device: &str) -> &'static str {
 }
 
 pub(crate) fn human_bytes(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 20 {
         format!("{} MiB", bytes >> 20)

@@ -18,6 +18,14 @@ pub const RX_DEPTH: u32 = 512;
 /// Inline data asked for latency tests (providers that cannot inline get a retry without).
 pub const INLINE_WANTED: u32 = 220;
 
+/// One side's resources for one test. Its fields are private to `perf`: nobody outside can
+/// reorder, take or drop a part while a measured loop uses it.
+///
+/// ```compile_fail
+/// fn take(s: fabcheck::perf::session::Session) -> Vec<fabcheck_verbs::QueuePair> {
+///     s.qps
+/// }
+/// ```
 pub struct Session {
     // Every verbs object holds what it depends on (Arc), so drop order is not load-bearing;
     // QPs still go first so their flushes do not race the CQs' teardown logs.

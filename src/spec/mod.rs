@@ -153,7 +153,7 @@ impl TestSpec {
         if self.tx_depth == 0 || self.tx_depth > 8192 || self.cq_mod == 0 || self.cq_mod > self.tx_depth {
             return Err("tx_depth must be 1..8192 and cq_mod 1..tx_depth".into());
         }
-        if self.post_list == 0 || self.post_list > self.cq_mod || self.cq_mod % self.post_list != 0 {
+        if self.post_list == 0 || self.post_list > self.cq_mod || !self.cq_mod.is_multiple_of(self.post_list) {
             return Err("post_list must divide cq_mod".into());
         }
         if self.stall_timeout_ms == 0 || self.stall_timeout_ms > 600_000 {
