@@ -17,3 +17,4 @@ pub mod probe;
 pub mod report;
 pub mod spec;
 pub mod sys;
+pub mod units;

@@ -18,7 +18,7 @@ use crate::control::link::LaunchOptions;
 use crate::control::reach::reach_all;
 use crate::diagnose::{gbps, Verdict};
 use crate::error::{Failure, Outcome};
-use crate::pair::plan::PlannedTest;
+use crate::pair::plan::{Direction, PlannedTest};
 use crate::pair::report::TestResult;
 use crate::pair::sequence::PairSequence;
 use crate::pair::{self, verdict};
@@ -321,7 +321,7 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
 /// the first latency test's p50.
 fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
     let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
-    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != "bidi").filter_map(|r| r.bw_gbps).reduce(f64::min);
+    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
     let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
     PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }

@@ -5,6 +5,7 @@
 
 use super::decode::{GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use serde::{Deserialize, Serialize};
+use std::net::Ipv6Addr;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Inventory {
@@ -80,7 +81,8 @@ pub struct Port {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Gid {
     pub index: u32,
-    pub gid: String,
+    /// Written as `inet_ntop(AF_INET6)` writes it (RFC 5952), as `ibv_devinfo` and `rdma` do.
+    pub gid: Ipv6Addr,
     #[serde(rename = "type")]
     pub gid_type: GidType,
     pub netdev: Option<String>,

@@ -154,10 +154,10 @@ impl SysfsRoot {
             let gid_type = match read_trim(&attrs.join("types").join(index.to_string())) {
                 Some(text) => GidType::from_sysfs(&text, link_layer),
                 None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
-                None => GidType::Unknown(u32::MAX),
+                None => GidType::Unreported,
             };
             let netdev = read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
-            gids.push(Gid { index, gid: decode::format_gid(&raw), gid_type, netdev });
+            gids.push(Gid { index, gid: raw.into(), gid_type, netdev });
         }
         gids.sort_by_key(|g| g.index);
         gids

@@ -7,6 +7,7 @@ pub mod device;
 
 pub use device::{parse_device_port, valid_device_name};
 
+pub use crate::probe::decode::LinkLayer;
 use serde::{Deserialize, Serialize};
 
 /// Largest message size a test may use.
@@ -85,6 +86,12 @@ impl TestKind {
             return Err("--tests names no test".into());
         }
         Ok(out)
+    }
+}
+
+impl std::fmt::Display for TestKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
     }
 }
 
@@ -173,7 +180,7 @@ pub struct Endpoint {
     pub lid: u16,
     pub gid_index: Option<u8>,
     /// RFC 5952 text; `None` on InfiniBand without a GRH.
-    pub gid: Option<String>,
+    pub gid: Option<std::net::Ipv6Addr>,
     pub qpns: Vec<u32>,
     pub psn: u32,
     pub addr: u64,
@@ -181,7 +188,7 @@ pub struct Endpoint {
     pub len: u64,
     /// Active MTU in bytes.
     pub mtu: u32,
-    pub link_layer: String,
+    pub link_layer: LinkLayer,
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub max_rd_atomic: u8,
@@ -225,15 +232,24 @@ pub enum CmRole {
     Connect,
 }
 
-/// Latency percentiles in microseconds, as the contract's `lat_us`.
+/// Latency percentiles in microseconds, as the contract's `lat_us`: full precision in memory,
+/// three decimals (a nanosecond) when serialised.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub min: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p50: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p90: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p99: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p999: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub max: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub mean: f64,
+    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub stdev: f64,
 }

@@ -251,7 +251,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     rkey: 0x42,
                     len: u64::from(s.size),
                     mtu: port.active_mtu.unwrap_or(4096),
-                    link_layer: port.link_layer.to_string(),
+                    link_layer: port.link_layer,
                     rate_gbps: port.rate_gbps,
                     ca_type: device.ca_type.clone(),
                     max_rd_atomic: 16,
