@@ -80,15 +80,19 @@ pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
     #[arg(long, value_name = "N")]
     pub gid_index: Option<u8>,
-    /// Seconds a single test may take before the run is abandoned.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    /// Seconds a single test may take before the run is abandoned (at most a day).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub timeout: u64,
     /// Milliseconds without progress after which an agent gives up on its peer.
-    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
+    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub stall_timeout_ms: u64,
-    /// Token for tcp:// agents (or FABCHECK_TOKEN).
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+    /// Token for tcp:// agents. Prefer FABCHECK_TOKEN or --token-file: a command line is
+    /// visible to every user in `ps`.
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the token for tcp:// agents from FILE (readable by its owner only).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// fabcheck's path on ssh or srun hosts.
     #[arg(long, default_value = "fabcheck", value_name = "PATH")]
     pub remote_fabcheck: String,
@@ -173,8 +177,8 @@ pub struct MeshArgs {
     #[arg(long, default_value_t = 90.0, value_name = "PCT")]
     pub threshold: f64,
     /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
-    #[arg(long, default_value_t = 32, value_name = "N")]
-    pub fanout: usize,
+    #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub fanout: u64,
     #[command(flatten)]
     pub agents: AgentFlags,
     /// Write an HTML heat map of the bandwidth matrix.
@@ -190,12 +194,16 @@ pub struct ServeArgs {
     /// Address to listen on. Anything but loopback needs a token.
     #[arg(long, default_value = "127.0.0.1:18515", value_name = "ADDR:PORT")]
     pub listen: String,
-    /// Shared token controllers must present (or FABCHECK_TOKEN).
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+    /// Shared token controllers must present. Prefer FABCHECK_TOKEN or --token-file: a command
+    /// line is visible to every user in `ps`.
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the shared token from FILE (readable by its owner only).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// Exit after serving this many controllers (for tests and one-shot CI use).
-    #[arg(long, value_name = "N")]
-    pub max_sessions: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: Option<u64>,
 }
 
 /// `fabcheck agent` takes no flags: it speaks the protocol on stdin/stdout.

@@ -4,12 +4,14 @@ use crate::error::{Failure, Outcome};
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
 use crate::spec::parse_device_port;
+use crate::sys::fs::read_text;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let mut expect = Expectations::default();
     if let Some(path) = &args.profile {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::new(format!("cannot read profile {}: {e}", path.display()), "give the path of a readable KEY=VALUE file"))?;
+        // The profile parser refuses anything over 64 KiB; read one byte more to tell.
+        let text = read_text(path, 64 * 1024 + 1)
+            .map_err(|e| Failure::new(format!("cannot read profile: {e}"), "give the path of a readable KEY=VALUE file"))?;
         expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
     }
     for kv in &args.expect {
@@ -65,6 +67,6 @@ fn emit(json: bool, report: &diagnose::Report) {
     if json {
         report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report });
     } else {
-        print!("{}", report::check::human(report));
+        report::print_human(&report::check::human(report));
     }
 }

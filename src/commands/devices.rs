@@ -15,7 +15,7 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
     if args.json {
         report::print_json(&report::devices::json_doc(&inv));
     } else {
-        print!("{}", report::devices::human(&inv));
+        report::print_human(&report::devices::human(&inv));
     }
     Ok(Outcome::Pass)
 }

@@ -2,12 +2,13 @@
 
 use super::agents::launch_options;
 use crate::cli::MeshArgs;
-use crate::control::endpoint;
+use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
 use crate::mesh::{self, MeshConfig};
 use crate::pair::plan::{self, Direction, PlanInput};
 use crate::pair::verdict;
 use crate::spec::TestKind;
+use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::time::Duration;
 
 pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
@@ -18,8 +19,8 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
 pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     let mut texts = args.endpoints.clone();
     if let Some(path) = &args.hostfile {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::new(format!("cannot read hostfile {}: {e}", path.display()), "give a readable file, one endpoint per line"))?;
+        let text = read_text(path, TEXT_FILE_CAP)
+            .map_err(|e| Failure::new(format!("cannot read hostfile: {e}"), "give a readable file, one endpoint per line"))?;
         texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
     }
     if texts.len() < 2 {
@@ -51,15 +52,19 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    let launch = launch_options(&args.agents)?;
+    for spec in &specs {
+        link::validate(launch.launcher, &spec.host, &spec.to_string())?;
+    }
     Ok(MeshConfig {
         names: mesh::unique_names(&specs),
         specs,
         plan,
-        launch: launch_options(&args.agents),
+        launch,
         pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
         gid_index: args.agents.gid_index,
         timeout: Duration::from_secs(args.agents.timeout.max(1)),
-        fanout: args.fanout.clamp(1, 1024),
+        fanout: args.fanout as usize,
         html: args.html.clone(),
         json: args.json,
     })

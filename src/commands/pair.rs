@@ -2,7 +2,7 @@
 
 use super::agents::launch_options;
 use crate::cli::PairArgs;
-use crate::control::endpoint;
+use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
 use crate::pair::plan::{self, Direction, PlanInput};
 use crate::pair::{self, verdict, PairConfig};
@@ -26,7 +26,9 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         }
     }
     let duration_ms = match args.duration {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => return Err(Failure::usage("--duration must be 0..3600 seconds")),
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
+            return Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))
+        }
         Some(s) => Some((s * 1000.0).round().max(1.0) as u64),
         None => None,
     };
@@ -49,14 +51,18 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    let launch = launch_options(&args.agents)?;
+    for e in &endpoints {
+        link::validate(launch.launcher, &e.host, &e.host.to_string())?;
+    }
     Ok(PairConfig {
         endpoints,
         plan,
-        launch: launch_options(&args.agents),
+        launch,
         criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
         gid_index: args.agents.gid_index,
         cm: args.cm,
-        test_timeout: Duration::from_secs(args.agents.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
+        test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
         json: args.json,
     })
 }

@@ -15,7 +15,7 @@ use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
 use crate::control::link::LaunchOptions;
-use crate::control::reach::reach_all;
+use crate::control::reach::{reach_all, token_for};
 use crate::diagnose::{gbps, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::pair::plan::{Direction, PlannedTest};
@@ -112,6 +112,14 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
+    if agents.iter().all(|a| a.error.is_some()) {
+        hub.close_all();
+        let first = agents.iter().zip(&run.names).find_map(|(a, name)| a.error.as_ref().map(|e| format!("{name}: {e}"))).unwrap_or_default();
+        return Err(Failure::new(
+            format!("no endpoint could be reached, so no pair could run (first: {first})"),
+            "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",
+        ));
+    }
     let mut records = Vec::new();
     let mut first = Vec::new();
     for round in schedule::rounds(n) {
@@ -143,16 +151,27 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
-    if let Some(path) = &run.html {
-        let matrix = bw_matrix(n, &first, &retested);
-        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
-        std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks))
-            .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display()), "give a writable path to --html"))?;
-    }
+    // The results first: a side output that cannot be written must not throw the run away.
     if run.json {
         crate::report::print_json(&doc);
     } else {
-        print!("{}", human(&doc, &bw_matrix(n, &first, &retested)));
+        crate::report::print_human(&human(&doc, &bw_matrix(n, &first, &retested)));
+    }
+    if let Some(path) = &run.html {
+        let matrix = bw_matrix(n, &first, &retested);
+        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
+        if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks)) {
+            let failure = Failure::new(
+                format!("the results above stand, but the heat map could not be written to {}: {e}", path.display()),
+                "give a writable path to --html",
+            );
+            // A failed run stays a failed run (exit 1); a passing one could not do all it was
+            // asked (exit 2), so CI notices the missing file.
+            if verdict == Verdict::Pass {
+                return Err(failure);
+            }
+            eprintln!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy);
+        }
     }
     Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
@@ -197,7 +216,8 @@ fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
 fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
     let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
     let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
-    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &run.launch.token, true, run.fanout)?) {
+    let tokens: Vec<Option<String>> = which.iter().map(|&i| token_for(&run.specs[i].host, &run.launch.token)).collect();
+    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &tokens, true, run.fanout)?) {
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {

@@ -16,7 +16,7 @@ use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
 use crate::control::protocol::{CmRole, Endpoint, Target};
-use crate::control::reach::reach_all;
+use crate::control::reach::{reach_all, token_for};
 use crate::error::{Failure, Outcome};
 use plan::PlannedTest;
 use report::{PairDoc, Side};
@@ -42,7 +42,8 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
-    if let Some(f) = reach_all(&mut hub, &links, &labels, &config.launch.token, false, 2)?.into_iter().find_map(|r| r.failure) {
+    let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
+    if let Some(f) = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
@@ -65,7 +66,7 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     if config.json {
         crate::report::print_json(&doc);
     } else {
-        print!("{}", report::human(&doc));
+        crate::report::print_human(&report::human(&doc));
     }
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }

@@ -32,7 +32,7 @@ pub struct TestResult {
     pub size: u32,
     pub iterations: u64,
     pub qps: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "rounded_latency")]
     pub lat_us: Option<LatencySummary>,
     #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_3dp")]
     pub bw_gbps: Option<f64>,
@@ -58,6 +58,14 @@ pub struct PairDoc {
     pub b: Side,
     pub results: Vec<TestResult>,
     pub findings: Vec<Finding>,
+}
+
+/// Serde: latency figures to three decimals in the document.
+fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(l) => s.serialize_some(&l.rounded()),
+        None => s.serialize_none(),
+    }
 }
 
 pub fn human(doc: &PairDoc) -> String {

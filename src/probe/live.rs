@@ -28,7 +28,7 @@ pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
     for name in selected {
         devices.push(device(name, &sysfs)?);
     }
-    Ok(Inventory { devices, source: "verbs".into() })
+    Ok(Inventory { devices, source: "verbs".into(), unreadable: sysfs.take_unreadable() })
 }
 
 fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {

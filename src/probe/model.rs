@@ -13,6 +13,17 @@ pub struct Inventory {
     /// Where the data came from: `verbs` (live) or `sysfs:<root>`.
     #[serde(default)]
     pub source: String,
+    /// Files that exist but could not be read (permissions, a symlink loop, a FIFO, too large):
+    /// what they hold is unknown, which `check` says rather than misreading it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A file of the inventory's source that could not be read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Unreadable {
+    pub path: String,
+    pub error: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -232,24 +232,33 @@ pub enum CmRole {
     Connect,
 }
 
-/// Latency percentiles in microseconds, as the contract's `lat_us`: full precision in memory,
-/// three decimals (a nanosecond) when serialised.
+/// Latency percentiles in microseconds, as the contract's `lat_us`: full precision in memory and
+/// on the wire between agent and controller; documents print [`LatencySummary::rounded`].
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct LatencySummary {
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub min: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p50: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p90: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p99: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub p999: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub max: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub mean: f64,
-    #[serde(serialize_with = "crate::units::serialize_3dp")]
     pub stdev: f64,
+}
+
+impl LatencySummary {
+    /// Every figure to three decimals (a nanosecond), as documents show them.
+    pub fn rounded(&self) -> LatencySummary {
+        let r = |v: f64| crate::units::round(v, 3);
+        LatencySummary {
+            min: r(self.min),
+            p50: r(self.p50),
+            p90: r(self.p90),
+            p99: r(self.p99),
+            p999: r(self.p999),
+            max: r(self.max),
+            mean: r(self.mean),
+            stdev: r(self.stdev),
+        }
+    }
 }

@@ -150,7 +150,7 @@ impl PairSequence {
 
     fn enter(&mut self, phase: Phase, limit: Duration, now: Instant) {
         self.phase = phase;
-        self.deadline = Some(now + limit);
+        self.deadline = Some(crate::sys::time::deadline(now, limit));
     }
 
     fn send(&mut self, side: usize, request: Request, owe: Owe, act: &mut Actions) {
