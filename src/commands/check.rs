@@ -38,7 +38,11 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         }
     }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
-    let report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    // GPU node readiness, from the same tree: the bundle, or the live /sys.
+    if let Some(tree) = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
+        diagnose::gpu_rules::apply(&mut report, &tree);
+    }
     if inventory.devices.is_empty() && live {
         // Stack checks ran and explain why; still, with nothing to check the node is not ready.
         let mut report = report;
