@@ -174,7 +174,7 @@ fn acs_unknown(f: Option<&Function>) -> Option<String> {
         ConfigRead::Missing => Some("no config file".into()),
         ConfigRead::Bad(why) => Some(why.clone()),
         ConfigRead::Parsed(c) if !c.defects.is_empty() => {
-            Some(format!("config: {}", c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
+            Some(format!("{}: {}", f.config_file, c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
         }
         ConfigRead::Parsed(c) if !c.extended_read => {
             Some(format!("only {} bytes of config readable (the ACS capability lies beyond 256; read as root)", c.len))
@@ -189,6 +189,11 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     let mut crossing: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in pairings {
         let Some(nic) = &p.nic else { continue };
+        // A path through the host bridge (PHB, NODE, SYS) goes through the root complex anyway:
+        // ACS can only reroute what would otherwise turn around inside a switch.
+        if nic.relation > Relation::Pxb {
+            continue;
+        }
         for bridge in &nic.bridges {
             crossing.entry(bridge.as_str()).or_default().push(format!(
                 "GPU {} <-> {} ({}, {})",
@@ -208,8 +213,7 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
         let f = tree.function(bridge);
         if let Some(why) = acs_unknown(f) {
             // "only 64 bytes" repeats for every bridge of a non-root run: one finding for all.
-            let key = if why.starts_with("only ") { why } else { format!("{bridge}: {why}") };
-            unknown.entry(key).or_default().push(bridge);
+            unknown.entry(why).or_default().push(bridge);
             continue;
         }
         let Some(acs) = f.and_then(|f| f.config.parsed()).and_then(|c| c.acs) else { continue };
@@ -226,9 +230,9 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             Some("RR CR EC off".into()),
             Severity::Error,
             format!(
-                "ACS {redirected} is enabled on {bridge} ({}), on the path of {}: peer-to-peer TLPs between GPU and NIC are \
-                 redirected up to the root complex (and the IOMMU) instead of crossing the switch, so GPUDirect RDMA runs at \
-                 a fraction of its bandwidth or fails",
+                "ACS P2P redirect ({redirected}) is enabled on {bridge} ({}), on the path of {}: peer-to-peer TLPs between \
+                 GPU and NIC go up through the root complex (and the IOMMU) instead of across the switch, so GPUDirect RDMA \
+                 runs at a fraction of its bandwidth, or fails",
                 kind.name(),
                 pairs.join("; ")
             ),
@@ -241,6 +245,13 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     }
     for (why, bridges) in &unknown {
         let subject = bridges.join(",");
+        let remedy = if why.starts_with("only ") {
+            "run `fabcheck check` as root (config space past 64 bytes is root-only), or capture the bundle as root; \
+             `lspci -vvv -s <bdf>` shows ACSCtl"
+        } else {
+            "the config file is damaged or was not copied as sysfs gives it: re-capture it as root \
+             (tests/fixtures/capture-sysfs.sh), or read ACSCtl on the node with `lspci -vvv -s <bdf>`"
+        };
         sheet.fail(
             id,
             &subject,
@@ -248,8 +259,7 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             Some("RR CR EC off".into()),
             Severity::Warning,
             format!("cannot tell whether ACS redirects GPU<->NIC peer-to-peer traffic on {subject}: {why}"),
-            "run `fabcheck check` as root (config space past 64 bytes is root-only), or capture the bundle as root; \
-             `lspci -vvv -s <bdf>` shows ACSCtl",
+            remedy,
         );
     }
     if blocking == 0 && unknown.is_empty() {
@@ -275,7 +285,7 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
     if let Some(why) = match &gpu.config {
         ConfigRead::Bad(why) => Some(why.clone()),
         ConfigRead::Parsed(c) if !c.defects.is_empty() => {
-            Some(format!("config: {}", c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
+            Some(format!("{}: {}", gpu.config_file, c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
         }
         _ => None,
     } {

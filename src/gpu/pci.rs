@@ -41,6 +41,8 @@ pub struct Function {
     pub numa_node: Option<i32>,
     pub link: SysfsLink,
     pub config: ConfigRead,
+    /// The `config` file, relative to the tree's root, for messages.
+    pub config_file: String,
 }
 
 /// The link attributes the kernel derives from Link Capabilities / Link Status.
@@ -284,7 +286,8 @@ impl Reader<'_> {
             },
             Err(what) => ConfigRead::Bad(format!("{}: {what}", self.relative(&config_path))),
         };
-        Function { bdf: bdf.to_string(), host_bridge, chain, vendor, device, class, numa_node, link, config }
+        let config_file = self.relative(&config_path);
+        Function { bdf: bdf.to_string(), host_bridge, chain, vendor, device, class, numa_node, link, config, config_file }
     }
 
     /// A text attribute, trimmed; `Ok(None)` when absent (as a failed read leaves it in a capture).
