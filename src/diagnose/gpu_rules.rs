@@ -39,7 +39,13 @@ pub(super) fn run(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
 /// Files and links that could not be read: named, so nothing is silently misjudged.
 fn problems(tree: &PciTree, sheet: &mut Sheet) {
     for p in &tree.problems {
-        let id = if p.path.starts_with("module/") { "gpu.peermem" } else { "gpu.affinity" };
+        let id = if p.path.starts_with("module/") {
+            "gpu.peermem"
+        } else if p.path.contains("_link_") {
+            "pcie.link"
+        } else {
+            "gpu.affinity"
+        };
         let subject = p.bdf.clone().unwrap_or_else(|| p.path.clone());
         sheet.note(
             id,

@@ -4,6 +4,7 @@
 mod cli;
 mod fuzz;
 mod fixtures;
+mod gpu;
 mod mesh_scale;
 mod protocol;
 
