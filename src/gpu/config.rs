@@ -360,6 +360,7 @@ pub(crate) mod build {
     /// A 4 KiB config space: vendor/device/class, header type, a PCIe capability at 0x40 of
     /// `port_type` (raw) with the given link capability and status, and ACS at 0x148 when
     /// `acs` is `Some((capability, control))`.
+    #[allow(clippy::too_many_arguments)]
     pub fn config(
         vendor: u16,
         device: u16,

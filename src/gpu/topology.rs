@@ -153,3 +153,114 @@ pub fn pair(tree: &PciTree) -> Vec<Pairing> {
     }
     pairings
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::config::{build, parse, Link};
+    use crate::gpu::pci::{ConfigRead, SysfsLink};
+
+    fn function(bdf: &str, host_bridge: &str, chain: &[&str], numa: i32, config: ConfigRead) -> Function {
+        let (vendor, class) = match bdf.chars().last() {
+            Some('g') => (0x10de, 0x030200),
+            _ => (0x15b3, 0x020700),
+        };
+        let bdf = bdf.trim_end_matches('g').to_string();
+        Function {
+            bdf,
+            host_bridge: host_bridge.into(),
+            chain: chain.iter().map(|s| s.to_string()).collect(),
+            vendor: Some(vendor),
+            device: None,
+            class: Some(class),
+            numa_node: Some(numa),
+            link: SysfsLink::default(),
+            config,
+            config_file: String::new(),
+        }
+    }
+
+    fn bridge(bdf: &str, port_type: u8) -> Function {
+        let gen4 = Link { speed: 4, width: 16 };
+        let space = parse(&build::config(0x1000, 0xc010, 0x060400, true, port_type, gen4, gen4, None)).unwrap();
+        function(bdf, "pci0000:00", &[], 0, ConfigRead::Parsed(space))
+    }
+
+    fn tree(functions: Vec<Function>, nics: &[(&str, &str)]) -> PciTree {
+        PciTree {
+            functions: functions.into_iter().map(|f| (f.bdf.clone(), f)).collect(),
+            nics: nics.iter().map(|(n, b)| Nic { name: n.to_string(), bdf: b.to_string() }).collect(),
+            ..PciTree::default()
+        }
+    }
+
+    fn relation(t: &PciTree, a: &str, b: &str) -> Relation {
+        path(t, t.function(a).unwrap(), t.function(b).unwrap()).relation
+    }
+
+    /// rp -> us -> {ds0 -> gpu a, ds1 -> nic b, ds2 -> us2 -> {ds3 -> gpu c}}; a second root
+    /// port of the same host bridge with nic d; another host bridge on node 0 (nic e) and on
+    /// node 1 (nic f).
+    fn sample(typed: bool) -> PciTree {
+        let chain_a = ["00:01.0", "01:00.0", "02:00.0"];
+        let chain_c = ["00:01.0", "01:00.0", "02:02.0", "03:00.0", "04:00.0"];
+        let mut fs = vec![
+            function("05:00.0g", "pci0000:00", &chain_a, 0, ConfigRead::Missing),
+            function("06:00.0", "pci0000:00", &["00:01.0", "01:00.0", "02:01.0"], 0, ConfigRead::Missing),
+            function("07:00.0g", "pci0000:00", &chain_c, 0, ConfigRead::Missing),
+            function("08:00.0", "pci0000:00", &["00:02.0"], 0, ConfigRead::Missing),
+            function("09:00.0", "pci0000:20", &["20:01.0"], 0, ConfigRead::Missing),
+            function("0a:00.0", "pci0000:80", &["80:01.0"], 1, ConfigRead::Missing),
+        ];
+        if typed {
+            fs.extend([
+                bridge("00:01.0", 4),
+                bridge("01:00.0", 5),
+                bridge("02:00.0", 6),
+                bridge("02:01.0", 6),
+                bridge("02:02.0", 6),
+                bridge("03:00.0", 5),
+                bridge("04:00.0", 6),
+            ]);
+        }
+        tree(fs, &[("b", "06:00.0"), ("d", "08:00.0"), ("e", "09:00.0"), ("f", "0a:00.0")])
+    }
+
+    #[test]
+    fn relations_in_nvidia_smi_words() {
+        for typed in [true, false] {
+            let t = sample(typed);
+            assert_eq!(relation(&t, "05:00.0", "06:00.0"), Relation::Pix, "typed {typed}");
+            assert_eq!(relation(&t, "07:00.0", "06:00.0"), Relation::Pxb, "typed {typed}");
+            assert_eq!(relation(&t, "05:00.0", "08:00.0"), Relation::Phb, "typed {typed}");
+            assert_eq!(relation(&t, "05:00.0", "09:00.0"), Relation::Node, "typed {typed}");
+            assert_eq!(relation(&t, "05:00.0", "0a:00.0"), Relation::Sys, "typed {typed}");
+        }
+        let t = sample(true);
+        let p = path(&t, t.function("07:00.0").unwrap(), t.function("06:00.0").unwrap());
+        assert_eq!(p.bridges, vec!["04:00.0", "03:00.0", "02:02.0", "01:00.0", "02:01.0"]);
+    }
+
+    #[test]
+    fn unknown_numa_is_not_remote() {
+        let mut t = sample(false);
+        t.functions.get_mut("0a:00.0").unwrap().numa_node = Some(-1);
+        assert_eq!(relation(&t, "05:00.0", "0a:00.0"), Relation::Node);
+    }
+
+    #[test]
+    fn pairing_prefers_near_then_spreads_ties() {
+        let t = sample(true);
+        let pairs = pair(&t);
+        assert_eq!(pairs.len(), 2);
+        let nic = |i: usize| pairs[i].nic.as_ref().map(|n| (n.name.as_str(), n.relation)).unwrap();
+        assert_eq!(nic(0), ("b", Relation::Pix));
+        assert_eq!(nic(1), ("b", Relation::Pxb));
+        let mut t = t;
+        t.nics.retain(|n| n.name != "b" && n.name != "d" && n.name != "e");
+        let pairs = pair(&t);
+        assert!(pairs.iter().all(|p| p.nic.as_ref().unwrap().relation == Relation::Sys));
+        t.nics.clear();
+        assert!(pair(&t).iter().all(|p| p.nic.is_none()));
+    }
+}
