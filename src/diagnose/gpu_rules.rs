@@ -11,16 +11,19 @@ use crate::gpu::pci::{ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
 use std::collections::BTreeMap;
 
-/// Runs the GPU rules over `tree` and adds their checks and findings to `report`.
-pub fn apply(report: &mut Report, tree: &PciTree) {
+/// Runs the GPU rules over `tree` and adds their checks and findings to `report`; returns
+/// the GPU/NIC pairing they judged.
+pub fn apply(report: &mut Report, tree: &PciTree) -> Vec<Pairing> {
     let mut sheet = Sheet::default();
-    run(tree, &topology::pair(tree), &mut sheet);
+    let pairings = topology::pair(tree);
+    run(tree, &pairings, &mut sheet);
     report.checks.extend(sheet.checks);
     report.findings.extend(sheet.findings);
     report.findings.sort_by_key(|f| f.severity);
     if report.findings.iter().any(|f| f.severity == Severity::Error) {
         report.verdict = Verdict::Fail;
     }
+    pairings
 }
 
 pub(super) fn run(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {

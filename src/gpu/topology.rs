@@ -135,12 +135,16 @@ pub struct NicChoice {
 }
 
 /// Pairs every GPU with its nearest NIC, as NCCL does: the closest relation, then the fewest
-/// bridges; among equals, the NIC serving the fewest GPUs so far, then the lowest BDF.
+/// bridges; among equals, the NIC serving the fewest GPUs so far, then the lowest BDF. GPUs
+/// with the nearest NICs choose first, so a GPU that has a NIC on its own switch gets it.
+/// Returned in GPU BDF order.
 pub fn pair(tree: &PciTree) -> Vec<Pairing> {
     let nics: Vec<(&Nic, &Function)> = tree.nics.iter().filter_map(|n| Some((n, tree.function(&n.bdf)?))).collect();
     let mut load: BTreeMap<&str, usize> = nics.iter().map(|(n, _)| (n.bdf.as_str(), 0)).collect();
     let mut pairings = Vec::new();
-    for gpu in tree.gpus() {
+    let mut gpus = tree.gpus();
+    gpus.sort_by_cached_key(|g| nics.iter().map(|(_, f)| path(tree, g, f)).map(|p| (p.relation, p.bridges.len())).min());
+    for gpu in gpus {
         let best = nics
             .iter()
             .map(|(nic, f)| (nic, f, path(tree, gpu, f)))
@@ -151,6 +155,7 @@ pub fn pair(tree: &PciTree) -> Vec<Pairing> {
         });
         pairings.push(Pairing { gpu: gpu.bdf.clone(), gpu_numa: gpu.numa_node, nic });
     }
+    pairings.sort_by(|a, b| a.gpu.cmp(&b.gpu));
     pairings
 }
 

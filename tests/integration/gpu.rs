@@ -15,7 +15,9 @@ fn findings(doc: &Value) -> Vec<(String, String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string(), f["subject"].as_str().unwrap().to_string()))
+        .map(|f| {
+            (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string(), f["subject"].as_str().unwrap().to_string())
+        })
         .collect();
     all.sort();
     all
@@ -75,7 +77,14 @@ fn hgx_acs_on_names_every_redirecting_switch_port() {
     assert_eq!(findings(&doc), expect(&want));
     assert_eq!(out.status.code(), Some(1));
     let text = message(&doc, "pcie.acs", "0000:17:03.0");
-    for needle in ["GPU 0000:1b:00.0", "mlx5_0 (0000:18:00.0, PIX)", "root complex", "pci=disable_acs_redir=0000:17:03.0", "setpci -s 0000:17:03.0", "BIOS"] {
+    for needle in [
+        "GPU 0000:1b:00.0",
+        "mlx5_0 (0000:18:00.0, PIX)",
+        "root complex",
+        "pci=disable_acs_redir=0000:17:03.0",
+        "setpci -s 0000:17:03.0",
+        "BIOS",
+    ] {
         assert!(text.contains(needle), "missing '{needle}' in: {text}");
     }
 }
@@ -221,22 +230,148 @@ fn other_shape(tag: &str, remote_gpu: bool) -> TempTree {
     let tree = TempTree(root.clone());
     let gen4 = (4, 16);
     let mut fns = vec![
-        Pf { path: "pci0002:40/0002:40:03.0", ids: (0x8086, 0x347a), class: BRIDGE, port_type: 4, numa: 0, cap: gen4, sta: gen4, acs: Some(ACS_LINUX) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0", ids: SWITCH, class: BRIDGE, port_type: 5, numa: 0, cap: gen4, sta: gen4, acs: None },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0", ids: SWITCH, class: BRIDGE, port_type: 6, numa: 0, cap: gen4, sta: gen4, acs: Some(0) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0", ids: SWITCH, class: BRIDGE, port_type: 6, numa: 0, cap: gen4, sta: gen4, acs: Some(ACS_LINUX) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0/0002:48:00.0", ids: (0x15b3, 0x101b), class: 0x020700, port_type: 0, numa: 0, cap: gen4, sta: gen4, acs: None },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0", ids: SWITCH, class: BRIDGE, port_type: 5, numa: 0, cap: gen4, sta: gen4, acs: None },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:00.0", ids: SWITCH, class: BRIDGE, port_type: 6, numa: 0, cap: gen4, sta: gen4, acs: Some(0) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:01.0", ids: SWITCH, class: BRIDGE, port_type: 6, numa: 0, cap: gen4, sta: gen4, acs: Some(0) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0", ids: SWITCH, class: BRIDGE, port_type: 6, numa: 0, cap: gen4, sta: gen4, acs: Some(0x04) },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:00.0/0002:45:00.0", ids: (0x10de, 0x20b5), class: 0x030200, port_type: 0, numa: 0, cap: gen4, sta: gen4, acs: None },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:01.0/0002:46:00.0", ids: (0x10de, 0x20b5), class: 0x030200, port_type: 0, numa: 0, cap: gen4, sta: gen4, acs: None },
-        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0/0002:47:00.0", ids: (0x15b3, 0x101b), class: 0x020700, port_type: 0, numa: 0, cap: gen4, sta: gen4, acs: None },
+        Pf {
+            path: "pci0002:40/0002:40:03.0",
+            ids: (0x8086, 0x347a),
+            class: BRIDGE,
+            port_type: 4,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(ACS_LINUX),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 5,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 6,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(0),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 6,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(ACS_LINUX),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0/0002:48:00.0",
+            ids: (0x15b3, 0x101b),
+            class: 0x020700,
+            port_type: 0,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 5,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:00.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 6,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(0),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:01.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 6,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(0),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0",
+            ids: SWITCH,
+            class: BRIDGE,
+            port_type: 6,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(0x04),
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:00.0/0002:45:00.0",
+            ids: (0x10de, 0x20b5),
+            class: 0x030200,
+            port_type: 0,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:01.0/0002:46:00.0",
+            ids: (0x10de, 0x20b5),
+            class: 0x030200,
+            port_type: 0,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
+        Pf {
+            path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0/0002:47:00.0",
+            ids: (0x15b3, 0x101b),
+            class: 0x020700,
+            port_type: 0,
+            numa: 0,
+            cap: gen4,
+            sta: gen4,
+            acs: None,
+        },
     ];
     let remote = [
-        Pf { path: "pci0002:c0/0002:c0:01.0", ids: (0x8086, 0x347a), class: BRIDGE, port_type: 4, numa: 1, cap: gen4, sta: gen4, acs: Some(ACS_LINUX) },
-        Pf { path: "pci0002:c0/0002:c0:01.0/0002:c1:00.0", ids: (0x10de, 0x20b5), class: 0x030200, port_type: 0, numa: 1, cap: gen4, sta: (4, 8), acs: None },
+        Pf {
+            path: "pci0002:c0/0002:c0:01.0",
+            ids: (0x8086, 0x347a),
+            class: BRIDGE,
+            port_type: 4,
+            numa: 1,
+            cap: gen4,
+            sta: gen4,
+            acs: Some(ACS_LINUX),
+        },
+        Pf {
+            path: "pci0002:c0/0002:c0:01.0/0002:c1:00.0",
+            ids: (0x10de, 0x20b5),
+            class: 0x030200,
+            port_type: 0,
+            numa: 1,
+            cap: gen4,
+            sta: (4, 8),
+            acs: None,
+        },
     ];
     if remote_gpu {
         fns.extend(remote);
@@ -351,4 +486,35 @@ fn fifo_and_unreadable_files_are_named_without_hanging() {
         let link = message(&doc, "pcie.link", "0002:c1:00.0");
         assert!(doc["findings"].to_string().contains("current_link_width: permission denied"), "{link}");
     }
+}
+
+#[test]
+fn check_json_lists_each_gpu_and_its_nic() {
+    let (_, doc) = check_fixture("gpu-hgx-no-peermem");
+    let gpus = doc["gpus"].as_array().expect("gpus array on a GPU node");
+    assert_eq!(gpus.len(), 8);
+    // Four NICs for eight GPUs: each serves two, its own switch's GPU first.
+    let mut per_nic = std::collections::BTreeMap::new();
+    for g in gpus {
+        *per_nic.entry(g["nic"]["name"].as_str().unwrap().to_string()).or_insert(0) += 1;
+    }
+    assert!(per_nic.values().all(|n| *n == 2), "{per_nic:?}");
+    assert_eq!(gpus[0]["gpu"], "0000:1b:00.0");
+    assert_eq!(gpus[0]["nic"]["relation"], "PIX");
+    let plain = json(&fabcheck(&["check", "--json", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]));
+    assert!(plain.get("gpus").is_none(), "no gpus key without GPUs");
+}
+
+#[test]
+fn devices_shows_the_affinity_table_only_with_gpus() {
+    let dir = fixtures_dir().join("gpu-hgx-nic-other-socket");
+    let text = String::from_utf8(fabcheck(&["devices", "--sysfs-root", dir.to_str().unwrap()]).stdout).unwrap();
+    assert!(text.contains("GPU affinity"), "{text}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("0000:1b:00.0")).unwrap_or_else(|| panic!("{text}"));
+    assert!(row.contains("mlx5_4 (0000:e4:00.0)") && row.contains("SYS"), "{row}");
+    let row = text.lines().find(|l| l.trim_start().starts_with("0000:9d:00.0")).unwrap();
+    assert!(row.contains("PIX"), "{row}");
+    let plain =
+        String::from_utf8(fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]).stdout).unwrap();
+    assert!(!plain.contains("GPU affinity"));
 }
