@@ -11,18 +11,30 @@ use crate::gpu::pci::{ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
 use std::collections::BTreeMap;
 
-/// Runs the GPU rules over `tree` and adds their checks and findings to `report`; returns
-/// the GPU/NIC pairing they judged.
-pub fn apply(report: &mut Report, tree: &PciTree) -> Vec<Pairing> {
+/// The stack's module checks over a bundle's `module/` (names of the modules it holds); the
+/// rest of the stack (device files, libraries, limits) is not in a bundle.
+pub fn apply_bundle_modules(report: &mut Report, inventory: &crate::probe::Inventory, modules: &[String]) {
     let mut sheet = Sheet::default();
-    let pairings = topology::pair(tree);
-    run(tree, &pairings, &mut sheet);
+    super::stack_rules::modules(inventory, modules, &mut sheet);
+    merge(report, sheet);
+}
+
+fn merge(report: &mut Report, sheet: Sheet) {
     report.checks.extend(sheet.checks);
     report.findings.extend(sheet.findings);
     report.findings.sort_by_key(|f| f.severity);
     if report.findings.iter().any(|f| f.severity == Severity::Error) {
         report.verdict = Verdict::Fail;
     }
+}
+
+/// Runs the GPU rules over `tree` and adds their checks and findings to `report`; returns
+/// the GPU/NIC pairing they judged.
+pub fn apply(report: &mut Report, tree: &PciTree) -> Vec<Pairing> {
+    let mut sheet = Sheet::default();
+    let pairings = topology::pair(tree);
+    run(tree, &pairings, &mut sheet);
+    merge(report, sheet);
     pairings
 }
 

@@ -406,7 +406,7 @@ fn other_shape(tag: &str, remote_gpu: bool) -> TempTree {
         write(&dev.join("ports/1/sm_lid"), "0x1\n");
         symlink(Path::new("../../../devices").join(bdf_path), dev.join("device")).unwrap();
     }
-    for m in ["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib", "nvidia"] {
+    for m in ["ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "nvidia"] {
         std::fs::create_dir_all(root.join("module").join(m)).unwrap();
     }
     write(&root.join("module/nvidia/taint"), "POE\n");
@@ -517,4 +517,13 @@ fn devices_shows_the_affinity_table_only_with_gpus() {
     let plain =
         String::from_utf8(fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]).stdout).unwrap();
     assert!(!plain.contains("GPU affinity"));
+}
+
+#[test]
+fn a_bundle_with_module_gets_the_stack_module_check() {
+    let tree = other_shape("modules", false);
+    std::fs::remove_dir_all(tree.0.join("module/mlx5_ib")).unwrap();
+    let doc = json(&fabcheck_bounded(&["check", "--json", "--sysfs-root", tree.0.to_str().unwrap()]));
+    assert!(findings(&doc).contains(&("stack.modules".into(), "error".into(), "node".into())), "{}", doc["findings"]);
+    assert!(message(&doc, "stack.modules", "node").contains("mlx5_ib"));
 }
