@@ -193,6 +193,7 @@ fn acs_unknown(f: Option<&Function>) -> Option<String> {
     let Some(f) = f else { return Some("the bridge is not in the tree".into()) };
     match &f.config {
         ConfigRead::Missing => Some("no config file".into()),
+        ConfigRead::NotRead => Some("config not read".into()),
         ConfigRead::Bad(why) => Some(why.clone()),
         ConfigRead::Parsed(c) if !c.defects.is_empty() => {
             Some(format!("{}: {}", f.config_file, c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))

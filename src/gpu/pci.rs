@@ -10,7 +10,7 @@
 
 use super::config::{self, ConfigSpace};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
@@ -60,6 +60,9 @@ pub enum ConfigRead {
     Parsed(ConfigSpace),
     /// No `config` file (some bundles leave it out).
     Missing,
+    /// Not read: neither a GPU, nor a NIC, nor a bridge above one. Reading config space can
+    /// wake a device from a low-power state, so only what the checks need is read.
+    NotRead,
     /// Unreadable or malformed; the reason names the file.
     Bad(String),
 }
@@ -165,11 +168,6 @@ pub fn read(root: &Path) -> Option<PciTree> {
             Err(what) => tree.problems.push(Problem { bdf: Some(name.clone()), path: format!("bus/pci/devices/{name}"), what }),
         }
     }
-    for (bdf, (host_bridge, chain, dir)) in dirs {
-        let function = reader.function(&bdf, host_bridge, chain, &dir, &mut tree.problems);
-        tree.functions.insert(bdf, function);
-    }
-
     let ib = root.join("class/infiniband");
     for name in sorted_entries(&ib) {
         let link = ib.join(&name).join("device");
@@ -184,6 +182,25 @@ pub fn read(root: &Path) -> Option<PciTree> {
             Err(what) => tree.problems.push(Problem { bdf: None, path: format!("class/infiniband/{name}/device"), what }),
         }
     }
+
+    // Config spaces of GPUs, NICs and the bridges above them, and only on a node with GPUs.
+    let mut wanted: BTreeSet<&str> = BTreeSet::new();
+    let gpu_dirs: Vec<&String> = dirs.iter().filter(|(_, (_, _, dir))| reader.maybe_gpu(dir)).map(|(bdf, _)| bdf).collect();
+    if !gpu_dirs.is_empty() {
+        for bdf in gpu_dirs.into_iter().chain(tree.nics.iter().map(|n| &n.bdf)) {
+            wanted.insert(bdf);
+            if let Some((_, chain, _)) = dirs.get(bdf) {
+                wanted.extend(chain.iter().map(String::as_str));
+            }
+        }
+    }
+    let mut functions = BTreeMap::new();
+    for (bdf, (host_bridge, chain, dir)) in &dirs {
+        let read_config = wanted.contains(bdf.as_str());
+        let function = reader.function(bdf, host_bridge.clone(), chain.clone(), dir, read_config, &mut tree.problems);
+        functions.insert(bdf.clone(), function);
+    }
+    tree.functions = functions;
 
     let module_dir = root.join("module");
     if module_dir.is_dir() {
@@ -257,7 +274,24 @@ impl Reader<'_> {
         }
     }
 
-    fn function(&self, bdf: &str, host_bridge: String, chain: Vec<String>, dir: &Path, problems: &mut Vec<Problem>) -> Function {
+    /// Whether a function folder may be an NVIDIA GPU, from its `vendor` and `class` (when
+    /// they cannot be read, it may).
+    fn maybe_gpu(&self, dir: &Path) -> bool {
+        let hex = |file: &str| self.text(&dir.join(file)).ok().flatten().and_then(|t| parse_hex(&t));
+        let vendor = hex("vendor").map(|v| v == u32::from(NVIDIA_VENDOR)).unwrap_or(true);
+        let class = hex("class").map(|c| GPU_CLASSES.contains(&((c >> 8) as u16))).unwrap_or(true);
+        vendor && class
+    }
+
+    fn function(
+        &self,
+        bdf: &str,
+        host_bridge: String,
+        chain: Vec<String>,
+        dir: &Path,
+        read_config: bool,
+        problems: &mut Vec<Problem>,
+    ) -> Function {
         let mut note =
             |file: &str, what: String| problems.push(Problem { bdf: Some(bdf.to_string()), path: self.relative(&dir.join(file)), what });
         let mut text = |file: &str| match self.text(&dir.join(file)) {
@@ -278,7 +312,8 @@ impl Reader<'_> {
             max_width: text("max_link_width").and_then(|t| t.parse().ok()),
         };
         let config_path = dir.join("config");
-        let config = match bounded(&config_path, config::EXTENDED_LEN as u64) {
+        let config = match if read_config { bounded(&config_path, config::EXTENDED_LEN as u64) } else { Ok(None) } {
+            Ok(None) if !read_config => ConfigRead::NotRead,
             Ok(None) => ConfigRead::Missing,
             Ok(Some(bytes)) => match config::parse(&bytes) {
                 Ok(space) => ConfigRead::Parsed(space),
@@ -374,6 +409,25 @@ mod tests {
         assert!(!is_bdf("0000:1a:00.8"));
         assert!(!is_bdf("0000:1a:00"));
         assert!(!is_bdf("power"));
+    }
+
+    #[test]
+    fn hgx_fixture_reads_into_one_tree() {
+        let tree = read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu-hgx-healthy")).unwrap();
+        assert!(tree.problems.is_empty(), "{:?}", tree.problems);
+        assert_eq!(tree.gpus().len(), 8);
+        assert_eq!(tree.nics.len(), 8);
+        assert_eq!(tree.nics[0], Nic { name: "mlx5_0".into(), bdf: "0000:18:00.0".into() });
+        let gpu = tree.function("0000:1b:00.0").unwrap();
+        assert_eq!(gpu.host_bridge, "pci0000:15");
+        assert_eq!(gpu.chain, ["0000:15:01.0", "0000:16:00.0", "0000:17:03.0"]);
+        assert_eq!(gpu.numa_node, Some(0));
+        assert_eq!(gpu.link.max_speed.as_deref(), Some("32.0 GT/s PCIe"));
+        assert!(gpu.config.parsed().is_some_and(|c| c.extended_read && c.pcie.is_some()));
+        // The empty slots of the switch: not on any GPU/NIC chain, so their config is left alone.
+        assert_eq!(tree.function("0000:17:01.0").unwrap().config, ConfigRead::NotRead);
+        assert_eq!(tree.modules.as_ref().unwrap().nvidia_taint.as_deref(), Some("PO"));
+        assert!(tree.modules.as_ref().unwrap().has("nvidia_peermem"));
     }
 
     #[test]
