@@ -7,7 +7,7 @@
 
 use super::{Report, Severity, Sheet, Verdict};
 use crate::gpu::config::{self, speed_gts, PortType};
-use crate::gpu::pci::{ConfigRead, Function, PciTree};
+use crate::gpu::pci::{Area, ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
 use std::collections::BTreeMap;
 
@@ -54,12 +54,10 @@ pub(super) fn run(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
 /// Files and links that could not be read: named, so nothing is silently misjudged.
 fn problems(tree: &PciTree, sheet: &mut Sheet) {
     for p in &tree.problems {
-        let id = if p.path.starts_with("module/") {
-            "gpu.peermem"
-        } else if p.path.contains("_link_") {
-            "pcie.link"
-        } else {
-            "gpu.affinity"
+        let id = match p.area {
+            Area::Module => "gpu.peermem",
+            Area::Link => "pcie.link",
+            Area::Placement => "gpu.affinity",
         };
         let subject = p.bdf.clone().unwrap_or_else(|| p.path.clone());
         sheet.note(
@@ -189,20 +187,53 @@ fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
 }
 
 /// Why the ACS state of a bridge is not known.
-fn acs_unknown(f: Option<&Function>) -> Option<String> {
-    let Some(f) = f else { return Some("the bridge is not in the tree".into()) };
-    match &f.config {
-        ConfigRead::Missing => Some("no config file".into()),
-        ConfigRead::NotRead => Some("config not read".into()),
-        ConfigRead::Bad(why) => Some(why.clone()),
-        ConfigRead::Parsed(c) if !c.defects.is_empty() => {
-            Some(format!("{}: {}", f.config_file, c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
+/// Why the ACS state of a bridge is not known.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum AcsUnknown {
+    /// Only the first `len` bytes of config were readable (a non-root read gives 64).
+    Partial { len: usize },
+    /// No usable config file; names the file and what is wrong with it.
+    Unusable(String),
+}
+
+impl AcsUnknown {
+    fn of(f: Option<&Function>) -> Option<AcsUnknown> {
+        let Some(f) = f else { return Some(AcsUnknown::Unusable("the bridge is not in the tree".into())) };
+        match &f.config {
+            ConfigRead::Missing => Some(AcsUnknown::Unusable(format!("{}: missing", f.config_file))),
+            ConfigRead::NotRead => Some(AcsUnknown::Unusable(format!("{}: not read", f.config_file))),
+            ConfigRead::Bad(why) => Some(AcsUnknown::Unusable(why.clone())),
+            ConfigRead::Parsed(c) if !c.defects.is_empty() => Some(AcsUnknown::Unusable(format!("{}: {}", f.config_file, defects(c)))),
+            ConfigRead::Parsed(c) if !c.extended_read => Some(AcsUnknown::Partial { len: c.len }),
+            ConfigRead::Parsed(_) => None,
         }
-        ConfigRead::Parsed(c) if !c.extended_read => {
-            Some(format!("only {} bytes of config readable (the ACS capability lies beyond 256; read as root)", c.len))
-        }
-        ConfigRead::Parsed(_) => None,
     }
+
+    fn describe(&self) -> String {
+        match self {
+            AcsUnknown::Partial { len } => {
+                format!("only {len} bytes of config were readable, and the ACS capability lies past the first 256")
+            }
+            AcsUnknown::Unusable(why) => why.clone(),
+        }
+    }
+
+    fn remedy(&self) -> &'static str {
+        match self {
+            AcsUnknown::Partial { .. } => {
+                "run `fabcheck check` as root (config space past 64 bytes is root-only), or capture the bundle as root; \
+                 `lspci -vvv -s <bdf>` shows ACSCtl"
+            }
+            AcsUnknown::Unusable(_) => {
+                "the config file is damaged or was not copied as sysfs gives it: re-capture it as root \
+                 (tests/fixtures/capture-sysfs.sh), or read ACSCtl on the node with `lspci -vvv -s <bdf>`"
+            }
+        }
+    }
+}
+
+fn defects(c: &config::ConfigSpace) -> String {
+    c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")
 }
 
 fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
@@ -229,11 +260,11 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     if crossing.is_empty() {
         return;
     }
-    let mut unknown: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+    let mut unknown: BTreeMap<AcsUnknown, Vec<&str>> = BTreeMap::new();
     let mut blocking = 0;
     for (bridge, pairs) in &crossing {
         let f = tree.function(bridge);
-        if let Some(why) = acs_unknown(f) {
+        if let Some(why) = AcsUnknown::of(f) {
             // "only 64 bytes" repeats for every bridge of a non-root run: one finding for all.
             unknown.entry(why).or_default().push(bridge);
             continue;
@@ -267,21 +298,14 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     }
     for (why, bridges) in &unknown {
         let subject = bridges.join(",");
-        let remedy = if why.starts_with("only ") {
-            "run `fabcheck check` as root (config space past 64 bytes is root-only), or capture the bundle as root; \
-             `lspci -vvv -s <bdf>` shows ACSCtl"
-        } else {
-            "the config file is damaged or was not copied as sysfs gives it: re-capture it as root \
-             (tests/fixtures/capture-sysfs.sh), or read ACSCtl on the node with `lspci -vvv -s <bdf>`"
-        };
         sheet.fail(
             id,
             &subject,
             "unknown".to_string(),
             Some("RR CR EC off".into()),
             Severity::Warning,
-            format!("cannot tell whether ACS redirects GPU<->NIC peer-to-peer traffic on {subject}: {why}"),
-            remedy,
+            format!("cannot tell whether ACS redirects GPU<->NIC peer-to-peer traffic on {subject}: {}", why.describe()),
+            why.remedy(),
         );
     }
     if blocking == 0 && unknown.is_empty() {
@@ -306,9 +330,7 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
     let id = "pcie.link";
     if let Some(why) = match &gpu.config {
         ConfigRead::Bad(why) => Some(why.clone()),
-        ConfigRead::Parsed(c) if !c.defects.is_empty() => {
-            Some(format!("{}: {}", gpu.config_file, c.defects.iter().map(|d| d.to_string()).collect::<Vec<_>>().join("; ")))
-        }
+        ConfigRead::Parsed(c) if !c.defects.is_empty() => Some(format!("{}: {}", gpu.config_file, defects(c))),
         _ => None,
     } {
         sheet.note(

@@ -100,11 +100,43 @@ impl Modules {
 /// A file or link that could not be read as sysfs would give it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Problem {
+    /// What the unread file would have told.
+    pub area: Area,
     /// The function concerned, when known.
     pub bdf: Option<String>,
     /// The file, relative to the tree's root.
     pub path: String,
     pub what: String,
+}
+
+/// Which check a [`Problem`] takes away from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Area {
+    /// Where a function or NIC sits, or what it is (links, `vendor`, `class`, `numa_node`).
+    Placement,
+    /// A function's `*_link_*` attributes.
+    Link,
+    /// `module/`.
+    Module,
+}
+
+/// Why a link could not be placed in the tree.
+enum PlaceError {
+    /// Nothing there.
+    Missing,
+    /// It resolves, but not to a PCI function folder under `devices/` (a captured plain folder).
+    NotInTree(String),
+    /// A loop, or a read that failed.
+    Unreadable(String),
+}
+
+impl PlaceError {
+    fn what(self) -> String {
+        match self {
+            PlaceError::Missing => "missing".into(),
+            PlaceError::NotInTree(what) | PlaceError::Unreadable(what) => what,
+        }
+    }
 }
 
 /// The PCI side of a node.
@@ -147,7 +179,7 @@ pub fn read(root: &Path) -> Option<PciTree> {
     let canon_root = match fs::canonicalize(root) {
         Ok(p) => p,
         Err(e) => {
-            tree.problems.push(Problem { bdf: None, path: root.display().to_string(), what: io_what(&e) });
+            tree.problems.push(Problem { area: Area::Placement, bdf: None, path: root.display().to_string(), what: io_what(&e) });
             return Some(tree);
         }
     };
@@ -165,7 +197,12 @@ pub fn read(root: &Path) -> Option<PciTree> {
                         .or_insert_with(|| (placed.host_bridge.clone(), placed.chain[..i].to_vec(), placed.dirs[i].clone()));
                 }
             }
-            Err(what) => tree.problems.push(Problem { bdf: Some(name.clone()), path: format!("bus/pci/devices/{name}"), what }),
+            Err(e) => tree.problems.push(Problem {
+                area: Area::Placement,
+                bdf: Some(name.clone()),
+                path: format!("bus/pci/devices/{name}"),
+                what: e.what(),
+            }),
         }
     }
     let ib = root.join("class/infiniband");
@@ -178,8 +215,13 @@ pub fn read(root: &Path) -> Option<PciTree> {
                 }
             }
             // A captured plain folder (or rxe's absent link) is not a PCI function here.
-            Err(what) if what.starts_with(NOT_IN_TREE) || what.starts_with(NOT_FOUND) => {}
-            Err(what) => tree.problems.push(Problem { bdf: None, path: format!("class/infiniband/{name}/device"), what }),
+            Err(PlaceError::Missing) | Err(PlaceError::NotInTree(_)) => {}
+            Err(e) => tree.problems.push(Problem {
+                area: Area::Placement,
+                bdf: None,
+                path: format!("class/infiniband/{name}/device"),
+                what: e.what(),
+            }),
         }
     }
 
@@ -208,7 +250,7 @@ pub fn read(root: &Path) -> Option<PciTree> {
         let taint = match reader.text(&module_dir.join("nvidia/taint")) {
             Ok(text) => text,
             Err(what) => {
-                tree.problems.push(Problem { bdf: None, path: "module/nvidia/taint".into(), what });
+                tree.problems.push(Problem { area: Area::Module, bdf: None, path: "module/nvidia/taint".into(), what });
                 None
             }
         };
@@ -216,9 +258,6 @@ pub fn read(root: &Path) -> Option<PciTree> {
     }
     Some(tree)
 }
-
-const NOT_IN_TREE: &str = "not a PCI function folder";
-const NOT_FOUND: &str = "missing";
 
 struct Reader<'a> {
     root: &'a Path,
@@ -239,14 +278,16 @@ impl Reader<'_> {
     }
 
     /// Resolves a link to a function folder under `devices/pci*/`.
-    fn place(&self, link: &Path) -> Result<Placed, String> {
-        let target =
-            fs::canonicalize(link).map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { NOT_FOUND.into() } else { io_what(&e) })?;
+    fn place(&self, link: &Path) -> Result<Placed, PlaceError> {
+        let target = fs::canonicalize(link).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => PlaceError::Missing,
+            _ => PlaceError::Unreadable(io_what(&e)),
+        })?;
         let Ok(inside) = target.strip_prefix(self.devices) else {
-            return Err(format!("{NOT_IN_TREE}: resolves to {}, outside {}", target.display(), self.devices.display()));
+            return Err(PlaceError::NotInTree(format!("resolves to {}, outside {}", target.display(), self.devices.display())));
         };
         if !target.is_dir() {
-            return Err(format!("{NOT_IN_TREE}: {} is not a folder", target.display()));
+            return Err(PlaceError::NotInTree(format!("{} is not a folder", target.display())));
         }
         let mut host_bridge = None;
         let mut chain = Vec::new();
@@ -270,7 +311,7 @@ impl Reader<'_> {
             Some(host_bridge) if !chain.is_empty() && target.file_name().is_some_and(|n| is_bdf(&n.to_string_lossy())) => {
                 Ok(Placed { host_bridge, chain, dirs })
             }
-            _ => Err(format!("{NOT_IN_TREE}: {} is not devices/pci*/.../<domain:bus:dev.fn>", self.relative(&target))),
+            _ => Err(PlaceError::NotInTree(format!("{} is not devices/pci*/.../<domain:bus:dev.fn>", self.relative(&target)))),
         }
     }
 
@@ -292,24 +333,23 @@ impl Reader<'_> {
         read_config: bool,
         problems: &mut Vec<Problem>,
     ) -> Function {
-        let mut note =
-            |file: &str, what: String| problems.push(Problem { bdf: Some(bdf.to_string()), path: self.relative(&dir.join(file)), what });
-        let mut text = |file: &str| match self.text(&dir.join(file)) {
+        let mut read = |file: &str, area: Area| match self.text(&dir.join(file)) {
             Ok(v) => v,
             Err(what) => {
-                note(file, what);
+                problems.push(Problem { area, bdf: Some(bdf.to_string()), path: self.relative(&dir.join(file)), what });
                 None
             }
         };
+        let mut text = |file: &str| read(file, Area::Placement);
         let vendor = text("vendor").and_then(|t| parse_hex(&t)).and_then(|v| u16::try_from(v).ok());
         let device = text("device").and_then(|t| parse_hex(&t)).and_then(|v| u16::try_from(v).ok());
         let class = text("class").and_then(|t| parse_hex(&t));
         let numa_node = text("numa_node").and_then(|t| t.parse().ok());
         let link = SysfsLink {
-            current_speed: text("current_link_speed"),
-            current_width: text("current_link_width").and_then(|t| t.parse().ok()),
-            max_speed: text("max_link_speed"),
-            max_width: text("max_link_width").and_then(|t| t.parse().ok()),
+            current_speed: read("current_link_speed", Area::Link),
+            current_width: read("current_link_width", Area::Link).and_then(|t| t.parse().ok()),
+            max_speed: read("max_link_speed", Area::Link),
+            max_width: read("max_link_width", Area::Link).and_then(|t| t.parse().ok()),
         };
         let config_path = dir.join("config");
         let config = match if read_config { bounded(&config_path, config::EXTENDED_LEN as u64) } else { Ok(None) } {

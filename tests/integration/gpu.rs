@@ -527,3 +527,28 @@ fn a_bundle_with_module_gets_the_stack_module_check() {
     assert!(findings(&doc).contains(&("stack.modules".into(), "error".into(), "node".into())), "{}", doc["findings"]);
     assert!(message(&doc, "stack.modules", "node").contains("mlx5_ib"));
 }
+
+#[test]
+fn a_non_root_read_of_64_bytes_is_reported_once_not_misread() {
+    let tree = other_shape("partial", false);
+    let listing = tree.0.join("bus/pci/devices");
+    for entry in std::fs::read_dir(&listing).unwrap() {
+        let config = entry.unwrap().path().join("config");
+        let bytes = std::fs::read(&config).unwrap();
+        std::fs::write(&config, &bytes[..64]).unwrap();
+    }
+    let doc = json(&fabcheck_bounded(&["check", "--json", "--sysfs-root", tree.0.to_str().unwrap()]));
+    let bridges = "0002:43:00.0,0002:44:00.0,0002:44:01.0,0002:44:02.0";
+    assert_eq!(
+        findings(&doc),
+        expect(&[
+            ("gpu.peermem", "error", "node"),
+            ("pcie.acs", "warning", bridges),
+            ("gpu.affinity", "warning", "0002:45:00.0,0002:46:00.0"),
+        ])
+    );
+    let text = message(&doc, "pcie.acs", bridges);
+    assert!(text.contains("only 64 bytes") && text.contains("as root"), "{text}");
+    // Port types unreadable: the relation still comes out right from the depth of each bridge.
+    assert!(gpu_checks(&doc, "gpu.affinity").iter().all(|c| c["observed"].as_str().unwrap().contains(" PIX")));
+}
