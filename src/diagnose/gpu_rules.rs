@@ -7,7 +7,7 @@
 
 use super::{Report, Severity, Sheet, Verdict};
 use crate::gpu::config::{self, speed_gts, PortType};
-use crate::gpu::pci::{Area, ConfigRead, Function, PciTree};
+use crate::gpu::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
 use std::collections::BTreeMap;
 
@@ -129,7 +129,7 @@ fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             continue;
         };
         users.entry(nic.bdf.as_str()).or_default().push(p);
-        let observed = format!("{} ({}) {}, numa {}/{}", nic.name, nic.bdf, nic.relation.name(), numa(p.gpu_numa), numa(nic.numa));
+        let observed = format!("{} {}, numa {}/{}", nic_label(&nic.name, &nic.bdf), nic.relation.name(), numa(p.gpu_numa), numa(nic.numa));
         if nic.relation == Relation::Sys {
             sheet.fail(
                 id,
@@ -138,11 +138,10 @@ fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
                 Some("a NIC on the GPU's NUMA node".into()),
                 Severity::Warning,
                 format!(
-                    "GPU {}'s nearest RDMA NIC is {} ({}), SYS: {}; every GPUDirect transfer crosses the inter-socket link, \
+                    "GPU {}'s nearest RDMA NIC is {}, SYS: {}; every GPUDirect transfer crosses the inter-socket link, \
                      at a fraction of the NIC's bandwidth",
                     p.gpu,
-                    nic.name,
-                    nic.bdf,
+                    nic_label(&nic.name, &nic.bdf),
                     Relation::Sys.meaning()
                 ),
                 "move a NIC into a slot of the GPU's socket (on HGX boards, the slot under the GPU's PCIe switch), or run the \
@@ -167,14 +166,14 @@ fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             })
         });
         let Some((idle_bdf, relation)) = idle else { continue };
-        let name_of = |bdf: &str| tree.nics.iter().find(|n| n.bdf == bdf).map_or(bdf.to_string(), |n| n.name.clone());
+        let name_of = |bdf: &str| tree.nics.iter().find(|n| n.bdf == bdf).map_or(bdf.to_string(), |n| nic_label(&n.name, &n.bdf));
         let gpu_list = sharing.iter().map(|p| p.gpu.as_str()).collect::<Vec<_>>().join(",");
         sheet.note(
             id,
             &gpu_list,
             Severity::Warning,
             format!(
-                "GPUs {gpu_list} all have {} ({nic_bdf}) as nearest NIC while {} ({idle_bdf}) serves no GPU and is {} from one \
+                "GPUs {gpu_list} all have {} as nearest NIC while {} serves no GPU and is {} from one \
                  of them: NCCL puts their traffic on one NIC and leaves the other idle",
                 name_of(nic_bdf),
                 name_of(idle_bdf),
@@ -248,13 +247,12 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             continue;
         }
         for bridge in &nic.bridges {
-            crossing.entry(bridge.as_str()).or_default().push(format!(
-                "GPU {} <-> {} ({}, {})",
-                p.gpu,
-                nic.name,
-                nic.bdf,
-                nic.relation.name()
-            ));
+            let pair = if nic.name == nic.bdf {
+                format!("GPU {} <-> {} ({})", p.gpu, nic.bdf, nic.relation.name())
+            } else {
+                format!("GPU {} <-> {} ({}, {})", p.gpu, nic.name, nic.bdf, nic.relation.name())
+            };
+            crossing.entry(bridge.as_str()).or_default().push(pair);
         }
     }
     if crossing.is_empty() {

@@ -21,6 +21,10 @@ const TEXT_LIMIT: u64 = 256;
 pub const NVIDIA_VENDOR: u16 = 0x10de;
 /// Class codes (base, sub) of NVIDIA GPUs: 3D controller, VGA controller.
 pub const GPU_CLASSES: [u16; 2] = [0x0302, 0x0300];
+/// Class codes (base, sub) of InfiniBand and Ethernet controllers, and Mellanox's vendor ID.
+const INFINIBAND_CLASS: u32 = 0x0207;
+const ETHERNET_CLASS: u32 = 0x0200;
+const MELLANOX_VENDOR: u32 = 0x15b3;
 /// Modules whose presence the GPU checks read from `module/`.
 pub const GPU_MODULES: [&str; 3] = ["nvidia", "nvidia_peermem", "nv_peer_mem"];
 
@@ -79,8 +83,18 @@ impl ConfigRead {
 /// An RDMA device and the PCI function it is.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Nic {
+    /// `mlx5_0`; the BDF itself when the bundle does not link the device to its function.
     pub name: String,
     pub bdf: String,
+}
+
+/// "mlx5_0 (0000:18:00.0)", or just the BDF when that is all that names the NIC.
+pub fn nic_label(name: &str, bdf: &str) -> String {
+    if name == bdf {
+        bdf.to_string()
+    } else {
+        format!("{name} ({bdf})")
+    }
 }
 
 /// Modules of the bundle's or node's `module/`.
@@ -225,6 +239,16 @@ pub fn read(root: &Path) -> Option<PciTree> {
         }
     }
 
+    // A bundle that copied class/infiniband/<dev>/device as a plain folder does not say which
+    // function each device is: take the tree's RDMA-capable functions, named by BDF.
+    if tree.nics.is_empty() && !sorted_entries(&ib).is_empty() {
+        for (bdf, (_, _, dir)) in &dirs {
+            if reader.maybe_rdma(dir) {
+                tree.nics.push(Nic { name: bdf.clone(), bdf: bdf.clone() });
+            }
+        }
+    }
+
     // Config spaces of GPUs, NICs and the bridges above them, and only on a node with GPUs.
     let mut wanted: BTreeSet<&str> = BTreeSet::new();
     let gpu_dirs: Vec<&String> = dirs.iter().filter(|(_, (_, _, dir))| reader.maybe_gpu(dir)).map(|(bdf, _)| bdf).collect();
@@ -322,6 +346,17 @@ impl Reader<'_> {
         let vendor = hex("vendor").map(|v| v == u32::from(NVIDIA_VENDOR)).unwrap_or(true);
         let class = hex("class").map(|c| GPU_CLASSES.contains(&((c >> 8) as u16))).unwrap_or(true);
         vendor && class
+    }
+
+    /// Whether a function folder is an InfiniBand controller or a Mellanox/NVIDIA Ethernet
+    /// function (RoCE), from `class` and `vendor`.
+    fn maybe_rdma(&self, dir: &Path) -> bool {
+        let hex = |file: &str| self.text(&dir.join(file)).ok().flatten().and_then(|t| parse_hex(&t));
+        match (hex("vendor"), hex("class").map(|c| c >> 8)) {
+            (_, Some(INFINIBAND_CLASS)) => true,
+            (Some(MELLANOX_VENDOR), Some(ETHERNET_CLASS)) => true,
+            _ => false,
+        }
     }
 
     fn function(

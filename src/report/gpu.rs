@@ -24,7 +24,7 @@ pub fn affinity_table(tree: &PciTree, pairings: &[Pairing]) -> String {
             )
         });
         let (nic, nic_numa, relation) = match &p.nic {
-            Some(n) => (format!("{} ({})", n.name, n.bdf), numa(n.numa), n.relation.name()),
+            Some(n) => (crate::gpu::pci::nic_label(&n.name, &n.bdf), numa(n.numa), n.relation.name()),
             None => ("none".to_string(), "-".to_string(), "-"),
         };
         let _ = writeln!(out, "  {:<14} {:<5} {:<24} {:<5} {:<9} {link}", p.gpu, numa(p.gpu_numa), nic, nic_numa, relation);

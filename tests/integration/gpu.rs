@@ -552,3 +552,18 @@ fn a_non_root_read_of_64_bytes_is_reported_once_not_misread() {
     // Port types unreadable: the relation still comes out right from the depth of each bridge.
     assert!(gpu_checks(&doc, "gpu.affinity").iter().all(|c| c["observed"].as_str().unwrap().contains(" PIX")));
 }
+
+#[test]
+fn nics_copied_as_plain_folders_are_found_by_class() {
+    // Older captures copy class/infiniband/<dev>/device as a folder: no link to the function.
+    let tree = other_shape("plain", true);
+    for name in ["mlx5_0", "mlx5_1"] {
+        let device = tree.0.join("class/infiniband").join(name).join("device");
+        std::fs::remove_file(&device).unwrap();
+        write(&device.join("vendor"), "0x15b3\n");
+    }
+    let doc = json(&fabcheck_bounded(&["check", "--json", "--sysfs-root", tree.0.to_str().unwrap()]));
+    assert!(findings(&doc).contains(&("pcie.acs".into(), "error".into(), "0002:44:02.0".into())), "{}", doc["findings"]);
+    assert!(message(&doc, "pcie.acs", "0002:44:02.0").contains("GPU 0002:45:00.0 <-> 0002:47:00.0 (PIX)"));
+    assert!(message(&doc, "gpu.affinity", "0002:c1:00.0").contains("nearest RDMA NIC is 0002:48:00.0, SYS"));
+}
