@@ -352,11 +352,7 @@ impl Reader<'_> {
     /// function (RoCE), from `class` and `vendor`.
     fn maybe_rdma(&self, dir: &Path) -> bool {
         let hex = |file: &str| self.text(&dir.join(file)).ok().flatten().and_then(|t| parse_hex(&t));
-        match (hex("vendor"), hex("class").map(|c| c >> 8)) {
-            (_, Some(INFINIBAND_CLASS)) => true,
-            (Some(MELLANOX_VENDOR), Some(ETHERNET_CLASS)) => true,
-            _ => false,
-        }
+        matches!((hex("vendor"), hex("class").map(|c| c >> 8)), (_, Some(INFINIBAND_CLASS)) | (Some(MELLANOX_VENDOR), Some(ETHERNET_CLASS)))
     }
 
     fn function(
