@@ -385,3 +385,98 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
     }
     sheet.pass(id, &gpu.bdf, observed, Some(expected));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::pci::{Modules, Nic, SysfsLink};
+
+    fn gpu(bdf: &str, cur: (u32, &str), max: (u32, &str)) -> Function {
+        Function {
+            bdf: bdf.into(),
+            host_bridge: "pci0000:00".into(),
+            chain: vec!["0000:00:01.0".into()],
+            vendor: Some(0x10de),
+            device: Some(0x2330),
+            class: Some(0x030200),
+            numa_node: Some(0),
+            link: SysfsLink {
+                current_width: Some(cur.0),
+                current_speed: Some(cur.1.into()),
+                max_width: Some(max.0),
+                max_speed: Some(max.1.into()),
+            },
+            config: ConfigRead::Missing,
+            config_file: format!("devices/pci0000:00/0000:00:01.0/{bdf}/config"),
+        }
+    }
+
+    fn judge(tree: &PciTree) -> Report {
+        let mut report = Report { verdict: Verdict::Pass, checks: Vec::new(), findings: Vec::new() };
+        apply(&mut report, tree);
+        report
+    }
+
+    fn ids(report: &Report) -> Vec<(&str, Severity, &str)> {
+        report.findings.iter().map(|f| (f.id.as_str(), f.severity, f.subject.as_str())).collect()
+    }
+
+    fn node(functions: Vec<Function>, modules: &[&str], taint: Option<&str>) -> PciTree {
+        PciTree {
+            functions: functions.into_iter().map(|f| (f.bdf.clone(), f)).collect(),
+            nics: Vec::new(),
+            modules: Some(Modules { present: modules.iter().map(|m| m.to_string()).collect(), nvidia_taint: taint.map(String::from) }),
+            problems: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn no_gpu_no_checks() {
+        let mut t = node(vec![], &[], None);
+        t.nics.push(Nic { name: "mlx5_0".into(), bdf: "0000:18:00.0".into() });
+        let report = judge(&t);
+        assert!(report.checks.is_empty() && report.findings.is_empty());
+    }
+
+    #[test]
+    fn peermem_variants() {
+        let g = || gpu("0000:1b:00.0", (16, "32.0 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
+        let missing_driver = judge(&node(vec![g()], &[], None));
+        assert_eq!(ids(&missing_driver), vec![("gpu.peermem", Severity::Error, "node")]);
+        assert!(missing_driver.findings[0].message.contains("nvidia driver is not loaded"));
+        assert_eq!(missing_driver.verdict, Verdict::Fail);
+        let legacy = judge(&node(vec![g()], &["nvidia", "nv_peer_mem"], Some("PO")));
+        assert!(legacy.findings.is_empty());
+        assert!(legacy.checks.iter().any(|c| c.id == "gpu.peermem" && c.observed == "nv_peer_mem loaded"));
+        let open = judge(&node(vec![g()], &["nvidia"], Some("OE")));
+        assert_eq!(ids(&open), vec![("gpu.peermem", Severity::Info, "node")]);
+        let mut no_modules = node(vec![g()], &[], None);
+        no_modules.modules = None;
+        let report = judge(&no_modules);
+        assert!(report.findings.is_empty());
+        assert!(report.checks.iter().any(|c| c.id == "gpu.peermem" && c.status == crate::diagnose::Status::Skip));
+    }
+
+    #[test]
+    fn gpu_link_width_warns_speed_informs() {
+        let narrow = gpu("0000:1b:00.0", (8, "32.0 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
+        let idle = gpu("0000:43:00.0", (16, "2.5 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
+        let report = judge(&node(vec![narrow, idle], &["nvidia", "nvidia_peermem"], Some("PO")));
+        assert_eq!(ids(&report), vec![("pcie.link", Severity::Warning, "0000:1b:00.0"), ("pcie.link", Severity::Info, "0000:43:00.0")]);
+        assert!(report.checks.iter().any(|c| c.id == "gpu.affinity" && c.status == crate::diagnose::Status::Skip), "no NIC to pair");
+    }
+
+    #[test]
+    fn the_slot_caps_what_the_gpu_can_train_at() {
+        // A Gen5 card in a Gen4 x8 slot, trained at Gen4 x8: what the slot allows, no finding.
+        let card = gpu("0000:1b:00.0", (8, "16.0 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
+        let mut slot = gpu("0000:00:01.0", (8, "16.0 GT/s PCIe"), (8, "16.0 GT/s PCIe"));
+        slot.vendor = Some(0x8086);
+        slot.class = Some(0x060400);
+        slot.chain.clear();
+        let report = judge(&node(vec![card, slot], &["nvidia", "nvidia_peermem"], Some("PO")));
+        assert!(report.findings.is_empty(), "{:?}", report.findings);
+        let link = report.checks.iter().find(|c| c.id == "pcie.link").unwrap();
+        assert_eq!(link.expected.as_deref(), Some("x8 16.0 GT/s"));
+    }
+}
