@@ -434,11 +434,16 @@ fn file_kind(meta: &fs::Metadata) -> &'static str {
     }
 }
 
+/// ELOOP on Linux (every architecture): too many levels of symbolic links.
+const ELOOP: i32 = 40;
+
 fn io_what(e: &std::io::Error) -> String {
-    match e.raw_os_error() {
-        Some(libc::ELOOP) => "symlink loop".into(),
-        Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".into(),
-        _ => e.to_string(),
+    if e.raw_os_error() == Some(ELOOP) {
+        "symlink loop".into()
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        "permission denied".into()
+    } else {
+        e.to_string()
     }
 }
 
