@@ -39,12 +39,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
-    // GPU node readiness, from the same tree: the bundle, or the live /sys.
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
     if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
         let present: Vec<String> = host::MODULES.iter().filter(|m| bundle_modules.join(m).exists()).map(|m| m.to_string()).collect();
         diagnose::gpu_rules::apply_bundle_modules(&mut report, &inventory, &present);
     }
+    // GPU node readiness, from the same tree: the bundle, or the live /sys.
     let gpus = match crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
         Some(tree) => diagnose::gpu_rules::apply(&mut report, &tree),
         None => Vec::new(),
