@@ -212,7 +212,8 @@ pub struct ConfigSpace {
     pub header_type: u8,
     pub pcie: Option<PcieCap>,
     pub acs: Option<Acs>,
-    /// Whether the extended capability list was in the bytes (ACS can only be judged then).
+    /// Whether the extended capability list was in the bytes, or the function has none (a
+    /// conventional PCI function); ACS can only be judged then.
     pub extended_read: bool,
     /// Whether the standard capability list was entirely within the bytes read.
     pub capabilities_read: bool,
@@ -254,9 +255,14 @@ pub fn parse(bytes: &[u8]) -> Result<ConfigSpace, Defect> {
     if status & 0x10 != 0 {
         walk_capabilities(bytes, &mut space);
     }
-    if bytes.len() >= LEGACY_LEN + 4 && space.pcie.is_some() {
+    if space.pcie.is_some() {
+        if bytes.len() >= LEGACY_LEN + 4 {
+            space.extended_read = true;
+            walk_extended(bytes, &mut space);
+        }
+    } else if space.capabilities_read && space.defects.is_empty() {
+        // A conventional PCI function has no extended space, hence no ACS: nothing is unknown.
         space.extended_read = true;
-        walk_extended(bytes, &mut space);
     }
     Ok(space)
 }
@@ -474,6 +480,21 @@ mod tests {
         assert!(space.pcie.is_some());
         assert!(!space.extended_read);
         assert_eq!(space.acs, None);
+    }
+
+    #[test]
+    fn conventional_pci_function_has_no_extended_space() {
+        let mut bytes = config(0x8086, 0x244e, 0x060401, true, 0x0, GEN5_X16, GEN5_X16, None);
+        bytes[0x41] = 0x00; // PM only: no PCIe capability
+        let space = parse(&bytes).unwrap();
+        assert_eq!(space.pcie, None);
+        assert!(space.extended_read && space.acs.is_none() && space.defects.is_empty());
+        let status_without_list = {
+            let mut b = bytes.clone();
+            b[6] = 0;
+            parse(&b).unwrap()
+        };
+        assert!(status_without_list.extended_read && status_without_list.pcie.is_none());
     }
 
     #[test]
