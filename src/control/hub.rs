@@ -39,10 +39,19 @@ const TAIL: usize = 300;
 
 enum State {
     Idle,
-    Connecting { stream: TcpStream, rest: Vec<SocketAddr>, port: u16, deadline: Instant },
+    Connecting {
+        stream: TcpStream,
+        rest: Vec<SocketAddr>,
+        port: u16,
+        deadline: Instant,
+    },
     Open(Channel),
     /// End of stream seen; waiting briefly for the child's exit status.
-    Ending { channel: Channel, why: String, until: Instant },
+    Ending {
+        channel: Channel,
+        why: String,
+        until: Instant,
+    },
 }
 
 struct Link {
@@ -96,7 +105,15 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(opts: LaunchOptions) -> Hub {
-        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), poll: PollSet::default(), slots: Vec::new(), buf: vec![0; 64 << 10] }
+        Hub {
+            links: Vec::new(),
+            opts,
+            ready: VecDeque::new(),
+            reaping: Vec::new(),
+            poll: PollSet::default(),
+            slots: Vec::new(),
+            buf: vec![0; 64 << 10],
+        }
     }
 
     /// Registers an agent; nothing starts until the first request is sent to it.
@@ -275,7 +292,11 @@ impl Hub {
                 }
                 Ok(ReadOutcome::WouldBlock) => return,
                 Ok(ReadOutcome::End) => {
-                    let why = if link.inbox.pending() > 0 { "the channel closed in the middle of a message" } else { "the agent exited or the connection closed" };
+                    let why = if link.inbox.pending() > 0 {
+                        "the channel closed in the middle of a message"
+                    } else {
+                        "the agent exited or the connection closed"
+                    };
                     return self.begin_end(id, why.into());
                 }
                 Err(e) => return self.begin_end(id, format!("the connection failed: {e}")),

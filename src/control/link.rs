@@ -43,8 +43,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
     }
     let mut command = match host {
         HostSpec::Local => {
-            let exe = std::env::current_exe()
-                .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
+            let exe =
+                std::env::current_exe().map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
             let mut c = Command::new(exe);
             c.arg("agent");
             c
@@ -111,10 +111,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
 
 /// The addresses of a `tcp://` endpoint, in the resolver's order.
 pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Failure> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?
-        .collect();
+    let addrs: Vec<SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?.collect();
     if addrs.is_empty() {
         return Err(Failure::new(format!("cannot resolve {label}: no address"), "check the host name"));
     }

@@ -98,8 +98,7 @@ fn peermem(tree: &PciTree, sheet: &mut Sheet) {
         );
         return;
     }
-    let observed =
-        if driver { "nvidia loaded, no nvidia_peermem / nv_peer_mem".to_string() } else { "no nvidia driver loaded".to_string() };
+    let observed = if driver { "nvidia loaded, no nvidia_peermem / nv_peer_mem".to_string() } else { "no nvidia driver loaded".to_string() };
     let message = if driver {
         "GPUs are present but neither nvidia_peermem nor nv_peer_mem is loaded, and the proprietary driver offers no \
          dma-buf path: the NIC cannot register GPU memory, so GPUDirect RDMA falls back to staging through host memory"
@@ -314,8 +313,7 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
 /// (width, GT/s) of a link from sysfs, else from config space.
 fn link_of(f: &Function, current: bool) -> (Option<u32>, Option<f64>) {
     let gts = |s: &Option<String>| s.as_deref().and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok());
-    let (width, speed) =
-        if current { (f.link.current_width, gts(&f.link.current_speed)) } else { (f.link.max_width, gts(&f.link.max_speed)) };
+    let (width, speed) = if current { (f.link.current_width, gts(&f.link.current_speed)) } else { (f.link.max_width, gts(&f.link.max_speed)) };
     let from_config = f.config.parsed().and_then(|c| c.pcie).and_then(|p| if current { p.link_status } else { p.link_cap });
     (width.or(from_config.map(|l| u32::from(l.width))), speed.or(from_config.and_then(|l| speed_gts(l.speed))))
 }
@@ -400,12 +398,7 @@ mod tests {
             device: Some(0x2330),
             class: Some(0x030200),
             numa_node: Some(0),
-            link: SysfsLink {
-                current_width: Some(cur.0),
-                current_speed: Some(cur.1.into()),
-                max_width: Some(max.0),
-                max_speed: Some(max.1.into()),
-            },
+            link: SysfsLink { current_width: Some(cur.0), current_speed: Some(cur.1.into()), max_width: Some(max.0), max_speed: Some(max.1.into()) },
             config: ConfigRead::Missing,
             config_file: format!("devices/pci0000:00/0000:00:01.0/{bdf}/config"),
         }

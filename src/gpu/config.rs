@@ -367,16 +367,7 @@ pub(crate) mod build {
     /// `port_type` (raw) with the given link capability and status, and ACS at 0x148 when
     /// `acs` is `Some((capability, control))`.
     #[allow(clippy::too_many_arguments)]
-    pub fn config(
-        vendor: u16,
-        device: u16,
-        class: u32,
-        bridge: bool,
-        port_type: u8,
-        cap: Link,
-        sta: Link,
-        acs: Option<(u16, u16)>,
-    ) -> Vec<u8> {
+    pub fn config(vendor: u16, device: u16, class: u32, bridge: bool, port_type: u8, cap: Link, sta: Link, acs: Option<(u16, u16)>) -> Vec<u8> {
         let mut b = vec![0u8; EXTENDED_LEN];
         b[0..2].copy_from_slice(&vendor.to_le_bytes());
         b[2..4].copy_from_slice(&device.to_le_bytes());

@@ -207,8 +207,7 @@ pub fn read(root: &Path) -> Option<PciTree> {
         match reader.place(&link) {
             Ok(placed) => {
                 for (i, bdf) in placed.chain.iter().enumerate() {
-                    dirs.entry(bdf.clone())
-                        .or_insert_with(|| (placed.host_bridge.clone(), placed.chain[..i].to_vec(), placed.dirs[i].clone()));
+                    dirs.entry(bdf.clone()).or_insert_with(|| (placed.host_bridge.clone(), placed.chain[..i].to_vec(), placed.dirs[i].clone()));
                 }
             }
             Err(e) => tree.problems.push(Problem {
@@ -230,12 +229,9 @@ pub fn read(root: &Path) -> Option<PciTree> {
             }
             // A captured plain folder (or rxe's absent link) is not a PCI function here.
             Err(PlaceError::Missing) | Err(PlaceError::NotInTree(_)) => {}
-            Err(e) => tree.problems.push(Problem {
-                area: Area::Placement,
-                bdf: None,
-                path: format!("class/infiniband/{name}/device"),
-                what: e.what(),
-            }),
+            Err(e) => {
+                tree.problems.push(Problem { area: Area::Placement, bdf: None, path: format!("class/infiniband/{name}/device"), what: e.what() })
+            }
         }
     }
 
@@ -355,15 +351,7 @@ impl Reader<'_> {
         matches!((hex("vendor"), hex("class").map(|c| c >> 8)), (_, Some(INFINIBAND_CLASS)) | (Some(MELLANOX_VENDOR), Some(ETHERNET_CLASS)))
     }
 
-    fn function(
-        &self,
-        bdf: &str,
-        host_bridge: String,
-        chain: Vec<String>,
-        dir: &Path,
-        read_config: bool,
-        problems: &mut Vec<Problem>,
-    ) -> Function {
+    fn function(&self, bdf: &str, host_bridge: String, chain: Vec<String>, dir: &Path, read_config: bool, problems: &mut Vec<Problem>) -> Function {
         let mut read = |file: &str, area: Area| match self.text(&dir.join(file)) {
             Ok(v) => v,
             Err(what) => {

@@ -104,8 +104,12 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     }
 
     for r in results {
-        let retrans: Vec<String> =
-            r.counters.iter().filter(|(name, _)| counters::is_retransmission(name.split(':').nth(1).unwrap_or(name))).map(|(n, v)| format!("{n} +{v}")).collect();
+        let retrans: Vec<String> = r
+            .counters
+            .iter()
+            .filter(|(name, _)| counters::is_retransmission(name.split(':').nth(1).unwrap_or(name)))
+            .map(|(n, v)| format!("{n} +{v}"))
+            .collect();
         if !retrans.is_empty() {
             findings.push(Finding {
                 id: "pair.retransmission".into(),

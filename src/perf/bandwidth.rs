@@ -37,10 +37,8 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         })
         .collect();
     let qps = s.qps.len() as u64;
-    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both).then(|| Receiver {
-        expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps },
-        received: 0,
-    });
+    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both)
+        .then(|| Receiver { expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps }, received: 0 });
     // Warm-up, not counted.
     if spec.warmup > 0 {
         stream(s, &mut lists, signals, Phase { per_qp: spec.warmup, until: None }, &mut receiver, None)?;
@@ -199,10 +197,5 @@ pub fn receive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfErro
     let start = Instant::now();
     drain_receives(s, &mut rx, signals)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
-    Ok(RunResult {
-        iterations: rx.received,
-        bytes: rx.received * u64::from(s.spec.size),
-        elapsed_ns,
-        ..RunResult::default()
-    })
+    Ok(RunResult { iterations: rx.received, bytes: rx.received * u64::from(s.spec.size), elapsed_ns, ..RunResult::default() })
 }

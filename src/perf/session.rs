@@ -2,12 +2,14 @@
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
 use super::{gid, PerfError};
+use crate::control::protocol::CmRole;
 use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
 use crate::probe::decode::{self, LinkLayer, PortState};
 use crate::probe::{self, Source};
-use crate::control::protocol::CmRole;
-use crate::verbs::{Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
+use crate::verbs::{
+    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
+};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -220,9 +222,7 @@ impl Session {
             return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
         }
         let remote_gid = match (&peer.gid, self.local.link_layer.as_str()) {
-            (Some(text), "Ethernet") => {
-                Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?)
-            }
+            (Some(text), "Ethernet") => Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?),
             (None, "Ethernet") => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
             _ => None,
         };
@@ -276,7 +276,10 @@ impl Session {
             }
             CmRole::Listen => {
                 for _ in 0..n {
-                    let mut id = state.channel.expect(CmEvent::ConnectRequest, CM_STEP)?.ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
+                    let mut id = state
+                        .channel
+                        .expect(CmEvent::ConnectRequest, CM_STEP)?
+                        .ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
                     let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
                     id.accept(rd_atomic, CM_STEP)?;
                     self.qps.push(qp);

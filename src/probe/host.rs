@@ -33,8 +33,7 @@ pub struct UverbsFile {
 }
 
 /// Modules whose presence is reported.
-pub const MODULES: [&str; 10] =
-    ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
+pub const MODULES: [&str; 10] = ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
 
 const LIB_DIRS: [&str; 4] = ["usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"];
 

@@ -97,7 +97,10 @@ impl CmChannel {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(VerbsError::Cm { step: "waiting for a connection manager event", source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT) });
+                return Err(VerbsError::Cm {
+                    step: "waiting for a connection manager event",
+                    source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
+                });
             }
             let mut pfd = libc::pollfd {
                 // SAFETY: reading the fd field of a valid channel.
@@ -119,10 +122,9 @@ impl CmChannel {
         }
         let name = match got {
             // SAFETY: rdma_event_str returns a static string for any value.
-            CmEvent::Other(kind, status) => format!(
-                "{} (status {status})",
-                unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) }.to_string_lossy()
-            ),
+            CmEvent::Other(kind, status) => {
+                format!("{} (status {status})", unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) }.to_string_lossy())
+            }
             other => format!("{other:?}"),
         };
         Err(VerbsError::CmEvent { expected: format!("{want:?}"), got: name })
@@ -218,7 +220,13 @@ impl CmId {
     }
 
     /// Creates the RC QP of this connection; librdmacm moves it through its states.
-    pub fn create_qp(&mut self, pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<QueuePair, VerbsError> {
+    pub fn create_qp(
+        &mut self,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+        config: QpConfig,
+    ) -> Result<QueuePair, VerbsError> {
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
         let rc = unsafe { sys::rdma_create_qp(self.id, pd.inner.pd, &mut init) };

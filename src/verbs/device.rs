@@ -150,10 +150,7 @@ impl Context {
             }
             present.push(dev_name);
         }
-        Err(VerbsError::NoSuchDevice {
-            name: name.to_string(),
-            present: if present.is_empty() { "none".into() } else { present.join(", ") },
-        })
+        Err(VerbsError::NoSuchDevice { name: name.to_string(), present: if present.is_empty() { "none".into() } else { present.join(", ") } })
     }
 
     pub fn name(&self) -> &str {
@@ -230,23 +227,14 @@ impl Context {
             // SAFETY: ibv_gid_entry is plain old data.
             let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is open; entry is a valid out-pointer of the size we pass.
-            let rc = unsafe {
-                _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>())
-            };
+            let rc = unsafe { _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>()) };
             match rc {
                 0 => {}
                 // Unused slot (ENODATA), or beyond what the kernel exposes.
                 libc::ENODATA | libc::EINVAL | libc::ENOENT => continue,
                 // Kernels without the GID-table ioctl: fall back to the plain query (no type).
                 libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT => return self.gid_table_legacy(port, table_len),
-                other => {
-                    return Err(VerbsError::QueryGid {
-                        device: self.inner.name.clone(),
-                        port,
-                        index,
-                        source: from_return_code(other),
-                    })
-                }
+                other => return Err(VerbsError::QueryGid { device: self.inner.name.clone(), port, index, source: from_return_code(other) }),
             }
             // SAFETY: the union's raw view is always valid.
             let gid = unsafe { entry.gid.raw };

@@ -92,14 +92,7 @@ impl QueuePair {
         send_cq: &CompletionQueue,
         recv_cq: &CompletionQueue,
     ) -> QueuePair {
-        QueuePair {
-            qp,
-            cm_id: Some(id),
-            max_inline,
-            _send_cq: send_cq.inner.clone(),
-            _recv_cq: recv_cq.inner.clone(),
-            _pd: pd.inner.clone(),
-        }
+        QueuePair { qp, cm_id: Some(id), max_inline, _send_cq: send_cq.inner.clone(), _recv_cq: recv_cq.inner.clone(), _pd: pd.inner.clone() }
     }
 
     pub fn qp_num(&self) -> u32 {

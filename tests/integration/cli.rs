@@ -96,12 +96,7 @@ fn no_devices_on_this_host_is_explained() {
 fn with_fake(dir: &str, log_var: &str, args: &[&str], log: &std::path::Path) -> std::process::Output {
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
     let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
-    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .env("PATH", path)
-        .env(log_var, log)
-        .output()
-        .unwrap()
+    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).env("PATH", path).env(log_var, log).output().unwrap()
 }
 
 fn with_fake_ssh(args: &[&str], log: &std::path::Path) -> std::process::Output {

@@ -32,18 +32,11 @@ fn check_findings_and_exit_codes() {
         let want_exit = case["expect_exit"].as_i64().unwrap() as i32;
         assert_eq!(out.status.code(), Some(want_exit), "{name}: exit code; findings: {}", doc["findings"]);
         assert_eq!(doc["verdict"], if want_exit == 0 { "pass" } else { "fail" }, "{name}");
-        let found: Vec<(&str, &str)> = doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap()))
-            .collect();
+        let found: Vec<(&str, &str)> =
+            doc["findings"].as_array().unwrap().iter().map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap())).collect();
         for id in case["expect_findings"].as_array().unwrap() {
             let id = id.as_str().unwrap();
-            assert!(
-                found.iter().any(|(f, sev)| *f == id && (*sev == "error" || *sev == "warning")),
-                "{name}: expected finding {id}, got {found:?}"
-            );
+            assert!(found.iter().any(|(f, sev)| *f == id && (*sev == "error" || *sev == "warning")), "{name}: expected finding {id}, got {found:?}");
         }
         if want_exit == 0 {
             assert!(!found.iter().any(|(_, s)| *s == "error"), "{name}: unexpected errors {found:?}");

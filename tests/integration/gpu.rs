@@ -15,9 +15,7 @@ fn findings(doc: &Value) -> Vec<(String, String, String)> {
         .as_array()
         .unwrap()
         .iter()
-        .map(|f| {
-            (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string(), f["subject"].as_str().unwrap().to_string())
-        })
+        .map(|f| (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string(), f["subject"].as_str().unwrap().to_string()))
         .collect();
     all.sort();
     all
@@ -77,14 +75,9 @@ fn hgx_acs_on_names_every_redirecting_switch_port() {
     assert_eq!(findings(&doc), expect(&want));
     assert_eq!(out.status.code(), Some(1));
     let text = message(&doc, "pcie.acs", "0000:17:03.0");
-    for needle in [
-        "GPU 0000:1b:00.0",
-        "mlx5_0 (0000:18:00.0, PIX)",
-        "root complex",
-        "pci=disable_acs_redir=0000:17:03.0",
-        "setpci -s 0000:17:03.0",
-        "BIOS",
-    ] {
+    for needle in
+        ["GPU 0000:1b:00.0", "mlx5_0 (0000:18:00.0, PIX)", "root complex", "pci=disable_acs_redir=0000:17:03.0", "setpci -s 0000:17:03.0", "BIOS"]
+    {
         assert!(text.contains(needle), "missing '{needle}' in: {text}");
     }
 }
@@ -240,16 +233,7 @@ fn other_shape(tag: &str, remote_gpu: bool) -> TempTree {
             sta: gen4,
             acs: Some(ACS_LINUX),
         },
-        Pf {
-            path: "pci0002:40/0002:40:03.0/0002:41:00.0",
-            ids: SWITCH,
-            class: BRIDGE,
-            port_type: 5,
-            numa: 0,
-            cap: gen4,
-            sta: gen4,
-            acs: None,
-        },
+        Pf { path: "pci0002:40/0002:40:03.0/0002:41:00.0", ids: SWITCH, class: BRIDGE, port_type: 5, numa: 0, cap: gen4, sta: gen4, acs: None },
         Pf {
             path: "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0",
             ids: SWITCH,
@@ -454,11 +438,7 @@ fn two_gpus_on_one_nic_while_a_near_nic_idles() {
     let doc = json(&fabcheck_bounded(&["check", "--json", "--sysfs-root", tree.0.to_str().unwrap()]));
     assert_eq!(
         findings(&doc),
-        expect(&[
-            ("gpu.peermem", "error", "node"),
-            ("pcie.acs", "error", "0002:44:02.0"),
-            ("gpu.affinity", "warning", "0002:45:00.0,0002:46:00.0"),
-        ])
+        expect(&[("gpu.peermem", "error", "node"), ("pcie.acs", "error", "0002:44:02.0"), ("gpu.affinity", "warning", "0002:45:00.0,0002:46:00.0"),])
     );
     assert!(message(&doc, "gpu.affinity", "0002:45:00.0,0002:46:00.0").contains("mlx5_1 (0002:48:00.0) serves no GPU and is PXB"));
 }
@@ -514,8 +494,7 @@ fn devices_shows_the_affinity_table_only_with_gpus() {
     assert!(row.contains("mlx5_4 (0000:e4:00.0)") && row.contains("SYS"), "{row}");
     let row = text.lines().find(|l| l.trim_start().starts_with("0000:9d:00.0")).unwrap();
     assert!(row.contains("PIX"), "{row}");
-    let plain =
-        String::from_utf8(fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]).stdout).unwrap();
+    let plain = String::from_utf8(fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]).stdout).unwrap();
     assert!(!plain.contains("GPU affinity"));
 }
 
@@ -541,11 +520,7 @@ fn a_non_root_read_of_64_bytes_is_reported_once_not_misread() {
     let bridges = "0002:43:00.0,0002:44:00.0,0002:44:01.0,0002:44:02.0";
     assert_eq!(
         findings(&doc),
-        expect(&[
-            ("gpu.peermem", "error", "node"),
-            ("pcie.acs", "warning", bridges),
-            ("gpu.affinity", "warning", "0002:45:00.0,0002:46:00.0"),
-        ])
+        expect(&[("gpu.peermem", "error", "node"), ("pcie.acs", "warning", bridges), ("gpu.affinity", "warning", "0002:45:00.0,0002:46:00.0"),])
     );
     let text = message(&doc, "pcie.acs", bridges);
     assert!(text.contains("only 64 bytes") && text.contains("as root"), "{text}");

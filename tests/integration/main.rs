@@ -2,8 +2,8 @@
 //! One binary, a module per topic.
 
 mod cli;
-mod fuzz;
 mod fixtures;
+mod fuzz;
 mod gpu;
 mod mesh_scale;
 mod protocol;
@@ -20,6 +20,5 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 pub fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
