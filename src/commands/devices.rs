@@ -16,6 +16,10 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
         report::print_json(&report::devices::json_doc(&inv));
     } else {
         report::print_human(&report::devices::human(&inv));
+        // GPU affinity, only on nodes (or bundles) with NVIDIA GPUs.
+        if let Some(tree) = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
+            report::print_human(&report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
+        }
     }
     Ok(Outcome::Pass)
 }

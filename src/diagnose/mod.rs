@@ -2,6 +2,7 @@
 //! and findings (each with cause and remedy) out. No I/O here; tests feed fixtures.
 
 pub mod expect;
+pub mod gpu_rules;
 mod node_rules;
 mod port_rules;
 mod stack_rules;

@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod devices;
+pub mod gpu;
 
 use serde::Serialize;
 

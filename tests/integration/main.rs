@@ -4,6 +4,7 @@
 mod cli;
 mod fixtures;
 mod fuzz;
+mod gpu;
 mod mesh_scale;
 mod protocol;
 
