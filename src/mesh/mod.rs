@@ -114,7 +114,23 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
     if agents.iter().all(|a| a.error.is_some()) {
         hub.close_all();
-        let first = agents.iter().zip(&run.names).find_map(|(a, name)| a.error.as_ref().map(|e| format!("{name}: {e}"))).unwrap_or_default();
+        // Nothing could run (exit 2); the document still names every endpoint and why.
+        let unreachable: Vec<Unreachable> =
+            agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect();
+        let first = unreachable.first().map(|u| u.error.clone()).unwrap_or_default();
+        let doc = MeshDoc {
+            schema: "fabcheck.mesh.v1".into(),
+            verdict: Verdict::Fail,
+            endpoints: run.names.clone(),
+            pairs: Vec::new(),
+            suspects: Vec::new(),
+            unreachable,
+        };
+        if run.json {
+            crate::report::print_json(&doc);
+        } else {
+            crate::report::print_human(&human(&doc, &bw_matrix(n, &[], &[])));
+        }
         return Err(Failure::new(
             format!("no endpoint could be reached, so no pair could run (first: {first})"),
             "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",

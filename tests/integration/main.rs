@@ -5,7 +5,9 @@ mod cli;
 mod fixtures;
 mod fuzz;
 mod gpu;
+mod hardening;
 mod mesh_scale;
+mod properties;
 mod protocol;
 
 use std::path::{Path, PathBuf};
