@@ -205,6 +205,12 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts /newroot/dev/pts || die "dev
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm || die "tmpfs on /dev/shm"
 mount9p fcrun $OUT cache=none
 SHARE_OK=1
+# The directory the command runs in (the checkout), shared on its own and mounted at its own
+# path: visible even where the host's / is not (under /tmp, which is a tmpfs here).
+CWD=$(cat "$OUT/cwd") || die "no cwd file in the run share"
+case $CWD in /*) ;; *) die "cwd '$CWD' is not absolute" ;; esac
+[ -d "/newroot$CWD" ] || mkdir -p "/newroot$CWD" || die "cannot make $CWD in the guest"
+mount9p fccwd "/newroot$CWD" ro,cache=loose
 say "filesystems mounted"
 
 # the host's tools, found on PATH inside the chroot (an absolute path, so busybox does not run its
@@ -443,6 +449,7 @@ start_qemu() {
 		-device virtserialport,chardev=err,name=fabcheck.stderr \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$RUN,mount_tag=fcrun,security_model=none,multidevs=remap" \
+		-virtfs "local,path=${PWD//,/,,},mount_tag=fccwd,security_model=none,readonly=on,multidevs=remap" \
 		"$@" </dev/null >/dev/null 2>"$RUN/qemu.$name.stderr" &
 	QPID=$!
 	QEMU_PIDS+=("$QPID")
@@ -462,8 +469,8 @@ vm_main() {
 	[[ $MEM =~ ^[0-9]+$ && $MEM -ge 256 ]] || die "--mem must be a number of MB >= 256"
 	[[ $SMP =~ ^[0-9]+$ && $SMP -ge 1 ]] || die "--smp must be a positive number"
 	case $PWD/ in
-	/tmp/* | /proc/* | /sys/* | /dev/* | /run/*)
-		die "the current directory $PWD is not visible in the guest (tmpfs/procfs there); run from elsewhere" ;;
+	/proc/* | /sys/* | /dev/* | /run/*)
+		die "the current directory $PWD is a kernel or runtime filesystem; run from the checkout" ;;
 	esac
 	case $CACHE/ in
 	/tmp/* | /run/* | /proc/* | /sys/* | /dev/*) die "FABCHECK_VM_CACHE=$CACHE must not be under /tmp or /run" ;;
@@ -484,6 +491,7 @@ vm_main() {
 	mkdir -p "$CACHE/runs"
 	find "$CACHE/runs" -mindepth 1 -maxdepth 1 -mtime +2 -exec rm -rf {} + 2>/dev/null || true
 	RUN=$(mktemp -d "$CACHE/runs/$(date +%Y%m%d-%H%M%S).XXXXXX")
+	printf '%s' "$PWD" >"$RUN/cwd"
 	trap vm_cleanup EXIT
 	trap 'say "interrupted; stopping the guest"; exit 130' INT
 	trap 'say "terminated; stopping the guest"; exit 143' TERM HUP
