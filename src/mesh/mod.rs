@@ -115,8 +115,11 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     if agents.iter().all(|a| a.error.is_some()) {
         hub.close_all();
         // Nothing could run (exit 2); the document still names every endpoint and why.
-        let unreachable: Vec<Unreachable> =
-            agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect();
+        let unreachable: Vec<Unreachable> = agents
+            .iter()
+            .zip(&run.names)
+            .filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error }))
+            .collect();
         let first = unreachable.first().map(|u| u.error.clone()).unwrap_or_default();
         let doc = MeshDoc {
             schema: "fabcheck.mesh.v1".into(),

@@ -130,6 +130,12 @@ fn services() -> Vec<(String, String)> {
 /// Runs a fixed local command (no shell) and returns its first output line, or `None` if it
 /// cannot run or misses the deadline (it is then killed).
 fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
+    command_output(program, args, deadline).map(|out| out.lines().next().unwrap_or("").trim().to_string())
+}
+
+/// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
+/// or `None` if it cannot run, fails, or misses the deadline (it is then killed).
+pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
     let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
     let start = Instant::now();
     loop {
@@ -143,10 +149,10 @@ fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option
             }
         }
     }
-    let mut out = String::new();
+    let mut out = Vec::new();
     use std::io::Read;
-    child.stdout.take()?.read_to_string(&mut out).ok()?;
-    Some(out.lines().next().unwrap_or("").trim().to_string())
+    child.stdout.take()?.take(64 << 10).read_to_end(&mut out).ok()?;
+    String::from_utf8(out).ok()
 }
 
 /// The live root.

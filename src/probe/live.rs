@@ -4,7 +4,7 @@
 use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use super::model::{Device, Gid, Inventory, Port};
 use super::sysfs::SysfsRoot;
-use super::{catype, ProbeError};
+use super::{capacity, catype, ProbeError};
 use fabcheck_verbs::{self as verbs, Context};
 
 /// Builds the inventory of every device (or just `only`) through libibverbs.
@@ -59,7 +59,7 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
         let netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
-        ports.push(Port {
+        let mut port = Port {
             port: u32::from(port_num),
             state: PortState::from_raw(pa.state),
             phys_state: PhysState::from_raw(u32::from(pa.phys_state)),
@@ -77,7 +77,15 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
             gids,
             netdev_state,
             counters: sysfs_port.map(|p| p.counters.clone()).unwrap_or_default(),
-        });
+            speed_supported: capacity::speed_supported(pa.port_cap_flags2),
+            width_supported: None,
+            supported_gbps: None,
+            rate_source: None,
+            query_port: Some(if pa.extended_query { "extended" } else { "compat" }.into()),
+        };
+        let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
+        port.settle_rate(ethtool);
+        ports.push(port);
     }
     Ok(Device {
         name: name.to_string(),

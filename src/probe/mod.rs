@@ -1,5 +1,6 @@
 //! The inventory of RDMA devices and ports, from live verbs or from a sysfs tree.
 
+pub mod capacity;
 pub mod catype;
 pub mod decode;
 pub mod host;

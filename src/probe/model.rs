@@ -58,6 +58,9 @@ pub struct PciLink {
     pub current_width: Option<u32>,
     pub max_speed: Option<String>,
     pub max_width: Option<u32>,
+    /// What the link carries after encoding and TLP overhead, Gb/s (`probe::capacity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usable_gbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -74,7 +77,8 @@ pub struct Port {
     pub max_mtu: Option<u32>,
     pub width: Width,
     pub speed: Speed,
-    /// Data rate after line encoding, Gb/s.
+    /// Data rate after line encoding, Gb/s. On Ethernet: the netdev's speed when known (a
+    /// RoCE driver's IB-style width and speed are a naming convention, not the line rate).
     pub rate_gbps: Option<f64>,
     /// The figure `ibstat` prints, Gb/s.
     pub nominal_gbps: Option<f64>,
@@ -87,6 +91,23 @@ pub struct Port {
     /// Error counters worth a look (`symbol_error`, `link_downed`, ...), when readable.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<Counter>,
+    /// The fastest speed the port supports (InfiniBand: `port_cap_flags2`, HDR and later),
+    /// when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed_supported: Option<Speed>,
+    /// The widest width the port supports, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width_supported: Option<Width>,
+    /// Ethernet: the fastest link mode the netdev supports, Gb/s (`ethtool`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supported_gbps: Option<f64>,
+    /// Where `rate_gbps` comes from: `link` (width x speed) or `netdev` (Ethernet speed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_source: Option<RateSource>,
+    /// Live only: which `query_port` answered, `extended` (fills `active_speed_ex`, which XDR
+    /// needs) or `compat`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query_port: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -129,7 +150,49 @@ impl Inventory {
     }
 }
 
+/// Where a port's data rate was read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RateSource {
+    /// Active width times active speed, after line encoding.
+    Link,
+    /// The Ethernet netdev's speed.
+    Netdev,
+    /// Ethernet with no known netdev speed: the nominal rate of the reported width and speed.
+    Nominal,
+}
+
 impl Port {
+    /// Sets the data rate and what the port supports from what was read: on Ethernet the
+    /// netdev's speed is the rate, and `ethtool_supported_mbps` what it could run at.
+    pub fn settle_rate(&mut self, ethtool_supported_mbps: Option<u32>) {
+        if self.link_layer != LinkLayer::Ethernet {
+            self.rate_source = self.rate_gbps.map(|_| RateSource::Link);
+            return;
+        }
+        let speed = self.netdev_state.as_ref().and_then(|n| n.speed_mbps);
+        match super::capacity::ethernet_gbps(speed) {
+            Some(g) => {
+                self.rate_gbps = Some(g);
+                self.rate_source = Some(RateSource::Netdev);
+            }
+            None => {
+                self.rate_gbps = self.nominal_gbps;
+                self.rate_source = self.rate_gbps.map(|_| RateSource::Nominal);
+            }
+        }
+        self.supported_gbps = super::capacity::ethernet_gbps(ethtool_supported_mbps);
+    }
+
+    /// Below what it supports, in words (`speed EDR of HDR`, `200 of 400 Gb/s`), if it is.
+    pub fn trained_low(&self) -> Option<String> {
+        if self.link_layer == LinkLayer::Ethernet {
+            let (Some(rate), Some(best)) = (self.rate_gbps, self.supported_gbps) else { return None };
+            return (rate + 0.5 < best).then(|| format!("{} of {} Gb/s", crate::units::rate(rate), crate::units::rate(best)));
+        }
+        super::capacity::trained_low(self.width, self.speed, self.width_supported, self.speed_supported)
+    }
+
     pub fn gids_of_type(&self, gid_type: GidType) -> impl Iterator<Item = &Gid> {
         self.gids.iter().filter(move |g| g.gid_type == gid_type)
     }

@@ -186,7 +186,7 @@ impl SysfsRoot {
             (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
             _ => None,
         };
-        Port {
+        let mut port = Port {
             port,
             state,
             phys_state,
@@ -204,7 +204,29 @@ impl SysfsRoot {
             gids,
             netdev_state,
             counters: self.read_counters(&dir.join("counters")),
+            speed_supported: None,
+            width_supported: None,
+            supported_gbps: None,
+            rate_source: None,
+            query_port: None,
+        };
+        let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
+        port.settle_rate(ethtool);
+        port
+    }
+
+    /// The fastest link mode `ethtool IFACE` lists as supported: run live, or read from a
+    /// bundle's `ethtool/IFACE.txt` (tests/fixtures/capture-sysfs.sh saves it).
+    pub fn ethtool_supported_mbps(&self, netdev: &str) -> Option<u32> {
+        if !crate::spec::valid_device_name(netdev) {
+            return None;
         }
+        let report = if self.root == Path::new("/sys") {
+            super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2))?
+        } else {
+            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))?
+        };
+        super::capacity::ethtool_max_supported_mbps(&report)
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
@@ -297,11 +319,18 @@ impl SysfsRoot {
         }
         let address =
             fs::canonicalize(&dir).ok().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
+        let current_speed = self.read_trim(&dir.join("current_link_speed"));
+        let current_width: Option<u32> = self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok());
+        let usable_gbps = match (&current_speed, current_width) {
+            (Some(s), Some(w)) => super::capacity::pcie_usable_gbps(s, w),
+            _ => None,
+        };
         Some(PciLink {
+            usable_gbps,
             address,
             numa_node: self.read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),
-            current_speed: self.read_trim(&dir.join("current_link_speed")),
-            current_width: self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok()),
+            current_speed,
+            current_width,
             max_speed: self.read_trim(&dir.join("max_link_speed")),
             max_width: self.read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
         })

@@ -38,6 +38,11 @@ pub struct PortAttributes {
     pub active_speed: u8,
     /// Zero when the installed libibverbs predates the field.
     pub active_speed_ex: u32,
+    /// `IBV_PORT_*_SUP` bits of `port_cap_flags2` (2X width, HDR/NDR/XDR speeds supported).
+    pub port_cap_flags2: u16,
+    /// Whether the provider's extended `query_port` answered (it fills `active_speed_ex`),
+    /// rather than the compat entry point.
+    pub extended_query: bool,
     pub phys_state: u8,
     pub link_layer: u8,
     pub max_msg_sz: u32,
@@ -200,7 +205,9 @@ impl Context {
         let mut attr = PortAttrBuffer::zeroed();
         let size = std::mem::size_of::<PortAttrBuffer>();
         let ctx = self.inner.ctx;
-        let rc = match extended_query_port(ctx) {
+        let op = extended_query_port(ctx);
+        let extended_query = op.is_some();
+        let rc = match op {
             // SAFETY: op is the provider's query_port from a valid verbs_context; the buffer is
             // `size` bytes and starts with a complete ibv_port_attr, as the op expects.
             Some(op) => unsafe { op(ctx, port, &mut attr.base, size) },
@@ -223,6 +230,8 @@ impl Context {
             active_width: b.active_width,
             active_speed: b.active_speed,
             active_speed_ex: attr.speed_ex(),
+            port_cap_flags2: if extended_query { b.port_cap_flags2 } else { 0 },
+            extended_query,
             phys_state: b.phys_state,
             link_layer: b.link_layer,
             max_msg_sz: b.max_msg_sz,
