@@ -1,6 +1,6 @@
 //! The Soft-RoCE tier: every verbs path against a live rxe0, inside the guest that
 //! `soft-roce-setup.sh --vm` boots (or natively where the kernel has rxe). Built with
-//! `cargo test --test rxe --no-run`, run by tests/vm/rxe-tier.sh. Not part of plain
+//! `cargo test --test rxe --no-run`, run by tests/rxe/run.sh. Not part of plain
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
 mod check;
@@ -23,7 +23,7 @@ pub fn require_rxe() -> std::sync::MutexGuard<'static, ()> {
     let path = format!("/sys/class/infiniband/{DEVICE}");
     assert!(
         std::path::Path::new(&path).exists(),
-        "rxe tier: {path} is missing. Run this tier through `./soft-roce-setup.sh --vm -- tests/vm/rxe-tier.sh` \
+        "rxe tier: {path} is missing. Run this tier through `./soft-roce-setup.sh --vm -- tests/rxe/run.sh RXE_TEST_BINARY` \
          or create it with `./soft-roce-setup.sh --netdev {NETDEV}`"
     );
     guard
