@@ -6,7 +6,10 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     let out = fabcheck(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(err.to_lowercase().contains(&needle.to_lowercase()), "{args:?}: stderr lacks '{needle}': {err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{args:?}: stderr lacks '{needle}': {err}"
+    );
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
 
@@ -14,10 +17,28 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 fn bad_expectations() {
     let root = fixtures_dir().join("hdr-ib-healthy");
     let root = root.to_str().unwrap();
-    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "rate"], "KEY=VALUE");
-    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "colour=red"], "unknown expectation");
-    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "mtu=1500"], "256 512 1024 2048 4096");
-    assert_usage_error(&["check", "--sysfs-root", root, "--profile", "/nonexistent/profile"], "cannot read profile");
+    assert_usage_error(
+        &["check", "--sysfs-root", root, "--expect", "rate"],
+        "KEY=VALUE",
+    );
+    assert_usage_error(
+        &["check", "--sysfs-root", root, "--expect", "colour=red"],
+        "unknown expectation",
+    );
+    assert_usage_error(
+        &["check", "--sysfs-root", root, "--expect", "mtu=1500"],
+        "256 512 1024 2048 4096",
+    );
+    assert_usage_error(
+        &[
+            "check",
+            "--sysfs-root",
+            root,
+            "--profile",
+            "/nonexistent/profile",
+        ],
+        "cannot read profile",
+    );
 }
 
 #[test]
@@ -27,16 +48,43 @@ fn bad_profile_names_the_line() {
     let path = dir.join("hdr.profile");
     std::fs::write(&path, "rate=200\nwidth=5X\n").unwrap();
     let root = fixtures_dir().join("hdr-ib-healthy");
-    assert_usage_error(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()], ":2:");
-    std::fs::write(&path, "# HDR nodes\nrate = 200\nlink_layer = infiniband\nwidth = 4X\n").unwrap();
-    let out = fabcheck(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    assert_usage_error(
+        &[
+            "check",
+            "--sysfs-root",
+            root.to_str().unwrap(),
+            "--profile",
+            path.to_str().unwrap(),
+        ],
+        ":2:",
+    );
+    std::fs::write(
+        &path,
+        "# HDR nodes\nrate = 200\nlink_layer = infiniband\nwidth = 4X\n",
+    )
+    .unwrap();
+    let out = fabcheck(&[
+        "check",
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "--profile",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn empty_sysfs_root_is_a_could_not_run() {
-    assert_usage_error(&["devices", "--sysfs-root", "/nonexistent/tree"], "holds no class/infiniband");
+    assert_usage_error(
+        &["devices", "--sysfs-root", "/nonexistent/tree"],
+        "holds no class/infiniband",
+    );
 }
 
 #[test]
@@ -44,23 +92,61 @@ fn pair_rejects_bad_input_before_touching_anything() {
     assert_usage_error(&["pair", "node;reboot", "localhost"], "not a host name");
     assert_usage_error(&["pair", "-oProxyCommand=x", "localhost"], "");
     assert_usage_error(&["pair", "localhost", "localhost", "--size", "0"], "size");
-    assert_usage_error(&["pair", "localhost", "localhost", "--size", "99999999999"], "");
-    assert_usage_error(&["pair", "localhost", "localhost", "--size", "100000000"], "exceeds");
-    assert_usage_error(&["pair", "localhost", "localhost", "--size", "64", "--sweep"], "");
-    assert_usage_error(&["pair", "localhost", "localhost", "--iters", "5", "--duration", "1"], "");
-    assert_usage_error(&["pair", "localhost", "localhost", "--tests", "warp_bw"], "unknown test");
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--size", "99999999999"],
+        "",
+    );
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--size", "100000000"],
+        "exceeds",
+    );
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--size", "64", "--sweep"],
+        "",
+    );
+    assert_usage_error(
+        &[
+            "pair",
+            "localhost",
+            "localhost",
+            "--iters",
+            "5",
+            "--duration",
+            "1",
+        ],
+        "",
+    );
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--tests", "warp_bw"],
+        "unknown test",
+    );
     assert_usage_error(&["pair", "localhost", "localhost", "--qps", "0"], "qps");
-    assert_usage_error(&["pair", "localhost", "localhost", "--device", "mlx5_0:x"], "port must be a number");
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--device", "mlx5_0:x"],
+        "port must be a number",
+    );
     assert_usage_error(&["pair", "tcp://host", "localhost"], "need a port");
-    assert_usage_error(&["pair", "localhost", "localhost", "--direction", "up"], "--direction");
-    assert_usage_error(&["pair", "localhost", "localhost", "--threshold", "0"], "percentage");
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--direction", "up"],
+        "--direction",
+    );
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--threshold", "0"],
+        "percentage",
+    );
 }
 
 #[test]
 fn unreachable_agent_fails_fast_with_exit_2() {
     // Nothing listens on port 1 of loopback: refused at once.
     let start = std::time::Instant::now();
-    let out = fabcheck(&["pair", "tcp://127.0.0.1:1", "localhost", "--tests", "send_lat"]);
+    let out = fabcheck(&[
+        "pair",
+        "tcp://127.0.0.1:1",
+        "localhost",
+        "--tests",
+        "send_lat",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot reach tcp://127.0.0.1:1"), "{err}");
@@ -88,14 +174,28 @@ fn no_devices_on_this_host_is_explained() {
     let out = fabcheck(&["devices"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("what to do:") && err.contains("rdma_rxe"), "{err}");
+    assert!(
+        err.contains("what to do:") && err.contains("rdma_rxe"),
+        "{err}"
+    );
 }
 
 /// fabcheck with `tests/<dir>` (a stand-in for ssh or srun) first on the PATH; the stand-in
 /// records what it was asked to run in the file `log_var` names.
-fn with_fake(dir: &str, log_var: &str, args: &[&str], log: &std::path::Path) -> std::process::Output {
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
-    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+fn with_fake(
+    dir: &str,
+    log_var: &str,
+    args: &[&str],
+    log: &std::path::Path,
+) -> std::process::Output {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(dir);
+    let path = format!(
+        "{}:{}",
+        fake.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
         .args(args)
         .env("PATH", path)
@@ -119,26 +219,61 @@ fn ssh_transport_builds_a_safe_command_and_names_the_host() {
     }
     let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-{}.log", std::process::id()));
     let bin = env!("CARGO_BIN_EXE_fabcheck");
-    let out = with_fake_ssh(&["pair", "alice@node07/mlx5_0", "node08", "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
+    let out = with_fake_ssh(
+        &[
+            "pair",
+            "alice@node07/mlx5_0",
+            "node08",
+            "--remote-fabcheck",
+            bin,
+            "--tests",
+            "send_lat",
+        ],
+        &log,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     // Both agents answered hello over ssh's stdio; preparing then failed on this device-less host.
-    assert!(err.contains("alice@node07") || err.contains("node08"), "{err}");
+    assert!(
+        err.contains("alice@node07") || err.contains("node08"),
+        "{err}"
+    );
     assert!(err.contains("RDMA") || err.contains("libibverbs"), "{err}");
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
-    assert!(calls.contains("alice@node07 ") && calls.contains("node08 "), "{calls}");
-    assert!(calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))), "{calls}");
+    assert!(
+        calls.contains("alice@node07 ") && calls.contains("node08 "),
+        "{calls}"
+    );
+    assert!(
+        calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))),
+        "{calls}"
+    );
     std::fs::remove_file(&log).ok();
 }
 
 #[test]
 fn ssh_failure_is_exit_2_naming_the_host() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-u-{}.log", std::process::id()));
-    let out = with_fake_ssh(&["pair", "unreachable-host", "localhost", "--tests", "send_lat"], &log);
+    let out = with_fake_ssh(
+        &[
+            "pair",
+            "unreachable-host",
+            "localhost",
+            "--tests",
+            "send_lat",
+        ],
+        &log,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("unreachable-host") && err.contains("ssh"), "{err}");
-    assert!(err.contains("BatchMode"), "the remedy says how to check ssh: {err}");
+    assert!(
+        err.contains("unreachable-host") && err.contains("ssh"),
+        "{err}"
+    );
+    assert!(
+        err.contains("BatchMode"),
+        "the remedy says how to check ssh: {err}"
+    );
     std::fs::remove_file(&log).ok();
 }
 
@@ -149,27 +284,60 @@ fn srun_launcher_starts_one_task_per_node() {
     }
     let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-{}.log", std::process::id()));
     let bin = env!("CARGO_BIN_EXE_fabcheck");
-    let out = with_fake_srun(&["pair", "n01/mlx5_0", "n02", "--launcher", "srun", "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
+    let out = with_fake_srun(
+        &[
+            "pair",
+            "n01/mlx5_0",
+            "n02",
+            "--launcher",
+            "srun",
+            "--remote-fabcheck",
+            bin,
+            "--tests",
+            "send_lat",
+        ],
+        &log,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     // Both agents answered hello over srun's stdio; preparing then failed on this device-less host.
     assert!(err.contains("RDMA") || err.contains("libibverbs"), "{err}");
     let calls = std::fs::read_to_string(&log).unwrap_or_default();
-    let mut nodes: Vec<&str> = calls.lines().filter_map(|l| l.split_whitespace().next()).collect();
+    let mut nodes: Vec<&str> = calls
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
     nodes.sort();
     assert_eq!(nodes, ["n01", "n02"], "{calls}");
-    assert!(calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))), "{calls}");
+    assert!(
+        calls.lines().all(|l| l.ends_with(&format!("{bin} agent"))),
+        "{calls}"
+    );
     std::fs::remove_file(&log).ok();
 }
 
 #[test]
 fn srun_failure_is_exit_2_with_slurms_words() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-d-{}.log", std::process::id()));
-    let out = with_fake_srun(&["pair", "down-node", "n02", "--launcher", "srun", "--tests", "send_lat"], &log);
+    let out = with_fake_srun(
+        &[
+            "pair",
+            "down-node",
+            "n02",
+            "--launcher",
+            "srun",
+            "--tests",
+            "send_lat",
+        ],
+        &log,
+    );
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("down-node: srun or the agent exited"), "{err}");
-    assert!(err.contains("not in this allocation"), "srun's own message is kept: {err}");
+    assert!(
+        err.contains("not in this allocation"),
+        "srun's own message is kept: {err}"
+    );
     let out = with_fake_srun(&["pair", "alice@n01", "n02", "--launcher", "srun"], &log);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("srun starts agents as you"));
