@@ -13,13 +13,7 @@ fn main() {
     let candidates: Vec<PathBuf> = std::env::var_os("FABCHECK_VERBS_H")
         .map(PathBuf::from)
         .into_iter()
-        .chain(
-            [
-                "/usr/include/infiniband/verbs.h",
-                "/usr/local/include/infiniband/verbs.h",
-            ]
-            .map(PathBuf::from),
-        )
+        .chain(["/usr/include/infiniband/verbs.h", "/usr/local/include/infiniband/verbs.h"].map(PathBuf::from))
         .collect();
     for header in candidates {
         if let Ok(text) = std::fs::read_to_string(&header) {

@@ -4,11 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "fabcheck",
-    version,
-    about = "RDMA fabric validator: inventory, bring-up checklist, pairwise latency and bandwidth"
-)]
+#[command(name = "fabcheck", version, about = "RDMA fabric validator: inventory, bring-up checklist, pairwise latency and bandwidth")]
 pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
@@ -104,9 +100,7 @@ impl AgentFlags {
 pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), String> {
     let (name, port) = match text.rsplit_once(':') {
         Some((name, port)) => {
-            let port: u32 = port
-                .parse()
-                .map_err(|_| format!("'{text}': port must be a number, as in mlx5_0:1"))?;
+            let port: u32 = port.parse().map_err(|_| format!("'{text}': port must be a number, as in mlx5_0:1"))?;
             if port == 0 || port > 255 {
                 return Err(format!("'{text}': port must be 1..255"));
             }
@@ -122,11 +116,7 @@ pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), String> {
 
 /// Device names as the kernel makes them: short, no path or shell characters.
 pub fn valid_device_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
 #[cfg(test)]
@@ -135,10 +125,7 @@ mod tests {
 
     #[test]
     fn device_port() {
-        assert_eq!(
-            parse_device_port("mlx5_0:1").unwrap(),
-            ("mlx5_0".into(), Some(1))
-        );
+        assert_eq!(parse_device_port("mlx5_0:1").unwrap(), ("mlx5_0".into(), Some(1)));
         assert_eq!(parse_device_port("rxe0").unwrap(), ("rxe0".into(), None));
         assert!(parse_device_port("mlx5_0:x").is_err());
         assert!(parse_device_port("mlx5_0:0").is_err());

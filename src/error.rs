@@ -10,10 +10,7 @@ pub struct Failure {
 
 impl Failure {
     pub fn new(cause: impl Into<String>, remedy: impl Into<String>) -> Self {
-        Failure {
-            cause: cause.into(),
-            remedy: remedy.into(),
-        }
+        Failure { cause: cause.into(), remedy: remedy.into() }
     }
 
     pub fn usage(cause: impl Into<String>) -> Self {

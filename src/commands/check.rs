@@ -7,28 +7,17 @@ use crate::report;
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let mut expect = Expectations::default();
     if let Some(path) = &args.profile {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Failure::new(
-                format!("cannot read profile {}: {e}", path.display()),
-                "give the path of a readable KEY=VALUE file",
-            )
-        })?;
-        expect
-            .apply_profile(&path.display().to_string(), &text)
-            .map_err(|e| Failure::usage(e.to_string()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::new(format!("cannot read profile {}: {e}", path.display()), "give the path of a readable KEY=VALUE file"))?;
+        expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
     }
     for kv in &args.expect {
-        expect
-            .set(kv)
-            .map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
+        expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
     }
     let scope = match &args.device {
         Some(text) => {
             let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
-            Scope {
-                device: Some(device),
-                port,
-            }
+            Scope { device: Some(device), port }
         }
         None => Scope::default(),
     };
@@ -38,36 +27,18 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         Ok(inv) => inv,
         // On a live node "no devices" is itself the finding the checklist should explain,
         // but the contract makes "no such device" a could-not-run (exit 2).
-        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_))
-            if live && scope.device.is_none() =>
-        {
-            probe::Inventory::default()
-        }
+        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) if live && scope.device.is_none() => probe::Inventory::default(),
         Err(err) => return Err(err.into()),
     };
     if let (Some(dev), Some(port)) = (&scope.device, scope.port) {
         if let Some(d) = inventory.device(dev) {
             if !d.ports.iter().any(|p| p.port == port) {
-                return Err(ProbeError::NoSuchPort {
-                    device: dev.clone(),
-                    port,
-                    present: d.ports.iter().map(|p| p.port).collect(),
-                }
-                .into());
+                return Err(ProbeError::NoSuchPort { device: dev.clone(), port, present: d.ports.iter().map(|p| p.port).collect() }.into());
             }
         }
     }
-    let host_facts = if live {
-        Some(host::gather(&host::live_root()))
-    } else {
-        None
-    };
-    let report = diagnose::run(&Input {
-        inventory: &inventory,
-        host: host_facts.as_ref(),
-        expect: &expect,
-        scope: &scope,
-    });
+    let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
+    let report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
     if inventory.devices.is_empty() && live {
         // Stack checks ran and explain why; still, with nothing to check the node is not ready.
         let mut report = report;
@@ -86,19 +57,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         return Ok(Outcome::Fail);
     }
     emit(args.json, &report);
-    Ok(if report.verdict == Verdict::Pass {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    })
+    Ok(if report.verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
 fn emit(json: bool, report: &diagnose::Report) {
     if json {
-        report::print_json(&report::check::CheckDoc {
-            schema: report::check::SCHEMA,
-            report,
-        });
+        report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report });
     } else {
         print!("{}", report::check::human(report));
     }

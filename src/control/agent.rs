@@ -27,11 +27,7 @@ enum Event {
 
 /// Serves one controller until it says bye or the channel closes. Every verbs resource is
 /// released before this returns.
-pub fn run<R: BufRead + Send + 'static, W: Write>(
-    mut reader: R,
-    mut writer: W,
-    options: AgentOptions,
-) -> std::io::Result<()> {
+pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, options: AgentOptions) -> std::io::Result<()> {
     let signals = Signals::new();
     let (tx, rx) = channel::unbounded();
     let reader_signals = Arc::clone(&signals);
@@ -80,54 +76,30 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(
         let request = match event {
             Event::Closed => break,
             Event::Bad(why) => {
-                let _ = reply(
-                    &mut writer,
-                    &Reply::Error {
-                        cause: format!("agent refused a message: {why}"),
-                        remedy: "use the same fabcheck version on every node".into(),
-                    },
-                );
+                let _ = reply(&mut writer, &Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() });
                 break;
             }
             Event::Request(r) => r,
         };
         if !authenticated && !matches!(request, Request::Hello { .. }) {
-            reply(
-                &mut writer,
-                &error(
-                    "say hello with the shared token first",
-                    "pass --token (or FABCHECK_TOKEN) matching `fabcheck serve`",
-                ),
-            )?;
+            reply(&mut writer, &error("say hello with the shared token first", "pass --token (or FABCHECK_TOKEN) matching `fabcheck serve`"))?;
             break;
         }
         match request {
             Request::Hello { token } => {
                 if let Some(want) = &options.token {
-                    if !token
-                        .as_deref()
-                        .is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes()))
-                    {
+                    if !token.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
                         reply(&mut writer, &error("the agent refused the token", "pass the token `fabcheck serve` was started with (--token or FABCHECK_TOKEN)"))?;
                         break;
                     }
                 }
                 authenticated = true;
-                reply(
-                    &mut writer,
-                    &Reply::Hello {
-                        agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")),
-                        host: options.host.clone(),
-                    },
-                )?;
+                reply(&mut writer, &Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: options.host.clone() })?;
             }
             Request::Inventory => {
                 let r = match probe::inventory(&probe::Source::Live, None) {
                     Ok(inventory) => Reply::Inventory { inventory },
-                    Err(e) => Reply::Error {
-                        cause: e.to_string(),
-                        remedy: e.remedy(),
-                    },
+                    Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
                 };
                 reply(&mut writer, &r)?;
             }
@@ -145,10 +117,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(
             }
             Request::Connect { peer } => {
                 let r = match session.as_mut() {
-                    None => error(
-                        "connect before prepare",
-                        "controller bug: prepare a test first",
-                    ),
+                    None => error("connect before prepare", "controller bug: prepare a test first"),
                     Some(s) => match s.connect(&peer) {
                         Ok(()) => Reply::Connected,
                         Err(e) => perf_error(&e),
@@ -158,10 +127,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(
             }
             Request::Run => {
                 let Some(s) = session.as_mut() else {
-                    reply(
-                        &mut writer,
-                        &error("run before prepare", "controller bug: prepare a test first"),
-                    )?;
+                    reply(&mut writer, &error("run before prepare", "controller bug: prepare a test first"))?;
                     continue;
                 };
                 signals.reset();
@@ -190,17 +156,11 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(
 }
 
 fn error(cause: &str, remedy: &str) -> Reply {
-    Reply::Error {
-        cause: cause.into(),
-        remedy: remedy.into(),
-    }
+    Reply::Error { cause: cause.into(), remedy: remedy.into() }
 }
 
 fn perf_error(e: &PerfError) -> Reply {
-    Reply::Error {
-        cause: e.cause(),
-        remedy: e.remedy(),
-    }
+    Reply::Error { cause: e.cause(), remedy: e.remedy() }
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
@@ -212,7 +172,5 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// This node's name, for reports.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
 }

@@ -49,11 +49,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// Runs every job to its end, at most `window` at once, in order. Two jobs running at once
 /// must not share a link. Returns early only on Ctrl-C or SIGTERM (the caller then closes
 /// the hub, which stops every agent).
-pub fn drive<C: Conversation>(
-    hub: &mut Hub,
-    jobs: &mut [Job<C>],
-    window: usize,
-) -> Result<(), Failure> {
+pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize) -> Result<(), Failure> {
     let mut owner: Vec<Option<(usize, usize)>> = Vec::new();
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
@@ -86,16 +82,10 @@ pub fn drive<C: Conversation>(
             return Ok(());
         }
         if crate::verbs::os::interrupted() {
-            return Err(Failure::new(
-                "interrupted",
-                "the agents were told to stop; nothing is left running",
-            ));
+            return Err(Failure::new("interrupted", "the agents were told to stop; nothing is left running"));
         }
         let now = Instant::now();
-        let soonest = active
-            .iter()
-            .filter_map(|&j| jobs[j].conversation.deadline())
-            .min();
+        let soonest = active.iter().filter_map(|&j| jobs[j].conversation.deadline()).min();
         let timeout = soonest.map_or(TICK, |d| d.saturating_duration_since(now).min(TICK));
         events.clear();
         hub.wait(timeout, &mut events);
@@ -116,12 +106,8 @@ pub fn drive<C: Conversation>(
                 continue;
             }
             match event {
-                HubEvent::Reply(_, reply) => {
-                    jobs[j].conversation.on_reply(side, reply, now, &mut act)
-                }
-                HubEvent::Lost(_, failure) => {
-                    jobs[j].conversation.on_lost(side, failure, now, &mut act)
-                }
+                HubEvent::Reply(_, reply) => jobs[j].conversation.on_reply(side, reply, now, &mut act),
+                HubEvent::Lost(_, failure) => jobs[j].conversation.on_lost(side, failure, now, &mut act),
             }
             apply(hub, &jobs[j].links, &mut act);
         }

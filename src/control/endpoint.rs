@@ -25,14 +25,9 @@ impl fmt::Display for HostSpec {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             HostSpec::Local => write!(f, "localhost"),
-            HostSpec::Ssh {
-                user: Some(u),
-                host,
-            } => write!(f, "{u}@{host}"),
+            HostSpec::Ssh { user: Some(u), host } => write!(f, "{u}@{host}"),
             HostSpec::Ssh { user: None, host } => write!(f, "{host}"),
-            HostSpec::Tcp { host, port } if host.contains(':') => {
-                write!(f, "tcp://[{host}]:{port}")
-            }
+            HostSpec::Tcp { host, port } if host.contains(':') => write!(f, "tcp://[{host}]:{port}"),
             HostSpec::Tcp { host, port } => write!(f, "tcp://{host}:{port}"),
         }
     }
@@ -72,8 +67,7 @@ pub fn parse(text: &str) -> Result<EndpointSpec, String> {
     let (device, port) = match device_part {
         None => (None, None),
         Some(d) => {
-            let (name, port) =
-                crate::cli::parse_device_port(d).map_err(|e| format!("endpoint '{text}': {e}"))?;
+            let (name, port) = crate::cli::parse_device_port(d).map_err(|e| format!("endpoint '{text}': {e}"))?;
             (Some(name), port)
         }
     };
@@ -83,28 +77,19 @@ pub fn parse(text: &str) -> Result<EndpointSpec, String> {
 fn parse_host(text: &str) -> Result<HostSpec, String> {
     if let Some(rest) = text.strip_prefix("tcp://") {
         let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-            let (h, p) = v6
-                .split_once("]:")
-                .ok_or_else(|| format!("'{text}': write IPv6 as tcp://[addr]:port"))?;
+            let (h, p) = v6.split_once("]:").ok_or_else(|| format!("'{text}': write IPv6 as tcp://[addr]:port"))?;
             (h, p)
         } else {
-            rest.rsplit_once(':').ok_or_else(|| {
-                format!("'{text}': tcp endpoints need a port, as in tcp://node07:18515")
-            })?
+            rest.rsplit_once(':').ok_or_else(|| format!("'{text}': tcp endpoints need a port, as in tcp://node07:18515"))?
         };
-        let port: u16 = port
-            .parse()
-            .map_err(|_| format!("'{text}': '{port}' is not a port number"))?;
+        let port: u16 = port.parse().map_err(|_| format!("'{text}': '{port}' is not a port number"))?;
         if port == 0 {
             return Err(format!("'{text}': port 0 is not a port"));
         }
         if !valid_hostname(host) && host.parse::<std::net::IpAddr>().is_err() {
             return Err(format!("'{text}': '{host}' is not a host name or address"));
         }
-        return Ok(HostSpec::Tcp {
-            host: host.to_string(),
-            port,
-        });
+        return Ok(HostSpec::Tcp { host: host.to_string(), port });
     }
     if text == "localhost" {
         return Ok(HostSpec::Local);
@@ -114,22 +99,14 @@ fn parse_host(text: &str) -> Result<HostSpec, String> {
         None => (None, text),
     };
     if let Some(u) = user {
-        if u.is_empty()
-            || u.starts_with('-')
-            || !u
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
-        {
+        if u.is_empty() || u.starts_with('-') || !u.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
             return Err(format!("'{text}': '{u}' is not a user name"));
         }
     }
     if !valid_hostname(host) {
         return Err(format!("'{text}' is not a host name (letters, digits, '.', '-', '_'; no spaces or shell characters)"));
     }
-    Ok(HostSpec::Ssh {
-        user: user.map(str::to_string),
-        host: host.to_string(),
-    })
+    Ok(HostSpec::Ssh { user: user.map(str::to_string), host: host.to_string() })
 }
 
 /// Host names and IPv4 addresses; never starting with '-' (it would read as an ssh option).
@@ -137,9 +114,7 @@ fn valid_hostname(host: &str) -> bool {
     !host.is_empty()
         && host.len() <= 253
         && !host.starts_with('-')
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
+        && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_')
 }
 
 #[cfg(test)]
@@ -148,52 +123,18 @@ mod tests {
 
     #[test]
     fn forms() {
-        assert_eq!(
-            parse("localhost").unwrap(),
-            EndpointSpec {
-                host: HostSpec::Local,
-                device: None,
-                port: None
-            }
-        );
+        assert_eq!(parse("localhost").unwrap(), EndpointSpec { host: HostSpec::Local, device: None, port: None });
         let e = parse("node07/mlx5_3:1").unwrap();
-        assert_eq!(
-            e.host,
-            HostSpec::Ssh {
-                user: None,
-                host: "node07".into()
-            }
-        );
+        assert_eq!(e.host, HostSpec::Ssh { user: None, host: "node07".into() });
         assert_eq!((e.device.as_deref(), e.port), (Some("mlx5_3"), Some(1)));
         let e = parse("alice@node07/mlx5_0").unwrap();
-        assert_eq!(
-            e.host,
-            HostSpec::Ssh {
-                user: Some("alice".into()),
-                host: "node07".into()
-            }
-        );
+        assert_eq!(e.host, HostSpec::Ssh { user: Some("alice".into()), host: "node07".into() });
         let e = parse("tcp://10.0.0.5:18515/rxe0:1").unwrap();
-        assert_eq!(
-            e.host,
-            HostSpec::Tcp {
-                host: "10.0.0.5".into(),
-                port: 18515
-            }
-        );
+        assert_eq!(e.host, HostSpec::Tcp { host: "10.0.0.5".into(), port: 18515 });
         assert_eq!(e.to_string(), "tcp://10.0.0.5:18515/rxe0:1");
         let e = parse("tcp://[::1]:9000").unwrap();
-        assert_eq!(
-            e.host,
-            HostSpec::Tcp {
-                host: "::1".into(),
-                port: 9000
-            }
-        );
-        assert_eq!(
-            parse("localhost/rxe0").unwrap().device.as_deref(),
-            Some("rxe0")
-        );
+        assert_eq!(e.host, HostSpec::Tcp { host: "::1".into(), port: 9000 });
+        assert_eq!(parse("localhost/rxe0").unwrap().device.as_deref(), Some("rxe0"));
     }
 
     #[test]

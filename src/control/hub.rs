@@ -39,19 +39,10 @@ const TAIL: usize = 300;
 
 enum State {
     Idle,
-    Connecting {
-        stream: TcpStream,
-        rest: Vec<SocketAddr>,
-        port: u16,
-        deadline: Instant,
-    },
+    Connecting { stream: TcpStream, rest: Vec<SocketAddr>, port: u16, deadline: Instant },
     Open(Channel),
     /// End of stream seen; waiting briefly for the child's exit status.
-    Ending {
-        channel: Channel,
-        why: String,
-        until: Instant,
-    },
+    Ending { channel: Channel, why: String, until: Instant },
 }
 
 struct Link {
@@ -105,15 +96,7 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(opts: LaunchOptions) -> Hub {
-        Hub {
-            links: Vec::new(),
-            opts,
-            ready: VecDeque::new(),
-            reaping: Vec::new(),
-            poll: PollSet::default(),
-            slots: Vec::new(),
-            buf: vec![0; 64 << 10],
-        }
+        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), poll: PollSet::default(), slots: Vec::new(), buf: vec![0; 64 << 10] }
     }
 
     /// Registers an agent; nothing starts until the first request is sent to it.
@@ -142,9 +125,7 @@ impl Hub {
         }
         let link = &mut self.links[id];
         match link.state {
-            State::Open(_) | State::Connecting { .. } => link
-                .outbox
-                .extend_from_slice(protocol::encode(request).as_bytes()),
+            State::Open(_) | State::Connecting { .. } => link.outbox.extend_from_slice(protocol::encode(request).as_bytes()),
             State::Idle | State::Ending { .. } => return,
         }
         self.flush(id);
@@ -169,24 +150,13 @@ impl Hub {
     }
 
     /// Tries the next address of a `tcp://` agent, or reports that none answered.
-    fn connect_next(
-        &mut self,
-        id: LinkId,
-        mut rest: Vec<SocketAddr>,
-        port: u16,
-        mut last_error: String,
-    ) {
+    fn connect_next(&mut self, id: LinkId, mut rest: Vec<SocketAddr>, port: u16, mut last_error: String) {
         while !rest.is_empty() {
             let addr = rest.remove(0);
             match io::connect_start(&addr) {
                 Ok(stream) => {
                     let deadline = Instant::now() + self.opts.connect_timeout;
-                    self.links[id].state = State::Connecting {
-                        stream,
-                        rest,
-                        port,
-                        deadline,
-                    };
+                    self.links[id].state = State::Connecting { stream, rest, port, deadline };
                     return;
                 }
                 Err(e) => last_error = e.to_string(),
@@ -194,17 +164,12 @@ impl Hub {
         }
         let link = &mut self.links[id];
         link.state = State::Idle;
-        self.ready.push_back(HubEvent::Lost(
-            id,
-            link::unreachable(&link.label, port, &last_error),
-        ));
+        self.ready.push_back(HubEvent::Lost(id, link::unreachable(&link.label, port, &last_error)));
     }
 
     fn flush(&mut self, id: LinkId) {
         let link = &mut self.links[id];
-        let State::Open(channel) = &mut link.state else {
-            return;
-        };
+        let State::Open(channel) = &mut link.state else { return };
         while !link.outbox.is_empty() {
             match channel.write(&link.outbox) {
                 Ok(0) => return,
@@ -222,30 +187,20 @@ impl Hub {
     /// Waits up to `timeout` for replies and losses, appending them to `out`.
     pub fn wait(&mut self, timeout: Duration, out: &mut Vec<HubEvent>) {
         let now = Instant::now();
-        let mut timeout = if self.ready.is_empty() {
-            timeout
-        } else {
-            Duration::ZERO
-        };
+        let mut timeout = if self.ready.is_empty() { timeout } else { Duration::ZERO };
         self.poll.clear();
         self.slots.clear();
         for (id, link) in self.links.iter().enumerate() {
             match &link.state {
                 State::Idle => {}
-                State::Connecting {
-                    stream, deadline, ..
-                } => {
+                State::Connecting { stream, deadline, .. } => {
                     timeout = timeout.min(deadline.saturating_duration_since(now));
                     self.poll.add(stream.as_raw_fd(), false, true);
                     self.slots.push((id, Slot::Connect));
                 }
                 State::Open(channel) | State::Ending { channel, .. } => {
                     if let State::Ending { until, .. } = &link.state {
-                        timeout = timeout.min(
-                            until
-                                .saturating_duration_since(now)
-                                .max(Duration::from_millis(5)),
-                        );
+                        timeout = timeout.min(until.saturating_duration_since(now).max(Duration::from_millis(5)));
                     } else {
                         self.poll.add(channel.read_fd(), true, false);
                         self.slots.push((id, Slot::Read));
@@ -284,26 +239,16 @@ impl Hub {
     }
 
     fn connected(&mut self, id: LinkId) {
-        let State::Connecting { stream, .. } = &self.links[id].state else {
-            return;
-        };
+        let State::Connecting { stream, .. } = &self.links[id].state else { return };
         match io::connect_finished(stream) {
             Ok(()) => {
                 let _ = stream.set_nodelay(true);
-                let State::Connecting { stream, .. } =
-                    std::mem::replace(&mut self.links[id].state, State::Idle)
-                else {
-                    return;
-                };
+                let State::Connecting { stream, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { return };
                 self.links[id].state = State::Open(Channel::Tcp(stream));
                 self.flush(id);
             }
             Err(e) => {
-                let State::Connecting { rest, port, .. } =
-                    std::mem::replace(&mut self.links[id].state, State::Idle)
-                else {
-                    return;
-                };
+                let State::Connecting { rest, port, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { return };
                 self.connect_next(id, rest, port, e.to_string());
             }
         }
@@ -313,9 +258,7 @@ impl Hub {
         // Bounded per wake-up, so one chatty agent cannot starve the others.
         for _ in 0..16 {
             let link = &mut self.links[id];
-            let State::Open(channel) = &mut link.state else {
-                return;
-            };
+            let State::Open(channel) = &mut link.state else { return };
             match channel.read(&mut self.buf) {
                 Ok(ReadOutcome::Data(n)) => {
                     link.inbox.push(&self.buf[..n]);
@@ -323,24 +266,16 @@ impl Hub {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
                                 Ok(reply) => self.ready.push_back(HubEvent::Reply(id, reply)),
-                                Err(e) => {
-                                    return self.refuse(id, &format!("it sent a bad message: {e}"))
-                                }
+                                Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
                             },
                             Ok(None) => break,
-                            Err(e) => {
-                                return self.refuse(id, &format!("it sent a bad message: {e}"))
-                            }
+                            Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
                         }
                     }
                 }
                 Ok(ReadOutcome::WouldBlock) => return,
                 Ok(ReadOutcome::End) => {
-                    let why = if link.inbox.pending() > 0 {
-                        "the channel closed in the middle of a message"
-                    } else {
-                        "the agent exited or the connection closed"
-                    };
+                    let why = if link.inbox.pending() > 0 { "the channel closed in the middle of a message" } else { "the agent exited or the connection closed" };
                     return self.begin_end(id, why.into());
                 }
                 Err(e) => return self.begin_end(id, format!("the connection failed: {e}")),
@@ -351,9 +286,7 @@ impl Hub {
     fn read_stderr(&mut self, id: LinkId) {
         for _ in 0..16 {
             let link = &mut self.links[id];
-            let (State::Open(channel) | State::Ending { channel, .. }) = &mut link.state else {
-                return;
-            };
+            let (State::Open(channel) | State::Ending { channel, .. }) = &mut link.state else { return };
             match channel.read_stderr(&mut self.buf) {
                 Ok(ReadOutcome::Data(n)) => {
                     link.stderr.push(&self.buf[..n]);
@@ -370,11 +303,7 @@ impl Hub {
         let link = &mut self.links[id];
         match std::mem::replace(&mut link.state, State::Idle) {
             State::Open(channel @ Channel::Child { .. }) => {
-                link.state = State::Ending {
-                    channel,
-                    why,
-                    until: Instant::now() + EXIT_GRACE,
-                };
+                link.state = State::Ending { channel, why, until: Instant::now() + EXIT_GRACE };
             }
             State::Open(channel) | State::Ending { channel, .. } => {
                 let failure = explain(link, self.opts.launcher, None, &why);
@@ -387,10 +316,7 @@ impl Hub {
 
     /// An agent that broke the protocol is not trusted further: killed, reported.
     fn refuse(&mut self, id: LinkId, why: &str) {
-        let failure = Failure::new(
-            format!("{}: {why}", self.links[id].label),
-            "use the same fabcheck version on every node",
-        );
+        let failure = Failure::new(format!("{}: {why}", self.links[id].label), "use the same fabcheck version on every node");
         self.discard(id);
         self.ready.push_back(HubEvent::Lost(id, failure));
     }
@@ -400,11 +326,7 @@ impl Hub {
         for id in 0..self.links.len() {
             match &mut self.links[id].state {
                 State::Connecting { deadline, .. } if *deadline <= now => {
-                    let State::Connecting { rest, port, .. } =
-                        std::mem::replace(&mut self.links[id].state, State::Idle)
-                    else {
-                        continue;
-                    };
+                    let State::Connecting { rest, port, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
                     let secs = self.opts.connect_timeout.as_secs().max(1);
                     self.connect_next(id, rest, port, format!("no answer within {secs} s (host down or a firewall drops the connection)"));
                 }
@@ -415,11 +337,7 @@ impl Hub {
                     }
                     // Whatever the child said last explains the loss best.
                     self.read_stderr(id);
-                    let State::Ending { channel, why, .. } =
-                        std::mem::replace(&mut self.links[id].state, State::Idle)
-                    else {
-                        continue;
-                    };
+                    let State::Ending { channel, why, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
                     let failure = explain(&self.links[id], self.opts.launcher, status, &why);
                     if let Some(child) = channel.into_child() {
                         self.reaping.push((child, now + BYE_GRACE));
@@ -464,16 +382,15 @@ impl Hub {
     fn reap(&mut self, all: bool) {
         loop {
             let now = Instant::now();
-            self.reaping
-                .retain_mut(|(child, deadline)| match child.try_wait() {
-                    Ok(Some(_)) | Err(_) => false,
-                    Ok(None) if now >= *deadline => {
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        false
-                    }
-                    Ok(None) => true,
-                });
+            self.reaping.retain_mut(|(child, deadline)| match child.try_wait() {
+                Ok(Some(_)) | Err(_) => false,
+                Ok(None) if now >= *deadline => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    false
+                }
+                Ok(None) => true,
+            });
             if !all || self.reaping.is_empty() {
                 return;
             }
@@ -500,11 +417,7 @@ impl Drop for Hub {
 /// Why a channel ended, for the operator: ssh and srun problems point at ssh and Slurm, a
 /// local agent at its message, a socket at the host.
 fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Failure {
-    let tail = if link.stderr_tail.is_empty() {
-        String::new()
-    } else {
-        format!(": {}", link.stderr_tail)
-    };
+    let tail = if link.stderr_tail.is_empty() { String::new() } else { format!(": {}", link.stderr_tail) };
     match (&link.host, status) {
         (HostSpec::Ssh { host, .. }, Some(s)) if launcher == Launcher::Srun => Failure::new(
             format!("{}: srun or the agent exited ({s}){tail}", link.label),

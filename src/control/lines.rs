@@ -14,14 +14,7 @@ pub fn read_line<R: BufRead>(reader: &mut R, max: usize) -> io::Result<Option<St
             Err(e) => return Err(e),
         };
         if available.is_empty() {
-            return if buf.is_empty() {
-                Ok(None)
-            } else {
-                Err(io::Error::new(
-                    io::ErrorKind::UnexpectedEof,
-                    "truncated message",
-                ))
-            };
+            return if buf.is_empty() { Ok(None) } else { Err(io::Error::new(io::ErrorKind::UnexpectedEof, "truncated message")) };
         }
         let (used, done) = match available.iter().position(|&b| b == b'\n') {
             Some(i) => {
@@ -35,15 +28,10 @@ pub fn read_line<R: BufRead>(reader: &mut R, max: usize) -> io::Result<Option<St
         };
         reader.consume(used);
         if buf.len() > max {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("message longer than {max} bytes"),
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidData, format!("message longer than {max} bytes")));
         }
         if done {
-            return String::from_utf8(buf)
-                .map(Some)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message is not UTF-8"));
+            return String::from_utf8(buf).map(Some).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message is not UTF-8"));
         }
     }
 }
@@ -64,22 +52,14 @@ impl LineBuffer {
     /// that is not UTF-8: the rest of the stream is not trusted after that.
     pub fn pop(&mut self, max: usize) -> io::Result<Option<String>> {
         match self.buf.iter().position(|&b| b == b'\n') {
-            Some(i) if i > max => Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("message longer than {max} bytes"),
-            )),
+            Some(i) if i > max => Err(io::Error::new(io::ErrorKind::InvalidData, format!("message longer than {max} bytes"))),
             Some(i) => {
                 let rest = self.buf.split_off(i + 1);
                 let mut line = std::mem::replace(&mut self.buf, rest);
                 line.truncate(i);
-                String::from_utf8(line)
-                    .map(Some)
-                    .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message is not UTF-8"))
+                String::from_utf8(line).map(Some).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "message is not UTF-8"))
             }
-            None if self.buf.len() > max => Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("message longer than {max} bytes"),
-            )),
+            None if self.buf.len() > max => Err(io::Error::new(io::ErrorKind::InvalidData, format!("message longer than {max} bytes"))),
             None => Ok(None),
         }
     }

@@ -32,54 +32,34 @@ pub struct LaunchOptions {
 
 /// An open channel to an agent.
 pub enum Channel {
-    Child {
-        child: Child,
-        stdin: Option<ChildStdin>,
-        stdout: ChildStdout,
-        stderr: Option<ChildStderr>,
-    },
+    Child { child: Child, stdin: Option<ChildStdin>, stdout: ChildStdout, stderr: Option<ChildStderr> },
     Tcp(TcpStream),
 }
 
 /// Starts a local or ssh agent as a child whose pipes are all non-blocking.
 pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Failure> {
     if matches!(host, HostSpec::Ssh { .. }) && !valid_remote_path(&opts.remote_fabcheck) {
-        return Err(Failure::usage(format!(
-            "--remote-fabcheck '{}' is not a plain path",
-            opts.remote_fabcheck
-        )));
+        return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
     }
     let mut command = match host {
         HostSpec::Local => {
-            let exe = std::env::current_exe().map_err(|e| {
-                Failure::new(
-                    format!("cannot find this fabcheck binary: {e}"),
-                    "run fabcheck by its path",
-                )
-            })?;
+            let exe = std::env::current_exe()
+                .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
             let mut c = Command::new(exe);
             c.arg("agent");
             c
         }
         HostSpec::Ssh { user, host } if opts.launcher == Launcher::Srun => {
             if user.is_some() {
-                return Err(Failure::usage(format!(
-                    "{label}: srun starts agents as you; drop the user@ or use --launcher ssh"
-                )));
+                return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
             }
             let mut c = Command::new("srun");
             // One task on that node, sharing the allocation with the controller's own step.
-            c.args([
-                "--nodes=1",
-                "--ntasks=1",
-                "--overlap",
-                "--quiet",
-                "--kill-on-bad-exit=1",
-            ])
-            .arg(format!("--nodelist={host}"))
-            .arg("--")
-            .arg(&opts.remote_fabcheck)
-            .arg("agent");
+            c.args(["--nodes=1", "--ntasks=1", "--overlap", "--quiet", "--kill-on-bad-exit=1"])
+                .arg(format!("--nodelist={host}"))
+                .arg("--")
+                .arg(&opts.remote_fabcheck)
+                .arg("agent");
             c
         }
         HostSpec::Ssh { user, host } => {
@@ -88,37 +68,18 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
                 None => host.clone(),
             };
             let mut c = Command::new("ssh");
-            c.args([
-                "-T",
-                "-o",
-                "BatchMode=yes",
-                "-o",
-                "ServerAliveInterval=5",
-                "-o",
-                "ServerAliveCountMax=2",
-            ])
-            .arg("-o")
-            .arg(format!(
-                "ConnectTimeout={}",
-                opts.connect_timeout.as_secs().max(1)
-            ))
-            .arg("--")
-            .arg(dest)
-            .arg(&opts.remote_fabcheck)
-            .arg("agent");
+            c.args(["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"])
+                .arg("-o")
+                .arg(format!("ConnectTimeout={}", opts.connect_timeout.as_secs().max(1)))
+                .arg("--")
+                .arg(dest)
+                .arg(&opts.remote_fabcheck)
+                .arg("agent");
             c
         }
-        HostSpec::Tcp { .. } => {
-            return Err(Failure::new(
-                "internal error: spawn for a tcp endpoint",
-                "report a bug",
-            ))
-        }
+        HostSpec::Tcp { .. } => return Err(Failure::new("internal error: spawn for a tcp endpoint", "report a bug")),
     };
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Ok(level) = std::env::var("RUST_LOG") {
         command.env("RUST_LOG", level);
     }
@@ -126,9 +87,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
         Failure::new(
             format!("{label}: cannot start the agent: {e}"),
             match (host, opts.launcher) {
-                (HostSpec::Ssh { .. }, Launcher::Srun) => {
-                    "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH"
-                }
+                (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
                 (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
                 _ => "check the fabcheck binary",
             },
@@ -138,45 +97,26 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
     let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(Failure::new(
-            format!("{label}: the agent has no pipes"),
-            "internal error; rerun",
-        ));
+        return Err(Failure::new(format!("{label}: the agent has no pipes"), "internal error; rerun"));
     };
     for fd in [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()] {
         if let Err(e) = io::set_nonblocking(fd) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Failure::new(
-                format!("{label}: cannot set up the agent's pipes: {e}"),
-                "rerun",
-            ));
+            return Err(Failure::new(format!("{label}: cannot set up the agent's pipes: {e}"), "rerun"));
         }
     }
-    Ok(Channel::Child {
-        child,
-        stdin: Some(stdin),
-        stdout,
-        stderr: Some(stderr),
-    })
+    Ok(Channel::Child { child, stdin: Some(stdin), stdout, stderr: Some(stderr) })
 }
 
 /// The addresses of a `tcp://` endpoint, in the resolver's order.
 pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Failure> {
     let addrs: Vec<SocketAddr> = (host, port)
         .to_socket_addrs()
-        .map_err(|e| {
-            Failure::new(
-                format!("cannot resolve {label}: {e}"),
-                "check the host name",
-            )
-        })?
+        .map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?
         .collect();
     if addrs.is_empty() {
-        return Err(Failure::new(
-            format!("cannot resolve {label}: no address"),
-            "check the host name",
-        ));
+        return Err(Failure::new(format!("cannot resolve {label}: no address"), "check the host name"));
     }
     Ok(addrs)
 }
@@ -185,9 +125,7 @@ pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Fa
 pub fn unreachable(label: &str, port: u16, detail: &str) -> Failure {
     Failure::new(
         format!("cannot reach {label}: {detail}"),
-        format!(
-            "start `fabcheck serve --listen 0.0.0.0:{port} --token ...` there, and check firewalls"
-        ),
+        format!("start `fabcheck serve --listen 0.0.0.0:{port} --token ...` there, and check firewalls"),
     )
 }
 
@@ -233,9 +171,7 @@ impl Channel {
 
     pub fn read_stderr(&mut self, buf: &mut [u8]) -> std::io::Result<ReadOutcome> {
         match self {
-            Channel::Child {
-                stderr: Some(e), ..
-            } => classify(e.read(buf)),
+            Channel::Child { stderr: Some(e), .. } => classify(e.read(buf)),
             _ => Ok(ReadOutcome::End),
         }
     }
@@ -250,9 +186,7 @@ impl Channel {
     pub fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
         let r = match self {
             Channel::Child { stdin: Some(s), .. } => s.write(bytes),
-            Channel::Child { stdin: None, .. } => {
-                return Err(std::io::Error::new(ErrorKind::BrokenPipe, "channel closed"))
-            }
+            Channel::Child { stdin: None, .. } => return Err(std::io::Error::new(ErrorKind::BrokenPipe, "channel closed")),
             Channel::Tcp(s) => s.write(bytes),
         };
         match r {
@@ -296,17 +230,11 @@ fn classify(r: std::io::Result<usize>) -> std::io::Result<ReadOutcome> {
     match r {
         Ok(0) => Ok(ReadOutcome::End),
         Ok(n) => Ok(ReadOutcome::Data(n)),
-        Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => {
-            Ok(ReadOutcome::WouldBlock)
-        }
+        Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::Interrupted => Ok(ReadOutcome::WouldBlock),
         Err(e) => Err(e),
     }
 }
 
 fn valid_remote_path(path: &str) -> bool {
-    !path.is_empty()
-        && !path.starts_with('-')
-        && path
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+    !path.is_empty() && !path.starts_with('-') && path.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
 }

@@ -33,14 +33,8 @@ pub enum TestKind {
 }
 
 impl TestKind {
-    pub const ALL: [TestKind; 6] = [
-        TestKind::SendLat,
-        TestKind::WriteLat,
-        TestKind::ReadLat,
-        TestKind::WriteBw,
-        TestKind::ReadBw,
-        TestKind::SendBw,
-    ];
+    pub const ALL: [TestKind; 6] =
+        [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -65,10 +59,7 @@ impl TestKind {
     }
 
     pub fn is_latency(self) -> bool {
-        matches!(
-            self,
-            TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat
-        )
+        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat)
     }
 
     pub fn from_name(name: &str) -> Option<TestKind> {
@@ -140,10 +131,7 @@ impl TestSpec {
             return Err("size must be at least 1 byte".into());
         }
         if self.size > MAX_SIZE {
-            return Err(format!(
-                "size {} exceeds the limit of {} bytes",
-                self.size, MAX_SIZE
-            ));
+            return Err(format!("size {} exceeds the limit of {} bytes", self.size, MAX_SIZE));
         }
         if self.test == TestKind::WriteLat && self.size < 1 {
             return Err("write_lat needs at least 1 byte".into());
@@ -162,21 +150,13 @@ impl TestSpec {
         }
         if let Some(ms) = self.duration_ms {
             if ms == 0 || ms > MAX_DURATION_MS {
-                return Err(format!(
-                    "duration must be 1 ms..{} s",
-                    MAX_DURATION_MS / 1000
-                ));
+                return Err(format!("duration must be 1 ms..{} s", MAX_DURATION_MS / 1000));
             }
         }
-        if self.tx_depth == 0
-            || self.tx_depth > 8192
-            || self.cq_mod == 0
-            || self.cq_mod > self.tx_depth
-        {
+        if self.tx_depth == 0 || self.tx_depth > 8192 || self.cq_mod == 0 || self.cq_mod > self.tx_depth {
             return Err("tx_depth must be 1..8192 and cq_mod 1..tx_depth".into());
         }
-        if self.post_list == 0 || self.post_list > self.cq_mod || self.cq_mod % self.post_list != 0
-        {
+        if self.post_list == 0 || self.post_list > self.cq_mod || self.cq_mod % self.post_list != 0 {
             return Err("post_list must divide cq_mod".into());
         }
         if self.stall_timeout_ms == 0 || self.stall_timeout_ms > 600_000 {
@@ -296,8 +276,7 @@ pub enum DecodeError {
 
 /// Encodes one message as a line (with the trailing newline).
 pub fn encode<T: Serialize>(body: &T) -> String {
-    let mut line = serde_json::to_string(&Envelope { v: VERSION, body })
-        .unwrap_or_else(|_| String::from("{}"));
+    let mut line = serde_json::to_string(&Envelope { v: VERSION, body }).unwrap_or_else(|_| String::from("{}"));
     line.push('\n');
     line
 }
@@ -307,17 +286,12 @@ pub fn decode<T: for<'de> Deserialize<'de>>(line: &str) -> Result<T, DecodeError
     if line.len() > MAX_LINE {
         return Err(DecodeError::TooLong);
     }
-    let value: serde_json::Value =
-        serde_json::from_str(line.trim_end()).map_err(|e| DecodeError::Malformed(e.to_string()))?;
-    let version = value
-        .get("v")
-        .and_then(|v| v.as_u64())
-        .ok_or_else(|| DecodeError::Malformed("no protocol version 'v'".into()))?;
+    let value: serde_json::Value = serde_json::from_str(line.trim_end()).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let version = value.get("v").and_then(|v| v.as_u64()).ok_or_else(|| DecodeError::Malformed("no protocol version 'v'".into()))?;
     if version != u64::from(VERSION) {
         return Err(DecodeError::Version(version.min(u64::from(u32::MAX)) as u32));
     }
-    let envelope: Envelope<T> =
-        serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    let envelope: Envelope<T> = serde_json::from_value(value).map_err(|e| DecodeError::Malformed(e.to_string()))?;
     Ok(envelope.body)
 }
 
@@ -344,19 +318,9 @@ mod tests {
     #[test]
     fn round_trip_every_request() {
         let reqs = vec![
-            Request::Hello {
-                token: Some("t".into()),
-            },
+            Request::Hello { token: Some("t".into()) },
             Request::Inventory,
-            Request::Prepare {
-                target: Target {
-                    device: Some("rxe0".into()),
-                    port: Some(1),
-                    gid_index: None,
-                    cm: None,
-                },
-                spec: spec(),
-            },
+            Request::Prepare { target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None }, spec: spec() },
             Request::Run,
             Request::Stop,
             Request::Finish,
@@ -371,30 +335,12 @@ mod tests {
 
     #[test]
     fn rejects_bad_lines() {
-        assert!(matches!(
-            decode::<Request>("not json"),
-            Err(DecodeError::Malformed(_))
-        ));
-        assert!(matches!(
-            decode::<Request>("{\"type\":\"run\"}"),
-            Err(DecodeError::Malformed(_))
-        ));
-        assert!(matches!(
-            decode::<Request>("{\"v\":2,\"type\":\"run\"}"),
-            Err(DecodeError::Version(2))
-        ));
-        assert!(matches!(
-            decode::<Request>("{\"v\":1,\"type\":\"rm -rf\"}"),
-            Err(DecodeError::Malformed(_))
-        ));
-        assert!(matches!(
-            decode::<Request>("{\"v\":1,\"type\":\"run\""),
-            Err(DecodeError::Malformed(_))
-        ));
-        let huge = format!(
-            "{{\"v\":1,\"type\":\"hello\",\"token\":\"{}\"}}",
-            "x".repeat(MAX_LINE)
-        );
+        assert!(matches!(decode::<Request>("not json"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode::<Request>("{\"type\":\"run\"}"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode::<Request>("{\"v\":2,\"type\":\"run\"}"), Err(DecodeError::Version(2))));
+        assert!(matches!(decode::<Request>("{\"v\":1,\"type\":\"rm -rf\"}"), Err(DecodeError::Malformed(_))));
+        assert!(matches!(decode::<Request>("{\"v\":1,\"type\":\"run\""), Err(DecodeError::Malformed(_))));
+        let huge = format!("{{\"v\":1,\"type\":\"hello\",\"token\":\"{}\"}}", "x".repeat(MAX_LINE));
         assert_eq!(decode::<Request>(&huge), Err(DecodeError::TooLong));
     }
 
@@ -427,10 +373,7 @@ mod tests {
     fn test_lists() {
         assert_eq!(TestKind::parse_list("lat").unwrap().len(), 3);
         assert_eq!(TestKind::parse_list("bw,write_bw").unwrap().len(), 3);
-        assert_eq!(
-            TestKind::parse_list("send_lat").unwrap(),
-            vec![TestKind::SendLat]
-        );
+        assert_eq!(TestKind::parse_list("send_lat").unwrap(), vec![TestKind::SendLat]);
         assert!(TestKind::parse_list("warp").is_err());
         assert!(TestKind::parse_list(",").is_err());
     }

@@ -38,16 +38,7 @@ enum State {
 
 impl Reach {
     pub fn new(label: &str, token: Option<String>, want_inventory: bool) -> Reach {
-        Reach {
-            label: label.into(),
-            token,
-            want_inventory,
-            state: State::NotStarted,
-            deadline: None,
-            host: String::new(),
-            inventory: None,
-            failure: None,
-        }
+        Reach { label: label.into(), token, want_inventory, state: State::NotStarted, deadline: None, host: String::new(), inventory: None, failure: None }
     }
 
     fn fail(&mut self, failure: Failure, act: &mut Actions) {
@@ -65,22 +56,16 @@ impl Reach {
 
 impl Conversation for Reach {
     fn start(&mut self, now: Instant, act: &mut Actions) {
-        act.send(
-            0,
-            Request::Hello {
-                token: self.token.clone(),
-            },
-        );
+        act.send(0, Request::Hello { token: self.token.clone() });
         self.step(State::Hello, deadline::HELLO, now);
     }
 
     fn on_reply(&mut self, _side: usize, reply: Reply, now: Instant, act: &mut Actions) {
         match (self.state, reply) {
             (State::Done, _) => {}
-            (State::Hello | State::Inventory, Reply::Error { cause, remedy }) => self.fail(
-                Failure::new(format!("{}: {cause}", self.label), remedy),
-                act,
-            ),
+            (State::Hello | State::Inventory, Reply::Error { cause, remedy }) => {
+                self.fail(Failure::new(format!("{}: {cause}", self.label), remedy), act)
+            }
             (State::Hello, Reply::Hello { host, .. }) => {
                 self.host = host;
                 if self.want_inventory {
@@ -97,10 +82,7 @@ impl Conversation for Reach {
                 self.deadline = None;
             }
             (_, other) => {
-                let f = Failure::new(
-                    format!("{}: unexpected reply {other:?}", self.label),
-                    "use the same fabcheck version on every node",
-                );
+                let f = Failure::new(format!("{}: unexpected reply {other:?}", self.label), "use the same fabcheck version on every node");
                 self.fail(f, act)
             }
         }
@@ -135,21 +117,11 @@ impl Conversation for Reach {
 
 /// Reaches the agents on `links` (named `labels`), `window` at a time; one finished `Reach`
 /// per link, in order. `Err` only on Ctrl-C.
-pub fn reach_all(
-    hub: &mut Hub,
-    links: &[LinkId],
-    labels: &[String],
-    token: &Option<String>,
-    want_inventory: bool,
-    window: usize,
-) -> Result<Vec<Reach>, Failure> {
+pub fn reach_all(hub: &mut Hub, links: &[LinkId], labels: &[String], token: &Option<String>, want_inventory: bool, window: usize) -> Result<Vec<Reach>, Failure> {
     let mut jobs: Vec<Job<Reach>> = links
         .iter()
         .zip(labels)
-        .map(|(&link, label)| Job {
-            links: vec![link],
-            conversation: Reach::new(label, token.clone(), want_inventory),
-        })
+        .map(|(&link, label)| Job { links: vec![link], conversation: Reach::new(label, token.clone(), want_inventory) })
         .collect();
     drive(hub, &mut jobs, window)?;
     Ok(jobs.into_iter().map(|j| j.conversation).collect())
@@ -167,25 +139,10 @@ mod tests {
         r.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
         act.sends.clear();
-        r.on_reply(
-            0,
-            Reply::Hello {
-                agent: "fabcheck".into(),
-                host: "node1".into(),
-            },
-            now,
-            &mut act,
-        );
+        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into() }, now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
         assert!(!r.is_done());
-        r.on_reply(
-            0,
-            Reply::Inventory {
-                inventory: crate::probe::Inventory::default(),
-            },
-            now,
-            &mut act,
-        );
+        r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);
         assert!(r.is_done() && r.failure.is_none() && r.inventory.is_some());
         assert_eq!(r.host, "node1");
     }
@@ -196,60 +153,22 @@ mod tests {
         let mut act = Actions::default();
         let mut r = Reach::new("n1", None, false);
         r.start(now, &mut act);
-        r.on_reply(
-            0,
-            Reply::Error {
-                cause: "the agent refused the token".into(),
-                remedy: "pass it".into(),
-            },
-            now,
-            &mut act,
-        );
-        assert!(
-            r.is_done()
-                && r.failure
-                    .as_ref()
-                    .unwrap()
-                    .cause
-                    .starts_with("n1: the agent refused")
-        );
+        r.on_reply(0, Reply::Error { cause: "the agent refused the token".into(), remedy: "pass it".into() }, now, &mut act);
+        assert!(r.is_done() && r.failure.as_ref().unwrap().cause.starts_with("n1: the agent refused"));
         assert_eq!(act.discard, [0]);
         // The agent hangs up after refusing: the first cause stands.
-        r.on_lost(
-            0,
-            Failure::new("n1: the connection closed", "r"),
-            now,
-            &mut act,
-        );
-        assert!(r
-            .failure
-            .as_ref()
-            .unwrap()
-            .cause
-            .contains("refused the token"));
+        r.on_lost(0, Failure::new("n1: the connection closed", "r"), now, &mut act);
+        assert!(r.failure.as_ref().unwrap().cause.contains("refused the token"));
 
         let mut r = Reach::new("n2", None, false);
         r.start(now, &mut act);
         assert!(r.deadline().unwrap() > now);
         r.on_deadline(now + deadline::HELLO, &mut act);
-        assert!(r
-            .failure
-            .as_ref()
-            .unwrap()
-            .cause
-            .contains("no answer within 20 s while saying hello"));
+        assert!(r.failure.as_ref().unwrap().cause.contains("no answer within 20 s while saying hello"));
 
         let mut r = Reach::new("n3", None, false);
         r.start(now, &mut act);
-        r.on_lost(
-            0,
-            Failure::new("cannot reach n3: refused", "start it"),
-            now,
-            &mut act,
-        );
-        assert_eq!(
-            r.failure.as_ref().unwrap().cause,
-            "cannot reach n3: refused"
-        );
+        r.on_lost(0, Failure::new("cannot reach n3: refused", "start it"), now, &mut act);
+        assert_eq!(r.failure.as_ref().unwrap().cause, "cannot reach n3: refused");
     }
 }

@@ -23,17 +23,9 @@ pub enum ExpectError {
     #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state)")]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
-    BadValue {
-        key: String,
-        value: String,
-        why: &'static str,
-    },
+    BadValue { key: String, value: String, why: &'static str },
     #[error("{path}:{line}: {error}")]
-    InProfile {
-        path: String,
-        line: usize,
-        error: Box<ExpectError>,
-    },
+    InProfile { path: String, line: usize, error: Box<ExpectError> },
     #[error("cannot read profile {path}: {error}")]
     Unreadable { path: String, error: String },
 }
@@ -41,41 +33,28 @@ pub enum ExpectError {
 impl Expectations {
     /// Applies one `KEY=VALUE`; later settings override earlier ones.
     pub fn set(&mut self, text: &str) -> Result<(), ExpectError> {
-        let (key, value) = text
-            .split_once('=')
-            .ok_or_else(|| ExpectError::NotKeyValue(text.to_string()))?;
+        let (key, value) = text.split_once('=').ok_or_else(|| ExpectError::NotKeyValue(text.to_string()))?;
         let key = key.trim().to_ascii_lowercase();
         let value = value.trim();
-        let bad = |why| ExpectError::BadValue {
-            key: key.clone(),
-            value: value.to_string(),
-            why,
-        };
+        let bad = |why| ExpectError::BadValue { key: key.clone(), value: value.to_string(), why };
         if value.is_empty() {
             return Err(bad("empty"));
         }
         match key.as_str() {
             "rate" => {
-                let v: f64 = value
-                    .trim_end_matches("Gb/s")
-                    .trim_end_matches('G')
-                    .trim()
-                    .parse()
-                    .map_err(|_| bad("a number of Gb/s, e.g. 200"))?;
+                let v: f64 = value.trim_end_matches("Gb/s").trim_end_matches('G').trim().parse().map_err(|_| bad("a number of Gb/s, e.g. 200"))?;
                 if !(v.is_finite() && v > 0.0 && v <= 10_000.0) {
                     return Err(bad("between 0 and 10000 Gb/s"));
                 }
                 self.rate = Some(v);
             }
             "width" => {
-                let w = Width::from_name(&value.to_ascii_uppercase())
-                    .filter(|w| !matches!(w, Width::Unknown(_)));
+                let w = Width::from_name(&value.to_ascii_uppercase()).filter(|w| !matches!(w, Width::Unknown(_)));
                 self.width = Some(w.ok_or_else(|| bad("one of 1X 2X 4X 8X 12X"))?);
             }
             "speed" => {
                 let s = Speed::from_name(value).filter(|s| !matches!(s, Speed::Unknown(_)));
-                self.speed =
-                    Some(s.ok_or_else(|| bad("one of SDR DDR QDR FDR10 FDR EDR HDR NDR XDR"))?);
+                self.speed = Some(s.ok_or_else(|| bad("one of SDR DDR QDR FDR10 FDR EDR HDR NDR XDR"))?);
             }
             "link_layer" => {
                 self.link_layer = Some(match value.to_ascii_lowercase().as_str() {
@@ -85,9 +64,7 @@ impl Expectations {
                 });
             }
             "mtu" => {
-                let v: u32 = value
-                    .parse()
-                    .map_err(|_| bad("one of 256 512 1024 2048 4096"))?;
+                let v: u32 = value.parse().map_err(|_| bad("one of 256 512 1024 2048 4096"))?;
                 if !IB_MTUS.contains(&v) {
                     return Err(bad("one of 256 512 1024 2048 4096"));
                 }
@@ -108,8 +85,7 @@ impl Expectations {
             }
             "state" => {
                 let s = PortState::from_name(value).filter(|s| !matches!(s, PortState::Unknown(_)));
-                self.state =
-                    Some(s.ok_or_else(|| bad("one of DOWN INIT ARMED ACTIVE ACTIVE_DEFER"))?);
+                self.state = Some(s.ok_or_else(|| bad("one of DOWN INIT ARMED ACTIVE ACTIVE_DEFER"))?);
             }
             other => return Err(ExpectError::UnknownKey(other.to_string())),
         }
@@ -120,22 +96,13 @@ impl Expectations {
     /// of the same keys.
     pub fn apply_profile(&mut self, path: &str, text: &str) -> Result<(), ExpectError> {
         if text.len() > 64 * 1024 {
-            return Err(ExpectError::Unreadable {
-                path: path.into(),
-                error: "larger than 64 KiB".into(),
-            });
+            return Err(ExpectError::Unreadable { path: path.into(), error: "larger than 64 KiB".into() });
         }
         let trimmed = text.trim_start();
         if trimmed.starts_with('{') {
             let value: serde_json::Value =
-                serde_json::from_str(trimmed).map_err(|e| ExpectError::Unreadable {
-                    path: path.into(),
-                    error: e.to_string(),
-                })?;
-            let object = value.as_object().ok_or_else(|| ExpectError::Unreadable {
-                path: path.into(),
-                error: "not a JSON object".into(),
-            })?;
+                serde_json::from_str(trimmed).map_err(|e| ExpectError::Unreadable { path: path.into(), error: e.to_string() })?;
+            let object = value.as_object().ok_or_else(|| ExpectError::Unreadable { path: path.into(), error: "not a JSON object".into() })?;
             for (key, value) in object {
                 let value = match value {
                     serde_json::Value::String(s) => s.clone(),
@@ -144,20 +111,12 @@ impl Expectations {
                         return Err(ExpectError::InProfile {
                             path: path.into(),
                             line: 1,
-                            error: Box::new(ExpectError::BadValue {
-                                key: key.clone(),
-                                value: value.to_string(),
-                                why: "a string or number",
-                            }),
+                            error: Box::new(ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }),
                         })
                     }
                 };
                 self.set(&format!("{key}={value}"))
-                    .map_err(|error| ExpectError::InProfile {
-                        path: path.into(),
-                        line: 1,
-                        error: Box::new(error),
-                    })?;
+                    .map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error) })?;
             }
             return Ok(());
         }
@@ -167,11 +126,7 @@ impl Expectations {
                 continue;
             }
             let line = line.replacen(':', "=", usize::from(!line.contains('=')));
-            self.set(&line).map_err(|error| ExpectError::InProfile {
-                path: path.into(),
-                line: number + 1,
-                error: Box::new(error),
-            })?;
+            self.set(&line).map_err(|error| ExpectError::InProfile { path: path.into(), line: number + 1, error: Box::new(error) })?;
         }
         Ok(())
     }
@@ -184,16 +139,7 @@ mod tests {
     #[test]
     fn parses_every_key() {
         let mut e = Expectations::default();
-        for kv in [
-            "rate=200",
-            "width=4x",
-            "speed=HDR",
-            "link_layer=infiniband",
-            "mtu=4096",
-            "fw=20.39.1002",
-            "devices=8",
-            "state=ACTIVE",
-        ] {
+        for kv in ["rate=200", "width=4x", "speed=HDR", "link_layer=infiniband", "mtu=4096", "fw=20.39.1002", "devices=8", "state=ACTIVE"] {
             e.set(kv).unwrap();
         }
         assert_eq!(e.rate, Some(200.0));
@@ -210,54 +156,25 @@ mod tests {
     fn rejects_malformed() {
         let mut e = Expectations::default();
         assert!(matches!(e.set("rate"), Err(ExpectError::NotKeyValue(_))));
-        assert!(matches!(
-            e.set("colour=blue"),
-            Err(ExpectError::UnknownKey(_))
-        ));
-        for bad in [
-            "rate=fast",
-            "rate=-1",
-            "rate=NaN",
-            "width=3X",
-            "speed=ZDR",
-            "mtu=1500",
-            "link_layer=fddi",
-            "devices=x",
-            "state=UP",
-            "fw=",
-            "mtu=",
-        ] {
-            assert!(
-                matches!(e.set(bad), Err(ExpectError::BadValue { .. })),
-                "{bad}"
-            );
+        assert!(matches!(e.set("colour=blue"), Err(ExpectError::UnknownKey(_))));
+        for bad in ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu="] {
+            assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
         }
     }
 
     #[test]
     fn profiles() {
         let mut e = Expectations::default();
-        e.apply_profile(
-            "p",
-            "# HDR nodes\nrate = 200\nlink_layer: infiniband # trailing\n\n",
-        )
-        .unwrap();
+        e.apply_profile("p", "# HDR nodes\nrate = 200\nlink_layer: infiniband # trailing\n\n").unwrap();
         assert_eq!(e.rate, Some(200.0));
         assert_eq!(e.link_layer, Some(LinkLayer::InfiniBand));
         let mut j = Expectations::default();
-        j.apply_profile("p.json", r#"{"rate": 400, "speed": "NDR"}"#)
-            .unwrap();
+        j.apply_profile("p.json", r#"{"rate": 400, "speed": "NDR"}"#).unwrap();
         assert_eq!(j.rate, Some(400.0));
         assert_eq!(j.speed, Some(Speed::Ndr));
-        let err = Expectations::default()
-            .apply_profile("p", "rate=200\nbogus=1\n")
-            .unwrap_err();
+        let err = Expectations::default().apply_profile("p", "rate=200\nbogus=1\n").unwrap_err();
         assert!(err.to_string().starts_with("p:2:"), "{err}");
-        assert!(Expectations::default()
-            .apply_profile("p", "{\"rate\": [1]}")
-            .is_err());
-        assert!(Expectations::default()
-            .apply_profile("p", "{not json")
-            .is_err());
+        assert!(Expectations::default().apply_profile("p", "{\"rate\": [1]}").is_err());
+        assert!(Expectations::default().apply_profile("p", "{not json").is_err());
     }
 }

@@ -85,30 +85,12 @@ pub(crate) struct Sheet {
 }
 
 impl Sheet {
-    pub(crate) fn pass(
-        &mut self,
-        id: &str,
-        subject: &str,
-        observed: impl Into<String>,
-        expected: Option<String>,
-    ) {
-        self.checks.push(Check {
-            id: id.into(),
-            subject: subject.into(),
-            status: Status::Pass,
-            observed: observed.into(),
-            expected,
-        });
+    pub(crate) fn pass(&mut self, id: &str, subject: &str, observed: impl Into<String>, expected: Option<String>) {
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status: Status::Pass, observed: observed.into(), expected });
     }
 
     pub(crate) fn skip(&mut self, id: &str, subject: &str, why: impl Into<String>) {
-        self.checks.push(Check {
-            id: id.into(),
-            subject: subject.into(),
-            status: Status::Skip,
-            observed: why.into(),
-            expected: None,
-        });
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status: Status::Skip, observed: why.into(), expected: None });
     }
 
     /// A failed check and the finding that explains it. Info-level findings pass the check.
@@ -123,37 +105,14 @@ impl Sheet {
         message: impl Into<String>,
         remedy: impl Into<String>,
     ) {
-        let status = if severity == Severity::Info {
-            Status::Pass
-        } else {
-            Status::Fail
-        };
-        self.checks.push(Check {
-            id: id.into(),
-            subject: subject.into(),
-            status,
-            observed: observed.into(),
-            expected,
-        });
+        let status = if severity == Severity::Info { Status::Pass } else { Status::Fail };
+        self.checks.push(Check { id: id.into(), subject: subject.into(), status, observed: observed.into(), expected });
         self.note(id, subject, severity, message, remedy);
     }
 
     /// A finding with no check of its own.
-    pub(crate) fn note(
-        &mut self,
-        id: &str,
-        subject: &str,
-        severity: Severity,
-        message: impl Into<String>,
-        remedy: impl Into<String>,
-    ) {
-        self.findings.push(Finding {
-            id: id.into(),
-            severity,
-            subject: subject.into(),
-            message: message.into(),
-            remedy: remedy.into(),
-        });
+    pub(crate) fn note(&mut self, id: &str, subject: &str, severity: Severity, message: impl Into<String>, remedy: impl Into<String>) {
+        self.findings.push(Finding { id: id.into(), severity, subject: subject.into(), message: message.into(), remedy: remedy.into() });
     }
 }
 
@@ -165,29 +124,15 @@ pub fn run(input: &Input<'_>) -> Report {
     }
     node_rules::run(input, &mut sheet);
     for (device, port) in input.inventory.ports() {
-        if input
-            .scope
-            .device
-            .as_deref()
-            .is_some_and(|d| d != device.name)
-            || input.scope.port.is_some_and(|p| p != port.port)
-        {
+        if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
         port_rules::run(device, port, input.expect, &mut sheet);
     }
     let mut findings = sheet.findings;
     findings.sort_by_key(|f| f.severity);
-    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) {
-        Verdict::Fail
-    } else {
-        Verdict::Pass
-    };
-    Report {
-        verdict,
-        checks: sheet.checks,
-        findings,
-    }
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    Report { verdict, checks: sheet.checks, findings }
 }
 
 /// Why a port cannot carry traffic, and what to do: the `port.state` rule's words, for
@@ -200,12 +145,7 @@ pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) ->
         .into_iter()
         .find(|f| f.severity == Severity::Error)
         .map(|f| (f.message, f.remedy))
-        .unwrap_or_else(|| {
-            (
-                format!("port is {} / {}", port.state, port.phys_state),
-                "run `fabcheck check`".into(),
-            )
-        })
+        .unwrap_or_else(|| (format!("port is {} / {}", port.state, port.phys_state), "run `fabcheck check`".into()))
 }
 
 pub use stack_rules::memlock_remedy;

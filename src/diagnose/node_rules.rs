@@ -27,10 +27,7 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
             continue;
         }
-        by_type
-            .entry(d.ca_type.as_str())
-            .or_default()
-            .push((d.name.as_str(), d.fw_ver.as_str()));
+        by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
         if let Some(want) = &input.expect.fw {
             if &d.fw_ver != want {
                 sheet.fail(
@@ -52,17 +49,9 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
             let mut versions: Vec<&str> = devices.iter().map(|(_, fw)| *fw).collect();
             versions.sort_unstable();
             versions.dedup();
-            let subject = devices
-                .iter()
-                .map(|(n, _)| *n)
-                .collect::<Vec<_>>()
-                .join(",");
+            let subject = devices.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(",");
             if versions.len() > 1 {
-                let listing = devices
-                    .iter()
-                    .map(|(n, fw)| format!("{n}={fw}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let listing = devices.iter().map(|(n, fw)| format!("{n}={fw}")).collect::<Vec<_>>().join(" ");
                 sheet.fail(
                     "device.fw",
                     &subject,
@@ -74,12 +63,7 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
                      causes subtle interop and performance differences",
                 );
             } else {
-                sheet.pass(
-                    "device.fw",
-                    &subject,
-                    versions.first().copied().unwrap_or("").to_string(),
-                    None,
-                );
+                sheet.pass("device.fw", &subject, versions.first().copied().unwrap_or("").to_string(), None);
             }
         }
     }
@@ -100,11 +84,7 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
             pci.current_width.map_or("?".into(), |w| w.to_string()),
             pci.current_speed.clone().unwrap_or_else(|| "?".into())
         );
-        let best = format!(
-            "x{} {}",
-            pci.max_width.map_or("?".into(), |w| w.to_string()),
-            pci.max_speed.clone().unwrap_or_else(|| "?".into())
-        );
+        let best = format!("x{} {}", pci.max_width.map_or("?".into(), |w| w.to_string()), pci.max_speed.clone().unwrap_or_else(|| "?".into()));
         if width_low || speed_low {
             sheet.fail(
                 "pci.link",

@@ -109,15 +109,7 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
             "check cabling, the peer port and, on InfiniBand, the subnet manager".into(),
         ),
     };
-    sheet.fail(
-        "port.state",
-        s,
-        observed,
-        expected,
-        Severity::Error,
-        message,
-        remedy,
-    );
+    sheet.fail("port.state", s, observed, expected, Severity::Error, message, remedy);
 }
 
 fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
@@ -129,55 +121,26 @@ fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
         return;
     }
     if port.lid == 0 || port.lid >= 0xc000 {
-        sheet.fail(
-            "port.lid",
-            s,
-            format!("{:#x}", port.lid),
-            Some("unicast LID".into()),
-            Severity::Error,
-            "port has no LID",
-            no_sm,
-        );
+        sheet.fail("port.lid", s, format!("{:#x}", port.lid), Some("unicast LID".into()), Severity::Error, "port has no LID", no_sm);
     } else {
         sheet.pass("port.lid", s, format!("{:#x}", port.lid), None);
     }
     if port.sm_lid == 0 {
-        sheet.fail(
-            "port.sm",
-            s,
-            "0x0",
-            Some("SM LID".into()),
-            Severity::Error,
-            "no subnet manager is known to this port (SM LID 0)",
-            no_sm,
-        );
+        sheet.fail("port.sm", s, "0x0", Some("SM LID".into()), Severity::Error, "no subnet manager is known to this port (SM LID 0)", no_sm);
     } else {
         sheet.pass("port.sm", s, format!("{:#x}", port.sm_lid), None);
     }
 }
 
 fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
-    let Some(want) = expect.link_layer else {
-        return;
-    };
+    let Some(want) = expect.link_layer else { return };
     if port.link_layer == want {
-        sheet.pass(
-            "port.link_layer",
-            s,
-            port.link_layer.to_string(),
-            Some(want.to_string()),
-        );
+        sheet.pass("port.link_layer", s, port.link_layer.to_string(), Some(want.to_string()));
         return;
     }
     let value = if want == LinkLayer::Ethernet { 2 } else { 1 };
-    let pci = device
-        .pci
-        .as_ref()
-        .and_then(|p| p.address.clone())
-        .unwrap_or_else(|| "<pci-address>".into());
-    let remedy = if device.ca_type.starts_with("ConnectX")
-        || device.ca_type.starts_with("BlueField")
-    {
+    let pci = device.pci.as_ref().and_then(|p| p.address.clone()).unwrap_or_else(|| "<pci-address>".into());
+    let remedy = if device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField") {
         format!(
             "set the port type in firmware: `mlxconfig -d {pci} set LINK_TYPE_P{}={value}` ({value} = {}), then a cold \
              reboot (power cycle) or `mlxfwreset -d {pci} reset`: a warm reboot does not apply it",
@@ -202,18 +165,12 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
     let ib = port.link_layer == LinkLayer::InfiniBand;
     // Width: against the expectation, else against the adapter family's native 4X on IB.
     let native_4x = ib && catype::native_ib_width_is_4x(&device.ca_type);
-    let width_want = expect
-        .width
-        .or(if native_4x { Some(Width::X4) } else { None });
+    let width_want = expect.width.or(if native_4x { Some(Width::X4) } else { None });
     match (width_want, port.width.lanes()) {
         (Some(want), Some(lanes)) => {
             let want_lanes = want.lanes().unwrap_or(0);
             // HDR100 / NDR200 split ports legitimately run 2X; only 1X is a sure degradation.
-            let degraded = if expect.width.is_some() {
-                lanes < want_lanes
-            } else {
-                lanes == 1
-            };
+            let degraded = if expect.width.is_some() { lanes < want_lanes } else { lanes == 1 };
             if degraded {
                 sheet.fail(
                     "link.width",
@@ -226,21 +183,14 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
                      per-lane status and the reason",
                 );
             } else {
-                sheet.pass(
-                    "link.width",
-                    s,
-                    port.width.to_string(),
-                    Some(want.to_string()),
-                );
+                sheet.pass("link.width", s, port.width.to_string(), Some(want.to_string()));
             }
         }
         (_, None) => sheet.skip("link.width", s, format!("width {} unknown", port.width)),
         (None, Some(_)) => sheet.pass("link.width", s, port.width.to_string(), None),
     }
     let observed_rate = match (port.rate_gbps, port.nominal_gbps) {
-        (Some(data), Some(nominal)) if data != nominal => {
-            format!("{} Gb/s ({} nominal)", gbps(data), gbps(nominal))
-        }
+        (Some(data), Some(nominal)) if data != nominal => format!("{} Gb/s ({} nominal)", gbps(data), gbps(nominal)),
         (Some(data), _) => format!("{} Gb/s", gbps(data)),
         (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
         (None, None) => "unknown".into(),
@@ -277,12 +227,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
                 "check the cable and optic are rated for the speed and the switch port's speed configuration",
             );
         } else {
-            sheet.pass(
-                "link.speed",
-                s,
-                port.speed.to_string(),
-                Some(want.to_string()),
-            );
+            sheet.pass("link.speed", s, port.speed.to_string(), Some(want.to_string()));
         }
     }
 }
@@ -300,21 +245,11 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
     let routable_v2: Vec<_> = port
         .gids_of_type(GidType::RoceV2)
-        .filter(|g| {
-            decode::parse_gid(&g.gid)
-                .is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal)
-        })
+        .filter(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal))
         .collect();
-    let routable_any = port.gids.iter().any(|g| {
-        decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal)
-    });
+    let routable_any = port.gids.iter().any(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal));
     if let Some(g) = routable_v2.first() {
-        sheet.pass(
-            "roce.gid",
-            s,
-            format!("index {} {} RoCE v2", g.index, g.gid),
-            Some("routable RoCE v2 GID".into()),
-        );
+        sheet.pass("roce.gid", s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
     } else if routable_any {
         sheet.fail(
             "roce.gid",
@@ -340,14 +275,12 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     match &port.netdev_state {
         None => sheet.skip("roce.netdev", s, format!("netdev {netdev} not found")),
         Some(n) => {
-            let up = n.operstate.as_deref() == Some("up")
-                || (n.operstate.as_deref() == Some("unknown") && n.carrier == Some(true));
+            let up = n.operstate.as_deref() == Some("up") || (n.operstate.as_deref() == Some("unknown") && n.carrier == Some(true));
             let observed = format!(
                 "{} carrier={} {} {} mtu {}",
                 n.operstate.clone().unwrap_or_else(|| "?".into()),
                 n.carrier.map_or("?".into(), |c| u8::from(c).to_string()),
-                n.speed_mbps
-                    .map_or("speed ?".into(), |m| format!("{m} Mb/s")),
+                n.speed_mbps.map_or("speed ?".into(), |m| format!("{m} Mb/s")),
                 n.duplex.clone().unwrap_or_else(|| "?".into()),
                 n.mtu.map_or("?".into(), |m| m.to_string())
             );
@@ -361,22 +294,14 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
                     format!("netdev {} is down or has no carrier", n.name),
                     format!("`ip link set {} up`; check cable and switch port (`ethtool {}` shows link detection)", n.name, n.name),
                 );
-            } else if n
-                .duplex
-                .as_deref()
-                .is_some_and(|d| d != "full" && d != "unknown")
-            {
+            } else if n.duplex.as_deref().is_some_and(|d| d != "full" && d != "unknown") {
                 sheet.fail(
                     "roce.netdev",
                     s,
                     observed,
                     Some("full duplex".into()),
                     Severity::Warning,
-                    format!(
-                        "netdev {} runs {} duplex",
-                        n.name,
-                        n.duplex.clone().unwrap_or_default()
-                    ),
+                    format!("netdev {} runs {} duplex", n.name, n.duplex.clone().unwrap_or_default()),
                     "autonegotiation failed: check the switch port settings and the cable",
                 );
             } else {
@@ -411,12 +336,7 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
             );
             return;
         }
-        sheet.pass(
-            "roce.mtu",
-            s,
-            format!("{active}{netdev_text}"),
-            Some(want.to_string()),
-        );
+        sheet.pass("roce.mtu", s, format!("{active}{netdev_text}"), Some(want.to_string()));
     } else if let (Some(port_mtu), Some(d)) = (port.active_mtu, derived) {
         if port_mtu > d {
             sheet.fail(
@@ -425,13 +345,8 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
                 format!("{port_mtu}{netdev_text}"),
                 Some(format!("<= {d}")),
                 Severity::Warning,
-                format!(
-                    "RoCE active MTU {port_mtu} exceeds what netdev MTU {} carries",
-                    netdev_mtu.unwrap_or(0)
-                ),
-                format!(
-                    "set the netdev MTU of {netdev} consistently (9000 for 4096-byte RoCE frames)"
-                ),
+                format!("RoCE active MTU {port_mtu} exceeds what netdev MTU {} carries", netdev_mtu.unwrap_or(0)),
+                format!("set the netdev MTU of {netdev} consistently (9000 for 4096-byte RoCE frames)"),
             );
         } else {
             sheet.pass("roce.mtu", s, format!("{port_mtu}{netdev_text}"), None);

@@ -12,16 +12,9 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
     let node = "node";
     let has = |m: &str| host.modules.iter().any(|x| x == m);
 
-    let mut missing: Vec<String> = ["ib_core", "ib_uverbs"]
-        .into_iter()
-        .filter(|m| !has(m))
-        .map(String::from)
-        .collect();
+    let mut missing: Vec<String> = ["ib_core", "ib_uverbs"].into_iter().filter(|m| !has(m)).map(String::from).collect();
     for device in &inventory.devices {
-        let driver = device
-            .driver
-            .clone()
-            .unwrap_or_else(|| default_driver(&device.name).to_string());
+        let driver = device.driver.clone().unwrap_or_else(|| default_driver(&device.name).to_string());
         if !driver.is_empty() && !has(&driver) && !missing.contains(&driver) {
             missing.push(driver);
         }
@@ -51,12 +44,7 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
     }
 
     let usable = host.uverbs.iter().filter(|u| u.accessible).count();
-    let listing = host
-        .uverbs
-        .iter()
-        .map(|u| u.path.as_str())
-        .collect::<Vec<_>>()
-        .join(" ");
+    let listing = host.uverbs.iter().map(|u| u.path.as_str()).collect::<Vec<_>>().join(" ");
     if host.uverbs.is_empty() {
         sheet.fail(
             "stack.uverbs",
@@ -119,28 +107,15 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
 
     let needed = MEMLOCK_NEEDED;
     match host.memlock_soft {
-        None => sheet.pass(
-            "stack.memlock",
-            node,
-            "unlimited",
-            Some(format!(">= {} MiB", needed >> 20)),
-        ),
-        Some(limit) if limit >= needed => sheet.pass(
-            "stack.memlock",
-            node,
-            human_bytes(limit),
-            Some(format!(">= {} MiB", needed >> 20)),
-        ),
+        None => sheet.pass("stack.memlock", node, "unlimited", Some(format!(">= {} MiB", needed >> 20))),
+        Some(limit) if limit >= needed => sheet.pass("stack.memlock", node, human_bytes(limit), Some(format!(">= {} MiB", needed >> 20))),
         Some(limit) if host.is_root => sheet.fail(
             "stack.memlock",
             node,
             human_bytes(limit),
             Some(format!(">= {} MiB", needed >> 20)),
             Severity::Info,
-            format!(
-                "RLIMIT_MEMLOCK is {}; root registers past it, other users' jobs will not",
-                human_bytes(limit)
-            ),
+            format!("RLIMIT_MEMLOCK is {}; root registers past it, other users' jobs will not", human_bytes(limit)),
             memlock_remedy(),
         ),
         Some(limit) => sheet.fail(
@@ -149,10 +124,7 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
             human_bytes(limit),
             Some(format!(">= {} MiB", needed >> 20)),
             Severity::Error,
-            format!(
-                "RLIMIT_MEMLOCK is {}: registering RDMA memory will fail (ENOMEM in ibv_reg_mr)",
-                human_bytes(limit)
-            ),
+            format!("RLIMIT_MEMLOCK is {}: registering RDMA memory will fail (ENOMEM in ibv_reg_mr)", human_bytes(limit)),
             memlock_remedy(),
         ),
     }

@@ -75,22 +75,14 @@ pub struct Criteria {
 
 impl Default for Criteria {
     fn default() -> Self {
-        Criteria {
-            expected_bw_gbps: None,
-            bw_fraction: 0.9,
-            outlier_fraction: 0.8,
-            lat_outlier_factor: 1.5,
-        }
+        Criteria { expected_bw_gbps: None, bw_fraction: 0.9, outlier_fraction: 0.8, lat_outlier_factor: 1.5 }
     }
 }
 
 /// The median of the non-failed pairs' bandwidth and latency (NaNs ignored).
 pub fn medians(measures: &[PairMeasure]) -> (Option<f64>, Option<f64>) {
     let ok = || measures.iter().filter(|m| !m.failed);
-    (
-        median(ok().filter_map(|m| m.bw_gbps).collect()),
-        median(ok().filter_map(|m| m.lat_us).collect()),
-    )
+    (median(ok().filter_map(|m| m.bw_gbps).collect()), median(ok().filter_map(|m| m.lat_us).collect()))
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -100,11 +92,7 @@ fn median(mut v: Vec<f64>) -> Option<f64> {
     }
     v.sort_by(|a, b| a.total_cmp(b));
     let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    })
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 /// Bandwidth short of what it should be: of the expected rate when known, else of the median.
@@ -126,12 +114,7 @@ fn laggy(m: &PairMeasure, c: &Criteria, median_lat: Option<f64>) -> bool {
 
 /// A bad pair: failed, bandwidth short (see [`Criteria`]) or latency an outlier. Judge a retest
 /// with the first pass's medians: the retest holds only bad pairs, its own median means nothing.
-pub fn is_bad(
-    m: &PairMeasure,
-    c: &Criteria,
-    median_bw: Option<f64>,
-    median_lat: Option<f64>,
-) -> bool {
+pub fn is_bad(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>, median_lat: Option<f64>) -> bool {
     m.failed || slow(m, c, median_bw) || laggy(m, c, median_lat)
 }
 
@@ -190,17 +173,8 @@ struct Symptoms {
 }
 
 impl Symptoms {
-    fn of<'m>(
-        ms: impl Iterator<Item = &'m PairMeasure>,
-        c: &Criteria,
-        mb: Option<f64>,
-        ml: Option<f64>,
-    ) -> Symptoms {
-        let mut s = Symptoms {
-            failed: 0,
-            slow: Vec::new(),
-            laggy: Vec::new(),
-        };
+    fn of<'m>(ms: impl Iterator<Item = &'m PairMeasure>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Symptoms {
+        let mut s = Symptoms { failed: 0, slow: Vec::new(), laggy: Vec::new() };
         for m in ms {
             if m.failed {
                 s.failed += 1;
@@ -229,11 +203,7 @@ impl Symptoms {
         if let Some(typ) = median(self.slow.clone()) {
             let against = match (c.expected_bw_gbps, mb) {
                 (Some(exp), Some(med)) if med < c.bw_fraction * exp => {
-                    format!(
-                        "expected {} Gb/s (cluster median {} Gb/s)",
-                        fmt(exp),
-                        fmt(med)
-                    )
+                    format!("expected {} Gb/s (cluster median {} Gb/s)", fmt(exp), fmt(med))
                 }
                 (Some(exp), _) => format!("expected {} Gb/s", fmt(exp)),
                 (None, Some(med)) => format!("cluster median {} Gb/s", fmt(med)),
@@ -242,11 +212,7 @@ impl Symptoms {
             parts.push(format!("at ~{} Gb/s vs {against}", fmt(typ)));
         }
         if let (Some(typ), Some(med)) = (median(self.laggy.clone()), ml) {
-            parts.push(format!(
-                "~{} us latency vs cluster median {} us",
-                fmt(typ),
-                fmt(med)
-            ));
+            parts.push(format!("~{} us latency vs cluster median {} us", fmt(typ), fmt(med)));
         }
         parts.join(", ")
     }
@@ -259,12 +225,7 @@ impl Symptoms {
 /// Explains the bad pairs of a mesh. `first`: the first pass; `retest`: the re-run of the bad
 /// ones (`to_retest`). A bad pair with no retest measure counts as bad twice. Order: nodes (by
 /// endpoint), the cluster-wide suspect, links, flaky links.
-pub fn analyse(
-    endpoints: &[String],
-    first: &[PairMeasure],
-    retest: &[PairMeasure],
-    c: &Criteria,
-) -> Vec<Suspect> {
+pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasure], c: &Criteria) -> Vec<Suspect> {
     let (mb, ml) = medians(first);
     let bad = |m: &PairMeasure| is_bad(m, c, mb, ml);
 
@@ -295,12 +256,7 @@ pub fn analyse(
         })
         .collect();
 
-    let width = judged
-        .keys()
-        .map(|&(_, b)| b + 1)
-        .max()
-        .unwrap_or(0)
-        .max(endpoints.len());
+    let width = judged.keys().map(|&(_, b)| b + 1).max().unwrap_or(0).max(endpoints.len());
     let is_bad_pair = |k: &(usize, usize)| judged.get(k).is_some_and(|(s, _)| *s == State::Bad);
 
     // Peel suspect nodes off, worst first.
@@ -320,9 +276,7 @@ pub fn analyse(
                 let better = match best {
                     None => true,
                     // Higher share of bad pairs, then more bad pairs, then lower index.
-                    Some((_, bb, bt)) => {
-                        nbad * bt > bb * total || (nbad * bt == bb * total && nbad > bb)
-                    }
+                    Some((_, bb, bt)) => nbad * bt > bb * total || (nbad * bt == bb * total && nbad > bb),
                 };
                 if better {
                     best = Some((e, nbad, total));
@@ -339,25 +293,14 @@ pub fn analyse(
     }
 
     // What the unblamed endpoints show among themselves.
-    let rest: Vec<&(usize, usize)> = judged
-        .keys()
-        .filter(|&&(a, b)| !blamed[a] && !blamed[b])
-        .collect();
+    let rest: Vec<&(usize, usize)> = judged.keys().filter(|&&(a, b)| !blamed[a] && !blamed[b]).collect();
     let rest_bad = rest.iter().filter(|k| is_bad_pair(k)).count();
     let total_bad = judged.values().filter(|(s, _)| *s == State::Bad).count();
     let cluster_wide = total_bad >= 3 && rest_bad * 3 >= rest.len() * 2;
 
     let mut out = Vec::new();
     if cluster_wide {
-        let sym = Symptoms::of(
-            judged
-                .values()
-                .filter(|(s, _)| *s == State::Bad)
-                .map(|(_, m)| *m),
-            c,
-            mb,
-            ml,
-        );
+        let sym = Symptoms::of(judged.values().filter(|(s, _)| *s == State::Bad).map(|(_, m)| *m), c, mb, ml);
         let what = sym.figure(c, mb, ml);
         let cause = if sym.only_failed() {
             "a cluster-wide cause: agents unreachable, GIDs or routing (RoCE: IP, VLAN, firewall), or the ports not ACTIVE: run `fabcheck check` on each node"
@@ -371,10 +314,7 @@ pub fn analyse(
         out.push(Suspect {
             kind: SuspectKind::Config,
             subject: CLUSTER.into(),
-            reason: format!(
-                "{total_bad} of {} pairs {what}, no node or link stands out: {cause}",
-                judged.len()
-            ),
+            reason: format!("{total_bad} of {} pairs {what}, no node or link stands out: {cause}", judged.len()),
         });
         blamed.iter_mut().for_each(|b| *b = false);
         order.clear();
@@ -383,15 +323,9 @@ pub fn analyse(
     // Nodes, in endpoint order.
     order.sort_unstable();
     for &e in &order {
-        let mine: Vec<&(usize, usize)> =
-            judged.keys().filter(|&&(a, b)| a == e || b == e).collect();
+        let mine: Vec<&(usize, usize)> = judged.keys().filter(|&&(a, b)| a == e || b == e).collect();
         let nbad = mine.iter().filter(|k| is_bad_pair(k)).count();
-        let sym = Symptoms::of(
-            mine.iter().filter(|k| is_bad_pair(k)).map(|k| judged[*k].1),
-            c,
-            mb,
-            ml,
-        );
+        let sym = Symptoms::of(mine.iter().filter(|k| is_bad_pair(k)).map(|k| judged[*k].1), c, mb, ml);
         let cause = if sym.only_failed() {
             "agent unreachable, port down, or no usable GID: run `fabcheck check` on it"
         } else if sym.slow.is_empty() {
@@ -402,11 +336,7 @@ pub fn analyse(
         out.push(Suspect {
             kind: SuspectKind::Node,
             subject: name(endpoints, e),
-            reason: format!(
-                "{nbad} of {} pairs {}: {cause}",
-                mine.len(),
-                sym.figure(c, mb, ml)
-            ),
+            reason: format!("{nbad} of {} pairs {}: {cause}", mine.len(), sym.figure(c, mb, ml)),
         });
     }
 
@@ -423,9 +353,7 @@ pub fn analyse(
             let (m1, m2) = pairs[&k];
             let before = Symptoms::of(std::iter::once(m1), c, mb, ml).figure(c, mb, ml);
             let after = m2.and_then(|m| {
-                m.bw_gbps
-                    .map(|bw| format!("{} Gb/s", fmt(bw)))
-                    .or(m.lat_us.map(|l| format!("{} us", fmt(l))))
+                m.bw_gbps.map(|bw| format!("{} Gb/s", fmt(bw))).or(m.lat_us.map(|l| format!("{} us", fmt(l))))
             });
             flaky.push(Suspect {
                 kind: SuspectKind::Link,
@@ -445,33 +373,15 @@ pub fn analyse(
         let others = |e: usize| {
             judged
                 .keys()
-                .filter(|&&p| {
-                    p != k
-                        && (p.0 == e || p.1 == e)
-                        && !blamed[p.0]
-                        && !blamed[p.1]
-                        && is_bad_pair(&p)
-                })
+                .filter(|&&p| p != k && (p.0 == e || p.1 == e) && !blamed[p.0] && !blamed[p.1] && is_bad_pair(&p))
                 .count()
         };
         let (oa, ob) = (others(k.0), others(k.1));
         let sym = Symptoms::of(std::iter::once(m), c, mb, ml);
         let figure = sym.figure(c, mb, ml);
-        let verb = if sym.only_failed() {
-            "failed"
-        } else {
-            "is slow"
-        };
-        let passes = if pairs[&k].1.is_some() {
-            " in both passes"
-        } else {
-            ""
-        };
-        let fig = if sym.only_failed() {
-            String::new()
-        } else {
-            format!(" ({figure})")
-        };
+        let verb = if sym.only_failed() { "failed" } else { "is slow" };
+        let passes = if pairs[&k].1.is_some() { " in both passes" } else { "" };
+        let fig = if sym.only_failed() { String::new() } else { format!(" ({figure})") };
         let lead = if judged.len() == 1 {
             format!("the only pair {verb}{passes}{fig}: with two endpoints a node and a link look the same, add a third to tell them apart")
         } else if oa == 0 && ob == 0 {
@@ -503,11 +413,7 @@ pub fn config_drift(items: &[(String, Vec<(String, String)>)]) -> Vec<Suspect> {
     let mut by_key: BTreeMap<&str, BTreeMap<&str, Vec<usize>>> = BTreeMap::new();
     for (i, (_, kvs)) in items.iter().enumerate() {
         for (k, v) in kvs {
-            let holders = by_key
-                .entry(k.as_str())
-                .or_default()
-                .entry(v.as_str())
-                .or_default();
+            let holders = by_key.entry(k.as_str()).or_default().entry(v.as_str()).or_default();
             if !holders.contains(&i) {
                 holders.push(i);
             }
@@ -519,11 +425,7 @@ pub fn config_drift(items: &[(String, Vec<(String, String)>)]) -> Vec<Suspect> {
             continue;
         }
         let top = values.values().map(Vec::len).max().unwrap_or(0);
-        let leaders: Vec<&str> = values
-            .iter()
-            .filter(|(_, h)| h.len() == top)
-            .map(|(v, _)| *v)
-            .collect();
+        let leaders: Vec<&str> = values.iter().filter(|(_, h)| h.len() == top).map(|(v, _)| *v).collect();
         let compared: usize = values.values().map(Vec::len).sum();
         if leaders.len() == 1 {
             let major = leaders[0];
@@ -543,10 +445,7 @@ pub fn config_drift(items: &[(String, Vec<(String, String)>)]) -> Vec<Suspect> {
                 }
             }
         } else {
-            let split: Vec<String> = values
-                .iter()
-                .map(|(v, h)| format!("{v} on {}", h.len()))
-                .collect();
+            let split: Vec<String> = values.iter().map(|(v, h)| format!("{v} on {}", h.len())).collect();
             for (v, holders) in values {
                 for &i in holders {
                     found.push((
@@ -564,11 +463,7 @@ pub fn config_drift(items: &[(String, Vec<(String, String)>)]) -> Vec<Suspect> {
     found.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
     found
         .into_iter()
-        .map(|(i, _, reason)| Suspect {
-            kind: SuspectKind::Config,
-            subject: items[i].0.clone(),
-            reason,
-        })
+        .map(|(i, _, reason)| Suspect { kind: SuspectKind::Config, subject: items[i].0.clone(), reason })
         .collect()
 }
 
@@ -577,9 +472,7 @@ mod tests {
     use super::*;
 
     fn all_pairs(n: usize) -> Vec<(usize, usize)> {
-        (0..n)
-            .flat_map(|a| (a + 1..n).map(move |b| (a, b)))
-            .collect()
+        (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).collect()
     }
 
     fn names(n: usize) -> Vec<String> {
@@ -587,23 +480,11 @@ mod tests {
     }
 
     fn m(a: usize, b: usize, bw: f64, lat: f64) -> PairMeasure {
-        PairMeasure {
-            a,
-            b,
-            bw_gbps: Some(bw),
-            lat_us: Some(lat),
-            failed: false,
-        }
+        PairMeasure { a, b, bw_gbps: Some(bw), lat_us: Some(lat), failed: false }
     }
 
     fn failed(a: usize, b: usize) -> PairMeasure {
-        PairMeasure {
-            a,
-            b,
-            bw_gbps: None,
-            lat_us: None,
-            failed: true,
-        }
+        PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }
     }
 
     /// A healthy n-endpoint mesh with a little jitter, then `tweak` per pair.
@@ -612,27 +493,15 @@ mod tests {
             .into_iter()
             .map(|(a, b)| {
                 tweak(a, b).unwrap_or_else(|| {
-                    m(
-                        a,
-                        b,
-                        195.0 + ((a * 7 + b * 3) % 5) as f64 * 0.5,
-                        1.9 + ((a + b) % 3) as f64 * 0.02,
-                    )
+                    m(a, b, 195.0 + ((a * 7 + b * 3) % 5) as f64 * 0.5, 1.9 + ((a + b) % 3) as f64 * 0.02)
                 })
             })
             .collect()
     }
 
     /// The retest: re-measure the bad pairs with `again`.
-    fn rerun(
-        first: &[PairMeasure],
-        c: &Criteria,
-        again: impl Fn(usize, usize) -> PairMeasure,
-    ) -> Vec<PairMeasure> {
-        to_retest(first, c)
-            .into_iter()
-            .map(|(a, b)| again(a, b))
-            .collect()
+    fn rerun(first: &[PairMeasure], c: &Criteria, again: impl Fn(usize, usize) -> PairMeasure) -> Vec<PairMeasure> {
+        to_retest(first, c).into_iter().map(|(a, b)| again(a, b)).collect()
     }
 
     fn crit() -> Criteria {
@@ -645,10 +514,7 @@ mod tests {
         let c = crit();
         assert!(to_retest(&first, &c).is_empty());
         assert!(analyse(&names(8), &first, &[], &c).is_empty());
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         assert!(to_retest(&first, &c).is_empty());
         assert!(analyse(&names(8), &first, &[], &c).is_empty());
     }
@@ -665,35 +531,20 @@ mod tests {
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].kind, SuspectKind::Node);
         assert_eq!(s[0].subject, "n4/mlx5_0");
-        assert!(
-            s[0].reason
-                .starts_with("7 of 7 pairs at ~48 Gb/s vs cluster median 19"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.starts_with("7 of 7 pairs at ~48 Gb/s vs cluster median 19"), "{}", s[0].reason);
         assert!(s[0].reason.contains("NIC, PCIe slot"), "{}", s[0].reason);
     }
 
     #[test]
     fn bad_node_against_expected_rate() {
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         let slow = |a: usize, b: usize| (a == 0 || b == 0).then(|| m(a, b, 97.0, 2.0));
         let first = mesh(8, slow);
         let retest = rerun(&first, &c, |a, b| slow(a, b).unwrap());
         let s = analyse(&names(8), &first, &retest, &c);
         assert_eq!(s.len(), 1, "{s:#?}");
-        assert_eq!(
-            (s[0].kind, s[0].subject.as_str()),
-            (SuspectKind::Node, "n1/mlx5_0")
-        );
-        assert!(
-            s[0].reason.contains("~97 Gb/s vs expected 200 Gb/s"),
-            "{}",
-            s[0].reason
-        );
+        assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n1/mlx5_0"));
+        assert!(s[0].reason.contains("~97 Gb/s vs expected 200 Gb/s"), "{}", s[0].reason);
     }
 
     #[test]
@@ -713,10 +564,7 @@ mod tests {
     fn two_bad_nodes_among_four_do_not_blame_the_good_two() {
         let slow = |a: usize, b: usize| (a <= 1 || b <= 1).then(|| m(a, b, 50.0, 2.0));
         let first = mesh(4, slow);
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         let retest = rerun(&first, &c, |a, b| slow(a, b).unwrap());
         let s = analyse(&names(4), &first, &retest, &c);
         let subjects: Vec<&str> = s.iter().map(|s| s.subject.as_str()).collect();
@@ -736,18 +584,11 @@ mod tests {
         assert_eq!(s[0].kind, SuspectKind::Link);
         assert_eq!(s[0].subject, "n3/mlx5_0<->n7/mlx5_0");
         assert!(
-            s[0].reason.starts_with(
-                "only this pair is slow in both passes (at ~61 Gb/s vs cluster median 19"
-            ),
+            s[0].reason.starts_with("only this pair is slow in both passes (at ~61 Gb/s vs cluster median 19"),
             "{}",
             s[0].reason
         );
-        assert!(
-            s[0].reason
-                .ends_with("cable, switch port or route between them"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.ends_with("cable, switch port or route between them"), "{}", s[0].reason);
     }
 
     #[test]
@@ -759,12 +600,7 @@ mod tests {
         let s = analyse(&names(8), &first, &retest, &c);
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].subject, "n2/mlx5_0<->n5/mlx5_0");
-        assert!(
-            s[0].reason
-                .contains("~4.2 us latency vs cluster median 1.9"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.contains("~4.2 us latency vs cluster median 1.9"), "{}", s[0].reason);
     }
 
     #[test]
@@ -777,16 +613,8 @@ mod tests {
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].kind, SuspectKind::Link);
         assert_eq!(s[0].subject, "n1/mlx5_0<->n8/mlx5_0");
-        assert!(
-            s[0].reason.starts_with("flaky: at ~40 Gb/s"),
-            "{}",
-            s[0].reason
-        );
-        assert!(
-            s[0].reason.contains("good on retest (196 Gb/s)"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.starts_with("flaky: at ~40 Gb/s"), "{}", s[0].reason);
+        assert!(s[0].reason.contains("good on retest (196 Gb/s)"), "{}", s[0].reason);
         assert!(s[0].is_flaky());
     }
 
@@ -798,13 +626,7 @@ mod tests {
             _ => None,
         });
         let c = crit();
-        let retest = rerun(&first, &c, |a, b| {
-            if a == 0 {
-                m(a, b, 196.0, 1.9)
-            } else {
-                m(a, b, 52.0, 2.0)
-            }
-        });
+        let retest = rerun(&first, &c, |a, b| if a == 0 { m(a, b, 196.0, 1.9) } else { m(a, b, 52.0, 2.0) });
         let s = analyse(&names(8), &first, &retest, &c);
         assert_eq!(s.len(), 2, "{s:#?}");
         assert_eq!(s[0].subject, "n3/mlx5_0<->n6/mlx5_0");
@@ -820,35 +642,19 @@ mod tests {
         let retest = vec![failed(2, 1)];
         let s = analyse(&names(8), &first, &retest, &c);
         assert_eq!(s.len(), 1, "{s:#?}");
-        assert_eq!(
-            (s[0].kind, s[0].subject.as_str()),
-            (SuspectKind::Link, "n2/mlx5_0<->n3/mlx5_0")
-        );
-        assert!(
-            s[0].reason
-                .starts_with("only this pair failed in both passes, both ends"),
-            "{}",
-            s[0].reason
-        );
+        assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Link, "n2/mlx5_0<->n3/mlx5_0"));
+        assert!(s[0].reason.starts_with("only this pair failed in both passes, both ends"), "{}", s[0].reason);
     }
 
     #[test]
     fn unreachable_node() {
         let first = mesh(5, |a, b| (b == 4).then(|| failed(a, b)));
         let c = crit();
-        let retest: Vec<PairMeasure> = to_retest(&first, &c)
-            .into_iter()
-            .map(|(a, b)| failed(a, b))
-            .collect();
+        let retest: Vec<PairMeasure> = to_retest(&first, &c).into_iter().map(|(a, b)| failed(a, b)).collect();
         let s = analyse(&names(5), &first, &retest, &c);
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].subject, "n5/mlx5_0");
-        assert!(
-            s[0].reason
-                .starts_with("4 of 4 pairs failed: agent unreachable"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.starts_with("4 of 4 pairs failed: agent unreachable"), "{}", s[0].reason);
     }
 
     #[test]
@@ -865,28 +671,14 @@ mod tests {
         let first = mesh(8, slow);
         let c = crit();
         // A flaky pair of the bad node is left to the node.
-        let retest = rerun(&first, &c, |a, b| {
-            if (a, b) == (3, 7) {
-                m(a, b, 195.0, 1.9)
-            } else {
-                slow(a, b).unwrap()
-            }
-        });
+        let retest = rerun(&first, &c, |a, b| if (a, b) == (3, 7) { m(a, b, 195.0, 1.9) } else { slow(a, b).unwrap() });
         let s = analyse(&names(8), &first, &retest, &c);
         assert_eq!(s.len(), 2, "{s:#?}");
-        assert_eq!(
-            (s[0].kind, s[0].subject.as_str()),
-            (SuspectKind::Node, "n4/mlx5_0")
-        );
+        assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n4/mlx5_0"));
         assert!(s[0].reason.starts_with("6 of 7 pairs"), "{}", s[0].reason);
-        assert_eq!(
-            (s[1].kind, s[1].subject.as_str()),
-            (SuspectKind::Link, "n1/mlx5_0<->n7/mlx5_0")
-        );
+        assert_eq!((s[1].kind, s[1].subject.as_str()), (SuspectKind::Link, "n1/mlx5_0<->n7/mlx5_0"));
         assert!(
-            s[1].reason.starts_with(
-                "only this pair is slow in both passes (at ~90 Gb/s vs cluster median 19"
-            ),
+            s[1].reason.starts_with("only this pair is slow in both passes (at ~90 Gb/s vs cluster median 19"),
             "{}",
             s[1].reason
         );
@@ -895,36 +687,19 @@ mod tests {
     #[test]
     fn whole_cluster_short_of_expected() {
         let first = mesh(6, |a, b| Some(m(a, b, 95.0 + (a + b) as f64 * 0.1, 1.9)));
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         let retest = rerun(&first, &c, |a, b| m(a, b, 95.0, 1.9));
         let s = analyse(&names(6), &first, &retest, &c);
         assert_eq!(s.len(), 1, "{s:#?}");
-        assert_eq!(
-            (s[0].kind, s[0].subject.as_str()),
-            (SuspectKind::Config, CLUSTER)
-        );
-        assert!(
-            s[0].reason.starts_with("15 of 15 pairs at ~95"),
-            "{}",
-            s[0].reason
-        );
-        assert!(
-            s[0].reason.contains("expected rate that is wrong"),
-            "{}",
-            s[0].reason
-        );
+        assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Config, CLUSTER));
+        assert!(s[0].reason.starts_with("15 of 15 pairs at ~95"), "{}", s[0].reason);
+        assert!(s[0].reason.contains("expected rate that is wrong"), "{}", s[0].reason);
     }
 
     #[test]
     fn two_endpoints_one_slow_pair() {
         let first = vec![m(0, 1, 50.0, 2.0)];
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         let s = analyse(&names(2), &first, &[m(0, 1, 50.0, 2.0)], &c);
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].kind, SuspectKind::Link);
@@ -940,10 +715,7 @@ mod tests {
         assert!(is_bad(&m(0, 1, 200.0, 3.1), &c, Some(200.0), Some(2.0)));
         assert!(!is_bad(&m(0, 1, 200.0, 2.9), &c, Some(200.0), Some(2.0)));
         // Expected rate known: judged against it, not the median.
-        let c = Criteria {
-            expected_bw_gbps: Some(200.0),
-            ..crit()
-        };
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
         assert!(is_bad(&m(0, 1, 170.0, 2.0), &c, Some(170.0), None));
         assert!(!is_bad(&m(0, 1, 185.0, 2.0), &c, Some(100.0), None));
         // Nothing to compare against.
@@ -959,81 +731,48 @@ mod tests {
 
     #[test]
     fn suspects_serialize_as_in_the_contract() {
-        let s = Suspect {
-            kind: SuspectKind::Node,
-            subject: "n3/mlx5_0".into(),
-            reason: "r".into(),
-        };
-        assert_eq!(
-            serde_json::to_string(&s).unwrap(),
-            r#"{"kind":"node","subject":"n3/mlx5_0","reason":"r"}"#
-        );
-        let back: Suspect =
-            serde_json::from_str(r#"{"kind":"config","subject":"x","reason":"y"}"#).unwrap();
+        let s = Suspect { kind: SuspectKind::Node, subject: "n3/mlx5_0".into(), reason: "r".into() };
+        assert_eq!(serde_json::to_string(&s).unwrap(), r#"{"kind":"node","subject":"n3/mlx5_0","reason":"r"}"#);
+        let back: Suspect = serde_json::from_str(r#"{"kind":"config","subject":"x","reason":"y"}"#).unwrap();
         assert_eq!(back.kind, SuspectKind::Config);
     }
 
     fn settings(fw: &str, mtu: &str) -> Vec<(String, String)> {
-        vec![
-            ("fw_ver".into(), fw.into()),
-            ("active_mtu".into(), mtu.into()),
-            ("rate_gbps".into(), "200".into()),
-        ]
+        vec![("fw_ver".into(), fw.into()), ("active_mtu".into(), mtu.into()), ("rate_gbps".into(), "200".into())]
     }
 
     #[test]
     fn config_drift_names_the_odd_one() {
-        let mut items: Vec<(String, Vec<(String, String)>)> = names(8)
-            .into_iter()
-            .map(|n| (n, settings("20.39.1002", "4096")))
-            .collect();
+        let mut items: Vec<(String, Vec<(String, String)>)> =
+            names(8).into_iter().map(|n| (n, settings("20.39.1002", "4096"))).collect();
         items[4].1 = settings("20.35.2000", "4096");
         items[6].1 = settings("20.39.1002", "1024");
         let s = config_drift(&items);
         assert_eq!(s.len(), 2, "{s:#?}");
-        assert_eq!(
-            (s[0].kind, s[0].subject.as_str()),
-            (SuspectKind::Config, "n5/mlx5_0")
-        );
-        assert_eq!(
-            s[0].reason,
-            "fw_ver 20.35.2000 differs from the other 7 endpoints (20.39.1002)"
-        );
+        assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Config, "n5/mlx5_0"));
+        assert_eq!(s[0].reason, "fw_ver 20.35.2000 differs from the other 7 endpoints (20.39.1002)");
         assert_eq!(s[1].subject, "n7/mlx5_0");
-        assert_eq!(
-            s[1].reason,
-            "active_mtu 1024 differs from the other 7 endpoints (4096)"
-        );
+        assert_eq!(s[1].reason, "active_mtu 1024 differs from the other 7 endpoints (4096)");
     }
 
     #[test]
     fn config_drift_uniform_and_splits() {
-        let items: Vec<(String, Vec<(String, String)>)> = names(4)
-            .into_iter()
-            .map(|n| (n, settings("1", "4096")))
-            .collect();
+        let items: Vec<(String, Vec<(String, String)>)> =
+            names(4).into_iter().map(|n| (n, settings("1", "4096"))).collect();
         assert!(config_drift(&items).is_empty());
         assert!(config_drift(&[]).is_empty());
 
         // Two minorities: "6 of the other 7".
-        let mut items: Vec<(String, Vec<(String, String)>)> = names(8)
-            .into_iter()
-            .map(|n| (n, settings("A", "4096")))
-            .collect();
+        let mut items: Vec<(String, Vec<(String, String)>)> =
+            names(8).into_iter().map(|n| (n, settings("A", "4096"))).collect();
         items[0].1 = settings("B", "4096");
         items[1].1 = settings("C", "4096");
         let s = config_drift(&items);
         assert_eq!(s.len(), 2);
-        assert_eq!(
-            s[0].reason,
-            "fw_ver B differs from 6 of the other 7 endpoints (A)"
-        );
+        assert_eq!(s[0].reason, "fw_ver B differs from 6 of the other 7 endpoints (A)");
 
         // A tie: no majority, every endpoint on the key is named.
-        let items = vec![
-            ("x".to_string(), settings("A", "4096")),
-            ("y".to_string(), settings("B", "4096")),
-        ];
+        let items = vec![("x".to_string(), settings("A", "4096")), ("y".to_string(), settings("B", "4096"))];
         let s = config_drift(&items);
         assert_eq!(s.len(), 2, "{s:#?}");
         assert!(s[0].reason.contains("no majority"), "{}", s[0].reason);
@@ -1042,10 +781,7 @@ mod tests {
         let items = vec![
             ("x".to_string(), settings("A", "4096")),
             ("y".to_string(), settings("A", "4096")),
-            (
-                "z".to_string(),
-                vec![("fw_ver".to_string(), "A".to_string())],
-            ),
+            ("z".to_string(), vec![("fw_ver".to_string(), "A".to_string())]),
         ];
         assert!(config_drift(&items).is_empty());
     }

@@ -38,13 +38,7 @@ fn fill(v: f64, top: f64) -> String {
 
 /// The value of cell (i, j): the matrix is symmetric, either half may hold it.
 fn value(bw: &[Vec<Option<f64>>], i: usize, j: usize) -> Option<f64> {
-    let get = |r: usize, c: usize| {
-        bw.get(r)
-            .and_then(|row| row.get(c))
-            .copied()
-            .flatten()
-            .filter(|v| v.is_finite())
-    };
+    let get = |r: usize, c: usize| bw.get(r).and_then(|row| row.get(c)).copied().flatten().filter(|v| v.is_finite());
     get(i, j).or_else(|| get(j, i))
 }
 
@@ -53,12 +47,7 @@ fn value(bw: &[Vec<Option<f64>>], i: usize, j: usize) -> Option<f64> {
 /// each cell labelled with its value and holding a tooltip, and the suspects below it.
 /// `suspects`: `(subject, reason)`, the subject as in the mesh JSON (an endpoint, `A<->B`, or
 /// `cluster`); an endpoint named by a suspect is marked on the axes, a link's cells outlined.
-pub fn html(
-    title: &str,
-    endpoints: &[String],
-    bw: &[Vec<Option<f64>>],
-    suspects: &[(String, String)],
-) -> String {
+pub fn html(title: &str, endpoints: &[String], bw: &[Vec<Option<f64>>], suspects: &[(String, String)]) -> String {
     let n = endpoints.len();
     let t = escape(title);
 
@@ -113,11 +102,7 @@ pub fn html(
     } else {
         0
     };
-    let longest = endpoints
-        .iter()
-        .map(|e| e.chars().count())
-        .max()
-        .unwrap_or(1);
+    let longest = endpoints.iter().map(|e| e.chars().count()).max().unwrap_or(1);
     let text_w = (longest as f64 * 7.2).ceil() as usize + 14;
     let left = text_w + 8;
     let top_margin = (text_w as f64 * 0.72).ceil() as usize + 12;
@@ -147,10 +132,7 @@ pub fn html(
         );
         let x = left + i * cell + cell / 2;
         let yb = top_margin - 6;
-        let _ = write!(
-            svg,
-            r#"<text class="{class}" x="{x}" y="{yb}" transform="rotate(-45 {x} {yb})">{name}</text>"#
-        );
+        let _ = write!(svg, r#"<text class="{class}" x="{x}" y="{yb}" transform="rotate(-45 {x} {yb})">{name}</text>"#);
     }
 
     // Cells.
@@ -169,11 +151,8 @@ pub fn html(
             let stroke = r##" stroke="#fff" stroke-width="1""##;
             match value(bw, i, j) {
                 Some(v) => {
-                    let share = if top > 0.0 {
-                        format!(" ({:.0}% of the best)", 100.0 * v / top)
-                    } else {
-                        String::new()
-                    };
+                    let share =
+                        if top > 0.0 { format!(" ({:.0}% of the best)", 100.0 * v / top) } else { String::new() };
                     let _ = write!(
                         svg,
                         r#"<g><title>{a} &lt;-&gt; {b}: {} Gb/s{share}</title><rect class="cell" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{}"{stroke}/>"#,
@@ -226,10 +205,7 @@ pub fn html(
     let ly = top_margin + grid + 22;
     let lw = 240usize;
     let lx = left;
-    let _ = write!(
-        svg,
-        r#"<rect x="{lx}" y="{ly}" width="{lw}" height="14" fill="url(#scale)"/>"#
-    );
+    let _ = write!(svg, r#"<rect x="{lx}" y="{ly}" width="{lw}" height="14" fill="url(#scale)"/>"#);
     let ticks = [(0.0, 0.5), (0.5, 0.75), (1.0, 1.0)];
     for (pos, share) in ticks {
         let x = lx as f64 + pos * lw as f64;
@@ -245,18 +221,10 @@ pub fn html(
         } else {
             "middle"
         };
-        let _ = write!(
-            svg,
-            r#"<text class="tick" x="{x:.0}" y="{}" text-anchor="{anchor}">{label}</text>"#,
-            ly + 30
-        );
+        let _ = write!(svg, r#"<text class="tick" x="{x:.0}" y="{}" text-anchor="{anchor}">{label}</text>"#, ly + 30);
     }
-    let _ = write!(
-        svg,
-        r#"<text class="tick" x="{}" y="{}">Gb/s (share of the best pair)</text>"#,
-        lx + lw + 10,
-        ly + 11
-    );
+    let _ =
+        write!(svg, r#"<text class="tick" x="{}" y="{}">Gb/s (share of the best pair)</text>"#, lx + lw + 10, ly + 11);
     let gx = lx + lw + 10;
     let _ = write!(
         svg,
@@ -299,12 +267,7 @@ pub fn html(
     } else {
         page.push_str("<ul class=\"suspects\">\n");
         for (subject, reason) in suspects {
-            let _ = writeln!(
-                page,
-                "<li><span class=\"subject\">{}</span>: {}</li>",
-                escape(subject),
-                escape(reason)
-            );
+            let _ = writeln!(page, "<li><span class=\"subject\">{}</span>: {}</li>", escape(subject), escape(reason));
         }
         page.push_str("</ul>\n");
     }
@@ -317,34 +280,14 @@ mod tests {
     use super::*;
 
     fn matrix(n: usize, f: impl Fn(usize, usize) -> Option<f64>) -> Vec<Vec<Option<f64>>> {
-        (0..n)
-            .map(|i| {
-                (0..n)
-                    .map(|j| if i == j { None } else { f(i.min(j), i.max(j)) })
-                    .collect()
-            })
-            .collect()
+        (0..n).map(|i| (0..n).map(|j| if i == j { None } else { f(i.min(j), i.max(j)) }).collect()).collect()
     }
 
     #[test]
     fn page_has_svg_cells_and_escaped_names() {
-        let names: Vec<String> = vec![
-            "n1/mlx5_0".into(),
-            "<b>&evil".into(),
-            "n3\"x'".into(),
-            "n4".into(),
-        ];
-        let bw = matrix(4, |i, j| {
-            if i == 1 || j == 1 {
-                Some(48.0)
-            } else {
-                Some(196.0)
-            }
-        });
-        let sus = vec![(
-            "<b>&evil".to_string(),
-            "3 of 3 pairs at ~48 Gb/s <slow> & bad".to_string(),
-        )];
+        let names: Vec<String> = vec!["n1/mlx5_0".into(), "<b>&evil".into(), "n3\"x'".into(), "n4".into()];
+        let bw = matrix(4, |i, j| if i == 1 || j == 1 { Some(48.0) } else { Some(196.0) });
+        let sus = vec![("<b>&evil".to_string(), "3 of 3 pairs at ~48 Gb/s <slow> & bad".to_string())];
         let page = html("mesh <rail 0> & co", &names, &bw, &sus);
         assert!(page.starts_with("<!DOCTYPE html>"));
         assert!(page.contains("<svg"));
@@ -361,8 +304,7 @@ mod tests {
         assert_eq!(page.matches(r#"class="lbl suspect""#).count(), 2);
         // Values and tooltips.
         assert!(page.contains(">196</text>"));
-        assert!(page
-            .contains("n1/mlx5_0 &lt;-&gt; &lt;b&gt;&amp;evil: 48 Gb/s (24% of the best)</title>"));
+        assert!(page.contains("n1/mlx5_0 &lt;-&gt; &lt;b&gt;&amp;evil: 48 Gb/s (24% of the best)</title>"));
         // No external resources.
         assert!(!page.contains("src="));
         assert!(!page.contains("href="));
@@ -381,10 +323,7 @@ mod tests {
         assert_eq!(page.matches(r#"<rect class="cell"#).count(), 6);
         assert_eq!(page.matches(r#"class="cell none""#).count(), 2);
         assert_eq!(page.matches(r#">95</text>"#).count(), 2);
-        assert_eq!(
-            page.matches(r##"stroke="#111" stroke-width="3""##).count(),
-            2
-        );
+        assert_eq!(page.matches(r##"stroke="#111" stroke-width="3""##).count(), 2);
         assert!(page.contains("1 without a result"));
     }
 
@@ -410,9 +349,6 @@ mod tests {
 
     #[test]
     fn escape_all() {
-        assert_eq!(
-            escape(r#"<a href="x">&'"#),
-            "&lt;a href=&quot;x&quot;&gt;&amp;&#39;"
-        );
+        assert_eq!(escape(r#"<a href="x">&'"#), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
     }
 }

@@ -141,15 +141,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         .specs
         .iter()
         .zip(&run.names)
-        .map(|(spec, name)| Agent {
-            link: hub.add(&spec.host, name.clone()),
-            reached: false,
-            settings: Vec::new(),
-            rate_gbps: None,
-            soft: false,
-            error: None,
-            second_chance: false,
-        })
+        .map(|(spec, name)| Agent { link: hub.add(&spec.host, name.clone()), reached: false, settings: Vec::new(), rate_gbps: None, soft: false, error: None, second_chance: false })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
     let mut records = Vec::new();
@@ -161,11 +153,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         }
     }
     let expected = expected_rate(&agents);
-    let criteria = Criteria {
-        expected_bw_gbps: expected,
-        bw_fraction: args.threshold / 100.0,
-        ..Criteria::default()
-    };
+    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: args.threshold / 100.0, ..Criteria::default() };
     let mut retested = Vec::new();
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
     for agent in agents.iter_mut().filter(|a| a.error.is_some()) {
@@ -178,93 +166,41 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         }
     }
     let mut suspects = analysis::analyse(&run.names, &first, &retested, &criteria);
-    let drift: Vec<(String, Vec<(String, String)>)> = agents
-        .iter()
-        .zip(&run.names)
-        .filter(|(a, _)| a.error.is_none())
-        .map(|(a, name)| (name.clone(), a.settings.clone()))
-        .collect();
+    let drift: Vec<(String, Vec<(String, String)>)> =
+        agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
     let unreachable: Vec<Unreachable> = agents
         .iter()
         .zip(&run.names)
-        .filter_map(|(a, name)| {
-            a.error.clone().map(|error| Unreachable {
-                endpoint: name.clone(),
-                error,
-            })
-        })
+        .filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error }))
         .collect();
     hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
-    let verdict = if suspects.is_empty() && unreachable.is_empty() {
-        Verdict::Pass
-    } else {
-        Verdict::Fail
-    };
-    let doc = MeshDoc {
-        schema: "fabcheck.mesh.v1".into(),
-        verdict,
-        endpoints: run.names.clone(),
-        pairs: records,
-        suspects,
-        unreachable,
-    };
+    let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
     if let Some(path) = &args.html {
         let matrix = bw_matrix(n, &first, &retested);
-        let marks: Vec<(String, String)> = doc
-            .suspects
-            .iter()
-            .map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason)))
-            .collect();
-        std::fs::write(
-            path,
-            heatmap::html(
-                "fabcheck mesh: bandwidth (Gb/s)",
-                &run.names,
-                &matrix,
-                &marks,
-            ),
-        )
-        .map_err(|e| {
-            Failure::new(
-                format!("cannot write {}: {e}", path.display()),
-                "give a writable path to --html",
-            )
-        })?;
+        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
+        std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks))
+            .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display()), "give a writable path to --html"))?;
     }
     if args.json {
         crate::report::print_json(&doc);
     } else {
         print!("{}", human(&doc, &bw_matrix(n, &first, &retested)));
     }
-    Ok(if verdict == Verdict::Pass {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    })
+    Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
 fn configure(args: &MeshArgs) -> Result<Run, Failure> {
     let mut texts = args.endpoints.clone();
     if let Some(path) = &args.hostfile {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Failure::new(
-                format!("cannot read hostfile {}: {e}", path.display()),
-                "give a readable file, one endpoint per line",
-            )
-        })?;
-        texts.extend(
-            text.lines()
-                .map(|l| l.split('#').next().unwrap_or("").trim())
-                .filter(|l| !l.is_empty())
-                .map(str::to_string),
-        );
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| Failure::new(format!("cannot read hostfile {}: {e}", path.display()), "give a readable file, one endpoint per line"))?;
+        texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
     }
     if texts.len() < 2 {
-        return Err(Failure::usage(
-            "mesh needs at least two endpoints (arguments or --hostfile)",
-        ));
+        return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
     }
     let mut specs = Vec::new();
     for t in &texts {
@@ -297,10 +233,7 @@ fn configure(args: &MeshArgs) -> Result<Run, Failure> {
         specs,
         plan,
         launch: args.agents.launch(),
-        pair_criteria: verdict::Criteria {
-            bw_fraction: args.threshold / 100.0,
-            max_lat_us: None,
-        },
+        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
         gid_index: args.agents.gid_index,
         timeout: Duration::from_secs(args.agents.timeout.max(1)),
         fanout: args.fanout.clamp(1, 1024),
@@ -329,10 +262,7 @@ fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
 /// A mesh holds about three descriptors per child agent (ssh or local: its pipes) and one
 /// per socket: the open-files limit is raised to fit, or the run refused up front.
 fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
-    let children = specs
-        .iter()
-        .filter(|s| !matches!(s.host, HostSpec::Tcp { .. }))
-        .count() as u64;
+    let children = specs.iter().filter(|s| !matches!(s.host, HostSpec::Tcp { .. })).count() as u64;
     let need = children * 3 + (specs.len() as u64 - children) + 64;
     let limit = crate::verbs::io::raise_open_files(need);
     if limit < need {
@@ -350,14 +280,7 @@ fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
 fn reach(run: &Run, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
     let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
     let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
-    for (&i, reach) in which.iter().zip(reach_all(
-        hub,
-        &links,
-        &labels,
-        &run.launch.token,
-        true,
-        run.fanout,
-    )?) {
+    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &run.launch.token, true, run.fanout)?) {
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {
@@ -388,10 +311,7 @@ fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory)
             ("ca_type".into(), d.ca_type.clone()),
             ("fw_ver".into(), d.fw_ver.clone()),
             ("link_layer".into(), p.link_layer.to_string()),
-            (
-                "active_mtu".into(),
-                p.active_mtu.map_or("?".into(), |m| m.to_string()),
-            ),
+            ("active_mtu".into(), p.active_mtu.map_or("?".into(), |m| m.to_string())),
             ("rate_gbps".into(), p.rate_gbps.map_or("?".into(), gbps)),
         ];
     }
@@ -408,20 +328,11 @@ fn expected_rate(agents: &[Agent]) -> Option<f64> {
 }
 
 /// Runs one round: every pair at once, each its own test sequence on the one hub.
-fn run_round(
-    run: &Run,
-    hub: &mut Hub,
-    agents: &mut [Agent],
-    round: &[(usize, usize)],
-    retest: bool,
-) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, usize)], retest: bool) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
     // Agents whose channel an earlier pair discarded are reached again (a restarted node may
     // come back).
-    let mut again: Vec<usize> = round
-        .iter()
-        .flat_map(|&(a, b)| [a, b])
-        .filter(|&i| !agents[i].reached && (agents[i].error.is_none() || agents[i].second_chance))
-        .collect();
+    let mut again: Vec<usize> =
+        round.iter().flat_map(|&(a, b)| [a, b]).filter(|&i| !agents[i].reached && (agents[i].error.is_none() || agents[i].second_chance)).collect();
     again.sort_unstable();
     again.dedup();
     if !again.is_empty() {
@@ -435,44 +346,17 @@ fn run_round(
             let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None));
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
-            jobs.push(Job {
-                links: vec![agents[a].link, agents[b].link],
-                conversation,
-            });
+            jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
             pairs.push((a, b));
         } else {
             // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
             let why = [a, b]
                 .iter()
-                .filter_map(|&i| {
-                    agents[i].error.as_ref().map(|e| {
-                        if e.contains(&run.names[i]) {
-                            e.clone()
-                        } else {
-                            format!("{}: {e}", run.names[i])
-                        }
-                    })
-                })
+                .filter_map(|&i| agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) }))
                 .collect::<Vec<_>>()
                 .join("; ");
-            let record = PairRecord {
-                a: run.names[a].clone(),
-                b: run.names[b].clone(),
-                verdict: Verdict::Fail,
-                results: Vec::new(),
-                error: Some(why),
-                retest,
-            };
-            out.push((
-                record,
-                PairMeasure {
-                    a,
-                    b,
-                    bw_gbps: None,
-                    lat_us: None,
-                    failed: true,
-                },
-            ));
+            let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict: Verdict::Fail, results: Vec::new(), error: Some(why), retest };
+            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
     }
     drive(hub, &mut jobs, usize::MAX)?;
@@ -489,65 +373,29 @@ fn run_round(
 }
 
 /// A finished pair's record and headline figures.
-fn record(
-    run: &Run,
-    a: usize,
-    b: usize,
-    done: PairSequence,
-    retest: bool,
-) -> (PairRecord, PairMeasure) {
-    let sides = done
-        .endpoints
-        .as_ref()
-        .map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
-    let error = done
-        .could_not_run
-        .map(|f| format!("{} ({})", f.cause, f.remedy));
+fn record(run: &Run, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
+    let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
+    let error = done.could_not_run.map(|f| format!("{} ({})", f.cause, f.remedy));
     let results = done.results;
     let verdict = match (&sides, &error) {
         (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
         _ => Verdict::Fail,
     };
-    let measure = measure(
-        a,
-        b,
-        &results,
-        error.is_some() || results.iter().any(|r| r.error.is_some()),
-    );
-    (
-        PairRecord {
-            a: run.names[a].clone(),
-            b: run.names[b].clone(),
-            verdict,
-            results,
-            error,
-            retest,
-        },
-        measure,
-    )
+    let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
+    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest }, measure)
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
 /// the first latency test's p50.
 fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
-    let largest = results
-        .iter()
-        .filter(|r| r.bw_gbps.is_some())
-        .map(|r| r.size)
-        .max();
+    let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
     let bw = results
         .iter()
         .filter(|r| Some(r.size) == largest && r.direction != "bidi")
         .filter_map(|r| r.bw_gbps)
         .reduce(f64::min);
     let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
-    PairMeasure {
-        a,
-        b,
-        bw_gbps: bw,
-        lat_us: lat,
-        failed,
-    }
+    PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }
 
 fn bw_matrix(n: usize, first: &[PairMeasure], retested: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
@@ -562,13 +410,7 @@ fn bw_matrix(n: usize, first: &[PairMeasure], retested: &[PairMeasure]) -> Vec<V
 fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let width = doc
-        .endpoints
-        .iter()
-        .map(|e| e.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
+    let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
     let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
     let _ = write!(out, "{:width$}", "");
     for j in 0..doc.endpoints.len() {
@@ -578,11 +420,7 @@ fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
     for (i, name) in doc.endpoints.iter().enumerate() {
         let _ = write!(out, "{name:width$}");
         for (j, cell) in matrix[i].iter().enumerate() {
-            let text = if i == j {
-                "-".to_string()
-            } else {
-                cell.map_or("fail".into(), |v| format!("{v:.3}"))
-            };
+            let text = if i == j { "-".to_string() } else { cell.map_or("fail".into(), |v| format!("{v:.3}")) };
             let _ = write!(out, " {text:>8}");
         }
         let _ = writeln!(out, "  [{i}]");
@@ -594,30 +432,16 @@ fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
         let _ = writeln!(out);
     }
     for s in &doc.suspects {
-        let _ = writeln!(
-            out,
-            "SUSPECT {:<6} {}  {}",
-            format!("{:?}", s.kind).to_lowercase(),
-            s.subject,
-            s.reason
-        );
+        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
     }
     let retests = doc.pairs.iter().filter(|p| p.retest).count();
     let _ = writeln!(
         out,
         "\n{}: {} endpoints, {} pairs{}",
-        if doc.verdict == Verdict::Pass {
-            "PASS"
-        } else {
-            "FAIL"
-        },
+        if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
         doc.endpoints.len(),
         doc.pairs.len() - retests,
-        if retests > 0 {
-            format!(", {retests} re-tested")
-        } else {
-            String::new()
-        }
+        if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
     );
     out
 }

@@ -97,10 +97,7 @@ mod tests {
             let mut used = BTreeSet::new();
             for &(a, b) in round {
                 assert!(a < b && b < n, "n={n}: bad pair ({a},{b})");
-                assert!(
-                    used.insert(a) && used.insert(b),
-                    "n={n}: endpoint twice in {round:?}"
-                );
+                assert!(used.insert(a) && used.insert(b), "n={n}: endpoint twice in {round:?}");
                 assert!(seen.insert((a, b)), "n={n}: pair ({a},{b}) twice");
             }
             assert_eq!(round.len(), n / 2, "n={n}: round size");
@@ -154,8 +151,7 @@ mod tests {
     }
 
     fn check_packing(pairs: &[(usize, usize)], rs: &[Vec<(usize, usize)>]) {
-        let want: BTreeSet<(usize, usize)> =
-            pairs.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
+        let want: BTreeSet<(usize, usize)> = pairs.iter().map(|&(a, b)| (a.min(b), a.max(b))).collect();
         let mut got = BTreeSet::new();
         for round in rs {
             assert!(!round.is_empty());

@@ -84,10 +84,7 @@ struct Config {
 }
 
 fn configure(args: &PairArgs) -> Result<Config, Failure> {
-    let mut endpoints = [
-        endpoint::parse(&args.a).map_err(Failure::usage)?,
-        endpoint::parse(&args.b).map_err(Failure::usage)?,
-    ];
+    let mut endpoints = [endpoint::parse(&args.a).map_err(Failure::usage)?, endpoint::parse(&args.b).map_err(Failure::usage)?];
     if let Some(text) = &args.device {
         let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
         for e in &mut endpoints {
@@ -98,9 +95,7 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
         }
     }
     let duration_ms = match args.duration {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
-            return Err(Failure::usage("--duration must be 0..3600 seconds"))
-        }
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => return Err(Failure::usage("--duration must be 0..3600 seconds")),
         Some(s) => Some((s * 1000.0).round().max(1.0) as u64),
         None => None,
     };
@@ -111,12 +106,7 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
         return Err(Failure::usage("--max-lat-us must be a positive number"));
     }
     let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
-    let directions = args
-        .direction
-        .as_deref()
-        .map(Direction::parse_list)
-        .transpose()
-        .map_err(Failure::usage)?;
+    let directions = args.direction.as_deref().map(Direction::parse_list).transpose().map_err(Failure::usage)?;
     let plan = plan::build(&PlanInput {
         tests,
         size: args.size,
@@ -132,14 +122,10 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
         endpoints,
         plan,
         launch: args.agents.launch(),
-        criteria: verdict::Criteria {
-            bw_fraction: args.threshold / 100.0,
-            max_lat_us: args.max_lat_us,
-        },
+        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
         gid_index: args.agents.gid_index,
         cm: args.cm,
-        test_timeout: Duration::from_secs(args.agents.timeout.max(1))
-            + Duration::from_millis(duration_ms.unwrap_or(0)),
+        test_timeout: Duration::from_secs(args.agents.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
         json: args.json,
     })
 }
@@ -149,75 +135,39 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     crate::verbs::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
-    let links = [
-        hub.add(&config.endpoints[0].host, labels[0].clone()),
-        hub.add(&config.endpoints[1].host, labels[1].clone()),
-    ];
+    let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
-    if let Some(f) = reach_all(&mut hub, &links, &labels, &config.launch.token, false, 2)?
-        .into_iter()
-        .find_map(|r| r.failure)
-    {
+    if let Some(f) = reach_all(&mut hub, &links, &labels, &config.launch.token, false, 2)?.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
-    let targets = [0, 1].map(|i| {
-        target(
-            &config.endpoints[i],
-            config.gid_index,
-            config.cm.then_some(roles[i]),
-        )
-    });
+    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i])));
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
-    let mut jobs = [Job {
-        links: links.to_vec(),
-        conversation: sequence,
-    }];
+    let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
     drive(&mut hub, &mut jobs, 1)?;
     hub.close_all();
-    let [Job {
-        conversation: done, ..
-    }] = jobs;
+    let [Job { conversation: done, .. }] = jobs;
     if let Some(f) = done.could_not_run {
         return Err(f);
     }
     let Some((ea, eb)) = done.endpoints else {
-        return Err(Failure::new(
-            "no test reached its endpoints",
-            "see the errors above",
-        ));
+        return Err(Failure::new("no test reached its endpoints", "see the errors above"));
     };
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
     let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
-    let doc = PairDoc {
-        schema: report::SCHEMA.into(),
-        verdict,
-        a,
-        b,
-        results,
-        findings,
-    };
+    let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings };
     if config.json {
         crate::report::print_json(&doc);
     } else {
         print!("{}", report::human(&doc));
     }
-    Ok(if verdict == crate::diagnose::Verdict::Pass {
-        Outcome::Pass
-    } else {
-        Outcome::Fail
-    })
+    Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
 /// Where a test runs on one endpoint, as the agent is told.
 pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>) -> Target {
-    Target {
-        device: spec.device.clone(),
-        port: spec.port.map(|p| p as u8),
-        gid_index,
-        cm,
-    }
+    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm }
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {

@@ -40,11 +40,7 @@ impl Direction {
             "both" => vec![Direction::AtoB, Direction::BtoA],
             "bidi" => vec![Direction::Bidi],
             "all" => vec![Direction::AtoB, Direction::BtoA, Direction::Bidi],
-            other => {
-                return Err(format!(
-                    "--direction '{other}': one of ab, ba, both, bidi, all"
-                ))
-            }
+            other => return Err(format!("--direction '{other}': one of ab, ba, both, bidi, all")),
         })
     }
 }
@@ -72,10 +68,7 @@ pub struct PlannedTest {
 impl PlannedTest {
     pub fn spec_for(&self, a_side: bool) -> TestSpec {
         let (ra, rb) = self.direction.roles();
-        TestSpec {
-            role: if a_side { ra } else { rb },
-            ..self.spec.clone()
-        }
+        TestSpec { role: if a_side { ra } else { rb }, ..self.spec.clone() }
     }
 }
 
@@ -92,17 +85,12 @@ pub fn sweep_sizes() -> Vec<u32> {
 
 pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
     if input.qps == 0 || input.qps > crate::control::protocol::MAX_QPS {
-        return Err(format!(
-            "--qps must be 1..{}",
-            crate::control::protocol::MAX_QPS
-        ));
+        return Err(format!("--qps must be 1..{}", crate::control::protocol::MAX_QPS));
     }
     let mut out = Vec::new();
     for &test in &input.tests {
         let sizes = match (input.size, input.sweep) {
-            (Some(_), true) => {
-                return Err("--size and --sweep contradict each other: give one".into())
-            }
+            (Some(_), true) => return Err("--size and --sweep contradict each other: give one".into()),
             (Some(size), false) => vec![size],
             (None, true) => sweep_sizes(),
             (None, false) => vec![if test.is_latency() { LAT_SIZE } else { BW_SIZE }],
@@ -118,23 +106,15 @@ pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
                     // A ping-pong is already both ways.
                     continue;
                 }
-                if test == TestKind::SendBw
-                    && direction == Direction::Bidi
-                    && input.duration_ms.is_some()
-                {
+                if test == TestKind::SendBw && direction == Direction::Bidi && input.duration_ms.is_some() {
                     return Err("bidirectional send_bw needs --iters (a duration leaves receives unmatched)".into());
                 }
-                out.push(PlannedTest {
-                    direction,
-                    spec: spec(test, size, input),
-                });
+                out.push(PlannedTest { direction, spec: spec(test, size, input) });
             }
         }
     }
     for t in &out {
-        t.spec
-            .validate()
-            .map_err(|e| format!("{} at {} bytes: {e}", t.spec.test.name(), t.spec.size))?;
+        t.spec.validate().map_err(|e| format!("{} at {} bytes: {e}", t.spec.test.name(), t.spec.size))?;
     }
     Ok(out)
 }
@@ -153,9 +133,7 @@ pub fn bw_queue(size: u32) -> (u32, u32, u32) {
     let size = u64::from(size.max(1));
     let depth = (MAX_BYTES_IN_FLIGHT / size).clamp(4, 128);
     let depth = 1u64 << (63 - depth.leading_zeros());
-    let cq_mod = (MAX_BYTES_PER_COMPLETION / size)
-        .clamp(1, 64)
-        .min(depth / 2);
+    let cq_mod = (MAX_BYTES_PER_COMPLETION / size).clamp(1, 64).min(depth / 2);
     let cq_mod = 1u64 << (63 - cq_mod.leading_zeros());
     let post_list = cq_mod.min(16);
     (depth as u32, cq_mod as u32, post_list as u32)
@@ -166,11 +144,7 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         (LAT_ITERS, 64, 16, 1)
     } else {
         // Big messages: fewer iterations in a sweep so 8 MiB does not take minutes.
-        let iters = if size > BW_SIZE {
-            (BW_ITERS * u64::from(BW_SIZE) / u64::from(size)).max(200)
-        } else {
-            BW_ITERS
-        };
+        let iters = if size > BW_SIZE { (BW_ITERS * u64::from(BW_SIZE) / u64::from(size)).max(200) } else { BW_ITERS };
         let (depth, cq_mod, post_list) = bw_queue(size);
         (iters, depth, cq_mod, post_list)
     };
@@ -180,11 +154,7 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         role: Role::Active,
         size,
         iters,
-        warmup: if test.is_latency() {
-            (iters / 10).min(1000)
-        } else {
-            (iters / 10).min(500)
-        },
+        warmup: if test.is_latency() { (iters / 10).min(1000) } else { (iters / 10).min(500) },
         duration_ms: input.duration_ms,
         qps: if test.is_latency() { 1 } else { input.qps },
         tx_depth,
@@ -217,14 +187,8 @@ mod tests {
         // 3 latency tests one way, 3 bandwidth tests three ways.
         assert_eq!(plan.len(), 3 + 9);
         let lat = &plan[0];
-        assert_eq!(
-            (lat.spec.size, lat.spec.iters, lat.direction),
-            (2, 1000, Direction::AtoB)
-        );
-        let bw = plan
-            .iter()
-            .find(|t| t.spec.test == TestKind::WriteBw)
-            .unwrap();
+        assert_eq!((lat.spec.size, lat.spec.iters, lat.direction), (2, 1000, Direction::AtoB));
+        let bw = plan.iter().find(|t| t.spec.test == TestKind::WriteBw).unwrap();
         assert_eq!((bw.spec.size, bw.spec.iters), (65536, 5000));
         assert_eq!(plan[3].spec_for(false).role, Role::Passive);
     }
@@ -262,10 +226,7 @@ mod tests {
         assert_eq!(bw_queue(64 << 20), (4, 1, 1));
         for p in 1..=26 {
             let (d, c, l) = bw_queue(1 << p);
-            assert!(
-                c <= d && c % l == 0 && d.is_power_of_two(),
-                "size 2^{p}: {d} {c} {l}"
-            );
+            assert!(c <= d && c % l == 0 && d.is_power_of_two(), "size 2^{p}: {d} {c} {l}");
         }
     }
 

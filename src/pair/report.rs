@@ -71,24 +71,16 @@ pub fn human(doc: &PairDoc) -> String {
             s.gid_index.map_or("-".into(), |i| i.to_string()),
             s.gid.as_deref().unwrap_or(""),
             s.mtu.map_or("?".into(), |m| m.to_string()),
-            s.rate_gbps
-                .map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
+            s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
     }
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "{:<10} {:<5} {:>8} {:>8} {:>3}  result",
-        "test", "dir", "size", "iters", "qps"
-    );
+    let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  result", "test", "dir", "size", "iters", "qps");
     for r in &doc.results {
         let result = if let Some(e) = &r.error {
             format!("FAILED: {e}")
         } else if let Some(l) = &r.lat_us {
-            format!(
-                "p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)",
-                l.p50, l.p99, l.p999, l.min, l.max
-            )
+            format!("p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)", l.p50, l.p99, l.p999, l.min, l.max)
         } else {
             format!(
                 "{} Gb/s  peak {} Gb/s  {}",
@@ -97,34 +89,16 @@ pub fn human(doc: &PairDoc) -> String {
                 r.msg_rate_mpps.map_or("?".into(), msg_rate)
             )
         };
-        let _ = writeln!(
-            out,
-            "{:<10} {:<5} {:>8} {:>8} {:>3}  {}",
-            r.test, r.direction, r.size, r.iterations, r.qps, result
-        );
+        let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
     }
     if !doc.findings.is_empty() {
         let _ = writeln!(out);
     }
     for f in &doc.findings {
-        let _ = writeln!(
-            out,
-            "{:<7} {:<20} {}",
-            format!("{:?}", f.severity).to_uppercase(),
-            f.id,
-            f.message
-        );
+        let _ = writeln!(out, "{:<7} {:<20} {}", format!("{:?}", f.severity).to_uppercase(), f.id, f.message);
         let _ = writeln!(out, "        what to do: {}", f.remedy);
     }
-    let _ = writeln!(
-        out,
-        "\n{}",
-        if doc.verdict == Verdict::Pass {
-            "PASS"
-        } else {
-            "FAIL"
-        }
-    );
+    let _ = writeln!(out, "\n{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out
 }
 

@@ -80,12 +80,7 @@ pub struct PairSequence {
 }
 
 impl PairSequence {
-    pub fn new(
-        plan: Vec<PlannedTest>,
-        targets: [Target; 2],
-        labels: [String; 2],
-        test_timeout: Duration,
-    ) -> PairSequence {
+    pub fn new(plan: Vec<PlannedTest>, targets: [Target; 2], labels: [String; 2], test_timeout: Duration) -> PairSequence {
         PairSequence {
             plan,
             targets,
@@ -112,12 +107,7 @@ impl PairSequence {
     /// `write_bw a->b 65536 B`, for messages.
     fn what(&self) -> String {
         let t = self.test();
-        format!(
-            "{} {} {} B",
-            t.spec.test.name(),
-            t.direction.name(),
-            t.spec.size
-        )
+        format!("{} {} {} B", t.spec.test.name(), t.direction.name(), t.spec.size)
     }
 
     /// What the current step is called, and its time limit.
@@ -152,13 +142,7 @@ impl PairSequence {
         self.failure = None;
         for side in 0..2 {
             let spec = self.test().spec_for(side == 0);
-            act.send(
-                side,
-                Request::Prepare {
-                    target: self.targets[side].clone(),
-                    spec,
-                },
-            );
+            act.send(side, Request::Prepare { target: self.targets[side].clone(), spec });
             self.owe[side] = Owe::Ready;
         }
         self.enter(Phase::Prepare, deadline::PREPARE, now);
@@ -180,9 +164,7 @@ impl PairSequence {
             let idle = |s: usize| self.owe[s] == Owe::Nothing;
             match self.phase {
                 Phase::Prepare if idle(0) && idle(1) => {
-                    let (Some(a), Some(b)) = (self.ready[0].clone(), self.ready[1].clone()) else {
-                        return;
-                    };
+                    let (Some(a), Some(b)) = (self.ready[0].clone(), self.ready[1].clone()) else { return };
                     self.send(0, Request::Connect { peer: b }, Owe::Connected, act);
                     self.send(1, Request::Connect { peer: a }, Owe::Connected, act);
                     self.enter(Phase::Connect, deadline::CONNECT, now);
@@ -209,12 +191,7 @@ impl PairSequence {
                     }
                     self.stop_running(now, act);
                 }
-                Phase::Stop
-                    if self
-                        .owe
-                        .iter()
-                        .all(|&o| o != Owe::Result && o != Owe::Running) =>
-                {
+                Phase::Stop if self.owe.iter().all(|&o| o != Owe::Result && o != Owe::Running) => {
                     for side in 0..2 {
                         self.send(side, Request::Finish, Owe::Finished, act);
                     }
@@ -343,9 +320,7 @@ impl Conversation for PairSequence {
                 self.ready[side] = Some(endpoint);
                 self.owe[side] = Owe::Nothing;
             }
-            (Owe::Connected, Reply::Connected) | (Owe::Finished, Reply::Finished) => {
-                self.owe[side] = Owe::Nothing
-            }
+            (Owe::Connected, Reply::Connected) | (Owe::Finished, Reply::Finished) => self.owe[side] = Owe::Nothing,
             (Owe::Running, Reply::Running) => {
                 self.owe[side] = Owe::Result;
                 // Started while the others are being stopped: stop it too.
@@ -364,11 +339,7 @@ impl Conversation for PairSequence {
             }
             (_, other) => {
                 let f = Failure::new(
-                    format!(
-                        "{}: unexpected reply {other:?} while {}",
-                        self.labels[side],
-                        self.what()
-                    ),
+                    format!("{}: unexpected reply {other:?} while {}", self.labels[side], self.what()),
                     "use the same fabcheck version on every node",
                 );
                 return self.cannot_run(f, act);
@@ -387,10 +358,7 @@ impl Conversation for PairSequence {
             // Already failed on the fabric; the loss only ends the cleanup.
             return self.abandon_failed_test(act);
         }
-        let f = Failure::new(
-            format!("{} (agent lost while {})", failure.cause, what),
-            failure.remedy,
-        );
+        let f = Failure::new(format!("{} (agent lost while {})", failure.cause, what), failure.remedy);
         self.cannot_run(f, act);
     }
 
@@ -404,12 +372,7 @@ impl Conversation for PairSequence {
         let (verb, limit) = self.step();
         let late = (0..2).find(|&s| self.owe[s] != Owe::Nothing).unwrap_or(0);
         let f = Failure::new(
-            format!(
-                "{}: no answer within {} s while {verb} {}",
-                self.labels[late],
-                limit.as_secs(),
-                self.what()
-            ),
+            format!("{}: no answer within {} s while {verb} {}", self.labels[late], limit.as_secs(), self.what()),
             "the agent or its host is stuck or unreachable; check it (and the fabric) and rerun",
         );
         self.cannot_run(f, act);
@@ -434,11 +397,7 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) ->
         .filter_map(|(_, r)| r.as_ref())
         .collect();
     let mut counters = BTreeMap::new();
-    let sides: &[(&str, &Option<RunResult>)] = if same_port {
-        &[("a", &runs[0])]
-    } else {
-        &[("a", &runs[0]), ("b", &runs[1])]
-    };
+    let sides: &[(&str, &Option<RunResult>)] = if same_port { &[("a", &runs[0])] } else { &[("a", &runs[0]), ("b", &runs[1])] };
     for &(name, run) in sides {
         if let Some(r) = run {
             for (counter, delta) in &r.counter_deltas {
@@ -465,14 +424,8 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) ->
         result.lat_us = active.first().and_then(|r| r.lat);
     } else if !active.is_empty() {
         // Bidirectional: the two directions add up.
-        let bw: f64 = active
-            .iter()
-            .map(|r| summary::gbps(r.bytes, r.elapsed_ns))
-            .sum();
-        let rate: f64 = active
-            .iter()
-            .map(|r| summary::mpps(r.iterations, r.elapsed_ns))
-            .sum();
+        let bw: f64 = active.iter().map(|r| summary::gbps(r.bytes, r.elapsed_ns)).sum();
+        let rate: f64 = active.iter().map(|r| summary::mpps(r.iterations, r.elapsed_ns)).sum();
         let rate = (rate * 1e6).round() / 1e6;
         let peak: f64 = active.iter().map(|r| r.peak_gbps.unwrap_or(0.0)).sum();
         result.bw_gbps = Some((bw * 1000.0).round() / 1000.0);
@@ -525,14 +478,7 @@ mod tests {
     }
 
     fn bw_done() -> Reply {
-        Reply::Done {
-            result: RunResult {
-                iterations: 100,
-                bytes: 6_553_600,
-                elapsed_ns: 300_000,
-                ..RunResult::default()
-            },
-        }
+        Reply::Done { result: RunResult { iterations: 100, bytes: 6_553_600, elapsed_ns: 300_000, ..RunResult::default() } }
     }
 
     struct Script {
@@ -543,35 +489,16 @@ mod tests {
 
     impl Script {
         fn new(plan: Vec<PlannedTest>) -> Script {
-            let target = Target {
-                device: None,
-                port: None,
-                gid_index: None,
-                cm: None,
-            };
-            let seq = PairSequence::new(
-                plan,
-                [target.clone(), target],
-                ["n1".into(), "n2".into()],
-                Duration::from_secs(60),
-            );
-            let mut s = Script {
-                seq,
-                now: Instant::now(),
-                act: Actions::default(),
-            };
+            let target = Target { device: None, port: None, gid_index: None, cm: None };
+            let seq = PairSequence::new(plan, [target.clone(), target], ["n1".into(), "n2".into()], Duration::from_secs(60));
+            let mut s = Script { seq, now: Instant::now(), act: Actions::default() };
             s.seq.start(s.now, &mut s.act);
             s
         }
 
         /// The requests sent since the last call, as (side, type) pairs.
         fn sent(&mut self) -> Vec<(usize, &'static str)> {
-            let out = self
-                .act
-                .sends
-                .iter()
-                .map(|(side, r)| (*side, kind(r)))
-                .collect();
+            let out = self.act.sends.iter().map(|(side, r)| (*side, kind(r))).collect();
             self.act.sends.clear();
             out
         }
@@ -596,18 +523,8 @@ mod tests {
 
     /// Both sides answer `prepare` and then `connect`.
     fn ready_and_connected(s: &mut Script) {
-        s.reply(
-            0,
-            Reply::Ready {
-                endpoint: endpoint("a"),
-            },
-        );
-        s.reply(
-            1,
-            Reply::Ready {
-                endpoint: endpoint("b"),
-            },
-        );
+        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
+        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
         s.reply(0, Reply::Connected);
         s.reply(1, Reply::Connected);
     }
@@ -615,19 +532,9 @@ mod tests {
     /// Drives one a->b bandwidth test to the point where both sides run.
     fn up_to_running(s: &mut Script) {
         assert_eq!(s.sent(), [(0, "prepare"), (1, "prepare")]);
-        s.reply(
-            1,
-            Reply::Ready {
-                endpoint: endpoint("b"),
-            },
-        );
+        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
         assert_eq!(s.sent(), [], "connect waits for both endpoints");
-        s.reply(
-            0,
-            Reply::Ready {
-                endpoint: endpoint("a"),
-            },
-        );
+        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
         assert_eq!(s.sent(), [(0, "connect"), (1, "connect")]);
         s.reply(0, Reply::Connected);
         s.reply(1, Reply::Connected);
@@ -640,19 +547,11 @@ mod tests {
 
     #[test]
     fn a_plan_runs_in_protocol_order() {
-        let mut s = Script::new(plan(
-            &[TestKind::WriteBw],
-            &[Direction::AtoB, Direction::BtoA],
-        ));
+        let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB, Direction::BtoA]));
         up_to_running(&mut s);
         s.reply(0, bw_done());
         assert_eq!(s.sent(), [(1, "stop")]);
-        s.reply(
-            1,
-            Reply::Done {
-                result: RunResult::default(),
-            },
-        );
+        s.reply(1, Reply::Done { result: RunResult::default() });
         assert_eq!(s.sent(), [(0, "finish"), (1, "finish")]);
         s.reply(1, Reply::Finished);
         s.reply(0, Reply::Finished);
@@ -663,29 +562,14 @@ mod tests {
         s.reply(0, Reply::Running);
         s.reply(1, Reply::Running);
         s.reply(1, bw_done());
-        s.reply(
-            0,
-            Reply::Done {
-                result: RunResult::default(),
-            },
-        );
+        s.reply(0, Reply::Done { result: RunResult::default() });
         s.reply(0, Reply::Finished);
         s.reply(1, Reply::Finished);
         assert!(s.seq.is_done());
         assert!(s.seq.could_not_run.is_none());
         assert_eq!(s.seq.results.len(), 2);
-        assert!(s
-            .seq
-            .results
-            .iter()
-            .all(|r| r.error.is_none() && r.bw_gbps.is_some_and(|g| g > 170.0)));
-        assert_eq!(
-            s.seq
-                .endpoints
-                .as_ref()
-                .map(|(a, b)| (a.host.as_str(), b.host.as_str())),
-            Some(("a", "b"))
-        );
+        assert!(s.seq.results.iter().all(|r| r.error.is_none() && r.bw_gbps.is_some_and(|g| g > 170.0)));
+        assert_eq!(s.seq.endpoints.as_ref().map(|(a, b)| (a.host.as_str(), b.host.as_str())), Some(("a", "b")));
         assert_eq!(s.seq.discarded, [false, false]);
     }
 
@@ -701,85 +585,44 @@ mod tests {
         s.reply(1, bw_done());
         assert_eq!(s.sent(), [], "still waiting for A");
         s.reply(0, bw_done());
-        assert_eq!(
-            s.sent(),
-            [(0, "finish"), (1, "finish")],
-            "nobody passive to stop"
-        );
+        assert_eq!(s.sent(), [(0, "finish"), (1, "finish")], "nobody passive to stop");
         s.reply(0, Reply::Finished);
         s.reply(1, Reply::Finished);
         let bw = s.seq.results[0].bw_gbps.unwrap();
-        assert!(
-            (bw - 2.0 * 6_553_600.0 * 8.0 / 300_000.0).abs() < 0.01,
-            "{bw}"
-        );
+        assert!((bw - 2.0 * 6_553_600.0 * 8.0 / 300_000.0).abs() < 0.01, "{bw}");
     }
 
     #[test]
     fn a_fabric_failure_is_a_result_and_ends_the_plan() {
-        let mut s = Script::new(plan(
-            &[TestKind::WriteBw, TestKind::SendLat],
-            &[Direction::AtoB],
-        ));
+        let mut s = Script::new(plan(&[TestKind::WriteBw, TestKind::SendLat], &[Direction::AtoB]));
         up_to_running(&mut s);
-        s.reply(
-            0,
-            Reply::Error {
-                cause: "completion error: transport retry counter exceeded".into(),
-                remedy: "check the cable".into(),
-            },
-        );
+        s.reply(0, Reply::Error { cause: "completion error: transport retry counter exceeded".into(), remedy: "check the cable".into() });
         assert_eq!(s.sent(), [(1, "stop")]);
-        s.reply(
-            1,
-            Reply::Done {
-                result: RunResult::default(),
-            },
-        );
+        s.reply(1, Reply::Done { result: RunResult::default() });
         assert_eq!(s.sent(), [(0, "finish"), (1, "finish")]);
         s.reply(0, Reply::Finished);
         s.reply(1, Reply::Finished);
         assert!(s.seq.is_done());
-        assert!(
-            s.seq.could_not_run.is_none(),
-            "ran and failed: exit 1, not 2"
-        );
+        assert!(s.seq.could_not_run.is_none(), "ran and failed: exit 1, not 2");
         assert_eq!(s.seq.results.len(), 1, "the plan stops at the failed test");
         let r = &s.seq.results[0];
-        assert_eq!(
-            r.error.as_deref(),
-            Some("n1: completion error: transport retry counter exceeded")
-        );
+        assert_eq!(r.error.as_deref(), Some("n1: completion error: transport retry counter exceeded"));
         assert_eq!(r.remedy.as_deref(), Some("check the cable"));
-        assert_eq!(
-            s.seq.discarded,
-            [false, false],
-            "both sides answered: still in step"
-        );
+        assert_eq!(s.seq.discarded, [false, false], "both sides answered: still in step");
     }
 
     #[test]
     fn a_silent_side_after_a_failure_is_discarded_not_waited_for() {
         let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
         up_to_running(&mut s);
-        s.reply(
-            1,
-            Reply::Error {
-                cause: "receive completion error".into(),
-                remedy: "r".into(),
-            },
-        );
+        s.reply(1, Reply::Error { cause: "receive completion error".into(), remedy: "r".into() });
         assert_eq!(s.sent(), [(0, "stop")], "the active side is stopped too");
         let late = s.seq.deadline().unwrap();
         assert!(late <= s.now + deadline::STOP);
         s.seq.on_deadline(late, &mut s.act);
         assert!(s.seq.is_done());
         assert_eq!(s.act.discard, [0], "A never answered stop: out of step");
-        assert!(s.seq.results[0]
-            .error
-            .as_deref()
-            .unwrap()
-            .starts_with("n2: receive completion error"));
+        assert!(s.seq.results[0].error.as_deref().unwrap().starts_with("n2: receive completion error"));
         assert!(s.seq.could_not_run.is_none());
     }
 
@@ -787,18 +630,10 @@ mod tests {
     fn a_lost_agent_means_the_test_could_not_run() {
         let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
         up_to_running(&mut s);
-        s.seq.on_lost(
-            1,
-            Failure::new("n2: the agent exited (signal: 9)", "see above"),
-            s.now,
-            &mut s.act,
-        );
+        s.seq.on_lost(1, Failure::new("n2: the agent exited (signal: 9)", "see above"), s.now, &mut s.act);
         assert!(s.seq.is_done());
         let f = s.seq.could_not_run.as_ref().unwrap();
-        assert_eq!(
-            f.cause,
-            "n2: the agent exited (signal: 9) (agent lost while running write_bw a->b 65536 B)"
-        );
+        assert_eq!(f.cause, "n2: the agent exited (signal: 9) (agent lost while running write_bw a->b 65536 B)");
         let mut discarded = s.act.discard.clone();
         discarded.sort();
         assert_eq!(discarded, [0, 1], "the survivor is told to stop too");
@@ -809,43 +644,20 @@ mod tests {
     fn silence_bad_devices_and_strange_replies_could_not_run() {
         let mut s = Script::new(plan(&[TestKind::SendLat], &[Direction::AtoB]));
         s.sent();
-        s.reply(
-            0,
-            Reply::Ready {
-                endpoint: endpoint("a"),
-            },
-        );
+        s.reply(0, Reply::Ready { endpoint: endpoint("a") });
         let limit = s.seq.deadline().unwrap();
         s.seq.on_deadline(limit, &mut s.act);
         let f = s.seq.could_not_run.as_ref().unwrap();
-        assert_eq!(
-            f.cause,
-            "n2: no answer within 30 s while preparing send_lat a->b 2 B"
-        );
+        assert_eq!(f.cause, "n2: no answer within 30 s while preparing send_lat a->b 2 B");
 
         let mut s = Script::new(plan(&[TestKind::SendLat], &[Direction::AtoB]));
-        s.reply(
-            1,
-            Reply::Error {
-                cause: "no device 'mlx5_9'".into(),
-                remedy: "see `fabcheck devices`".into(),
-            },
-        );
-        assert_eq!(
-            s.seq.could_not_run.as_ref().unwrap().cause,
-            "n2: no device 'mlx5_9'"
-        );
+        s.reply(1, Reply::Error { cause: "no device 'mlx5_9'".into(), remedy: "see `fabcheck devices`".into() });
+        assert_eq!(s.seq.could_not_run.as_ref().unwrap().cause, "n2: no device 'mlx5_9'");
         assert!(s.seq.results.is_empty());
 
         let mut s = Script::new(plan(&[TestKind::SendLat], &[Direction::AtoB]));
         s.reply(0, Reply::Finished);
-        assert!(s
-            .seq
-            .could_not_run
-            .as_ref()
-            .unwrap()
-            .cause
-            .contains("unexpected reply"));
+        assert!(s.seq.could_not_run.as_ref().unwrap().cause.contains("unexpected reply"));
         assert_eq!(s.seq.discarded, [true, true]);
     }
 
@@ -854,26 +666,16 @@ mod tests {
         let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
         up_to_running(&mut s);
         assert_eq!(s.seq.deadline(), Some(s.now + Duration::from_secs(60)));
-        s.seq
-            .on_deadline(s.now + Duration::from_secs(60), &mut s.act);
-        assert_eq!(
-            s.seq.could_not_run.as_ref().unwrap().cause,
-            "n1: no answer within 60 s while running write_bw a->b 65536 B"
-        );
+        s.seq.on_deadline(s.now + Duration::from_secs(60), &mut s.act);
+        assert_eq!(s.seq.could_not_run.as_ref().unwrap().cause, "n1: no answer within 60 s while running write_bw a->b 65536 B");
     }
 
     #[test]
     fn replies_after_the_end_are_ignored() {
         let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
-        s.seq
-            .on_lost(0, Failure::new("n1: gone", "r"), s.now, &mut s.act);
+        s.seq.on_lost(0, Failure::new("n1: gone", "r"), s.now, &mut s.act);
         s.act.sends.clear();
-        s.reply(
-            1,
-            Reply::Ready {
-                endpoint: endpoint("b"),
-            },
-        );
+        s.reply(1, Reply::Ready { endpoint: endpoint("b") });
         assert!(s.act.sends.is_empty() && s.seq.is_done());
     }
 }

@@ -15,12 +15,7 @@ pub struct Criteria {
 /// Smallest size judged against line rate: smaller messages are bound by message rate.
 pub const JUDGED_MIN_SIZE: u32 = 65536;
 
-pub fn judge(
-    a: &Side,
-    b: &Side,
-    results: &[TestResult],
-    criteria: &Criteria,
-) -> (Verdict, Vec<Finding>) {
+pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
     let mut findings = Vec::new();
     let soft = a.ca_type.starts_with("Soft-") || b.ca_type.starts_with("Soft-");
     let link = match (a.rate_gbps, b.rate_gbps) {
@@ -34,28 +29,15 @@ pub fn judge(
             id: format!("pair.{}", r.test),
             severity: Severity::Error,
             subject: subject.clone(),
-            message: format!(
-                "{} {} failed: {}",
-                r.test,
-                r.direction,
-                r.error.clone().unwrap_or_default()
-            ),
-            remedy: r
-                .remedy
-                .clone()
-                .unwrap_or_else(|| "run `fabcheck check` on both nodes".into()),
+            message: format!("{} {} failed: {}", r.test, r.direction, r.error.clone().unwrap_or_default()),
+            remedy: r.remedy.clone().unwrap_or_else(|| "run `fabcheck check` on both nodes".into()),
         });
     }
 
     // Bandwidth: the largest size of each test and direction.
     let mut largest: BTreeMap<(&str, &str), &TestResult> = BTreeMap::new();
-    for r in results
-        .iter()
-        .filter(|r| r.bw_gbps.is_some() && r.error.is_none())
-    {
-        let e = largest
-            .entry((r.test.as_str(), r.direction.as_str()))
-            .or_insert(r);
+    for r in results.iter().filter(|r| r.bw_gbps.is_some() && r.error.is_none()) {
+        let e = largest.entry((r.test.as_str(), r.direction.as_str())).or_insert(r);
         if r.size > e.size {
             *e = r;
         }
@@ -73,11 +55,7 @@ pub fn judge(
             if r.size < JUDGED_MIN_SIZE {
                 continue;
             }
-            let capacity = if *direction == "bidi" {
-                2.0 * rate
-            } else {
-                rate
-            };
+            let capacity = if *direction == "bidi" { 2.0 * rate } else { rate };
             let need = criteria.bw_fraction * capacity;
             let got = r.bw_gbps.unwrap_or(0.0);
             if got < need {
@@ -158,11 +136,7 @@ pub fn judge(
     }
 
     findings.sort_by_key(|f| f.severity);
-    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) {
-        Verdict::Fail
-    } else {
-        Verdict::Pass
-    };
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
     (verdict, findings)
 }
 
@@ -215,10 +189,7 @@ mod tests {
     }
 
     fn criteria() -> Criteria {
-        Criteria {
-            bw_fraction: 0.9,
-            max_lat_us: Some(5.0),
-        }
+        Criteria { bw_fraction: 0.9, max_lat_us: Some(5.0) }
     }
 
     #[test]
@@ -256,48 +227,23 @@ mod tests {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
         let mut r = bw("send_lat", "a->b", 2, 0.0);
         r.bw_gbps = None;
-        r.lat_us = Some(LatencySummary {
-            min: 1.0,
-            p50: 6.0,
-            p90: 7.0,
-            p99: 8.0,
-            p999: 200.0,
-            max: 300.0,
-            mean: 6.5,
-            stdev: 1.0,
-        });
+        r.lat_us = Some(LatencySummary { min: 1.0, p50: 6.0, p90: 7.0, p99: 8.0, p999: 200.0, max: 300.0, mean: 6.5, stdev: 1.0 });
         r.counters.insert("a:out_of_sequence".into(), 4);
         let (v, f) = judge(&a, &b, &[r], &criteria());
         assert_eq!(v, Verdict::Fail);
         let ids: Vec<&str> = f.iter().map(|f| f.id.as_str()).collect();
-        assert!(
-            ids.contains(&"pair.latency")
-                && ids.contains(&"pair.tail")
-                && ids.contains(&"pair.retransmission"),
-            "{ids:?}"
-        );
+        assert!(ids.contains(&"pair.latency") && ids.contains(&"pair.tail") && ids.contains(&"pair.retransmission"), "{ids:?}");
     }
 
     #[test]
     fn threshold_90_fails_89_percent_and_passes_91() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
-        let at_90 = Criteria {
-            bw_fraction: 0.90,
-            max_lat_us: None,
-        };
+        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None };
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 178.0)], &at_90);
         assert_eq!(v, Verdict::Fail, "89% of the link at --threshold 90");
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(
-            (f[0].id.as_str(), f[0].severity),
-            ("pair.bw", Severity::Error)
-        );
-        assert!(
-            f[0].message
-                .contains("is 89% of the 200 Gb/s link (needs 90%)"),
-            "{}",
-            f[0].message
-        );
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.bw", Severity::Error));
+        assert!(f[0].message.contains("is 89% of the 200 Gb/s link (needs 90%)"), "{}", f[0].message);
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 182.0)], &at_90);
         assert_eq!(v, Verdict::Pass, "91% of the link at --threshold 90: {f:?}");
         assert!(f.is_empty(), "{f:?}");
@@ -307,10 +253,7 @@ mod tests {
         let (v, _) = judge(&a, &b, &[bw("write_bw", "bidi", 65536, 364.0)], &at_90);
         assert_eq!(v, Verdict::Pass, "91% of 400");
         // The largest size of a sweep is the one judged.
-        let sweep = [
-            bw("write_bw", "a->b", 65536, 182.0),
-            bw("write_bw", "a->b", 1 << 20, 178.0),
-        ];
+        let sweep = [bw("write_bw", "a->b", 65536, 182.0), bw("write_bw", "a->b", 1 << 20, 178.0)];
         assert_eq!(judge(&a, &b, &sweep, &at_90).0, Verdict::Fail);
     }
 
@@ -320,39 +263,17 @@ mod tests {
         let lat = |p50: f64| {
             let mut r = bw("send_lat", "a->b", 2, 0.0);
             r.bw_gbps = None;
-            r.lat_us = Some(LatencySummary {
-                min: p50 - 0.2,
-                p50,
-                p90: p50 + 0.1,
-                p99: p50 + 0.2,
-                p999: p50 + 0.5,
-                max: p50 + 1.0,
-                mean: p50,
-                stdev: 0.1,
-            });
+            r.lat_us =
+                Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
             r
         };
-        let c = Criteria {
-            bw_fraction: 0.9,
-            max_lat_us: Some(2.0),
-        };
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0) };
         let (v, f) = judge(&a, &b, &[lat(2.0)], &c);
         assert_eq!(v, Verdict::Pass, "{f:?}");
         let (v, f) = judge(&a, &b, &[lat(2.1)], &c);
         assert_eq!(v, Verdict::Fail);
-        assert_eq!(
-            (f[0].id.as_str(), f[0].severity),
-            ("pair.latency", Severity::Error)
-        );
-        let (v, _) = judge(
-            &a,
-            &b,
-            &[lat(50.0)],
-            &Criteria {
-                bw_fraction: 0.9,
-                max_lat_us: None,
-            },
-        );
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.latency", Severity::Error));
+        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None });
         assert_eq!(v, Verdict::Pass, "no limit, no latency verdict");
     }
 
@@ -363,22 +284,10 @@ mod tests {
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 195.0)], &criteria());
         assert_eq!(v, Verdict::Pass);
         assert_eq!(f.len(), 1, "{f:?}");
-        assert_eq!(
-            (f[0].id.as_str(), f[0].severity),
-            ("pair.mtu", Severity::Warning)
-        );
-        assert!(
-            f[0].message
-                .contains("(4096 vs 1024); the connection used 1024"),
-            "{}",
-            f[0].message
-        );
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.mtu", Severity::Warning));
+        assert!(f[0].message.contains("(4096 vs 1024); the connection used 1024"), "{}", f[0].message);
         b.mtu = Some(4096);
-        assert!(
-            judge(&a, &b, &[bw("write_bw", "a->b", 65536, 195.0)], &criteria())
-                .1
-                .is_empty()
-        );
+        assert!(judge(&a, &b, &[bw("write_bw", "a->b", 65536, 195.0)], &criteria()).1.is_empty());
     }
 
     #[test]

@@ -24,24 +24,12 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         TestKind::ReadBw => (SendOp::Read, 0),
         _ => (SendOp::Send, spec.size as usize),
     };
-    let remote = s.remote.as_ref().map(|r| RemoteBuffer {
-        addr: r.addr,
-        rkey: r.rkey,
-        len: r.len,
-    });
+    let remote = s.remote.as_ref().map(|r| RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len });
     let post_list = spec.post_list as usize;
     let inline = s.inline && op != SendOp::Read;
     let mut lists: Vec<SendList> = (0..s.qps.len())
         .map(|q| {
-            let mut list = SendList::new(
-                post_list,
-                op,
-                &s.mr,
-                local_offset,
-                spec.size,
-                remote,
-                inline,
-            );
+            let mut list = SendList::new(post_list, op, &s.mr, local_offset, spec.size, remote, inline);
             for i in 0..post_list {
                 list.set_wr_id(i, q as u64);
             }
@@ -49,53 +37,21 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         })
         .collect();
     let qps = s.qps.len() as u64;
-    let mut receiver =
-        (spec.test == TestKind::SendBw && spec.role == Role::Both).then(|| Receiver {
-            expected: if spec.duration_ms.is_some() {
-                u64::MAX
-            } else {
-                (spec.warmup + spec.iters) * qps
-            },
-            received: 0,
-        });
+    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both).then(|| Receiver {
+        expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps },
+        received: 0,
+    });
     // Warm-up, not counted.
     if spec.warmup > 0 {
-        stream(
-            s,
-            &mut lists,
-            signals,
-            Phase {
-                per_qp: spec.warmup,
-                until: None,
-            },
-            &mut receiver,
-            None,
-        )?;
+        stream(s, &mut lists, signals, Phase { per_qp: spec.warmup, until: None }, &mut receiver, None)?;
     }
-    let cap = if spec.duration_ms.is_some() {
-        1 << 20
-    } else {
-        (spec.iters * qps / u64::from(spec.cq_mod)) as usize + 2 * qps as usize + 2
-    };
+    let cap = if spec.duration_ms.is_some() { 1 << 20 } else { (spec.iters * qps / u64::from(spec.cq_mod)) as usize + 2 * qps as usize + 2 };
     let mut marks: Vec<(u64, u64)> = Vec::with_capacity(cap);
     let phase = match spec.duration_ms {
-        Some(ms) => Phase {
-            per_qp: u64::MAX,
-            until: Some(Duration::from_millis(ms)),
-        },
-        None => Phase {
-            per_qp: spec.iters,
-            until: None,
-        },
+        Some(ms) => Phase { per_qp: u64::MAX, until: Some(Duration::from_millis(ms)) },
+        None => Phase { per_qp: spec.iters, until: None },
     };
-    let (completed, elapsed_ns) = stream(
-        s,
-        &mut lists,
-        signals,
-        phase,
-        &mut receiver,
-        Some(&mut marks),
-    )?;
+    let (completed, elapsed_ns) = stream(s, &mut lists, signals, phase, &mut receiver, Some(&mut marks))?;
     // The bidirectional receive half may still be finishing.
     if let Some(rx) = receiver.as_mut() {
         drain_receives(s, rx, signals)?;
@@ -106,8 +62,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         bytes,
         elapsed_ns,
         lat: None,
-        peak_gbps: summary::peak_gbps(&marks, (marks.len() / 20).max(1))
-            .or(Some(summary::gbps(bytes, elapsed_ns))),
+        peak_gbps: summary::peak_gbps(&marks, (marks.len() / 20).max(1)).or(Some(summary::gbps(bytes, elapsed_ns))),
         counter_deltas: Vec::new(),
     })
 }
@@ -239,15 +194,8 @@ fn drain_receives(s: &mut Session, rx: &mut Receiver, signals: &Signals) -> Resu
 /// The passive side of send bandwidth: keep receives posted, count messages.
 pub fn receive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let qps = s.qps.len() as u64;
-    let expected = if s.spec.duration_ms.is_some() {
-        u64::MAX
-    } else {
-        (s.spec.warmup + s.spec.iters) * qps
-    };
-    let mut rx = Receiver {
-        expected,
-        received: 0,
-    };
+    let expected = if s.spec.duration_ms.is_some() { u64::MAX } else { (s.spec.warmup + s.spec.iters) * qps };
+    let mut rx = Receiver { expected, received: 0 };
     let start = Instant::now();
     drain_receives(s, &mut rx, signals)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;

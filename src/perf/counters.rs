@@ -33,18 +33,11 @@ pub struct Snapshot(Vec<(&'static str, u64)>);
 
 /// Reads the counters of `device`/`port` under `sysfs_root` (live: "/sys").
 pub fn snapshot(sysfs_root: &std::path::Path, device: &str, port: u8) -> Snapshot {
-    let base: PathBuf = sysfs_root
-        .join("class/infiniband")
-        .join(device)
-        .join("ports")
-        .join(port.to_string());
+    let base: PathBuf = sysfs_root.join("class/infiniband").join(device).join("ports").join(port.to_string());
     let mut values = Vec::new();
     for name in TROUBLE {
         for dir in ["hw_counters", "counters"] {
-            if let Some(v) = std::fs::read_to_string(base.join(dir).join(name))
-                .ok()
-                .and_then(|s| s.trim().parse().ok())
-            {
+            if let Some(v) = std::fs::read_to_string(base.join(dir).join(name)).ok().and_then(|s| s.trim().parse().ok()) {
                 values.push((name, v));
                 break;
             }
@@ -59,11 +52,7 @@ pub fn deltas(before: &Snapshot, after: &Snapshot) -> Vec<(String, u64)> {
         .0
         .iter()
         .filter_map(|(name, v)| {
-            let old = before
-                .0
-                .iter()
-                .find(|(n, _)| n == name)
-                .map_or(0, |(_, o)| *o);
+            let old = before.0.iter().find(|(n, _)| n == name).map_or(0, |(_, o)| *o);
             (*v > old).then(|| (name.to_string(), v - old))
         })
         .collect()
@@ -81,17 +70,7 @@ mod tests {
     #[test]
     fn deltas_only_for_risen_counters() {
         let before = Snapshot(vec![("out_of_sequence", 5), ("duplicate_request", 1)]);
-        let after = Snapshot(vec![
-            ("out_of_sequence", 9),
-            ("duplicate_request", 1),
-            ("rcvd_seq_err", 2),
-        ]);
-        assert_eq!(
-            deltas(&before, &after),
-            vec![
-                ("out_of_sequence".to_string(), 4),
-                ("rcvd_seq_err".to_string(), 2)
-            ]
-        );
+        let after = Snapshot(vec![("out_of_sequence", 9), ("duplicate_request", 1), ("rcvd_seq_err", 2)]);
+        assert_eq!(deltas(&before, &after), vec![("out_of_sequence".to_string(), 4), ("rcvd_seq_err".to_string(), 2)]);
     }
 }

@@ -23,21 +23,14 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
             GidScope::LinkLocal => None,
         }
     };
-    gids.iter()
-        .filter_map(|g| rank(g).map(|r| (r, g.index, g)))
-        .min_by_key(|(r, i, _)| (*r, *i))
-        .map(|(_, _, g)| g)
+    gids.iter().filter_map(|g| rank(g).map(|r| (r, g.index, g))).min_by_key(|(r, i, _)| (*r, *i)).map(|(_, _, g)| g)
 }
 
 /// The IP address rdma_cm binds to, for the port whose chosen GID is `gid`. RoCE: the address
 /// inside the GID (IPv4-mapped, or a global IPv6 GID). InfiniBand: the port's IPoIB interface's
 /// address (IPv4 first, then global IPv6), as rdma_cm over InfiniBand (NVMe-oF, Lustre o2ib,
 /// MPI) uses it. `Err` says why there is none.
-pub fn cm_address(
-    link_layer: LinkLayer,
-    gid: Option<&str>,
-    ipoib: Option<(&str, &[IpAddr])>,
-) -> Result<IpAddr, String> {
+pub fn cm_address(link_layer: LinkLayer, gid: Option<&str>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, String> {
     if link_layer == LinkLayer::InfiniBand {
         let Some((netdev, addrs)) = ipoib else {
             return Err("--cm on InfiniBand addresses the port through its IPoIB interface, and this port has none \
@@ -52,9 +45,7 @@ pub fn cm_address(
             .copied()
             .ok_or_else(|| format!("--cm on InfiniBand needs an IP address on the port's IPoIB interface {netdev}, which has none"));
     }
-    let raw = gid
-        .and_then(decode::parse_gid)
-        .ok_or_else(|| "no GID to take an address from".to_string())?;
+    let raw = gid.and_then(decode::parse_gid).ok_or_else(|| "no GID to take an address from".to_string())?;
     let v6 = std::net::Ipv6Addr::from(raw);
     match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
         (Some(v4), _) => Ok(IpAddr::V4(v4)),
@@ -68,12 +59,7 @@ mod tests {
     use super::*;
 
     fn gid(index: u32, text: &str, t: GidType) -> Gid {
-        Gid {
-            index,
-            gid: text.into(),
-            gid_type: t,
-            netdev: Some("eth0".into()),
-        }
+        Gid { index, gid: text.into(), gid_type: t, netdev: Some("eth0".into()) }
     }
 
     #[test]
@@ -95,16 +81,10 @@ mod tests {
     #[test]
     fn roce_precedence_v2_ipv6_beats_v1_ipv4() {
         // The version outranks the address family: a global IPv6 RoCE v2 GID over an IPv4 RoCE v1 one.
-        let gids = vec![
-            gid(2, "::ffff:198.18.0.1", GidType::RoceV1),
-            gid(3, "2001:db8::5", GidType::RoceV2),
-        ];
+        let gids = vec![gid(2, "::ffff:198.18.0.1", GidType::RoceV1), gid(3, "2001:db8::5", GidType::RoceV2)];
         assert_eq!(choose(&gids, LinkLayer::Ethernet).unwrap().index, 3);
         // Among RoCE v1 only: IPv4 before global IPv6.
-        let gids = vec![
-            gid(2, "2001:db8::5", GidType::RoceV1),
-            gid(4, "::ffff:198.18.0.1", GidType::RoceV1),
-        ];
+        let gids = vec![gid(2, "2001:db8::5", GidType::RoceV1), gid(4, "::ffff:198.18.0.1", GidType::RoceV1)];
         assert_eq!(choose(&gids, LinkLayer::Ethernet).unwrap().index, 4);
         // IB-typed or unknown GIDs on an Ethernet port are never chosen.
         let gids = vec![gid(0, "::ffff:198.18.0.1", GidType::Ib)];
@@ -126,15 +106,9 @@ mod tests {
 
     #[test]
     fn infiniband_without_index_zero_takes_the_first_listed() {
-        let gids = vec![
-            gid(2, "fe80::2", GidType::Ib),
-            gid(1, "fe80::1", GidType::Ib),
-        ];
+        let gids = vec![gid(2, "fe80::2", GidType::Ib), gid(1, "fe80::1", GidType::Ib)];
         assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 2);
-        let gids = vec![
-            gid(2, "fe80::2", GidType::Ib),
-            gid(0, "fe80::1", GidType::Ib),
-        ];
+        let gids = vec![gid(2, "fe80::2", GidType::Ib), gid(0, "fe80::1", GidType::Ib)];
         assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 0);
     }
 
@@ -147,37 +121,17 @@ mod tests {
     #[test]
     fn cm_address_from_the_gid_on_roce_and_from_ipoib_on_infiniband() {
         let eth = LinkLayer::Ethernet;
-        assert_eq!(
-            cm_address(eth, Some("::ffff:198.18.0.1"), None),
-            Ok(IpAddr::from([198, 18, 0, 1]))
-        );
-        assert_eq!(
-            cm_address(eth, Some("2001:db8::5"), None),
-            Ok("2001:db8::5".parse().unwrap())
-        );
+        assert_eq!(cm_address(eth, Some("::ffff:198.18.0.1"), None), Ok(IpAddr::from([198, 18, 0, 1])));
+        assert_eq!(cm_address(eth, Some("2001:db8::5"), None), Ok("2001:db8::5".parse().unwrap()));
         assert!(cm_address(eth, Some("fe80::1"), None).is_err());
         assert!(cm_address(eth, None, None).is_err());
         let ib = LinkLayer::InfiniBand;
         let port_gid = Some("fe80::248a:703:49:d4f0");
-        let addrs: Vec<IpAddr> = vec![
-            "fe80::248a:703:49:d4f0".parse().unwrap(),
-            "2001:db8::7".parse().unwrap(),
-            IpAddr::from([10, 12, 0, 7]),
-        ];
-        assert_eq!(
-            cm_address(ib, port_gid, Some(("ib0", &addrs))),
-            Ok(IpAddr::from([10, 12, 0, 7])),
-            "IPv4 first"
-        );
-        assert_eq!(
-            cm_address(ib, port_gid, Some(("ib0", &addrs[..2]))),
-            Ok("2001:db8::7".parse().unwrap()),
-            "then global IPv6"
-        );
+        let addrs: Vec<IpAddr> = vec!["fe80::248a:703:49:d4f0".parse().unwrap(), "2001:db8::7".parse().unwrap(), IpAddr::from([10, 12, 0, 7])];
+        assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs))), Ok(IpAddr::from([10, 12, 0, 7])), "IPv4 first");
+        assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs[..2]))), Ok("2001:db8::7".parse().unwrap()), "then global IPv6");
         let err = cm_address(ib, port_gid, Some(("ib0", &addrs[..1]))).unwrap_err();
         assert!(err.contains("IPoIB interface ib0"), "{err}");
-        assert!(cm_address(ib, port_gid, None)
-            .unwrap_err()
-            .contains("ib_ipoib"));
+        assert!(cm_address(ib, port_gid, None).unwrap_err().contains("ib_ipoib"));
     }
 }

@@ -28,12 +28,7 @@ fn plan(session: &Session) -> Plan {
         Some(_) => (u64::MAX, DURATION_SAMPLE_CAP),
         None => (spec.warmup + spec.iters, spec.iters as usize),
     };
-    Plan {
-        total,
-        warmup: spec.warmup,
-        duration: spec.duration_ms.map(Duration::from_millis),
-        samples: Vec::with_capacity(cap),
-    }
+    Plan { total, warmup: spec.warmup, duration: spec.duration_ms.map(Duration::from_millis), samples: Vec::with_capacity(cap) }
 }
 
 fn finish(test: TestKind, plan: Plan, started: Instant) -> RunResult {
@@ -61,15 +56,8 @@ fn over(plan: &Plan, i: u64, start: Instant, now: Instant) -> bool {
 }
 
 fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
-    let r = session
-        .remote
-        .as_ref()
-        .ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
-    Ok(RemoteBuffer {
-        addr: r.addr,
-        rkey: r.rkey,
-        len: r.len,
-    })
+    let r = session.remote.as_ref().ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
+    Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
 }
 
 /// Waits for one completion on `cq`, busy polling.
@@ -103,24 +91,12 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         send.set_signaled(0, signaled);
         let t0 = Instant::now();
         send.post(qp, 1)?;
-        wait_one!(
-            s.recv_cq,
-            wc,
-            guard,
-            signals,
-            "waiting for the peer's reply"
-        );
+        wait_one!(s.recv_cq, wc, guard, signals, "waiting for the peer's reply");
         let t1 = Instant::now();
         recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
         record(&mut plan, i, t0, t1);
         if signaled {
-            wait_one!(
-                s.send_cq,
-                wc,
-                guard,
-                signals,
-                "waiting for a send completion"
-            );
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
         }
         i += 1;
         if over(&plan, i, start, t1) {
@@ -136,11 +112,7 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
 pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
-    let total = if s.spec.duration_ms.is_some() {
-        u64::MAX
-    } else {
-        s.spec.warmup + s.spec.iters
-    };
+    let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
     let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline);
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
@@ -168,21 +140,11 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         send.post(qp, 1)?;
         recv.post(qp, slot, 1)?;
         if signaled {
-            wait_one!(
-                s.send_cq,
-                wc,
-                guard,
-                signals,
-                "waiting for a send completion"
-            );
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
         }
         i += 1;
     }
-    Ok(RunResult {
-        iterations: i,
-        elapsed_ns: start.elapsed().as_nanos() as u64,
-        ..RunResult::default()
-    })
+    Ok(RunResult { iterations: i, elapsed_ns: start.elapsed().as_nanos() as u64, ..RunResult::default() })
 }
 
 pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
@@ -190,15 +152,7 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let cq_mod = u64::from(s.spec.cq_mod);
     let mut plan = plan(s);
     let remote = remote(s)?;
-    let mut write = SendList::new(
-        1,
-        SendOp::Write,
-        &s.mr,
-        size,
-        size as u32,
-        Some(remote),
-        s.inline,
-    );
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
@@ -219,13 +173,7 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         guard.progress();
         record(&mut plan, i, t0, t1);
         if signaled {
-            wait_one!(
-                s.send_cq,
-                wc,
-                guard,
-                signals,
-                "waiting for a write completion"
-            );
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
         }
         i += 1;
         if over(&plan, i, start, t1) {
@@ -241,21 +189,9 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
 pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size as usize;
     let cq_mod = u64::from(s.spec.cq_mod);
-    let total = if s.spec.duration_ms.is_some() {
-        u64::MAX
-    } else {
-        s.spec.warmup + s.spec.iters
-    };
+    let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
     let remote = remote(s)?;
-    let mut write = SendList::new(
-        1,
-        SendOp::Write,
-        &s.mr,
-        size,
-        size as u32,
-        Some(remote),
-        s.inline,
-    );
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
@@ -276,21 +212,11 @@ pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
         s.mr.write_volatile(send_last, value);
         write.post(qp, 1)?;
         if signaled {
-            wait_one!(
-                s.send_cq,
-                wc,
-                guard,
-                signals,
-                "waiting for a write completion"
-            );
+            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
         }
         i += 1;
     }
-    Ok(RunResult {
-        iterations: i,
-        elapsed_ns: start.elapsed().as_nanos() as u64,
-        ..RunResult::default()
-    })
+    Ok(RunResult { iterations: i, elapsed_ns: start.elapsed().as_nanos() as u64, ..RunResult::default() })
 }
 
 pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
@@ -307,13 +233,7 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     while i < plan.total {
         let t0 = Instant::now();
         read.post(qp, 1)?;
-        wait_one!(
-            s.send_cq,
-            wc,
-            guard,
-            signals,
-            "waiting for a read to complete"
-        );
+        wait_one!(s.send_cq, wc, guard, signals, "waiting for a read to complete");
         let t1 = Instant::now();
         record(&mut plan, i, t0, t1);
         i += 1;

@@ -60,20 +60,13 @@ pub enum PerfError {
     #[error("invalid peer endpoint: {0}")]
     BadPeer(String),
     #[error("{subject}: {message}")]
-    PortNotReady {
-        subject: String,
-        message: String,
-        remedy: String,
-    },
+    PortNotReady { subject: String, message: String, remedy: String },
     #[error("{subject}: {why}")]
     NoGid { subject: String, why: String },
     #[error("{subject}: {why}")]
     NoCmAddress { subject: String, why: String },
     #[error("memory registration refused: {source}")]
-    Memlock {
-        source: VerbsError,
-        limit: Option<u64>,
-    },
+    Memlock { source: VerbsError, limit: Option<u64> },
     #[error("no progress for {waited_ms} ms while {what}")]
     Stalled { what: &'static str, waited_ms: u64 },
     #[error("aborted")]
@@ -83,10 +76,9 @@ pub enum PerfError {
 impl PerfError {
     fn from_reg(err: VerbsError) -> PerfError {
         match err.errno() {
-            Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN) => PerfError::Memlock {
-                source: err,
-                limit: verbs::os::memlock().0,
-            },
+            Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN) => {
+                PerfError::Memlock { source: err, limit: verbs::os::memlock().0 }
+            }
             _ => PerfError::Verbs(err),
         }
     }
@@ -114,19 +106,12 @@ impl PerfError {
     /// A cause a person can act on, beyond the verb and errno.
     pub fn cause(&self) -> String {
         match self {
-            PerfError::Verbs(VerbsError::Completion {
-                status,
-                status_text,
-                ..
-            }) => {
+            PerfError::Verbs(VerbsError::Completion { status, status_text, .. }) => {
                 format!("{} ({status_text})", completion_remedy(*status).0)
             }
             PerfError::Memlock { source, limit } => format!(
                 "{source}: RLIMIT_MEMLOCK is {}",
-                limit.map_or(
-                    "unlimited (so the adapter or kernel refused)".to_string(),
-                    |l| format!("{} KiB", l >> 10)
-                )
+                limit.map_or("unlimited (so the adapter or kernel refused)".to_string(), |l| format!("{} KiB", l >> 10))
             ),
             other => other.to_string(),
         }
@@ -158,30 +143,18 @@ pub fn completion_remedy(status: u32) -> (&'static str, &'static str) {
 
 /// Runs this side's part of the prepared test.
 pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
-    let counters_before = counters::snapshot(
-        std::path::Path::new("/sys"),
-        &session.local.device,
-        session.local.port,
-    );
+    let counters_before = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     let mut result = match (session.spec.test, session.spec.role) {
         (TestKind::SendLat, Role::Active) => latency::send_active(session, signals),
         (TestKind::SendLat, _) => latency::send_passive(session, signals),
         (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw, Role::Passive) | (TestKind::ReadLat, _) => {
-            idle_until_stop(signals)
-        }
+        (TestKind::WriteBw | TestKind::ReadBw, Role::Passive) | (TestKind::ReadLat, _) => idle_until_stop(signals),
         (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw, _) => {
-            bandwidth::send(session, signals)
-        }
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw, _) => bandwidth::send(session, signals),
     }?;
-    let counters_after = counters::snapshot(
-        std::path::Path::new("/sys"),
-        &session.local.device,
-        session.local.port,
-    );
+    let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     result.counter_deltas = counters::deltas(&counters_before, &counters_after);
     Ok(result)
 }
@@ -209,11 +182,7 @@ pub(crate) struct StallGuard {
 
 impl StallGuard {
     pub(crate) fn new(limit_ms: u64) -> Self {
-        StallGuard {
-            limit: Duration::from_millis(limit_ms),
-            idle_spins: 0,
-            idle_since: None,
-        }
+        StallGuard { limit: Duration::from_millis(limit_ms), idle_spins: 0, idle_since: None }
     }
 
     #[inline(always)]
@@ -236,10 +205,7 @@ impl StallGuard {
         // scheduler slice (~3 ms) behind its busy-polling peer on a shared CPU.
         let since = *self.idle_since.get_or_insert_with(Instant::now);
         if since.elapsed() > self.limit {
-            return Err(PerfError::Stalled {
-                what,
-                waited_ms: self.limit.as_millis() as u64,
-            });
+            return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
         }
         Ok(())
     }

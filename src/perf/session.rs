@@ -2,15 +2,12 @@
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
 use super::{gid, PerfError};
-use crate::control::protocol::CmRole;
 use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
 use crate::probe::decode::{self, LinkLayer, PortState};
 use crate::probe::{self, Source};
-use crate::verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec,
-    ProtectionDomain, QpConfig, QueuePair, RecvList,
-};
+use crate::control::protocol::CmRole;
+use crate::verbs::{Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -92,29 +89,13 @@ impl Session {
         let (device, port) = pick_port(&inv, target)?;
         if port.state != PortState::Active {
             let (message, remedy) = diagnose::explain_port(device, port);
-            return Err(PerfError::PortNotReady {
-                subject: format!("{}/{}", device.name, port.port),
-                message,
-                remedy,
-            });
+            return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy });
         }
         let chosen = match target.gid_index {
-            Some(index) => Some(
-                port.gids
-                    .iter()
-                    .find(|g| g.index == u32::from(index))
-                    .ok_or_else(|| PerfError::NoGid {
-                        subject: format!("{}/{}", device.name, port.port),
-                        why: format!(
-                            "GID index {index} is not set (set: {})",
-                            port.gids
-                                .iter()
-                                .map(|g| g.index.to_string())
-                                .collect::<Vec<_>>()
-                                .join(",")
-                        ),
-                    })?,
-            ),
+            Some(index) => Some(port.gids.iter().find(|g| g.index == u32::from(index)).ok_or_else(|| PerfError::NoGid {
+                subject: format!("{}/{}", device.name, port.port),
+                why: format!("GID index {index} is not set (set: {})", port.gids.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",")),
+            })?),
             None => gid::choose(&port.gids, port.link_layer),
         };
         if port.link_layer == LinkLayer::Ethernet && chosen.is_none() {
@@ -132,29 +113,16 @@ impl Session {
         let subject = format!("{}/{}", device.name, port.port);
         let cm = match target.cm {
             None => None,
-            Some(role) => Some(cm_bind(
-                role,
-                port,
-                chosen.map(|g| g.gid.as_str()),
-                &subject,
-                spec.qps,
-            )?),
+            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid.as_str()), &subject, spec.qps)?),
         };
         let ctx = match &cm {
             None => Context::open(&device.name)?,
             Some(state) => {
-                let ctx = state.ids[0]
-                    .context()
-                    .ok_or_else(|| PerfError::BadPeer("rdma_cm bound to no device".into()))?;
+                let ctx = state.ids[0].context().ok_or_else(|| PerfError::BadPeer("rdma_cm bound to no device".into()))?;
                 if ctx.name() != device.name {
                     return Err(PerfError::NoGid {
                         subject,
-                        why: format!(
-                            "rdma_cm maps address {} to {}, not {}",
-                            state.ip,
-                            ctx.name(),
-                            device.name
-                        ),
+                        why: format!("rdma_cm maps address {} to {}, not {}", state.ip, ctx.name(), device.name),
                     });
                 }
                 ctx
@@ -163,10 +131,7 @@ impl Session {
         let limits = ctx.query_device()?;
         // Outstanding RDMA reads: at most 16 (perftest's figure), and never above what this
         // adapter takes as initiator or as responder (modify_qp fails with EINVAL beyond it).
-        let max_rd_atomic = 16
-            .min(limits.max_qp_rd_atom)
-            .min(limits.max_qp_init_rd_atom)
-            .max(1) as u8;
+        let max_rd_atomic = 16.min(limits.max_qp_rd_atom).min(limits.max_qp_init_rd_atom).max(1) as u8;
         let pd = ProtectionDomain::new(&ctx)?;
         let qps_n = spec.qps;
         let send_depth = spec.tx_depth;
@@ -179,38 +144,19 @@ impl Session {
         let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
         let buffer_len = (size as usize) * 2;
-        let mr = MemoryRegion::new(&pd, buffer_len, buffer_access(spec.test, spec.role))
-            .map_err(PerfError::from_reg)?;
-        let want_inline = spec.test != TestKind::ReadLat
-            && spec.test != TestKind::ReadBw
-            && spec.size <= INLINE_WANTED;
+        let mr = MemoryRegion::new(&pd, buffer_len, buffer_access(spec.test, spec.role)).map_err(PerfError::from_reg)?;
+        let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED;
         let mut qps = Vec::new();
         let mut inline = want_inline;
-        let qp_config = QpConfig {
-            max_send_wr: send_depth,
-            max_recv_wr: recv_depth,
-            max_inline_data: if inline { INLINE_WANTED } else { 0 },
-        };
+        let qp_config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
         // With rdma_cm the QPs are made when the connection is (Session::connect).
         for _ in 0..if cm.is_some() { 0 } else { qps_n } {
-            let config = QpConfig {
-                max_send_wr: send_depth,
-                max_recv_wr: recv_depth,
-                max_inline_data: if inline { INLINE_WANTED } else { 0 },
-            };
+            let config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
             let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
                 Ok(qp) => qp,
                 Err(_) if inline => {
                     inline = false;
-                    QueuePair::new_rc(
-                        &pd,
-                        &send_cq,
-                        &recv_cq,
-                        QpConfig {
-                            max_inline_data: 0,
-                            ..config
-                        },
-                    )?
+                    QueuePair::new_rc(&pd, &send_cq, &recv_cq, QpConfig { max_inline_data: 0, ..config })?
                 }
                 Err(e) => return Err(e.into()),
             };
@@ -239,10 +185,7 @@ impl Session {
             rate_gbps: port.rate_gbps,
             ca_type: device.ca_type.clone(),
             max_rd_atomic,
-            cm_addr: cm
-                .as_ref()
-                .filter(|c| c.role == CmRole::Listen)
-                .map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
+            cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
         Ok(Session {
@@ -271,28 +214,16 @@ impl Session {
             return self.post_initial_receives();
         }
         if peer.qpns.len() != self.qps.len() {
-            return Err(PerfError::BadPeer(format!(
-                "peer has {} QPs, this side {}",
-                peer.qpns.len(),
-                self.qps.len()
-            )));
+            return Err(PerfError::BadPeer(format!("peer has {} QPs, this side {}", peer.qpns.len(), self.qps.len())));
         }
         if peer.link_layer != self.local.link_layer {
-            return Err(PerfError::BadPeer(format!(
-                "peer link layer {} differs from this side's {}",
-                peer.link_layer, self.local.link_layer
-            )));
+            return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
         }
         let remote_gid = match (&peer.gid, self.local.link_layer.as_str()) {
-            (Some(text), "Ethernet") => Some(
-                decode::parse_gid(text)
-                    .ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?,
-            ),
-            (None, "Ethernet") => {
-                return Err(PerfError::BadPeer(
-                    "peer sent no GID for a RoCE connection".into(),
-                ))
+            (Some(text), "Ethernet") => {
+                Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?)
             }
+            (None, "Ethernet") => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
             _ => None,
         };
         let mtu = self.local.mtu.min(peer.mtu);
@@ -327,24 +258,17 @@ impl Session {
     /// route and connects; the listener accepts each request. librdmacm drives the QP states.
     fn connect_cm(&mut self, peer: &Endpoint) -> Result<(), PerfError> {
         let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
-        let Some(state) = self.cm.as_mut() else {
-            return Ok(());
-        };
+        let Some(state) = self.cm.as_mut() else { return Ok(()) };
         let n = self.spec.qps as usize;
         match state.role {
             CmRole::Connect => {
-                let text = peer.cm_addr.as_deref().ok_or_else(|| {
-                    PerfError::BadPeer("the listener sent no rdma_cm address".into())
-                })?;
-                let dst: SocketAddr = text
-                    .parse()
-                    .map_err(|_| PerfError::BadPeer(format!("'{text}' is not an address")))?;
+                let text = peer.cm_addr.as_deref().ok_or_else(|| PerfError::BadPeer("the listener sent no rdma_cm address".into()))?;
+                let dst: SocketAddr = text.parse().map_err(|_| PerfError::BadPeer(format!("'{text}' is not an address")))?;
                 for _ in 0..n {
                     let mut id = CmId::new(&state.channel)?;
                     id.bind(SocketAddr::new(state.ip, 0))?;
                     id.resolve(dst, CM_STEP)?;
-                    let qp =
-                        id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
+                    let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
                     id.connect(rd_atomic, CM_STEP)?;
                     self.qps.push(qp);
                     state.ids.push(id);
@@ -352,14 +276,8 @@ impl Session {
             }
             CmRole::Listen => {
                 for _ in 0..n {
-                    let mut id = state
-                        .channel
-                        .expect(CmEvent::ConnectRequest, CM_STEP)?
-                        .ok_or_else(|| {
-                            PerfError::BadPeer("connect request without an id".into())
-                        })?;
-                    let qp =
-                        id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
+                    let mut id = state.channel.expect(CmEvent::ConnectRequest, CM_STEP)?.ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
+                    let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
                     id.accept(rd_atomic, CM_STEP)?;
                     self.qps.push(qp);
                     state.ids.push(id);
@@ -390,64 +308,27 @@ impl Session {
 
 /// Binds an rdma_cm id to the port's address (see [`gid::cm_address`]), so that librdmacm
 /// opens the same device; a listener starts listening.
-fn cm_bind(
-    role: CmRole,
-    port: &probe::Port,
-    chosen_gid: Option<&str>,
-    subject: &str,
-    backlog: u32,
-) -> Result<CmState, PerfError> {
-    let addrs = port
-        .netdev
-        .as_deref()
-        .map(|n| (n, crate::verbs::io::interface_addresses(n)));
+fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
+    let addrs = port.netdev.as_deref().map(|n| (n, crate::verbs::io::interface_addresses(n)));
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
-    let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| {
-        PerfError::NoCmAddress {
-            subject: subject.into(),
-            why,
-        }
-    })?;
+    let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
     let channel = CmChannel::new()?;
     let id = CmId::new(&channel)?;
     id.bind(SocketAddr::new(ip, 0))?;
     if role == CmRole::Listen {
         id.listen(backlog.max(1) as i32)?;
     }
-    Ok(CmState {
-        role,
-        ip,
-        ids: vec![id],
-        channel,
-    })
+    Ok(CmState { role, ip, ids: vec![id], channel })
 }
 
-fn pick_port<'a>(
-    inv: &'a probe::Inventory,
-    target: &Target,
-) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
-    let candidates: Vec<(&probe::Device, &probe::Port)> = inv
-        .ports()
-        .filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want)))
-        .collect();
+fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
+    let candidates: Vec<(&probe::Device, &probe::Port)> =
+        inv.ports().filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want))).collect();
     if let Some(want) = target.port {
         if candidates.is_empty() {
-            let device = inv
-                .devices
-                .first()
-                .map(|d| d.name.clone())
-                .unwrap_or_default();
-            let present = inv
-                .devices
-                .first()
-                .map(|d| d.ports.iter().map(|p| p.port).collect())
-                .unwrap_or_default();
-            return Err(probe::ProbeError::NoSuchPort {
-                device,
-                port: u32::from(want),
-                present,
-            }
-            .into());
+            let device = inv.devices.first().map(|d| d.name.clone()).unwrap_or_default();
+            let present = inv.devices.first().map(|d| d.ports.iter().map(|p| p.port).collect()).unwrap_or_default();
+            return Err(probe::ProbeError::NoSuchPort { device, port: u32::from(want), present }.into());
         }
     }
     candidates
@@ -459,8 +340,6 @@ fn pick_port<'a>(
 }
 
 fn initial_psn() -> u32 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     (nanos ^ std::process::id().rotate_left(12)) & 0x00ff_ffff
 }

@@ -27,9 +27,7 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
 
 /// Whether this adapter family's InfiniBand ports are normally 4X (so 1X means degraded).
 pub fn native_ib_width_is_4x(ca_type: &str) -> bool {
-    ca_type.starts_with("ConnectX")
-        || ca_type.starts_with("Connect-IB")
-        || ca_type.starts_with("BlueField")
+    ca_type.starts_with("ConnectX") || ca_type.starts_with("Connect-IB") || ca_type.starts_with("BlueField")
 }
 
 fn nvidia_part_name(part: u32) -> Option<&'static str> {
@@ -69,30 +67,12 @@ mod tests {
 
     #[test]
     fn names() {
-        assert_eq!(
-            ca_type(Some(MELLANOX_OUI), Some(4123), "mlx5_0"),
-            "ConnectX-6"
-        );
-        assert_eq!(
-            ca_type(Some(MELLANOX_PCI_VENDOR), Some(4129), "mlx5_0"),
-            "ConnectX-7"
-        );
-        assert_eq!(
-            ca_type(Some(MELLANOX_OUI), Some(41686), "mlx5_2"),
-            "BlueField-2"
-        );
-        assert_eq!(
-            ca_type(Some(RXE_VENDOR), Some(0), "rxe0"),
-            "Soft-RoCE (rxe)"
-        );
-        assert_eq!(
-            ca_type(Some(MELLANOX_OUI), Some(9999), "mlx5_0"),
-            "NVIDIA/Mellanox part 9999"
-        );
-        assert_eq!(
-            ca_type(Some(0x8086), Some(5), "irdma0"),
-            "vendor 0x8086 part 5"
-        );
+        assert_eq!(ca_type(Some(MELLANOX_OUI), Some(4123), "mlx5_0"), "ConnectX-6");
+        assert_eq!(ca_type(Some(MELLANOX_PCI_VENDOR), Some(4129), "mlx5_0"), "ConnectX-7");
+        assert_eq!(ca_type(Some(MELLANOX_OUI), Some(41686), "mlx5_2"), "BlueField-2");
+        assert_eq!(ca_type(Some(RXE_VENDOR), Some(0), "rxe0"), "Soft-RoCE (rxe)");
+        assert_eq!(ca_type(Some(MELLANOX_OUI), Some(9999), "mlx5_0"), "NVIDIA/Mellanox part 9999");
+        assert_eq!(ca_type(Some(0x8086), Some(5), "irdma0"), "vendor 0x8086 part 5");
         assert_eq!(ca_type(None, None, "x"), "unknown");
         assert!(native_ib_width_is_4x("ConnectX-6"));
         assert!(!native_ib_width_is_4x("Soft-RoCE (rxe)"));

@@ -373,10 +373,7 @@ pub fn gid_scope(raw: &[u8; 16]) -> GidScope {
 
 /// Parses a GID as sysfs writes it (eight groups of four hex digits) or as RFC 5952 text.
 pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
-    text.trim()
-        .parse::<std::net::Ipv6Addr>()
-        .ok()
-        .map(|a| a.octets())
+    text.trim().parse::<std::net::Ipv6Addr>().ok().map(|a| a.octets())
 }
 
 /// Formats a 64-bit GUID (given in host order of its big-endian bytes) as `ibv_devinfo` does:
@@ -406,9 +403,7 @@ pub fn parse_sysfs_rate(text: &str) -> Option<(f64, Width, Option<Speed>)> {
     let mut parts = inner.split_whitespace();
     let width_text = parts.next()?;
     let lanes: u32 = width_text.strip_suffix('X')?.parse().ok()?;
-    let speed = parts
-        .next()
-        .map(|s| Speed::from_name(s).unwrap_or(Speed::Unknown(0)));
+    let speed = parts.next().map(|s| Speed::from_name(s).unwrap_or(Speed::Unknown(0)));
     Some((nominal, Width::from_lanes(lanes), speed))
 }
 
@@ -435,23 +430,14 @@ mod tests {
             assert_eq!(speed.name(), name);
             assert_eq!(Speed::from_name(name), Some(speed));
             assert_eq!(speed.raw(), raw);
-            assert!(
-                (speed.data_lane_gbps().unwrap() - data).abs() < 0.001,
-                "{name}"
-            );
+            assert!((speed.data_lane_gbps().unwrap() - data).abs() < 0.001, "{name}");
             assert_eq!(speed.nominal_lane_gbps(), Some(nominal));
         }
     }
 
     #[test]
     fn every_width_decodes() {
-        for (raw, name, lanes) in [
-            (1, "1X", 1),
-            (2, "4X", 4),
-            (4, "8X", 8),
-            (8, "12X", 12),
-            (16, "2X", 2),
-        ] {
+        for (raw, name, lanes) in [(1, "1X", 1), (2, "4X", 4), (4, "8X", 8), (8, "12X", 12), (16, "2X", 2)] {
             let width = Width::from_raw(raw);
             assert_eq!(width.name(), name);
             assert_eq!(width.lanes(), Some(lanes));
@@ -503,13 +489,7 @@ mod tests {
 
     #[test]
     fn states_decode() {
-        let states = [
-            (1, "DOWN"),
-            (2, "INIT"),
-            (3, "ARMED"),
-            (4, "ACTIVE"),
-            (5, "ACTIVE_DEFER"),
-        ];
+        let states = [(1, "DOWN"), (2, "INIT"), (3, "ARMED"), (4, "ACTIVE"), (5, "ACTIVE_DEFER")];
         for (raw, name) in states {
             assert_eq!(PortState::from_raw(raw).name(), name);
         }
@@ -572,26 +552,11 @@ mod tests {
 
     #[test]
     fn sysfs_rate_lines() {
-        assert_eq!(
-            parse_sysfs_rate("200 Gb/sec (4X HDR)\n"),
-            Some((200.0, Width::X4, Some(Speed::Hdr)))
-        );
-        assert_eq!(
-            parse_sysfs_rate("2.5 Gb/sec (1X SDR)"),
-            Some((2.5, Width::X1, Some(Speed::Sdr)))
-        );
-        assert_eq!(
-            parse_sysfs_rate("56 Gb/sec (4X FDR)"),
-            Some((56.0, Width::X4, Some(Speed::Fdr)))
-        );
-        assert_eq!(
-            parse_sysfs_rate("200 Gb/sec (2X NDR)"),
-            Some((200.0, Width::X2, Some(Speed::Ndr)))
-        );
-        assert_eq!(
-            parse_sysfs_rate("10 Gb/sec (1X FDR10)"),
-            Some((10.0, Width::X1, Some(Speed::Fdr10)))
-        );
+        assert_eq!(parse_sysfs_rate("200 Gb/sec (4X HDR)\n"), Some((200.0, Width::X4, Some(Speed::Hdr))));
+        assert_eq!(parse_sysfs_rate("2.5 Gb/sec (1X SDR)"), Some((2.5, Width::X1, Some(Speed::Sdr))));
+        assert_eq!(parse_sysfs_rate("56 Gb/sec (4X FDR)"), Some((56.0, Width::X4, Some(Speed::Fdr))));
+        assert_eq!(parse_sysfs_rate("200 Gb/sec (2X NDR)"), Some((200.0, Width::X2, Some(Speed::Ndr))));
+        assert_eq!(parse_sysfs_rate("10 Gb/sec (1X FDR10)"), Some((10.0, Width::X1, Some(Speed::Fdr10))));
         assert_eq!(parse_sysfs_rate("garbage"), None);
         assert_eq!(parse_numbered("4: ACTIVE"), Some(4));
         assert_eq!(parse_numbered("5: LinkUp\n"), Some(5));
@@ -599,33 +564,15 @@ mod tests {
 
     #[test]
     fn gid_types_from_sysfs_follow_link_layer() {
-        assert_eq!(
-            GidType::from_sysfs("IB/RoCE v1", LinkLayer::InfiniBand),
-            GidType::Ib
-        );
-        assert_eq!(
-            GidType::from_sysfs("IB/RoCE v1", LinkLayer::Ethernet),
-            GidType::RoceV1
-        );
-        assert_eq!(
-            GidType::from_sysfs("RoCE v2\n", LinkLayer::Ethernet),
-            GidType::RoceV2
-        );
+        assert_eq!(GidType::from_sysfs("IB/RoCE v1", LinkLayer::InfiniBand), GidType::Ib);
+        assert_eq!(GidType::from_sysfs("IB/RoCE v1", LinkLayer::Ethernet), GidType::RoceV1);
+        assert_eq!(GidType::from_sysfs("RoCE v2\n", LinkLayer::Ethernet), GidType::RoceV2);
     }
 
     #[test]
     fn json_names() {
-        assert_eq!(
-            serde_json::to_string(&PortState::Active).unwrap(),
-            "\"ACTIVE\""
-        );
-        assert_eq!(
-            serde_json::from_str::<Speed>("\"NDR\"").unwrap(),
-            Speed::Ndr
-        );
-        assert_eq!(
-            serde_json::to_string(&GidType::RoceV2).unwrap(),
-            "\"RoCE v2\""
-        );
+        assert_eq!(serde_json::to_string(&PortState::Active).unwrap(), "\"ACTIVE\"");
+        assert_eq!(serde_json::from_str::<Speed>("\"NDR\"").unwrap(), Speed::Ndr);
+        assert_eq!(serde_json::to_string(&GidType::RoceV2).unwrap(), "\"RoCE v2\"");
     }
 }

@@ -33,33 +33,14 @@ pub struct UverbsFile {
 }
 
 /// Modules whose presence is reported.
-pub const MODULES: [&str; 10] = [
-    "ib_core",
-    "ib_uverbs",
-    "rdma_ucm",
-    "rdma_cm",
-    "mlx5_core",
-    "mlx5_ib",
-    "mlx4_ib",
-    "rdma_rxe",
-    "siw",
-    "irdma",
-];
+pub const MODULES: [&str; 10] =
+    ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
 
-const LIB_DIRS: [&str; 4] = [
-    "usr/lib/x86_64-linux-gnu",
-    "usr/lib/aarch64-linux-gnu",
-    "usr/lib64",
-    "usr/lib",
-];
+const LIB_DIRS: [&str; 4] = ["usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"];
 
 /// Gathers the facts from the node rooted at `root` ("/" live).
 pub fn gather(root: &Path) -> HostFacts {
-    let modules = MODULES
-        .iter()
-        .filter(|m| root.join("sys/module").join(m).exists())
-        .map(|m| m.to_string())
-        .collect();
+    let modules = MODULES.iter().filter(|m| root.join("sys/module").join(m).exists()).map(|m| m.to_string()).collect();
     let mut uverbs: Vec<UverbsFile> = std::fs::read_dir(root.join("dev/infiniband"))
         .map(|entries| {
             entries
@@ -67,11 +48,7 @@ pub fn gather(root: &Path) -> HostFacts {
                 .filter(|e| e.file_name().to_string_lossy().starts_with("uverbs"))
                 .map(|e| UverbsFile {
                     path: e.path().display().to_string(),
-                    accessible: std::fs::OpenOptions::new()
-                        .read(true)
-                        .write(true)
-                        .open(e.path())
-                        .is_ok(),
+                    accessible: std::fs::OpenOptions::new().read(true).write(true).open(e.path()).is_ok(),
                 })
                 .collect()
         })
@@ -84,11 +61,7 @@ pub fn gather(root: &Path) -> HostFacts {
         rdma_cm: root.join("dev/infiniband/rdma_cm").exists(),
         rdma_core_version: rdma_core_version(root),
         ofed_version: ofed_version(root),
-        services: if root == Path::new("/") {
-            services()
-        } else {
-            Vec::new()
-        },
+        services: if root == Path::new("/") { services() } else { Vec::new() },
         memlock_soft,
         is_root: crate::verbs::os::is_root(),
     }
@@ -97,9 +70,7 @@ pub fn gather(root: &Path) -> HostFacts {
 /// From the versioned file name of libibverbs: `libibverbs.so.1.14.44.0` -> "44.0".
 fn rdma_core_version(root: &Path) -> Option<String> {
     for dir in LIB_DIRS {
-        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
-            continue;
-        };
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             if let Some(version) = parse_libibverbs_version(&name) {
@@ -124,9 +95,7 @@ pub fn parse_libibverbs_version(file_name: &str) -> Option<String> {
 /// MLNX_OFED writes its version into `ofed_info`; DOCA-OFED installs the same script.
 fn ofed_version(root: &Path) -> Option<String> {
     for path in ["usr/bin/ofed_info", "usr/local/bin/ofed_info"] {
-        let Ok(text) = std::fs::read_to_string(root.join(path)) else {
-            continue;
-        };
+        let Ok(text) = std::fs::read_to_string(root.join(path)) else { continue };
         if let Some(v) = parse_ofed_info(&text) {
             return Some(v);
         }
@@ -138,9 +107,7 @@ pub fn parse_ofed_info(script: &str) -> Option<String> {
     for marker in ["MLNX_OFED_LINUX-", "OFED-internal-", "DOCA"] {
         if let Some(pos) = script.find(marker) {
             let tail = &script[pos..];
-            let end = tail
-                .find(|c: char| c == ':' || c == '"' || c == '\'' || c.is_whitespace())
-                .unwrap_or(tail.len());
+            let end = tail.find(|c: char| c == ':' || c == '"' || c == '\'' || c.is_whitespace()).unwrap_or(tail.len());
             let found = tail[..end].trim_end_matches(':');
             if found.len() > marker.len() {
                 return Some(found.to_string());
@@ -156,23 +123,14 @@ fn services() -> Vec<(String, String)> {
     }
     ["openibd", "rdma"]
         .iter()
-        .filter_map(|unit| {
-            run_with_deadline("systemctl", &["is-active", unit], Duration::from_secs(3))
-                .map(|s| (unit.to_string(), s))
-        })
+        .filter_map(|unit| run_with_deadline("systemctl", &["is-active", unit], Duration::from_secs(3)).map(|s| (unit.to_string(), s)))
         .collect()
 }
 
 /// Runs a fixed local command (no shell) and returns its first output line, or `None` if it
 /// cannot run or misses the deadline (it is then killed).
 fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
+    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
     let start = Instant::now();
     loop {
         match child.try_wait() {
@@ -202,14 +160,8 @@ mod tests {
 
     #[test]
     fn libibverbs_versions() {
-        assert_eq!(
-            parse_libibverbs_version("libibverbs.so.1.14.44.0"),
-            Some("44.0".into())
-        );
-        assert_eq!(
-            parse_libibverbs_version("libibverbs.so.1.14.2307.0"),
-            Some("2307.0".into())
-        );
+        assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.44.0"), Some("44.0".into()));
+        assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.2307.0"), Some("2307.0".into()));
         assert_eq!(parse_libibverbs_version("libibverbs.so.1"), None);
         assert_eq!(parse_libibverbs_version("libmlx5.so.1.24.44.0"), None);
     }
@@ -217,10 +169,7 @@ mod tests {
     #[test]
     fn ofed_info_versions() {
         let script = "#!/bin/bash\nif [ \"X$1\" == \"X-s\" ]; then echo MLNX_OFED_LINUX-23.10-1.1.9.0:; exit; fi\n";
-        assert_eq!(
-            parse_ofed_info(script),
-            Some("MLNX_OFED_LINUX-23.10-1.1.9.0".into())
-        );
+        assert_eq!(parse_ofed_info(script), Some("MLNX_OFED_LINUX-23.10-1.1.9.0".into()));
         assert_eq!(parse_ofed_info("nothing here"), None);
     }
 }

@@ -17,10 +17,7 @@ pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
         Some(name) => {
             let found: Vec<&String> = names.iter().filter(|n| n.as_str() == name).collect();
             if found.is_empty() {
-                return Err(ProbeError::NoSuchDevice {
-                    name: name.to_string(),
-                    present: names.clone(),
-                });
+                return Err(ProbeError::NoSuchDevice { name: name.to_string(), present: names.clone() });
             }
             found
         }
@@ -31,10 +28,7 @@ pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
     for name in selected {
         devices.push(device(name, &sysfs)?);
     }
-    Ok(Inventory {
-        devices,
-        source: "verbs".into(),
-    })
+    Ok(Inventory { devices, source: "verbs".into() })
 }
 
 fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
@@ -66,10 +60,7 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
         let width = Width::from_raw(u32::from(pa.active_width));
         let speed = Speed::from_verbs(u32::from(pa.active_speed), pa.active_speed_ex);
         let rate = decode::link_rate(width, speed);
-        let sysfs_port = from_sysfs
-            .ports
-            .iter()
-            .find(|p| p.port == u32::from(port_num));
+        let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids
             .iter()
             .find_map(|g| g.netdev.clone())

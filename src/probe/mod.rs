@@ -21,11 +21,7 @@ pub enum ProbeError {
     #[error("no RDMA device named '{name}'")]
     NoSuchDevice { name: String, present: Vec<String> },
     #[error("{device} has no port {port}")]
-    NoSuchPort {
-        device: String,
-        port: u32,
-        present: Vec<u32>,
-    },
+    NoSuchPort { device: String, port: u32, present: Vec<u32> },
     #[error("{0}")]
     Verbs(#[from] VerbsError),
     #[error("sysfs tree {0} holds no class/infiniband devices")]
@@ -93,10 +89,7 @@ fn sysfs_inventory(root: &Path, only: Option<&str>) -> Result<Inventory, ProbeEr
     let mut inv = tree.inventory();
     if let Some(name) = only {
         if !names.iter().any(|n| n == name) {
-            return Err(ProbeError::NoSuchDevice {
-                name: name.to_string(),
-                present: names,
-            });
+            return Err(ProbeError::NoSuchDevice { name: name.to_string(), present: names });
         }
         inv.devices.retain(|d| d.name == name);
     }

@@ -112,9 +112,7 @@ impl Inventory {
 
     /// All (device, port) pairs, in order.
     pub fn ports(&self) -> impl Iterator<Item = (&Device, &Port)> {
-        self.devices
-            .iter()
-            .flat_map(|d| d.ports.iter().map(move |p| (d, p)))
+        self.devices.iter().flat_map(|d| d.ports.iter().map(move |p| (d, p)))
     }
 }
 

@@ -31,9 +31,7 @@ pub struct SysfsRoot {
 impl SysfsRoot {
     /// The live system.
     pub fn live() -> Self {
-        SysfsRoot {
-            root: PathBuf::from("/sys"),
-        }
+        SysfsRoot { root: PathBuf::from("/sys") }
     }
 
     pub fn at(root: impl Into<PathBuf>) -> Self {
@@ -55,9 +53,7 @@ impl SysfsRoot {
     /// Names of the RDMA devices, in natural order (mlx5_2 before mlx5_10).
     pub fn device_names(&self) -> Vec<String> {
         let mut names: Vec<String> = match fs::read_dir(self.ib_class()) {
-            Ok(entries) => entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect(),
+            Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
             Err(_) => Vec::new(),
         };
         names.sort_by_key(|n| natural_key(n));
@@ -66,15 +62,8 @@ impl SysfsRoot {
 
     /// The whole inventory from this tree.
     pub fn inventory(&self) -> Inventory {
-        let devices = self
-            .device_names()
-            .iter()
-            .map(|name| self.device(name))
-            .collect();
-        Inventory {
-            devices,
-            source: format!("sysfs:{}", self.root.display()),
-        }
+        let devices = self.device_names().iter().map(|name| self.device(name)).collect();
+        Inventory { devices, source: format!("sysfs:{}", self.root.display()) }
     }
 
     /// One device, entirely from sysfs.
@@ -89,11 +78,7 @@ impl SysfsRoot {
             None if name.starts_with("rxe") => Some(catype::RXE_VENDOR),
             None => None,
         };
-        let vendor_part_id = part.or(if name.starts_with("rxe") {
-            Some(0)
-        } else {
-            None
-        });
+        let vendor_part_id = part.or(if name.starts_with("rxe") { Some(0) } else { None });
         let mut ports: Vec<Port> = list_numbered(&dir.join("ports"))
             .into_iter()
             .map(|n| self.port(name, n))
@@ -117,24 +102,15 @@ impl SysfsRoot {
 
     /// One port, entirely from sysfs.
     pub fn port(&self, device: &str, port: u32) -> Port {
-        let dir = self
-            .ib_class()
-            .join(device)
-            .join("ports")
-            .join(port.to_string());
+        let dir = self.ib_class().join(device).join("ports").join(port.to_string());
         let link_layer = match read_trim(&dir.join("link_layer")).as_deref() {
             Some("Ethernet") => LinkLayer::Ethernet,
             Some("InfiniBand") | None => LinkLayer::InfiniBand,
             Some(_) => LinkLayer::Unknown(0),
         };
-        let state =
-            read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
-        let phys_state = read_numbered(&dir.join("phys_state"))
-            .map_or(PhysState::Unknown(0), PhysState::from_raw);
-        let (width, speed, nominal) = match read_trim(&dir.join("rate"))
-            .as_deref()
-            .and_then(decode::parse_sysfs_rate)
-        {
+        let state = read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
+        let phys_state = read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
+        let (width, speed, nominal) = match read_trim(&dir.join("rate")).as_deref().and_then(decode::parse_sysfs_rate) {
             // Kernels print "(1X)" without a name for SDR.
             Some((nominal, width, speed)) => (width, speed.unwrap_or(Speed::Sdr), Some(nominal)),
             None => (Width::Unknown(0), Speed::Unknown(0), None),
@@ -144,9 +120,7 @@ impl SysfsRoot {
         let netdev = self.port_netdev(device, port, &gids);
         let netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
         let active_mtu = match (link_layer, &netdev_state) {
-            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => {
-                decode::roce_mtu_for_netdev_mtu(*mtu)
-            }
+            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
             _ => None,
         };
         Port {
@@ -156,9 +130,7 @@ impl SysfsRoot {
             link_layer,
             lid: read_hex(&dir.join("lid")).unwrap_or(0),
             sm_lid: read_hex(&dir.join("sm_lid")).unwrap_or(0),
-            lmc: read_trim(&dir.join("lid_mask_count"))
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0),
+            lmc: read_trim(&dir.join("lid_mask_count")).and_then(|s| s.parse().ok()).unwrap_or(0),
             active_mtu,
             max_mtu: None,
             width,
@@ -175,9 +147,7 @@ impl SysfsRoot {
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
         let mut gids = Vec::new();
         for index in list_numbered(&port_dir.join("gids")) {
-            let Some(raw) = read_trim(&port_dir.join("gids").join(index.to_string()))
-                .and_then(|t| decode::parse_gid(&t))
-            else {
+            let Some(raw) = read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| decode::parse_gid(&t)) else {
                 continue;
             };
             if decode::gid_is_zero(&raw) {
@@ -189,14 +159,8 @@ impl SysfsRoot {
                 None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
                 None => GidType::Unknown(u32::MAX),
             };
-            let netdev =
-                read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
-            gids.push(Gid {
-                index,
-                gid: decode::format_gid(&raw),
-                gid_type,
-                netdev,
-            });
+            let netdev = read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
+            gids.push(Gid { index, gid: decode::format_gid(&raw), gid_type, netdev });
         }
         gids.sort_by_key(|g| g.index);
         gids
@@ -211,9 +175,7 @@ impl SysfsRoot {
         let dev_dir = self.ib_class().join(device);
         let net_dir = dev_dir.join("device/net");
         if let Ok(entries) = fs::read_dir(&net_dir) {
-            let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .collect();
+            let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
             names.sort();
             let matching = names.iter().find(|n| {
                 let dev_port = read_trim(&net_dir.join(n).join("dev_port"))
@@ -221,11 +183,7 @@ impl SysfsRoot {
                     .and_then(|s| s.parse::<u32>().ok());
                 dev_port == Some(port.saturating_sub(1))
             });
-            if let Some(name) = matching.or(if names.len() == 1 {
-                names.first()
-            } else {
-                None
-            }) {
+            if let Some(name) = matching.or(if names.len() == 1 { names.first() } else { None }) {
                 return Some(name.clone());
             }
         }
@@ -244,9 +202,7 @@ impl SysfsRoot {
             carrier: read_trim(&dir.join("carrier")).map(|s| s == "1"),
             mtu: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
             // "-1" (or an unreadable file, EINVAL) when the link is down.
-            speed_mbps: read_trim(&dir.join("speed"))
-                .and_then(|s| s.parse::<i64>().ok())
-                .and_then(|v| u32::try_from(v).ok()),
+            speed_mbps: read_trim(&dir.join("speed")).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u32::try_from(v).ok()),
             duplex: read_trim(&dir.join("duplex")),
         })
     }
@@ -254,22 +210,16 @@ impl SysfsRoot {
     fn driver(&self, device: &str) -> Option<String> {
         let dir = self.ib_class().join(device);
         if let Ok(target) = fs::read_link(dir.join("device/driver")) {
-            return target
-                .file_name()
-                .and_then(|n| n.to_str())
-                .map(|s| match s {
-                    "mlx5_core" => "mlx5_ib".to_string(),
-                    "mlx4_core" => "mlx4_ib".to_string(),
-                    other => other.to_string(),
-                });
+            return target.file_name().and_then(|n| n.to_str()).map(|s| match s {
+                "mlx5_core" => "mlx5_ib".to_string(),
+                "mlx4_core" => "mlx4_ib".to_string(),
+                other => other.to_string(),
+            });
         }
         if device.starts_with("rxe") || dir.join("parent").exists() {
             return Some("rdma_rxe".into());
         }
-        let prefix: String = device
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() && !c.is_ascii_digit())
-            .collect();
+        let prefix: String = device.chars().take_while(|c| c.is_ascii_alphanumeric() && !c.is_ascii_digit()).collect();
         match prefix.as_str() {
             "mlx" => Some(format!("{}_ib", device.split('_').next().unwrap_or("mlx5"))),
             _ => None,
@@ -315,10 +265,7 @@ fn read_counters(dir: &Path) -> Vec<Counter> {
         .iter()
         .filter_map(|name| {
             let value = read_trim(&dir.join(name))?.parse().ok()?;
-            Some(Counter {
-                name: name.to_string(),
-                value,
-            })
+            Some(Counter { name: name.to_string(), value })
         })
         .collect()
 }
@@ -326,9 +273,7 @@ fn read_counters(dir: &Path) -> Vec<Counter> {
 /// Directory entries that are plain numbers (port numbers, GID indexes), sorted.
 fn list_numbered(dir: &Path) -> Vec<u32> {
     let mut numbers: Vec<u32> = match fs::read_dir(dir) {
-        Ok(entries) => entries
-            .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-            .collect(),
+        Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
         Err(_) => Vec::new(),
     };
     numbers.sort_unstable();
@@ -337,14 +282,7 @@ fn list_numbered(dir: &Path) -> Vec<u32> {
 
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.
 fn natural_key(name: &str) -> (String, u64) {
-    let digits: String = name
-        .chars()
-        .rev()
-        .take_while(|c| c.is_ascii_digit())
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect();
+    let digits: String = name.chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
     let stem = name[..name.len() - digits.len()].to_string();
     (stem, digits.parse().unwrap_or(0))
 }

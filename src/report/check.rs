@@ -33,34 +33,15 @@ pub fn human(report: &Report) -> String {
             Status::Fail => "FAIL",
             Status::Skip => "skip",
         };
-        let expected = c
-            .expected
-            .as_ref()
-            .map_or(String::new(), |e| format!("  (expected {e})"));
-        let _ = writeln!(
-            out,
-            "{tag}  {:<18} {:<12} {}{}",
-            c.id, c.subject, c.observed, expected
-        );
+        let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {e})"));
+        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", c.id, c.subject, c.observed, expected);
     }
-    let errors = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Error)
-        .count();
-    let warnings = report
-        .findings
-        .iter()
-        .filter(|f| f.severity == Severity::Warning)
-        .count();
+    let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let _ = writeln!(
         out,
         "\n{}: {} checks, {errors} errors, {warnings} warnings",
-        if report.verdict == Verdict::Pass {
-            "PASS"
-        } else {
-            "FAIL"
-        },
+        if report.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
         report.checks.len()
     );
     out

@@ -16,24 +16,14 @@ pub struct DevicesDoc<'a> {
 }
 
 pub fn json_doc(inv: &Inventory) -> DevicesDoc<'_> {
-    DevicesDoc {
-        schema: SCHEMA,
-        source: &inv.source,
-        devices: &inv.devices,
-    }
+    DevicesDoc { schema: SCHEMA, source: &inv.source, devices: &inv.devices }
 }
 
 /// The human view: one block per device, one line of essentials per port, then its GIDs.
 pub fn human(inv: &Inventory) -> String {
     let mut out = String::new();
     for d in &inv.devices {
-        let _ = write!(
-            out,
-            "{}  {}  fw {}",
-            d.name,
-            d.ca_type,
-            if d.fw_ver.is_empty() { "?" } else { &d.fw_ver }
-        );
+        let _ = write!(out, "{}  {}  fw {}", d.name, d.ca_type, if d.fw_ver.is_empty() { "?" } else { &d.fw_ver });
         if let Some(hca) = &d.hca_type {
             let _ = write!(out, "  {hca}");
         }
@@ -41,11 +31,7 @@ pub fn human(inv: &Inventory) -> String {
             let _ = write!(out, "  board {board}");
         }
         let _ = writeln!(out);
-        let _ = write!(
-            out,
-            "  node_guid {}  sys_image_guid {}",
-            d.node_guid, d.sys_image_guid
-        );
+        let _ = write!(out, "  node_guid {}  sys_image_guid {}", d.node_guid, d.sys_image_guid);
         if let Some(driver) = &d.driver {
             let _ = write!(out, "  driver {driver}");
         }
@@ -72,9 +58,7 @@ pub fn human(inv: &Inventory) -> String {
 
 fn port(out: &mut String, p: &Port) {
     let rate = match (p.rate_gbps, p.nominal_gbps) {
-        (Some(data), Some(nominal)) if data != nominal => {
-            format!("{} Gb/s data ({} nominal)", gbps(data), gbps(nominal))
-        }
+        (Some(data), Some(nominal)) if data != nominal => format!("{} Gb/s data ({} nominal)", gbps(data), gbps(nominal)),
         (Some(data), _) => format!("{} Gb/s", gbps(data)),
         (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
         (None, None) => "rate ?".into(),
@@ -84,29 +68,15 @@ fn port(out: &mut String, p: &Port) {
         (Some(a), None) => format!("mtu {a}"),
         (None, _) => "mtu ?".into(),
     };
-    let _ = writeln!(
-        out,
-        "  port {}  {} / {}  {}  {} {}  {}  {}",
-        p.port, p.state, p.phys_state, p.link_layer, p.width, p.speed, rate, mtu
-    );
+    let _ = writeln!(out, "  port {}  {} / {}  {}  {} {}  {}  {}", p.port, p.state, p.phys_state, p.link_layer, p.width, p.speed, rate, mtu);
     if p.link_layer == LinkLayer::InfiniBand {
-        let _ = writeln!(
-            out,
-            "    lid {:#x}  sm_lid {:#x}  lmc {}{}",
-            p.lid,
-            p.sm_lid,
-            p.lmc,
-            p.netdev
-                .as_ref()
-                .map_or(String::new(), |n| format!("  ipoib {n}"))
-        );
+        let _ = writeln!(out, "    lid {:#x}  sm_lid {:#x}  lmc {}{}", p.lid, p.sm_lid, p.lmc, p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {n}")));
     } else if let Some(name) = &p.netdev {
         let state = p.netdev_state.as_ref().map_or(String::new(), |n| {
             format!(
                 " ({}, {}, mtu {})",
                 n.operstate.as_deref().unwrap_or("?"),
-                n.speed_mbps
-                    .map_or("speed ?".into(), |s| format!("{s} Mb/s")),
+                n.speed_mbps.map_or("speed ?".into(), |s| format!("{s} Mb/s")),
                 n.mtu.map_or("?".into(), |m| m.to_string())
             )
         });

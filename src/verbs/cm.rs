@@ -56,10 +56,7 @@ impl CmChannel {
         // SAFETY: no arguments; NULL on failure with errno set.
         let ch = unsafe { sys::rdma_create_event_channel() };
         if ch.is_null() {
-            return Err(VerbsError::Cm {
-                step: "rdma_create_event_channel",
-                source: last_os_error(),
-            });
+            return Err(VerbsError::Cm { step: "rdma_create_event_channel", source: last_os_error() });
         }
         // SAFETY: ch is valid; its fd is ours to make non-blocking so waits can time out.
         let fd = unsafe { (*ch).fd };
@@ -67,9 +64,7 @@ impl CmChannel {
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
         // SAFETY: as above.
         unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
-        Ok(CmChannel {
-            inner: Arc::new(ChannelInner { ch }),
-        })
+        Ok(CmChannel { inner: Arc::new(ChannelInner { ch }) })
     }
 
     /// Waits up to `timeout` for the next event; for a connect request also returns the new id.
@@ -91,28 +86,18 @@ impl CmChannel {
                     t::RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
                     other => CmEvent::Other(other, status),
                 };
-                let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId {
-                    id,
-                    channel: self.clone(),
-                    qp_created: false,
-                });
+                let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId { id, channel: self.clone(), qp_created: false });
                 // SAFETY: event came from rdma_get_cm_event and is acked exactly once.
                 unsafe { sys::rdma_ack_cm_event(event) };
                 return Ok((decoded, new_id));
             }
             let err = last_os_error();
             if err.raw_os_error() != Some(libc::EAGAIN) {
-                return Err(VerbsError::Cm {
-                    step: "rdma_get_cm_event",
-                    source: err,
-                });
+                return Err(VerbsError::Cm { step: "rdma_get_cm_event", source: err });
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(VerbsError::Cm {
-                    step: "waiting for a connection manager event",
-                    source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
-                });
+                return Err(VerbsError::Cm { step: "waiting for a connection manager event", source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT) });
             }
             let mut pfd = libc::pollfd {
                 // SAFETY: reading the fd field of a valid channel.
@@ -140,10 +125,7 @@ impl CmChannel {
             ),
             other => format!("{other:?}"),
         };
-        Err(VerbsError::CmEvent {
-            expected: format!("{want:?}"),
-            got: name,
-        })
+        Err(VerbsError::CmEvent { expected: format!("{want:?}"), got: name })
     }
 }
 
@@ -172,38 +154,20 @@ impl CmId {
     pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
         let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
         // SAFETY: valid channel; id is an out-pointer.
-        let rc = unsafe {
-            sys::rdma_create_id(
-                channel.inner.ch,
-                &mut id,
-                std::ptr::null_mut(),
-                sys::rdma_port_space::RDMA_PS_TCP,
-            )
-        };
+        let rc = unsafe { sys::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step: "rdma_create_id",
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step: "rdma_create_id", source: from_return_code(rc) });
         }
-        Ok(CmId {
-            id,
-            channel: channel.clone(),
-            qp_created: false,
-        })
+        Ok(CmId { id, channel: channel.clone(), qp_created: false })
     }
 
     /// Binds to a local address (port 0: any); afterwards the id knows its device.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
         let (mut storage, _) = super::io::sockaddr(&addr);
         // SAFETY: valid id; storage holds a sockaddr of the right family.
-        let rc =
-            unsafe { sys::rdma_bind_addr(self.id, &mut storage as *mut _ as *mut libc::sockaddr) };
+        let rc = unsafe { sys::rdma_bind_addr(self.id, &mut storage as *mut _ as *mut libc::sockaddr) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step: "rdma_bind_addr",
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
         }
         Ok(())
     }
@@ -212,10 +176,7 @@ impl CmId {
         // SAFETY: valid, bound id.
         let rc = unsafe { sys::rdma_listen(self.id, backlog) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step: "rdma_listen",
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step: "rdma_listen", source: from_return_code(rc) });
         }
         Ok(())
     }
@@ -234,59 +195,30 @@ impl CmId {
             return None;
         }
         // SAFETY: reading the name of a valid context's device.
-        let name = unsafe { std::ffi::CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) }
-            .to_string_lossy()
-            .into_owned();
-        Some(Context {
-            inner: Arc::new(ContextInner {
-                ctx,
-                name,
-                owned: false,
-            }),
-        })
+        let name = unsafe { std::ffi::CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) }.to_string_lossy().into_owned();
+        Some(Context { inner: Arc::new(ContextInner { ctx, name, owned: false }) })
     }
 
     pub fn resolve(&self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
         let (mut storage, _) = super::io::sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: valid id; storage holds the destination.
-        let rc = unsafe {
-            sys::rdma_resolve_addr(
-                self.id,
-                std::ptr::null_mut(),
-                &mut storage as *mut _ as *mut libc::sockaddr,
-                ms,
-            )
-        };
+        let rc = unsafe { sys::rdma_resolve_addr(self.id, std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step: "rdma_resolve_addr",
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step: "rdma_resolve_addr", source: from_return_code(rc) });
         }
-        self.channel
-            .expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
+        self.channel.expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
         // SAFETY: valid id with a resolved address.
         let rc = unsafe { sys::rdma_resolve_route(self.id, ms) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step: "rdma_resolve_route",
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step: "rdma_resolve_route", source: from_return_code(rc) });
         }
-        self.channel
-            .expect(CmEvent::RouteResolved, timeout + Duration::from_secs(1))?;
+        self.channel.expect(CmEvent::RouteResolved, timeout + Duration::from_secs(1))?;
         Ok(())
     }
 
     /// Creates the RC QP of this connection; librdmacm moves it through its states.
-    pub fn create_qp(
-        &mut self,
-        pd: &ProtectionDomain,
-        send_cq: &CompletionQueue,
-        recv_cq: &CompletionQueue,
-        config: QpConfig,
-    ) -> Result<QueuePair, VerbsError> {
+    pub fn create_qp(&mut self, pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<QueuePair, VerbsError> {
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
         let rc = unsafe { sys::rdma_create_qp(self.id, pd.inner.pd, &mut init) };
@@ -301,14 +233,7 @@ impl CmId {
         self.qp_created = true;
         // SAFETY: rdma_create_qp set id->qp.
         let qp = unsafe { (*self.id).qp };
-        Ok(QueuePair::from_cm(
-            qp,
-            self.id,
-            init.cap.max_inline_data,
-            pd,
-            send_cq,
-            recv_cq,
-        ))
+        Ok(QueuePair::from_cm(qp, self.id, init.cap.max_inline_data, pd, send_cq, recv_cq))
     }
 
     fn conn_param(rd_atomic: u8) -> sys::rdma_conn_param {
@@ -342,10 +267,7 @@ impl CmId {
         // SAFETY: valid id with a QP (and a route, or a pending request); p is initialised.
         let rc = unsafe { verb(self.id, &mut p) };
         if rc != 0 {
-            return Err(VerbsError::Cm {
-                step,
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::Cm { step, source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::Established, timeout)?;
         Ok(())

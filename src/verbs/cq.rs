@@ -79,9 +79,7 @@ impl WorkCompletion {
 /// `ibv_wc_status_str`: "transport retry counter exceeded", "Work Request Flushed Error", ...
 pub fn status_text(status: u32) -> String {
     // SAFETY: returns a static string for any value.
-    unsafe { CStr::from_ptr(sys::ibv_wc_status_str(status)) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(sys::ibv_wc_status_str(status)) }.to_string_lossy().into_owned()
 }
 
 /// Completion statuses fabcheck explains (`IBV_WC_*`).
@@ -99,28 +97,11 @@ pub mod status {
 impl CompletionQueue {
     pub fn new(ctx: &Context, cqe: u32) -> Result<Self, VerbsError> {
         // SAFETY: ctx is open; no channel, no context pointer.
-        let cq = unsafe {
-            sys::ibv_create_cq(
-                ctx.inner.ctx,
-                cqe as i32,
-                std::ptr::null_mut(),
-                std::ptr::null_mut(),
-                0,
-            )
-        };
+        let cq = unsafe { sys::ibv_create_cq(ctx.inner.ctx, cqe as i32, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if cq.is_null() {
-            return Err(VerbsError::CreateCq {
-                cqe,
-                source: last_os_error(),
-            });
+            return Err(VerbsError::CreateCq { cqe, source: last_os_error() });
         }
-        Ok(CompletionQueue {
-            inner: Arc::new(CqInner {
-                cq,
-                _ctx: ctx.inner.clone(),
-            }),
-            cqe,
-        })
+        Ok(CompletionQueue { inner: Arc::new(CqInner { cq, _ctx: ctx.inner.clone() }), cqe })
     }
 
     pub fn capacity(&self) -> u32 {
@@ -131,8 +112,7 @@ impl CompletionQueue {
     #[inline(always)]
     pub fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
         // SAFETY: out is a writable array of ibv_wc (repr(transparent)); its length bounds the write.
-        let n =
-            unsafe { sys::ibv_poll_cq(self.inner.cq, out.len() as i32, out.as_mut_ptr().cast()) };
+        let n = unsafe { sys::ibv_poll_cq(self.inner.cq, out.len() as i32, out.as_mut_ptr().cast()) };
         if n < 0 {
             return Err(VerbsError::PollCq { code: n });
         }

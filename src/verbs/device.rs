@@ -76,10 +76,7 @@ impl DeviceList {
             // ENOSYS: no kernel support at all; report it as an empty list with the cause intact.
             return Err(VerbsError::DeviceList { source });
         }
-        Ok(DeviceList {
-            ptr,
-            len: count.max(0) as usize,
-        })
+        Ok(DeviceList { ptr, len: count.max(0) as usize })
     }
 
     fn iter(&self) -> impl Iterator<Item = (String, *mut sys::ibv_device)> + '_ {
@@ -87,9 +84,7 @@ impl DeviceList {
             // SAFETY: i < len, the array holds len valid device pointers while the list lives.
             let dev = unsafe { *self.ptr.add(i) };
             // SAFETY: dev is a valid device; the name is a NUL-terminated string it owns.
-            let name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }
-                .to_string_lossy()
-                .into_owned();
+            let name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }.to_string_lossy().into_owned();
             (name, dev)
         })
     }
@@ -135,9 +130,7 @@ pub struct Context {
 
 impl std::fmt::Debug for Context {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
-            .field("name", &self.inner.name)
-            .finish()
+        f.debug_struct("Context").field("name", &self.inner.name).finish()
     }
 }
 
@@ -151,28 +144,15 @@ impl Context {
                 // SAFETY: dev is valid while `list` lives; the context outlives the list by design.
                 let ctx = unsafe { sys::ibv_open_device(dev) };
                 if ctx.is_null() {
-                    return Err(VerbsError::OpenDevice {
-                        device: name.to_string(),
-                        source: last_os_error(),
-                    });
+                    return Err(VerbsError::OpenDevice { device: name.to_string(), source: last_os_error() });
                 }
-                return Ok(Context {
-                    inner: Arc::new(ContextInner {
-                        ctx,
-                        name: name.to_string(),
-                        owned: true,
-                    }),
-                });
+                return Ok(Context { inner: Arc::new(ContextInner { ctx, name: name.to_string(), owned: true }) });
             }
             present.push(dev_name);
         }
         Err(VerbsError::NoSuchDevice {
             name: name.to_string(),
-            present: if present.is_empty() {
-                "none".into()
-            } else {
-                present.join(", ")
-            },
+            present: if present.is_empty() { "none".into() } else { present.join(", ") },
         })
     }
 
@@ -186,15 +166,10 @@ impl Context {
         // SAFETY: ctx is open; attr is a valid out-pointer.
         let rc = unsafe { sys::ibv_query_device(self.inner.ctx, &mut attr) };
         if rc != 0 {
-            return Err(VerbsError::QueryDevice {
-                device: self.inner.name.clone(),
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::QueryDevice { device: self.inner.name.clone(), source: from_return_code(rc) });
         }
         // SAFETY: fw_ver is a NUL-terminated C string inside the struct (64 bytes, terminated by the library).
-        let fw_ver = unsafe { CStr::from_ptr(attr.fw_ver.as_ptr()) }
-            .to_string_lossy()
-            .into_owned();
+        let fw_ver = unsafe { CStr::from_ptr(attr.fw_ver.as_ptr()) }.to_string_lossy().into_owned();
         Ok(DeviceAttributes {
             fw_ver,
             node_guid: u64::from_be(attr.node_guid),
@@ -225,20 +200,10 @@ impl Context {
             Some(op) => unsafe { op(ctx, port, &mut attr.base, size) },
             // SAFETY: legacy (non-extended) context: the compat entry point fills the compat struct,
             // which is a prefix of ibv_port_attr.
-            None => unsafe {
-                sys::ibv_query_port(
-                    ctx,
-                    port,
-                    &mut attr.base as *mut _ as *mut sys::_compat_ibv_port_attr,
-                )
-            },
+            None => unsafe { sys::ibv_query_port(ctx, port, &mut attr.base as *mut _ as *mut sys::_compat_ibv_port_attr) },
         };
         if rc != 0 {
-            return Err(VerbsError::QueryPort {
-                device: self.inner.name.clone(),
-                port,
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::QueryPort { device: self.inner.name.clone(), port, source: from_return_code(rc) });
         }
         let b = &attr.base;
         Ok(PortAttributes {
@@ -266,23 +231,14 @@ impl Context {
             let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is open; entry is a valid out-pointer of the size we pass.
             let rc = unsafe {
-                _ibv_query_gid_ex(
-                    self.inner.ctx,
-                    u32::from(port),
-                    index,
-                    &mut entry,
-                    0,
-                    std::mem::size_of::<sys::ibv_gid_entry>(),
-                )
+                _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>())
             };
             match rc {
                 0 => {}
                 // Unused slot (ENODATA), or beyond what the kernel exposes.
                 libc::ENODATA | libc::EINVAL | libc::ENOENT => continue,
                 // Kernels without the GID-table ioctl: fall back to the plain query (no type).
-                libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT => {
-                    return self.gid_table_legacy(port, table_len)
-                }
+                libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT => return self.gid_table_legacy(port, table_len),
                 other => {
                     return Err(VerbsError::QueryGid {
                         device: self.inner.name.clone(),
@@ -297,12 +253,7 @@ impl Context {
             if gid.iter().all(|&b| b == 0) {
                 continue;
             }
-            entries.push(GidEntry {
-                index,
-                gid,
-                gid_type: entry.gid_type,
-                netdev: ifindex_name(entry.ndev_ifindex),
-            });
+            entries.push(GidEntry { index, gid, gid_type: entry.gid_type, netdev: ifindex_name(entry.ndev_ifindex) });
         }
         Ok(entries)
     }
@@ -320,12 +271,7 @@ impl Context {
             // SAFETY: raw view of the union.
             let raw = unsafe { gid.raw };
             if raw.iter().any(|&b| b != 0) {
-                entries.push(GidEntry {
-                    index,
-                    gid: raw,
-                    gid_type: u32::MAX,
-                    netdev: None,
-                });
+                entries.push(GidEntry { index, gid: raw, gid_type: u32::MAX, netdev: None });
             }
         }
         Ok(entries)
@@ -370,8 +316,7 @@ impl PortAttrBuffer {
     }
 }
 
-type QueryPortOp =
-    unsafe extern "C" fn(*mut sys::ibv_context, u8, *mut sys::ibv_port_attr, usize) -> libc::c_int;
+type QueryPortOp = unsafe extern "C" fn(*mut sys::ibv_context, u8, *mut sys::ibv_port_attr, usize) -> libc::c_int;
 
 /// The extended `query_port` op of a context, as rdma-core's inline `___ibv_query_port` finds it.
 fn extended_query_port(ctx: *mut sys::ibv_context) -> Option<QueryPortOp> {
@@ -383,8 +328,7 @@ fn extended_query_port(ctx: *mut sys::ibv_context) -> Option<QueryPortOp> {
     let offset = std::mem::offset_of!(sys::verbs_context, context);
     // SAFETY: an extended context is embedded in a verbs_context at `offset` (container_of).
     let vctx = unsafe { (ctx as *mut u8).sub(offset) as *mut sys::verbs_context };
-    let needed = std::mem::size_of::<sys::verbs_context>()
-        - std::mem::offset_of!(sys::verbs_context, query_port);
+    let needed = std::mem::size_of::<sys::verbs_context>() - std::mem::offset_of!(sys::verbs_context, query_port);
     // SAFETY: vctx points at a live verbs_context; sz tells how much of it the library provides.
     let (sz, op) = unsafe { ((*vctx).sz, (*vctx).query_port) };
     if sz < needed {
@@ -404,9 +348,5 @@ fn ifindex_name(ifindex: u32) -> Option<String> {
         return None;
     }
     // SAFETY: if_indextoname wrote a NUL-terminated name into buf.
-    Some(
-        unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    Some(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
 }

@@ -14,18 +14,9 @@ pub enum VerbsError {
     #[error("ibv_query_device({device}) failed: {source}")]
     QueryDevice { device: String, source: io::Error },
     #[error("ibv_query_port({device}, port {port}) failed: {source}")]
-    QueryPort {
-        device: String,
-        port: u8,
-        source: io::Error,
-    },
+    QueryPort { device: String, port: u8, source: io::Error },
     #[error("ibv_query_gid({device}, port {port}, index {index}) failed: {source}")]
-    QueryGid {
-        device: String,
-        port: u8,
-        index: u32,
-        source: io::Error,
-    },
+    QueryGid { device: String, port: u8, index: u32, source: io::Error },
     #[error("ibv_alloc_pd({device}) failed: {source}")]
     AllocPd { device: String, source: io::Error },
     #[error("ibv_reg_mr({len} bytes) failed: {source}")]
@@ -35,17 +26,9 @@ pub enum VerbsError {
     #[error("ibv_create_cq({cqe} entries) failed: {source}")]
     CreateCq { cqe: u32, source: io::Error },
     #[error("ibv_create_qp(send {send_wr}, recv {recv_wr}, inline {inline}) failed: {source}")]
-    CreateQp {
-        send_wr: u32,
-        recv_wr: u32,
-        inline: u32,
-        source: io::Error,
-    },
+    CreateQp { send_wr: u32, recv_wr: u32, inline: u32, source: io::Error },
     #[error("ibv_modify_qp to {state} failed: {source}")]
-    ModifyQp {
-        state: &'static str,
-        source: io::Error,
-    },
+    ModifyQp { state: &'static str, source: io::Error },
     #[error("ibv_post_send failed: {source}")]
     PostSend { source: io::Error },
     #[error("ibv_post_recv failed: {source}")]
@@ -53,19 +36,11 @@ pub enum VerbsError {
     #[error("ibv_poll_cq failed (returned {code})")]
     PollCq { code: i32 },
     #[error("{step} failed: {source}")]
-    Cm {
-        step: &'static str,
-        source: io::Error,
-    },
+    Cm { step: &'static str, source: io::Error },
     #[error("connection manager: expected {expected}, got {got}")]
     CmEvent { expected: String, got: String },
     #[error("work request {wr_id} completed with {status_text} (status {status}, vendor error {vendor_err:#x})")]
-    Completion {
-        wr_id: u64,
-        status: u32,
-        status_text: String,
-        vendor_err: u32,
-    },
+    Completion { wr_id: u64, status: u32, status_text: String, vendor_err: u32 },
 }
 
 impl VerbsError {

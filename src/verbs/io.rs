@@ -27,11 +27,7 @@ impl PollSet {
         if write {
             events |= libc::POLLOUT;
         }
-        self.fds.push(libc::pollfd {
-            fd,
-            events,
-            revents: 0,
-        });
+        self.fds.push(libc::pollfd { fd, events, revents: 0 });
         self.fds.len() - 1
     }
 
@@ -43,25 +39,19 @@ impl PollSet {
         let rc = unsafe { libc::poll(self.fds.as_mut_ptr(), self.fds.len() as libc::nfds_t, ms) };
         if rc < 0 {
             let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(0)
-            } else {
-                Err(e)
-            };
+            return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
         }
         Ok(rc as usize)
     }
 
     /// Input, end of stream or an error is waiting at `slot` (a read will not block).
     pub fn readable(&self, slot: usize) -> bool {
-        self.fds[slot].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL)
-            != 0
+        self.fds[slot].revents & (libc::POLLIN | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
     }
 
     /// Room to write, or an error a write will report, at `slot`.
     pub fn writable(&self, slot: usize) -> bool {
-        self.fds[slot].revents & (libc::POLLOUT | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL)
-            != 0
+        self.fds[slot].revents & (libc::POLLOUT | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL) != 0
     }
 }
 
@@ -82,19 +72,9 @@ pub fn set_nonblocking(fd: RawFd) -> io::Result<()> {
 /// Starts a TCP connection without waiting for it: the socket is non-blocking and becomes
 /// writable when the handshake ends; then [`connect_finished`] says how it went.
 pub fn connect_start(addr: &SocketAddr) -> io::Result<TcpStream> {
-    let family = if addr.is_ipv4() {
-        libc::AF_INET
-    } else {
-        libc::AF_INET6
-    };
+    let family = if addr.is_ipv4() { libc::AF_INET } else { libc::AF_INET6 };
     // SAFETY: plain socket(2) call; the result is checked before use.
-    let fd = unsafe {
-        libc::socket(
-            family,
-            libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            0,
-        )
-    };
+    let fd = unsafe { libc::socket(family, libc::SOCK_STREAM | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -129,18 +109,11 @@ pub(super) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::sock
             let sin = libc::sockaddr_in {
                 sin_family: libc::AF_INET as libc::sa_family_t,
                 sin_port: a.port().to_be(),
-                sin_addr: libc::in_addr {
-                    s_addr: u32::from_ne_bytes(a.ip().octets()),
-                },
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
                 sin_zero: [0; 8],
             };
             // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
-            unsafe {
-                std::ptr::write(
-                    std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in>(),
-                    sin,
-                )
-            };
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in>(), sin) };
             std::mem::size_of::<libc::sockaddr_in>()
         }
         SocketAddr::V6(a) => {
@@ -148,18 +121,11 @@ pub(super) fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::sock
                 sin6_family: libc::AF_INET6 as libc::sa_family_t,
                 sin6_port: a.port().to_be(),
                 sin6_flowinfo: a.flowinfo(),
-                sin6_addr: libc::in6_addr {
-                    s6_addr: a.ip().octets(),
-                },
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
                 sin6_scope_id: a.scope_id(),
             };
             // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
-            unsafe {
-                std::ptr::write(
-                    std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in6>(),
-                    sin6,
-                )
-            };
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in6>(), sin6) };
             std::mem::size_of::<libc::sockaddr_in6>()
         }
     };
@@ -215,10 +181,7 @@ pub fn raise_open_files(want: u64) -> u64 {
         return 1024;
     }
     if lim.rlim_cur != libc::RLIM_INFINITY && (lim.rlim_cur as u64) < want {
-        let raised = libc::rlimit {
-            rlim_cur: (want as libc::rlim_t).min(lim.rlim_max),
-            rlim_max: lim.rlim_max,
-        };
+        let raised = libc::rlimit { rlim_cur: (want as libc::rlim_t).min(lim.rlim_max), rlim_max: lim.rlim_max };
         // SAFETY: valid resource id and a limit within the hard maximum.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
             lim.rlim_cur = raised.rlim_cur;
@@ -250,10 +213,7 @@ mod tests {
 
     #[test]
     fn refused_connect_is_reported() {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap();
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
         // The listener is gone: nothing listens there now.
         let stream = connect_start(&port).unwrap();
         let mut set = PollSet::default();

@@ -8,11 +8,11 @@ mod cm;
 mod cq;
 mod device;
 mod error;
-pub mod io;
 mod mr;
-pub mod os;
 mod pd;
 mod qp;
+pub mod io;
+pub mod os;
 
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};

@@ -58,33 +58,21 @@ impl MemoryRegion {
     /// Allocates `len` zeroed bytes (page aligned) and registers them with `access`.
     pub fn new(pd: &ProtectionDomain, len: usize, access: Access) -> Result<Self, VerbsError> {
         let alloc_len = len.max(64).next_multiple_of(PAGE);
-        let layout =
-            Layout::from_size_align(alloc_len, PAGE).map_err(|_| VerbsError::Alloc { len })?;
+        let layout = Layout::from_size_align(alloc_len, PAGE).map_err(|_| VerbsError::Alloc { len })?;
         // SAFETY: layout has a non-zero size.
         let buf = unsafe { alloc_zeroed(layout) };
         if buf.is_null() {
             return Err(VerbsError::Alloc { len });
         }
         // SAFETY: buf is valid for alloc_len bytes and outlives the registration (dropped after dereg).
-        let mr =
-            unsafe { sys::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
+        let mr = unsafe { sys::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
         if mr.is_null() {
             let source = last_os_error();
             // SAFETY: buf came from alloc_zeroed with this layout and was never registered.
             unsafe { dealloc(buf, layout) };
-            return Err(VerbsError::RegMr {
-                len: alloc_len,
-                source,
-            });
+            return Err(VerbsError::RegMr { len: alloc_len, source });
         }
-        Ok(MemoryRegion {
-            mr,
-            buf,
-            layout,
-            len,
-            access,
-            _pd: pd.inner.clone(),
-        })
+        Ok(MemoryRegion { mr, buf, layout, len, access, _pd: pd.inner.clone() })
     }
 
     pub fn len(&self) -> usize {
@@ -115,11 +103,7 @@ impl MemoryRegion {
 
     /// What a peer needs to reach this buffer.
     pub fn remote(&self) -> RemoteBuffer {
-        RemoteBuffer {
-            addr: self.addr(),
-            rkey: self.rkey(),
-            len: self.len as u64,
-        }
+        RemoteBuffer { addr: self.addr(), rkey: self.rkey(), len: self.len as u64 }
     }
 
     /// Reads one byte the adapter may be writing concurrently (write latency polls on memory).
@@ -149,10 +133,7 @@ impl Drop for MemoryRegion {
         // SAFETY: mr is live; queue pairs that used it are dropped first by the engines' field order.
         let rc = unsafe { sys::ibv_dereg_mr(self.mr) };
         if rc != 0 {
-            tracing::warn!(
-                rc,
-                "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory"
-            );
+            tracing::warn!(rc, "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory");
             return;
         }
         // SAFETY: buf came from alloc_zeroed with this layout and is no longer registered.

@@ -9,13 +9,7 @@ pub fn memlock() -> (Option<u64>, Option<u64>) {
     if rc != 0 {
         return (None, None);
     }
-    let conv = |v: libc::rlim_t| {
-        if v == libc::RLIM_INFINITY {
-            None
-        } else {
-            Some(v)
-        }
-    };
+    let conv = |v: libc::rlim_t| if v == libc::RLIM_INFINITY { None } else { Some(v) };
     (conv(lim.rlim_cur), conv(lim.rlim_max))
 }
 

@@ -36,16 +36,8 @@ impl ProtectionDomain {
         // SAFETY: ctx is open.
         let pd = unsafe { sys::ibv_alloc_pd(ctx.inner.ctx) };
         if pd.is_null() {
-            return Err(VerbsError::AllocPd {
-                device: ctx.inner.name.clone(),
-                source: last_os_error(),
-            });
+            return Err(VerbsError::AllocPd { device: ctx.inner.name.clone(), source: last_os_error() });
         }
-        Ok(ProtectionDomain {
-            inner: Arc::new(PdInner {
-                pd,
-                ctx: ctx.inner.clone(),
-            }),
-        })
+        Ok(ProtectionDomain { inner: Arc::new(PdInner { pd, ctx: ctx.inner.clone() }) })
     }
 }

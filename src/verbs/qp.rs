@@ -61,12 +61,7 @@ impl Drop for QueuePair {
 
 impl QueuePair {
     /// Creates a reliable-connected QP. Every send WR is unsignaled unless marked otherwise.
-    pub fn new_rc(
-        pd: &ProtectionDomain,
-        send_cq: &CompletionQueue,
-        recv_cq: &CompletionQueue,
-        config: QpConfig,
-    ) -> Result<Self, VerbsError> {
+    pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
         let mut init = rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: pd and CQs are live; init is fully initialised.
         let qp = unsafe { sys::ibv_create_qp(pd.inner.pd, &mut init) };
@@ -125,10 +120,7 @@ impl QueuePair {
         attr.port_num = port;
         attr.qp_access_flags = access.bits();
         use sys::ibv_qp_attr_mask as m;
-        let mask = m::IBV_QP_STATE.0
-            | m::IBV_QP_PKEY_INDEX.0
-            | m::IBV_QP_PORT.0
-            | m::IBV_QP_ACCESS_FLAGS.0;
+        let mask = m::IBV_QP_STATE.0 | m::IBV_QP_PKEY_INDEX.0 | m::IBV_QP_PORT.0 | m::IBV_QP_ACCESS_FLAGS.0;
         self.modify(&mut attr, mask, "INIT")
     }
 
@@ -165,13 +157,7 @@ impl QueuePair {
     }
 
     /// RTR -> RTS. `timeout` is the IBTA exponent (4.096 us * 2^timeout), `retry_cnt` up to 7.
-    pub fn to_rts(
-        &mut self,
-        psn: u32,
-        max_rd_atomic: u8,
-        timeout: u8,
-        retry_cnt: u8,
-    ) -> Result<(), VerbsError> {
+    pub fn to_rts(&mut self, psn: u32, max_rd_atomic: u8, timeout: u8, retry_cnt: u8) -> Result<(), VerbsError> {
         let mut attr = zeroed_attr();
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
         attr.sq_psn = psn;
@@ -196,30 +182,18 @@ impl QueuePair {
         self.modify(&mut attr, sys::ibv_qp_attr_mask::IBV_QP_STATE.0, "ERROR")
     }
 
-    fn modify(
-        &mut self,
-        attr: &mut sys::ibv_qp_attr,
-        mask: u32,
-        state: &'static str,
-    ) -> Result<(), VerbsError> {
+    fn modify(&mut self, attr: &mut sys::ibv_qp_attr, mask: u32, state: &'static str) -> Result<(), VerbsError> {
         // SAFETY: qp is live; attr is initialised for every field the mask names.
         let rc = unsafe { sys::ibv_modify_qp(self.qp, attr, mask as i32) };
         if rc != 0 {
-            return Err(VerbsError::ModifyQp {
-                state,
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::ModifyQp { state, source: from_return_code(rc) });
         }
         Ok(())
     }
 }
 
 /// Creation attributes of an RC QP with one SGE per WR and unsignaled sends by default.
-pub(crate) fn rc_init_attr(
-    send_cq: &CompletionQueue,
-    recv_cq: &CompletionQueue,
-    config: QpConfig,
-) -> sys::ibv_qp_init_attr {
+pub(crate) fn rc_init_attr(send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> sys::ibv_qp_init_attr {
     // SAFETY: plain old data.
     let mut init: sys::ibv_qp_init_attr = unsafe { std::mem::zeroed() };
     init.send_cq = send_cq.inner.cq;
@@ -260,33 +234,17 @@ unsafe impl Send for SendList {}
 impl SendList {
     /// `count` WRs of `len` bytes each from `local[offset..]`; `remote` is required for
     /// write and read. `inline` copies the payload into the WQE (small sends and writes).
-    pub fn new(
-        count: usize,
-        op: SendOp,
-        local: &MemoryRegion,
-        offset: usize,
-        len: u32,
-        remote: Option<RemoteBuffer>,
-        inline: bool,
-    ) -> Self {
+    pub fn new(count: usize, op: SendOp, local: &MemoryRegion, offset: usize, len: u32, remote: Option<RemoteBuffer>, inline: bool) -> Self {
         assert!(count > 0);
         assert!(offset + len as usize <= local.len().max(1));
-        let sge = sys::ibv_sge {
-            addr: local.addr() + offset as u64,
-            length: len,
-            lkey: local.lkey(),
-        };
+        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
         let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let opcode = match op {
             SendOp::Send => sys::ibv_wr_opcode::IBV_WR_SEND,
             SendOp::Write => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             SendOp::Read => sys::ibv_wr_opcode::IBV_WR_RDMA_READ,
         };
-        let flags = if inline && op != SendOp::Read {
-            sys::ibv_send_flags::IBV_SEND_INLINE.0
-        } else {
-            0
-        };
+        let flags = if inline && op != SendOp::Read { sys::ibv_send_flags::IBV_SEND_INLINE.0 } else { 0 };
         let mut wrs: Box<[sys::ibv_send_wr]> = (0..count)
             .map(|i| {
                 // SAFETY: plain old data.
@@ -296,10 +254,7 @@ impl SendList {
                 wr.opcode = opcode;
                 wr.send_flags = flags;
                 if let Some(r) = remote {
-                    wr.wr.rdma = sys::rdma_t {
-                        remote_addr: r.addr,
-                        rkey: r.rkey,
-                    };
+                    wr.wr.rdma = sys::rdma_t { remote_addr: r.addr, rkey: r.rkey };
                 }
                 wr
             })
@@ -309,11 +264,7 @@ impl SendList {
         for (i, wr) in wrs.iter_mut().enumerate() {
             // SAFETY: i < count; both boxes are never reallocated, so the pointers stay valid.
             wr.sg_list = unsafe { sge_base.add(i) };
-            wr.next = if i + 1 < count {
-                unsafe { wr_base.add(i + 1) }
-            } else {
-                std::ptr::null_mut()
-            };
+            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
         }
         SendList { wrs, sges }
     }
@@ -330,11 +281,7 @@ impl SendList {
     pub fn set_signaled(&mut self, index: usize, signaled: bool) {
         let flag = sys::ibv_send_flags::IBV_SEND_SIGNALED.0;
         let wr = &mut self.wrs[index];
-        wr.send_flags = if signaled {
-            wr.send_flags | flag
-        } else {
-            wr.send_flags & !flag
-        };
+        wr.send_flags = if signaled { wr.send_flags | flag } else { wr.send_flags & !flag };
     }
 
     #[inline(always)]
@@ -367,9 +314,7 @@ impl SendList {
         let rc = unsafe { sys::ibv_post_send(qp.qp, self.wrs.as_mut_ptr(), &mut bad) };
         self.wrs[last].next = saved;
         if rc != 0 {
-            return Err(VerbsError::PostSend {
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::PostSend { source: from_return_code(rc) });
         }
         Ok(())
     }
@@ -390,11 +335,7 @@ impl RecvList {
     /// so completions on a shared CQ name their QP.
     pub fn new(count: usize, local: &MemoryRegion, offset: usize, len: u32, tag: u32) -> Self {
         assert!(count > 0);
-        let sge = sys::ibv_sge {
-            addr: local.addr() + offset as u64,
-            length: len,
-            lkey: local.lkey(),
-        };
+        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
         let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let mut wrs: Box<[sys::ibv_recv_wr]> = (0..count)
             .map(|i| {
@@ -410,11 +351,7 @@ impl RecvList {
         for (i, wr) in wrs.iter_mut().enumerate() {
             // SAFETY: i < count; the boxes are never reallocated.
             wr.sg_list = unsafe { sge_base.add(i) };
-            wr.next = if i + 1 < count {
-                unsafe { wr_base.add(i + 1) }
-            } else {
-                std::ptr::null_mut()
-            };
+            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
         }
         RecvList { wrs, _sges: sges }
     }
@@ -429,12 +366,7 @@ impl RecvList {
 
     /// Posts `count` receives starting at WR `first` (wrapping is the caller's job).
     #[inline(always)]
-    pub fn post(
-        &mut self,
-        qp: &mut QueuePair,
-        first: usize,
-        count: usize,
-    ) -> Result<(), VerbsError> {
+    pub fn post(&mut self, qp: &mut QueuePair, first: usize, count: usize) -> Result<(), VerbsError> {
         debug_assert!(count >= 1 && first + count <= self.wrs.len());
         let last = first + count - 1;
         let saved = self.wrs[last].next;
@@ -444,9 +376,7 @@ impl RecvList {
         let rc = unsafe { sys::ibv_post_recv(qp.qp, self.wrs.as_mut_ptr().add(first), &mut bad) };
         self.wrs[last].next = saved;
         if rc != 0 {
-            return Err(VerbsError::PostRecv {
-                source: from_return_code(rc),
-            });
+            return Err(VerbsError::PostRecv { source: from_return_code(rc) });
         }
         Ok(())
     }

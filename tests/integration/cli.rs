@@ -6,10 +6,7 @@ fn assert_usage_error(args: &[&str], needle: &str) {
     let out = fabcheck(args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-    assert!(
-        err.to_lowercase().contains(&needle.to_lowercase()),
-        "{args:?}: stderr lacks '{needle}': {err}"
-    );
+    assert!(err.to_lowercase().contains(&needle.to_lowercase()), "{args:?}: stderr lacks '{needle}': {err}");
     assert!(!err.contains("panicked"), "{args:?}: {err}");
 }
 
@@ -17,28 +14,10 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 fn bad_expectations() {
     let root = fixtures_dir().join("hdr-ib-healthy");
     let root = root.to_str().unwrap();
-    assert_usage_error(
-        &["check", "--sysfs-root", root, "--expect", "rate"],
-        "KEY=VALUE",
-    );
-    assert_usage_error(
-        &["check", "--sysfs-root", root, "--expect", "colour=red"],
-        "unknown expectation",
-    );
-    assert_usage_error(
-        &["check", "--sysfs-root", root, "--expect", "mtu=1500"],
-        "256 512 1024 2048 4096",
-    );
-    assert_usage_error(
-        &[
-            "check",
-            "--sysfs-root",
-            root,
-            "--profile",
-            "/nonexistent/profile",
-        ],
-        "cannot read profile",
-    );
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "rate"], "KEY=VALUE");
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "colour=red"], "unknown expectation");
+    assert_usage_error(&["check", "--sysfs-root", root, "--expect", "mtu=1500"], "256 512 1024 2048 4096");
+    assert_usage_error(&["check", "--sysfs-root", root, "--profile", "/nonexistent/profile"], "cannot read profile");
 }
 
 #[test]
@@ -48,43 +27,16 @@ fn bad_profile_names_the_line() {
     let path = dir.join("hdr.profile");
     std::fs::write(&path, "rate=200\nwidth=5X\n").unwrap();
     let root = fixtures_dir().join("hdr-ib-healthy");
-    assert_usage_error(
-        &[
-            "check",
-            "--sysfs-root",
-            root.to_str().unwrap(),
-            "--profile",
-            path.to_str().unwrap(),
-        ],
-        ":2:",
-    );
-    std::fs::write(
-        &path,
-        "# HDR nodes\nrate = 200\nlink_layer = infiniband\nwidth = 4X\n",
-    )
-    .unwrap();
-    let out = fabcheck(&[
-        "check",
-        "--sysfs-root",
-        root.to_str().unwrap(),
-        "--profile",
-        path.to_str().unwrap(),
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_usage_error(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()], ":2:");
+    std::fs::write(&path, "# HDR nodes\nrate = 200\nlink_layer = infiniband\nwidth = 4X\n").unwrap();
+    let out = fabcheck(&["check", "--sysfs-root", root.to_str().unwrap(), "--profile", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
 fn empty_sysfs_root_is_a_could_not_run() {
-    assert_usage_error(
-        &["devices", "--sysfs-root", "/nonexistent/tree"],
-        "holds no class/infiniband",
-    );
+    assert_usage_error(&["devices", "--sysfs-root", "/nonexistent/tree"], "holds no class/infiniband");
 }
 
 #[test]
@@ -94,7 +46,10 @@ fn pair_rejects_bad_input_before_touching_anything() {
     assert_usage_error(&["pair", "localhost", "localhost", "--size", "99999999999"], "invalid value '99999999999' for '--size <BYTES>'");
     assert_usage_error(&["pair", "localhost", "localhost", "--size", "100000000"], "exceeds");
     assert_usage_error(&["pair", "localhost", "localhost", "--size", "64", "--sweep"], "'--size <BYTES>' cannot be used with '--sweep'");
-    assert_usage_error(&["pair", "localhost", "localhost", "--iters", "5", "--duration", "1"], "'--iters <N>' cannot be used with '--duration <SECS>'");
+    assert_usage_error(
+        &["pair", "localhost", "localhost", "--iters", "5", "--duration", "1"],
+        "'--iters <N>' cannot be used with '--duration <SECS>'",
+    );
     assert_usage_error(&["pair", "localhost", "localhost", "--tests", "warp_bw"], "unknown test");
     assert_usage_error(&["pair", "localhost", "localhost", "--qps", "0"], "qps");
     assert_usage_error(&["pair", "localhost", "localhost", "--device", "mlx5_0:x"], "port must be a number");
@@ -181,26 +136,10 @@ fn devices_on_this_host_are_listed_or_their_absence_explained() {
 
 /// fabcheck with `tests/<dir>` (a stand-in for ssh or srun) first on the PATH; the stand-in
 /// records what it was asked to run in the file `log_var` names.
-fn with_fake(
-    dir: &str,
-    log_var: &str,
-    args: &[&str],
-    log: &std::path::Path,
-) -> std::process::Output {
-    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
-        .join(dir);
-    let path = format!(
-        "{}:{}",
-        fake.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .env("PATH", path)
-        .env(log_var, log)
-        .output()
-        .unwrap()
+fn with_fake(dir: &str, log_var: &str, args: &[&str], log: &std::path::Path) -> std::process::Output {
+    let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(dir);
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
+    std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).env("PATH", path).env(log_var, log).output().unwrap()
 }
 
 fn with_fake_ssh(args: &[&str], log: &std::path::Path) -> std::process::Output {
@@ -245,26 +184,11 @@ fn ssh_transport_builds_a_safe_command_and_names_the_host() {
 #[test]
 fn ssh_failure_is_exit_2_naming_the_host() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-u-{}.log", std::process::id()));
-    let out = with_fake_ssh(
-        &[
-            "pair",
-            "unreachable-host",
-            "localhost",
-            "--tests",
-            "send_lat",
-        ],
-        &log,
-    );
+    let out = with_fake_ssh(&["pair", "unreachable-host", "localhost", "--tests", "send_lat"], &log);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(
-        err.contains("unreachable-host") && err.contains("ssh"),
-        "{err}"
-    );
-    assert!(
-        err.contains("BatchMode"),
-        "the remedy says how to check ssh: {err}"
-    );
+    assert!(err.contains("unreachable-host") && err.contains("ssh"), "{err}");
+    assert!(err.contains("BatchMode"), "the remedy says how to check ssh: {err}");
     std::fs::remove_file(&log).ok();
 }
 
@@ -289,25 +213,11 @@ fn srun_launcher_starts_one_task_per_node() {
 #[test]
 fn srun_failure_is_exit_2_with_slurms_words() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-d-{}.log", std::process::id()));
-    let out = with_fake_srun(
-        &[
-            "pair",
-            "down-node",
-            "n02",
-            "--launcher",
-            "srun",
-            "--tests",
-            "send_lat",
-        ],
-        &log,
-    );
+    let out = with_fake_srun(&["pair", "down-node", "n02", "--launcher", "srun", "--tests", "send_lat"], &log);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("down-node: srun or the agent exited"), "{err}");
-    assert!(
-        err.contains("not in this allocation"),
-        "srun's own message is kept: {err}"
-    );
+    assert!(err.contains("not in this allocation"), "srun's own message is kept: {err}");
     let out = with_fake_srun(&["pair", "alice@n01", "n02", "--launcher", "srun"], &log);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("srun starts agents as you"));

@@ -12,78 +12,45 @@ fn cases() -> Vec<(String, std::path::PathBuf, Value)> {
         .filter_map(|e| e.ok())
         .filter(|e| e.path().join("case.json").exists())
         .map(|e| {
-            let case: Value =
-                serde_json::from_str(&std::fs::read_to_string(e.path().join("case.json")).unwrap())
-                    .unwrap();
+            let case: Value = serde_json::from_str(&std::fs::read_to_string(e.path().join("case.json")).unwrap()).unwrap();
             (e.file_name().to_string_lossy().into_owned(), e.path(), case)
         })
         .collect();
     cases.sort_by(|a, b| a.0.cmp(&b.0));
     // A fixture directory that silently vanished would make every test below pass vacuously.
-    assert!(
-        cases.len() >= 12,
-        "expected at least 12 fixture trees, found {}",
-        cases.len()
-    );
+    assert!(cases.len() >= 12, "expected at least 12 fixture trees, found {}", cases.len());
     cases
 }
 
 /// `(id, severity, subject)` of every finding, in document order.
 fn finding_keys(doc: &Value) -> Vec<(String, String, String)> {
-    doc["findings"]
-        .as_array()
-        .expect("findings is an array")
-        .iter()
-        .map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject")))
-        .collect()
+    doc["findings"].as_array().expect("findings is an array").iter().map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject"))).collect()
 }
 
 fn str_of(v: &Value, key: &str) -> String {
-    v[key]
-        .as_str()
-        .unwrap_or_else(|| panic!("{key} is not a string in {v}"))
-        .to_string()
+    v[key].as_str().unwrap_or_else(|| panic!("{key} is not a string in {v}")).to_string()
 }
 
 /// Every check and finding has the contract's keys with the contract's values.
 fn assert_contract_shape(name: &str, doc: &Value) {
     for c in doc["checks"].as_array().expect("checks is an array") {
         for key in ["id", "subject", "observed"] {
-            assert!(
-                c[key].is_string(),
-                "{name}: check without a string {key}: {c}"
-            );
+            assert!(c[key].is_string(), "{name}: check without a string {key}: {c}");
         }
-        assert!(
-            ["pass", "fail", "skip"].contains(&c["status"].as_str().unwrap_or("")),
-            "{name}: {c}"
-        );
-        assert!(
-            c.get("expected").is_none_or(Value::is_string),
-            "{name}: expected must be a string when present: {c}"
-        );
+        assert!(["pass", "fail", "skip"].contains(&c["status"].as_str().unwrap_or("")), "{name}: {c}");
+        assert!(c.get("expected").is_none_or(Value::is_string), "{name}: expected must be a string when present: {c}");
     }
     for f in doc["findings"].as_array().unwrap() {
         for key in ["id", "subject", "message", "remedy"] {
-            assert!(
-                f[key].as_str().is_some_and(|t| !t.is_empty()),
-                "{name}: finding without {key}: {f}"
-            );
+            assert!(f[key].as_str().is_some_and(|t| !t.is_empty()), "{name}: finding without {key}: {f}");
         }
-        assert!(
-            ["error", "warning", "info"].contains(&f["severity"].as_str().unwrap_or("")),
-            "{name}: {f}"
-        );
+        assert!(["error", "warning", "info"].contains(&f["severity"].as_str().unwrap_or("")), "{name}: {f}");
         // An error or a warning is the explanation of a failed check of the same id and subject.
         if f["severity"] != "info" {
-            let failed = doc["checks"].as_array().unwrap().iter().any(|c| {
-                c["id"] == f["id"] && c["subject"] == f["subject"] && c["status"] == "fail"
-            });
+            let failed =
+                doc["checks"].as_array().unwrap().iter().any(|c| c["id"] == f["id"] && c["subject"] == f["subject"] && c["status"] == "fail");
             let note_only = f["id"] == "link.errors";
-            assert!(
-                failed || note_only,
-                "{name}: finding {f} has no failed check"
-            );
+            assert!(failed || note_only, "{name}: finding {f} has no failed check");
         }
     }
 }
@@ -91,60 +58,28 @@ fn assert_contract_shape(name: &str, doc: &Value) {
 #[test]
 fn check_findings_and_exit_codes() {
     for (name, dir, case) in cases() {
-        let mut args = vec![
-            "check".to_string(),
-            "--json".into(),
-            "--sysfs-root".into(),
-            dir.display().to_string(),
-        ];
-        args.extend(
-            case["args"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|a| a.as_str().unwrap().to_string()),
-        );
+        let mut args = vec!["check".to_string(), "--json".into(), "--sysfs-root".into(), dir.display().to_string()];
+        args.extend(case["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = fabcheck(&refs);
         let doc = json(&out);
         assert_eq!(doc["schema"], "fabcheck.check.v1", "{name}");
         let want_exit = case["expect_exit"].as_i64().unwrap() as i32;
-        assert_eq!(
-            out.status.code(),
-            Some(want_exit),
-            "{name}: exit code; findings: {}",
-            doc["findings"]
-        );
-        assert_eq!(
-            doc["verdict"],
-            if want_exit == 0 { "pass" } else { "fail" },
-            "{name}"
-        );
+        assert_eq!(out.status.code(), Some(want_exit), "{name}: exit code; findings: {}", doc["findings"]);
+        assert_eq!(doc["verdict"], if want_exit == 0 { "pass" } else { "fail" }, "{name}");
         assert_contract_shape(&name, &doc);
         // Exactly the expected findings, each with its severity and the subject it blames:
         // no missing one, no extra one.
         let mut found = finding_keys(&doc);
-        let mut want: Vec<(String, String, String)> = case["expect_findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject")))
-            .collect();
+        let mut want: Vec<(String, String, String)> =
+            case["expect_findings"].as_array().unwrap().iter().map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject"))).collect();
         found.sort();
         want.sort();
         assert_eq!(found, want, "{name}: findings (id, severity, subject)");
         // Exactly the expected failed and skipped checks, field for field.
-        let not_passed: Vec<&Value> = doc["checks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|c| c["status"] != "pass")
-            .collect();
-        let want_checks: Vec<&Value> = case["expect_checks"]
-            .as_array()
-            .unwrap_or_else(|| panic!("{name}: case.json has no expect_checks"))
-            .iter()
-            .collect();
+        let not_passed: Vec<&Value> = doc["checks"].as_array().unwrap().iter().filter(|c| c["status"] != "pass").collect();
+        let want_checks: Vec<&Value> =
+            case["expect_checks"].as_array().unwrap_or_else(|| panic!("{name}: case.json has no expect_checks")).iter().collect();
         assert_eq!(not_passed, want_checks, "{name}: checks that did not pass");
     }
 }
@@ -171,19 +106,11 @@ fn passing_checks_carry_observed_and_expected() {
         "--expect",
         "fw=20.39.1002",
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let doc = json(&out);
     let checks = doc["checks"].as_array().unwrap();
     let get = |id: &str, subject: &str| -> &Value {
-        let found: Vec<&Value> = checks
-            .iter()
-            .filter(|c| c["id"] == id && c["subject"] == subject)
-            .collect();
+        let found: Vec<&Value> = checks.iter().filter(|c| c["id"] == id && c["subject"] == subject).collect();
         assert_eq!(found.len(), 1, "one {id} on {subject}: {checks:#?}");
         found[0]
     };
@@ -193,21 +120,11 @@ fn passing_checks_carry_observed_and_expected() {
         ("port.state", "mlx5_0/1", "ACTIVE / LINK_UP", Some("ACTIVE")),
         ("port.lid", "mlx5_1/1", "0x1b", None),
         ("port.sm", "mlx5_1/1", "0x1", None),
-        (
-            "port.link_layer",
-            "mlx5_0/1",
-            "InfiniBand",
-            Some("InfiniBand"),
-        ),
+        ("port.link_layer", "mlx5_0/1", "InfiniBand", Some("InfiniBand")),
         ("link.width", "mlx5_0/1", "4X", Some("4X")),
         ("link.rate", "mlx5_0/1", "200 Gb/s", Some("200 Gb/s")),
         ("link.speed", "mlx5_1/1", "HDR", Some("HDR")),
-        (
-            "pci.link",
-            "mlx5_1",
-            "x16 16.0 GT/s PCIe",
-            Some("x16 16.0 GT/s PCIe"),
-        ),
+        ("pci.link", "mlx5_1", "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe")),
     ];
     for (id, subject, observed, expected) in want {
         let c = get(id, subject);
@@ -221,20 +138,12 @@ fn passing_checks_carry_observed_and_expected() {
 fn devices_inventory_matches_the_capture() {
     for (name, dir, case) in cases() {
         let out = fabcheck(&["devices", "--json", "--sysfs-root", dir.to_str().unwrap()]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let doc = json(&out);
         assert_eq!(doc["schema"], "fabcheck.devices.v1");
         let devices = doc["devices"].as_array().unwrap();
         for (dev_name, ports) in case["expect_devices"].as_object().unwrap() {
-            let dev = devices
-                .iter()
-                .find(|d| d["name"] == dev_name.as_str())
-                .unwrap_or_else(|| panic!("{name}: no {dev_name}"));
+            let dev = devices.iter().find(|d| d["name"] == dev_name.as_str()).unwrap_or_else(|| panic!("{name}: no {dev_name}"));
             for (port_num, want) in ports.as_object().unwrap() {
                 let port = dev["ports"]
                     .as_array()
@@ -243,24 +152,15 @@ fn devices_inventory_matches_the_capture() {
                     .find(|p| p["port"].as_u64() == port_num.parse().ok())
                     .unwrap_or_else(|| panic!("{name}: {dev_name} has no port {port_num}"));
                 for (field, value) in want.as_object().unwrap() {
-                    assert_eq!(
-                        &port[field], value,
-                        "{name} {dev_name}/{port_num} field {field}"
-                    );
+                    assert_eq!(&port[field], value, "{name} {dev_name}/{port_num} field {field}");
                 }
             }
             // GIDs: only set entries, RFC 5952 text, typed.
             for p in dev["ports"].as_array().unwrap() {
                 for g in p["gids"].as_array().unwrap() {
                     let text = g["gid"].as_str().unwrap();
-                    assert!(
-                        text.parse::<std::net::Ipv6Addr>().is_ok() && text != "::",
-                        "{name}: bad gid {text}"
-                    );
-                    assert!(
-                        ["IB", "RoCE v1", "RoCE v2"].contains(&g["type"].as_str().unwrap()),
-                        "{name}: {g}"
-                    );
+                    assert!(text.parse::<std::net::Ipv6Addr>().is_ok() && text != "::", "{name}: bad gid {text}");
+                    assert!(["IB", "RoCE v1", "RoCE v2"].contains(&g["type"].as_str().unwrap()), "{name}: {g}");
                 }
             }
         }
@@ -270,18 +170,9 @@ fn devices_inventory_matches_the_capture() {
 #[test]
 fn infiniband_ports_from_sysfs_have_no_active_mtu() {
     let dir = fixtures_dir().join("hdr-ib-healthy");
-    let doc = json(&fabcheck(&[
-        "devices",
-        "--json",
-        "--sysfs-root",
-        dir.to_str().unwrap(),
-    ]));
+    let doc = json(&fabcheck(&["devices", "--json", "--sysfs-root", dir.to_str().unwrap()]));
     let port = &doc["devices"][0]["ports"][0];
-    assert_eq!(
-        port["active_mtu"],
-        Value::Null,
-        "sysfs does not hold an IB port's active MTU"
-    );
+    assert_eq!(port["active_mtu"], Value::Null, "sysfs does not hold an IB port's active MTU");
     assert_eq!(port["link_layer"], "InfiniBand");
     assert_eq!(doc["devices"][0]["ca_type"], "ConnectX-6");
 }
@@ -290,25 +181,10 @@ fn infiniband_ports_from_sysfs_have_no_active_mtu() {
 fn remedies_name_the_fix() {
     let cases = [
         ("ib-init-no-sm", vec![], "port.state", "OpenSM"),
-        (
-            "cx-ib-mode-want-eth",
-            vec!["--expect", "link_layer=ethernet"],
-            "port.link_layer",
-            "LINK_TYPE_P1=2",
-        ),
-        (
-            "cx-ib-mode-want-eth",
-            vec!["--expect", "link_layer=ethernet"],
-            "port.link_layer",
-            "cold reboot",
-        ),
+        ("cx-ib-mode-want-eth", vec!["--expect", "link_layer=ethernet"], "port.link_layer", "LINK_TYPE_P1=2"),
+        ("cx-ib-mode-want-eth", vec!["--expect", "link_layer=ethernet"], "port.link_layer", "cold reboot"),
         ("roce-link-local-only", vec![], "roce.gid", "ip addr add"),
-        (
-            "roce-mtu-mismatch",
-            vec!["--expect", "mtu=4096"],
-            "roce.mtu",
-            "mtu 9000",
-        ),
+        ("roce-mtu-mismatch", vec!["--expect", "mtu=4096"], "roce.mtu", "mtu 9000"),
         ("ib-down-polling", vec![], "port.state", "cable"),
     ];
     for (fixture, extra, id, needle) in cases {
@@ -316,17 +192,8 @@ fn remedies_name_the_fix() {
         let mut args = vec!["check", "--json", "--sysfs-root", dir.to_str().unwrap()];
         args.extend(extra);
         let doc = json(&fabcheck(&args));
-        let finding = doc["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|f| f["id"] == id)
-            .unwrap_or_else(|| panic!("{fixture}: no {id}"));
-        assert!(
-            finding["remedy"].as_str().unwrap().contains(needle),
-            "{fixture}: {id} remedy lacks '{needle}': {}",
-            finding["remedy"]
-        );
+        let finding = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == id).unwrap_or_else(|| panic!("{fixture}: no {id}"));
+        assert!(finding["remedy"].as_str().unwrap().contains(needle), "{fixture}: {id} remedy lacks '{needle}': {}", finding["remedy"]);
     }
 }
 
@@ -335,22 +202,8 @@ fn device_and_port_scope() {
     let dir = fixtures_dir().join("roce-mtu-mismatch");
     let root = dir.to_str().unwrap();
     // Only mlx5_0 (mtu 9000) examined: passes.
-    let out = fabcheck(&[
-        "check",
-        "--json",
-        "--sysfs-root",
-        root,
-        "--device",
-        "mlx5_0:1",
-        "--expect",
-        "mtu=4096",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = fabcheck(&["check", "--json", "--sysfs-root", root, "--device", "mlx5_0:1", "--expect", "mtu=4096"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     let out = fabcheck(&["check", "--sysfs-root", root, "--device", "mlx5_9"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("mlx5_0, mlx5_1"));
@@ -365,16 +218,9 @@ fn human_output_puts_failures_first() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("FAIL"), "{text}");
     assert!(text.contains("what to do:"));
-    let dev = fabcheck(&[
-        "devices",
-        "--sysfs-root",
-        fixtures_dir().join("hdr-ib-healthy").to_str().unwrap(),
-    ]);
+    let dev = fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]);
     let text = String::from_utf8_lossy(&dev.stdout);
-    assert!(
-        text.contains("ConnectX-6") && text.contains("ACTIVE / LINK_UP") && text.contains("4X HDR"),
-        "{text}"
-    );
+    assert!(text.contains("ConnectX-6") && text.contains("ACTIVE / LINK_UP") && text.contains("4X HDR"), "{text}");
 }
 
 /// One device of a text capture (`ibv_devinfo -v` or `ibstat`): its header fields and, per
@@ -406,28 +252,16 @@ fn parse_ibv_devinfo(text: &str) -> BTreeMap<String, CapturedDevice> {
             devices.entry(value.to_string()).or_default();
             continue;
         }
-        let d = devices
-            .get_mut(dev.as_ref().expect("a field before hca_id"))
-            .unwrap();
+        let d = devices.get_mut(dev.as_ref().expect("a field before hca_id")).unwrap();
         if key == "port" {
             port = Some(value.parse().unwrap());
             d.ports.entry(port.unwrap()).or_default();
         } else if let Some(index) = key.strip_prefix("GID[").and_then(|k| k.strip_suffix(']')) {
-            let (addr, kind) = value.split_once(',').map_or((value, None), |(a, k)| {
-                (a.trim(), Some(k.trim().to_string()))
-            });
+            let (addr, kind) = value.split_once(',').map_or((value, None), |(a, k)| (a.trim(), Some(k.trim().to_string())));
             let p = d.ports.get_mut(&port.expect("a GID before port")).unwrap();
-            p.gids.push((
-                index.trim().parse().unwrap(),
-                addr.parse().unwrap_or_else(|e| panic!("GID {addr}: {e}")),
-                kind,
-            ));
+            p.gids.push((index.trim().parse().unwrap(), addr.parse().unwrap_or_else(|e| panic!("GID {addr}: {e}")), kind));
         } else if let Some(p) = port {
-            d.ports
-                .get_mut(&p)
-                .unwrap()
-                .fields
-                .insert(key.into(), value.into());
+            d.ports.get_mut(&p).unwrap().fields.insert(key.into(), value.into());
         } else {
             d.fields.insert(key.into(), value.into());
         }
@@ -441,22 +275,14 @@ fn parse_ibstat(text: &str) -> BTreeMap<String, CapturedDevice> {
     let (mut dev, mut port): (Option<String>, Option<u64>) = (None, None);
     for line in text.lines() {
         let trimmed = line.trim();
-        if let Some(name) = trimmed
-            .strip_prefix("CA '")
-            .and_then(|n| n.strip_suffix('\''))
-        {
+        if let Some(name) = trimmed.strip_prefix("CA '").and_then(|n| n.strip_suffix('\'')) {
             dev = Some(name.to_string());
             port = None;
             devices.entry(name.to_string()).or_default();
             continue;
         }
-        let d = devices
-            .get_mut(dev.as_ref().expect("a field before CA"))
-            .unwrap();
-        if let Some(n) = trimmed
-            .strip_prefix("Port ")
-            .and_then(|n| n.strip_suffix(':'))
-        {
+        let d = devices.get_mut(dev.as_ref().expect("a field before CA")).unwrap();
+        if let Some(n) = trimmed.strip_prefix("Port ").and_then(|n| n.strip_suffix(':')) {
             port = Some(n.parse().unwrap());
             d.ports.entry(port.unwrap()).or_default();
             continue;
@@ -475,17 +301,12 @@ fn parse_ibstat(text: &str) -> BTreeMap<String, CapturedDevice> {
 
 /// "PORT_ACTIVE (4)" -> 4 (the code in parentheses).
 fn code(text: &str) -> u64 {
-    text.rsplit_once('(')
-        .and_then(|(_, c)| c.trim_end_matches(')').parse().ok())
-        .unwrap_or_else(|| panic!("no (code) in {text}"))
+    text.rsplit_once('(').and_then(|(_, c)| c.trim_end_matches(')').parse().ok()).unwrap_or_else(|| panic!("no (code) in {text}"))
 }
 
 /// "4096 (5)" -> 4096, "0x02c9" -> 713, "26" -> 26.
 fn leading_number(text: &str) -> u64 {
-    let first = text
-        .split_whitespace()
-        .next()
-        .unwrap_or_else(|| panic!("empty number"));
+    let first = text.split_whitespace().next().unwrap_or_else(|| panic!("empty number"));
     match first.strip_prefix("0x") {
         Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
         None => first.parse().unwrap_or_else(|e| panic!("{text}: {e}")),
@@ -494,16 +315,9 @@ fn leading_number(text: &str) -> u64 {
 
 /// "0xb8cef603009a44e2" (ibstat) -> "b8ce:f603:009a:44e2" (ibv_devinfo, the contract).
 fn guid_text(hex: &str) -> String {
-    let digits = hex
-        .strip_prefix("0x")
-        .unwrap_or_else(|| panic!("guid {hex}"));
+    let digits = hex.strip_prefix("0x").unwrap_or_else(|| panic!("guid {hex}"));
     assert_eq!(digits.len(), 16, "{hex}");
-    digits
-        .as_bytes()
-        .chunks(4)
-        .map(|c| std::str::from_utf8(c).unwrap())
-        .collect::<Vec<_>>()
-        .join(":")
+    digits.as_bytes().chunks(4).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join(":")
 }
 
 /// Every fixture's `devices --json` against the fixture's own `ibv_devinfo.txt` and `ibstat.txt`:
@@ -511,16 +325,7 @@ fn guid_text(hex: &str) -> String {
 #[test]
 fn devices_json_agrees_with_the_captured_ibv_devinfo_and_ibstat() {
     const STATES: [&str; 6] = ["NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
-    const PHYS: [&str; 8] = [
-        "",
-        "SLEEP",
-        "POLLING",
-        "DISABLED",
-        "TRAINING",
-        "LINK_UP",
-        "ERROR_RECOVERY",
-        "PHY_TEST",
-    ];
+    const PHYS: [&str; 8] = ["", "SLEEP", "POLLING", "DISABLED", "TRAINING", "LINK_UP", "ERROR_RECOVERY", "PHY_TEST"];
     // ibstat's words for the same states.
     let ibstat_state = |s: &str| match s {
         "DOWN" => "Down",
@@ -560,236 +365,83 @@ fn devices_json_agrees_with_the_captured_ibv_devinfo_and_ibstat() {
     let mut compared = 0;
     for (name, dir, _) in cases() {
         let out = fabcheck(&["devices", "--json", "--sysfs-root", dir.to_str().unwrap()]);
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{name}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let doc = json(&out);
-        let read = |f: &str| {
-            std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"))
-        };
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"));
         let devinfo = parse_ibv_devinfo(&read("ibv_devinfo.txt"));
         let ibstat = parse_ibstat(&read("ibstat.txt"));
         let devices = doc["devices"].as_array().unwrap();
-        let names: Vec<&str> = devices
-            .iter()
-            .map(|d| d["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(
-            names,
-            devinfo.keys().map(String::as_str).collect::<Vec<_>>(),
-            "{name}: devices vs ibv_devinfo"
-        );
-        assert_eq!(
-            names,
-            ibstat.keys().map(String::as_str).collect::<Vec<_>>(),
-            "{name}: devices vs ibstat"
-        );
+        let names: Vec<&str> = devices.iter().map(|d| d["name"].as_str().unwrap()).collect();
+        assert_eq!(names, devinfo.keys().map(String::as_str).collect::<Vec<_>>(), "{name}: devices vs ibv_devinfo");
+        assert_eq!(names, ibstat.keys().map(String::as_str).collect::<Vec<_>>(), "{name}: devices vs ibstat");
         for dev in devices {
             let dn = dev["name"].as_str().unwrap();
             let (di, st) = (&devinfo[dn], &ibstat[dn]);
             let at = format!("{name} {dn}");
-            let s = |v: &Value| {
-                v.as_str()
-                    .unwrap_or_else(|| panic!("{at}: not a string: {v}"))
-                    .to_string()
-            };
-            assert_eq!(
-                s(&dev["node_guid"]),
-                di.fields["node_guid"],
-                "{at}: node_guid"
-            );
-            assert_eq!(
-                s(&dev["sys_image_guid"]),
-                di.fields["sys_image_guid"],
-                "{at}: sys_image_guid"
-            );
-            assert_eq!(
-                s(&dev["node_guid"]),
-                guid_text(&st.fields["Node GUID"]),
-                "{at}: ibstat Node GUID"
-            );
-            assert_eq!(
-                s(&dev["sys_image_guid"]),
-                guid_text(&st.fields["System image GUID"]),
-                "{at}: ibstat System image GUID"
-            );
-            assert_eq!(
-                dev["vendor_id"].as_u64(),
-                Some(leading_number(&di.fields["vendor_id"])),
-                "{at}: vendor_id"
-            );
-            assert_eq!(
-                dev["vendor_part_id"].as_u64(),
-                Some(leading_number(&di.fields["vendor_part_id"])),
-                "{at}: vendor_part_id"
-            );
+            let s = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{at}: not a string: {v}")).to_string();
+            assert_eq!(s(&dev["node_guid"]), di.fields["node_guid"], "{at}: node_guid");
+            assert_eq!(s(&dev["sys_image_guid"]), di.fields["sys_image_guid"], "{at}: sys_image_guid");
+            assert_eq!(s(&dev["node_guid"]), guid_text(&st.fields["Node GUID"]), "{at}: ibstat Node GUID");
+            assert_eq!(s(&dev["sys_image_guid"]), guid_text(&st.fields["System image GUID"]), "{at}: ibstat System image GUID");
+            assert_eq!(dev["vendor_id"].as_u64(), Some(leading_number(&di.fields["vendor_id"])), "{at}: vendor_id");
+            assert_eq!(dev["vendor_part_id"].as_u64(), Some(leading_number(&di.fields["vendor_part_id"])), "{at}: vendor_part_id");
             // sysfs's fw_ver is what ibstat prints; rxe's sysfs file is empty where verbs says 0.0.0.
-            assert_eq!(
-                s(&dev["fw_ver"]),
-                st.fields["Firmware version"],
-                "{at}: fw vs ibstat"
-            );
+            assert_eq!(s(&dev["fw_ver"]), st.fields["Firmware version"], "{at}: fw vs ibstat");
             if !st.fields["Firmware version"].is_empty() {
-                assert_eq!(
-                    s(&dev["fw_ver"]),
-                    di.fields["fw_ver"],
-                    "{at}: fw vs ibv_devinfo"
-                );
+                assert_eq!(s(&dev["fw_ver"]), di.fields["fw_ver"], "{at}: fw vs ibv_devinfo");
             }
             if let Some(hca) = dev.get("hca_type") {
-                assert_eq!(
-                    s(hca),
-                    st.fields["CA type"],
-                    "{at}: hca_type vs ibstat CA type"
-                );
+                assert_eq!(s(hca), st.fields["CA type"], "{at}: hca_type vs ibstat CA type");
             }
             let ports = dev["ports"].as_array().unwrap();
-            assert_eq!(
-                ports.len() as u64,
-                leading_number(&di.fields["phys_port_cnt"]),
-                "{at}: phys_port_cnt"
-            );
-            assert_eq!(
-                ports.len() as u64,
-                leading_number(&st.fields["Number of ports"]),
-                "{at}: ibstat ports"
-            );
+            assert_eq!(ports.len() as u64, leading_number(&di.fields["phys_port_cnt"]), "{at}: phys_port_cnt");
+            assert_eq!(ports.len() as u64, leading_number(&st.fields["Number of ports"]), "{at}: ibstat ports");
             for port in ports {
                 let pn = port["port"].as_u64().unwrap();
                 let at = format!("{at}/{pn}");
                 let (dp, sp) = (&di.ports[&pn], &st.ports[&pn]);
                 let (df, sf) = (&dp.fields, &sp.fields);
-                assert_eq!(
-                    port["state"],
-                    STATES[code(&df["state"]) as usize],
-                    "{at}: state vs {}",
-                    df["state"]
-                );
-                assert_eq!(
-                    port["phys_state"],
-                    PHYS[code(&df["phys_state"]) as usize],
-                    "{at}: phys_state vs {}",
-                    df["phys_state"]
-                );
-                assert_eq!(
-                    sf["State"],
-                    ibstat_state(&s(&port["state"])),
-                    "{at}: ibstat State"
-                );
-                assert_eq!(
-                    sf["Physical state"],
-                    ibstat_phys(&s(&port["phys_state"])),
-                    "{at}: ibstat Physical state"
-                );
+                assert_eq!(port["state"], STATES[code(&df["state"]) as usize], "{at}: state vs {}", df["state"]);
+                assert_eq!(port["phys_state"], PHYS[code(&df["phys_state"]) as usize], "{at}: phys_state vs {}", df["phys_state"]);
+                assert_eq!(sf["State"], ibstat_state(&s(&port["state"])), "{at}: ibstat State");
+                assert_eq!(sf["Physical state"], ibstat_phys(&s(&port["phys_state"])), "{at}: ibstat Physical state");
                 assert_eq!(s(&port["link_layer"]), df["link_layer"], "{at}: link_layer");
-                assert_eq!(
-                    s(&port["link_layer"]),
-                    sf["Link layer"],
-                    "{at}: ibstat Link layer"
-                );
-                assert_eq!(
-                    port["lid"].as_u64(),
-                    Some(leading_number(&df["port_lid"])),
-                    "{at}: lid"
-                );
-                assert_eq!(
-                    port["lid"].as_u64(),
-                    Some(leading_number(&sf["Base lid"])),
-                    "{at}: ibstat Base lid"
-                );
-                assert_eq!(
-                    port["sm_lid"].as_u64(),
-                    Some(leading_number(&df["sm_lid"])),
-                    "{at}: sm_lid"
-                );
-                assert_eq!(
-                    port["sm_lid"].as_u64(),
-                    Some(leading_number(&sf["SM lid"])),
-                    "{at}: ibstat SM lid"
-                );
-                assert_eq!(
-                    port["lmc"].as_u64(),
-                    Some(leading_number(&df["port_lmc"])),
-                    "{at}: lmc"
-                );
-                assert_eq!(
-                    port["lmc"].as_u64(),
-                    Some(leading_number(&sf["LMC"])),
-                    "{at}: ibstat LMC"
-                );
-                assert_eq!(
-                    s(&port["width"]),
-                    width_name(code(&df["active_width"])),
-                    "{at}: width vs {}",
-                    df["active_width"]
-                );
-                assert_eq!(
-                    s(&port["speed"]),
-                    speed_name(code(&df["active_speed"])),
-                    "{at}: speed vs {}",
-                    df["active_speed"]
-                );
-                assert_eq!(
-                    port["nominal_gbps"].as_f64(),
-                    Some(leading_number(&sf["Rate"]) as f64),
-                    "{at}: nominal vs ibstat Rate {}",
-                    sf["Rate"]
-                );
+                assert_eq!(s(&port["link_layer"]), sf["Link layer"], "{at}: ibstat Link layer");
+                assert_eq!(port["lid"].as_u64(), Some(leading_number(&df["port_lid"])), "{at}: lid");
+                assert_eq!(port["lid"].as_u64(), Some(leading_number(&sf["Base lid"])), "{at}: ibstat Base lid");
+                assert_eq!(port["sm_lid"].as_u64(), Some(leading_number(&df["sm_lid"])), "{at}: sm_lid");
+                assert_eq!(port["sm_lid"].as_u64(), Some(leading_number(&sf["SM lid"])), "{at}: ibstat SM lid");
+                assert_eq!(port["lmc"].as_u64(), Some(leading_number(&df["port_lmc"])), "{at}: lmc");
+                assert_eq!(port["lmc"].as_u64(), Some(leading_number(&sf["LMC"])), "{at}: ibstat LMC");
+                assert_eq!(s(&port["width"]), width_name(code(&df["active_width"])), "{at}: width vs {}", df["active_width"]);
+                assert_eq!(s(&port["speed"]), speed_name(code(&df["active_speed"])), "{at}: speed vs {}", df["active_speed"]);
+                assert_eq!(port["nominal_gbps"].as_f64(), Some(leading_number(&sf["Rate"]) as f64), "{at}: nominal vs ibstat Rate {}", sf["Rate"]);
                 // MTUs where sysfs holds them: RoCE's active MTU (from the netdev MTU), never IB's.
                 for field in ["active_mtu", "max_mtu"] {
                     if !port[field].is_null() {
-                        assert_eq!(
-                            port[field].as_u64(),
-                            Some(leading_number(&df[field])),
-                            "{at}: {field}"
-                        );
+                        assert_eq!(port[field].as_u64(), Some(leading_number(&df[field])), "{at}: {field}");
                     }
                 }
                 if port["link_layer"] == "Ethernet" {
-                    assert!(
-                        !port["active_mtu"].is_null(),
-                        "{at}: a RoCE port's active MTU comes from its netdev"
-                    );
+                    assert!(!port["active_mtu"].is_null(), "{at}: a RoCE port's active MTU comes from its netdev");
                 }
                 // The GID table: the same entries, the same addresses, the same types.
-                let mut want: Vec<(u64, Ipv6Addr, String)> = dp
-                    .gids
-                    .iter()
-                    .map(|(i, a, k)| (*i, *a, k.clone().unwrap_or_else(|| "IB".into())))
-                    .collect();
+                let mut want: Vec<(u64, Ipv6Addr, String)> =
+                    dp.gids.iter().map(|(i, a, k)| (*i, *a, k.clone().unwrap_or_else(|| "IB".into()))).collect();
                 let mut got: Vec<(u64, Ipv6Addr, String)> = port["gids"]
                     .as_array()
                     .unwrap()
                     .iter()
-                    .map(|g| {
-                        (
-                            g["index"].as_u64().unwrap(),
-                            s(&g["gid"]).parse().unwrap(),
-                            s(&g["type"]),
-                        )
-                    })
+                    .map(|g| (g["index"].as_u64().unwrap(), s(&g["gid"]).parse().unwrap(), s(&g["type"])))
                     .collect();
                 want.sort();
                 got.sort();
                 assert!(!want.is_empty(), "{at}: the capture lists no GID");
                 assert_eq!(got, want, "{at}: GIDs vs ibv_devinfo");
                 // ibstat's Port GUID is the interface id of GID 0.
-                let gid0 = got
-                    .iter()
-                    .find(|g| g.0 == 0)
-                    .unwrap_or_else(|| panic!("{at}: no GID 0"))
-                    .1
-                    .octets();
-                let port_guid =
-                    u64::from_str_radix(sf["Port GUID"].trim_start_matches("0x"), 16).unwrap();
-                assert_eq!(
-                    u64::from_be_bytes(gid0[8..].try_into().unwrap()),
-                    port_guid,
-                    "{at}: GID 0 vs ibstat Port GUID"
-                );
+                let gid0 = got.iter().find(|g| g.0 == 0).unwrap_or_else(|| panic!("{at}: no GID 0")).1.octets();
+                let port_guid = u64::from_str_radix(sf["Port GUID"].trim_start_matches("0x"), 16).unwrap();
+                assert_eq!(u64::from_be_bytes(gid0[8..].try_into().unwrap()), port_guid, "{at}: GID 0 vs ibstat Port GUID");
                 compared += 1;
             }
         }

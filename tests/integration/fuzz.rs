@@ -26,20 +26,7 @@ impl Rng {
 }
 
 const INTERESTING: [&[u8]; 14] = [
-    b"\"",
-    b"{",
-    b"}",
-    b"[",
-    b"]",
-    b":",
-    b",",
-    b"null",
-    b"-1",
-    b"18446744073709551616",
-    b"1e309",
-    b"\\u0000",
-    b"\n",
-    b"\"v\":2",
+    b"\"", b"{", b"}", b"[", b"]", b":", b",", b"null", b"-1", b"18446744073709551616", b"1e309", b"\\u0000", b"\n", b"\"v\":2",
 ];
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
@@ -83,18 +70,12 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
 }
 
 fn corpus(dir: &str) -> Vec<Vec<u8>> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/corpus")
-        .join(dir);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(dir);
     let mut seeds = Vec::new();
     for entry in std::fs::read_dir(&root).unwrap() {
         let text = std::fs::read(entry.unwrap().path()).unwrap();
         if dir == "protocol" || dir == "endpoint" {
-            seeds.extend(
-                text.split(|&b| b == b'\n')
-                    .filter(|l| !l.is_empty())
-                    .map(<[u8]>::to_vec),
-            );
+            seeds.extend(text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
         } else {
             seeds.push(text);
         }
@@ -111,10 +92,7 @@ fn protocol_decoder_never_panics_and_round_trips() {
     // Every seed is a valid message of one direction.
     for s in &seeds {
         let text = std::str::from_utf8(s).unwrap();
-        assert!(
-            protocol::decode::<Request>(text).is_ok() || protocol::decode::<Reply>(text).is_ok(),
-            "seed rejected: {text}"
-        );
+        assert!(protocol::decode::<Request>(text).is_ok() || protocol::decode::<Reply>(text).is_ok(), "seed rejected: {text}");
     }
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..ROUNDS {
@@ -122,19 +100,13 @@ fn protocol_decoder_never_panics_and_round_trips() {
         let data = mutate(&mut rng, &seeds[pick]);
         let text = String::from_utf8_lossy(&data);
         if let Ok(req) = protocol::decode::<Request>(&text) {
-            assert_eq!(
-                protocol::decode::<Request>(&protocol::encode(&req)).unwrap(),
-                req
-            );
+            assert_eq!(protocol::decode::<Request>(&protocol::encode(&req)).unwrap(), req);
             if let Request::Prepare { spec, .. } = &req {
                 let _ = spec.validate();
             }
         }
         if let Ok(reply) = protocol::decode::<Reply>(&text) {
-            assert_eq!(
-                protocol::decode::<Reply>(&protocol::encode(&reply)).unwrap(),
-                reply
-            );
+            assert_eq!(protocol::decode::<Reply>(&protocol::encode(&reply)).unwrap(), reply);
         }
     }
 }
@@ -170,9 +142,7 @@ fn profile_parser_never_panics() {
         let pick = rng.below(seeds.len());
         let data = mutate(&mut rng, &seeds[pick]);
         let mut e = Expectations::default();
-        if e.apply_profile("fuzz", &String::from_utf8_lossy(&data))
-            .is_ok()
-        {
+        if e.apply_profile("fuzz", &String::from_utf8_lossy(&data)).is_ok() {
             if let Some(rate) = e.rate {
                 assert!(rate.is_finite() && rate > 0.0);
             }
@@ -193,17 +163,11 @@ fn endpoint_parser_never_accepts_shell_or_option_characters() {
         let text = String::from_utf8_lossy(&data);
         if let Ok(spec) = endpoint::parse(&text) {
             let shown = spec.to_string();
-            for bad in [
-                ';', '|', '&', '$', '`', '(', ')', '<', '>', ' ', '\'', '"', '\\', '\n', '*', '?',
-                '!',
-            ] {
+            for bad in [';', '|', '&', '$', '`', '(', ')', '<', '>', ' ', '\'', '"', '\\', '\n', '*', '?', '!'] {
                 assert!(!shown.contains(bad), "{text:?} parsed to {shown:?}");
             }
             if let endpoint::HostSpec::Ssh { host, user } = &spec.host {
-                assert!(
-                    !host.starts_with('-') && !user.as_deref().unwrap_or("").starts_with('-'),
-                    "{text:?}"
-                );
+                assert!(!host.starts_with('-') && !user.as_deref().unwrap_or("").starts_with('-'), "{text:?}");
             }
         }
     }

@@ -11,10 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn fabcheck(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .output()
-        .expect("run fabcheck")
+    Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).output().expect("run fabcheck")
 }
 
 pub fn fixtures_dir() -> PathBuf {
@@ -22,12 +19,7 @@ pub fn fixtures_dir() -> PathBuf {
 }
 
 pub fn json(out: &Output) -> serde_json::Value {
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "stdout is not one JSON document ({e}):\n{}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// What this host's kernel offers libibverbs, which decides what an agent started here answers

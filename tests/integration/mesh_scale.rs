@@ -35,9 +35,7 @@
 //! The `fabcheck mesh` child always runs under a hang guard: still running after
 //! [`HANG_GUARD`], it is killed and the test fails. That is a guard, not a timing assertion.
 
-use fabcheck::control::protocol::{
-    decode, encode, Endpoint, Reply, Request, Role, RunResult, Target, TestSpec,
-};
+use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, Target, TestSpec};
 use fabcheck::perf::summary::LatencySummary;
 use fabcheck::probe::decode::PortState;
 use fabcheck::probe::{self, Inventory};
@@ -115,9 +113,7 @@ impl Fabric {
     }
 
     fn connections(&self, host: &str) -> usize {
-        self.connections
-            .get(host)
-            .map_or(0, |c| c.load(Ordering::SeqCst))
+        self.connections.get(host).map_or(0, |c| c.load(Ordering::SeqCst))
     }
 
     /// The port a `prepare` lands on: the target's device and port, else the first ACTIVE one.
@@ -143,28 +139,14 @@ impl FakeCluster {
     /// Starts `knobs.len()` agents named `fake00`, `fake01`, ...
     fn start(knobs: Vec<Knobs>, done_delay: Duration) -> FakeCluster {
         let root = super::fixtures_dir().join(FIXTURE);
-        let inventory =
-            probe::inventory(&probe::Source::Sysfs(root), None).expect("the fixture's inventory");
-        let rate = inventory
-            .ports()
-            .find(|(_, p)| p.state == PortState::Active)
-            .and_then(|(_, p)| p.rate_gbps);
-        assert_eq!(
-            rate,
-            Some(LINK_GBPS),
-            "{FIXTURE}'s first ACTIVE port sets the rate mesh expects"
-        );
+        let inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the fixture's inventory");
+        let rate = inventory.ports().find(|(_, p)| p.state == PortState::Active).and_then(|(_, p)| p.rate_gbps);
+        assert_eq!(rate, Some(LINK_GBPS), "{FIXTURE}'s first ACTIVE port sets the rate mesh expects");
         let fabric = Arc::new(Fabric {
             inventory,
-            knobs: knobs
-                .iter()
-                .enumerate()
-                .map(|(i, k)| (host(i), k.clone()))
-                .collect(),
+            knobs: knobs.iter().enumerate().map(|(i, k)| (host(i), k.clone())).collect(),
             done_delay,
-            connections: (0..knobs.len())
-                .map(|i| (host(i), AtomicUsize::new(0)))
-                .collect(),
+            connections: (0..knobs.len()).map(|i| (host(i), AtomicUsize::new(0))).collect(),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let mut endpoints = Vec::new();
@@ -182,12 +164,7 @@ impl FakeCluster {
             let handle = std::thread::spawn(move || accept_loop(listener, &me, &fabric, &stop));
             listeners.push((addr, handle));
         }
-        FakeCluster {
-            endpoints,
-            listeners,
-            stop,
-            fabric,
-        }
+        FakeCluster { endpoints, listeners, stop, fabric }
     }
 
     fn healthy(n: usize) -> FakeCluster {
@@ -246,13 +223,8 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
             }
         };
         match request {
-            Request::Hello { .. } => send(&Reply::Hello {
-                agent: "fabcheck fake".into(),
-                host: me.into(),
-            })?,
-            Request::Inventory => send(&Reply::Inventory {
-                inventory: fabric.inventory.clone(),
-            })?,
+            Request::Hello { .. } => send(&Reply::Hello { agent: "fabcheck fake".into(), host: me.into() })?,
+            Request::Inventory => send(&Reply::Inventory { inventory: fabric.inventory.clone() })?,
             Request::Prepare { target, spec: s } => {
                 passive_running = false;
                 peer = None;
@@ -310,17 +282,13 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     return Ok(());
                 } else {
                     std::thread::sleep(fabric.done_delay);
-                    send(&Reply::Done {
-                        result: active_result(s, fabric.gbps(me, p)),
-                    })?;
+                    send(&Reply::Done { result: active_result(s, fabric.gbps(me, p)) })?;
                 }
             }
             Request::Stop => {
                 // Like the real agent: a stop with nothing running is ignored.
                 if std::mem::take(&mut passive_running) {
-                    send(&Reply::Done {
-                        result: RunResult::default(),
-                    })?;
+                    send(&Reply::Done { result: RunResult::default() })?;
                 }
             }
             Request::Finish => {
@@ -336,10 +304,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
 }
 
 fn error(cause: &str) -> Reply {
-    Reply::Error {
-        cause: cause.into(),
-        remedy: "fake agent: see the test".into(),
-    }
+    Reply::Error { cause: cause.into(), remedy: "fake agent: see the test".into() }
 }
 
 /// What the measuring side of a test reports: `gbps` for bandwidth tests, a fixed latency
@@ -348,36 +313,15 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     let iterations = spec.iters;
     if spec.test.is_latency() {
         let us = LAT_P50_US;
-        let lat = LatencySummary {
-            min: us - 0.1,
-            p50: us,
-            p90: us + 0.05,
-            p99: us + 0.1,
-            p999: us + 0.4,
-            max: us + 1.0,
-            mean: us,
-            stdev: 0.05,
-        };
+        let lat = LatencySummary { min: us - 0.1, p50: us, p90: us + 0.05, p99: us + 0.1, p999: us + 0.4, max: us + 1.0, mean: us, stdev: 0.05 };
         // Round trips of twice the one-way latency.
         let elapsed_ns = (iterations as f64 * 2.0 * us * 1000.0) as u64;
-        return RunResult {
-            iterations,
-            bytes: u64::from(spec.size) * iterations,
-            elapsed_ns,
-            lat: Some(lat),
-            ..RunResult::default()
-        };
+        return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
     }
     let bytes = u64::from(spec.size) * iterations * u64::from(spec.qps);
     // bytes * 8 / elapsed_ns = Gb/s.
     let elapsed_ns = (bytes as f64 * 8.0 / gbps).round() as u64;
-    RunResult {
-        iterations: iterations * u64::from(spec.qps),
-        bytes,
-        elapsed_ns,
-        peak_gbps: Some(gbps),
-        ..RunResult::default()
-    }
+    RunResult { iterations: iterations * u64::from(spec.qps), bytes, elapsed_ns, peak_gbps: Some(gbps), ..RunResult::default() }
 }
 
 /// One `fabcheck mesh --json` run.
@@ -415,8 +359,7 @@ fn run_mesh(endpoints: &[String], extra: &[&str]) -> MeshRun {
 /// `run_mesh` with extra environment (e.g. a PATH holding a fake ssh).
 fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)]) -> MeshRun {
     // FABCHECK_MESH_BIN measures another build (e.g. target/release/fabcheck) by hand.
-    let bin = std::env::var("FABCHECK_MESH_BIN")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabcheck").into());
+    let bin = std::env::var("FABCHECK_MESH_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabcheck").into());
     let mut child = Command::new(bin)
         .arg("mesh")
         .arg("--json")
@@ -462,18 +405,8 @@ fn run_mesh_with_env(endpoints: &[String], extra: &[&str], env: &[(&str, String)
         }
         std::thread::sleep(Duration::from_millis(5));
     };
-    let output = Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
-    MeshRun {
-        output,
-        max_threads,
-        samples,
-        peak_rss_kib,
-        cpu_ticks,
-    }
+    let output = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    MeshRun { output, max_threads, samples, peak_rss_kib, cpu_ticks }
 }
 
 /// `Threads:` of a /proc/PID/status; `None` once the process is gone.
@@ -492,26 +425,17 @@ fn cpu_ticks_of(stat_path: &str) -> Option<u64> {
 /// A number from /proc/PID/status (`Threads:`, `VmHWM:` in KiB...).
 fn status_field(status_path: &str, field: &str) -> Option<usize> {
     let text = std::fs::read_to_string(status_path).ok()?;
-    text.lines()
-        .find_map(|l| l.strip_prefix(field))
-        .and_then(|n| n.trim().trim_end_matches("kB").trim().parse().ok())
+    text.lines().find_map(|l| l.strip_prefix(field)).and_then(|n| n.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The doc's `pairs`, split into the first pass and the re-tests.
 fn passes(doc: &Value) -> (Vec<&Value>, Vec<&Value>) {
-    doc["pairs"]
-        .as_array()
-        .expect("pairs")
-        .iter()
-        .partition(|p| p["retest"] != Value::Bool(true))
+    doc["pairs"].as_array().expect("pairs").iter().partition(|p| p["retest"] != Value::Bool(true))
 }
 
 /// A pair record's endpoints, as an ordered key.
 fn pair_key(p: &Value) -> (String, String) {
-    let (a, b) = (
-        p["a"].as_str().unwrap().to_string(),
-        p["b"].as_str().unwrap().to_string(),
-    );
+    let (a, b) = (p["a"].as_str().unwrap().to_string(), p["b"].as_str().unwrap().to_string());
     if a <= b {
         (a, b)
     } else {
@@ -524,11 +448,7 @@ fn all_pairs(endpoints: &[String]) -> BTreeSet<(String, String)> {
     let mut out = BTreeSet::new();
     for (i, a) in endpoints.iter().enumerate() {
         for b in &endpoints[i + 1..] {
-            out.insert(if a <= b {
-                (a.clone(), b.clone())
-            } else {
-                (b.clone(), a.clone())
-            });
+            out.insert(if a <= b { (a.clone(), b.clone()) } else { (b.clone(), a.clone()) });
         }
     }
     out
@@ -536,84 +456,35 @@ fn all_pairs(endpoints: &[String]) -> BTreeSet<(String, String)> {
 
 /// The write_bw figure of a pair record.
 fn write_bw(p: &Value) -> Option<f64> {
-    p["results"]
-        .as_array()?
-        .iter()
-        .find(|r| r["test"] == "write_bw")?["bw_gbps"]
-        .as_f64()
+    p["results"].as_array()?.iter().find(|r| r["test"] == "write_bw")?["bw_gbps"].as_f64()
 }
 
 /// Checks a 40-endpoint healthy mesh's document and exit code.
 fn assert_uniform_pass(run: &MeshRun, cluster: &FakeCluster) {
     let doc = run.doc();
-    assert_eq!(
-        run.code(),
-        Some(0),
-        "suspects: {:#}\nstderr: {}",
-        doc["suspects"],
-        run.stderr()
-    );
+    assert_eq!(run.code(), Some(0), "suspects: {:#}\nstderr: {}", doc["suspects"], run.stderr());
     assert_eq!(doc["schema"], "fabcheck.mesh.v1");
     assert_eq!(doc["verdict"], "pass");
-    let endpoints: Vec<String> = doc["endpoints"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e.as_str().unwrap().to_string())
-        .collect();
-    assert_eq!(
-        endpoints, cluster.endpoints,
-        "endpoints are named as given, in order"
-    );
+    let endpoints: Vec<String> = doc["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap().to_string()).collect();
+    assert_eq!(endpoints, cluster.endpoints, "endpoints are named as given, in order");
     let (first, retests) = passes(&doc);
     let n = cluster.endpoints.len();
     assert_eq!(first.len(), n * (n - 1) / 2, "every pair once");
-    assert!(
-        retests.is_empty(),
-        "nothing to re-test in a healthy mesh: {} re-tests",
-        retests.len()
-    );
+    assert!(retests.is_empty(), "nothing to re-test in a healthy mesh: {} re-tests", retests.len());
     let measured: BTreeSet<(String, String)> = first.iter().map(|p| pair_key(p)).collect();
-    assert_eq!(
-        measured,
-        all_pairs(&cluster.endpoints),
-        "each unordered pair exactly once"
-    );
+    assert_eq!(measured, all_pairs(&cluster.endpoints), "each unordered pair exactly once");
     for p in &first {
         assert_eq!(p["verdict"], "pass", "{p:#}");
         assert!(p.get("error").is_none(), "{p:#}");
         let results = p["results"].as_array().unwrap();
-        let tests: Vec<(&str, &str)> = results
-            .iter()
-            .map(|r| {
-                (
-                    r["test"].as_str().unwrap(),
-                    r["direction"].as_str().unwrap(),
-                )
-            })
-            .collect();
-        assert_eq!(
-            tests,
-            [("write_bw", "a->b"), ("send_lat", "a->b")],
-            "the default plan"
-        );
+        let tests: Vec<(&str, &str)> = results.iter().map(|r| (r["test"].as_str().unwrap(), r["direction"].as_str().unwrap())).collect();
+        assert_eq!(tests, [("write_bw", "a->b"), ("send_lat", "a->b")], "the default plan");
         let bw = write_bw(p).unwrap();
-        assert!(
-            (bw - NORMAL_GBPS).abs() < 0.5,
-            "write_bw {bw} Gb/s, the fakes report {NORMAL_GBPS}: {p:#}"
-        );
+        assert!((bw - NORMAL_GBPS).abs() < 0.5, "write_bw {bw} Gb/s, the fakes report {NORMAL_GBPS}: {p:#}");
         let lat = &results[1]["lat_us"];
         assert_eq!(lat["p50"].as_f64(), Some(LAT_P50_US), "{p:#}");
-        assert_eq!(
-            results[0]["iterations"].as_u64(),
-            Some(5000),
-            "write_bw's default iterations"
-        );
-        assert_eq!(
-            results[1]["iterations"].as_u64(),
-            Some(1000),
-            "send_lat's default iterations"
-        );
+        assert_eq!(results[0]["iterations"].as_u64(), Some(5000), "write_bw's default iterations");
+        assert_eq!(results[1]["iterations"].as_u64(), Some(1000), "send_lat's default iterations");
     }
     assert_eq!(doc["suspects"], serde_json::json!([]), "no suspects");
     assert!(doc.get("unreachable").is_none(), "{:#}", doc["unreachable"]);
@@ -623,10 +494,7 @@ fn assert_uniform_pass(run: &MeshRun, cluster: &FakeCluster) {
 fn uniform_cluster_passes() {
     // FABCHECK_MESH_SCALE=N runs it at N endpoints instead (a manual scale measurement; the
     // run's thread count, time and memory are printed with --nocapture).
-    let n = std::env::var("FABCHECK_MESH_SCALE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(40);
+    let n = std::env::var("FABCHECK_MESH_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
     let cluster = FakeCluster::healthy(n);
     let start = Instant::now();
     let run = run_mesh(&cluster.endpoints, &[]);
@@ -652,29 +520,19 @@ fn bad_node_and_bad_link_are_named() {
     let ep = &cluster.endpoints;
     let run = run_mesh(ep, &[]);
     let doc = run.doc();
-    assert_eq!(
-        run.code(),
-        Some(1),
-        "suspects: {:#}\nstderr: {}",
-        doc["suspects"],
-        run.stderr()
-    );
+    assert_eq!(run.code(), Some(1), "suspects: {:#}\nstderr: {}", doc["suspects"], run.stderr());
     assert_eq!(doc["verdict"], "fail");
 
     // The first pass measured every pair once; the slow ones, and only they, failed.
     let (first, retests) = passes(&doc);
     assert_eq!(first.len(), 16 * 15 / 2);
     let link_key = pair_key(&serde_json::json!({"a": ep[LINK.0], "b": ep[LINK.1]}));
-    let is_slow =
-        |p: &Value| p["a"] == ep[SLOW_NODE] || p["b"] == ep[SLOW_NODE] || pair_key(p) == link_key;
+    let is_slow = |p: &Value| p["a"] == ep[SLOW_NODE] || p["b"] == ep[SLOW_NODE] || pair_key(p) == link_key;
     for p in &first {
         let bw = write_bw(p).unwrap_or_else(|| panic!("no write_bw: {p:#}"));
         if is_slow(p) {
             assert_eq!(p["verdict"], "fail", "{p:#}");
-            assert!(
-                (bw - NORMAL_GBPS * SLOW_SHARE).abs() < 0.5,
-                "{bw} Gb/s: {p:#}"
-            );
+            assert!((bw - NORMAL_GBPS * SLOW_SHARE).abs() < 0.5, "{bw} Gb/s: {p:#}");
         } else {
             assert_eq!(p["verdict"], "pass", "{p:#}");
         }
@@ -682,48 +540,25 @@ fn bad_node_and_bad_link_are_named() {
 
     // The 15 pairs of the slow node and the slow link were re-tested, once each, still slow.
     let retested: BTreeSet<(String, String)> = retests.iter().map(|p| pair_key(p)).collect();
-    let want: BTreeSet<(String, String)> = first
-        .iter()
-        .filter(|p| is_slow(p))
-        .map(|p| pair_key(p))
-        .collect();
+    let want: BTreeSet<(String, String)> = first.iter().filter(|p| is_slow(p)).map(|p| pair_key(p)).collect();
     assert_eq!(want.len(), 16);
     assert_eq!(retests.len(), 16, "each bad pair re-tested once");
     assert_eq!(retested, want);
-    assert!(
-        retests.iter().all(|p| p["verdict"] == "fail"),
-        "the slow pairs are slow again"
-    );
+    assert!(retests.iter().all(|p| p["verdict"] == "fail"), "the slow pairs are slow again");
 
     // Exactly a node and a link, named as given.
     let suspects = doc["suspects"].as_array().unwrap();
     assert_eq!(suspects.len(), 2, "{suspects:#?}");
     let node = &suspects[0];
-    assert_eq!(
-        (node["kind"].as_str(), node["subject"].as_str()),
-        (Some("node"), Some(ep[SLOW_NODE].as_str())),
-        "{node:#}"
-    );
+    assert_eq!((node["kind"].as_str(), node["subject"].as_str()), (Some("node"), Some(ep[SLOW_NODE].as_str())), "{node:#}");
     let reason = node["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("15 of 15 pairs at ~57 Gb/s vs expected 200 Gb/s"),
-        "{reason}"
-    );
+    assert!(reason.starts_with("15 of 15 pairs at ~57 Gb/s vs expected 200 Gb/s"), "{reason}");
     assert!(reason.contains("NIC, PCIe slot"), "{reason}");
     let link = &suspects[1];
     let subject = format!("{}<->{}", ep[LINK.0], ep[LINK.1]);
-    assert_eq!(
-        (link["kind"].as_str(), link["subject"].as_str()),
-        (Some("link"), Some(subject.as_str())),
-        "{link:#}"
-    );
+    assert_eq!((link["kind"].as_str(), link["subject"].as_str()), (Some("link"), Some(subject.as_str())), "{link:#}");
     let reason = link["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with(
-            "only this pair is slow in both passes (at ~57 Gb/s vs expected 200 Gb/s)"
-        ),
-        "{reason}"
-    );
+    assert!(reason.starts_with("only this pair is slow in both passes (at ~57 Gb/s vs expected 200 Gb/s)"), "{reason}");
     assert!(reason.contains("cable, switch port or route"), "{reason}");
     assert!(doc.get("unreachable").is_none(), "{:#}", doc["unreachable"]);
 }
@@ -737,18 +572,11 @@ fn dead_agent_is_unreachable_not_a_hang() {
     let ep = &cluster.endpoints;
     let run = run_mesh(ep, &[]);
     let doc = run.doc();
-    assert_eq!(
-        run.code(),
-        Some(1),
-        "a dead agent fails the mesh but does not stop it: {}",
-        run.stderr()
-    );
+    assert_eq!(run.code(), Some(1), "a dead agent fails the mesh but does not stop it: {}", run.stderr());
     assert_eq!(doc["verdict"], "fail");
 
     // Named as unreachable, with the reason.
-    let unreachable = doc["unreachable"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no unreachable: {doc:#}"));
+    let unreachable = doc["unreachable"].as_array().unwrap_or_else(|| panic!("no unreachable: {doc:#}"));
     assert_eq!(unreachable.len(), 1, "{unreachable:#?}");
     assert_eq!(unreachable[0]["endpoint"], ep[DEAD]);
     let why = unreachable[0]["error"].as_str().unwrap();
@@ -761,12 +589,7 @@ fn dead_agent_is_unreachable_not_a_hang() {
     for p in &first {
         if dead_pair(p) {
             assert_eq!(p["verdict"], "fail", "{p:#}");
-            assert!(
-                p["error"]
-                    .as_str()
-                    .is_some_and(|e| e.contains(&ep[DEAD]) && e.contains("cannot reach")),
-                "{p:#}"
-            );
+            assert!(p["error"].as_str().is_some_and(|e| e.contains(&ep[DEAD]) && e.contains("cannot reach")), "{p:#}");
             assert_eq!(p["results"], serde_json::json!([]), "{p:#}");
         } else {
             assert_eq!(p["verdict"], "pass", "{p:#}");
@@ -777,28 +600,14 @@ fn dead_agent_is_unreachable_not_a_hang() {
 
     // Its 7 failed pairs were re-tested (and failed again); nothing else was.
     assert_eq!(retests.len(), 7, "{retests:#?}");
-    assert!(
-        retests
-            .iter()
-            .all(|p| dead_pair(p) && p["verdict"] == "fail" && p["error"].is_string()),
-        "{retests:#?}"
-    );
+    assert!(retests.iter().all(|p| dead_pair(p) && p["verdict"] == "fail" && p["error"].is_string()), "{retests:#?}");
 
     // Blamed on the node, as unreachable.
     let suspects = doc["suspects"].as_array().unwrap();
     assert_eq!(suspects.len(), 1, "{suspects:#?}");
-    assert_eq!(
-        (
-            suspects[0]["kind"].as_str(),
-            suspects[0]["subject"].as_str()
-        ),
-        (Some("node"), Some(ep[DEAD].as_str()))
-    );
+    assert_eq!((suspects[0]["kind"].as_str(), suspects[0]["subject"].as_str()), (Some("node"), Some(ep[DEAD].as_str())));
     let reason = suspects[0]["reason"].as_str().unwrap();
-    assert!(
-        reason.starts_with("7 of 7 pairs failed: agent unreachable"),
-        "{reason}"
-    );
+    assert!(reason.starts_with("7 of 7 pairs failed: agent unreachable"), "{reason}");
 }
 
 #[test]
@@ -808,11 +617,7 @@ fn controller_stays_single_threaded() {
     let run = run_mesh(&cluster.endpoints, &[]);
     // The run itself must be the healthy 780-pair mesh, or the thread count means nothing.
     assert_uniform_pass(&run, &cluster);
-    assert!(
-        run.samples >= 20,
-        "only {} samples of the controller's thread count: the run was too short to watch",
-        run.samples
-    );
+    assert!(run.samples >= 20, "only {} samples of the controller's thread count: the run was too short to watch", run.samples);
     assert_eq!(
         run.max_threads, 1,
         "the mesh controller ran up to {} threads (max of {} samples of /proc/PID/status every ~5 ms); it should be one event loop",
@@ -834,38 +639,22 @@ fn a_hung_pair_is_abandoned_and_its_agents_come_back() {
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     let (first, retests) = passes(&doc);
     assert_eq!(first.len(), 15);
-    let hung =
-        |p: &Value| (p["a"] == ep[1] && p["b"] == ep[4]) || (p["a"] == ep[4] && p["b"] == ep[1]);
+    let hung = |p: &Value| (p["a"] == ep[1] && p["b"] == ep[4]) || (p["a"] == ep[4] && p["b"] == ep[1]);
     for p in first.iter().chain(&retests) {
         if hung(p) {
             let error = p["error"].as_str().unwrap_or_else(|| panic!("{p:#}"));
-            assert!(
-                error.contains("no answer within 2 s while running write_bw"),
-                "{error}"
-            );
+            assert!(error.contains("no answer within 2 s while running write_bw"), "{error}");
         } else {
-            assert_eq!(
-                p["verdict"], "pass",
-                "every other pair runs, on fresh channels where needed: {p:#}"
-            );
+            assert_eq!(p["verdict"], "pass", "every other pair runs, on fresh channels where needed: {p:#}");
         }
     }
     assert_eq!(retests.len(), 1, "{retests:#?}");
     assert!(hung(retests[0]));
     // Reached once at the start, again after each hang (first pass and re-test).
     for i in [1, 4] {
-        assert!(
-            cluster.fabric.connections(&host(i)) >= 2,
-            "{} connected {} times",
-            host(i),
-            cluster.fabric.connections(&host(i))
-        );
+        assert!(cluster.fabric.connections(&host(i)) >= 2, "{} connected {} times", host(i), cluster.fabric.connections(&host(i)));
     }
-    assert_eq!(
-        cluster.fabric.connections(&host(0)),
-        1,
-        "healthy agents keep their one channel"
-    );
+    assert_eq!(cluster.fabric.connections(&host(0)), 1, "healthy agents keep their one channel");
     let suspects = doc["suspects"].as_array().unwrap();
     assert_eq!(suspects.len(), 1, "{suspects:#?}");
     assert_eq!(suspects[0]["kind"], "link", "{suspects:#?}");
@@ -889,11 +678,7 @@ fn ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh() {
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabcheck"), &remote).unwrap();
     let log = dir.join("ssh.log");
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fake-ssh");
-    let path = format!(
-        "{}:{}",
-        fake.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default());
     let endpoints: Vec<String> = (0..48).map(|i| format!("node{i:02}/mlx5_0")).collect();
     let remote_arg = remote.to_str().unwrap();
     let run = run_mesh_with_env(
@@ -903,34 +688,17 @@ fn ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh() {
     );
     assert_eq!(run.code(), Some(1), "{}", run.stderr());
     let doc = run.doc();
-    let unreachable = doc["unreachable"]
-        .as_array()
-        .unwrap_or_else(|| panic!("{doc:#}"));
+    let unreachable = doc["unreachable"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
     assert_eq!(unreachable.len(), 48);
     for u in unreachable {
         let error = u["error"].as_str().unwrap();
-        assert!(
-            error.contains("libibverbs") || error.contains("RDMA"),
-            "hello worked, the inventory named the cause: {error}"
-        );
+        assert!(error.contains("libibverbs") || error.contains("RDMA"), "hello worked, the inventory named the cause: {error}");
     }
     let calls = std::fs::read_to_string(&log).unwrap();
-    let hosts: BTreeSet<&str> = calls
-        .lines()
-        .filter_map(|l| l.split_whitespace().next())
-        .collect();
+    let hosts: BTreeSet<&str> = calls.lines().filter_map(|l| l.split_whitespace().next()).collect();
     assert_eq!(hosts.len(), 48, "{calls}");
-    assert!(
-        calls
-            .lines()
-            .all(|l| l.ends_with(&format!("{remote_arg} agent"))),
-        "{calls}"
-    );
-    assert_eq!(
-        run.max_threads, 1,
-        "one thread for 48 ssh children ({} samples)",
-        run.samples
-    );
+    assert!(calls.lines().all(|l| l.ends_with(&format!("{remote_arg} agent"))), "{calls}");
+    assert_eq!(run.max_threads, 1, "one thread for 48 ssh children ({} samples)", run.samples);
     // Nothing the mesh started outlives it.
     let left: Vec<String> = std::fs::read_dir("/proc")
         .unwrap()

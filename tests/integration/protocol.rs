@@ -31,12 +31,7 @@ fn agent_exchange(input: &[u8]) -> (String, Option<i32>) {
     };
     let _ = writer.join();
     let mut out = String::new();
-    child
-        .stdout
-        .take()
-        .unwrap()
-        .read_to_string(&mut out)
-        .unwrap();
+    child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
     (out, status)
 }
 
@@ -50,11 +45,7 @@ fn malformed_messages_are_refused() {
         b"\xff\xfe\n",
     ] {
         let (out, code) = agent_exchange(bad);
-        assert!(
-            out.contains("\"type\":\"error\""),
-            "{:?} -> {out}",
-            String::from_utf8_lossy(bad)
-        );
+        assert!(out.contains("\"type\":\"error\""), "{:?} -> {out}", String::from_utf8_lossy(bad));
         assert!(code.is_some());
     }
     let (out, _) = agent_exchange(b"{\"v\":99,\"type\":\"hello\",\"token\":null}\n");
@@ -74,13 +65,8 @@ fn oversized_and_truncated_messages_end_the_session() {
 
 #[test]
 fn hello_and_bye() {
-    let (out, code) = agent_exchange(
-        b"{\"v\":1,\"type\":\"hello\",\"token\":null}\n{\"v\":1,\"type\":\"bye\"}\n",
-    );
-    assert!(
-        out.contains("\"type\":\"hello\"") && out.contains("\"type\":\"bye\""),
-        "{out}"
-    );
+    let (out, code) = agent_exchange(b"{\"v\":1,\"type\":\"hello\",\"token\":null}\n{\"v\":1,\"type\":\"bye\"}\n");
+    assert!(out.contains("\"type\":\"hello\"") && out.contains("\"type\":\"bye\""), "{out}");
     assert_eq!(code, Some(0));
 }
 

@@ -4,17 +4,7 @@
 use super::{fabcheck, json, require_rxe, sh, Restore, DEVICE, NETDEV};
 
 fn findings(doc: &serde_json::Value) -> Vec<(String, String)> {
-    doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| {
-            (
-                f["id"].as_str().unwrap().to_string(),
-                f["severity"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect()
+    doc["findings"].as_array().unwrap().iter().map(|f| (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string())).collect()
 }
 
 #[test]
@@ -22,28 +12,10 @@ fn healthy_rxe_passes() {
     let _serial = require_rxe();
     let out = fabcheck(&["check", "--json", "--device", DEVICE]);
     let doc = json(&out);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        serde_json::to_string_pretty(&doc["findings"]).unwrap()
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", serde_json::to_string_pretty(&doc["findings"]).unwrap());
     assert_eq!(doc["verdict"], "pass");
-    let ids: Vec<&str> = doc["checks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
-    for id in [
-        "stack.modules",
-        "stack.uverbs",
-        "stack.memlock",
-        "port.state",
-        "roce.gid",
-        "roce.netdev",
-        "roce.mtu",
-    ] {
+    let ids: Vec<&str> = doc["checks"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    for id in ["stack.modules", "stack.uverbs", "stack.memlock", "port.state", "roce.gid", "roce.netdev", "roce.mtu"] {
         assert!(ids.contains(&id), "check {id} did not run: {ids:?}");
     }
 }
@@ -58,80 +30,37 @@ fn netdev_down_fails_port_state_and_netdev() {
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(1));
     let f = findings(&doc);
-    assert!(
-        f.iter().any(|(id, s)| id == "port.state" && s == "error"),
-        "{f:?}"
-    );
-    assert!(
-        f.iter().any(|(id, s)| id == "roce.netdev" && s == "error"),
-        "{f:?}"
-    );
+    assert!(f.iter().any(|(id, s)| id == "port.state" && s == "error"), "{f:?}");
+    assert!(f.iter().any(|(id, s)| id == "roce.netdev" && s == "error"), "{f:?}");
 }
 
 #[test]
 fn ipv4_address_removed_fails_roce_gid() {
     let _serial = require_rxe();
     let _restore = Restore("ip addr add 198.18.0.1/24 dev va 2>/dev/null; true");
-    assert!(sh(&format!("ip addr del 198.18.0.1/24 dev {NETDEV}"))
-        .status
-        .success());
+    assert!(sh(&format!("ip addr del 198.18.0.1/24 dev {NETDEV}")).status.success());
     std::thread::sleep(std::time::Duration::from_millis(500));
     let out = fabcheck(&["check", "--json", "--device", DEVICE]);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(1), "{}", doc["findings"]);
     let f = findings(&doc);
-    assert!(
-        f.iter().any(|(id, s)| id == "roce.gid" && s == "error"),
-        "{f:?}"
-    );
-    let remedy = doc["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["id"] == "roce.gid")
-        .unwrap()["remedy"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    assert!(f.iter().any(|(id, s)| id == "roce.gid" && s == "error"), "{f:?}");
+    let remedy = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "roce.gid").unwrap()["remedy"].as_str().unwrap().to_string();
     assert!(remedy.contains("ip addr add"), "{remedy}");
 }
 
 #[test]
 fn expecting_infiniband_on_rxe_fails_link_layer() {
     let _serial = require_rxe();
-    let out = fabcheck(&[
-        "check",
-        "--json",
-        "--device",
-        DEVICE,
-        "--expect",
-        "link_layer=infiniband",
-    ]);
+    let out = fabcheck(&["check", "--json", "--device", DEVICE, "--expect", "link_layer=infiniband"]);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(1));
-    assert!(findings(&doc)
-        .iter()
-        .any(|(id, s)| id == "port.link_layer" && s == "error"));
+    assert!(findings(&doc).iter().any(|(id, s)| id == "port.link_layer" && s == "error"));
 }
 
 #[test]
 fn expectations_that_hold_pass() {
     let _serial = require_rxe();
-    let out = fabcheck(&[
-        "check",
-        "--device",
-        DEVICE,
-        "--expect",
-        "link_layer=ethernet",
-        "--expect",
-        "devices=1",
-        "--expect",
-        "state=ACTIVE",
-    ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    let out = fabcheck(&["check", "--device", DEVICE, "--expect", "link_layer=ethernet", "--expect", "devices=1", "--expect", "state=ACTIVE"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 }

@@ -30,27 +30,16 @@ pub fn require_rxe() -> std::sync::MutexGuard<'static, ()> {
 }
 
 pub fn fabcheck(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .output()
-        .expect("run fabcheck")
+    Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).output().expect("run fabcheck")
 }
 
 pub fn sh(command: &str) -> Output {
-    Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .output()
-        .expect("run sh")
+    Command::new("sh").arg("-c").arg(command).output().expect("run sh")
 }
 
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}):\nstdout: {}\nstderr: {}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
+        panic!("not JSON ({e}):\nstdout: {}\nstderr: {}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
     })
 }
 
