@@ -15,4 +15,4 @@ pub mod pair;
 pub mod perf;
 pub mod probe;
 pub mod report;
-pub mod verbs;
+pub mod sys;

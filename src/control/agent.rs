@@ -76,7 +76,10 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
         let request = match event {
             Event::Closed => break,
             Event::Bad(why) => {
-                let _ = reply(&mut writer, &Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() });
+                let _ = reply(
+                    &mut writer,
+                    &Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() },
+                );
                 break;
             }
             Event::Request(r) => r,
@@ -89,7 +92,10 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
             Request::Hello { token } => {
                 if let Some(want) = &options.token {
                     if !token.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
-                        reply(&mut writer, &error("the agent refused the token", "pass the token `fabcheck serve` was started with (--token or FABCHECK_TOKEN)"))?;
+                        reply(
+                            &mut writer,
+                            &error("the agent refused the token", "pass the token `fabcheck serve` was started with (--token or FABCHECK_TOKEN)"),
+                        )?;
                         break;
                     }
                 }
@@ -107,7 +113,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                 session = None;
                 let r = match Session::open(&target, &spec, &options.host) {
                     Ok(s) => {
-                        let endpoint = s.local.clone();
+                        let endpoint = s.local().clone();
                         session = Some(s);
                         Reply::Ready { endpoint }
                     }

@@ -81,7 +81,7 @@ pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize)
         if active.is_empty() && next >= jobs.len() {
             return Ok(());
         }
-        if crate::verbs::os::interrupted() {
+        if crate::sys::os::interrupted() {
             return Err(Failure::new("interrupted", "the agents were told to stop; nothing is left running"));
         }
         let now = Instant::now();

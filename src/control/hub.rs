@@ -11,10 +11,10 @@ use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::protocol::{self, Reply, Request};
 use crate::error::Failure;
-use crate::verbs::io::{self, PollSet};
+use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::AsFd;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
@@ -39,10 +39,19 @@ const TAIL: usize = 300;
 
 enum State {
     Idle,
-    Connecting { stream: TcpStream, rest: Vec<SocketAddr>, port: u16, deadline: Instant },
+    Connecting {
+        stream: TcpStream,
+        rest: Vec<SocketAddr>,
+        port: u16,
+        deadline: Instant,
+    },
     Open(Channel),
     /// End of stream seen; waiting briefly for the child's exit status.
-    Ending { channel: Channel, why: String, until: Instant },
+    Ending {
+        channel: Channel,
+        why: String,
+        until: Instant,
+    },
 }
 
 struct Link {
@@ -89,14 +98,15 @@ pub struct Hub {
     opts: LaunchOptions,
     ready: VecDeque<HubEvent>,
     reaping: Vec<(Child, Instant)>,
-    poll: PollSet,
+    /// What the last wait found, slot by slot.
+    readiness: Vec<Readiness>,
     slots: Vec<(LinkId, Slot)>,
     buf: Vec<u8>,
 }
 
 impl Hub {
     pub fn new(opts: LaunchOptions) -> Hub {
-        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), poll: PollSet::default(), slots: Vec::new(), buf: vec![0; 64 << 10] }
+        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), readiness: Vec::new(), slots: Vec::new(), buf: vec![0; 64 << 10] }
     }
 
     /// Registers an agent; nothing starts until the first request is sent to it.
@@ -188,29 +198,29 @@ impl Hub {
     pub fn wait(&mut self, timeout: Duration, out: &mut Vec<HubEvent>) {
         let now = Instant::now();
         let mut timeout = if self.ready.is_empty() { timeout } else { Duration::ZERO };
-        self.poll.clear();
         self.slots.clear();
+        let mut fds = Vec::with_capacity(self.links.len() * 2);
         for (id, link) in self.links.iter().enumerate() {
             match &link.state {
                 State::Idle => {}
                 State::Connecting { stream, deadline, .. } => {
                     timeout = timeout.min(deadline.saturating_duration_since(now));
-                    self.poll.add(stream.as_raw_fd(), false, true);
+                    fds.push((stream.as_fd(), Interest::Write));
                     self.slots.push((id, Slot::Connect));
                 }
                 State::Open(channel) | State::Ending { channel, .. } => {
                     if let State::Ending { until, .. } = &link.state {
                         timeout = timeout.min(until.saturating_duration_since(now).max(Duration::from_millis(5)));
                     } else {
-                        self.poll.add(channel.read_fd(), true, false);
+                        fds.push((channel.read_fd(), Interest::Read));
                         self.slots.push((id, Slot::Read));
                         if let (false, Some(fd)) = (link.outbox.is_empty(), channel.write_fd()) {
-                            self.poll.add(fd, false, true);
+                            fds.push((fd, Interest::Write));
                             self.slots.push((id, Slot::Write));
                         }
                     }
                     if let Some(fd) = channel.stderr_fd() {
-                        self.poll.add(fd, true, false);
+                        fds.push((fd, Interest::Read));
                         self.slots.push((id, Slot::Stderr));
                     }
                 }
@@ -219,17 +229,21 @@ impl Hub {
         if !self.reaping.is_empty() {
             timeout = timeout.min(Duration::from_millis(20));
         }
-        if let Err(e) = self.poll.wait(timeout) {
+        if let Err(e) = io::wait(&fds, timeout, &mut self.readiness) {
             tracing::warn!(error = %e, "poll failed");
+            self.readiness.clear();
+            self.readiness.resize(fds.len(), Readiness::default());
             std::thread::sleep(Duration::from_millis(10));
         }
+        drop(fds);
         for k in 0..self.slots.len() {
             let (id, slot) = self.slots[k];
+            let ready = self.readiness[k];
             match slot {
-                Slot::Connect if self.poll.writable(k) => self.connected(id),
-                Slot::Read if self.poll.readable(k) => self.read(id),
-                Slot::Write if self.poll.writable(k) => self.flush(id),
-                Slot::Stderr if self.poll.readable(k) => self.read_stderr(id),
+                Slot::Connect if ready.writable => self.connected(id),
+                Slot::Read if ready.readable => self.read(id),
+                Slot::Write if ready.writable => self.flush(id),
+                Slot::Stderr if ready.readable => self.read_stderr(id),
                 _ => {}
             }
         }
@@ -275,7 +289,11 @@ impl Hub {
                 }
                 Ok(ReadOutcome::WouldBlock) => return,
                 Ok(ReadOutcome::End) => {
-                    let why = if link.inbox.pending() > 0 { "the channel closed in the middle of a message" } else { "the agent exited or the connection closed" };
+                    let why = if link.inbox.pending() > 0 {
+                        "the channel closed in the middle of a message"
+                    } else {
+                        "the agent exited or the connection closed"
+                    };
                     return self.begin_end(id, why.into());
                 }
                 Err(e) => return self.begin_end(id, format!("the connection failed: {e}")),

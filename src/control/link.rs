@@ -4,10 +4,10 @@
 
 use super::endpoint::HostSpec;
 use crate::error::Failure;
-use crate::verbs::io;
+use crate::sys::io;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// How `[user@]host` endpoints get their agent.
@@ -43,8 +43,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
     }
     let mut command = match host {
         HostSpec::Local => {
-            let exe = std::env::current_exe()
-                .map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
+            let exe =
+                std::env::current_exe().map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
             let mut c = Command::new(exe);
             c.arg("agent");
             c
@@ -99,7 +99,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
         let _ = child.wait();
         return Err(Failure::new(format!("{label}: the agent has no pipes"), "internal error; rerun"));
     };
-    for fd in [stdin.as_raw_fd(), stdout.as_raw_fd(), stderr.as_raw_fd()] {
+    for fd in [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()] {
         if let Err(e) = io::set_nonblocking(fd) {
             let _ = child.kill();
             let _ = child.wait();
@@ -111,10 +111,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
 
 /// The addresses of a `tcp://` endpoint, in the resolver's order.
 pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Failure> {
-    let addrs: Vec<SocketAddr> = (host, port)
-        .to_socket_addrs()
-        .map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?
-        .collect();
+    let addrs: Vec<SocketAddr> =
+        (host, port).to_socket_addrs().map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?.collect();
     if addrs.is_empty() {
         return Err(Failure::new(format!("cannot resolve {label}: no address"), "check the host name"));
     }
@@ -138,25 +136,25 @@ pub enum ReadOutcome {
 
 impl Channel {
     /// Where replies arrive.
-    pub fn read_fd(&self) -> RawFd {
+    pub fn read_fd(&self) -> BorrowedFd<'_> {
         match self {
-            Channel::Child { stdout, .. } => stdout.as_raw_fd(),
-            Channel::Tcp(s) => s.as_raw_fd(),
+            Channel::Child { stdout, .. } => stdout.as_fd(),
+            Channel::Tcp(s) => s.as_fd(),
         }
     }
 
     /// Where requests go (`None` once the write side is closed).
-    pub fn write_fd(&self) -> Option<RawFd> {
+    pub fn write_fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Channel::Child { stdin, .. } => stdin.as_ref().map(|s| s.as_raw_fd()),
-            Channel::Tcp(s) => Some(s.as_raw_fd()),
+            Channel::Child { stdin, .. } => stdin.as_ref().map(|s| s.as_fd()),
+            Channel::Tcp(s) => Some(s.as_fd()),
         }
     }
 
     /// A child's stderr, while open.
-    pub fn stderr_fd(&self) -> Option<RawFd> {
+    pub fn stderr_fd(&self) -> Option<BorrowedFd<'_>> {
         match self {
-            Channel::Child { stderr, .. } => stderr.as_ref().map(|s| s.as_raw_fd()),
+            Channel::Child { stderr, .. } => stderr.as_ref().map(|s| s.as_fd()),
             Channel::Tcp(_) => None,
         }
     }

@@ -33,8 +33,7 @@ pub enum TestKind {
 }
 
 impl TestKind {
-    pub const ALL: [TestKind; 6] =
-        [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
+    pub const ALL: [TestKind; 6] = [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
 
     pub fn name(self) -> &'static str {
         match self {

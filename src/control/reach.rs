@@ -38,7 +38,16 @@ enum State {
 
 impl Reach {
     pub fn new(label: &str, token: Option<String>, want_inventory: bool) -> Reach {
-        Reach { label: label.into(), token, want_inventory, state: State::NotStarted, deadline: None, host: String::new(), inventory: None, failure: None }
+        Reach {
+            label: label.into(),
+            token,
+            want_inventory,
+            state: State::NotStarted,
+            deadline: None,
+            host: String::new(),
+            inventory: None,
+            failure: None,
+        }
     }
 
     fn fail(&mut self, failure: Failure, act: &mut Actions) {
@@ -117,7 +126,14 @@ impl Conversation for Reach {
 
 /// Reaches the agents on `links` (named `labels`), `window` at a time; one finished `Reach`
 /// per link, in order. `Err` only on Ctrl-C.
-pub fn reach_all(hub: &mut Hub, links: &[LinkId], labels: &[String], token: &Option<String>, want_inventory: bool, window: usize) -> Result<Vec<Reach>, Failure> {
+pub fn reach_all(
+    hub: &mut Hub,
+    links: &[LinkId],
+    labels: &[String],
+    token: &Option<String>,
+    want_inventory: bool,
+    window: usize,
+) -> Result<Vec<Reach>, Failure> {
     let mut jobs: Vec<Job<Reach>> = links
         .iter()
         .zip(labels)

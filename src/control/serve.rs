@@ -28,10 +28,8 @@ pub struct ServeArgs {
 pub struct AgentArgs {}
 
 pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
-    let addr: SocketAddr = args
-        .listen
-        .parse()
-        .map_err(|_| Failure::usage(format!("--listen '{}' is not ADDR:PORT (e.g. 0.0.0.0:18515)", args.listen)))?;
+    let addr: SocketAddr =
+        args.listen.parse().map_err(|_| Failure::usage(format!("--listen '{}' is not ADDR:PORT (e.g. 0.0.0.0:18515)", args.listen)))?;
     let token = args.token.clone().filter(|t| !t.is_empty());
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(Failure::new(
@@ -39,8 +37,8 @@ pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
             "pass --token SECRET (or set FABCHECK_TOKEN) here and give the same to `fabcheck pair --token`",
         ));
     }
-    let listener = TcpListener::bind(addr)
-        .map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}"), "pick a free port, or stop what holds it"))?;
+    let listener =
+        TcpListener::bind(addr).map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}"), "pick a free port, or stop what holds it"))?;
     eprintln!("fabcheck serve: listening on {addr}{}", if token.is_some() { " (token required)" } else { "" });
     let active = Arc::new(AtomicUsize::new(0));
     let mut served = 0usize;
@@ -78,6 +76,7 @@ pub fn serve(args: &ServeArgs) -> Result<Outcome, Failure> {
 pub fn agent_stdio(_args: &AgentArgs) -> Result<Outcome, Failure> {
     let options = AgentOptions { token: None, host: agent::hostname() };
     let stdin = BufReader::new(std::io::stdin());
-    agent::run(stdin, std::io::stdout().lock(), options).map_err(|e| Failure::new(format!("agent channel failed: {e}"), "the controller went away"))?;
+    agent::run(stdin, std::io::stdout().lock(), options)
+        .map_err(|e| Failure::new(format!("agent channel failed: {e}"), "the controller went away"))?;
     Ok(Outcome::Pass)
 }

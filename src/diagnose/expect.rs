@@ -115,8 +115,7 @@ impl Expectations {
                         })
                     }
                 };
-                self.set(&format!("{key}={value}"))
-                    .map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error) })?;
+                self.set(&format!("{key}={value}")).map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error) })?;
             }
             return Ok(());
         }
@@ -157,7 +156,9 @@ mod tests {
         let mut e = Expectations::default();
         assert!(matches!(e.set("rate"), Err(ExpectError::NotKeyValue(_))));
         assert!(matches!(e.set("colour=blue"), Err(ExpectError::UnknownKey(_))));
-        for bad in ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu="] {
+        for bad in
+            ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu="]
+        {
             assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
         }
     }

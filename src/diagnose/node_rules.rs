@@ -79,11 +79,8 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
             (Some(c), Some(m)) => pcie_gts(c).zip(pcie_gts(m)).is_some_and(|(c, m)| c < m),
             _ => false,
         };
-        let observed = format!(
-            "x{} {}",
-            pci.current_width.map_or("?".into(), |w| w.to_string()),
-            pci.current_speed.clone().unwrap_or_else(|| "?".into())
-        );
+        let observed =
+            format!("x{} {}", pci.current_width.map_or("?".into(), |w| w.to_string()), pci.current_speed.clone().unwrap_or_else(|| "?".into()));
         let best = format!("x{} {}", pci.max_width.map_or("?".into(), |w| w.to_string()), pci.max_speed.clone().unwrap_or_else(|| "?".into()));
         if width_low || speed_low {
             sheet.fail(

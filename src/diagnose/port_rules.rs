@@ -78,10 +78,9 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
             "port DOWN, physical state SLEEP: the port is powered down".into(),
             format!("bring it up (`ip link set {netdev} up` for RoCE); check the module is not in low-power mode (mlxlink)"),
         ),
-        (PortState::Down, _) if !ib => (
-            format!("RoCE port DOWN: netdev {netdev} has no link"),
-            format!("`ip link set {netdev} up`; check cable, optic and the switch port"),
-        ),
+        (PortState::Down, _) if !ib => {
+            (format!("RoCE port DOWN: netdev {netdev} has no link"), format!("`ip link set {netdev} up`; check cable, optic and the switch port"))
+        }
         (PortState::Init, PhysState::LinkUp) if ib => (
             "port INIT: the physical link is up but no subnet manager has configured it (no LID, not ACTIVE)".into(),
             "start a subnet manager: OpenSM on a switch or management node (`systemctl enable --now opensm`), two for \
@@ -100,10 +99,9 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
             "link is in error recovery: the physical layer is seeing errors".into(),
             "check cable and optics (`mlxlink -d <pci> -m`), and the error counters".into(),
         ),
-        (PortState::Active, _) if want != PortState::Active => (
-            format!("port is {} but {} was expected", port.state, want),
-            "check the expectation; the port itself is working".into(),
-        ),
+        (PortState::Active, _) if want != PortState::Active => {
+            (format!("port is {} but {} was expected", port.state, want), "check the expectation; the port itself is working".into())
+        }
         _ => (
             format!("port is {} / {}, not ACTIVE / LINK_UP", port.state, port.phys_state),
             "check cabling, the peer port and, on InfiniBand, the subnet manager".into(),

@@ -194,11 +194,7 @@ impl Symptoms {
     fn figure(&self, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> String {
         let mut parts = Vec::new();
         if self.failed > 0 {
-            parts.push(if self.slow.is_empty() && self.laggy.is_empty() {
-                "failed".to_string()
-            } else {
-                format!("{} failed", self.failed)
-            });
+            parts.push(if self.slow.is_empty() && self.laggy.is_empty() { "failed".to_string() } else { format!("{} failed", self.failed) });
         }
         if let Some(typ) = median(self.slow.clone()) {
             let against = match (c.expected_bw_gbps, mb) {
@@ -304,9 +300,7 @@ pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasur
         let what = sym.figure(c, mb, ml);
         let cause = if sym.only_failed() {
             "a cluster-wide cause: agents unreachable, GIDs or routing (RoCE: IP, VLAN, firewall), or the ports not ACTIVE: run `fabcheck check` on each node"
-        } else if c.expected_bw_gbps.is_some()
-            && mb.is_some_and(|m| m < c.bw_fraction * c.expected_bw_gbps.unwrap_or(0.0))
-        {
+        } else if c.expected_bw_gbps.is_some() && mb.is_some_and(|m| m < c.bw_fraction * c.expected_bw_gbps.unwrap_or(0.0)) {
             "a cluster-wide cause: an expected rate that is wrong, links trained down (width, speed), MTU, PFC/ECN, or congestion from other jobs"
         } else {
             "a cluster-wide cause: MTU, PFC/ECN or congestion control, adaptive routing, or congestion from other jobs"
@@ -352,9 +346,7 @@ pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasur
             }
             let (m1, m2) = pairs[&k];
             let before = Symptoms::of(std::iter::once(m1), c, mb, ml).figure(c, mb, ml);
-            let after = m2.and_then(|m| {
-                m.bw_gbps.map(|bw| format!("{} Gb/s", fmt(bw))).or(m.lat_us.map(|l| format!("{} us", fmt(l))))
-            });
+            let after = m2.and_then(|m| m.bw_gbps.map(|bw| format!("{} Gb/s", fmt(bw))).or(m.lat_us.map(|l| format!("{} us", fmt(l)))));
             flaky.push(Suspect {
                 kind: SuspectKind::Link,
                 subject: link_name(endpoints, k),
@@ -370,12 +362,8 @@ pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasur
         }
         // Bad twice. Are both ends fine with everyone else?
         // Pairs with a blamed node are the node's, not held against this link's ends.
-        let others = |e: usize| {
-            judged
-                .keys()
-                .filter(|&&p| p != k && (p.0 == e || p.1 == e) && !blamed[p.0] && !blamed[p.1] && is_bad_pair(&p))
-                .count()
-        };
+        let others =
+            |e: usize| judged.keys().filter(|&&p| p != k && (p.0 == e || p.1 == e) && !blamed[p.0] && !blamed[p.1] && is_bad_pair(&p)).count();
         let (oa, ob) = (others(k.0), others(k.1));
         let sym = Symptoms::of(std::iter::once(m), c, mb, ml);
         let figure = sym.figure(c, mb, ml);
@@ -394,11 +382,7 @@ pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasur
         } else {
             "cable, switch port or route between them"
         };
-        out.push(Suspect {
-            kind: SuspectKind::Link,
-            subject: link_name(endpoints, k),
-            reason: format!("{lead}: {cause}"),
-        });
+        out.push(Suspect { kind: SuspectKind::Link, subject: link_name(endpoints, k), reason: format!("{lead}: {cause}") });
     }
     out.extend(flaky);
     out
@@ -451,20 +435,14 @@ pub fn config_drift(items: &[(String, Vec<(String, String)>)]) -> Vec<Suspect> {
                     found.push((
                         i,
                         k,
-                        format!(
-                            "{k} {v} here, but no majority among the {compared} endpoints ({}): make them all the same",
-                            split.join(", ")
-                        ),
+                        format!("{k} {v} here, but no majority among the {compared} endpoints ({}): make them all the same", split.join(", ")),
                     ));
                 }
             }
         }
     }
     found.sort_by(|x, y| (x.0, x.1).cmp(&(y.0, y.1)));
-    found
-        .into_iter()
-        .map(|(i, _, reason)| Suspect { kind: SuspectKind::Config, subject: items[i].0.clone(), reason })
-        .collect()
+    found.into_iter().map(|(i, _, reason)| Suspect { kind: SuspectKind::Config, subject: items[i].0.clone(), reason }).collect()
 }
 
 #[cfg(test)]
@@ -491,11 +469,7 @@ mod tests {
     fn mesh(n: usize, tweak: impl Fn(usize, usize) -> Option<PairMeasure>) -> Vec<PairMeasure> {
         all_pairs(n)
             .into_iter()
-            .map(|(a, b)| {
-                tweak(a, b).unwrap_or_else(|| {
-                    m(a, b, 195.0 + ((a * 7 + b * 3) % 5) as f64 * 0.5, 1.9 + ((a + b) % 3) as f64 * 0.02)
-                })
-            })
+            .map(|(a, b)| tweak(a, b).unwrap_or_else(|| m(a, b, 195.0 + ((a * 7 + b * 3) % 5) as f64 * 0.5, 1.9 + ((a + b) % 3) as f64 * 0.02)))
             .collect()
     }
 
@@ -583,11 +557,7 @@ mod tests {
         assert_eq!(s.len(), 1, "{s:#?}");
         assert_eq!(s[0].kind, SuspectKind::Link);
         assert_eq!(s[0].subject, "n3/mlx5_0<->n7/mlx5_0");
-        assert!(
-            s[0].reason.starts_with("only this pair is slow in both passes (at ~61 Gb/s vs cluster median 19"),
-            "{}",
-            s[0].reason
-        );
+        assert!(s[0].reason.starts_with("only this pair is slow in both passes (at ~61 Gb/s vs cluster median 19"), "{}", s[0].reason);
         assert!(s[0].reason.ends_with("cable, switch port or route between them"), "{}", s[0].reason);
     }
 
@@ -677,11 +647,7 @@ mod tests {
         assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n4/mlx5_0"));
         assert!(s[0].reason.starts_with("6 of 7 pairs"), "{}", s[0].reason);
         assert_eq!((s[1].kind, s[1].subject.as_str()), (SuspectKind::Link, "n1/mlx5_0<->n7/mlx5_0"));
-        assert!(
-            s[1].reason.starts_with("only this pair is slow in both passes (at ~90 Gb/s vs cluster median 19"),
-            "{}",
-            s[1].reason
-        );
+        assert!(s[1].reason.starts_with("only this pair is slow in both passes (at ~90 Gb/s vs cluster median 19"), "{}", s[1].reason);
     }
 
     #[test]
@@ -743,8 +709,7 @@ mod tests {
 
     #[test]
     fn config_drift_names_the_odd_one() {
-        let mut items: Vec<(String, Vec<(String, String)>)> =
-            names(8).into_iter().map(|n| (n, settings("20.39.1002", "4096"))).collect();
+        let mut items: Vec<(String, Vec<(String, String)>)> = names(8).into_iter().map(|n| (n, settings("20.39.1002", "4096"))).collect();
         items[4].1 = settings("20.35.2000", "4096");
         items[6].1 = settings("20.39.1002", "1024");
         let s = config_drift(&items);
@@ -757,14 +722,12 @@ mod tests {
 
     #[test]
     fn config_drift_uniform_and_splits() {
-        let items: Vec<(String, Vec<(String, String)>)> =
-            names(4).into_iter().map(|n| (n, settings("1", "4096"))).collect();
+        let items: Vec<(String, Vec<(String, String)>)> = names(4).into_iter().map(|n| (n, settings("1", "4096"))).collect();
         assert!(config_drift(&items).is_empty());
         assert!(config_drift(&[]).is_empty());
 
         // Two minorities: "6 of the other 7".
-        let mut items: Vec<(String, Vec<(String, String)>)> =
-            names(8).into_iter().map(|n| (n, settings("A", "4096"))).collect();
+        let mut items: Vec<(String, Vec<(String, String)>)> = names(8).into_iter().map(|n| (n, settings("A", "4096"))).collect();
         items[0].1 = settings("B", "4096");
         items[1].1 = settings("C", "4096");
         let s = config_drift(&items);

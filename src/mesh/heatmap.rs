@@ -125,11 +125,7 @@ pub fn html(title: &str, endpoints: &[String], bw: &[Vec<Option<f64>>], suspects
         let name = escape(e);
         let class = if node_marked[i] { "lbl suspect" } else { "lbl" };
         let y = top_margin + i * cell + cell / 2;
-        let _ = write!(
-            svg,
-            r#"<text class="{class}" x="{}" y="{y}" text-anchor="end" dominant-baseline="middle">{name}</text>"#,
-            left - 8
-        );
+        let _ = write!(svg, r#"<text class="{class}" x="{}" y="{y}" text-anchor="end" dominant-baseline="middle">{name}</text>"#, left - 8);
         let x = left + i * cell + cell / 2;
         let yb = top_margin - 6;
         let _ = write!(svg, r#"<text class="{class}" x="{x}" y="{yb}" transform="rotate(-45 {x} {yb})">{name}</text>"#);
@@ -141,18 +137,14 @@ pub fn html(title: &str, endpoints: &[String], bw: &[Vec<Option<f64>>], suspects
             let x = left + j * cell;
             let y = top_margin + i * cell;
             if i == j {
-                let _ = write!(
-                    svg,
-                    r##"<rect class="diag" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#fafafa"/>"##
-                );
+                let _ = write!(svg, r##"<rect class="diag" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#fafafa"/>"##);
                 continue;
             }
             let (a, b) = (escape(&endpoints[i]), escape(&endpoints[j]));
             let stroke = r##" stroke="#fff" stroke-width="1""##;
             match value(bw, i, j) {
                 Some(v) => {
-                    let share =
-                        if top > 0.0 { format!(" ({:.0}% of the best)", 100.0 * v / top) } else { String::new() };
+                    let share = if top > 0.0 { format!(" ({:.0}% of the best)", 100.0 * v / top) } else { String::new() };
                     let _ = write!(
                         svg,
                         r#"<g><title>{a} &lt;-&gt; {b}: {} Gb/s{share}</title><rect class="cell" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="{}"{stroke}/>"#,
@@ -209,11 +201,7 @@ pub fn html(title: &str, endpoints: &[String], bw: &[Vec<Option<f64>>], suspects
     let ticks = [(0.0, 0.5), (0.5, 0.75), (1.0, 1.0)];
     for (pos, share) in ticks {
         let x = lx as f64 + pos * lw as f64;
-        let label = if top > 0.0 {
-            format!("{}{}", if pos == 0.0 { "≤ " } else { "" }, fmt(share * top))
-        } else {
-            "-".into()
-        };
+        let label = if top > 0.0 { format!("{}{}", if pos == 0.0 { "≤ " } else { "" }, fmt(share * top)) } else { "-".into() };
         let anchor = if pos == 0.0 {
             "start"
         } else if pos == 1.0 {
@@ -223,8 +211,7 @@ pub fn html(title: &str, endpoints: &[String], bw: &[Vec<Option<f64>>], suspects
         };
         let _ = write!(svg, r#"<text class="tick" x="{x:.0}" y="{}" text-anchor="{anchor}">{label}</text>"#, ly + 30);
     }
-    let _ =
-        write!(svg, r#"<text class="tick" x="{}" y="{}">Gb/s (share of the best pair)</text>"#, lx + lw + 10, ly + 11);
+    let _ = write!(svg, r#"<text class="tick" x="{}" y="{}">Gb/s (share of the best pair)</text>"#, lx + lw + 10, ly + 11);
     let gx = lx + lw + 10;
     let _ = write!(
         svg,

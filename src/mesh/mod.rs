@@ -133,7 +133,7 @@ struct Run {
 
 pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     let run = configure(args)?;
-    crate::verbs::os::catch_termination();
+    crate::sys::os::catch_termination();
     let n = run.specs.len();
     check_open_files(&run.specs)?;
     let mut hub = Hub::new(run.launch.clone());
@@ -141,7 +141,15 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         .specs
         .iter()
         .zip(&run.names)
-        .map(|(spec, name)| Agent { link: hub.add(&spec.host, name.clone()), reached: false, settings: Vec::new(), rate_gbps: None, soft: false, error: None, second_chance: false })
+        .map(|(spec, name)| Agent {
+            link: hub.add(&spec.host, name.clone()),
+            reached: false,
+            settings: Vec::new(),
+            rate_gbps: None,
+            soft: false,
+            error: None,
+            second_chance: false,
+        })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
     let mut records = Vec::new();
@@ -169,11 +177,8 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
-    let unreachable: Vec<Unreachable> = agents
-        .iter()
-        .zip(&run.names)
-        .filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error }))
-        .collect();
+    let unreachable: Vec<Unreachable> =
+        agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect();
     hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
@@ -264,7 +269,7 @@ fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
 fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
     let children = specs.iter().filter(|s| !matches!(s.host, HostSpec::Tcp { .. })).count() as u64;
     let need = children * 3 + (specs.len() as u64 - children) + 64;
-    let limit = crate::verbs::io::raise_open_files(need);
+    let limit = crate::sys::io::raise_open_files(need);
     if limit < need {
         return Err(Failure::new(
             format!("a mesh of {} endpoints needs about {need} open files; this process may open {limit}", specs.len()),
@@ -328,7 +333,13 @@ fn expected_rate(agents: &[Agent]) -> Option<f64> {
 }
 
 /// Runs one round: every pair at once, each its own test sequence on the one hub.
-fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, usize)], retest: bool) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+fn run_round(
+    run: &Run,
+    hub: &mut Hub,
+    agents: &mut [Agent],
+    round: &[(usize, usize)],
+    retest: bool,
+) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
     // Agents whose channel an earlier pair discarded are reached again (a restarted node may
     // come back).
     let mut again: Vec<usize> =
@@ -352,10 +363,19 @@ fn run_round(run: &Run, hub: &mut Hub, agents: &mut [Agent], round: &[(usize, us
             // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
             let why = [a, b]
                 .iter()
-                .filter_map(|&i| agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) }))
+                .filter_map(|&i| {
+                    agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) })
+                })
                 .collect::<Vec<_>>()
                 .join("; ");
-            let record = PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict: Verdict::Fail, results: Vec::new(), error: Some(why), retest };
+            let record = PairRecord {
+                a: run.names[a].clone(),
+                b: run.names[b].clone(),
+                verdict: Verdict::Fail,
+                results: Vec::new(),
+                error: Some(why),
+                retest,
+            };
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
     }
@@ -389,11 +409,7 @@ fn record(run: &Run, a: usize, b: usize, done: PairSequence, retest: bool) -> (P
 /// the first latency test's p50.
 fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
     let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
-    let bw = results
-        .iter()
-        .filter(|r| Some(r.size) == largest && r.direction != "bidi")
-        .filter_map(|r| r.bw_gbps)
-        .reduce(f64::min);
+    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != "bidi").filter_map(|r| r.bw_gbps).reduce(f64::min);
     let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
     PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }

@@ -132,7 +132,7 @@ fn configure(args: &PairArgs) -> Result<Config, Failure> {
 
 pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     let config = configure(args)?;
-    crate::verbs::os::catch_termination();
+    crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];

@@ -391,11 +391,8 @@ impl Conversation for PairSequence {
 fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) -> TestResult {
     let spec = &t.spec;
     let (ra, rb) = t.direction.roles();
-    let active: Vec<&RunResult> = [(ra, &runs[0]), (rb, &runs[1])]
-        .into_iter()
-        .filter(|(role, _)| *role != Role::Passive)
-        .filter_map(|(_, r)| r.as_ref())
-        .collect();
+    let active: Vec<&RunResult> =
+        [(ra, &runs[0]), (rb, &runs[1])].into_iter().filter(|(role, _)| *role != Role::Passive).filter_map(|(_, r)| r.as_ref()).collect();
     let mut counters = BTreeMap::new();
     let sides: &[(&str, &Option<RunResult>)] = if same_port { &[("a", &runs[0])] } else { &[("a", &runs[0]), ("b", &runs[1])] };
     for &(name, run) in sides {

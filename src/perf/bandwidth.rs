@@ -6,7 +6,7 @@ use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
 use crate::control::protocol::{Role, RunResult, TestKind};
-use crate::verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
+use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
 
 const POLL_BATCH: usize = 16;
@@ -29,18 +29,16 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
     let inline = s.inline && op != SendOp::Read;
     let mut lists: Vec<SendList> = (0..s.qps.len())
         .map(|q| {
-            let mut list = SendList::new(post_list, op, &s.mr, local_offset, spec.size, remote, inline);
+            let mut list = SendList::new(post_list, op, &s.mr, local_offset, spec.size, remote, inline)?;
             for i in 0..post_list {
                 list.set_wr_id(i, q as u64);
             }
-            list
+            Ok(list)
         })
-        .collect();
+        .collect::<Result<_, PerfError>>()?;
     let qps = s.qps.len() as u64;
-    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both).then(|| Receiver {
-        expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps },
-        received: 0,
-    });
+    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both)
+        .then(|| Receiver { expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps }, received: 0 });
     // Warm-up, not counted.
     if spec.warmup > 0 {
         stream(s, &mut lists, signals, Phase { per_qp: spec.warmup, until: None }, &mut receiver, None)?;
@@ -199,10 +197,5 @@ pub fn receive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfErro
     let start = Instant::now();
     drain_receives(s, &mut rx, signals)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;
-    Ok(RunResult {
-        iterations: rx.received,
-        bytes: rx.received * u64::from(s.spec.size),
-        elapsed_ns,
-        ..RunResult::default()
-    })
+    Ok(RunResult { iterations: rx.received, bytes: rx.received * u64::from(s.spec.size), elapsed_ns, ..RunResult::default() })
 }

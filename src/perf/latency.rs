@@ -9,7 +9,7 @@ use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
 use crate::control::protocol::{RunResult, TestKind};
-use crate::verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
+use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
 
 /// Samples kept in duration mode (16 MiB of u64); iterations beyond still run, unrecorded.
@@ -80,7 +80,7 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
     let mut plan = plan(s);
-    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline);
+    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
@@ -113,7 +113,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
     let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
-    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline);
+    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
@@ -152,7 +152,7 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let cq_mod = u64::from(s.spec.cq_mod);
     let mut plan = plan(s);
     let remote = remote(s)?;
-    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
@@ -191,7 +191,7 @@ pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
     let cq_mod = u64::from(s.spec.cq_mod);
     let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
     let remote = remote(s)?;
-    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline);
+    let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
@@ -223,7 +223,7 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     let size = s.spec.size;
     let mut plan = plan(s);
     let remote = remote(s)?;
-    let mut read = SendList::new(1, SendOp::Read, &s.mr, 0, size, Some(remote), false);
+    let mut read = SendList::new(1, SendOp::Read, &s.mr, 0, size, Some(remote), false)?;
     read.set_signaled(0, true);
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);

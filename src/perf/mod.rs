@@ -13,7 +13,7 @@ pub mod summary;
 
 use crate::control::protocol::{Role, RunResult, TestKind};
 use crate::probe::ProbeError;
-use crate::verbs::{self, VerbsError};
+use fabcheck_verbs::{self as verbs, VerbsError};
 use session::Session;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -76,9 +76,7 @@ pub enum PerfError {
 impl PerfError {
     fn from_reg(err: VerbsError) -> PerfError {
         match err.errno() {
-            Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN) => {
-                PerfError::Memlock { source: err, limit: verbs::os::memlock().0 }
-            }
+            Some(libc::ENOMEM) | Some(libc::EPERM) | Some(libc::EAGAIN) => PerfError::Memlock { source: err, limit: crate::sys::os::memlock().0 },
             _ => PerfError::Verbs(err),
         }
     }
@@ -133,10 +131,9 @@ pub fn completion_remedy(status: u32) -> (&'static str, &'static str) {
             "an earlier error or a link drop broke the connection; check the link and rerun",
         ),
         s::REMOTE_ACCESS => ("the peer refused the remote access (rkey or address)", "both nodes must run the same fabcheck version"),
-        s::LOCAL_PROTECTION | s::LOCAL_QP_OPERATION => (
-            "a local queue or protection error",
-            "on Soft-RoCE this often means the route to the peer broke; check the netdev and rerun",
-        ),
+        s::LOCAL_PROTECTION | s::LOCAL_QP_OPERATION => {
+            ("a local queue or protection error", "on Soft-RoCE this often means the route to the peer broke; check the netdev and rerun")
+        }
         _ => ("a work request failed", "run `fabcheck check` on both nodes"),
     }
 }

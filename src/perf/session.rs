@@ -2,12 +2,14 @@
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
 use super::{gid, PerfError};
+use crate::control::protocol::CmRole;
 use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
 use crate::probe::decode::{self, LinkLayer, PortState};
 use crate::probe::{self, Source};
-use crate::control::protocol::CmRole;
-use crate::verbs::{Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList};
+use fabcheck_verbs::{
+    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
+};
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
@@ -17,23 +19,23 @@ pub const RX_DEPTH: u32 = 512;
 pub const INLINE_WANTED: u32 = 220;
 
 pub struct Session {
-    // Field order is drop order: QPs and their WR lists before the memory and CQs they use.
-    pub qps: Vec<QueuePair>,
-    pub recv_lists: Vec<RecvList>,
-    pub mr: MemoryRegion,
-    pub send_cq: CompletionQueue,
-    pub recv_cq: CompletionQueue,
-    pub pd: ProtectionDomain,
-    pub ctx: Context,
-    pub spec: TestSpec,
-    pub local: Endpoint,
-    pub remote: Option<Endpoint>,
+    // Every verbs object holds what it depends on (Arc), so drop order is not load-bearing;
+    // QPs still go first so their flushes do not race the CQs' teardown logs.
+    pub(super) qps: Vec<QueuePair>,
+    pub(super) recv_lists: Vec<RecvList>,
+    pub(super) mr: MemoryRegion,
+    pub(super) send_cq: CompletionQueue,
+    pub(super) recv_cq: CompletionQueue,
+    pub(super) pd: ProtectionDomain,
+    pub(super) spec: TestSpec,
+    pub(super) local: Endpoint,
+    pub(super) remote: Option<Endpoint>,
     /// Whether sends of `spec.size` can be inline on this QP.
-    pub inline: bool,
+    pub(super) inline: bool,
     /// Receive WRs each QP was created for (send tests keep this many posted).
-    pub recv_depth: u32,
+    pub(super) recv_depth: u32,
     qp_config: QpConfig,
-    /// rdma_cm state, dropped last: its ids own the device context the PD lives on.
+    /// rdma_cm state (its ids are also held by the QPs and the context made on them).
     cm: Option<CmState>,
 }
 
@@ -81,6 +83,11 @@ fn qp_access(test: TestKind, role: Role) -> Access {
 }
 
 impl Session {
+    /// This side's endpoint (what the peer needs to connect).
+    pub fn local(&self) -> &Endpoint {
+        &self.local
+    }
+
     /// Opens the device and port, checks the port can carry traffic, and builds everything
     /// the test needs. Errors name the cause (port INIT, no routable GID, memlock...).
     pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
@@ -195,7 +202,6 @@ impl Session {
             send_cq,
             recv_cq,
             pd,
-            ctx,
             spec: spec.clone(),
             local,
             remote: None,
@@ -220,9 +226,7 @@ impl Session {
             return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
         }
         let remote_gid = match (&peer.gid, self.local.link_layer.as_str()) {
-            (Some(text), "Ethernet") => {
-                Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?)
-            }
+            (Some(text), "Ethernet") => Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?),
             (None, "Ethernet") => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
             _ => None,
         };
@@ -276,7 +280,10 @@ impl Session {
             }
             CmRole::Listen => {
                 for _ in 0..n {
-                    let mut id = state.channel.expect(CmEvent::ConnectRequest, CM_STEP)?.ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
+                    let mut id = state
+                        .channel
+                        .expect(CmEvent::ConnectRequest, CM_STEP)?
+                        .ok_or_else(|| PerfError::BadPeer("connect request without an id".into()))?;
                     let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
                     id.accept(rd_atomic, CM_STEP)?;
                     self.qps.push(qp);
@@ -297,7 +304,7 @@ impl Session {
         if needs_recv {
             let depth = self.recv_depth;
             for (q, qp) in self.qps.iter_mut().enumerate() {
-                let mut list = RecvList::new(depth as usize, &self.mr, 0, self.spec.size, q as u32);
+                let mut list = RecvList::new(depth as usize, &self.mr, 0, self.spec.size, q as u32)?;
                 list.post(qp, 0, depth as usize)?;
                 self.recv_lists.push(list);
             }
@@ -309,7 +316,7 @@ impl Session {
 /// Binds an rdma_cm id to the port's address (see [`gid::cm_address`]), so that librdmacm
 /// opens the same device; a listener starts listening.
 fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
-    let addrs = port.netdev.as_deref().map(|n| (n, crate::verbs::io::interface_addresses(n)));
+    let addrs = port.netdev.as_deref().map(|n| (n, crate::sys::io::interface_addresses(n)));
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
     let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
     let channel = CmChannel::new()?;

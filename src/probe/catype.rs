@@ -17,9 +17,7 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
     }
     let mellanox = matches!(vendor_id, Some(MELLANOX_OUI) | Some(MELLANOX_PCI_VENDOR));
     match (mellanox, part_id) {
-        (true, Some(part)) => nvidia_part_name(part)
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("NVIDIA/Mellanox part {part}")),
+        (true, Some(part)) => nvidia_part_name(part).map(str::to_string).unwrap_or_else(|| format!("NVIDIA/Mellanox part {part}")),
         (false, Some(part)) => format!("vendor {:#x} part {part}", vendor_id.unwrap_or(0)),
         (_, None) => "unknown".into(),
     }

@@ -236,10 +236,7 @@ pub struct Rate {
 /// Rate of `width` lanes at `speed`; `None` if either is unknown.
 pub fn link_rate(width: Width, speed: Speed) -> Option<Rate> {
     let lanes = f64::from(width.lanes()?);
-    Some(Rate {
-        data_gbps: round1(lanes * speed.data_lane_gbps()?),
-        nominal_gbps: round1(lanes * speed.nominal_lane_gbps()?),
-    })
+    Some(Rate { data_gbps: round1(lanes * speed.data_lane_gbps()?), nominal_gbps: round1(lanes * speed.nominal_lane_gbps()?) })
 }
 
 fn round1(value: f64) -> f64 {
@@ -327,13 +324,9 @@ impl<'de> Deserialize<'de> for GidType {
             "IB" => GidType::Ib,
             "RoCE v1" => GidType::RoceV1,
             "RoCE v2" => GidType::RoceV2,
-            other => GidType::Unknown(
-                other
-                    .strip_prefix("UNKNOWN(")
-                    .and_then(|s| s.strip_suffix(')'))
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(u32::MAX),
-            ),
+            other => {
+                GidType::Unknown(other.strip_prefix("UNKNOWN(").and_then(|s| s.strip_suffix(')')).and_then(|s| s.parse().ok()).unwrap_or(u32::MAX))
+            }
         })
     }
 }
@@ -379,13 +372,7 @@ pub fn parse_gid(text: &str) -> Option<[u8; 16]> {
 /// Formats a 64-bit GUID (given in host order of its big-endian bytes) as `ibv_devinfo` does:
 /// four groups of four hex digits, `7849:6cff:fecc:dc3e`.
 pub fn format_guid(guid: u64) -> String {
-    format!(
-        "{:04x}:{:04x}:{:04x}:{:04x}",
-        (guid >> 48) & 0xffff,
-        (guid >> 32) & 0xffff,
-        (guid >> 16) & 0xffff,
-        guid & 0xffff
-    )
+    format!("{:04x}:{:04x}:{:04x}:{:04x}", (guid >> 48) & 0xffff, (guid >> 32) & 0xffff, (guid >> 16) & 0xffff, guid & 0xffff)
 }
 
 /// Parses a sysfs "N: TEXT" state line ("4: ACTIVE", "5: LinkUp") into its number.
@@ -493,15 +480,7 @@ mod tests {
         for (raw, name) in states {
             assert_eq!(PortState::from_raw(raw).name(), name);
         }
-        let phys = [
-            (1, "SLEEP"),
-            (2, "POLLING"),
-            (3, "DISABLED"),
-            (4, "TRAINING"),
-            (5, "LINK_UP"),
-            (6, "ERROR_RECOVERY"),
-            (7, "PHY_TEST"),
-        ];
+        let phys = [(1, "SLEEP"), (2, "POLLING"), (3, "DISABLED"), (4, "TRAINING"), (5, "LINK_UP"), (6, "ERROR_RECOVERY"), (7, "PHY_TEST")];
         for (raw, name) in phys {
             assert_eq!(PhysState::from_raw(raw).name(), name);
         }

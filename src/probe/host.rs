@@ -33,8 +33,7 @@ pub struct UverbsFile {
 }
 
 /// Modules whose presence is reported.
-pub const MODULES: [&str; 10] =
-    ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
+pub const MODULES: [&str; 10] = ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib", "mlx4_ib", "rdma_rxe", "siw", "irdma"];
 
 const LIB_DIRS: [&str; 4] = ["usr/lib/x86_64-linux-gnu", "usr/lib/aarch64-linux-gnu", "usr/lib64", "usr/lib"];
 
@@ -54,7 +53,7 @@ pub fn gather(root: &Path) -> HostFacts {
         })
         .unwrap_or_default();
     uverbs.sort_by(|a, b| a.path.cmp(&b.path));
-    let (memlock_soft, _) = crate::verbs::os::memlock();
+    let (memlock_soft, _) = crate::sys::os::memlock();
     HostFacts {
         modules,
         uverbs,
@@ -63,7 +62,7 @@ pub fn gather(root: &Path) -> HostFacts {
         ofed_version: ofed_version(root),
         services: if root == Path::new("/") { services() } else { Vec::new() },
         memlock_soft,
-        is_root: crate::verbs::os::is_root(),
+        is_root: crate::sys::os::is_root(),
     }
 }
 

@@ -5,7 +5,7 @@ use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width
 use super::model::{Device, Gid, Inventory, Port};
 use super::sysfs::SysfsRoot;
 use super::{catype, ProbeError};
-use crate::verbs::{self, Context};
+use fabcheck_verbs::{self as verbs, Context};
 
 /// Builds the inventory of every device (or just `only`) through libibverbs.
 pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
@@ -61,10 +61,7 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
         let speed = Speed::from_verbs(u32::from(pa.active_speed), pa.active_speed_ex);
         let rate = decode::link_rate(width, speed);
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
-        let netdev = gids
-            .iter()
-            .find_map(|g| g.netdev.clone())
-            .or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
+        let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
         let netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
         ports.push(Port {
             port: u32::from(port_num),

@@ -9,7 +9,7 @@ pub mod sysfs;
 
 pub use model::{Device, Gid, Inventory, NetdevState, Port};
 
-use crate::verbs::VerbsError;
+use fabcheck_verbs::VerbsError;
 use std::path::Path;
 
 #[derive(Debug, thiserror::Error)]
@@ -54,13 +54,9 @@ impl ProbeError {
             ProbeError::NoSuchPort { present, .. } => {
                 format!("use one of ports {}", present.iter().map(u32::to_string).collect::<Vec<_>>().join(", "))
             }
-            ProbeError::Verbs(VerbsError::OpenDevice { .. }) => {
-                "check permissions on /dev/infiniband/uverbs* and that ib_uverbs is loaded".into()
-            }
+            ProbeError::Verbs(VerbsError::OpenDevice { .. }) => "check permissions on /dev/infiniband/uverbs* and that ib_uverbs is loaded".into(),
             ProbeError::Verbs(_) => "run `fabcheck check` for the node's bring-up checklist".into(),
-            ProbeError::EmptySysfs(_) => {
-                "point --sysfs-root at the folder that holds class/infiniband (see tests/fixtures/capture-sysfs.sh)".into()
-            }
+            ProbeError::EmptySysfs(_) => "point --sysfs-root at the folder that holds class/infiniband (see tests/fixtures/capture-sysfs.sh)".into(),
         }
     }
 }

@@ -79,10 +79,7 @@ impl SysfsRoot {
             None => None,
         };
         let vendor_part_id = part.or(if name.starts_with("rxe") { Some(0) } else { None });
-        let mut ports: Vec<Port> = list_numbered(&dir.join("ports"))
-            .into_iter()
-            .map(|n| self.port(name, n))
-            .collect();
+        let mut ports: Vec<Port> = list_numbered(&dir.join("ports")).into_iter().map(|n| self.port(name, n)).collect();
         ports.sort_by_key(|p| p.port);
         Device {
             name: name.to_string(),
@@ -231,10 +228,8 @@ impl SysfsRoot {
         if !dir.join("vendor").exists() {
             return None;
         }
-        let address = fs::canonicalize(&dir)
-            .ok()
-            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
-            .filter(|a| a.contains(':'));
+        let address =
+            fs::canonicalize(&dir).ok().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
         Some(PciLink {
             address,
             numa_node: read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),

@@ -70,7 +70,14 @@ fn port(out: &mut String, p: &Port) {
     };
     let _ = writeln!(out, "  port {}  {} / {}  {}  {} {}  {}  {}", p.port, p.state, p.phys_state, p.link_layer, p.width, p.speed, rate, mtu);
     if p.link_layer == LinkLayer::InfiniBand {
-        let _ = writeln!(out, "    lid {:#x}  sm_lid {:#x}  lmc {}{}", p.lid, p.sm_lid, p.lmc, p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {n}")));
+        let _ = writeln!(
+            out,
+            "    lid {:#x}  sm_lid {:#x}  lmc {}{}",
+            p.lid,
+            p.sm_lid,
+            p.lmc,
+            p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {n}"))
+        );
     } else if let Some(name) = &p.netdev {
         let state = p.netdev_state.as_ref().map_or(String::new(), |n| {
             format!(
@@ -87,14 +94,7 @@ fn port(out: &mut String, p: &Port) {
     }
     let width = p.gids.iter().map(|g| g.gid.len()).max().unwrap_or(0);
     for g in &p.gids {
-        let _ = writeln!(
-            out,
-            "    gid {:<3} {:<width$}  {:<8} {}",
-            g.index,
-            g.gid,
-            g.gid_type.name(),
-            g.netdev.as_deref().unwrap_or(""),
-            width = width
-        );
+        let _ =
+            writeln!(out, "    gid {:<3} {:<width$}  {:<8} {}", g.index, g.gid, g.gid_type.name(), g.netdev.as_deref().unwrap_or(""), width = width);
     }
 }

@@ -25,9 +25,8 @@ impl Rng {
     }
 }
 
-const INTERESTING: [&[u8]; 14] = [
-    b"\"", b"{", b"}", b"[", b"]", b":", b",", b"null", b"-1", b"18446744073709551616", b"1e309", b"\\u0000", b"\n", b"\"v\":2",
-];
+const INTERESTING: [&[u8]; 14] =
+    [b"\"", b"{", b"}", b"[", b"]", b":", b",", b"null", b"-1", b"18446744073709551616", b"1e309", b"\\u0000", b"\n", b"\"v\":2"];
 
 fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let mut data = seed.to_vec();

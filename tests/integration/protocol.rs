@@ -6,13 +6,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn agent_exchange(input: &[u8]) -> (String, Option<i32>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .arg("agent")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("agent").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {

@@ -124,7 +124,8 @@ fn live_and_sysfs_inventories_agree() {
     let live = json(&fabcheck(&["devices", "--json", "--device", DEVICE]));
     let tree = json(&fabcheck(&["devices", "--json", "--device", DEVICE, "--sysfs-root", "/sys"]));
     let (l, t) = (&live["devices"][0]["ports"][0], &tree["devices"][0]["ports"][0]);
-    for field in ["state", "phys_state", "link_layer", "width", "speed", "rate_gbps", "nominal_gbps", "lid", "sm_lid", "netdev", "gids", "active_mtu"] {
+    for field in ["state", "phys_state", "link_layer", "width", "speed", "rate_gbps", "nominal_gbps", "lid", "sm_lid", "netdev", "gids", "active_mtu"]
+    {
         assert_eq!(l[field], t[field], "field {field}");
     }
 }

@@ -21,7 +21,12 @@ fn wait(mut child: Child, limit: Duration) -> (Option<i32>, f64, String, String)
     loop {
         if let Some(status) = child.try_wait().unwrap() {
             let out = child.wait_with_output().unwrap();
-            return (status.code(), start.elapsed().as_secs_f64(), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into());
+            return (
+                status.code(),
+                start.elapsed().as_secs_f64(),
+                String::from_utf8_lossy(&out.stdout).into(),
+                String::from_utf8_lossy(&out.stderr).into(),
+            );
         }
         if start.elapsed() > limit {
             let _ = child.kill();
@@ -127,16 +132,26 @@ fn packet_loss_shows_in_the_result() {
     let _serial = require_rxe();
     let _restore = Restore("tc qdisc del dev va root 2>/dev/null; true");
     assert!(sh(&format!("tc qdisc add dev {NETDEV} root netem loss 3%")).status.success(), "netem unavailable");
-    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_lat,write_bw", "--iters", "300", "--direction", "ab"]);
+    let out = fabcheck(&[
+        "pair",
+        "localhost",
+        "localhost",
+        "--device",
+        DEVICE,
+        "--json",
+        "--tests",
+        "send_lat,write_bw",
+        "--iters",
+        "300",
+        "--direction",
+        "ab",
+    ]);
     let doc = json(&out);
     eprintln!("3% loss: exit {:?}, findings {}", out.status.code(), doc["findings"]);
     assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));
     let ids: Vec<&str> = doc["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
     let counters_moved = doc["results"].as_array().unwrap().iter().any(|r| r["counters"].is_object());
-    assert!(
-        ids.contains(&"pair.retransmission") || ids.contains(&"pair.tail") || counters_moved,
-        "3% loss passed silently: {ids:?}"
-    );
+    assert!(ids.contains(&"pair.retransmission") || ids.contains(&"pair.tail") || counters_moved, "3% loss passed silently: {ids:?}");
 }
 
 #[test]

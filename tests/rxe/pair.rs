@@ -81,7 +81,22 @@ fn through_fabcheck_serve_with_a_token() {
     let wrong = fabcheck(&["pair", &endpoint, "localhost", "--device", DEVICE, "--tests", "send_lat", "--token", "wrong"]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("token"), "{}", String::from_utf8_lossy(&wrong.stderr));
-    let out = fabcheck(&["pair", &endpoint, &endpoint, "--device", DEVICE, "--tests", "send_lat,write_bw", "--iters", "200", "--direction", "ab", "--token", "s3cret", "--json"]);
+    let out = fabcheck(&[
+        "pair",
+        &endpoint,
+        &endpoint,
+        "--device",
+        DEVICE,
+        "--tests",
+        "send_lat,write_bw",
+        "--iters",
+        "200",
+        "--direction",
+        "ab",
+        "--token",
+        "s3cret",
+        "--json",
+    ]);
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));

@@ -21,6 +21,10 @@ pub enum VerbsError {
     AllocPd { device: String, source: io::Error },
     #[error("ibv_reg_mr({len} bytes) failed: {source}")]
     RegMr { len: usize, source: io::Error },
+    #[error("a work request of {len} bytes at offset {offset} does not fit a {region}-byte memory region")]
+    OutOfBounds { offset: usize, len: u32, region: usize },
+    #[error("a work-request list needs at least one work request")]
+    EmptyList,
     #[error("cannot allocate a {len}-byte buffer")]
     Alloc { len: usize },
     #[error("ibv_create_cq({cqe} entries) failed: {source}")]

@@ -1,8 +1,9 @@
 //! RC queue pair, its state transitions, and pre-built work-request lists for the hot path.
 
+use super::cm::CmIdInner;
 use super::cq::{CompletionQueue, CqInner};
 use super::error::{from_return_code, last_os_error, VerbsError};
-use super::mr::{Access, MemoryRegion, RemoteBuffer};
+use super::mr::{Access, MemoryRegion, MrInner, RemoteBuffer};
 use super::pd::{PdInner, ProtectionDomain};
 use rdma_sys as sys;
 use std::sync::Arc;
@@ -32,8 +33,9 @@ pub struct PathSpec {
 
 pub struct QueuePair {
     qp: *mut sys::ibv_qp,
-    /// Set when librdmacm created the QP: it must also destroy it (rdma_destroy_qp).
-    cm_id: Option<*mut sys::rdma_cm_id>,
+    /// Set when librdmacm created the QP: it must also destroy it (rdma_destroy_qp), and the
+    /// id must outlive it, so the QP holds the id.
+    cm_id: Option<Arc<CmIdInner>>,
     max_inline: u32,
     // Kept alive while the QP exists: destroying a CQ in use fails with EBUSY.
     _send_cq: Arc<CqInner>,
@@ -46,9 +48,9 @@ unsafe impl Send for QueuePair {}
 
 impl Drop for QueuePair {
     fn drop(&mut self) {
-        if let Some(id) = self.cm_id {
-            // SAFETY: the QP was created on this id, which outlives us (Session field order).
-            unsafe { sys::rdma_destroy_qp(id) };
+        if let Some(id) = &self.cm_id {
+            // SAFETY: the QP was created on this id, which we hold alive until after this call.
+            unsafe { sys::rdma_destroy_qp(id.id) };
             return;
         }
         // SAFETY: qp came from ibv_create_qp and is destroyed once.
@@ -86,20 +88,13 @@ impl QueuePair {
     /// Wraps a QP that librdmacm created on `id`.
     pub(crate) fn from_cm(
         qp: *mut sys::ibv_qp,
-        id: *mut sys::rdma_cm_id,
+        id: Arc<CmIdInner>,
         max_inline: u32,
         pd: &ProtectionDomain,
         send_cq: &CompletionQueue,
         recv_cq: &CompletionQueue,
     ) -> QueuePair {
-        QueuePair {
-            qp,
-            cm_id: Some(id),
-            max_inline,
-            _send_cq: send_cq.inner.clone(),
-            _recv_cq: recv_cq.inner.clone(),
-            _pd: pd.inner.clone(),
-        }
+        QueuePair { qp, cm_id: Some(id), max_inline, _send_cq: send_cq.inner.clone(), _recv_cq: recv_cq.inner.clone(), _pd: pd.inner.clone() }
     }
 
     pub fn qp_num(&self) -> u32 {
@@ -223,9 +218,15 @@ pub enum SendOp {
 
 /// A fixed list of send work requests, built once and posted many times: the measured loop
 /// only flips flags and posts, it never builds, allocates or formats.
+///
+/// The list holds its memory region alive, and every local address in it was checked against
+/// the region's bounds, so nothing the adapter reads or writes through it can be freed memory.
 pub struct SendList {
     wrs: Box<[sys::ibv_send_wr]>,
     sges: Box<[sys::ibv_sge]>,
+    /// Bytes each WR moves.
+    len: u32,
+    mr: Arc<MrInner>,
 }
 
 // SAFETY: the list owns its arrays; the raw pointers point into them.
@@ -234,10 +235,19 @@ unsafe impl Send for SendList {}
 impl SendList {
     /// `count` WRs of `len` bytes each from `local[offset..]`; `remote` is required for
     /// write and read. `inline` copies the payload into the WQE (small sends and writes).
-    pub fn new(count: usize, op: SendOp, local: &MemoryRegion, offset: usize, len: u32, remote: Option<RemoteBuffer>, inline: bool) -> Self {
-        assert!(count > 0);
-        assert!(offset + len as usize <= local.len().max(1));
-        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
+    /// Refused when `local[offset..offset + len]` is outside the region or `count` is 0.
+    pub fn new(
+        count: usize,
+        op: SendOp,
+        local: &MemoryRegion,
+        offset: usize,
+        len: u32,
+        remote: Option<RemoteBuffer>,
+        inline: bool,
+    ) -> Result<Self, VerbsError> {
+        let mr = local.inner.clone();
+        let addr = checked_range(&mr, count, offset, len)?;
+        let sge = sys::ibv_sge { addr, length: len, lkey: mr.lkey() };
         let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let opcode = match op {
             SendOp::Send => sys::ibv_wr_opcode::IBV_WR_SEND,
@@ -264,9 +274,10 @@ impl SendList {
         for (i, wr) in wrs.iter_mut().enumerate() {
             // SAFETY: i < count; both boxes are never reallocated, so the pointers stay valid.
             wr.sg_list = unsafe { sge_base.add(i) };
+            // SAFETY: i + 1 < count, inside the same boxed slice.
             wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
         }
-        SendList { wrs, sges }
+        Ok(SendList { wrs, sges, len, mr })
     }
 
     pub fn len(&self) -> usize {
@@ -296,16 +307,19 @@ impl SendList {
         self.wrs[index].wr.rdma.remote_addr = addr;
     }
 
-    /// Sets the local address of one WR's scatter entry.
+    /// Points one WR's scatter entry at `offset` in the list's region; refused (and nothing
+    /// changed) when the WR's bytes would not fit there.
     #[inline(always)]
-    pub fn set_local_addr(&mut self, index: usize, addr: u64) {
+    pub fn set_local_offset(&mut self, index: usize, offset: usize) -> Result<(), VerbsError> {
+        let addr = checked_range(&self.mr, 1, offset, self.len)?;
         self.sges[index].addr = addr;
+        Ok(())
     }
 
     /// Posts the first `count` WRs as one chain (a post list); one doorbell.
     #[inline(always)]
     pub fn post(&mut self, qp: &mut QueuePair, count: usize) -> Result<(), VerbsError> {
-        debug_assert!(count >= 1 && count <= self.wrs.len());
+        assert!(count >= 1 && count <= self.wrs.len(), "post of {count} WRs from a list of {}", self.wrs.len());
         let last = count - 1;
         let saved = self.wrs[last].next;
         self.wrs[last].next = std::ptr::null_mut();
@@ -321,10 +335,13 @@ impl SendList {
 }
 
 /// A fixed list of receive work requests, re-posted one at a time or in batches.
+///
+/// Like [`SendList`], it holds its region alive and checked every address at construction.
 pub struct RecvList {
     wrs: Box<[sys::ibv_recv_wr]>,
     // Owned here because the WRs point into it.
     _sges: Box<[sys::ibv_sge]>,
+    _mr: Arc<MrInner>,
 }
 
 // SAFETY: the list owns its arrays; the raw pointers point into them.
@@ -333,9 +350,11 @@ unsafe impl Send for RecvList {}
 impl RecvList {
     /// `count` receives into `local[offset..offset+len]`; each WR's id is `tag << 32 | index`
     /// so completions on a shared CQ name their QP.
-    pub fn new(count: usize, local: &MemoryRegion, offset: usize, len: u32, tag: u32) -> Self {
-        assert!(count > 0);
-        let sge = sys::ibv_sge { addr: local.addr() + offset as u64, length: len, lkey: local.lkey() };
+    /// Refused when `local[offset..offset + len]` is outside the region or `count` is 0.
+    pub fn new(count: usize, local: &MemoryRegion, offset: usize, len: u32, tag: u32) -> Result<Self, VerbsError> {
+        let mr = local.inner.clone();
+        let addr = checked_range(&mr, count, offset, len)?;
+        let sge = sys::ibv_sge { addr, length: len, lkey: mr.lkey() };
         let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let mut wrs: Box<[sys::ibv_recv_wr]> = (0..count)
             .map(|i| {
@@ -351,9 +370,10 @@ impl RecvList {
         for (i, wr) in wrs.iter_mut().enumerate() {
             // SAFETY: i < count; the boxes are never reallocated.
             wr.sg_list = unsafe { sge_base.add(i) };
+            // SAFETY: i + 1 < count, inside the same boxed slice.
             wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
         }
-        RecvList { wrs, _sges: sges }
+        Ok(RecvList { wrs, _sges: sges, _mr: mr })
     }
 
     pub fn len(&self) -> usize {
@@ -367,7 +387,11 @@ impl RecvList {
     /// Posts `count` receives starting at WR `first` (wrapping is the caller's job).
     #[inline(always)]
     pub fn post(&mut self, qp: &mut QueuePair, first: usize, count: usize) -> Result<(), VerbsError> {
-        debug_assert!(count >= 1 && first + count <= self.wrs.len());
+        assert!(
+            count >= 1 && first < self.wrs.len() && count <= self.wrs.len() - first,
+            "post of {count} receives from {first} of {}",
+            self.wrs.len()
+        );
         let last = first + count - 1;
         let saved = self.wrs[last].next;
         self.wrs[last].next = std::ptr::null_mut();
@@ -380,4 +404,12 @@ impl RecvList {
         }
         Ok(())
     }
+}
+
+/// The address of `mr[offset..offset + len]`, or why it does not fit; `count` WRs must be > 0.
+fn checked_range(mr: &MrInner, count: usize, offset: usize, len: u32) -> Result<u64, VerbsError> {
+    if count == 0 {
+        return Err(VerbsError::EmptyList);
+    }
+    mr.checked_addr(offset, len as usize).ok_or(VerbsError::OutOfBounds { offset, len, region: mr.len() })
 }

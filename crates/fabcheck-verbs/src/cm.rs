@@ -3,7 +3,7 @@
 //! is non-blocking and polled with a timeout.
 
 use super::cq::CompletionQueue;
-use super::device::{Context, ContextInner};
+use super::device::{Context, ContextInner, ContextOwner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::pd::ProtectionDomain;
 use super::qp::{QpConfig, QueuePair};
@@ -86,7 +86,7 @@ impl CmChannel {
                     t::RDMA_CM_EVENT_DISCONNECTED => CmEvent::Disconnected,
                     other => CmEvent::Other(other, status),
                 };
-                let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId { id, channel: self.clone(), qp_created: false });
+                let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId::wrap(id, self));
                 // SAFETY: event came from rdma_get_cm_event and is acked exactly once.
                 unsafe { sys::rdma_ack_cm_event(event) };
                 return Ok((decoded, new_id));
@@ -97,7 +97,10 @@ impl CmChannel {
             }
             let now = Instant::now();
             if now >= deadline {
-                return Err(VerbsError::Cm { step: "waiting for a connection manager event", source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT) });
+                return Err(VerbsError::Cm {
+                    step: "waiting for a connection manager event",
+                    source: std::io::Error::from_raw_os_error(libc::ETIMEDOUT),
+                });
             }
             let mut pfd = libc::pollfd {
                 // SAFETY: reading the fd field of a valid channel.
@@ -118,30 +121,34 @@ impl CmChannel {
             return Ok(id);
         }
         let name = match got {
-            // SAFETY: rdma_event_str returns a static string for any value.
-            CmEvent::Other(kind, status) => format!(
-                "{} (status {status})",
-                unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) }.to_string_lossy()
-            ),
+            CmEvent::Other(kind, status) => {
+                // SAFETY: rdma_event_str returns a static NUL-terminated string for any value.
+                let text = unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) };
+                format!("{} (status {status})", text.to_string_lossy())
+            }
             other => format!("{other:?}"),
         };
         Err(VerbsError::CmEvent { expected: format!("{want:?}"), got: name })
     }
 }
 
-/// A connection manager id: one endpoint of one connection (or a listener).
-pub struct CmId {
-    id: *mut sys::rdma_cm_id,
-    channel: CmChannel,
-    qp_created: bool,
+/// The id itself, shared by its [`CmId`], the QP created on it and any context borrowed from
+/// it: destroyed when the last of them is gone, so teardown order is never the caller's job.
+pub(crate) struct CmIdInner {
+    pub(crate) id: *mut sys::rdma_cm_id,
+    _channel: CmChannel,
 }
 
-// SAFETY: an id may be moved between threads; it is used by one owner at a time.
-unsafe impl Send for CmId {}
+// SAFETY: an id may be used from any thread; the verbs that change it take `&mut CmId` or
+// happen during construction, so no two threads drive one id at once.
+unsafe impl Send for CmIdInner {}
+// SAFETY: as above; shared holders (a QP, a borrowed context) only read its fields.
+unsafe impl Sync for CmIdInner {}
 
-impl Drop for CmId {
+impl Drop for CmIdInner {
     fn drop(&mut self) {
-        // SAFETY: id is valid; a QP created on it was destroyed by its QueuePair (rdma_destroy_qp).
+        // SAFETY: id is valid and this is its last holder: a QP created on it holds an Arc to
+        // us and destroyed itself (rdma_destroy_qp) before letting go.
         let rc = unsafe { sys::rdma_destroy_id(self.id) };
         if rc != 0 {
             tracing::warn!(rc, "rdma_destroy_id failed");
@@ -149,7 +156,22 @@ impl Drop for CmId {
     }
 }
 
+/// A connection manager id: one endpoint of one connection (or a listener).
+pub struct CmId {
+    inner: Arc<CmIdInner>,
+    channel: CmChannel,
+    qp_created: bool,
+}
+
 impl CmId {
+    fn wrap(id: *mut sys::rdma_cm_id, channel: &CmChannel) -> CmId {
+        CmId { inner: Arc::new(CmIdInner { id, _channel: channel.clone() }), channel: channel.clone(), qp_created: false }
+    }
+
+    fn raw(&self) -> *mut sys::rdma_cm_id {
+        self.inner.id
+    }
+
     /// A new RC (`RDMA_PS_TCP`) id on `channel`.
     pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
         let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
@@ -158,14 +180,14 @@ impl CmId {
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_create_id", source: from_return_code(rc) });
         }
-        Ok(CmId { id, channel: channel.clone(), qp_created: false })
+        Ok(CmId::wrap(id, channel))
     }
 
     /// Binds to a local address (port 0: any); afterwards the id knows its device.
     pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
-        let (mut storage, _) = super::io::sockaddr(&addr);
+        let (mut storage, _) = sockaddr(&addr);
         // SAFETY: valid id; storage holds a sockaddr of the right family.
-        let rc = unsafe { sys::rdma_bind_addr(self.id, &mut storage as *mut _ as *mut libc::sockaddr) };
+        let rc = unsafe { sys::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
         }
@@ -174,7 +196,7 @@ impl CmId {
 
     pub fn listen(&self, backlog: i32) -> Result<(), VerbsError> {
         // SAFETY: valid, bound id.
-        let rc = unsafe { sys::rdma_listen(self.id, backlog) };
+        let rc = unsafe { sys::rdma_listen(self.raw(), backlog) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_listen", source: from_return_code(rc) });
         }
@@ -184,32 +206,33 @@ impl CmId {
     /// The local port the id is bound to.
     pub fn port(&self) -> u16 {
         // SAFETY: valid id.
-        u16::from_be(unsafe { rdma_get_src_port(self.id) })
+        u16::from_be(unsafe { rdma_get_src_port(self.raw()) })
     }
 
-    /// The device context librdmacm opened for this id (set once bound or resolved).
+    /// The device context librdmacm opened for this id (set once bound or resolved). The
+    /// context keeps the id alive: librdmacm closes the device when its last id goes.
     pub fn context(&self) -> Option<Context> {
         // SAFETY: valid id; verbs is NULL until bound to a device.
-        let ctx = unsafe { (*self.id).verbs };
+        let ctx = unsafe { (*self.raw()).verbs };
         if ctx.is_null() {
             return None;
         }
         // SAFETY: reading the name of a valid context's device.
         let name = unsafe { std::ffi::CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) }.to_string_lossy().into_owned();
-        Some(Context { inner: Arc::new(ContextInner { ctx, name, owned: false }) })
+        Some(Context { inner: Arc::new(ContextInner { ctx, name, owner: ContextOwner::CmId(self.inner.clone()) }) })
     }
 
     pub fn resolve(&self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
-        let (mut storage, _) = super::io::sockaddr(&dst);
+        let (mut storage, _) = sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: valid id; storage holds the destination.
-        let rc = unsafe { sys::rdma_resolve_addr(self.id, std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
+        let rc = unsafe { sys::rdma_resolve_addr(self.raw(), std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_addr", source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
         // SAFETY: valid id with a resolved address.
-        let rc = unsafe { sys::rdma_resolve_route(self.id, ms) };
+        let rc = unsafe { sys::rdma_resolve_route(self.raw(), ms) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_route", source: from_return_code(rc) });
         }
@@ -218,10 +241,22 @@ impl CmId {
     }
 
     /// Creates the RC QP of this connection; librdmacm moves it through its states.
-    pub fn create_qp(&mut self, pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<QueuePair, VerbsError> {
+    pub fn create_qp(
+        &mut self,
+        pd: &ProtectionDomain,
+        send_cq: &CompletionQueue,
+        recv_cq: &CompletionQueue,
+        config: QpConfig,
+    ) -> Result<QueuePair, VerbsError> {
+        if self.qp_created {
+            return Err(VerbsError::Cm {
+                step: "rdma_create_qp (this id already has a QP)",
+                source: std::io::Error::from_raw_os_error(libc::EEXIST),
+            });
+        }
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
-        let rc = unsafe { sys::rdma_create_qp(self.id, pd.inner.pd, &mut init) };
+        let rc = unsafe { sys::rdma_create_qp(self.raw(), pd.inner.pd, &mut init) };
         if rc != 0 {
             return Err(VerbsError::CreateQp {
                 send_wr: config.max_send_wr,
@@ -232,8 +267,8 @@ impl CmId {
         }
         self.qp_created = true;
         // SAFETY: rdma_create_qp set id->qp.
-        let qp = unsafe { (*self.id).qp };
-        Ok(QueuePair::from_cm(qp, self.id, init.cap.max_inline_data, pd, send_cq, recv_cq))
+        let qp = unsafe { (*self.raw()).qp };
+        Ok(QueuePair::from_cm(qp, self.inner.clone(), init.cap.max_inline_data, pd, send_cq, recv_cq))
     }
 
     fn conn_param(rd_atomic: u8) -> sys::rdma_conn_param {
@@ -265,11 +300,43 @@ impl CmId {
     ) -> Result<(), VerbsError> {
         let mut p = Self::conn_param(rd_atomic);
         // SAFETY: valid id with a QP (and a route, or a pending request); p is initialised.
-        let rc = unsafe { verb(self.id, &mut p) };
+        let rc = unsafe { verb(self.raw(), &mut p) };
         if rc != 0 {
             return Err(VerbsError::Cm { step, source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::Established, timeout)?;
         Ok(())
     }
+}
+
+/// `addr` as the C socket address rdma_cm takes.
+fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr { s_addr: u32::from_ne_bytes(a.ip().octets()) },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in>(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr { s6_addr: a.ip().octets() },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for sockaddr_in6.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast::<libc::sockaddr_in6>(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
 }

@@ -97,11 +97,19 @@ impl Drop for DeviceList {
     }
 }
 
+/// Who closes a context.
+pub(crate) enum ContextOwner {
+    /// Opened with `ibv_open_device`: closed when the last user goes.
+    Owned,
+    /// Opened by librdmacm for an id: it stays open while the id lives, so the context holds
+    /// the id (librdmacm closes the device itself).
+    CmId(#[allow(dead_code)] Arc<crate::cm::CmIdInner>),
+}
+
 pub(crate) struct ContextInner {
     pub(crate) ctx: *mut sys::ibv_context,
     pub(crate) name: String,
-    /// False for contexts librdmacm opened (it closes them itself).
-    pub(crate) owned: bool,
+    pub(crate) owner: ContextOwner,
 }
 
 // SAFETY: an ibv_context is thread-safe per libibverbs' documented threading model.
@@ -111,7 +119,7 @@ unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
     fn drop(&mut self) {
-        if !self.owned {
+        if !matches!(self.owner, ContextOwner::Owned) {
             return;
         }
         // SAFETY: ctx came from ibv_open_device; every child object holds an Arc to us, so none is alive.
@@ -146,14 +154,11 @@ impl Context {
                 if ctx.is_null() {
                     return Err(VerbsError::OpenDevice { device: name.to_string(), source: last_os_error() });
                 }
-                return Ok(Context { inner: Arc::new(ContextInner { ctx, name: name.to_string(), owned: true }) });
+                return Ok(Context { inner: Arc::new(ContextInner { ctx, name: name.to_string(), owner: ContextOwner::Owned }) });
             }
             present.push(dev_name);
         }
-        Err(VerbsError::NoSuchDevice {
-            name: name.to_string(),
-            present: if present.is_empty() { "none".into() } else { present.join(", ") },
-        })
+        Err(VerbsError::NoSuchDevice { name: name.to_string(), present: if present.is_empty() { "none".into() } else { present.join(", ") } })
     }
 
     pub fn name(&self) -> &str {
@@ -230,23 +235,14 @@ impl Context {
             // SAFETY: ibv_gid_entry is plain old data.
             let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is open; entry is a valid out-pointer of the size we pass.
-            let rc = unsafe {
-                _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>())
-            };
+            let rc = unsafe { _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>()) };
             match rc {
                 0 => {}
                 // Unused slot (ENODATA), or beyond what the kernel exposes.
                 libc::ENODATA | libc::EINVAL | libc::ENOENT => continue,
                 // Kernels without the GID-table ioctl: fall back to the plain query (no type).
                 libc::EOPNOTSUPP | libc::ENOSYS | libc::EPROTONOSUPPORT => return self.gid_table_legacy(port, table_len),
-                other => {
-                    return Err(VerbsError::QueryGid {
-                        device: self.inner.name.clone(),
-                        port,
-                        index,
-                        source: from_return_code(other),
-                    })
-                }
+                other => return Err(VerbsError::QueryGid { device: self.inner.name.clone(), port, index, source: from_return_code(other) }),
             }
             // SAFETY: the union's raw view is always valid.
             let gid = unsafe { entry.gid.raw };
@@ -322,7 +318,8 @@ type QueryPortOp = unsafe extern "C" fn(*mut sys::ibv_context, u8, *mut sys::ibv
 fn extended_query_port(ctx: *mut sys::ibv_context) -> Option<QueryPortOp> {
     // SAFETY: ctx is a valid open context; abi_compat is set by the library.
     let abi = unsafe { (*ctx).abi_compat } as usize;
-    if abi != u32::MAX as usize {
+    // rdma-core marks an extended context with `__VERBS_ABI_IS_EXTENDED`, `(void *)UINTPTR_MAX`.
+    if abi != usize::MAX {
         return None;
     }
     let offset = std::mem::offset_of!(sys::verbs_context, context);

@@ -4,6 +4,8 @@ use super::error::{last_os_error, VerbsError};
 use super::pd::{PdInner, ProtectionDomain};
 use rdma_sys as sys;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::Arc;
 
 /// Remote access a region grants. Local read is implicit; ask for no more than a test needs.
@@ -40,7 +42,9 @@ pub struct RemoteBuffer {
     pub len: u64,
 }
 
-pub struct MemoryRegion {
+/// The registration and its buffer; shared (`Arc`) by the region and by every work-request
+/// list that points into it, so the memory outlives anything the adapter may still read.
+pub(crate) struct MrInner {
     mr: *mut sys::ibv_mr,
     buf: *mut u8,
     layout: Layout,
@@ -49,8 +53,39 @@ pub struct MemoryRegion {
     _pd: Arc<PdInner>,
 }
 
-// SAFETY: the region owns its buffer; the handle may move between threads.
-unsafe impl Send for MemoryRegion {}
+// SAFETY: the region owns its buffer and registration; both are plain memory and a handle that
+// libibverbs lets any thread use. Shared access only reads the keys or goes through volatile
+// byte accesses, which are the adapter's concurrency model anyway.
+unsafe impl Send for MrInner {}
+// SAFETY: as above.
+unsafe impl Sync for MrInner {}
+
+impl MrInner {
+    /// Address of byte `offset`, if `offset..offset + len` lies inside the buffer.
+    pub(crate) fn checked_addr(&self, offset: usize, len: usize) -> Option<u64> {
+        let end = offset.checked_add(len)?;
+        (end <= self.len.max(1)).then(|| self.buf as u64 + offset as u64)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn lkey(&self) -> u32 {
+        // SAFETY: mr is a live registration for as long as self lives.
+        unsafe { (*self.mr).lkey }
+    }
+}
+
+/// A zeroed, page-aligned buffer registered with a protection domain. Work-request lists
+/// built on it hold it alive; every address they use is checked against its bounds.
+///
+/// A region may move to another thread but is not shared between threads (`!Sync`): its byte
+/// accessors are volatile, not atomic.
+pub struct MemoryRegion {
+    pub(crate) inner: Arc<MrInner>,
+    _not_sync: PhantomData<Cell<()>>,
+}
 
 const PAGE: usize = 4096;
 
@@ -64,7 +99,7 @@ impl MemoryRegion {
         if buf.is_null() {
             return Err(VerbsError::Alloc { len });
         }
-        // SAFETY: buf is valid for alloc_len bytes and outlives the registration (dropped after dereg).
+        // SAFETY: buf is valid for alloc_len bytes and outlives the registration (freed after dereg).
         let mr = unsafe { sys::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
         if mr.is_null() {
             let source = last_os_error();
@@ -72,65 +107,61 @@ impl MemoryRegion {
             unsafe { dealloc(buf, layout) };
             return Err(VerbsError::RegMr { len: alloc_len, source });
         }
-        Ok(MemoryRegion { mr, buf, layout, len, access, _pd: pd.inner.clone() })
+        Ok(MemoryRegion { inner: Arc::new(MrInner { mr, buf, layout, len, access, _pd: pd.inner.clone() }), _not_sync: PhantomData })
     }
 
     pub fn len(&self) -> usize {
-        self.len
+        self.inner.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.inner.len == 0
     }
 
     pub fn access(&self) -> Access {
-        self.access
+        self.inner.access
     }
 
     pub fn addr(&self) -> u64 {
-        self.buf as u64
+        self.inner.buf as u64
     }
 
     pub fn lkey(&self) -> u32 {
-        // SAFETY: mr is a live registration.
-        unsafe { (*self.mr).lkey }
+        self.inner.lkey()
     }
 
     pub fn rkey(&self) -> u32 {
         // SAFETY: mr is a live registration.
-        unsafe { (*self.mr).rkey }
+        unsafe { (*self.inner.mr).rkey }
     }
 
     /// What a peer needs to reach this buffer.
     pub fn remote(&self) -> RemoteBuffer {
-        RemoteBuffer { addr: self.addr(), rkey: self.rkey(), len: self.len as u64 }
+        RemoteBuffer { addr: self.addr(), rkey: self.rkey(), len: self.inner.len as u64 }
     }
 
     /// Reads one byte the adapter may be writing concurrently (write latency polls on memory).
     #[inline(always)]
     pub fn read_volatile(&self, offset: usize) -> u8 {
-        assert!(offset < self.len);
+        assert!(offset < self.inner.len);
         // SAFETY: offset is in bounds; volatile because the HCA writes behind the compiler's back.
-        unsafe { std::ptr::read_volatile(self.buf.add(offset)) }
+        unsafe { std::ptr::read_volatile(self.inner.buf.add(offset)) }
     }
 
     #[inline(always)]
     pub fn write_volatile(&self, offset: usize, value: u8) {
-        assert!(offset < self.len);
-        // SAFETY: offset is in bounds; the buffer is ours.
-        unsafe { std::ptr::write_volatile(self.buf.add(offset), value) }
-    }
-
-    /// Fills the first `len` bytes with `value`.
-    pub fn fill(&self, value: u8) {
-        // SAFETY: the buffer holds at least len bytes.
-        unsafe { std::ptr::write_bytes(self.buf, value, self.len) }
+        assert!(offset < self.inner.len);
+        // SAFETY: offset is in bounds; a single-byte volatile store races with nothing the
+        // compiler can see (only the adapter, which owns that race by design).
+        unsafe { std::ptr::write_volatile(self.inner.buf.add(offset), value) }
     }
 }
 
-impl Drop for MemoryRegion {
+impl Drop for MrInner {
     fn drop(&mut self) {
-        // SAFETY: mr is live; queue pairs that used it are dropped first by the engines' field order.
+        // SAFETY: mr is live and this is the last handle: no region or work-request list
+        // points into it any more. In-flight work on a QP fails with a protection error once
+        // deregistered; it can no longer reach the buffer freed below.
         let rc = unsafe { sys::ibv_dereg_mr(self.mr) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory");

@@ -67,12 +67,7 @@ impl WorkCompletion {
 
     /// As an error, naming the status the way `ibv_wc_status_str` does.
     pub fn to_error(&self) -> VerbsError {
-        VerbsError::Completion {
-            wr_id: self.0.wr_id,
-            status: self.0.status,
-            status_text: status_text(self.0.status),
-            vendor_err: self.0.vendor_err,
-        }
+        VerbsError::Completion { wr_id: self.0.wr_id, status: self.0.status, status_text: status_text(self.0.status), vendor_err: self.0.vendor_err }
     }
 }
 
