@@ -29,7 +29,13 @@ require_tests() { # NAME LOG
 ran=()
 
 echo "== host tier" >&2
-cargo test --locked --lib --bins --test integration 2>&1 | tee "$logs/host.log"
+host_skip=()
+if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+	# The 48-agent ssh fan-out needs agents that find no device; on an RDMA host it fails by design.
+	host_skip=(--skip mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh)
+	echo "run-all: NOT RUN on this RDMA host: mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh (needs a host without devices)" >&2
+fi
+cargo test --locked --lib --bins --test integration -- "${host_skip[@]}" 2>&1 | tee "$logs/host.log"
 require_tests "host tier" "$logs/host.log"
 
 echo "== Soft-RoCE tier" >&2
