@@ -181,6 +181,7 @@ WORK=$(mktemp -d "${TMPDIR:-/tmp}/fabcheck-compare.XXXXXX")
 SAMPLES=$WORK/samples.tsv
 : >"$SAMPLES"
 BG_PIDS=()
+# shellcheck disable=SC2317 # run by the EXIT trap
 cleanup() {
 	local p
 	for p in "${BG_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -286,6 +287,7 @@ perftest_run() { # row out-file
 # Sum of the port's retransmission-related hw_counters (rxe: completer_retry_err,
 # duplicate_request, rcvd_seq_err, ...; mlx5: local_ack_timeout_err, out_of_sequence, ...), on
 # both nodes. Read around every run of either tool, so both are judged by the same counters.
+# shellcheck disable=SC2016 # expanded by the shell that runs the snippet, not here
 RETX_SNIPPET='s=0; for f in "$1"/*; do case ${f##*/} in *retry*|*duplicate*|*seq*|*timeout*|*rnr*) read -r v <"$f" 2>/dev/null && s=$((s + v)) ;; esac; done; echo "$s"'
 retx_total() {
 	local dir=/sys/class/infiniband/$DEV_NAME/ports/$DEV_PORT/hw_counters n=0 v h

@@ -51,9 +51,9 @@ while [[ $# -gt 0 ]]; do
 	esac
 done
 case $TEST in write_bw | send_bw | read_bw) ;; *) die "--test: write_bw, send_bw or read_bw" ;; esac
-[[ $SIZE =~ ^[0-9]+$ ]] && ((SIZE >= 1)) || die "--size must be a positive integer"
+if ! [[ $SIZE =~ ^[0-9]+$ ]] || ((SIZE < 1)); then die "--size must be a positive integer"; fi
 IFS=, read -r N1 N2 <<<"$ITERS"
-[[ $N1 =~ ^[0-9]+$ && $N2 =~ ^[0-9]+$ ]] && ((N1 >= 16 && N2 > N1)) || die "--iters N1,N2 with 16 <= N1 < N2"
+if ! [[ $N1 =~ ^[0-9]+$ && $N2 =~ ^[0-9]+$ ]] || ! ((N1 >= 16 && N2 > N1)); then die "--iters N1,N2 with 16 <= N1 < N2"; fi
 N1=$(((N1 + 15) / 16 * 16)); N2=$(((N2 + 15) / 16 * 16)) # perftest: a multiple of the post list
 DEV_NAME=${DEVICE%%:*}
 DEV_PORT=1; [[ $DEVICE != *:* ]] || DEV_PORT=${DEVICE#*:}

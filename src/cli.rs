@@ -1,7 +1,19 @@
 //! Command-line flags (clap) and their validation into run configurations.
+// Doc comments here are the `--help` text people read, not rustdoc: brackets mean "optional".
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
+
+/// How `[user@]host` endpoints get their agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Launcher {
+    /// `ssh host fabcheck agent`, speaking over ssh's stdio.
+    Ssh,
+    /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
+    /// over srun's stdio: no ssh keys, no open port, no token.
+    Srun,
+}
 
 #[derive(Debug, Parser)]
 #[command(name = "fabcheck", version, about = "RDMA fabric validator: inventory, bring-up checklist, pairwise latency and bandwidth")]
@@ -20,14 +32,14 @@ pub enum Command {
     /// The node's bring-up checklist, each failure with its likely cause and remedy.
     Check(CheckArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
-    Pair(crate::pair::PairArgs),
+    Pair(PairArgs),
     /// Every pair of many endpoints; names the suspect nodes and links.
-    Mesh(crate::mesh::MeshArgs),
+    Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
-    Serve(crate::control::serve::ServeArgs),
+    Serve(ServeArgs),
     /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
     #[command(hide = true)]
-    Agent(crate::control::serve::AgentArgs),
+    Agent(AgentArgs),
 }
 
 #[derive(Debug, Args)]
@@ -68,68 +80,132 @@ pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
     #[arg(long, value_name = "N")]
     pub gid_index: Option<u8>,
-    /// Seconds a single test may take before the run is abandoned.
-    #[arg(long, default_value_t = 300, value_name = "SECS")]
+    /// Seconds a single test may take before the run is abandoned (at most a day).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
     pub timeout: u64,
     /// Milliseconds without progress after which an agent gives up on its peer.
-    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true)]
+    #[arg(long, default_value_t = 5000, value_name = "MS", hide = true, value_parser = clap::value_parser!(u64).range(1..=600_000))]
     pub stall_timeout_ms: u64,
-    /// Token for tcp:// agents (or FABCHECK_TOKEN).
-    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true)]
+    /// Token for tcp:// agents. Prefer FABCHECK_TOKEN or --token-file: a command line is
+    /// visible to every user in `ps`.
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
     pub token: Option<String>,
+    /// Read the token for tcp:// agents from FILE (readable by its owner only).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
     /// fabcheck's path on ssh or srun hosts.
     #[arg(long, default_value = "fabcheck", value_name = "PATH")]
     pub remote_fabcheck: String,
     /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
     #[arg(long, value_enum, default_value = "ssh")]
-    pub launcher: crate::control::link::Launcher,
+    pub launcher: Launcher,
 }
 
-impl AgentFlags {
-    pub fn launch(&self) -> crate::control::link::LaunchOptions {
-        crate::control::link::LaunchOptions {
-            remote_fabcheck: self.remote_fabcheck.clone(),
-            token: self.token.clone().filter(|t| !t.is_empty()),
-            connect_timeout: std::time::Duration::from_secs(5),
-            launcher: self.launcher,
-        }
-    }
+#[derive(Debug, Args)]
+pub struct PairArgs {
+    /// First endpoint: HOST[/DEVICE[:PORT]], HOST = localhost | [user@]host | tcp://host:port.
+    pub a: String,
+    /// Second endpoint.
+    pub b: String,
+    /// Device (and port) for endpoints that name none.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub device: Option<String>,
+    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
+    #[arg(long, default_value = "all", value_name = "LIST")]
+    pub tests: String,
+    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
+    #[arg(long, value_name = "BYTES", conflicts_with = "sweep")]
+    pub size: Option<u32>,
+    /// Every power of two from 2 B to 8 MiB.
+    #[arg(long)]
+    pub sweep: bool,
+    /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
+    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    pub iters: Option<u64>,
+    /// Run each test for this many seconds instead of a count.
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<f64>,
+    /// Queue pairs for bandwidth tests.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub qps: u32,
+    /// Bandwidth directions: ab (A sends), ba, both, bidi, all (default all; latency runs ab).
+    #[arg(long, value_name = "DIR")]
+    pub direction: Option<String>,
+    /// Fail if typical (p50) latency exceeds this, in microseconds.
+    #[arg(long, value_name = "US")]
+    pub max_lat_us: Option<f64>,
+    /// Bandwidth must reach this percentage of the link's data rate (largest size).
+    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    pub threshold: f64,
+    #[command(flatten)]
+    pub agents: AgentFlags,
+    /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
+    /// out-of-band exchange: A connects, B listens. RoCE only for now.
+    #[arg(long)]
+    pub cm: bool,
+    /// One JSON document on stdout (schema fabcheck.pair.v1).
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Splits `NAME[:PORT]`.
-pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), String> {
-    let (name, port) = match text.rsplit_once(':') {
-        Some((name, port)) => {
-            let port: u32 = port.parse().map_err(|_| format!("'{text}': port must be a number, as in mlx5_0:1"))?;
-            if port == 0 || port > 255 {
-                return Err(format!("'{text}': port must be 1..255"));
-            }
-            (name, Some(port))
-        }
-        None => (text, None),
-    };
-    if !valid_device_name(name) {
-        return Err(format!("'{name}' is not a device name (letters, digits, '_' and '-', as `fabcheck devices` lists them)"));
-    }
-    Ok((name.to_string(), port))
+#[derive(Debug, Args)]
+pub struct MeshArgs {
+    /// Endpoints: HOST[/DEVICE[:PORT]] as for `pair`.
+    pub endpoints: Vec<String>,
+    /// A file with one endpoint per line (`#` comments).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// Tests run for every pair.
+    #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
+    pub tests: String,
+    /// Device (and port) for endpoints that name none.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub device: Option<String>,
+    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
+    #[arg(long, value_name = "BYTES")]
+    pub size: Option<u32>,
+    /// Measured iterations per test and pair (default 1000 latency, 5000 bandwidth).
+    #[arg(long, value_name = "N")]
+    pub iters: Option<u64>,
+    /// Queue pairs for bandwidth tests.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub qps: u32,
+    /// Bandwidth directions per pair: ab, ba, both, bidi, all.
+    #[arg(long, default_value = "ab", value_name = "DIR")]
+    pub direction: String,
+    /// A pair passes bandwidth at this percentage of the expected link rate.
+    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    pub threshold: f64,
+    /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
+    #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub fanout: u64,
+    #[command(flatten)]
+    pub agents: AgentFlags,
+    /// Write an HTML heat map of the bandwidth matrix.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// One JSON document on stdout (schema fabcheck.mesh.v1).
+    #[arg(long)]
+    pub json: bool,
 }
 
-/// Device names as the kernel makes them: short, no path or shell characters.
-pub fn valid_device_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on. Anything but loopback needs a token.
+    #[arg(long, default_value = "127.0.0.1:18515", value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Shared token controllers must present. Prefer FABCHECK_TOKEN or --token-file: a command
+    /// line is visible to every user in `ps`.
+    #[arg(long, env = "FABCHECK_TOKEN", hide_env_values = true, conflicts_with = "token_file")]
+    pub token: Option<String>,
+    /// Read the shared token from FILE (readable by its owner only).
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// Exit after serving this many controllers (for tests and one-shot CI use).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: Option<u64>,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn device_port() {
-        assert_eq!(parse_device_port("mlx5_0:1").unwrap(), ("mlx5_0".into(), Some(1)));
-        assert_eq!(parse_device_port("rxe0").unwrap(), ("rxe0".into(), None));
-        assert!(parse_device_port("mlx5_0:x").is_err());
-        assert!(parse_device_port("mlx5_0:0").is_err());
-        assert!(parse_device_port("a;rm -rf /").is_err());
-        assert!(parse_device_port("").is_err());
-    }
-}
+/// `fabcheck agent` takes no flags: it speaks the protocol on stdin/stdout.
+#[derive(Debug, Args)]
+pub struct AgentArgs {}

@@ -13,8 +13,8 @@ fn main() -> ExitCode {
         Ok(Outcome::Pass) => ExitCode::from(0),
         Ok(Outcome::Fail) => ExitCode::from(1),
         Err(failure) => {
-            eprintln!("fabcheck: {}", failure.cause);
-            eprintln!("  what to do: {}", failure.remedy);
+            eprintln!("fabcheck: {}", fabcheck::report::printable(&failure.cause));
+            eprintln!("  what to do: {}", fabcheck::report::printable(&failure.remedy));
             ExitCode::from(2)
         }
     }

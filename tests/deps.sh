@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils infiniband-diags perftest iproute2 util-linux
-	qemu-system-x86 busybox-static kmod python3
+	qemu-system-x86 busybox-static kmod python3 shellcheck
 )
 missing=()
 for p in "${packages[@]}"; do

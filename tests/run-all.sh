@@ -28,6 +28,9 @@ require_tests() { # NAME LOG
 }
 ran=()
 
+echo "== gates: fmt, clippy, doc, unsafe, shellcheck, MSRV" >&2
+tests/gates.sh
+
 echo "== host tier" >&2
 host_skip=()
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
@@ -35,7 +38,8 @@ if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ] && [ -n "$(ls -A /sys/class/infiniband 2>
 	host_skip=(--skip mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh)
 	echo "run-all: NOT RUN on this RDMA host: mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh (needs a host without devices)" >&2
 fi
-cargo test --locked --lib --bins --test integration -- "${host_skip[@]}" 2>&1 | tee "$logs/host.log"
+cargo test --locked --workspace --lib --bins --test integration -- "${host_skip[@]}" 2>&1 | tee "$logs/host.log"
+cargo test --locked --workspace --doc 2>&1 | tee -a "$logs/host.log"
 require_tests "host tier" "$logs/host.log"
 
 echo "== Soft-RoCE tier" >&2
@@ -60,4 +64,5 @@ else
 		-- tests/rxe/two-hosts.sh "$fabcheck"
 	ran+=("two-host tier")
 fi
-echo "run-all: passed in $(( $(date +%s) - start )) s: $(IFS=,; echo "${ran[*]}" | sed 's/,/, /g')" >&2
+summary=$(printf '%s, ' "${ran[@]}")
+echo "run-all: passed in $(( $(date +%s) - start )) s: ${summary%, }" >&2

@@ -1,14 +1,17 @@
-use crate::cli::{parse_device_port, CheckArgs};
+use crate::cli::CheckArgs;
 use crate::diagnose::{self, Expectations, Input, Scope, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
+use crate::spec::parse_device_port;
+use crate::sys::fs::read_text;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     let mut expect = Expectations::default();
     if let Some(path) = &args.profile {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::new(format!("cannot read profile {}: {e}", path.display()), "give the path of a readable KEY=VALUE file"))?;
+        // The profile parser refuses anything over 64 KiB; read one byte more to tell.
+        let text = read_text(path, 64 * 1024 + 1)
+            .map_err(|e| Failure::new(format!("cannot read profile: {e}"), "give the path of a readable KEY=VALUE file"))?;
         expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
     }
     for kv in &args.expect {
@@ -38,7 +41,17 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         }
     }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
-    let report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
+    if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
+        let present: Vec<String> = host::MODULES.iter().filter(|m| bundle_modules.join(m).exists()).map(|m| m.to_string()).collect();
+        diagnose::gpu_rules::apply_bundle_modules(&mut report, &inventory, &present);
+    }
+    // GPU node readiness, from the same tree: the bundle, or the live /sys.
+    let gpus = match crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
+        Some(tree) => diagnose::gpu_rules::apply(&mut report, &tree),
+        None => Vec::new(),
+    };
     if inventory.devices.is_empty() && live {
         // Stack checks ran and explain why; still, with nothing to check the node is not ready.
         let mut report = report;
@@ -53,17 +66,17 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
             },
         );
         report.verdict = Verdict::Fail;
-        emit(args.json, &report);
+        emit(args.json, &report, &gpus);
         return Ok(Outcome::Fail);
     }
-    emit(args.json, &report);
+    emit(args.json, &report, &gpus);
     Ok(if report.verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
-fn emit(json: bool, report: &diagnose::Report) {
+fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) {
     if json {
-        report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report });
+        report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus });
     } else {
-        print!("{}", report::check::human(report));
+        report::print_human(&report::check::human(report));
     }
 }

@@ -1,7 +1,8 @@
-use crate::cli::{valid_device_name, DevicesArgs};
+use crate::cli::DevicesArgs;
 use crate::error::{Failure, Outcome};
 use crate::probe::{self, Source};
 use crate::report;
+use crate::spec::valid_device_name;
 
 pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
     if let Some(name) = &args.device {
@@ -14,7 +15,11 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
     if args.json {
         report::print_json(&report::devices::json_doc(&inv));
     } else {
-        print!("{}", report::devices::human(&inv));
+        report::print_human(&report::devices::human(&inv));
+        // GPU affinity, only on nodes (or bundles) with NVIDIA GPUs.
+        if let Some(tree) = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
+            report::print_human(&report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
+        }
     }
     Ok(Outcome::Pass)
 }

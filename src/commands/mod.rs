@@ -1,7 +1,11 @@
 //! One function per command: turn validated flags into work and an outcome.
 
+mod agents;
 mod check;
 mod devices;
+mod mesh;
+mod pair;
+mod serve;
 
 use crate::cli::Command;
 use crate::error::{Failure, Outcome};
@@ -10,9 +14,9 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
     match command {
         Command::Devices(args) => devices::run(&args),
         Command::Check(args) => check::run(&args),
-        Command::Pair(args) => crate::pair::run(&args),
-        Command::Mesh(args) => crate::mesh::run(&args),
-        Command::Serve(args) => crate::control::serve::serve(&args),
-        Command::Agent(args) => crate::control::serve::agent_stdio(&args),
+        Command::Pair(args) => pair::run(&args),
+        Command::Mesh(args) => mesh::run(&args),
+        Command::Serve(args) => serve::run(&args),
+        Command::Agent(_) => serve::agent(),
     }
 }

@@ -19,17 +19,35 @@ pub struct AgentOptions {
     pub host: String,
 }
 
+/// Requests read ahead of the one being served. A peer that floods requests and reads no
+/// replies fills this, then the reader stops reading (TCP pushes back), so memory stays bounded
+/// at about this many lines.
+const QUEUE: usize = 16;
+
 enum Event {
     Request(Request),
     Bad(String),
+    /// The channel ended in the middle of a message.
+    Truncated,
     Closed,
+}
+
+/// How a session with a controller ended, when it did not end cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the controller's channel ended in the middle of a message (truncated input)")]
+    Truncated,
+    #[error("the controller sent a message the agent refused: {0}")]
+    Refused(String),
+    #[error("the controller's channel failed: {0}")]
+    Io(#[from] std::io::Error),
 }
 
 /// Serves one controller until it says bye or the channel closes. Every verbs resource is
 /// released before this returns.
-pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, options: AgentOptions) -> std::io::Result<()> {
+pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, options: AgentOptions) -> Result<(), AgentError> {
     let signals = Signals::new();
-    let (tx, rx) = channel::unbounded();
+    let (tx, rx) = channel::bounded(QUEUE);
     let reader_signals = Arc::clone(&signals);
     std::thread::spawn(move || loop {
         let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
@@ -54,6 +72,11 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                 reader_signals.abort.store(true, Ordering::Relaxed);
                 Event::Bad(e.to_string())
             }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                reader_signals.abort.store(true, Ordering::Relaxed);
+                let _ = tx.send(Event::Truncated);
+                return;
+            }
             Ok(None) | Err(_) => {
                 reader_signals.abort.store(true, Ordering::Relaxed);
                 let _ = tx.send(Event::Closed);
@@ -68,6 +91,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
 
     let mut authenticated = options.token.is_none();
     let mut session: Option<Session> = None;
+    let mut ended: Result<(), AgentError> = Ok(());
     let reply = |writer: &mut W, r: &Reply| -> std::io::Result<()> {
         writer.write_all(protocol::encode(r).as_bytes())?;
         writer.flush()
@@ -75,17 +99,25 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
     while let Ok(event) = rx.recv() {
         let request = match event {
             Event::Closed => break,
+            Event::Truncated => {
+                ended = Err(AgentError::Truncated);
+                break;
+            }
             Event::Bad(why) => {
                 let _ = reply(
                     &mut writer,
                     &Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() },
                 );
+                ended = Err(AgentError::Refused(why));
                 break;
             }
             Event::Request(r) => r,
         };
         if !authenticated && !matches!(request, Request::Hello { .. }) {
-            reply(&mut writer, &error("say hello with the shared token first", "pass --token (or FABCHECK_TOKEN) matching `fabcheck serve`"))?;
+            reply(
+                &mut writer,
+                &error("say hello with the shared token first", "set FABCHECK_TOKEN (or --token-file) to the token of `fabcheck serve`"),
+            )?;
             break;
         }
         match request {
@@ -94,7 +126,10 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                     if !token.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
                         reply(
                             &mut writer,
-                            &error("the agent refused the token", "pass the token `fabcheck serve` was started with (--token or FABCHECK_TOKEN)"),
+                            &error(
+                                "the agent refused the token",
+                                "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file)",
+                            ),
                         )?;
                         break;
                     }
@@ -158,7 +193,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
         }
     }
     drop(session);
-    Ok(())
+    ended
 }
 
 fn error(cause: &str, remedy: &str) -> Reply {
@@ -169,7 +204,7 @@ fn perf_error(e: &PerfError) -> Reply {
     Reply::Error { cause: e.cause(), remedy: e.remedy() }
 }
 
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     if a.len() != b.len() {
         return false;
     }
@@ -178,5 +213,7 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// This node's name, for reports.
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+    crate::sys::fs::read_text(std::path::Path::new("/proc/sys/kernel/hostname"), 256)
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }

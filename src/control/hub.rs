@@ -165,7 +165,7 @@ impl Hub {
             let addr = rest.remove(0);
             match io::connect_start(&addr) {
                 Ok(stream) => {
-                    let deadline = Instant::now() + self.opts.connect_timeout;
+                    let deadline = crate::sys::time::deadline(Instant::now(), self.opts.connect_timeout);
                     self.links[id].state = State::Connecting { stream, rest, port, deadline };
                     return;
                 }

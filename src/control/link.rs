@@ -11,13 +11,21 @@ use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// How `[user@]host` endpoints get their agent.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launcher {
     /// `ssh host fabcheck agent`, speaking over ssh's stdio.
     Ssh,
     /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
     /// over srun's stdio: no ssh keys, no open port, no token.
     Srun,
+}
+
+/// Refuses, before anything starts, endpoints this launcher cannot start.
+pub fn validate(launcher: Launcher, host: &HostSpec, label: &str) -> Result<(), Failure> {
+    if let (Launcher::Srun, HostSpec::Ssh { user: Some(_), .. }) = (launcher, host) {
+        return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
+    }
+    Ok(())
 }
 
 /// How to start agents that are not already running.
@@ -50,9 +58,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
             c
         }
         HostSpec::Ssh { user, host } if opts.launcher == Launcher::Srun => {
-            if user.is_some() {
-                return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
-            }
+            validate(opts.launcher, &HostSpec::Ssh { user: user.clone(), host: host.clone() }, label)?;
             let mut c = Command::new("srun");
             // One task on that node, sharing the allocation with the controller's own step.
             c.args(["--nodes=1", "--ntasks=1", "--overlap", "--quiet", "--kill-on-bad-exit=1"])
@@ -123,7 +129,7 @@ pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Fa
 pub fn unreachable(label: &str, port: u16, detail: &str) -> Failure {
     Failure::new(
         format!("cannot reach {label}: {detail}"),
-        format!("start `fabcheck serve --listen 0.0.0.0:{port} --token ...` there, and check firewalls"),
+        format!("start `fabcheck serve --listen 0.0.0.0:{port} --token-file FILE` there, and check firewalls"),
     )
 }
 

@@ -3,6 +3,7 @@
 //! handshakes (ssh logins, TCP connects) at a time.
 
 use super::drive::{drive, Actions, Conversation, Job};
+use super::endpoint::HostSpec;
 use super::hub::{Hub, LinkId};
 use super::protocol::{Reply, Request};
 use crate::error::Failure;
@@ -59,7 +60,7 @@ impl Reach {
 
     fn step(&mut self, state: State, limit: Duration, now: Instant) {
         self.state = state;
-        self.deadline = Some(now + limit);
+        self.deadline = Some(crate::sys::time::deadline(now, limit));
     }
 }
 
@@ -124,20 +125,31 @@ impl Conversation for Reach {
     }
 }
 
-/// Reaches the agents on `links` (named `labels`), `window` at a time; one finished `Reach`
-/// per link, in order. `Err` only on Ctrl-C.
+/// The token an agent at `host` is given in its hello: only a `fabcheck serve` (tcp) checks
+/// one. Agents started over ssh, srun or locally are reached through a channel that is already
+/// authenticated, and the token must not travel to every host tested.
+pub fn token_for(host: &HostSpec, token: &Option<String>) -> Option<String> {
+    match host {
+        HostSpec::Tcp { .. } => token.clone(),
+        HostSpec::Local | HostSpec::Ssh { .. } => None,
+    }
+}
+
+/// Reaches the agents on `links` (named `labels`, each given its own hello token), `window`
+/// at a time; one finished `Reach` per link, in order. `Err` only on Ctrl-C.
 pub fn reach_all(
     hub: &mut Hub,
     links: &[LinkId],
     labels: &[String],
-    token: &Option<String>,
+    tokens: &[Option<String>],
     want_inventory: bool,
     window: usize,
 ) -> Result<Vec<Reach>, Failure> {
     let mut jobs: Vec<Job<Reach>> = links
         .iter()
         .zip(labels)
-        .map(|(&link, label)| Job { links: vec![link], conversation: Reach::new(label, token.clone(), want_inventory) })
+        .zip(tokens)
+        .map(|((&link, label), token)| Job { links: vec![link], conversation: Reach::new(label, token.clone(), want_inventory) })
         .collect();
     drive(hub, &mut jobs, window)?;
     Ok(jobs.into_iter().map(|j| j.conversation).collect())
@@ -186,5 +198,18 @@ mod tests {
         r.start(now, &mut act);
         r.on_lost(0, Failure::new("cannot reach n3: refused", "start it"), now, &mut act);
         assert_eq!(r.failure.as_ref().unwrap().cause, "cannot reach n3: refused");
+    }
+}
+
+#[cfg(test)]
+mod token_tests {
+    use super::*;
+
+    #[test]
+    fn only_tcp_agents_get_the_token() {
+        let t = Some("secret".to_string());
+        assert_eq!(token_for(&HostSpec::Tcp { host: "n1".into(), port: 18515 }, &t), t);
+        assert_eq!(token_for(&HostSpec::Ssh { user: None, host: "n1".into() }, &t), None);
+        assert_eq!(token_for(&HostSpec::Local, &t), None);
     }
 }

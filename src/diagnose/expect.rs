@@ -1,6 +1,6 @@
 //! What the operator says the node should be: `--expect KEY=VALUE` and profile files.
 
-use crate::probe::decode::{LinkLayer, PortState, Speed, Width, IB_MTUS};
+use crate::probe::decode::{LinkLayer, Mtu, PortState, Speed, Width};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -65,7 +65,7 @@ impl Expectations {
             }
             "mtu" => {
                 let v: u32 = value.parse().map_err(|_| bad("one of 256 512 1024 2048 4096"))?;
-                if !IB_MTUS.contains(&v) {
+                if Mtu::from_bytes(v).is_none() {
                     return Err(bad("one of 256 512 1024 2048 4096"));
                 }
                 self.mtu = Some(v);

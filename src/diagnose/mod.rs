@@ -2,6 +2,7 @@
 //! and findings (each with cause and remedy) out. No I/O here; tests feed fixtures.
 
 pub mod expect;
+pub mod gpu_rules;
 mod node_rules;
 mod port_rules;
 mod stack_rules;
@@ -150,14 +151,8 @@ pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) ->
 
 pub use stack_rules::memlock_remedy;
 
-/// Formats a Gb/s figure without trailing zeros: 200, 54.5, 2.5.
-pub(crate) fn gbps(value: f64) -> String {
-    if value.fract() == 0.0 {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.1}")
-    }
-}
+/// Formats a link rate in Gb/s (see [`crate::units::rate`]).
+pub(crate) use crate::units::rate as gbps;
 
 #[cfg(test)]
 mod rule_tests;

@@ -5,6 +5,17 @@ use std::collections::BTreeMap;
 
 pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
     let inv = input.inventory;
+    // Files that exist but could not be read: said first, so nothing read from them is misread.
+    for u in &inv.unreadable {
+        sheet.note(
+            "sysfs.unreadable",
+            &unreadable_subject(&u.path),
+            Severity::Error,
+            format!("{}: what it holds is unknown, and checks that need it cannot be trusted", u.error),
+            "run fabcheck as root, or fix the file's permissions; for a captured bundle, capture it again as root \
+             (tests/fixtures/capture-sysfs.sh), copying files rather than links",
+        );
+    }
     let count = inv.devices.len();
     match input.expect.devices {
         Some(want) if count != want => sheet.fail(
@@ -102,4 +113,28 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
 /// "16.0 GT/s PCIe" -> 16.0; "8 GT/s" -> 8.0.
 fn pcie_gts(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
+}
+
+/// The device (and port) an unreadable sysfs path belongs to, else `node`.
+fn unreadable_subject(path: &str) -> String {
+    let parts: Vec<&str> = path.split('/').collect();
+    let Some(i) = parts.iter().position(|p| *p == "infiniband") else { return "node".into() };
+    match (parts.get(i + 1), parts.get(i + 2), parts.get(i + 3)) {
+        (Some(dev), Some(&"ports"), Some(port)) if port.parse::<u32>().is_ok() => format!("{dev}/{port}"),
+        (Some(dev), _, _) if !dev.is_empty() => dev.to_string(),
+        _ => "node".into(),
+    }
+}
+
+#[cfg(test)]
+mod unreadable_tests {
+    use super::unreadable_subject;
+
+    #[test]
+    fn subjects_of_unreadable_paths() {
+        assert_eq!(unreadable_subject("/sys/class/infiniband/mlx5_0/ports/1/state"), "mlx5_0/1");
+        assert_eq!(unreadable_subject("/b/class/infiniband/mlx5_3/fw_ver"), "mlx5_3");
+        assert_eq!(unreadable_subject("/b/class/infiniband"), "node");
+        assert_eq!(unreadable_subject("/b/class/net/eth0/speed"), "node");
+    }
 }

@@ -241,11 +241,8 @@ fn fraction(lanes: u32, want: u32) -> String {
 fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
     // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
-    let routable_v2: Vec<_> = port
-        .gids_of_type(GidType::RoceV2)
-        .filter(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal))
-        .collect();
-    let routable_any = port.gids.iter().any(|g| decode::parse_gid(&g.gid).is_some_and(|raw| decode::gid_scope(&raw) != GidScope::LinkLocal));
+    let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
+    let routable_any = port.gids.iter().any(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
     if let Some(g) = routable_v2.first() {
         sheet.pass("roce.gid", s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
     } else if routable_any {

@@ -9,8 +9,14 @@ use crate::probe::Inventory;
 pub const MEMLOCK_NEEDED: u64 = 64 << 20;
 
 pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
+    modules(inventory, &host.modules, sheet);
+    stack(host, sheet);
+}
+
+/// Kernel modules: the part of the stack a `--sysfs-root` bundle with `module/` also holds.
+pub(super) fn modules(inventory: &Inventory, modules: &[String], sheet: &mut Sheet) {
     let node = "node";
-    let has = |m: &str| host.modules.iter().any(|x| x == m);
+    let has = |m: &str| modules.iter().any(|x| x == m);
 
     let mut missing: Vec<String> = ["ib_core", "ib_uverbs"].into_iter().filter(|m| !has(m)).map(String::from).collect();
     for device in &inventory.devices {
@@ -19,7 +25,7 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
             missing.push(driver);
         }
     }
-    let present = host.modules.join(" ");
+    let present = modules.join(" ");
     if missing.is_empty() {
         sheet.pass("stack.modules", node, present, None);
     } else {
@@ -42,6 +48,10 @@ pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
             "modprobe rdma_ucm",
         );
     }
+}
+
+fn stack(host: &HostFacts, sheet: &mut Sheet) {
+    let node = "node";
 
     let usable = host.uverbs.iter().filter(|u| u.accessible).count();
     let listing = host.uverbs.iter().map(|u| u.path.as_str()).collect::<Vec<_>>().join(" ");
@@ -153,7 +163,7 @@ fn default_driver(device: &str) -> &'static str {
 }
 
 pub(crate) fn human_bytes(bytes: u64) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+    if bytes >= 1 << 30 && bytes.is_multiple_of(1 << 30) {
         format!("{} GiB", bytes >> 30)
     } else if bytes >= 1 << 20 {
         format!("{} MiB", bytes >> 20)

@@ -24,7 +24,7 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-use super::analysis::fmt;
+use crate::units::sig3 as fmt;
 
 /// Hue 0 (red) at or below half of `top`, 60 (yellow) at three quarters, 120 (green) at `top`.
 fn hue(v: f64, top: f64) -> f64 {

@@ -12,64 +12,21 @@ pub mod heatmap;
 pub mod schedule;
 
 use crate::control::drive::{drive, Job};
-use crate::control::endpoint::{self, EndpointSpec, HostSpec};
+use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
 use crate::control::link::LaunchOptions;
-use crate::control::protocol::TestKind;
-use crate::control::reach::reach_all;
+use crate::control::reach::{reach_all, token_for};
 use crate::diagnose::{gbps, Verdict};
 use crate::error::{Failure, Outcome};
-use crate::pair::plan::{self, Direction, PlanInput, PlannedTest};
+use crate::pair::plan::{Direction, PlannedTest};
 use crate::pair::report::TestResult;
 use crate::pair::sequence::PairSequence;
 use crate::pair::{self, verdict};
 use crate::probe::Inventory;
 use analysis::{Criteria, PairMeasure, Suspect};
-use clap::Args;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::time::Duration;
-
-#[derive(Debug, Args)]
-pub struct MeshArgs {
-    /// Endpoints: HOST[/DEVICE[:PORT]] as for `pair`.
-    pub endpoints: Vec<String>,
-    /// A file with one endpoint per line (`#` comments).
-    #[arg(long, value_name = "FILE")]
-    pub hostfile: Option<PathBuf>,
-    /// Tests run for every pair.
-    #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
-    pub tests: String,
-    /// Device (and port) for endpoints that name none.
-    #[arg(long, value_name = "NAME[:PORT]")]
-    pub device: Option<String>,
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
-    #[arg(long, value_name = "BYTES")]
-    pub size: Option<u32>,
-    /// Measured iterations per test and pair (default 1000 latency, 5000 bandwidth).
-    #[arg(long, value_name = "N")]
-    pub iters: Option<u64>,
-    /// Queue pairs for bandwidth tests.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub qps: u32,
-    /// Bandwidth directions per pair: ab, ba, both, bidi, all.
-    #[arg(long, default_value = "ab", value_name = "DIR")]
-    pub direction: String,
-    /// A pair passes bandwidth at this percentage of the expected link rate.
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
-    pub threshold: f64,
-    /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
-    #[arg(long, default_value_t = 32, value_name = "N")]
-    pub fanout: usize,
-    #[command(flatten)]
-    pub agents: crate::cli::AgentFlags,
-    /// Write an HTML heat map of the bandwidth matrix.
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-    /// One JSON document on stdout (schema fabcheck.mesh.v1).
-    #[arg(long)]
-    pub json: bool,
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PairRecord {
@@ -120,19 +77,22 @@ struct Agent {
     second_chance: bool,
 }
 
-struct Run {
-    specs: Vec<EndpointSpec>,
-    names: Vec<String>,
-    plan: Vec<PlannedTest>,
-    launch: LaunchOptions,
-    pair_criteria: verdict::Criteria,
-    gid_index: Option<u8>,
-    timeout: Duration,
-    fanout: usize,
+/// A mesh run, validated: everything `run` needs, no flags.
+#[derive(Debug, Clone)]
+pub struct MeshConfig {
+    pub specs: Vec<EndpointSpec>,
+    pub names: Vec<String>,
+    pub plan: Vec<PlannedTest>,
+    pub launch: LaunchOptions,
+    pub pair_criteria: verdict::Criteria,
+    pub gid_index: Option<u8>,
+    pub timeout: Duration,
+    pub fanout: usize,
+    pub html: Option<PathBuf>,
+    pub json: bool,
 }
 
-pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
-    let run = configure(args)?;
+pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     crate::sys::os::catch_termination();
     let n = run.specs.len();
     check_open_files(&run.specs)?;
@@ -152,6 +112,33 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
+    if agents.iter().all(|a| a.error.is_some()) {
+        hub.close_all();
+        // Nothing could run (exit 2); the document still names every endpoint and why.
+        let unreachable: Vec<Unreachable> = agents
+            .iter()
+            .zip(&run.names)
+            .filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error }))
+            .collect();
+        let first = unreachable.first().map(|u| u.error.clone()).unwrap_or_default();
+        let doc = MeshDoc {
+            schema: "fabcheck.mesh.v1".into(),
+            verdict: Verdict::Fail,
+            endpoints: run.names.clone(),
+            pairs: Vec::new(),
+            suspects: Vec::new(),
+            unreachable,
+        };
+        if run.json {
+            crate::report::print_json(&doc);
+        } else {
+            crate::report::print_human(&human(&doc, &bw_matrix(n, &[], &[])));
+        }
+        return Err(Failure::new(
+            format!("no endpoint could be reached, so no pair could run (first: {first})"),
+            "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",
+        ));
+    }
     let mut records = Vec::new();
     let mut first = Vec::new();
     for round in schedule::rounds(n) {
@@ -161,7 +148,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
         }
     }
     let expected = expected_rate(&agents);
-    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: args.threshold / 100.0, ..Criteria::default() };
+    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
     let mut retested = Vec::new();
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
     for agent in agents.iter_mut().filter(|a| a.error.is_some()) {
@@ -183,71 +170,34 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
-    if let Some(path) = &args.html {
-        let matrix = bw_matrix(n, &first, &retested);
-        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
-        std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks))
-            .map_err(|e| Failure::new(format!("cannot write {}: {e}", path.display()), "give a writable path to --html"))?;
-    }
-    if args.json {
+    // The results first: a side output that cannot be written must not throw the run away.
+    if run.json {
         crate::report::print_json(&doc);
     } else {
-        print!("{}", human(&doc, &bw_matrix(n, &first, &retested)));
+        crate::report::print_human(&human(&doc, &bw_matrix(n, &first, &retested)));
+    }
+    if let Some(path) = &run.html {
+        let matrix = bw_matrix(n, &first, &retested);
+        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
+        if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks)) {
+            let failure = Failure::new(
+                format!("the results above stand, but the heat map could not be written to {}: {e}", path.display()),
+                "give a writable path to --html",
+            );
+            // A failed run stays a failed run (exit 1); a passing one could not do all it was
+            // asked (exit 2), so CI notices the missing file.
+            if verdict == Verdict::Pass {
+                return Err(failure);
+            }
+            eprintln!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy);
+        }
     }
     Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
-fn configure(args: &MeshArgs) -> Result<Run, Failure> {
-    let mut texts = args.endpoints.clone();
-    if let Some(path) = &args.hostfile {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| Failure::new(format!("cannot read hostfile {}: {e}", path.display()), "give a readable file, one endpoint per line"))?;
-        texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
-    }
-    if texts.len() < 2 {
-        return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
-    }
-    let mut specs = Vec::new();
-    for t in &texts {
-        let mut spec = endpoint::parse(t).map_err(Failure::usage)?;
-        if spec.device.is_none() {
-            if let Some(d) = &args.device {
-                let (device, port) = crate::cli::parse_device_port(d).map_err(Failure::usage)?;
-                spec.device = Some(device);
-                spec.port = port;
-            }
-        }
-        specs.push(spec);
-    }
-    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
-        return Err(Failure::usage("--threshold is a percentage, 1..100"));
-    }
-    let plan = plan::build(&PlanInput {
-        tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
-        size: args.size,
-        sweep: false,
-        iters: args.iters,
-        duration_ms: None,
-        qps: args.qps,
-        directions: Some(Direction::parse_list(&args.direction).map_err(Failure::usage)?),
-        stall_timeout_ms: args.agents.stall_timeout_ms,
-    })
-    .map_err(Failure::usage)?;
-    Ok(Run {
-        names: unique_names(&specs),
-        specs,
-        plan,
-        launch: args.agents.launch(),
-        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
-        gid_index: args.agents.gid_index,
-        timeout: Duration::from_secs(args.agents.timeout.max(1)),
-        fanout: args.fanout.clamp(1, 1024),
-    })
-}
-
 /// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four
 /// endpoints), so suspects and matrix rows name one endpoint each.
-fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
+pub fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
     let plain: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
     plain
         .iter()
@@ -282,10 +232,11 @@ fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
 /// Reaches the agents of `which`, `fanout` handshakes at a time, each saying hello and
 /// sending its inventory. An endpoint that cannot be reached is recorded, not fatal: its
 /// pairs fail.
-fn reach(run: &Run, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
+fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
     let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
     let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
-    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &run.launch.token, true, run.fanout)?) {
+    let tokens: Vec<Option<String>> = which.iter().map(|&i| token_for(&run.specs[i].host, &run.launch.token)).collect();
+    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &tokens, true, run.fanout)?) {
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {
@@ -334,7 +285,7 @@ fn expected_rate(agents: &[Agent]) -> Option<f64> {
 
 /// Runs one round: every pair at once, each its own test sequence on the one hub.
 fn run_round(
-    run: &Run,
+    run: &MeshConfig,
     hub: &mut Hub,
     agents: &mut [Agent],
     round: &[(usize, usize)],
@@ -393,7 +344,7 @@ fn run_round(
 }
 
 /// A finished pair's record and headline figures.
-fn record(run: &Run, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
+fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
     let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
     let error = done.could_not_run.map(|f| format!("{} ({})", f.cause, f.remedy));
     let results = done.results;
@@ -409,7 +360,7 @@ fn record(run: &Run, a: usize, b: usize, done: PairSequence, retest: bool) -> (P
 /// the first latency test's p50.
 fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
     let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
-    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != "bidi").filter_map(|r| r.bw_gbps).reduce(f64::min);
+    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
     let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
     PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }

@@ -11,133 +11,39 @@ pub mod report;
 pub mod sequence;
 pub mod verdict;
 
-use crate::cli::parse_device_port;
 use crate::control::drive::{drive, Job};
-use crate::control::endpoint::{self, EndpointSpec};
+use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
-use crate::control::protocol::{CmRole, Endpoint, Target, TestKind};
-use crate::control::reach::reach_all;
+use crate::control::protocol::{CmRole, Endpoint, Target};
+use crate::control::reach::{reach_all, token_for};
 use crate::error::{Failure, Outcome};
-use clap::Args;
-use plan::{Direction, PlanInput, PlannedTest};
+use plan::PlannedTest;
 use report::{PairDoc, Side};
 use sequence::PairSequence;
 use std::time::Duration;
 
-#[derive(Debug, Args)]
-pub struct PairArgs {
-    /// First endpoint: HOST[/DEVICE[:PORT]], HOST = localhost | [user@]host | tcp://host:port.
-    pub a: String,
-    /// Second endpoint.
-    pub b: String,
-    /// Device (and port) for endpoints that name none.
-    #[arg(long, value_name = "NAME[:PORT]")]
-    pub device: Option<String>,
-    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
-    #[arg(long, default_value = "all", value_name = "LIST")]
-    pub tests: String,
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
-    #[arg(long, value_name = "BYTES", conflicts_with = "sweep")]
-    pub size: Option<u32>,
-    /// Every power of two from 2 B to 8 MiB.
-    #[arg(long)]
-    pub sweep: bool,
-    /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
-    pub iters: Option<u64>,
-    /// Run each test for this many seconds instead of a count.
-    #[arg(long, value_name = "SECS")]
-    pub duration: Option<f64>,
-    /// Queue pairs for bandwidth tests.
-    #[arg(long, default_value_t = 1, value_name = "N")]
-    pub qps: u32,
-    /// Bandwidth directions: ab (A sends), ba, both, bidi, all (default all; latency runs ab).
-    #[arg(long, value_name = "DIR")]
-    pub direction: Option<String>,
-    /// Fail if typical (p50) latency exceeds this, in microseconds.
-    #[arg(long, value_name = "US")]
-    pub max_lat_us: Option<f64>,
-    /// Bandwidth must reach this percentage of the link's data rate (largest size).
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
-    pub threshold: f64,
-    #[command(flatten)]
-    pub agents: crate::cli::AgentFlags,
-    /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
-    /// out-of-band exchange: A connects, B listens. RoCE only for now.
-    #[arg(long)]
+/// A pair run, validated: everything `run` needs, no flags.
+#[derive(Debug, Clone)]
+pub struct PairConfig {
+    pub endpoints: [EndpointSpec; 2],
+    pub plan: Vec<PlannedTest>,
+    pub launch: LaunchOptions,
+    pub criteria: verdict::Criteria,
+    pub gid_index: Option<u8>,
     pub cm: bool,
-    /// One JSON document on stdout (schema fabcheck.pair.v1).
-    #[arg(long)]
+    pub test_timeout: Duration,
     pub json: bool,
 }
 
-struct Config {
-    endpoints: [EndpointSpec; 2],
-    plan: Vec<PlannedTest>,
-    launch: LaunchOptions,
-    criteria: verdict::Criteria,
-    gid_index: Option<u8>,
-    cm: bool,
-    test_timeout: Duration,
-    json: bool,
-}
-
-fn configure(args: &PairArgs) -> Result<Config, Failure> {
-    let mut endpoints = [endpoint::parse(&args.a).map_err(Failure::usage)?, endpoint::parse(&args.b).map_err(Failure::usage)?];
-    if let Some(text) = &args.device {
-        let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
-        for e in &mut endpoints {
-            if e.device.is_none() {
-                e.device = Some(device.clone());
-                e.port = port;
-            }
-        }
-    }
-    let duration_ms = match args.duration {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => return Err(Failure::usage("--duration must be 0..3600 seconds")),
-        Some(s) => Some((s * 1000.0).round().max(1.0) as u64),
-        None => None,
-    };
-    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
-        return Err(Failure::usage("--threshold is a percentage, 1..100"));
-    }
-    if args.max_lat_us.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
-        return Err(Failure::usage("--max-lat-us must be a positive number"));
-    }
-    let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
-    let directions = args.direction.as_deref().map(Direction::parse_list).transpose().map_err(Failure::usage)?;
-    let plan = plan::build(&PlanInput {
-        tests,
-        size: args.size,
-        sweep: args.sweep,
-        iters: args.iters,
-        duration_ms,
-        qps: args.qps,
-        directions,
-        stall_timeout_ms: args.agents.stall_timeout_ms,
-    })
-    .map_err(Failure::usage)?;
-    Ok(Config {
-        endpoints,
-        plan,
-        launch: args.agents.launch(),
-        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
-        gid_index: args.agents.gid_index,
-        cm: args.cm,
-        test_timeout: Duration::from_secs(args.agents.timeout.max(1)) + Duration::from_millis(duration_ms.unwrap_or(0)),
-        json: args.json,
-    })
-}
-
-pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
-    let config = configure(args)?;
+pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
-    if let Some(f) = reach_all(&mut hub, &links, &labels, &config.launch.token, false, 2)?.into_iter().find_map(|r| r.failure) {
+    let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
+    if let Some(f) = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
@@ -160,7 +66,7 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
     if config.json {
         crate::report::print_json(&doc);
     } else {
-        print!("{}", report::human(&doc));
+        crate::report::print_human(&report::human(&doc));
     }
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
@@ -176,8 +82,8 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         device: e.device.clone(),
         port: e.port,
         gid_index: e.gid_index,
-        gid: e.gid.clone(),
-        link_layer: e.link_layer.clone(),
+        gid: e.gid,
+        link_layer: e.link_layer,
         rate_gbps: e.rate_gbps,
         ca_type: e.ca_type.clone(),
         mtu: Some(e.mtu),

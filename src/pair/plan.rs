@@ -13,6 +13,12 @@ pub enum Direction {
     Bidi,
 }
 
+impl std::fmt::Display for Direction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
 impl Direction {
     pub fn name(self) -> &'static str {
         match self {

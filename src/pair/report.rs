@@ -1,7 +1,10 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
 use crate::diagnose::{gbps, Finding, Verdict};
+use crate::pair::plan::Direction;
 use crate::perf::summary::LatencySummary;
+use crate::spec::{LinkLayer, TestKind};
+use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -15,8 +18,8 @@ pub struct Side {
     pub device: String,
     pub port: u8,
     pub gid_index: Option<u8>,
-    pub gid: Option<String>,
-    pub link_layer: String,
+    pub gid: Option<std::net::Ipv6Addr>,
+    pub link_layer: LinkLayer,
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub mtu: Option<u32>,
@@ -24,18 +27,18 @@ pub struct Side {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
-    pub test: String,
-    pub direction: String,
+    pub test: TestKind,
+    pub direction: Direction,
     pub size: u32,
     pub iterations: u64,
     pub qps: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "rounded_latency")]
     pub lat_us: Option<LatencySummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_3dp")]
     pub bw_gbps: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_3dp")]
     pub peak_gbps: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_6dp")]
     pub msg_rate_mpps: Option<f64>,
     /// Retransmission and error counters that rose during the test, as `a:name` / `b:name`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -57,6 +60,14 @@ pub struct PairDoc {
     pub findings: Vec<Finding>,
 }
 
+/// Serde: latency figures to three decimals in the document.
+fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -> Result<S::Ok, S::Error> {
+    match value {
+        Some(l) => s.serialize_some(&l.rounded()),
+        None => s.serialize_none(),
+    }
+}
+
 pub fn human(doc: &PairDoc) -> String {
     let mut out = String::new();
     for (name, s) in [("A", &doc.a), ("B", &doc.b)] {
@@ -69,7 +80,7 @@ pub fn human(doc: &PairDoc) -> String {
             s.ca_type,
             s.link_layer,
             s.gid_index.map_or("-".into(), |i| i.to_string()),
-            s.gid.as_deref().unwrap_or(""),
+            s.gid.map(|g| g.to_string()).unwrap_or_default(),
             s.mtu.map_or("?".into(), |m| m.to_string()),
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
@@ -80,13 +91,20 @@ pub fn human(doc: &PairDoc) -> String {
         let result = if let Some(e) = &r.error {
             format!("FAILED: {e}")
         } else if let Some(l) = &r.lat_us {
-            format!("p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)", l.p50, l.p99, l.p999, l.min, l.max)
+            format!(
+                "p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)",
+                units::three(l.p50),
+                units::three(l.p99),
+                units::three(l.p999),
+                units::three(l.min),
+                units::three(l.max)
+            )
         } else {
             format!(
                 "{} Gb/s  peak {} Gb/s  {}",
-                r.bw_gbps.map_or("?".into(), gbps3),
-                r.peak_gbps.map_or("?".into(), gbps3),
-                r.msg_rate_mpps.map_or("?".into(), msg_rate)
+                r.bw_gbps.map_or("?".into(), units::measured_gbps),
+                r.peak_gbps.map_or("?".into(), units::measured_gbps),
+                r.msg_rate_mpps.map_or("?".into(), units::msg_rate)
             )
         };
         let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
@@ -100,20 +118,4 @@ pub fn human(doc: &PairDoc) -> String {
     }
     let _ = writeln!(out, "\n{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out
-}
-
-fn msg_rate(mpps: f64) -> String {
-    if mpps >= 0.1 {
-        format!("{mpps:.2} Mpps")
-    } else {
-        format!("{:.0} msg/s", mpps * 1e6)
-    }
-}
-
-fn gbps3(v: f64) -> String {
-    if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.3}")
-    }
 }

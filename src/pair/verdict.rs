@@ -4,8 +4,11 @@
 use super::report::{Side, TestResult};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
 use crate::perf::counters;
+use crate::spec::LinkLayer;
+use crate::units;
 use std::collections::BTreeMap;
 
+#[derive(Debug, Clone, Copy)]
 pub struct Criteria {
     /// Share of the link's data rate the largest-size bandwidth must reach (0.9).
     pub bw_fraction: f64,
@@ -34,10 +37,11 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         });
     }
 
-    // Bandwidth: the largest size of each test and direction.
+    // Bandwidth: the largest size of each test and direction (keyed by name: findings come in
+    // the order of the names, as they always have).
     let mut largest: BTreeMap<(&str, &str), &TestResult> = BTreeMap::new();
     for r in results.iter().filter(|r| r.bw_gbps.is_some() && r.error.is_none()) {
-        let e = largest.entry((r.test.as_str(), r.direction.as_str())).or_insert(r);
+        let e = largest.entry((r.test.name(), r.direction.name())).or_insert(r);
         if r.size > e.size {
             *e = r;
         }
@@ -85,7 +89,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                     id: "pair.latency".into(),
                     severity: Severity::Error,
                     subject: subject.clone(),
-                    message: format!("{} {}: typical latency {} us exceeds --max-lat-us {}", r.test, r.direction, lat.p50, max),
+                    message: format!("{} {}: typical latency {} us exceeds --max-lat-us {}", r.test, r.direction, units::three(lat.p50), max),
                     remedy: "check the path (switch hops, congestion), CPU frequency scaling and NUMA placement of both processes".into(),
                 });
             }
@@ -95,7 +99,13 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 id: "pair.tail".into(),
                 severity: Severity::Warning,
                 subject: subject.clone(),
-                message: format!("{} {}: long latency tail, p99.9 {} us vs p50 {} us", r.test, r.direction, lat.p999, lat.p50),
+                message: format!(
+                    "{} {}: long latency tail, p99.9 {} us vs p50 {} us",
+                    r.test,
+                    r.direction,
+                    units::three(lat.p999),
+                    units::three(lat.p50)
+                ),
                 remedy: "retransmissions (packet loss) or interference: see the counters, check the link's error counters and, \
                          on RoCE, PFC/ECN configuration"
                     .into(),
@@ -146,7 +156,7 @@ fn bw_remedy(a: &Side, b: &Side) -> String {
         "the process far from the adapter's NUMA node (pin with numactl -N <node>)",
         "a link at reduced width or speed (link.width, link.rate)",
     ];
-    if a.link_layer == "Ethernet" || b.link_layer == "Ethernet" {
+    if a.link_layer == LinkLayer::Ethernet || b.link_layer == LinkLayer::Ethernet {
         causes.push("on RoCE: MTU below 4096 (netdev MTU 9000), PFC/ECN not configured, or the wrong GID (a RoCE v1 or non-routed one)");
     }
     format!("likely causes: {}", causes.join("; "))
@@ -156,6 +166,7 @@ fn bw_remedy(a: &Side, b: &Side) -> String {
 mod tests {
     use super::*;
     use crate::perf::summary::LatencySummary;
+    use crate::spec::TestKind;
 
     fn side(ca: &str, rate: f64) -> Side {
         Side {
@@ -164,7 +175,7 @@ mod tests {
             port: 1,
             gid_index: Some(3),
             gid: None,
-            link_layer: "InfiniBand".into(),
+            link_layer: LinkLayer::InfiniBand,
             rate_gbps: Some(rate),
             ca_type: ca.into(),
             mtu: Some(4096),
@@ -173,8 +184,8 @@ mod tests {
 
     fn bw(test: &str, dir: &str, size: u32, gbps: f64) -> TestResult {
         TestResult {
-            test: test.into(),
-            direction: dir.into(),
+            test: TestKind::from_name(test).expect("a test name"),
+            direction: serde_json::from_value(serde_json::Value::from(dir)).expect("a direction"),
             size,
             iterations: 5000,
             qps: 1,

@@ -37,7 +37,8 @@ pub fn snapshot(sysfs_root: &std::path::Path, device: &str, port: u8) -> Snapsho
     let mut values = Vec::new();
     for name in TROUBLE {
         for dir in ["hw_counters", "counters"] {
-            if let Some(v) = std::fs::read_to_string(base.join(dir).join(name)).ok().and_then(|s| s.trim().parse().ok()) {
+            if let Some(v) = crate::sys::fs::read_text(&base.join(dir).join(name), crate::sys::fs::SYSFS_CAP).ok().and_then(|s| s.trim().parse().ok())
+            {
                 values.push((name, v));
                 break;
             }

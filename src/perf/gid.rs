@@ -2,7 +2,7 @@
 
 use crate::probe::decode::{self, GidScope, GidType, LinkLayer};
 use crate::probe::Gid;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 /// RoCE: v2 before v1, IPv4 before global IPv6, never link-local (it does not route and is
 /// the classic "wrong GID" trap). InfiniBand: index 0, the port GID.
@@ -11,7 +11,7 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
         return gids.iter().find(|g| g.index == 0).or_else(|| gids.first());
     }
     let rank = |g: &Gid| -> Option<u32> {
-        let scope = decode::gid_scope(&decode::parse_gid(&g.gid)?);
+        let scope = decode::gid_scope(&g.gid.octets());
         let version = match g.gid_type {
             GidType::RoceV2 => 0,
             GidType::RoceV1 => 2,
@@ -30,7 +30,7 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
 /// inside the GID (IPv4-mapped, or a global IPv6 GID). InfiniBand: the port's IPoIB interface's
 /// address (IPv4 first, then global IPv6), as rdma_cm over InfiniBand (NVMe-oF, Lustre o2ib,
 /// MPI) uses it. `Err` says why there is none.
-pub fn cm_address(link_layer: LinkLayer, gid: Option<&str>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, String> {
+pub fn cm_address(link_layer: LinkLayer, gid: Option<Ipv6Addr>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, String> {
     if link_layer == LinkLayer::InfiniBand {
         let Some((netdev, addrs)) = ipoib else {
             return Err("--cm on InfiniBand addresses the port through its IPoIB interface, and this port has none \
@@ -45,8 +45,8 @@ pub fn cm_address(link_layer: LinkLayer, gid: Option<&str>, ipoib: Option<(&str,
             .copied()
             .ok_or_else(|| format!("--cm on InfiniBand needs an IP address on the port's IPoIB interface {netdev}, which has none"));
     }
-    let raw = gid.and_then(decode::parse_gid).ok_or_else(|| "no GID to take an address from".to_string())?;
-    let v6 = std::net::Ipv6Addr::from(raw);
+    let v6 = gid.ok_or_else(|| "no GID to take an address from".to_string())?;
+    let raw = v6.octets();
     match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
         (Some(v4), _) => Ok(IpAddr::V4(v4)),
         (None, GidScope::Ipv6Global) => Ok(IpAddr::V6(v6)),
@@ -59,7 +59,7 @@ mod tests {
     use super::*;
 
     fn gid(index: u32, text: &str, t: GidType) -> Gid {
-        Gid { index, gid: text.into(), gid_type: t, netdev: Some("eth0".into()) }
+        Gid { index, gid: text.parse().unwrap(), gid_type: t, netdev: Some("eth0".into()) }
     }
 
     #[test]
@@ -121,12 +121,12 @@ mod tests {
     #[test]
     fn cm_address_from_the_gid_on_roce_and_from_ipoib_on_infiniband() {
         let eth = LinkLayer::Ethernet;
-        assert_eq!(cm_address(eth, Some("::ffff:198.18.0.1"), None), Ok(IpAddr::from([198, 18, 0, 1])));
-        assert_eq!(cm_address(eth, Some("2001:db8::5"), None), Ok("2001:db8::5".parse().unwrap()));
-        assert!(cm_address(eth, Some("fe80::1"), None).is_err());
+        assert_eq!(cm_address(eth, Some("::ffff:198.18.0.1".parse().unwrap()), None), Ok(IpAddr::from([198, 18, 0, 1])));
+        assert_eq!(cm_address(eth, Some("2001:db8::5".parse().unwrap()), None), Ok("2001:db8::5".parse().unwrap()));
+        assert!(cm_address(eth, Some("fe80::1".parse().unwrap()), None).is_err());
         assert!(cm_address(eth, None, None).is_err());
         let ib = LinkLayer::InfiniBand;
-        let port_gid = Some("fe80::248a:703:49:d4f0");
+        let port_gid = Some("fe80::248a:703:49:d4f0".parse().unwrap());
         let addrs: Vec<IpAddr> = vec!["fe80::248a:703:49:d4f0".parse().unwrap(), "2001:db8::7".parse().unwrap(), IpAddr::from([10, 12, 0, 7])];
         assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs))), Ok(IpAddr::from([10, 12, 0, 7])), "IPv4 first");
         assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs[..2]))), Ok("2001:db8::7".parse().unwrap()), "then global IPv6");

@@ -8,7 +8,7 @@
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
-use crate::control::protocol::{RunResult, TestKind};
+use crate::spec::{RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
 

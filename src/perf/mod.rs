@@ -11,8 +11,8 @@ pub mod latency;
 pub mod session;
 pub mod summary;
 
-use crate::control::protocol::{Role, RunResult, TestKind};
 use crate::probe::ProbeError;
+use crate::spec::{Role, RunResult, TestKind};
 use fabcheck_verbs::{self as verbs, VerbsError};
 use session::Session;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,11 +2,11 @@
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
 use super::{gid, PerfError};
-use crate::control::protocol::CmRole;
-use crate::control::protocol::{Endpoint, Role, Target, TestKind, TestSpec};
 use crate::diagnose;
-use crate::probe::decode::{self, LinkLayer, PortState};
+use crate::probe::decode::{LinkLayer, Mtu, PortState};
 use crate::probe::{self, Source};
+use crate::spec::CmRole;
+use crate::spec::{Endpoint, Role, Target, TestKind, TestSpec};
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
 };
@@ -18,6 +18,14 @@ pub const RX_DEPTH: u32 = 512;
 /// Inline data asked for latency tests (providers that cannot inline get a retry without).
 pub const INLINE_WANTED: u32 = 220;
 
+/// One side's resources for one test. Its fields are private to `perf`: nobody outside can
+/// reorder, take or drop a part while a measured loop uses it.
+///
+/// ```compile_fail
+/// fn take(s: fabcheck::perf::session::Session) -> Vec<fabcheck_verbs::QueuePair> {
+///     s.qps
+/// }
+/// ```
 pub struct Session {
     // Every verbs object holds what it depends on (Arc), so drop order is not load-bearing;
     // QPs still go first so their flushes do not race the CQs' teardown logs.
@@ -120,7 +128,7 @@ impl Session {
         let subject = format!("{}/{}", device.name, port.port);
         let cm = match target.cm {
             None => None,
-            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid.as_str()), &subject, spec.qps)?),
+            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps)?),
         };
         let ctx = match &cm {
             None => Context::open(&device.name)?,
@@ -181,14 +189,14 @@ impl Session {
             port: port_num,
             lid: port.lid as u16,
             gid_index: chosen.map(|g| g.index as u8),
-            gid: chosen.map(|g| g.gid.clone()),
+            gid: chosen.map(|g| g.gid),
             qpns: qps.iter().map(|q| q.qp_num()).collect(),
             psn,
             addr: mr.addr(),
             rkey: mr.rkey(),
             len: size,
             mtu: port.active_mtu.unwrap_or(1024),
-            link_layer: port.link_layer.to_string(),
+            link_layer: port.link_layer,
             rate_gbps: port.rate_gbps,
             ca_type: device.ca_type.clone(),
             max_rd_atomic,
@@ -225,19 +233,13 @@ impl Session {
         if peer.link_layer != self.local.link_layer {
             return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
         }
-        let remote_gid = match (&peer.gid, self.local.link_layer.as_str()) {
-            (Some(text), "Ethernet") => Some(decode::parse_gid(text).ok_or_else(|| PerfError::BadPeer(format!("peer GID '{text}' is not a GID")))?),
-            (None, "Ethernet") => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
+        let remote_gid = match (&peer.gid, self.local.link_layer) {
+            (Some(gid), LinkLayer::Ethernet) => Some(gid.octets()),
+            (None, LinkLayer::Ethernet) => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
             _ => None,
         };
         let mtu = self.local.mtu.min(peer.mtu);
-        let mtu_enum = match mtu {
-            4096.. => 5,
-            2048.. => 4,
-            1024.. => 3,
-            512.. => 2,
-            _ => 1,
-        };
+        let mtu_enum = Mtu::at_most(mtu).to_verbs();
         let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
         for (i, qp) in self.qps.iter_mut().enumerate() {
             let path = PathSpec {
@@ -315,7 +317,7 @@ impl Session {
 
 /// Binds an rdma_cm id to the port's address (see [`gid::cm_address`]), so that librdmacm
 /// opens the same device; a listener starts listening.
-fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<&str>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
+fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<std::net::Ipv6Addr>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
     let addrs = port.netdev.as_deref().map(|n| (n, crate::sys::io::interface_addresses(n)));
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
     let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;

@@ -1,20 +1,8 @@
 //! Turning raw measurements into the numbers a report shows (pure).
 
 use hdrhistogram::Histogram;
-use serde::{Deserialize, Serialize};
 
-/// Latency percentiles in microseconds, as the contract's `lat_us`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct LatencySummary {
-    pub min: f64,
-    pub p50: f64,
-    pub p90: f64,
-    pub p99: f64,
-    pub p999: f64,
-    pub max: f64,
-    pub mean: f64,
-    pub stdev: f64,
-}
+pub use crate::spec::LatencySummary;
 
 /// Summarises samples in nanoseconds; `halve` reports one-way latency from round trips
 /// (send and write latency, as perftest does). `None` for no samples.
@@ -33,7 +21,7 @@ pub fn latency(samples_ns: &[u64], halve: bool) -> Option<LatencySummary> {
         max = max.max(v);
         hist.saturating_record(v);
     }
-    let us = |ns: f64| round3(ns / div / 1000.0);
+    let us = |ns: f64| ns / div / 1000.0;
     Some(LatencySummary {
         min: us(min as f64),
         p50: us(hist.value_at_quantile(0.50) as f64),
@@ -51,7 +39,7 @@ pub fn gbps(bytes: u64, elapsed_ns: u64) -> f64 {
     if elapsed_ns == 0 {
         return 0.0;
     }
-    round3(bytes as f64 * 8.0 / elapsed_ns as f64)
+    bytes as f64 * 8.0 / elapsed_ns as f64
 }
 
 /// Millions of messages per second.
@@ -59,8 +47,7 @@ pub fn mpps(messages: u64, elapsed_ns: u64) -> f64 {
     if elapsed_ns == 0 {
         return 0.0;
     }
-    // Six decimals: Soft-RoCE under emulation moves a few hundred messages a second.
-    (messages as f64 * 1000.0 / elapsed_ns as f64 * 1e6).round() / 1e6
+    messages as f64 * 1000.0 / elapsed_ns as f64
 }
 
 /// Best throughput over any window of `window` consecutive completion marks.
@@ -78,11 +65,7 @@ pub fn peak_gbps(marks: &[(u64, u64)], window: usize) -> Option<f64> {
             best = best.max((b1 - b0) as f64 * 8.0 / (t1 - t0) as f64);
         }
     }
-    Some(round3(best))
-}
-
-fn round3(v: f64) -> f64 {
-    (v * 1000.0).round() / 1000.0
+    Some(best)
 }
 
 #[cfg(test)]

@@ -243,23 +243,56 @@ fn round1(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
 }
 
-/// `enum ibv_mtu` (1..5) to bytes.
-pub fn mtu_bytes(raw: u32) -> Option<u32> {
-    match raw {
-        1..=5 => Some(128 << raw),
-        _ => None,
+/// An InfiniBand/RoCE path MTU: the one mapping between `enum ibv_mtu` (1..5, also PortInfo's
+/// MTU encoding) and bytes, both ways.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Mtu {
+    B256 = 1,
+    B512 = 2,
+    B1024 = 3,
+    B2048 = 4,
+    B4096 = 5,
+}
+
+impl Mtu {
+    pub const ALL: [Mtu; 5] = [Mtu::B256, Mtu::B512, Mtu::B1024, Mtu::B2048, Mtu::B4096];
+
+    /// From `enum ibv_mtu`; `None` for anything else.
+    pub fn from_verbs(raw: u32) -> Option<Mtu> {
+        Mtu::ALL.into_iter().find(|m| *m as u32 == raw)
+    }
+
+    /// As `enum ibv_mtu`, for `ibv_modify_qp`.
+    pub fn to_verbs(self) -> u32 {
+        self as u32
+    }
+
+    pub fn bytes(self) -> u32 {
+        128 << (self as u32)
+    }
+
+    /// From a size in bytes, if it is one of the five.
+    pub fn from_bytes(bytes: u32) -> Option<Mtu> {
+        Mtu::ALL.into_iter().find(|m| m.bytes() == bytes)
+    }
+
+    /// The largest MTU not above `bytes` (256 for anything smaller).
+    pub fn at_most(bytes: u32) -> Mtu {
+        Mtu::ALL.into_iter().rev().find(|m| m.bytes() <= bytes).unwrap_or(Mtu::B256)
     }
 }
 
-/// The valid IB MTUs, in bytes.
-pub const IB_MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+/// `enum ibv_mtu` (1..5) to bytes.
+pub fn mtu_bytes(raw: u32) -> Option<u32> {
+    Mtu::from_verbs(raw).map(Mtu::bytes)
+}
 
 /// RoCE active MTU the kernel derives from a netdev MTU (`iboe_get_mtu`): the largest IB MTU
 /// that fits once the RoCE headers (GRH 40, BTH 12, XRC 4, AtomicETH 28, ICRC 4 = 88 bytes)
 /// are taken off.
 pub fn roce_mtu_for_netdev_mtu(netdev_mtu: u32) -> Option<u32> {
     let room = netdev_mtu.checked_sub(88)?;
-    IB_MTUS.iter().rev().copied().find(|&mtu| mtu <= room)
+    (room >= Mtu::B256.bytes()).then(|| Mtu::at_most(room).bytes())
 }
 
 /// GID type (`IBV_GID_TYPE_*`), named as `ibv_devinfo -v` names them.
@@ -269,6 +302,8 @@ pub enum GidType {
     RoceV1,
     RoceV2,
     Unknown(u32),
+    /// The source gave no type at all (an old kernel's sysfs, the legacy verbs query).
+    Unreported,
 }
 
 impl GidType {
@@ -287,6 +322,7 @@ impl GidType {
             GidType::RoceV1 => "RoCE v1".into(),
             GidType::RoceV2 => "RoCE v2".into(),
             GidType::Unknown(n) => format!("UNKNOWN({n})"),
+            GidType::Unreported => "UNKNOWN".into(),
         }
     }
 
@@ -297,7 +333,7 @@ impl GidType {
             "IB/RoCE v1" | "RoCE v1" | "IB" if link_layer == LinkLayer::Ethernet => GidType::RoceV1,
             "IB/RoCE v1" | "RoCE v1" => GidType::RoceV1,
             "IB" => GidType::Ib,
-            _ => GidType::Unknown(u32::MAX),
+            _ => GidType::Unreported,
         }
         .or_ib(link_layer)
     }
@@ -324,9 +360,10 @@ impl<'de> Deserialize<'de> for GidType {
             "IB" => GidType::Ib,
             "RoCE v1" => GidType::RoceV1,
             "RoCE v2" => GidType::RoceV2,
-            other => {
-                GidType::Unknown(other.strip_prefix("UNKNOWN(").and_then(|s| s.strip_suffix(')')).and_then(|s| s.parse().ok()).unwrap_or(u32::MAX))
-            }
+            other => match other.strip_prefix("UNKNOWN(").and_then(|s| s.strip_suffix(')')).and_then(|s| s.parse().ok()) {
+                Some(n) => GidType::Unknown(n),
+                None => GidType::Unreported,
+            },
         })
     }
 }
@@ -505,6 +542,17 @@ mod tests {
         assert_eq!(roce_mtu_for_netdev_mtu(4200), Some(4096));
         assert_eq!(roce_mtu_for_netdev_mtu(4183), Some(2048));
         assert_eq!(roce_mtu_for_netdev_mtu(60), None);
+        assert_eq!(roce_mtu_for_netdev_mtu(300), None);
+        for m in Mtu::ALL {
+            assert_eq!(Mtu::from_verbs(m.to_verbs()), Some(m));
+            assert_eq!(Mtu::from_bytes(m.bytes()), Some(m));
+            assert_eq!(Mtu::at_most(m.bytes()), m);
+            assert_eq!(Mtu::at_most(m.bytes() + 1), m);
+        }
+        assert_eq!(Mtu::from_verbs(0), None);
+        assert_eq!(Mtu::from_verbs(6), None);
+        assert_eq!(Mtu::at_most(100), Mtu::B256);
+        assert_eq!(Mtu::at_most(1_000_000), Mtu::B4096);
     }
 
     #[test]

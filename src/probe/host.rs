@@ -2,6 +2,7 @@
 //! files, the installed stack, services, and the memlock limit. Gathered here, judged in
 //! `diagnose` (pure); the filesystem root is injectable so tests can fake a node.
 
+use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -94,7 +95,7 @@ pub fn parse_libibverbs_version(file_name: &str) -> Option<String> {
 /// MLNX_OFED writes its version into `ofed_info`; DOCA-OFED installs the same script.
 fn ofed_version(root: &Path) -> Option<String> {
     for path in ["usr/bin/ofed_info", "usr/local/bin/ofed_info"] {
-        let Ok(text) = std::fs::read_to_string(root.join(path)) else { continue };
+        let Ok(text) = read_text(&root.join(path), TEXT_FILE_CAP) else { continue };
         if let Some(v) = parse_ofed_info(&text) {
             return Some(v);
         }

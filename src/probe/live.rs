@@ -28,7 +28,7 @@ pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
     for name in selected {
         devices.push(device(name, &sysfs)?);
     }
-    Ok(Inventory { devices, source: "verbs".into() })
+    Ok(Inventory { devices, source: "verbs".into(), unreadable: sysfs.take_unreadable() })
 }
 
 fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
@@ -44,15 +44,11 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
             .iter()
             .map(|e| Gid {
                 index: e.index,
-                gid: decode::format_gid(&e.gid),
-                gid_type: if e.gid_type == u32::MAX {
-                    if link_layer == LinkLayer::InfiniBand {
-                        GidType::Ib
-                    } else {
-                        GidType::Unknown(u32::MAX)
-                    }
-                } else {
-                    GidType::from_raw(e.gid_type)
+                gid: e.gid.into(),
+                gid_type: match e.gid_type {
+                    Some(raw) => GidType::from_raw(raw),
+                    None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
+                    None => GidType::Unreported,
                 },
                 netdev: e.netdev.clone(),
             })

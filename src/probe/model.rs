@@ -5,6 +5,7 @@
 
 use super::decode::{GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use serde::{Deserialize, Serialize};
+use std::net::Ipv6Addr;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct Inventory {
@@ -12,6 +13,17 @@ pub struct Inventory {
     /// Where the data came from: `verbs` (live) or `sysfs:<root>`.
     #[serde(default)]
     pub source: String,
+    /// Files that exist but could not be read (permissions, a symlink loop, a FIFO, too large):
+    /// what they hold is unknown, which `check` says rather than misreading it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// A file of the inventory's source that could not be read.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Unreadable {
+    pub path: String,
+    pub error: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -80,7 +92,8 @@ pub struct Port {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Gid {
     pub index: u32,
-    pub gid: String,
+    /// Written as `inet_ntop(AF_INET6)` writes it (RFC 5952), as `ibv_devinfo` and `rdma` do.
+    pub gid: Ipv6Addr,
     #[serde(rename = "type")]
     pub gid_type: GidType,
     pub netdev: Option<String>,

@@ -7,7 +7,9 @@
 
 use super::catype;
 use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
-use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port};
+use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable};
+use crate::sys::fs::{list_dir, read_text, ReadError, SYSFS_CAP};
+use std::cell::RefCell;
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -26,16 +28,18 @@ const COUNTERS: [&str; 7] = [
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
     root: PathBuf,
+    /// Files that exist but could not be read, gathered while the tree is walked.
+    unreadable: RefCell<Vec<Unreadable>>,
 }
 
 impl SysfsRoot {
     /// The live system.
     pub fn live() -> Self {
-        SysfsRoot { root: PathBuf::from("/sys") }
+        SysfsRoot::at("/sys")
     }
 
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        SysfsRoot { root: root.into() }
+        SysfsRoot { root: root.into(), unreadable: RefCell::new(Vec::new()) }
     }
 
     pub fn path(&self) -> &Path {
@@ -52,10 +56,7 @@ impl SysfsRoot {
 
     /// Names of the RDMA devices, in natural order (mlx5_2 before mlx5_10).
     pub fn device_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = match fs::read_dir(self.ib_class()) {
-            Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect(),
-            Err(_) => Vec::new(),
-        };
+        let mut names: Vec<String> = self.list(&self.ib_class()).into_iter().filter_map(|n| n.into_string().ok()).collect();
         names.sort_by_key(|n| natural_key(n));
         names
     }
@@ -63,15 +64,80 @@ impl SysfsRoot {
     /// The whole inventory from this tree.
     pub fn inventory(&self) -> Inventory {
         let devices = self.device_names().iter().map(|name| self.device(name)).collect();
-        Inventory { devices, source: format!("sysfs:{}", self.root.display()) }
+        Inventory { devices, source: format!("sysfs:{}", self.root.display()), unreadable: self.take_unreadable() }
+    }
+
+    /// The files found unreadable so far (and forgets them).
+    pub fn take_unreadable(&self) -> Vec<Unreadable> {
+        std::mem::take(&mut *self.unreadable.borrow_mut())
+    }
+
+    fn note(&self, err: ReadError) {
+        let path = match &err {
+            ReadError::NotFound { path }
+            | ReadError::NotRegular { path, .. }
+            | ReadError::TooLarge { path, .. }
+            | ReadError::NotText { path }
+            | ReadError::Io { path, .. } => path.display().to_string(),
+        };
+        let mut list = self.unreadable.borrow_mut();
+        if list.len() < 256 && !list.iter().any(|u| u.path == path) {
+            list.push(Unreadable { path, error: err.to_string() });
+        }
+    }
+
+    /// An attribute's text, trimmed; `None` when absent, and noted when present but unreadable.
+    fn read_trim(&self, path: &Path) -> Option<String> {
+        match read_text(path, SYSFS_CAP) {
+            Ok(text) => Some(text.trim().to_string()),
+            Err(e) if e.is_no_value() => None,
+            Err(e) => {
+                self.note(e);
+                None
+            }
+        }
+    }
+
+    fn read_numbered(&self, path: &Path) -> Option<u32> {
+        decode::parse_numbered(&self.read_trim(path)?)
+    }
+
+    fn read_hex(&self, path: &Path) -> Option<u32> {
+        let text = self.read_trim(path)?;
+        let digits = text.strip_prefix("0x").unwrap_or(&text);
+        u32::from_str_radix(digits, 16).ok()
+    }
+
+    fn list(&self, dir: &Path) -> Vec<std::ffi::OsString> {
+        list_dir(dir).unwrap_or_else(|e| {
+            self.note(e);
+            Vec::new()
+        })
+    }
+
+    /// Directory entries that are plain numbers (port numbers, GID indexes), sorted.
+    fn list_numbered(&self, dir: &Path) -> Vec<u32> {
+        let mut numbers: Vec<u32> = self.list(dir).into_iter().filter_map(|n| n.to_str()?.parse().ok()).collect();
+        numbers.sort_unstable();
+        numbers
+    }
+
+    fn read_counters(&self, dir: &Path) -> Vec<Counter> {
+        COUNTERS
+            .iter()
+            .filter_map(|name| {
+                let value = self.read_trim(&dir.join(name))?.parse().ok()?;
+                Some(Counter { name: name.to_string(), value })
+            })
+            .collect()
     }
 
     /// One device, entirely from sysfs.
     pub fn device(&self, name: &str) -> Device {
         let dir = self.ib_class().join(name);
         let pci_dir = dir.join("device");
-        let pci_vendor = read_hex(&pci_dir.join("vendor"));
-        let part = read_hex(&pci_dir.join("device"));
+        let pci_vendor = self.read_hex(&pci_dir.join("vendor"));
+        let part = self.read_hex(&pci_dir.join("device"));
         let vendor_id = match pci_vendor {
             Some(catype::MELLANOX_PCI_VENDOR) => Some(catype::MELLANOX_OUI),
             Some(other) => Some(other),
@@ -79,18 +145,18 @@ impl SysfsRoot {
             None => None,
         };
         let vendor_part_id = part.or(if name.starts_with("rxe") { Some(0) } else { None });
-        let mut ports: Vec<Port> = list_numbered(&dir.join("ports")).into_iter().map(|n| self.port(name, n)).collect();
+        let mut ports: Vec<Port> = self.list_numbered(&dir.join("ports")).into_iter().map(|n| self.port(name, n)).collect();
         ports.sort_by_key(|p| p.port);
         Device {
             name: name.to_string(),
             ca_type: catype::ca_type(vendor_id, vendor_part_id, name),
-            fw_ver: read_trim(&dir.join("fw_ver")).unwrap_or_default(),
-            node_guid: read_trim(&dir.join("node_guid")).unwrap_or_default(),
-            sys_image_guid: read_trim(&dir.join("sys_image_guid")).unwrap_or_default(),
+            fw_ver: self.read_trim(&dir.join("fw_ver")).unwrap_or_default(),
+            node_guid: self.read_trim(&dir.join("node_guid")).unwrap_or_default(),
+            sys_image_guid: self.read_trim(&dir.join("sys_image_guid")).unwrap_or_default(),
             vendor_id,
             vendor_part_id,
-            hca_type: read_trim(&dir.join("hca_type")).filter(|s| !s.is_empty()),
-            board_id: read_trim(&dir.join("board_id")).filter(|s| !s.is_empty()),
+            hca_type: self.read_trim(&dir.join("hca_type")).filter(|s| !s.is_empty()),
+            board_id: self.read_trim(&dir.join("board_id")).filter(|s| !s.is_empty()),
             driver: self.driver(name),
             pci: self.pci(name),
             ports,
@@ -100,14 +166,14 @@ impl SysfsRoot {
     /// One port, entirely from sysfs.
     pub fn port(&self, device: &str, port: u32) -> Port {
         let dir = self.ib_class().join(device).join("ports").join(port.to_string());
-        let link_layer = match read_trim(&dir.join("link_layer")).as_deref() {
+        let link_layer = match self.read_trim(&dir.join("link_layer")).as_deref() {
             Some("Ethernet") => LinkLayer::Ethernet,
             Some("InfiniBand") | None => LinkLayer::InfiniBand,
             Some(_) => LinkLayer::Unknown(0),
         };
-        let state = read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
-        let phys_state = read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
-        let (width, speed, nominal) = match read_trim(&dir.join("rate")).as_deref().and_then(decode::parse_sysfs_rate) {
+        let state = self.read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
+        let phys_state = self.read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
+        let (width, speed, nominal) = match self.read_trim(&dir.join("rate")).as_deref().and_then(decode::parse_sysfs_rate) {
             // Kernels print "(1X)" without a name for SDR.
             Some((nominal, width, speed)) => (width, speed.unwrap_or(Speed::Sdr), Some(nominal)),
             None => (Width::Unknown(0), Speed::Unknown(0), None),
@@ -125,9 +191,9 @@ impl SysfsRoot {
             state,
             phys_state,
             link_layer,
-            lid: read_hex(&dir.join("lid")).unwrap_or(0),
-            sm_lid: read_hex(&dir.join("sm_lid")).unwrap_or(0),
-            lmc: read_trim(&dir.join("lid_mask_count")).and_then(|s| s.parse().ok()).unwrap_or(0),
+            lid: self.read_hex(&dir.join("lid")).unwrap_or(0),
+            sm_lid: self.read_hex(&dir.join("sm_lid")).unwrap_or(0),
+            lmc: self.read_trim(&dir.join("lid_mask_count")).and_then(|s| s.parse().ok()).unwrap_or(0),
             active_mtu,
             max_mtu: None,
             width,
@@ -137,27 +203,27 @@ impl SysfsRoot {
             netdev,
             gids,
             netdev_state,
-            counters: read_counters(&dir.join("counters")),
+            counters: self.read_counters(&dir.join("counters")),
         }
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
         let mut gids = Vec::new();
-        for index in list_numbered(&port_dir.join("gids")) {
-            let Some(raw) = read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| decode::parse_gid(&t)) else {
+        for index in self.list_numbered(&port_dir.join("gids")) {
+            let Some(raw) = self.read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| decode::parse_gid(&t)) else {
                 continue;
             };
             if decode::gid_is_zero(&raw) {
                 continue;
             }
             let attrs = port_dir.join("gid_attrs");
-            let gid_type = match read_trim(&attrs.join("types").join(index.to_string())) {
+            let gid_type = match self.read_trim(&attrs.join("types").join(index.to_string())) {
                 Some(text) => GidType::from_sysfs(&text, link_layer),
                 None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
-                None => GidType::Unknown(u32::MAX),
+                None => GidType::Unreported,
             };
-            let netdev = read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
-            gids.push(Gid { index, gid: decode::format_gid(&raw), gid_type, netdev });
+            let netdev = self.read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
+            gids.push(Gid { index, gid: raw.into(), gid_type, netdev });
         }
         gids.sort_by_key(|g| g.index);
         gids
@@ -175,8 +241,9 @@ impl SysfsRoot {
             let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
             names.sort();
             let matching = names.iter().find(|n| {
-                let dev_port = read_trim(&net_dir.join(n).join("dev_port"))
-                    .or_else(|| read_trim(&self.net_class().join(n).join("dev_port")))
+                let dev_port = self
+                    .read_trim(&net_dir.join(n).join("dev_port"))
+                    .or_else(|| self.read_trim(&self.net_class().join(n).join("dev_port")))
                     .and_then(|s| s.parse::<u32>().ok());
                 dev_port == Some(port.saturating_sub(1))
             });
@@ -184,7 +251,7 @@ impl SysfsRoot {
                 return Some(name.clone());
             }
         }
-        read_trim(&dev_dir.join("parent")).filter(|s| !s.is_empty())
+        self.read_trim(&dev_dir.join("parent")).filter(|s| !s.is_empty())
     }
 
     /// Link state of a netdev, as `ip link` and `ethtool` show it.
@@ -195,12 +262,12 @@ impl SysfsRoot {
         }
         Some(NetdevState {
             name: name.to_string(),
-            operstate: read_trim(&dir.join("operstate")),
-            carrier: read_trim(&dir.join("carrier")).map(|s| s == "1"),
-            mtu: read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
+            operstate: self.read_trim(&dir.join("operstate")),
+            carrier: self.read_trim(&dir.join("carrier")).map(|s| s == "1"),
+            mtu: self.read_trim(&dir.join("mtu")).and_then(|s| s.parse().ok()),
             // "-1" (or an unreadable file, EINVAL) when the link is down.
-            speed_mbps: read_trim(&dir.join("speed")).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u32::try_from(v).ok()),
-            duplex: read_trim(&dir.join("duplex")),
+            speed_mbps: self.read_trim(&dir.join("speed")).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u32::try_from(v).ok()),
+            duplex: self.read_trim(&dir.join("duplex")),
         })
     }
 
@@ -232,47 +299,13 @@ impl SysfsRoot {
             fs::canonicalize(&dir).ok().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
         Some(PciLink {
             address,
-            numa_node: read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),
-            current_speed: read_trim(&dir.join("current_link_speed")),
-            current_width: read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok()),
-            max_speed: read_trim(&dir.join("max_link_speed")),
-            max_width: read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
+            numa_node: self.read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),
+            current_speed: self.read_trim(&dir.join("current_link_speed")),
+            current_width: self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok()),
+            max_speed: self.read_trim(&dir.join("max_link_speed")),
+            max_width: self.read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
         })
     }
-}
-
-fn read_trim(path: &Path) -> Option<String> {
-    fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
-
-fn read_numbered(path: &Path) -> Option<u32> {
-    decode::parse_numbered(&read_trim(path)?)
-}
-
-fn read_hex(path: &Path) -> Option<u32> {
-    let text = read_trim(path)?;
-    let digits = text.strip_prefix("0x").unwrap_or(&text);
-    u32::from_str_radix(digits, 16).ok()
-}
-
-fn read_counters(dir: &Path) -> Vec<Counter> {
-    COUNTERS
-        .iter()
-        .filter_map(|name| {
-            let value = read_trim(&dir.join(name))?.parse().ok()?;
-            Some(Counter { name: name.to_string(), value })
-        })
-        .collect()
-}
-
-/// Directory entries that are plain numbers (port numbers, GID indexes), sorted.
-fn list_numbered(dir: &Path) -> Vec<u32> {
-    let mut numbers: Vec<u32> = match fs::read_dir(dir) {
-        Ok(entries) => entries.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok()).collect(),
-        Err(_) => Vec::new(),
-    };
-    numbers.sort_unstable();
-    numbers
 }
 
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.

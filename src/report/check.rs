@@ -11,6 +11,9 @@ pub struct CheckDoc<'a> {
     pub schema: &'static str,
     #[serde(flatten)]
     pub report: &'a Report,
+    /// Each GPU and its nearest RDMA NIC (an addition; absent on nodes without NVIDIA GPUs).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub gpus: &'a [crate::gpu::topology::Pairing],
 }
 
 pub fn human(report: &Report) -> String {

@@ -92,7 +92,7 @@ fn port(out: &mut String, p: &Port) {
     if p.gids.is_empty() {
         let _ = writeln!(out, "    no GIDs");
     }
-    let width = p.gids.iter().map(|g| g.gid.len()).max().unwrap_or(0);
+    let width = p.gids.iter().map(|g| g.gid.to_string().len()).max().unwrap_or(0);
     for g in &p.gids {
         let _ =
             writeln!(out, "    gid {:<3} {:<width$}  {:<8} {}", g.index, g.gid, g.gid_type.name(), g.netdev.as_deref().unwrap_or(""), width = width);

@@ -93,7 +93,7 @@ fn unreachable_agent_is_exit_2_naming_it() {
 fn mesh_that_cannot_run_is_exit_2() {
     let out = fabcheck(&["mesh", "--hostfile", "/nonexistent/hosts"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).starts_with("fabcheck: cannot read hostfile /nonexistent/hosts"));
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("fabcheck: cannot read hostfile: /nonexistent/hosts does not exist"));
     let out = fabcheck(&["mesh", "localhost"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("fabcheck: mesh needs at least two endpoints"));

@@ -4,7 +4,10 @@
 mod cli;
 mod fixtures;
 mod fuzz;
+mod gpu;
+mod hardening;
 mod mesh_scale;
+mod properties;
 mod protocol;
 
 use std::path::{Path, PathBuf};

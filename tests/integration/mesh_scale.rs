@@ -271,7 +271,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     rkey: 0x42,
                     len: u64::from(s.size),
                     mtu: port.active_mtu.unwrap_or(4096),
-                    link_layer: port.link_layer.to_string(),
+                    link_layer: port.link_layer,
                     rate_gbps: port.rate_gbps,
                     ca_type: device.ca_type.clone(),
                     max_rd_atomic: 16,
@@ -724,10 +724,13 @@ fn ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh() {
         &["--fanout", "8", "--remote-fabcheck", remote_arg],
         &[("PATH", path), ("FAKE_SSH_LOG", log.display().to_string())],
     );
-    assert_eq!(run.code(), Some(1), "{}", run.stderr());
+    // Not one endpoint could be reached: the mesh could not run (exit 2), and says why for each.
+    assert_eq!(run.code(), Some(2), "{}", run.stderr());
+    assert!(run.stderr().contains("no endpoint could be reached"), "{}", run.stderr());
     let doc = run.doc();
     let unreachable = doc["unreachable"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
     assert_eq!(unreachable.len(), 48);
+    assert!(doc["suspects"].as_array().unwrap().is_empty(), "no link is blamed when nothing ran: {doc:#}");
     for u in unreachable {
         let error = u["error"].as_str().unwrap();
         let endpoint = u["endpoint"].as_str().unwrap();
@@ -863,4 +866,17 @@ fn mesh_from_a_hostfile_and_its_threshold() {
     assert_eq!(doc["verdict"], "pass");
     assert_eq!(passes(&doc).0.len(), 6);
     std::fs::remove_file(&file).ok();
+}
+
+#[test]
+fn an_unwritable_heat_map_keeps_the_results() {
+    // Regression (issue 14): `--html` to a path that cannot be written threw the whole run away.
+    let cluster = FakeCluster::healthy(4);
+    let run = run_mesh(&cluster.endpoints, &["--html", "/nonexistent/fabcheck/mesh.html"]);
+    // The mesh passed but could not do all it was asked: exit 2, after the results.
+    assert_eq!(run.code(), Some(2), "{}", run.stderr());
+    assert!(run.stderr().contains("heat map could not be written to /nonexistent/fabcheck/mesh.html"), "{}", run.stderr());
+    let doc = run.doc();
+    assert_eq!(doc["verdict"], "pass", "{doc:#}");
+    assert_eq!(doc["pairs"].as_array().map(Vec::len), Some(6), "every pair's results are on stdout");
 }

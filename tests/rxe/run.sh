@@ -8,6 +8,7 @@ if [ ! -e /sys/class/infiniband/rxe0 ]; then
 	echo "rxe tier: no rxe0 here; run it through ./soft-roce-setup.sh --vm -- tests/rxe/run.sh ..." >&2
 	exit 2
 fi
+# shellcheck disable=SC3045 # busybox sh and dash both take -l
 ulimit -l unlimited 2>/dev/null || true
 echo "rxe tier: $(uname -r), $(rdma link show 2>/dev/null | head -1)"
 # One test at a time: fault tests change the guest's network.

@@ -48,8 +48,9 @@ pub struct PortAttributes {
 pub struct GidEntry {
     pub index: u32,
     pub gid: [u8; 16],
-    /// `IBV_GID_TYPE_*`: 0 IB, 1 RoCE v1, 2 RoCE v2.
-    pub gid_type: u32,
+    /// `IBV_GID_TYPE_*`: 0 IB, 1 RoCE v1, 2 RoCE v2; `None` where the library does not say
+    /// (the legacy `ibv_query_gid` path).
+    pub gid_type: Option<u32>,
     /// Name of the netdev the GID belongs to (RoCE), resolved from its ifindex.
     pub netdev: Option<String>,
 }
@@ -249,7 +250,7 @@ impl Context {
             if gid.iter().all(|&b| b == 0) {
                 continue;
             }
-            entries.push(GidEntry { index, gid, gid_type: entry.gid_type, netdev: ifindex_name(entry.ndev_ifindex) });
+            entries.push(GidEntry { index, gid, gid_type: Some(entry.gid_type), netdev: ifindex_name(entry.ndev_ifindex) });
         }
         Ok(entries)
     }
@@ -267,7 +268,7 @@ impl Context {
             // SAFETY: raw view of the union.
             let raw = unsafe { gid.raw };
             if raw.iter().any(|&b| b != 0) {
-                entries.push(GidEntry { index, gid: raw, gid_type: u32::MAX, netdev: None });
+                entries.push(GidEntry { index, gid: raw, gid_type: None, netdev: None });
             }
         }
         Ok(entries)

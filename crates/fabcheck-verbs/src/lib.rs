@@ -2,6 +2,99 @@
 //!
 //! Each object keeps what it depends on alive (`Arc`), so dropping releases in the right
 //! order whatever order the caller drops in; a failed teardown is logged, never a panic.
+//!
+//! # Guarantees the types make
+//!
+//! Everything the adapter may touch later is held by ownership, so no order of drops can
+//! leave it pointing at freed memory. A work-request list holds its memory region, and a
+//! queue pair holds its CQs, its PD and (through them) its context, so each may outlive the
+//! handles it was built from:
+//!
+//! ```no_run
+//! use fabcheck_verbs::*;
+//! let ctx = Context::open("rxe0")?;
+//! let pd = ProtectionDomain::new(&ctx)?;
+//! let cq = CompletionQueue::new(&ctx, 16)?;
+//! let mut qp = QueuePair::new_rc(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 64 })?;
+//! let mr = MemoryRegion::new(&pd, 4096, Access::LOCAL_WRITE)?;
+//! let mut list = SendList::new(1, SendOp::Send, &mr, 0, 64, None, true)?;
+//! drop(mr); // the list keeps the registration and its buffer alive
+//! drop((ctx, pd, cq)); // the QP keeps its CQ, PD and device open
+//! list.post(&mut qp, 1)?;
+//! # Ok::<(), VerbsError>(())
+//! ```
+//!
+//! Every local address is checked against its region when a list is built or changed:
+//!
+//! ```no_run
+//! # use fabcheck_verbs::*;
+//! # let ctx = Context::open("rxe0")?;
+//! # let pd = ProtectionDomain::new(&ctx)?;
+//! let mr = MemoryRegion::new(&pd, 4096, Access::LOCAL_WRITE)?;
+//! assert!(SendList::new(1, SendOp::Send, &mr, 4000, 200, None, false).is_err());
+//! let mut list = SendList::new(1, SendOp::Send, &mr, 0, 200, None, false)?;
+//! assert!(list.set_local_offset(0, 3900).is_err());
+//! # Ok::<(), VerbsError>(())
+//! ```
+//!
+//! What does not compile keeps it so. No list can be made to point anywhere but into its
+//! region (its fields are private and no method takes a raw address):
+//!
+//! ```compile_fail
+//! # use fabcheck_verbs::*;
+//! fn forge(mr: &MemoryRegion) {
+//!     let mut list = SendList::new(1, SendOp::Send, mr, 0, 8, None, false).unwrap();
+//!     list.set_local_addr(0, 0xdead_beef);
+//! }
+//! ```
+//!
+//! A region's byte accessors are volatile, not atomic, so a region is not shared between
+//! threads:
+//!
+//! ```compile_fail
+//! # use fabcheck_verbs::*;
+//! fn share<T: Sync>(_: &T) {}
+//! fn f(mr: &MemoryRegion) {
+//!     share(mr);
+//! }
+//! ```
+//!
+//! Posting needs the QP exclusively: two lists cannot post on one QP through shared borrows.
+//!
+//! ```compile_fail
+//! # use fabcheck_verbs::*;
+//! fn f(qp: &QueuePair, list: &mut SendList) {
+//!     list.post(qp, 1).unwrap();
+//! }
+//! ```
+//!
+//! A QP is destroyed once: it cannot be copied or cloned, and it can only be made by
+//! `QueuePair::new_rc` or `CmId::create_qp`, which tie it to live CQs and PD.
+//!
+//! ```compile_fail
+//! # use fabcheck_verbs::*;
+//! fn f(qp: &QueuePair) -> QueuePair {
+//!     qp.clone()
+//! }
+//! ```
+//!
+//! A context borrowed from an rdma_cm id holds the id, and a QP made on an id holds it too, so
+//! neither can outlive the id: the id is destroyed after the last of them, whatever the order.
+//!
+//! ```no_run
+//! # use fabcheck_verbs::*;
+//! let channel = CmChannel::new()?;
+//! let mut id = CmId::new(&channel)?;
+//! id.bind("198.18.0.1:0".parse().unwrap())?;
+//! let ctx = id.context().expect("bound to a device");
+//! let pd = ProtectionDomain::new(&ctx)?;
+//! let cq = CompletionQueue::new(&ctx, 16)?;
+//! let qp = id.create_qp(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 0 })?;
+//! drop(id); // still alive: the QP and the context hold it
+//! drop(channel);
+//! drop(qp);
+//! # Ok::<(), VerbsError>(())
+//! ```
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cm;

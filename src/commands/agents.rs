@@ -1,0 +1,42 @@
+//! The agent flags `pair` and `mesh` share, as the options `control::link` starts agents with.
+
+use crate::cli::{AgentFlags, Launcher};
+use crate::control::link::{self, LaunchOptions};
+use crate::error::Failure;
+use crate::sys::fs::read_text;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::time::Duration;
+
+pub fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
+    Ok(LaunchOptions {
+        remote_fabcheck: flags.remote_fabcheck.clone(),
+        token: token(flags.token.as_deref(), flags.token_file.as_deref())?,
+        connect_timeout: Duration::from_secs(5),
+        launcher: match flags.launcher {
+            Launcher::Ssh => link::Launcher::Ssh,
+            Launcher::Srun => link::Launcher::Srun,
+        },
+    })
+}
+
+/// The shared token, from `--token`/FABCHECK_TOKEN or from a file only its owner can read.
+pub fn token(inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>, Failure> {
+    let Some(path) = file else {
+        return Ok(inline.filter(|t| !t.is_empty()).map(str::to_string));
+    };
+    let remedy = "keep the token in a file only its owner can read: `install -m 600 /dev/null FILE`, then write the token into it";
+    let meta = std::fs::metadata(path).map_err(|e| Failure::new(format!("cannot read the token file {}: {e}", path.display()), remedy))?;
+    if meta.mode() & 0o077 != 0 {
+        return Err(Failure::new(
+            format!("the token file {} is readable by others (mode {:o})", path.display(), meta.mode() & 0o777),
+            format!("chmod 600 {}", path.display()),
+        ));
+    }
+    let text = read_text(path, 4096).map_err(|e| Failure::new(format!("cannot read the token file: {e}"), remedy))?;
+    let token = text.trim();
+    if token.is_empty() {
+        return Err(Failure::new(format!("the token file {} is empty", path.display()), remedy));
+    }
+    Ok(Some(token.to_string()))
+}

@@ -1,0 +1,71 @@
+//! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
+
+use super::agents::launch_options;
+use crate::cli::MeshArgs;
+use crate::control::{endpoint, link};
+use crate::error::{Failure, Outcome};
+use crate::mesh::{self, MeshConfig};
+use crate::pair::plan::{self, Direction, PlanInput};
+use crate::pair::verdict;
+use crate::spec::TestKind;
+use crate::sys::fs::{read_text, TEXT_FILE_CAP};
+use std::time::Duration;
+
+pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
+    mesh::run(configure(args)?)
+}
+
+/// `mesh`'s flags as a validated run.
+pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
+    let mut texts = args.endpoints.clone();
+    if let Some(path) = &args.hostfile {
+        let text = read_text(path, TEXT_FILE_CAP)
+            .map_err(|e| Failure::new(format!("cannot read hostfile: {e}"), "give a readable file, one endpoint per line"))?;
+        texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
+    }
+    if texts.len() < 2 {
+        return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
+    }
+    let mut specs = Vec::new();
+    for t in &texts {
+        let mut spec = endpoint::parse(t).map_err(Failure::usage)?;
+        if spec.device.is_none() {
+            if let Some(d) = &args.device {
+                let (device, port) = crate::spec::parse_device_port(d).map_err(Failure::usage)?;
+                spec.device = Some(device);
+                spec.port = port;
+            }
+        }
+        specs.push(spec);
+    }
+    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
+        return Err(Failure::usage("--threshold is a percentage, 1..100"));
+    }
+    let plan = plan::build(&PlanInput {
+        tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
+        size: args.size,
+        sweep: false,
+        iters: args.iters,
+        duration_ms: None,
+        qps: args.qps,
+        directions: Some(Direction::parse_list(&args.direction).map_err(Failure::usage)?),
+        stall_timeout_ms: args.agents.stall_timeout_ms,
+    })
+    .map_err(Failure::usage)?;
+    let launch = launch_options(&args.agents)?;
+    for spec in &specs {
+        link::validate(launch.launcher, &spec.host, &spec.to_string())?;
+    }
+    Ok(MeshConfig {
+        names: mesh::unique_names(&specs),
+        specs,
+        plan,
+        launch,
+        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
+        gid_index: args.agents.gid_index,
+        timeout: Duration::from_secs(args.agents.timeout.max(1)),
+        fanout: args.fanout as usize,
+        html: args.html.clone(),
+        json: args.json,
+    })
+}

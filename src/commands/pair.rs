@@ -1,0 +1,68 @@
+//! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
+
+use super::agents::launch_options;
+use crate::cli::PairArgs;
+use crate::control::{endpoint, link};
+use crate::error::{Failure, Outcome};
+use crate::pair::plan::{self, Direction, PlanInput};
+use crate::pair::{self, verdict, PairConfig};
+use crate::spec::{parse_device_port, TestKind};
+use std::time::Duration;
+
+pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
+    pair::run(configure(args)?)
+}
+
+/// `pair`'s flags as a validated run.
+pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
+    let mut endpoints = [endpoint::parse(&args.a).map_err(Failure::usage)?, endpoint::parse(&args.b).map_err(Failure::usage)?];
+    if let Some(text) = &args.device {
+        let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
+        for e in &mut endpoints {
+            if e.device.is_none() {
+                e.device = Some(device.clone());
+                e.port = port;
+            }
+        }
+    }
+    let duration_ms = match args.duration {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
+            return Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))
+        }
+        Some(s) => Some((s * 1000.0).round().max(1.0) as u64),
+        None => None,
+    };
+    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
+        return Err(Failure::usage("--threshold is a percentage, 1..100"));
+    }
+    if args.max_lat_us.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+        return Err(Failure::usage("--max-lat-us must be a positive number"));
+    }
+    let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
+    let directions = args.direction.as_deref().map(Direction::parse_list).transpose().map_err(Failure::usage)?;
+    let plan = plan::build(&PlanInput {
+        tests,
+        size: args.size,
+        sweep: args.sweep,
+        iters: args.iters,
+        duration_ms,
+        qps: args.qps,
+        directions,
+        stall_timeout_ms: args.agents.stall_timeout_ms,
+    })
+    .map_err(Failure::usage)?;
+    let launch = launch_options(&args.agents)?;
+    for e in &endpoints {
+        link::validate(launch.launcher, &e.host, &e.host.to_string())?;
+    }
+    Ok(PairConfig {
+        endpoints,
+        plan,
+        launch,
+        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
+        gid_index: args.agents.gid_index,
+        cm: args.cm,
+        test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
+        json: args.json,
+    })
+}

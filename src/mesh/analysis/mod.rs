@@ -1,0 +1,341 @@
+//! Reading a mesh (pure): which pairs are bad, and which nodes, links or settings explain them.
+//!
+//! A pair is bad when it failed, when its bandwidth is short of the expected rate (or, with no
+//! expected rate, well below the cluster's median), or when its latency is well above the
+//! cluster's median. The bad pairs of a first pass are run again once (`to_retest`): bad twice
+//! is bad, bad then good is flaky.
+//!
+//! `analyse` then explains the bad pairs, most sweeping explanation first:
+//! - a NODE (endpoint) is suspect when all or nearly all (at least 2/3, and at least 2) of its
+//!   pairs are bad while the others are mostly good with each other. Nodes are peeled off one at
+//!   a time, worst first, and a node's pairs stop counting against its peers once it is blamed
+//!   (two bad nodes of four would otherwise make the good two look 2/3 bad);
+//! - when nearly every pair is bad, no node stands out: one `config` suspect with subject
+//!   `cluster` (a cluster-wide cause, or an expected rate that is wrong);
+//! - a LINK is suspect when a pair is bad twice but is not explained by a suspect node;
+//! - a FLAKY pair (bad, then good on retest) is a `link` suspect marked `flaky` (its reason
+//!   starts `flaky:`), listed after the others; a flaky pair of a suspect node is left to the node.
+//!
+//! Classification lives here, node peeling in `peel` (counters per endpoint, updated as nodes are
+//! blamed), the words in `prose`. `config_drift` compares per-endpoint settings (firmware, MTU, rate...) against the majority.
+
+mod drift;
+mod peel;
+mod prose;
+
+pub use drift::config_drift;
+
+use crate::units::sig3 as fmt;
+use prose::Symptoms;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// One pair's figures as the verdict sees them: the headline bandwidth (largest size) and
+/// latency of the pair run, `None` when not measured. `failed`: the pair could not be run or a
+/// test errored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairMeasure {
+    pub a: usize,
+    pub b: usize,
+    pub bw_gbps: Option<f64>,
+    pub lat_us: Option<f64>,
+    pub failed: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuspectKind {
+    Node,
+    Link,
+    Config,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Suspect {
+    pub kind: SuspectKind,
+    /// node, config: the endpoint as given; link: `A<->B`; cluster-wide: `cluster`.
+    pub subject: String,
+    pub reason: String,
+    /// A link bad in the first pass and good on retest: a lesser suspect than the others. Its
+    /// reason says so in words (`flaky: ...`); logic reads this, never the words.
+    #[serde(skip)]
+    pub flaky: bool,
+}
+
+impl Suspect {
+    pub fn new(kind: SuspectKind, subject: impl Into<String>, reason: impl Into<String>) -> Suspect {
+        Suspect { kind, subject: subject.into(), reason: reason.into(), flaky: false }
+    }
+
+    /// A flaky link (bad in the first pass, good on retest): a lesser suspect than the others.
+    pub fn is_flaky(&self) -> bool {
+        self.flaky
+    }
+}
+
+/// Subject of the cluster-wide suspect (kind `config`).
+pub const CLUSTER: &str = "cluster";
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Criteria {
+    /// The link's data rate when known (e.g. from the ports' `rate_gbps`, or `--expect rate`).
+    pub expected_bw_gbps: Option<f64>,
+    /// Share of `expected_bw_gbps` a pair must reach (0.9).
+    pub bw_fraction: f64,
+    /// With no expected rate: share of the cluster's median bandwidth a pair must reach (0.8).
+    pub outlier_fraction: f64,
+    /// A pair's latency above this many times the cluster's median is bad (1.5).
+    pub lat_outlier_factor: f64,
+}
+
+impl Default for Criteria {
+    fn default() -> Self {
+        Criteria { expected_bw_gbps: None, bw_fraction: 0.9, outlier_fraction: 0.8, lat_outlier_factor: 1.5 }
+    }
+}
+
+/// The median of the non-failed pairs' bandwidth and latency (NaNs ignored).
+pub fn medians(measures: &[PairMeasure]) -> (Option<f64>, Option<f64>) {
+    let ok = || measures.iter().filter(|m| !m.failed);
+    (median(ok().filter_map(|m| m.bw_gbps).collect()), median(ok().filter_map(|m| m.lat_us).collect()))
+}
+
+pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
+/// Bandwidth short of what it should be: of the expected rate when known, else of the median.
+pub(super) fn slow(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>) -> bool {
+    let Some(bw) = m.bw_gbps else { return false };
+    match (c.expected_bw_gbps, median_bw) {
+        (Some(exp), _) => bw < c.bw_fraction * exp,
+        (None, Some(med)) => bw < c.outlier_fraction * med,
+        (None, None) => false,
+    }
+}
+
+pub(super) fn laggy(m: &PairMeasure, c: &Criteria, median_lat: Option<f64>) -> bool {
+    match (m.lat_us, median_lat) {
+        (Some(lat), Some(med)) => lat > c.lat_outlier_factor * med,
+        _ => false,
+    }
+}
+
+/// A bad pair: failed, bandwidth short (see [`Criteria`]) or latency an outlier. Judge a retest
+/// with the first pass's medians: the retest holds only bad pairs, its own median means nothing.
+pub fn is_bad(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>, median_lat: Option<f64>) -> bool {
+    m.failed || slow(m, c, median_bw) || laggy(m, c, median_lat)
+}
+
+/// The bad pairs of a first pass, as `(lower, higher)`, each once, in the order measured.
+pub fn to_retest(measures: &[PairMeasure], c: &Criteria) -> Vec<(usize, usize)> {
+    let (mb, ml) = medians(measures);
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for m in measures.iter().filter(|m| is_bad(m, c, mb, ml)) {
+        let key = key(m.a, m.b);
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+fn key(a: usize, b: usize) -> (usize, usize) {
+    (a.min(b), a.max(b))
+}
+
+fn name(endpoints: &[String], i: usize) -> String {
+    endpoints.get(i).cloned().unwrap_or_else(|| format!("#{i}"))
+}
+
+fn link_name(endpoints: &[String], (a, b): (usize, usize)) -> String {
+    format!("{}<->{}", name(endpoints, a), name(endpoints, b))
+}
+
+/// A pair's standing after both passes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum State {
+    Good,
+    /// Bad in the first pass, good on retest.
+    Flaky,
+    /// Bad in the first pass and on retest (or not retested).
+    Bad,
+}
+
+/// Explains the bad pairs of a mesh. `first`: the first pass; `retest`: the re-run of the bad
+/// ones (`to_retest`). A bad pair with no retest measure counts as bad twice. Order: nodes (by
+/// endpoint), the cluster-wide suspect, links, flaky links.
+pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasure], c: &Criteria) -> Vec<Suspect> {
+    let (mb, ml) = medians(first);
+    let judged = classify(first, retest, c, mb, ml);
+    let width = judged.pairs.keys().map(|&(_, b)| b + 1).max().unwrap_or(0).max(endpoints.len());
+    let mut peeled = peel::Peeled::new(width, judged.pairs.iter().map(|(&k, j)| (k, j.state == State::Bad)));
+    peeled.peel();
+
+    let mut out = Vec::new();
+    let cluster_wide = peeled.cluster_wide();
+    if cluster_wide {
+        out.push(cluster_suspect(&judged, peeled.total_bad(), c, mb, ml));
+        peeled.forgive_all();
+    }
+    for e in peeled.blamed_in_order() {
+        out.push(node_suspect(endpoints, e, &judged, &peeled, c, mb, ml));
+    }
+    let mut flaky = Vec::new();
+    for (&k, j) in &judged.pairs {
+        if cluster_wide || peeled.is_blamed(k.0) || peeled.is_blamed(k.1) {
+            continue;
+        }
+        match j.state {
+            State::Good => {}
+            State::Flaky => flaky.push(flaky_suspect(endpoints, k, j, c, mb, ml)),
+            State::Bad => out.push(link_suspect(endpoints, k, j, &judged, &peeled, c, mb, ml)),
+        }
+    }
+    out.extend(flaky);
+    out
+}
+
+/// One pair after both passes: its standing, its first measure, its retest if any, and the
+/// measure that stands for it (the retest when bad twice).
+struct Judged<'m> {
+    state: State,
+    first: &'m PairMeasure,
+    retest: Option<&'m PairMeasure>,
+    standing: &'m PairMeasure,
+}
+
+struct Classified<'m> {
+    pairs: BTreeMap<(usize, usize), Judged<'m>>,
+}
+
+/// Classification: every pair good, flaky or bad, from its first measure and its retest.
+fn classify<'m>(first: &'m [PairMeasure], retest: &'m [PairMeasure], c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Classified<'m> {
+    let bad = |m: &PairMeasure| is_bad(m, c, mb, ml);
+    let mut seen: BTreeMap<(usize, usize), (&PairMeasure, Option<&PairMeasure>)> = BTreeMap::new();
+    for m in first.iter().filter(|m| m.a != m.b) {
+        seen.entry(key(m.a, m.b)).or_insert((m, None));
+    }
+    for m in retest {
+        if let Some(e) = seen.get_mut(&key(m.a, m.b)) {
+            e.1.get_or_insert(m);
+        }
+    }
+    let pairs = seen
+        .into_iter()
+        .map(|(k, (m1, m2))| {
+            let (state, standing) = if !bad(m1) {
+                (State::Good, m1)
+            } else {
+                match m2 {
+                    Some(m2) if !bad(m2) => (State::Flaky, m1),
+                    Some(m2) => (State::Bad, m2),
+                    None => (State::Bad, m1),
+                }
+            };
+            (k, Judged { state, first: m1, retest: m2, standing })
+        })
+        .collect();
+    Classified { pairs }
+}
+
+impl Classified<'_> {
+    fn is_bad(&self, k: (usize, usize)) -> bool {
+        self.pairs.get(&k).is_some_and(|j| j.state == State::Bad)
+    }
+}
+
+fn cluster_suspect(judged: &Classified<'_>, total_bad: usize, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Suspect {
+    let sym = Symptoms::of(judged.pairs.values().filter(|j| j.state == State::Bad).map(|j| j.standing), c, mb, ml);
+    let what = sym.figure(c, mb, ml);
+    let cause = if sym.only_failed() {
+        "a cluster-wide cause: agents unreachable, GIDs or routing (RoCE: IP, VLAN, firewall), or the ports not ACTIVE: run `fabcheck check` on each node"
+    } else if c.expected_bw_gbps.is_some() && mb.is_some_and(|m| m < c.bw_fraction * c.expected_bw_gbps.unwrap_or(0.0)) {
+        "a cluster-wide cause: an expected rate that is wrong, links trained down (width, speed), MTU, PFC/ECN, or congestion from other jobs"
+    } else {
+        "a cluster-wide cause: MTU, PFC/ECN or congestion control, adaptive routing, or congestion from other jobs"
+    };
+    Suspect::new(SuspectKind::Config, CLUSTER, format!("{total_bad} of {} pairs {what}, no node or link stands out: {cause}", judged.pairs.len()))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn node_suspect(
+    endpoints: &[String],
+    e: usize,
+    judged: &Classified<'_>,
+    peeled: &peel::Peeled,
+    c: &Criteria,
+    mb: Option<f64>,
+    ml: Option<f64>,
+) -> Suspect {
+    let mine = peeled.pairs_of(e);
+    let bad: Vec<(usize, usize)> = mine.iter().copied().filter(|&k| judged.is_bad(k)).collect();
+    let sym = Symptoms::of(bad.iter().map(|k| judged.pairs[k].standing), c, mb, ml);
+    let cause = if sym.only_failed() {
+        "agent unreachable, port down, or no usable GID: run `fabcheck check` on it"
+    } else if sym.slow.is_empty() {
+        "NUMA placement, CPU frequency or power saving, interrupt moderation, or firmware"
+    } else {
+        "NIC, PCIe slot (width/speed), NUMA placement or firmware"
+    };
+    Suspect::new(SuspectKind::Node, name(endpoints, e), format!("{} of {} pairs {}: {cause}", bad.len(), mine.len(), sym.figure(c, mb, ml)))
+}
+
+fn flaky_suspect(endpoints: &[String], k: (usize, usize), j: &Judged<'_>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Suspect {
+    let before = Symptoms::of(std::iter::once(j.first), c, mb, ml).figure(c, mb, ml);
+    let after = j.retest.and_then(|m| m.bw_gbps.map(|bw| format!("{} Gb/s", fmt(bw))).or(m.lat_us.map(|l| format!("{} us", fmt(l)))));
+    let mut s = Suspect::new(
+        SuspectKind::Link,
+        link_name(endpoints, k),
+        format!(
+            "flaky: {before} in the first pass, good on retest{}: watch the port's error counters (symbol errors, link downed, retransmits) on both ends, or other traffic on the path",
+            after.map(|a| format!(" ({a})")).unwrap_or_default()
+        ),
+    );
+    s.flaky = true;
+    s
+}
+
+/// Bad twice and not explained by a node (nor by the cluster). Are both ends fine with everyone
+/// else? Pairs with a blamed node are the node's, not held against this link's ends.
+#[allow(clippy::too_many_arguments)]
+fn link_suspect(
+    endpoints: &[String],
+    k: (usize, usize),
+    j: &Judged<'_>,
+    judged: &Classified<'_>,
+    peeled: &peel::Peeled,
+    c: &Criteria,
+    mb: Option<f64>,
+    ml: Option<f64>,
+) -> Suspect {
+    // This pair is bad and counted at both ends: the others are the rest.
+    let (oa, ob) = (peeled.bad_unblamed(k.0) - 1, peeled.bad_unblamed(k.1) - 1);
+    let sym = Symptoms::of(std::iter::once(j.standing), c, mb, ml);
+    let figure = sym.figure(c, mb, ml);
+    let verb = if sym.only_failed() { "failed" } else { "is slow" };
+    let passes = if j.retest.is_some() { " in both passes" } else { "" };
+    let fig = if sym.only_failed() { String::new() } else { format!(" ({figure})") };
+    let lead = if judged.pairs.len() == 1 {
+        format!("the only pair {verb}{passes}{fig}: with two endpoints a node and a link look the same, add a third to tell them apart")
+    } else if oa == 0 && ob == 0 {
+        format!("only this pair {verb}{passes}{fig}, both ends are fine with everyone else")
+    } else {
+        format!("this pair {verb}{passes}{fig}, while both ends are fine with most others")
+    };
+    let cause = if sym.only_failed() {
+        "route between them (RoCE: IP, VLAN, firewall; IB: partition, SM routes) or a port flapping"
+    } else {
+        "cable, switch port or route between them"
+    };
+    Suspect::new(SuspectKind::Link, link_name(endpoints, k), format!("{lead}: {cause}"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,264 @@
+//! What a test is, independent of how it is carried or run: test kinds, roles, the specs an
+//! agent validates, endpoints, targets and results. A leaf: it imports nothing else of
+//! fabcheck, so `perf` (which runs tests) and `control` (which carries them) both build on it
+//! without depending on each other.
+
+pub mod device;
+
+pub use device::{parse_device_port, valid_device_name};
+
+pub use crate::probe::decode::LinkLayer;
+use serde::{Deserialize, Serialize};
+
+/// Largest message size a test may use.
+pub const MAX_SIZE: u32 = 64 << 20;
+/// Most queue pairs per test.
+pub const MAX_QPS: u32 = 64;
+/// Most iterations per test.
+pub const MAX_ITERS: u64 = 100_000_000;
+/// Longest duration per test.
+pub const MAX_DURATION_MS: u64 = 3_600_000;
+
+/// The six tests, each named after the perftest tool it mirrors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TestKind {
+    SendLat,
+    WriteLat,
+    ReadLat,
+    WriteBw,
+    ReadBw,
+    SendBw,
+}
+
+impl TestKind {
+    pub const ALL: [TestKind; 6] = [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TestKind::SendLat => "send_lat",
+            TestKind::WriteLat => "write_lat",
+            TestKind::ReadLat => "read_lat",
+            TestKind::WriteBw => "write_bw",
+            TestKind::ReadBw => "read_bw",
+            TestKind::SendBw => "send_bw",
+        }
+    }
+
+    pub fn perftest_peer(self) -> &'static str {
+        match self {
+            TestKind::SendLat => "ib_send_lat",
+            TestKind::WriteLat => "ib_write_lat",
+            TestKind::ReadLat => "ib_read_lat",
+            TestKind::WriteBw => "ib_write_bw",
+            TestKind::ReadBw => "ib_read_bw",
+            TestKind::SendBw => "ib_send_bw",
+        }
+    }
+
+    pub fn is_latency(self) -> bool {
+        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat)
+    }
+
+    pub fn from_name(name: &str) -> Option<TestKind> {
+        TestKind::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    /// Parses `--tests`: names and the groups `lat`, `bw`, `all`, comma separated.
+    pub fn parse_list(text: &str) -> Result<Vec<TestKind>, String> {
+        let mut out = Vec::new();
+        for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
+            let add: Vec<TestKind> = match word {
+                "lat" => TestKind::ALL.into_iter().filter(|t| t.is_latency()).collect(),
+                "bw" => TestKind::ALL.into_iter().filter(|t| !t.is_latency()).collect(),
+                "all" => TestKind::ALL.to_vec(),
+                name => vec![TestKind::from_name(name).ok_or_else(|| {
+                    format!("unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw, groups lat bw all)")
+                })?],
+            };
+            for t in add {
+                if !out.contains(&t) {
+                    out.push(t);
+                }
+            }
+        }
+        if out.is_empty() {
+            return Err("--tests names no test".into());
+        }
+        Ok(out)
+    }
+}
+
+impl std::fmt::Display for TestKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.name())
+    }
+}
+
+/// What one side does in a test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Initiates: sends, writes or reads; measures.
+    Active,
+    /// Answers ping-pongs, receives sends, or lends its buffer.
+    Passive,
+    /// Both at once (bidirectional bandwidth).
+    Both,
+}
+
+/// A test as an agent runs it. Built by the controller, validated by the agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestSpec {
+    pub test: TestKind,
+    pub role: Role,
+    pub size: u32,
+    /// Measured iterations (ignored when `duration_ms` is set).
+    pub iters: u64,
+    pub warmup: u64,
+    pub duration_ms: Option<u64>,
+    pub qps: u32,
+    /// Work requests in flight per QP (bandwidth).
+    pub tx_depth: u32,
+    /// Completion every `cq_mod` sends (selective signaling).
+    pub cq_mod: u32,
+    /// WRs chained per post call.
+    pub post_list: u32,
+    /// Seconds without progress before the agent gives up on a peer.
+    pub stall_timeout_ms: u64,
+}
+
+impl TestSpec {
+    /// Checks every limit; an agent runs nothing that fails this.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.size == 0 {
+            return Err("size must be at least 1 byte".into());
+        }
+        if self.size > MAX_SIZE {
+            return Err(format!("size {} exceeds the limit of {} bytes", self.size, MAX_SIZE));
+        }
+        if self.test == TestKind::WriteLat && self.size < 1 {
+            return Err("write_lat needs at least 1 byte".into());
+        }
+        if self.qps == 0 || self.qps > MAX_QPS {
+            return Err(format!("qps must be 1..{MAX_QPS}"));
+        }
+        if self.test.is_latency() && self.qps != 1 {
+            return Err("latency tests use one QP".into());
+        }
+        if self.duration_ms.is_none() && (self.iters == 0 || self.iters > MAX_ITERS) {
+            return Err(format!("iterations must be 1..{MAX_ITERS}"));
+        }
+        if self.warmup > MAX_ITERS {
+            return Err("warm-up too long".into());
+        }
+        if let Some(ms) = self.duration_ms {
+            if ms == 0 || ms > MAX_DURATION_MS {
+                return Err(format!("duration must be 1 ms..{} s", MAX_DURATION_MS / 1000));
+            }
+        }
+        if self.tx_depth == 0 || self.tx_depth > 8192 || self.cq_mod == 0 || self.cq_mod > self.tx_depth {
+            return Err("tx_depth must be 1..8192 and cq_mod 1..tx_depth".into());
+        }
+        if self.post_list == 0 || self.post_list > self.cq_mod || !self.cq_mod.is_multiple_of(self.post_list) {
+            return Err("post_list must divide cq_mod".into());
+        }
+        if self.stall_timeout_ms == 0 || self.stall_timeout_ms > 600_000 {
+            return Err("stall timeout must be 1 ms..600 s".into());
+        }
+        Ok(())
+    }
+}
+
+/// What a peer needs to connect to one side: exchanged out of band through the controller,
+/// so it works on InfiniBand without IPoIB.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Endpoint {
+    pub host: String,
+    pub device: String,
+    pub port: u8,
+    pub lid: u16,
+    pub gid_index: Option<u8>,
+    /// RFC 5952 text; `None` on InfiniBand without a GRH.
+    pub gid: Option<std::net::Ipv6Addr>,
+    pub qpns: Vec<u32>,
+    pub psn: u32,
+    pub addr: u64,
+    pub rkey: u32,
+    pub len: u64,
+    /// Active MTU in bytes.
+    pub mtu: u32,
+    pub link_layer: LinkLayer,
+    pub rate_gbps: Option<f64>,
+    pub ca_type: String,
+    pub max_rd_atomic: u8,
+    /// With rdma_cm: the listener's `ip:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm_addr: Option<String>,
+}
+
+/// Result of one side's run of a test: raw enough for the controller to summarise.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunResult {
+    pub iterations: u64,
+    pub bytes: u64,
+    pub elapsed_ns: u64,
+    /// Latency percentiles (one-way for send/write, round trip for read), latency tests only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lat: Option<LatencySummary>,
+    /// Best throughput over a window of the run, Gb/s (bandwidth tests).
+    pub peak_gbps: Option<f64>,
+    /// Port error/retransmission counters that moved during the test (name, delta).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counter_deltas: Vec<(String, u64)>,
+}
+
+/// Where a test runs on one side.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Target {
+    pub device: Option<String>,
+    pub port: Option<u8>,
+    pub gid_index: Option<u8>,
+    /// Connect through librdmacm instead of the out-of-band exchange, in this role.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cm: Option<CmRole>,
+}
+
+/// A side's part in an rdma_cm connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CmRole {
+    Listen,
+    Connect,
+}
+
+/// Latency percentiles in microseconds, as the contract's `lat_us`: full precision in memory and
+/// on the wire between agent and controller; documents print [`LatencySummary::rounded`].
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct LatencySummary {
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub stdev: f64,
+}
+
+impl LatencySummary {
+    /// Every figure to three decimals (a nanosecond), as documents show them.
+    pub fn rounded(&self) -> LatencySummary {
+        let r = |v: f64| crate::units::round(v, 3);
+        LatencySummary {
+            min: r(self.min),
+            p50: r(self.p50),
+            p90: r(self.p90),
+            p99: r(self.p99),
+            p999: r(self.p999),
+            max: r(self.max),
+            mean: r(self.mean),
+            stdev: r(self.stdev),
+        }
+    }
+}

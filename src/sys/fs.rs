@@ -1,0 +1,154 @@
+//! Reading files that may be hostile: a FIFO where a profile should be, `/dev/zero` as a
+//! hostfile, a sysfs attribute behind a symlink loop or a permission bit. Every read here checks
+//! the file type before opening (regular files only), opens without blocking, and reads at most
+//! a stated number of bytes; every failure names the file and what was wrong.
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+/// Largest profile, hostfile or topology file read (a hostfile of 100,000 nodes fits).
+pub const TEXT_FILE_CAP: u64 = 8 << 20;
+/// Largest sysfs attribute read (the kernel serves at most a page).
+pub const SYSFS_CAP: u64 = 64 << 10;
+
+/// Reads a directory's entry names (not following into them); a missing directory is empty.
+pub fn list_dir(path: &Path) -> Result<Vec<std::ffi::OsString>, ReadError> {
+    match fs::read_dir(path) {
+        Ok(entries) => Ok(entries.filter_map(|e| e.ok().map(|e| e.file_name())).take(1 << 16).collect()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(ReadError::io(path, e)),
+    }
+}
+
+/// Why a file could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    #[error("{path} does not exist")]
+    NotFound { path: PathBuf },
+    #[error("{path} is {kind}, not a regular file")]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error("{path} is larger than {cap} bytes")]
+    TooLarge { path: PathBuf, cap: u64 },
+    #[error("{path} is not text (UTF-8)")]
+    NotText { path: PathBuf },
+    #[error("cannot read {path}: {reason}")]
+    Io { path: PathBuf, reason: String, errno: Option<i32> },
+}
+
+impl ReadError {
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, ReadError::NotFound { .. })
+    }
+
+    /// How sysfs says "no value here" (a netdev's speed while its link is down is EINVAL;
+    /// some attributes of absent hardware are ENODEV or EOPNOTSUPP): not worth a finding.
+    pub fn is_no_value(&self) -> bool {
+        self.is_not_found() || matches!(self, ReadError::Io { errno: Some(libc::EINVAL | libc::ENODEV | libc::EOPNOTSUPP | libc::ENXIO), .. })
+    }
+
+    fn io(path: &Path, e: io::Error) -> ReadError {
+        if e.kind() == io::ErrorKind::NotFound {
+            return ReadError::NotFound { path: path.to_path_buf() };
+        }
+        let reason = match e.raw_os_error() {
+            Some(libc::ELOOP) => "a symlink loop".to_string(),
+            Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".to_string(),
+            _ => e.to_string(),
+        };
+        ReadError::Io { path: path.to_path_buf(), reason, errno: e.raw_os_error() }
+    }
+}
+
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    }
+}
+
+/// The bytes of regular file `path`, at most `cap` of them.
+pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let meta = fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular { path: path.to_path_buf(), kind: kind_of(&meta) });
+    }
+    // O_NONBLOCK: should the file be swapped for a FIFO after the check, the open and the read
+    // return at once instead of waiting for a writer.
+    let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| ReadError::io(path, e))?;
+    let mut out = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(path, e))?;
+    if out.len() as u64 > cap {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });
+    }
+    Ok(out)
+}
+
+/// The text of regular file `path`, at most `cap` bytes.
+pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
+    String::from_utf8(read_bytes(path, cap)?).map_err(|_| ReadError::NotText { path: path.to_path_buf() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("fabcheck-fs-{}-{name}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn a_fifo_is_refused_without_waiting() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("profile");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let err = read_text(&fifo, 100).unwrap_err();
+        assert_eq!(err, ReadError::NotRegular { path: fifo.clone(), kind: "a FIFO" });
+        assert!(err.to_string().contains("is a FIFO, not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn devices_and_directories_are_refused() {
+        assert!(matches!(read_text(Path::new("/dev/zero"), 100), Err(ReadError::NotRegular { kind: "a character device", .. })));
+        assert!(matches!(read_text(Path::new("/"), 100), Err(ReadError::NotRegular { kind: "a directory", .. })));
+    }
+
+    #[test]
+    fn the_cap_is_enforced_by_the_read() {
+        let dir = scratch("cap");
+        let big = dir.join("big");
+        fs::write(&big, vec![b'x'; 101]).unwrap();
+        assert_eq!(read_text(&big, 100), Err(ReadError::TooLarge { path: big.clone(), cap: 100 }));
+        assert_eq!(read_text(&big, 101).unwrap().len(), 101);
+    }
+
+    #[test]
+    fn missing_loops_and_binary_are_named() {
+        let dir = scratch("names");
+        assert!(read_text(&dir.join("nope"), 10).unwrap_err().is_not_found());
+        let a = dir.join("a");
+        let b = dir.join("b");
+        std::os::unix::fs::symlink(&b, &a).unwrap();
+        std::os::unix::fs::symlink(&a, &b).unwrap();
+        let err = read_text(&a, 10).unwrap_err();
+        assert!(err.to_string().contains("symlink loop"), "{err}");
+        let bin = dir.join("bin");
+        fs::write(&bin, [0xff, 0xfe]).unwrap();
+        assert_eq!(read_text(&bin, 10), Err(ReadError::NotText { path: bin.clone() }));
+    }
+}
