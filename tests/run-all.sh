@@ -10,28 +10,59 @@ start=$(date +%s)
 
 tests/deps.sh
 
+logs=$(mktemp -d)
+trap 'rm -rf "$logs"' EXIT
+# A tier that ran no test at all (a filter that matched nothing, a test binary that found no
+# tests, a guest that never started the binary) is a failure, not a pass.
+tests_passed() {
+	sed -n 's/^test result: ok\. \([0-9][0-9]*\) passed.*/\1/p' "$1" | awk '{ n += $1 } END { print n + 0 }'
+}
+require_tests() { # NAME LOG
+	n=$(tests_passed "$2")
+	if [ "$n" -eq 0 ]; then
+		echo "run-all: the $1 ran 0 tests: failing rather than passing an empty tier" >&2
+		exit 1
+	fi
+	echo "run-all: $1: $n tests passed" >&2
+	ran+=("$1 ($n tests)")
+}
+ran=()
+
 echo "== gates: fmt, clippy, doc, unsafe, shellcheck, MSRV" >&2
 tests/gates.sh
 
 echo "== host tier" >&2
-cargo test --locked --workspace --lib --bins --test integration
-cargo test --locked --workspace --doc
+host_skip=()
+if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
+	# The 48-agent ssh fan-out needs agents that find no device; on an RDMA host it fails by design.
+	host_skip=(--skip mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh)
+	echo "run-all: NOT RUN on this RDMA host: mesh_scale::ssh_agents_start_in_bounded_parallel_and_none_outlives_the_mesh (needs a host without devices)" >&2
+fi
+cargo test --locked --workspace --lib --bins --test integration -- "${host_skip[@]}" 2>&1 | tee "$logs/host.log"
+cargo test --locked --workspace --doc 2>&1 | tee -a "$logs/host.log"
+require_tests "host tier" "$logs/host.log"
 
 echo "== Soft-RoCE tier" >&2
-rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json 2>/dev/null |
+# The build's diagnostics stay on stderr: a compile error must be seen, not just "could not build".
+rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json |
 	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
 [ -x "$rxe_bin" ] || { echo "run-all: could not build the rxe test binary" >&2; exit 1; }
 cargo build --locked --bin fabcheck
 fabcheck="$PWD/target/debug/fabcheck"
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
-	tests/rxe/run.sh "$rxe_bin"
+	tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
+	require_tests "Soft-RoCE tier" "$logs/rxe.log"
+	echo "run-all: FABCHECK_RXE_NATIVE=1: the two-host tier was NOT run (it needs two guests)" >&2
 else
-	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin"
+	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
+	require_tests "Soft-RoCE tier" "$logs/rxe.log"
 	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve and over ssh" >&2
 	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
 	export FABCHECK_SSHD_DIR
 	FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
 		--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
 		-- tests/rxe/two-hosts.sh "$fabcheck"
+	ran+=("two-host tier")
 fi
-echo "run-all: both tiers passed in $(( $(date +%s) - start )) s" >&2
+summary=$(printf '%s, ' "${ran[@]}")
+echo "run-all: passed in $(( $(date +%s) - start )) s: ${summary%, }" >&2

@@ -153,3 +153,6 @@ pub use stack_rules::memlock_remedy;
 
 /// Formats a link rate in Gb/s (see [`crate::units::rate`]).
 pub(crate) use crate::units::rate as gbps;
+
+#[cfg(test)]
+mod rule_tests;

@@ -247,6 +247,61 @@ mod tests {
     }
 
     #[test]
+    fn threshold_90_fails_89_percent_and_passes_91() {
+        let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
+        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None };
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 178.0)], &at_90);
+        assert_eq!(v, Verdict::Fail, "89% of the link at --threshold 90");
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.bw", Severity::Error));
+        assert!(f[0].message.contains("is 89% of the 200 Gb/s link (needs 90%)"), "{}", f[0].message);
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 182.0)], &at_90);
+        assert_eq!(v, Verdict::Pass, "91% of the link at --threshold 90: {f:?}");
+        assert!(f.is_empty(), "{f:?}");
+        // Bidirectional: against twice the link.
+        let (v, _) = judge(&a, &b, &[bw("write_bw", "bidi", 65536, 356.0)], &at_90);
+        assert_eq!(v, Verdict::Fail, "89% of 400");
+        let (v, _) = judge(&a, &b, &[bw("write_bw", "bidi", 65536, 364.0)], &at_90);
+        assert_eq!(v, Verdict::Pass, "91% of 400");
+        // The largest size of a sweep is the one judged.
+        let sweep = [bw("write_bw", "a->b", 65536, 182.0), bw("write_bw", "a->b", 1 << 20, 178.0)];
+        assert_eq!(judge(&a, &b, &sweep, &at_90).0, Verdict::Fail);
+    }
+
+    #[test]
+    fn max_latency_is_judged_on_p50() {
+        let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
+        let lat = |p50: f64| {
+            let mut r = bw("send_lat", "a->b", 2, 0.0);
+            r.bw_gbps = None;
+            r.lat_us =
+                Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
+            r
+        };
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0) };
+        let (v, f) = judge(&a, &b, &[lat(2.0)], &c);
+        assert_eq!(v, Verdict::Pass, "{f:?}");
+        let (v, f) = judge(&a, &b, &[lat(2.1)], &c);
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.latency", Severity::Error));
+        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None });
+        assert_eq!(v, Verdict::Pass, "no limit, no latency verdict");
+    }
+
+    #[test]
+    fn differing_mtus_warn_with_the_one_used() {
+        let (a, mut b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
+        b.mtu = Some(1024);
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 195.0)], &criteria());
+        assert_eq!(v, Verdict::Pass);
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.mtu", Severity::Warning));
+        assert!(f[0].message.contains("(4096 vs 1024); the connection used 1024"), "{}", f[0].message);
+        b.mtu = Some(4096);
+        assert!(judge(&a, &b, &[bw("write_bw", "a->b", 65536, 195.0)], &criteria()).1.is_empty());
+    }
+
+    #[test]
     fn failed_test_is_an_error_with_its_remedy() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
         let mut r = bw("write_bw", "a->b", 65536, 0.0);

@@ -79,6 +79,40 @@ mod tests {
     }
 
     #[test]
+    fn roce_precedence_v2_ipv6_beats_v1_ipv4() {
+        // The version outranks the address family: a global IPv6 RoCE v2 GID over an IPv4 RoCE v1 one.
+        let gids = vec![gid(2, "::ffff:198.18.0.1", GidType::RoceV1), gid(3, "2001:db8::5", GidType::RoceV2)];
+        assert_eq!(choose(&gids, LinkLayer::Ethernet).unwrap().index, 3);
+        // Among RoCE v1 only: IPv4 before global IPv6.
+        let gids = vec![gid(2, "2001:db8::5", GidType::RoceV1), gid(4, "::ffff:198.18.0.1", GidType::RoceV1)];
+        assert_eq!(choose(&gids, LinkLayer::Ethernet).unwrap().index, 4);
+        // IB-typed or unknown GIDs on an Ethernet port are never chosen.
+        let gids = vec![gid(0, "::ffff:198.18.0.1", GidType::Ib)];
+        assert!(choose(&gids, LinkLayer::Ethernet).is_none());
+    }
+
+    #[test]
+    fn roce_tie_break_is_the_lowest_index_whatever_the_order() {
+        let gids = vec![
+            gid(7, "::ffff:198.18.0.7", GidType::RoceV2),
+            gid(3, "::ffff:198.18.0.3", GidType::RoceV2),
+            gid(5, "::ffff:198.18.0.5", GidType::RoceV2),
+        ];
+        assert_eq!(choose(&gids, LinkLayer::Ethernet).unwrap().index, 3);
+        let mut reversed = gids.clone();
+        reversed.reverse();
+        assert_eq!(choose(&reversed, LinkLayer::Ethernet).unwrap().index, 3);
+    }
+
+    #[test]
+    fn infiniband_without_index_zero_takes_the_first_listed() {
+        let gids = vec![gid(2, "fe80::2", GidType::Ib), gid(1, "fe80::1", GidType::Ib)];
+        assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 2);
+        let gids = vec![gid(2, "fe80::2", GidType::Ib), gid(0, "fe80::1", GidType::Ib)];
+        assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 0);
+    }
+
+    #[test]
     fn infiniband_uses_index_zero() {
         let gids = vec![gid(0, "fe80::b83f:d203:a1:2b3c", GidType::Ib)];
         assert_eq!(choose(&gids, LinkLayer::InfiniBand).unwrap().index, 0);

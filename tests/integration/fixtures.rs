@@ -3,6 +3,8 @@
 
 use super::{fabcheck, fixtures_dir, json};
 use serde_json::Value;
+use std::collections::BTreeMap;
+use std::net::Ipv6Addr;
 
 fn cases() -> Vec<(String, std::path::PathBuf, Value)> {
     let mut cases: Vec<_> = std::fs::read_dir(fixtures_dir())
@@ -20,6 +22,39 @@ fn cases() -> Vec<(String, std::path::PathBuf, Value)> {
     cases
 }
 
+/// `(id, severity, subject)` of every finding, in document order.
+fn finding_keys(doc: &Value) -> Vec<(String, String, String)> {
+    doc["findings"].as_array().expect("findings is an array").iter().map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject"))).collect()
+}
+
+fn str_of(v: &Value, key: &str) -> String {
+    v[key].as_str().unwrap_or_else(|| panic!("{key} is not a string in {v}")).to_string()
+}
+
+/// Every check and finding has the contract's keys with the contract's values.
+fn assert_contract_shape(name: &str, doc: &Value) {
+    for c in doc["checks"].as_array().expect("checks is an array") {
+        for key in ["id", "subject", "observed"] {
+            assert!(c[key].is_string(), "{name}: check without a string {key}: {c}");
+        }
+        assert!(["pass", "fail", "skip"].contains(&c["status"].as_str().unwrap_or("")), "{name}: {c}");
+        assert!(c.get("expected").is_none_or(Value::is_string), "{name}: expected must be a string when present: {c}");
+    }
+    for f in doc["findings"].as_array().unwrap() {
+        for key in ["id", "subject", "message", "remedy"] {
+            assert!(f[key].as_str().is_some_and(|t| !t.is_empty()), "{name}: finding without {key}: {f}");
+        }
+        assert!(["error", "warning", "info"].contains(&f["severity"].as_str().unwrap_or("")), "{name}: {f}");
+        // An error or a warning is the explanation of a failed check of the same id and subject.
+        if f["severity"] != "info" {
+            let failed =
+                doc["checks"].as_array().unwrap().iter().any(|c| c["id"] == f["id"] && c["subject"] == f["subject"] && c["status"] == "fail");
+            let note_only = f["id"] == "link.errors";
+            assert!(failed || note_only, "{name}: finding {f} has no failed check");
+        }
+    }
+}
+
 #[test]
 fn check_findings_and_exit_codes() {
     for (name, dir, case) in cases() {
@@ -32,18 +67,70 @@ fn check_findings_and_exit_codes() {
         let want_exit = case["expect_exit"].as_i64().unwrap() as i32;
         assert_eq!(out.status.code(), Some(want_exit), "{name}: exit code; findings: {}", doc["findings"]);
         assert_eq!(doc["verdict"], if want_exit == 0 { "pass" } else { "fail" }, "{name}");
-        let found: Vec<(&str, &str)> =
-            doc["findings"].as_array().unwrap().iter().map(|f| (f["id"].as_str().unwrap(), f["severity"].as_str().unwrap())).collect();
-        for id in case["expect_findings"].as_array().unwrap() {
-            let id = id.as_str().unwrap();
-            assert!(found.iter().any(|(f, sev)| *f == id && (*sev == "error" || *sev == "warning")), "{name}: expected finding {id}, got {found:?}");
-        }
-        if want_exit == 0 {
-            assert!(!found.iter().any(|(_, s)| *s == "error"), "{name}: unexpected errors {found:?}");
-        }
-        for f in doc["findings"].as_array().unwrap() {
-            assert!(!f["remedy"].as_str().unwrap().is_empty(), "{name}: finding without a remedy: {f}");
-        }
+        assert_contract_shape(&name, &doc);
+        // Exactly the expected findings, each with its severity and the subject it blames:
+        // no missing one, no extra one.
+        let mut found = finding_keys(&doc);
+        let mut want: Vec<(String, String, String)> =
+            case["expect_findings"].as_array().unwrap().iter().map(|f| (str_of(f, "id"), str_of(f, "severity"), str_of(f, "subject"))).collect();
+        found.sort();
+        want.sort();
+        assert_eq!(found, want, "{name}: findings (id, severity, subject)");
+        // Exactly the expected failed and skipped checks, field for field.
+        let not_passed: Vec<&Value> = doc["checks"].as_array().unwrap().iter().filter(|c| c["status"] != "pass").collect();
+        let want_checks: Vec<&Value> =
+            case["expect_checks"].as_array().unwrap_or_else(|| panic!("{name}: case.json has no expect_checks")).iter().collect();
+        assert_eq!(not_passed, want_checks, "{name}: checks that did not pass");
+    }
+}
+
+#[test]
+fn passing_checks_carry_observed_and_expected() {
+    // hdr-ib-healthy with every expectation it meets: each check says what it saw and wanted.
+    let dir = fixtures_dir().join("hdr-ib-healthy");
+    let out = fabcheck(&[
+        "check",
+        "--json",
+        "--sysfs-root",
+        dir.to_str().unwrap(),
+        "--expect",
+        "rate=200",
+        "--expect",
+        "link_layer=infiniband",
+        "--expect",
+        "width=4X",
+        "--expect",
+        "speed=HDR",
+        "--expect",
+        "devices=2",
+        "--expect",
+        "fw=20.39.1002",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let doc = json(&out);
+    let checks = doc["checks"].as_array().unwrap();
+    let get = |id: &str, subject: &str| -> &Value {
+        let found: Vec<&Value> = checks.iter().filter(|c| c["id"] == id && c["subject"] == subject).collect();
+        assert_eq!(found.len(), 1, "one {id} on {subject}: {checks:#?}");
+        found[0]
+    };
+    let want = [
+        ("devices.count", "node", "2", Some("2")),
+        ("device.fw", "mlx5_0", "20.39.1002", Some("20.39.1002")),
+        ("port.state", "mlx5_0/1", "ACTIVE / LINK_UP", Some("ACTIVE")),
+        ("port.lid", "mlx5_1/1", "0x1b", None),
+        ("port.sm", "mlx5_1/1", "0x1", None),
+        ("port.link_layer", "mlx5_0/1", "InfiniBand", Some("InfiniBand")),
+        ("link.width", "mlx5_0/1", "4X", Some("4X")),
+        ("link.rate", "mlx5_0/1", "200 Gb/s", Some("200 Gb/s")),
+        ("link.speed", "mlx5_1/1", "HDR", Some("HDR")),
+        ("pci.link", "mlx5_1", "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe")),
+    ];
+    for (id, subject, observed, expected) in want {
+        let c = get(id, subject);
+        assert_eq!(c["status"], "pass", "{c}");
+        assert_eq!(c["observed"], observed, "{c}");
+        assert_eq!(c["expected"].as_str(), expected, "{c}");
     }
 }
 
@@ -134,4 +221,230 @@ fn human_output_puts_failures_first() {
     let dev = fabcheck(&["devices", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]);
     let text = String::from_utf8_lossy(&dev.stdout);
     assert!(text.contains("ConnectX-6") && text.contains("ACTIVE / LINK_UP") && text.contains("4X HDR"), "{text}");
+}
+
+/// One device of a text capture (`ibv_devinfo -v` or `ibstat`): its header fields and, per
+/// port, the port's fields and GIDs (index, address, type as printed).
+#[derive(Debug, Default)]
+struct CapturedDevice {
+    fields: BTreeMap<String, String>,
+    ports: BTreeMap<u64, CapturedPort>,
+}
+
+#[derive(Debug, Default)]
+struct CapturedPort {
+    fields: BTreeMap<String, String>,
+    gids: Vec<(u64, Ipv6Addr, Option<String>)>,
+}
+
+/// `ibv_devinfo -v`: `hca_id:` opens a device, `port:` a port, `GID[ i]:` lines are its GIDs.
+fn parse_ibv_devinfo(text: &str) -> BTreeMap<String, CapturedDevice> {
+    let mut devices: BTreeMap<String, CapturedDevice> = BTreeMap::new();
+    let (mut dev, mut port): (Option<String>, Option<u64>) = (None, None);
+    for line in text.lines() {
+        let Some((key, value)) = line.trim().split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim(), value.trim());
+        if key == "hca_id" {
+            dev = Some(value.to_string());
+            port = None;
+            devices.entry(value.to_string()).or_default();
+            continue;
+        }
+        let d = devices.get_mut(dev.as_ref().expect("a field before hca_id")).unwrap();
+        if key == "port" {
+            port = Some(value.parse().unwrap());
+            d.ports.entry(port.unwrap()).or_default();
+        } else if let Some(index) = key.strip_prefix("GID[").and_then(|k| k.strip_suffix(']')) {
+            let (addr, kind) = value.split_once(',').map_or((value, None), |(a, k)| (a.trim(), Some(k.trim().to_string())));
+            let p = d.ports.get_mut(&port.expect("a GID before port")).unwrap();
+            p.gids.push((index.trim().parse().unwrap(), addr.parse().unwrap_or_else(|e| panic!("GID {addr}: {e}")), kind));
+        } else if let Some(p) = port {
+            d.ports.get_mut(&p).unwrap().fields.insert(key.into(), value.into());
+        } else {
+            d.fields.insert(key.into(), value.into());
+        }
+    }
+    devices
+}
+
+/// `ibstat`: `CA 'name'` opens a device, `Port N:` a port, then `Key: value` lines.
+fn parse_ibstat(text: &str) -> BTreeMap<String, CapturedDevice> {
+    let mut devices: BTreeMap<String, CapturedDevice> = BTreeMap::new();
+    let (mut dev, mut port): (Option<String>, Option<u64>) = (None, None);
+    for line in text.lines() {
+        let trimmed = line.trim();
+        if let Some(name) = trimmed.strip_prefix("CA '").and_then(|n| n.strip_suffix('\'')) {
+            dev = Some(name.to_string());
+            port = None;
+            devices.entry(name.to_string()).or_default();
+            continue;
+        }
+        let d = devices.get_mut(dev.as_ref().expect("a field before CA")).unwrap();
+        if let Some(n) = trimmed.strip_prefix("Port ").and_then(|n| n.strip_suffix(':')) {
+            port = Some(n.parse().unwrap());
+            d.ports.entry(port.unwrap()).or_default();
+            continue;
+        }
+        let Some((key, value)) = trimmed.split_once(':') else {
+            continue;
+        };
+        let (key, value) = (key.trim().to_string(), value.trim().to_string());
+        match port {
+            Some(p) => d.ports.get_mut(&p).unwrap().fields.insert(key, value),
+            None => d.fields.insert(key, value),
+        };
+    }
+    devices
+}
+
+/// "PORT_ACTIVE (4)" -> 4 (the code in parentheses).
+fn code(text: &str) -> u64 {
+    text.rsplit_once('(').and_then(|(_, c)| c.trim_end_matches(')').parse().ok()).unwrap_or_else(|| panic!("no (code) in {text}"))
+}
+
+/// "4096 (5)" -> 4096, "0x02c9" -> 713, "26" -> 26.
+fn leading_number(text: &str) -> u64 {
+    let first = text.split_whitespace().next().unwrap_or_else(|| panic!("empty number"));
+    match first.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16).unwrap(),
+        None => first.parse().unwrap_or_else(|e| panic!("{text}: {e}")),
+    }
+}
+
+/// "0xb8cef603009a44e2" (ibstat) -> "b8ce:f603:009a:44e2" (ibv_devinfo, the contract).
+fn guid_text(hex: &str) -> String {
+    let digits = hex.strip_prefix("0x").unwrap_or_else(|| panic!("guid {hex}"));
+    assert_eq!(digits.len(), 16, "{hex}");
+    digits.as_bytes().chunks(4).map(|c| std::str::from_utf8(c).unwrap()).collect::<Vec<_>>().join(":")
+}
+
+/// Every fixture's `devices --json` against the fixture's own `ibv_devinfo.txt` and `ibstat.txt`:
+/// each field the three express in common must agree.
+#[test]
+fn devices_json_agrees_with_the_captured_ibv_devinfo_and_ibstat() {
+    const STATES: [&str; 6] = ["NOP", "DOWN", "INIT", "ARMED", "ACTIVE", "ACTIVE_DEFER"];
+    const PHYS: [&str; 8] = ["", "SLEEP", "POLLING", "DISABLED", "TRAINING", "LINK_UP", "ERROR_RECOVERY", "PHY_TEST"];
+    // ibstat's words for the same states.
+    let ibstat_state = |s: &str| match s {
+        "DOWN" => "Down",
+        "INIT" => "Initializing",
+        "ARMED" => "Armed",
+        "ACTIVE" => "Active",
+        other => panic!("state {other}"),
+    };
+    let ibstat_phys = |s: &str| match s {
+        "POLLING" => "Polling",
+        "DISABLED" => "Disabled",
+        "LINK_UP" => "LinkUp",
+        "SLEEP" => "Sleep",
+        other => panic!("phys_state {other}"),
+    };
+    // ibv_devinfo's active_width / active_speed codes (IBV_WIDTH_*, IBV_SPEED_*).
+    let width_name = |c: u64| match c {
+        1 => "1X",
+        2 => "4X",
+        4 => "8X",
+        8 => "12X",
+        16 => "2X",
+        other => panic!("width code {other}"),
+    };
+    let speed_name = |c: u64| match c {
+        1 => "SDR",
+        2 => "DDR",
+        4 => "QDR",
+        8 => "FDR10",
+        16 => "FDR",
+        32 => "EDR",
+        64 => "HDR",
+        128 => "NDR",
+        256 => "XDR",
+        other => panic!("speed code {other}"),
+    };
+    let mut compared = 0;
+    for (name, dir, _) in cases() {
+        let out = fabcheck(&["devices", "--json", "--sysfs-root", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{name}: {}", String::from_utf8_lossy(&out.stderr));
+        let doc = json(&out);
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("{name}/{f}: {e}"));
+        let devinfo = parse_ibv_devinfo(&read("ibv_devinfo.txt"));
+        let ibstat = parse_ibstat(&read("ibstat.txt"));
+        let devices = doc["devices"].as_array().unwrap();
+        let names: Vec<&str> = devices.iter().map(|d| d["name"].as_str().unwrap()).collect();
+        assert_eq!(names, devinfo.keys().map(String::as_str).collect::<Vec<_>>(), "{name}: devices vs ibv_devinfo");
+        assert_eq!(names, ibstat.keys().map(String::as_str).collect::<Vec<_>>(), "{name}: devices vs ibstat");
+        for dev in devices {
+            let dn = dev["name"].as_str().unwrap();
+            let (di, st) = (&devinfo[dn], &ibstat[dn]);
+            let at = format!("{name} {dn}");
+            let s = |v: &Value| v.as_str().unwrap_or_else(|| panic!("{at}: not a string: {v}")).to_string();
+            assert_eq!(s(&dev["node_guid"]), di.fields["node_guid"], "{at}: node_guid");
+            assert_eq!(s(&dev["sys_image_guid"]), di.fields["sys_image_guid"], "{at}: sys_image_guid");
+            assert_eq!(s(&dev["node_guid"]), guid_text(&st.fields["Node GUID"]), "{at}: ibstat Node GUID");
+            assert_eq!(s(&dev["sys_image_guid"]), guid_text(&st.fields["System image GUID"]), "{at}: ibstat System image GUID");
+            assert_eq!(dev["vendor_id"].as_u64(), Some(leading_number(&di.fields["vendor_id"])), "{at}: vendor_id");
+            assert_eq!(dev["vendor_part_id"].as_u64(), Some(leading_number(&di.fields["vendor_part_id"])), "{at}: vendor_part_id");
+            // sysfs's fw_ver is what ibstat prints; rxe's sysfs file is empty where verbs says 0.0.0.
+            assert_eq!(s(&dev["fw_ver"]), st.fields["Firmware version"], "{at}: fw vs ibstat");
+            if !st.fields["Firmware version"].is_empty() {
+                assert_eq!(s(&dev["fw_ver"]), di.fields["fw_ver"], "{at}: fw vs ibv_devinfo");
+            }
+            if let Some(hca) = dev.get("hca_type") {
+                assert_eq!(s(hca), st.fields["CA type"], "{at}: hca_type vs ibstat CA type");
+            }
+            let ports = dev["ports"].as_array().unwrap();
+            assert_eq!(ports.len() as u64, leading_number(&di.fields["phys_port_cnt"]), "{at}: phys_port_cnt");
+            assert_eq!(ports.len() as u64, leading_number(&st.fields["Number of ports"]), "{at}: ibstat ports");
+            for port in ports {
+                let pn = port["port"].as_u64().unwrap();
+                let at = format!("{at}/{pn}");
+                let (dp, sp) = (&di.ports[&pn], &st.ports[&pn]);
+                let (df, sf) = (&dp.fields, &sp.fields);
+                assert_eq!(port["state"], STATES[code(&df["state"]) as usize], "{at}: state vs {}", df["state"]);
+                assert_eq!(port["phys_state"], PHYS[code(&df["phys_state"]) as usize], "{at}: phys_state vs {}", df["phys_state"]);
+                assert_eq!(sf["State"], ibstat_state(&s(&port["state"])), "{at}: ibstat State");
+                assert_eq!(sf["Physical state"], ibstat_phys(&s(&port["phys_state"])), "{at}: ibstat Physical state");
+                assert_eq!(s(&port["link_layer"]), df["link_layer"], "{at}: link_layer");
+                assert_eq!(s(&port["link_layer"]), sf["Link layer"], "{at}: ibstat Link layer");
+                assert_eq!(port["lid"].as_u64(), Some(leading_number(&df["port_lid"])), "{at}: lid");
+                assert_eq!(port["lid"].as_u64(), Some(leading_number(&sf["Base lid"])), "{at}: ibstat Base lid");
+                assert_eq!(port["sm_lid"].as_u64(), Some(leading_number(&df["sm_lid"])), "{at}: sm_lid");
+                assert_eq!(port["sm_lid"].as_u64(), Some(leading_number(&sf["SM lid"])), "{at}: ibstat SM lid");
+                assert_eq!(port["lmc"].as_u64(), Some(leading_number(&df["port_lmc"])), "{at}: lmc");
+                assert_eq!(port["lmc"].as_u64(), Some(leading_number(&sf["LMC"])), "{at}: ibstat LMC");
+                assert_eq!(s(&port["width"]), width_name(code(&df["active_width"])), "{at}: width vs {}", df["active_width"]);
+                assert_eq!(s(&port["speed"]), speed_name(code(&df["active_speed"])), "{at}: speed vs {}", df["active_speed"]);
+                assert_eq!(port["nominal_gbps"].as_f64(), Some(leading_number(&sf["Rate"]) as f64), "{at}: nominal vs ibstat Rate {}", sf["Rate"]);
+                // MTUs where sysfs holds them: RoCE's active MTU (from the netdev MTU), never IB's.
+                for field in ["active_mtu", "max_mtu"] {
+                    if !port[field].is_null() {
+                        assert_eq!(port[field].as_u64(), Some(leading_number(&df[field])), "{at}: {field}");
+                    }
+                }
+                if port["link_layer"] == "Ethernet" {
+                    assert!(!port["active_mtu"].is_null(), "{at}: a RoCE port's active MTU comes from its netdev");
+                }
+                // The GID table: the same entries, the same addresses, the same types.
+                let mut want: Vec<(u64, Ipv6Addr, String)> =
+                    dp.gids.iter().map(|(i, a, k)| (*i, *a, k.clone().unwrap_or_else(|| "IB".into()))).collect();
+                let mut got: Vec<(u64, Ipv6Addr, String)> = port["gids"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|g| (g["index"].as_u64().unwrap(), s(&g["gid"]).parse().unwrap(), s(&g["type"])))
+                    .collect();
+                want.sort();
+                got.sort();
+                assert!(!want.is_empty(), "{at}: the capture lists no GID");
+                assert_eq!(got, want, "{at}: GIDs vs ibv_devinfo");
+                // ibstat's Port GUID is the interface id of GID 0.
+                let gid0 = got.iter().find(|g| g.0 == 0).unwrap_or_else(|| panic!("{at}: no GID 0")).1.octets();
+                let port_guid = u64::from_str_radix(sf["Port GUID"].trim_start_matches("0x"), 16).unwrap();
+                assert_eq!(u64::from_be_bytes(gid0[8..].try_into().unwrap()), port_guid, "{at}: GID 0 vs ibstat Port GUID");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared >= 15, "only {compared} ports compared");
 }

@@ -24,3 +24,45 @@ pub fn fixtures_dir() -> PathBuf {
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }
+
+/// What this host's kernel offers libibverbs, which decides what an agent started here answers
+/// when asked for devices. Tests that start agents on this host decide by it, and never skip.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostRdma {
+    /// No `/sys/class/infiniband_verbs` (ib_uverbs not loaded, or no RDMA in the kernel):
+    /// libibverbs cannot list devices at all.
+    NoVerbs,
+    /// ib_uverbs is there but `/sys/class/infiniband` lists no device.
+    NoDevices,
+    /// These devices are present.
+    Devices(Vec<String>),
+}
+
+pub fn host_rdma() -> HostRdma {
+    if !Path::new("/sys/class/infiniband_verbs").exists() {
+        return HostRdma::NoVerbs;
+    }
+    let mut names: Vec<String> = std::fs::read_dir("/sys/class/infiniband")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+        .unwrap_or_default();
+    names.sort();
+    if names.is_empty() {
+        HostRdma::NoDevices
+    } else {
+        HostRdma::Devices(names)
+    }
+}
+
+impl HostRdma {
+    /// The cause an agent on this host gives when asked for device `device` (which no host has).
+    pub fn agent_cause(&self, device: &str) -> String {
+        match self {
+            HostRdma::NoVerbs => "libibverbs cannot list devices".into(),
+            HostRdma::NoDevices => "no RDMA devices found".into(),
+            HostRdma::Devices(_) => format!("no RDMA device named '{device}'"),
+        }
+    }
+}
+
+/// A device name no host has: agents asked for it fail before measuring, on any host.
+pub const NO_SUCH_DEVICE: &str = "nodev9";

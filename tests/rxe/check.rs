@@ -3,8 +3,18 @@
 
 use super::{fabcheck, json, require_rxe, sh, Restore, DEVICE, NETDEV};
 
+/// `(id, severity)` of every finding; each must blame rxe0, its port, or the node.
 fn findings(doc: &serde_json::Value) -> Vec<(String, String)> {
-    doc["findings"].as_array().unwrap().iter().map(|f| (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string())).collect()
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let subject = f["subject"].as_str().unwrap();
+            assert!(subject == format!("{DEVICE}/1") || subject == DEVICE || subject == "node", "finding on an unexpected subject: {f}");
+            (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string())
+        })
+        .collect()
 }
 
 #[test]

@@ -5,8 +5,12 @@ use super::{fabcheck, json, require_rxe, sh, Restore, DEVICE, NETDEV};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A fault run still going after this long is a hang: killed, and the test fails. A guard,
+/// not a timing assertion: time belongs in benches/.
+const HANG_GUARD: Duration = Duration::from_secs(120);
+
 fn spawn_pair(extra: &[&str]) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+    Command::new(super::bin())
         .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json"])
         .args(extra)
         .stdout(Stdio::piped())
@@ -15,7 +19,8 @@ fn spawn_pair(extra: &[&str]) -> Child {
         .unwrap()
 }
 
-/// Waits for the child with a deadline; returns (exit code, seconds, stdout, stderr).
+/// Waits for the child under a hang guard (killed and failed past `limit`: a guard against a
+/// hang, not a timing assertion); returns (exit code, seconds, stdout, stderr).
 fn wait(mut child: Child, limit: Duration) -> (Option<i32>, f64, String, String) {
     let start = Instant::now();
     loop {
@@ -37,9 +42,21 @@ fn wait(mut child: Child, limit: Duration) -> (Option<i32>, f64, String, String)
     }
 }
 
+/// `PID ARGS` of every `fabcheck agent` process, read from /proc (no `ps | grep || true`
+/// that would read as "none" when ps is missing).
 fn agents_running() -> Vec<String> {
-    let out = sh("ps -eo pid,args | grep '[f]abcheck agent' || true");
-    String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    let mut found: Vec<(u32, String)> = std::fs::read_dir("/proc")
+        .expect("read /proc")
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let pid: u32 = e.file_name().to_str()?.parse().ok()?;
+            let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+            let args: Vec<String> = cmdline.split(|b| *b == 0).filter(|a| !a.is_empty()).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+            (args.len() >= 2 && args[0].ends_with("fabcheck") && args[1] == "agent").then(|| (pid, args.join(" ")))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(pid, args)| format!("{pid} {args}")).collect()
 }
 
 fn assert_nothing_left() {
@@ -48,9 +65,17 @@ fn assert_nothing_left() {
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(agents_running().is_empty(), "agents left running: {:?}", agents_running());
-    let qps = sh(&format!("rdma resource show qp link {DEVICE}/1 2>/dev/null | grep -c RC || true"));
-    let count: u32 = String::from_utf8_lossy(&qps.stdout).trim().parse().unwrap_or(0);
-    assert_eq!(count, 0, "RC queue pairs left on {DEVICE}");
+    // `rdma` itself must answer: a missing or failing tool is a failure, not "no QP".
+    let qps =
+        std::process::Command::new("rdma").args(["resource", "show", "qp", "link", &format!("{DEVICE}/1")]).output().expect("run rdma (iproute2)");
+    let listing = String::from_utf8_lossy(&qps.stdout).into_owned();
+    assert!(qps.status.success(), "rdma resource show qp failed: {}{listing}", String::from_utf8_lossy(&qps.stderr));
+    // And it knows the device: its summary has a line for it (a listing of nothing proves nothing).
+    let summary = std::process::Command::new("rdma").args(["resource", "show"]).output().expect("run rdma (iproute2)");
+    let summary_text = String::from_utf8_lossy(&summary.stdout).into_owned();
+    assert!(summary.status.success() && summary_text.contains(&format!("{DEVICE}:")), "rdma resource show does not list {DEVICE}: {summary_text:?}");
+    let rc: Vec<&str> = listing.lines().filter(|l| l.contains(" type RC ")).collect();
+    assert!(rc.is_empty(), "RC queue pairs left on {DEVICE}: {rc:#?}");
 }
 
 fn wait_for_agents(n: usize) {
@@ -69,7 +94,7 @@ fn peer_killed_mid_bandwidth_test() {
     std::thread::sleep(Duration::from_secs(2));
     let victim = agents_running()[1].split_whitespace().next().unwrap().to_string();
     assert!(sh(&format!("kill -9 {victim}")).status.success());
-    let (code, secs, _, err) = wait(child, Duration::from_secs(30));
+    let (code, secs, _, err) = wait(child, HANG_GUARD);
     eprintln!("peer killed mid write_bw: exit {code:?} after {secs:.1} s: {err}");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("localhost") && err.contains("agent lost"), "{err}");
@@ -85,7 +110,7 @@ fn peer_killed_mid_latency_test() {
     std::thread::sleep(Duration::from_secs(2));
     let victim = agents_running()[0].split_whitespace().next().unwrap().to_string();
     assert!(sh(&format!("kill -9 {victim}")).status.success());
-    let (code, secs, _, err) = wait(child, Duration::from_secs(30));
+    let (code, secs, _, err) = wait(child, HANG_GUARD);
     eprintln!("peer killed mid send_lat: exit {code:?} after {secs:.1} s");
     assert_eq!(code, Some(2), "{err}");
     assert_nothing_left();
@@ -98,7 +123,7 @@ fn sigterm_on_the_controller_stops_everything() {
     wait_for_agents(2);
     std::thread::sleep(Duration::from_secs(2));
     assert!(sh(&format!("kill -TERM {}", child.id())).status.success());
-    let (code, secs, _, err) = wait(child, Duration::from_secs(30));
+    let (code, secs, _, err) = wait(child, HANG_GUARD);
     eprintln!("SIGTERM: exit {code:?} after {secs:.1} s");
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("interrupted"), "{err}");
@@ -113,17 +138,24 @@ fn link_down_mid_test_is_reported_not_hung() {
     wait_for_agents(2);
     std::thread::sleep(Duration::from_secs(2));
     assert!(sh(&format!("ip link set {NETDEV} down")).status.success());
-    let (code, secs, out, err) = wait(child, Duration::from_secs(60));
+    let (code, secs, out, err) = wait(child, HANG_GUARD);
     eprintln!("link down mid write_bw: exit {code:?} after {secs:.1} s\n{out}\n{err}");
-    assert!(matches!(code, Some(1) | Some(2)), "{err}");
-    if code == Some(1) {
-        let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
-        let failed = doc["results"].as_array().unwrap().iter().find(|r| r["error"].is_string()).expect("a failed result");
-        let text = failed["error"].as_str().unwrap();
-        assert!(text.contains("retries") || text.contains("flushed") || text.contains("no progress") || text.contains("error"), "{text}");
-    } else {
-        assert!(err.contains("what to do:"), "{err}");
-    }
+    // It ran and the test failed: exit 1, the result carries the failed completion's cause
+    // (docs/reliability.md: retries exhausted, work flushed, local QP error, or no progress),
+    // with its finding.
+    assert_eq!(code, Some(1), "{err}");
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"));
+    assert_eq!(doc["verdict"], "fail");
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{doc}");
+    assert_eq!((results[0]["test"].as_str(), results[0]["direction"].as_str()), (Some("write_bw"), Some("a->b")));
+    let text = results[0]["error"].as_str().unwrap_or_else(|| panic!("the failed result has no error: {doc}"));
+    // rxe, whose netdev went down under it, reports a local QP operation error (seen in the guest).
+    let known = ["transport retries exhausted", "work was flushed", "no progress", "local QP operation error"];
+    assert!(known.iter().any(|k| text.contains(k)), "cause {text:?} is none of the documented {known:?}");
+    let finding = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "pair.write_bw").unwrap_or_else(|| panic!("{doc}"));
+    assert_eq!(finding["severity"], "error");
+    assert!(finding["remedy"].as_str().is_some_and(|r| !r.is_empty()));
     assert_nothing_left();
 }
 
@@ -148,10 +180,15 @@ fn packet_loss_shows_in_the_result() {
     ]);
     let doc = json(&out);
     eprintln!("3% loss: exit {:?}, findings {}", out.status.code(), doc["findings"]);
-    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));
-    let ids: Vec<&str> = doc["findings"].as_array().unwrap().iter().map(|f| f["id"].as_str().unwrap()).collect();
-    let counters_moved = doc["results"].as_array().unwrap().iter().any(|r| r["counters"].is_object());
-    assert!(ids.contains(&"pair.retransmission") || ids.contains(&"pair.tail") || counters_moved, "3% loss passed silently: {ids:?}");
+    // The tests complete (warnings at most, no error: exit 0), and the loss is named by the
+    // retransmission counters that rose, in the results and as a pair.retransmission warning.
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let results = doc["results"].as_array().unwrap();
+    assert!(results.iter().all(|r| r["error"].is_null()), "{doc}");
+    assert!(results.iter().any(|r| r["counters"].as_object().is_some_and(|c| !c.is_empty())), "no counter moved under 3% loss: {doc}");
+    let retrans: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.retransmission").collect();
+    assert!(!retrans.is_empty(), "3% loss passed without a pair.retransmission finding: {}", doc["findings"]);
+    assert!(retrans.iter().all(|f| f["severity"] == "warning"), "{retrans:?}");
 }
 
 #[test]
@@ -160,7 +197,7 @@ fn memlock_too_low_is_named() {
     // As an unprivileged user (root's CAP_IPC_LOCK ignores the limit) with 64 KiB locked memory.
     let _restore = Restore("chmod 600 /dev/infiniband/uverbs0");
     assert!(sh("chmod 666 /dev/infiniband/uverbs0").status.success());
-    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let bin = super::bin();
     let out = sh(&format!(
         "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'ulimit -l 64; {bin} pair localhost localhost --device {DEVICE} --tests write_bw --size 1048576 --iters 10 --direction both'"
     ));
@@ -175,14 +212,14 @@ fn memlock_too_low_is_named() {
 }
 
 #[test]
-fn wrong_device_and_port_are_exit_2_within_seconds() {
+fn wrong_device_and_port_are_exit_2() {
     let _serial = require_rxe();
-    let start = Instant::now();
     let out = fabcheck(&["pair", "localhost", "localhost", "--device", "mlx5_7", "--tests", "send_lat"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("mlx5_7"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no RDMA device named 'mlx5_7'") && err.contains("what to do:"), "{err}");
     let out = fabcheck(&["pair", "localhost", "localhost", "--device", "rxe0:3", "--tests", "send_lat"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(start.elapsed() < Duration::from_secs(30));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rxe0 has no port 3"), "{}", String::from_utf8_lossy(&out.stderr));
     assert_nothing_left();
 }

@@ -1,6 +1,6 @@
 //! The Soft-RoCE tier: every verbs path against a live rxe0, inside the guest that
 //! `soft-roce-setup.sh --vm` boots (or natively where the kernel has rxe). Built with
-//! `cargo test --test rxe --no-run`, run by tests/vm/rxe-tier.sh. Not part of plain
+//! `cargo test --test rxe --no-run`, run by tests/rxe/run.sh. Not part of plain
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
 mod check;
@@ -23,14 +23,30 @@ pub fn require_rxe() -> std::sync::MutexGuard<'static, ()> {
     let path = format!("/sys/class/infiniband/{DEVICE}");
     assert!(
         std::path::Path::new(&path).exists(),
-        "rxe tier: {path} is missing. Run this tier through `./soft-roce-setup.sh --vm -- tests/vm/rxe-tier.sh` \
+        "rxe tier: {path} is missing. Run this tier through `./soft-roce-setup.sh --vm -- tests/rxe/run.sh RXE_TEST_BINARY` \
          or create it with `./soft-roce-setup.sh --netdev {NETDEV}`"
     );
     guard
 }
 
+/// The fabcheck binary under test: this build's, or `FABCHECK_BIN` (a deliberately broken
+/// build, to check that these tests catch it).
+pub fn bin() -> String {
+    std::env::var("FABCHECK_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabcheck").to_string())
+}
+
 pub fn fabcheck(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).output().expect("run fabcheck")
+    Command::new(bin()).args(args).output().expect("run fabcheck")
+}
+
+/// A string field of a JSON document, by the contract's key: missing or mistyped is a failure.
+pub fn text<'a>(v: &'a serde_json::Value, key: &str) -> &'a str {
+    v[key].as_str().unwrap_or_else(|| panic!("no string '{key}' in {v}"))
+}
+
+/// A number field of a JSON document, by the contract's key.
+pub fn num(v: &serde_json::Value, key: &str) -> f64 {
+    v[key].as_f64().unwrap_or_else(|| panic!("no number '{key}' in {v}"))
 }
 
 pub fn sh(command: &str) -> Output {

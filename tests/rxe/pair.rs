@@ -1,43 +1,101 @@
 //! `fabcheck pair` on rxe0: every test runs and passes, the JSON has the contract's shape,
 //! and the numbers are within sanity bounds of perftest on the same device.
 
-use super::{fabcheck, json, require_rxe, sh, DEVICE};
-use fabcheck::pair::report::PairDoc;
+use super::{fabcheck, json, num, require_rxe, sh, text, DEVICE};
+use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-fn pair(extra: &[&str]) -> (std::process::Output, PairDoc) {
+/// `fabcheck pair localhost localhost --device rxe0 --json EXTRA`, its document read as the
+/// contract states it (explicit keys, no defaults filled in).
+fn pair(extra: &[&str]) -> (std::process::Output, Value) {
     let mut args = vec!["pair", "localhost", "localhost", "--device", DEVICE, "--json"];
     args.extend_from_slice(extra);
     let out = fabcheck(&args);
-    let value = json(&out);
-    let doc: PairDoc = serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("not a pair document ({e}): {value}"));
+    let doc = json(&out);
+    assert_pair_doc(&doc);
     (out, doc)
+}
+
+/// The contract's `fabcheck.pair.v1` shape: every key present with its type.
+fn assert_pair_doc(doc: &Value) {
+    assert_eq!(doc["schema"], "fabcheck.pair.v1", "{doc}");
+    assert!(["pass", "fail"].contains(&text(doc, "verdict")), "{doc}");
+    for side in ["a", "b"] {
+        let s = &doc[side];
+        text(s, "host");
+        text(s, "device");
+        assert!(s["port"].as_u64().is_some(), "{side}.port: {s}");
+        assert!(s.get("gid_index").is_some() && s.get("gid").is_some(), "{side}: gid_index and gid keys: {s}");
+    }
+    for r in results(doc) {
+        text(r, "test");
+        assert!(["a->b", "b->a", "bidi"].contains(&text(r, "direction")), "{r}");
+        for key in ["size", "iterations", "qps"] {
+            assert!(r[key].as_u64().is_some(), "{key}: {r}");
+        }
+        if r["error"].is_null() {
+            if text(r, "test").ends_with("_lat") {
+                for key in ["min", "p50", "p90", "p99", "p999", "max", "mean", "stdev"] {
+                    num(&r["lat_us"], key);
+                }
+            } else {
+                for key in ["bw_gbps", "peak_gbps", "msg_rate_mpps"] {
+                    num(r, key);
+                }
+            }
+        }
+    }
+    for f in doc["findings"].as_array().unwrap_or_else(|| panic!("no findings array: {doc}")) {
+        for key in ["id", "severity", "subject", "message", "remedy"] {
+            text(f, key);
+        }
+    }
+}
+
+fn results(doc: &Value) -> &Vec<Value> {
+    doc["results"].as_array().unwrap_or_else(|| panic!("no results array: {doc}"))
+}
+
+fn result<'a>(doc: &'a Value, test: &str, direction: &str) -> &'a Value {
+    results(doc).iter().find(|r| r["test"] == test && r["direction"] == direction).unwrap_or_else(|| panic!("{test} {direction} missing: {doc}"))
+}
+
+fn findings(doc: &Value) -> String {
+    serde_json::to_string_pretty(&doc["findings"]).unwrap()
 }
 
 #[test]
 fn every_test_runs_and_passes() {
     let _serial = require_rxe();
     let (out, doc) = pair(&["--iters", "300"]);
-    assert_eq!(out.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&out.stderr), serde_json::to_string_pretty(&doc.findings).unwrap());
-    assert_eq!(doc.schema, "fabcheck.pair.v1");
-    assert_eq!(doc.a.device, DEVICE);
-    assert_eq!(doc.a.gid.as_deref(), Some("::ffff:198.18.0.1"), "the routable RoCE v2 GID must be chosen");
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&out.stderr), findings(&doc));
+    assert_eq!(doc["verdict"], "pass");
+    assert_eq!(text(&doc["a"], "device"), DEVICE);
+    assert_eq!(doc["a"]["port"], 1);
+    assert_eq!(doc["a"]["gid"], "::ffff:198.18.0.1", "the routable RoCE v2 GID must be chosen");
+    assert_eq!(doc["a"]["gid_index"], 1);
     for test in ["send_lat", "write_lat", "read_lat"] {
-        let r = doc.results.iter().find(|r| r.test == test).unwrap_or_else(|| panic!("{test} missing"));
-        let lat = r.lat_us.unwrap_or_else(|| panic!("{test} has no latency"));
-        assert!(lat.min > 0.0 && lat.min <= lat.p50 && lat.p50 <= lat.p99 && lat.p99 <= lat.max, "{test}: {lat:?}");
-        assert_eq!(r.iterations, 300, "{test}");
+        let r = result(&doc, test, "a->b");
+        let lat = &r["lat_us"];
+        let (min, p50, p99, max) = (num(lat, "min"), num(lat, "p50"), num(lat, "p99"), num(lat, "max"));
+        assert!(min > 0.0 && min <= p50 && p50 <= p99 && p99 <= max, "{test}: {lat}");
+        assert_eq!(r["iterations"], 300, "{test}");
+        assert_eq!(r["size"], 2, "{test}");
     }
     for test in ["write_bw", "read_bw", "send_bw"] {
         for dir in ["a->b", "b->a", "bidi"] {
-            let r = doc.results.iter().find(|r| r.test == test && r.direction == dir).unwrap_or_else(|| panic!("{test} {dir} missing"));
-            assert!(r.bw_gbps.unwrap() > 0.0 && r.msg_rate_mpps.unwrap() > 0.0, "{test} {dir}: {r:?}");
-            assert!(r.peak_gbps.unwrap() >= r.bw_gbps.unwrap() * 0.99, "{test} {dir}: peak below average");
+            let r = result(&doc, test, dir);
+            assert!(num(r, "bw_gbps") > 0.0 && num(r, "msg_rate_mpps") > 0.0, "{test} {dir}: {r}");
+            assert!(num(r, "peak_gbps") >= num(r, "bw_gbps") * 0.99, "{test} {dir}: peak below average");
+            assert_eq!(r["size"], 65536, "{test} {dir}");
         }
     }
-    // Soft-RoCE bandwidth is reported, not judged.
-    assert!(doc.findings.iter().any(|f| f.id == "pair.bw" && format!("{:?}", f.severity) == "Info"));
+    // Soft-RoCE bandwidth is reported, not judged: one info finding says so. (Latency tails
+    // under emulation may add pair.tail warnings; no error.)
+    let ids: Vec<(&str, &str)> = doc["findings"].as_array().unwrap().iter().map(|f| (text(f, "id"), text(f, "severity"))).collect();
+    assert_eq!(ids.iter().filter(|f| f.0 == "pair.bw").collect::<Vec<_>>(), [&("pair.bw", "info")], "{}", findings(&doc));
+    assert!(ids.iter().all(|f| f.1 != "error"), "{}", findings(&doc));
 }
 
 #[test]
@@ -45,16 +103,20 @@ fn qps_sweep_and_duration() {
     let _serial = require_rxe();
     let (out, doc) = pair(&["--tests", "write_bw", "--qps", "4", "--iters", "200", "--direction", "ab"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(doc.results[0].qps, 4);
-    assert_eq!(doc.results[0].iterations, 800);
+    assert_eq!(results(&doc).len(), 1);
+    assert_eq!(results(&doc)[0]["qps"], 4);
+    assert_eq!(results(&doc)[0]["iterations"], 800);
     let (out, doc) = pair(&["--tests", "send_bw", "--sweep", "--iters", "20", "--direction", "ab"]);
-    assert_eq!(out.status.code(), Some(0), "{}\n{:?}", String::from_utf8_lossy(&out.stderr), doc.findings);
-    let sizes: Vec<u32> = doc.results.iter().map(|r| r.size).collect();
+    assert_eq!(out.status.code(), Some(0), "{}\n{}", String::from_utf8_lossy(&out.stderr), findings(&doc));
+    let sizes: Vec<u64> = results(&doc).iter().map(|r| r["size"].as_u64().unwrap()).collect();
     assert_eq!(sizes.first(), Some(&2));
     assert_eq!(sizes.last(), Some(&(8 << 20)));
+    assert!(sizes.windows(2).all(|w| w[1] == 2 * w[0]), "powers of two: {sizes:?}");
     let (out, doc) = pair(&["--tests", "send_lat,write_bw", "--duration", "1", "--direction", "ab"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(doc.results.iter().all(|r| r.iterations > 0));
+    let tests: Vec<&str> = results(&doc).iter().map(|r| text(r, "test")).collect();
+    assert_eq!(tests, ["send_lat", "write_bw"]);
+    assert!(results(&doc).iter().all(|r| r["iterations"].as_u64().unwrap() > 0));
 }
 
 #[test]
@@ -71,7 +133,7 @@ fn through_fabcheck_serve_with_a_token() {
     let _serial = require_rxe();
     let port = 18000 + (std::process::id() % 1000) as u16;
     let listen = format!("127.0.0.1:{port}");
-    let mut server = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+    let mut server = Command::new(super::bin())
         .args(["serve", "--listen", &listen, "--token", "s3cret", "--max-sessions", "3"])
         .stderr(Stdio::null())
         .spawn()
@@ -100,8 +162,10 @@ fn through_fabcheck_serve_with_a_token() {
     let _ = server.kill();
     let _ = server.wait();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
-    assert_eq!(doc.results.len(), 2);
+    let doc = json(&out);
+    assert_pair_doc(&doc);
+    let tests: Vec<(&str, &str)> = results(&doc).iter().map(|r| (text(r, "test"), text(r, "direction"))).collect();
+    assert_eq!(tests, [("send_lat", "a->b"), ("write_bw", "a->b")]);
 }
 
 /// Runs a perftest server and client on rxe0 over 127.0.0.1 and returns the client's stdout.
@@ -144,12 +208,16 @@ pub fn perftest_row(text: &str, size: u32) -> Vec<f64> {
         .collect()
 }
 
-/// Every test against the perftest tool it mirrors, same device, same guest: a sanity bound
-/// within 100x (a unit slip would be 1000x), not a performance claim (benches/ compares).
+/// Every test against the perftest tool it mirrors, same device, same guest, best of three on
+/// each side: within 1.8x either way. Not a performance claim (benches/ measures that), but
+/// tight enough to catch the real mistakes: a unit slip (bits for bytes, 8x; 1000x), a round
+/// trip reported as one-way latency or the reverse (2x). Measured ratios on rxe under TCG are
+/// 0.67 to 1.61 (docs/performance.md).
 /// perftest's columns: latency `#bytes #iterations t_min t_max t_typical ...` (t_typical is
 /// index 4); bandwidth `#bytes #iterations BW_peak BW_average MsgRate` (BW_average, index 3).
 #[test]
 fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
+    const MAX_RATIO: f64 = 1.8;
     let _serial = require_rxe();
     let cases: [(&str, &str, u32, usize); 6] = [
         ("send_lat", "ib_send_lat", 2, 4),
@@ -172,17 +240,17 @@ fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
         let ours = (0..3)
             .map(|_| {
                 let (_, doc) = pair(&["--tests", test, "--size", &size_text, "--iters", "300", "--direction", "ab"]);
-                let r = &doc.results[0];
+                let r = result(&doc, test, "a->b");
                 if latency {
-                    r.lat_us.unwrap().p50
+                    num(&r["lat_us"], "p50")
                 } else {
-                    r.bw_gbps.unwrap()
+                    num(r, "bw_gbps")
                 }
             })
             .fold(worst, better);
         let ratio = ours / theirs;
         report.push(format!("{test}: fabcheck {ours} vs {tool} {theirs} ({}) ratio {ratio:.2}", if latency { "us" } else { "Gb/s" }));
-        assert!((0.01..=100.0).contains(&ratio), "{}", report.join("\n"));
+        assert!(ratio > 1.0 / MAX_RATIO && ratio < MAX_RATIO, "{}", report.join("\n"));
     }
     eprintln!("{}", report.join("\n"));
 }
@@ -194,14 +262,23 @@ fn mesh_of_four_endpoints_on_one_device() {
     let out = fabcheck(&["mesh", "localhost/rxe0", "localhost/rxe0", "localhost/rxe0", "localhost/rxe0", "--iters", "200", "--json", "--html", html]);
     let doc = json(&out);
     // Four busy-polling agents share two emulated CPUs: latency outliers may be named, so the
-    // verdict is not asserted; the schedule, the results and the document are.
-    assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", String::from_utf8_lossy(&out.stderr));
+    // verdict itself is not asserted; that the exit code is the verdict's, the schedule, the
+    // results and the document are.
     assert_eq!(doc["schema"], "fabcheck.mesh.v1");
+    let want_code = match text(&doc, "verdict") {
+        "pass" => 0,
+        "fail" => 1,
+        other => panic!("verdict {other}"),
+    };
+    assert_eq!(out.status.code(), Some(want_code), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(doc.get("unreachable").is_none(), "{doc}");
     let names: Vec<&str> = doc["endpoints"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
     assert_eq!(names, ["localhost/rxe0", "localhost/rxe0#2", "localhost/rxe0#3", "localhost/rxe0#4"]);
     let first: Vec<&serde_json::Value> = doc["pairs"].as_array().unwrap().iter().filter(|p| p["retest"].is_null()).collect();
     assert_eq!(first.len(), 6, "every pair of four, once");
     for p in &first {
+        assert!(p["error"].is_null(), "{p}");
+        assert!(p["results"].as_array().unwrap().iter().all(|r| r["error"].is_null()), "{p}");
         let tests: Vec<&str> = p["results"].as_array().unwrap().iter().map(|r| r["test"].as_str().unwrap()).collect();
         assert_eq!(tests, ["write_bw", "send_lat"], "{p}");
     }
@@ -214,19 +291,20 @@ fn mesh_of_four_endpoints_on_one_device() {
 
 /// `fabcheck pair` with `tests/<fake_dir>` first on the PATH: a stand-in for ssh or srun that
 /// checks the argument vector and runs the agent here.
-fn pair_through_fake(fake_dir: &str, endpoints: [&str; 2], extra: &[&str]) -> PairDoc {
+fn pair_through_fake(fake_dir: &str, endpoints: [&str; 2], extra: &[&str]) -> Value {
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(fake_dir);
-    let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(["pair", endpoints[0], endpoints[1], "--remote-fabcheck", env!("CARGO_BIN_EXE_fabcheck")])
+    let out = Command::new(super::bin())
+        .args(["pair", endpoints[0], endpoints[1], "--remote-fabcheck", &super::bin()])
         .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
         .args(extra)
         .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: PairDoc = serde_json::from_value(json(&out)).unwrap();
-    assert_eq!(doc.results.len(), 2);
-    assert!(doc.results.iter().all(|r| r.error.is_none() && r.iterations > 0), "{:?}", doc.results);
+    let doc = json(&out);
+    assert_pair_doc(&doc);
+    assert_eq!(results(&doc).len(), 2);
+    assert!(results(&doc).iter().all(|r| r["error"].is_null() && r["iterations"].as_u64().unwrap() > 0), "{doc}");
     doc
 }
 
@@ -234,14 +312,14 @@ fn pair_through_fake(fake_dir: &str, endpoints: [&str; 2], extra: &[&str]) -> Pa
 fn over_ssh_stdio() {
     let _serial = require_rxe();
     let doc = pair_through_fake("fake-ssh", ["nodeA/rxe0", "root@nodeB/rxe0:1"], &[]);
-    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
+    assert_eq!((text(&doc["a"], "device"), doc["b"]["port"].as_u64()), ("rxe0", Some(1)));
 }
 
 #[test]
 fn through_srun() {
     let _serial = require_rxe();
     let doc = pair_through_fake("fake-slurm", ["n01/rxe0", "n02/rxe0:1"], &["--launcher", "srun"]);
-    assert_eq!((doc.a.device.as_str(), doc.b.port), ("rxe0", 1));
+    assert_eq!((text(&doc["a"], "device"), doc["b"]["port"].as_u64()), ("rxe0", Some(1)));
 }
 
 #[test]
@@ -249,7 +327,7 @@ fn through_rdma_cm() {
     let _serial = require_rxe();
     let (out, doc) = pair(&["--cm", "--tests", "all", "--iters", "100", "--direction", "both", "--qps", "2"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(doc.results.len(), 6 * 2, "six tests, each way");
-    assert!(doc.results.iter().all(|r| r.error.is_none() && r.iterations > 0), "{:?}", doc.results);
-    assert!(doc.results.iter().filter(|r| r.bw_gbps.is_some()).all(|r| r.qps == 2));
+    assert_eq!(results(&doc).len(), 6 * 2, "six tests, each way");
+    assert!(results(&doc).iter().all(|r| r["error"].is_null() && r["iterations"].as_u64().unwrap() > 0), "{doc}");
+    assert!(results(&doc).iter().filter(|r| !text(r, "test").ends_with("_lat")).all(|r| r["qps"] == 2), "{doc}");
 }

@@ -1,0 +1,344 @@
+//! Unit tests of `stack_rules`, `node_rules` and `port_rules`: each rule's outcome (check id,
+//! subject, status, observed, expected; finding severity) on inventories taken from the captured
+//! fixtures and altered one field at a time, and host facts gathered from a fake root.
+
+use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
+use crate::probe::decode::GidType;
+use crate::probe::host::{self, HostFacts, UverbsFile};
+use crate::probe::{self, Inventory};
+use std::path::{Path, PathBuf};
+
+fn fixture(name: &str) -> Inventory {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    probe::inventory(&probe::Source::Sysfs(root), None).expect("fixture inventory")
+}
+
+fn expect(items: &[&str]) -> Expectations {
+    let mut e = Expectations::default();
+    for item in items {
+        e.set(item).unwrap();
+    }
+    e
+}
+
+fn diagnose(inv: &Inventory, host: Option<&HostFacts>, expect: &Expectations) -> Report {
+    run(&Input { inventory: inv, host, expect, scope: &Scope::default() })
+}
+
+/// The one check with this id and subject.
+fn check<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Check {
+    let found: Vec<&Check> = r.checks.iter().filter(|c| c.id == id && c.subject == subject).collect();
+    assert_eq!(found.len(), 1, "want one {id} check on {subject}, got {found:?}\nall: {:#?}", r.checks);
+    found[0]
+}
+
+/// The one finding with this id and subject.
+fn finding<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Finding {
+    let found: Vec<&Finding> = r.findings.iter().filter(|f| f.id == id && f.subject == subject).collect();
+    assert_eq!(found.len(), 1, "want one {id} finding on {subject}, got {found:?}\nall: {:#?}", r.findings);
+    found[0]
+}
+
+fn no_finding(r: &Report, id: &str) {
+    assert!(r.findings.iter().all(|f| f.id != id), "unexpected {id}: {:#?}", r.findings);
+}
+
+fn assert_check(c: &Check, status: Status, observed: &str, expected: Option<&str>) {
+    assert_eq!((c.status, c.observed.as_str(), c.expected.as_deref()), (status, observed, expected), "{c:?}");
+}
+
+// ---------------------------------------------------------------- stack_rules
+
+/// A fake node root for `host::gather`: these modules, these uverbs files, this libibverbs.
+fn fake_root(tag: &str, modules: &[&str], uverbs: &[&str], libibverbs: Option<&str>) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("fabcheck-root-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for m in modules {
+        std::fs::create_dir_all(root.join("sys/module").join(m)).unwrap();
+    }
+    std::fs::create_dir_all(root.join("dev/infiniband")).unwrap();
+    for u in uverbs {
+        std::fs::write(root.join("dev/infiniband").join(u), b"").unwrap();
+    }
+    if let Some(lib) = libibverbs {
+        std::fs::create_dir_all(root.join("usr/lib/x86_64-linux-gnu")).unwrap();
+        std::fs::write(root.join("usr/lib/x86_64-linux-gnu").join(lib), b"").unwrap();
+    }
+    root
+}
+
+fn gathered(tag: &str, modules: &[&str], uverbs: &[&str], libibverbs: Option<&str>) -> HostFacts {
+    let root = fake_root(tag, modules, uverbs, libibverbs);
+    let mut facts = host::gather(&root);
+    std::fs::remove_dir_all(&root).ok();
+    // The process's own limit and identity are not part of the fake root.
+    facts.memlock_soft = None;
+    facts.is_root = false;
+    facts
+}
+
+const ALL_MLX5: [&str; 6] = ["ib_core", "ib_uverbs", "rdma_ucm", "rdma_cm", "mlx5_core", "mlx5_ib"];
+
+#[test]
+fn stack_healthy_node_passes_every_stack_check() {
+    let facts = gathered("ok", &ALL_MLX5, &["uverbs0", "uverbs1"], Some("libibverbs.so.1.14.44.0"));
+    assert_eq!(facts.rdma_core_version.as_deref(), Some("44.0"));
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.findings);
+    assert_check(check(&r, "stack.modules", "node"), Status::Pass, "ib_core ib_uverbs rdma_ucm rdma_cm mlx5_core mlx5_ib", None);
+    let uverbs = check(&r, "stack.uverbs", "node");
+    assert_eq!(uverbs.status, Status::Pass);
+    let files: Vec<&str> = uverbs.observed.split(' ').map(|p| p.rsplit('/').next().unwrap()).collect();
+    assert_eq!(files, ["uverbs0", "uverbs1"], "{uverbs:?}");
+    assert_check(check(&r, "stack.distribution", "node"), Status::Pass, "rdma-core 44.0", None);
+    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "unlimited", Some(">= 64 MiB"));
+    assert!(r.findings.iter().all(|f| !f.id.starts_with("stack.")), "{:#?}", r.findings);
+}
+
+#[test]
+fn stack_modules_missing_core_and_driver_fail() {
+    // ib_uverbs and the devices' driver mlx5_ib absent.
+    let facts = gathered("mods", &["ib_core", "rdma_ucm", "mlx5_core"], &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_check(check(&r, "stack.modules", "node"), Status::Fail, "ib_core rdma_ucm mlx5_core", Some("ib_uverbs mlx5_ib"));
+    let f = finding(&r, "stack.modules", "node");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.remedy.starts_with("modprobe ib_uverbs mlx5_ib"), "{}", f.remedy);
+    // rdma_ucm missing is only an info note, not a failure.
+    let facts = gathered("ucm", &["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"], &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_eq!(check(&r, "stack.modules", "node").status, Status::Pass);
+    assert_eq!(finding(&r, "stack.modules", "node").severity, Severity::Info);
+    assert_eq!(r.verdict, Verdict::Pass);
+}
+
+#[test]
+fn stack_uverbs_missing_or_unopenable_fails() {
+    let facts = gathered("nouverbs", &ALL_MLX5, &[], Some("libibverbs.so.1.14.44.0"));
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.uverbs", "node"), Status::Fail, "no /dev/infiniband/uverbs*", Some("one per device"));
+    assert_eq!(finding(&r, "stack.uverbs", "node").severity, Severity::Error);
+    assert_eq!(r.verdict, Verdict::Fail);
+
+    let mut facts = gathered("locked", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    facts.uverbs = vec![
+        UverbsFile { path: "/dev/infiniband/uverbs0".into(), accessible: true },
+        UverbsFile { path: "/dev/infiniband/uverbs1".into(), accessible: false },
+    ];
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.uverbs", "node"), Status::Fail, "1 of 2 openable", Some("read/write"));
+    assert_eq!(finding(&r, "stack.uverbs", "node").severity, Severity::Error);
+}
+
+#[test]
+fn stack_distribution_unknown_warns_and_ofed_wins_over_rdma_core() {
+    let facts = gathered("nolib", &ALL_MLX5, &["uverbs0"], None);
+    assert_eq!(facts.rdma_core_version, None);
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.distribution", "node"), Status::Fail, "unknown", None);
+    assert_eq!(finding(&r, "stack.distribution", "node").severity, Severity::Warning);
+    assert_eq!(r.verdict, Verdict::Pass, "a warning does not fail the node");
+
+    let root = fake_root("ofed", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    std::fs::create_dir_all(root.join("usr/bin")).unwrap();
+    std::fs::write(root.join("usr/bin/ofed_info"), "#!/bin/bash\necho MLNX_OFED_LINUX-23.10-1.1.9.0:\n").unwrap();
+    let facts = host::gather(&root);
+    std::fs::remove_dir_all(&root).ok();
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.distribution", "node"), Status::Pass, "MLNX_OFED_LINUX-23.10-1.1.9.0", None);
+}
+
+#[test]
+fn stack_service_active_failed_and_inactive() {
+    let mut facts = gathered("svc", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    // A fake root has no systemd: the services list is empty, and no check is made.
+    assert!(facts.services.is_empty());
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert!(r.checks.iter().all(|c| c.id != "stack.service"));
+    facts.services = vec![("openibd".into(), "active".into()), ("rdma".into(), "failed".into()), ("other".into(), "inactive".into())];
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.service", "openibd"), Status::Pass, "active", Some("active"));
+    assert_check(check(&r, "stack.service", "rdma"), Status::Fail, "failed", Some("active"));
+    assert_check(check(&r, "stack.service", "other"), Status::Skip, "inactive", None);
+    let f = finding(&r, "stack.service", "rdma");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.remedy.contains("journalctl -u rdma"), "{}", f.remedy);
+    assert_eq!(r.findings.iter().filter(|f| f.id == "stack.service").count(), 1);
+}
+
+#[test]
+fn stack_memlock_low_is_an_error_for_users_and_info_for_root() {
+    let mut facts = gathered("memlock", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    facts.memlock_soft = Some(64 << 10);
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.memlock", "node"), Status::Fail, "64 KiB", Some(">= 64 MiB"));
+    assert_eq!(finding(&r, "stack.memlock", "node").severity, Severity::Error);
+    facts.is_root = true;
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "64 KiB", Some(">= 64 MiB"));
+    assert_eq!(finding(&r, "stack.memlock", "node").severity, Severity::Info);
+    facts.memlock_soft = Some(64 << 20);
+    facts.is_root = false;
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "64 MiB", Some(">= 64 MiB"));
+}
+
+#[test]
+fn stack_rules_are_skipped_for_a_captured_tree() {
+    let r = diagnose(&fixture("hdr-ib-healthy"), None, &Expectations::default());
+    assert!(r.checks.iter().all(|c| !c.id.starts_with("stack.")), "{:#?}", r.checks);
+}
+
+// ---------------------------------------------------------------- node_rules
+
+#[test]
+fn devices_count_matches_or_fails() {
+    let inv = fixture("hdr-ib-healthy");
+    let r = diagnose(&inv, None, &expect(&["devices=2"]));
+    assert_check(check(&r, "devices.count", "node"), Status::Pass, "2", Some("2"));
+    let r = diagnose(&inv, None, &expect(&["devices=3"]));
+    assert_check(check(&r, "devices.count", "node"), Status::Fail, "2", Some("3"));
+    assert_eq!(finding(&r, "devices.count", "node").severity, Severity::Error);
+    assert_eq!(r.verdict, Verdict::Fail);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "devices.count", "node"), Status::Pass, "2", None);
+}
+
+#[test]
+fn expected_firmware_is_checked_per_device() {
+    let inv = fixture("hdr-ib-healthy");
+    let r = diagnose(&inv, None, &expect(&["fw=20.39.1002"]));
+    assert_check(check(&r, "device.fw", "mlx5_0"), Status::Pass, "20.39.1002", Some("20.39.1002"));
+    assert_eq!(r.verdict, Verdict::Pass);
+    let r = diagnose(&inv, None, &expect(&["fw=20.40.1000"]));
+    for dev in ["mlx5_0", "mlx5_1"] {
+        assert_check(check(&r, "device.fw", dev), Status::Fail, "20.39.1002", Some("20.40.1000"));
+        assert_eq!(finding(&r, "device.fw", dev).severity, Severity::Error);
+    }
+    assert_eq!(r.verdict, Verdict::Fail);
+}
+
+#[test]
+fn mixed_firmware_names_both_devices() {
+    let r = diagnose(&fixture("fw-mismatch"), None, &Expectations::default());
+    let c = check(&r, "device.fw", "mlx5_0,mlx5_1");
+    assert_eq!((c.status, c.expected.as_deref()), (Status::Fail, Some("one version per adapter type")));
+    assert!(c.observed.contains("mlx5_0=") && c.observed.contains("mlx5_1="), "{c:?}");
+    assert_eq!(finding(&r, "device.fw", "mlx5_0,mlx5_1").severity, Severity::Error);
+}
+
+#[test]
+fn pci_link_below_capability_warns() {
+    let mut inv = fixture("hdr-ib-healthy");
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    let pci = inv.devices[0].pci.as_mut().expect("the fixture has a PCI link");
+    pci.current_width = Some(8);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Fail, "x8 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_eq!(finding(&r, "pci.link", "mlx5_0").severity, Severity::Warning);
+    assert_check(check(&r, "pci.link", "mlx5_1"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    let pci = inv.devices[0].pci.as_mut().unwrap();
+    pci.current_width = Some(16);
+    pci.current_speed = Some("8.0 GT/s PCIe".into());
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Fail, "x16 8.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+}
+
+// ---------------------------------------------------------------- port_rules
+
+#[test]
+fn link_speed_below_expectation_fails() {
+    let inv = fixture("hdr-ib-healthy");
+    let r = diagnose(&inv, None, &expect(&["speed=HDR"]));
+    assert_check(check(&r, "link.speed", "mlx5_0/1"), Status::Pass, "HDR", Some("HDR"));
+    let r = diagnose(&inv, None, &expect(&["speed=NDR"]));
+    assert_check(check(&r, "link.speed", "mlx5_0/1"), Status::Fail, "HDR", Some("NDR"));
+    assert_eq!(finding(&r, "link.speed", "mlx5_0/1").severity, Severity::Error);
+    assert_eq!(r.verdict, Verdict::Fail);
+}
+
+#[test]
+fn link_width_and_rate_on_a_lane_down_port() {
+    let r = diagnose(&fixture("ib-4x-at-1x"), None, &expect(&["rate=200"]));
+    assert_check(check(&r, "link.width", "mlx5_0/1"), Status::Fail, "1X", Some("4X"));
+    assert_eq!(finding(&r, "link.width", "mlx5_0/1").severity, Severity::Error);
+    let rate = check(&r, "link.rate", "mlx5_0/1");
+    assert_eq!((rate.status, rate.expected.as_deref()), (Status::Fail, Some("200 Gb/s")));
+    assert!(rate.observed.starts_with("50 Gb/s"), "{rate:?}");
+}
+
+#[test]
+fn infiniband_port_mtu_against_expectation() {
+    let mut inv = fixture("hdr-ib-healthy");
+    // sysfs does not hold an IB port's active MTU: skipped, not passed.
+    let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
+    assert_eq!(check(&r, "port.mtu", "mlx5_0/1").status, Status::Skip);
+    inv.devices[0].ports[0].active_mtu = Some(2048);
+    inv.devices[1].ports[0].active_mtu = Some(4096);
+    let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
+    assert_check(check(&r, "port.mtu", "mlx5_0/1"), Status::Fail, "2048", Some("4096"));
+    assert_eq!(finding(&r, "port.mtu", "mlx5_0/1").severity, Severity::Error);
+    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Pass, "4096", Some("4096"));
+    assert_eq!(r.verdict, Verdict::Fail);
+}
+
+#[test]
+fn roce_v1_only_gids_warn() {
+    let mut inv = fixture("roce-healthy-cx7");
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_eq!(check(&r, "roce.gid", "mlx5_0/1").status, Status::Pass);
+    inv.devices[0].ports[0].gids.retain(|g| g.gid_type == GidType::RoceV1);
+    assert!(!inv.devices[0].ports[0].gids.is_empty());
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "roce.gid", "mlx5_0/1"), Status::Fail, "routable GIDs are RoCE v1 only", Some("routable RoCE v2 GID"));
+    assert_eq!(finding(&r, "roce.gid", "mlx5_0/1").severity, Severity::Warning);
+    assert_eq!(r.verdict, Verdict::Pass);
+}
+
+#[test]
+fn half_duplex_netdev_warns() {
+    let mut inv = fixture("roce-healthy-cx7");
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_eq!(check(&r, "roce.netdev", "mlx5_0/1").status, Status::Pass);
+    inv.devices[0].ports[0].netdev_state.as_mut().expect("netdev state").duplex = Some("half".into());
+    let r = diagnose(&inv, None, &Expectations::default());
+    let c = check(&r, "roce.netdev", "mlx5_0/1");
+    assert_eq!((c.status, c.expected.as_deref()), (Status::Fail, Some("full duplex")), "{c:?}");
+    assert!(c.observed.contains(" half "), "{c:?}");
+    assert_eq!(finding(&r, "roce.netdev", "mlx5_0/1").severity, Severity::Warning);
+}
+
+#[test]
+fn roce_mtu_blames_the_port_left_at_1500() {
+    let inv = fixture("roce-mtu-mismatch");
+    let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
+    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Fail, "1024 (netdev ens1f1np1 mtu 1500)", Some("4096"));
+    assert_eq!(finding(&r, "roce.mtu", "mlx5_1/1").severity, Severity::Error);
+    assert_check(check(&r, "roce.mtu", "mlx5_0/1"), Status::Pass, "4096 (netdev ens1f0np0 mtu 9000)", Some("4096"));
+    assert_eq!(r.findings.iter().filter(|f| f.severity == Severity::Error).count(), 1, "{:#?}", r.findings);
+    // Without an expectation: an active MTU above what the netdev carries is a warning.
+    let mut inv = inv;
+    inv.devices[1].ports[0].active_mtu = Some(4096);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Fail, "4096 (netdev ens1f1np1 mtu 1500)", Some("<= 1024"));
+    assert_eq!(finding(&r, "roce.mtu", "mlx5_1/1").severity, Severity::Warning);
+}
+
+#[test]
+fn link_error_counters_warn_and_one_link_downed_does_not() {
+    let r = diagnose(&fixture("ib-4x-at-1x"), None, &Expectations::default());
+    let f = finding(&r, "link.errors", "mlx5_0/1");
+    assert_eq!(f.severity, Severity::Warning);
+    assert!(f.message.contains("symbol_error=4821") && f.message.contains("link_downed=3"), "{}", f.message);
+    let mut inv = fixture("ib-4x-at-1x");
+    for c in &mut inv.devices[0].ports[0].counters {
+        c.value = if c.name == "link_downed" { 1 } else { 0 };
+    }
+    let r = diagnose(&inv, None, &Expectations::default());
+    no_finding(&r, "link.errors");
+    inv.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "link_downed").unwrap().value = 2;
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert!(finding(&r, "link.errors", "mlx5_0/1").message.contains("link_downed=2"));
+}
