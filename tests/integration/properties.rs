@@ -53,15 +53,15 @@ proptest! {
         let spec = TestSpec {
             test, role: Role::Active, size, iters, warmup, duration_ms, qps, tx_depth, cq_mod, post_list, stall_timeout_ms: stall,
         };
-        let model = size >= 1 && size <= MAX_SIZE
-            && qps >= 1 && qps <= MAX_QPS
+        let model = (1..=MAX_SIZE).contains(&size)
+            && (1..=MAX_QPS).contains(&qps)
             && (!test.is_latency() || qps == 1)
-            && (duration_ms.is_some() || (iters >= 1 && iters <= MAX_ITERS))
+            && (duration_ms.is_some() || (1..=MAX_ITERS).contains(&iters))
             && warmup <= MAX_ITERS
-            && duration_ms.is_none_or(|ms| ms >= 1 && ms <= MAX_DURATION_MS)
-            && tx_depth >= 1 && tx_depth <= 8192 && cq_mod >= 1 && cq_mod <= tx_depth
-            && post_list >= 1 && post_list <= cq_mod && cq_mod % post_list == 0
-            && stall >= 1 && stall <= 600_000;
+            && duration_ms.is_none_or(|ms| (1..=MAX_DURATION_MS).contains(&ms))
+            && (1..=8192).contains(&tx_depth) && (1..=tx_depth).contains(&cq_mod)
+            && (1..=cq_mod).contains(&post_list) && cq_mod % post_list == 0
+            && (1..=600_000).contains(&stall);
         prop_assert_eq!(spec.validate().is_ok(), model, "{:?}: {:?}", spec, spec.validate());
         // And it survives the wire.
         let req = Request::Prepare { target: fabcheck::spec::Target { device: None, port: None, gid_index: None, cm: None }, spec: spec.clone() };
