@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 
 pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
     let inv = input.inventory;
+    pcie_bound(input, sheet);
+    mtu_consistency(input, sheet);
     // Files that exist but could not be read: said first, so nothing read from them is misread.
     for u in &inv.unreadable {
         sheet.note(
@@ -123,6 +125,68 @@ fn unreadable_subject(path: &str) -> String {
         (Some(dev), Some(&"ports"), Some(port)) if port.parse::<u32>().is_ok() => format!("{dev}/{port}"),
         (Some(dev), _, _) if !dev.is_empty() => dev.to_string(),
         _ => "node".into(),
+    }
+}
+
+/// The PCIe link behind an adapter cannot carry what its fastest port runs at: bandwidth tops
+/// out at the PCIe figure (see `probe::capacity`).
+fn pcie_bound(input: &Input<'_>, sheet: &mut Sheet) {
+    for d in &input.inventory.devices {
+        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        let Some(pci) = &d.pci else { continue };
+        let Some(usable) = pci.usable_gbps else { continue };
+        let Some((port, rate)) = d.ports.iter().filter_map(|p| p.rate_gbps.map(|r| (p.port, r))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
+            continue;
+        };
+        if usable < rate {
+            sheet.fail(
+                "pcie.bound",
+                &d.name,
+                format!("{} Gb/s over PCIe", crate::units::rate(crate::units::round(usable, 0))),
+                Some(format!(">= {} Gb/s (port {port})", crate::units::rate(rate))),
+                Severity::Warning,
+                format!(
+                    "port {port} runs at {} Gb/s but the PCIe link ({} x{}) carries about {} Gb/s: bandwidth tops out there, \
+                     and `pair` judges against the PCIe figure",
+                    crate::units::rate(rate),
+                    pci.current_speed.as_deref().unwrap_or("?"),
+                    pci.current_width.unwrap_or(0),
+                    crate::units::rate(crate::units::round(usable, 0)),
+                ),
+                "seat the adapter in a slot that can feed it (NDR 400 needs PCIe Gen5 x16); if the slot is capable, see \
+                 `pci.link` for a link trained below it",
+            );
+        }
+    }
+}
+
+/// Ports of one node at different active MTUs (unless `--expect mtu` judges each): jobs that
+/// span them run at the smaller, and a mismatch is usually one port left at the default.
+fn mtu_consistency(input: &Input<'_>, sheet: &mut Sheet) {
+    if input.expect.mtu.is_some() {
+        return;
+    }
+    let mtus: Vec<(String, u32)> = input
+        .inventory
+        .ports()
+        .filter(|(d, _)| input.scope.device.as_deref().is_none_or(|s| s == d.name))
+        .filter(|(_, p)| p.state == crate::probe::decode::PortState::Active)
+        .filter_map(|(d, p)| p.active_mtu.map(|m| (format!("{}/{}", d.name, p.port), m)))
+        .collect();
+    let Some(&top) = mtus.iter().map(|(_, m)| m).max() else { return };
+    let largest: Vec<&str> = mtus.iter().filter(|(_, m)| *m == top).map(|(s, _)| s.as_str()).collect();
+    for (subject, mtu) in mtus.iter().filter(|(_, m)| *m < top) {
+        sheet.fail(
+            "port.mtu",
+            subject,
+            mtu.to_string(),
+            Some(top.to_string()),
+            Severity::Warning,
+            format!("active MTU {mtu}, while {} runs {top}: jobs across these ports run at the smaller", largest.join(", ")),
+            "set the same MTU on every port (RoCE: netdev MTU 9000 for an active MTU of 4096; InfiniBand: the partition's MTU in the SM)",
+        );
     }
 }
 

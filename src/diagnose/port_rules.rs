@@ -53,7 +53,14 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
         sheet.pass("port.state", s, observed, expected);
         return;
     }
+    let no_carrier = !ib && port.netdev_state.as_ref().is_some_and(|n| n.carrier == Some(false));
     let (message, remedy): (String, String) = match (port.state, port.phys_state) {
+        // A RoCE port follows its netdev: no carrier is a cable or link down, whatever the
+        // physical state says (mlx5 reports DISABLED for it).
+        (PortState::Down, _) if no_carrier => (
+            format!("RoCE port DOWN: netdev {netdev} has no carrier: the cable or the link is down"),
+            format!("check the cable and optic at both ends and the switch port; `ethtool {netdev}` shows the link, `ip link set {netdev} up` if it is administratively down"),
+        ),
         (PortState::Down, PhysState::Polling) => (
             "port DOWN, physical state POLLING: the port is looking for a peer and sees none — no cable, a bad cable \
              or optic, or the switch/peer port is down"
@@ -193,7 +200,9 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
         (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
         (None, None) => "unknown".into(),
     };
-    match (expect.rate, port.nominal_gbps) {
+    // On Ethernet the netdev's speed is the rate (a RoCE driver's width x speed is a label).
+    let judged = if ib { port.nominal_gbps } else { port.rate_gbps.or(port.nominal_gbps) };
+    match (expect.rate, judged) {
         (Some(want), Some(nominal)) if nominal + 0.01 < want => sheet.fail(
             "link.rate",
             s,
@@ -228,6 +237,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
             sheet.pass("link.speed", s, port.speed.to_string(), Some(want.to_string()));
         }
     }
+    trained(port, s, sheet);
 }
 
 fn fraction(lanes: u32, want: u32) -> String {
@@ -371,5 +381,45 @@ fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
             format!("physical-layer error counters are non-zero: {}", bad.join(" ")),
             "errors that keep rising point at a marginal cable or optic; clear with `perfquery -x -R` and watch",
         );
+    }
+}
+
+/// A link running below what both the port and (as far as it says) its cable support: a lane,
+/// cable or connector fault, or a switch port configured low. Judged only where the port says
+/// what it supports (InfiniBand HDR and later through `port_cap_flags2`, Ethernet through the
+/// netdev's link modes); `fabcheck fabric` judges every link from PortInfo.
+fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
+    let ib = port.link_layer == LinkLayer::InfiniBand;
+    let best = if ib {
+        match (port.width_supported, port.speed_supported) {
+            (None, None) => return,
+            (w, sp) => format!("{} {}", w.map_or(port.width.to_string(), |w| w.to_string()), sp.map_or(port.speed.to_string(), |sp| sp.to_string())),
+        }
+    } else {
+        match port.supported_gbps {
+            Some(g) => format!("{} Gb/s", gbps(g)),
+            None => return,
+        }
+    };
+    let observed =
+        if ib { format!("{} {}", port.width, port.speed) } else { port.rate_gbps.map_or("unknown".into(), |r| format!("{} Gb/s", gbps(r))) };
+    match port.trained_low() {
+        Some(what) => sheet.fail(
+            "link.trained",
+            s,
+            observed,
+            Some(best),
+            Severity::Error,
+            format!("the link trained below what the port supports: {what}"),
+            if ib {
+                "a cable, connector or lane fault, or a cable not rated for the speed (HDR/NDR need their cables); check \
+                 the switch port's enabled speeds; `mlxlink -d <pci>` shows why it trained low; `fabcheck fabric` names \
+                 both ends"
+            } else {
+                "a cable or optic not rated for the speed, a lane fault, or autonegotiation limited by the switch port: \
+                 check `ethtool <netdev>` (advertised vs link partner modes) and the switch port's speed setting"
+            },
+        ),
+        None => sheet.pass("link.trained", s, observed, Some(best)),
     }
 }

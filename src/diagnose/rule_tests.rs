@@ -342,3 +342,40 @@ fn link_error_counters_warn_and_one_link_downed_does_not() {
     let r = diagnose(&inv, None, &Expectations::default());
     assert!(finding(&r, "link.errors", "mlx5_0/1").message.contains("link_downed=2"));
 }
+
+// ---------------------------------------------------------------- capacity (issue 13)
+
+#[test]
+fn an_hdr_card_trained_at_edr_fails_without_any_expectation() {
+    // What the live probe reads from port_cap_flags2 (HDR supported) on a port that trained EDR.
+    let mut inv = fixture("hdr-ib-healthy");
+    let p = &mut inv.devices[0].ports[0];
+    p.speed = crate::probe::decode::Speed::Edr;
+    p.speed_supported = crate::probe::capacity::speed_supported(crate::probe::capacity::CAP2_SPEED_HDR);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_eq!(r.verdict, Verdict::Fail);
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "4X EDR", Some("4X HDR"));
+    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
+    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("speed EDR of HDR"));
+    // The other port, at its best, passes; a port that says nothing is not judged.
+    inv.devices[1].ports[0].speed_supported = Some(crate::probe::decode::Speed::Hdr);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_1/1"), Status::Pass, "4X HDR", Some("4X HDR"));
+    let r = diagnose(&fixture("hdr-ib-healthy"), None, &Expectations::default());
+    assert!(r.checks.iter().all(|c| c.id != "link.trained"), "nothing known, nothing judged");
+}
+
+#[test]
+fn ports_at_different_mtus_warn_without_an_expectation() {
+    let mut inv = fixture("roce-mtu-mismatch");
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Fail, "1024", Some("4096"));
+    assert_eq!(finding(&r, "port.mtu", "mlx5_1/1").severity, Severity::Warning);
+    assert_eq!(r.verdict, Verdict::Pass, "a warning");
+    // With --expect mtu each port is judged on its own instead, once.
+    let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
+    no_finding(&r, "port.mtu");
+    // The same MTU everywhere: nothing to say.
+    inv.devices[1].ports[0].active_mtu = Some(4096);
+    no_finding(&diagnose(&inv, None, &Expectations::default()), "port.mtu");
+}

@@ -31,10 +31,14 @@ pub fn human(report: &Report) -> String {
         let _ = writeln!(out);
     }
     for c in &report.checks {
-        let tag = match c.status {
-            Status::Pass => "ok  ",
-            Status::Fail => "FAIL",
-            Status::Skip => "skip",
+        // The row agrees with what was found about it: never `ok` beside a finding.
+        let worst = report.findings.iter().filter(|f| f.id == c.id && f.subject == c.subject).map(|f| f.severity).min();
+        let tag = match (worst, c.status) {
+            (Some(Severity::Error), _) | (None, Status::Fail) => "FAIL",
+            (Some(Severity::Warning), _) => "warn",
+            (Some(Severity::Info), _) => "info",
+            (None, Status::Pass) => "ok  ",
+            (None, Status::Skip) => "skip",
         };
         let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {e})"));
         let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", c.id, c.subject, c.observed, expected);

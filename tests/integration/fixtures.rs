@@ -186,6 +186,8 @@ fn remedies_name_the_fix() {
         ("roce-link-local-only", vec![], "roce.gid", "ip addr add"),
         ("roce-mtu-mismatch", vec!["--expect", "mtu=4096"], "roce.mtu", "mtu 9000"),
         ("ib-down-polling", vec![], "port.state", "cable"),
+        ("roce-trained-low", vec![], "link.trained", "ethtool <netdev>"),
+        ("ndr-ib-pcie-gen4", vec![], "pcie.bound", "Gen5 x16"),
     ];
     for (fixture, extra, id, needle) in cases {
         let dir = fixtures_dir().join(fixture);
@@ -447,4 +449,26 @@ fn devices_json_agrees_with_the_captured_ibv_devinfo_and_ibstat() {
         }
     }
     assert!(compared >= 15, "only {compared} ports compared");
+}
+
+#[test]
+fn capacity_is_what_the_link_carries() {
+    // Issue 13: a RoCE port's data rate is its Ethernet speed, not 8b/10b of the IB-style name
+    // mlx5 gives it; a cable pulled on RoCE is named as such; a PCIe-bound adapter is named.
+    let dev = |fixture: &str| json(&fabcheck(&["devices", "--json", "--sysfs-root", fixtures_dir().join(fixture).to_str().unwrap()]));
+    let port = dev("roce-40gbe-as-4x-qdr")["devices"][0]["ports"][0].clone();
+    assert_eq!((port["width"].as_str(), port["speed"].as_str()), (Some("4X"), Some("QDR")));
+    assert_eq!(port["rate_gbps"].as_f64(), Some(40.0), "40GbE carries 40, not 4X QDR's 32: {port:#}");
+    assert_eq!(port["rate_source"], "netdev");
+    let port = dev("roce-trained-low")["devices"][0]["ports"][0].clone();
+    assert_eq!((port["rate_gbps"].as_f64(), port["supported_gbps"].as_f64()), (Some(200.0), Some(400.0)));
+    let port = dev("hdr-ib-healthy")["devices"][0]["ports"][0].clone();
+    assert_eq!((port["rate_gbps"].as_f64(), port["rate_source"].as_str()), (Some(200.0), Some("link")));
+    let pci = dev("ndr-ib-pcie-gen4")["devices"][0]["pci"].clone();
+    assert_eq!(pci["usable_gbps"].as_f64().map(|g| g.round()), Some(230.0), "{pci:#}");
+    let doc = json(&fabcheck(&["check", "--json", "--sysfs-root", fixtures_dir().join("roce-no-carrier").to_str().unwrap()]));
+    let state = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "port.state").unwrap().clone();
+    let message = state["message"].as_str().unwrap();
+    assert!(message.contains("no carrier") && message.contains("cable or the link is down"), "{message}");
+    assert!(!message.contains("subnet manager"), "{message}");
 }
