@@ -74,6 +74,31 @@ pub struct CheckArgs {
     pub sysfs_root: Option<PathBuf>,
 }
 
+/// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
+#[derive(Debug, Clone, Args)]
+pub struct ConditionFlags {
+    /// RoCE traffic class of the test's packets (DSCP << 2), so it runs in the lossless class
+    /// the fabric is built for; also rdma_cm's ToS with --cm.
+    #[arg(long, value_name = "N")]
+    pub tclass: Option<u8>,
+    /// InfiniBand service level (0..15).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15))]
+    pub sl: Option<u8>,
+    /// P_Key index of the test's queue pairs.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127))]
+    pub pkey_index: Option<u16>,
+    /// Register buffers without relaxed ordering (perftest and fabcheck use it by default).
+    #[arg(long)]
+    pub no_relaxed_ordering: bool,
+    /// What the link should be (as `check --expect`: rate, width, speed, link_layer, mtu...);
+    /// an endpoint short of it fails the pair.
+    #[arg(long, value_name = "KEY=VALUE")]
+    pub expect: Vec<String>,
+    /// Expectations from a file, as `check --profile`.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
+}
+
 /// How `pair` and `mesh` reach agents and bound their tests.
 #[derive(Debug, Clone, Args)]
 pub struct AgentFlags {
@@ -139,6 +164,8 @@ pub struct PairArgs {
     pub threshold: f64,
     #[command(flatten)]
     pub agents: AgentFlags,
+    #[command(flatten)]
+    pub conditions: ConditionFlags,
     /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
     /// out-of-band exchange: A connects, B listens. RoCE only for now.
     #[arg(long)]
@@ -181,6 +208,8 @@ pub struct MeshArgs {
     pub fanout: u64,
     #[command(flatten)]
     pub agents: AgentFlags,
+    #[command(flatten)]
+    pub conditions: ConditionFlags,
     /// Write an HTML heat map of the bandwidth matrix.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,

@@ -1,8 +1,10 @@
 //! The agent flags `pair` and `mesh` share, as the options `control::link` starts agents with.
 
-use crate::cli::{AgentFlags, Launcher};
+use crate::cli::{AgentFlags, ConditionFlags, Launcher};
 use crate::control::link::{self, LaunchOptions};
+use crate::diagnose::Expectations;
 use crate::error::Failure;
+use crate::spec::Conditions;
 use crate::sys::fs::read_text;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -39,4 +41,23 @@ pub fn token(inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>
         return Err(Failure::new(format!("the token file {} is empty", path.display()), remedy));
     }
     Ok(Some(token.to_string()))
+}
+
+/// The test conditions the flags ask for.
+pub fn conditions(flags: &ConditionFlags) -> Conditions {
+    Conditions { tclass: flags.tclass, sl: flags.sl, pkey_index: flags.pkey_index, relaxed_ordering: !flags.no_relaxed_ordering }
+}
+
+/// `--profile` then `--expect`, as `check` reads them.
+pub fn expectations(flags: &ConditionFlags) -> Result<Expectations, Failure> {
+    let mut expect = Expectations::default();
+    if let Some(path) = &flags.profile {
+        let text = read_text(path, 64 * 1024 + 1)
+            .map_err(|e| Failure::new(format!("cannot read profile: {e}"), "give the path of a readable KEY=VALUE file"))?;
+        expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
+    }
+    for kv in &flags.expect {
+        expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
+    }
+    Ok(expect)
 }

@@ -1,6 +1,6 @@
 //! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
 
-use super::agents::launch_options;
+use super::agents::{conditions, expectations, launch_options};
 use crate::cli::MeshArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
@@ -61,7 +61,8 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         specs,
         plan,
         launch,
-        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None },
+        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None, expect: expectations(&args.conditions)? },
+        conditions: conditions(&args.conditions),
         gid_index: args.agents.gid_index,
         timeout: Duration::from_secs(args.agents.timeout.max(1)),
         fanout: args.fanout as usize,

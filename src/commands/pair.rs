@@ -1,6 +1,6 @@
 //! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
 
-use super::agents::launch_options;
+use super::agents::{conditions, expectations, launch_options};
 use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
@@ -59,7 +59,8 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         endpoints,
         plan,
         launch,
-        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us },
+        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect: expectations(&args.conditions)? },
+        conditions: conditions(&args.conditions),
         gid_index: args.agents.gid_index,
         cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),

@@ -25,7 +25,7 @@ pub struct AgentOptions {
 const QUEUE: usize = 16;
 
 enum Event {
-    Request(Request),
+    Request(Box<Request>),
     Bad(String),
     /// The channel ended in the middle of a message.
     Truncated,
@@ -54,14 +54,14 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
             Ok(Some(line)) => match protocol::decode::<Request>(&line) {
                 Ok(Request::Stop) => {
                     reader_signals.stop.store(true, Ordering::Relaxed);
-                    Event::Request(Request::Stop)
+                    Event::Request(Box::new(Request::Stop))
                 }
                 // Goodbye ends a running test at once: the controller is leaving.
                 Ok(Request::Bye) => {
                     reader_signals.abort.store(true, Ordering::Relaxed);
-                    Event::Request(Request::Bye)
+                    Event::Request(Box::new(Request::Bye))
                 }
-                Ok(req) => Event::Request(req),
+                Ok(req) => Event::Request(Box::new(req)),
                 Err(e) => {
                     reader_signals.abort.store(true, Ordering::Relaxed);
                     Event::Bad(e.to_string())
@@ -83,7 +83,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                 return;
             }
         };
-        let last = matches!(event, Event::Bad(_) | Event::Request(Request::Bye));
+        let last = matches!(&event, Event::Bad(_)) || matches!(&event, Event::Request(r) if matches!(**r, Request::Bye));
         if tx.send(event).is_err() || last {
             return;
         }
@@ -111,7 +111,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                 ended = Err(AgentError::Refused(why));
                 break;
             }
-            Event::Request(r) => r,
+            Event::Request(r) => *r,
         };
         if !authenticated && !matches!(request, Request::Hello { .. }) {
             reply(

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const VERSION: u32 = 1;
 /// Longest accepted line (an inventory of a big node fits many times over).
 pub const MAX_LINE: usize = 1 << 20;
-pub use crate::spec::{CmRole, Endpoint, Role, RunResult, Target, TestKind, TestSpec, MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
+pub use crate::spec::{CmRole, Conditions, Endpoint, Role, RunResult, Target, TestKind, TestSpec, MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
 
 /// Controller -> agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -105,7 +105,10 @@ mod tests {
         let reqs = vec![
             Request::Hello { token: Some("t".into()) },
             Request::Inventory,
-            Request::Prepare { target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None }, spec: spec() },
+            Request::Prepare {
+                target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None, conditions: Default::default() },
+                spec: spec(),
+            },
             Request::Run,
             Request::Stop,
             Request::Finish,

@@ -86,6 +86,7 @@ pub struct MeshConfig {
     pub launch: LaunchOptions,
     pub pair_criteria: verdict::Criteria,
     pub gid_index: Option<u8>,
+    pub conditions: crate::spec::Conditions,
     pub timeout: Duration,
     pub fanout: usize,
     pub html: Option<PathBuf>,
@@ -305,7 +306,7 @@ fn run_round(
     let mut pairs = Vec::new();
     for &(a, b) in round {
         if agents[a].reached && agents[b].reached {
-            let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None));
+            let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None, run.conditions));
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
             jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });

@@ -18,6 +18,7 @@ use crate::control::link::LaunchOptions;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::{Failure, Outcome};
+use crate::spec::Conditions;
 use plan::PlannedTest;
 use report::{PairDoc, Side};
 use sequence::PairSequence;
@@ -32,6 +33,7 @@ pub struct PairConfig {
     pub criteria: verdict::Criteria,
     pub gid_index: Option<u8>,
     pub cm: bool,
+    pub conditions: Conditions,
     pub test_timeout: Duration,
     pub json: bool,
 }
@@ -47,7 +49,7 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
-    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i])));
+    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions));
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
     let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
     drive(&mut hub, &mut jobs, 1)?;
@@ -62,7 +64,9 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
     let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
-    let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings };
+    let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
+    let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
+    let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };
     if config.json {
         crate::report::print_json(&doc);
     } else {
@@ -72,8 +76,8 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
 }
 
 /// Where a test runs on one endpoint, as the agent is told.
-pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>) -> Target {
-    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm }
+pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>, conditions: Conditions) -> Target {
+    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions }
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {
@@ -87,5 +91,9 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         rate_gbps: e.rate_gbps,
         ca_type: e.ca_type.clone(),
         mtu: Some(e.mtu),
+        tclass: e.conditions.tclass,
+        sl: e.conditions.sl,
+        pcie_gbps: e.pcie_gbps,
+        trained_low: e.trained_low.clone(),
     }
 }

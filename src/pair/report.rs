@@ -23,6 +23,18 @@ pub struct Side {
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub mtu: Option<u32>,
+    /// RoCE traffic class the test ran in (`--tclass`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    /// InfiniBand service level (`--sl`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    /// Usable bandwidth of the adapter's PCIe link, Gb/s.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gbps: Option<f64>,
+    /// How this end's link runs below what it supports, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained_low: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,6 +70,12 @@ pub struct PairDoc {
     pub b: Side,
     pub results: Vec<TestResult>,
     pub findings: Vec<Finding>,
+    /// Whether both ends registered their buffers with relaxed ordering.
+    #[serde(default)]
+    pub relaxed_ordering: bool,
+    /// What bandwidth was judged against, Gb/s, and what set it (`link` or `pcie`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capacity_gbps: Option<f64>,
 }
 
 /// Serde: latency figures to three decimals in the document.

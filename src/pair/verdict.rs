@@ -8,24 +8,51 @@ use crate::spec::LinkLayer;
 use crate::units;
 use std::collections::BTreeMap;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Criteria {
     /// Share of the link's data rate the largest-size bandwidth must reach (0.9).
     pub bw_fraction: f64,
     pub max_lat_us: Option<f64>,
+    /// What each end's link should be (`--expect`, `--profile`).
+    pub expect: crate::diagnose::Expectations,
 }
 
 /// Smallest size judged against line rate: smaller messages are bound by message rate.
 pub const JUDGED_MIN_SIZE: u32 = 65536;
 
+/// What the pair's bandwidth is judged against: the slower end's link data rate, or its PCIe
+/// link's usable bandwidth where that is smaller (see `probe::capacity`).
+pub fn capacity(a: &Side, b: &Side) -> Option<crate::probe::capacity::Capacity> {
+    let end = |s: &Side| s.rate_gbps.map(|r| crate::probe::capacity::capacity(r, s.pcie_gbps));
+    match (end(a), end(b)) {
+        (Some(x), Some(y)) => Some(if x.gbps <= y.gbps { x } else { y }),
+        (x, y) => x.or(y),
+    }
+}
+
 pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
     let mut findings = Vec::new();
     let soft = a.ca_type.starts_with("Soft-") || b.ca_type.starts_with("Soft-");
-    let link = match (a.rate_gbps, b.rate_gbps) {
-        (Some(x), Some(y)) => Some(x.min(y)),
-        (x, y) => x.or(y),
-    };
+    let cap = capacity(a, b);
+    let link = cap.map(|c| c.gbps);
     let subject = format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device);
+    ends(a, b, criteria, &subject, &mut findings);
+    if let (Some(c), false) = (cap, soft) {
+        if c.pcie_bound {
+            findings.push(Finding {
+                id: "pcie.bound".into(),
+                severity: Severity::Warning,
+                subject: subject.clone(),
+                message: format!(
+                    "bandwidth is judged against {} Gb/s, what the slower end's PCIe link carries, not its link rate",
+                    gbps(c.gbps.round())
+                ),
+                remedy:
+                    "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound"
+                        .into(),
+            });
+        }
+    }
 
     for r in results.iter().filter(|r| r.error.is_some()) {
         findings.push(Finding {
@@ -45,6 +72,18 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         if r.size > e.size {
             *e = r;
         }
+    }
+    if !soft && largest.values().all(|r| r.size < JUDGED_MIN_SIZE) && !largest.is_empty() {
+        findings.push(Finding {
+            id: "pair.bw".into(),
+            severity: Severity::Info,
+            subject: subject.clone(),
+            message: format!(
+                "bandwidth is reported, not judged: the largest size was {} bytes, and below {JUDGED_MIN_SIZE} a transfer is bound by message rate, not the link",
+                largest.values().map(|r| r.size).max().unwrap_or(0)
+            ),
+            remedy: format!("add --size {JUDGED_MIN_SIZE} (or --sweep) to judge the link"),
+        });
     }
     if soft && !largest.is_empty() {
         findings.push(Finding {
@@ -81,6 +120,15 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         }
     }
 
+    if criteria.max_lat_us.is_none() && results.iter().any(|r| r.error.is_none() && r.lat_us.is_some()) {
+        findings.push(Finding {
+            id: "pair.latency".into(),
+            severity: Severity::Info,
+            subject: subject.clone(),
+            message: "latency is reported, not judged: no limit was given".into(),
+            remedy: "give --max-lat-us (p50, one-way for send/write, round trip for read, as perftest reports) to judge it".into(),
+        });
+    }
     for r in results.iter().filter(|r| r.error.is_none()) {
         let Some(lat) = &r.lat_us else { continue };
         if let Some(max) = criteria.max_lat_us {
@@ -114,12 +162,40 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     }
 
     for r in results {
-        let retrans: Vec<String> = r
-            .counters
-            .iter()
-            .filter(|(name, _)| counters::is_retransmission(name.split(':').nth(1).unwrap_or(name)))
-            .map(|(n, v)| format!("{n} +{v}"))
-            .collect();
+        let of_kind = |kind: counters::Kind| -> Vec<String> {
+            r.counters
+                .iter()
+                .filter(|(name, _)| counters::kind(name.split(':').nth(1).unwrap_or(name)) == kind)
+                .map(|(n, v)| format!("{n} +{v}"))
+                .collect()
+        };
+        let rnr = of_kind(counters::Kind::ReceiverNotReady);
+        if !rnr.is_empty() {
+            findings.push(Finding {
+                id: "pair.flow_control".into(),
+                severity: Severity::Info,
+                subject: subject.clone(),
+                message: format!(
+                    "{} {} at {} bytes: the receiver was not ready (RNR) at times: {}; this is receive flow control, not loss",
+                    r.test,
+                    r.direction,
+                    r.size,
+                    rnr.join(", ")
+                ),
+                remedy: "nothing on the fabric; an application sees this when its receives are posted too late".into(),
+            });
+        }
+        let congestion = of_kind(counters::Kind::Congestion);
+        if !congestion.is_empty() {
+            findings.push(Finding {
+                id: "pair.congestion".into(),
+                severity: Severity::Info,
+                subject: subject.clone(),
+                message: format!("{} {} at {} bytes: congestion control acted: {}", r.test, r.direction, r.size, congestion.join(", ")),
+                remedy: "expected under load on RoCE with ECN/DCQCN; if bandwidth is short, look for other traffic on the path".into(),
+            });
+        }
+        let retrans = of_kind(counters::Kind::Loss);
         if !retrans.is_empty() {
             findings.push(Finding {
                 id: "pair.retransmission".into(),
@@ -148,6 +224,69 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     findings.sort_by_key(|f| f.severity);
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
     (verdict, findings)
+}
+
+/// Findings about the two ends themselves: one trained below what it supports (the verdict
+/// must not pass it at the lower rate it negotiated), ends at different rates, and the
+/// expectations the user gave.
+fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut Vec<Finding>) {
+    for (name, s) in [("A", a), ("B", b)] {
+        if let Some(what) = &s.trained_low {
+            findings.push(Finding {
+                id: "pair.capacity".into(),
+                severity: Severity::Error,
+                subject: subject.into(),
+                message: format!("{name} ({}/{}) trained below what its port supports: {what}", s.host, s.device),
+                remedy: "a cable, connector or lane fault, or a switch port configured low: run `fabcheck check` on that node \
+                         (link.trained); on InfiniBand `fabcheck fabric` names both ends of the link"
+                    .into(),
+            });
+        }
+        if let (Some(want), Some(rate)) = (criteria.expect.rate, s.rate_gbps) {
+            if rate + 0.01 < want {
+                findings.push(Finding {
+                    id: "pair.capacity".into(),
+                    severity: Severity::Error,
+                    subject: subject.into(),
+                    message: format!("{name} ({}/{}) runs at {} Gb/s, {} Gb/s expected", s.host, s.device, gbps(rate), gbps(want)),
+                    remedy: "run `fabcheck check --expect rate=...` on that node: the link trained low or the wrong port was used".into(),
+                });
+            }
+        }
+        if let Some(want) = criteria.expect.link_layer {
+            if s.link_layer != want {
+                findings.push(Finding {
+                    id: "pair.capacity".into(),
+                    severity: Severity::Error,
+                    subject: subject.into(),
+                    message: format!("{name} ({}/{}) is {}, {} expected", s.host, s.device, s.link_layer, want),
+                    remedy: "run `fabcheck check` on that node (port.link_layer says how to change it)".into(),
+                });
+            }
+        }
+        if let (Some(want), Some(mtu)) = (criteria.expect.mtu, s.mtu) {
+            if mtu < want {
+                findings.push(Finding {
+                    id: "pair.mtu".into(),
+                    severity: Severity::Error,
+                    subject: subject.into(),
+                    message: format!("{name} ({}/{}) has active MTU {mtu}, {want} expected", s.host, s.device),
+                    remedy: "set the netdev MTU to 9000 for a RoCE MTU of 4096; on InfiniBand the partition's MTU".into(),
+                });
+            }
+        }
+    }
+    if let (Some(ra), Some(rb)) = (a.rate_gbps, b.rate_gbps) {
+        if (ra - rb).abs() > 0.5 {
+            findings.push(Finding {
+                id: "pair.rate".into(),
+                severity: Severity::Warning,
+                subject: subject.into(),
+                message: format!("the ends run at different rates ({} vs {} Gb/s): the pair is judged against the slower", gbps(ra), gbps(rb)),
+                remedy: "if both should match, run `fabcheck check` on the slower node".into(),
+            });
+        }
+    }
 }
 
 fn bw_remedy(a: &Side, b: &Side) -> String {
@@ -179,6 +318,10 @@ mod tests {
             rate_gbps: Some(rate),
             ca_type: ca.into(),
             mtu: Some(4096),
+            tclass: None,
+            sl: None,
+            pcie_gbps: None,
+            trained_low: None,
         }
     }
 
@@ -200,7 +343,7 @@ mod tests {
     }
 
     fn criteria() -> Criteria {
-        Criteria { bw_fraction: 0.9, max_lat_us: Some(5.0) }
+        Criteria { bw_fraction: 0.9, max_lat_us: Some(5.0), expect: Default::default() }
     }
 
     #[test]
@@ -249,7 +392,7 @@ mod tests {
     #[test]
     fn threshold_90_fails_89_percent_and_passes_91() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
-        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None };
+        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None, expect: Default::default() };
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 178.0)], &at_90);
         assert_eq!(v, Verdict::Fail, "89% of the link at --threshold 90");
         assert_eq!(f.len(), 1, "{f:?}");
@@ -278,13 +421,13 @@ mod tests {
                 Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
             r
         };
-        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0) };
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0), expect: Default::default() };
         let (v, f) = judge(&a, &b, &[lat(2.0)], &c);
         assert_eq!(v, Verdict::Pass, "{f:?}");
         let (v, f) = judge(&a, &b, &[lat(2.1)], &c);
         assert_eq!(v, Verdict::Fail);
         assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.latency", Severity::Error));
-        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None });
+        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() });
         assert_eq!(v, Verdict::Pass, "no limit, no latency verdict");
     }
 
@@ -310,5 +453,83 @@ mod tests {
         let (v, f) = judge(&a, &b, &[r], &criteria());
         assert_eq!(v, Verdict::Fail);
         assert_eq!(f[0].remedy, "check the link");
+    }
+
+    fn lat(p50: f64) -> TestResult {
+        let mut r = bw("send_lat", "a->b", 2, 0.0);
+        r.bw_gbps = None;
+        r.lat_us =
+            Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
+        r
+    }
+
+    fn ids(findings: &[Finding]) -> Vec<(String, Severity)> {
+        findings.iter().map(|f| (f.id.clone(), f.severity)).collect()
+    }
+
+    #[test]
+    fn a_pcie_bound_pair_is_judged_against_pcie() {
+        // NDR 400 behind PCIe Gen4 x16 (230 Gb/s usable): 220 passes, 150 fails against 230.
+        let mut a = side("ConnectX-7", 400.0);
+        a.pcie_gbps = Some(230.5);
+        let b = side("ConnectX-7", 400.0);
+        assert_eq!(capacity(&a, &b), Some(crate::probe::capacity::Capacity { gbps: 230.5, pcie_bound: true }));
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 220.0)], &criteria());
+        assert_eq!(v, Verdict::Pass, "{f:#?}");
+        assert!(ids(&f).contains(&("pcie.bound".into(), Severity::Warning)));
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 150.0)], &criteria());
+        assert_eq!(v, Verdict::Fail);
+        assert!(f.iter().any(|f| f.id == "pair.bw" && f.message.contains("of the 230.5 Gb/s link")), "{f:#?}");
+    }
+
+    #[test]
+    fn an_end_that_trained_low_fails_the_pair_even_at_full_negotiated_rate() {
+        // A 4X HDR card trained at 4X EDR runs 97 of 100 Gb/s: the negotiated rate would pass it.
+        let a = side("ConnectX-6", 200.0);
+        let mut b = side("ConnectX-6", 100.0);
+        b.host = "n2".into();
+        b.trained_low = Some("speed EDR of HDR".into());
+        let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 97.0)], &criteria());
+        assert_eq!(v, Verdict::Fail);
+        let cap = f.iter().find(|f| f.id == "pair.capacity").expect("pair.capacity");
+        assert!(cap.message.starts_with("B (n2/mlx5_0) trained below") && cap.message.contains("EDR of HDR"), "{}", cap.message);
+        assert!(ids(&f).contains(&("pair.rate".into(), Severity::Warning)), "ends at 200 and 100: {f:#?}");
+    }
+
+    #[test]
+    fn expectations_apply_to_both_ends() {
+        let mut c = criteria();
+        c.expect.set("rate=200").unwrap();
+        let (v, f) = judge(&side("ConnectX-6", 200.0), &side("ConnectX-6", 200.0), &[bw("write_bw", "a->b", 65536, 190.0)], &c);
+        assert_eq!(v, Verdict::Pass, "{f:#?}");
+        let (v, f) = judge(&side("ConnectX-6", 100.0), &side("ConnectX-6", 100.0), &[bw("write_bw", "a->b", 65536, 97.0)], &c);
+        assert_eq!(v, Verdict::Fail);
+        assert_eq!(f.iter().filter(|f| f.id == "pair.capacity").count(), 2, "both ends named: {f:#?}");
+    }
+
+    #[test]
+    fn what_is_not_judged_says_so() {
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() };
+        let (v, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[bw("write_bw", "a->b", 4096, 50.0), lat(3.0)], &c);
+        assert_eq!(v, Verdict::Pass);
+        let bw_info = f.iter().find(|f| f.id == "pair.bw").expect("pair.bw info");
+        assert_eq!(bw_info.severity, Severity::Info);
+        assert!(bw_info.message.contains("4096 bytes"), "{}", bw_info.message);
+        assert!(f.iter().any(|f| f.id == "pair.latency" && f.severity == Severity::Info), "{f:#?}");
+    }
+
+    #[test]
+    fn counters_are_read_for_what_they_mean() {
+        let mut r = bw("send_bw", "a->b", 65536, 390.0);
+        r.counters.insert("b:rnr_nak_retry_err".into(), 12);
+        r.counters.insert("a:np_cnp_sent".into(), 40);
+        let (v, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[r.clone()], &criteria());
+        assert_eq!(v, Verdict::Pass);
+        assert!(ids(&f).contains(&("pair.flow_control".into(), Severity::Info)), "RNR is flow control: {f:#?}");
+        assert!(ids(&f).contains(&("pair.congestion".into(), Severity::Info)), "{f:#?}");
+        assert!(!f.iter().any(|f| f.id == "pair.retransmission"), "neither is loss: {f:#?}");
+        r.counters.insert("a:out_of_sequence".into(), 3);
+        let (_, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[r], &criteria());
+        assert!(ids(&f).contains(&("pair.retransmission".into(), Severity::Warning)), "{f:#?}");
     }
 }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 /// Counters (from `counters/` and `hw_counters/`) whose movement during a test means
 /// packets were lost, retried or refused. Names from mlx5 and rxe.
-pub const TROUBLE: [&str; 20] = [
+pub const TROUBLE: [&str; 30] = [
     "local_ack_timeout_err",
     "out_of_sequence",
     "packet_seq_err",
@@ -25,6 +25,16 @@ pub const TROUBLE: [&str; 20] = [
     "port_rcv_errors",
     "port_xmit_discards",
     "np_cnp_sent",
+    "rp_cnp_handled",
+    "np_ecn_marked_roce_packets",
+    "out_of_buffer",
+    "req_transport_retries_exceeded",
+    "roce_adp_retrans",
+    "roce_slow_restart",
+    "roce_slow_restart_cnps",
+    "roce_slow_restart_trans",
+    "port_xmit_wait",
+    "port_rcv_remote_physical_errors",
 ];
 
 /// A snapshot of a port's trouble counters.
@@ -59,9 +69,36 @@ pub fn deltas(before: &Snapshot, after: &Snapshot) -> Vec<(String, u64)> {
         .collect()
 }
 
-/// Whether a counter means retransmission (as opposed to congestion notification).
+/// What a counter's movement means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Packets lost and retransmitted, or errors on the link: trouble.
+    Loss,
+    /// The receiver had no receive posted (RNR NAKs) or no buffer: flow control, not loss.
+    ReceiverNotReady,
+    /// Congestion control acting (CNPs, ECN marks, slow restarts, time waiting to send).
+    Congestion,
+}
+
+/// The kind of a trouble counter.
+pub fn kind(name: &str) -> Kind {
+    match name {
+        "rnr_nak_retry_err" | "send_rnr_err" | "rcvd_rnr_err" | "out_of_buffer" => Kind::ReceiverNotReady,
+        "np_cnp_sent"
+        | "rp_cnp_handled"
+        | "np_ecn_marked_roce_packets"
+        | "roce_slow_restart"
+        | "roce_slow_restart_cnps"
+        | "roce_slow_restart_trans"
+        | "port_xmit_wait" => Kind::Congestion,
+        _ => Kind::Loss,
+    }
+}
+
+/// Whether a counter means retransmission or link errors (as opposed to flow control or
+/// congestion notification).
 pub fn is_retransmission(name: &str) -> bool {
-    !matches!(name, "np_cnp_sent")
+    kind(name) == Kind::Loss
 }
 
 #[cfg(test)]

@@ -100,6 +100,8 @@ impl Session {
     /// the test needs. Errors name the cause (port INIT, no routable GID, memlock...).
     pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
         spec.validate().map_err(PerfError::BadSpec)?;
+        target.conditions.validate().map_err(PerfError::BadSpec)?;
+        let mut conditions = target.conditions;
         let inv = probe::inventory(&Source::Live, target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
         if port.state != PortState::Active {
@@ -128,7 +130,7 @@ impl Session {
         let subject = format!("{}/{}", device.name, port.port);
         let cm = match target.cm {
             None => None,
-            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps)?),
+            Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps, conditions.tclass)?),
         };
         let ctx = match &cm {
             None => Context::open(&device.name)?,
@@ -159,7 +161,19 @@ impl Session {
         let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
         let buffer_len = (size as usize) * 2;
-        let mr = MemoryRegion::new(&pd, buffer_len, buffer_access(spec.test, spec.role)).map_err(PerfError::from_reg)?;
+        let access = buffer_access(spec.test, spec.role);
+        // Relaxed ordering, as perftest registers by default; a provider that refuses the flag
+        // gets the plain registration, and the endpoint says which was used.
+        let mr = match conditions.relaxed_ordering {
+            true => match MemoryRegion::new(&pd, buffer_len, access | Access::RELAXED_ORDERING) {
+                Ok(mr) => mr,
+                Err(_) => {
+                    conditions.relaxed_ordering = false;
+                    MemoryRegion::new(&pd, buffer_len, access).map_err(PerfError::from_reg)?
+                }
+            },
+            false => MemoryRegion::new(&pd, buffer_len, access).map_err(PerfError::from_reg)?,
+        };
         let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED;
         let mut qps = Vec::new();
         let mut inline = want_inline;
@@ -180,7 +194,7 @@ impl Session {
         inline = inline && qps.iter().all(|q| q.max_inline() >= spec.size);
         let port_num = port.port as u8;
         for qp in &mut qps {
-            qp.to_init(port_num, qp_access(spec.test, spec.role))?;
+            qp.to_init(port_num, conditions.pkey_index.unwrap_or(0), qp_access(spec.test, spec.role))?;
         }
         let psn = initial_psn();
         let local = Endpoint {
@@ -201,6 +215,9 @@ impl Session {
             ca_type: device.ca_type.clone(),
             max_rd_atomic,
             cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
+            pcie_gbps: device.pci.as_ref().and_then(|p| p.usable_gbps),
+            trained_low: port.trained_low(),
+            conditions,
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
         Ok(Session {
@@ -251,6 +268,8 @@ impl Session {
                 remote_gid,
                 sgid_index: self.local.gid_index.unwrap_or(0),
                 max_rd_atomic: rd_atomic,
+                sl: self.local.conditions.sl.unwrap_or(0),
+                traffic_class: self.local.conditions.tclass.unwrap_or(0),
             };
             qp.to_rtr(&path)?;
             // timeout 14: 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows in ~0.5 s.
@@ -272,6 +291,9 @@ impl Session {
                 let dst: SocketAddr = text.parse().map_err(|_| PerfError::BadPeer(format!("'{text}' is not an address")))?;
                 for _ in 0..n {
                     let mut id = CmId::new(&state.channel)?;
+                    if let Some(tos) = self.local.conditions.tclass {
+                        id.set_tos(tos)?;
+                    }
                     id.bind(SocketAddr::new(state.ip, 0))?;
                     id.resolve(dst, CM_STEP)?;
                     let qp = id.create_qp(&self.pd, &self.send_cq, &self.recv_cq, self.qp_config)?;
@@ -317,12 +339,23 @@ impl Session {
 
 /// Binds an rdma_cm id to the port's address (see [`gid::cm_address`]), so that librdmacm
 /// opens the same device; a listener starts listening.
-fn cm_bind(role: CmRole, port: &probe::Port, chosen_gid: Option<std::net::Ipv6Addr>, subject: &str, backlog: u32) -> Result<CmState, PerfError> {
+fn cm_bind(
+    role: CmRole,
+    port: &probe::Port,
+    chosen_gid: Option<std::net::Ipv6Addr>,
+    subject: &str,
+    backlog: u32,
+    tos: Option<u8>,
+) -> Result<CmState, PerfError> {
     let addrs = port.netdev.as_deref().map(|n| (n, crate::sys::io::interface_addresses(n)));
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
     let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
     let channel = CmChannel::new()?;
     let id = CmId::new(&channel)?;
+    if let Some(tos) = tos {
+        // Ids a listener accepts take its type of service.
+        id.set_tos(tos)?;
+    }
     id.bind(SocketAddr::new(ip, 0))?;
     if role == CmRole::Listen {
         id.listen(backlog.max(1) as i32)?;

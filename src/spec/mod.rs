@@ -195,6 +195,15 @@ pub struct Endpoint {
     /// With rdma_cm: the listener's `ip:port`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cm_addr: Option<String>,
+    /// Usable bandwidth of the adapter's PCIe link, Gb/s, when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pcie_gbps: Option<f64>,
+    /// How the port runs below what it supports (`speed EDR of HDR`), if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained_low: Option<String>,
+    /// The conditions this side set up (what the agent applied, not just what was asked).
+    #[serde(default, skip_serializing_if = "Conditions::is_default")]
+    pub conditions: Conditions,
 }
 
 /// Result of one side's run of a test: raw enough for the controller to summarise.
@@ -222,6 +231,45 @@ pub struct Target {
     /// Connect through librdmacm instead of the out-of-band exchange, in this role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cm: Option<CmRole>,
+    /// The conditions the test runs under (traffic class, SL, P_Key, relaxed ordering).
+    #[serde(default, skip_serializing_if = "Conditions::is_default")]
+    pub conditions: Conditions,
+}
+
+/// What the fabric sees of a test's traffic, as users set it with perftest's flags: the RoCE
+/// traffic class (the lossless class the fabric is built for), the InfiniBand service level,
+/// the P_Key index, and relaxed ordering of the buffers (perftest's default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Conditions {
+    /// RoCE: the GRH traffic class (DSCP << 2 | ECN); rdma_cm's ToS. `None`: 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass: Option<u8>,
+    /// InfiniBand service level (0..15).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sl: Option<u8>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pkey_index: Option<u16>,
+    /// Register buffers with `IBV_ACCESS_RELAXED_ORDERING` (an optional flag: ignored where
+    /// unsupported).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub relaxed_ordering: bool,
+}
+
+impl Conditions {
+    pub fn is_default(&self) -> bool {
+        *self == Conditions::default()
+    }
+
+    /// Checks the limits; an agent runs nothing that fails this.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.sl.is_some_and(|sl| sl > 15) {
+            return Err("service level must be 0..15".into());
+        }
+        if self.pkey_index.is_some_and(|p| p > 127) {
+            return Err("P_Key index must be 0..127".into());
+        }
+        Ok(())
+    }
 }
 
 /// A side's part in an rdma_cm connection.

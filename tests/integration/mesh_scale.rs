@@ -276,6 +276,9 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     ca_type: device.ca_type.clone(),
                     max_rd_atomic: 16,
                     cm_addr: None,
+                    pcie_gbps: None,
+                    trained_low: None,
+                    conditions: Default::default(),
                 };
                 spec = Some(s);
                 send(&Reply::Ready { endpoint })?;

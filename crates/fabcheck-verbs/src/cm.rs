@@ -12,6 +12,10 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// `RDMA_OPTION_ID` / `RDMA_OPTION_ID_TOS` (rdma_cma.h).
+const RDMA_OPTION_ID: i32 = 0;
+const RDMA_OPTION_ID_TOS: i32 = 0;
+
 extern "C" {
     /// Exported by librdmacm; not in rdma-sys's bindings. Network byte order.
     fn rdma_get_src_port(id: *mut sys::rdma_cm_id) -> u16;
@@ -190,6 +194,19 @@ impl CmId {
         let rc = unsafe { sys::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
+        }
+        Ok(())
+    }
+
+    /// The IP type of service of the connection (rdma_cm maps it to the RoCE traffic class).
+    pub fn set_tos(&self, tos: u8) -> Result<(), VerbsError> {
+        let mut value = tos;
+        // SAFETY: valid id; RDMA_OPTION_ID_TOS takes a u8, passed by pointer with its size.
+        let rc = unsafe {
+            sys::rdma_set_option(self.raw(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (&mut value as *mut u8).cast(), std::mem::size_of::<u8>())
+        };
+        if rc != 0 {
+            return Err(VerbsError::Cm { step: "rdma_set_option(TOS)", source: from_return_code(rc) });
         }
         Ok(())
     }

@@ -17,6 +17,9 @@ impl Access {
     pub const REMOTE_WRITE: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0);
     pub const REMOTE_READ: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0);
     pub const NONE: Access = Access(0);
+    /// `IBV_ACCESS_RELAXED_ORDERING` (`IBV_ACCESS_OPTIONAL_FIRST`): the adapter may reorder its
+    /// PCIe writes into the buffer. An optional flag: where unsupported it is ignored.
+    pub const RELAXED_ORDERING: Access = Access(1 << 20);
 
     pub fn bits(self) -> u32 {
         self.0

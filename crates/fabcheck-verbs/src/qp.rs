@@ -29,6 +29,10 @@ pub struct PathSpec {
     pub remote_gid: Option<[u8; 16]>,
     pub sgid_index: u8,
     pub max_rd_atomic: u8,
+    /// InfiniBand service level of the path.
+    pub sl: u8,
+    /// RoCE: the GRH traffic class (DSCP << 2 | ECN).
+    pub traffic_class: u8,
 }
 
 pub struct QueuePair {
@@ -107,11 +111,12 @@ impl QueuePair {
         self.max_inline
     }
 
-    /// RESET -> INIT, granting the remote access the test needs and nothing more.
-    pub fn to_init(&mut self, port: u8, access: Access) -> Result<(), VerbsError> {
+    /// RESET -> INIT on P_Key index `pkey_index`, granting the remote access the test needs
+    /// and nothing more.
+    pub fn to_init(&mut self, port: u8, pkey_index: u16, access: Access) -> Result<(), VerbsError> {
         let mut attr = zeroed_attr();
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_INIT;
-        attr.pkey_index = 0;
+        attr.pkey_index = pkey_index;
         attr.port_num = port;
         attr.qp_access_flags = access.bits();
         use sys::ibv_qp_attr_mask as m;
@@ -129,15 +134,16 @@ impl QueuePair {
         attr.max_dest_rd_atomic = path.max_rd_atomic.max(1);
         attr.min_rnr_timer = 12;
         attr.ah_attr.dlid = path.remote_lid;
-        attr.ah_attr.sl = 0;
+        attr.ah_attr.sl = path.sl;
         attr.ah_attr.src_path_bits = 0;
         attr.ah_attr.port_num = path.port;
         if let Some(gid) = path.remote_gid {
             attr.ah_attr.is_global = 1;
             attr.ah_attr.grh.dgid.raw = gid;
             attr.ah_attr.grh.sgid_index = path.sgid_index;
-            attr.ah_attr.grh.hop_limit = 64;
-            attr.ah_attr.grh.traffic_class = 0;
+            // As perftest: routed RoCE may cross many hops.
+            attr.ah_attr.grh.hop_limit = 255;
+            attr.ah_attr.grh.traffic_class = path.traffic_class;
             attr.ah_attr.grh.flow_label = 0;
         }
         use sys::ibv_qp_attr_mask as m;

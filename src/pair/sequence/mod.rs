@@ -66,6 +66,9 @@ pub struct PairSequence {
     owe: [Owe; 2],
     ready: [Option<Endpoint>; 2],
     runs: [Option<RunResult>; 2],
+    /// When each side said it was running (the controller's clock): the skew between the two
+    /// starts of a bidirectional test widens the window its figure is computed over.
+    running_at: [Option<Instant>; 2],
     /// The current test failed on the fabric; the sides are being stopped and released.
     failure: Option<Failure>,
     deadline: Option<Instant>,
@@ -91,6 +94,7 @@ impl PairSequence {
             owe: [Owe::Nothing; 2],
             ready: [None, None],
             runs: [None, None],
+            running_at: [None, None],
             failure: None,
             deadline: None,
             results: Vec::new(),
@@ -127,6 +131,20 @@ impl PairSequence {
         [a, b]
     }
 
+    /// Both sides send (bidirectional): they are started together, so their windows overlap.
+    fn together(&self) -> bool {
+        self.roles() == [Role::Both, Role::Both]
+    }
+
+    /// Whether start step `k` is done: its side (both sides, when started together) answered.
+    fn started(&self, k: usize) -> bool {
+        if self.together() {
+            self.owe.iter().all(|&o| o != Owe::Running)
+        } else {
+            self.owe[self.order()[k]] != Owe::Running
+        }
+    }
+
     /// Passive sides first, so receives are posted and loops running before the first send.
     fn order(&self) -> [usize; 2] {
         if self.roles()[1] == Role::Passive {
@@ -139,6 +157,7 @@ impl PairSequence {
     fn begin_test(&mut self, now: Instant, act: &mut Actions) {
         self.ready = [None, None];
         self.runs = [None, None];
+        self.running_at = [None, None];
         self.failure = None;
         for side in 0..2 {
             let spec = self.test().spec_for(side == 0);
@@ -169,12 +188,18 @@ impl PairSequence {
                     self.send(1, Request::Connect { peer: a }, Owe::Connected, act);
                     self.enter(Phase::Connect, deadline::CONNECT, now);
                 }
+                Phase::Connect if idle(0) && idle(1) && self.together() => {
+                    // Receives were posted while connecting: both may start at once.
+                    self.send(0, Request::Run, Owe::Running, act);
+                    self.send(1, Request::Run, Owe::Running, act);
+                    self.enter(Phase::Start(1), deadline::START, now);
+                }
                 Phase::Connect if idle(0) && idle(1) => {
                     let first = self.order()[0];
                     self.send(first, Request::Run, Owe::Running, act);
                     self.enter(Phase::Start(0), deadline::START, now);
                 }
-                Phase::Start(k) if self.owe[self.order()[k]] != Owe::Running => {
+                Phase::Start(k) if self.started(k) => {
                     if k == 0 {
                         let second = self.order()[1];
                         self.send(second, Request::Run, Owe::Running, act);
@@ -298,7 +323,11 @@ impl PairSequence {
         let eb = self.ready[1].as_ref();
         // One port under both agents (a loopback run): its counters are one set, not two.
         let same_port = matches!((ea, eb), (Some(a), Some(b)) if a.host == b.host && a.device == b.device && a.port == b.port);
-        summarise(t, &self.runs, same_port)
+        let skew = match self.running_at {
+            [Some(a), Some(b)] => a.max(b) - a.min(b),
+            _ => Duration::ZERO,
+        };
+        summarise(t, &self.runs, same_port, skew)
     }
 }
 
@@ -323,6 +352,7 @@ impl Conversation for PairSequence {
             (Owe::Connected, Reply::Connected) | (Owe::Finished, Reply::Finished) => self.owe[side] = Owe::Nothing,
             (Owe::Running, Reply::Running) => {
                 self.owe[side] = Owe::Result;
+                self.running_at[side] = Some(now);
                 // Started while the others are being stopped: stop it too.
                 if self.phase == Phase::Stop {
                     act.send(side, Request::Stop);
@@ -388,7 +418,7 @@ impl Conversation for PairSequence {
 }
 
 /// One test's result from the sides' raw runs.
-fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) -> TestResult {
+fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool, skew: Duration) -> TestResult {
     let spec = &t.spec;
     let (ra, rb) = t.direction.roles();
     let active: Vec<&RunResult> =
@@ -420,12 +450,18 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool) ->
     if spec.test.is_latency() {
         result.lat_us = active.first().and_then(|r| r.lat);
     } else if !active.is_empty() {
-        // Bidirectional: the two directions add up.
-        let bw: f64 = active.iter().map(|r| summary::gbps(r.bytes, r.elapsed_ns)).sum();
-        let rate: f64 = active.iter().map(|r| summary::mpps(r.iterations, r.elapsed_ns)).sum();
-        let peak: f64 = active.iter().map(|r| r.peak_gbps.unwrap_or(0.0)).sum();
+        // One direction: its own window. Both (bidi): everything both sides moved, over a
+        // window that holds both of theirs: the longer one, widened by how far apart they
+        // started as the controller saw it. Each side's own rate summed would count a side
+        // that started late as if it had overlapped the whole time.
+        let bytes: u64 = active.iter().map(|r| r.bytes).sum();
+        let messages: u64 = active.iter().map(|r| r.iterations).sum();
+        let longest = active.iter().map(|r| r.elapsed_ns).max().unwrap_or(0);
+        let window = if active.len() > 1 { longest.saturating_add(u64::try_from(skew.as_nanos()).unwrap_or(u64::MAX)) } else { longest };
+        let bw = summary::gbps(bytes, window);
+        let peak = active.iter().filter_map(|r| r.peak_gbps).fold(0.0, f64::max);
         result.bw_gbps = Some(bw);
-        result.msg_rate_mpps = Some(rate);
+        result.msg_rate_mpps = Some(summary::mpps(messages, window));
         result.peak_gbps = Some(peak.max(bw));
     }
     result

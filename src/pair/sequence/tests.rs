@@ -35,6 +35,9 @@ fn endpoint(host: &str) -> Endpoint {
         ca_type: "ConnectX-7".into(),
         max_rd_atomic: 16,
         cm_addr: None,
+        pcie_gbps: None,
+        trained_low: None,
+        conditions: Default::default(),
     }
 }
 
@@ -50,7 +53,7 @@ struct Script {
 
 impl Script {
     fn new(plan: Vec<PlannedTest>) -> Script {
-        let target = Target { device: None, port: None, gid_index: None, cm: None };
+        let target = Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default() };
         let seq = PairSequence::new(plan, [target.clone(), target], ["n1".into(), "n2".into()], Duration::from_secs(60));
         let mut s = Script { seq, now: Instant::now(), act: Actions::default() };
         s.seq.start(s.now, &mut s.act);
@@ -135,14 +138,15 @@ fn a_plan_runs_in_protocol_order() {
 }
 
 #[test]
-fn bidirectional_runs_both_and_adds_them_up() {
+fn bidirectional_starts_both_at_once_and_adds_them_up() {
     let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::Bidi]));
     s.sent();
     ready_and_connected(&mut s);
-    assert_eq!(s.sent()[2..], [(0, "run")]);
+    // Both are told to run in the same step: neither waits for the other's answer.
+    assert_eq!(s.sent()[2..], [(0, "run"), (1, "run")]);
     s.reply(0, Reply::Running);
-    assert_eq!(s.sent(), [(1, "run")]);
     s.reply(1, Reply::Running);
+    assert_eq!(s.sent(), []);
     s.reply(1, bw_done());
     assert_eq!(s.sent(), [], "still waiting for A");
     s.reply(0, bw_done());
@@ -151,6 +155,27 @@ fn bidirectional_runs_both_and_adds_them_up() {
     s.reply(1, Reply::Finished);
     let bw = s.seq.results[0].bw_gbps.unwrap();
     assert!((bw - 2.0 * 6_553_600.0 * 8.0 / 300_000.0).abs() < 0.01, "{bw}");
+}
+
+#[test]
+fn start_skew_does_not_inflate_bidirectional_bandwidth() {
+    // Issue 13: B starts 300 us after A (a slow control channel). Each side alone ran 300 us
+    // at 174.8 Gb/s; summing the two rates would claim 349.5 Gb/s although the two windows
+    // overlapped only partly. Over the window that holds both, it is half that.
+    let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::Bidi]));
+    s.sent();
+    ready_and_connected(&mut s);
+    s.sent();
+    s.reply(0, Reply::Running);
+    s.now += std::time::Duration::from_micros(300);
+    s.reply(1, Reply::Running);
+    s.reply(0, bw_done());
+    s.reply(1, bw_done());
+    s.reply(0, Reply::Finished);
+    s.reply(1, Reply::Finished);
+    let bw = s.seq.results[0].bw_gbps.unwrap();
+    let summed = 2.0 * 6_553_600.0 * 8.0 / 300_000.0;
+    assert!((bw - summed / 2.0).abs() < 0.01, "{bw} Gb/s, the summed rates would be {summed}");
 }
 
 #[test]
