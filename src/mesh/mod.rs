@@ -263,7 +263,9 @@ fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory)
         .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
     if let Some((d, p)) = port {
         agent.soft = d.ca_type.starts_with("Soft-");
-        agent.rate_gbps = p.rate_gbps;
+        // What this endpoint can carry: its link's rate, or its PCIe link's if smaller.
+        let pcie = d.pci.as_ref().and_then(|pci| pci.usable_gbps);
+        agent.rate_gbps = p.rate_gbps.map(|r| crate::probe::capacity::capacity(r, pcie).gbps);
         agent.settings = vec![
             ("ca_type".into(), d.ca_type.clone()),
             ("fw_ver".into(), d.fw_ver.clone()),
