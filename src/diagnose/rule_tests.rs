@@ -379,3 +379,24 @@ fn ports_at_different_mtus_warn_without_an_expectation() {
     inv.devices[1].ports[0].active_mtu = Some(4096);
     no_finding(&diagnose(&inv, None, &Expectations::default()), "port.mtu");
 }
+
+#[test]
+fn roce_without_pfc_or_ecn_warns_and_with_either_passes() {
+    let mut inv = fixture("roce-healthy-cx7");
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert!(r.checks.iter().all(|c| c.id != "roce.lossless"), "nothing read, nothing judged");
+    let state = inv.devices[0].ports[0].netdev_state.as_mut().unwrap();
+    state.pfc_priorities = Some(vec![]);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(
+        check(&r, "roce.lossless", "mlx5_0/1"),
+        Status::Fail,
+        "PFC on priorities none; ECN on priorities unknown",
+        Some("PFC or ECN on the RoCE priority"),
+    );
+    assert_eq!(finding(&r, "roce.lossless", "mlx5_0/1").severity, Severity::Warning);
+    let state = inv.devices[0].ports[0].netdev_state.as_mut().unwrap();
+    state.ecn_priorities = Some(vec![3]);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "roce.lossless", "mlx5_0/1"), Status::Pass, "PFC on priorities none; ECN on priorities 3", None);
+}

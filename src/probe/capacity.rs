@@ -63,6 +63,21 @@ fn modes_max(text: &str) -> Option<u32> {
     text.split_whitespace().filter_map(|mode| mode.split("base").next()?.parse::<u32>().ok()).max()
 }
 
+/// Priorities with PFC on, from `dcb pfc show dev IF prio-pfc` (`prio-pfc 0:off 1:off 2:off
+/// 3:on ...`); `None` when the report has no such line.
+pub fn dcb_pfc_priorities(report: &str) -> Option<Vec<u8>> {
+    let line = report.lines().find(|l| l.trim_start().starts_with("prio-pfc"))?;
+    Some(
+        line.split_whitespace()
+            .skip(1)
+            .filter_map(|item| {
+                let (prio, state) = item.split_once(':')?;
+                (state == "on").then(|| prio.parse().ok()).flatten()
+            })
+            .collect(),
+    )
+}
+
 /// Usable PCIe bandwidth in Gb/s for a link at `speed` (as sysfs writes it: "16.0 GT/s PCIe",
 /// "8 GT/s", "2.5 GT/s") and `width` lanes. See the module doc for the arithmetic.
 pub fn pcie_usable_gbps(speed: &str, width: u32) -> Option<f64> {
@@ -145,6 +160,16 @@ mod tests {
         let report = "Settings for eth2:\n\tSupported ports: [ Backplane ]\n\tSupported link modes:   1000baseKX/Full\n\t                        100000baseCR4/Full\n\t                        200000baseCR4/Full 200000baseSR4/Full\n\tSupported pause frame use: Symmetric\n\tAdvertised link modes:  400000baseCR8/Full\n\tSpeed: 100000Mb/s\n";
         assert_eq!(ethtool_max_supported_mbps(report), Some(200_000));
         assert_eq!(ethtool_max_supported_mbps("Speed: 100000Mb/s"), None);
+    }
+
+    #[test]
+    fn dcb_pfc_report() {
+        assert_eq!(dcb_pfc_priorities("prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n"), Some(vec![3]));
+        assert_eq!(
+            dcb_pfc_priorities("pfc-cap 8 macsec-bypass off delay 32767\nprio-pfc 0:off 1:off 2:off 3:off 4:off 5:off 6:off 7:off"),
+            Some(vec![])
+        );
+        assert_eq!(dcb_pfc_priorities("Error: no such device"), None);
     }
 
     #[test]

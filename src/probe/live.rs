@@ -58,7 +58,10 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
         let rate = decode::link_rate(width, speed);
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
-        let netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
+        let mut netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
+        if let (LinkLayer::Ethernet, Some(state)) = (link_layer, netdev_state.as_mut()) {
+            (state.pfc_priorities, state.ecn_priorities) = sysfs.lossless(&state.name);
+        }
         let mut port = Port {
             port: u32::from(port_num),
             state: PortState::from_raw(pa.state),

@@ -130,6 +130,12 @@ pub struct NetdevState {
     /// Mb/s; `None` when the link is down or the driver does not say.
     pub speed_mbps: Option<u32>,
     pub duplex: Option<String>,
+    /// PFC: priorities with priority flow control on (`dcb pfc`), when it could be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pfc_priorities: Option<Vec<u8>>,
+    /// ECN for RoCE (mlx5 `ecn/roce_np` and `ecn/roce_rp`): priorities where it is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ecn_priorities: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

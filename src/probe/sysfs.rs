@@ -181,7 +181,10 @@ impl SysfsRoot {
         let rate = decode::link_rate(width, speed);
         let gids = self.gids(&dir, link_layer);
         let netdev = self.port_netdev(device, port, &gids);
-        let netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
+        let mut netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
+        if let (LinkLayer::Ethernet, Some(state)) = (link_layer, netdev_state.as_mut()) {
+            (state.pfc_priorities, state.ecn_priorities) = self.lossless(&state.name);
+        }
         let active_mtu = match (link_layer, &netdev_state) {
             (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
             _ => None,
@@ -290,7 +293,34 @@ impl SysfsRoot {
             // "-1" (or an unreadable file, EINVAL) when the link is down.
             speed_mbps: self.read_trim(&dir.join("speed")).and_then(|s| s.parse::<i64>().ok()).and_then(|v| u32::try_from(v).ok()),
             duplex: self.read_trim(&dir.join("duplex")),
+            pfc_priorities: None,
+            ecn_priorities: None,
         })
+    }
+
+    /// What can be read of a RoCE netdev's lossless setup: PFC priorities (`dcb pfc`, live, or
+    /// a bundle's `dcb/IF.pfc.txt`) and ECN priorities (mlx5's `ecn/roce_np|roce_rp/enable/N`,
+    /// on where both are).
+    pub fn lossless(&self, netdev: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
+        if !crate::spec::valid_device_name(netdev) {
+            return (None, None);
+        }
+        let report = if self.root == Path::new("/sys") {
+            super::host::command_output("dcb", &["pfc", "show", "dev", netdev, "prio-pfc"], std::time::Duration::from_secs(2))
+        } else {
+            self.read_trim(&self.root.join("dcb").join(format!("{netdev}.pfc.txt")))
+        };
+        let pfc = report.as_deref().and_then(super::capacity::dcb_pfc_priorities);
+        let ecn_dir = self.net_class().join(netdev).join("ecn");
+        let ecn = ecn_dir.is_dir().then(|| {
+            (0..8u8)
+                .filter(|p| {
+                    let on = |side: &str| self.read_trim(&ecn_dir.join(side).join("enable").join(p.to_string())).as_deref() == Some("1");
+                    on("roce_np") && on("roce_rp")
+                })
+                .collect()
+        });
+        (pfc, ecn)
     }
 
     fn driver(&self, device: &str) -> Option<String> {

@@ -138,3 +138,17 @@ fn unknown_device_is_exit_2_with_the_list() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("mlx5_9") && err.contains(DEVICE), "{err}");
 }
+
+#[test]
+fn the_extended_query_port_answers_and_the_rate_is_the_netdevs() {
+    // Issue 13: on 64-bit hosts the extended query_port (which fills active_speed_ex, what XDR
+    // needs) was never called; the inventory says which answered. On RoCE the rate is the
+    // netdev's Ethernet speed.
+    let _serial = require_rxe();
+    let doc = json(&fabcheck(&["devices", "--json", "--device", DEVICE]));
+    let port = &doc["devices"][0]["ports"][0];
+    assert_eq!(port["query_port"], "extended", "{port}");
+    let speed: f64 = std::fs::read_to_string(format!("/sys/class/net/{}/speed", super::NETDEV)).unwrap().trim().parse().unwrap();
+    assert_eq!(port["rate_gbps"].as_f64(), Some(speed / 1000.0), "{port}");
+    assert_eq!(port["rate_source"], "netdev", "{port}");
+}

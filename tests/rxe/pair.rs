@@ -331,3 +331,18 @@ fn through_rdma_cm() {
     assert!(results(&doc).iter().all(|r| r["error"].is_null() && r["iterations"].as_u64().unwrap() > 0), "{doc}");
     assert!(results(&doc).iter().filter(|r| !text(r, "test").ends_with("_lat")).all(|r| r["qps"] == 2), "{doc}");
 }
+
+#[test]
+fn test_conditions_are_applied_and_shown() {
+    // Issue 13: --tclass (the RoCE class the test runs in), relaxed ordering by default, and
+    // both in the document.
+    let _serial = require_rxe();
+    let (out, doc) = pair(&["--tests", "write_bw,send_lat", "--iters", "100", "--tclass", "96"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((doc["a"]["tclass"].as_u64(), doc["b"]["tclass"].as_u64()), (Some(96), Some(96)), "{doc}");
+    assert!(doc["relaxed_ordering"].is_boolean(), "{doc}");
+    let (out, doc) = pair(&["--tests", "write_bw", "--iters", "100", "--no-relaxed-ordering"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(doc["relaxed_ordering"], false, "{doc}");
+    assert!(doc["a"].get("tclass").is_none(), "no class asked, none shown: {doc}");
+}
