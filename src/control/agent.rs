@@ -138,7 +138,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
                 reply(&mut writer, &Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: options.host.clone() })?;
             }
             Request::Inventory => {
-                let r = match probe::inventory(&probe::Source::Live, None) {
+                let r = match probe::test_inventory(None) {
                     Ok(inventory) => Reply::Inventory { inventory },
                     Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
                 };

@@ -54,7 +54,8 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
         sheet.pass("port.state", s, observed, expected);
         return;
     }
-    let no_carrier = !ib && port.netdev_state.as_ref().is_some_and(|n| n.carrier == Some(false));
+    // `carrier` reads EINVAL while the interface is administratively down: then operstate says.
+    let no_carrier = !ib && port.netdev_state.as_ref().is_some_and(|n| n.carrier == Some(false) || n.operstate.as_deref() == Some("down"));
     let (message, remedy): (String, String) = match (port.state, port.phys_state) {
         // A RoCE port follows its netdev: no carrier is a cable or link down, whatever the
         // physical state says (mlx5 reports DISABLED for it).

@@ -3,8 +3,8 @@
 
 use super::{gid, PerfError};
 use crate::diagnose;
+use crate::probe;
 use crate::probe::decode::{LinkLayer, Mtu, PortState};
-use crate::probe::{self, Source};
 use crate::spec::CmRole;
 use crate::spec::{Endpoint, Role, Target, TestKind, TestSpec};
 use fabcheck_verbs::{
@@ -102,7 +102,7 @@ impl Session {
         spec.validate().map_err(PerfError::BadSpec)?;
         target.conditions.validate().map_err(PerfError::BadSpec)?;
         let mut conditions = target.conditions;
-        let inv = probe::inventory(&Source::Live, target.device.as_deref())?;
+        let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
         if port.state != PortState::Active {
             let (message, remedy) = diagnose::explain_port(device, port);

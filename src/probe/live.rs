@@ -7,8 +7,10 @@ use super::sysfs::SysfsRoot;
 use super::{capacity, catype, ProbeError};
 use fabcheck_verbs::{self as verbs, Context};
 
-/// Builds the inventory of every device (or just `only`) through libibverbs.
-pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
+/// Builds the inventory of every device (or just `only`) through libibverbs. `lossless`: also
+/// read each RoCE netdev's PFC and ECN setup (a `dcb` run per netdev; `check` wants it, a test's
+/// preparation does not).
+pub fn inventory(only: Option<&str>, lossless: bool) -> Result<Inventory, ProbeError> {
     let names = verbs::device_names().map_err(ProbeError::from_device_list)?;
     if names.is_empty() {
         return Err(ProbeError::NoDevices);
@@ -26,12 +28,12 @@ pub fn inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
     let sysfs = SysfsRoot::live();
     let mut devices = Vec::new();
     for name in selected {
-        devices.push(device(name, &sysfs)?);
+        devices.push(device(name, &sysfs, lossless)?);
     }
     Ok(Inventory { devices, source: "verbs".into(), unreadable: sysfs.take_unreadable() })
 }
 
-fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
+fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, ProbeError> {
     let ctx = Context::open(name)?;
     let attrs = ctx.query_device()?;
     let from_sysfs = sysfs.device(name);
@@ -59,7 +61,7 @@ fn device(name: &str, sysfs: &SysfsRoot) -> Result<Device, ProbeError> {
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
         let mut netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
-        if let (LinkLayer::Ethernet, Some(state)) = (link_layer, netdev_state.as_mut()) {
+        if let (LinkLayer::Ethernet, Some(state), true) = (link_layer, netdev_state.as_mut(), lossless) {
             (state.pfc_priorities, state.ecn_priorities) = sysfs.lossless(&state.name);
         }
         let mut port = Port {

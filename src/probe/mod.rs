@@ -72,9 +72,15 @@ pub enum Source {
 /// Builds the inventory from `source`, optionally only device `only`.
 pub fn inventory(source: &Source, only: Option<&str>) -> Result<Inventory, ProbeError> {
     match source {
-        Source::Live => live::inventory(only),
+        Source::Live => live::inventory(only, true),
         Source::Sysfs(root) => sysfs_inventory(root, only),
     }
+}
+
+/// The live inventory a test prepares from: without the lossless setup (`dcb`), which only
+/// `check` judges.
+pub fn test_inventory(only: Option<&str>) -> Result<Inventory, ProbeError> {
+    live::inventory(only, false)
 }
 
 fn sysfs_inventory(root: &Path, only: Option<&str>) -> Result<Inventory, ProbeError> {

@@ -225,7 +225,7 @@ impl SysfsRoot {
             return None;
         }
         let report = if self.root == Path::new("/sys") {
-            super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2))?
+            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))?
         } else {
             self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))?
         };
@@ -365,6 +365,23 @@ impl SysfsRoot {
             max_width: self.read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
         })
     }
+}
+
+/// The output of a command about a netdev, run once per process: an agent prepares many tests
+/// on the same port, and a netdev's supported modes do not change under it.
+fn remembered(program: &'static str, netdev: &str, run: impl FnOnce() -> Option<String>) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static SEEN: OnceLock<Mutex<HashMap<(&'static str, String), Option<String>>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(known) = seen.lock().ok().and_then(|m| m.get(&(program, netdev.to_string())).cloned()) {
+        return known;
+    }
+    let out = run();
+    if let Ok(mut m) = seen.lock() {
+        m.insert((program, netdev.to_string()), out.clone());
+    }
+    out
 }
 
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.

@@ -86,6 +86,24 @@ fn wait_for_agents(n: usize) {
     }
 }
 
+/// Waits until a test is running: two RC QPs in RTS on the device (the agents' preparation
+/// takes longer on a busy host; a fixed sleep raced it).
+fn wait_for_test_running() {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = sh("rdma resource show qp");
+        assert!(out.status.success(), "rdma resource show qp failed: {}", String::from_utf8_lossy(&out.stderr));
+        let rts = String::from_utf8_lossy(&out.stdout).lines().filter(|l| l.contains("type RC") && l.contains("state RTS")).count();
+        if rts >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the test never started (no two RC QPs in RTS)");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Into the measured loop, past the warm-up.
+    std::thread::sleep(Duration::from_secs(1));
+}
+
 #[test]
 fn peer_killed_mid_bandwidth_test() {
     let _serial = require_rxe();
@@ -136,7 +154,7 @@ fn link_down_mid_test_is_reported_not_hung() {
     let _restore = Restore("ip link set va up");
     let child = spawn_pair(&["--tests", "write_bw", "--duration", "60", "--direction", "ab", "--stall-timeout-ms", "3000"]);
     wait_for_agents(2);
-    std::thread::sleep(Duration::from_secs(2));
+    wait_for_test_running();
     assert!(sh(&format!("ip link set {NETDEV} down")).status.success());
     let (code, secs, out, err) = wait(child, HANG_GUARD);
     eprintln!("link down mid write_bw: exit {code:?} after {secs:.1} s\n{out}\n{err}");
