@@ -1,22 +1,12 @@
 use crate::cli::CheckArgs;
-use crate::diagnose::{self, Expectations, Input, Scope, Verdict};
+use crate::diagnose::{self, Input, Scope, Verdict};
 use crate::error::{Failure, Outcome};
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
 use crate::spec::parse_device_port;
-use crate::sys::fs::read_text;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
-    let mut expect = Expectations::default();
-    if let Some(path) = &args.profile {
-        // The profile parser refuses anything over 64 KiB; read one byte more to tell.
-        let text = read_text(path, 64 * 1024 + 1)
-            .map_err(|e| Failure::new(format!("cannot read profile: {e}"), "give the path of a readable KEY=VALUE file"))?;
-        expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
-    }
-    for kv in &args.expect {
-        expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
-    }
+    let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
     let scope = match &args.device {
         Some(text) => {
             let (device, port) = parse_device_port(text).map_err(Failure::usage)?;

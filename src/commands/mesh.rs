@@ -1,6 +1,6 @@
 //! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
 
-use super::agents::{conditions, expectations, launch_options};
+use super::flags::{conditions, expectations, launch_options};
 use crate::cli::MeshArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};

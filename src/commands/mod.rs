@@ -1,8 +1,8 @@
 //! One function per command: turn validated flags into work and an outcome.
 
-mod agents;
 mod check;
 mod devices;
+mod flags;
 mod mesh;
 mod pair;
 mod serve;

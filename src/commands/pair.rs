@@ -1,6 +1,6 @@
 //! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
 
-use super::agents::{conditions, expectations, launch_options};
+use super::flags::{conditions, expectations, launch_options};
 use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};

@@ -12,7 +12,7 @@ pub fn run(args: &ServeArgs) -> Result<Outcome, Failure> {
 pub fn configure(args: &ServeArgs) -> Result<ServeConfig, Failure> {
     let listen: SocketAddr =
         args.listen.parse().map_err(|_| Failure::usage(format!("--listen '{}' is not ADDR:PORT (e.g. 0.0.0.0:18515)", args.listen)))?;
-    let token = super::agents::token(args.token.as_deref(), args.token_file.as_deref())?;
+    let token = super::flags::token(args.token.as_deref(), args.token_file.as_deref())?;
     Ok(ServeConfig { listen, token, max_sessions: args.max_sessions.map(|n| n as usize) })
 }
 

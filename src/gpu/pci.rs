@@ -12,7 +12,6 @@ use super::config::{self, ConfigSpace};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 /// Most bytes read from a text attribute.
@@ -392,47 +391,11 @@ impl Reader<'_> {
 
 /// Reads at most `limit` bytes of a regular file. `Ok(None)` when it does not exist.
 pub fn bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
-    let meta = match fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io_what(&e)),
-    };
-    if !meta.is_file() {
-        return Err(format!("not a regular file ({})", file_kind(&meta)));
-    }
-    let file = fs::File::open(path).map_err(|e| io_what(&e))?;
-    let mut bytes = Vec::new();
-    file.take(limit).read_to_end(&mut bytes).map_err(|e| io_what(&e))?;
-    Ok(Some(bytes))
+    crate::sys::fs::read_prefix(path, limit).map_err(|e| e.reason())
 }
-
-fn file_kind(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device node"
-    } else {
-        "not a file"
-    }
-}
-
-/// ELOOP on Linux (every architecture): too many levels of symbolic links.
-const ELOOP: i32 = 40;
 
 fn io_what(e: &std::io::Error) -> String {
-    if e.raw_os_error() == Some(ELOOP) {
-        "symlink loop".into()
-    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
-        "permission denied".into()
-    } else {
-        e.to_string()
-    }
+    crate::sys::fs::ReadError::describe(e)
 }
 
 fn sorted_entries(dir: &Path) -> Vec<String> {

@@ -372,7 +372,8 @@ impl SysfsRoot {
 fn remembered(program: &'static str, netdev: &str, run: impl FnOnce() -> Option<String>) -> Option<String> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
-    static SEEN: OnceLock<Mutex<HashMap<(&'static str, String), Option<String>>>> = OnceLock::new();
+    type Outputs = HashMap<(&'static str, String), Option<String>>;
+    static SEEN: OnceLock<Mutex<Outputs>> = OnceLock::new();
     let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
     if let Some(known) = seen.lock().ok().and_then(|m| m.get(&(program, netdev.to_string())).cloned()) {
         return known;

@@ -38,6 +38,26 @@ pub enum ReadError {
 }
 
 impl ReadError {
+    /// What went wrong, without the path (for messages that name the file themselves).
+    pub fn reason(&self) -> String {
+        match self {
+            ReadError::NotFound { .. } => "does not exist".into(),
+            ReadError::NotRegular { kind, .. } => format!("not a regular file ({kind})"),
+            ReadError::TooLarge { cap, .. } => format!("larger than {cap} bytes"),
+            ReadError::NotText { .. } => "not text (UTF-8)".into(),
+            ReadError::Io { reason, .. } => reason.clone(),
+        }
+    }
+
+    /// Why an I/O error happened, in words (a symlink loop, permission denied, ...).
+    pub fn describe(e: &io::Error) -> String {
+        match e.raw_os_error() {
+            Some(libc::ELOOP) => "a symlink loop".to_string(),
+            Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".to_string(),
+            _ => e.to_string(),
+        }
+    }
+
     pub fn is_not_found(&self) -> bool {
         matches!(self, ReadError::NotFound { .. })
     }
@@ -52,11 +72,7 @@ impl ReadError {
         if e.kind() == io::ErrorKind::NotFound {
             return ReadError::NotFound { path: path.to_path_buf() };
         }
-        let reason = match e.raw_os_error() {
-            Some(libc::ELOOP) => "a symlink loop".to_string(),
-            Some(libc::EACCES) | Some(libc::EPERM) => "permission denied".to_string(),
-            _ => e.to_string(),
-        };
+        let reason = ReadError::describe(&e);
         ReadError::Io { path: path.to_path_buf(), reason, errno: e.raw_os_error() }
     }
 }
@@ -79,15 +95,33 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
     }
 }
 
-/// The bytes of regular file `path`, at most `cap` of them.
-pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+/// Opens `path` for reading if it is a regular file: the type is checked before opening, and
+/// the open does not block (should it be swapped for a FIFO in between, the open and the read
+/// return at once instead of waiting for a writer).
+fn open_regular(path: &Path) -> Result<File, ReadError> {
     let meta = fs::metadata(path).map_err(|e| ReadError::io(path, e))?;
     if !meta.is_file() {
         return Err(ReadError::NotRegular { path: path.to_path_buf(), kind: kind_of(&meta) });
     }
-    // O_NONBLOCK: should the file be swapped for a FIFO after the check, the open and the read
-    // return at once instead of waiting for a writer.
-    let file = File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| ReadError::io(path, e))?;
+    File::options().read(true).custom_flags(libc::O_NONBLOCK).open(path).map_err(|e| ReadError::io(path, e))
+}
+
+/// The first `limit` bytes of regular file `path` (a longer file is not an error: a config space
+/// is read as far as the reader wants); `Ok(None)` when it does not exist.
+pub fn read_prefix(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
+    let file = match open_regular(path) {
+        Ok(file) => file,
+        Err(e) if e.is_not_found() => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut out = Vec::new();
+    file.take(limit).read_to_end(&mut out).map_err(|e| ReadError::io(path, e))?;
+    Ok(Some(out))
+}
+
+/// The bytes of regular file `path`, at most `cap` of them.
+pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
     let mut out = Vec::new();
     file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(path, e))?;
     if out.len() as u64 > cap {

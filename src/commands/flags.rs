@@ -1,4 +1,5 @@
-//! The agent flags `pair` and `mesh` share, as the options `control::link` starts agents with.
+//! The flag groups several commands share (agents, test conditions, expectations), turned into
+//! the plain values the layers below take.
 
 use crate::cli::{AgentFlags, ConditionFlags, Launcher};
 use crate::control::link::{self, LaunchOptions};
@@ -50,13 +51,19 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
 
 /// `--profile` then `--expect`, as `check` reads them.
 pub fn expectations(flags: &ConditionFlags) -> Result<Expectations, Failure> {
+    read_expectations(flags.profile.as_deref(), &flags.expect)
+}
+
+/// A profile file (if any), then `--expect KEY=VALUE` items over it.
+pub fn read_expectations(profile: Option<&Path>, items: &[String]) -> Result<Expectations, Failure> {
     let mut expect = Expectations::default();
-    if let Some(path) = &flags.profile {
+    if let Some(path) = profile {
+        // The profile parser refuses anything over 64 KiB; read one byte more to tell.
         let text = read_text(path, 64 * 1024 + 1)
             .map_err(|e| Failure::new(format!("cannot read profile: {e}"), "give the path of a readable KEY=VALUE file"))?;
         expect.apply_profile(&path.display().to_string(), &text).map_err(|e| Failure::usage(e.to_string()))?;
     }
-    for kv in &flags.expect {
+    for kv in items {
         expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
     }
     Ok(expect)
