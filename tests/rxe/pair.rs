@@ -235,20 +235,29 @@ fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
         let worst = if latency { f64::MAX } else { 0.0 };
         // Best of three on both sides: the guest's CPUs are shared by two busy pollers and
         // rxe's own work, so either tool can lose a scheduler slice (milliseconds) at random.
-        let theirs = (0..3).map(|_| perftest_row(&perftest(tool, &format!("-s {size} -n 300{extra}")), size)[column]).fold(worst, better);
+        // Out of bounds, three more rounds each (at most twice): noise on a busy host goes away
+        // with more tries, a real 2x (one-way vs round trip) or 8x (bits vs bytes) error does not.
         let size_text = size.to_string();
-        let ours = (0..3)
-            .map(|_| {
-                let (_, doc) = pair(&["--tests", test, "--size", &size_text, "--iters", "300", "--direction", "ab"]);
-                let r = result(&doc, test, "a->b");
-                if latency {
-                    num(&r["lat_us"], "p50")
-                } else {
-                    num(r, "bw_gbps")
-                }
-            })
-            .fold(worst, better);
-        let ratio = ours / theirs;
+        let (mut theirs, mut ours) = (worst, worst);
+        let mut ratio = f64::NAN;
+        for _attempt in 0..3 {
+            theirs = (0..3).map(|_| perftest_row(&perftest(tool, &format!("-s {size} -n 300{extra}")), size)[column]).fold(theirs, better);
+            ours = (0..3)
+                .map(|_| {
+                    let (_, doc) = pair(&["--tests", test, "--size", &size_text, "--iters", "300", "--direction", "ab"]);
+                    let r = result(&doc, test, "a->b");
+                    if latency {
+                        num(&r["lat_us"], "p50")
+                    } else {
+                        num(r, "bw_gbps")
+                    }
+                })
+                .fold(ours, better);
+            ratio = ours / theirs;
+            if ratio > 1.0 / MAX_RATIO && ratio < MAX_RATIO {
+                break;
+            }
+        }
         report.push(format!("{test}: fabcheck {ours} vs {tool} {theirs} ({}) ratio {ratio:.2}", if latency { "us" } else { "Gb/s" }));
         assert!(ratio > 1.0 / MAX_RATIO && ratio < MAX_RATIO, "{}", report.join("\n"));
     }
