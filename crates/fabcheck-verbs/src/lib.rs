@@ -8,6 +8,7 @@ mod cm;
 mod cq;
 mod device;
 mod error;
+pub mod mad;
 mod mr;
 mod pd;
 mod qp;
