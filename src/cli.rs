@@ -19,6 +19,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// The node's bring-up checklist, each failure with its likely cause and remedy.
     Check(CheckArgs),
+    /// The whole InfiniBand subnet over MADs: SM, links, cabling, error counters.
+    Fabric(crate::commands::fabric::FabricArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
     Pair(crate::pair::PairArgs),
     /// Every pair of many endpoints; names the suspect nodes and links.

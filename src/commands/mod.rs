@@ -2,6 +2,7 @@
 
 mod check;
 mod devices;
+pub mod fabric;
 
 use crate::cli::Command;
 use crate::error::{Failure, Outcome};
@@ -10,6 +11,7 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
     match command {
         Command::Devices(args) => devices::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Fabric(args) => fabric::run(&args),
         Command::Pair(args) => crate::pair::run(&args),
         Command::Mesh(args) => crate::mesh::run(&args),
         Command::Serve(args) => crate::control::serve::serve(&args),
