@@ -18,6 +18,9 @@ fn be_u64(buf: &[u8], byte: usize) -> u64 {
     be_bits(buf, byte * 8, 64)
 }
 
+/// PortInfo CapabilityMask bit IsSM: an SM runs behind this port.
+pub const CAP_IS_SM: u32 = 1 << 1;
+
 /// PortInfo CapabilityMask bit IsExtendedSpeedsSupported.
 pub const CAP_EXTENDED_SPEEDS: u32 = 1 << 14;
 

@@ -75,14 +75,15 @@ fn unanswered(fabric: &Fabric) -> Vec<Gap> {
         .collect()
 }
 
-/// SMInfo of every other LID: standbys, and any second master.
+/// SMInfo of every other port that runs an SM (PortInfo CapabilityMask IsSM): standbys,
+/// and any second master. Ports without an SM are not asked (they would only time out).
 fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
     let master_lid = fabric.master.as_ref().map_or(0, |m| m.lid);
     let mut asked = HashSet::from([0, master_lid]);
     let mut found = Vec::new();
     for node in &fabric.nodes {
         for p in node.ports.iter().filter(|p| (node.node_type == NodeType::Switch) == (p.number == 0)) {
-            if !asked.insert(p.info.lid) {
+            if p.info.capability_mask & decode::CAP_IS_SM == 0 || !asked.insert(p.info.lid) {
                 continue;
             }
             if let Ok(raw) = port.sm_info(p.info.lid) {
@@ -94,10 +95,18 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
 }
 
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
+/// A node whose PerfMgt does not answer is skipped after its first silence; after
+/// `GIVE_UP` silent nodes in a row (LID routes not set up yet, say) the rest are not asked.
 fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
+    const GIVE_UP: usize = 4;
     fabric.counters_read = true;
     let mut gaps = Vec::new();
+    let mut silent_in_a_row = 0;
     for node in &mut fabric.nodes {
+        if silent_in_a_row >= GIVE_UP {
+            gaps.push(Gap::NoCounters { node: node.guid });
+            continue;
+        }
         let mut ext_ok = true;
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
@@ -105,8 +114,10 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
             }
             let Ok(pc) = port.port_counters(p.lid, p.number) else {
                 gaps.push(Gap::NoCounters { node: node.guid });
+                silent_in_a_row += 1;
                 break;
             };
+            silent_in_a_row = 0;
             let ext = if ext_ok { port.port_counters_ext(p.lid, p.number).ok() } else { None };
             ext_ok = ext.is_some();
             let counters: Counters = decode::counters(&pc, ext.as_deref());

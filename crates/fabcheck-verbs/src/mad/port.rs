@@ -36,15 +36,21 @@ pub fn find_local_port(ca: Option<&str>, port: Option<u8>) -> Result<LocalPort, 
     if n <= 0 {
         return Err(MadError::NoUmadDevice);
     }
-    let names: Vec<String> = names[..(n as usize).min(MAX_CAS)].iter().map(|raw| c_chars(raw)).collect();
-    let candidates: Vec<String> = match ca {
-        Some(name) if names.iter().any(|n| n == name) => vec![name.to_string()],
+    let listed: Vec<String> = names[..(n as usize).min(MAX_CAS)].iter().map(|raw| c_chars(raw)).collect();
+    // With no devices at all, libibumad still lists a default name ("mthca0") that then
+    // cannot be opened: only names whose CA can be read count.
+    let mut cas: Vec<(String, Vec<LocalPort>)> = listed.iter().filter_map(|name| Some((name.clone(), ca_ports(libs, name).ok()?))).collect();
+    if cas.is_empty() {
+        return Err(MadError::NoUmadDevice);
+    }
+    let names: Vec<String> = cas.iter().map(|(n, _)| n.clone()).collect();
+    match ca {
+        Some(name) if names.iter().any(|n| n == name) => cas.retain(|(n, _)| n == name),
         Some(name) => return Err(MadError::NoSuchCa { name: name.to_string(), present: names.join(", ") }),
-        None => names.clone(),
-    };
+        None => {}
+    }
     let mut first = None;
-    for name in candidates {
-        let ports = ca_ports(libs, &name, &names)?;
+    for (name, ports) in cas {
         if let Some(wanted) = port {
             return ports.iter().find(|p| p.port == wanted).cloned().ok_or_else(|| MadError::NoSuchPort {
                 ca: name.clone(),
@@ -62,14 +68,14 @@ pub fn find_local_port(ca: Option<&str>, port: Option<u8>) -> Result<LocalPort, 
     first.ok_or(MadError::NoUmadDevice)
 }
 
-fn ca_ports(libs: &super::Libraries, name: &str, names: &[String]) -> Result<Vec<LocalPort>, MadError> {
-    let cname = CString::new(name).map_err(|_| MadError::NoSuchCa { name: name.into(), present: names.join(", ") })?;
+fn ca_ports(libs: &super::Libraries, name: &str) -> Result<Vec<LocalPort>, MadError> {
+    let cname = CString::new(name).map_err(|_| MadError::NoSuchCa { name: name.into(), present: String::new() })?;
     let mut ca = ffi_umad::umad_ca_t::default();
     // SAFETY: `cname` is NUL-terminated and outlives the call; `ca` is a zeroed umad_ca_t the
     // library fills (allocating its ports), released below with umad_release_ca.
     let rc = unsafe { libs.umad.umad_get_ca(cname.as_ptr(), &mut ca) };
     if rc < 0 {
-        return Err(MadError::NoSuchCa { name: name.into(), present: names.join(", ") });
+        return Err(MadError::NoSuchCa { name: name.into(), present: String::new() });
     }
     let mut ports = Vec::new();
     for &p in ca.ports.iter().take(UMAD_CA_MAX_PORTS) {
