@@ -33,6 +33,9 @@ pub struct FabricArgs {
     /// Clear every port's PortCounters after reading them (never done unless asked).
     #[arg(long)]
     pub reset_counters: bool,
+    /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
 }
 
 /// The run configuration: plain data, no clap.
@@ -42,6 +45,7 @@ pub struct FabricConfig {
     pub topology: Option<PathBuf>,
     pub expect: FabricExpect,
     pub json: bool,
+    pub deadline: std::time::Duration,
 }
 
 impl FabricArgs {
@@ -66,6 +70,7 @@ impl FabricArgs {
             topology: self.topology.clone(),
             expect,
             json: self.json,
+            deadline: std::time::Duration::from_secs(self.deadline),
         })
     }
 }
@@ -78,7 +83,7 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
         Some(path) => Some(topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
         None => None,
     };
-    let fabric = discover::discover(&config.probe).map_err(mad_failure)?;
+    let fabric = with_deadline(&config.probe, config.deadline)?;
     let judgement = judge(&fabric, expected.as_ref(), &config.expect);
     if config.json {
         let doc = report::document(&fabric, &judgement, started.elapsed().as_millis() as u64);
@@ -90,6 +95,27 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
         crate::diagnose::Verdict::Pass => Outcome::Pass,
         crate::diagnose::Verdict::Fail => Outcome::Fail,
     })
+}
+
+/// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
+/// umad device (or simulator) must still not hang the run. On the deadline the process
+/// exits (exit 2) and takes the stuck thread with it.
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::fabric::Fabric, Failure> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let probe = probe.clone();
+    std::thread::Builder::new()
+        .name("mad".into())
+        .spawn(move || {
+            let _ = tx.send(discover::discover(&probe));
+        })
+        .map_err(|e| Failure::new(format!("cannot start the MAD thread: {e}"), "retry; check the process limits (ulimit -u)"))?;
+    match rx.recv_timeout(deadline) {
+        Ok(result) => result.map_err(mad_failure),
+        Err(_) => Err(Failure::new(
+            format!("the fabric did not finish answering within {} s (--deadline)", deadline.as_secs()),
+            "check the local port (`ibstat`) and the SM; on a very large or lossy fabric raise --deadline or lower --timeout-ms",
+        )),
+    }
 }
 
 fn mad_failure(err: MadError) -> Failure {

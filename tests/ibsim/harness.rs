@@ -125,8 +125,7 @@ impl Sim {
 
     /// Runs fabcheck under umad2sim against this simulator.
     pub fn fabcheck(&self, args: &[&str]) -> Output {
-        let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        let child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
             .args(args)
             .current_dir(&self.dir)
             .env("LD_PRELOAD", UMAD2SIM)
@@ -135,19 +134,32 @@ impl Sim {
             .stderr(Stdio::piped())
             .spawn()
             .expect("run fabcheck");
-        // Bounded: a hang is a failure, not a stuck test run.
+        // Bounded: a hang is a failure, not a stuck test run. The output is drained while it
+        // runs (a big fabric's JSON is larger than a pipe holds).
+        let pid = child.id().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
         let limit = Duration::from_secs(120);
-        loop {
-            if child.try_wait().expect("wait fabcheck").is_some() {
-                return child.wait_with_output().expect("fabcheck output");
+        match rx.recv_timeout(limit) {
+            Ok(out) => out.expect("fabcheck output"),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                panic!("fabcheck {args:?} still running after {limit:?}");
             }
-            if started.elapsed() > limit {
-                let _ = child.kill();
-                let out = child.wait_with_output().expect("fabcheck output");
-                panic!("fabcheck {args:?} still running after {limit:?}\n{}", String::from_utf8_lossy(&out.stderr));
-            }
-            std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Runs an infiniband-diags tool (`ibportstate`, `ibnetdiscover`, ...) against this simulator.
+    pub fn tool(&self, program: &str, args: &[&str]) -> Output {
+        Command::new(program)
+            .args(args)
+            .current_dir(&self.dir)
+            .env("LD_PRELOAD", UMAD2SIM)
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .output()
+            .unwrap_or_else(|e| panic!("run {program} (infiniband-diags): {e}"))
     }
 
     /// `fabcheck fabric --json ARGS`, parsed.
@@ -156,7 +168,12 @@ impl Sim {
         all.extend_from_slice(args);
         let out = self.fabcheck(&all);
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!("not one JSON document ({e}), exit {:?}:\n{}\n{}", out.status.code(), String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+            panic!(
+                "not one JSON document ({e}), exit {:?}:\n{}\n{}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            )
         })
     }
 

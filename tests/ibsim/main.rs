@@ -98,17 +98,31 @@ fn no_subnet_manager() {
     assert!(doc["links"].as_array().unwrap().iter().all(|l| l["state"] == "INIT"));
 }
 
+/// The link of a host (its only cable) in a fabric document.
+fn host_link<'a>(doc: &'a serde_json::Value, host: &str) -> &'a serde_json::Value {
+    doc["links"].as_array().unwrap().iter().find(|l| l["b"]["description"] == host).unwrap_or_else(|| panic!("no link to {host}"))
+}
+
 #[test]
 fn port_trained_narrower() {
-    // hostA's port enables only 1X: the link trains 1X though both ends support 12X.
-    let mut sim = Sim::start("narrow", &net(2, "w=1"));
+    let mut sim = Sim::start("narrow", &healthy_net());
     sim.start_sm_and_wait();
+    // leaf1's port to hostA is set to enable 1X only (as a port profile would): the link
+    // retrains at 1X although both ends support 12X. (ibsim 0.10 always trains at the best
+    // width both ends enable, so a lane fault proper, active below that, is covered by the
+    // unit tests on constructed PortInfo.)
+    let lid = host_link(&sim.json(&[]), "hostA")["a"]["lid"].to_string();
+    let out = sim.tool("ibportstate", &[&lid, "1", "width", "1"]);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("LinkWidthEnabled"), "{}", String::from_utf8_lossy(&out.stderr));
+    sim.wait_for("hostA's link to train 1X", std::time::Duration::from_secs(30), |s| host_link(&s.json(&[]), "hostA")["width"] == "1X");
     let doc = sim.json(&[]);
-    assert_eq!(doc["verdict"], "pass", "a configured-down width is a warning");
+    assert_eq!(doc["verdict"], "pass", "a width configured down is a warning: {:#?}", errors(&doc));
     let f = finding(&doc, "fabric.link.width", "leaf1[1] <-> hostA[1]");
     assert_eq!(f["severity"], "warning");
-    assert!(f["message"].as_str().unwrap().contains("runs 1X SDR (2 Gb/s); both ends support 12X SDR (24 Gb/s)"), "{f}");
-    // Expected 4X everywhere: an error naming both ends.
+    assert_eq!(f["message"], "runs 1X SDR (2 Gb/s); both ends support 12X SDR (24 Gb/s) but the enabled widths stop at 1X");
+    let link = host_link(&doc, "hostA");
+    assert_eq!((link["width"].as_str(), link["width_supported"].as_str(), link["width_enabled"].as_str()), (Some("1X"), Some("12X"), Some("1X")));
+    // Expected at least 4X: an error naming both ends.
     let out = sim.fabcheck(&["fabric", "--json", "--expect", "width=4X"]);
     assert_eq!(exit(&out), 1);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -279,7 +293,11 @@ fn a_few_hundred_nodes() {
     let out = sim.fabcheck(&["fabric", "--json", "--topology", &sim.path("expected.net")]);
     let took = started.elapsed();
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    println!("big fabric: {} nodes, {} links: fabcheck fabric --json --topology took {took:?}", doc["nodes"].as_array().unwrap().len(), doc["links"].as_array().unwrap().len());
+    println!(
+        "big fabric: {} nodes, {} links: fabcheck fabric --json --topology took {took:?}",
+        doc["nodes"].as_array().unwrap().len(),
+        doc["links"].as_array().unwrap().len()
+    );
     eprintln!("big fabric: fabcheck fabric --json --topology took {took:?} (elapsed_ms {})", doc["elapsed_ms"]);
     assert_eq!(exit(&out), 0, "{:#?}", errors(&doc));
     assert_eq!(doc["nodes"].as_array().unwrap().len(), spines + leaves + leaves * hosts);
