@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fabcheck's whole test suite, as CI runs it. Installs what it needs, then:
 #   1. host tier: unit tests, CLI, protocol, and diagnosis of captured sysfs trees (no RDMA needed);
+#   1b. ibsim tier: `fabcheck fabric` against simulated InfiniBand subnets (ibsim + OpenSM on the host);
 #   2. Soft-RoCE tier: every verbs path against a live rxe0, in a throwaway qemu guest whose Debian
 #      kernel has rdma_rxe (soft-roce-setup.sh --vm). Set FABCHECK_RXE_NATIVE=1 to run it on this
 #      machine instead (needs rxe0 on veth 'va' with 198.18.0.1/24, as the guest sets up).
@@ -12,6 +13,9 @@ tests/deps.sh
 
 echo "== host tier" >&2
 cargo test --locked --lib --bins --test integration
+
+echo "== ibsim tier: fabcheck fabric against simulated InfiniBand subnets" >&2
+tests/ibsim/run.sh
 
 echo "== Soft-RoCE tier" >&2
 rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json 2>/dev/null |
