@@ -294,7 +294,7 @@ fn counter_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
             link.name(),
             format!("at {}: {}", end.name(), list.join(", ")),
             remedy,
-            &[end.key()],
+            &[link.a.key(), link.b.key()],
         );
     }
 }
@@ -374,7 +374,7 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, sheet: &m
                 explained.insert(LinkKey::new((n.guid, port), x.key()));
             }
         }
-        let mut ends = Vec::new();
+        let mut ends: Vec<(Guid, u8)> = [(na, actual_a), (nb, actual_b)].iter().filter_map(|(_, x)| x.map(|x| x.key())).collect();
         for (n, p) in [(na, pa), (nb, pb)] {
             if let Some(n) = n {
                 ends.push((n.guid, p));
