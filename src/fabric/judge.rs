@@ -43,9 +43,9 @@ pub fn judge(fabric: &Fabric, topology: Option<&Topology>, expect: &FabricExpect
         link_rules(link, expect, &mut sheet);
         counter_rules(link, expect, &mut sheet);
     }
-    gap_rules(fabric, &index, &mut sheet);
+    let named = gap_rules(fabric, &index, topology, &mut sheet);
     if let Some(topology) = topology {
-        topology_rules(fabric, &index, topology, &mut sheet);
+        topology_rules(fabric, &index, topology, &named, &mut sheet);
     }
     sheet.j.findings.sort_by_key(|f| f.severity);
     sheet.j
@@ -299,17 +299,26 @@ fn counter_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     }
 }
 
-fn gap_rules(fabric: &Fabric, index: &Index, sheet: &mut Sheet) {
+/// Reports ports whose far end never answered. With a topology, the far end is named from
+/// it; those expected cables are returned so the topology rules do not report them again.
+fn gap_rules(fabric: &Fabric, index: &Index, topology: Option<&Topology>, sheet: &mut Sheet) -> HashSet<(Guid, u8)> {
+    let mut named = HashSet::new();
     let mut silent_counters = 0;
     for gap in &fabric.gaps {
         match gap {
             Gap::Unanswered { node, port } => {
                 let Some(n) = index.by_guid.get(node) else { continue };
+                let expected = topology.and_then(|t| expected_peer(t, n, *port));
+                if expected.is_some() {
+                    named.insert((*node, *port));
+                }
+                let peer = expected.clone().unwrap_or_else(|| "?".into());
+                let per_file = expected.map_or(String::new(), |e| format!(" ({e} per the topology file)"));
                 sheet.add(
                     "fabric.unreachable",
                     Severity::Error,
-                    format!("{} <-> ?", end_name(n, *port)),
-                    format!("{} is linked up but the node behind it does not answer SMPs (timeout after every retry)", end_name(n, *port)),
+                    format!("{} <-> {peer}", end_name(n, *port)),
+                    format!("{} is linked up but the node behind it{per_file} does not answer SMPs (timeout after every retry)", end_name(n, *port)),
                     "the node's management agent is hung or dropping MADs: check that node (firmware, driver, `ibstat` there); \
                      reset the port if it persists",
                     &[(*node, *port)],
@@ -337,9 +346,33 @@ fn gap_rules(fabric: &Fabric, index: &Index, sheet: &mut Sheet) {
             &[],
         );
     }
+    named
 }
 
-fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, sheet: &mut Sheet) {
+/// `hostD[1]` if the topology file cables `node[port]` to it.
+fn expected_peer(topology: &Topology, node: &Node, port: u8) -> Option<String> {
+    let is = |id: &str| {
+        let key = &topology.nodes[id].key;
+        match key.guid {
+            Some(g) => g == node.guid,
+            None => key.description == node.description,
+        }
+    };
+    topology.links.iter().find_map(|l| {
+        let other = if is(&l.a.0) && l.a.1 == port {
+            &l.b
+        } else if is(&l.b.0) && l.b.1 == port {
+            &l.a
+        } else {
+            return None;
+        };
+        let key = &topology.nodes[&other.0].key;
+        let name = if key.description.is_empty() { key.guid.map(|g| g.to_string()).unwrap_or_default() } else { key.description.clone() };
+        Some(format!("{name}[{}]", other.1))
+    })
+}
+
+fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswered: &HashSet<(Guid, u8)>, sheet: &mut Sheet) {
     let mut by_desc: HashMap<&str, Vec<&Node>> = HashMap::new();
     for n in &fabric.nodes {
         by_desc.entry(n.description.as_str()).or_default().push(n);
@@ -359,6 +392,10 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, sheet: &m
         let (pa, pb) = (link.a.1, link.b.1);
         let subject = format!("{}[{pa}] <-> {}[{pb}]", label(ka), label(kb));
         let (na, nb) = (resolve(ka), resolve(kb));
+        // Already reported as a port whose far end does not answer.
+        if na.is_some_and(|n| unanswered.contains(&(n.guid, pa))) || nb.is_some_and(|n| unanswered.contains(&(n.guid, pb))) {
+            continue;
+        }
         let actual_a = na.and_then(|n| index.peer_of(n.guid, pa));
         let actual_b = nb.and_then(|n| index.peer_of(n.guid, pb));
         if let (Some(x), Some(nb)) = (actual_a, nb) {

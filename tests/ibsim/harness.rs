@@ -99,8 +99,10 @@ impl Sim {
 
     pub fn wait_settled(&self) {
         self.wait_for("OpenSM to bring every link to ACTIVE", Duration::from_secs(90), |s| {
-            // Short MAD timeouts while routes are still being set up.
-            let doc = s.json(&["--timeout-ms", "100", "--retries", "0"]);
+            // Short MAD timeouts while routes are still being set up; mid-sweep a run may not
+            // get through at all (exit 2), which only means "not yet".
+            let out = s.fabcheck(&["fabric", "--json", "--timeout-ms", "100", "--retries", "0"]);
+            let Ok(doc) = serde_json::from_slice::<Value>(&out.stdout) else { return false };
             doc["sm"]["state"] == "MASTER" && doc["links"].as_array().is_some_and(|l| !l.is_empty() && l.iter().all(|l| l["state"] == "ACTIVE"))
         });
     }

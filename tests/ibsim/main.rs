@@ -201,6 +201,10 @@ fn node_dropping_mads_is_reported_not_hung_on() {
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(errors(&doc), vec![("fabric.unreachable".into(), "error".into(), "leaf2[2] <-> ?".into())]);
     assert_eq!(doc["nodes"].as_array().unwrap().len(), 6);
+    // With the expected cabling, the silent node is named.
+    std::fs::write(sim.dir.join("expected.net"), healthy_net()).unwrap();
+    let doc = sim.json(&["--timeout-ms", "200", "--retries", "1", "--topology", &sim.path("expected.net")]);
+    assert_eq!(errors(&doc), vec![("fabric.unreachable".into(), "error".into(), "leaf2[2] <-> hostD[1]".into())]);
 }
 
 #[test]

@@ -287,3 +287,16 @@ fn nodes_matched_by_guid_when_the_file_gives_one() {
     assert!(j.findings.iter().all(|f| f.id == "fabric.topology.extra"), "{:#?}", j.findings);
     assert_eq!(j.findings.len(), 2);
 }
+
+#[test]
+fn unanswered_node_is_named_from_the_topology() {
+    let t = topology::parse("t", EXPECTED).unwrap();
+    let mut f = healthy();
+    // hostB drops every MAD: leaf1[2] is up, hostB never discovered.
+    f.nodes.retain(|n| n.description != "hostB");
+    f.nodes[0].ports[2].remote = None;
+    f.gaps.push(Gap::Unanswered { node: Guid(0x10), port: 2 });
+    let j = judge(&f, Some(&t), &FabricExpect::default());
+    assert_eq!(ids(&j), vec![("fabric.unreachable".into(), Severity::Error, "leaf1[2] <-> hostB[1]".into())]);
+    assert!(j.findings[0].message.contains("(hostB[1] per the topology file)"), "{}", j.findings[0].message);
+}
