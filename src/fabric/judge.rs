@@ -146,7 +146,7 @@ fn lid_rules(fabric: &Fabric, sheet: &mut Sheet) {
             sheet.add(
                 "fabric.lid",
                 Severity::Error,
-                names.join(" , "),
+                names.join(", "),
                 format!("LID {lid} is assigned to {} ports: {}", owners.len(), names.join(", ")),
                 "duplicate LIDs break routing: restart the SM with a clean LID cache (remove guid2lid in its cache directory) so it reassigns them",
                 &owners.iter().map(|(n, p)| (n.guid, *p)).collect::<Vec<_>>(),

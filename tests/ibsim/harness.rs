@@ -10,7 +10,18 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-pub const UMAD2SIM: &str = "/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so";
+/// Where ibsim-utils puts the umad wrapper (Debian multiarch, then RPM layouts).
+pub static UMAD2SIM: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    let arch = std::env::consts::ARCH;
+    [
+        format!("/usr/lib/{arch}-linux-gnu/umad2sim/libumad2sim.so"),
+        "/usr/lib64/umad2sim/libumad2sim.so".into(),
+        "/usr/lib/umad2sim/libumad2sim.so".into(),
+    ]
+    .into_iter()
+    .find(|p| Path::new(p).exists())
+    .unwrap_or_else(|| format!("/usr/lib/{arch}-linux-gnu/umad2sim/libumad2sim.so"))
+});
 pub const IBSIM: &str = "/usr/bin/ibsim";
 pub const OPENSM: &str = "/usr/sbin/opensm";
 
@@ -20,7 +31,9 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 
 /// Fails loudly (never skips) when the simulator's pieces are not installed.
 pub fn require_tools() {
-    for (path, package) in [(IBSIM, "ibsim-utils"), (UMAD2SIM, "ibsim-utils"), (OPENSM, "opensm")] {
+    for (path, package) in
+        [(IBSIM, "ibsim-utils"), (UMAD2SIM.as_str(), "ibsim-utils"), (OPENSM, "opensm"), ("/usr/sbin/ibportstate", "infiniband-diags")]
+    {
         assert!(Path::new(path).exists(), "{path} is missing: install {package} (tests/deps.sh does); the ibsim tier cannot run without it");
     }
 }
@@ -78,7 +91,7 @@ impl Sim {
         let mut cmd = Command::new(OPENSM);
         cmd.args(["-f", &state.join("opensm.log").display().to_string(), "-p", &priority.to_string()])
             .current_dir(&state)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", UMAD2SIM.as_str())
             .env("IBSIM_SOCKNAME", &self.sock)
             .env("OSM_TMP_DIR", &state)
             .env("OSM_CACHE_DIR", &state)
@@ -130,7 +143,7 @@ impl Sim {
         let child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
             .args(args)
             .current_dir(&self.dir)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", UMAD2SIM.as_str())
             .env("IBSIM_SOCKNAME", &self.sock)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -158,7 +171,7 @@ impl Sim {
         Command::new(program)
             .args(args)
             .current_dir(&self.dir)
-            .env("LD_PRELOAD", UMAD2SIM)
+            .env("LD_PRELOAD", UMAD2SIM.as_str())
             .env("IBSIM_SOCKNAME", &self.sock)
             .output()
             .unwrap_or_else(|e| panic!("run {program} (infiniband-diags): {e}"))

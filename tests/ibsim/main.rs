@@ -65,7 +65,7 @@ fn healthy_fabric_passes_with_speed_warnings_only() {
     // ... and by GUID (what ibnetdiscover saves).
     let saved = std::process::Command::new("ibnetdiscover")
         .current_dir(&sim.dir)
-        .env("LD_PRELOAD", harness::UMAD2SIM)
+        .env("LD_PRELOAD", harness::UMAD2SIM.as_str())
         .env("IBSIM_SOCKNAME", sim.sock())
         .output()
         .expect("run ibnetdiscover (infiniband-diags)");

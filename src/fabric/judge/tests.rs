@@ -185,7 +185,7 @@ fn duplicate_and_missing_lids() {
     let mut f = healthy();
     f.nodes[3].ports[0].info.lid = 3; // hostB takes hostA's LID
     let j = judge(&f, None, &FabricExpect::default());
-    assert_eq!(ids(&j), vec![("fabric.lid".into(), Severity::Error, "hostA[1] , hostB[1]".into())]);
+    assert_eq!(ids(&j), vec![("fabric.lid".into(), Severity::Error, "hostA[1], hostB[1]".into())]);
     f.nodes[3].ports[0].info.lid = 0;
     let j = judge(&f, None, &FabricExpect::default());
     assert_eq!(ids(&j), vec![("fabric.lid".into(), Severity::Error, "hostB[1]".into())]);
