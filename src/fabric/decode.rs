@@ -36,7 +36,15 @@ pub fn port_info(pi: &[u8], mlnx_ext: &[u8]) -> PortInfo {
     // Extended speeds (FDR 1, EDR 2, HDR 4, NDR 8) sit four bits up in Speed::raw.
     let ext_supported = f(500, 4);
     let ext_valid = capability_mask & CAP_EXTENDED_SPEEDS != 0 || ext_supported != 0;
-    let (ext_active, ext_enabled) = if ext_valid { (f(496, 4), f(507, 5) & 0xf) } else { (0, 0) };
+    // LinkSpeedExtEnabled 30 means "extended speeds disabled", 31 "all supported" (some
+    // firmware echoes what was Set); otherwise it is a bit set like the others.
+    let ext_enabled_raw = if ext_valid { f(507, 5) } else { 0 };
+    let ext_enabled = match ext_enabled_raw {
+        30 => 0,
+        31 => ext_supported,
+        bits => bits & 0xf,
+    };
+    let ext_active = if ext_valid { f(496, 4) } else { 0 };
     supported |= ext_supported << 4;
     enabled |= ext_enabled << 4;
     // XDR (LinkSpeedExtActive2/Supported2/Enabled2, IBTA 1.7): bit 0 of each.
@@ -258,6 +266,19 @@ mod tests {
         let ndr = port_info(&pi, &[0; 64]);
         assert_eq!(ndr.speed_active, Speed::Ndr);
         assert_eq!(ndr.speed_enabled.best(), Some(Speed::Xdr));
+    }
+
+    #[test]
+    fn ext_enabled_special_values() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        pi[35] = 0x47;
+        put(&mut pi, 500, 4, 0b0111); // FDR EDR HDR supported
+        put(&mut pi, 507, 5, 30); // extended speeds disabled
+        let d = port_info(&pi, &[0; 64]);
+        assert_eq!((d.speed_active, d.speed_enabled.best(), d.speed_supported.best()), (Speed::Qdr, Some(Speed::Qdr), Some(Speed::Hdr)));
+        put(&mut pi, 507, 5, 31); // all supported
+        assert_eq!(port_info(&pi, &[0; 64]).speed_enabled.best(), Some(Speed::Hdr));
     }
 
     #[test]

@@ -58,18 +58,25 @@ pub fn available() -> Result<(), MadError> {
     libraries().map(|_| ())
 }
 
+/// The sonames rdma-core installs (libibumad3, libibmad5, libibnetdisc5 on Debian).
+const SONAMES: [&str; 3] = ["libibumad.so.3", "libibmad.so.5", "libibnetdisc.so.5"];
+
 fn load() -> Result<Libraries, MadError> {
+    load_from(SONAMES)
+}
+
+fn load_from([umad_so, mad_so, netdisc_so]: [&'static str; 3]) -> Result<Libraries, MadError> {
     fn missing(soname: &'static str) -> impl Fn(libloading::Error) -> MadError {
         move |e| MadError::Missing { soname, detail: e.to_string() }
     }
     // SAFETY: loading runs the libraries' ELF constructors; rdma-core's MAD libraries have
     // no constructors with preconditions. Every symbol is resolved up front by the generated
     // `from_library` (dynamic_link_require_all), so a missing one fails here, not at a call.
-    let umad = unsafe { ffi::umad::Umad::new("libibumad.so.3") }.map_err(missing("libibumad.so.3"))?;
+    let umad = unsafe { ffi::umad::Umad::new(umad_so) }.map_err(missing(umad_so))?;
     // SAFETY: as above.
-    let mad = unsafe { ffi::mad::Mad::new("libibmad.so.5") }.map_err(missing("libibmad.so.5"))?;
+    let mad = unsafe { ffi::mad::Mad::new(mad_so) }.map_err(missing(mad_so))?;
     // SAFETY: as above.
-    let netdisc = unsafe { ffi::netdisc::Netdisc::new("libibnetdisc.so.5") }.map_err(missing("libibnetdisc.so.5"))?;
+    let netdisc = unsafe { ffi::netdisc::Netdisc::new(netdisc_so) }.map_err(missing(netdisc_so))?;
     Ok(Libraries { umad, mad, netdisc })
 }
 
@@ -77,4 +84,23 @@ fn load() -> Result<Libraries, MadError> {
 pub(crate) fn c_chars(raw: &[std::os::raw::c_char]) -> String {
     let bytes: Vec<u8> = raw.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
     String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_a_typed_error_naming_it() {
+        let err = load_from(["libfabcheck-absent-umad.so.3", "libibmad.so.5", "libibnetdisc.so.5"]).err().expect("cannot load");
+        match &err {
+            MadError::Missing { soname, detail } => {
+                assert_eq!(*soname, "libfabcheck-absent-umad.so.3");
+                assert!(detail.contains("libfabcheck-absent-umad.so.3"), "{detail}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(err.to_string().starts_with("libfabcheck-absent-umad.so.3 cannot be loaded"));
+        assert!(INSTALL_HINT.contains("libibumad3 libibmad5 libibnetdisc5") && INSTALL_HINT.contains("infiniband-diags"));
+    }
 }
