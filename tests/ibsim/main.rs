@@ -312,3 +312,21 @@ fn a_few_hundred_nodes() {
     let doc = sim.json(&["--topology", &sim.path("expected.net")]);
     assert_eq!(errors(&doc), vec![("fabric.link.down".into(), "error".into(), "host100[1] <-> leaf05[11]".into())]);
 }
+
+#[test]
+fn duplicate_lids() {
+    let mut sim = Sim::start("lids", &healthy_net());
+    sim.start_sm_and_wait();
+    let doc = sim.json(&[]);
+    let lid_b = host_link(&doc, "hostB")["b"]["lid"].as_u64().unwrap();
+    // Changed behind the SM's back (it corrects it at its next sweep, seconds later). ibsim
+    // refuses LID 0, so "ACTIVE without a LID" is covered by the unit tests.
+    sim.console(&format!("Baselid \"hostC\"[1] {lid_b}"));
+    let doc = sim.json(&[]);
+    let lid = errors(&doc);
+    assert_eq!(lid.len(), 1, "{lid:#?}");
+    assert_eq!(lid[0].0, "fabric.lid");
+    assert!(lid[0].2.contains("hostB[1]") && lid[0].2.contains("hostC[1]"), "{lid:?}");
+    let msg = finding(&doc, "fabric.lid", &lid[0].2)["message"].as_str().unwrap().to_string();
+    assert!(msg.starts_with(&format!("LID {lid_b} is assigned to 2 ports")), "{msg}");
+}
