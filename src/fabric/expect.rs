@@ -1,6 +1,6 @@
 //! What the operator expects of the subnet: `fabcheck fabric --expect KEY=VALUE`.
 
-use super::model::ERROR_COUNTERS;
+use super::model::ErrorCounter;
 use crate::probe::decode::{Speed, Width};
 
 /// Expectations and error-counter thresholds, with sane defaults.
@@ -14,8 +14,8 @@ pub struct FabricExpect {
     /// Exactly this many nodes / switches.
     pub nodes: Option<usize>,
     pub switches: Option<usize>,
-    /// Counter name (as in `model::ERROR_COUNTERS`) -> the highest value that is still fine.
-    pub thresholds: Vec<(&'static str, u64)>,
+    /// Per error counter, the highest value that is still fine.
+    pub thresholds: Vec<(ErrorCounter, u64)>,
 }
 
 impl Default for FabricExpect {
@@ -24,23 +24,13 @@ impl Default for FabricExpect {
     }
 }
 
-/// ibqueryerrors' classic thresholds: physical-layer counters 10, the rest 100.
-pub fn default_thresholds() -> Vec<(&'static str, u64)> {
-    ERROR_COUNTERS
-        .iter()
-        .map(|&(name, _)| {
-            let limit = match name {
-                "rcv_remote_physical_errors" | "xmit_discards" | "vl15_dropped" => 100,
-                _ => 10,
-            };
-            (name, limit)
-        })
-        .collect()
+pub fn default_thresholds() -> Vec<(ErrorCounter, u64)> {
+    ErrorCounter::ALL.iter().map(|&c| (c, c.default_threshold())).collect()
 }
 
 impl FabricExpect {
-    pub fn threshold(&self, counter: &str) -> u64 {
-        self.thresholds.iter().find(|(n, _)| *n == counter).map_or(u64::MAX, |&(_, v)| v)
+    pub fn threshold(&self, counter: ErrorCounter) -> u64 {
+        self.thresholds.iter().find(|(c, _)| *c == counter).map_or(counter.default_threshold(), |&(_, v)| v)
     }
 
     /// Applies one `KEY=VALUE`.
@@ -62,14 +52,18 @@ impl FabricExpect {
                 self.speed = Some(s.ok_or_else(|| format!("speed: '{value}' is not one of SDR DDR QDR FDR10 FDR EDR HDR NDR XDR"))?);
             }
             other => {
-                let slot = self.thresholds.iter_mut().find(|(n, _)| *n == other).ok_or_else(|| {
-                    let counters: Vec<&str> = ERROR_COUNTERS.iter().map(|(n, _)| *n).collect();
+                let counter = ErrorCounter::from_key(other).ok_or_else(|| {
+                    let counters: Vec<&str> = ErrorCounter::ALL.iter().map(|c| c.key()).collect();
                     format!(
                         "unknown key '{other}' (known: sm_standby, nodes, switches, width, speed, and counter thresholds {})",
                         counters.join(", ")
                     )
                 })?;
-                slot.1 = value.parse().map_err(|_| format!("{other}: '{value}' is not a whole number"))?;
+                let value = value.parse().map_err(|_| format!("{other}: '{value}' is not a whole number"))?;
+                match self.thresholds.iter_mut().find(|(c, _)| *c == counter) {
+                    Some(slot) => slot.1 = value,
+                    None => self.thresholds.push((counter, value)),
+                }
             }
         }
         Ok(())
@@ -83,13 +77,13 @@ mod tests {
     #[test]
     fn keys() {
         let mut e = FabricExpect::default();
-        assert_eq!(e.threshold("symbol_error"), 10);
-        assert_eq!(e.threshold("xmit_discards"), 100);
+        assert_eq!(e.threshold(ErrorCounter::SymbolError), 10);
+        assert_eq!(e.threshold(ErrorCounter::XmitDiscards), 100);
         e.set("symbol_error=0").unwrap();
         e.set("sm_standby=1").unwrap();
         e.set("width=4x").unwrap();
         e.set("speed=HDR").unwrap();
-        assert_eq!((e.threshold("symbol_error"), e.sm_standby, e.width, e.speed), (0, Some(1), Some(Width::X4), Some(Speed::Hdr)));
+        assert_eq!((e.threshold(ErrorCounter::SymbolError), e.sm_standby, e.width, e.speed), (0, Some(1), Some(Width::X4), Some(Speed::Hdr)));
         for bad in ["nope=1", "symbol_error=-1", "sm_standby=x", "width=3X", "speed=ZDR", "novalue"] {
             assert!(e.set(bad).is_err(), "{bad}");
         }

@@ -4,7 +4,7 @@
 
 use super::expect::FabricExpect;
 use super::links::{end_name, node_name, Index, Link, LinkKey};
-use super::model::{Fabric, Gap, Guid, Node, NodeType, SmState, ERROR_COUNTERS};
+use super::model::{ErrorCounter, Fabric, Gap, Guid, Node, NodeType, SmState};
 use super::topology::{NodeKey, Topology};
 use crate::diagnose::{Finding, Severity};
 use crate::probe::decode::{link_rate, PhysState, PortState, Speed, Width};
@@ -267,23 +267,22 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
 fn counter_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     for end in [link.a, link.b] {
         let Some(c) = end.port.counters else { continue };
-        let over: Vec<(&str, &str, u64, u64)> = ERROR_COUNTERS
-            .iter()
-            .filter_map(|&(name, ibta)| {
-                let value = c.get(name)?;
-                let limit = expect.threshold(name);
-                (value > limit).then_some((name, ibta, value, limit))
+        let over: Vec<(ErrorCounter, u64, u64)> = ErrorCounter::ALL
+            .into_iter()
+            .filter_map(|counter| {
+                let (value, limit) = (c.error(counter), expect.threshold(counter));
+                (value > limit).then_some((counter, value, limit))
             })
             .collect();
         if over.is_empty() {
             continue;
         }
-        let physical = over.iter().any(|(n, ..)| !matches!(*n, "xmit_discards" | "vl15_dropped" | "rcv_remote_physical_errors"));
-        let list: Vec<String> = over.iter().map(|(_, ibta, v, l)| format!("{ibta} {v} (> {l})")).collect();
+        let physical = over.iter().any(|(c, ..)| c.physical());
+        let list: Vec<String> = over.iter().map(|(c, v, l)| format!("{} {v} (> {l})", c.ibta())).collect();
         let remedy = if physical {
             "errors counted where this link's signal arrives: a marginal cable or connector. Reseat or replace the cable and watch whether \
              the counters grow (`fabcheck fabric --reset-counters`, then rerun later)"
-        } else if over.iter().any(|(n, ..)| *n == "rcv_remote_physical_errors") {
+        } else if over.iter().any(|(c, ..)| *c == ErrorCounter::RcvRemotePhysicalErrors) {
             "packets arrived already marked bad: look for symbol or receive errors on the links upstream of this port"
         } else {
             "packets dropped for congestion or an unresponsive destination (head-of-queue lifetime): find the congested path or the stuck node"

@@ -142,34 +142,96 @@ pub struct Counters {
     pub rcv_pkts: u64,
 }
 
-/// Every error counter fabcheck judges: its JSON name, the IBTA name, and its reading.
-pub const ERROR_COUNTERS: [(&str, &str); 9] = [
-    ("symbol_error", "SymbolErrorCounter"),
-    ("link_error_recovery", "LinkErrorRecoveryCounter"),
-    ("link_downed", "LinkDownedCounter"),
-    ("rcv_errors", "PortRcvErrors"),
-    ("rcv_remote_physical_errors", "PortRcvRemotePhysicalErrors"),
-    ("xmit_discards", "PortXmitDiscards"),
-    ("local_link_integrity_errors", "LocalLinkIntegrityErrors"),
-    ("excessive_buffer_overrun_errors", "ExcessiveBufferOverrunErrors"),
-    ("vl15_dropped", "VL15Dropped"),
-];
+/// The PerfMgt error counters fabcheck judges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorCounter {
+    SymbolError,
+    LinkErrorRecovery,
+    LinkDowned,
+    RcvErrors,
+    RcvRemotePhysicalErrors,
+    XmitDiscards,
+    LocalLinkIntegrityErrors,
+    ExcessiveBufferOverrunErrors,
+    Vl15Dropped,
+}
+
+impl ErrorCounter {
+    pub const ALL: [ErrorCounter; 9] = [
+        ErrorCounter::SymbolError,
+        ErrorCounter::LinkErrorRecovery,
+        ErrorCounter::LinkDowned,
+        ErrorCounter::RcvErrors,
+        ErrorCounter::RcvRemotePhysicalErrors,
+        ErrorCounter::XmitDiscards,
+        ErrorCounter::LocalLinkIntegrityErrors,
+        ErrorCounter::ExcessiveBufferOverrunErrors,
+        ErrorCounter::Vl15Dropped,
+    ];
+
+    /// The name in JSON and in `--expect` thresholds.
+    pub fn key(self) -> &'static str {
+        match self {
+            ErrorCounter::SymbolError => "symbol_error",
+            ErrorCounter::LinkErrorRecovery => "link_error_recovery",
+            ErrorCounter::LinkDowned => "link_downed",
+            ErrorCounter::RcvErrors => "rcv_errors",
+            ErrorCounter::RcvRemotePhysicalErrors => "rcv_remote_physical_errors",
+            ErrorCounter::XmitDiscards => "xmit_discards",
+            ErrorCounter::LocalLinkIntegrityErrors => "local_link_integrity_errors",
+            ErrorCounter::ExcessiveBufferOverrunErrors => "excessive_buffer_overrun_errors",
+            ErrorCounter::Vl15Dropped => "vl15_dropped",
+        }
+    }
+
+    /// The IBTA name, as `perfquery` prints it.
+    pub fn ibta(self) -> &'static str {
+        match self {
+            ErrorCounter::SymbolError => "SymbolErrorCounter",
+            ErrorCounter::LinkErrorRecovery => "LinkErrorRecoveryCounter",
+            ErrorCounter::LinkDowned => "LinkDownedCounter",
+            ErrorCounter::RcvErrors => "PortRcvErrors",
+            ErrorCounter::RcvRemotePhysicalErrors => "PortRcvRemotePhysicalErrors",
+            ErrorCounter::XmitDiscards => "PortXmitDiscards",
+            ErrorCounter::LocalLinkIntegrityErrors => "LocalLinkIntegrityErrors",
+            ErrorCounter::ExcessiveBufferOverrunErrors => "ExcessiveBufferOverrunErrors",
+            ErrorCounter::Vl15Dropped => "VL15Dropped",
+        }
+    }
+
+    pub fn from_key(key: &str) -> Option<ErrorCounter> {
+        ErrorCounter::ALL.into_iter().find(|c| c.key() == key)
+    }
+
+    /// Counted where this link's own signal arrives: a fault of this cable or its connectors
+    /// (the rest are congestion, or damage upstream).
+    pub fn physical(self) -> bool {
+        !matches!(self, ErrorCounter::XmitDiscards | ErrorCounter::Vl15Dropped | ErrorCounter::RcvRemotePhysicalErrors)
+    }
+
+    /// ibqueryerrors' classic thresholds: physical-layer counters 10, the rest 100.
+    pub fn default_threshold(self) -> u64 {
+        if self.physical() {
+            10
+        } else {
+            100
+        }
+    }
+}
 
 impl Counters {
-    /// The value of a counter named as in [`ERROR_COUNTERS`].
-    pub fn get(&self, name: &str) -> Option<u64> {
-        Some(match name {
-            "symbol_error" => self.symbol_error,
-            "link_error_recovery" => self.link_error_recovery,
-            "link_downed" => self.link_downed,
-            "rcv_errors" => self.rcv_errors,
-            "rcv_remote_physical_errors" => self.rcv_remote_physical_errors,
-            "xmit_discards" => self.xmit_discards,
-            "local_link_integrity_errors" => self.local_link_integrity_errors,
-            "excessive_buffer_overrun_errors" => self.excessive_buffer_overrun_errors,
-            "vl15_dropped" => self.vl15_dropped,
-            _ => return None,
-        })
+    pub fn error(&self, counter: ErrorCounter) -> u64 {
+        match counter {
+            ErrorCounter::SymbolError => self.symbol_error,
+            ErrorCounter::LinkErrorRecovery => self.link_error_recovery,
+            ErrorCounter::LinkDowned => self.link_downed,
+            ErrorCounter::RcvErrors => self.rcv_errors,
+            ErrorCounter::RcvRemotePhysicalErrors => self.rcv_remote_physical_errors,
+            ErrorCounter::XmitDiscards => self.xmit_discards,
+            ErrorCounter::LocalLinkIntegrityErrors => self.local_link_integrity_errors,
+            ErrorCounter::ExcessiveBufferOverrunErrors => self.excessive_buffer_overrun_errors,
+            ErrorCounter::Vl15Dropped => self.vl15_dropped,
+        }
     }
 }
 

@@ -3,7 +3,7 @@
 
 use super::judge::Judgement;
 use super::links::{end_name, node_name, End, Index};
-use super::model::{Counters, Fabric, Guid, NodeType, SmInfo, SmState, ERROR_COUNTERS};
+use super::model::{Counters, ErrorCounter, Fabric, Guid, NodeType, SmInfo, SmState};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
 use crate::probe::decode::{PhysState, PortState, Speed, Width};
 use serde::Serialize;
@@ -255,7 +255,7 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
     let warnings = j.findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let switches = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).count();
     let counters =
-        if fabric.counters_read { format!("counters of {} error kinds read", ERROR_COUNTERS.len()) } else { "counters not read (no LIDs)".into() };
+        if fabric.counters_read { format!("counters of {} error kinds read", ErrorCounter::ALL.len()) } else { "counters not read (no LIDs)".into() };
     let _ = writeln!(
         out,
         "\n{}: {} nodes ({switches} switches), {} links, {counters}; {errors} errors, {warnings} warnings",
