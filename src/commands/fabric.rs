@@ -127,7 +127,10 @@ fn mad_failure(err: MadError) -> Failure {
         MadError::NoSuchCa { .. } => "give --ca one of the devices listed (`ibstat -l`), or leave it out".into(),
         MadError::NoSuchPort { .. } => "give --port one of the ports listed, or leave it out".into(),
         MadError::OpenPort { .. } => "check permissions on /dev/infiniband/umad* (root, or the rdma group) and that ib_umad is loaded".into(),
-        MadError::Discover { .. } => "check that the port is linked and the fabric answers (`ibstat`, `ibnetdiscover`)".into(),
+        MadError::PortDown { .. } => "plug in or reseat this port's cable (`ibstat` shows its state), or pick a linked port with --ca/--port".into(),
+        MadError::Discover { .. } => "check that the port is linked and the fabric answers (`ibstat`, `ibnetdiscover`), and that you may use \
+                                      /dev/infiniband/umad* (root, or the rdma group)"
+            .into(),
         _ => "retry with a longer --timeout-ms".into(),
     };
     Failure::new(err.to_string(), remedy)

@@ -21,6 +21,9 @@ pub struct Probe {
 pub fn discover(probe: &Probe) -> Result<Fabric, MadError> {
     mad::available()?;
     let local = mad::find_local_port(probe.ca.as_deref(), probe.port)?;
+    if local.state == 1 {
+        return Err(MadError::PortDown { ca: local.ca.clone(), port: local.port, phys_state: local.phys_state });
+    }
     let raw =
         mad::discover(&local, DiscoverConfig { timeout_ms: probe.timeout_ms, retries: probe.retries, max_smps: 8, mellanox_ext_port_info: true })?;
     let mut fabric = Fabric {

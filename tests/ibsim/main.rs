@@ -254,6 +254,12 @@ fn bad_input_is_exit_2_with_cause_and_remedy() {
         assert_eq!(lines.len(), 2, "{refs:?}: one line of cause, one of remedy:\n{stderr}");
         assert!(lines[0].contains(cause), "{refs:?}: {stderr}");
     }
+    // The local port's cable pulled: nothing to discover from here.
+    sim.console("Unlink \"hostA\"[1]");
+    let out = sim.fabcheck(&["fabric"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(exit(&out), 2, "{stderr}");
+    assert!(stderr.contains("ibsim0 port 1 is DOWN") && stderr.contains("reseat this port's cable"), "{stderr}");
     // No umad device at all (no LD_PRELOAD, on a machine without InfiniBand).
     if !std::path::Path::new("/sys/class/infiniband_mad").exists() {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(["fabric"]).env_remove("LD_PRELOAD").output().unwrap();

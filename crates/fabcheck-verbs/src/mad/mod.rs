@@ -32,6 +32,8 @@ pub enum MadError {
     NoSuchCa { name: String, present: String },
     #[error("{ca} has no port {port} (ports: {present})")]
     NoSuchPort { ca: String, port: u8, present: String },
+    #[error("{ca} port {port} is DOWN (physical state {phys_state}): there is no subnet to discover from it")]
+    PortDown { ca: String, port: u8, phys_state: u32 },
     #[error("cannot open the MAD agents on {ca} port {port}: {source}")]
     OpenPort { ca: String, port: u8, source: std::sync::Arc<std::io::Error> },
     #[error("subnet discovery from {ca} port {port} failed: {source}")]
