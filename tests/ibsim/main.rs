@@ -85,6 +85,29 @@ fn healthy_fabric_passes_with_speed_warnings_only() {
 }
 
 #[test]
+fn hdr_fabric_through_the_extended_speed_fields() {
+    // ibsim's `extspeed=7` enables FDR, EDR and HDR (LinkSpeedExtSupported/Enabled/Active,
+    // CapabilityMask IsExtendedSpeedsSupported); `speed=7` SDR..QDR. Every link trains 12X HDR.
+    let net = healthy_net().replacen("width=15\n", "width=15\nspeed=7\nextspeed=7\n", 1);
+    let mut sim = Sim::start("hdr", &net);
+    sim.start_sm_and_wait();
+    let out = sim.fabcheck(&["fabric", "--json", "--expect", "speed=HDR"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(exit(&out), 0, "{:#?}", findings(&doc));
+    assert!(findings(&doc).is_empty(), "every end enables all it supports: {:#?}", findings(&doc));
+    for l in doc["links"].as_array().unwrap() {
+        let got = (l["width"].as_str(), l["speed"].as_str(), l["rate_gbps"].as_f64(), l["speed_supported"].as_str(), l["speed_enabled"].as_str());
+        assert_eq!(got, (Some("12X"), Some("HDR"), Some(600.0), Some("HDR"), Some("HDR")), "{l}");
+    }
+    let out = sim.fabcheck(&["fabric"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("==( 12X HDR     600 Gb/s ACTIVE/LINK_UP )==> hostB[1]"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
 fn no_subnet_manager() {
     let sim = Sim::start("nosm", &healthy_net());
     let out = sim.fabcheck(&["fabric", "--json"]);
