@@ -40,6 +40,9 @@ pub fn judge(fabric: &Fabric, topology: Option<&Topology>, expect: &FabricExpect
     }
     count_rules(fabric, expect, &mut sheet);
     for link in &index.links {
+        if fabric.master.as_ref().is_some_and(|m| m.state == SmState::Master) {
+            state_rules(link, &mut sheet);
+        }
         link_rules(link, expect, &mut sheet);
         counter_rules(link, expect, &mut sheet);
     }
@@ -181,6 +184,24 @@ fn wl(width: Width, speed: Speed) -> String {
         Some(r) => format!("{width} {speed} ({} Gb/s)", crate::diagnose::gbps(r.data_gbps)),
         None => format!("{width} {speed}"),
     }
+}
+
+/// With a master SM, a physically up link should be ACTIVE: INIT/ARMED means the SM has not
+/// configured it (or is still sweeping).
+fn state_rules(link: &Link, sheet: &mut Sheet) {
+    let (a, b) = (&link.a.port.info, &link.b.port.info);
+    if !(a.link_up() && b.link_up()) || (a.state == PortState::Active && b.state == PortState::Active) {
+        return;
+    }
+    sheet.add(
+        "fabric.link.state",
+        Severity::Error,
+        link.name(),
+        format!("linked up but {} / {}: the master SM has not activated it, so it carries no traffic", a.state, b.state),
+        "if the SM is mid-sweep, rerun in a few seconds; otherwise look for this port in the SM log (opensm.log: M_Key, \
+         partition or MTU/VL errors) and reset it (`ibportstate LID PORT reset`)",
+        &[link.a.key(), link.b.key()],
+    );
 }
 
 fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {

@@ -300,3 +300,16 @@ fn unanswered_node_is_named_from_the_topology() {
     assert_eq!(ids(&j), vec![("fabric.unreachable".into(), Severity::Error, "leaf1[2] <-> hostB[1]".into())]);
     assert!(j.findings[0].message.contains("(hostB[1] per the topology file)"), "{}", j.findings[0].message);
 }
+
+#[test]
+fn link_left_in_init_under_a_master() {
+    let mut f = healthy();
+    f.nodes[0].ports[1].info.state = PortState::Init;
+    f.nodes[2].ports[0].info.state = PortState::Init;
+    let j = judge(&f, None, &FabricExpect::default());
+    assert_eq!(ids(&j), vec![("fabric.link.state".into(), Severity::Error, "leaf1[1] <-> hostA[1]".into())]);
+    assert!(j.findings[0].message.starts_with("linked up but INIT / INIT"));
+    // Without a master the SM finding explains it instead.
+    f.master = None;
+    assert!(judge(&f, None, &FabricExpect::default()).findings.iter().all(|x| x.id == "fabric.sm"));
+}
