@@ -31,6 +31,8 @@ pub enum Command {
     Devices(DevicesArgs),
     /// The node's bring-up checklist, each failure with its likely cause and remedy.
     Check(CheckArgs),
+    /// The whole InfiniBand subnet over MADs: SM, links, cabling, error counters.
+    Fabric(FabricArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
     Pair(PairArgs),
     /// Every pair of many endpoints; names the suspect nodes and links.
@@ -238,3 +240,34 @@ pub struct ServeArgs {
 /// `fabcheck agent` takes no flags: it speaks the protocol on stdin/stdout.
 #[derive(Debug, Args)]
 pub struct AgentArgs {}
+
+#[derive(Debug, Args)]
+pub struct FabricArgs {
+    /// The umad device (CA) to send MADs from (`ibstat -l` lists them); default: the first with an ACTIVE port.
+    #[arg(long, value_name = "NAME")]
+    pub ca: Option<String>,
+    /// Its port (default: the first ACTIVE one; port 0 on a switch).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8))]
+    pub port: Option<u8>,
+    /// The expected cabling, in ibnetdiscover format: missing, extra and miswired cables are named.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// sm_standby=N, nodes=N, switches=N, width=4X, speed=HDR, or an error-counter threshold (symbol_error=10, ...).
+    #[arg(long = "expect", value_name = "KEY=VALUE")]
+    pub expect: Vec<String>,
+    /// One JSON document on stdout (schema fabcheck.fabric.v1).
+    #[arg(long)]
+    pub json: bool,
+    /// Milliseconds each MAD waits for its answer.
+    #[arg(long, default_value_t = 500, value_name = "MS", value_parser = clap::value_parser!(u32).range(10..=60_000))]
+    pub timeout_ms: u32,
+    /// Retries of an unanswered MAD.
+    #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u32).range(0..=20))]
+    pub retries: u32,
+    /// Clear every port's PortCounters after reading them (never done unless asked).
+    #[arg(long)]
+    pub reset_counters: bool,
+    /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    pub deadline: u64,
+}

@@ -2,11 +2,13 @@
 # Installs what building and testing fabcheck needs on Debian/Ubuntu (idempotent).
 # Build: libibverbs/librdmacm headers and libclang (rdma-sys runs bindgen).
 # Run and compare: rdma-core, the rxe provider, ibverbs-utils and perftest.
+# fabric: the MAD library headers (bindgen), and ibsim + OpenSM for the ibsim tier.
 # Guest for the Soft-RoCE tier: qemu, busybox, kmod (the kernel itself comes via soft-roce-setup.sh).
 set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils infiniband-diags perftest iproute2 util-linux
+	libibumad-dev libibmad-dev libibnetdisc-dev ibsim-utils opensm
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 )
 missing=()

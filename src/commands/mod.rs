@@ -2,6 +2,7 @@
 
 mod check;
 mod devices;
+mod fabric;
 mod flags;
 mod mesh;
 mod pair;
@@ -14,6 +15,7 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
     match command {
         Command::Devices(args) => devices::run(&args),
         Command::Check(args) => check::run(&args),
+        Command::Fabric(args) => fabric::run(&args),
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
         Command::Serve(args) => serve::run(&args),

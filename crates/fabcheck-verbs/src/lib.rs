@@ -1,4 +1,6 @@
-//! The safe verbs layer: the only code in fabcheck that calls libibverbs or holds `unsafe`.
+//! The safe verbs layer: the only code in fabcheck that calls libibverbs or holds `unsafe`;
+//! `mad` is the same for the MAD libraries (libibumad, libibmad, libibnetdisc), which it
+//! opens at run time.
 //!
 //! Each object keeps what it depends on alive (`Arc`), so dropping releases in the right
 //! order whatever order the caller drops in; a failed teardown is logged, never a panic.
@@ -101,6 +103,7 @@ mod cm;
 mod cq;
 mod device;
 mod error;
+pub mod mad;
 mod mr;
 mod pd;
 mod qp;

@@ -1,0 +1,105 @@
+//! `fabcheck fabric`: flags -> a plain configuration -> discovery -> judgment -> report.
+
+use crate::cli::FabricArgs;
+use crate::error::{Failure, Outcome};
+use crate::fabric::discover::{self, Probe};
+use crate::fabric::{judge, report, topology, FabricExpect};
+use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
+use std::path::PathBuf;
+
+/// The run configuration: plain data, no clap.
+#[derive(Debug, Clone)]
+pub struct FabricConfig {
+    pub probe: Probe,
+    pub topology: Option<PathBuf>,
+    pub expect: FabricExpect,
+    pub json: bool,
+    pub deadline: std::time::Duration,
+}
+
+/// `fabric`'s flags as a validated run.
+pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
+    let mut expect = FabricExpect::default();
+    for kv in &args.expect {
+        expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
+    }
+    if let Some(ca) = &args.ca {
+        if !crate::spec::valid_device_name(ca) {
+            return Err(Failure::usage(format!("--ca '{ca}' is not a device name (as `ibstat -l` lists them)")));
+        }
+    }
+    Ok(FabricConfig {
+        probe: Probe {
+            ca: args.ca.clone(),
+            port: args.port,
+            timeout_ms: args.timeout_ms,
+            retries: args.retries,
+            reset_counters: args.reset_counters,
+        },
+        topology: args.topology.clone(),
+        expect,
+        json: args.json,
+        deadline: std::time::Duration::from_secs(args.deadline),
+    })
+}
+
+pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
+    let config = configure(args)?;
+    let started = std::time::Instant::now();
+    // Bad input fails before any MAD is sent.
+    let expected = match &config.topology {
+        Some(path) => Some(topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
+        None => None,
+    };
+    let fabric = with_deadline(&config.probe, config.deadline)?;
+    let judgement = judge(&fabric, expected.as_ref(), &config.expect);
+    if config.json {
+        let doc = report::document(&fabric, &judgement, started.elapsed().as_millis() as u64);
+        crate::report::print_json(&doc);
+    } else {
+        print!("{}", report::human(&fabric, &judgement));
+    }
+    Ok(match report::verdict(&judgement) {
+        crate::diagnose::Verdict::Pass => Outcome::Pass,
+        crate::diagnose::Verdict::Fail => Outcome::Fail,
+    })
+}
+
+/// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
+/// umad device (or simulator) must still not hang the run. On the deadline the process
+/// exits (exit 2) and takes the stuck thread with it.
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::fabric::Fabric, Failure> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let probe = probe.clone();
+    std::thread::Builder::new()
+        .name("mad".into())
+        .spawn(move || {
+            let _ = tx.send(discover::discover(&probe));
+        })
+        .map_err(|e| Failure::new(format!("cannot start the MAD thread: {e}"), "retry; check the process limits (ulimit -u)"))?;
+    match rx.recv_timeout(deadline) {
+        Ok(result) => result.map_err(mad_failure),
+        Err(_) => Err(Failure::new(
+            format!("the fabric did not finish answering within {} s (--deadline)", deadline.as_secs()),
+            "check the local port (`ibstat`) and the SM; on a very large or lossy fabric raise --deadline or lower --timeout-ms",
+        )),
+    }
+}
+
+fn mad_failure(err: MadError) -> Failure {
+    let remedy = match &err {
+        MadError::Missing { .. } => format!("`fabric` needs rdma-core's MAD libraries: {INSTALL_HINT}"),
+        MadError::NoUmadDevice => "run on an InfiniBand node with the ib_umad module loaded (`modprobe ib_umad`); under the ibsim simulator, \
+                                   run with LD_PRELOAD=/usr/lib/x86_64-linux-gnu/umad2sim/libumad2sim.so"
+            .into(),
+        MadError::NoSuchCa { .. } => "give --ca one of the devices listed (`ibstat -l`), or leave it out".into(),
+        MadError::NoSuchPort { .. } => "give --port one of the ports listed, or leave it out".into(),
+        MadError::OpenPort { .. } => "check permissions on /dev/infiniband/umad* (root, or the rdma group) and that ib_umad is loaded".into(),
+        MadError::PortDown { .. } => "plug in or reseat this port's cable (`ibstat` shows its state), or pick a linked port with --ca/--port".into(),
+        MadError::Discover { .. } => "check that the port is linked and the fabric answers (`ibstat`, `ibnetdiscover`), and that you may use \
+                                      /dev/infiniband/umad* (root, or the rdma group)"
+            .into(),
+        _ => "retry with a longer --timeout-ms".into(),
+    };
+    Failure::new(err.to_string(), remedy)
+}

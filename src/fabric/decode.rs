@@ -1,0 +1,343 @@
+//! Decoding of raw MAD attribute payloads (big-endian, bit offsets as in the IBTA spec and
+//! libibmad's field table `fields.c`). Pure functions over byte slices, tested on captured
+//! and constructed payloads, including the speeds the simulator cannot produce (FDR..XDR).
+
+use super::model::{Counters, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
+use crate::probe::decode::{PhysState, PortState, Speed, Width};
+
+/// Reads `width` bits starting `offset` bits from the start of `buf`, most significant bit
+/// first: libibmad's `BITSOFFS(offset, width)` fields. Bits past the end read as zero.
+pub fn be_bits(buf: &[u8], offset: usize, width: usize) -> u64 {
+    (offset..offset + width).fold(0u64, |acc, bit| {
+        let byte = buf.get(bit / 8).copied().unwrap_or(0);
+        (acc << 1) | u64::from((byte >> (7 - bit % 8)) & 1)
+    })
+}
+
+fn be_u64(buf: &[u8], byte: usize) -> u64 {
+    be_bits(buf, byte * 8, 64)
+}
+
+/// PortInfo CapabilityMask bit IsSM: an SM runs behind this port.
+pub const CAP_IS_SM: u32 = 1 << 1;
+
+/// PortInfo CapabilityMask bit IsExtendedSpeedsSupported.
+pub const CAP_EXTENDED_SPEEDS: u32 = 1 << 14;
+
+/// Decodes a 64-byte PortInfo; `mlnx_ext` is the Mellanox ExtendedPortInfo (FDR10), zeros
+/// when the node was not asked.
+pub fn port_info(pi: &[u8], mlnx_ext: &[u8]) -> PortInfo {
+    let f = |offset, width| be_bits(pi, offset, width) as u32;
+    let capability_mask = f(160, 32);
+    // Legacy speeds (SDR 1, DDR 2, QDR 4) are already Speed::raw bits.
+    let mut supported = f(256, 4);
+    let mut enabled = f(284, 4);
+    let legacy_active = f(280, 4);
+    // Extended speeds (FDR 1, EDR 2, HDR 4, NDR 8) sit four bits up in Speed::raw.
+    let ext_supported = f(500, 4);
+    let ext_valid = capability_mask & CAP_EXTENDED_SPEEDS != 0 || ext_supported != 0;
+    // LinkSpeedExtEnabled 30 means "extended speeds disabled", 31 "all supported" (some
+    // firmware echoes what was Set); otherwise it is a bit set like the others.
+    let ext_enabled_raw = if ext_valid { f(507, 5) } else { 0 };
+    let ext_enabled = match ext_enabled_raw {
+        30 => 0,
+        31 => ext_supported,
+        bits => bits & 0xf,
+    };
+    let ext_active = if ext_valid { f(496, 4) } else { 0 };
+    supported |= ext_supported << 4;
+    enabled |= ext_enabled << 4;
+    // XDR (LinkSpeedExtActive2/Supported2/Enabled2, IBTA 1.7): bit 0 of each.
+    let (ext2_active, ext2_supported, ext2_enabled) = (f(449, 2), f(451, 2), f(453, 3));
+    supported |= (ext2_supported & 1) << 8;
+    enabled |= (ext2_enabled & 1) << 8;
+    // FDR10 lives in Mellanox's ExtendedPortInfo (bit 0 of LinkSpeedSupported/Enabled/Active).
+    let mlnx = |offset| be_bits(mlnx_ext, offset, 8) as u32;
+    supported |= (mlnx(56) & 1) << 3;
+    enabled |= (mlnx(88) & 1) << 3;
+    let speed_active = if ext2_active & 1 != 0 {
+        Speed::Xdr
+    } else if ext_active != 0 {
+        match ext_active {
+            1 => Speed::Fdr,
+            2 => Speed::Edr,
+            4 => Speed::Hdr,
+            8 => Speed::Ndr,
+            other => Speed::Unknown(other << 4),
+        }
+    } else if mlnx(120) & 1 != 0 {
+        Speed::Fdr10
+    } else {
+        Speed::from_raw(legacy_active)
+    };
+    let width_supported = WidthSet(f(240, 8) as u8);
+    let mut width_enabled = WidthSet(f(232, 8) as u8);
+    if width_enabled.0 == 0 || width_enabled.0 == 0xff {
+        // 0 is "no change" and 255 "set to supported": either way, what the port supports.
+        width_enabled = width_supported;
+    }
+    PortInfo {
+        lid: f(128, 16) as u16,
+        sm_lid: f(144, 16) as u16,
+        lmc: f(277, 3) as u8,
+        capability_mask,
+        state: PortState::from_raw(f(260, 4)),
+        phys_state: PhysState::from_raw(f(264, 4)),
+        width_active: Width::from_raw(f(248, 8)),
+        width_enabled,
+        width_supported,
+        speed_active,
+        speed_enabled: SpeedSet(if enabled == 0 { supported } else { enabled }),
+        speed_supported: SpeedSet(supported),
+    }
+}
+
+/// NodeInfo fields fabcheck uses: (node type, number of ports, node GUID, local port number).
+pub fn node_info(ni: &[u8]) -> (u8, u8, u64, u8) {
+    (be_bits(ni, 16, 8) as u8, be_bits(ni, 24, 8) as u8, be_u64(ni, 12), be_bits(ni, 288, 8) as u8)
+}
+
+/// SMInfo at `lid`.
+pub fn sm_info(lid: u16, raw: &[u8]) -> SmInfo {
+    SmInfo {
+        lid,
+        guid: super::model::Guid(be_u64(raw, 0)),
+        activity: be_bits(raw, 128, 32) as u32,
+        priority: be_bits(raw, 160, 4) as u8,
+        state: SmState::from_raw(be_bits(raw, 164, 4) as u8),
+    }
+}
+
+/// PortCounters data area (the 192 bytes after the MAD header), plus PortCountersExtended's
+/// when answered (its 64-bit data and packet counters replace the 32-bit ones).
+pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
+    let f = |offset, width| be_bits(pc, offset, width);
+    let mut c = Counters {
+        symbol_error: f(32, 16),
+        link_error_recovery: f(48, 8),
+        link_downed: f(56, 8),
+        rcv_errors: f(64, 16),
+        rcv_remote_physical_errors: f(80, 16),
+        rcv_switch_relay_errors: f(96, 16),
+        xmit_discards: f(112, 16),
+        xmit_constraint_errors: f(128, 8),
+        rcv_constraint_errors: f(136, 8),
+        local_link_integrity_errors: f(152, 4),
+        excessive_buffer_overrun_errors: f(156, 4),
+        vl15_dropped: f(176, 16),
+        // PortXmitData/RcvData count 32-bit words.
+        xmit_data: f(192, 32) * 4,
+        rcv_data: f(224, 32) * 4,
+        xmit_pkts: f(256, 32),
+        rcv_pkts: f(288, 32),
+    };
+    if let Some(ext) = ext {
+        c.xmit_data = be_u64(ext, 8).saturating_mul(4);
+        c.rcv_data = be_u64(ext, 16).saturating_mul(4);
+        c.xmit_pkts = be_u64(ext, 24);
+        c.rcv_pkts = be_u64(ext, 32);
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `value` into `width` bits at `offset` (MSB first), as a switch's SMA would.
+    fn put(buf: &mut [u8], offset: usize, width: usize, value: u64) {
+        for i in 0..width {
+            let bit = offset + i;
+            let v = (value >> (width - 1 - i)) & 1;
+            buf[bit / 8] = (buf[bit / 8] & !(1 << (7 - bit % 8))) | ((v as u8) << (7 - bit % 8));
+        }
+    }
+
+    /// PortInfo of an ibsim switch port (captured with `smpquery -D portinfo`): LID 3,
+    /// SM LID 1, 4X SDR active, 1X/4X/8X/12X/2X supported, 4X enabled, SDR/DDR/QDR
+    /// supported, SDR enabled, ACTIVE / LinkUp.
+    fn ibsim_port() -> [u8; 64] {
+        let mut pi = [0u8; 64];
+        pi[16..18].copy_from_slice(&3u16.to_be_bytes());
+        pi[18..20].copy_from_slice(&1u16.to_be_bytes());
+        pi[29] = 0x02; // LinkWidthEnabled 4X
+        pi[30] = 0x1f; // LinkWidthSupported 1X 4X 8X 12X 2X
+        pi[31] = 0x02; // LinkWidthActive 4X
+        pi[32] = 0x74; // LinkSpeedSupported SDR|DDR|QDR, PortState ACTIVE
+        pi[33] = 0x52; // PortPhysicalState LinkUp, LinkDownDefault Polling
+        pi[35] = 0x11; // LinkSpeedActive SDR, LinkSpeedEnabled SDR
+        pi
+    }
+
+    #[test]
+    fn bits_read_msb_first() {
+        let buf = [0b1010_0000, 0xff];
+        assert_eq!(be_bits(&buf, 0, 1), 1);
+        assert_eq!(be_bits(&buf, 0, 4), 0b1010);
+        assert_eq!(be_bits(&buf, 4, 8), 0x0f);
+        assert_eq!(be_bits(&buf, 12, 8), 0xf0, "past the end reads zero");
+    }
+
+    #[test]
+    fn simulator_port_decodes() {
+        let pi = port_info(&ibsim_port(), &[0; 64]);
+        assert_eq!(pi.lid, 3);
+        assert_eq!(pi.sm_lid, 1);
+        assert_eq!(pi.state, PortState::Active);
+        assert_eq!(pi.phys_state, PhysState::LinkUp);
+        assert_eq!(pi.width_active, Width::X4);
+        assert_eq!(pi.width_supported.best(), Some(Width::X12));
+        assert_eq!(pi.width_enabled.best(), Some(Width::X4));
+        assert_eq!(pi.speed_active, Speed::Sdr);
+        assert_eq!(pi.speed_supported.best(), Some(Speed::Qdr));
+        assert_eq!(pi.speed_enabled.best(), Some(Speed::Sdr));
+        assert_eq!(pi.rate_gbps(), Some(8.0));
+    }
+
+    /// A 4X EDR port as ConnectX-4 reports it: ext speeds valid (CapMask bit 14), EDR active.
+    #[test]
+    fn edr_from_extended_fields() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        pi[35] = 0x47; // legacy active QDR, enabled SDR|DDR|QDR
+        put(&mut pi, 496, 4, 2); // LinkSpeedExtActive EDR
+        put(&mut pi, 500, 4, 3); // Supported FDR|EDR
+        put(&mut pi, 507, 5, 3); // Enabled FDR|EDR
+        let d = port_info(&pi, &[0; 64]);
+        assert_eq!(d.speed_active, Speed::Edr);
+        assert_eq!(d.speed_supported.best(), Some(Speed::Edr));
+        assert!(d.speed_supported.contains(Speed::Fdr) && d.speed_supported.contains(Speed::Qdr));
+        assert_eq!(d.rate_gbps(), Some(100.0));
+    }
+
+    #[test]
+    fn hdr100_is_2x_hdr_and_ndr200_is_2x_ndr() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        pi[31] = 0x10; // 2X
+        put(&mut pi, 496, 4, 4); // HDR
+        put(&mut pi, 500, 4, 0xf);
+        put(&mut pi, 507, 5, 0xf);
+        let hdr100 = port_info(&pi, &[0; 64]);
+        assert_eq!((hdr100.width_active, hdr100.speed_active, hdr100.rate_gbps()), (Width::X2, Speed::Hdr, Some(100.0)));
+        put(&mut pi, 496, 4, 8); // NDR
+        let ndr200 = port_info(&pi, &[0; 64]);
+        assert_eq!((ndr200.width_active, ndr200.speed_active, ndr200.rate_gbps()), (Width::X2, Speed::Ndr, Some(200.0)));
+        assert_eq!(ndr200.speed_supported.best(), Some(Speed::Ndr));
+    }
+
+    #[test]
+    fn fdr_and_fdr10() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        put(&mut pi, 496, 4, 1);
+        put(&mut pi, 500, 4, 1);
+        put(&mut pi, 507, 5, 1);
+        let fdr = port_info(&pi, &[0; 64]);
+        assert_eq!((fdr.speed_active, fdr.rate_gbps()), (Speed::Fdr, Some(54.5)));
+        // FDR10: no extended speed active, Mellanox ExtendedPortInfo says FDR10.
+        let mut pi = ibsim_port();
+        let mut mepi = [0u8; 64];
+        mepi[7] = 1;
+        mepi[11] = 1;
+        mepi[15] = 1;
+        let fdr10 = port_info(&pi, &mepi);
+        assert_eq!((fdr10.speed_active, fdr10.rate_gbps()), (Speed::Fdr10, Some(40.0)));
+        assert_eq!(fdr10.speed_supported.best(), Some(Speed::Fdr10));
+        pi[35] = 0x44;
+        assert_eq!(port_info(&pi, &[0; 64]).speed_active, Speed::Qdr);
+    }
+
+    #[test]
+    fn xdr_from_ext2_fields() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        put(&mut pi, 500, 4, 0xf);
+        put(&mut pi, 507, 5, 0xf);
+        put(&mut pi, 449, 2, 1); // LinkSpeedExtActive2 XDR
+        put(&mut pi, 451, 2, 1);
+        put(&mut pi, 453, 3, 1);
+        let xdr = port_info(&pi, &[0; 64]);
+        assert_eq!((xdr.speed_active, xdr.rate_gbps()), (Speed::Xdr, Some(800.0)));
+        assert_eq!(xdr.speed_supported.best(), Some(Speed::Xdr));
+        // Trained at NDR on an XDR-capable port: the best both support is XDR.
+        put(&mut pi, 449, 2, 0);
+        put(&mut pi, 496, 4, 8);
+        let ndr = port_info(&pi, &[0; 64]);
+        assert_eq!(ndr.speed_active, Speed::Ndr);
+        assert_eq!(ndr.speed_enabled.best(), Some(Speed::Xdr));
+    }
+
+    #[test]
+    fn ext_enabled_special_values() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 160, 32, u64::from(CAP_EXTENDED_SPEEDS));
+        pi[35] = 0x47;
+        put(&mut pi, 500, 4, 0b0111); // FDR EDR HDR supported
+        put(&mut pi, 507, 5, 30); // extended speeds disabled
+        let d = port_info(&pi, &[0; 64]);
+        assert_eq!((d.speed_active, d.speed_enabled.best(), d.speed_supported.best()), (Speed::Qdr, Some(Speed::Qdr), Some(Speed::Hdr)));
+        put(&mut pi, 507, 5, 31); // all supported
+        assert_eq!(port_info(&pi, &[0; 64]).speed_enabled.best(), Some(Speed::Hdr));
+    }
+
+    #[test]
+    fn ext_fields_ignored_without_capability() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 496, 4, 4); // garbage in a field the port does not claim
+        assert_eq!(port_info(&pi, &[0; 64]).speed_active, Speed::Sdr);
+    }
+
+    #[test]
+    fn down_port_and_unknown_values() {
+        let mut pi = [0u8; 64];
+        pi[32] = 0x71; // supported SDR..QDR, DOWN
+        pi[33] = 0x22; // Polling
+        let d = port_info(&pi, &[0; 64]);
+        assert_eq!((d.state, d.phys_state), (PortState::Down, PhysState::Polling));
+        assert!(!d.link_up());
+        assert_eq!(d.width_active, Width::Unknown(0));
+        assert_eq!(d.rate_gbps(), None);
+    }
+
+    #[test]
+    fn node_and_sm_info() {
+        let mut ni = [0u8; 64];
+        ni[2] = 2;
+        ni[3] = 36;
+        ni[12..20].copy_from_slice(&0x0002_c903_00a1_b2c3u64.to_be_bytes());
+        ni[36] = 7;
+        assert_eq!(node_info(&ni), (2, 36, 0x0002_c903_00a1_b2c3, 7));
+        let mut sm = [0u8; 64];
+        sm[0..8].copy_from_slice(&0x20_0000u64.to_be_bytes());
+        sm[16..20].copy_from_slice(&116u32.to_be_bytes());
+        sm[20] = 0xe3; // priority 14, MASTER
+        let s = sm_info(1, &sm);
+        assert_eq!((s.guid.0, s.priority, s.state, s.activity), (0x20_0000, 14, SmState::Master, 116));
+        assert_eq!(s.guid.to_string(), "0x0000000000200000");
+    }
+
+    #[test]
+    fn port_counters_layout() {
+        let mut pc = [0u8; 192];
+        pc[4..6].copy_from_slice(&900u16.to_be_bytes());
+        pc[6] = 3;
+        pc[7] = 2;
+        pc[8..10].copy_from_slice(&11u16.to_be_bytes());
+        pc[10..12].copy_from_slice(&12u16.to_be_bytes());
+        pc[14..16].copy_from_slice(&14u16.to_be_bytes());
+        pc[19] = 0x56;
+        pc[22..24].copy_from_slice(&7u16.to_be_bytes());
+        pc[24..28].copy_from_slice(&378u32.to_be_bytes());
+        let c = counters(&pc, None);
+        assert_eq!(
+            (c.symbol_error, c.link_error_recovery, c.link_downed, c.rcv_errors, c.rcv_remote_physical_errors, c.xmit_discards),
+            (900, 3, 2, 11, 12, 14)
+        );
+        assert_eq!((c.local_link_integrity_errors, c.excessive_buffer_overrun_errors, c.vl15_dropped), (5, 6, 7));
+        assert_eq!(c.xmit_data, 1512);
+        let mut ext = [0u8; 192];
+        ext[8..16].copy_from_slice(&(1u64 << 40).to_be_bytes());
+        assert_eq!(counters(&pc, Some(&ext)).xmit_data, 1u64 << 42);
+    }
+}

@@ -1,0 +1,19 @@
+//! `fabcheck fabric`: the whole InfiniBand subnet over MADs, judged.
+//!
+//! `discover` is the only I/O (through `fabcheck_verbs::mad`); everything else is pure:
+//! `decode` (raw MAD payloads), `model` (typed data), `links` (cables from ports),
+//! `topology` (the expected cabling file), `expect` (thresholds), `judge` (findings) and
+//! `report` (human and JSON output).
+
+pub mod decode;
+pub mod discover;
+pub mod expect;
+pub mod judge;
+pub mod links;
+pub mod model;
+pub mod report;
+pub mod topology;
+
+pub use expect::FabricExpect;
+pub use judge::{judge, Judgement};
+pub use model::Fabric;

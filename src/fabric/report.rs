@@ -1,0 +1,274 @@
+//! Output of `fabcheck fabric`: the `fabcheck.fabric.v1` JSON document and the human form
+//! (a line per problem, then an `iblinkinfo`-like table per switch with problems marked).
+
+use super::judge::Judgement;
+use super::links::{end_name, node_name, End, Index};
+use super::model::{Counters, ErrorCounter, Fabric, Guid, NodeType, SmInfo, SmState};
+use crate::diagnose::{gbps, Finding, Severity, Verdict};
+use crate::probe::decode::{PhysState, PortState, Speed, Width};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+pub const SCHEMA: &str = "fabcheck.fabric.v1";
+
+#[derive(Debug, Serialize)]
+pub struct FabricDoc {
+    pub schema: &'static str,
+    pub verdict: Verdict,
+    pub sm: Option<SmDoc>,
+    pub nodes: Vec<NodeDoc>,
+    pub links: Vec<LinkDoc>,
+    pub findings: Vec<Finding>,
+    /// Added: the port fabcheck ran from, and how long discovery and judging took.
+    pub local: super::model::LocalView,
+    pub elapsed_ms: u64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SmDoc {
+    pub lid: u16,
+    pub guid: Guid,
+    pub priority: u8,
+    pub state: SmState,
+    pub standby: Vec<SmInfo>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct NodeDoc {
+    pub guid: Guid,
+    #[serde(rename = "type")]
+    pub node_type: NodeType,
+    pub description: String,
+    pub ports: u8,
+    pub lid: u16,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EndDoc {
+    pub guid: Guid,
+    pub description: String,
+    pub port: u8,
+    pub lid: u16,
+    /// Added: this end's own counters (the link's `counters` sums both ends).
+    pub counters: Option<Counters>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LinkDoc {
+    pub a: EndDoc,
+    pub b: EndDoc,
+    pub state: PortState,
+    pub phys_state: PhysState,
+    pub width: Width,
+    pub speed: Speed,
+    pub rate_gbps: Option<f64>,
+    /// The best both ends support.
+    pub width_supported: Option<Width>,
+    pub speed_supported: Option<Speed>,
+    /// Added: the best both ends support and enable.
+    pub width_enabled: Option<Width>,
+    pub speed_enabled: Option<Speed>,
+    /// Both ends' counters added up (errors seen anywhere on this cable); null if unread.
+    pub counters: Option<Counters>,
+}
+
+fn end_doc(e: &End) -> EndDoc {
+    EndDoc { guid: e.node.guid, description: e.node.description.clone(), port: e.port.number, lid: e.port.lid, counters: e.port.counters }
+}
+
+fn sum(a: &Counters, b: &Counters) -> Counters {
+    Counters {
+        symbol_error: a.symbol_error + b.symbol_error,
+        link_error_recovery: a.link_error_recovery + b.link_error_recovery,
+        link_downed: a.link_downed + b.link_downed,
+        rcv_errors: a.rcv_errors + b.rcv_errors,
+        rcv_remote_physical_errors: a.rcv_remote_physical_errors + b.rcv_remote_physical_errors,
+        rcv_switch_relay_errors: a.rcv_switch_relay_errors + b.rcv_switch_relay_errors,
+        xmit_discards: a.xmit_discards + b.xmit_discards,
+        xmit_constraint_errors: a.xmit_constraint_errors + b.xmit_constraint_errors,
+        rcv_constraint_errors: a.rcv_constraint_errors + b.rcv_constraint_errors,
+        local_link_integrity_errors: a.local_link_integrity_errors + b.local_link_integrity_errors,
+        excessive_buffer_overrun_errors: a.excessive_buffer_overrun_errors + b.excessive_buffer_overrun_errors,
+        vl15_dropped: a.vl15_dropped + b.vl15_dropped,
+        xmit_data: a.xmit_data.saturating_add(b.xmit_data),
+        rcv_data: a.rcv_data.saturating_add(b.rcv_data),
+        xmit_pkts: a.xmit_pkts.saturating_add(b.xmit_pkts),
+        rcv_pkts: a.rcv_pkts.saturating_add(b.rcv_pkts),
+    }
+}
+
+pub fn verdict(j: &Judgement) -> Verdict {
+    if j.findings.iter().any(|f| f.severity == Severity::Error) {
+        Verdict::Fail
+    } else {
+        Verdict::Pass
+    }
+}
+
+pub fn document(fabric: &Fabric, j: &Judgement, elapsed_ms: u64) -> FabricDoc {
+    let index = Index::new(fabric);
+    let sm = fabric.master.as_ref().map(|m| SmDoc {
+        lid: m.lid,
+        guid: m.guid,
+        priority: m.priority,
+        state: m.state,
+        standby: fabric.others.iter().filter(|o| o.state != SmState::Master || o.guid != m.guid).cloned().collect(),
+    });
+    let nodes = fabric
+        .nodes
+        .iter()
+        .map(|n| NodeDoc { guid: n.guid, node_type: n.node_type, description: n.description.clone(), ports: n.num_ports, lid: n.lid() })
+        .collect();
+    let links = index
+        .links
+        .iter()
+        .map(|l| {
+            let (a, b) = (&l.a.port.info, &l.b.port.info);
+            LinkDoc {
+                a: end_doc(&l.a),
+                b: end_doc(&l.b),
+                state: a.state,
+                phys_state: a.phys_state,
+                width: a.width_active,
+                speed: a.speed_active,
+                rate_gbps: a.rate_gbps(),
+                width_supported: a.width_supported.intersect(b.width_supported).best(),
+                speed_supported: a.speed_supported.intersect(b.speed_supported).best(),
+                width_enabled: a.width_supported.intersect(b.width_supported).intersect(a.width_enabled).intersect(b.width_enabled).best(),
+                speed_enabled: a.speed_supported.intersect(b.speed_supported).intersect(a.speed_enabled).intersect(b.speed_enabled).best(),
+                counters: match (l.a.port.counters, l.b.port.counters) {
+                    (Some(x), Some(y)) => Some(sum(&x, &y)),
+                    (x, y) => x.or(y),
+                },
+            }
+        })
+        .collect();
+    FabricDoc { schema: SCHEMA, verdict: verdict(j), sm, nodes, links, findings: j.findings.clone(), local: fabric.local.clone(), elapsed_ms }
+}
+
+/// How many findings of one id are printed before the rest are summed up.
+const PER_ID: usize = 8;
+
+pub fn human(fabric: &Fabric, j: &Judgement) -> String {
+    let mut out = String::new();
+    let mut shown: BTreeMap<(&str, Severity), usize> = BTreeMap::new();
+    for f in &j.findings {
+        let n = shown.entry((f.id.as_str(), f.severity)).or_default();
+        *n += 1;
+        if *n > PER_ID {
+            continue;
+        }
+        let tag = match f.severity {
+            Severity::Error => "FAIL",
+            Severity::Warning => "WARN",
+            Severity::Info => "INFO",
+        };
+        let _ = writeln!(out, "{tag}  {:<24} {}", f.id, f.subject);
+        let _ = writeln!(out, "      {}", f.message);
+        let _ = writeln!(out, "      what to do: {}", f.remedy);
+    }
+    for ((id, severity), n) in &shown {
+        if *n > PER_ID {
+            let _ = writeln!(
+                out,
+                "...   and {} more {id} {} (--json lists every one)",
+                n - PER_ID,
+                if *severity == Severity::Error { "errors" } else { "warnings" }
+            );
+        }
+    }
+    if !j.findings.is_empty() {
+        let _ = writeln!(out);
+    }
+    match &fabric.master {
+        Some(m) => {
+            let standby: Vec<String> = fabric.others.iter().map(|o| format!("LID {} {} priority {}", o.lid, o.state.name(), o.priority)).collect();
+            let _ = writeln!(
+                out,
+                "SM  LID {} {} priority {} {}; others: {}",
+                m.lid,
+                m.guid,
+                m.priority,
+                m.state.name(),
+                if standby.is_empty() { "none".into() } else { standby.join(", ") }
+            );
+        }
+        None => {
+            let _ = writeln!(out, "SM  none answering (local port {}/{} SM LID {})", fabric.local.ca, fabric.local.port, fabric.local.sm_lid);
+        }
+    }
+    let index = Index::new(fabric);
+    let mut switches: Vec<_> = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).collect();
+    switches.sort_by_key(|n| node_name(n));
+    for sw in switches {
+        let _ = writeln!(out, "\nSwitch {} {} LID {}", node_name(sw), sw.guid, sw.lid());
+        let mut idle = 0;
+        for port in sw.ports.iter().filter(|p| p.number != 0) {
+            let marks = j.marks.get(&(sw.guid, port.number)).map(|m| dedup(m)).unwrap_or_default();
+            let info = &port.info;
+            match index.peer_of(sw.guid, port.number) {
+                Some(peer) => {
+                    let rate = info.rate_gbps().map_or("?".into(), gbps);
+                    let _ = writeln!(
+                        out,
+                        "  {:>3} ==( {:>3} {:<5} {:>5} Gb/s {:>6}/{:<8})==> {:<28} LID {:<5}{}",
+                        port.number,
+                        info.width_active.name(),
+                        info.speed_active.name(),
+                        rate,
+                        info.state.name(),
+                        info.phys_state.name(),
+                        peer.name(),
+                        peer.port.lid,
+                        if marks.is_empty() { String::new() } else { format!("  <- {marks}") }
+                    );
+                }
+                None if !marks.is_empty() || info.link_up() => {
+                    let _ = writeln!(
+                        out,
+                        "  {:>3} ==( {:^23} {:>6}/{:<8})==> {:<28}     {}",
+                        port.number,
+                        "",
+                        info.state.name(),
+                        info.phys_state.name(),
+                        if info.link_up() { "(no answer)" } else { "" },
+                        if marks.is_empty() { String::new() } else { format!("  <- {marks}") }
+                    );
+                }
+                None => idle += 1,
+            }
+        }
+        if idle > 0 {
+            let _ = writeln!(out, "      ({idle} ports without a link)");
+        }
+    }
+    let ca_links: Vec<_> = index.links.iter().filter(|l| l.a.node.node_type != NodeType::Switch).collect();
+    if !ca_links.is_empty() {
+        let _ = writeln!(out, "\nLinks without a switch");
+        for l in ca_links {
+            let i = &l.a.port.info;
+            let _ = writeln!(out, "  {} ==( {} {} )==> {}", end_name(l.a.node, l.a.port.number), i.width_active, i.speed_active, l.b.name());
+        }
+    }
+    let errors = j.findings.iter().filter(|f| f.severity == Severity::Error).count();
+    let warnings = j.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    let switches = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).count();
+    let counters =
+        if fabric.counters_read { format!("counters of {} error kinds read", ErrorCounter::ALL.len()) } else { "counters not read (no LIDs)".into() };
+    let _ = writeln!(
+        out,
+        "\n{}: {} nodes ({switches} switches), {} links, {counters}; {errors} errors, {warnings} warnings",
+        if verdict(j) == Verdict::Pass { "PASS" } else { "FAIL" },
+        fabric.nodes.len(),
+        index.links.len()
+    );
+    out
+}
+
+fn dedup(ids: &[String]) -> String {
+    let mut v: Vec<&str> = ids.iter().map(String::as_str).collect();
+    v.sort_unstable();
+    v.dedup();
+    v.join(" ")
+}

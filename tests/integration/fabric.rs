@@ -1,0 +1,74 @@
+//! `fabcheck fabric` where there is no InfiniBand: bad input is refused before any MAD is
+//! sent, and a node without a umad device gets exit 2 with what to do. (The subnet itself
+//! is tested by the ibsim tier.)
+
+use crate::fabcheck;
+
+fn stderr_lines(out: &std::process::Output) -> Vec<String> {
+    String::from_utf8_lossy(&out.stderr).lines().filter(|l| l.starts_with("fabcheck:") || l.starts_with("  what to do:")).map(String::from).collect()
+}
+
+fn temp(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("fabcheck-fabric-cli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn topology_input_is_checked_before_any_mad() {
+    let dir = temp("topo");
+    std::fs::write(dir.join("garbage.net"), "Switch 8 \"leaf1\"\n[1] \"hostA\"[1]\nrm -rf /\n").unwrap();
+    nix::unistd::mkfifo(&dir.join("fifo"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    for (file, cause) in [("garbage.net", "garbage.net:3:"), ("fifo", "not a regular file (a FIFO)"), ("absent", "cannot read topology")] {
+        let path = dir.join(file).display().to_string();
+        let started = std::time::Instant::now();
+        let out = fabcheck(&["fabric", "--topology", &path]);
+        assert_eq!(out.status.code(), Some(2), "{file}");
+        assert!(started.elapsed().as_secs() < 10, "{file} must not block");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 2, "{file}: {lines:?}");
+        assert!(lines[0].contains(cause), "{file}: {lines:?}");
+        assert!(lines[1].contains("ibnetdiscover"), "{lines:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn bad_flags_are_usage_errors() {
+    for args in [&["fabric", "--expect", "bogus=1"][..], &["fabric", "--expect", "sm_standby=x"], &["fabric", "--ca", "a;b"]] {
+        let out = fabcheck(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr_lines(&out).len(), 2, "{args:?}");
+    }
+    let out = fabcheck(&["fabric", "--port", "300"]);
+    assert_eq!(out.status.code(), Some(2), "clap refuses a port above 255");
+}
+
+#[test]
+fn no_umad_device_is_exit_2_with_what_to_do() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("fabric").env_remove("LD_PRELOAD").output().unwrap();
+    if std::path::Path::new("/sys/class/infiniband_mad").exists() {
+        // A real InfiniBand node: the run may pass or fail, but it runs.
+        assert!(matches!(out.status.code(), Some(0..=2)));
+        return;
+    }
+    assert_eq!(out.status.code(), Some(2));
+    let lines = stderr_lines(&out);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    // Either the MAD libraries are missing (then the packages are named) or the device is.
+    assert!(
+        (lines[0].contains("cannot be loaded") && lines[1].contains("libibumad3 libibmad5 libibnetdisc5"))
+            || (lines[0].contains("no InfiniBand management (umad) device") && lines[1].contains("modprobe ib_umad")),
+        "{lines:?}"
+    );
+}
+
+#[test]
+fn the_binary_does_not_link_the_mad_libraries() {
+    let Ok(out) = std::process::Command::new("ldd").arg(env!("CARGO_BIN_EXE_fabcheck")).output() else { return };
+    let text = String::from_utf8_lossy(&out.stdout);
+    for lib in ["libibumad", "libibmad", "libibnetdisc"] {
+        assert!(!text.contains(lib), "{lib} is linked; it must be loaded at run time:\n{text}");
+    }
+}
