@@ -181,8 +181,18 @@ pub fn perftest(tool: &str, args: &str) -> String {
         .stderr(Stdio::null())
         .spawn()
         .unwrap_or_else(|e| panic!("{tool} not installed ({e}): apt install perftest"));
-    std::thread::sleep(Duration::from_millis(1500));
-    let client = sh(&format!("timeout 120 {tool} {args} -d {DEVICE} -x 1 -p {port} 127.0.0.1"));
+    // The server listens once it has set up; on a busy host that takes a while. A client that
+    // found nobody listening tries again (the server is still waiting for its one client).
+    std::thread::sleep(Duration::from_millis(500));
+    let mut client = sh(&format!("timeout 120 {tool} {args} -d {DEVICE} -x 1 -p {port} 127.0.0.1"));
+    for _ in 0..20 {
+        let said = format!("{}{}", String::from_utf8_lossy(&client.stdout), String::from_utf8_lossy(&client.stderr));
+        if client.status.success() || !said.contains("Couldn't connect") || server.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+        client = sh(&format!("timeout 120 {tool} {args} -d {DEVICE} -x 1 -p {port} 127.0.0.1"));
+    }
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while server.try_wait().unwrap().is_none() {
         if std::time::Instant::now() > deadline {
