@@ -2,6 +2,7 @@
 //! the way MPI, NCCL and storage stacks connect. Every wait has a deadline: the event channel
 //! is non-blocking and polled with a timeout.
 
+use super::cm_id::{ChannelInner, CmIdInner};
 use super::cq::CompletionQueue;
 use super::device::{Context, ContextInner, ContextOwner};
 use super::error::{from_return_code, last_os_error, VerbsError};
@@ -19,22 +20,6 @@ const RDMA_OPTION_ID_TOS: i32 = 0;
 extern "C" {
     /// Exported by librdmacm; not in rdma-sys's bindings. Network byte order.
     fn rdma_get_src_port(id: *mut sys::rdma_cm_id) -> u16;
-}
-
-pub(crate) struct ChannelInner {
-    ch: *mut sys::rdma_event_channel,
-}
-
-// SAFETY: the channel is a file descriptor wrapper; librdmacm allows use from any thread.
-unsafe impl Send for ChannelInner {}
-// SAFETY: as above; events are read by one owner at a time.
-unsafe impl Sync for ChannelInner {}
-
-impl Drop for ChannelInner {
-    fn drop(&mut self) {
-        // SAFETY: every id on the channel holds an Arc to us, so all are destroyed by now.
-        unsafe { sys::rdma_destroy_event_channel(self.ch) };
-    }
 }
 
 /// An event channel: where a set of CM ids report their events.
@@ -136,30 +121,6 @@ impl CmChannel {
     }
 }
 
-/// The id itself, shared by its [`CmId`], the QP created on it and any context borrowed from
-/// it: destroyed when the last of them is gone, so teardown order is never the caller's job.
-pub(crate) struct CmIdInner {
-    pub(crate) id: *mut sys::rdma_cm_id,
-    _channel: CmChannel,
-}
-
-// SAFETY: an id may be used from any thread; the verbs that change it take `&mut CmId` or
-// happen during construction, so no two threads drive one id at once.
-unsafe impl Send for CmIdInner {}
-// SAFETY: as above; shared holders (a QP, a borrowed context) only read its fields.
-unsafe impl Sync for CmIdInner {}
-
-impl Drop for CmIdInner {
-    fn drop(&mut self) {
-        // SAFETY: id is valid and this is its last holder: a QP created on it holds an Arc to
-        // us and destroyed itself (rdma_destroy_qp) before letting go.
-        let rc = unsafe { sys::rdma_destroy_id(self.id) };
-        if rc != 0 {
-            tracing::warn!(rc, "rdma_destroy_id failed");
-        }
-    }
-}
-
 /// A connection manager id: one endpoint of one connection (or a listener).
 pub struct CmId {
     inner: Arc<CmIdInner>,
@@ -169,7 +130,7 @@ pub struct CmId {
 
 impl CmId {
     fn wrap(id: *mut sys::rdma_cm_id, channel: &CmChannel) -> CmId {
-        CmId { inner: Arc::new(CmIdInner { id, _channel: channel.clone() }), channel: channel.clone(), qp_created: false }
+        CmId { inner: Arc::new(CmIdInner { id, _channel: channel.inner.clone() }), channel: channel.clone(), qp_created: false }
     }
 
     fn raw(&self) -> *mut sys::rdma_cm_id {

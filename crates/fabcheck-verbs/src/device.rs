@@ -109,7 +109,7 @@ pub(crate) enum ContextOwner {
     Owned,
     /// Opened by librdmacm for an id: it stays open while the id lives, so the context holds
     /// the id (librdmacm closes the device itself).
-    CmId(#[allow(dead_code)] Arc<crate::cm::CmIdInner>),
+    CmId(#[allow(dead_code)] Arc<crate::cm_id::CmIdInner>),
 }
 
 pub(crate) struct ContextInner {

@@ -100,6 +100,7 @@
 #![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cm;
+mod cm_id;
 mod cq;
 mod device;
 mod error;

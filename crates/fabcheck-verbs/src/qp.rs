@@ -1,6 +1,6 @@
 //! RC queue pair, its state transitions, and pre-built work-request lists for the hot path.
 
-use super::cm::CmIdInner;
+use super::cm_id::CmIdInner;
 use super::cq::{CompletionQueue, CqInner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::mr::{Access, MemoryRegion, MrInner, RemoteBuffer};
