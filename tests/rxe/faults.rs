@@ -215,7 +215,18 @@ fn memlock_too_low_is_named() {
     // As an unprivileged user (root's CAP_IPC_LOCK ignores the limit) with 64 KiB locked memory.
     let _restore = Restore("chmod 600 /dev/infiniband/uverbs0");
     assert!(sh("chmod 666 /dev/infiniband/uverbs0").status.success());
-    let bin = super::bin();
+    // The checkout may live where that user cannot reach (a 0700 home): run a copy of the
+    // binary from a directory everyone can read instead of depending on where the clone is.
+    let dir = std::path::PathBuf::from(format!("/tmp/fabcheck-memlock-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let copy = dir.join("fabcheck");
+    std::fs::copy(super::bin(), &copy).unwrap();
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let bin = copy.display().to_string();
     let out = sh(&format!(
         "setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'ulimit -l 64; {bin} pair localhost localhost --device {DEVICE} --tests write_bw --size 1048576 --iters 10 --direction both'"
     ));
@@ -227,6 +238,7 @@ fn memlock_too_low_is_named() {
     let check = sh(&format!("setpriv --reuid=65534 --regid=65534 --clear-groups sh -c 'ulimit -l 64; {bin} check --json --device {DEVICE}'"));
     let doc = json(&check);
     assert!(doc["findings"].as_array().unwrap().iter().any(|f| f["id"] == "stack.memlock" && f["severity"] == "error"), "{}", doc["findings"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
