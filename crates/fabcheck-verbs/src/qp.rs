@@ -254,7 +254,7 @@ impl SendList {
         let mr = local.inner.clone();
         let addr = checked_range(&mr, count, offset, len)?;
         let sge = sys::ibv_sge { addr, length: len, lkey: mr.lkey() };
-        let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
+        let mut sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let opcode = match op {
             SendOp::Send => sys::ibv_wr_opcode::IBV_WR_SEND,
             SendOp::Write => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
@@ -275,14 +275,7 @@ impl SendList {
                 wr
             })
             .collect();
-        let sge_base = sges.as_ptr() as *mut sys::ibv_sge;
-        let wr_base = wrs.as_mut_ptr();
-        for (i, wr) in wrs.iter_mut().enumerate() {
-            // SAFETY: i < count; both boxes are never reallocated, so the pointers stay valid.
-            wr.sg_list = unsafe { sge_base.add(i) };
-            // SAFETY: i + 1 < count, inside the same boxed slice.
-            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
-        }
+        chain(&mut wrs, &mut sges);
         Ok(SendList { wrs, sges, len, mr })
     }
 
@@ -361,7 +354,7 @@ impl RecvList {
         let mr = local.inner.clone();
         let addr = checked_range(&mr, count, offset, len)?;
         let sge = sys::ibv_sge { addr, length: len, lkey: mr.lkey() };
-        let sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
+        let mut sges: Box<[sys::ibv_sge]> = vec![sge; count].into_boxed_slice();
         let mut wrs: Box<[sys::ibv_recv_wr]> = (0..count)
             .map(|i| {
                 // SAFETY: plain old data.
@@ -371,14 +364,7 @@ impl RecvList {
                 wr
             })
             .collect();
-        let sge_base = sges.as_ptr() as *mut sys::ibv_sge;
-        let wr_base = wrs.as_mut_ptr();
-        for (i, wr) in wrs.iter_mut().enumerate() {
-            // SAFETY: i < count; the boxes are never reallocated.
-            wr.sg_list = unsafe { sge_base.add(i) };
-            // SAFETY: i + 1 < count, inside the same boxed slice.
-            wr.next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
-        }
+        chain(&mut wrs, &mut sges);
         Ok(RecvList { wrs, _sges: sges, _mr: mr })
     }
 
@@ -409,6 +395,41 @@ impl RecvList {
             return Err(VerbsError::PostRecv { source: from_return_code(rc) });
         }
         Ok(())
+    }
+}
+
+/// A work request that points at one scatter entry and at the next request of its list.
+trait Linked: Sized {
+    fn link(&mut self, sge: *mut sys::ibv_sge, next: *mut Self);
+}
+
+impl Linked for sys::ibv_send_wr {
+    fn link(&mut self, sge: *mut sys::ibv_sge, next: *mut Self) {
+        self.sg_list = sge;
+        self.next = next;
+    }
+}
+
+impl Linked for sys::ibv_recv_wr {
+    fn link(&mut self, sge: *mut sys::ibv_sge, next: *mut Self) {
+        self.sg_list = sge;
+        self.next = next;
+    }
+}
+
+/// Points WR `i` at SGE `i` and at WR `i + 1` (the last at nothing). The boxed slices are never
+/// reallocated afterwards, so the pointers stay valid as long as the list owns both.
+fn chain<W: Linked>(wrs: &mut [W], sges: &mut [sys::ibv_sge]) {
+    assert_eq!(wrs.len(), sges.len());
+    let count = wrs.len();
+    let sge_base = sges.as_mut_ptr();
+    let wr_base = wrs.as_mut_ptr();
+    for i in 0..count {
+        // SAFETY: i < count: inside both slices.
+        let (sge, wr) = unsafe { (sge_base.add(i), &mut *wr_base.add(i)) };
+        // SAFETY: i + 1 < count, inside the same slice.
+        let next = if i + 1 < count { unsafe { wr_base.add(i + 1) } } else { std::ptr::null_mut() };
+        wr.link(sge, next);
     }
 }
 
