@@ -30,6 +30,11 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
             }
         }
     }
+    let mut inventory = inventory;
+    if live {
+        // InfiniBand ports: what they support (PortInfo) and whether their SM answers (SMInfo).
+        crate::fabric::local::enrich(&mut inventory);
+    }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.

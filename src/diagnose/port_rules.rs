@@ -135,7 +135,25 @@ fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
     if port.sm_lid == 0 {
         sheet.fail("port.sm", s, "0x0", Some("SM LID".into()), Severity::Error, "no subnet manager is known to this port (SM LID 0)", no_sm);
     } else {
-        sheet.pass("port.sm", s, format!("{:#x}", port.sm_lid), None);
+        match port.sm_state.as_deref() {
+            None | Some("MASTER") => {
+                let observed = match &port.sm_state {
+                    Some(state) => format!("{:#x} {state}", port.sm_lid),
+                    None => format!("{:#x}", port.sm_lid),
+                };
+                sheet.pass("port.sm", s, observed, None)
+            }
+            Some(state) => sheet.fail(
+                "port.sm",
+                s,
+                format!("{:#x} {state}", port.sm_lid),
+                Some("MASTER".into()),
+                Severity::Error,
+                format!("the subnet manager this port names (LID {:#x}) is {state}: no master SM answers for it", port.sm_lid),
+                "check OpenSM on that node (`systemctl status opensm`, /var/log/opensm.log); `sminfo` shows who answers; \
+                 a fabric needs one master (and a standby for HA)",
+            ),
+        }
     }
 }
 

@@ -400,3 +400,32 @@ fn roce_without_pfc_or_ecn_warns_and_with_either_passes() {
     let r = diagnose(&inv, None, &Expectations::default());
     assert_check(check(&r, "roce.lossless", "mlx5_0/1"), Status::Pass, "PFC on priorities none; ECN on priorities 3", None);
 }
+
+#[test]
+fn an_sm_that_is_not_master_or_silent_fails_port_sm() {
+    // What `check` learns over MADs (fabric::local) on a live InfiniBand port.
+    let mut inv = fixture("hdr-ib-healthy");
+    inv.devices[0].ports[0].sm_state = Some("MASTER".into());
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "port.sm", "mlx5_0/1"), Status::Pass, "0x1 MASTER", None);
+    for state in ["NO ANSWER", "STANDBY"] {
+        inv.devices[0].ports[0].sm_state = Some(state.into());
+        let r = diagnose(&inv, None, &Expectations::default());
+        assert_check(check(&r, "port.sm", "mlx5_0/1"), Status::Fail, &format!("0x1 {state}"), Some("MASTER"));
+        assert_eq!(finding(&r, "port.sm", "mlx5_0/1").severity, Severity::Error);
+        assert_eq!(r.verdict, Verdict::Fail);
+    }
+}
+
+#[test]
+fn portinfo_width_below_what_the_port_supports_fails_link_trained() {
+    // A 4X port trained at 1X, as PortInfo shows it (LinkWidthSupported/Enabled 4X).
+    let mut inv = fixture("hdr-ib-healthy");
+    let p = &mut inv.devices[0].ports[0];
+    p.width = crate::probe::decode::Width::X1;
+    p.width_supported = Some(crate::probe::decode::Width::X4);
+    p.speed_supported = Some(crate::probe::decode::Speed::Hdr);
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
+    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("width 1X of 4X"));
+}

@@ -10,6 +10,7 @@ pub mod discover;
 pub mod expect;
 pub mod judge;
 pub mod links;
+pub mod local;
 pub mod model;
 pub mod report;
 pub mod topology;

@@ -87,6 +87,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             supported_gbps: None,
             rate_source: None,
             query_port: Some(if pa.extended_query { "extended" } else { "compat" }.into()),
+            sm_state: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);

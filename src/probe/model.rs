@@ -108,6 +108,10 @@ pub struct Port {
     /// needs) or `compat`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub query_port: Option<String>,
+    /// InfiniBand, live `check` only: the state the SM at `sm_lid` gives in SMInfo (`MASTER`,
+    /// `STANDBY`...), or `NO ANSWER`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_state: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -212,6 +212,7 @@ impl SysfsRoot {
             supported_gbps: None,
             rate_source: None,
             query_port: None,
+            sm_state: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);

@@ -111,6 +111,7 @@ const IB_SMI_CLASS: c_int = 0x01;
 const IB_SMI_DIRECT_CLASS: c_int = 0x81;
 const IB_PERFORMANCE_CLASS: c_int = 0x04;
 const IB_ATTR_SMINFO: u32 = 0x20;
+const IB_ATTR_PORT_INFO: u32 = 0x15;
 const IB_GSI_PORT_COUNTERS: u32 = 0x12;
 const IB_GSI_PORT_COUNTERS_EXT: u32 = 0x1d;
 /// PerfMgt data area: bytes 64..256 of the MAD; libibmad copies it into a buffer this large.
@@ -140,6 +141,11 @@ impl MadPort {
 
     pub fn local(&self) -> &LocalPort {
         &self.local
+    }
+
+    /// PortInfo of `port` of the node at `lid`: the raw 64-byte attribute.
+    pub fn port_info(&self, lid: u16, port: u8) -> Result<[u8; 64], MadError> {
+        self.smp(lid, IB_ATTR_PORT_INFO, u32::from(port), "PortInfo query")
     }
 
     /// SMInfo of the SM (or SMA) at `lid`: the raw 64-byte attribute.
