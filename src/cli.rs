@@ -6,6 +6,16 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// How `[user@]host` endpoints get their agent.
+/// `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatFlag {
+    Human,
+    Json,
+    Oneline,
+    Prom,
+    Junit,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Launcher {
     /// `ssh host fabcheck agent`, speaking over ssh's stdio.
@@ -21,6 +31,13 @@ pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
+    /// Output format: human, json (= --json), oneline (a health-check line), prom (Prometheus
+    /// text exposition), junit (JUnit XML).
+    #[arg(long, global = true, value_enum, default_value = "human")]
+    pub format: FormatFlag,
+    /// Write the result to FILE (atomically: a reader never sees half of it) instead of stdout.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }

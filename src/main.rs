@@ -9,6 +9,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.verbose);
+    fabcheck::commands::configure_output(cli.format, cli.output.clone());
     match fabcheck::commands::run(cli.command) {
         Ok(Outcome::Pass) => ExitCode::from(0),
         Ok(Outcome::Fail) => ExitCode::from(1),

@@ -69,7 +69,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
 }
 
 fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) {
-    if json {
+    if json || report::machine() {
         report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus });
     } else {
         report::print_human(&report::check::human(report));

@@ -12,7 +12,7 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
     }
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let inv = probe::inventory(&source, args.device.as_deref())?;
-    if args.json {
+    if args.json || report::machine() {
         report::print_json(&report::devices::json_doc(&inv));
     } else {
         report::print_human(&report::devices::human(&inv));

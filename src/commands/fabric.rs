@@ -38,7 +38,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         },
         topology: args.topology.clone(),
         expect,
-        json: args.json,
+        json: args.json || crate::report::machine(),
         deadline: std::time::Duration::from_secs(args.deadline),
     })
 }

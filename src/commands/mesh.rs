@@ -67,6 +67,6 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         timeout: Duration::from_secs(args.agents.timeout.max(1)),
         fanout: args.fanout as usize,
         html: args.html.clone(),
-        json: args.json,
+        json: args.json || crate::report::machine(),
     })
 }

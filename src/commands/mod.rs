@@ -8,7 +8,21 @@ mod mesh;
 mod pair;
 mod serve;
 
-use crate::cli::Command;
+use crate::cli::{Command, FormatFlag};
+use crate::report::Format;
+
+/// Where results go and in which format, from the global flags (`--json` on a command still
+/// means JSON).
+pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>) {
+    let format = match format {
+        FormatFlag::Human => Format::Human,
+        FormatFlag::Json => Format::Json,
+        FormatFlag::Oneline => Format::Oneline,
+        FormatFlag::Prom => Format::Prom,
+        FormatFlag::Junit => Format::Junit,
+    };
+    crate::report::output::configure(format, output);
+}
 use crate::error::{Failure, Outcome};
 
 pub fn run(command: Command) -> Result<Outcome, Failure> {

@@ -64,6 +64,6 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         gid_index: args.agents.gid_index,
         cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
-        json: args.json,
+        json: args.json || crate::report::machine(),
     })
 }

@@ -213,7 +213,5 @@ pub(super) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 /// This node's name, for reports.
 pub fn hostname() -> String {
-    crate::sys::fs::read_text(std::path::Path::new("/proc/sys/kernel/hostname"), 256)
-        .map(|s| s.trim().to_string())
-        .unwrap_or_else(|_| "localhost".into())
+    crate::sys::os::hostname()
 }

@@ -2,23 +2,36 @@
 
 pub mod check;
 pub mod devices;
+pub mod formats;
 pub mod gpu;
+pub mod output;
+
+pub use output::{machine, Format};
 
 use serde::Serialize;
 
-/// Prints one JSON document on stdout.
+/// Prints one document in the chosen machine format (JSON by default), stamped with the host,
+/// fabcheck's version and the time, on stdout or to `--output`.
 pub fn print_json<T: Serialize>(doc: &T) {
-    match serde_json::to_string_pretty(doc) {
-        Ok(text) => println!("{text}"),
-        Err(err) => eprintln!("fabcheck: cannot serialise the result: {err}"),
-    }
+    let mut value = match serde_json::to_value(doc) {
+        Ok(v) => v,
+        Err(err) => return eprintln!("fabcheck: cannot serialise the result: {err}"),
+    };
+    output::stamp(&mut value);
+    let text = match output::format() {
+        Format::Oneline => formats::oneline::render(&value),
+        Format::Prom => formats::prom::render(&value),
+        Format::Junit => formats::junit::render(&value),
+        Format::Json | Format::Human => serde_json::to_string_pretty(&value).map(|t| t + "\n").unwrap_or_default(),
+    };
+    output::emit(&text);
 }
 
-/// Prints a human report on stdout. Names and values read from sysfs or from agents may hold
-/// control bytes (an escape sequence in a device name can rewrite the terminal): every control
-/// character but newline and tab is shown escaped.
+/// Prints a human report on stdout (or to `--output`). Names and values read from sysfs or from
+/// agents may hold control bytes (an escape sequence in a device name can rewrite the terminal):
+/// every control character but newline and tab is shown escaped.
 pub fn print_human(text: &str) {
-    print!("{}", printable(text));
+    output::emit(&printable(text));
 }
 
 /// `text` with control characters other than newline and tab written as `\u{..}` escapes.

@@ -39,3 +39,8 @@ pub fn catch_termination() {
 pub fn interrupted() -> bool {
     interrupted_flag().load(Ordering::SeqCst)
 }
+
+/// This node's name (`/proc/sys/kernel/hostname`), or `localhost`.
+pub fn hostname() -> String {
+    super::fs::read_text(std::path::Path::new("/proc/sys/kernel/hostname"), 256).map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+}

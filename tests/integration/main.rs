@@ -4,6 +4,7 @@
 mod cli;
 mod fabric;
 mod fixtures;
+mod formats;
 mod fuzz;
 mod gpu;
 mod hardening;
