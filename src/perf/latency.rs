@@ -50,9 +50,11 @@ fn record(plan: &mut Plan, i: u64, t0: Instant, t1: Instant) {
     }
 }
 
+/// Duration mode: the time is up, and at least one sample past the warm-up was taken (a
+/// warm-up that outlasts the duration on a starved host must not end the test with nothing).
 #[inline(always)]
 fn over(plan: &Plan, i: u64, start: Instant, now: Instant) -> bool {
-    matches!(plan.duration, Some(d) if i >= plan.warmup && now.duration_since(start) >= d)
+    matches!(plan.duration, Some(d) if i > plan.warmup && now.duration_since(start) >= d)
 }
 
 fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
