@@ -72,8 +72,10 @@ SIM=$TARGET/release/examples/mesh_sim
 [[ -x $FABCHECK && -x $SIM ]] || die "build first: cargo build --release --bin fabcheck --example mesh_sim"
 
 if [[ $FAULTS == 1 ]]; then
-	# Away from the ends and from each other; the uplink's leaf is the second one.
-	SIM_FLAGS+=(--slow-node $((ENDPOINTS / 3)) --slow-link "$((ENDPOINTS / 2)):$((ENDPOINTS / 2 + 7))" --flaky "$((ENDPOINTS * 2 / 3)):$((ENDPOINTS * 2 / 3 + 5))")
+	# One of each, apart: the slow link and the flaky pair go on the first pair their endpoint is
+	# measured in that no other fault touches (I:?), so every pattern measures them; the uplink is
+	# the second leaf's.
+	SIM_FLAGS+=(--slow-node $((ENDPOINTS / 3)) --slow-link "$((ENDPOINTS / 2)):?" --flaky "$((ENDPOINTS * 2 / 3)):?")
 	if [[ $TOPOLOGY == 1 ]]; then
 		SIM_FLAGS+=(--slow-uplink 1)
 	fi
@@ -113,11 +115,18 @@ END=$(date +%s.%N)
 # Exit 1 is a mesh that found suspects: expected with faults.
 [[ $STATUS -le 1 ]] || die "fabcheck mesh exited $STATUS (see above)"
 
-read -r USER_S SYS_S MAXRSS_KB <"$WORK/time"
+read -r USER_S SYS_S MAXRSS_KB < <(tail -n 1 "$WORK/time")
 python3 - "$WORK/mesh.json" "$USER_S" "$SYS_S" "$MAXRSS_KB" "$START" "$END" "$ENDPOINTS" <<'EOF'
 import json, sys
 path, user, sys_s, rss_kb, start, end, n = sys.argv[1:]
 doc = json.load(open(path))
+# Suspects by simulated host (n00042 is agent 42), not by loopback port.
+hosts = {line.strip(): f"n{i:05}" for i, line in enumerate(open(path.rsplit("/", 1)[0] + "/hosts"))}
+def named(text):
+    for word in set(text.replace("<->", " ").split()):
+        if word in hosts:
+            text = text.replace(word, hosts[word])
+    return text
 pairs = len(doc["pairs"])
 first = sum(1 for p in doc["pairs"] if not p.get("retest") and not p.get("zoom"))
 zoom = sum(1 for p in doc["pairs"] if p.get("zoom"))
@@ -127,7 +136,7 @@ cpu = float(user) + float(sys_s)
 print(f"pattern {pattern.get('name')}: {first} pairs in {pattern.get('rounds')} rounds, {zoom} zoom-in, {retest} re-tested; "
       f"controller user {float(user):.2f} s, system {float(sys_s):.2f} s, {1000 * cpu / max(pairs, 1):.3f} ms per pair")
 for s in doc["suspects"]:
-    print(f"SUSPECT {s['kind']:<6} {s['subject']}  {s['reason']}")
+    print(f"SUSPECT {s['kind']:<6} {named(s['subject'])}  {s['reason']}")
 print(f"endpoints={n} pairs={pairs} rounds={pattern.get('rounds')} controller_cpu_s={cpu:.2f} "
       f"peak_rss_mb={int(rss_kb) / 1024:.0f} analysis_ms={doc.get('timing', {}).get('analysis_ms', 0):.0f} "
       f"wall_s={float(end) - float(start):.1f}")

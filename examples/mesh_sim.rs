@@ -8,10 +8,11 @@
 //! shows whichever end of a pair measures. Faults, by agent index:
 //!
 //! - `--slow-node I`: every pair with I is slow;
-//! - `--slow-link I:J`: the pair I-J is slow;
+//! - `--slow-link I:J`: the pair I-J is slow; `I:?`, the pair of I with the first partner
+//!   it is measured with (so the pattern surely measures it), slow from then on;
 //! - `--slow-uplink L`: every pair with exactly one end on leaf L (agents `L*S .. L*S+S-1`
 //!   with `--leaf-size S`) is slow, pairs inside the leaf are fine;
-//! - `--flaky I:J`: the pair I-J is slow the first time it is measured, fine after.
+//! - `--flaky I:J` (or `I:?`): the pair is slow the first time it is measured, fine after.
 //!
 //! Slow is `--slow-share` (0.3) of `--gbps` (190). `--hostfile FILE` gets one
 //! `tcp://127.0.0.1:PORT` line per agent once all listen; `--topology FILE` an ibnetdiscover
@@ -43,6 +44,9 @@ struct Options {
     slow_links: HashSet<(usize, usize)>,
     slow_uplinks: HashSet<usize>,
     flaky: HashSet<(usize, usize)>,
+    /// `I:?`: endpoints whose first pair measured becomes a slow link, or flaky.
+    slow_link_of: HashSet<usize>,
+    flaky_of: HashSet<usize>,
 }
 
 fn usage(why: &str) -> ! {
@@ -50,10 +54,14 @@ fn usage(why: &str) -> ! {
     std::process::exit(2)
 }
 
-fn pair_arg(text: &str) -> (usize, usize) {
-    let (a, b) = text.split_once(':').unwrap_or_else(|| usage("a pair is I:J"));
+/// `I:J`, or `I:?` (`None`): I and its first partner.
+fn pair_arg(text: &str) -> Result<(usize, usize), usize> {
+    let (a, b) = text.split_once(':').unwrap_or_else(|| usage("a pair is I:J or I:?"));
+    if b == "?" {
+        return Err(a.parse().unwrap_or_else(|_| usage("I:? starts with a number")));
+    }
     let (a, b): (usize, usize) = (a.parse().unwrap_or_else(|_| usage("I:J are numbers")), b.parse().unwrap_or_else(|_| usage("I:J are numbers")));
-    (a.min(b), a.max(b))
+    Ok((a.min(b), a.max(b)))
 }
 
 fn options() -> Options {
@@ -69,6 +77,8 @@ fn options() -> Options {
         slow_links: HashSet::new(),
         slow_uplinks: HashSet::new(),
         flaky: HashSet::new(),
+        slow_link_of: HashSet::new(),
+        flaky_of: HashSet::new(),
     };
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
@@ -85,15 +95,17 @@ fn options() -> Options {
             "--slow-node" => {
                 o.slow_nodes.insert(number(value()) as usize);
             }
-            "--slow-link" => {
-                o.slow_links.insert(pair_arg(&value()));
-            }
+            "--slow-link" => match pair_arg(&value()) {
+                Ok(p) => _ = o.slow_links.insert(p),
+                Err(i) => _ = o.slow_link_of.insert(i),
+            },
             "--slow-uplink" => {
                 o.slow_uplinks.insert(number(value()) as usize);
             }
-            "--flaky" => {
-                o.flaky.insert(pair_arg(&value()));
-            }
+            "--flaky" => match pair_arg(&value()) {
+                Ok(p) => _ = o.flaky.insert(p),
+                Err(i) => _ = o.flaky_of.insert(i),
+            },
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -122,6 +134,28 @@ struct Fabric {
 impl Fabric {
     fn gbps(&mut self, a: usize, b: usize) -> f64 {
         let k = (a.min(b), a.max(b));
+        // An `I:?` fault goes on a pair no other fault touches, so each shows on its own.
+        let o = &self.o;
+        let leaf_fault = |e: usize| o.slow_uplinks.contains(&(e / o.leaf_size));
+        let touched = |e: usize| o.slow_nodes.contains(&e) || leaf_fault(e) || o.slow_links.iter().chain(&o.flaky).any(|&(x, y)| x == e || y == e);
+        if touched(a) || touched(b) {
+            return self.model(k);
+        }
+        for e in [a, b] {
+            if self.o.slow_link_of.remove(&e) {
+                eprintln!("mesh_sim: slow link {}:{}", k.0, k.1);
+                self.o.slow_links.insert(k);
+            }
+            if self.o.flaky_of.remove(&e) {
+                eprintln!("mesh_sim: flaky pair {}:{}", k.0, k.1);
+                self.o.flaky.insert(k);
+            }
+        }
+        self.model(k)
+    }
+
+    fn model(&mut self, k: (usize, usize)) -> f64 {
+        let (a, b) = k;
         let o = &self.o;
         let mut gbps = o.gbps;
         if o.slow_nodes.contains(&a) || o.slow_nodes.contains(&b) {

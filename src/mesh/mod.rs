@@ -231,8 +231,9 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     let mut zoomed = Vec::new();
     if !pattern.is_complete() {
         let (still_bad, good) = analysis::zoom_input(n, &first, &retested, &criteria);
-        // Hundreds of bad pairs are a cluster-wide cause, not something to zoom into.
-        if !still_bad.is_empty() && still_bad.len() <= n.max(8) {
+        // When most pairs are bad the cause is cluster-wide, not something to zoom into. The
+        // zoom-in costs at most ZOOM_PARTNERS pairs per endpoint of a still-bad pair.
+        if !still_bad.is_empty() && still_bad.len() * 2 <= first.len() {
             let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
             let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
             for round in schedule::retest_round(&pairs) {

@@ -115,6 +115,7 @@ pub fn rounds(pattern: Pattern, layout: &Layout<'_>, max_rounds: Option<usize>, 
                 }
                 out.extend(by_position(shift_rounds(n, r)));
             }
+            out.truncate(want);
             out
         }
         Pattern::Random { k } => {
