@@ -192,7 +192,10 @@ struct Conn {
 fn main() {
     let o = options();
     let n = o.agents;
-    let want = n as u64 * 2 + 64;
+    // One descriptor per agent: a listener, or once the controller is connected its connection
+    // (the listener is closed meanwhile and bound again when the connection ends), so that
+    // 10,000 agents fit a 20,000-file limit next to a controller on its own 10,000.
+    let want = n as u64 + 64;
     let got = fabcheck::sys::io::raise_open_files(want);
     if got < want {
         usage(&format!("{n} agents need {want} open files; the limit is {got} (raise `ulimit -Hn`)"));
@@ -202,13 +205,16 @@ fn main() {
     let inventory_line = encode(&Reply::Inventory { inventory: inventory.clone() });
     let (device, port) = inventory.ports().find(|(_, p)| p.state == PortState::Active).map(|(d, p)| (d.clone(), p.clone())).expect("an ACTIVE port");
 
-    let mut listeners = Vec::with_capacity(n);
+    let mut listeners: Vec<Option<TcpListener>> = Vec::with_capacity(n);
+    let mut ports = Vec::with_capacity(n);
     let mut lines = String::new();
     for _ in 0..n {
         let l = TcpListener::bind("127.0.0.1:0").expect("bind");
         l.set_nonblocking(true).expect("non-blocking");
-        lines.push_str(&format!("tcp://{}\n", l.local_addr().expect("address")));
-        listeners.push(l);
+        let addr = l.local_addr().expect("address");
+        lines.push_str(&format!("tcp://{addr}\n"));
+        ports.push(addr);
+        listeners.push(Some(l));
     }
     if let Some(path) = &o.topology {
         std::fs::write(path, topology(n, o.leaf_size)).expect("write the topology");
@@ -219,7 +225,6 @@ fn main() {
 
     let mut fabric = Fabric { o, inventory_line, measured: HashMap::new() };
     let mut conns: Vec<Conn> = Vec::new();
-    let mut busy = vec![false; n];
     let mut readiness: Vec<Readiness> = Vec::new();
     // (kind, index): 0 = listener of agent, 1 = conn read, 2 = conn write.
     let mut slots: Vec<(u8, usize)> = Vec::new();
@@ -227,9 +232,7 @@ fn main() {
         slots.clear();
         let mut fds = Vec::with_capacity(n + conns.len() * 2);
         for (i, l) in listeners.iter().enumerate() {
-            // An agent with a controller connection is not listened for: fewer descriptors to
-            // poll. When its connection ends it listens again.
-            if !busy[i] {
+            if let Some(l) = l {
                 fds.push((l.as_fd(), Interest::Read));
                 slots.push((0, i));
             }
@@ -251,10 +254,10 @@ fn main() {
             let r = readiness[k];
             match kind {
                 0 if r.readable => {
-                    while let Ok((stream, _)) = listeners[i].accept() {
+                    if let Some(Ok((stream, _))) = listeners[i].as_ref().map(TcpListener::accept) {
                         let _ = stream.set_nonblocking(true);
                         let _ = stream.set_nodelay(true);
-                        busy[i] = true;
+                        listeners[i] = None;
                         conns.push(Conn {
                             agent: i,
                             stream,
@@ -298,7 +301,8 @@ fn main() {
         }
         conns.retain(|c| {
             if c.closed && c.output.is_empty() {
-                busy[c.agent] = false;
+                // Listen again, on the same port (std binds with SO_REUSEADDR).
+                listeners[c.agent] = TcpListener::bind(ports[c.agent]).ok().filter(|l| l.set_nonblocking(true).is_ok());
                 false
             } else {
                 true

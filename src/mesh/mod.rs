@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod heatmap;
 pub mod pattern;
 pub mod schedule;
+mod spool;
 pub mod topology;
 
 use crate::control::drive::{drive, Job};
@@ -29,6 +30,7 @@ use analysis::{Criteria, PairMeasure, Suspect};
 use pattern::{Layout, Pattern};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeSet, HashMap};
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use topology::Topology;
@@ -189,7 +191,7 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         if run.json {
             crate::report::print_json(&doc);
         } else {
-            crate::report::print_human(&human(&doc, &[], &Criteria::default()));
+            crate::report::print_human(&human(&doc, Counts::default(), &[], &Criteria::default()));
         }
         return Err(Failure::new(
             format!("no endpoint could be reached, so no pair could run (first: {first})"),
@@ -205,11 +207,13 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     let pattern_doc =
         PatternDoc { name: pattern.name(), rounds: plan.len(), seed, leaves: leaves.as_ref().map(|l| l.of.iter().filter(|x| x.is_some()).count()) };
     tracing::debug!(pattern = %pattern_doc.name, rounds = plan.len(), pairs = plan.iter().map(Vec::len).sum::<usize>(), "mesh plan");
-    let mut records = Vec::new();
+    let mut records = spool::Spool::new();
+    let mut counts = Counts::default();
     let mut first = Vec::new();
     for round in plan {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
             records.push(record);
+            counts.first += 1;
             first.push(measure);
         }
     }
@@ -223,6 +227,7 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     for round in schedule::retest_round(&analysis::to_retest(&first, &criteria)) {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, true)? {
             records.push(record);
+            counts.retest += 1;
             retested.push(measure);
         }
     }
@@ -240,6 +245,7 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
                 for (mut record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
                     record.zoom = true;
                     records.push(record);
+                    counts.zoom += 1;
                     zoomed.push(measure);
                 }
             }
@@ -261,21 +267,22 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         schema: "fabcheck.mesh.v1".into(),
         verdict,
         endpoints: run.names.clone(),
-        pairs: records,
+        pairs: Vec::new(),
         suspects,
         unreachable,
         pattern: Some(pattern_doc),
         timing: Some(Timing { analysis_ms }),
     };
-    let measured: Vec<PairMeasure> = first.iter().chain(&zoomed).chain(&retested).cloned().collect();
+    // First pass, zoom-in, then retests: a later measure of a pair stands for it.
+    let measured = || -> Vec<PairMeasure> { first.iter().chain(&zoomed).chain(&retested).cloned().collect() };
     // The results first: a side output that cannot be written must not throw the run away.
     if run.json {
-        crate::report::print_json(&doc);
+        print_json(&doc, records.into_pairs());
     } else {
-        crate::report::print_human(&human(&doc, &measured, &criteria));
+        crate::report::print_human(&human(&doc, counts, &measured(), &criteria));
     }
     if let Some(path) = &run.html {
-        let (names, matrix) = heat(&run.names, &measured);
+        let (names, matrix) = heat(&run.names, &measured());
         let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
         if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &names, &matrix, &marks)) {
             let failure = Failure::new(
@@ -291,6 +298,49 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         }
     }
     Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+}
+
+/// Pair records by pass.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    first: usize,
+    zoom: usize,
+    retest: usize,
+}
+
+/// The document as `print_json` would print it (pretty, the same keys in the same order), with
+/// the pair records streamed from the spool rather than held in memory.
+fn print_json(doc: &MeshDoc, pairs: spool::Pairs) {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        schema: &'a str,
+        verdict: Verdict,
+        endpoints: &'a [String],
+        pairs: spool::Pairs,
+        suspects: &'a [Suspect],
+        #[serde(skip_serializing_if = "<[Unreachable]>::is_empty")]
+        unreachable: &'a [Unreachable],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pattern: Option<&'a PatternDoc>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timing: Option<&'a Timing>,
+    }
+    let out = Out {
+        schema: &doc.schema,
+        verdict: doc.verdict,
+        endpoints: &doc.endpoints,
+        pairs,
+        suspects: &doc.suspects,
+        unreachable: &doc.unreachable,
+        pattern: doc.pattern.as_ref(),
+        timing: doc.timing.as_ref(),
+    };
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = serde_json::to_writer_pretty(&mut w, &out).map_err(std::io::Error::from).and_then(|()| writeln!(w)).and_then(|()| w.flush());
+    if let Err(e) = written {
+        eprintln!("fabcheck: cannot write the result: {e}");
+    }
 }
 
 /// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four
@@ -528,7 +578,7 @@ fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
 /// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
 /// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
 /// then retests (a later measure of a pair stands for it).
-fn human(doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) -> String {
+fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     if doc.endpoints.len() <= MATRIX_MAX {
@@ -545,8 +595,7 @@ fn human(doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) -> String {
     for s in &doc.suspects {
         let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
     }
-    let retests = doc.pairs.iter().filter(|p| p.retest).count();
-    let zoomed = doc.pairs.iter().filter(|p| p.zoom).count();
+    let (retests, zoomed) = (counts.retest, counts.zoom);
     let pattern = match &doc.pattern {
         Some(p) if p.name != "all-pairs" || doc.endpoints.len() > MATRIX_MAX => {
             format!(" ({}, {} rounds{})", p.name, p.rounds, p.seed.map(|s| format!(", --seed {s}")).unwrap_or_default())
@@ -558,7 +607,7 @@ fn human(doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) -> String {
         "\n{}: {} endpoints, {} pairs{pattern}{}{}",
         if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
         doc.endpoints.len(),
-        doc.pairs.len() - retests - zoomed,
+        counts.first,
         if zoomed > 0 { format!(", {zoomed} zoom-in") } else { String::new() },
         if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
     );
