@@ -30,23 +30,44 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-struct Options {
-    agents: usize,
-    hostfile: PathBuf,
-    topology: Option<PathBuf>,
-    leaf_size: usize,
-    gbps: f64,
-    slow_share: f64,
-    lat_us: f64,
-    slow_nodes: HashSet<usize>,
-    slow_links: HashSet<(usize, usize)>,
-    slow_uplinks: HashSet<usize>,
-    flaky: HashSet<(usize, usize)>,
+pub struct Options {
+    pub agents: usize,
+    pub hostfile: PathBuf,
+    pub topology: Option<PathBuf>,
+    pub leaf_size: usize,
+    pub gbps: f64,
+    pub slow_share: f64,
+    pub lat_us: f64,
+    pub slow_nodes: HashSet<usize>,
+    pub slow_links: HashSet<(usize, usize)>,
+    pub slow_uplinks: HashSet<usize>,
+    pub flaky: HashSet<(usize, usize)>,
     /// `I:?`: endpoints whose first pair measured becomes a slow link, or flaky.
-    slow_link_of: HashSet<usize>,
-    flaky_of: HashSet<usize>,
+    pub slow_link_of: HashSet<usize>,
+    pub flaky_of: HashSet<usize>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            agents: 0,
+            hostfile: PathBuf::new(),
+            topology: None,
+            leaf_size: 32,
+            gbps: 190.0,
+            slow_share: 0.3,
+            lat_us: 1.9,
+            slow_nodes: HashSet::new(),
+            slow_links: HashSet::new(),
+            slow_uplinks: HashSet::new(),
+            flaky: HashSet::new(),
+            slow_link_of: HashSet::new(),
+            flaky_of: HashSet::new(),
+        }
+    }
 }
 
 fn usage(why: &str) -> ! {
@@ -65,21 +86,7 @@ fn pair_arg(text: &str) -> Result<(usize, usize), usize> {
 }
 
 fn options() -> Options {
-    let mut o = Options {
-        agents: 0,
-        hostfile: PathBuf::new(),
-        topology: None,
-        leaf_size: 32,
-        gbps: 190.0,
-        slow_share: 0.3,
-        lat_us: 1.9,
-        slow_nodes: HashSet::new(),
-        slow_links: HashSet::new(),
-        slow_uplinks: HashSet::new(),
-        flaky: HashSet::new(),
-        slow_link_of: HashSet::new(),
-        flaky_of: HashSet::new(),
-    };
+    let mut o = Options::default();
     let mut args = std::env::args().skip(1);
     while let Some(flag) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage(&format!("{flag} needs a value")));
@@ -191,123 +198,147 @@ struct Conn {
 
 fn main() {
     let o = options();
-    let n = o.agents;
-    // One descriptor per agent: a listener, or once the controller is connected its connection
-    // (the listener is closed meanwhile and bound again when the connection ends), so that
-    // 10,000 agents fit a 20,000-file limit next to a controller on its own 10,000.
-    let want = n as u64 + 64;
-    let got = fabcheck::sys::io::raise_open_files(want);
-    if got < want {
-        usage(&format!("{n} agents need {want} open files; the limit is {got} (raise `ulimit -Hn`)"));
+    let (hostfile, topology_file) = (o.hostfile.clone(), o.topology.clone());
+    let sim = Sim::bind(o);
+    if let Some(path) = &topology_file {
+        std::fs::write(path, topology(sim.endpoints.len(), sim.fabric.o.leaf_size)).expect("write the topology");
     }
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hdr-ib-healthy");
-    let inventory: Inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the hdr-ib-healthy fixture's inventory");
-    let inventory_line = encode(&Reply::Inventory { inventory: inventory.clone() });
-    let (device, port) = inventory.ports().find(|(_, p)| p.state == PortState::Active).map(|(d, p)| (d.clone(), p.clone())).expect("an ACTIVE port");
+    let partial = hostfile.with_extension("partial");
+    std::fs::write(&partial, sim.endpoints.iter().map(|e| format!("{e}\n")).collect::<String>()).expect("write the hostfile");
+    std::fs::rename(&partial, &hostfile).expect("publish the hostfile");
+    sim.run(&AtomicBool::new(false));
+}
 
-    let mut listeners: Vec<Option<TcpListener>> = Vec::with_capacity(n);
-    let mut ports = Vec::with_capacity(n);
-    let mut lines = String::new();
-    for _ in 0..n {
-        let l = TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.set_nonblocking(true).expect("non-blocking");
-        let addr = l.local_addr().expect("address");
-        lines.push_str(&format!("tcp://{addr}\n"));
-        ports.push(addr);
-        listeners.push(Some(l));
-    }
-    if let Some(path) = &o.topology {
-        std::fs::write(path, topology(n, o.leaf_size)).expect("write the topology");
-    }
-    let partial = o.hostfile.with_extension("partial");
-    std::fs::write(&partial, lines).expect("write the hostfile");
-    std::fs::rename(&partial, &o.hostfile).expect("publish the hostfile");
+/// The agents, bound and listening; `run` answers them (on the calling thread) until `stop`.
+pub struct Sim {
+    /// `tcp://127.0.0.1:PORT`, by agent.
+    pub endpoints: Vec<String>,
+    listeners: Vec<Option<TcpListener>>,
+    ports: Vec<std::net::SocketAddr>,
+    fabric: Fabric,
+    device: probe::Device,
+    port: probe::Port,
+}
 
-    let mut fabric = Fabric { o, inventory_line, measured: HashMap::new() };
-    let mut conns: Vec<Conn> = Vec::new();
-    let mut readiness: Vec<Readiness> = Vec::new();
-    // (kind, index): 0 = listener of agent, 1 = conn read, 2 = conn write.
-    let mut slots: Vec<(u8, usize)> = Vec::new();
-    loop {
-        slots.clear();
-        let mut fds = Vec::with_capacity(n + conns.len() * 2);
-        for (i, l) in listeners.iter().enumerate() {
-            if let Some(l) = l {
-                fds.push((l.as_fd(), Interest::Read));
-                slots.push((0, i));
-            }
+impl Sim {
+    pub fn bind(o: Options) -> Sim {
+        let n = o.agents;
+        // One descriptor per agent: a listener, or once the controller is connected its connection
+        // (the listener is closed meanwhile and bound again when the connection ends), so that
+        // 10,000 agents fit a 20,000-file limit next to a controller on its own 10,000.
+        let want = n as u64 + 64;
+        let got = fabcheck::sys::io::raise_open_files(want);
+        if got < want {
+            usage(&format!("{n} agents need {want} open files; the limit is {got} (raise `ulimit -Hn`)"));
         }
-        for (c, conn) in conns.iter().enumerate() {
-            fds.push((conn.stream.as_fd(), Interest::Read));
-            slots.push((1, c));
-            if !conn.output.is_empty() {
-                fds.push((conn.stream.as_fd(), Interest::Write));
-                slots.push((2, c));
-            }
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hdr-ib-healthy");
+        let inventory: Inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the hdr-ib-healthy fixture's inventory");
+        let inventory_line = encode(&Reply::Inventory { inventory: inventory.clone() });
+        let (device, port) =
+            inventory.ports().find(|(_, p)| p.state == PortState::Active).map(|(d, p)| (d.clone(), p.clone())).expect("an ACTIVE port");
+
+        let mut listeners: Vec<Option<TcpListener>> = Vec::with_capacity(n);
+        let mut ports = Vec::with_capacity(n);
+        let mut endpoints = Vec::with_capacity(n);
+        for _ in 0..n {
+            let l = TcpListener::bind("127.0.0.1:0").expect("bind");
+            l.set_nonblocking(true).expect("non-blocking");
+            let addr = l.local_addr().expect("address");
+            endpoints.push(format!("tcp://{addr}"));
+            ports.push(addr);
+            listeners.push(Some(l));
         }
-        if io::wait(&fds, Duration::from_secs(1), &mut readiness).is_err() {
-            continue;
-        }
-        drop(fds);
-        for k in 0..slots.len() {
-            let (kind, i) = slots[k];
-            let r = readiness[k];
-            match kind {
-                0 if r.readable => {
-                    if let Some(Ok((stream, _))) = listeners[i].as_ref().map(TcpListener::accept) {
-                        let _ = stream.set_nonblocking(true);
-                        let _ = stream.set_nodelay(true);
-                        listeners[i] = None;
-                        conns.push(Conn {
-                            agent: i,
-                            stream,
-                            input: Vec::new(),
-                            output: Vec::new(),
-                            spec: None,
-                            peer: None,
-                            passive_running: false,
-                            closed: false,
-                        });
-                    }
+        Sim { endpoints, listeners, ports, fabric: Fabric { o, inventory_line, measured: HashMap::new() }, device, port }
+    }
+
+    pub fn run(self, stop: &AtomicBool) {
+        let Sim { mut listeners, ports, mut fabric, device, port, .. } = self;
+        let n = listeners.len();
+        let mut conns: Vec<Conn> = Vec::new();
+        let mut readiness: Vec<Readiness> = Vec::new();
+        // (kind, index): 0 = listener of agent, 1 = conn read, 2 = conn write.
+        let mut slots: Vec<(u8, usize)> = Vec::new();
+        while !stop.load(Ordering::Relaxed) {
+            slots.clear();
+            let mut fds = Vec::with_capacity(n + conns.len() * 2);
+            for (i, l) in listeners.iter().enumerate() {
+                if let Some(l) = l {
+                    fds.push((l.as_fd(), Interest::Read));
+                    slots.push((0, i));
                 }
-                1 if r.readable => {
-                    let conn = &mut conns[i];
-                    let mut buf = [0u8; 16384];
-                    loop {
-                        match conn.stream.read(&mut buf) {
-                            Ok(0) => {
-                                conn.closed = true;
-                                break;
-                            }
-                            Ok(len) => conn.input.extend_from_slice(&buf[..len]),
-                            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                            Err(_) => {
-                                conn.closed = true;
-                                break;
-                            }
+            }
+            for (c, conn) in conns.iter().enumerate() {
+                fds.push((conn.stream.as_fd(), Interest::Read));
+                slots.push((1, c));
+                if !conn.output.is_empty() {
+                    fds.push((conn.stream.as_fd(), Interest::Write));
+                    slots.push((2, c));
+                }
+            }
+            if io::wait(&fds, Duration::from_millis(100), &mut readiness).is_err() {
+                continue;
+            }
+            drop(fds);
+            for k in 0..slots.len() {
+                let (kind, i) = slots[k];
+                let r = readiness[k];
+                match kind {
+                    0 if r.readable => {
+                        if let Some(Ok((stream, _))) = listeners[i].as_ref().map(TcpListener::accept) {
+                            let _ = stream.set_nonblocking(true);
+                            let _ = stream.set_nodelay(true);
+                            listeners[i] = None;
+                            conns.push(Conn {
+                                agent: i,
+                                stream,
+                                input: Vec::new(),
+                                output: Vec::new(),
+                                spec: None,
+                                peer: None,
+                                passive_running: false,
+                                closed: false,
+                            });
                         }
                     }
-                    while let Some(end) = conn.input.iter().position(|&b| b == b'\n') {
-                        let line: Vec<u8> = conn.input.drain(..=end).collect();
-                        let text = String::from_utf8_lossy(&line);
-                        answer(conn, &text, &mut fabric, &device, &port);
+                    1 if r.readable => {
+                        let conn = &mut conns[i];
+                        let mut buf = [0u8; 16384];
+                        loop {
+                            match conn.stream.read(&mut buf) {
+                                Ok(0) => {
+                                    conn.closed = true;
+                                    break;
+                                }
+                                Ok(len) => conn.input.extend_from_slice(&buf[..len]),
+                                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                                Err(_) => {
+                                    conn.closed = true;
+                                    break;
+                                }
+                            }
+                        }
+                        while let Some(end) = conn.input.iter().position(|&b| b == b'\n') {
+                            let line: Vec<u8> = conn.input.drain(..=end).collect();
+                            let text = String::from_utf8_lossy(&line);
+                            answer(conn, &text, &mut fabric, &device, &port);
+                        }
+                        flush(conn);
                     }
-                    flush(conn);
+                    2 if r.writable => flush(&mut conns[i]),
+                    _ => {}
                 }
-                2 if r.writable => flush(&mut conns[i]),
-                _ => {}
             }
+            conns.retain(|c| {
+                if c.closed && c.output.is_empty() {
+                    // Listen again, on the same port (std binds with SO_REUSEADDR).
+                    listeners[c.agent] = TcpListener::bind(ports[c.agent]).ok().filter(|l| l.set_nonblocking(true).is_ok());
+                    false
+                } else {
+                    true
+                }
+            });
         }
-        conns.retain(|c| {
-            if c.closed && c.output.is_empty() {
-                // Listen again, on the same port (std binds with SO_REUSEADDR).
-                listeners[c.agent] = TcpListener::bind(ports[c.agent]).ok().filter(|l| l.set_nonblocking(true).is_ok());
-                false
-            } else {
-                true
-            }
-        });
     }
 }
 
@@ -434,7 +465,7 @@ fn active_result(spec: &TestSpec, gbps: f64, us: f64) -> RunResult {
 
 /// An ibnetdiscover description: leaves of `leaf_size` hosts (`leafL`), each with one uplink
 /// to each of two spines.
-fn topology(n: usize, leaf_size: usize) -> String {
+pub fn topology(n: usize, leaf_size: usize) -> String {
     let mut out = String::from("#\n# Topology file: generated by mesh_sim\n#\n");
     let leaves = n.div_ceil(leaf_size);
     for s in 0..2 {

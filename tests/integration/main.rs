@@ -6,6 +6,7 @@ mod fixtures;
 mod fuzz;
 mod gpu;
 mod hardening;
+mod mesh_patterns;
 mod mesh_scale;
 mod properties;
 mod protocol;
