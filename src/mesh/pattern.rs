@@ -278,17 +278,23 @@ pub fn zoom_pairs(
 ) -> Vec<(usize, usize)> {
     let suspects: BTreeSet<usize> = still_bad.iter().flat_map(|&(a, b)| [a, b]).collect();
     let good: Vec<usize> = (0..n).filter(|&e| known_good.get(e).copied().unwrap_or(false) && !suspects.contains(&e)).collect();
+    // Each leaf's endpoints, in index order, to find a leaf mate without scanning all n.
+    let mut members: std::collections::HashMap<usize, Vec<usize>> = std::collections::HashMap::new();
+    for (e, l) in leaf.into_iter().flatten().enumerate() {
+        if let Some(l) = l {
+            members.entry(*l).or_default().push(e);
+        }
+    }
     let mut out: BTreeSet<(usize, usize)> = BTreeSet::new();
     for &e in &suspects {
         let mut chosen = 0;
-        if let Some(leaf) = leaf {
-            if let Some(l) = leaf[e] {
-                let mates = (1..n).map(|d| (e + d) % n).filter(|&x| leaf[x] == Some(l));
-                let mut mates = mates.filter(|&x| !measured.contains(&key(e, x)));
-                if let Some(x) = mates.next() {
-                    out.insert(key(e, x));
-                    chosen += 1;
-                }
+        if let Some(mates) = leaf.and_then(|leaf| leaf[e]).and_then(|l| members.get(&l)) {
+            // The next mates after e, wrapping around the leaf.
+            let at = mates.partition_point(|&x| x <= e);
+            let mut next = mates[at..].iter().chain(&mates[..at]).copied().filter(|&x| x != e && !measured.contains(&key(e, x)));
+            if let Some(x) = next.next() {
+                out.insert(key(e, x));
+                chosen += 1;
             }
         }
         if good.is_empty() {
