@@ -101,7 +101,10 @@ pub fn rounds(pattern: Pattern, layout: &Layout<'_>, max_rounds: Option<usize>, 
             .collect()
     };
     let mut out = match pattern {
-        Pattern::AllPairs => by_position(super::schedule::rounds(n)),
+        Pattern::AllPairs => {
+            let count = super::schedule::round_count(n).min(max_rounds.unwrap_or(usize::MAX));
+            by_position((0..count).map(|r| super::schedule::round(n, r)).collect())
+        }
         Pattern::Ring => by_position(shift_rounds(n, 1)),
         Pattern::Shift => {
             let want = max_rounds.unwrap_or(SHIFT_DEFAULT_ROUNDS);
