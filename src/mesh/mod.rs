@@ -691,3 +691,37 @@ fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &C
         let _ = writeln!(out, "  {}<->{}  {what}", doc.endpoints[m.a], doc.endpoints[m.b]);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(a: usize, b: usize, bw: f64) -> PairMeasure {
+        PairMeasure { a, b, bw_gbps: Some(bw), lat_us: None, failed: false }
+    }
+
+    #[test]
+    fn heat_map_is_per_pair_up_to_the_limit_and_in_blocks_above() {
+        let names: Vec<String> = (0..4).map(|i| format!("n{i}")).collect();
+        let (labels, matrix) = heat(&names, &[m(0, 1, 100.0), m(0, 1, 190.0)]);
+        assert_eq!(labels, names);
+        assert_eq!(matrix[1][0], Some(190.0), "the retest stands for the pair");
+
+        let n = HEATMAP_MAX * 2 + 1;
+        let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+        let (labels, matrix) = heat(&names, &[m(0, n - 1, 57.0), m(1, n - 2, 190.0), m(0, 1, 10.0)]);
+        assert!(labels.len() <= HEATMAP_MAX && matrix.len() == labels.len());
+        assert_eq!(labels[0], "n0..n2");
+        let last = labels.len() - 1;
+        assert_eq!(matrix[0][last], Some(57.0), "a block cell is the slowest pair between the blocks");
+        assert_eq!(matrix[last][0], Some(57.0));
+        assert_eq!(matrix[0][0], Some(10.0));
+        assert_eq!(matrix[1][1], None);
+    }
+
+    #[test]
+    fn unique_names_number_repeats() {
+        let specs: Vec<EndpointSpec> = ["a/rxe0", "a/rxe0", "b", "a/rxe0"].iter().map(|t| crate::control::endpoint::parse(t).unwrap()).collect();
+        assert_eq!(unique_names(&specs), ["a/rxe0", "a/rxe0#2", "b", "a/rxe0#3"]);
+    }
+}
