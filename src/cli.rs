@@ -235,6 +235,23 @@ pub struct MeshArgs {
     /// One JSON document on stdout (schema fabcheck.mesh.v1).
     #[arg(long)]
     pub json: bool,
+    /// Which pairs to measure: all-pairs, shift, ring or random:K (default: all-pairs up to
+    /// 64 endpoints, shift above).
+    #[arg(long, value_name = "PATTERN")]
+    pub pattern: Option<String>,
+    /// Rounds of the first pass, at most (shift: 16 by default).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub rounds: Option<u64>,
+    /// Seed of random:K, to repeat a run (printed with the results).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// ibnetdiscover output: endpoints grouped by leaf switch; shift crosses the spine and
+    /// suspects may be a switch or an uplink.
+    #[arg(long, value_name = "FILE")]
+    pub topology: Option<PathBuf>,
+    /// Let shift pair endpoints on the same leaf switch.
+    #[arg(long)]
+    pub intra_leaf: bool,
 }
 
 #[derive(Debug, Args)]

@@ -4,6 +4,8 @@ use super::flags::{conditions, expectations, launch_options};
 use crate::cli::MeshArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
+use crate::mesh::pattern::Pattern;
+use crate::mesh::topology::Topology;
 use crate::mesh::{self, MeshConfig};
 use crate::pair::plan::{self, Direction, PlanInput};
 use crate::pair::verdict;
@@ -68,5 +70,17 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         fanout: args.fanout as usize,
         html: args.html.clone(),
         json: args.json || crate::report::machine(),
+        pattern: args.pattern.as_deref().map(Pattern::parse).transpose().map_err(Failure::usage)?,
+        rounds: args.rounds.map(|r| r as usize),
+        seed: args.seed,
+        topology: args.topology.as_deref().map(read_topology).transpose()?,
+        intra_leaf: args.intra_leaf,
     })
+}
+
+/// `--topology FILE`: ibnetdiscover output (a large fabric's runs to megabytes).
+fn read_topology(path: &std::path::Path) -> Result<Topology, Failure> {
+    let text = read_text(path, 64 << 20)
+        .map_err(|e| Failure::new(format!("cannot read --topology: {e}"), "give the output of `ibnetdiscover` saved to a file"))?;
+    Topology::parse(&text).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
 }

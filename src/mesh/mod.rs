@@ -9,7 +9,10 @@
 
 pub mod analysis;
 pub mod heatmap;
+pub mod pattern;
 pub mod schedule;
+mod spool;
+pub mod topology;
 
 use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{EndpointSpec, HostSpec};
@@ -24,9 +27,22 @@ use crate::pair::sequence::PairSequence;
 use crate::pair::{self, verdict};
 use crate::probe::Inventory;
 use analysis::{Criteria, PairMeasure, Suspect};
+use pattern::{Layout, Pattern};
 use serde::{Deserialize, Serialize};
+use std::collections::{BTreeSet, HashMap};
+use std::io::Write as _;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use topology::Topology;
+
+/// Above this many endpoints the human output shows per-endpoint summaries and the worst
+/// pairs instead of the matrix.
+pub const MATRIX_MAX: usize = 32;
+/// Above this many endpoints the heat map aggregates endpoints into blocks (each cell the
+/// slowest pair between two blocks), so the page stays readable and no n x n matrix is built.
+pub const HEATMAP_MAX: usize = 256;
+/// Lines of per-endpoint summaries and of worst pairs in the human output of a large mesh.
+const SUMMARY_LINES: usize = 20;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PairRecord {
@@ -40,6 +56,10 @@ pub struct PairRecord {
     /// This record is the re-test of a pair that was bad on the first pass.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub retest: bool,
+    /// This pair was added by the zoom-in: an endpoint of a still-bad pair against a
+    /// known-good partner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zoom: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -52,6 +72,31 @@ pub struct MeshDoc {
     /// Endpoints whose agent could not be reached, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unreachable: Vec<Unreachable>,
+    /// Which pairs were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<PatternDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+}
+
+/// The pattern a mesh ran: its name, rounds of the first pass, and for `random:K` the seed
+/// that repeats it (`--seed`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PatternDoc {
+    pub name: String,
+    pub rounds: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Endpoints matched to a leaf switch of `--topology`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<usize>,
+}
+
+/// Where the controller's time went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Timing {
+    /// Judging every pair and naming suspects, milliseconds.
+    pub analysis_ms: f64,
 }
 
 /// An endpoint whose agent could not be reached (on the first pass and again before the
@@ -75,6 +120,8 @@ struct Agent {
     error: Option<String>,
     /// Unreachable, but to be tried once more before the re-tests.
     second_chance: bool,
+    /// The host name its agent reported (matched against `--topology`).
+    host: Option<String>,
 }
 
 /// A mesh run, validated: everything `run` needs, no flags.
@@ -91,6 +138,15 @@ pub struct MeshConfig {
     pub fanout: usize,
     pub html: Option<PathBuf>,
     pub json: bool,
+    /// `None`: all-pairs up to 64 endpoints, shift above.
+    pub pattern: Option<Pattern>,
+    /// Rounds of the first pass, at most.
+    pub rounds: Option<usize>,
+    /// Seed of `random:K` (`None`: a fresh one, printed).
+    pub seed: Option<u64>,
+    pub topology: Option<Topology>,
+    /// Shift may pair endpoints of one leaf.
+    pub intra_leaf: bool,
 }
 
 pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
@@ -110,6 +166,7 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
             soft: false,
             error: None,
             second_chance: false,
+            host: None,
         })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
@@ -129,22 +186,35 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
             pairs: Vec::new(),
             suspects: Vec::new(),
             unreachable,
+            pattern: None,
+            timing: None,
         };
         if run.json {
             crate::report::print_json(&doc);
         } else {
-            crate::report::print_human(&human(&doc, &bw_matrix(n, &[], &[])));
+            crate::report::print_human(&human(&doc, Counts::default(), &[], &Criteria::default()));
         }
         return Err(Failure::new(
             format!("no endpoint could be reached, so no pair could run (first: {first})"),
             "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",
         ));
     }
-    let mut records = Vec::new();
+    let leaves = leaves(&run, &agents);
+    let leaf_of = leaves.as_ref().map(|l| l.of.as_slice());
+    let pattern = run.pattern.unwrap_or(Pattern::default_for(n));
+    let seed = matches!(pattern, Pattern::Random { .. }).then(|| run.seed.unwrap_or_else(pattern::fresh_seed));
+    let order = pattern::leaf_order(leaf_of, n);
+    let plan = pattern::rounds(pattern, &Layout { order: &order, leaf: leaf_of, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
+    let pattern_doc =
+        PatternDoc { name: pattern.name(), rounds: plan.len(), seed, leaves: leaves.as_ref().map(|l| l.of.iter().filter(|x| x.is_some()).count()) };
+    tracing::debug!(pattern = %pattern_doc.name, rounds = plan.len(), pairs = plan.iter().map(Vec::len).sum::<usize>(), "mesh plan");
+    let mut records = spool::Spool::new();
+    let mut counts = Counts::default();
     let mut first = Vec::new();
-    for round in schedule::rounds(n) {
+    for round in plan {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
             records.push(record);
+            counts.first += 1;
             first.push(measure);
         }
     }
@@ -158,29 +228,64 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     for round in schedule::retest_round(&analysis::to_retest(&first, &criteria)) {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, true)? {
             records.push(record);
+            counts.retest += 1;
             retested.push(measure);
         }
     }
-    let mut suspects = analysis::analyse(&run.names, &first, &retested, &criteria);
+    // A pattern that skips pairs zooms in: each endpoint of a pair still bad against known-good
+    // partners, so a node and a link are told apart as with every pair measured.
+    let mut zoomed = Vec::new();
+    if !pattern.is_complete() {
+        let (still_bad, good) = analysis::zoom_input(n, &first, &retested, &criteria);
+        // When most pairs are bad the cause is cluster-wide, not something to zoom into. The
+        // zoom-in costs at most ZOOM_PARTNERS pairs per endpoint of a still-bad pair.
+        if !still_bad.is_empty() && still_bad.len() * 2 <= first.len() {
+            let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
+            let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
+            for round in schedule::retest_round(&pairs) {
+                for (mut record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
+                    record.zoom = true;
+                    records.push(record);
+                    counts.zoom += 1;
+                    zoomed.push(measure);
+                }
+            }
+        }
+    }
+    let analysis_start = Instant::now();
+    let mut suspects = analysis::analyse_with(&run.names, &first, &retested, &zoomed, &criteria, leaves.as_ref());
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
+    let analysis_ms = analysis_start.elapsed().as_secs_f64() * 1e3;
+    tracing::debug!(analysis_ms, "mesh analysis");
     let unreachable: Vec<Unreachable> =
         agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect();
     hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
-    let doc = MeshDoc { schema: "fabcheck.mesh.v1".into(), verdict, endpoints: run.names.clone(), pairs: records, suspects, unreachable };
+    let doc = MeshDoc {
+        schema: "fabcheck.mesh.v1".into(),
+        verdict,
+        endpoints: run.names.clone(),
+        pairs: Vec::new(),
+        suspects,
+        unreachable,
+        pattern: Some(pattern_doc),
+        timing: Some(Timing { analysis_ms }),
+    };
+    // First pass, zoom-in, then retests: a later measure of a pair stands for it.
+    let measured = || -> Vec<PairMeasure> { first.iter().chain(&zoomed).chain(&retested).cloned().collect() };
     // The results first: a side output that cannot be written must not throw the run away.
     if run.json {
-        crate::report::print_json(&doc);
+        print_json(&doc, records.into_pairs());
     } else {
-        crate::report::print_human(&human(&doc, &bw_matrix(n, &first, &retested)));
+        crate::report::print_human(&human(&doc, counts, &measured(), &criteria));
     }
     if let Some(path) = &run.html {
-        let matrix = bw_matrix(n, &first, &retested);
+        let (names, matrix) = heat(&run.names, &measured());
         let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
-        if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &run.names, &matrix, &marks)) {
+        if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &names, &matrix, &marks)) {
             let failure = Failure::new(
                 format!("the results above stand, but the heat map could not be written to {}: {e}", path.display()),
                 "give a writable path to --html",
@@ -196,23 +301,90 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 
+/// Pair records by pass.
+#[derive(Debug, Clone, Copy, Default)]
+struct Counts {
+    first: usize,
+    zoom: usize,
+    retest: usize,
+}
+
+/// The document as `print_json` would print it (pretty, the same keys in the same order), with
+/// the pair records streamed from the spool rather than held in memory.
+fn print_json(doc: &MeshDoc, pairs: spool::Pairs) {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        schema: &'a str,
+        verdict: Verdict,
+        endpoints: &'a [String],
+        pairs: spool::Pairs,
+        suspects: &'a [Suspect],
+        #[serde(skip_serializing_if = "<[Unreachable]>::is_empty")]
+        unreachable: &'a [Unreachable],
+        #[serde(skip_serializing_if = "Option::is_none")]
+        pattern: Option<&'a PatternDoc>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timing: Option<&'a Timing>,
+    }
+    let out = Out {
+        schema: &doc.schema,
+        verdict: doc.verdict,
+        endpoints: &doc.endpoints,
+        pairs,
+        suspects: &doc.suspects,
+        unreachable: &doc.unreachable,
+        pattern: doc.pattern.as_ref(),
+        timing: doc.timing.as_ref(),
+    };
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
+    let written = serde_json::to_writer_pretty(&mut w, &out).map_err(std::io::Error::from).and_then(|()| writeln!(w)).and_then(|()| w.flush());
+    if let Err(e) = written {
+        eprintln!("fabcheck: cannot write the result: {e}");
+    }
+}
+
 /// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four
 /// endpoints), so suspects and matrix rows name one endpoint each.
 pub fn unique_names(specs: &[EndpointSpec]) -> Vec<String> {
-    let plain: Vec<String> = specs.iter().map(|s| s.to_string()).collect();
-    plain
+    let mut seen: HashMap<String, usize> = HashMap::with_capacity(specs.len());
+    specs
         .iter()
-        .enumerate()
-        .map(|(i, name)| {
-            let total = plain.iter().filter(|n| *n == name).count();
-            let nth = plain[..=i].iter().filter(|n| *n == name).count();
-            if total > 1 && nth > 1 {
+        .map(|s| {
+            let name = s.to_string();
+            let nth = seen.entry(name.clone()).or_insert(0);
+            *nth += 1;
+            if *nth > 1 {
                 format!("{name}#{nth}")
             } else {
-                name.clone()
+                name
             }
         })
         .collect()
+}
+
+/// Each endpoint's leaf switch, by the host name its agent reported (else the host it was
+/// given as), when a topology is known and it names at least one of them.
+fn leaves(run: &MeshConfig, agents: &[Agent]) -> Option<analysis::Leaves> {
+    let topo = run.topology.as_ref()?;
+    let of: Vec<Option<usize>> = agents
+        .iter()
+        .zip(&run.specs)
+        .map(|(a, spec)| {
+            let given = match &spec.host {
+                HostSpec::Tcp { host, .. } => host.clone(),
+                other => other.to_string().rsplit('@').next().unwrap_or_default().to_string(),
+            };
+            a.host.as_deref().and_then(|h| topo.leaf_of(h)).or_else(|| topo.leaf_of(&given))
+        })
+        .collect();
+    if of.iter().all(Option::is_none) {
+        tracing::warn!("--topology names none of the mesh's hosts: running without it");
+        return None;
+    }
+    let names = (0..topo.leaves()).map(|l| topo.leaf_name(l).to_string()).collect();
+    let uplinks = (0..topo.leaves()).map(|l| topo.uplinks(l).to_vec()).collect();
+    Some(analysis::Leaves { of, names, uplinks })
 }
 
 /// A mesh holds about three descriptors per child agent (ssh or local: its pipes) and one
@@ -245,6 +417,7 @@ fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize
             None => {
                 agent.reached = true;
                 agent.error = None;
+                agent.host = Some(reach.host.clone()).filter(|h| !h.is_empty());
                 if let Some(inventory) = &reach.inventory {
                     read_inventory(agent, &run.specs[i], inventory);
                 }
@@ -329,6 +502,7 @@ fn run_round(
                 results: Vec::new(),
                 error: Some(why),
                 retest,
+                zoom: false,
             };
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
@@ -356,7 +530,7 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         _ => Verdict::Fail,
     };
     let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
-    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest }, measure)
+    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false }, measure)
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
@@ -368,18 +542,83 @@ fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeas
     PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }
 
-fn bw_matrix(n: usize, first: &[PairMeasure], retested: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
+/// The pair-by-pair matrix (`n` up to [`HEATMAP_MAX`]), or above it a block matrix: the
+/// endpoints in [`HEATMAP_MAX`] consecutive blocks, each cell the slowest pair measured between
+/// two blocks. Later measures (retests) replace earlier ones of the same pair.
+fn heat(names: &[String], measured: &[PairMeasure]) -> (Vec<String>, Vec<Vec<Option<f64>>>) {
+    let n = names.len();
+    if n <= HEATMAP_MAX {
+        return (names.to_vec(), bw_matrix(n, measured));
+    }
+    let per = n.div_ceil(HEATMAP_MAX);
+    let blocks = n.div_ceil(per);
+    let labels = (0..blocks).map(|b| format!("{}..{}", names[b * per], names[((b + 1) * per).min(n) - 1])).collect();
+    let mut latest: HashMap<(usize, usize), Option<f64>> = HashMap::with_capacity(measured.len());
+    for m in measured {
+        latest.insert((m.a.min(m.b), m.a.max(m.b)), m.bw_gbps);
+    }
+    let mut m: Vec<Vec<Option<f64>>> = vec![vec![None; blocks]; blocks];
+    for ((a, b), bw) in latest {
+        let (x, y) = (a / per, b / per);
+        if let Some(bw) = bw {
+            for (i, j) in [(x, y), (y, x)] {
+                m[i][j] = Some(m[i][j].map_or(bw, |v: f64| v.min(bw)));
+            }
+        }
+    }
+    (labels, m)
+}
+
+fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
     let mut m = vec![vec![None; n]; n];
-    for meas in first.iter().chain(retested) {
+    for meas in measured {
         m[meas.a][meas.b] = meas.bw_gbps;
         m[meas.b][meas.a] = meas.bw_gbps;
     }
     m
 }
 
-fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
+/// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
+/// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
+/// then retests (a later measure of a pair stands for it).
+fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    if doc.endpoints.len() <= MATRIX_MAX {
+        matrix_text(&mut out, doc, &bw_matrix(doc.endpoints.len(), measured));
+    } else {
+        summary_text(&mut out, doc, measured, c);
+    }
+    for u in &doc.unreachable {
+        let _ = writeln!(out, "\nUNREACHABLE {}: {}", u.endpoint, u.error);
+    }
+    if !doc.suspects.is_empty() {
+        let _ = writeln!(out);
+    }
+    for s in &doc.suspects {
+        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
+    }
+    let (retests, zoomed) = (counts.retest, counts.zoom);
+    let pattern = match &doc.pattern {
+        Some(p) if p.name != "all-pairs" || doc.endpoints.len() > MATRIX_MAX => {
+            format!(" ({}, {} rounds{})", p.name, p.rounds, p.seed.map(|s| format!(", --seed {s}")).unwrap_or_default())
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\n{}: {} endpoints, {} pairs{pattern}{}{}",
+        if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
+        doc.endpoints.len(),
+        counts.first,
+        if zoomed > 0 { format!(", {zoomed} zoom-in") } else { String::new() },
+        if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
+    );
+    out
+}
+
+fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
+    use std::fmt::Write;
     let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
     let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
     let _ = write!(out, "{:width$}", "");
@@ -395,23 +634,97 @@ fn human(doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) -> String {
         }
         let _ = writeln!(out, "  [{i}]");
     }
-    for u in &doc.unreachable {
-        let _ = writeln!(out, "\nUNREACHABLE {}: {}", u.endpoint, u.error);
+}
+
+/// Per-endpoint summaries (the endpoints with the most bad pairs) and the worst pairs.
+fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) {
+    use std::fmt::Write;
+    let n = doc.endpoints.len();
+    let (mb, ml) = analysis::medians(measured);
+    let mut latest: HashMap<(usize, usize), &PairMeasure> = HashMap::with_capacity(measured.len());
+    for m in measured {
+        latest.insert((m.a.min(m.b), m.a.max(m.b)), m);
     }
-    if !doc.suspects.is_empty() {
-        let _ = writeln!(out);
+    // Per endpoint: pairs, bad pairs, slowest bandwidth.
+    let mut per = vec![(0usize, 0usize, f64::INFINITY); n];
+    let mut worst: Vec<&PairMeasure> = Vec::new();
+    for m in latest.values() {
+        let bad = analysis::is_bad(m, c, mb, ml);
+        for e in [m.a, m.b] {
+            if let Some(p) = per.get_mut(e) {
+                p.0 += 1;
+                p.1 += usize::from(bad);
+                p.2 = p.2.min(m.bw_gbps.unwrap_or(f64::INFINITY));
+            }
+        }
+        if bad {
+            worst.push(m);
+        }
     }
-    for s in &doc.suspects {
-        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
-    }
-    let retests = doc.pairs.iter().filter(|p| p.retest).count();
+    let clean = per.iter().filter(|p| p.0 > 0 && p.1 == 0).count();
     let _ = writeln!(
         out,
-        "\n{}: {} endpoints, {} pairs{}",
-        if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
-        doc.endpoints.len(),
-        doc.pairs.len() - retests,
-        if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
+        "{n} endpoints: {clean} with every pair good; median {} Gb/s, {} us",
+        mb.map_or("-".into(), |v| format!("{v:.1}")),
+        ml.map_or("-".into(), |v| format!("{v:.2}"))
     );
-    out
+    let mut order: Vec<usize> = (0..n).filter(|&e| per[e].1 > 0).collect();
+    order.sort_by(|&x, &y| per[y].1.cmp(&per[x].1).then(per[x].2.total_cmp(&per[y].2)).then(x.cmp(&y)));
+    if !order.is_empty() {
+        let _ = writeln!(out, "\nendpoints with bad pairs ({}, worst {} shown; --json has all):", order.len(), order.len().min(SUMMARY_LINES));
+    }
+    let width = order.iter().take(SUMMARY_LINES).map(|&e| doc.endpoints[e].len()).max().unwrap_or(4);
+    for &e in order.iter().take(SUMMARY_LINES) {
+        let (pairs, bad, slowest) = per[e];
+        let slowest = if slowest.is_finite() { format!("{slowest:.1} Gb/s") } else { "-".into() };
+        let _ = writeln!(out, "  {:width$}  {bad:>4} of {pairs:>4} pairs bad, slowest {slowest}", doc.endpoints[e]);
+    }
+    worst.sort_by(|x, y| {
+        y.failed.cmp(&x.failed).then(x.bw_gbps.unwrap_or(0.0).total_cmp(&y.bw_gbps.unwrap_or(0.0))).then((x.a, x.b).cmp(&(y.a, y.b)))
+    });
+    if !worst.is_empty() {
+        let _ = writeln!(out, "\nworst pairs ({} bad, {} shown):", worst.len(), worst.len().min(SUMMARY_LINES));
+    }
+    for m in worst.iter().take(SUMMARY_LINES) {
+        let what = if m.failed {
+            "failed".to_string()
+        } else {
+            format!("{} Gb/s, {} us", m.bw_gbps.map_or("-".into(), |v| format!("{v:.1}")), m.lat_us.map_or("-".into(), |v| format!("{v:.2}")))
+        };
+        let _ = writeln!(out, "  {}<->{}  {what}", doc.endpoints[m.a], doc.endpoints[m.b]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m(a: usize, b: usize, bw: f64) -> PairMeasure {
+        PairMeasure { a, b, bw_gbps: Some(bw), lat_us: None, failed: false }
+    }
+
+    #[test]
+    fn heat_map_is_per_pair_up_to_the_limit_and_in_blocks_above() {
+        let names: Vec<String> = (0..4).map(|i| format!("n{i}")).collect();
+        let (labels, matrix) = heat(&names, &[m(0, 1, 100.0), m(0, 1, 190.0)]);
+        assert_eq!(labels, names);
+        assert_eq!(matrix[1][0], Some(190.0), "the retest stands for the pair");
+
+        let n = HEATMAP_MAX * 2 + 1;
+        let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
+        let (labels, matrix) = heat(&names, &[m(0, n - 1, 57.0), m(1, n - 2, 190.0), m(0, 1, 10.0)]);
+        assert!(labels.len() <= HEATMAP_MAX && matrix.len() == labels.len());
+        assert_eq!(labels[0], "n0..n2");
+        let last = labels.len() - 1;
+        assert_eq!(matrix[0][last], Some(57.0), "a block cell is the slowest pair between the blocks");
+        assert_eq!(matrix[last][0], Some(57.0));
+        assert_eq!(matrix[0][0], Some(10.0));
+        assert_eq!(matrix[1][1], None);
+    }
+
+    #[test]
+    fn unique_names_number_repeats() {
+        let specs: Vec<EndpointSpec> = ["a/rxe0", "a/rxe0", "b", "a/rxe0"].iter().map(|t| crate::control::endpoint::parse(t).unwrap()).collect();
+        assert_eq!(unique_names(&specs), ["a/rxe0", "a/rxe0#2", "b", "a/rxe0#3"]);
+    }
 }

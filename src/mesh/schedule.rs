@@ -13,23 +13,33 @@ pub fn rounds(n: usize) -> Vec<Vec<(usize, usize)>> {
     if n < 2 {
         return Vec::new();
     }
+    (0..round_count(n)).map(|r| round(n, r)).collect()
+}
+
+/// How many rounds [`rounds`] has for `n` endpoints.
+pub fn round_count(n: usize) -> usize {
+    match n {
+        0 | 1 => 0,
+        _ if n % 2 == 1 => n,
+        _ => n - 1,
+    }
+}
+
+/// Round `r` of [`rounds`] alone (so the first few rounds of a huge mesh cost only those).
+pub fn round(n: usize, r: usize) -> Vec<(usize, usize)> {
     // m is even; with odd n, index n (== m-1) is the phantom.
     let m = if n % 2 == 1 { n + 1 } else { n };
     let ring = m - 1;
-    let mut out = Vec::with_capacity(ring);
-    for r in 0..ring {
-        let mut round = Vec::with_capacity(m / 2);
-        // The fixed endpoint meets the one at the head of the ring.
-        push_real(&mut round, r, m - 1, n);
-        for k in 1..m / 2 {
-            let x = (r + k) % ring;
-            let y = (r + ring - k) % ring;
-            push_real(&mut round, x, y, n);
-        }
-        round.sort_unstable();
-        out.push(round);
+    let mut round = Vec::with_capacity(m / 2);
+    // The fixed endpoint meets the one at the head of the ring.
+    push_real(&mut round, r, m - 1, n);
+    for k in 1..m / 2 {
+        let x = (r + k) % ring;
+        let y = (r + ring - k) % ring;
+        push_real(&mut round, x, y, n);
     }
-    out
+    round.sort_unstable();
+    round
 }
 
 fn push_real(round: &mut Vec<(usize, usize)>, x: usize, y: usize, n: usize) {

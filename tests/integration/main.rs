@@ -8,6 +8,7 @@ mod formats;
 mod fuzz;
 mod gpu;
 mod hardening;
+mod mesh_patterns;
 mod mesh_scale;
 mod properties;
 mod protocol;

@@ -6,6 +6,7 @@
 mod check;
 mod devices;
 mod faults;
+mod mesh_patterns;
 mod pair;
 
 use std::process::{Command, Output};

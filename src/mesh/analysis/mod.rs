@@ -48,6 +48,11 @@ pub enum SuspectKind {
     Node,
     Link,
     Config,
+    /// A leaf switch: its endpoints are bad with everyone, inside the leaf too.
+    Switch,
+    /// A leaf's uplinks (to the spines): its endpoints are bad with every other leaf, fine
+    /// with each other.
+    Uplink,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -146,6 +151,35 @@ pub fn to_retest(measures: &[PairMeasure], c: &Criteria) -> Vec<(usize, usize)> 
     out
 }
 
+/// What the zoom-in starts from: the pairs bad in the first pass and again on retest (or not
+/// retested), and, per endpoint of `0..n`, whether it is known-good (none of its first-pass
+/// pairs was bad, and it had at least one).
+pub fn zoom_input(n: usize, first: &[PairMeasure], retest: &[PairMeasure], c: &Criteria) -> (Vec<(usize, usize)>, Vec<bool>) {
+    let (mb, ml) = medians(first);
+    let judged = classify(first, retest, c, mb, ml);
+    let mut seen = vec![false; n];
+    let mut good = vec![true; n];
+    let mut still_bad = Vec::new();
+    for (&(a, b), j) in &judged.pairs {
+        if a >= n || b >= n {
+            continue;
+        }
+        seen[a] = true;
+        seen[b] = true;
+        if j.state != State::Good {
+            good[a] = false;
+            good[b] = false;
+        }
+        if j.state == State::Bad {
+            still_bad.push((a, b));
+        }
+    }
+    for (g, s) in good.iter_mut().zip(seen) {
+        *g &= s;
+    }
+    (still_bad, good)
+}
+
 fn key(a: usize, b: usize) -> (usize, usize) {
     (a.min(b), a.max(b))
 }
@@ -172,7 +206,42 @@ enum State {
 /// ones (`to_retest`). A bad pair with no retest measure counts as bad twice. Order: nodes (by
 /// endpoint), the cluster-wide suspect, links, flaky links.
 pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasure], c: &Criteria) -> Vec<Suspect> {
+    analyse_with(endpoints, first, retest, &[], c, None)
+}
+
+/// Which leaf switch each endpoint is on, for switch and uplink suspects.
+#[derive(Debug, Clone)]
+pub struct Leaves {
+    /// By endpoint index.
+    pub of: Vec<Option<usize>>,
+    /// By leaf: its name (`leaf3`).
+    pub names: Vec<String>,
+    /// By leaf: the switches its uplinks lead to (`spine1`...), when known.
+    pub uplinks: Vec<Vec<String>>,
+}
+
+/// [`analyse`] for a pattern that measures some pairs only: `zoom` holds the zoom-in's pairs
+/// (an endpoint of a still-bad pair against known-good partners, judged with the first pass's
+/// medians and not retested), which count as evidence like any other pair. With `leaves`,
+/// node suspects that make up most of a leaf (at least 2 and 2/3 of its endpoints) become one
+/// `uplink` suspect (the leaf's pairs inside it are fine, or none was measured) or one
+/// `switch` suspect (they are bad too).
+pub fn analyse_with(
+    endpoints: &[String],
+    first: &[PairMeasure],
+    retest: &[PairMeasure],
+    zoom: &[PairMeasure],
+    c: &Criteria,
+    leaves: Option<&Leaves>,
+) -> Vec<Suspect> {
     let (mb, ml) = medians(first);
+    let evidence: Vec<PairMeasure>;
+    let first = if zoom.is_empty() {
+        first
+    } else {
+        evidence = first.iter().chain(zoom).cloned().collect();
+        &evidence
+    };
     let judged = classify(first, retest, c, mb, ml);
     let width = judged.pairs.keys().map(|&(_, b)| b + 1).max().unwrap_or(0).max(endpoints.len());
     let mut peeled = peel::Peeled::new(width, judged.pairs.iter().map(|(&k, j)| (k, j.state == State::Bad)));
@@ -184,7 +253,17 @@ pub fn analyse(endpoints: &[String], first: &[PairMeasure], retest: &[PairMeasur
         out.push(cluster_suspect(&judged, peeled.total_bad(), c, mb, ml));
         peeled.forgive_all();
     }
+    let mut by_leaf = Vec::new();
+    if let (Some(leaves), false) = (leaves, cluster_wide) {
+        by_leaf = leaf_groups(leaves, &peeled);
+        for (l, members) in &by_leaf {
+            out.push(leaf_suspect(leaves, *l, members, &judged, &peeled, c, mb, ml));
+        }
+    }
     for e in peeled.blamed_in_order() {
+        if by_leaf.iter().any(|(_, members)| members.contains(&e)) {
+            continue;
+        }
         out.push(node_suspect(endpoints, e, &judged, &peeled, c, mb, ml));
     }
     let mut flaky = Vec::new();
@@ -285,6 +364,87 @@ fn node_suspect(
         "NIC, PCIe slot (width/speed), NUMA placement or firmware"
     };
     Suspect::new(SuspectKind::Node, name(endpoints, e), format!("{} of {} pairs {}: {cause}", bad.len(), mine.len(), sym.figure(c, mb, ml)))
+}
+
+/// Leaves most of whose endpoints (at least 2, and 2/3) are blamed nodes, with those nodes.
+fn leaf_groups(leaves: &Leaves, peeled: &peel::Peeled) -> Vec<(usize, Vec<usize>)> {
+    let count = leaves.names.len();
+    let mut members = vec![0usize; count];
+    let mut blamed: Vec<Vec<usize>> = vec![Vec::new(); count];
+    for (e, l) in leaves.of.iter().enumerate() {
+        let Some(l) = *l else { continue };
+        if l >= count {
+            continue;
+        }
+        members[l] += 1;
+        if peeled.is_blamed(e) {
+            blamed[l].push(e);
+        }
+    }
+    blamed.into_iter().enumerate().filter(|(l, b)| b.len() >= 2 && b.len() * 3 >= members[*l] * 2).collect()
+}
+
+#[allow(clippy::too_many_arguments)]
+fn leaf_suspect(
+    leaves: &Leaves,
+    l: usize,
+    members: &[usize],
+    judged: &Classified<'_>,
+    peeled: &peel::Peeled,
+    c: &Criteria,
+    mb: Option<f64>,
+    ml: Option<f64>,
+) -> Suspect {
+    let on_leaf = |e: usize| leaves.of.get(e).copied().flatten() == Some(l);
+    let (mut inside, mut inside_bad, mut across, mut across_bad) = (0, 0, 0, 0);
+    let mut bad_across = Vec::new();
+    for &e in members {
+        for k in peeled.pairs_of(e) {
+            let other = if k.0 == e { k.1 } else { k.0 };
+            let bad = judged.is_bad(k);
+            if on_leaf(other) {
+                // Counted from both ends when both are members.
+                if other > e || !members.contains(&other) {
+                    inside += 1;
+                    inside_bad += usize::from(bad);
+                }
+            } else {
+                across += 1;
+                across_bad += usize::from(bad);
+                if bad {
+                    bad_across.push(judged.pairs[&k].standing);
+                }
+            }
+        }
+    }
+    let name = leaves.names.get(l).cloned().unwrap_or_else(|| format!("leaf#{l}"));
+    let figure = Symptoms::of(bad_across.into_iter(), c, mb, ml).figure(c, mb, ml);
+    let lead = format!(
+        "{} of {} endpoints on {name}: {across_bad} of {across} pairs to other leaves {figure}",
+        members.len(),
+        leaves.of.iter().filter(|x| **x == Some(l)).count()
+    );
+    if inside > 0 && inside_bad * 2 > inside {
+        Suspect::new(
+            SuspectKind::Switch,
+            name,
+            format!("{lead}, and {inside_bad} of {inside} pairs inside the leaf too: the leaf switch (firmware, port errors, power, cooling) or what every port of it shares"),
+        )
+    } else {
+        let spines = leaves.uplinks.get(l).filter(|u| !u.is_empty()).map_or("spine".to_string(), |u| u.join(","));
+        let inside = if inside > 0 {
+            format!(", while {} of {inside} pairs inside the leaf are fine", inside - inside_bad)
+        } else {
+            ", no pair inside the leaf measured".to_string()
+        };
+        Suspect::new(
+            SuspectKind::Uplink,
+            format!("{name}<->{spines}"),
+            format!(
+                "{lead}{inside}: the leaf's uplinks (cables, ports at either end, their error counters and width/speed), or the routes across them"
+            ),
+        )
+    }
 }
 
 fn flaky_suspect(endpoints: &[String], k: (usize, usize), j: &Judged<'_>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Suspect {

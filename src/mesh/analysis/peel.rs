@@ -2,6 +2,30 @@
 //! against its peers, and repeat. Counters per endpoint are updated as nodes are blamed, so a
 //! blame costs the blamed node's pairs, not a rescan of every pair.
 
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// An endpoint that qualifies for blame, with the counts it qualified with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Candidate {
+    e: usize,
+    bad: usize,
+    total: usize,
+}
+
+impl Ord for Candidate {
+    /// Greater is worse: a higher share of bad pairs, then more bad pairs, then a lower index.
+    fn cmp(&self, o: &Self) -> Ordering {
+        (self.bad * o.total).cmp(&(o.bad * self.total)).then(self.bad.cmp(&o.bad)).then(o.e.cmp(&self.e))
+    }
+}
+
+impl PartialOrd for Candidate {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+
 /// The endpoints' pairs, and which endpoints are blamed.
 pub(super) struct Peeled {
     /// Per endpoint: the other end and whether the pair is bad (twice), for each of its pairs.
@@ -40,25 +64,29 @@ impl Peeled {
 
     /// Blames nodes, worst first, while one has at least 2 bad pairs and at least 2/3 of its
     /// pairs (with unblamed peers) bad. Worst: higher share of bad pairs, then more bad pairs,
-    /// then lower index.
+    /// then lower index. A heap of candidates, refreshed as blames change counts (a stale entry
+    /// is skipped when popped), so peeling costs O(pairs log n) however many nodes are blamed,
+    /// not a scan of every endpoint per blame.
     pub(super) fn peel(&mut self) {
-        loop {
-            let mut best: Option<(usize, usize, usize)> = None; // (endpoint, bad, total)
-            for e in (0..self.adjacent.len()).filter(|&e| !self.blamed[e]) {
-                let (nbad, total) = (self.bad[e], self.total[e]);
-                if nbad >= 2 && nbad * 3 >= total * 2 {
-                    let better = match best {
-                        None => true,
-                        Some((_, bb, bt)) => nbad * bt > bb * total || (nbad * bt == bb * total && nbad > bb),
-                    };
-                    if better {
-                        best = Some((e, nbad, total));
-                    }
+        let mut heap: BinaryHeap<Candidate> = (0..self.adjacent.len()).filter_map(|e| self.candidate(e)).collect();
+        while let Some(c) = heap.pop() {
+            if self.blamed[c.e] || (c.bad, c.total) != (self.bad[c.e], self.total[c.e]) {
+                continue;
+            }
+            self.blame(c.e);
+            for i in 0..self.adjacent[c.e].len() {
+                let x = self.adjacent[c.e][i].0;
+                if let Some(next) = self.candidate(x) {
+                    heap.push(next);
                 }
             }
-            let Some((e, _, _)) = best else { break };
-            self.blame(e);
         }
+    }
+
+    /// `e` as a candidate for blame, if it qualifies now.
+    fn candidate(&self, e: usize) -> Option<Candidate> {
+        let (bad, total) = (self.bad[e], self.total[e]);
+        (!self.blamed[e] && bad >= 2 && bad * 3 >= total * 2).then_some(Candidate { e, bad, total })
     }
 
     fn blame(&mut self, e: usize) {
@@ -133,6 +161,55 @@ mod tests {
         assert_eq!((p.bad[2], p.total[2]), (0, 1), "only 2<->3 left, and it is good");
         assert!(!p.cluster_wide());
         assert_eq!(p.pairs_of(2), vec![(0, 2), (1, 2), (2, 3)]);
+    }
+
+    /// The scan the heap replaced: every endpoint looked at for each blame.
+    fn peel_by_scan(p: &mut Peeled) {
+        loop {
+            let mut best: Option<(usize, usize, usize)> = None;
+            for e in (0..p.adjacent.len()).filter(|&e| !p.blamed[e]) {
+                let (nbad, total) = (p.bad[e], p.total[e]);
+                if nbad >= 2 && nbad * 3 >= total * 2 {
+                    let better = match best {
+                        None => true,
+                        Some((_, bb, bt)) => nbad * bt > bb * total || (nbad * bt == bb * total && nbad > bb),
+                    };
+                    if better {
+                        best = Some((e, nbad, total));
+                    }
+                }
+            }
+            let Some((e, _, _)) = best else { break };
+            p.blame(e);
+        }
+    }
+
+    #[test]
+    fn heap_blames_as_the_scan_did_in_the_same_order() {
+        let mut seed = 1u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for case in 0..300 {
+            let n = 3 + case % 20;
+            let slow: Vec<bool> = (0..n).map(|_| next() % 4 == 0).collect();
+            let mut pairs: Vec<((usize, usize), bool)> = Vec::new();
+            for a in 0..n {
+                for b in a + 1..n {
+                    if next() % 3 != 0 {
+                        pairs.push(((a, b), slow[a] || slow[b] || next() % 10 == 0));
+                    }
+                }
+            }
+            let mut heap = Peeled::new(n, pairs.iter().copied());
+            let mut scan = Peeled::new(n, pairs.iter().copied());
+            heap.peel();
+            peel_by_scan(&mut scan);
+            assert_eq!(heap.order, scan.order, "case {case}");
+        }
     }
 
     #[test]

@@ -299,3 +299,68 @@ fn config_drift_uniform_and_splits() {
     ];
     assert!(config_drift(&items).is_empty());
 }
+
+/// 12 endpoints on 3 leaves of 4 (0-3 leaf0, 4-7 leaf1, 8-11 leaf2).
+fn three_leaves() -> Leaves {
+    Leaves {
+        of: (0..12).map(|e| Some(e / 4)).collect(),
+        names: vec!["leaf0".into(), "leaf1".into(), "leaf2".into()],
+        uplinks: vec![vec!["spine0".into()], vec!["spine0".into(), "spine1".into()], vec![]],
+    }
+}
+
+#[test]
+fn a_leaf_slow_across_the_spine_and_fine_inside_is_an_uplink() {
+    let leaf = |e: usize| e / 4;
+    let first = mesh(12, |a, b| (leaf(a) != leaf(b) && (leaf(a) == 1 || leaf(b) == 1)).then(|| m(a, b, 57.0, 1.9)));
+    let c = crit();
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(12), &first, &retest, &[], &c, Some(&three_leaves()));
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Uplink, "leaf1<->spine0,spine1"));
+    assert!(s[0].reason.contains("4 of 4 endpoints on leaf1") && s[0].reason.contains("6 of 6 pairs inside the leaf are fine"), "{}", s[0].reason);
+    // Without the topology the same pairs are four slow nodes.
+    let plain = analyse(&names(12), &first, &retest, &c);
+    assert_eq!(plain.iter().filter(|s| s.kind == SuspectKind::Node).count(), 4, "{plain:?}");
+}
+
+#[test]
+fn a_leaf_slow_inside_too_is_a_switch() {
+    let first = mesh(12, |a, b| (a / 4 == 1 || b / 4 == 1).then(|| m(a, b, 57.0, 1.9)));
+    // Over half the pairs are slow: judged against the link's rate, not the median.
+    let c = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(12), &first, &retest, &[], &c, Some(&three_leaves()));
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Switch, "leaf1"));
+}
+
+#[test]
+fn one_slow_node_on_a_leaf_stays_a_node() {
+    let first = mesh(12, |a, b| (a == 5 || b == 5).then(|| m(a, b, 57.0, 1.9)));
+    let c = crit();
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(12), &first, &retest, &[], &c, Some(&three_leaves()));
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n6/mlx5_0"));
+}
+
+#[test]
+fn zoom_pairs_are_evidence_a_sparse_pattern_lacks() {
+    // A ring of 8 (each endpoint with two neighbours): endpoint 3 slow. Its two pairs alone
+    // would do; the zoom-in against known-good 0, 6 and 7 confirms it is the node.
+    let ring: Vec<PairMeasure> = (0..8)
+        .map(|i| (i, (i + 1) % 8))
+        .map(|(a, b)| if a == 3 || b == 3 { m(a.min(b), a.max(b), 57.0, 1.9) } else { m(a.min(b), a.max(b), 195.0, 1.9) })
+        .collect();
+    let c = crit();
+    let retest = rerun(&ring, &c, |a, b| m(a, b, 57.0, 1.9));
+    let (still_bad, good) = zoom_input(8, &ring, &retest, &c);
+    assert_eq!(still_bad, vec![(2, 3), (3, 4)]);
+    assert_eq!(good, vec![true, true, false, false, false, true, true, true]);
+    let zoom = [m(0, 3, 57.0, 1.9), m(3, 6, 57.0, 1.9), m(3, 7, 57.0, 1.9), m(0, 2, 195.0, 1.9), m(2, 6, 195.0, 1.9), m(4, 7, 195.0, 1.9)];
+    let s = analyse_with(&names(8), &ring, &retest, &zoom, &c, None);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n4/mlx5_0"));
+    assert!(s[0].reason.starts_with("5 of 5 pairs"), "{}", s[0].reason);
+}
