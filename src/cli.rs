@@ -6,6 +6,13 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
 /// How `[user@]host` endpoints get their agent.
+/// `--fail-on`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailOn {
+    Error,
+    Warning,
+}
+
 /// `--format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FormatFlag {
@@ -38,6 +45,9 @@ pub struct Cli {
     /// Write the result to FILE (atomically: a reader never sees half of it) instead of stdout.
     #[arg(long, global = true, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// What makes the exit code 1: an error (default), or also a warning.
+    #[arg(long, global = true, value_enum, default_value = "error")]
+    pub fail_on: FailOn,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -57,8 +67,17 @@ pub enum Command {
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
     /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
+    /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
+    Completions(CompletionsArgs),
     #[command(hide = true)]
     Agent(AgentArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// bash, zsh or fish (also elvish, powershell).
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Debug, Args)]
@@ -122,7 +141,7 @@ pub struct ConditionFlags {
 #[derive(Debug, Clone, Args)]
 pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'x', long, value_name = "N")]
     pub gid_index: Option<u8>,
     /// Seconds a single test may take before the run is abandoned (at most a day).
     #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
@@ -152,26 +171,30 @@ pub struct PairArgs {
     /// Second endpoint.
     pub b: String,
     /// Device (and port) for endpoints that name none.
-    #[arg(long, value_name = "NAME[:PORT]")]
+    #[arg(short = 'd', long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
     /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub tests: String,
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
-    #[arg(long, value_name = "BYTES", conflicts_with = "sweep")]
+    /// Message size in bytes, or with K, M, G (binary: 64K = 65536) (default 2 for latency,
+    /// 64K for bandwidth).
+    #[arg(short = 's', long, value_name = "BYTES", conflicts_with = "sweep", value_parser = parse_size)]
     pub size: Option<u32>,
     /// Every power of two from 2 B to 8 MiB.
-    #[arg(long)]
+    #[arg(short = 'a', long)]
     pub sweep: bool,
     /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
-    #[arg(long, value_name = "N", conflicts_with = "duration")]
+    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     pub iters: Option<u64>,
-    /// Run each test for this many seconds instead of a count.
-    #[arg(long, value_name = "SECS")]
+    /// Run each test for this long instead of a count: seconds, or with s or ms (500ms).
+    #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Queue pairs for bandwidth tests.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// Port of the device, for endpoints that name none (perftest's -i).
+    #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
+    pub ib_port: Option<u32>,
     /// Bandwidth directions: ab (A sends), ba, both, bidi, all (default all; latency runs ab).
     #[arg(long, value_name = "DIR")]
     pub direction: Option<String>,
@@ -205,17 +228,20 @@ pub struct MeshArgs {
     #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
     pub tests: String,
     /// Device (and port) for endpoints that name none.
-    #[arg(long, value_name = "NAME[:PORT]")]
+    #[arg(short = 'd', long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
-    /// Message size in bytes (default 2 for latency, 65536 for bandwidth).
-    #[arg(long, value_name = "BYTES")]
+    /// Message size in bytes, or with K, M, G (binary) (default 2 for latency, 64K for bandwidth).
+    #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u32>,
     /// Measured iterations per test and pair (default 1000 latency, 5000 bandwidth).
-    #[arg(long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N")]
     pub iters: Option<u64>,
     /// Queue pairs for bandwidth tests.
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// Port of the device, for endpoints that name none (perftest's -i).
+    #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
+    pub ib_port: Option<u32>,
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
     #[arg(long, default_value = "ab", value_name = "DIR")]
     pub direction: String,
@@ -304,4 +330,58 @@ pub struct FabricArgs {
     /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
     #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub deadline: u64,
+}
+
+/// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as
+/// perftest users write them.
+pub fn parse_size(text: &str) -> Result<u32, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => (&t[..i], t[i..].trim_end_matches(['B', 'b'])),
+        None => (t, ""),
+    };
+    let shift = match unit.to_ascii_uppercase().as_str() {
+        "" => 0,
+        "K" | "KI" => 10,
+        "M" | "MI" => 20,
+        "G" | "GI" => 30,
+        _ => return Err(format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)")),
+    };
+    let n: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)"))?;
+    n.checked_shl(shift).filter(|&v| v >> shift == n).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| format!("'{text}' is too large"))
+}
+
+/// A duration in seconds: a number of seconds, or with s or ms (500ms, 2.5s).
+pub fn parse_seconds(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(ms) = t.strip_suffix("ms") {
+        (ms, 0.001)
+    } else if let Some(s) = t.strip_suffix('s') {
+        (s, 1.0)
+    } else {
+        (t, 1.0)
+    };
+    let v: f64 = number.trim().parse().map_err(|_| format!("'{text}' is not a duration (seconds, or with s or ms: 500ms)"))?;
+    Ok(v * scale)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_durations_as_perftest_users_write_them() {
+        assert_eq!(parse_size("65536"), Ok(65536));
+        assert_eq!(parse_size("64K"), Ok(65536));
+        assert_eq!(parse_size("1M"), Ok(1 << 20));
+        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
+        assert_eq!(parse_size("2G"), Ok(1 << 31));
+        assert!(parse_size("4G").is_err());
+        assert!(parse_size("12Q").is_err());
+        assert!(parse_size("").is_err());
+        assert_eq!(parse_seconds("5"), Ok(5.0));
+        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
+        assert_eq!(parse_seconds("500ms"), Ok(0.5));
+        assert!(parse_seconds("soon").is_err());
+    }
 }

@@ -1,16 +1,23 @@
 //! Thin entry point: parse, run, map the outcome to the contract's exit codes.
 #![deny(unsafe_code)]
 
-use clap::Parser;
-use fabcheck::cli::Cli;
+use clap::{CommandFactory, FromArgMatches};
+use fabcheck::cli::{Cli, FailOn};
 use fabcheck::error::Outcome;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `--version` says what was built and what rdma-core this node has.
+    let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
+    let matches = Cli::command().long_version(long_version).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging(cli.verbose);
-    fabcheck::commands::configure_output(cli.format, cli.output.clone());
+    fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning);
     match fabcheck::commands::run(cli.command) {
+        Ok(Outcome::Pass) if cli.fail_on == FailOn::Warning && fabcheck::report::output::saw_warning() => ExitCode::from(1),
         Ok(Outcome::Pass) => ExitCode::from(0),
         Ok(Outcome::Fail) => ExitCode::from(1),
         Err(failure) => {

@@ -72,6 +72,7 @@ fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pai
     if json || report::machine() {
         report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus });
     } else {
+        report::output::note_warning(report.findings.iter().any(|f| f.severity == diagnose::Severity::Warning));
         report::print_human(&report::check::human(report));
     }
 }

@@ -57,7 +57,8 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
         let doc = report::document(&fabric, &judgement, started.elapsed().as_millis() as u64);
         crate::report::print_json(&doc);
     } else {
-        print!("{}", report::human(&fabric, &judgement));
+        crate::report::output::note_warning(judgement.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning));
+        crate::report::print_human(&report::human(&fabric, &judgement));
     }
     Ok(match report::verdict(&judgement) {
         crate::diagnose::Verdict::Pass => Outcome::Pass,

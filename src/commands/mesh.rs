@@ -38,6 +38,9 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
                 spec.port = port;
             }
         }
+        if spec.port.is_none() {
+            spec.port = args.ib_port;
+        }
         specs.push(spec);
     }
     if !(args.threshold > 0.0 && args.threshold <= 100.0) {

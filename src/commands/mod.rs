@@ -13,7 +13,7 @@ use crate::report::Format;
 
 /// Where results go and in which format, from the global flags (`--json` on a command still
 /// means JSON).
-pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>) {
+pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, fail_on_warning: bool) {
     let format = match format {
         FormatFlag::Human => Format::Human,
         FormatFlag::Json => Format::Json,
@@ -21,7 +21,7 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>) 
         FormatFlag::Prom => Format::Prom,
         FormatFlag::Junit => Format::Junit,
     };
-    crate::report::output::configure(format, output);
+    crate::report::output::configure(format, output, fail_on_warning);
 }
 use crate::error::{Failure, Outcome};
 
@@ -33,6 +33,24 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Completions(args) => {
+            let mut cli = <crate::cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(args.shell, &mut cli, "fabcheck", &mut std::io::stdout());
+            Ok(Outcome::Pass)
+        }
         Command::Agent(_) => serve::agent(),
     }
+}
+
+/// What `fabcheck --version` prints: the version, the commit and date it was built from, and the
+/// rdma-core this node has (read at run time).
+pub fn long_version() -> String {
+    let rdma = crate::probe::host::gather_versions(&crate::probe::host::live_root());
+    format!(
+        "{} (commit {}, built {})\nrdma-core here: {}",
+        env!("CARGO_PKG_VERSION"),
+        env!("FABCHECK_GIT_COMMIT"),
+        env!("FABCHECK_BUILD_DATE"),
+        rdma.unwrap_or_else(|| "not found (libibverbs is not installed)".into())
+    )
 }

@@ -25,6 +25,12 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
             }
         }
     }
+    // perftest's -i: the port, where neither the endpoint nor --device names one.
+    for e in &mut endpoints {
+        if e.port.is_none() {
+            e.port = args.ib_port;
+        }
+    }
     let duration_ms = match args.duration {
         Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
             return Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))

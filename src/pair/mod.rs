@@ -70,6 +70,7 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     if config.json {
         crate::report::print_json(&doc);
     } else {
+        crate::report::output::note_warning(doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning));
         crate::report::print_human(&report::human(&doc));
     }
     Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })

@@ -67,6 +67,16 @@ pub fn gather(root: &Path) -> HostFacts {
     }
 }
 
+/// The installed stack as one line: rdma-core's version, and MLNX_OFED/DOCA's when present.
+pub fn gather_versions(root: &Path) -> Option<String> {
+    match (rdma_core_version(root), ofed_version(root)) {
+        (Some(r), Some(o)) => Some(format!("{r} ({o})")),
+        (Some(r), None) => Some(r),
+        (None, Some(o)) => Some(o),
+        (None, None) => None,
+    }
+}
+
 /// From the versioned file name of libibverbs: `libibverbs.so.1.14.44.0` -> "44.0".
 fn rdma_core_version(root: &Path) -> Option<String> {
     for dir in LIB_DIRS {

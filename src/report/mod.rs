@@ -18,6 +18,11 @@ pub fn print_json<T: Serialize>(doc: &T) {
         Err(err) => return eprintln!("fabcheck: cannot serialise the result: {err}"),
     };
     output::stamp(&mut value);
+    let warned = formats::findings(&value).iter().any(|f| f.1 == "warning");
+    output::note_warning(warned);
+    if warned && output::fail_on_warning() && value.get("verdict").is_some() {
+        value["verdict"] = "fail".into();
+    }
     let text = match output::format() {
         Format::Oneline => formats::oneline::render(&value),
         Format::Prom => formats::prom::render(&value),

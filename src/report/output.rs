@@ -21,13 +21,33 @@ pub enum Format {
 struct Settings {
     format: Format,
     output: Option<PathBuf>,
+    fail_on_warning: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
+static SAW_WARNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Sets the format and the output file for this process (the first call wins).
-pub fn configure(format: Format, output: Option<PathBuf>) {
-    let _ = SETTINGS.set(Settings { format, output });
+/// Records that the result holds a warning (for `--fail-on warning`).
+pub fn note_warning(seen: bool) {
+    if seen {
+        SAW_WARNING.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Whether any result of this run held a warning.
+pub fn saw_warning() -> bool {
+    SAW_WARNING.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Sets the format, the output file and whether warnings fail the run, for this process (the
+/// first call wins).
+pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool) {
+    let _ = SETTINGS.set(Settings { format, output, fail_on_warning });
+}
+
+/// `--fail-on warning`: a warning fails the run (its document's verdict too).
+pub fn fail_on_warning() -> bool {
+    SETTINGS.get().is_some_and(|s| s.fail_on_warning)
 }
 
 pub fn format() -> Format {

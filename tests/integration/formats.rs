@@ -89,3 +89,37 @@ fn output_writes_the_file_and_nothing_on_stdout() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn fail_on_warning_fails_a_run_with_only_warnings() {
+    // ndr-ib-pcie-gen4 passes with two pcie.bound warnings.
+    let out = run("ndr-ib-pcie-gen4", "check", &["--json"]);
+    assert_eq!((out.status.code(), json(&out)["verdict"].as_str()), (Some(0), Some("pass")));
+    let out = run("ndr-ib-pcie-gen4", "check", &["--json", "--fail-on", "warning"]);
+    assert_eq!((out.status.code(), json(&out)["verdict"].as_str()), (Some(1), Some("fail")));
+    let out = run("ndr-ib-pcie-gen4", "check", &["--fail-on", "warning"]);
+    assert_eq!(out.status.code(), Some(1), "human output too");
+    let out = run("hdr-ib-healthy", "check", &["--fail-on", "warning"]);
+    assert_eq!(out.status.code(), Some(0), "nothing to fail on");
+}
+
+#[test]
+fn version_completions_and_perftest_habits() {
+    let out = fabcheck(&["--version"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with(&format!("fabcheck {} (commit ", env!("CARGO_PKG_VERSION"))), "{text}");
+    assert!(text.contains("rdma-core here: "), "{text}");
+    for shell in ["bash", "zsh", "fish"] {
+        let out = fabcheck(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("fabcheck"), "{shell}");
+    }
+    // perftest's short flags and units are accepted (the run then fails for want of a device:
+    // exit 2 from fabcheck, not a usage error from clap).
+    let out = fabcheck(&["pair", "localhost", "localhost", "-d", "mlx5_9", "-s", "64K", "-D", "500ms", "-q", "2", "-x", "3", "-i", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(!err.contains("unexpected argument") && !err.contains("invalid value"), "{err}");
+    let out = fabcheck(&["pair", "localhost", "localhost", "-s", "12Q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
+}
