@@ -83,7 +83,6 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
 
 /// `--topology FILE`: ibnetdiscover output (a large fabric's runs to megabytes).
 fn read_topology(path: &std::path::Path) -> Result<Topology, Failure> {
-    let text = read_text(path, 64 << 20)
-        .map_err(|e| Failure::new(format!("cannot read --topology: {e}"), "give the output of `ibnetdiscover` saved to a file"))?;
-    Topology::parse(&text).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
+    let cabling = crate::fabric::topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    Topology::from_cabling(&cabling).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
 }

@@ -15,7 +15,6 @@
 
 use super::model::Guid;
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 /// Larger files are refused (a 10k-node fabric is ~5 MiB of ibnetdiscover output).
@@ -73,45 +72,18 @@ impl TopologyError {
     }
 }
 
-/// Reads and parses a topology file.
+/// Reads (through the one bounded reader: regular files only, at most [`MAX_BYTES`]) and
+/// parses a topology file.
 pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+    use crate::sys::fs::{read_text, ReadError};
     let shown = path.display().to_string();
-    let unreadable = |e: std::io::Error| TopologyError::Unreadable { path: shown.clone(), error: e.to_string() };
-    // The type is checked before opening: opening a FIFO for reading blocks until a writer comes.
-    let meta = std::fs::metadata(path).map_err(unreadable)?;
-    check_regular(&shown, &meta)?;
-    let file = {
-        use std::os::unix::fs::OpenOptionsExt;
-        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY).open(path).map_err(unreadable)?
-    };
-    // And again on the open file, in case the path was swapped in between.
-    check_regular(&shown, &file.metadata().map_err(unreadable)?)?;
-    let mut bytes = Vec::new();
-    file.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_BYTES {
-        return Err(TopologyError::TooLarge { path: shown, limit: MAX_BYTES });
-    }
-    let text = String::from_utf8(bytes).map_err(|_| TopologyError::NotText { path: shown.clone() })?;
+    let text = read_text(path, MAX_BYTES).map_err(|e| match e {
+        ReadError::NotRegular { kind, .. } => TopologyError::NotAFile { path: shown.clone(), kind },
+        ReadError::TooLarge { .. } => TopologyError::TooLarge { path: shown.clone(), limit: MAX_BYTES },
+        ReadError::NotText { .. } => TopologyError::NotText { path: shown.clone() },
+        other => TopologyError::Unreadable { path: shown.clone(), error: other.reason() },
+    })?;
     parse(&shown, &text)
-}
-
-fn check_regular(path: &str, meta: &std::fs::Metadata) -> Result<(), TopologyError> {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    let kind = if t.is_file() {
-        return Ok(());
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a file"
-    };
-    Err(TopologyError::NotAFile { path: path.to_string(), kind })
 }
 
 /// Parses the text of a topology file; `path` only names it in errors.

@@ -1,4 +1,5 @@
-//! Which leaf switch each endpoint hangs off (pure), from `ibnetdiscover` output.
+//! Which leaf switch each endpoint hangs off (pure), from `ibnetdiscover` output as `fabric`'s
+//! topology parser reads it.
 //!
 //! Only what `mesh` needs: the switch blocks' ports that lead to a channel adapter (`"H-..."`)
 //! make that switch a LEAF, and the CA's node description (`"n07 mlx5_0"`) names its host;
@@ -27,74 +28,54 @@ pub struct Topology {
 
 #[derive(Debug, Clone)]
 struct Leaf {
-    /// The switch's node description (`leaf3`), else its GUID.
+    /// The switch's node description (`leaf3`), else its id.
     name: String,
-    guid: String,
     /// Switches its other ports lead to (their descriptions), each once.
     uplinks: Vec<String>,
 }
 
 impl Topology {
-    /// Parses ibnetdiscover's output. Lines it does not know are skipped; a topology with no
-    /// switch that has a CA on it is an error (the wrong file, most likely).
+    /// Parses ibnetdiscover's output with `fabric`'s parser (the one reader of that format); a
+    /// topology with no switch that has a CA on it is an error (the wrong file, most likely).
     pub fn parse(text: &str) -> Result<Topology, String> {
+        let cabling = crate::fabric::topology::parse("--topology", text).map_err(|e| e.to_string())?;
+        Topology::from_cabling(&cabling)
+    }
+
+    /// Leaves (switches with a CA on them, in the order the file first cables one), their hosts
+    /// (the first word of the CA's description) and their uplinks (the switches they lead to).
+    pub fn from_cabling(cabling: &crate::fabric::topology::Topology) -> Result<Topology, String> {
         let mut topo = Topology::default();
-        let mut current: Option<LeafId> = None;
-        let mut current_switch: Option<(String, String)> = None;
-        for line in text.lines() {
-            let line = line.trim();
-            if line.starts_with("Switch") {
-                let guid = quoted(line, 0).unwrap_or_default();
-                let name = comment_desc(line).unwrap_or_else(|| guid.clone());
-                current_switch = Some((guid, name));
-                current = None;
-            } else if line.starts_with("Ca") || line.starts_with("Rt") {
-                current_switch = None;
-                current = None;
-            } else if line.starts_with('[') {
-                let Some((guid, name)) = &current_switch else { continue };
-                let Some(peer) = quoted(line, 0) else { continue };
-                let leaf = match current {
-                    Some(l) => l,
-                    None => {
-                        let l = match topo.leaves.iter().position(|x| &x.guid == guid) {
-                            Some(l) => l,
-                            None => {
-                                topo.leaves.push(Leaf { name: name.clone(), guid: guid.clone(), uplinks: Vec::new() });
-                                topo.leaves.len() - 1
-                            }
-                        };
-                        current = Some(l);
-                        l
-                    }
-                };
-                let desc = comment_desc(line);
-                if peer.starts_with("H-") {
-                    if let Some(host) = desc.as_deref().and_then(|d| d.split_whitespace().next()) {
-                        topo.by_host.entry(host.to_string()).or_insert(leaf);
-                    }
-                } else if peer.starts_with("S-") {
-                    let up = desc.unwrap_or(peer);
-                    if !topo.leaves[leaf].uplinks.contains(&up) {
-                        topo.leaves[leaf].uplinks.push(up);
-                    }
+        let node = |id: &str| cabling.nodes.get(id);
+        let is_switch = |id: &str| node(id).is_some_and(|n| n.is_switch);
+        let name = |id: &str| node(id).map_or_else(|| id.to_string(), |n| n.key.description.clone());
+        let mut leaf_of_switch: HashMap<String, LeafId> = HashMap::new();
+        // Leaves first (a switch with a host), in file order.
+        for link in &cabling.links {
+            for (sw, other) in [(&link.a.0, &link.b.0), (&link.b.0, &link.a.0)] {
+                if is_switch(sw) && !is_switch(other) && !leaf_of_switch.contains_key(sw) {
+                    leaf_of_switch.insert(sw.clone(), topo.leaves.len());
+                    topo.leaves.push(Leaf { name: name(sw), uplinks: Vec::new() });
                 }
             }
         }
-        // Switches with no CA are spines, not leaves: drop them, renumbering the rest.
-        let mut keep: Vec<Option<LeafId>> = vec![None; topo.leaves.len()];
-        let mut leaves = Vec::new();
-        for (i, leaf) in topo.leaves.iter().enumerate() {
-            if topo.by_host.values().any(|&l| l == i) {
-                keep[i] = Some(leaves.len());
-                leaves.push(leaf.clone());
-            }
-        }
-        if leaves.is_empty() {
+        if topo.leaves.is_empty() {
             return Err("no switch with a host on it: is this ibnetdiscover output?".into());
         }
-        let by_host = topo.by_host.into_iter().filter_map(|(h, l)| keep[l].map(|k| (h, k))).collect();
-        Ok(Topology { leaves, by_host })
+        for link in &cabling.links {
+            for (sw, other) in [(&link.a.0, &link.b.0), (&link.b.0, &link.a.0)] {
+                let Some(&leaf) = leaf_of_switch.get(sw) else { continue };
+                if is_switch(other) {
+                    let up = name(other);
+                    if !topo.leaves[leaf].uplinks.contains(&up) {
+                        topo.leaves[leaf].uplinks.push(up);
+                    }
+                } else if let Some(host) = name(other).split_whitespace().next() {
+                    topo.by_host.entry(host.to_string()).or_insert(leaf);
+                }
+            }
+        }
+        Ok(topo)
     }
 
     /// The leaf of a host (as ibnetdiscover's node description starts: `n07` of `n07 mlx5_0`).
@@ -114,18 +95,6 @@ impl Topology {
     pub fn leaves(&self) -> usize {
         self.leaves.len()
     }
-}
-
-/// The `nth` double-quoted string of a line, outside the `#` comment.
-fn quoted(line: &str, nth: usize) -> Option<String> {
-    let head = line.split('#').next().unwrap_or("");
-    head.split('"').skip(1).step_by(2).nth(nth).map(str::to_string)
-}
-
-/// The first quoted string after `#`: a node description.
-fn comment_desc(line: &str) -> Option<String> {
-    let (_, comment) = line.split_once('#')?;
-    comment.split('"').nth(1).map(str::to_string)
 }
 
 #[cfg(test)]
