@@ -66,11 +66,22 @@ pub enum Command {
     Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
-    /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
     /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
     Completions(CompletionsArgs),
+    /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
     #[command(hide = true)]
     Agent(AgentArgs),
+    /// Print the manual page (roff), rendered from these flags: `fabcheck manpage | man -l -`;
+    /// with --dir, write fabcheck.1 and one page per command (fabcheck-check.1...) into DIR.
+    #[command(hide = true)]
+    Manpage(ManpageArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManpageArgs {
+    /// Write fabcheck.1 and fabcheck-COMMAND.1 for every command into DIR instead of printing fabcheck.1.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

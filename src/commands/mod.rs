@@ -4,6 +4,7 @@ mod check;
 mod devices;
 mod fabric;
 mod flags;
+mod manpage;
 mod mesh;
 mod pair;
 mod serve;
@@ -39,6 +40,7 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
             Ok(Outcome::Pass)
         }
         Command::Agent(_) => serve::agent(),
+        Command::Manpage(args) => manpage::run(&args),
     }
 }
 
