@@ -23,6 +23,19 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     println!("cargo:rustc-env=FABCHECK_GIT_COMMIT={commit}");
     println!("cargo:rustc-env=FABCHECK_BUILD_DATE={date}");
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/refs/heads");
+    // Where git keeps them: in a worktree `.git` is a file, and a path that does not exist
+    // would make cargo rerun this script, and rebuild the crate, on every build.
+    for path in ["HEAD", "refs/heads"] {
+        let located = Command::new("git")
+            .args(["rev-parse", "--git-path", path])
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .and_then(|o| String::from_utf8(o.stdout).ok())
+            .map(|s| s.trim().to_string())
+            .filter(|s| std::path::Path::new(s).exists());
+        if let Some(located) = located {
+            println!("cargo:rerun-if-changed={located}");
+        }
+    }
 }
