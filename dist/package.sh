@@ -1,0 +1,317 @@
+#!/usr/bin/env bash
+# Builds target/dist/: the portable binary (glibc 2.28 and later: RHEL 8, Ubuntu 20.04, Debian 11)
+# as fabcheck-VERSION-x86_64-linux-gnu.tar.gz, a .deb and an .rpm, each with the binary, the man
+# pages, bash/zsh/fish completions, the docs and the contrib files (NHC, Slurm, Kubernetes), plus
+# the binary's separate debug file and SHA256SUMS. Then verifies its own output: every package
+# unpacked (the .deb also installed into and removed from a scratch dpkg root) runs, renders its
+# man page and passes a check of a captured sysfs tree; the binary needs no newer glibc than 2.28,
+# links no RDMA library (they are loaded at run time) and starts in a chroot holding nothing but
+# it and its libc.
+#
+# Installs what it needs itself (apt: binutils rpm rpm2cpio cpio man-db groff-base python3-venv;
+# zig and cargo-zigbuild from PyPI into a venv under target/dist-tools/); quiet when they are
+# there. Usage: dist/package.sh. Environment: FABCHECK_MAINTAINER (the packages' Maintainer/Packager).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+start=$(date +%s)
+
+version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
+[[ -n $version ]] || { echo "package: no version in Cargo.toml" >&2; exit 1; }
+rust_triple=x86_64-unknown-linux-gnu
+min_glibc=2.28
+name=fabcheck-$version-x86_64-linux-gnu
+dist=$root/target/dist
+tools=$root/target/dist-tools
+maintainer=${FABCHECK_MAINTAINER:-fabcheck maintainers <fabcheck@localhost>}
+summary="RDMA fabric validator: inventory, bring-up checklist, latency and bandwidth"
+max_bytes=$((10 * 1000 * 1000))
+healthy_fixture=$root/tests/fixtures/hdr-ib-healthy
+# Libraries the binary must load at run time, never link: a node without rdma-core still runs it.
+rdma_libs='libibverbs|librdmacm|libibumad|libibmad|libibnetdisc'
+
+say() { echo "package: $*" >&2; }
+die() { echo "package: FAILED: $*" >&2; exit 1; }
+# Checks of the output collect their failures, so one run reports all of them.
+failures=()
+fail() {
+	echo "package: FAIL: $*" >&2
+	failures+=("$*")
+}
+
+# --- tools ------------------------------------------------------------------------------------
+apt_needs=(binutils rpm rpm2cpio cpio man-db groff-base python3-venv)
+missing=()
+for p in "${apt_needs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [[ ${#missing[@]} -gt 0 ]]; then
+	sudo=""
+	if [[ $(id -u) -ne 0 ]]; then
+		command -v sudo >/dev/null || die "need root (or sudo) to install: ${missing[*]}"
+		sudo=sudo
+	fi
+	say "installing ${missing[*]}"
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 update -qq
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# zig (the linker that targets an old glibc) and cargo-zigbuild, pinned, in a venv of their own.
+venv=$tools/venv
+zig_pins=(ziglang==0.17.1 cargo-zigbuild==0.24.1)
+if ! "$venv/bin/python" -c 'import ziglang' 2>/dev/null || [[ ! -x $venv/bin/cargo-zigbuild ]]; then
+	say "installing ${zig_pins[*]} into $venv"
+	python3 -m venv --clear "$venv"
+	"$venv/bin/pip" install -q --disable-pip-version-check "${zig_pins[@]}"
+fi
+zig=$("$venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirname(ziglang.__file__), "zig"))')
+[[ -x $zig ]] || die "zig not found in $venv"
+
+# --- build --------------------------------------------------------------------------------------
+# zig writes its library path relative to the current directory when it lies below it, and the
+# build scripts (bindgen) run elsewhere: run from a directory beside the venv, never above it.
+# bindgen sees zig's glibc 2.28 headers (-nostdinc); /usr/include stays last for rdma-core's.
+mkdir -p "$tools/run"
+say "building the release binary for glibc $min_glibc (cargo zigbuild)"
+(
+	cd "$tools/run"
+	export PATH="$venv/bin:$PATH" CARGO_ZIGBUILD_ZIG_PATH="$zig"
+	# bindgen reads the hyphenated name first (not a shell variable name: set through env).
+	env "BINDGEN_EXTRA_CLANG_ARGS_$rust_triple=-idirafter /usr/include" "BINDGEN_EXTRA_CLANG_ARGS_${rust_triple//-/_}=-idirafter /usr/include" \
+		nice cargo-zigbuild zigbuild --manifest-path "$root/Cargo.toml" --locked --release --target "$rust_triple.$min_glibc" --bin fabcheck
+)
+built=$root/target/$rust_triple/release/fabcheck
+[[ -x $built ]] || die "the build left no $built"
+
+rm -rf "$dist"
+mkdir -p "$dist"
+work=$(mktemp -d "$root/target/dist-work.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+# --- the binary: debug info apart, size, glibc, no RDMA library linked ----------------------------
+bin=$work/fabcheck
+debug=$dist/$name.debug
+objcopy --only-keep-debug --compress-debug-sections=zlib "$built" "$debug"
+objcopy --strip-debug --add-gnu-debuglink="$debug" "$built" "$bin"
+chmod 0755 "$bin"
+chmod 0644 "$debug"
+size=$(stat -c %s "$bin")
+say "binary: $size bytes (debug info in $(basename "$debug"), $(stat -c %s "$debug") bytes)"
+((size < max_bytes)) || fail "the binary is $size bytes, over $max_bytes"
+glibc_max=$(objdump -T "$bin" | grep -o 'GLIBC_[0-9][0-9.]*' | sed 's/GLIBC_//' | sort -Vu | tail -n 1)
+say "highest glibc symbol version: GLIBC_$glibc_max (at most $min_glibc allowed)"
+[[ $(printf '%s\n%s\n' "$glibc_max" "$min_glibc" | sort -V | tail -n 1) == "$min_glibc" ]] ||
+	fail "the binary needs GLIBC_$glibc_max, newer than $min_glibc"
+needed=$(readelf -d "$bin" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+say "linked: $needed"
+if grep -qE "($rdma_libs)" <<<"$needed"; then
+	fail "the binary links an RDMA library ($needed): libibverbs, librdmacm and the MAD libraries must be loaded at run time (dlopen)"
+fi
+objdump -h "$bin" | grep -q '\.debug_info' && fail "debug info left in the shipped binary"
+readelf -p .gnu_debuglink "$bin" 2>/dev/null | grep -q "$(basename "$debug")" || fail "no .gnu_debuglink to $(basename "$debug")"
+
+# --- the tree every package holds -----------------------------------------------------------------
+# layout PREFIX ZSH_DIR: PREFIX/bin/fabcheck, PREFIX/share/{man,doc,completions,fabcheck}.
+layout() {
+	local p=$1 zsh_dir=$2
+	install -D -m 0755 "$bin" "$p/bin/fabcheck"
+	mkdir -p "$p/share/man/man1"
+	"$bin" manpage --dir "$p/share/man/man1"
+	gzip -9n "$p"/share/man/man1/*.1
+	install -d "$p/share/bash-completion/completions" "$p/$zsh_dir" "$p/share/fish/vendor_completions.d"
+	"$bin" completions bash >"$p/share/bash-completion/completions/fabcheck"
+	"$bin" completions zsh >"$p/$zsh_dir/_fabcheck"
+	"$bin" completions fish >"$p/share/fish/vendor_completions.d/fabcheck.fish"
+	install -D -m 0644 -t "$p/share/doc/fabcheck" README.md LICENSE
+	install -D -m 0644 -t "$p/share/doc/fabcheck/docs" docs/*.md
+	install -D -m 0755 soft-roce-setup.sh "$p/share/fabcheck/soft-roce-setup.sh"
+	install -D -m 0644 contrib/nhc/fabcheck.nhc "$p/share/fabcheck/contrib/nhc/fabcheck.nhc"
+	install -D -m 0755 contrib/slurm/fabcheck-healthcheck.sh "$p/share/fabcheck/contrib/slurm/fabcheck-healthcheck.sh"
+	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md
+	install -D -m 0644 -t "$p/share/fabcheck/contrib/k8s" contrib/k8s/*.yaml contrib/k8s/README.md
+	install -D -m 0644 -t "$p/share/fabcheck/contrib/docker" contrib/docker/Dockerfile
+}
+
+# tar.gz: a /usr/local-style prefix (`tar -xzf ... -C /usr/local --strip-components=1`).
+layout "$work/tar/$name" share/zsh/site-functions
+tar -C "$work/tar" --owner=0 --group=0 --numeric-owner --sort=name -czf "$dist/$name.tar.gz" "$name"
+
+# .deb: Debian's zsh reads vendor-completions.
+deb_root=$work/deb
+layout "$deb_root/usr" share/zsh/vendor-completions
+printf '%s\n' "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
+	"Upstream-Name: fabcheck" "" "Files: *" "License: Apache-2.0" \
+	" On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0." >"$deb_root/usr/share/doc/fabcheck/copyright"
+mkdir -p "$deb_root/DEBIAN"
+cat >"$deb_root/DEBIAN/control" <<EOF
+Package: fabcheck
+Version: $version
+Architecture: amd64
+Maintainer: $maintainer
+Installed-Size: $(du -sk --exclude=DEBIAN "$deb_root" | cut -f1)
+Depends: libc6 (>= $min_glibc)
+Recommends: rdma-core, ibverbs-providers, infiniband-diags
+Section: net
+Priority: optional
+Description: $summary
+ A native, verbs-level RDMA fabric validator: device and port inventory,
+ the bring-up checklist with causes and remedies, RC latency and bandwidth
+ between nodes, whole-cluster meshes and the InfiniBand subnet over MADs.
+ libibverbs, librdmacm and the MAD libraries are loaded at run time: without
+ rdma-core it still runs and says what to install.
+EOF
+(cd "$deb_root" && find usr -type f -print0 | sort -z | xargs -0 md5sum >DEBIAN/md5sums)
+deb=$dist/fabcheck_${version}_amd64.deb
+dpkg-deb --root-owner-group -Zxz --build "$deb_root" "$deb" >/dev/null
+
+# .rpm: rpmbuild packs the same tree; no automatic requirements (only glibc, stated).
+rpm_root=$work/rpm-root
+layout "$rpm_root/usr" share/zsh/site-functions
+mkdir -p "$work/rpm/SPECS"
+{
+	cat <<EOF
+Name: fabcheck
+Version: $version
+Release: 1
+Summary: $summary
+License: Apache-2.0
+Packager: $maintainer
+BuildArch: x86_64
+AutoReqProv: no
+Requires: glibc >= $min_glibc
+Recommends: rdma-core
+Recommends: libibverbs
+Recommends: infiniband-diags
+
+%description
+A native, verbs-level RDMA fabric validator: device and port inventory, the bring-up checklist
+with causes and remedies, RC latency and bandwidth between nodes, whole-cluster meshes and the
+InfiniBand subnet over MADs. libibverbs, librdmacm and the MAD libraries are loaded at run time:
+without rdma-core it still runs and says what to install.
+
+%install
+mkdir -p %{buildroot}
+cp -a $rpm_root/. %{buildroot}/
+
+%files
+EOF
+	(cd "$rpm_root" && find . -type f | sed 's|^\.||' | sort | while read -r f; do
+		case $f in
+		/usr/share/doc/*) echo "%doc $f" ;;
+		*) echo "$f" ;;
+		esac
+	done)
+	echo "%dir /usr/share/doc/fabcheck"
+	echo "%dir /usr/share/fabcheck"
+} >"$work/rpm/SPECS/fabcheck.spec"
+rpmbuild --quiet -bb "$work/rpm/SPECS/fabcheck.spec" \
+	--define "_topdir $work/rpm" --define '_build_id_links none' --define 'debug_package %{nil}' \
+	--define '__os_install_post %{nil}' --define '_binary_payload w9.xzdio' >/dev/null
+rpm=$dist/fabcheck-$version-1.x86_64.rpm
+cp "$work/rpm/RPMS/x86_64/fabcheck-$version-1.x86_64.rpm" "$rpm"
+
+(cd "$dist" && sha256sum -- *.tar.gz *.deb *.rpm *.debug >SHA256SUMS)
+
+# --- verification -----------------------------------------------------------------------------------
+# verify LABEL PREFIX: the unpacked binary runs, checks a captured tree, and every file is there.
+verify() {
+	local label=$1 p=$2 out rc
+	[[ -x $p/bin/fabcheck ]] || { fail "$label: no bin/fabcheck"; return; }
+	out=$("$p/bin/fabcheck" --version 2>&1) || fail "$label: fabcheck --version failed: $out"
+	[[ $out == "fabcheck $version"* ]] || fail "$label: --version says '${out%%$'\n'*}', not $version"
+	rc=0
+	out=$("$p/bin/fabcheck" check --sysfs-root "$healthy_fixture" --format oneline 2>&1) || rc=$?
+	[[ $rc -eq 0 && $out == "fabcheck check PASS" ]] || fail "$label: check of $healthy_fixture: exit $rc, '$out'"
+	local man1=$p/share/man/man1
+	for page in fabcheck fabcheck-check fabcheck-devices fabcheck-pair fabcheck-mesh fabcheck-serve fabcheck-fabric fabcheck-completions; do
+		[[ -f $man1/$page.1.gz ]] || fail "$label: $page.1.gz missing"
+	done
+	# man renders the page; groff finds nothing to warn about in it.
+	out=$(MANWIDTH=100 man -l "$man1/fabcheck.1.gz" 2>&1) || fail "$label: man -l fabcheck.1 failed"
+	grep -q 'EXIT STATUS' <<<"$out" || fail "$label: fabcheck.1 renders without its EXIT STATUS section"
+	out=$(MANWIDTH=100 man -l "$man1/fabcheck-check.1.gz" 2>&1) || fail "$label: man -l fabcheck-check.1 failed"
+	grep -q -- '--sysfs-root' <<<"$out" || fail "$label: fabcheck-check.1 renders without --sysfs-root"
+	out=$(zcat "$man1"/*.1.gz | groff -man -Tutf8 -ww -z 2>&1)
+	[[ -z $out ]] || fail "$label: groff warns about the man pages: $out"
+	bash -n "$p/share/bash-completion/completions/fabcheck" || fail "$label: bash completion does not parse"
+	[[ -s $p/share/fish/vendor_completions.d/fabcheck.fish ]] || fail "$label: no fish completion"
+	compgen -G "$p/share/zsh/*/_fabcheck" >/dev/null || fail "$label: no zsh completion"
+	for f in doc/fabcheck/README.md doc/fabcheck/LICENSE doc/fabcheck/docs/contract.md doc/fabcheck/docs/ci.md \
+		fabcheck/soft-roce-setup.sh fabcheck/contrib/nhc/fabcheck.nhc fabcheck/contrib/slurm/fabcheck-healthcheck.sh; do
+		[[ -s $p/share/$f ]] || fail "$label: share/$f missing"
+	done
+	say "$label: ok"
+}
+
+v=$work/verify
+mkdir -p "$v/tar" "$v/deb" "$v/rpm"
+tar -C "$v/tar" -xzf "$dist/$name.tar.gz"
+verify "tar.gz" "$v/tar/$name"
+
+dpkg-deb -x "$deb" "$v/deb"
+verify ".deb (dpkg-deb -x)" "$v/deb/usr"
+fields=$(dpkg-deb -f "$deb" Depends Recommends)
+grep -q '^Depends: libc6 (>= 2.28)$' <<<"$fields" || fail ".deb: Depends is not libc6 (>= 2.28) alone: $fields"
+grep -q '^Recommends: rdma-core, ibverbs-providers, infiniband-diags$' <<<"$fields" || fail ".deb: Recommends: $fields"
+grep -qiE 'Depends:.*(rdma|ibverbs|infiniband)' <<<"$fields" && fail ".deb hard-depends on an RDMA package: $fields"
+# Installed for real, into a scratch dpkg root (no maintainer scripts, so nothing runs; the host's
+# own dpkg database is not touched), then removed: it must leave nothing behind.
+droot=$v/dpkg-root
+mkdir -p "$droot/var/lib/dpkg/info" "$droot/var/lib/dpkg/updates"
+touch "$droot/var/lib/dpkg/status"
+if dpkg --root="$droot" --force-depends --force-not-root -i "$deb" >"$v/dpkg.log" 2>&1; then
+	dpkg --root="$droot" -s fabcheck 2>/dev/null | grep -q '^Status: install ok installed' || fail ".deb: dpkg -i did not record it installed"
+	verify ".deb (dpkg -i)" "$droot/usr"
+	dpkg --root="$droot" --force-depends --force-not-root -r fabcheck >>"$v/dpkg.log" 2>&1 || fail ".deb: dpkg -r failed: $(cat "$v/dpkg.log")"
+	left=$(find "$droot" -path "$droot/var" -prune -o -type f -print | head -n 5)
+	[[ -z $left ]] || fail ".deb: dpkg -r left files: $left"
+else
+	fail ".deb: dpkg -i into a scratch root failed: $(cat "$v/dpkg.log")"
+fi
+
+(cd "$v/rpm" && rpm2cpio "$rpm" | cpio -idm --quiet)
+verify ".rpm (rpm2cpio)" "$v/rpm/usr"
+requires=$(rpm -qp --requires "$rpm" 2>/dev/null | grep -v '^rpmlib(' | tr '\n' ' ')
+recommends=$(rpm -qp --recommends "$rpm" 2>/dev/null | tr '\n' ' ')
+[[ $requires == "glibc >= 2.28 " ]] || fail ".rpm requires '$requires', not glibc >= 2.28 alone"
+[[ $recommends == "infiniband-diags libibverbs rdma-core " || $recommends == "rdma-core libibverbs infiniband-diags " ]] ||
+	fail ".rpm recommends '$recommends'"
+
+# A node without rdma-core: a root holding only the binary, the libraries ldd lists and the loader.
+chroot_test() {
+	local c=$v/chroot lib rc out
+	mkdir -p "$c"
+	cp "$bin" "$c/fabcheck"
+	for lib in $(ldd "$bin" | grep -oE '/[^ ]+'); do
+		mkdir -p "$c$(dirname "$lib")"
+		cp -L "$lib" "$c$lib"
+	done
+	local run=(chroot "$c")
+	if [[ $(id -u) -ne 0 ]]; then
+		if unshare -r true 2>/dev/null; then
+			run=(unshare -r chroot "$c")
+		else
+			say "SKIPPED the chroot test: not root and no user namespaces (unshare -r)"
+			return
+		fi
+	fi
+	out=$("${run[@]}" /fabcheck --version 2>&1) || { fail "chroot: fabcheck --version failed: $out"; return; }
+	rc=0
+	out=$("${run[@]}" /fabcheck devices 2>&1) || rc=$?
+	[[ $rc -eq 2 ]] || fail "chroot: fabcheck devices exited $rc, not 2: $out"
+	grep -qiE 'rdma-core|libibverbs' <<<"$out" || fail "chroot: fabcheck devices does not name rdma-core or libibverbs: $out"
+	rc=0
+	out=$("${run[@]}" /fabcheck check --format json 2>"$v/chroot.err") || rc=$?
+	grep -q '"id": *"stack.rdma_core"' <<<"$out" ||
+		fail "chroot: fabcheck check --format json (exit $rc) has no stack.rdma_core finding: ${out:0:400} $(head -c 400 "$v/chroot.err")"
+	say "chroot without rdma-core: done ($(find "$c" -type f | wc -l) files: the binary and $(ldd "$bin" | grep -c /) libraries)"
+}
+chroot_test
+
+say "target/dist:"
+find "$dist" -maxdepth 1 -type f -printf '  %12s  %f\n' | sort -k 2 >&2
+say "took $(($(date +%s) - start)) s"
+if [[ ${#failures[@]} -gt 0 ]]; then
+	printf 'package: %s\n' "${#failures[@]} check(s) failed:" "${failures[@]}" >&2
+	exit 1
+fi
+say "all checks passed: $name"
