@@ -26,7 +26,7 @@ echo "== gates: shellcheck" >&2
 mapfile -t scripts < <(git ls-files | while read -r f; do
 	[[ -f $f ]] || continue
 	case $f in
-	*.sh) echo "$f" ;;
+	*.sh | *.nhc) echo "$f" ;;
 	*) head -c 64 "$f" 2>/dev/null | head -n 1 | grep -qE '^#!.*\b(ba)?sh\b' && echo "$f" ;;
 	esac
 done)

@@ -2,6 +2,7 @@
 //! One binary, a module per topic.
 
 mod cli;
+mod contrib;
 mod fabric;
 mod fixtures;
 mod formats;

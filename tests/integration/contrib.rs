@@ -1,0 +1,364 @@
+//! contrib/: the NHC check and the Slurm HealthCheckProgram run against captured sysfs trees, the
+//! Kubernetes manifests parse and hold what a cluster needs, the Dockerfile has the structure it
+//! must, and every fabcheck command line in them is one fabcheck's own flag parser accepts.
+
+use clap::Parser;
+use fabcheck::cli::Cli;
+use serde::Deserialize;
+use serde_yaml::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn read(rel: &str) -> String {
+    std::fs::read_to_string(repo().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Parses a fabcheck command line (without the program name) as `fabcheck` would, running nothing.
+fn parses(args: &[String]) -> Result<(), String> {
+    let argv = std::iter::once("fabcheck".to_string()).chain(args.iter().cloned());
+    Cli::try_parse_from(argv).map(|_| ()).map_err(|e| e.to_string())
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+// --- NHC ------------------------------------------------------------------------------------
+
+/// Sources contrib/nhc/fabcheck.nhc into bash with NHC's `die` and `log` stubbed, and runs
+/// `check_fabcheck ARGS...`: what it printed (`DIE rc|message`, `LOG message`) and its status.
+fn nhc(args: &[&str]) -> (Vec<String>, String) {
+    let script = r#"
+        die() { printf 'DIE %s|%s\n' "$1" "$2"; return 1; }
+        log() { printf 'LOG %s\n' "$*"; }
+        source "$NHC_FILE"
+        check_fabcheck "$@"
+        echo "STATUS $?"
+    "#;
+    let out = Command::new("bash")
+        .args(["-c", script, "nhc"])
+        .args(args)
+        .env("NHC_FILE", repo().join("contrib/nhc/fabcheck.nhc"))
+        .env("FABCHECK", env!("CARGO_BIN_EXE_fabcheck"))
+        .output()
+        .expect("run bash");
+    let text = stdout(&out);
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let status = lines.iter().find_map(|l| l.strip_prefix("STATUS ")).unwrap_or("none").to_string();
+    (lines, status)
+}
+
+fn fixture(name: &str) -> String {
+    crate::fixtures_dir().join(name).display().to_string()
+}
+
+/// The first error of `check --json` on a tree, as (subject, id).
+fn first_error(tree: &str) -> (String, String) {
+    let doc = crate::json(&crate::fabcheck(&["check", "--sysfs-root", tree, "--json"]));
+    let f = doc["findings"].as_array().unwrap().iter().find(|f| f["severity"] == "error").expect("the failing tree has an error");
+    (f["subject"].as_str().unwrap().to_string(), f["id"].as_str().unwrap().to_string())
+}
+
+#[test]
+fn nhc_check_passes_a_healthy_node_and_dies_with_the_first_error_of_a_failing_one() {
+    let (lines, status) = nhc(&["--sysfs-root", &fixture("hdr-ib-healthy")]);
+    assert_eq!(status, "0", "{lines:?}");
+    assert!(!lines.iter().any(|l| l.starts_with("DIE")), "a healthy node made NHC die: {lines:?}");
+
+    for tree in ["ib-init-no-sm", "ib-down-polling", "roce-no-carrier"] {
+        let tree = fixture(tree);
+        let (lines, status) = nhc(&["--sysfs-root", &tree]);
+        assert_eq!(status, "1", "{tree}: {lines:?}");
+        let dies: Vec<&String> = lines.iter().filter(|l| l.starts_with("DIE ")).collect();
+        assert_eq!(dies.len(), 1, "{tree}: die must be called once: {lines:?}");
+        let message = dies[0].strip_prefix("DIE 1|").unwrap_or_else(|| panic!("die 1 MESSAGE expected: {}", dies[0]));
+        // One line, exactly what --format oneline prints, naming the first error.
+        let oneline = stdout(&crate::fabcheck(&["check", "--sysfs-root", &tree, "--format", "oneline"]));
+        assert_eq!(format!("{message}\n"), oneline, "{tree}");
+        let (subject, id) = first_error(&tree);
+        assert!(message.starts_with(&format!("fabcheck check FAIL: {subject}: {id}: ")), "{tree}: {message}");
+    }
+
+    // A warning is logged, not fatal, unless the node's line asks for it (--fail-on warning).
+    let warned = fixture("roce-mtu-mismatch");
+    let (lines, status) = nhc(&["--sysfs-root", &warned]);
+    assert_eq!(status, "0", "{lines:?}");
+    assert!(!lines.iter().any(|l| l.starts_with("DIE")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("LOG check_fabcheck: fabcheck check PASS (warning mlx5_1/1: port.mtu:")), "{lines:?}");
+    let (lines, status) = nhc(&["--sysfs-root", &warned, "--fail-on", "warning"]);
+    assert_eq!(status, "1", "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("DIE 1|fabcheck check FAIL: mlx5_1/1: port.mtu: active MTU 1024")), "{lines:?}");
+
+    // fabcheck cannot run at all (no devices in the tree): NHC still dies, with fabcheck's cause.
+    let empty = tempdir("nhc-empty");
+    let (lines, status) = nhc(&["--sysfs-root", &empty.display().to_string()]);
+    assert_eq!(status, "1", "{lines:?}");
+    let die = lines.iter().find(|l| l.starts_with("DIE 1|")).unwrap_or_else(|| panic!("no die: {lines:?}"));
+    assert!(die.contains("could not run (exit 2)") && die.contains("holds no class/infiniband devices"), "{die}");
+
+    // A missing binary is named, not a silent pass.
+    let out = Command::new("bash")
+        .args([
+            "-c",
+            "die() { printf 'DIE %s|%s\\n' \"$1\" \"$2\"; return 1; }; source \"$1\"; FABCHECK=/nonexistent/fabcheck check_fabcheck; echo STATUS $?",
+            "nhc",
+        ])
+        .arg(repo().join("contrib/nhc/fabcheck.nhc"))
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(text.contains("DIE 1|check_fabcheck: /nonexistent/fabcheck not found") && text.contains("STATUS 1"), "{text}");
+}
+
+fn tempdir(label: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fabcheck-contrib-{label}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+// --- Slurm ------------------------------------------------------------------------------------
+
+/// Runs contrib/slurm/fabcheck-healthcheck.sh with a fake `scontrol` that logs its arguments and
+/// reports `reason` as the node's current drain reason: (exit code, scontrol calls).
+fn healthcheck(tree: &str, reason: &str, label: &str) -> (i32, Vec<String>) {
+    let dir = tempdir(label);
+    let log = dir.join("scontrol.log");
+    let fake = dir.join("scontrol");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/env bash\nprintf '%s\\n' \"$*\" >> \"$SCONTROL_LOG\"\n\
+         if [[ $1 == show ]]; then echo \"NodeName=$2 State=IDLE\"; [[ -n $FAKE_REASON ]] && echo \"   Reason=$FAKE_REASON\"; fi\nexit 0\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = Command::new(repo().join("contrib/slurm/fabcheck-healthcheck.sh"))
+        .env("FABCHECK", env!("CARGO_BIN_EXE_fabcheck"))
+        .env("SCONTROL", &fake)
+        .env("SCONTROL_LOG", &log)
+        .env("FAKE_REASON", reason)
+        .env("NODENAME", "n17")
+        .env("FABCHECK_HEALTHCHECK_CONF", dir.join("absent"))
+        .env("FABCHECK_CHECK_ARGS", format!("--sysfs-root {tree}"))
+        .output()
+        .unwrap();
+    let calls = std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|l| !l.starts_with("show ")).map(str::to_string).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    (out.status.code().unwrap_or(-1), calls)
+}
+
+#[test]
+fn slurm_healthcheck_drains_with_the_first_error_and_resumes_only_its_own_drains() {
+    let failing = fixture("ib-init-no-sm");
+    let (code, calls) = healthcheck(&failing, "", "slurm-fail");
+    assert_eq!(code, 1, "{calls:?}");
+    let oneline = stdout(&crate::fabcheck(&["check", "--sysfs-root", &failing, "--format", "oneline"]));
+    assert_eq!(calls, vec![format!("update NodeName=n17 State=DRAIN Reason={}", oneline.trim_end())]);
+
+    let healthy = fixture("hdr-ib-healthy");
+    let (code, calls) = healthcheck(&healthy, "", "slurm-ok");
+    assert_eq!((code, calls.len()), (0, 0), "a healthy, undrained node is left alone: {calls:?}");
+    let (code, calls) = healthcheck(&healthy, "fabcheck check FAIL: mlx5_0/1: port.state: port INIT", "slurm-resume");
+    assert_eq!((code, calls), (0, vec!["update NodeName=n17 State=RESUME".to_string()]), "its own drain is undone");
+    let (code, calls) = healthcheck(&healthy, "DIMM errors, ticket 4711", "slurm-admin");
+    assert_eq!((code, calls.len()), (0, 0), "an admin's drain stays: {calls:?}");
+}
+
+// --- Kubernetes ---------------------------------------------------------------------------------
+
+fn documents(rel: &str) -> Vec<Value> {
+    serde_yaml::Deserializer::from_str(&read(rel))
+        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{rel} is not YAML: {e}")))
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn s<'a>(v: &'a Value, what: &str) -> &'a str {
+    v.as_str().unwrap_or_else(|| panic!("{what}: expected a string, found {v:?}"))
+}
+
+fn strings(v: &Value, what: &str) -> Vec<String> {
+    v.as_sequence().unwrap_or_else(|| panic!("{what}: expected a list, found {v:?}")).iter().map(|x| s(x, what).to_string()).collect()
+}
+
+/// The pod spec's fabcheck containers (those whose args are a fabcheck command line) must parse;
+/// images are tagged, never `latest`. Returns every container's (name, args).
+fn check_pod(pod: &Value, what: &str) -> Vec<(String, Vec<String>)> {
+    let mut seen = Vec::new();
+    let containers = pod["containers"].as_sequence().unwrap_or_else(|| panic!("{what}: no containers"));
+    let init = pod["initContainers"].as_sequence().cloned().unwrap_or_default();
+    for c in containers.iter().chain(init.iter()) {
+        let name = s(&c["name"], "container name").to_string();
+        let image = s(&c["image"], "image");
+        let tag = image.rsplit_once(':').map(|(_, t)| t).unwrap_or_else(|| panic!("{what}/{name}: image {image} has no tag"));
+        assert!(tag != "latest" && !tag.contains('/'), "{what}/{name}: image {image} must name a version");
+        let args = strings(&c["args"], "args");
+        if c["command"].is_null() {
+            // The image's ENTRYPOINT is fabcheck: args are its command line.
+            parses(&args).unwrap_or_else(|e| panic!("{what}/{name}: fabcheck rejects {args:?}:\n{e}"));
+        }
+        seen.push((name, args));
+    }
+    seen
+}
+
+fn flag<'a>(args: &'a [String], name: &str) -> &'a str {
+    let i = args.iter().position(|a| a == name).unwrap_or_else(|| panic!("{name} missing from {args:?}"));
+    &args[i + 1]
+}
+
+/// The file a secret volume's single item lands at, for the container's mounts.
+fn secret_file(pod: &Value, container: &Value) -> String {
+    let volume = pod["volumes"].as_sequence().unwrap().iter().find(|v| !v["secret"].is_null()).expect("a secret volume");
+    assert_eq!(s(&volume["secret"]["secretName"], "secretName"), "fabcheck-token");
+    assert_eq!(volume["secret"]["defaultMode"].as_u64(), Some(0o400), "the token file must be owner-only (fabcheck refuses others')");
+    let item = &volume["secret"]["items"][0];
+    assert_eq!(s(&item["key"], "key"), "token");
+    let mount = container["volumeMounts"].as_sequence().unwrap().iter().find(|m| m["name"] == volume["name"]).expect("the secret is mounted");
+    format!("{}/{}", s(&mount["mountPath"], "mountPath"), s(&item["path"], "path"))
+}
+
+#[test]
+fn kubernetes_manifests_parse_and_run_fabchecks_own_command_lines() {
+    let agents = documents("contrib/k8s/agents.yaml");
+    let kinds: Vec<(&str, &str)> = agents.iter().map(|d| (s(&d["apiVersion"], "apiVersion"), s(&d["kind"], "kind"))).collect();
+    assert_eq!(kinds, vec![("v1", "Namespace"), ("apps/v1", "DaemonSet"), ("v1", "Service")]);
+    for d in &agents {
+        assert!(!s(&d["metadata"]["name"], "metadata.name").is_empty());
+    }
+
+    let ds = &agents[1];
+    assert_eq!(s(&ds["metadata"]["namespace"], "namespace"), "fabcheck");
+    let labels = &ds["spec"]["template"]["metadata"]["labels"];
+    let selector = ds["spec"]["selector"]["matchLabels"].as_mapping().expect("selector.matchLabels");
+    for (k, v) in selector {
+        assert_eq!(&labels[k], v, "the selector must match the pod template's labels");
+    }
+    let pod = &ds["spec"]["template"]["spec"];
+    assert_eq!(pod["hostNetwork"].as_bool(), Some(true));
+    let containers = check_pod(pod, "DaemonSet");
+    let (_, serve) = &containers[0];
+    assert_eq!(serve[0], "serve");
+    let listen = flag(serve, "--listen");
+    assert!(listen.starts_with("0.0.0.0:"), "agents must listen off loopback: {listen}");
+    let port: u64 = listen.rsplit_once(':').unwrap().1.parse().unwrap();
+    let container = &pod["containers"][0];
+    assert_eq!(secret_file(pod, container), flag(serve, "--token-file"));
+    let caps = strings(&container["securityContext"]["capabilities"]["add"], "capabilities.add");
+    assert!(caps.contains(&"IPC_LOCK".to_string()), "{caps:?}");
+    let ib = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["hostPath"]["path"] == "/dev/infiniband").expect("/dev/infiniband hostPath");
+    assert!(container["volumeMounts"].as_sequence().unwrap().iter().any(|m| m["name"] == ib["name"] && m["mountPath"] == "/dev/infiniband"));
+    assert_eq!(container["ports"][0]["containerPort"].as_u64(), Some(port));
+
+    let svc = &agents[2];
+    assert_eq!(s(&svc["spec"]["clusterIP"], "clusterIP"), "None", "headless: its DNS name lists every agent");
+    assert_eq!(&svc["spec"]["selector"], &ds["spec"]["selector"]["matchLabels"]);
+    assert_eq!(svc["spec"]["ports"][0]["port"].as_u64(), Some(port));
+
+    let job = documents("contrib/k8s/mesh-job.yaml");
+    assert_eq!(job.len(), 1);
+    let job = &job[0];
+    assert_eq!((s(&job["apiVersion"], "apiVersion"), s(&job["kind"], "kind")), ("batch/v1", "Job"));
+    let pod = &job["spec"]["template"]["spec"];
+    assert!(matches!(s(&pod["restartPolicy"], "restartPolicy"), "Never" | "OnFailure"));
+    let containers = check_pod(pod, "Job");
+    let (_, mesh) = containers.iter().find(|(n, _)| n == "mesh").expect("a mesh container");
+    assert_eq!(mesh[0], "mesh");
+    assert_eq!(secret_file(pod, &pod["containers"][0]), flag(mesh, "--token-file"));
+    // The init container writes the hostfile the mesh reads, as tcp:// endpoints on the agents' port.
+    let (_, init) = containers.iter().find(|(n, _)| n == "endpoints").expect("an endpoints init container");
+    let script = init.join(" ");
+    assert!(script.contains(&format!("> {}", flag(mesh, "--hostfile"))), "{script}");
+    assert!(script.contains("tcp://") && script.contains(&format!(":{port}")), "{script}");
+    assert!(script.contains(s(&svc["metadata"]["name"], "service name")), "the endpoints come from the agents' Service: {script}");
+
+    // The check has teeth: a misspelt flag is refused.
+    assert!(parses(&["serve".into(), "--token-fil".into(), "/x".into()]).is_err());
+}
+
+// --- Dockerfile ---------------------------------------------------------------------------------
+
+/// The Dockerfile's instructions, continuation lines joined, comments dropped: (INSTRUCTION, rest).
+fn instructions(text: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let t = line.trim();
+        if t.starts_with('#') || (t.is_empty() && current.is_empty()) {
+            continue;
+        }
+        if let Some(part) = t.strip_suffix('\\') {
+            current.push_str(part);
+            current.push(' ');
+            continue;
+        }
+        current.push_str(t);
+        let (op, rest) = current.split_once(char::is_whitespace).unwrap_or((&current, ""));
+        out.push((op.to_ascii_uppercase(), rest.trim().to_string()));
+        current.clear();
+    }
+    out
+}
+
+#[test]
+fn dockerfile_is_multi_stage_pinned_and_ends_in_fabcheck() {
+    let text = read("contrib/docker/Dockerfile");
+    let ins = instructions(&text);
+    let mut args_before_from: Vec<String> = Vec::new();
+    let mut stages: Vec<String> = Vec::new();
+    let mut last_stage: Vec<(String, String)> = Vec::new();
+    for (op, rest) in &ins {
+        match op.as_str() {
+            "ARG" if stages.is_empty() => args_before_from.push(rest.split('=').next().unwrap().to_string()),
+            "FROM" => {
+                let words: Vec<&str> = rest.split_whitespace().collect();
+                assert!(words.len() == 3 && words[1].eq_ignore_ascii_case("as"), "every stage is named: FROM {rest}");
+                let image = words[0];
+                if let Some(var) = image.strip_prefix("${").and_then(|v| v.strip_suffix('}')) {
+                    assert!(args_before_from.iter().any(|a| a == var), "FROM {image}: ARG {var} must come before the first FROM");
+                } else if !stages.iter().any(|s| s == image) {
+                    let (_, tag) = image.rsplit_once(':').unwrap_or_else(|| panic!("FROM {image}: no tag"));
+                    assert!(tag != "latest" && !tag.is_empty(), "FROM {image}: pin a version");
+                }
+                stages.push(words[2].to_string());
+                last_stage.clear();
+            }
+            _ => {}
+        }
+        last_stage.push((op.clone(), rest.clone()));
+    }
+    assert!(stages.len() >= 2, "multi-stage: {stages:?}");
+    let (_, final_from) = &last_stage[0];
+    assert!(final_from.starts_with("debian:${DEBIAN_RELEASE}-slim") || final_from.starts_with("debian:bookworm-slim"), "{final_from}");
+    assert!(text.contains("ARG DEBIAN_RELEASE=bookworm"), "the runtime is Debian 12 (bookworm)");
+    for (op, rest) in &ins {
+        if op == "COPY" {
+            if let Some(from) = rest.strip_prefix("--from=") {
+                let stage = from.split_whitespace().next().unwrap();
+                assert!(stages.iter().any(|s| s == stage), "COPY --from={stage}: no such stage");
+            }
+        }
+        if op == "RUN" && rest.contains("apt-get install") {
+            assert!(rest.contains("--no-install-recommends") && rest.contains("rm -rf /var/lib/apt/lists"), "RUN {rest}");
+        }
+    }
+    let run_final: String = last_stage.iter().filter(|(op, _)| op == "RUN").map(|(_, r)| r.as_str()).collect::<Vec<_>>().join(" ");
+    for pkg in ["rdma-core", "ibverbs-providers", "infiniband-diags"] {
+        assert!(run_final.contains(pkg), "the runtime stage installs {pkg}");
+    }
+    let exec_form = |op: &str| -> Vec<String> {
+        let (_, rest) = last_stage.iter().rev().find(|(o, _)| o == op).unwrap_or_else(|| panic!("the final stage has no {op}"));
+        serde_json::from_str(rest).unwrap_or_else(|e| panic!("{op} {rest}: use the exec (JSON) form: {e}"))
+    };
+    let entrypoint = exec_form("ENTRYPOINT");
+    assert_eq!(entrypoint, vec!["/usr/bin/fabcheck".to_string()]);
+    assert!(last_stage.iter().any(|(op, rest)| op == "COPY" && rest.ends_with("/usr/bin/fabcheck")), "the binary lands at the ENTRYPOINT");
+    parses(&exec_form("CMD")).expect("CMD is a fabcheck command line");
+    // The build context ignores target/ (gigabytes) except target/dist.
+    let ignore = read("contrib/docker/Dockerfile.dockerignore");
+    assert!(ignore.lines().any(|l| l == "target") && ignore.lines().any(|l| l == "!target/dist"), "{ignore}");
+}
