@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # fabcheck's whole test suite, as CI runs it. Installs what it needs, then:
 #   1. host tier: unit tests, CLI, protocol, and diagnosis of captured sysfs trees (no RDMA needed);
+#   1a. packages: dist/package.sh builds the portable binary, the tar.gz, .deb and .rpm, and checks them;
 #   1b. ibsim tier: `fabcheck fabric` against simulated InfiniBand subnets (ibsim + OpenSM on the host);
 #   2. Soft-RoCE tier: every verbs path against a live rxe0, in a throwaway qemu guest whose Debian
 #      kernel has rdma_rxe (soft-roce-setup.sh --vm). Set FABCHECK_RXE_NATIVE=1 to run it on this
@@ -42,6 +43,11 @@ fi
 cargo test --locked --workspace --lib --bins --test integration -- "${host_skip[@]}" 2>&1 | tee "$logs/host.log"
 cargo test --locked --workspace --doc 2>&1 | tee -a "$logs/host.log"
 require_tests "host tier" "$logs/host.log"
+
+echo "== packages: dist/package.sh builds and verifies the tar.gz, .deb and .rpm" >&2
+pkg_start=$(date +%s)
+dist/package.sh
+ran+=("packages ($(( $(date +%s) - pkg_start )) s)")
 
 echo "== ibsim tier: fabcheck fabric against simulated InfiniBand subnets" >&2
 tests/ibsim/run.sh 2>&1 | tee "$logs/ibsim.log"
