@@ -20,7 +20,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         Ok(inv) => inv,
         // On a live node "no devices" is itself the finding the checklist should explain,
         // but the contract makes "no such device" a could-not-run (exit 2).
-        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) if live && scope.device.is_none() => probe::Inventory::default(),
+        // Without rdma-core at all, `stack.rdma_core` (from the host facts) is that finding.
+        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) | Err(ProbeError::NoRdmaCore { .. }) if live && scope.device.is_none() => {
+            probe::Inventory::default()
+        }
         Err(err) => return Err(err.into()),
     };
     if let (Some(dev), Some(port)) = (&scope.device, scope.port) {
@@ -47,6 +50,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         Some(tree) => diagnose::gpu_rules::apply(&mut report, &tree),
         None => Vec::new(),
     };
+    let no_rdma_core = host_facts.as_ref().is_some_and(|h| matches!(h.libibverbs, host::LibraryState::Missing(_)));
     if inventory.devices.is_empty() && live {
         // Stack checks ran and explain why; still, with nothing to check the node is not ready.
         let mut report = report;
@@ -56,8 +60,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
                 id: "devices.count".into(),
                 severity: diagnose::Severity::Error,
                 subject: "node".into(),
-                message: "no RDMA devices found".into(),
-                remedy: ProbeError::NoDevices.remedy(),
+                message: if no_rdma_core {
+                    "no RDMA devices can be listed: rdma-core (libibverbs) is not installed".into()
+                } else {
+                    "no RDMA devices found".into()
+                },
+                remedy: if no_rdma_core { fabcheck_verbs::INSTALL_HINT.into() } else { ProbeError::NoDevices.remedy() },
             },
         );
         report.verdict = Verdict::Fail;

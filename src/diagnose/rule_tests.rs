@@ -429,3 +429,31 @@ fn portinfo_width_below_what_the_port_supports_fails_link_trained() {
     assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
     assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("width 1X of 4X"));
 }
+
+#[test]
+fn stack_rdma_core_fails_without_libibverbs_warns_without_librdmacm_and_says_nothing_for_a_bundle() {
+    use crate::probe::host::LibraryState;
+    let mut facts = gathered("libs", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
+    assert_eq!(facts.libibverbs, LibraryState::NotChecked, "a fake root (like a bundle) is not this process");
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert!(r.checks.iter().all(|c| c.id != "stack.rdma_core"));
+
+    facts.libibverbs = LibraryState::Missing("libibverbs.so.1 cannot be loaded (no such file)".into());
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.rdma_core", "node"), Status::Fail, "libibverbs missing", Some("libibverbs.so.1 and librdmacm.so.1"));
+    let f = finding(&r, "stack.rdma_core", "node");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.starts_with("rdma-core (libibverbs) is not installed: libibverbs.so.1 cannot be loaded"), "{}", f.message);
+    assert!(f.remedy.contains("apt install rdma-core") && f.remedy.contains("dnf install") && f.remedy.contains("DOCA"), "{}", f.remedy);
+    assert_eq!(r.verdict, Verdict::Fail);
+
+    facts.libibverbs = LibraryState::Loaded;
+    facts.librdmacm = LibraryState::Missing("librdmacm.so.1 cannot be loaded (no such file)".into());
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_eq!(finding(&r, "stack.rdma_core", "node").severity, Severity::Warning);
+    assert_eq!(r.verdict, Verdict::Pass, "verbs work; only rdma_cm connections do not");
+
+    facts.librdmacm = LibraryState::Loaded;
+    let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
+    assert_check(check(&r, "stack.rdma_core", "node"), Status::Pass, "libibverbs.so.1, librdmacm.so.1 load", None);
+}

@@ -1,8 +1,9 @@
 //! Node-wide software stack: modules, device files, installed stack, services, memlock.
 
 use super::{Severity, Sheet};
-use crate::probe::host::HostFacts;
+use crate::probe::host::{HostFacts, LibraryState};
 use crate::probe::Inventory;
+use fabcheck_verbs::{INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
 
 /// Memory a `pair` run registers at most with default settings (buffers for the largest
 /// sweep size on several QPs), so the limit below this fails real tests.
@@ -10,6 +11,7 @@ pub const MEMLOCK_NEEDED: u64 = 64 << 20;
 
 pub(super) fn run(inventory: &Inventory, host: &HostFacts, sheet: &mut Sheet) {
     modules(inventory, &host.modules, sheet);
+    libraries(host, sheet);
     stack(host, sheet);
 }
 
@@ -169,5 +171,35 @@ pub(crate) fn human_bytes(bytes: u64) -> String {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{} KiB", bytes >> 10)
+    }
+}
+
+/// `stack.rdma_core`: whether rdma-core's libraries load in this process (live only). Without
+/// libibverbs nothing RDMA runs here (every verbs application links it): an error. Without
+/// librdmacm, connections through the RDMA connection manager (`pair --cm`, MPI/UCX's rdmacm,
+/// NVMe-oF) fail: a warning.
+fn libraries(host: &HostFacts, sheet: &mut Sheet) {
+    let node = "node";
+    match (&host.libibverbs, &host.librdmacm) {
+        (LibraryState::NotChecked, _) => {}
+        (LibraryState::Missing(why), _) => sheet.fail(
+            "stack.rdma_core",
+            node,
+            "libibverbs missing",
+            Some(format!("{LIBIBVERBS} and {LIBRDMACM}")),
+            Severity::Error,
+            format!("rdma-core (libibverbs) is not installed: {why}"),
+            INSTALL_HINT,
+        ),
+        (LibraryState::Loaded, LibraryState::Missing(why)) => sheet.fail(
+            "stack.rdma_core",
+            node,
+            "librdmacm missing",
+            Some(LIBRDMACM.to_string()),
+            Severity::Warning,
+            format!("librdmacm is not installed ({why}): rdma_cm connections (pair --cm, MPI/UCX rdmacm, NVMe-oF) cannot be made"),
+            INSTALL_HINT,
+        ),
+        (LibraryState::Loaded, _) => sheet.pass("stack.rdma_core", node, format!("{LIBIBVERBS}, {LIBRDMACM} load"), None),
     }
 }

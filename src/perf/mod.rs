@@ -85,6 +85,7 @@ impl PerfError {
     pub fn remedy(&self) -> String {
         match self {
             PerfError::Verbs(VerbsError::Completion { status, .. }) => completion_remedy(*status).1.into(),
+            PerfError::Verbs(VerbsError::Library { .. }) => fabcheck_verbs::INSTALL_HINT.into(),
             PerfError::Verbs(_) => "run `fabcheck check` on this node".into(),
             PerfError::Probe(p) => p.remedy(),
             PerfError::BadSpec(_) | PerfError::BadPeer(_) => "check the flags; both nodes must run the same fabcheck version".into(),

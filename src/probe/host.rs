@@ -25,6 +25,33 @@ pub struct HostFacts {
     /// RLIMIT_MEMLOCK soft limit in bytes; `None` = unlimited.
     pub memlock_soft: Option<u64>,
     pub is_root: bool,
+    /// Whether this process could load libibverbs and librdmacm (live only: a bundle says nothing).
+    #[serde(default)]
+    pub libibverbs: LibraryState,
+    #[serde(default)]
+    pub librdmacm: LibraryState,
+}
+
+/// Whether a library of rdma-core loads in this process.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum LibraryState {
+    /// Not looked at (a support bundle, or a test's fake node).
+    #[default]
+    NotChecked,
+    Loaded,
+    /// It could not be loaded; the loader's words.
+    Missing(String),
+}
+
+impl LibraryState {
+    fn of(result: Result<(), fabcheck_verbs::VerbsError>) -> Self {
+        match result {
+            Ok(()) => LibraryState::Loaded,
+            Err(fabcheck_verbs::VerbsError::Library { soname, detail }) => LibraryState::Missing(format!("{soname} cannot be loaded ({detail})")),
+            Err(other) => LibraryState::Missing(other.to_string()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -55,15 +82,18 @@ pub fn gather(root: &Path) -> HostFacts {
         .unwrap_or_default();
     uverbs.sort_by(|a, b| a.path.cmp(&b.path));
     let (memlock_soft, _) = crate::sys::os::memlock();
+    let live = root == Path::new("/");
     HostFacts {
         modules,
         uverbs,
         rdma_cm: root.join("dev/infiniband/rdma_cm").exists(),
         rdma_core_version: rdma_core_version(root),
         ofed_version: ofed_version(root),
-        services: if root == Path::new("/") { services() } else { Vec::new() },
+        services: if live { services() } else { Vec::new() },
         memlock_soft,
         is_root: crate::sys::os::is_root(),
+        libibverbs: if live { LibraryState::of(fabcheck_verbs::libibverbs_available()) } else { LibraryState::NotChecked },
+        librdmacm: if live { LibraryState::of(fabcheck_verbs::librdmacm_available()) } else { LibraryState::NotChecked },
     }
 }
 

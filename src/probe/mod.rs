@@ -19,6 +19,9 @@ pub enum ProbeError {
     NoDevices,
     #[error("libibverbs cannot list devices: {0}")]
     NoVerbs(std::io::Error),
+    /// libibverbs itself cannot be loaded: rdma-core is not installed (or not on the loader's path).
+    #[error("rdma-core (libibverbs) is not installed: {soname} cannot be loaded ({detail})")]
+    NoRdmaCore { soname: &'static str, detail: String },
     #[error("no RDMA device named '{name}'")]
     NoSuchDevice { name: String, present: Vec<String> },
     #[error("{device} has no port {port}")]
@@ -33,6 +36,7 @@ impl ProbeError {
     fn from_device_list(err: VerbsError) -> Self {
         match err {
             VerbsError::DeviceList { source } => ProbeError::NoVerbs(source),
+            VerbsError::Library { soname, detail } => ProbeError::NoRdmaCore { soname, detail },
             other => ProbeError::Verbs(other),
         }
     }
@@ -45,6 +49,7 @@ impl ProbeError {
                  (ibverbs-providers / libibverbs1), and in a container pass /dev/infiniband through"
                     .into()
             }
+            ProbeError::NoRdmaCore { .. } => fabcheck_verbs::INSTALL_HINT.into(),
             ProbeError::NoSuchDevice { present, .. } => {
                 if present.is_empty() {
                     "no devices are present; run `fabcheck devices` to see why".into()

@@ -8,6 +8,7 @@ use super::device::{Context, ContextInner, ContextOwner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::pd::ProtectionDomain;
 use super::qp::{QpConfig, QueuePair};
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -16,11 +17,6 @@ use std::time::{Duration, Instant};
 /// `RDMA_OPTION_ID` / `RDMA_OPTION_ID_TOS` (rdma_cma.h).
 const RDMA_OPTION_ID: i32 = 0;
 const RDMA_OPTION_ID_TOS: i32 = 0;
-
-extern "C" {
-    /// Exported by librdmacm; not in rdma-sys's bindings. Network byte order.
-    fn rdma_get_src_port(id: *mut sys::rdma_cm_id) -> u16;
-}
 
 /// An event channel: where a set of CM ids report their events.
 #[derive(Clone)]
@@ -42,8 +38,9 @@ pub enum CmEvent {
 
 impl CmChannel {
     pub fn new() -> Result<CmChannel, VerbsError> {
+        dl::librdmacm_available()?;
         // SAFETY: no arguments; NULL on failure with errno set.
-        let ch = unsafe { sys::rdma_create_event_channel() };
+        let ch = unsafe { dl::rdma_create_event_channel() };
         if ch.is_null() {
             return Err(VerbsError::Cm { step: "rdma_create_event_channel", source: last_os_error() });
         }
@@ -62,7 +59,7 @@ impl CmChannel {
         loop {
             let mut event: *mut sys::rdma_cm_event = std::ptr::null_mut();
             // SAFETY: the channel is valid and non-blocking; event is an out-pointer.
-            let rc = unsafe { sys::rdma_get_cm_event(self.inner.ch, &mut event) };
+            let rc = unsafe { dl::rdma_get_cm_event(self.inner.ch, &mut event) };
             if rc == 0 {
                 // SAFETY: a returned event is valid until acked; we copy what we need first.
                 let (kind, status, id) = unsafe { ((*event).event, (*event).status, (*event).id) };
@@ -77,7 +74,7 @@ impl CmChannel {
                 };
                 let new_id = (decoded == CmEvent::ConnectRequest).then(|| CmId::wrap(id, self));
                 // SAFETY: event came from rdma_get_cm_event and is acked exactly once.
-                unsafe { sys::rdma_ack_cm_event(event) };
+                unsafe { dl::rdma_ack_cm_event(event) };
                 return Ok((decoded, new_id));
             }
             let err = last_os_error();
@@ -112,7 +109,7 @@ impl CmChannel {
         let name = match got {
             CmEvent::Other(kind, status) => {
                 // SAFETY: rdma_event_str returns a static NUL-terminated string for any value.
-                let text = unsafe { std::ffi::CStr::from_ptr(sys::rdma_event_str(kind)) };
+                let text = unsafe { std::ffi::CStr::from_ptr(dl::rdma_event_str(kind)) };
                 format!("{} (status {status})", text.to_string_lossy())
             }
             other => format!("{other:?}"),
@@ -141,7 +138,7 @@ impl CmId {
     pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
         let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
         // SAFETY: valid channel; id is an out-pointer.
-        let rc = unsafe { sys::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
+        let rc = unsafe { dl::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_create_id", source: from_return_code(rc) });
         }
@@ -152,7 +149,7 @@ impl CmId {
     pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
         let (mut storage, _) = sockaddr(&addr);
         // SAFETY: valid id; storage holds a sockaddr of the right family.
-        let rc = unsafe { sys::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
+        let rc = unsafe { dl::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
         }
@@ -163,9 +160,8 @@ impl CmId {
     pub fn set_tos(&self, tos: u8) -> Result<(), VerbsError> {
         let mut value = tos;
         // SAFETY: valid id; RDMA_OPTION_ID_TOS takes a u8, passed by pointer with its size.
-        let rc = unsafe {
-            sys::rdma_set_option(self.raw(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (&mut value as *mut u8).cast(), std::mem::size_of::<u8>())
-        };
+        let rc =
+            unsafe { dl::rdma_set_option(self.raw(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (&mut value as *mut u8).cast(), std::mem::size_of::<u8>()) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_set_option(TOS)", source: from_return_code(rc) });
         }
@@ -174,7 +170,7 @@ impl CmId {
 
     pub fn listen(&self, backlog: i32) -> Result<(), VerbsError> {
         // SAFETY: valid, bound id.
-        let rc = unsafe { sys::rdma_listen(self.raw(), backlog) };
+        let rc = unsafe { dl::rdma_listen(self.raw(), backlog) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_listen", source: from_return_code(rc) });
         }
@@ -184,7 +180,7 @@ impl CmId {
     /// The local port the id is bound to.
     pub fn port(&self) -> u16 {
         // SAFETY: valid id.
-        u16::from_be(unsafe { rdma_get_src_port(self.raw()) })
+        u16::from_be(unsafe { dl::rdma_get_src_port(self.raw()) })
     }
 
     /// The device context librdmacm opened for this id (set once bound or resolved). The
@@ -196,7 +192,7 @@ impl CmId {
             return None;
         }
         // SAFETY: reading the name of a valid context's device.
-        let name = unsafe { std::ffi::CStr::from_ptr(sys::ibv_get_device_name((*ctx).device)) }.to_string_lossy().into_owned();
+        let name = unsafe { std::ffi::CStr::from_ptr(dl::ibv_get_device_name((*ctx).device)) }.to_string_lossy().into_owned();
         Some(Context { inner: Arc::new(ContextInner { ctx, name, owner: ContextOwner::CmId(self.inner.clone()) }) })
     }
 
@@ -204,13 +200,13 @@ impl CmId {
         let (mut storage, _) = sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: valid id; storage holds the destination.
-        let rc = unsafe { sys::rdma_resolve_addr(self.raw(), std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
+        let rc = unsafe { dl::rdma_resolve_addr(self.raw(), std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_addr", source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
         // SAFETY: valid id with a resolved address.
-        let rc = unsafe { sys::rdma_resolve_route(self.raw(), ms) };
+        let rc = unsafe { dl::rdma_resolve_route(self.raw(), ms) };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_route", source: from_return_code(rc) });
         }
@@ -234,7 +230,7 @@ impl CmId {
         }
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
-        let rc = unsafe { sys::rdma_create_qp(self.raw(), pd.inner.pd, &mut init) };
+        let rc = unsafe { dl::rdma_create_qp(self.raw(), pd.inner.pd, &mut init) };
         if rc != 0 {
             return Err(VerbsError::CreateQp {
                 send_wr: config.max_send_wr,
@@ -261,18 +257,18 @@ impl CmId {
 
     /// Active side: connect and wait until established.
     pub fn connect(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
-        self.establish("rdma_connect", sys::rdma_connect, rd_atomic, timeout)
+        self.establish("rdma_connect", dl::rdma_connect, rd_atomic, timeout)
     }
 
     /// Passive side: accept a connect request and wait until established.
     pub fn accept(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
-        self.establish("rdma_accept", sys::rdma_accept, rd_atomic, timeout)
+        self.establish("rdma_accept", dl::rdma_accept, rd_atomic, timeout)
     }
 
     fn establish(
         &self,
         step: &'static str,
-        verb: unsafe extern "C" fn(*mut sys::rdma_cm_id, *mut sys::rdma_conn_param) -> libc::c_int,
+        verb: unsafe fn(*mut sys::rdma_cm_id, *mut sys::rdma_conn_param) -> libc::c_int,
         rd_atomic: u8,
         timeout: Duration,
     ) -> Result<(), VerbsError> {

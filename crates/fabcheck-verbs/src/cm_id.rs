@@ -2,6 +2,7 @@
 //! and an id. A leaf of the crate: contexts (`device`) and queue pairs (`qp`) made on an id
 //! hold one of these, and `cm` builds on all three.
 
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
 
@@ -17,7 +18,7 @@ unsafe impl Sync for ChannelInner {}
 impl Drop for ChannelInner {
     fn drop(&mut self) {
         // SAFETY: every id on the channel holds an Arc to us, so all are destroyed by now.
-        unsafe { sys::rdma_destroy_event_channel(self.ch) };
+        unsafe { dl::rdma_destroy_event_channel(self.ch) };
     }
 }
 
@@ -38,7 +39,7 @@ impl Drop for CmIdInner {
     fn drop(&mut self) {
         // SAFETY: id is valid and this is its last holder: a QP created on it holds an Arc to
         // us and destroyed itself (rdma_destroy_qp) before letting go.
-        let rc = unsafe { sys::rdma_destroy_id(self.id) };
+        let rc = unsafe { dl::rdma_destroy_id(self.id) };
         if rc != 0 {
             tracing::warn!(rc, "rdma_destroy_id failed");
         }

@@ -2,8 +2,8 @@
 
 use super::device::{Context, ContextInner};
 use super::error::{last_os_error, VerbsError};
+use crate::loader as dl;
 use rdma_sys as sys;
-use std::ffi::CStr;
 use std::sync::Arc;
 
 pub(crate) struct CqInner {
@@ -19,7 +19,7 @@ unsafe impl Sync for CqInner {}
 impl Drop for CqInner {
     fn drop(&mut self) {
         // SAFETY: cq came from ibv_create_cq; QPs using it hold an Arc to us, so they are gone.
-        let rc = unsafe { sys::ibv_destroy_cq(self.cq) };
+        let rc = unsafe { dl::ibv_destroy_cq(self.cq) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_destroy_cq failed");
         }
@@ -71,11 +71,40 @@ impl WorkCompletion {
     }
 }
 
-/// `ibv_wc_status_str`: "transport retry counter exceeded", "Work Request Flushed Error", ...
+/// What `ibv_wc_status_str` says for a status ("transport retry counter exceeded", "Work
+/// Request Flushed Error", ...), the same words without calling libibverbs, so a status can be
+/// explained where the library is not loaded (a status read off the wire from an agent).
 pub fn status_text(status: u32) -> String {
-    // SAFETY: returns a static string for any value.
-    unsafe { CStr::from_ptr(sys::ibv_wc_status_str(status)) }.to_string_lossy().into_owned()
+    WC_STATUS_TEXT.get(status as usize).copied().unwrap_or("unknown").to_owned()
 }
+
+/// rdma-core's `wc_status_str` table, indexed by `enum ibv_wc_status` (0 ..= 23).
+const WC_STATUS_TEXT: [&str; 24] = [
+    "success",
+    "local length error",
+    "local QP operation error",
+    "local EE context operation error",
+    "local protection error",
+    "Work Request Flushed Error",
+    "memory management operation error",
+    "bad response error",
+    "local access error",
+    "remote invalid request error",
+    "remote access error",
+    "remote operation error",
+    "transport retry counter exceeded",
+    "RNR retry counter exceeded",
+    "local RDD violation error",
+    "remote invalid RD request",
+    "aborted error",
+    "invalid EE context number",
+    "invalid EE context state",
+    "fatal error",
+    "response timeout error",
+    "general error",
+    "TM error",
+    "TM software rendezvous",
+];
 
 /// Completion statuses fabcheck explains (`IBV_WC_*`).
 pub mod status {
@@ -92,7 +121,7 @@ pub mod status {
 impl CompletionQueue {
     pub fn new(ctx: &Context, cqe: u32) -> Result<Self, VerbsError> {
         // SAFETY: ctx is open; no channel, no context pointer.
-        let cq = unsafe { sys::ibv_create_cq(ctx.inner.ctx, cqe as i32, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+        let cq = unsafe { dl::ibv_create_cq(ctx.inner.ctx, cqe as i32, std::ptr::null_mut(), std::ptr::null_mut(), 0) };
         if cq.is_null() {
             return Err(VerbsError::CreateCq { cqe, source: last_os_error() });
         }
@@ -112,5 +141,25 @@ impl CompletionQueue {
             return Err(VerbsError::PollCq { code: n });
         }
         Ok(n as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The table is rdma-core's words: compared with the installed library's own function
+    /// (the host tier installs it), and past the end as the library says, "unknown".
+    #[test]
+    fn status_words_are_libibverbs_own() {
+        // SAFETY: loading libibverbs runs its constructors, which take no input from us.
+        let library = unsafe { libloading::Library::new(crate::LIBIBVERBS) }.expect("libibverbs.so.1 is installed on the test host");
+        // SAFETY: the C prototype is `const char *ibv_wc_status_str(enum ibv_wc_status)`.
+        let words = unsafe { library.get::<unsafe extern "C" fn(u32) -> *const std::os::raw::c_char>(b"ibv_wc_status_str\0") }.expect("exported");
+        for status in 0..40u32 {
+            // SAFETY: the function returns a static NUL-terminated string for any value.
+            let theirs = unsafe { std::ffi::CStr::from_ptr(words(status)) }.to_string_lossy().into_owned();
+            assert_eq!(status_text(status), theirs, "status {status}");
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Device list, device context and the queries that build the inventory.
 
 use super::error::{from_return_code, last_os_error, VerbsError};
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::ffi::CStr;
 use std::sync::Arc;
@@ -74,9 +75,10 @@ struct DeviceList {
 
 impl DeviceList {
     fn get() -> Result<Self, VerbsError> {
+        dl::libibverbs_available()?;
         let mut count: libc::c_int = 0;
         // SAFETY: ibv_get_device_list writes the count and returns a NULL-terminated array or NULL.
-        let ptr = unsafe { sys::ibv_get_device_list(&mut count) };
+        let ptr = unsafe { dl::ibv_get_device_list(&mut count) };
         if ptr.is_null() {
             let source = last_os_error();
             // ENOSYS: no kernel support at all; report it as an empty list with the cause intact.
@@ -90,7 +92,7 @@ impl DeviceList {
             // SAFETY: i < len, the array holds len valid device pointers while the list lives.
             let dev = unsafe { *self.ptr.add(i) };
             // SAFETY: dev is a valid device; the name is a NUL-terminated string it owns.
-            let name = unsafe { CStr::from_ptr(sys::ibv_get_device_name(dev)) }.to_string_lossy().into_owned();
+            let name = unsafe { CStr::from_ptr(dl::ibv_get_device_name(dev)) }.to_string_lossy().into_owned();
             (name, dev)
         })
     }
@@ -99,7 +101,7 @@ impl DeviceList {
 impl Drop for DeviceList {
     fn drop(&mut self) {
         // SAFETY: ptr came from ibv_get_device_list and is freed exactly once.
-        unsafe { sys::ibv_free_device_list(self.ptr) };
+        unsafe { dl::ibv_free_device_list(self.ptr) };
     }
 }
 
@@ -129,7 +131,7 @@ impl Drop for ContextInner {
             return;
         }
         // SAFETY: ctx came from ibv_open_device; every child object holds an Arc to us, so none is alive.
-        let rc = unsafe { sys::ibv_close_device(self.ctx) };
+        let rc = unsafe { dl::ibv_close_device(self.ctx) };
         if rc != 0 {
             tracing::warn!(device = %self.name, rc, "ibv_close_device failed");
         }
@@ -156,7 +158,7 @@ impl Context {
         for (dev_name, dev) in list.iter() {
             if dev_name == name {
                 // SAFETY: dev is valid while `list` lives; the context outlives the list by design.
-                let ctx = unsafe { sys::ibv_open_device(dev) };
+                let ctx = unsafe { dl::ibv_open_device(dev) };
                 if ctx.is_null() {
                     return Err(VerbsError::OpenDevice { device: name.to_string(), source: last_os_error() });
                 }
@@ -175,7 +177,7 @@ impl Context {
         // SAFETY: ibv_device_attr is plain old data; all-zero is a valid value.
         let mut attr: sys::ibv_device_attr = unsafe { std::mem::zeroed() };
         // SAFETY: ctx is open; attr is a valid out-pointer.
-        let rc = unsafe { sys::ibv_query_device(self.inner.ctx, &mut attr) };
+        let rc = unsafe { dl::ibv_query_device(self.inner.ctx, &mut attr) };
         if rc != 0 {
             return Err(VerbsError::QueryDevice { device: self.inner.name.clone(), source: from_return_code(rc) });
         }
@@ -213,7 +215,7 @@ impl Context {
             Some(op) => unsafe { op(ctx, port, &mut attr.base, size) },
             // SAFETY: legacy (non-extended) context: the compat entry point fills the compat struct,
             // which is a prefix of ibv_port_attr.
-            None => unsafe { sys::ibv_query_port(ctx, port, &mut attr.base as *mut _ as *mut sys::_compat_ibv_port_attr) },
+            None => unsafe { dl::ibv_query_port(ctx, port, &mut attr.base as *mut _ as *mut sys::_compat_ibv_port_attr) },
         };
         if rc != 0 {
             return Err(VerbsError::QueryPort { device: self.inner.name.clone(), port, source: from_return_code(rc) });
@@ -240,12 +242,15 @@ impl Context {
 
     /// The valid entries of a port's GID table, with type and netdev.
     pub fn gid_table(&self, port: u8, table_len: u32) -> Result<Vec<GidEntry>, VerbsError> {
+        let Some(query_gid_ex) = dl::_ibv_query_gid_ex() else {
+            return self.gid_table_legacy(port, table_len);
+        };
         let mut entries = Vec::new();
         for index in 0..table_len {
             // SAFETY: ibv_gid_entry is plain old data.
             let mut entry: sys::ibv_gid_entry = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is open; entry is a valid out-pointer of the size we pass.
-            let rc = unsafe { _ibv_query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>()) };
+            let rc = unsafe { query_gid_ex(self.inner.ctx, u32::from(port), index, &mut entry, 0, std::mem::size_of::<sys::ibv_gid_entry>()) };
             match rc {
                 0 => {}
                 // Unused slot (ENODATA), or beyond what the kernel exposes.
@@ -270,7 +275,7 @@ impl Context {
             // SAFETY: ibv_gid is plain old data.
             let mut gid: sys::ibv_gid = unsafe { std::mem::zeroed() };
             // SAFETY: ctx is open; gid is a valid out-pointer.
-            let rc = unsafe { sys::ibv_query_gid(self.inner.ctx, port, index as i32, &mut gid) };
+            let rc = unsafe { dl::ibv_query_gid(self.inner.ctx, port, index as i32, &mut gid) };
             if rc != 0 {
                 continue;
             }
@@ -282,19 +287,6 @@ impl Context {
         }
         Ok(entries)
     }
-}
-
-extern "C" {
-    /// Exported by libibverbs since rdma-core v32 (IBVERBS_1.11); the header's inline
-    /// `ibv_query_gid_ex` wraps it. rdma-sys does not bind names with a leading underscore.
-    fn _ibv_query_gid_ex(
-        context: *mut sys::ibv_context,
-        port_num: u32,
-        gid_index: u32,
-        entry: *mut sys::ibv_gid_entry,
-        flags: u32,
-        entry_size: usize,
-    ) -> libc::c_int;
 }
 
 /// `ibv_port_attr` followed by `active_speed_ex` when the headers predate it (see build.rs).

@@ -5,6 +5,8 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum VerbsError {
+    #[error("rdma-core is not installed: {soname} cannot be loaded ({detail})")]
+    Library { soname: &'static str, detail: String },
     #[error("ibv_get_device_list failed: {source}")]
     DeviceList { source: io::Error },
     #[error("no RDMA device named '{name}' (present: {present})")]

@@ -2,6 +2,7 @@
 
 use super::error::{last_os_error, VerbsError};
 use super::pd::{PdInner, ProtectionDomain};
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::Cell;
@@ -103,7 +104,7 @@ impl MemoryRegion {
             return Err(VerbsError::Alloc { len });
         }
         // SAFETY: buf is valid for alloc_len bytes and outlives the registration (freed after dereg).
-        let mr = unsafe { sys::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
+        let mr = unsafe { dl::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
         if mr.is_null() {
             let source = last_os_error();
             // SAFETY: buf came from alloc_zeroed with this layout and was never registered.
@@ -165,7 +166,7 @@ impl Drop for MrInner {
         // SAFETY: mr is live and this is the last handle: no region or work-request list
         // points into it any more. In-flight work on a QP fails with a protection error once
         // deregistered; it can no longer reach the buffer freed below.
-        let rc = unsafe { sys::ibv_dereg_mr(self.mr) };
+        let rc = unsafe { dl::ibv_dereg_mr(self.mr) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory");
             return;

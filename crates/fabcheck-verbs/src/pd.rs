@@ -2,6 +2,7 @@
 
 use super::device::{Context, ContextInner};
 use super::error::{last_os_error, VerbsError};
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ unsafe impl Sync for PdInner {}
 impl Drop for PdInner {
     fn drop(&mut self) {
         // SAFETY: pd came from ibv_alloc_pd; MRs and QPs hold an Arc to us, so none is alive.
-        let rc = unsafe { sys::ibv_dealloc_pd(self.pd) };
+        let rc = unsafe { dl::ibv_dealloc_pd(self.pd) };
         if rc != 0 {
             tracing::warn!(device = %self.ctx.name, rc, "ibv_dealloc_pd failed");
         }
@@ -34,7 +35,7 @@ pub struct ProtectionDomain {
 impl ProtectionDomain {
     pub fn new(ctx: &Context) -> Result<Self, VerbsError> {
         // SAFETY: ctx is open.
-        let pd = unsafe { sys::ibv_alloc_pd(ctx.inner.ctx) };
+        let pd = unsafe { dl::ibv_alloc_pd(ctx.inner.ctx) };
         if pd.is_null() {
             return Err(VerbsError::AllocPd { device: ctx.inner.name.clone(), source: last_os_error() });
         }

@@ -5,6 +5,7 @@ use super::cq::{CompletionQueue, CqInner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::mr::{Access, MemoryRegion, MrInner, RemoteBuffer};
 use super::pd::{PdInner, ProtectionDomain};
+use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
 
@@ -54,11 +55,11 @@ impl Drop for QueuePair {
     fn drop(&mut self) {
         if let Some(id) = &self.cm_id {
             // SAFETY: the QP was created on this id, which we hold alive until after this call.
-            unsafe { sys::rdma_destroy_qp(id.id) };
+            unsafe { dl::rdma_destroy_qp(id.id) };
             return;
         }
         // SAFETY: qp came from ibv_create_qp and is destroyed once.
-        let rc = unsafe { sys::ibv_destroy_qp(self.qp) };
+        let rc = unsafe { dl::ibv_destroy_qp(self.qp) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_destroy_qp failed");
         }
@@ -70,7 +71,7 @@ impl QueuePair {
     pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
         let mut init = rc_init_attr(send_cq, recv_cq, config);
         // SAFETY: pd and CQs are live; init is fully initialised.
-        let qp = unsafe { sys::ibv_create_qp(pd.inner.pd, &mut init) };
+        let qp = unsafe { dl::ibv_create_qp(pd.inner.pd, &mut init) };
         if qp.is_null() {
             return Err(VerbsError::CreateQp {
                 send_wr: config.max_send_wr,
@@ -185,7 +186,7 @@ impl QueuePair {
 
     fn modify(&mut self, attr: &mut sys::ibv_qp_attr, mask: u32, state: &'static str) -> Result<(), VerbsError> {
         // SAFETY: qp is live; attr is initialised for every field the mask names.
-        let rc = unsafe { sys::ibv_modify_qp(self.qp, attr, mask as i32) };
+        let rc = unsafe { dl::ibv_modify_qp(self.qp, attr, mask as i32) };
         if rc != 0 {
             return Err(VerbsError::ModifyQp { state, source: from_return_code(rc) });
         }
