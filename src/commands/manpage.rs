@@ -82,7 +82,7 @@ fn tail(top: bool) -> Roff {
         see.push_str("fabcheck(1), ");
     }
     see.push_str("ibstat(8), ibv_devinfo(1), ib_write_bw(1), ib_send_lat(1), ibnetdiscover(8), iblinkinfo(8), sminfo(8). ");
-    see.push_str("The documentation in /usr/share/doc/fabcheck/ (README.md, checks.md, ci.md, contract.md...).");
+    see.push_str("The documentation in /usr/share/doc/fabcheck/ (README.md, docs/checks.md, docs/ci.md, docs/contract.md...).");
     roff.text([roman(see)]);
     roff
 }
