@@ -1,6 +1,7 @@
 //! Output: human tables and the contract's JSON documents, over serialize-only types.
 
 pub mod check;
+pub mod csv;
 pub mod devices;
 pub mod formats;
 pub mod gpu;
