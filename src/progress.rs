@@ -55,7 +55,8 @@ pub struct Figure {
 pub enum Event<'a> {
     /// `mesh`: the agents were reached (or not).
     Reached { reached: usize, total: usize },
-    /// `mesh`: a round of pairs finished; `bad` counts the failed pairs of the whole run so far.
+    /// `mesh`: a round of pairs finished; `bad` counts the pairs of this pass that failed so
+    /// far (on a retest: still failed).
     Round { stage: Stage, round: usize, rounds: usize, bad: usize },
     /// `pair`: a test at one size finished, in every direction it runs (`step` of `steps`:
     /// in a sweep, a step is a size).
@@ -68,20 +69,20 @@ impl fmt::Display for Event<'_> {
             Event::Reached { reached, total } if reached == total => write!(f, "reached {total} agents"),
             Event::Reached { reached, total } => write!(f, "reached {reached}/{total} agents, {} unreachable", total - reached),
             Event::Round { stage, round, rounds, bad } => {
-                let stage = match stage {
-                    Stage::First => "round",
-                    Stage::Retest => "retest round",
-                    Stage::Zoom => "zoom-in round",
+                let (stage, bad_word) = match stage {
+                    Stage::First => ("round", "bad"),
+                    Stage::Retest => ("retest round", "still bad"),
+                    Stage::Zoom => ("zoom-in round", "bad"),
                 };
-                write!(f, "{stage} {round}/{rounds}, {bad} bad so far")
+                write!(f, "{stage} {round}/{rounds}, {bad} {bad_word} so far")
             }
             Event::Test { step, steps, test, size, figures } => {
                 write!(f, "[{step}/{steps}] {} {} B:", test.name(), size)?;
                 let one = figures.len() == 1;
                 for (i, x) in figures.iter().enumerate() {
                     let sep = if i == 0 { " " } else { ", " };
-                    // A latency test and a lone a->b need no direction.
-                    let dir = if test.is_latency() || (one && x.direction == "a->b") { String::new() } else { format!("{} ", x.direction) };
+                    // A lone a->b needs no direction.
+                    let dir = if one && x.direction == "a->b" { String::new() } else { format!("{} ", x.direction) };
                     let value = if x.failed {
                         "FAILED".to_string()
                     } else if let Some(bw) = x.bw_gbps {
@@ -120,7 +121,7 @@ mod tests {
             lines,
             [
                 "round 37/499, 3 bad so far",
-                "retest round 1/2, 5 bad so far",
+                "retest round 1/2, 5 still bad so far",
                 "reached 8 agents",
                 "reached 7/8 agents, 1 unreachable",
                 "[1/1] write_bw 65536 B: 23.1 Gb/s",

@@ -218,14 +218,14 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
     let mut records = Records { spool: spool::Spool::new(), csv: run.csv.as_deref().map(CsvFile::create), bad: 0 };
     let mut counts = Counts::default();
     let mut first = Vec::new();
-    let rounds = plan.len();
+    let (rounds, before) = (plan.len(), records.bad);
     for (i, round) in plan.into_iter().enumerate() {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
             records.push(record);
             counts.first += 1;
             first.push(measure);
         }
-        progress.event(&Event::Round { stage: Stage::First, round: i + 1, rounds, bad: records.bad });
+        progress.event(&Event::Round { stage: Stage::First, round: i + 1, rounds, bad: records.bad - before });
     }
     let expected = expected_rate(&agents);
     let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
@@ -235,14 +235,14 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
         agent.second_chance = true;
     }
     let retest_rounds = schedule::retest_round(&analysis::to_retest(&first, &criteria));
-    let rounds = retest_rounds.len();
+    let (rounds, before) = (retest_rounds.len(), records.bad);
     for (i, round) in retest_rounds.into_iter().enumerate() {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, true)? {
             records.push(record);
             counts.retest += 1;
             retested.push(measure);
         }
-        progress.event(&Event::Round { stage: Stage::Retest, round: i + 1, rounds, bad: records.bad });
+        progress.event(&Event::Round { stage: Stage::Retest, round: i + 1, rounds, bad: records.bad - before });
     }
     // A pattern that skips pairs zooms in: each endpoint of a pair still bad against known-good
     // partners, so a node and a link are told apart as with every pair measured.
@@ -255,7 +255,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
             let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
             let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
             let zoom_rounds = schedule::retest_round(&pairs);
-            let rounds = zoom_rounds.len();
+            let (rounds, before) = (zoom_rounds.len(), records.bad);
             for (i, round) in zoom_rounds.into_iter().enumerate() {
                 for (mut record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
                     record.zoom = true;
@@ -263,7 +263,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
                     counts.zoom += 1;
                     zoomed.push(measure);
                 }
-                progress.event(&Event::Round { stage: Stage::Zoom, round: i + 1, rounds, bad: records.bad });
+                progress.event(&Event::Round { stage: Stage::Zoom, round: i + 1, rounds, bad: records.bad - before });
             }
         }
     }
@@ -316,7 +316,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
         let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| bw_scale(&criteria, mb)).flatten();
         let lat = ml.filter(|_| cells.iter().any(|c| c.lat_us.is_some())).map(|m| heatmap::Scale {
             reference: m,
-            basis: "the median pair".into(),
+            basis: "the median pair's latency".into(),
             pass_share: 1.0 / criteria.lat_outlier_factor,
             higher_is_better: false,
             unit: "us",
@@ -339,7 +339,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Fail
 }
 
 /// The pair records as they come: into the spool (for the JSON), the `--csv` file, and the
-/// count of failed pairs progress reports.
+/// count of failed pair records progress reports (per pass, by difference).
 struct Records {
     spool: spool::Spool,
     csv: Option<CsvFile>,

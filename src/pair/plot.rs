@@ -156,17 +156,20 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
             s.points.push((r.size, v, format!("{label}: {} Gb/s", units::measured_gbps(v))));
         }
         if let Some(l) = &r.lat_us {
+            // A test measured in one direction is named by its test alone.
+            let both = results.iter().any(|x| x.test == r.test && x.lat_us.is_some() && x.direction != r.direction);
+            let base = if both { format!("{} {}", r.test.name(), r.direction.name()) } else { r.test.name().to_string() };
             for (which, v, dashed) in [("p50", l.p50, false), ("p99", l.p99, true)] {
                 if !(v.is_finite() && v > 0.0) {
                     continue;
                 }
-                let name = format!("{} {which}", r.test.name());
+                let name = format!("{base} {which}");
                 let style = lat.iter().filter(|s| !s.dashed).count();
                 let s = match lat.iter_mut().position(|s| s.name == name) {
                     Some(i) => &mut lat[i],
                     None => {
-                        // p99 shares its test's colour, drawn dashed.
-                        let style = lat.iter().find(|s| s.name == format!("{} p50", r.test.name())).map_or(style, |s| s.style);
+                        // p99 shares its p50's colour, drawn dashed.
+                        let style = lat.iter().find(|s| s.name == format!("{base} p50")).map_or(style, |s| s.style);
                         lat.push(Series { name, points: Vec::new(), dashed, style });
                         lat.last_mut().expect("pushed")
                     }
@@ -391,7 +394,8 @@ mod tests {
         let text = svg(&sweep(), 0.9);
         let doc = roxmltree::Document::parse(&text).expect("well-formed SVG");
         assert_eq!(doc.root_element().tag_name().name(), "svg");
-        let series: Vec<&str> = doc.descendants().filter(|n| n.attribute("class") == Some("series")).filter_map(|n| n.attribute("data-name")).collect();
+        let series: Vec<&str> =
+            doc.descendants().filter(|n| n.attribute("class") == Some("series")).filter_map(|n| n.attribute("data-name")).collect();
         assert_eq!(series, ["write_bw a->b", "send_lat p50", "send_lat p99"]);
         let points = doc.descendants().find(|n| n.has_tag_name("polyline")).and_then(|n| n.attribute("points")).unwrap();
         assert_eq!(points.split(' ').count(), 23, "one point per size");
