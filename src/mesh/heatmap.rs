@@ -28,21 +28,7 @@ const TILES_PER_ROW: usize = 40;
 const WORST_ROWS: usize = 50;
 
 /// Escapes text for HTML and SVG, in content and in attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
-            c => out.push(c),
-        }
-    }
-    out
-}
+pub use crate::report::escape_xml as escape;
 
 /// One measured pair, as the map shows it: its latest measure (a retest stands for the pair).
 #[derive(Debug, Clone, PartialEq)]

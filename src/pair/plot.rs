@@ -9,8 +9,8 @@
 
 use super::report::{PairDoc, TestResult};
 use crate::diagnose::Verdict;
-use crate::mesh::heatmap::escape;
 use crate::report::csv;
+use crate::report::escape_xml as escape;
 use crate::units;
 use std::fmt::Write;
 
