@@ -6,6 +6,7 @@ mod fabric;
 mod flags;
 mod mesh;
 mod pair;
+mod progress;
 mod serve;
 
 use crate::cli::{Command, FormatFlag};
