@@ -226,6 +226,28 @@ pub struct PairArgs {
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub progress: ProgressFlags,
+    /// Also write every result as CSV to FILE (one row per test, direction and size).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// Also write an SVG plot of size against bandwidth and latency to FILE (for --sweep).
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+/// Progress on stderr, and how much the human output says (`pair`, `mesh`).
+#[derive(Debug, Clone, Args)]
+pub struct ProgressFlags {
+    /// Progress lines on stderr even when it is not a terminal (default: only on a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// No progress on stderr, even on a terminal.
+    #[arg(long, overrides_with = "progress")]
+    pub no_progress: bool,
+    /// Only problems and the verdict: no progress (unless --progress), no rows that passed.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -266,9 +288,14 @@ pub struct MeshArgs {
     pub agents: AgentFlags,
     #[command(flatten)]
     pub conditions: ConditionFlags,
-    /// Write an HTML heat map of the bandwidth matrix.
+    /// Write an HTML heat map: bandwidth and latency against the expected rate, the suspects.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write every pair's results as CSV to FILE (one row per pair and test).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    #[command(flatten)]
+    pub progress: ProgressFlags,
     /// One JSON document on stdout (schema fabcheck.mesh.v1).
     #[arg(long)]
     pub json: bool,

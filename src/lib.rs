@@ -16,6 +16,7 @@ pub mod mesh;
 pub mod pair;
 pub mod perf;
 pub mod probe;
+pub mod progress;
 pub mod report;
 pub mod spec;
 pub mod sys;

@@ -14,7 +14,8 @@ use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::time::Duration;
 
 pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
-    mesh::run(configure(args)?)
+    let config = configure(args)?;
+    mesh::run(config, &mut *super::progress::sink(&args.progress))
 }
 
 /// `mesh`'s flags as a validated run.
@@ -72,7 +73,9 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         timeout: Duration::from_secs(args.agents.timeout.max(1)),
         fanout: args.fanout as usize,
         html: args.html.clone(),
+        csv: args.csv.clone(),
         json: args.json || crate::report::machine(),
+        quiet: args.progress.quiet,
         pattern: args.pattern.as_deref().map(Pattern::parse).transpose().map_err(Failure::usage)?,
         rounds: args.rounds.map(|r| r as usize),
         seed: args.seed,

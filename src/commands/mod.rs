@@ -7,6 +7,7 @@ mod flags;
 mod manpage;
 mod mesh;
 mod pair;
+mod progress;
 mod serve;
 
 use crate::cli::{Command, FormatFlag};

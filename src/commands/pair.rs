@@ -10,7 +10,8 @@ use crate::spec::{parse_device_port, TestKind};
 use std::time::Duration;
 
 pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
-    pair::run(configure(args)?)
+    let config = configure(args)?;
+    pair::run(config, &mut *super::progress::sink(&args.progress))
 }
 
 /// `pair`'s flags as a validated run.
@@ -71,5 +72,8 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
         json: args.json || crate::report::machine(),
+        quiet: args.progress.quiet,
+        csv: args.csv.clone(),
+        svg: args.svg.clone(),
     })
 }

@@ -8,6 +8,7 @@
 //! channels (and, over ssh, a thousand ssh processes), not a thousand threads.
 
 pub mod analysis;
+pub mod csv;
 pub mod heatmap;
 pub mod pattern;
 pub mod schedule;
@@ -26,6 +27,8 @@ use crate::pair::report::TestResult;
 use crate::pair::sequence::PairSequence;
 use crate::pair::{self, verdict};
 use crate::probe::Inventory;
+use crate::progress::{Event, Progress, Stage};
+use crate::units;
 use analysis::{Criteria, PairMeasure, Suspect};
 use pattern::{Layout, Pattern};
 use serde::{Deserialize, Serialize};
@@ -38,9 +41,6 @@ use topology::Topology;
 /// Above this many endpoints the human output shows per-endpoint summaries and the worst
 /// pairs instead of the matrix.
 pub const MATRIX_MAX: usize = 32;
-/// Above this many endpoints the heat map aggregates endpoints into blocks (each cell the
-/// slowest pair between two blocks), so the page stays readable and no n x n matrix is built.
-pub const HEATMAP_MAX: usize = 256;
 /// Lines of per-endpoint summaries and of worst pairs in the human output of a large mesh.
 const SUMMARY_LINES: usize = 20;
 
@@ -137,7 +137,11 @@ pub struct MeshConfig {
     pub timeout: Duration,
     pub fanout: usize,
     pub html: Option<PathBuf>,
+    /// `--csv FILE`: every pair's results, one row per test (see [`csv`]).
+    pub csv: Option<PathBuf>,
     pub json: bool,
+    /// Human output: only problems (unreachable endpoints, suspects) and the verdict.
+    pub quiet: bool,
     /// `None`: all-pairs up to 64 endpoints, shift above.
     pub pattern: Option<Pattern>,
     /// Rounds of the first pass, at most.
@@ -149,7 +153,8 @@ pub struct MeshConfig {
     pub intra_leaf: bool,
 }
 
-pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
+/// Runs the mesh, telling `progress` of each round.
+pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<Outcome, Failure> {
     crate::sys::os::catch_termination();
     let n = run.specs.len();
     check_open_files(&run.specs)?;
@@ -170,8 +175,10 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         })
         .collect();
     reach(&run, &mut hub, &mut agents, (0..n).collect())?;
+    progress.event(&Event::Reached { reached: agents.iter().filter(|a| a.error.is_none()).count(), total: n });
     if agents.iter().all(|a| a.error.is_some()) {
         hub.close_all();
+        progress.done();
         // Nothing could run (exit 2); the document still names every endpoint and why.
         let unreachable: Vec<Unreachable> = agents
             .iter()
@@ -192,7 +199,7 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         if run.json {
             crate::report::print_json(&doc);
         } else {
-            crate::report::print_human(&human(&doc, Counts::default(), &[], &Criteria::default()));
+            crate::report::print_human(&human(&doc, Counts::default(), &[], &Criteria::default(), run.quiet));
         }
         return Err(Failure::new(
             format!("no endpoint could be reached, so no pair could run (first: {first})"),
@@ -208,15 +215,17 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     let pattern_doc =
         PatternDoc { name: pattern.name(), rounds: plan.len(), seed, leaves: leaves.as_ref().map(|l| l.of.iter().filter(|x| x.is_some()).count()) };
     tracing::debug!(pattern = %pattern_doc.name, rounds = plan.len(), pairs = plan.iter().map(Vec::len).sum::<usize>(), "mesh plan");
-    let mut records = spool::Spool::new();
+    let mut records = Records { spool: spool::Spool::new(), csv: run.csv.as_deref().map(CsvFile::create), bad: 0 };
     let mut counts = Counts::default();
     let mut first = Vec::new();
-    for round in plan {
+    let (rounds, before) = (plan.len(), records.bad);
+    for (i, round) in plan.into_iter().enumerate() {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
             records.push(record);
             counts.first += 1;
             first.push(measure);
         }
+        progress.event(&Event::Round { stage: Stage::First, round: i + 1, rounds, bad: records.bad - before });
     }
     let expected = expected_rate(&agents);
     let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
@@ -225,12 +234,15 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     for agent in agents.iter_mut().filter(|a| a.error.is_some()) {
         agent.second_chance = true;
     }
-    for round in schedule::retest_round(&analysis::to_retest(&first, &criteria)) {
+    let retest_rounds = schedule::retest_round(&analysis::to_retest(&first, &criteria));
+    let (rounds, before) = (retest_rounds.len(), records.bad);
+    for (i, round) in retest_rounds.into_iter().enumerate() {
         for (record, measure) in run_round(&run, &mut hub, &mut agents, &round, true)? {
             records.push(record);
             counts.retest += 1;
             retested.push(measure);
         }
+        progress.event(&Event::Round { stage: Stage::Retest, round: i + 1, rounds, bad: records.bad - before });
     }
     // A pattern that skips pairs zooms in: each endpoint of a pair still bad against known-good
     // partners, so a node and a link are told apart as with every pair measured.
@@ -242,13 +254,16 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
         if !still_bad.is_empty() && still_bad.len() * 2 <= first.len() {
             let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
             let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
-            for round in schedule::retest_round(&pairs) {
+            let zoom_rounds = schedule::retest_round(&pairs);
+            let (rounds, before) = (zoom_rounds.len(), records.bad);
+            for (i, round) in zoom_rounds.into_iter().enumerate() {
                 for (mut record, measure) in run_round(&run, &mut hub, &mut agents, &round, false)? {
                     record.zoom = true;
                     records.push(record);
                     counts.zoom += 1;
                     zoomed.push(measure);
                 }
+                progress.event(&Event::Round { stage: Stage::Zoom, round: i + 1, rounds, bad: records.bad - before });
             }
         }
     }
@@ -261,6 +276,9 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     tracing::debug!(analysis_ms, "mesh analysis");
     let unreachable: Vec<Unreachable> =
         agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect();
+    // The node of each endpoint, for the heat map's per-node view: the host its agent reported,
+    // else the host it was given as.
+    let nodes: Vec<String> = agents.iter().zip(&run.specs).map(|(a, spec)| a.host.clone().unwrap_or_else(|| spec.host.to_string())).collect();
     hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
@@ -277,28 +295,201 @@ pub fn run(run: MeshConfig) -> Result<Outcome, Failure> {
     // First pass, zoom-in, then retests: a later measure of a pair stands for it.
     let measured = || -> Vec<PairMeasure> { first.iter().chain(&zoomed).chain(&retested).cloned().collect() };
     // The results first: a side output that cannot be written must not throw the run away.
+    let Records { spool, csv, .. } = records;
+    progress.done();
     if run.json {
-        print_json(&doc, records.into_pairs());
+        print_json(&doc, spool.into_pairs());
     } else {
-        crate::report::print_human(&human(&doc, counts, &measured(), &criteria));
+        crate::report::print_human(&human(&doc, counts, &measured(), &criteria, run.quiet));
     }
-    if let Some(path) = &run.html {
-        let (names, matrix) = heat(&run.names, &measured());
-        let marks: Vec<(String, String)> = doc.suspects.iter().map(|s| (s.subject.clone(), format!("[{:?}] {}", s.kind, s.reason))).collect();
-        if let Err(e) = std::fs::write(path, heatmap::html("fabcheck mesh: bandwidth (Gb/s)", &names, &matrix, &marks)) {
-            let failure = Failure::new(
-                format!("the results above stand, but the heat map could not be written to {}: {e}", path.display()),
-                "give a writable path to --html",
-            );
-            // A failed run stays a failed run (exit 1); a passing one could not do all it was
-            // asked (exit 2), so CI notices the missing file.
-            if verdict == Verdict::Pass {
-                return Err(failure);
-            }
-            eprintln!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy);
+    let pass = verdict == Verdict::Pass;
+    if let (Some(file), Some(path)) = (csv, &run.csv) {
+        if let Err(e) = file.finish() {
+            pair::side_file_failed(path, "the CSV", "--csv", &e, pass)?;
         }
     }
-    Ok(if verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+    if let Some(path) = &run.html {
+        let params = params(&run, doc.pattern.as_ref());
+        let measured = measured();
+        let (mb, ml) = analysis::medians(&first);
+        let cells = cells(&measured, &criteria, mb, ml);
+        let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| bw_scale(&criteria, mb)).flatten();
+        let lat = ml.filter(|_| cells.iter().any(|c| c.lat_us.is_some())).map(|m| heatmap::Scale {
+            reference: m,
+            basis: "the median pair's latency".into(),
+            pass_share: 1.0 / criteria.lat_outlier_factor,
+            higher_is_better: false,
+            unit: "us",
+        });
+        let title = format!("fabcheck mesh: {n} endpoints");
+        let page = heatmap::Page {
+            title: &title,
+            verdict,
+            params: &params,
+            endpoints: &run.names,
+            nodes: &nodes,
+            cells: &cells,
+            bw,
+            lat,
+            suspects: &doc.suspects,
+        };
+        pair::side_file(path, "the heat map", "--html", &heatmap::html(&page), pass)?;
+    }
+    Ok(if pass { Outcome::Pass } else { Outcome::Fail })
+}
+
+/// The pair records as they come: into the spool (for the JSON), the `--csv` file, and the
+/// count of failed pair records progress reports (per pass, by difference).
+struct Records {
+    spool: spool::Spool,
+    csv: Option<CsvFile>,
+    bad: usize,
+}
+
+impl Records {
+    fn push(&mut self, record: PairRecord) {
+        self.bad += usize::from(record.verdict != Verdict::Pass);
+        if let Some(csv) = &mut self.csv {
+            csv.push(&record);
+        }
+        self.spool.push(record);
+    }
+}
+
+/// `--csv FILE`, written as the pairs come (a large mesh's rows never sit in memory) to a
+/// temporary file beside FILE, renamed over it at the end; removed if the run ends early.
+struct CsvFile {
+    path: PathBuf,
+    tmp: PathBuf,
+    out: Result<std::io::BufWriter<std::fs::File>, String>,
+    done: bool,
+}
+
+impl CsvFile {
+    fn create(path: &std::path::Path) -> CsvFile {
+        let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "mesh.csv".into());
+        let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
+        let out = std::fs::File::create(&tmp).map(|f| std::io::BufWriter::with_capacity(1 << 16, f)).map_err(|e| e.to_string());
+        let mut file = CsvFile { path: path.to_path_buf(), tmp, out, done: false };
+        file.write(&csv::header());
+        file
+    }
+
+    fn write(&mut self, text: &str) {
+        if let Ok(w) = &mut self.out {
+            if let Err(e) = w.write_all(text.as_bytes()) {
+                self.out = Err(e.to_string());
+            }
+        }
+    }
+
+    fn push(&mut self, record: &PairRecord) {
+        self.write(&csv::rows(record));
+    }
+
+    /// Flushes and renames the file into place.
+    fn finish(mut self) -> Result<(), String> {
+        let out = std::mem::replace(&mut self.out, Err(String::new()))?;
+        let file = out.into_inner().map_err(|e| e.error().to_string())?;
+        file.sync_all().map_err(|e| e.to_string())?;
+        std::fs::rename(&self.tmp, &self.path).map_err(|e| e.to_string())?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for CsvFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+/// The run's parameters as the heat map shows them.
+fn params(run: &MeshConfig, pattern: Option<&PatternDoc>) -> Vec<(String, String)> {
+    let mut tests: Vec<&PlannedTest> = Vec::new();
+    for t in &run.plan {
+        if !tests.iter().any(|x| x.spec.test == t.spec.test) {
+            tests.push(t);
+        }
+    }
+    // One figure for all tests when they agree, else each test's.
+    let per_test = |f: &dyn Fn(&PlannedTest) -> String| -> String {
+        let values: Vec<String> = tests.iter().map(|t| f(t)).collect();
+        if values.windows(2).all(|w| w[0] == w[1]) {
+            values.first().cloned().unwrap_or_default()
+        } else {
+            tests.iter().zip(&values).map(|(t, v)| format!("{v} ({})", t.spec.test.name())).collect::<Vec<_>>().join(", ")
+        }
+    };
+    let mut directions: Vec<&str> = Vec::new();
+    for t in &run.plan {
+        if !t.spec.test.is_latency() && !directions.contains(&t.direction.name()) {
+            directions.push(t.direction.name());
+        }
+    }
+    let mut out = vec![
+        ("tests".to_string(), tests.iter().map(|t| t.spec.test.name()).collect::<Vec<_>>().join(", ")),
+        ("size".to_string(), per_test(&|t| format!("{} B", t.spec.size))),
+        (
+            "iterations".to_string(),
+            per_test(&|t| t.spec.duration_ms.map_or_else(|| t.spec.iters.to_string(), |ms| format!("{} s (duration)", ms as f64 / 1000.0))),
+        ),
+        ("QPs".to_string(), per_test(&|t| t.spec.qps.to_string())),
+    ];
+    if !directions.is_empty() {
+        out.push(("bandwidth directions".into(), directions.join(", ")));
+    }
+    if let Some(p) = pattern {
+        let mut text = format!("{}, {} rounds", p.name, p.rounds);
+        if let Some(seed) = p.seed {
+            text.push_str(&format!(", seed {seed}"));
+        }
+        if let Some(l) = p.leaves {
+            text.push_str(&format!(", {l} endpoints placed on leaves"));
+        }
+        out.push(("pattern".into(), text));
+    }
+    out.push(("threshold".into(), format!("{}% of the expected rate", units::sig3(100.0 * run.pair_criteria.bw_fraction))));
+    out
+}
+
+/// What the bandwidth colours are measured against: the expected capacity when known, else
+/// the median pair (as the analysis judges).
+fn bw_scale(c: &Criteria, median_bw: Option<f64>) -> Option<heatmap::Scale> {
+    let (reference, basis, pass_share) = match (c.expected_bw_gbps, median_bw) {
+        (Some(e), _) => (e, "the expected capacity (the slowest endpoint's link, or PCIe where smaller)", c.bw_fraction),
+        (None, Some(m)) => (m, "the median pair (no link rate is known: Soft-RoCE, or a port that reports none)", c.outlier_fraction),
+        (None, None) => return None,
+    };
+    Some(heatmap::Scale { reference, basis: basis.into(), pass_share, higher_is_better: true, unit: "Gb/s" })
+}
+
+/// Each measured pair once, its latest measure standing for it (first pass, zoom-in, then
+/// retests), judged as the analysis judges it.
+fn cells(measured: &[PairMeasure], c: &Criteria, median_bw: Option<f64>, median_lat: Option<f64>) -> Vec<heatmap::Cell> {
+    let mut at: HashMap<(usize, usize), usize> = HashMap::with_capacity(measured.len());
+    let mut out: Vec<heatmap::Cell> = Vec::with_capacity(measured.len());
+    for m in measured {
+        let cell = heatmap::Cell {
+            a: m.a,
+            b: m.b,
+            bw_gbps: m.bw_gbps,
+            lat_us: m.lat_us,
+            failed: m.failed,
+            bad: analysis::is_bad(m, c, median_bw, median_lat),
+        };
+        match at.get(&(m.a.min(m.b), m.a.max(m.b))) {
+            Some(&i) => out[i] = cell,
+            None => {
+                at.insert((m.a.min(m.b), m.a.max(m.b)), out.len());
+                out.push(cell);
+            }
+        }
+    }
+    out
 }
 
 /// Pair records by pass.
@@ -542,33 +733,6 @@ fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeas
     PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }
 
-/// The pair-by-pair matrix (`n` up to [`HEATMAP_MAX`]), or above it a block matrix: the
-/// endpoints in [`HEATMAP_MAX`] consecutive blocks, each cell the slowest pair measured between
-/// two blocks. Later measures (retests) replace earlier ones of the same pair.
-fn heat(names: &[String], measured: &[PairMeasure]) -> (Vec<String>, Vec<Vec<Option<f64>>>) {
-    let n = names.len();
-    if n <= HEATMAP_MAX {
-        return (names.to_vec(), bw_matrix(n, measured));
-    }
-    let per = n.div_ceil(HEATMAP_MAX);
-    let blocks = n.div_ceil(per);
-    let labels = (0..blocks).map(|b| format!("{}..{}", names[b * per], names[((b + 1) * per).min(n) - 1])).collect();
-    let mut latest: HashMap<(usize, usize), Option<f64>> = HashMap::with_capacity(measured.len());
-    for m in measured {
-        latest.insert((m.a.min(m.b), m.a.max(m.b)), m.bw_gbps);
-    }
-    let mut m: Vec<Vec<Option<f64>>> = vec![vec![None; blocks]; blocks];
-    for ((a, b), bw) in latest {
-        let (x, y) = (a / per, b / per);
-        if let Some(bw) = bw {
-            for (i, j) in [(x, y), (y, x)] {
-                m[i][j] = Some(m[i][j].map_or(bw, |v: f64| v.min(bw)));
-            }
-        }
-    }
-    (labels, m)
-}
-
 fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
     let mut m = vec![vec![None; n]; n];
     for meas in measured {
@@ -581,10 +745,12 @@ fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
 /// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
 /// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
 /// then retests (a later measure of a pair stands for it).
-fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria) -> String {
+fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria, quiet: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    if doc.endpoints.len() <= MATRIX_MAX {
+    if quiet {
+        // Only problems and the verdict.
+    } else if doc.endpoints.len() <= MATRIX_MAX {
         matrix_text(&mut out, doc, &bw_matrix(doc.endpoints.len(), measured));
     } else {
         summary_text(&mut out, doc, measured, c);
@@ -704,22 +870,22 @@ mod tests {
     }
 
     #[test]
-    fn heat_map_is_per_pair_up_to_the_limit_and_in_blocks_above() {
-        let names: Vec<String> = (0..4).map(|i| format!("n{i}")).collect();
-        let (labels, matrix) = heat(&names, &[m(0, 1, 100.0), m(0, 1, 190.0)]);
-        assert_eq!(labels, names);
-        assert_eq!(matrix[1][0], Some(190.0), "the retest stands for the pair");
+    fn a_retest_stands_for_its_pair_on_the_heat_map() {
+        let c = Criteria { expected_bw_gbps: Some(200.0), ..Criteria::default() };
+        let cells = cells(&[m(0, 1, 100.0), m(1, 2, 190.0), m(1, 0, 190.0)], &c, None, None);
+        assert_eq!(cells.len(), 2);
+        assert_eq!((cells[0].a, cells[0].b, cells[0].bw_gbps, cells[0].bad), (1, 0, Some(190.0), false));
+        assert!(!cells[1].bad);
+        assert!(cells_bad(&c));
+        let scale = bw_scale(&c, Some(150.0)).unwrap();
+        assert_eq!((scale.reference, scale.pass_share), (200.0, 0.9));
+        let scale = bw_scale(&Criteria::default(), Some(150.0)).unwrap();
+        assert_eq!((scale.reference, scale.pass_share), (150.0, 0.8));
+        assert!(bw_scale(&Criteria::default(), None).is_none());
+    }
 
-        let n = HEATMAP_MAX * 2 + 1;
-        let names: Vec<String> = (0..n).map(|i| format!("n{i}")).collect();
-        let (labels, matrix) = heat(&names, &[m(0, n - 1, 57.0), m(1, n - 2, 190.0), m(0, 1, 10.0)]);
-        assert!(labels.len() <= HEATMAP_MAX && matrix.len() == labels.len());
-        assert_eq!(labels[0], "n0..n2");
-        let last = labels.len() - 1;
-        assert_eq!(matrix[0][last], Some(57.0), "a block cell is the slowest pair between the blocks");
-        assert_eq!(matrix[last][0], Some(57.0));
-        assert_eq!(matrix[0][0], Some(10.0));
-        assert_eq!(matrix[1][1], None);
+    fn cells_bad(c: &Criteria) -> bool {
+        cells(&[m(0, 1, 170.0)], c, None, None)[0].bad
     }
 
     #[test]

@@ -7,22 +7,26 @@
 //! for every pair of a round.
 
 pub mod plan;
+pub mod plot;
 pub mod report;
 pub mod sequence;
 pub mod verdict;
 
-use crate::control::drive::{drive, Job};
+use crate::control::drive::{drive, Actions, Conversation, Job};
 use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
+use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::{Failure, Outcome};
+use crate::progress::{Event, Figure, Progress};
 use crate::spec::Conditions;
 use plan::PlannedTest;
 use report::{PairDoc, Side};
 use sequence::PairSequence;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// A pair run, validated: everything `run` needs, no flags.
 #[derive(Debug, Clone)]
@@ -36,9 +40,16 @@ pub struct PairConfig {
     pub conditions: Conditions,
     pub test_timeout: Duration,
     pub json: bool,
+    /// Human output: only problems and the verdict (no table of passing rows).
+    pub quiet: bool,
+    /// `--csv FILE`: every result as a CSV row.
+    pub csv: Option<PathBuf>,
+    /// `--svg FILE`: size against bandwidth and latency.
+    pub svg: Option<PathBuf>,
 }
 
-pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
+/// Runs the pair, telling `progress` of each test as it finishes.
+pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<Outcome, Failure> {
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
@@ -51,10 +62,12 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     let roles = [CmRole::Connect, CmRole::Listen];
     let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions));
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
-    let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
+    let told = Told { seq: sequence, teller: Teller::new(&config.plan), progress };
+    let mut jobs = [Job { links: links.to_vec(), conversation: told }];
     drive(&mut hub, &mut jobs, 1)?;
     hub.close_all();
-    let [Job { conversation: done, .. }] = jobs;
+    let [Job { conversation: Told { seq: done, progress, .. }, .. }] = jobs;
+    progress.done();
     if let Some(f) = done.could_not_run {
         return Err(f);
     }
@@ -71,9 +84,124 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
         crate::report::print_json(&doc);
     } else {
         crate::report::output::note_warning(doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning));
-        crate::report::print_human(&report::human(&doc));
+        crate::report::print_human(&report::human(&doc, config.quiet));
     }
-    Ok(if verdict == crate::diagnose::Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+    // The side files after the results, so one that cannot be written loses nothing else.
+    let pass = verdict == crate::diagnose::Verdict::Pass;
+    if let Some(path) = &config.csv {
+        side_file(path, "the CSV", "--csv", &plot::csv(&doc.results), pass)?;
+    }
+    if let Some(path) = &config.svg {
+        side_file(path, "the plot", "--svg", &plot::svg(&doc, config.criteria.bw_fraction), pass)?;
+    }
+    Ok(if pass { Outcome::Pass } else { Outcome::Fail })
+}
+
+/// Writes a side file (`--csv`, `--svg`, `--html`) after the results. One that cannot be written
+/// makes a passing run exit 2 (it could not do all it was asked, and CI notices the missing
+/// file); a failed run stays a failed run (exit 1), with the error on stderr.
+pub(crate) fn side_file(path: &std::path::Path, what: &str, flag: &str, text: &str, pass: bool) -> Result<(), Failure> {
+    let Err(e) = crate::report::output::write_file(path, text.as_bytes()) else { return Ok(()) };
+    side_file_failed(path, what, flag, &e.to_string(), pass)
+}
+
+/// A side file could not be written: exit 2 for a passing run, a line on stderr for a failed one.
+pub(crate) fn side_file_failed(path: &std::path::Path, what: &str, flag: &str, error: &str, pass: bool) -> Result<(), Failure> {
+    let failure = Failure::new(
+        format!("the results above stand, but {what} could not be written to {}: {error}", path.display()),
+        format!("give a writable path to {flag}"),
+    );
+    if pass {
+        return Err(failure);
+    }
+    eprintln!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy);
+    Ok(())
+}
+
+/// Tells progress of each finished step: one test at one size, in every direction it runs (a
+/// sweep's sizes are its steps). Pure: fed the results so far.
+#[derive(Debug, Clone)]
+pub(crate) struct Teller {
+    /// Results per step, from the plan: consecutive tests of one kind and size.
+    steps: Vec<usize>,
+    step: usize,
+    told: usize,
+}
+
+impl Teller {
+    pub(crate) fn new(plan: &[PlannedTest]) -> Teller {
+        let mut steps: Vec<usize> = Vec::new();
+        let mut last = None;
+        for t in plan {
+            let key = (t.spec.test, t.spec.size);
+            if last == Some(key) {
+                *steps.last_mut().expect("a step") += 1;
+            } else {
+                steps.push(1);
+                last = Some(key);
+            }
+        }
+        Teller { steps, step: 0, told: 0 }
+    }
+
+    /// Tells of every step `results` completes (all of them once `done`: a failed test ends
+    /// the plan early).
+    pub(crate) fn tell(&mut self, results: &[report::TestResult], done: bool, progress: &mut dyn Progress) {
+        while self.told < results.len() {
+            let want = self.steps.get(self.step).copied().unwrap_or(1);
+            let end = (self.told + want).min(results.len());
+            if end - self.told < want && !done {
+                return;
+            }
+            let group = &results[self.told..end];
+            let figures: Vec<Figure> = group
+                .iter()
+                .map(|r| Figure { direction: r.direction.name(), bw_gbps: r.bw_gbps, lat_us: r.lat_us.map(|l| l.p50), failed: r.error.is_some() })
+                .collect();
+            self.step += 1;
+            self.told = end;
+            let steps = self.steps.len().max(self.step);
+            progress.event(&Event::Test { step: self.step, steps, test: group[0].test, size: group[0].size, figures: &figures });
+        }
+    }
+}
+
+/// `pair`'s sequence, telling progress as its results come in.
+struct Told<'p> {
+    seq: PairSequence,
+    teller: Teller,
+    progress: &'p mut dyn Progress,
+}
+
+impl Told<'_> {
+    fn tell(&mut self) {
+        self.teller.tell(&self.seq.results, self.seq.is_done(), self.progress);
+    }
+}
+
+impl Conversation for Told<'_> {
+    fn start(&mut self, now: Instant, act: &mut Actions) {
+        self.seq.start(now, act);
+        self.tell();
+    }
+    fn on_reply(&mut self, side: usize, reply: Reply, now: Instant, act: &mut Actions) {
+        self.seq.on_reply(side, reply, now, act);
+        self.tell();
+    }
+    fn on_lost(&mut self, side: usize, failure: Failure, now: Instant, act: &mut Actions) {
+        self.seq.on_lost(side, failure, now, act);
+        self.tell();
+    }
+    fn on_deadline(&mut self, now: Instant, act: &mut Actions) {
+        self.seq.on_deadline(now, act);
+        self.tell();
+    }
+    fn deadline(&self) -> Option<Instant> {
+        self.seq.deadline()
+    }
+    fn is_done(&self) -> bool {
+        self.seq.is_done()
+    }
 }
 
 /// Where a test runs on one endpoint, as the agent is told.
@@ -96,5 +224,65 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         sl: e.conditions.sl,
         pcie_gbps: e.pcie_gbps,
         trained_low: e.trained_low.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pair::plan::{Direction, PlanInput};
+    use crate::pair::report::TestResult;
+    use crate::spec::TestKind;
+
+    fn input(tests: Vec<TestKind>, sweep: bool) -> PlanInput {
+        PlanInput { tests, size: None, sweep, iters: Some(10), duration_ms: None, qps: 1, directions: None, stall_timeout_ms: 5000 }
+    }
+
+    fn result(t: &PlannedTest, failed: bool) -> TestResult {
+        TestResult {
+            test: t.spec.test,
+            direction: t.direction,
+            size: t.spec.size,
+            iterations: 10,
+            qps: 1,
+            lat_us: None,
+            bw_gbps: (!failed).then_some(100.0),
+            peak_gbps: None,
+            msg_rate_mpps: None,
+            counters: Default::default(),
+            error: failed.then(|| "retry exceeded".into()),
+            remedy: None,
+        }
+    }
+
+    #[test]
+    fn a_step_is_a_test_at_one_size_in_every_direction() {
+        let plan = plan::build(&input(vec![TestKind::WriteBw], true)).unwrap();
+        assert_eq!(plan.len(), 23 * 3);
+        let mut teller = Teller::new(&plan);
+        let mut lines: Vec<String> = Vec::new();
+        let results: Vec<TestResult> = plan.iter().map(|t| result(t, false)).collect();
+        // Two directions of the first size: nothing yet; the third completes the step.
+        teller.tell(&results[..2], false, &mut lines);
+        assert!(lines.is_empty());
+        teller.tell(&results[..4], false, &mut lines);
+        assert_eq!(lines, ["[1/23] write_bw 2 B: a->b 100.0 Gb/s, b->a 100.0 Gb/s, bidi 100.0 Gb/s"]);
+        teller.tell(&results, true, &mut lines);
+        assert_eq!(lines.len(), 23);
+        assert!(lines[22].starts_with("[23/23] write_bw 8388608 B:"), "{}", lines[22]);
+    }
+
+    #[test]
+    fn a_failed_test_ends_the_plan_and_its_step_is_told() {
+        let plan = plan::build(&PlanInput {
+            directions: Some(vec![Direction::AtoB, Direction::BtoA]),
+            ..input(vec![TestKind::WriteBw, TestKind::ReadBw], false)
+        })
+        .unwrap();
+        let mut teller = Teller::new(&plan);
+        let mut lines: Vec<String> = Vec::new();
+        let results = vec![result(&plan[0], false), result(&plan[1], false), result(&plan[2], true)];
+        teller.tell(&results, true, &mut lines);
+        assert_eq!(lines, ["[1/2] write_bw 65536 B: a->b 100.0 Gb/s, b->a 100.0 Gb/s", "[2/2] read_bw 65536 B: FAILED"]);
     }
 }

@@ -86,9 +86,11 @@ fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -
     }
 }
 
-pub fn human(doc: &PairDoc) -> String {
+/// The human report. `quiet`: only problems (failed tests, error and warning findings) and the
+/// verdict.
+pub fn human(doc: &PairDoc, quiet: bool) -> String {
     let mut out = String::new();
-    for (name, s) in [("A", &doc.a), ("B", &doc.b)] {
+    for (name, s) in [("A", &doc.a), ("B", &doc.b)].into_iter().filter(|_| !quiet) {
         let _ = writeln!(
             out,
             "{name}  {} {}/{}  {}  {}  gid {} {}  mtu {}  {}",
@@ -103,9 +105,14 @@ pub fn human(doc: &PairDoc) -> String {
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
     }
-    let _ = writeln!(out);
-    let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  result", "test", "dir", "size", "iters", "qps");
-    for r in &doc.results {
+    let shown: Vec<&TestResult> = doc.results.iter().filter(|r| !quiet || r.error.is_some()).collect();
+    if !shown.is_empty() {
+        if !quiet {
+            let _ = writeln!(out);
+        }
+        let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  result", "test", "dir", "size", "iters", "qps");
+    }
+    for r in shown {
         let result = if let Some(e) = &r.error {
             format!("FAILED: {e}")
         } else if let Some(l) = &r.lat_us {
@@ -127,13 +134,17 @@ pub fn human(doc: &PairDoc) -> String {
         };
         let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
     }
-    if !doc.findings.is_empty() {
+    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::diagnose::Severity::Info).collect();
+    if !findings.is_empty() && !out.is_empty() {
         let _ = writeln!(out);
     }
-    for f in &doc.findings {
+    for f in findings {
         let _ = writeln!(out, "{:<7} {:<20} {}", format!("{:?}", f.severity).to_uppercase(), f.id, f.message);
         let _ = writeln!(out, "        what to do: {}", f.remedy);
     }
-    let _ = writeln!(out, "\n{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
+    if !out.is_empty() {
+        let _ = writeln!(out);
+    }
+    let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out
 }

@@ -1,6 +1,7 @@
 //! Output: human tables and the contract's JSON documents, over serialize-only types.
 
 pub mod check;
+pub mod csv;
 pub mod devices;
 pub mod formats;
 pub mod gpu;
@@ -37,6 +38,23 @@ pub fn print_json<T: Serialize>(doc: &T) {
 /// every control character but newline and tab is shown escaped.
 pub fn print_human(text: &str) {
     output::emit(&printable(text));
+}
+
+/// Escapes text for HTML and SVG, in content and in attribute values.
+pub fn escape_xml(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => out.push_str(&c.escape_unicode().to_string()),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 /// `text` with control characters other than newline and tab written as `\u{..}` escapes.

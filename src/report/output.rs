@@ -100,6 +100,12 @@ pub fn emit(text: &str) {
     }
 }
 
+/// Writes a side file (`--html`, `--csv`, `--svg`) as `--output` is written: through a temporary
+/// file in the same directory and a rename, so a reader never sees half of it.
+pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_atomically(path, bytes)
+}
+
 fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "fabcheck".into());

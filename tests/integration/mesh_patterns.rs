@@ -215,3 +215,40 @@ fn bad_pattern_flags_are_usage_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("ibnetdiscover"));
 }
+
+#[test]
+fn a_heat_map_of_1000_endpoints_is_per_node_and_a_few_megabytes() {
+    let n = 1000;
+    let faults = Faults::at(n, false);
+    let cluster = Cluster::start(n, &faults, "html1000");
+    let (html, csv) = (cluster.dir.join("mesh.html"), cluster.dir.join("mesh.csv"));
+    let out = cluster.mesh(&["--json", "--pattern", "ring", "--progress", "--html", html.to_str().unwrap(), "--csv", csv.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON document, progress or not");
+    check("ring", &doc, &cluster.endpoints, &faults);
+    assert!(stderr.lines().any(|l| l.starts_with("round 2/2, ")), "{stderr}");
+
+    let size = std::fs::metadata(&html).unwrap().len();
+    eprintln!("heat map of {n} endpoints: {size} bytes");
+    assert!(size < 3 << 20, "the page of {n} endpoints is {size} bytes");
+    let text = std::fs::read_to_string(&html).unwrap();
+    let options = roxmltree::ParsingOptions { allow_dtd: true, ..Default::default() };
+    let page = roxmltree::Document::parse_with_options(&text, options).expect("well-formed XHTML");
+    let by_id = |id: &str| page.descendants().find(|n| n.attribute("id") == Some(id)).unwrap_or_else(|| panic!("no #{id}"));
+    assert_eq!(by_id("verdict").text(), Some("✕ FAIL"));
+    // Per node (the sim's hosts n00000..n00999, one endpoint each), sorted by host.
+    let rows: Vec<_> = by_id("nodes").children().filter(|r| r.has_tag_name("tr")).collect();
+    assert_eq!(rows.len(), 1 + n);
+    let hosts: Vec<&str> = rows[1..].iter().filter_map(|r| r.first_element_child().and_then(|c| c.text())).collect();
+    assert!(hosts.windows(2).all(|w| w[0] < w[1]), "sorted by host");
+    assert_eq!(page.descendants().filter(|e| matches!(e.attribute("class"), Some("tile" | "tile failed"))).count(), n);
+    assert!(!text.contains("class=\"cell"), "no endpoint matrix at {n}");
+    let slow = format!("n{:05}", faults.slow_node);
+    let row = rows.iter().find(|r| r.first_element_child().and_then(|c| c.text()) == Some(slow.as_str())).unwrap();
+    assert_eq!(row.children().rfind(|c| c.is_element()).and_then(|c| c.text()), Some("▶ yes"), "the slow node is marked");
+
+    // The CSV: one row per pair record (one test each).
+    let rows = std::fs::read_to_string(&csv).unwrap().lines().count();
+    assert_eq!(rows, 1 + doc["pairs"].as_array().unwrap().len());
+}
