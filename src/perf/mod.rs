@@ -2,9 +2,11 @@
 //!
 //! Inside a measured loop: no allocation (sample and mark buffers are sized before), no
 //! locks (flags are relaxed atomics), no logging or formatting, busy polling, pre-built
-//! work requests, selective signaling, post lists, monotonic clock.
+//! work requests, selective signaling, post lists; the latency loops read the TSC where its
+//! rate is constant (`clock`), the bandwidth loops the monotonic clock once per batch.
 
 pub mod bandwidth;
+pub mod clock;
 pub mod counters;
 pub mod gid;
 pub mod latency;
@@ -69,6 +71,8 @@ pub enum PerfError {
     Memlock { source: VerbsError, limit: Option<u64> },
     #[error("no progress for {waited_ms} ms while {what}")]
     Stalled { what: &'static str, waited_ms: u64 },
+    #[error("cannot pin the test to a CPU: {why}")]
+    Cpu { why: String, allowed: String },
     #[error("aborted")]
     Aborted,
 }
@@ -97,6 +101,7 @@ impl PerfError {
             PerfError::Stalled { .. } => {
                 "the peer stopped answering: check that its agent is alive, the link is up, and the GIDs route to each other".into()
             }
+            PerfError::Cpu { allowed, .. } => format!("name CPUs this node lets fabcheck use ({allowed}) in --cpu A,B, or give --cpu none"),
             PerfError::Aborted => "the run was interrupted".into(),
         }
     }
