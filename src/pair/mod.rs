@@ -34,8 +34,49 @@ pub struct PairConfig {
     pub gid_index: Option<u8>,
     pub cm: bool,
     pub conditions: Conditions,
+    /// Where each agent's measured loop runs (`--cpu`).
+    pub cpu: CpuChoice,
     pub test_timeout: Duration,
     pub json: bool,
+}
+
+/// `pair --cpu`: which CPU each end's measured loop is pinned to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuChoice {
+    /// Each agent picks a CPU near its adapter; two ends on one host get distinct CPUs.
+    #[default]
+    Auto,
+    /// Not pinned: where the scheduler puts it.
+    Off,
+    /// Endpoint A's loop on the first, B's on the second.
+    Pin([u32; 2]),
+}
+
+impl CpuChoice {
+    /// `auto`, `none`, `N` (both ends, each on its own host) or `A,B`.
+    pub fn parse(text: &str) -> Result<CpuChoice, String> {
+        let cpu = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("--cpu '{text}': '{s}' is not a CPU number"));
+        match text.trim() {
+            "auto" => Ok(CpuChoice::Auto),
+            "none" | "off" => Ok(CpuChoice::Off),
+            t => match t.split_once(',') {
+                Some((a, b)) => Ok(CpuChoice::Pin([cpu(a)?, cpu(b)?])),
+                None => {
+                    let n = cpu(t)?;
+                    Ok(CpuChoice::Pin([n, n]))
+                }
+            },
+        }
+    }
+
+    /// The placement asked of side `side` (0 = A), in its test conditions.
+    pub fn apply(self, conditions: &mut Conditions, side: usize, same_host: bool) {
+        (conditions.cpu, conditions.cpu_slot) = match self {
+            CpuChoice::Auto => (None, Some(if same_host { side as u8 } else { 0 })),
+            CpuChoice::Off => (None, None),
+            CpuChoice::Pin(cpus) => (Some(cpus[side]), None),
+        };
+    }
 }
 
 pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
@@ -45,11 +86,17 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
     let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
-    if let Some(f) = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?.into_iter().find_map(|r| r.failure) {
+    let reached = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?;
+    let same_host = reached[0].host == reached[1].host;
+    if let Some(f) = reached.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
-    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions));
+    let targets = [0, 1].map(|i| {
+        let mut t = target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions);
+        config.cpu.apply(&mut t.conditions, i, same_host);
+        t
+    });
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
     let mut jobs = [Job { links: links.to_vec(), conversation: sequence }];
     drive(&mut hub, &mut jobs, 1)?;
@@ -94,7 +141,32 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         mtu: Some(e.mtu),
         tclass: e.conditions.tclass,
         sl: e.conditions.sl,
+        cpu: e.conditions.cpu,
         pcie_gbps: e.pcie_gbps,
         trained_low: e.trained_low.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpu_choice_per_side() {
+        let placed = |choice: CpuChoice, same_host: bool| {
+            [0, 1].map(|side| {
+                let mut c = Conditions::default();
+                choice.apply(&mut c, side, same_host);
+                (c.cpu, c.cpu_slot)
+            })
+        };
+        assert_eq!(placed(CpuChoice::Auto, true), [(None, Some(0)), (None, Some(1))], "one host: distinct CPUs");
+        assert_eq!(placed(CpuChoice::Auto, false), [(None, Some(0)), (None, Some(0))]);
+        assert_eq!(placed(CpuChoice::Off, true), [(None, None), (None, None)]);
+        assert_eq!(placed(CpuChoice::Pin([4, 7]), true), [(Some(4), None), (Some(7), None)]);
+        // Old agents ignore the fields; a target without them deserialises unpinned.
+        let c: Conditions = serde_json::from_str("{}").unwrap();
+        assert_eq!((c.cpu, c.cpu_slot), (None, None));
+        assert_eq!(serde_json::to_string(&Conditions::default()).unwrap(), "{}");
     }
 }

@@ -253,6 +253,14 @@ pub struct Conditions {
     /// unsupported).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub relaxed_ordering: bool,
+    /// The CPU the measured loop runs on: asked for (`pair --cpu`) in a target, the one the
+    /// agent pinned its loop to in an endpoint. `None` in both: not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u32>,
+    /// Let the agent pin the loop itself: to the `n`th CPU (wrapping) of those near the adapter
+    /// that it may use; two ends on one host are given 0 and 1. Ignored when `cpu` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_slot: Option<u8>,
 }
 
 impl Conditions {
