@@ -49,13 +49,13 @@ pub enum CpuChoice {
     /// Not pinned: where the scheduler puts it.
     Off,
     /// Endpoint A's loop on the first, B's on the second.
-    Pin([u32; 2]),
+    Pin([u16; 2]),
 }
 
 impl CpuChoice {
     /// `auto`, `none`, `N` (both ends, each on its own host) or `A,B`.
     pub fn parse(text: &str) -> Result<CpuChoice, String> {
-        let cpu = |s: &str| s.trim().parse::<u32>().map_err(|_| format!("--cpu '{text}': '{s}' is not a CPU number"));
+        let cpu = |s: &str| s.trim().parse::<u16>().map_err(|_| format!("--cpu '{text}': '{s}' is not a CPU number"));
         match text.trim() {
             "auto" => Ok(CpuChoice::Auto),
             "none" | "off" => Ok(CpuChoice::Off),
@@ -69,9 +69,9 @@ impl CpuChoice {
         }
     }
 
-    /// The placement asked of side `side` (0 = A), in its test conditions.
-    pub fn apply(self, conditions: &mut Conditions, side: usize, same_host: bool) {
-        (conditions.cpu, conditions.cpu_slot) = match self {
+    /// The placement asked of side `side` (0 = A), in its target.
+    pub fn apply(self, target: &mut Target, side: usize, same_host: bool) {
+        (target.conditions.cpu, target.cpu_slot) = match self {
             CpuChoice::Auto => (None, Some(if same_host { side as u8 } else { 0 })),
             CpuChoice::Off => (None, None),
             CpuChoice::Pin(cpus) => (Some(cpus[side]), None),
@@ -94,7 +94,7 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
     let roles = [CmRole::Connect, CmRole::Listen];
     let targets = [0, 1].map(|i| {
         let mut t = target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions);
-        config.cpu.apply(&mut t.conditions, i, same_host);
+        config.cpu.apply(&mut t, i, same_host);
         t
     });
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
@@ -125,7 +125,7 @@ pub fn run(config: PairConfig) -> Result<Outcome, Failure> {
 
 /// Where a test runs on one endpoint, as the agent is told.
 pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>, conditions: Conditions) -> Target {
-    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions }
+    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions, cpu_slot: None }
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {
@@ -155,9 +155,9 @@ mod tests {
     fn cpu_choice_per_side() {
         let placed = |choice: CpuChoice, same_host: bool| {
             [0, 1].map(|side| {
-                let mut c = Conditions::default();
-                choice.apply(&mut c, side, same_host);
-                (c.cpu, c.cpu_slot)
+                let mut t = Target { device: None, port: None, gid_index: None, cm: None, conditions: Conditions::default(), cpu_slot: None };
+                choice.apply(&mut t, side, same_host);
+                (t.conditions.cpu, t.cpu_slot)
             })
         };
         assert_eq!(placed(CpuChoice::Auto, true), [(None, Some(0)), (None, Some(1))], "one host: distinct CPUs");
@@ -165,8 +165,8 @@ mod tests {
         assert_eq!(placed(CpuChoice::Off, true), [(None, None), (None, None)]);
         assert_eq!(placed(CpuChoice::Pin([4, 7]), true), [(Some(4), None), (Some(7), None)]);
         // Old agents ignore the fields; a target without them deserialises unpinned.
-        let c: Conditions = serde_json::from_str("{}").unwrap();
-        assert_eq!((c.cpu, c.cpu_slot), (None, None));
+        let t: Target = serde_json::from_str(r#"{"device":null,"port":null,"gid_index":null}"#).unwrap();
+        assert_eq!((t.conditions.cpu, t.cpu_slot), (None, None));
         assert_eq!(serde_json::to_string(&Conditions::default()).unwrap(), "{}");
     }
 }

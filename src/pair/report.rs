@@ -31,7 +31,7 @@ pub struct Side {
     pub sl: Option<u8>,
     /// The CPU this end's measured loop was pinned to (`--cpu`, or the agent's choice).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<u32>,
+    pub cpu: Option<u16>,
     /// Usable bandwidth of the adapter's PCIe link, Gb/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_gbps: Option<f64>,

@@ -66,7 +66,7 @@ fn record(plan: &mut Plan, i: u64, t0: u64, t1: u64) {
 /// The monotonic clock is read every 64 iterations only, so it stays out of the loop's cost.
 #[inline(always)]
 fn over(plan: &Plan, i: u64, clock: &LoopClock) -> bool {
-    matches!(plan.duration, Some(d) if i > plan.warmup && i % 64 == 0 && clock.started().elapsed() >= d)
+    matches!(plan.duration, Some(d) if i > plan.warmup && i.is_multiple_of(64) && clock.started().elapsed() >= d)
 }
 
 fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {

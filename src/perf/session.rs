@@ -117,8 +117,8 @@ impl Session {
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
         // Pinned before anything is allocated, so buffers and queues land on the loop's NUMA node.
-        let (pinned, unpin) = place(&device.name, &conditions)?;
-        (conditions.cpu, conditions.cpu_slot) = (pinned, None);
+        let (pinned, unpin) = place(&device.name, &conditions, target.cpu_slot)?;
+        conditions.cpu = pinned;
         if port.state != PortState::Active {
             let (message, remedy) = diagnose::explain_port(device, port);
             return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy });
@@ -382,8 +382,8 @@ fn cm_bind(
 /// Pins the calling thread (the one that will run the measured loop) as the conditions ask: a
 /// named CPU must be usable (else the test fails, naming the CPUs there are); an automatic
 /// choice is best effort. Returns the CPU pinned to and the affinity to restore.
-fn place(device: &str, conditions: &Conditions) -> Result<(Option<u32>, Option<nix::sched::CpuSet>), PerfError> {
-    let want = match (conditions.cpu, conditions.cpu_slot) {
+fn place(device: &str, conditions: &Conditions, slot: Option<u8>) -> Result<(Option<u16>, Option<nix::sched::CpuSet>), PerfError> {
+    let want = match (conditions.cpu, slot) {
         (Some(n), _) => Some(n as usize),
         (None, Some(slot)) => cpu::choose(&cpu::device_local(Path::new("/sys"), device), &cpu::allowed(), usize::from(slot)),
         (None, None) => None,
@@ -391,7 +391,7 @@ fn place(device: &str, conditions: &Conditions) -> Result<(Option<u32>, Option<n
     let Some(want) = want else { return Ok((None, None)) };
     let before = cpu::current();
     match cpu::pin(want) {
-        Ok(()) => Ok((Some(want as u32), before)),
+        Ok(()) => Ok((u16::try_from(want).ok(), before)),
         Err(why) if conditions.cpu.is_some() => Err(PerfError::Cpu { why, allowed: cpu::format_cpulist(&cpu::allowed()) }),
         Err(why) => {
             tracing::debug!(%why, "not pinned");
