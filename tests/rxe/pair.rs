@@ -367,11 +367,17 @@ fn measured_loops_are_pinned_where_asked() {
     let (out, doc) = pair(&["--tests", "send_lat", "--iters", "100", "--cpu", "0,1"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!((&doc["a"]["cpu"], &doc["b"]["cpu"]), (&Value::from(0), &Value::from(1)), "{}", doc);
-    // By default each agent picks; both ends on this host get distinct CPUs (the guest has 2).
+    // By default each agent picks: distinct CPUs for two ends on one host, and none on a host
+    // of fewer than 4 CPUs (the guest has 2), where the scheduler places the loops better.
     let (out, doc) = pair(&["--tests", "write_lat", "--iters", "100"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let (a, b) = (doc["a"]["cpu"].as_u64(), doc["b"]["cpu"].as_u64());
-    assert!(a.is_some() && b.is_some() && a != b, "a.cpu {a:?} b.cpu {b:?}");
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 4 {
+        assert_eq!((a, b), (None, None), "{cpus} CPUs: not pinned unless asked");
+    } else {
+        assert!(a.is_some() && b.is_some() && a != b, "a.cpu {a:?} b.cpu {b:?}");
+    }
     let (out, doc) = pair(&["--tests", "write_lat", "--iters", "100", "--cpu", "none"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(doc["a"].get("cpu").is_none() && doc["b"].get("cpu").is_none(), "{doc}");
