@@ -276,7 +276,7 @@ perftest_run() { # row mode out-file
 		# timeout (which passes the signal on to perftest) or ssh (the remote perftest then ends
 		# at its own timeout).
 		if ((REMOTE == 0)); then
-			"${PIN_B[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
+			"${RUN_PIN_B[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
 		else
 			# shellcheck disable=SC2086
 			$SSH_CMD -n "$HOST_B" "$(printf '%q ' timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port")" >"$out.srv" 2>&1 &
@@ -287,7 +287,7 @@ perftest_run() { # row mode out-file
 		for try in 1 2 3 4 5 6 7 8 9 10; do
 			sleep "$([[ $try -eq 1 ]] && echo 0.5 || echo 1)"
 			rc=0
-			on "$HOST_A" "${PIN_A[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" -p "$port" "$SERVER_ADDR" >"$out" 2>&1 || rc=$?
+			on "$HOST_A" "${RUN_PIN_A[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" -p "$port" "$SERVER_ADDR" >"$out" 2>&1 || rc=$?
 			((rc == 0)) && break
 			# Not listening yet: the server is still waiting, so dialing again is safe.
 			grep -q "Couldn't connect\|Unable to open file descriptor" "$out" || break
@@ -384,6 +384,8 @@ print(v("a", "gid_index", 0), v("b", "gid_index", 0), v("a", "cpu", "-"), v("b",
 # perftest with matched settings runs where fabcheck's loops run (taskset, as perftest users pin).
 PIN_A=()
 PIN_B=()
+RUN_PIN_A=()
+RUN_PIN_B=()
 if [[ $CPU_A != - && $CPU_B != - ]] && command -v taskset >/dev/null; then
 	PIN_A=(taskset -c "$CPU_A")
 	PIN_B=(taskset -c "$CPU_B")
@@ -415,8 +417,10 @@ for ((round = 1; round <= ROUNDS; round++)); do
 				if fabcheck_run "$r" "$out" && fabcheck_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
 			else
 				mode=${tool#perftest.}
-				if [[ $mode == matched ]]; then PA=("${PIN_A[@]}") PB=("${PIN_B[@]}"); else PA=() PB=(); fi
-				if PIN_A=("${PA[@]}") PIN_B=("${PB[@]}") perftest_run "$r" "$mode" "$out" &&
+				RUN_PIN_A=()
+				RUN_PIN_B=()
+				if [[ $mode == matched ]]; then RUN_PIN_A=("${PIN_A[@]}") RUN_PIN_B=("${PIN_B[@]}"); fi
+				if perftest_run "$r" "$mode" "$out" &&
 					perftest_samples "$round" "$r" "$tool" "$out"; then :; else FAILED=1; fi
 			fi
 			sample "$round" "$r" "$tool" retx $(($(retx_total) - retx_before))
