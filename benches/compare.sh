@@ -11,9 +11,12 @@ usage() {
 	cat <<'EOF'
 Usage: benches/compare.sh [OPTIONS]
 
-Runs fabcheck and perftest alternately on the same link, several rounds each, and prints per row
-fabcheck's figure, perftest's figure and the ratio fabcheck/perftest as min/median/max over the
-rounds (the ratio is taken within each round, then summarised).
+Runs fabcheck and perftest alternately on the same link, several rounds each (perftest twice a
+round: at its own defaults and given fabcheck's settings), and prints per row fabcheck's figure,
+perftest's figure and the ratio fabcheck/perftest as min/median/max over the rounds (the ratio is
+taken within each round, then summarised). The output ends with one line per row and perftest
+setting: `row=NAME fabcheck=MEDIAN perftest=MEDIAN ratio=MEDIAN_RATIO` (NAME: the row, with
+`:matched` when perftest had fabcheck's settings; write_bw_64's message rate is write_bw_64_rate).
 
   send_lat    fabcheck send_lat  p50      vs ib_send_lat  t_typical   2 B      target ratio <= 1.00
   write_lat   fabcheck write_lat p50      vs ib_write_lat t_typical   2 B      target ratio <= 1.00
@@ -24,9 +27,10 @@ rounds (the ratio is taken within each round, then summarised).
   send_bw     fabcheck send_bw   Gb/s     vs ib_send_bw   BW average  64 KiB   target ratio >= 1.00
 
 Options:
-  --rounds N            rounds of each pair (default 5); the order alternates between rounds
+  --rounds N            rounds (default 5, at least 1; use 5 or more); the order of the tools
+                        alternates between rounds
   --device NAME[:PORT]  RDMA device (default $FABCHECK_RXE_DEV, else rxe0)
-  --iters N             iterations of every test, both tools (default: 1000 latency, 1024 at
+  --iters N             iterations of every test, both tools (default: 2000 latency, 1024 at
                         64 KiB, 8192 at 64 B; rounded up to a multiple of the post list)
   --tests LIST          rows to run, comma separated (default all, names as above)
   --hosts HOST_A HOST_B two nodes instead of this one: `fabcheck pair HOST_A HOST_B`, perftest's
@@ -34,7 +38,11 @@ Options:
   --server-addr ADDR    address HOST_A's perftest client dials (default: HOST_B without user@)
   --gid-index N         GID index for both tools (default: the one fabcheck picks, read from its
                         JSON `a.gid_index` / `b.gid_index`)
-  --perftest-defaults   run perftest with its own defaults instead of fabcheck's queue settings
+  --perftest WHICH      defaults (perftest as people run it: ib_send_lat -s 2 -n N), matched
+                        (given fabcheck's settings, see docs/performance.md) or both (default)
+  --perftest-defaults   the same as --perftest defaults
+  --cpu A,B             passed to `fabcheck pair --cpu` (default: fabcheck's own choice); perftest
+                        is pinned to the same CPUs (taskset) when given
   --json FILE           also write every sample and the summary as JSON to FILE
   --fabcheck PATH       fabcheck on this node (default target/release/fabcheck, else PATH's)
   --remote-fabcheck P   fabcheck's path on ssh hosts (passed to `pair --remote-fabcheck`)
@@ -61,7 +69,8 @@ HOST_A=
 HOST_B=
 SERVER_ADDR=
 GID_INDEX=
-PT_DEFAULTS=0
+PT_MODES=(defaults matched)
+CPU=
 JSON_OUT=
 FABCHECK=
 REMOTE_FABCHECK=
@@ -83,7 +92,12 @@ while [[ $# -gt 0 ]]; do
 		HOST_A=$2; HOST_B=$3; shift 3 ;;
 	--server-addr) need_arg "$@"; SERVER_ADDR=$2; shift 2 ;;
 	--gid-index) need_arg "$@"; GID_INDEX=$2; shift 2 ;;
-	--perftest-defaults) PT_DEFAULTS=1; shift ;;
+	--perftest-defaults) PT_MODES=(defaults); shift ;;
+	--perftest)
+		need_arg "$@"
+		case $2 in defaults | matched) PT_MODES=("$2") ;; both) PT_MODES=(defaults matched) ;; *) die "--perftest: defaults, matched or both" ;; esac
+		shift 2 ;;
+	--cpu) need_arg "$@"; CPU=$2; shift 2 ;;
 	--json) need_arg "$@"; JSON_OUT=$2; shift 2 ;;
 	--fabcheck) need_arg "$@"; FABCHECK=$2; shift 2 ;;
 	--remote-fabcheck) need_arg "$@"; REMOTE_FABCHECK=$2; shift 2 ;;
@@ -139,10 +153,10 @@ bw_queue() {
 row_iters() {
 	local row=$1 n
 	if [[ -n $ITERS ]]; then n=$ITERS
-	elif is_lat "$row"; then n=1000
+	elif is_lat "$row"; then n=2000
 	elif ((ROW_SIZE[$row] <= 4096)); then n=8192
 	else n=1024; fi
-	if ! is_lat "$row" && ((PT_DEFAULTS == 0)); then
+	if ! is_lat "$row"; then
 		# perftest wants the iterations to be a multiple of its post list.
 		local q; read -r _ _ q <<<"$(bw_queue "${ROW_SIZE[$row]}")"
 		n=$(((n + q - 1) / q * q))
@@ -211,6 +225,7 @@ fabcheck_run() { # row out-file
 	args+=("$a" "$b" --device "$DEVICE" --tests "${ROW_TEST[$row]}" --size "${ROW_SIZE[$row]}"
 		--iters "$(row_iters "$row")" --direction ab --json)
 	[[ -z $GID_INDEX ]] || args+=(--gid-index "$GID_INDEX")
+	[[ -z $CPU ]] || args+=(--cpu "$CPU")
 	[[ -z $REMOTE_FABCHECK ]] || args+=(--remote-fabcheck "$REMOTE_FABCHECK")
 	local rc=0
 	timeout "$TOOL_TIMEOUT" "$FABCHECK" "${args[@]}" >"$out" 2>"$out.err" || rc=$?
@@ -221,11 +236,20 @@ fabcheck_run() { # row out-file
 	fi
 }
 
-# perftest flags beyond device, GID, size, iterations and port, for a row.
+# perftest flags beyond device, GID, size, iterations and port, for a row and a mode
+# (defaults: none; matched: fabcheck's settings).
 perftest_flags() {
-	local row=$1 size=${ROW_SIZE[$1]} flags=(-F)
+	local row=$1 mode=$2 size=${ROW_SIZE[$1]} flags=(-F)
 	is_lat "$row" || flags+=(--report_gbits)
-	if ((PT_DEFAULTS == 0)) && ! is_lat "$row"; then
+	if [[ $mode == matched ]] && is_lat "$row"; then
+		# fabcheck's latency loops: busy polling (perftest's default; no --use_event), a send
+		# completion every 16th send (perftest: every send, its tx depth being 1) and 2 B sends
+		# and writes inline (perftest refuses -I on devices it does not know, rxe among them:
+		# there it prints "Disabling it" and runs without). Write and read latency signal every
+		# WR in perftest whatever -Q says.
+		[[ ${ROW_TEST[$row]} != send_lat ]] || flags+=(-t 64 -Q 16)
+		[[ ${ROW_TEST[$row]} == read_lat ]] || flags+=(-I 220)
+	elif [[ $mode == matched ]]; then
 		# fabcheck's queue: depth, completion every cq_mod, chains of post_list WRs. perftest
 		# insists that its CQ moderation divides its post list, so it gets -Q = post list.
 		local depth cq pl
@@ -241,9 +265,9 @@ perftest_flags() {
 	printf '%s\n' "${flags[@]}"
 }
 
-perftest_run() { # row out-file
-	local row=$1 out=$2 tool=${ROW_TOOL[$1]} port srv_pid rc try attempt
-	local flags; mapfile -t flags <<<"$(perftest_flags "$row")"
+perftest_run() { # row mode out-file
+	local row=$1 mode=$2 out=$3 tool=${ROW_TOOL[$1]} port srv_pid rc try attempt
+	local flags; mapfile -t flags <<<"$(perftest_flags "$row" "$mode")"
 	local common=(-d "$DEV_NAME" -i "$DEV_PORT" -s "${ROW_SIZE[$row]}" -n "$(row_iters "$row")" "${flags[@]}")
 	for attempt in 1 2 3; do
 		SEQ=$((SEQ + 1))
@@ -252,7 +276,7 @@ perftest_run() { # row out-file
 		# timeout (which passes the signal on to perftest) or ssh (the remote perftest then ends
 		# at its own timeout).
 		if ((REMOTE == 0)); then
-			timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
+			"${RUN_PIN_B[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port" >"$out.srv" 2>&1 &
 		else
 			# shellcheck disable=SC2086
 			$SSH_CMD -n "$HOST_B" "$(printf '%q ' timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_B" -p "$port")" >"$out.srv" 2>&1 &
@@ -263,7 +287,7 @@ perftest_run() { # row out-file
 		for try in 1 2 3 4 5 6 7 8 9 10; do
 			sleep "$([[ $try -eq 1 ]] && echo 0.5 || echo 1)"
 			rc=0
-			on "$HOST_A" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" -p "$port" "$SERVER_ADDR" >"$out" 2>&1 || rc=$?
+			on "$HOST_A" "${RUN_PIN_A[@]}" timeout "$TOOL_TIMEOUT" "$tool" "${common[@]}" -x "$GID_A" -p "$port" "$SERVER_ADDR" >"$out" 2>&1 || rc=$?
 			((rc == 0)) && break
 			# Not listening yet: the server is still waiting, so dialing again is safe.
 			grep -q "Couldn't connect\|Unable to open file descriptor" "$out" || break
@@ -325,58 +349,79 @@ PY
 }
 
 # perftest's result row (the first line starting with the size) -> samples.
-perftest_samples() { # round row file
-	local rnd=$1 row=$2 file=$3 size=${ROW_SIZE[$2]} line
+perftest_samples() { # round row tool file
+	local rnd=$1 row=$2 tool=$3 file=$4 size=${ROW_SIZE[$2]} line
 	line=$(awk -v s="$size" '$1 == s && NF >= 5 { print; exit }' "$file")
 	[[ -n $line ]] || { say "${ROW_TOOL[$row]}: no result row for $size B in its output"; return 1; }
 	read -r -a f <<<"$line"
 	if is_lat "$row"; then
 		# #bytes #iterations t_min t_max t_typical t_avg t_stdev 99% 99.9%
-		sample "$rnd" "$row" perftest lat_us "${f[4]}"
-		sample "$rnd" "$row" perftest lat_min_us "${f[2]}"
-		sample "$rnd" "$row" perftest lat_p99_us "${f[7]:-nan}"
+		sample "$rnd" "$row" "$tool" lat_us "${f[4]}"
+		sample "$rnd" "$row" "$tool" lat_min_us "${f[2]}"
+		sample "$rnd" "$row" "$tool" lat_p99_us "${f[7]:-nan}"
 	else
 		# #bytes #iterations BW_peak BW_average MsgRate
-		sample "$rnd" "$row" perftest gbps "${f[3]}"
-		sample "$rnd" "$row" perftest mpps "${f[4]}"
+		sample "$rnd" "$row" "$tool" gbps "${f[3]}"
+		sample "$rnd" "$row" "$tool" mpps "${f[4]}"
 	fi
 }
 
 # ----------------------------------------------------------------------------- run
 
-# GID indexes: as given, else the ones fabcheck picks (also warms both tools' binaries up).
+# GID indexes (and the CPUs fabcheck pins its loops to): as given, else the ones fabcheck picks
+# (the first run also warms both tools' binaries up).
 GID_A=${GID_INDEX:-}
 GID_B=${GID_INDEX:-}
-if [[ -z $GID_INDEX ]]; then
-	probe=$WORK/probe.json
-	if ! fabcheck_run send_lat "$probe" || ! GIDS=$(python3 -c '
+probe=$WORK/probe.json
+fabcheck_run send_lat "$probe" || die "fabcheck could not run a first test on $DEVICE; see above"
+read -r PROBE_GID_A PROBE_GID_B CPU_A CPU_B <<<"$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-a, b = d["a"].get("gid_index"), d["b"].get("gid_index")
-print(0 if a is None else a, 0 if b is None else b)' "$probe"); then
-		die "fabcheck could not run a first test on $DEVICE; see above"
-	fi
-	read -r GID_A GID_B <<<"$GIDS"
+v = lambda s, k, none: none if d[s].get(k) is None else d[s][k]
+print(v("a", "gid_index", 0), v("b", "gid_index", 0), v("a", "cpu", "-"), v("b", "cpu", "-"))' "$probe")" ||
+	die "fabcheck's first test gave no endpoints; see $probe"
+[[ -n $GID_INDEX ]] || { GID_A=$PROBE_GID_A; GID_B=$PROBE_GID_B; }
+# perftest with matched settings runs where fabcheck's loops run (taskset, as perftest users pin).
+PIN_A=()
+PIN_B=()
+RUN_PIN_A=()
+RUN_PIN_B=()
+if [[ $CPU_A != - && $CPU_B != - ]] && command -v taskset >/dev/null; then
+	PIN_A=(taskset -c "$CPU_A")
+	PIN_B=(taskset -c "$CPU_B")
 fi
 
 where=$([[ $REMOTE -eq 1 ]] && echo "$HOST_A -> $HOST_B" || echo "$(hostname) (one node, loopback)")
-say "device $DEVICE on $where; GID index a=$GID_A b=$GID_B; $ROUNDS rounds; perftest $([[ $PT_DEFAULTS -eq 1 ]] && echo "at its defaults" || echo "with fabcheck's queue settings")"
+say "device $DEVICE on $where; GID index a=$GID_A b=$GID_B; fabcheck's loops on CPUs a=$CPU_A b=$CPU_B; $ROUNDS rounds; perftest: ${PT_MODES[*]}"
 for r in "${ROWS[@]}"; do
-	say "  $r: fabcheck ${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} $(perftest_flags "$r" | tr '\n' ' ')"
+	for m in "${PT_MODES[@]}"; do
+		say "  $r: fabcheck ${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} ($m) $(perftest_flags "$r" "$m" | tr '\n' ' ')"
+	done
 done
 
+TOOLS=(fabcheck)
+for m in "${PT_MODES[@]}"; do TOOLS+=("perftest.$m"); done
 started=$SECONDS
 for ((round = 1; round <= ROUNDS; round++)); do
 	for r in "${ROWS[@]}"; do
-		# Alternate who goes first, so warm caches or a drifting machine favour neither.
-		if ((round % 2 == 1)); then order=(fabcheck perftest); else order=(perftest fabcheck); fi
+		# Alternate the order, so warm caches or a drifting machine favour no tool.
+		order=("${TOOLS[@]}")
+		if ((round % 2 == 0)); then
+			order=()
+			for ((k = ${#TOOLS[@]} - 1; k >= 0; k--)); do order+=("${TOOLS[k]}"); done
+		fi
 		for tool in "${order[@]}"; do
 			out=$WORK/$round.$r.$tool
 			retx_before=$(retx_total)
 			if [[ $tool == fabcheck ]]; then
 				if fabcheck_run "$r" "$out" && fabcheck_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
 			else
-				if perftest_run "$r" "$out" && perftest_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
+				mode=${tool#perftest.}
+				RUN_PIN_A=()
+				RUN_PIN_B=()
+				if [[ $mode == matched ]]; then RUN_PIN_A=("${PIN_A[@]}") RUN_PIN_B=("${PIN_B[@]}"); fi
+				if perftest_run "$r" "$mode" "$out" &&
+					perftest_samples "$round" "$r" "$tool" "$out"; then :; else FAILED=1; fi
 			fi
 			sample "$round" "$r" "$tool" retx $(($(retx_total) - retx_before))
 		done
@@ -386,18 +431,20 @@ done
 
 # ----------------------------------------------------------------------------- report
 
-META=$(printf '%s\n' "device=$DEVICE" "where=$where" "rounds=$ROUNDS" \
-	"perftest_settings=$([[ $PT_DEFAULTS -eq 1 ]] && echo defaults || echo matched)" \
+META=$(printf '%s\n' "device=$DEVICE" "where=$where" "rounds=$ROUNDS" "perftest_settings=${PT_MODES[*]}" \
+	"cpus=a:$CPU_A b:$CPU_B" "load=$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo '?')" \
 	"fabcheck=$("$FABCHECK" --version 2>/dev/null | head -n 1 || echo unknown)" \
 	"perftest=$(dpkg-query -W -f='${Version}' perftest 2>/dev/null || echo unknown)" \
 	"kernel=$(uname -r)" "in_vm=${FABCHECK_IN_VM:-0}" "date=$(date -u +%Y-%m-%dT%H:%M:%SZ)")
 for r in "${ROWS[@]}"; do
-	META+=$'\n'"row.$r=${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} $(perftest_flags "$r" | tr '\n' ' ')"
+	for m in "${PT_MODES[@]}"; do
+		META+=$'\n'"row.$r.$m=${ROW_TEST[$r]} ${ROW_SIZE[$r]} B x $(row_iters "$r") | ${ROW_TOOL[$r]} $(perftest_flags "$r" "$m" | tr '\n' ' ')"
+	done
 done
 
-COMPARE_META=$META python3 - "$SAMPLES" "$JSON_OUT" "${ROWS[*]}" <<'PY'
+COMPARE_META=$META python3 - "$SAMPLES" "$JSON_OUT" "${ROWS[*]}" "${PT_MODES[*]}" <<'PY'
 import json, os, statistics, sys
-samples_path, json_out, rows = sys.argv[1], sys.argv[2], sys.argv[3].split()
+samples_path, json_out, rows, modes = sys.argv[1], sys.argv[2], sys.argv[3].split(), sys.argv[4].split()
 meta = dict(l.split("=", 1) for l in os.environ["COMPARE_META"].splitlines() if "=" in l)
 data = {}
 for line in open(samples_path):
@@ -408,17 +455,17 @@ for line in open(samples_path):
         continue
     data.setdefault((row, metric), {}).setdefault(tool, {})[int(rnd)] = v
 
-# (row, metric, what is compared, unit, lower is better)
+# (row, metric, machine name, what is compared, unit, lower is better)
 lines = []
 for row in rows:
     test = row.replace("_64", "")
     if row.endswith("_lat"):
-        lines.append((row, "lat_us", f"{test} 2 B | ib_{test}", "us", True))
+        lines.append((row, "lat_us", row, f"{test} 2 B | ib_{test}", "us", True))
     elif row == "write_bw_64":
-        lines.append((row, "gbps", f"{test} 64 B | ib_{test}", "Gb/s", False))
-        lines.append((row, "mpps", f"{test} 64 B rate | ib_{test}", "Mpps", False))
+        lines.append((row, "gbps", row, f"{test} 64 B | ib_{test}", "Gb/s", False))
+        lines.append((row, "mpps", row + "_rate", f"{test} 64 B rate | ib_{test}", "Mpps", False))
     else:
-        lines.append((row, "gbps", f"{test} 64 KiB | ib_{test}", "Gb/s", False))
+        lines.append((row, "gbps", row, f"{test} 64 KiB | ib_{test}", "Gb/s", False))
 
 def mmm(vals):
     return (min(vals), statistics.median(vals), max(vals)) if vals else None
@@ -426,46 +473,52 @@ def mmm(vals):
 def fmt(t, digits):
     return "-" if t is None else "/".join(f"{v:.{digits}f}" for v in t)
 
-summary = []
-hdr = f"{'fabcheck | perftest':<30} {'unit':<5} {'fabcheck min/med/max':<27} {'perftest min/med/max':<27} {'ratio min/med/max':<17} {'target':<7} mark"
-print()
-print(f"fabcheck vs perftest on {meta.get('device')}, {meta.get('where')}, {meta.get('rounds')} rounds, perftest {meta.get('perftest_settings')}")
-print(hdr)
-print("-" * len(hdr))
-for row, metric, name, unit, lower in lines:
-    d = data.get((row, metric), {})
-    fab, pt = d.get("fabcheck", {}), d.get("perftest", {})
-    ratios = [fab[r] / pt[r] for r in sorted(fab) if r in pt and pt[r] > 0]
-    f3, p3, r3 = mmm(list(fab.values())), mmm(list(pt.values())), mmm(ratios)
-    digits = 6 if unit == "Mpps" else 3 if unit == "Gb/s" else 1
-    target = "<= 1.00" if lower else ">= 1.00"
-    if r3 is None:
-        mark = "FAILED"
-    else:
-        mark = "PASS" if (r3[1] <= 1.0 if lower else r3[1] >= 1.0) else "SHORT"
-    print(f"{name:<30} {unit:<5} {fmt(f3, digits):<27} {fmt(p3, digits):<27} {fmt(r3, 2):<17} {target:<7} {mark}")
-    summary.append({"row": row, "metric": metric, "unit": unit, "target": target,
-                    "fabcheck": dict(zip(("min", "median", "max"), f3)) if f3 else None,
-                    "perftest": dict(zip(("min", "median", "max"), p3)) if p3 else None,
-                    "ratio": dict(zip(("min", "median", "max"), r3)) if r3 else None,
-                    "mark": mark, "rounds": len(ratios)})
-retx = {(row, tool): sum(data.get((row, "retx"), {}).get(tool, {}).values()) for row in rows for tool in ("fabcheck", "perftest")}
-noisy = [row for row in rows if retx[(row, "fabcheck")] or retx[(row, "perftest")]]
+summary, machine = [], []
+for mode in modes:
+    pt_tool = f"perftest.{mode}"
+    hdr = f"{'fabcheck | perftest':<30} {'unit':<5} {'fabcheck min/med/max':<27} {'perftest min/med/max':<27} {'ratio min/med/max':<17} {'target':<7} mark"
+    print()
+    print(f"fabcheck vs perftest ({mode}) on {meta.get('device')}, {meta.get('where')}, {meta.get('rounds')} rounds, load {meta.get('load')}")
+    print(hdr)
+    print("-" * len(hdr))
+    for row, metric, mname, name, unit, lower in lines:
+        d = data.get((row, metric), {})
+        fab, pt = d.get("fabcheck", {}), d.get(pt_tool, {})
+        ratios = [fab[r] / pt[r] for r in sorted(fab) if r in pt and pt[r] > 0]
+        f3, p3, r3 = mmm(list(fab.values())), mmm(list(pt.values())), mmm(ratios)
+        digits = 6 if unit == "Mpps" else 3 if unit == "Gb/s" else 2
+        target = "<= 1.00" if lower else ">= 1.00"
+        mark = "FAILED" if r3 is None else "PASS" if (r3[1] <= 1.0 if lower else r3[1] >= 1.0) else "SHORT"
+        print(f"{name:<30} {unit:<5} {fmt(f3, digits):<27} {fmt(p3, digits):<27} {fmt(r3, 2):<17} {target:<7} {mark}")
+        summary.append({"row": row, "metric": metric, "perftest_settings": mode, "unit": unit, "target": target,
+                        "fabcheck": dict(zip(("min", "median", "max"), f3)) if f3 else None,
+                        "perftest": dict(zip(("min", "median", "max"), p3)) if p3 else None,
+                        "ratio": dict(zip(("min", "median", "max"), r3)) if r3 else None,
+                        "mark": mark, "rounds": len(ratios)})
+        label = mname if mode == "defaults" else f"{mname}:{mode}"
+        show = lambda t, k: "nan" if t is None else f"{t[1]:.{k}f}"
+        machine.append(f"row={label} fabcheck={show(f3, digits + 1)} perftest={show(p3, digits + 1)} ratio={show(r3, 3)}")
+tools = ["fabcheck"] + [f"perftest.{m}" for m in modes]
+retx = {(row, t): sum(data.get((row, "retx"), {}).get(t, {}).values()) for row in rows for t in tools}
+noisy = [row for row in rows if any(retx[(row, t)] for t in tools)]
 print()
 print("Latency: fabcheck p50 vs perftest t_typical (its median); send and write one-way, read round trip.")
-print("Ratio: fabcheck/perftest within a round. PASS: median ratio >= 1.00 (bandwidth, rate), <= 1.00 (latency).")
+print("Ratio: fabcheck/perftest within a round, median over rounds. Parity: <= 1.00 for latency (lower is")
+print("better), >= 1.00 for bandwidth and message rate (higher is better).")
 if noisy:
     print("Retransmission counters (hw_counters, all rounds) rose: " + ", ".join(
-        f"{r} fabcheck +{retx[(r, 'fabcheck')]:.0f} perftest +{retx[(r, 'perftest')]:.0f}" for r in noisy) + ".")
+        f"{r} " + " ".join(f"{t} +{retx[(r, t)]:.0f}" for t in tools) for r in noisy) + ".")
 for k in sorted(meta):
     if k.startswith("row."):
         print(f"  {k[4:]}: {meta[k]}")
-print(f"  {meta.get('fabcheck')}; perftest {meta.get('perftest')}; kernel {meta.get('kernel')}; {meta.get('date')}")
+print(f"  {meta.get('fabcheck')}; perftest {meta.get('perftest')}; kernel {meta.get('kernel')}; fabcheck's CPUs {meta.get('cpus')}; {meta.get('date')}")
 if json_out:
     raw = [dict(zip(("round", "row", "tool", "metric", "value"), l.rstrip("\n").split("\t"))) for l in open(samples_path)]
     with open(json_out, "w") as f:
-        json.dump({"schema": "fabcheck.bench.compare.v1", "meta": meta, "summary": summary, "samples": raw}, f, indent=1)
+        json.dump({"schema": "fabcheck.bench.compare.v2", "meta": meta, "summary": summary, "samples": raw}, f, indent=1)
         f.write("\n")
+print()
+print("\n".join(machine))
 PY
 
 if ((FAILED)); then

@@ -223,6 +223,10 @@ pub struct PairArgs {
     /// out-of-band exchange: A connects, B listens. RoCE only for now.
     #[arg(long)]
     pub cm: bool,
+    /// CPUs of the measured loops, as perftest users pin with taskset: A,B (endpoint A's agent,
+    /// B's), N (both, on two hosts), auto (default: near the adapter, distinct on one host), none.
+    #[arg(long, value_name = "A,B")]
+    pub cpu: Option<String>,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,

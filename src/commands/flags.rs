@@ -46,7 +46,13 @@ pub fn token(inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>
 
 /// The test conditions the flags ask for.
 pub fn conditions(flags: &ConditionFlags) -> Conditions {
-    Conditions { tclass: flags.tclass, sl: flags.sl, pkey_index: flags.pkey_index, relaxed_ordering: !flags.no_relaxed_ordering }
+    Conditions {
+        tclass: flags.tclass,
+        sl: flags.sl,
+        pkey_index: flags.pkey_index,
+        relaxed_ordering: !flags.no_relaxed_ordering,
+        ..Conditions::default()
+    }
 }
 
 /// `--profile` then `--expect`, as `check` reads them.

@@ -5,7 +5,7 @@ use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome};
 use crate::pair::plan::{self, Direction, PlanInput};
-use crate::pair::{self, verdict, PairConfig};
+use crate::pair::{self, verdict, CpuChoice, PairConfig};
 use crate::spec::{parse_device_port, TestKind};
 use std::time::Duration;
 
@@ -58,6 +58,15 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    let cpu = args.cpu.as_deref().map_or(Ok(CpuChoice::Auto), CpuChoice::parse).map_err(Failure::usage)?;
+    if let CpuChoice::Pin([a, b]) = cpu {
+        if a == b && endpoints[0].host == endpoints[1].host {
+            return Err(Failure::usage(format!(
+                "--cpu {a}: both ends run on {} and would busy-poll one CPU; give two CPUs, --cpu A,B",
+                endpoints[0].host
+            )));
+        }
+    }
     let launch = launch_options(&args.agents)?;
     for e in &endpoints {
         link::validate(launch.launcher, &e.host, &e.host.to_string())?;
@@ -68,6 +77,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         launch,
         criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect: expectations(&args.conditions)? },
         conditions: conditions(&args.conditions),
+        cpu,
         gid_index: args.agents.gid_index,
         cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
@@ -76,4 +86,34 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         csv: args.csv.clone(),
         svg: args.svg.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+
+    fn parsed(extra: &[&str]) -> Result<PairConfig, Failure> {
+        let mut argv = vec!["fabcheck", "pair", "localhost", "localhost"];
+        argv.extend_from_slice(extra);
+        match Cli::try_parse_from(argv).expect("clap accepts the flags").command {
+            Command::Pair(args) => configure(&args),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn cpu_flag() {
+        assert_eq!(parsed(&[]).unwrap().cpu, CpuChoice::Auto, "default: the agents choose");
+        assert_eq!(parsed(&["--cpu", "0,1"]).unwrap().cpu, CpuChoice::Pin([0, 1]));
+        assert_eq!(parsed(&["--cpu", " 3 , 2"]).unwrap().cpu, CpuChoice::Pin([3, 2]));
+        assert_eq!(parsed(&["--cpu", "none"]).unwrap().cpu, CpuChoice::Off);
+        assert_eq!(parsed(&["--cpu", "auto"]).unwrap().cpu, CpuChoice::Auto);
+        for bad in ["x", "1,y", "-1", "1,2,3", ""] {
+            assert!(parsed(&[&format!("--cpu={bad}")]).is_err(), "--cpu {bad}");
+        }
+        let one = parsed(&["--cpu", "3"]).unwrap_err();
+        assert!(one.to_string().contains("one CPU"), "{one}");
+    }
 }

@@ -106,7 +106,7 @@ pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize)
                 continue;
             }
             match event {
-                HubEvent::Reply(_, reply) => jobs[j].conversation.on_reply(side, reply, now, &mut act),
+                HubEvent::Reply(_, reply) => jobs[j].conversation.on_reply(side, *reply, now, &mut act),
                 HubEvent::Lost(_, failure) => jobs[j].conversation.on_lost(side, failure, now, &mut act),
             }
             apply(hub, &jobs[j].links, &mut act);

@@ -24,7 +24,8 @@ pub type LinkId = usize;
 
 #[derive(Debug)]
 pub enum HubEvent {
-    Reply(LinkId, Reply),
+    /// A reply, boxed: an endpoint is large, a loss small.
+    Reply(LinkId, Box<Reply>),
     /// The channel ended or never came up, explained. The link is idle again: the next
     /// request starts or reaches that agent anew.
     Lost(LinkId, Failure),
@@ -279,7 +280,7 @@ impl Hub {
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
-                                Ok(reply) => self.ready.push_back(HubEvent::Reply(id, reply)),
+                                Ok(reply) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
                                 Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
                             },
                             Ok(None) => break,

@@ -106,7 +106,14 @@ mod tests {
             Request::Hello { token: Some("t".into()) },
             Request::Inventory,
             Request::Prepare {
-                target: Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None, conditions: Default::default() },
+                target: Target {
+                    device: Some("rxe0".into()),
+                    port: Some(1),
+                    gid_index: None,
+                    cm: None,
+                    conditions: Default::default(),
+                    cpu_slot: None,
+                },
                 spec: spec(),
             },
             Request::Run,

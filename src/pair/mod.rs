@@ -38,6 +38,8 @@ pub struct PairConfig {
     pub gid_index: Option<u8>,
     pub cm: bool,
     pub conditions: Conditions,
+    /// Where each agent's measured loop runs (`--cpu`).
+    pub cpu: CpuChoice,
     pub test_timeout: Duration,
     pub json: bool,
     /// Human output: only problems and the verdict (no table of passing rows).
@@ -48,6 +50,45 @@ pub struct PairConfig {
     pub svg: Option<PathBuf>,
 }
 
+/// `pair --cpu`: which CPU each end's measured loop is pinned to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CpuChoice {
+    /// Each agent picks a CPU near its adapter; two ends on one host get distinct CPUs.
+    #[default]
+    Auto,
+    /// Not pinned: where the scheduler puts it.
+    Off,
+    /// Endpoint A's loop on the first, B's on the second.
+    Pin([u16; 2]),
+}
+
+impl CpuChoice {
+    /// `auto`, `none`, `N` (both ends, each on its own host) or `A,B`.
+    pub fn parse(text: &str) -> Result<CpuChoice, String> {
+        let cpu = |s: &str| s.trim().parse::<u16>().map_err(|_| format!("--cpu '{text}': '{s}' is not a CPU number"));
+        match text.trim() {
+            "auto" => Ok(CpuChoice::Auto),
+            "none" | "off" => Ok(CpuChoice::Off),
+            t => match t.split_once(',') {
+                Some((a, b)) => Ok(CpuChoice::Pin([cpu(a)?, cpu(b)?])),
+                None => {
+                    let n = cpu(t)?;
+                    Ok(CpuChoice::Pin([n, n]))
+                }
+            },
+        }
+    }
+
+    /// The placement asked of side `side` (0 = A), in its target.
+    pub fn apply(self, target: &mut Target, side: usize, same_host: bool) {
+        (target.conditions.cpu, target.cpu_slot) = match self {
+            CpuChoice::Auto => (None, Some(if same_host { side as u8 } else { 0 })),
+            CpuChoice::Off => (None, None),
+            CpuChoice::Pin(cpus) => (Some(cpus[side]), None),
+        };
+    }
+}
+
 /// Runs the pair, telling `progress` of each test as it finishes.
 pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<Outcome, Failure> {
     crate::sys::os::catch_termination();
@@ -56,11 +97,17 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<Outcome, F
     let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
     // Both agents are reached at once; the first that cannot be is the error.
     let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
-    if let Some(f) = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?.into_iter().find_map(|r| r.failure) {
+    let reached = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?;
+    let same_host = reached[0].host == reached[1].host;
+    if let Some(f) = reached.into_iter().find_map(|r| r.failure) {
         return Err(f);
     }
     let roles = [CmRole::Connect, CmRole::Listen];
-    let targets = [0, 1].map(|i| target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions));
+    let targets = [0, 1].map(|i| {
+        let mut t = target(&config.endpoints[i], config.gid_index, config.cm.then_some(roles[i]), config.conditions);
+        config.cpu.apply(&mut t, i, same_host);
+        t
+    });
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
     let told = Told { seq: sequence, teller: Teller::new(&config.plan), progress };
     let mut jobs = [Job { links: links.to_vec(), conversation: told }];
@@ -206,7 +253,7 @@ impl Conversation for Told<'_> {
 
 /// Where a test runs on one endpoint, as the agent is told.
 pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>, conditions: Conditions) -> Target {
-    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions }
+    Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions, cpu_slot: None }
 }
 
 pub(crate) fn side(e: &Endpoint) -> Side {
@@ -222,6 +269,7 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         mtu: Some(e.mtu),
         tclass: e.conditions.tclass,
         sl: e.conditions.sl,
+        cpu: e.conditions.cpu,
         pcie_gbps: e.pcie_gbps,
         trained_low: e.trained_low.clone(),
     }
@@ -284,5 +332,24 @@ mod tests {
         let results = vec![result(&plan[0], false), result(&plan[1], false), result(&plan[2], true)];
         teller.tell(&results, true, &mut lines);
         assert_eq!(lines, ["[1/2] write_bw 65536 B: a->b 100.0 Gb/s, b->a 100.0 Gb/s", "[2/2] read_bw 65536 B: FAILED"]);
+    }
+
+    #[test]
+    fn cpu_choice_per_side() {
+        let placed = |choice: CpuChoice, same_host: bool| {
+            [0, 1].map(|side| {
+                let mut t = Target { device: None, port: None, gid_index: None, cm: None, conditions: Conditions::default(), cpu_slot: None };
+                choice.apply(&mut t, side, same_host);
+                (t.conditions.cpu, t.cpu_slot)
+            })
+        };
+        assert_eq!(placed(CpuChoice::Auto, true), [(None, Some(0)), (None, Some(1))], "one host: distinct CPUs");
+        assert_eq!(placed(CpuChoice::Auto, false), [(None, Some(0)), (None, Some(0))]);
+        assert_eq!(placed(CpuChoice::Off, true), [(None, None), (None, None)]);
+        assert_eq!(placed(CpuChoice::Pin([4, 7]), true), [(Some(4), None), (Some(7), None)]);
+        // Old agents ignore the fields; a target without them deserialises unpinned.
+        let t: Target = serde_json::from_str(r#"{"device":null,"port":null,"gid_index":null}"#).unwrap();
+        assert_eq!((t.conditions.cpu, t.cpu_slot), (None, None));
+        assert_eq!(serde_json::to_string(&Conditions::default()).unwrap(), "{}");
     }
 }

@@ -29,6 +29,9 @@ pub struct Side {
     /// InfiniBand service level (`--sl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sl: Option<u8>,
+    /// The CPU this end's measured loop was pinned to (`--cpu`, or the agent's choice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u16>,
     /// Usable bandwidth of the adapter's PCIe link, Gb/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_gbps: Option<f64>,

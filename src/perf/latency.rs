@@ -1,10 +1,13 @@
 //! Ping-pong latency: send/recv, RDMA write polled on memory, and RDMA read.
 //!
 //! Each measured iteration is one round trip, timed from just before the post to just after
-//! the answer is seen; samples go into a buffer sized before the loop and are summarised
-//! (HDR histogram) after it. Send and write latency are reported one-way (half the round
+//! the answer is seen. Inside the loop a sample is two clock reads (the TSC where it ticks at
+//! a constant rate, as perftest's `get_cycles`; see [`super::clock`]) and one store of their
+//! difference into a buffer sized before the loop; conversion to nanoseconds and the summary
+//! (HDR histogram) come after it. Send and write latency are reported one-way (half the round
 //! trip), read latency as the full round trip, as perftest reports them.
 
+use super::clock::LoopClock;
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
@@ -31,30 +34,39 @@ fn plan(session: &Session) -> Plan {
     Plan { total, warmup: spec.warmup, duration: spec.duration_ms.map(Duration::from_millis), samples: Vec::with_capacity(cap) }
 }
 
-fn finish(test: TestKind, plan: Plan, started: Instant) -> RunResult {
+/// After the loop: samples from ticks to nanoseconds, then the summary.
+fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
     let halve = test != TestKind::ReadLat;
+    let ns_per_tick = clock.ns_per_tick();
+    if ns_per_tick != 1.0 {
+        for s in &mut plan.samples {
+            *s = (*s as f64 * ns_per_tick).round() as u64;
+        }
+    }
     RunResult {
         iterations: plan.samples.len() as u64,
         bytes: 0,
-        elapsed_ns: started.elapsed().as_nanos() as u64,
+        elapsed_ns: clock.started().elapsed().as_nanos() as u64,
         lat: summary::latency(&plan.samples, halve),
         peak_gbps: None,
         counter_deltas: Vec::new(),
     }
 }
 
+/// Stores one round trip, in ticks (a store into the pre-sized buffer, nothing else).
 #[inline(always)]
-fn record(plan: &mut Plan, i: u64, t0: Instant, t1: Instant) {
+fn record(plan: &mut Plan, i: u64, t0: u64, t1: u64) {
     if i >= plan.warmup && plan.samples.len() < plan.samples.capacity() {
-        plan.samples.push(t1.duration_since(t0).as_nanos() as u64);
+        plan.samples.push(t1.wrapping_sub(t0));
     }
 }
 
 /// Duration mode: the time is up, and at least one sample past the warm-up was taken (a
 /// warm-up that outlasts the duration on a starved host must not end the test with nothing).
+/// The monotonic clock is read every 64 iterations only, so it stays out of the loop's cost.
 #[inline(always)]
-fn over(plan: &Plan, i: u64, start: Instant, now: Instant) -> bool {
-    matches!(plan.duration, Some(d) if i > plan.warmup && now.duration_since(start) >= d)
+fn over(plan: &Plan, i: u64, clock: &LoopClock) -> bool {
+    matches!(plan.duration, Some(d) if i > plan.warmup && i.is_multiple_of(64) && clock.started().elapsed() >= d)
 }
 
 fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
@@ -86,29 +98,29 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
-    let start = Instant::now();
+    let clock = LoopClock::start();
     let mut i = 0;
     while i < plan.total {
         let signaled = (i + 1) % cq_mod == 0;
         send.set_signaled(0, signaled);
-        let t0 = Instant::now();
+        let t0 = clock.ticks();
         send.post(qp, 1)?;
         wait_one!(s.recv_cq, wc, guard, signals, "waiting for the peer's reply");
-        let t1 = Instant::now();
+        let t1 = clock.ticks();
         recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
         record(&mut plan, i, t0, t1);
         if signaled {
             wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
         }
         i += 1;
-        if over(&plan, i, start, t1) {
+        if over(&plan, i, &clock) {
             break;
         }
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
     }
-    Ok(finish(TestKind::SendLat, plan, start))
+    Ok(finish(TestKind::SendLat, plan, &clock))
 }
 
 pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
@@ -159,33 +171,33 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
     let qp = &mut s.qps[0];
-    let start = Instant::now();
+    let clock = LoopClock::start();
     let mut i = 0;
     while i < plan.total {
         let value = (i % 255 + 1) as u8;
         let signaled = (i + 1) % cq_mod == 0;
         write.set_signaled(0, signaled);
         s.mr.write_volatile(send_last, value);
-        let t0 = Instant::now();
+        let t0 = clock.ticks();
         write.post(qp, 1)?;
         while s.mr.read_volatile(recv_last) != value {
             guard.idle(signals, "waiting for the peer's write")?;
         }
-        let t1 = Instant::now();
+        let t1 = clock.ticks();
         guard.progress();
         record(&mut plan, i, t0, t1);
         if signaled {
             wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
         }
         i += 1;
-        if over(&plan, i, start, t1) {
+        if over(&plan, i, &clock) {
             break;
         }
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
     }
-    Ok(finish(TestKind::WriteLat, plan, start))
+    Ok(finish(TestKind::WriteLat, plan, &clock))
 }
 
 pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
@@ -230,21 +242,21 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let qp = &mut s.qps[0];
-    let start = Instant::now();
+    let clock = LoopClock::start();
     let mut i = 0;
     while i < plan.total {
-        let t0 = Instant::now();
+        let t0 = clock.ticks();
         read.post(qp, 1)?;
         wait_one!(s.send_cq, wc, guard, signals, "waiting for a read to complete");
-        let t1 = Instant::now();
+        let t1 = clock.ticks();
         record(&mut plan, i, t0, t1);
         i += 1;
-        if over(&plan, i, start, t1) {
+        if over(&plan, i, &clock) {
             break;
         }
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
     }
-    Ok(finish(TestKind::ReadLat, plan, start))
+    Ok(finish(TestKind::ReadLat, plan, &clock))
 }

@@ -6,11 +6,13 @@ use crate::diagnose;
 use crate::probe;
 use crate::probe::decode::{LinkLayer, Mtu, PortState};
 use crate::spec::CmRole;
-use crate::spec::{Endpoint, Role, Target, TestKind, TestSpec};
+use crate::spec::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
+use crate::sys::cpu;
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
 };
 use std::net::{IpAddr, SocketAddr};
+use std::path::Path;
 use std::time::Duration;
 
 /// Receive WRs kept posted per QP for send tests.
@@ -45,6 +47,16 @@ pub struct Session {
     qp_config: QpConfig,
     /// rdma_cm state (its ids are also held by the QPs and the context made on them).
     cm: Option<CmState>,
+    /// The thread's CPU affinity before the session pinned it, put back on drop.
+    unpin: Option<nix::sched::CpuSet>,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(set) = &self.unpin {
+            cpu::restore(set);
+        }
+    }
 }
 
 struct CmState {
@@ -104,6 +116,9 @@ impl Session {
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
+        // Pinned before anything is allocated, so buffers and queues land on the loop's NUMA node.
+        let (pinned, unpin) = place(&device.name, &conditions, target.cpu_slot)?;
+        conditions.cpu = pinned;
         if port.state != PortState::Active {
             let (message, remedy) = diagnose::explain_port(device, port);
             return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy });
@@ -234,6 +249,7 @@ impl Session {
             recv_depth,
             qp_config,
             cm,
+            unpin,
         })
     }
 
@@ -361,6 +377,27 @@ fn cm_bind(
         id.listen(backlog.max(1) as i32)?;
     }
     Ok(CmState { role, ip, ids: vec![id], channel })
+}
+
+/// Pins the calling thread (the one that will run the measured loop) as the conditions ask: a
+/// named CPU must be usable (else the test fails, naming the CPUs there are); an automatic
+/// choice is best effort. Returns the CPU pinned to and the affinity to restore.
+fn place(device: &str, conditions: &Conditions, slot: Option<u8>) -> Result<(Option<u16>, Option<nix::sched::CpuSet>), PerfError> {
+    let want = match (conditions.cpu, slot) {
+        (Some(n), _) => Some(n as usize),
+        (None, Some(slot)) => cpu::choose(&cpu::device_local(Path::new("/sys"), device), &cpu::allowed(), usize::from(slot)),
+        (None, None) => None,
+    };
+    let Some(want) = want else { return Ok((None, None)) };
+    let before = cpu::current();
+    match cpu::pin(want) {
+        Ok(()) => Ok((u16::try_from(want).ok(), before)),
+        Err(why) if conditions.cpu.is_some() => Err(PerfError::Cpu { why, allowed: cpu::format_cpulist(&cpu::allowed()) }),
+        Err(why) => {
+            tracing::debug!(%why, "not pinned");
+            Ok((None, None))
+        }
+    }
 }
 
 fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {

@@ -231,9 +231,14 @@ pub struct Target {
     /// Connect through librdmacm instead of the out-of-band exchange, in this role.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cm: Option<CmRole>,
-    /// The conditions the test runs under (traffic class, SL, P_Key, relaxed ordering).
+    /// The conditions the test runs under (traffic class, SL, P_Key, relaxed ordering, CPU).
     #[serde(default, skip_serializing_if = "Conditions::is_default")]
     pub conditions: Conditions,
+    /// Let the agent pin the loop itself: to the `n`th CPU (wrapping) of those near the adapter
+    /// that it may use; two ends on one host are given 0 and 1. Ignored when `conditions.cpu`
+    /// is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_slot: Option<u8>,
 }
 
 /// What the fabric sees of a test's traffic, as users set it with perftest's flags: the RoCE
@@ -253,6 +258,10 @@ pub struct Conditions {
     /// unsupported).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub relaxed_ordering: bool,
+    /// The CPU the measured loop runs on: asked for (`pair --cpu`) in a target, the one the
+    /// agent pinned its loop to in an endpoint. `None` in both: not pinned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<u16>,
 }
 
 impl Conditions {

@@ -360,3 +360,30 @@ fn test_conditions_are_applied_and_shown() {
     assert_eq!(doc["relaxed_ordering"], false, "{doc}");
     assert!(doc["a"].get("tclass").is_none(), "no class asked, none shown: {doc}");
 }
+
+#[test]
+fn measured_loops_are_pinned_where_asked() {
+    let _serial = require_rxe();
+    let (out, doc) = pair(&["--tests", "send_lat", "--iters", "100", "--cpu", "0,1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!((&doc["a"]["cpu"], &doc["b"]["cpu"]), (&Value::from(0), &Value::from(1)), "{}", doc);
+    // By default each agent picks: distinct CPUs for two ends on one host, and none on a host
+    // of fewer than 4 CPUs (the guest has 2), where the scheduler places the loops better.
+    let (out, doc) = pair(&["--tests", "write_lat", "--iters", "100"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let (a, b) = (doc["a"]["cpu"].as_u64(), doc["b"]["cpu"].as_u64());
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if cpus < 4 {
+        assert_eq!((a, b), (None, None), "{cpus} CPUs: not pinned unless asked");
+    } else {
+        assert!(a.is_some() && b.is_some() && a != b, "a.cpu {a:?} b.cpu {b:?}");
+    }
+    let (out, doc) = pair(&["--tests", "write_lat", "--iters", "100", "--cpu", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(doc["a"].get("cpu").is_none() && doc["b"].get("cpu").is_none(), "{doc}");
+    // A CPU the node does not have: the test cannot run, and says which CPUs there are.
+    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--tests", "send_lat", "--iters", "100", "--cpu", "0,99"]);
+    let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_ne!(out.status.code(), Some(0), "{all}");
+    assert!(all.contains("CPU 99"), "{all}");
+}

@@ -109,6 +109,7 @@ pub mod mad;
 mod mr;
 mod pd;
 mod qp;
+pub mod tsc;
 
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};

@@ -53,7 +53,7 @@ struct Script {
 
 impl Script {
     fn new(plan: Vec<PlannedTest>) -> Script {
-        let target = Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default() };
+        let target = Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None };
         let seq = PairSequence::new(plan, [target.clone(), target], ["n1".into(), "n2".into()], Duration::from_secs(60));
         let mut s = Script { seq, now: Instant::now(), act: Actions::default() };
         s.seq.start(s.now, &mut s.act);
