@@ -331,6 +331,7 @@ mod tests {
             mtu: Some(4096),
             tclass: None,
             sl: None,
+            cpu: None,
             pcie_gbps: None,
             trained_low: None,
         }
