@@ -25,11 +25,16 @@ pub enum Source {
     Monotonic,
 }
 
+/// How much of `/proc/cpuinfo` is read for the first CPU's flags.
+const CPUINFO_PREFIX: u64 = 64 << 10;
+
 /// This host's choice, decided once per process.
 pub fn source() -> Source {
     static CHOICE: OnceLock<Source> = OnceLock::new();
     *CHOICE.get_or_init(|| {
-        let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        // The first CPU's `flags` line is within the first few KiB; the file grows with the CPUs.
+        let head = crate::sys::fs::read_prefix(std::path::Path::new("/proc/cpuinfo"), CPUINFO_PREFIX).ok().flatten().unwrap_or_default();
+        let flags = String::from_utf8_lossy(&head);
         choose(tsc::AVAILABLE, cpu_flags(&flags), std::env::var("FABCHECK_LOOP_CLOCK").ok().as_deref())
     })
 }
@@ -108,6 +113,14 @@ impl LoopClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(all(target_os = "linux", target_arch = "x86_64"))]
+    #[test]
+    fn the_first_cpus_flags_are_within_the_prefix_read() {
+        let head = crate::sys::fs::read_prefix(std::path::Path::new("/proc/cpuinfo"), CPUINFO_PREFIX).unwrap().unwrap();
+        let text = String::from_utf8_lossy(&head);
+        assert!(cpu_flags(&text).contains(&"tsc"), "x86-64 CPUs have the tsc flag");
+    }
 
     #[test]
     fn choice() {

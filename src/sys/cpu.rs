@@ -1,6 +1,7 @@
 //! CPU placement of a measured loop: which CPUs are near an adapter (sysfs), which this thread
 //! may use, the choice (pure), and pinning the calling thread (`sched_setaffinity` via nix).
 
+use crate::sys::fs::{read_text, SYSFS_CAP};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
 use std::path::Path;
@@ -46,12 +47,14 @@ pub fn choose(local: &[usize], allowed: &[usize], slot: usize) -> Option<usize> 
 /// node's CPU list. Empty when the device has neither (Soft-RoCE has no PCI function).
 pub fn device_local(sys: &Path, device: &str) -> Vec<usize> {
     let dev = sys.join("class/infiniband").join(device).join("device");
-    let read = |p: &Path| std::fs::read_to_string(p).ok().and_then(|t| parse_cpulist(&t).ok()).unwrap_or_default();
+    // Bounded, regular files only (a captured or hostile tree may hold FIFOs or huge files).
+    let text = |p: &Path| read_text(p, SYSFS_CAP).ok();
+    let read = |p: &Path| text(p).and_then(|t| parse_cpulist(&t).ok()).unwrap_or_default();
     let local = read(&dev.join("local_cpulist"));
     if !local.is_empty() {
         return local;
     }
-    match std::fs::read_to_string(dev.join("numa_node")).ok().and_then(|t| t.trim().parse::<i32>().ok()) {
+    match text(&dev.join("numa_node")).and_then(|t| t.trim().parse::<i32>().ok()) {
         Some(node) if node >= 0 => read(&sys.join(format!("devices/system/node/node{node}/cpulist"))),
         _ => Vec::new(),
     }
@@ -147,6 +150,14 @@ mod tests {
         std::fs::write(dev.join("local_cpulist"), "16-19\n").unwrap();
         assert_eq!(device_local(&dir, "mlx5_0"), vec![16, 17, 18, 19]);
         assert!(device_local(&dir, "rxe0").is_empty(), "no PCI function");
+        // Hostile trees: a FIFO is not waited on, an oversized file is not read whole; both are
+        // "no locality" (the NUMA node's list is then used, as when the file is absent).
+        std::fs::remove_file(dev.join("local_cpulist")).unwrap();
+        nix::unistd::mkfifo(&dev.join("local_cpulist"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert_eq!(device_local(&dir, "mlx5_0"), (16..32).collect::<Vec<_>>());
+        std::fs::remove_file(dev.join("local_cpulist")).unwrap();
+        std::fs::write(dev.join("local_cpulist"), "0,".repeat(64 << 10)).unwrap();
+        assert_eq!(device_local(&dir, "mlx5_0"), (16..32).collect::<Vec<_>>());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
