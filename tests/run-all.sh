@@ -70,10 +70,20 @@ else
 	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve and over ssh" >&2
 	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
 	export FABCHECK_SSHD_DIR
-	FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
-		--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
-		-- tests/rxe/two-hosts.sh "$fabcheck"
-	ran+=("two-host tier")
+	two_hosts() {
+		FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
+			--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
+			-- tests/rxe/two-hosts.sh "$fabcheck"
+	}
+	# The emulated link between the two guests has once dropped mid-run (guest 2 unreachable:
+	# "No route to host"); one fresh pair of guests tells that from a defect, which fails twice.
+	if two_hosts; then
+		ran+=("two-host tier")
+	else
+		echo "run-all: the two-host tier failed; running it once more on fresh guests" >&2
+		two_hosts
+		ran+=("two-host tier (passed on its second run)")
+	fi
 fi
 summary=$(printf '%s, ' "${ran[@]}")
 echo "run-all: passed in $(( $(date +%s) - start )) s: ${summary%, }" >&2
