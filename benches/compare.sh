@@ -114,6 +114,9 @@ done
 [[ -z $GID_INDEX ]] || is_uint "$GID_INDEX" || die "--gid-index must be a non-negative integer"
 { is_uint "$PORT_BASE" && ((PORT_BASE >= 1024 && PORT_BASE <= 64000)); } || die "--port must be 1024..64000"
 { is_uint "$TOOL_TIMEOUT" && ((TOOL_TIMEOUT >= 1)); } || die "--timeout must be a positive integer"
+# The JSON is written after every round has run: a path that cannot be written (the Soft-RoCE
+# guest sees the host's / read-only; use /tmp there) fails now, not after the runs.
+[[ -z $JSON_OUT ]] || { : >>"$JSON_OUT"; } 2>/dev/null || die "--json $JSON_OUT: cannot write there"
 
 # NAME[:PORT] -> perftest's -d NAME -i PORT.
 DEV_NAME=${DEVICE%%:*}
@@ -512,13 +515,13 @@ for k in sorted(meta):
     if k.startswith("row."):
         print(f"  {k[4:]}: {meta[k]}")
 print(f"  {meta.get('fabcheck')}; perftest {meta.get('perftest')}; kernel {meta.get('kernel')}; fabcheck's CPUs {meta.get('cpus')}; {meta.get('date')}")
+print()
+print("\n".join(machine))
 if json_out:
     raw = [dict(zip(("round", "row", "tool", "metric", "value"), l.rstrip("\n").split("\t"))) for l in open(samples_path)]
     with open(json_out, "w") as f:
         json.dump({"schema": "fabcheck.bench.compare.v2", "meta": meta, "summary": summary, "samples": raw}, f, indent=1)
         f.write("\n")
-print()
-print("\n".join(machine))
 PY
 
 if ((FAILED)); then
