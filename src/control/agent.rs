@@ -10,7 +10,6 @@ use crate::perf::{self, session::Session, PerfError, Signals};
 use crate::probe;
 use crossbeam::channel;
 use std::io::{BufRead, Write};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub struct AgentOptions {
@@ -53,32 +52,32 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(mut reader: R, mut writer: W, 
         let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
             Ok(Some(line)) => match protocol::decode::<Request>(&line) {
                 Ok(Request::Stop) => {
-                    reader_signals.stop.store(true, Ordering::Relaxed);
+                    reader_signals.request_stop();
                     Event::Request(Box::new(Request::Stop))
                 }
                 // Goodbye ends a running test at once: the controller is leaving.
                 Ok(Request::Bye) => {
-                    reader_signals.abort.store(true, Ordering::Relaxed);
+                    reader_signals.request_abort();
                     Event::Request(Box::new(Request::Bye))
                 }
                 Ok(req) => Event::Request(Box::new(req)),
                 Err(e) => {
-                    reader_signals.abort.store(true, Ordering::Relaxed);
+                    reader_signals.request_abort();
                     Event::Bad(e.to_string())
                 }
             },
             // Oversized or not UTF-8: say why, then end the session.
             Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                reader_signals.abort.store(true, Ordering::Relaxed);
+                reader_signals.request_abort();
                 Event::Bad(e.to_string())
             }
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
-                reader_signals.abort.store(true, Ordering::Relaxed);
+                reader_signals.request_abort();
                 let _ = tx.send(Event::Truncated);
                 return;
             }
             Ok(None) | Err(_) => {
-                reader_signals.abort.store(true, Ordering::Relaxed);
+                reader_signals.request_abort();
                 let _ = tx.send(Event::Closed);
                 return;
             }

@@ -18,16 +18,18 @@ use crate::spec::{Role, RunResult, TestKind};
 use fabcheck_verbs::{self as verbs, VerbsError};
 use session::Session;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-/// Flags the control channel sets while a loop runs.
+/// Flags the control channel sets while a loop runs, and a bell for a side that has nothing to
+/// poll (the passive end of a one-sided test) to sleep on until one of them is set.
 #[derive(Debug, Default)]
 pub struct Signals {
     /// Finish gracefully (the passive side of a test, or the end of a duration).
-    pub stop: AtomicBool,
+    stop: AtomicBool,
     /// Give up now (controller gone, Ctrl-C).
-    pub abort: AtomicBool,
+    abort: AtomicBool,
+    bell: (Mutex<()>, Condvar),
 }
 
 impl Signals {
@@ -45,9 +47,37 @@ impl Signals {
         self.abort.load(Ordering::Relaxed)
     }
 
+    /// Asks the running loop to finish gracefully.
+    pub fn request_stop(&self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.ring();
+    }
+
+    /// Asks the running loop to give up now.
+    pub fn request_abort(&self) {
+        self.abort.store(true, Ordering::Relaxed);
+        self.ring();
+    }
+
     pub fn reset(&self) {
         self.stop.store(false, Ordering::Relaxed);
         self.abort.store(false, Ordering::Relaxed);
+    }
+
+    /// Sleeps until a stop or an abort is requested, or `timeout` passes. No lost wake-up: the
+    /// flags are looked at under the bell's lock, and a request takes that lock after setting
+    /// its flag.
+    pub fn wait(&self, timeout: Duration) {
+        let guard = self.bell.0.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopped() || self.aborted() {
+            return;
+        }
+        drop(self.bell.1.wait_timeout(guard, timeout));
+    }
+
+    fn ring(&self) {
+        let _guard = self.bell.0.lock().unwrap_or_else(|e| e.into_inner());
+        self.bell.1.notify_all();
     }
 }
 
@@ -162,15 +192,16 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
     Ok(result)
 }
 
-/// The passive side of a one-sided test: the adapter does the work, we wait to be told.
-/// Wakes rarely (20 ms): on Soft-RoCE the responder's work runs in softirq on CPUs this
-/// process would otherwise take; `stop` comes once, at the end of the test.
+/// The passive side of a one-sided test: the adapter does the work, we wait to be told. Sleeps
+/// on the signals' bell, so it takes no CPU and no wake-ups while the test runs (perftest's
+/// server blocks on its socket the same way); on Soft-RoCE the responder's work runs in softirq
+/// on the CPUs this process would otherwise take. The 1 s timeout is only a safety net.
 fn idle_until_stop(signals: &Signals) -> Result<RunResult, PerfError> {
     while !signals.stopped() {
         if signals.aborted() {
             return Err(PerfError::Aborted);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        signals.wait(Duration::from_secs(1));
     }
     Ok(RunResult::default())
 }
@@ -233,5 +264,42 @@ impl StallGuard {
             return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_requested_before_the_wait_ends_it_at_once() {
+        let signals = Signals::new();
+        signals.request_stop();
+        signals.wait(Duration::from_secs(600));
+        assert!(signals.stopped() && !signals.aborted());
+    }
+
+    #[test]
+    fn a_stop_from_another_thread_wakes_the_waiting_side() {
+        let signals = Signals::new();
+        let other = Arc::clone(&signals);
+        let waiter = std::thread::spawn(move || {
+            while !other.stopped() {
+                other.wait(Duration::from_secs(600));
+            }
+        });
+        signals.request_stop();
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn an_abort_ends_the_passive_side_with_an_error() {
+        let signals = Signals::new();
+        let other = Arc::clone(&signals);
+        let waiter = std::thread::spawn(move || idle_until_stop(&other));
+        signals.request_abort();
+        assert!(matches!(waiter.join().unwrap(), Err(PerfError::Aborted)));
+        signals.reset();
+        assert!(!signals.stopped() && !signals.aborted());
     }
 }
