@@ -314,27 +314,12 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
 mod tests {
     use super::*;
     use crate::pair::plan::Direction;
-    use crate::pair::report::Side;
+    use crate::pair::report::{test_side, Side};
     use crate::perf::summary::LatencySummary;
-    use crate::spec::{LinkLayer, TestKind};
+    use crate::spec::TestKind;
 
     fn side(host: &str) -> Side {
-        Side {
-            host: host.into(),
-            device: "mlx5_0".into(),
-            port: 1,
-            gid_index: None,
-            gid: None,
-            link_layer: LinkLayer::InfiniBand,
-            rate_gbps: Some(200.0),
-            ca_type: "MT4123".into(),
-            mtu: Some(4096),
-            tclass: None,
-            sl: None,
-            cpu: None,
-            pcie_gbps: None,
-            trained_low: None,
-        }
+        Side { host: host.into(), ..test_side() }
     }
 
     fn result(test: TestKind, direction: Direction, size: u32, bw: Option<f64>, lat: Option<f64>) -> TestResult {

@@ -40,6 +40,28 @@ pub struct Side {
     pub trained_low: Option<String>,
 }
 
+/// A 200 Gb/s InfiniBand end (mlx5_0 port 1, MTU 4096, nothing optional set), for tests to
+/// change the fields they are about.
+#[cfg(test)]
+pub(crate) fn test_side() -> Side {
+    Side {
+        host: "n".into(),
+        device: "mlx5_0".into(),
+        port: 1,
+        gid_index: None,
+        gid: None,
+        link_layer: LinkLayer::InfiniBand,
+        rate_gbps: Some(200.0),
+        ca_type: "MT4123".into(),
+        mtu: Some(4096),
+        tclass: None,
+        sl: None,
+        cpu: None,
+        pcie_gbps: None,
+        trained_low: None,
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TestResult {
     pub test: TestKind,

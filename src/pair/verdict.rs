@@ -308,22 +308,7 @@ mod tests {
     use crate::spec::TestKind;
 
     fn side(ca: &str, rate: f64) -> Side {
-        Side {
-            host: "n".into(),
-            device: "mlx5_0".into(),
-            port: 1,
-            gid_index: Some(3),
-            gid: None,
-            link_layer: LinkLayer::InfiniBand,
-            rate_gbps: Some(rate),
-            ca_type: ca.into(),
-            mtu: Some(4096),
-            tclass: None,
-            sl: None,
-            cpu: None,
-            pcie_gbps: None,
-            trained_low: None,
-        }
+        Side { gid_index: Some(3), rate_gbps: Some(rate), ca_type: ca.into(), ..super::super::report::test_side() }
     }
 
     fn bw(test: &str, dir: &str, size: u32, gbps: f64) -> TestResult {
