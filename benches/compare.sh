@@ -529,7 +529,7 @@ if noisy:
 # run's time is about that times their count, so a round's bandwidth ratio is mostly the ratio of
 # two tools' retry counts (fabcheck's include its warm-up, a tenth more messages at 1024).
 retries = {(row, t): list(data.get((row, "retries"), {}).get(t, {}).values()) for row in rows for t in tools}
-slowed = [row for row in rows if any(sum(retries[(row, t)]) for t in tools)]
+slowed = [row for row in rows if any(retries[(row, t)] and statistics.median(retries[(row, t)]) for t in tools)]
 if slowed:
     print("Requester retries (rxe completer_retry_err, mlx5 local_ack_timeout_err), median per run: " + ", ".join(
         f"{r} " + " ".join(f"{t} {statistics.median(retries[(r, t)]):g}" for t in tools if retries[(r, t)]) for r in slowed) + ".")
