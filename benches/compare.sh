@@ -311,28 +311,27 @@ perftest_run() { # row mode out-file
 	return 1
 }
 
-# Sum of the port's retransmission-related hw_counters (rxe: completer_retry_err,
-# duplicate_request, rcvd_seq_err, ...; mlx5: local_ack_timeout_err, out_of_sequence, ...), on
-# both nodes. Read around every run of either tool, so both are judged by the same counters.
-# shellcheck disable=SC2016 # expanded by the shell that runs the snippet, not here
-RETX_SNIPPET='s=0; for f in "$1"/*; do case ${f##*/} in *retry*|*duplicate*|*seq*|*timeout*|*rnr*) read -r v <"$f" 2>/dev/null && s=$((s + v)) ;; esac; done; echo "$s"'
-# Of those, the requester's retries alone (rxe: completer_retry_err; mlx5: local_ack_timeout_err):
+# Two sums of the port's hw_counters, read in one pass around every run of either tool, so both
+# are judged by the same counters: the retransmission-related ones (rxe: completer_retry_err,
+# duplicate_request, rcvd_seq_err, ...; mlx5: local_ack_timeout_err, out_of_sequence, ...), and
+# of those the requester's retries alone (rxe: completer_retry_err; mlx5: local_ack_timeout_err):
 # each one on Soft-RoCE is a wait of the QP's full timeout (4.096 us * 2^14 = 67 ms, both tools),
-# which decides the 64 KiB rows there (docs/performance.md).
-# shellcheck disable=SC2016 # as above
-RETRY_SNIPPET='s=0; for f in "$1"/*; do case ${f##*/} in completer_retry_err|local_ack_timeout_err) read -r v <"$f" 2>/dev/null && s=$((s + v)) ;; esac; done; echo "$s"'
-# counter_total SNIPPET: the sum SNIPPET reads from the port's hw_counters, on both nodes.
-counter_total() {
-	local snippet=$1 dir=/sys/class/infiniband/$DEV_NAME/ports/$DEV_PORT/hw_counters n=0 v h
+# which decides the 64 KiB rows there (docs/performance.md). Prints "RETX RETRIES".
+# shellcheck disable=SC2016 # expanded by the shell that runs the snippet, not here
+COUNTERS_SNIPPET='a=0; b=0; for f in "$1"/*; do n=${f##*/}; case $n in *retry*|*duplicate*|*seq*|*timeout*|*rnr*) read -r v <"$f" 2>/dev/null || continue; a=$((a + v)); case $n in completer_retry_err|local_ack_timeout_err) b=$((b + v)) ;; esac ;; esac; done; echo "$a $b"'
+# counter_totals: "RETX RETRIES" on this node, or summed over both nodes with --hosts.
+counter_totals() {
+	local dir=/sys/class/infiniband/$DEV_NAME/ports/$DEV_PORT/hw_counters a=0 b=0 x y h
 	if ((REMOTE == 0)); then
-		sh -c "$snippet" sh "$dir" 2>/dev/null || echo 0
+		sh -c "$COUNTERS_SNIPPET" sh "$dir" 2>/dev/null || echo "0 0"
 		return
 	fi
 	for h in "$HOST_A" "$HOST_B"; do
-		v=$(on "$h" sh -c "$snippet" sh "$dir" 2>/dev/null) || v=0
-		n=$((n + ${v:-0}))
+		read -r x y <<<"$(on "$h" sh -c "$COUNTERS_SNIPPET" sh "$dir" 2>/dev/null || echo "0 0")"
+		a=$((a + ${x:-0}))
+		b=$((b + ${y:-0}))
 	done
-	echo "$n"
+	echo "$a $b"
 }
 
 # Appends a sample: round row tool metric value
@@ -427,8 +426,7 @@ for ((round = 1; round <= ROUNDS; round++)); do
 		fi
 		for tool in "${order[@]}"; do
 			out=$WORK/$round.$r.$tool
-			retx_before=$(counter_total "$RETX_SNIPPET")
-			retry_before=$(counter_total "$RETRY_SNIPPET")
+			read -r retx_before retry_before <<<"$(counter_totals)"
 			if [[ $tool == fabcheck ]]; then
 				if fabcheck_run "$r" "$out" && fabcheck_samples "$round" "$r" "$out"; then :; else FAILED=1; fi
 			else
@@ -439,8 +437,9 @@ for ((round = 1; round <= ROUNDS; round++)); do
 				if perftest_run "$r" "$mode" "$out" &&
 					perftest_samples "$round" "$r" "$tool" "$out"; then :; else FAILED=1; fi
 			fi
-			sample "$round" "$r" "$tool" retx $(($(counter_total "$RETX_SNIPPET") - retx_before))
-			sample "$round" "$r" "$tool" retries $(($(counter_total "$RETRY_SNIPPET") - retry_before))
+			read -r retx_after retry_after <<<"$(counter_totals)"
+			sample "$round" "$r" "$tool" retx $((retx_after - retx_before))
+			sample "$round" "$r" "$tool" retries $((retry_after - retry_before))
 		done
 	done
 	say "round $round/$ROUNDS done ($((SECONDS - started)) s)"
