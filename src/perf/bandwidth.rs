@@ -6,7 +6,7 @@ use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
 use crate::spec::{Role, RunResult, TestKind};
-use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
+use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion, WrId};
 use std::time::{Duration, Instant};
 
 const POLL_BATCH: usize = 16;
@@ -31,7 +31,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         .map(|q| {
             let mut list = SendList::new(post_list, op, &s.mr, local_offset, spec.size, remote, inline)?;
             for i in 0..post_list {
-                list.set_wr_id(i, q as u64);
+                list.set_wr_id(i, WrId::new(q as u32, i as u32));
             }
             Ok(list)
         })
@@ -116,7 +116,7 @@ fn stream(
             if !wc.is_success() {
                 return Err(PerfError::Verbs(wc.to_error()));
             }
-            let q = wc.wr_id() as usize;
+            let q = wc.wr_id().qp as usize;
             // Completions arrive in order per QP and each signaled WR closes at most cq_mod WRs.
             let credit = cq_mod.min(posted[q] - completed[q]);
             completed[q] += credit;
@@ -169,9 +169,9 @@ fn reap_receives(s: &mut Session, rx: &mut Receiver) -> Result<bool, PerfError> 
         if !wc.is_success() {
             return Err(PerfError::Verbs(wc.to_error()));
         }
-        let id = wc.wr_id();
-        let (q, i) = ((id >> 32) as usize, (id & 0xffff_ffff) as usize);
-        s.recv_lists[q].post(&mut s.qps[q], i, 1)?;
+        let WrId { qp, slot } = wc.wr_id();
+        let q = qp as usize;
+        s.recv_lists[q].post(&mut s.qps[q], slot as usize, 1)?;
         rx.received += 1;
     }
     Ok(got > 0)

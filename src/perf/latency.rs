@@ -107,7 +107,7 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         send.post(qp, 1)?;
         wait_one!(s.recv_cq, wc, guard, signals, "waiting for the peer's reply");
         let t1 = clock.ticks();
-        recv.post(qp, (wc[0].wr_id() & 0xffff_ffff) as usize, 1)?;
+        recv.post(qp, wc[0].wr_id().slot as usize, 1)?;
         record(&mut plan, i, t0, t1);
         if signaled {
             wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
@@ -148,7 +148,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
             guard.idle(signals, "waiting for the peer's ping")?;
         }
         // Answer first: the re-post (64 receives are posted) stays out of the peer's round trip.
-        let slot = (wc[0].wr_id() & 0xffff_ffff) as usize;
+        let slot = wc[0].wr_id().slot as usize;
         let signaled = (i + 1) % cq_mod == 0;
         send.set_signaled(0, signaled);
         send.post(qp, 1)?;

@@ -10,6 +10,7 @@ use crate::spec::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
 use crate::sys::cpu;
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
+    RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -65,6 +66,12 @@ struct CmState {
     ids: Vec<CmId>,
     channel: CmChannel,
 }
+
+/// The local ACK timeout exponent: 4.096 us * 2^14 = 67 ms per try; with [`RETRY_COUNT`]
+/// tries a dead peer shows in ~0.5 s.
+const ACK_TIMEOUT_EXP: u8 = 14;
+/// Transport retries before a work request fails (the most IBTA allows).
+const RETRY_COUNT: u8 = 7;
 
 /// How long each rdma_cm step may take.
 const CM_STEP: Duration = Duration::from_secs(10);
@@ -288,8 +295,7 @@ impl Session {
                 traffic_class: self.local.conditions.tclass.unwrap_or(0),
             };
             qp.to_rtr(&path)?;
-            // timeout 14: 4.096 us * 2^14 = 67 ms per try, 7 tries: a dead peer shows in ~0.5 s.
-            qp.to_rts(self.local.psn, rd_atomic, 14, 7)?;
+            qp.to_rts(&RtsParams { psn: self.local.psn, max_rd_atomic: rd_atomic, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT })?;
         }
         self.remote = Some(peer.clone());
         self.post_initial_receives()
@@ -367,7 +373,7 @@ fn cm_bind(
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
     let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
     let channel = CmChannel::new()?;
-    let id = CmId::new(&channel)?;
+    let mut id = CmId::new(&channel)?;
     if let Some(tos) = tos {
         // Ids a listener accepts take its type of service.
         id.set_tos(tos)?;

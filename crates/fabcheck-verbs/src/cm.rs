@@ -119,6 +119,11 @@ impl CmChannel {
 }
 
 /// A connection manager id: one endpoint of one connection (or a listener).
+///
+/// Every verb that changes the id (bind, set_tos, listen, resolve, create_qp, connect,
+/// accept) takes `&mut self`: librdmacm does not lock an id against itself, so two threads
+/// driving one id through shared references would race on its state. Only reads (`port`,
+/// `context`) take `&self`. `tests/ui/cm_id_shared_mutation.rs` pins this.
 pub struct CmId {
     inner: Arc<CmIdInner>,
     channel: CmChannel,
@@ -146,7 +151,7 @@ impl CmId {
     }
 
     /// Binds to a local address (port 0: any); afterwards the id knows its device.
-    pub fn bind(&self, addr: SocketAddr) -> Result<(), VerbsError> {
+    pub fn bind(&mut self, addr: SocketAddr) -> Result<(), VerbsError> {
         let (mut storage, _) = sockaddr(&addr);
         // SAFETY: valid id; storage holds a sockaddr of the right family.
         let rc = unsafe { dl::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
@@ -157,7 +162,7 @@ impl CmId {
     }
 
     /// The IP type of service of the connection (rdma_cm maps it to the RoCE traffic class).
-    pub fn set_tos(&self, tos: u8) -> Result<(), VerbsError> {
+    pub fn set_tos(&mut self, tos: u8) -> Result<(), VerbsError> {
         let mut value = tos;
         // SAFETY: valid id; RDMA_OPTION_ID_TOS takes a u8, passed by pointer with its size.
         let rc =
@@ -168,7 +173,7 @@ impl CmId {
         Ok(())
     }
 
-    pub fn listen(&self, backlog: i32) -> Result<(), VerbsError> {
+    pub fn listen(&mut self, backlog: i32) -> Result<(), VerbsError> {
         // SAFETY: valid, bound id.
         let rc = unsafe { dl::rdma_listen(self.raw(), backlog) };
         if rc != 0 {
@@ -196,7 +201,7 @@ impl CmId {
         Some(Context { inner: Arc::new(ContextInner { ctx, name, owner: ContextOwner::CmId(self.inner.clone()) }) })
     }
 
-    pub fn resolve(&self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
+    pub fn resolve(&mut self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
         let (mut storage, _) = sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
         // SAFETY: valid id; storage holds the destination.
@@ -256,17 +261,17 @@ impl CmId {
     }
 
     /// Active side: connect and wait until established.
-    pub fn connect(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
+    pub fn connect(&mut self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
         self.establish("rdma_connect", dl::rdma_connect, rd_atomic, timeout)
     }
 
     /// Passive side: accept a connect request and wait until established.
-    pub fn accept(&self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
+    pub fn accept(&mut self, rd_atomic: u8, timeout: Duration) -> Result<(), VerbsError> {
         self.establish("rdma_accept", dl::rdma_accept, rd_atomic, timeout)
     }
 
     fn establish(
-        &self,
+        &mut self,
         step: &'static str,
         verb: unsafe fn(*mut sys::rdma_cm_id, *mut sys::rdma_conn_param) -> libc::c_int,
         rd_atomic: u8,

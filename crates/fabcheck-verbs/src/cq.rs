@@ -2,6 +2,7 @@
 
 use super::device::{Context, ContextInner};
 use super::error::{last_os_error, VerbsError};
+use super::wr_id::WrId;
 use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
@@ -11,9 +12,13 @@ pub(crate) struct CqInner {
     _ctx: Arc<ContextInner>,
 }
 
-// SAFETY: a CQ handle may be used from any thread (one poller at a time is the caller's rule).
+// SAFETY: the CQ may be destroyed or polled from any thread (libibverbs ties it to no thread).
+// Polling goes only through `CompletionQueue::poll`, which takes `&mut` of a handle that is
+// not `Clone`, so one thread polls at a time however the provider locks (mlx5 drops its CQ
+// lock under MLX5_SINGLE_THREADED, so "providers lock" would not be a reason).
 unsafe impl Send for CqInner {}
-// SAFETY: as above.
+// SAFETY: shared holders (the QPs using the CQ, through `Arc`) only read the pointer to keep
+// it alive and destroy it once, at the last drop; none polls.
 unsafe impl Sync for CqInner {}
 
 impl Drop for CqInner {
@@ -26,7 +31,9 @@ impl Drop for CqInner {
     }
 }
 
-#[derive(Clone)]
+/// A completion queue. Not `Clone`, and `poll` takes `&mut self`: one poller at a time is a
+/// property of the types, not a rule for callers (`tests/ui/cq_shared_poll.rs`). QPs keep
+/// what they need of it alive on their own.
 pub struct CompletionQueue {
     pub(crate) inner: Arc<CqInner>,
     cqe: u32,
@@ -43,9 +50,10 @@ impl WorkCompletion {
         std::array::from_fn(|_| WorkCompletion(unsafe { std::mem::zeroed() }))
     }
 
+    /// Which QP and list slot the completed work request was.
     #[inline(always)]
-    pub fn wr_id(&self) -> u64 {
-        self.0.wr_id
+    pub fn wr_id(&self) -> WrId {
+        WrId::from_raw(self.0.wr_id)
     }
 
     #[inline(always)]
@@ -134,8 +142,9 @@ impl CompletionQueue {
 
     /// Polls up to `out.len()` completions without blocking; returns how many were written.
     #[inline(always)]
-    pub fn poll(&self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
-        // SAFETY: out is a writable array of ibv_wc (repr(transparent)); its length bounds the write.
+    pub fn poll(&mut self, out: &mut [WorkCompletion]) -> Result<usize, VerbsError> {
+        // SAFETY: out is a writable array of ibv_wc (repr(transparent)); its length bounds the
+        // write. `&mut self` on a handle that is not Clone: no other thread polls this CQ now.
         let n = unsafe { sys::ibv_poll_cq(self.inner.cq, out.len() as i32, out.as_mut_ptr().cast()) };
         if n < 0 {
             return Err(VerbsError::PollCq { code: n });

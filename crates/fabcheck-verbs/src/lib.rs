@@ -39,46 +39,22 @@
 //! # Ok::<(), VerbsError>(())
 //! ```
 //!
-//! What does not compile keeps it so. No list can be made to point anywhere but into its
-//! region (its fields are private and no method takes a raw address):
+//! What does not compile keeps it so. Each of these is a test in `tests/ui/`, with the
+//! compiler's error checked in beside it (`.stderr`), run by
+//! `cargo test -p fabcheck-verbs --test compile_fail`:
 //!
-//! ```compile_fail
-//! # use fabcheck_verbs::*;
-//! fn forge(mr: &MemoryRegion) {
-//!     let mut list = SendList::new(1, SendOp::Send, mr, 0, 8, None, false).unwrap();
-//!     list.set_local_addr(0, 0xdead_beef);
-//! }
-//! ```
-//!
-//! A region's byte accessors are volatile, not atomic, so a region is not shared between
-//! threads:
-//!
-//! ```compile_fail
-//! # use fabcheck_verbs::*;
-//! fn share<T: Sync>(_: &T) {}
-//! fn f(mr: &MemoryRegion) {
-//!     share(mr);
-//! }
-//! ```
-//!
-//! Posting needs the QP exclusively: two lists cannot post on one QP through shared borrows.
-//!
-//! ```compile_fail
-//! # use fabcheck_verbs::*;
-//! fn f(qp: &QueuePair, list: &mut SendList) {
-//!     list.post(qp, 1).unwrap();
-//! }
-//! ```
-//!
-//! A QP is destroyed once: it cannot be copied or cloned, and it can only be made by
-//! `QueuePair::new_rc` or `CmId::create_qp`, which tie it to live CQs and PD.
-//!
-//! ```compile_fail
-//! # use fabcheck_verbs::*;
-//! fn f(qp: &QueuePair) -> QueuePair {
-//!     qp.clone()
-//! }
-//! ```
+//! - no list can be made to point anywhere but into its region: its fields are private and
+//!   no method takes a raw address (`list_no_raw_address.rs`);
+//! - a region's byte accessors are volatile, not atomic, so a region is `!Sync`
+//!   (`region_not_sync.rs`);
+//! - posting sends or receives needs the QP exclusively, `&mut QueuePair`
+//!   (`post_needs_mut_qp.rs`, `recv_post_needs_mut_qp.rs`);
+//! - a QP is destroyed once: it cannot be cloned, and only `QueuePair::new_rc` or
+//!   `CmId::create_qp` make one, tied to live CQs and PD (`qp_not_clone.rs`);
+//! - the verbs that change an rdma_cm id take `&mut CmId`, so two threads cannot drive one id
+//!   through shared references (`cm_id_shared_mutation.rs`);
+//! - one poller per CQ: `poll` takes `&mut CompletionQueue` and a CQ is not `Clone`
+//!   (`cq_shared_poll.rs`).
 //!
 //! A context borrowed from an rdma_cm id holds the id, and a QP made on an id holds it too, so
 //! neither can outlive the id: the id is destroyed after the last of them, whatever the order.
@@ -110,6 +86,7 @@ mod mr;
 mod pd;
 mod qp;
 pub mod tsc;
+mod wr_id;
 
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
@@ -118,4 +95,5 @@ pub use error::VerbsError;
 pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
 pub use mr::{Access, MemoryRegion, RemoteBuffer};
 pub use pd::ProtectionDomain;
-pub use qp::{PathSpec, QpConfig, QueuePair, RecvList, SendList, SendOp};
+pub use qp::{PathSpec, QpConfig, QueuePair, RecvList, RtsParams, SendList, SendOp};
+pub use wr_id::WrId;

@@ -5,6 +5,7 @@ use super::cq::{CompletionQueue, CqInner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::mr::{Access, MemoryRegion, MrInner, RemoteBuffer};
 use super::pd::{PdInner, ProtectionDomain};
+use super::wr_id::WrId;
 use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
@@ -34,6 +35,20 @@ pub struct PathSpec {
     pub sl: u8,
     /// RoCE: the GRH traffic class (DSCP << 2 | ECN).
     pub traffic_class: u8,
+}
+
+/// What the RTR -> RTS transition sets, by name: four integers in a row were one swap from a
+/// QP that retries for minutes or not at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RtsParams {
+    /// The first packet sequence number this side sends (the peer's `remote_psn`).
+    pub psn: u32,
+    /// RDMA reads (and atomics) this side may have in flight as initiator (at least 1).
+    pub max_rd_atomic: u8,
+    /// The IBTA local ACK timeout exponent: each try waits 4.096 us * 2^exp.
+    pub ack_timeout_exp: u8,
+    /// Transport retries after a timeout before the WR fails (at most 7).
+    pub retry_count: u8,
 }
 
 pub struct QueuePair {
@@ -158,15 +173,15 @@ impl QueuePair {
         self.modify(&mut attr, mask, "RTR")
     }
 
-    /// RTR -> RTS. `timeout` is the IBTA exponent (4.096 us * 2^timeout), `retry_cnt` up to 7.
-    pub fn to_rts(&mut self, psn: u32, max_rd_atomic: u8, timeout: u8, retry_cnt: u8) -> Result<(), VerbsError> {
+    /// RTR -> RTS with the send PSN, reads in flight and retry policy of `params`.
+    pub fn to_rts(&mut self, params: &RtsParams) -> Result<(), VerbsError> {
         let mut attr = zeroed_attr();
         attr.qp_state = sys::ibv_qp_state::IBV_QPS_RTS;
-        attr.sq_psn = psn;
-        attr.timeout = timeout;
-        attr.retry_cnt = retry_cnt.min(7);
+        attr.sq_psn = params.psn;
+        attr.timeout = params.ack_timeout_exp;
+        attr.retry_cnt = params.retry_count.min(7);
         attr.rnr_retry = 7;
-        attr.max_rd_atomic = max_rd_atomic.max(1);
+        attr.max_rd_atomic = params.max_rd_atomic.max(1);
         use sys::ibv_qp_attr_mask as m;
         let mask = m::IBV_QP_STATE.0
             | m::IBV_QP_TIMEOUT.0
@@ -266,7 +281,7 @@ impl SendList {
             .map(|i| {
                 // SAFETY: plain old data.
                 let mut wr: sys::ibv_send_wr = unsafe { std::mem::zeroed() };
-                wr.wr_id = i as u64;
+                wr.wr_id = WrId::new(0, i as u32).to_raw();
                 wr.num_sge = 1;
                 wr.opcode = opcode;
                 wr.send_flags = flags;
@@ -295,9 +310,10 @@ impl SendList {
         wr.send_flags = if signaled { wr.send_flags | flag } else { wr.send_flags & !flag };
     }
 
+    /// Names WR `index` in its completion (a new list's WRs are QP 0, slot = index).
     #[inline(always)]
-    pub fn set_wr_id(&mut self, index: usize, wr_id: u64) {
-        self.wrs[index].wr_id = wr_id;
+    pub fn set_wr_id(&mut self, index: usize, wr_id: WrId) {
+        self.wrs[index].wr_id = wr_id.to_raw();
     }
 
     /// Sets the remote address of one WR (bandwidth tests walk the peer's buffer).
@@ -348,8 +364,8 @@ pub struct RecvList {
 unsafe impl Send for RecvList {}
 
 impl RecvList {
-    /// `count` receives into `local[offset..offset+len]`; each WR's id is `tag << 32 | index`
-    /// so completions on a shared CQ name their QP.
+    /// `count` receives into `local[offset..offset+len]`; each WR's id is
+    /// `WrId { qp: tag, slot: index }` so completions on a shared CQ name their QP.
     /// Refused when `local[offset..offset + len]` is outside the region or `count` is 0.
     pub fn new(count: usize, local: &MemoryRegion, offset: usize, len: u32, tag: u32) -> Result<Self, VerbsError> {
         let mr = local.inner.clone();
@@ -360,7 +376,7 @@ impl RecvList {
             .map(|i| {
                 // SAFETY: plain old data.
                 let mut wr: sys::ibv_recv_wr = unsafe { std::mem::zeroed() };
-                wr.wr_id = (u64::from(tag) << 32) | i as u64;
+                wr.wr_id = WrId::new(tag, i as u32).to_raw();
                 wr.num_sge = 1;
                 wr
             })
