@@ -88,7 +88,7 @@ pub enum PerfError {
     #[error("{0}")]
     Probe(#[from] ProbeError),
     #[error("invalid test: {0}")]
-    BadSpec(String),
+    BadSpec(#[from] crate::spec::SpecError),
     #[error("invalid peer endpoint: {0}")]
     BadPeer(String),
     #[error("{subject}: {message}")]

@@ -118,8 +118,8 @@ impl Session {
     /// Opens the device and port, checks the port can carry traffic, and builds everything
     /// the test needs. Errors name the cause (port INIT, no routable GID, memlock...).
     pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
-        spec.validate().map_err(PerfError::BadSpec)?;
-        target.conditions.validate().map_err(PerfError::BadSpec)?;
+        spec.validate()?;
+        target.conditions.validate()?;
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
@@ -236,7 +236,7 @@ impl Session {
             rate_gbps: port.rate_gbps,
             ca_type: device.ca_type.clone(),
             max_rd_atomic,
-            cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port()).to_string()),
+            cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port())),
             pcie_gbps: device.pci.as_ref().and_then(|p| p.usable_gbps),
             trained_low: port.trained_low(),
             conditions,
@@ -309,8 +309,7 @@ impl Session {
         let n = self.spec.qps as usize;
         match state.role {
             CmRole::Connect => {
-                let text = peer.cm_addr.as_deref().ok_or_else(|| PerfError::BadPeer("the listener sent no rdma_cm address".into()))?;
-                let dst: SocketAddr = text.parse().map_err(|_| PerfError::BadPeer(format!("'{text}' is not an address")))?;
+                let dst = peer.cm_addr.ok_or_else(|| PerfError::BadPeer("the listener sent no rdma_cm address".into()))?;
                 for _ in 0..n {
                     let mut id = CmId::new(&state.channel)?;
                     if let Some(tos) = self.local.conditions.tclass {

@@ -4,8 +4,10 @@
 //! without depending on each other.
 
 pub mod device;
+mod invalid;
 
 pub use device::{parse_device_port, valid_device_name};
+pub use invalid::SpecError;
 
 pub use crate::probe::decode::LinkLayer;
 use serde::{Deserialize, Serialize};
@@ -130,41 +132,38 @@ pub struct TestSpec {
 
 impl TestSpec {
     /// Checks every limit; an agent runs nothing that fails this.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if self.size == 0 {
-            return Err("size must be at least 1 byte".into());
+            return Err(SpecError::EmptyMessage);
         }
         if self.size > MAX_SIZE {
-            return Err(format!("size {} exceeds the limit of {} bytes", self.size, MAX_SIZE));
-        }
-        if self.test == TestKind::WriteLat && self.size < 1 {
-            return Err("write_lat needs at least 1 byte".into());
+            return Err(SpecError::MessageTooLarge { size: self.size });
         }
         if self.qps == 0 || self.qps > MAX_QPS {
-            return Err(format!("qps must be 1..{MAX_QPS}"));
+            return Err(SpecError::QpCount);
         }
         if self.test.is_latency() && self.qps != 1 {
-            return Err("latency tests use one QP".into());
+            return Err(SpecError::LatencyWithManyQps);
         }
         if self.duration_ms.is_none() && (self.iters == 0 || self.iters > MAX_ITERS) {
-            return Err(format!("iterations must be 1..{MAX_ITERS}"));
+            return Err(SpecError::Iterations);
         }
         if self.warmup > MAX_ITERS {
-            return Err("warm-up too long".into());
+            return Err(SpecError::Warmup);
         }
         if let Some(ms) = self.duration_ms {
             if ms == 0 || ms > MAX_DURATION_MS {
-                return Err(format!("duration must be 1 ms..{} s", MAX_DURATION_MS / 1000));
+                return Err(SpecError::Duration);
             }
         }
         if self.tx_depth == 0 || self.tx_depth > 8192 || self.cq_mod == 0 || self.cq_mod > self.tx_depth {
-            return Err("tx_depth must be 1..8192 and cq_mod 1..tx_depth".into());
+            return Err(SpecError::Depth);
         }
         if self.post_list == 0 || self.post_list > self.cq_mod || !self.cq_mod.is_multiple_of(self.post_list) {
-            return Err("post_list must divide cq_mod".into());
+            return Err(SpecError::PostList);
         }
         if self.stall_timeout_ms == 0 || self.stall_timeout_ms > 600_000 {
-            return Err("stall timeout must be 1 ms..600 s".into());
+            return Err(SpecError::StallTimeout);
         }
         Ok(())
     }
@@ -192,9 +191,10 @@ pub struct Endpoint {
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub max_rd_atomic: u8,
-    /// With rdma_cm: the listener's `ip:port`.
+    /// With rdma_cm: the listener's address, `ip:port` on the wire (`[v6]:port` for IPv6),
+    /// as it always was; parsed once, when the message is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cm_addr: Option<String>,
+    pub cm_addr: Option<std::net::SocketAddr>,
     /// Usable bandwidth of the adapter's PCIe link, Gb/s, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_gbps: Option<f64>,
@@ -270,12 +270,12 @@ impl Conditions {
     }
 
     /// Checks the limits; an agent runs nothing that fails this.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), SpecError> {
         if self.sl.is_some_and(|sl| sl > 15) {
-            return Err("service level must be 0..15".into());
+            return Err(SpecError::ServiceLevel);
         }
         if self.pkey_index.is_some_and(|p| p > 127) {
-            return Err("P_Key index must be 0..127".into());
+            return Err(SpecError::PkeyIndex);
         }
         Ok(())
     }
@@ -317,5 +317,60 @@ impl LatencySummary {
             mean: r(self.mean),
             stdev: r(self.stdev),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint(cm_addr: Option<std::net::SocketAddr>) -> Endpoint {
+        Endpoint {
+            host: "n1".into(),
+            device: "mlx5_0".into(),
+            port: 1,
+            lid: 0,
+            gid_index: Some(3),
+            gid: Some("::ffff:10.0.0.1".parse().unwrap()),
+            qpns: vec![17],
+            psn: 1,
+            addr: 0x1000,
+            rkey: 7,
+            len: 65536,
+            mtu: 4096,
+            link_layer: LinkLayer::Ethernet,
+            rate_gbps: Some(200.0),
+            ca_type: "ConnectX-7".into(),
+            max_rd_atomic: 16,
+            cm_addr,
+            pcie_gbps: None,
+            trained_low: None,
+            conditions: Default::default(),
+        }
+    }
+
+    /// `cm_addr` is a socket address inside and the same text on the wire as when it was a
+    /// `String` filled from `SocketAddr::to_string`: agents of either build understand each other.
+    #[test]
+    fn cm_addr_is_ip_port_text_on_the_wire() {
+        for text in ["198.18.0.1:40000", "[2001:db8::7]:4791", "[fe80::1%2]:7471"] {
+            let addr: std::net::SocketAddr = text.parse().unwrap();
+            let json = serde_json::to_string(&endpoint(Some(addr))).unwrap();
+            assert!(json.contains(&format!("\"cm_addr\":\"{text}\"")), "{json}");
+            let back: Endpoint = serde_json::from_str(&json).unwrap();
+            assert_eq!(back.cm_addr, Some(addr));
+        }
+        let json = serde_json::to_string(&endpoint(None)).unwrap();
+        assert!(!json.contains("cm_addr"), "absent when not listening: {json}");
+        assert_eq!(serde_json::from_str::<Endpoint>(&json).unwrap().cm_addr, None);
+    }
+
+    /// A listener address that is not one is refused with the message, not carried to the
+    /// connect step.
+    #[test]
+    fn a_cm_addr_that_is_no_address_is_refused_when_parsed() {
+        let mut value = serde_json::to_value(endpoint(None)).unwrap();
+        value["cm_addr"] = "rxe0:1".into();
+        assert!(serde_json::from_value::<Endpoint>(value).is_err());
     }
 }
