@@ -21,7 +21,7 @@ pub struct Probe {
 pub fn discover(probe: &Probe) -> Result<Fabric, MadError> {
     mad::available()?;
     let local = mad::find_local_port(probe.ca.as_deref(), probe.port)?;
-    if local.state == 1 {
+    if PortState::from_raw(local.state) == PortState::Down {
         return Err(MadError::PortDown { ca: local.ca.clone(), port: local.port, phys_state: local.phys_state });
     }
     let raw =

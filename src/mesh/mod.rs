@@ -626,7 +626,7 @@ fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory)
         .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
         .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
     if let Some((d, p)) = port {
-        agent.soft = d.ca_type.starts_with("Soft-");
+        agent.soft = crate::probe::catype::CaKind::of(&d.ca_type).is_software();
         // What this endpoint can carry: its link's rate, or its PCIe link's if smaller.
         let pcie = d.pci.as_ref().and_then(|pci| pci.usable_gbps);
         agent.rate_gbps = p.rate_gbps.map(|r| crate::probe::capacity::capacity(r, pcie).gbps);

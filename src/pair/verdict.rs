@@ -3,7 +3,9 @@
 
 use super::report::{Side, TestResult};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
+use super::plan::Direction;
 use crate::perf::counters;
+use crate::probe::catype::CaKind;
 use crate::spec::LinkLayer;
 use crate::units;
 use std::collections::BTreeMap;
@@ -32,7 +34,7 @@ pub fn capacity(a: &Side, b: &Side) -> Option<crate::probe::capacity::Capacity> 
 
 pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
     let mut findings = Vec::new();
-    let soft = a.ca_type.starts_with("Soft-") || b.ca_type.starts_with("Soft-");
+    let soft = CaKind::of(&a.ca_type).is_software() || CaKind::of(&b.ca_type).is_software();
     let cap = capacity(a, b);
     let link = cap.map(|c| c.gbps);
     let subject = format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device);
@@ -98,7 +100,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
             if r.size < JUDGED_MIN_SIZE {
                 continue;
             }
-            let capacity = if *direction == "bidi" { 2.0 * rate } else { rate };
+            let capacity = if r.direction == Direction::Bidi { 2.0 * rate } else { rate };
             let need = criteria.bw_fraction * capacity;
             let got = r.bw_gbps.unwrap_or(0.0);
             if got < need {

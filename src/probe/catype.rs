@@ -1,4 +1,5 @@
-//! Product names from PCI/verbs vendor part ids, so a person sees "ConnectX-6", not "4123".
+//! Product names from PCI/verbs vendor part ids, so a person sees "ConnectX-6", not "4123",
+//! and the kind of adapter a name stands for ([`CaKind`]), so logic never compares the words.
 
 /// IEEE OUI that mlx4/mlx5 report as `vendor_id` in `ibv_query_device`.
 pub const MELLANOX_OUI: u32 = 0x02c9;
@@ -23,38 +24,79 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
     }
 }
 
-/// Whether this adapter family's InfiniBand ports are normally 4X (so 1X means degraded).
-pub fn native_ib_width_is_4x(ca_type: &str) -> bool {
-    ca_type.starts_with("ConnectX") || ca_type.starts_with("Connect-IB") || ca_type.starts_with("BlueField")
+/// What kind of adapter a [`ca_type`] name is: what the rules need to know of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaKind {
+    /// Soft-RoCE (rxe) or Soft-iWARP (siw): a kernel software device, whose link rate is
+    /// synthesised from its netdev and whose speed is CPU-bound.
+    Software,
+    /// An NVIDIA (Mellanox) adapter: ConnectX, Connect-IB, BlueField, or a part id this table
+    /// does not name yet. Its firmware takes `mlxconfig`.
+    Nvidia,
+    /// Another vendor's adapter, or one nothing is known of.
+    Other,
 }
 
+impl CaKind {
+    /// The kind of a name [`ca_type`] made (on this node, or on an agent of any version: the
+    /// words have not changed). The one place that reads them.
+    pub fn of(ca_type: &str) -> CaKind {
+        const NVIDIA: [&str; 4] = ["ConnectX", "Connect-IB", "BlueField", "NVIDIA/Mellanox part "];
+        if ca_type.starts_with("Soft-RoCE") || ca_type.starts_with("Soft-iWARP") {
+            CaKind::Software
+        } else if NVIDIA.iter().any(|prefix| ca_type.starts_with(prefix)) {
+            CaKind::Nvidia
+        } else {
+            CaKind::Other
+        }
+    }
+
+    pub fn is_software(self) -> bool {
+        self == CaKind::Software
+    }
+}
+
+/// Whether this adapter's InfiniBand ports are normally 4X (so 1X means degraded). Every
+/// InfiniBand HCA there is trains 4X (ConnectX, Connect-IB and BlueField; QLogic's qib and
+/// Omni-Path's hfi1 too), split ports 2X: so is an adapter this table does not know, or a new
+/// part id would silently switch the 1X check off. Only a software device is not judged.
+pub fn native_ib_width_is_4x(ca_type: &str) -> bool {
+    !CaKind::of(ca_type).is_software()
+}
+
+/// PCI device ids (= verbs `vendor_part_id`) of mlx4 and mlx5 adapters. The mlx5 ids are the
+/// kernel's `mlx5_core_pci_table` (drivers/net/ethernet/mellanox/mlx5/core/main.c), checked
+/// one by one; virtual functions of ConnectX-6 Dx and later, and of every BlueField, show the
+/// generic `0x101e`. The mlx4 ids are `mlx4_pci_table`'s (ConnectX-3).
 fn nvidia_part_name(part: u32) -> Option<&'static str> {
     Some(match part {
-        4099 => "ConnectX-3",
-        4100 => "ConnectX-3 VF",
-        4103 => "ConnectX-3 Pro",
-        4113 => "Connect-IB",
-        4115 => "ConnectX-4",
-        4116 => "ConnectX-4 VF",
-        4117 => "ConnectX-4 Lx",
-        4118 => "ConnectX-4 Lx VF",
-        4119 => "ConnectX-5",
-        4120 => "ConnectX-5 VF",
-        4121 => "ConnectX-5 Ex",
-        4122 => "ConnectX-5 Ex VF",
-        4123 => "ConnectX-6",
-        4124 => "ConnectX-6 VF",
-        4125 => "ConnectX-6 Dx",
-        4126 => "ConnectX VF",
-        4127 => "ConnectX-6 Lx",
-        4129 => "ConnectX-7",
-        4131 => "ConnectX-8",
-        41682 => "BlueField",
-        41683 => "BlueField VF",
-        41686 => "BlueField-2",
-        41687 => "BlueField-2 VF",
-        41692 => "BlueField-3",
-        41693 => "BlueField-3 VF",
+        0x1003 => "ConnectX-3",
+        0x1004 => "ConnectX-3 VF",
+        0x1007 => "ConnectX-3 Pro",
+        0x1011 => "Connect-IB",
+        0x1012 => "Connect-IB VF",
+        0x1013 => "ConnectX-4",
+        0x1014 => "ConnectX-4 VF",
+        0x1015 => "ConnectX-4 Lx",
+        0x1016 => "ConnectX-4 Lx VF",
+        0x1017 => "ConnectX-5",
+        0x1018 => "ConnectX-5 VF",
+        0x1019 => "ConnectX-5 Ex",
+        0x101a => "ConnectX-5 Ex VF",
+        0x101b => "ConnectX-6",
+        0x101c => "ConnectX-6 VF",
+        0x101d => "ConnectX-6 Dx",
+        0x101e => "ConnectX VF",
+        0x101f => "ConnectX-6 Lx",
+        0x1021 => "ConnectX-7",
+        0x1023 => "ConnectX-8",
+        0x1025 => "ConnectX-9",
+        0x1027 => "ConnectX-10",
+        0xa2d2 => "BlueField",
+        0xa2d3 => "BlueField VF",
+        0xa2d6 => "BlueField-2",
+        0xa2dc => "BlueField-3",
+        0xa2df => "BlueField-4",
         _ => return None,
     })
 }
@@ -74,5 +116,47 @@ mod tests {
         assert_eq!(ca_type(None, None, "x"), "unknown");
         assert!(native_ib_width_is_4x("ConnectX-6"));
         assert!(!native_ib_width_is_4x("Soft-RoCE (rxe)"));
+    }
+
+    /// The names of `mlx5_core_pci_table`'s ids, the newest included; ids that table does not
+    /// have (0xa2d7, 0xa2dd were once listed here as BlueField VFs) are no product.
+    #[test]
+    fn mlx5_core_ids() {
+        let name = |part| ca_type(Some(MELLANOX_PCI_VENDOR), Some(part), "mlx5_0");
+        for (part, want) in [
+            (0x1012, "Connect-IB VF"),
+            (0x101c, "ConnectX-6 VF"),
+            (0x101e, "ConnectX VF"),
+            (0x1023, "ConnectX-8"),
+            (0x1025, "ConnectX-9"),
+            (0x1027, "ConnectX-10"),
+            (0xa2dc, "BlueField-3"),
+            (0xa2df, "BlueField-4"),
+        ] {
+            assert_eq!(name(part), want, "{part:#x}");
+        }
+        assert_eq!(name(0xa2d7), "NVIDIA/Mellanox part 41687");
+        assert_eq!(name(0xa2dd), "NVIDIA/Mellanox part 41693");
+    }
+
+    /// An adapter the table does not name is still judged at 1X on InfiniBand: a new part id
+    /// must not silently switch the lane check off.
+    #[test]
+    fn an_unknown_adapter_keeps_the_1x_check() {
+        for name in [ca_type(Some(MELLANOX_OUI), Some(0x1029), "mlx5_0"), ca_type(Some(0x1077), Some(7), "qib0"), "unknown".to_string()] {
+            assert!(native_ib_width_is_4x(&name), "{name}");
+        }
+        assert!(!native_ib_width_is_4x("Soft-iWARP (siw)"));
+    }
+
+    #[test]
+    fn kinds() {
+        assert_eq!(CaKind::of("Soft-RoCE (rxe)"), CaKind::Software);
+        assert_eq!(CaKind::of("Soft-iWARP (siw)"), CaKind::Software);
+        for nvidia in ["ConnectX-7", "Connect-IB", "BlueField-3", "NVIDIA/Mellanox part 4137"] {
+            assert_eq!(CaKind::of(nvidia), CaKind::Nvidia, "{nvidia}");
+        }
+        assert_eq!(CaKind::of("vendor 0x8086 part 5"), CaKind::Other);
+        assert_eq!(CaKind::of("MT4123"), CaKind::Other);
     }
 }

@@ -23,6 +23,10 @@ pub struct LocalPort {
     pub port_guid: u64,
 }
 
+/// IBTA PortState ACTIVE (PortInfo:PortState; umad_port_t.state): the port carries traffic.
+/// The verbs crate keeps the number it needs by name; fabcheck's `PortState` decodes them all.
+const PORT_STATE_ACTIVE: u32 = 4;
+
 const MAX_CAS: usize = 32;
 const UMAD_CA_MAX_PORTS: usize = 10;
 
@@ -58,7 +62,7 @@ pub fn find_local_port(ca: Option<&str>, port: Option<u8>) -> Result<LocalPort, 
                 present: ports.iter().map(|p| p.port.to_string()).collect::<Vec<_>>().join(", "),
             });
         }
-        if let Some(active) = ports.iter().find(|p| p.state == 4) {
+        if let Some(active) = ports.iter().find(|p| p.state == PORT_STATE_ACTIVE) {
             return Ok(active.clone());
         }
         if first.is_none() {
