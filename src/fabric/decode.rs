@@ -31,7 +31,12 @@ pub fn port_info(pi: &[u8], mlnx_ext: &[u8]) -> PortInfo {
     let capability_mask = f(160, 32);
     // Legacy speeds (SDR 1, DDR 2, QDR 4) are already Speed::raw bits.
     let mut supported = f(256, 4);
-    let mut enabled = f(284, 4);
+    // LinkSpeedEnabled 15 is "set to LinkSpeedSupported" (some firmware echoes what was Set),
+    // not a bit set: as bits it would claim FDR10 (bit 3 in Speed::raw). As 0xff widths are.
+    let mut enabled = match f(284, 4) {
+        15 => supported,
+        bits => bits,
+    };
     let legacy_active = f(280, 4);
     // Extended speeds (FDR 1, EDR 2, HDR 4, NDR 8) sit four bits up in Speed::raw.
     let ext_supported = f(500, 4);
@@ -279,6 +284,19 @@ mod tests {
         assert_eq!((d.speed_active, d.speed_enabled.best(), d.speed_supported.best()), (Speed::Qdr, Some(Speed::Qdr), Some(Speed::Hdr)));
         put(&mut pi, 507, 5, 31); // all supported
         assert_eq!(port_info(&pi, &[0; 64]).speed_enabled.best(), Some(Speed::Hdr));
+    }
+
+    /// LinkSpeedEnabled 15 means "what is supported", as width 0xff does; read as bits it
+    /// claimed FDR10 on a QDR port.
+    #[test]
+    fn legacy_speed_enabled_15_is_the_supported_set() {
+        let mut pi = ibsim_port();
+        put(&mut pi, 256, 4, 0b0111); // SDR DDR QDR supported
+        put(&mut pi, 284, 4, 15); // set to supported
+        let d = port_info(&pi, &[0; 64]);
+        assert!(!d.speed_enabled.contains(Speed::Fdr10), "{:?}", d.speed_enabled);
+        assert_eq!(d.speed_enabled, d.speed_supported);
+        assert_eq!(d.speed_enabled.best(), Some(Speed::Qdr));
     }
 
     #[test]

@@ -129,6 +129,10 @@ pub struct PcieCap {
     pub link_cap: Option<Link>,
     /// Link Status: what the link trained at.
     pub link_status: Option<Link>,
+    /// Device Control's Max_Payload_Size, bytes (128 ..= 4096): the largest TLP payload the
+    /// function sends, which sets how much of the link is payload. `None` when not read or
+    /// reserved.
+    pub max_payload: Option<u16>,
 }
 
 /// The ACS extended capability: what the port can do and what is enabled.
@@ -313,7 +317,20 @@ fn parse_pcie(bytes: &[u8], offset: usize, space: &mut ConfigSpace) -> PcieCap {
         port_type: caps.map_or(PortType::Other(0xff), |c| PortType::from_raw(((c >> 4) & 0xf) as u8)),
         link_cap,
         link_status,
+        max_payload: u16_at(bytes, offset + 0x08).and_then(|control| max_payload_bytes((control >> 5) & 0x7)),
     }
+}
+
+/// Bytes of a Max_Payload_Size code (Device Control bits 7:5, Device Capabilities bits 2:0):
+/// 128 << code; 6 and 7 are reserved.
+fn max_payload_bytes(code: u16) -> Option<u16> {
+    (code <= 5).then(|| 128 << code)
+}
+
+/// The Max_Payload_Size a function's config bytes set, when its PCI Express capability is in
+/// them (an unprivileged read of `config` stops at 64 bytes, before it).
+pub fn max_payload(bytes: &[u8]) -> Option<u16> {
+    parse(bytes).ok()?.pcie?.max_payload
 }
 
 /// The extended list: 32-bit headers (ID 15:0, version 19:16, next 31:20) from 0x100.
@@ -462,6 +479,20 @@ mod tests {
         assert_eq!(space.pcie, None);
         assert!(!space.capabilities_read && !space.extended_read);
         assert!(space.defects.is_empty(), "a short read by a non-root user is not a defect");
+    }
+
+    /// Device Control's MPS field (bits 7:5 at +8 of the PCIe capability) as bytes; reserved
+    /// codes and a capability out of reach are unknown, not 128.
+    #[test]
+    fn max_payload_from_device_control() {
+        let gen5 = Link { speed: 5, width: 16 };
+        let mut bytes = build::config(0x15b3, 0x1021, 0x020700, false, 0x0, gen5, gen5, None);
+        assert_eq!(max_payload(&bytes), Some(128), "code 0");
+        for (code, want) in [(1u16, Some(256)), (2, Some(512)), (5, Some(4096)), (6, None), (7, None)] {
+            bytes[0x60 + 8..0x60 + 10].copy_from_slice(&(code << 5).to_le_bytes());
+            assert_eq!(max_payload(&bytes), want, "code {code}");
+        }
+        assert_eq!(max_payload(&bytes[..HEADER_LEN]), None, "the capability is past an unprivileged read");
     }
 
     #[test]

@@ -3,14 +3,18 @@
 //! adapter sits behind.
 //!
 //! PCIe usable bandwidth = transfer rate x lanes x line encoding x TLP efficiency:
-//! - encoding: 8b/10b up to 5 GT/s (Gen1, Gen2), 128b/130b for 8, 16 and 32 GT/s (Gen3-5),
-//!   and for 64 GT/s (Gen6, PAM4, FLIT mode) 242 useful bytes of every 256-byte flit;
-//! - TLP efficiency with a 256-byte max payload: 256 / (256 + 24), the 24 bytes being a
-//!   4-DW header with a 64-bit address (16), framing (4) and LCRC (4). DLLP traffic (ACKs,
-//!   flow-control updates) costs a few percent more, which the verdict's 90 % allows for.
+//! - encoding: 8b/10b up to 5 GT/s (Gen1, Gen2), 128b/130b for 8, 16 and 32 GT/s (Gen3-5);
+//!   at 64 GT/s (Gen6, PAM4) the link runs in FLIT mode: of every 256-byte flit, 236 bytes
+//!   carry TLPs, 6 the data-link layer (DLLPs: ACKs, flow control), 8 CRC and 6 FEC;
+//! - TLP efficiency: MPS / (MPS + overhead) with the function's Max Payload Size (MPS, Device
+//!   Control, from its `config` when readable; 256 B, the common setting, when not). Without
+//!   FLIT mode the overhead is 24 bytes: a 4-DW header with a 64-bit address (16), framing (4)
+//!   and LCRC (4), DLLPs costing a few percent more, which the verdict's 90 % allows for. In
+//!   FLIT mode framing and LCRC are the flit's, so a TLP costs its 16-byte header only.
 //!
 //! So Gen4 x16 carries 16 x 16 x 128/130 x 256/280 = 230.5 Gb/s: an NDR (400 Gb/s) port behind
-//! it cannot pass 90 % of its link rate, and is judged against the PCIe figure instead.
+//! it cannot pass 90 % of its link rate, and is judged against the PCIe figure instead. Gen6
+//! x16 at MPS 256 carries 64 x 16 x 236/256 x 256/272 = 888.5 Gb/s.
 
 use super::decode::{Speed, Width};
 
@@ -79,24 +83,35 @@ pub fn dcb_pfc_priorities(report: &str) -> Option<Vec<u8>> {
 }
 
 /// Usable PCIe bandwidth in Gb/s for a link at `speed` (as sysfs writes it: "16.0 GT/s PCIe",
-/// "8 GT/s", "2.5 GT/s") and `width` lanes. See the module doc for the arithmetic.
-pub fn pcie_usable_gbps(speed: &str, width: u32) -> Option<f64> {
+/// "8 GT/s", "2.5 GT/s") and `width` lanes, with the function's Max Payload Size in bytes
+/// (`None`: [`ASSUMED_MAX_PAYLOAD`]). See the module doc for the arithmetic.
+pub fn pcie_usable_gbps(speed: &str, width: u32, max_payload: Option<u16>) -> Option<f64> {
     let gts: f64 = speed.split_whitespace().next()?.parse().ok()?;
     if gts.is_nan() || gts <= 0.0 || width == 0 || width > 32 {
         return None;
     }
+    let flit = gts > 32.0;
     let encoding = if gts <= 5.0 {
         8.0 / 10.0
-    } else if gts <= 32.0 {
+    } else if !flit {
         128.0 / 130.0
     } else {
-        242.0 / 256.0
+        FLIT_TLP_BYTES / FLIT_BYTES
     };
-    Some(gts * f64::from(width) * encoding * TLP_EFFICIENCY)
+    let payload = f64::from(max_payload.filter(|m| (128..=4096).contains(m)).unwrap_or(ASSUMED_MAX_PAYLOAD));
+    let overhead = if flit { FLIT_TLP_OVERHEAD } else { TLP_OVERHEAD };
+    Some(gts * f64::from(width) * encoding * payload / (payload + overhead))
 }
 
-/// Payload share of a TLP with a 256-byte max payload (see the module doc).
-pub const TLP_EFFICIENCY: f64 = 256.0 / 280.0;
+/// The Max Payload Size assumed when the function's config space cannot be read.
+pub const ASSUMED_MAX_PAYLOAD: u16 = 256;
+/// Bytes a TLP adds to its payload without FLIT mode: header 16, framing 4, LCRC 4.
+const TLP_OVERHEAD: f64 = 24.0;
+/// Bytes a TLP adds in FLIT mode: its header (framing and CRC are the flit's).
+const FLIT_TLP_OVERHEAD: f64 = 16.0;
+/// A PCIe 6 flit, and the part of it that carries TLPs (the rest: DLP 6, CRC 8, FEC 6).
+const FLIT_BYTES: f64 = 256.0;
+const FLIT_TLP_BYTES: f64 = 236.0;
 
 /// What a link is judged against, and why.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -174,22 +189,56 @@ mod tests {
 
     #[test]
     fn pcie_figures() {
-        let g = |s: &str, w| (pcie_usable_gbps(s, w).unwrap() * 10.0).round() / 10.0;
+        let g = |s: &str, w| (pcie_usable_gbps(s, w, None).unwrap() * 10.0).round() / 10.0;
         assert_eq!(g("16.0 GT/s PCIe", 16), 230.5);
         assert_eq!(g("8.0 GT/s PCIe", 16), 115.2);
         assert_eq!(g("32.0 GT/s PCIe", 16), 460.9);
         assert_eq!(g("2.5 GT/s", 8), 14.6);
-        assert_eq!(g("64.0 GT/s PCIe", 16), 885.0);
-        assert_eq!(pcie_usable_gbps("Unknown", 16), None);
-        assert_eq!(pcie_usable_gbps("16.0 GT/s", 0), None);
+        assert_eq!(pcie_usable_gbps("Unknown", 16, None), None);
+        assert_eq!(pcie_usable_gbps("16.0 GT/s", 0, None), None);
+    }
+
+    /// Gen6 runs in FLIT mode: 236 TLP bytes of each 256-byte flit, and a TLP costs only its
+    /// header (the flit holds CRC and FEC). The figure was 885.0 with 242/256 and 24-byte TLP
+    /// overhead, which counted the data-link bytes as payload and LCRC/framing twice.
+    #[test]
+    fn gen6_flit_mode() {
+        let g = |mps| (pcie_usable_gbps("64.0 GT/s PCIe", 16, mps).unwrap() * 10.0).round() / 10.0;
+        assert_eq!(g(None), 888.5);
+        assert_eq!(g(Some(512)), 915.4);
+    }
+
+    /// The payload size the function is set to counts: at MPS 128 a Gen5 x16 link carries
+    /// 424.5 Gb/s, not the 460.9 of MPS 256; out-of-range sizes fall back to 256.
+    #[test]
+    fn max_payload_size_counts() {
+        let g = |mps| (pcie_usable_gbps("32.0 GT/s PCIe", 16, mps).unwrap() * 10.0).round() / 10.0;
+        assert_eq!(g(Some(128)), 424.5);
+        assert_eq!(g(Some(256)), 460.9);
+        assert_eq!(g(Some(512)), 481.6);
+        assert_eq!(g(Some(0)), 460.9);
+        assert_eq!(g(None), 460.9);
+    }
+
+    /// A captured tree whose NIC's config space sets MPS 128 (gpu-hgx-healthy: Device Control
+    /// 0) is figured at 128, not the assumed 256; a tree without config bytes keeps 256.
+    #[test]
+    fn the_captured_config_sets_the_payload_size() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+        let usable = |fixture: &str| {
+            let device = super::super::sysfs::SysfsRoot::at(root.join(fixture)).device("mlx5_0");
+            device.pci.and_then(|p| p.usable_gbps).map(|g| (g * 10.0).round() / 10.0)
+        };
+        assert_eq!(usable("gpu-hgx-healthy"), Some(424.5), "Gen5 x16 at MPS 128");
+        assert_eq!(usable("ndr-ib-pcie-gen4"), Some(230.5), "Gen4 x16, no config: MPS 256");
     }
 
     #[test]
     fn ndr_behind_gen4_is_pcie_bound() {
-        let c = capacity(400.0, pcie_usable_gbps("16.0 GT/s PCIe", 16));
+        let c = capacity(400.0, pcie_usable_gbps("16.0 GT/s PCIe", 16, None));
         assert!(c.pcie_bound);
         assert!((c.gbps - 230.5).abs() < 0.1);
-        assert_eq!(capacity(200.0, pcie_usable_gbps("16.0 GT/s PCIe", 16)), Capacity { gbps: 200.0, pcie_bound: false });
+        assert_eq!(capacity(200.0, pcie_usable_gbps("16.0 GT/s PCIe", 16, None)), Capacity { gbps: 200.0, pcie_bound: false });
         assert_eq!(capacity(200.0, None), Capacity { gbps: 200.0, pcie_bound: false });
     }
 
