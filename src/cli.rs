@@ -220,7 +220,8 @@ pub struct PairArgs {
     #[command(flatten)]
     pub conditions: ConditionFlags,
     /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
-    /// out-of-band exchange: A connects, B listens. RoCE only for now.
+    /// out-of-band exchange: A connects, B listens. RoCE: the GID's address; InfiniBand: the
+    /// port's IPoIB address (the interface needs one).
     #[arg(long)]
     pub cm: bool,
     /// CPUs of the measured loops, as perftest users pin with taskset: A,B (endpoint A's agent,
@@ -425,5 +426,20 @@ mod tests {
         assert_eq!(parse_seconds("2.5s"), Ok(2.5));
         assert_eq!(parse_seconds("500ms"), Ok(0.5));
         assert!(parse_seconds("soon").is_err());
+    }
+
+    /// `--cm` on InfiniBand connects through the port's IPoIB address (`perf::gid::cm_address`):
+    /// the help and docs/reliability.md say that, not "RoCE only" or "refused".
+    #[test]
+    fn cm_on_infiniband_is_described_as_the_code_does_it() {
+        use clap::CommandFactory;
+        let mut cli = Cli::command();
+        let help = cli.find_subcommand_mut("pair").expect("pair").render_long_help().to_string();
+        let cm = &help[help.find("--cm").expect("--cm in pair --help")..];
+        let cm = &cm[..cm.find("\n  -").unwrap_or(cm.len())];
+        assert!(cm.contains("IPoIB") && !cm.contains("RoCE only"), "{cm}");
+        let reliability = include_str!("../docs/reliability.md");
+        let line = reliability.lines().find(|l| l.contains("`--cm`")).expect("--cm in docs/reliability.md");
+        assert!(!line.contains("refused") && reliability.contains("IPoIB"), "{line}");
     }
 }
