@@ -22,13 +22,8 @@ pub const RX_DEPTH: u32 = 512;
 pub const INLINE_WANTED: u32 = 220;
 
 /// One side's resources for one test. Its fields are private to `perf`: nobody outside can
-/// reorder, take or drop a part while a measured loop uses it.
-///
-/// ```compile_fail
-/// fn take(s: fabcheck::perf::session::Session) -> Vec<fabcheck_verbs::QueuePair> {
-///     s.qps
-/// }
-/// ```
+/// reorder, take or drop a part while a measured loop uses it (`tests/ui/session_fields.rs`,
+/// run by `cargo test --test compile_fail`).
 pub struct Session {
     // Every verbs object holds what it depends on (Arc), so drop order is not load-bearing;
     // QPs still go first so their flushes do not race the CQs' teardown logs.
