@@ -50,7 +50,7 @@ impl CmChannel {
         let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
         // SAFETY: as above.
         unsafe { libc::fcntl(fd, libc::F_SETFL, flags | libc::O_NONBLOCK) };
-        Ok(CmChannel { inner: Arc::new(ChannelInner { ch }) })
+        Ok(CmChannel { inner: Arc::new(ChannelInner::new(ch)) })
     }
 
     /// Waits up to `timeout` for the next event; for a connect request also returns the new id.
@@ -58,7 +58,9 @@ impl CmChannel {
         let deadline = Instant::now() + timeout;
         loop {
             let mut event: *mut sys::rdma_cm_event = std::ptr::null_mut();
-            // SAFETY: the channel is valid and non-blocking; event is an out-pointer.
+            let one = self.inner.serialise();
+            // SAFETY: the channel is valid and non-blocking; event is an out-pointer. Under the
+            // channel's lock: librdmacm acts on the event's id while it hands the event over.
             let rc = unsafe { dl::rdma_get_cm_event(self.inner.ch, &mut event) };
             if rc == 0 {
                 // SAFETY: a returned event is valid until acked; we copy what we need first.
@@ -78,6 +80,7 @@ impl CmChannel {
                 return Ok((decoded, new_id));
             }
             let err = last_os_error();
+            drop(one);
             if err.raw_os_error() != Some(libc::EAGAIN) {
                 return Err(VerbsError::Cm { step: "rdma_get_cm_event", source: err });
             }
@@ -123,7 +126,10 @@ impl CmChannel {
 /// Every verb that changes the id (bind, set_tos, listen, resolve, create_qp, connect,
 /// accept) takes `&mut self`: librdmacm does not lock an id against itself, so two threads
 /// driving one id through shared references would race on its state. Only reads (`port`,
-/// `context`) take `&self`. `tests/ui/cm_id_shared_mutation.rs` pins this.
+/// `context`) take `&self`. `tests/ui/cm_id_shared_mutation.rs` pins this. The id is also
+/// reached from elsewhere: reading an event on its channel lets librdmacm act on it, and a QP
+/// made on it is destroyed through it; so every librdmacm call on an id, its QP's teardown and
+/// its channel's event reads hold the channel's lock too (`ChannelInner::serialise`).
 pub struct CmId {
     inner: Arc<CmIdInner>,
     channel: CmChannel,
@@ -132,7 +138,7 @@ pub struct CmId {
 
 impl CmId {
     fn wrap(id: *mut sys::rdma_cm_id, channel: &CmChannel) -> CmId {
-        CmId { inner: Arc::new(CmIdInner { id, _channel: channel.inner.clone() }), channel: channel.clone(), qp_created: false }
+        CmId { inner: Arc::new(CmIdInner { id, channel: channel.inner.clone() }), channel: channel.clone(), qp_created: false }
     }
 
     fn raw(&self) -> *mut sys::rdma_cm_id {
@@ -142,8 +148,11 @@ impl CmId {
     /// A new RC (`RDMA_PS_TCP`) id on `channel`.
     pub fn new(channel: &CmChannel) -> Result<CmId, VerbsError> {
         let mut id: *mut sys::rdma_cm_id = std::ptr::null_mut();
-        // SAFETY: valid channel; id is an out-pointer.
-        let rc = unsafe { dl::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) };
+        let rc = {
+            let _one = channel.inner.serialise();
+            // SAFETY: valid channel; id is an out-pointer.
+            unsafe { dl::rdma_create_id(channel.inner.ch, &mut id, std::ptr::null_mut(), sys::rdma_port_space::RDMA_PS_TCP) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_create_id", source: from_return_code(rc) });
         }
@@ -153,8 +162,11 @@ impl CmId {
     /// Binds to a local address (port 0: any); afterwards the id knows its device.
     pub fn bind(&mut self, addr: SocketAddr) -> Result<(), VerbsError> {
         let (mut storage, _) = sockaddr(&addr);
-        // SAFETY: valid id; storage holds a sockaddr of the right family.
-        let rc = unsafe { dl::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid id; storage holds a sockaddr of the right family.
+            unsafe { dl::rdma_bind_addr(self.raw(), &mut storage as *mut _ as *mut libc::sockaddr) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_bind_addr", source: from_return_code(rc) });
         }
@@ -164,9 +176,11 @@ impl CmId {
     /// The IP type of service of the connection (rdma_cm maps it to the RoCE traffic class).
     pub fn set_tos(&mut self, tos: u8) -> Result<(), VerbsError> {
         let mut value = tos;
-        // SAFETY: valid id; RDMA_OPTION_ID_TOS takes a u8, passed by pointer with its size.
-        let rc =
-            unsafe { dl::rdma_set_option(self.raw(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (&mut value as *mut u8).cast(), std::mem::size_of::<u8>()) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid id; RDMA_OPTION_ID_TOS takes a u8, passed by pointer with its size.
+            unsafe { dl::rdma_set_option(self.raw(), RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, (&mut value as *mut u8).cast(), std::mem::size_of::<u8>()) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_set_option(TOS)", source: from_return_code(rc) });
         }
@@ -174,8 +188,11 @@ impl CmId {
     }
 
     pub fn listen(&mut self, backlog: i32) -> Result<(), VerbsError> {
-        // SAFETY: valid, bound id.
-        let rc = unsafe { dl::rdma_listen(self.raw(), backlog) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid, bound id.
+            unsafe { dl::rdma_listen(self.raw(), backlog) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_listen", source: from_return_code(rc) });
         }
@@ -184,6 +201,7 @@ impl CmId {
 
     /// The local port the id is bound to.
     pub fn port(&self) -> u16 {
+        let _one = self.inner.serialise();
         // SAFETY: valid id.
         u16::from_be(unsafe { dl::rdma_get_src_port(self.raw()) })
     }
@@ -191,6 +209,8 @@ impl CmId {
     /// The device context librdmacm opened for this id (set once bound or resolved). The
     /// context keeps the id alive: librdmacm closes the device when its last id goes.
     pub fn context(&self) -> Option<Context> {
+        // Events on the channel fill `verbs` in (address resolution): read under its lock.
+        let _one = self.inner.serialise();
         // SAFETY: valid id; verbs is NULL until bound to a device.
         let ctx = unsafe { (*self.raw()).verbs };
         if ctx.is_null() {
@@ -204,14 +224,20 @@ impl CmId {
     pub fn resolve(&mut self, dst: SocketAddr, timeout: Duration) -> Result<(), VerbsError> {
         let (mut storage, _) = sockaddr(&dst);
         let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: valid id; storage holds the destination.
-        let rc = unsafe { dl::rdma_resolve_addr(self.raw(), std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid id; storage holds the destination.
+            unsafe { dl::rdma_resolve_addr(self.raw(), std::ptr::null_mut(), &mut storage as *mut _ as *mut libc::sockaddr, ms) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_addr", source: from_return_code(rc) });
         }
         self.channel.expect(CmEvent::AddrResolved, timeout + Duration::from_secs(1))?;
-        // SAFETY: valid id with a resolved address.
-        let rc = unsafe { dl::rdma_resolve_route(self.raw(), ms) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid id with a resolved address.
+            unsafe { dl::rdma_resolve_route(self.raw(), ms) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step: "rdma_resolve_route", source: from_return_code(rc) });
         }
@@ -234,8 +260,11 @@ impl CmId {
             });
         }
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
-        // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
-        let rc = unsafe { dl::rdma_create_qp(self.raw(), pd.inner.pd, &mut init) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: id is bound to pd's device (librdmacm checks), CQs are live.
+            unsafe { dl::rdma_create_qp(self.raw(), pd.inner.pd, &mut init) }
+        };
         if rc != 0 {
             return Err(VerbsError::CreateQp {
                 send_wr: config.max_send_wr,
@@ -278,8 +307,11 @@ impl CmId {
         timeout: Duration,
     ) -> Result<(), VerbsError> {
         let mut p = Self::conn_param(rd_atomic);
-        // SAFETY: valid id with a QP (and a route, or a pending request); p is initialised.
-        let rc = unsafe { verb(self.raw(), &mut p) };
+        let rc = {
+            let _one = self.inner.serialise();
+            // SAFETY: valid id with a QP (and a route, or a pending request); p is initialised.
+            unsafe { verb(self.raw(), &mut p) }
+        };
         if rc != 0 {
             return Err(VerbsError::Cm { step, source: from_return_code(rc) });
         }

@@ -69,7 +69,9 @@ unsafe impl Send for QueuePair {}
 impl Drop for QueuePair {
     fn drop(&mut self) {
         if let Some(id) = &self.cm_id {
-            // SAFETY: the QP was created on this id, which we hold alive until after this call.
+            let _one = id.serialise();
+            // SAFETY: the QP was created on this id, which we hold alive until after this call;
+            // under the id's channel lock, so no other librdmacm call on the id is under way.
             unsafe { dl::rdma_destroy_qp(id.id) };
             return;
         }
