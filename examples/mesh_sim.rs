@@ -389,7 +389,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             conn.peer = None;
             if let Err(e) = spec.validate() {
                 conn.spec = None;
-                send(conn, &error(&e));
+                send(conn, &error(&e.to_string()));
                 return;
             }
             let endpoint = Endpoint {

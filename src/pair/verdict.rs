@@ -1,9 +1,9 @@
 //! Judging a pair run (pure): bandwidth against the link's data rate, latency against an
 //! optional limit, retransmissions and tails as findings with likely causes.
 
+use super::plan::Direction;
 use super::report::{Side, TestResult};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
-use super::plan::Direction;
 use crate::perf::counters;
 use crate::probe::catype::CaKind;
 use crate::spec::LinkLayer;

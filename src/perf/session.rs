@@ -9,8 +9,7 @@ use crate::spec::CmRole;
 use crate::spec::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList,
-    RtsParams,
+    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList, RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;

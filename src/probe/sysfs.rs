@@ -354,7 +354,11 @@ impl SysfsRoot {
         let current_width: Option<u32> = self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok());
         let usable_gbps = match (&current_speed, current_width) {
             // The function's Max Payload Size, when its config bytes are readable (root; 256 B else).
-            (Some(s), Some(w)) => super::capacity::pcie_usable_gbps(s, w, crate::sys::fs::read_prefix(&dir.join("config"), 256).ok().flatten().and_then(|b| crate::gpu::config::max_payload(&b))),
+            (Some(s), Some(w)) => super::capacity::pcie_usable_gbps(
+                s,
+                w,
+                crate::sys::fs::read_prefix(&dir.join("config"), 256).ok().flatten().and_then(|b| crate::gpu::config::max_payload(&b)),
+            ),
             _ => None,
         };
         Some(PciLink {

@@ -250,7 +250,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 peer = None;
                 if let Err(e) = s.validate() {
                     spec = None;
-                    send(&error(&e))?;
+                    send(&error(&e.to_string()))?;
                     continue;
                 }
                 let Some((device, port)) = fabric.port(&target) else {
