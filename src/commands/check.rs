@@ -39,7 +39,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         crate::fabric::local::enrich(&mut inventory);
     }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
+    // Firmware configuration (into the inventory, which `port.link_layer` reads), OFED, units, IPoIB.
+    let stack_facts = probe::stack_facts::gather(&mut inventory, &source);
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
     if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
         let present: Vec<String> = host::MODULES.iter().filter(|m| bundle_modules.join(m).exists()).map(|m| m.to_string()).collect();

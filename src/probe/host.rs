@@ -20,8 +20,6 @@ pub struct HostFacts {
     pub rdma_core_version: Option<String>,
     /// MLNX_OFED / DOCA-OFED version string, if installed.
     pub ofed_version: Option<String>,
-    /// State of `openibd` and `rdma` units as `systemctl is-active` says; absent without systemd.
-    pub services: Vec<(String, String)>,
     /// RLIMIT_MEMLOCK soft limit in bytes; `None` = unlimited.
     pub memlock_soft: Option<u64>,
     pub is_root: bool,
@@ -89,7 +87,6 @@ pub fn gather(root: &Path) -> HostFacts {
         rdma_cm: root.join("dev/infiniband/rdma_cm").exists(),
         rdma_core_version: rdma_core_version(root),
         ofed_version: ofed_version(root),
-        services: if live { services() } else { Vec::new() },
         memlock_soft,
         is_root: crate::sys::os::is_root(),
         libibverbs: if live { LibraryState::of(fabcheck_verbs::libibverbs_available()) } else { LibraryState::NotChecked },
@@ -155,22 +152,6 @@ pub fn parse_ofed_info(script: &str) -> Option<String> {
         }
     }
     None
-}
-
-fn services() -> Vec<(String, String)> {
-    if !Path::new("/run/systemd/system").exists() {
-        return Vec::new();
-    }
-    ["openibd", "rdma"]
-        .iter()
-        .filter_map(|unit| run_with_deadline("systemctl", &["is-active", unit], Duration::from_secs(3)).map(|s| (unit.to_string(), s)))
-        .collect()
-}
-
-/// Runs a fixed local command (no shell) and returns its first output line, or `None` if it
-/// cannot run or misses the deadline (it is then killed).
-fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
-    command_output(program, args, deadline).map(|out| out.lines().next().unwrap_or("").trim().to_string())
 }
 
 /// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
