@@ -16,14 +16,14 @@ use crate::probe::{fw_query, Device, Inventory};
 
 /// Adds the driver-stack checks and findings to `report`.
 pub fn apply(report: &mut Report, inventory: &Inventory, facts: &StackFacts, expect: &Expectations, scope: &Scope) {
-    if !facts.looked {
-        return;
-    }
     let mut sheet = Sheet::default();
     let in_scope = |device: &str| scope.device.as_deref().is_none_or(|d| d == device);
-    firmware_pending(inventory, facts, &in_scope, &mut sheet);
-    ofed_modules(&facts.ofed, facts.live, &mut sheet);
-    services(facts, expect, &mut sheet);
+    // A bundle without tools/ predates them: only its sysfs part (IPoIB) is judged.
+    if facts.looked {
+        firmware_pending(inventory, facts, &in_scope, &mut sheet);
+        ofed_modules(&facts.ofed, facts.live, &mut sheet);
+        services(facts, expect, &mut sheet);
+    }
     for state in facts.ipoib.iter().filter(|s| in_scope(s.port.split('/').next().unwrap_or(""))) {
         ipoib(state, expect, &mut sheet);
     }
@@ -348,13 +348,15 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
 /// another mode than expected.
 fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
     let netdev = state.netdev.as_str();
-    let mode_seen = state.mode.map_or("mode ?", |m| m.name());
-    let addresses = match &state.addresses {
-        Some(list) if list.is_empty() => "no address".to_string(),
-        Some(list) => list.join(" "),
-        None => "addresses not read".to_string(),
-    };
-    let observed = format!("{netdev} {}, {addresses}, {mode_seen}", state.operstate);
+    let mut observed = format!("{netdev} {}", state.operstate);
+    match &state.addresses {
+        Some(list) if list.is_empty() => observed.push_str(", no address"),
+        Some(list) => observed.push_str(&format!(", {}", list.join(" "))),
+        None => {}
+    }
+    if let Some(mode) = state.mode {
+        observed.push_str(&format!(", {}", mode.name()));
+    }
     let expected = expect.ipoib_mode.map(|m| m.name().to_string());
     let uses = "`pair --cm` on InfiniBand and many NCCL/MPI bootstraps need it";
     if let (Some(want), Some(mode)) = (expect.ipoib_mode, state.mode) {

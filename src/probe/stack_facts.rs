@@ -25,7 +25,7 @@ const TOOL_OUTPUT_CAP: u64 = 1 << 20;
 
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StackFacts {
-    /// Whether anything was looked at: false for a bundle without `tools/`.
+    /// Whether the tools' outputs were looked at: false for a bundle without `tools/`.
     pub looked: bool,
     pub live: bool,
     pub firmware: FwSummary,
@@ -70,7 +70,8 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
         Source::Sysfs(root) => {
             let tools = root.join("tools");
             if !tools.is_dir() {
-                return StackFacts { firmware, ..StackFacts::default() };
+                // Before tools/: only what sysfs holds (IPoIB interfaces, their addresses unknown).
+                return StackFacts { firmware, ipoib: ipoib_states(inventory, root, |_| None), ..StackFacts::default() };
             }
             let text = |rel: &str| read_text(&tools.join(rel), TOOL_OUTPUT_CAP).ok();
             let modules = ofed::JUDGED
