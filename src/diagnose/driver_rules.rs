@@ -81,9 +81,7 @@ pub(super) fn link_type_advice(device: &Device, port: u32, want: LinkLayer) -> O
 /// `fw.pending`: a parameter whose Next Boot differs from Current, once per card.
 fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn(&str) -> bool, sheet: &mut Sheet) {
     let queried: Vec<&Device> = inventory.devices.iter().filter(|d| fw_query::queried(d) && in_scope(&d.name)).collect();
-    if queried.is_empty() {
-        return;
-    }
+    // Live without either tool: said on every node (a Soft-RoCE guest too), as info.
     if facts.live && facts.firmware.tool.is_none() {
         sheet.fail(
             "fw.pending",
@@ -92,9 +90,12 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
             None,
             Severity::Info,
             "firmware configuration not read: neither mlxconfig (NVIDIA MFT) nor mstconfig (mstflint) is installed, so changes \
-             waiting for a cold boot (LINK_TYPE, SR-IOV, ATS) cannot be seen",
+             of an NVIDIA/Mellanox adapter waiting for a cold boot (LINK_TYPE, SR-IOV, ATS) cannot be seen",
             "install mstflint (`apt install mstflint`, `dnf install mstflint`) or NVIDIA MFT, and run as root; nothing else needs them",
         );
+        return;
+    }
+    if queried.is_empty() {
         return;
     }
     for (device, why) in facts.firmware.unread.iter().filter(|(d, _)| in_scope(d)) {

@@ -91,12 +91,11 @@ fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
 }
 
 fn attach_live(inventory: &mut Inventory) -> FwSummary {
-    let mut summary = FwSummary { looked: true, tool: None, unread: Vec::new() };
+    let tool = ["mlxconfig", "mstconfig"].into_iter().find_map(|name| find_program(name).map(|path| (name, path)));
+    let mut summary = FwSummary { looked: true, tool: tool.as_ref().map(|(name, _)| *name), unread: Vec::new() };
     if !inventory.devices.iter().any(queried) {
         return summary;
     }
-    let tool = ["mlxconfig", "mstconfig"].into_iter().find_map(|name| find_program(name).map(|path| (name, path)));
-    summary.tool = tool.as_ref().map(|(name, _)| *name);
     let cache = FwCache::live();
     // Both functions of a dual-port card hold the same configuration: one query per card.
     let mut by_card: Vec<(String, Result<FwConfig, String>)> = Vec::new();
