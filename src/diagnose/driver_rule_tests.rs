@@ -109,7 +109,8 @@ fn firmware_not_read_is_info_never_a_failure() {
     let (inv, _) = fixture("cx7-link-type-pending");
     let mut bare = inv.clone();
     bare.devices[0].fw_config = None;
-    let live_without_tools = StackFacts { looked: true, live: true, firmware: FwSummary { looked: true, tool: None, unread: vec![] }, ..Default::default() };
+    let live_without_tools =
+        StackFacts { looked: true, live: true, firmware: FwSummary { looked: true, tool: None, unread: vec![] }, ..Default::default() };
     let r = diagnose(&bare, &live_without_tools, &expect(&[]));
     let f = finding(&r, "fw.pending", "node");
     assert_eq!(f.severity, Severity::Info);
@@ -118,7 +119,11 @@ fn firmware_not_read_is_info_never_a_failure() {
     assert_eq!(r.verdict, Verdict::Pass);
     let unread = StackFacts {
         looked: true,
-        firmware: FwSummary { looked: true, tool: None, unread: vec![("mlx5_0".into(), "the bundle has no tools/mlxconfig/0000:17:00.0.txt".into())] },
+        firmware: FwSummary {
+            looked: true,
+            tool: None,
+            unread: vec![("mlx5_0".into(), "the bundle has no tools/mlxconfig/0000:17:00.0.txt".into())],
+        },
         ..Default::default()
     };
     let r = diagnose(&bare, &unread, &expect(&[]));
@@ -158,7 +163,13 @@ const DKMS: &str = "/lib/modules/5.15.0-91-generic/updates/dkms/mlx5_core.ko";
 
 #[test]
 fn ofed_installed_with_the_inbox_module_names_the_dkms_remedy() {
-    let inbox = ofed_module("/lib/modules/5.15.0-91-generic/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko", None, "AAA", RUNNING, Some((None, "AAA")));
+    let inbox = ofed_module(
+        "/lib/modules/5.15.0-91-generic/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko",
+        None,
+        "AAA",
+        RUNNING,
+        Some((None, "AAA")),
+    );
     let r = only_driver(&ofed_facts(inbox), &expect(&[]));
     let f = finding(&r, "stack.ofed", "mlx5_core");
     assert_eq!(f.severity, Severity::Error);
@@ -179,11 +190,23 @@ fn ofed_on_disk_but_the_old_module_in_memory() {
 
 #[test]
 fn modules_built_for_another_kernel() {
-    let other = ofed_module("/lib/modules/5.15.0-91-generic/updates/dkms/mlx5_core.ko", Some("23.10-1.1.9"), "S", "5.15.0-88-generic", Some((Some("23.10-1.1.9"), "S")));
+    let other = ofed_module(
+        "/lib/modules/5.15.0-91-generic/updates/dkms/mlx5_core.ko",
+        Some("23.10-1.1.9"),
+        "S",
+        "5.15.0-88-generic",
+        Some((Some("23.10-1.1.9"), "S")),
+    );
     let r = only_driver(&ofed_facts(other), &expect(&[]));
     assert_eq!(finding(&r, "stack.ofed", "mlx5_core").severity, Severity::Error);
     assert_eq!(check(&r, "stack.ofed", "mlx5_core").observed, "built for 5.15.0-88-generic, running 5.15.0-91-generic");
-    let weak = ofed_module("/lib/modules/5.15.0-91-generic/weak-updates/mlnx-ofa_kernel/mlx5_core.ko", Some("23.10-1.1.9"), "S", "5.15.0-88-generic", Some((Some("23.10-1.1.9"), "S")));
+    let weak = ofed_module(
+        "/lib/modules/5.15.0-91-generic/weak-updates/mlnx-ofa_kernel/mlx5_core.ko",
+        Some("23.10-1.1.9"),
+        "S",
+        "5.15.0-88-generic",
+        Some((Some("23.10-1.1.9"), "S")),
+    );
     let r = only_driver(&ofed_facts(weak), &expect(&[]));
     assert_eq!(finding(&r, "stack.ofed", "mlx5_core").severity, Severity::Warning);
 }

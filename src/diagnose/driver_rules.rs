@@ -127,7 +127,9 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
         }
         let changes = pending
             .iter()
-            .map(|(name, p)| format!("{name} {} -> {}", p.current.as_ref().map_or("?", |v| v.label()), p.next_boot.as_ref().map_or("?", |v| v.label())))
+            .map(|(name, p)| {
+                format!("{name} {} -> {}", p.current.as_ref().map_or("?", |v| v.label()), p.next_boot.as_ref().map_or("?", |v| v.label()))
+            })
             .collect::<Vec<_>>();
         let mut why = Vec::new();
         if pending.iter().any(|(n, _)| n.starts_with("LINK_TYPE_P")) {
@@ -311,8 +313,11 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
         return;
     }
     if !status.file.starts_at_boot() {
-        let remedy =
-            if status.file == UnitFileState::Masked { format!("systemctl unmask {unit} && systemctl enable {unit}") } else { format!("systemctl enable {unit}") };
+        let remedy = if status.file == UnitFileState::Masked {
+            format!("systemctl unmask {unit} && systemctl enable {unit}")
+        } else {
+            format!("systemctl enable {unit}")
+        };
         sheet.fail(
             "stack.service",
             unit,

@@ -185,9 +185,21 @@ mod tests {
         let mut e = Expectations::default();
         assert!(matches!(e.set("rate"), Err(ExpectError::NotKeyValue(_))));
         assert!(matches!(e.set("colour=blue"), Err(ExpectError::UnknownKey(_))));
-        for bad in
-            ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu=", "ipoib_mode=fast", "sm=here"]
-        {
+        for bad in [
+            "rate=fast",
+            "rate=-1",
+            "rate=NaN",
+            "width=3X",
+            "speed=ZDR",
+            "mtu=1500",
+            "link_layer=fddi",
+            "devices=x",
+            "state=UP",
+            "fw=",
+            "mtu=",
+            "ipoib_mode=fast",
+            "sm=here",
+        ] {
             assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
         }
     }

@@ -137,8 +137,11 @@ mod tests {
         // A symlink planted where the cache goes is not followed.
         std::fs::remove_file(cache.file("0000:17:00.0")).unwrap();
         let target = dir.join("elsewhere.json");
-        std::fs::write(&target, serde_json::to_string(&Entry { boot_id: "abcd".into(), bdf: "0000:17:00.0".into(), tool: "t".into(), output: "o".into() }).unwrap())
-            .unwrap();
+        std::fs::write(
+            &target,
+            serde_json::to_string(&Entry { boot_id: "abcd".into(), bdf: "0000:17:00.0".into(), tool: "t".into(), output: "o".into() }).unwrap(),
+        )
+        .unwrap();
         std::os::unix::fs::symlink(&target, cache.file("0000:17:00.0")).unwrap();
         assert_eq!(cache.get("0000:17:00.0"), None);
         std::fs::remove_dir_all(&dir).ok();

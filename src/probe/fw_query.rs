@@ -30,7 +30,8 @@ pub struct FwSummary {
 
 /// The adapters a firmware query applies to: NVIDIA/Mellanox physical functions.
 pub fn queried(device: &Device) -> bool {
-    let mellanox = device.vendor_id == Some(catype::MELLANOX_OUI) || device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField");
+    let mellanox =
+        device.vendor_id == Some(catype::MELLANOX_OUI) || device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField");
     mellanox && !device.ca_type.ends_with(" VF")
 }
 

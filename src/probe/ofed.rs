@@ -150,7 +150,8 @@ vermagic:       5.15.0-94-generic SMP mod_unload modversions \nsig_id:         P
 license:        Dual BSD/GPL\nrhelversion:    8.9\nsrcversion:     0A1B2C3D4E5F60718293A4B\nintree:         Y\nname:           ib_core\n\
 vermagic:       4.18.0-513.5.1.el8_9.x86_64 SMP mod_unload modversions \n";
 
-    const WEAK_UPDATES: &str = "filename:       /lib/modules/4.18.0-553.el8_10.x86_64/weak-updates/mlnx-ofa_kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko\n\
+    const WEAK_UPDATES: &str =
+        "filename:       /lib/modules/4.18.0-553.el8_10.x86_64/weak-updates/mlnx-ofa_kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko\n\
 version:        5.8-3.0.7\nsrcversion:     AAAAAAAAAAAAAAAAAAAAAAA\nvermagic:       4.18.0-513.5.1.el8_9.x86_64 SMP mod_unload modversions \n";
 
     #[test]

@@ -49,7 +49,11 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
                 kernel: read_text(Path::new("/proc/sys/kernel/osrelease"), 4096).ok().map(|s| s.trim().to_string()),
                 modules: ofed::JUDGED
                     .iter()
-                    .map(|m| ModuleState { name: m.to_string(), on_disk: run("modinfo", &[m]).as_deref().and_then(ofed::parse_modinfo), loaded: loaded(sys, m) })
+                    .map(|m| ModuleState {
+                        name: m.to_string(),
+                        on_disk: run("modinfo", &[m]).as_deref().and_then(ofed::parse_modinfo),
+                        loaded: loaded(sys, m),
+                    })
                     .collect(),
             };
             facts.services_read = Path::new("/run/systemd/system").is_dir() && fw_query::find_program("systemctl").is_some();

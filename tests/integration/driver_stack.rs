@@ -26,7 +26,9 @@ fn devices_json_shows_fw_config_with_current_next_boot_and_default() {
     assert_eq!(config["LINK_TYPE_P1"], serde_json::json!({"current": "IB", "next_boot": "ETH", "default": "IB"}));
     assert_eq!(config["SRIOV_EN"], serde_json::json!({"current": "True", "next_boot": "True", "default": "False"}));
     let names: Vec<&str> = config.as_object().unwrap().keys().map(String::as_str).collect();
-    for want in ["LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_VFS", "ATS_ENABLED", "PCI_WR_ORDERING", "ADVANCED_PCI_SETTINGS", "MAX_ACC_OUT_READ"] {
+    for want in
+        ["LINK_TYPE_P1", "LINK_TYPE_P2", "SRIOV_EN", "NUM_OF_VFS", "ATS_ENABLED", "PCI_WR_ORDERING", "ADVANCED_PCI_SETTINGS", "MAX_ACC_OUT_READ"]
+    {
         assert!(names.contains(&want), "{want} missing from {names:?}");
     }
     // mstconfig's table (no `(N)` numbers) reads the same way.
@@ -74,7 +76,9 @@ fn ofed_with_inbox_modules_and_openibd_disabled_and_a_consistent_node() {
     assert_eq!(doc["findings"], serde_json::json!([]), "a consistent node raises none");
     // Its checks were made, not skipped for want of input.
     let checks = doc["checks"].as_array().unwrap();
-    for (id, subject) in [("stack.ofed", "mlx5_core"), ("stack.ofed", "ib_core"), ("stack.service", "openibd"), ("fw.pending", "mlx5_0"), ("ipoib", "mlx5_0/1")] {
+    for (id, subject) in
+        [("stack.ofed", "mlx5_core"), ("stack.ofed", "ib_core"), ("stack.service", "openibd"), ("fw.pending", "mlx5_0"), ("ipoib", "mlx5_0/1")]
+    {
         assert!(checks.iter().any(|c| c["id"] == id && c["subject"] == subject && c["status"] == "pass"), "{id} {subject}: {checks:#?}");
     }
 }
