@@ -324,3 +324,16 @@ fn ipoib_of_the_fixtures() {
     assert!(facts.ipoib.is_empty());
     assert!(diagnose(&inv, &facts, &expect(&[])).checks.iter().all(|c| c.id != "ipoib"));
 }
+
+#[test]
+fn fewer_devices_while_sriov_waits_for_a_cold_boot_says_so() {
+    let (inv, facts) = fixture("mstconfig-sriov-pending");
+    let r = diagnose(&inv, &facts, &expect(&["devices=17"]));
+    let f = finding(&r, "devices.count", "node");
+    assert!(f.message.contains("NUM_OF_VFS 0 -> 16") && f.message.contains("appear only then"), "{}", f.message);
+    assert!(f.remedy.contains("power cycle"), "{}", f.remedy);
+    // Without the pending change, the generic words stay.
+    let (inv, facts) = fixture("ofed-consistent");
+    let r = diagnose(&inv, &facts, &expect(&["devices=17"]));
+    assert!(!finding(&r, "devices.count", "node").message.contains("cold boot"));
+}

@@ -27,6 +27,7 @@ pub fn apply(report: &mut Report, inventory: &Inventory, facts: &StackFacts, exp
     for state in facts.ipoib.iter().filter(|s| in_scope(s.port.split('/').next().unwrap_or(""))) {
         ipoib(state, expect, &mut sheet);
     }
+    explain_by_pending_firmware(report, inventory);
     report.checks.extend(sheet.checks);
     report.findings.extend(sheet.findings);
     report.findings.sort_by_key(|f| f.severity);
@@ -159,6 +160,46 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
                 pending.iter().map(|(n, p)| format!("{n}={}", p.current.as_ref().map_or("?", |v| v.label()))).collect::<Vec<_>>().join(" ")
             ),
         );
+    }
+}
+
+/// The pending changes among `names` on each adapter, in words (`mlx5_0: NUM_OF_VFS 0 -> 16`).
+fn pending_among(inventory: &Inventory, names: &[&str]) -> Vec<(String, String)> {
+    inventory
+        .devices
+        .iter()
+        .filter_map(|d| {
+            let config = d.fw_config.as_ref()?;
+            let changes: Vec<String> = config
+                .iter()
+                .filter(|(n, p)| names.contains(&n.as_str()) && p.pending())
+                .map(|(n, p)| format!("{n} {} -> {}", p.current.as_ref().map_or("?", |v| v.label()), p.next_boot.as_ref().map_or("?", |v| v.label())))
+                .collect();
+            (!changes.is_empty()).then(|| (pci_of(d), format!("{}: {}", d.name, changes.join(", "))))
+        })
+        .collect()
+}
+
+/// Findings of other rules that a pending firmware change explains say so: fewer devices than
+/// expected while SR-IOV waits for a cold boot (the VFs are not there yet), ACS on a GPU/NIC
+/// path while ATS (which lets translated peer-to-peer requests through) waits for one.
+fn explain_by_pending_firmware(report: &mut Report, inventory: &Inventory) {
+    let sriov = pending_among(inventory, &["SRIOV_EN", "NUM_OF_VFS"]);
+    let ats = pending_among(inventory, &["ATS_ENABLED"]);
+    for finding in report.findings.iter_mut().filter(|f| f.severity != Severity::Info) {
+        if finding.id == "devices.count" && !sriov.is_empty() {
+            let said: Vec<&str> = sriov.iter().map(|(_, s)| s.as_str()).collect();
+            finding.message =
+                format!("{}; SR-IOV changes wait for a cold boot ({}): the virtual functions appear only then", finding.message, said.join("; "));
+            finding.remedy = cold_boot_remedy(&sriov[0].0);
+        } else if finding.id == "pcie.acs" && !ats.is_empty() {
+            let said: Vec<&str> = ats.iter().map(|(_, s)| s.as_str()).collect();
+            finding.message = format!(
+                "{}; an ATS change waits for a cold boot ({}): GPUDirect RDMA through an ACS-enabled switch relies on ATS",
+                finding.message,
+                said.join("; ")
+            );
+        }
     }
 }
 
