@@ -72,6 +72,10 @@ fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
         let address = device.pci.as_ref().and_then(|p| p.address.clone()).filter(|a| valid_bdf(a));
         // A tree without the PCI links does not say where a device sits: one capture, one card.
         let file = match address {
+            // Both functions of a card hold its configuration: a capture of one serves the other.
+            Some(bdf) if !files.contains(&format!("{bdf}.txt")) => {
+                files.iter().find(|f| f.starts_with(&bdf[..10])).cloned().unwrap_or_else(|| format!("{bdf}.txt"))
+            }
             Some(bdf) => format!("{bdf}.txt"),
             None if files.len() == 1 => files[0].clone(),
             None => {
@@ -156,6 +160,36 @@ pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pending_fixture() -> (Inventory, std::path::PathBuf) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cx7-link-type-pending");
+        (super::super::inventory(&Source::Sysfs(root.clone()), None).unwrap(), root)
+    }
+
+    #[test]
+    fn a_bundle_file_is_found_by_address_by_card_or_as_the_only_one() {
+        let (mut inv, root) = pending_fixture();
+        assert_eq!(inv.devices[0].pci.as_ref().unwrap().address.as_deref(), Some("0000:17:00.0"));
+        let summary = attach_bundle(&mut inv, &root);
+        assert_eq!(summary.unread, vec![]);
+        assert!(inv.devices[0].fw_config.as_ref().unwrap()["LINK_TYPE_P1"].pending());
+        // The other function of the same card.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = Some("0000:17:00.1".into());
+        attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_some());
+        // No address, one capture: that one.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = None;
+        attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_some());
+        // Another card: not read, and said.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = Some("0000:b1:00.0".into());
+        let summary = attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_none());
+        assert_eq!(summary.unread, vec![("mlx5_0".to_string(), "the bundle has no tools/mlxconfig/0000:b1:00.0.txt".to_string())]);
+    }
 
     #[test]
     fn pci_addresses() {
