@@ -176,6 +176,15 @@ fn ofed_installed_with_the_inbox_module_names_the_dkms_remedy() {
     assert!(f.message.contains("inbox mlx5_core"), "{}", f.message);
     assert!(f.remedy.contains("dkms autoinstall -k 5.15.0-91-generic"), "{}", f.remedy);
     assert_eq!(r.verdict, Verdict::Fail);
+    // stack.distribution names what runs, not what is installed.
+    let mut report = Report {
+        verdict: Verdict::Pass,
+        checks: vec![Check { id: "stack.distribution".into(), subject: "node".into(), status: Status::Pass, observed: OFED.into(), expected: None }],
+        findings: Vec::new(),
+    };
+    let inbox = ofed_module("/lib/modules/5.15.0-91-generic/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko", None, "AAA", RUNNING, None);
+    apply(&mut report, &Inventory::default(), &ofed_facts(inbox), &expect(&[]), &Scope::default());
+    assert_eq!(check(&report, "stack.distribution", "node").observed, format!("the kernel's inbox mlx5_core ({OFED} installed, not running)"));
 }
 
 #[test]
@@ -319,6 +328,11 @@ fn ipoib_of_the_fixtures() {
     let (inv, facts) = fixture("ofed-consistent");
     let r = diagnose(&inv, &facts, &expect(&["ipoib_mode=datagram"]));
     assert_eq!(check(&r, "ipoib", "mlx5_0/1").observed, "ib0 up, 10.12.4.32/16, datagram");
+    // No IPoIB interface: silent, unless a mode is expected.
+    let mut none = ipoib_facts(false, None, None);
+    none.ipoib[0].netdev.clear();
+    assert!(only_driver(&none, &expect(&[])).checks.is_empty());
+    assert_eq!(finding(&only_driver(&none, &expect(&["ipoib_mode=datagram"])), "ipoib", "mlx5_0/1").severity, Severity::Error);
     // A port that is not ACTIVE has its own finding; its interface is not judged.
     let (inv, facts) = fixture("ib-init-no-sm");
     assert!(facts.ipoib.is_empty());

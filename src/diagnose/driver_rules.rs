@@ -28,6 +28,7 @@ pub fn apply(report: &mut Report, inventory: &Inventory, facts: &StackFacts, exp
         ipoib(state, expect, &mut sheet);
     }
     explain_by_pending_firmware(report, inventory);
+    name_what_runs(report, &facts.ofed);
     report.checks.extend(sheet.checks);
     report.findings.extend(sheet.findings);
     report.findings.sort_by_key(|f| f.severity);
@@ -200,6 +201,20 @@ fn explain_by_pending_firmware(report: &mut Report, inventory: &Inventory) {
                 said.join("; ")
             );
         }
+    }
+}
+
+/// `stack.distribution` names the stack that runs: with OFED installed but the kernel's inbox
+/// modules loaded, that is the inbox stack (and `stack.ofed` says why).
+fn name_what_runs(report: &mut Report, facts: &OfedFacts) {
+    let Some(installed) = &facts.installed else { return };
+    let inbox: Vec<&str> =
+        facts.modules.iter().filter(|m| m.on_disk.as_ref().is_some_and(|d| d.origin() == ModuleOrigin::Inbox)).map(|m| m.name.as_str()).collect();
+    if inbox.is_empty() {
+        return;
+    }
+    for check in report.checks.iter_mut().filter(|c| c.id == "stack.distribution") {
+        check.observed = format!("the kernel's inbox {} ({installed} installed, not running)", inbox.join(", "));
     }
 }
 
@@ -395,6 +410,21 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
 /// another mode than expected.
 fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
     let netdev = state.netdev.as_str();
+    if netdev.is_empty() {
+        // Not every site runs IPoIB; one that expects a mode does.
+        if let Some(want) = expect.ipoib_mode {
+            sheet.fail(
+                "ipoib",
+                &state.port,
+                "no IPoIB interface",
+                Some(want.name().to_string()),
+                Severity::Error,
+                format!("{} has no IPoIB interface, but IPoIB in {} mode was expected", state.port, want.name()),
+                "`modprobe ib_ipoib` (persistent in /etc/modules-load.d/), then configure the interface (netplan, NetworkManager, ifcfg-ibN)",
+            );
+        }
+        return;
+    }
     let mut observed = format!("{netdev} {}", state.operstate);
     match &state.addresses {
         Some(list) if list.is_empty() => observed.push_str(", no address"),

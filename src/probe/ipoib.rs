@@ -34,6 +34,7 @@ impl IpoibMode {
 pub struct IpoibState {
     /// The port it belongs to (`mlx5_0/1`).
     pub port: String,
+    /// Empty when the port has no IPoIB interface.
     pub netdev: String,
     /// `operstate` is `up` (and the carrier, where known, is on).
     pub up: bool,

@@ -132,20 +132,23 @@ fn ipoib_states(inventory: &Inventory, sys: &Path, addresses: impl Fn(&str) -> O
         .ports()
         .filter(|(_, p)| p.link_layer == LinkLayer::InfiniBand && p.state == PortState::Active)
         .filter_map(|(d, p)| {
-            let state = p.netdev_state.as_ref()?;
+            let port = format!("{}/{}", d.name, p.port);
+            let Some(state) = p.netdev_state.as_ref() else {
+                // No IPoIB interface (ib_ipoib not loaded, or not created).
+                return Some(IpoibState { port, netdev: String::new(), up: false, operstate: "absent".into(), mode: None, addresses: None });
+            };
             if !crate::spec::valid_device_name(&state.name) {
                 return None;
             }
             let operstate = state.operstate.clone().unwrap_or_else(|| "unknown".into());
             let mode = read_text(&sys.join("class/net").join(&state.name).join("mode"), SYSFS_CAP).ok().and_then(|m| IpoibMode::parse(&m));
-            Some(IpoibState {
-                port: format!("{}/{}", d.name, p.port),
-                netdev: state.name.clone(),
-                up: operstate == "up" && state.carrier != Some(false),
-                operstate,
-                mode,
-                addresses: addresses(&state.name),
-            })
+            // "unknown" is what a driver that does not track the state shows; the carrier decides.
+            let up = match operstate.as_str() {
+                "up" => state.carrier != Some(false),
+                "unknown" => state.carrier == Some(true),
+                _ => false,
+            };
+            Some(IpoibState { port, netdev: state.name.clone(), up, operstate, mode, addresses: addresses(&state.name) })
         })
         .collect()
 }
