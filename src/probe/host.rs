@@ -157,7 +157,22 @@ pub fn parse_ofed_info(script: &str) -> Option<String> {
 /// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
 /// or `None` if it cannot run, fails, or misses the deadline (it is then killed).
 pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
+    command_output_capped(program, args, deadline, 64 << 10)
+}
+
+/// [`command_output`] keeping at most `cap` bytes. The output is read while the command runs
+/// (what is past `cap` is drained and dropped), so a command that prints more than a pipe
+/// holds (`mlxconfig -e query` on a large card) still finishes instead of blocking on a write.
+pub(crate) fn command_output_capped(program: &str, args: &[&str], deadline: Duration, cap: u64) -> Option<String> {
+    use std::io::Read;
     let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let kept = (&mut stdout).take(cap).read_to_end(&mut out);
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        kept.ok().map(|_| out)
+    });
     let start = Instant::now();
     loop {
         match child.try_wait() {
@@ -170,10 +185,7 @@ pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -
             }
         }
     }
-    let mut out = Vec::new();
-    use std::io::Read;
-    child.stdout.take()?.take(64 << 10).read_to_end(&mut out).ok()?;
-    String::from_utf8(out).ok()
+    String::from_utf8(reader.join().ok()??).ok()
 }
 
 /// The live root.
@@ -191,6 +203,15 @@ mod tests {
         assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.2307.0"), Some("2307.0".into()));
         assert_eq!(parse_libibverbs_version("libibverbs.so.1"), None);
         assert_eq!(parse_libibverbs_version("libmlx5.so.1.24.44.0"), None);
+    }
+
+    #[test]
+    fn command_output_past_a_pipe_and_the_cap() {
+        // 200 KiB through a 64 KiB pipe: read while it runs, cut at the cap, not blocked.
+        let out = command_output_capped("sh", &["-c", "head -c 204800 /dev/zero | tr '\\0' x"], Duration::from_secs(30), 100 << 10).unwrap();
+        assert_eq!(out.len(), 100 << 10);
+        assert_eq!(command_output("sh", &["-c", "echo hi"], Duration::from_secs(30)).as_deref(), Some("hi\n"));
+        assert_eq!(command_output("/nonexistent/fabcheck-tool", &[], Duration::from_secs(1)), None);
     }
 
     #[test]
