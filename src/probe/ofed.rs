@@ -85,7 +85,8 @@ pub fn parse_modinfo(text: &str) -> Option<ModInfo> {
 /// `OFED-internal-24.07-0.6.1:` for DOCA): the name as printed, without the colon.
 pub fn parse_ofed_info_s(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
-    let name = line.trim_end_matches(':').trim();
+    // `ofed_info` without `-s` starts `MLNX_OFED_LINUX-23.10-1.1.9.0 (OFED-23.10-1.1.9):`.
+    let name = line.split_whitespace().next()?.trim_end_matches(':');
     let plausible = name.len() <= 128 && name.contains(|c: char| c.is_ascii_digit()) && name.chars().all(|c| c.is_ascii_graphic());
     plausible.then(|| name.to_string())
 }
@@ -194,6 +195,10 @@ version:        5.8-3.0.7\nsrcversion:     AAAAAAAAAAAAAAAAAAAAAAA\nvermagic:   
         assert_eq!(parse_ofed_info_s("MLNX_OFED_LINUX-23.10-1.1.9.0:\n").as_deref(), Some("MLNX_OFED_LINUX-23.10-1.1.9.0"));
         assert_eq!(parse_ofed_info_s("OFED-internal-24.07-0.6.1:\n").as_deref(), Some("OFED-internal-24.07-0.6.1"));
         assert_eq!(parse_ofed_info_s("MLNX_OFED_LINUX-5.8-3.0.7.0:"), Some("MLNX_OFED_LINUX-5.8-3.0.7.0".into()));
+        assert_eq!(
+            parse_ofed_info_s("MLNX_OFED_LINUX-23.10-1.1.9.0 (OFED-23.10-1.1.9):\n\nofed-scripts:\n").as_deref(),
+            Some("MLNX_OFED_LINUX-23.10-1.1.9.0")
+        );
         assert_eq!(parse_ofed_info_s(""), None);
         assert_eq!(parse_ofed_info_s("bash: ofed_info: command not found\n"), None);
     }
