@@ -39,6 +39,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         crate::fabric::local::enrich(&mut inventory);
     }
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
+    // Firmware configuration (into the inventory, which `port.link_layer` reads), OFED, units, IPoIB.
+    let stack_facts = probe::stack_facts::gather(&mut inventory, &source);
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
     if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
@@ -50,6 +52,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         Some(tree) => diagnose::gpu_rules::apply(&mut report, &tree),
         None => Vec::new(),
     };
+    // Last: it also says where a pending firmware change explains the findings above.
+    diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
     let no_rdma_core = host_facts.as_ref().is_some_and(|h| matches!(h.libibverbs, host::LibraryState::Missing(_)));
     if inventory.devices.is_empty() && live {
         // Stack checks ran and explain why; still, with nothing to check the node is not ready.

@@ -11,7 +11,9 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
         }
     }
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
-    let inv = probe::inventory(&source, args.device.as_deref())?;
+    let mut inv = probe::inventory(&source, args.device.as_deref())?;
+    // Each adapter's firmware configuration (`fw_config`), when it can be read.
+    probe::fw_query::attach(&mut inv, &source);
     if args.json || report::machine() {
         report::print_json(&report::devices::json_doc(&inv));
     } else {

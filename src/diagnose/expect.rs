@@ -1,6 +1,7 @@
 //! What the operator says the node should be: `--expect KEY=VALUE` and profile files.
 
 use crate::probe::decode::{LinkLayer, Mtu, PortState, Speed, Width};
+use crate::probe::ipoib::IpoibMode;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -14,13 +15,28 @@ pub struct Expectations {
     pub fw: Option<String>,
     pub devices: Option<usize>,
     pub state: Option<PortState>,
+    /// The IPoIB mode the site runs (`ipoib_mode=connected|datagram`).
+    pub ipoib_mode: Option<IpoibMode>,
+    /// Where the subnet manager runs (`sm=local|remote`): `local` makes this node's `opensm`
+    /// unit part of the stack.
+    pub sm: Option<SmPlace>,
+}
+
+/// Where the subnet manager is expected to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SmPlace {
+    /// On this node: its `opensm` unit must run and start at boot.
+    Local,
+    /// On a switch or another node.
+    Remote,
 }
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExpectError {
     #[error("'{0}' is not KEY=VALUE")]
     NotKeyValue(String),
-    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state)")]
+    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm)")]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
     BadValue { key: String, value: String, why: &'static str },
@@ -87,6 +103,16 @@ impl Expectations {
                 let s = PortState::from_name(value).filter(|s| !matches!(s, PortState::Unknown(_)));
                 self.state = Some(s.ok_or_else(|| bad("one of DOWN INIT ARMED ACTIVE ACTIVE_DEFER"))?);
             }
+            "ipoib_mode" => {
+                self.ipoib_mode = Some(IpoibMode::parse(value).ok_or_else(|| bad("connected or datagram"))?);
+            }
+            "sm" => {
+                self.sm = Some(match value.to_ascii_lowercase().as_str() {
+                    "local" => SmPlace::Local,
+                    "remote" => SmPlace::Remote,
+                    _ => return Err(bad("local or remote")),
+                });
+            }
             other => return Err(ExpectError::UnknownKey(other.to_string())),
         }
         Ok(())
@@ -149,6 +175,9 @@ mod tests {
         assert_eq!(e.fw.as_deref(), Some("20.39.1002"));
         assert_eq!(e.devices, Some(8));
         assert_eq!(e.state, Some(PortState::Active));
+        e.set("ipoib_mode=Connected").unwrap();
+        e.set("sm=local").unwrap();
+        assert_eq!((e.ipoib_mode, e.sm), (Some(IpoibMode::Connected), Some(SmPlace::Local)));
     }
 
     #[test]
@@ -156,9 +185,21 @@ mod tests {
         let mut e = Expectations::default();
         assert!(matches!(e.set("rate"), Err(ExpectError::NotKeyValue(_))));
         assert!(matches!(e.set("colour=blue"), Err(ExpectError::UnknownKey(_))));
-        for bad in
-            ["rate=fast", "rate=-1", "rate=NaN", "width=3X", "speed=ZDR", "mtu=1500", "link_layer=fddi", "devices=x", "state=UP", "fw=", "mtu="]
-        {
+        for bad in [
+            "rate=fast",
+            "rate=-1",
+            "rate=NaN",
+            "width=3X",
+            "speed=ZDR",
+            "mtu=1500",
+            "link_layer=fddi",
+            "devices=x",
+            "state=UP",
+            "fw=",
+            "mtu=",
+            "ipoib_mode=fast",
+            "sm=here",
+        ] {
             assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
         }
     }

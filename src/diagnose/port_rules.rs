@@ -175,15 +175,16 @@ fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, shee
     } else {
         "this adapter's link layer is fixed by its type or driver; use a VPI adapter or the right fabric".into()
     };
-    sheet.fail(
-        "port.link_layer",
-        s,
-        port.link_layer.to_string(),
-        Some(want.to_string()),
-        Severity::Error,
-        format!("port runs {} but {} was expected", port.link_layer, want),
-        remedy,
-    );
+    let mut message = format!("port runs {} but {} was expected", port.link_layer, want);
+    // What the firmware holds for the next boot, when it was read (`driver_rules`).
+    let remedy = match super::driver_rules::link_type_advice(device, port.port, want) {
+        Some((state, advice)) => {
+            message = format!("{message}: {state}");
+            advice.unwrap_or(remedy)
+        }
+        None => remedy,
+    };
+    sheet.fail("port.link_layer", s, port.link_layer.to_string(), Some(want.to_string()), Severity::Error, message, remedy);
 }
 
 fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {

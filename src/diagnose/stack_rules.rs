@@ -1,4 +1,5 @@
-//! Node-wide software stack: modules, device files, installed stack, services, memlock.
+//! Node-wide software stack: modules, device files, installed stack, memlock (services and
+//! OFED's modules: `driver_rules`).
 
 use super::{Severity, Sheet};
 use crate::probe::host::{HostFacts, LibraryState};
@@ -100,22 +101,8 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
         sheet.pass("stack.distribution", node, stack, None);
     }
 
-    for (unit, state) in &host.services {
-        match state.as_str() {
-            "active" => sheet.pass("stack.service", unit, state.clone(), Some("active".into())),
-            "failed" => sheet.fail(
-                "stack.service",
-                unit,
-                state.clone(),
-                Some("active".into()),
-                Severity::Warning,
-                format!("the {unit} service failed"),
-                format!("systemctl status {unit}; journalctl -u {unit} -b"),
-            ),
-            // inactive/unknown: many distributions load RDMA drivers without the unit.
-            _ => sheet.skip("stack.service", unit, state.clone()),
-        }
-    }
+    // The stack's units (`stack.service`) are judged in `driver_rules`, from what
+    // `probe::stack_facts` reads of them.
 
     let needed = MEMLOCK_NEEDED;
     match host.memlock_soft {

@@ -20,8 +20,6 @@ pub struct HostFacts {
     pub rdma_core_version: Option<String>,
     /// MLNX_OFED / DOCA-OFED version string, if installed.
     pub ofed_version: Option<String>,
-    /// State of `openibd` and `rdma` units as `systemctl is-active` says; absent without systemd.
-    pub services: Vec<(String, String)>,
     /// RLIMIT_MEMLOCK soft limit in bytes; `None` = unlimited.
     pub memlock_soft: Option<u64>,
     pub is_root: bool,
@@ -89,7 +87,6 @@ pub fn gather(root: &Path) -> HostFacts {
         rdma_cm: root.join("dev/infiniband/rdma_cm").exists(),
         rdma_core_version: rdma_core_version(root),
         ofed_version: ofed_version(root),
-        services: if live { services() } else { Vec::new() },
         memlock_soft,
         is_root: crate::sys::os::is_root(),
         libibverbs: if live { LibraryState::of(fabcheck_verbs::libibverbs_available()) } else { LibraryState::NotChecked },
@@ -157,26 +154,25 @@ pub fn parse_ofed_info(script: &str) -> Option<String> {
     None
 }
 
-fn services() -> Vec<(String, String)> {
-    if !Path::new("/run/systemd/system").exists() {
-        return Vec::new();
-    }
-    ["openibd", "rdma"]
-        .iter()
-        .filter_map(|unit| run_with_deadline("systemctl", &["is-active", unit], Duration::from_secs(3)).map(|s| (unit.to_string(), s)))
-        .collect()
-}
-
-/// Runs a fixed local command (no shell) and returns its first output line, or `None` if it
-/// cannot run or misses the deadline (it is then killed).
-fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
-    command_output(program, args, deadline).map(|out| out.lines().next().unwrap_or("").trim().to_string())
-}
-
 /// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
 /// or `None` if it cannot run, fails, or misses the deadline (it is then killed).
 pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
+    command_output_capped(program, args, deadline, 64 << 10)
+}
+
+/// [`command_output`] keeping at most `cap` bytes. The output is read while the command runs
+/// (what is past `cap` is drained and dropped), so a command that prints more than a pipe
+/// holds (`mlxconfig -e query` on a large card) still finishes instead of blocking on a write.
+pub(crate) fn command_output_capped(program: &str, args: &[&str], deadline: Duration, cap: u64) -> Option<String> {
+    use std::io::Read;
     let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
+    let mut stdout = child.stdout.take()?;
+    let reader = std::thread::spawn(move || {
+        let mut out = Vec::new();
+        let kept = (&mut stdout).take(cap).read_to_end(&mut out);
+        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
+        kept.ok().map(|_| out)
+    });
     let start = Instant::now();
     loop {
         match child.try_wait() {
@@ -189,10 +185,7 @@ pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -
             }
         }
     }
-    let mut out = Vec::new();
-    use std::io::Read;
-    child.stdout.take()?.take(64 << 10).read_to_end(&mut out).ok()?;
-    String::from_utf8(out).ok()
+    String::from_utf8(reader.join().ok()??).ok()
 }
 
 /// The live root.
@@ -210,6 +203,15 @@ mod tests {
         assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.2307.0"), Some("2307.0".into()));
         assert_eq!(parse_libibverbs_version("libibverbs.so.1"), None);
         assert_eq!(parse_libibverbs_version("libmlx5.so.1.24.44.0"), None);
+    }
+
+    #[test]
+    fn command_output_past_a_pipe_and_the_cap() {
+        // 200 KiB through a 64 KiB pipe: read while it runs, cut at the cap, not blocked.
+        let out = command_output_capped("sh", &["-c", "head -c 204800 /dev/zero | tr '\\0' x"], Duration::from_secs(30), 100 << 10).unwrap();
+        assert_eq!(out.len(), 100 << 10);
+        assert_eq!(command_output("sh", &["-c", "echo hi"], Duration::from_secs(30)).as_deref(), Some("hi\n"));
+        assert_eq!(command_output("/nonexistent/fabcheck-tool", &[], Duration::from_secs(1)), None);
     }
 
     #[test]

@@ -106,5 +106,6 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
         driver: from_sysfs.driver,
         pci: from_sysfs.pci,
         ports,
+        fw_config: None,
     })
 }

@@ -3,9 +3,16 @@
 pub mod capacity;
 pub mod catype;
 pub mod decode;
+pub mod firmware;
+pub mod fw_cache;
+pub mod fw_query;
 pub mod host;
+pub mod ipoib;
 pub mod live;
 pub mod model;
+pub mod ofed;
+pub mod services;
+pub mod stack_facts;
 pub mod sysfs;
 
 pub use model::{Device, Gid, Inventory, NetdevState, Port};

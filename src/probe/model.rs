@@ -47,6 +47,11 @@ pub struct Device {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci: Option<PciLink>,
     pub ports: Vec<Port>,
+    /// NVIDIA/Mellanox adapters: the firmware configuration parameters that matter for RDMA/GPU
+    /// nodes, and any whose change waits for the next cold boot (`mlxconfig -e query`); `null`
+    /// when not read (no tool, not root, not captured, another vendor).
+    #[serde(default)]
+    pub fw_config: Option<super::firmware::FwConfig>,
 }
 
 /// The PCIe link the adapter sits on: a card in a x8 slot cannot feed a 200G port.

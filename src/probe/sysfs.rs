@@ -160,6 +160,7 @@ impl SysfsRoot {
             driver: self.driver(name),
             pci: self.pci(name),
             ports,
+            fw_config: None,
         }
     }
 

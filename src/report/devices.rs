@@ -48,12 +48,34 @@ pub fn human(inv: &Inventory) -> String {
                 pci.numa_node.map_or("?".into(), |v| v.to_string()),
             );
         }
+        if let Some(config) = &d.fw_config {
+            fw_config(&mut out, config);
+        }
         for p in &d.ports {
             port(&mut out, p);
         }
         let _ = writeln!(out);
     }
     out
+}
+
+/// The firmware configuration on one line: each parameter's current value, and the next
+/// boot's where it differs (the change is pending).
+fn fw_config(out: &mut String, config: &crate::probe::firmware::FwConfig) {
+    let shown: Vec<String> = config
+        .iter()
+        .map(|(name, p)| {
+            let current = p.current.as_ref().map_or("?", |v| v.label());
+            match (&p.next_boot, p.pending()) {
+                (Some(next), true) => format!("{name} {current} (next boot {next})"),
+                (Some(next), false) if p.current.is_none() => format!("{name} {next} (next boot)"),
+                _ => format!("{name} {current}"),
+            }
+        })
+        .collect();
+    if !shown.is_empty() {
+        let _ = writeln!(out, "  fw_config {}", shown.join("  "));
+    }
 }
 
 fn port(out: &mut String, p: &Port) {

@@ -3,6 +3,7 @@
 
 mod cli;
 mod contrib;
+mod driver_stack;
 mod fabric;
 mod fixtures;
 mod formats;

@@ -74,3 +74,26 @@ fn expectations_that_hold_pass() {
     let out = fabcheck(&["check", "--device", DEVICE, "--expect", "link_layer=ethernet", "--expect", "devices=1", "--expect", "state=ACTIVE"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// The live driver-stack path on a node without MFT or mstflint: the firmware configuration is
+/// said to be "not read" (info, on the node), never a failure; with either tool installed there
+/// is nothing to query on rxe (not an NVIDIA adapter), so nothing is said.
+#[test]
+fn firmware_configuration_not_read_is_said_as_info() {
+    let _serial = require_rxe();
+    let have_tool = sh("command -v mlxconfig || command -v mstconfig || ls /usr/sbin/mlxconfig /usr/sbin/mstconfig").status.success();
+    let out = fabcheck(&["check", "--json", "--device", DEVICE]);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    let fw: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "fw.pending").collect();
+    if have_tool {
+        assert!(fw.is_empty(), "rxe has no firmware configuration to read: {fw:?}");
+    } else {
+        assert_eq!(fw.len(), 1, "{}", doc["findings"]);
+        assert_eq!((fw[0]["severity"].as_str(), fw[0]["subject"].as_str()), (Some("info"), Some("node")));
+        assert!(fw[0]["message"].as_str().unwrap().contains("not read"), "{}", fw[0]["message"]);
+    }
+    // The devices document carries the field, null for rxe.
+    let devices = json(&fabcheck(&["devices", "--json", "--device", DEVICE]));
+    assert!(devices["devices"][0].as_object().unwrap().get("fw_config").is_some_and(serde_json::Value::is_null), "{devices}");
+}

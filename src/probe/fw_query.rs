@@ -1,0 +1,202 @@
+//! Where each NVIDIA/Mellanox adapter's firmware configuration comes from: live, a bounded
+//! `mlxconfig -d BDF -e query` (or mstflint's `mstconfig`), reused within the boot
+//! (`fw_cache`); in a bundle, `tools/mlxconfig/BDF.txt`. Never required: what could not be read
+//! is said (`FwSummary`), and `check` reports it as "not read", never as a failure.
+
+use super::catype;
+use super::firmware::{self, FwConfig};
+use super::fw_cache::FwCache;
+use super::model::{Device, Inventory};
+use super::Source;
+use crate::sys::fs::read_text;
+use std::path::Path;
+use std::time::Duration;
+
+/// A query runs for seconds; a wedged MST device must not hold `check` for long.
+const QUERY_DEADLINE: Duration = Duration::from_secs(30);
+/// Largest tool output read from a bundle.
+const TOOL_OUTPUT_CAP: u64 = 1 << 20;
+
+/// What could not be read, for `check` to say so.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FwSummary {
+    /// Whether the source was looked at: a bundle without `tools/` is not (it predates them).
+    pub looked: bool,
+    /// Live: the tool that answered (`mlxconfig` or `mstconfig`); `None` when neither is installed.
+    pub tool: Option<&'static str>,
+    /// Devices whose configuration was not read, and why.
+    pub unread: Vec<(String, String)>,
+}
+
+/// The adapters a firmware query applies to: NVIDIA/Mellanox physical functions.
+pub fn queried(device: &Device) -> bool {
+    let mellanox =
+        device.vendor_id == Some(catype::MELLANOX_OUI) || device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField");
+    mellanox && !device.ca_type.ends_with(" VF")
+}
+
+/// A PCI address as sysfs writes it (`0000:17:00.0`): the only text that reaches the tool's
+/// command line or a file name.
+pub fn valid_bdf(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 12
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b':',
+            10 => *c == b'.',
+            11 => (b'0'..=b'7').contains(c),
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// Fills `fw_config` of every adapter from `source`.
+pub fn attach(inventory: &mut Inventory, source: &Source) -> FwSummary {
+    match source {
+        Source::Live => attach_live(inventory),
+        Source::Sysfs(root) => attach_bundle(inventory, root),
+    }
+}
+
+fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
+    let dir = root.join("tools/mlxconfig");
+    if !root.join("tools").is_dir() {
+        return FwSummary::default();
+    }
+    let mut summary = FwSummary { looked: true, tool: None, unread: Vec::new() };
+    let files: Vec<String> = crate::sys::fs::list_dir(&dir)
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|n| n.into_string().ok())
+        .filter(|n| n.strip_suffix(".txt").is_some_and(valid_bdf))
+        .collect();
+    for device in inventory.devices.iter_mut().filter(|d| queried(d)) {
+        let address = device.pci.as_ref().and_then(|p| p.address.clone()).filter(|a| valid_bdf(a));
+        // A tree without the PCI links does not say where a device sits: one capture, one card.
+        let file = match address {
+            // Both functions of a card hold its configuration: a capture of one serves the other.
+            Some(bdf) if !files.contains(&format!("{bdf}.txt")) => {
+                files.iter().find(|f| f.starts_with(&bdf[..10])).cloned().unwrap_or_else(|| format!("{bdf}.txt"))
+            }
+            Some(bdf) => format!("{bdf}.txt"),
+            None if files.len() == 1 => files[0].clone(),
+            None => {
+                summary.unread.push((device.name.clone(), "its PCI address is not in the bundle".into()));
+                continue;
+            }
+        };
+        match read_text(&dir.join(&file), TOOL_OUTPUT_CAP) {
+            Ok(text) => match firmware::parse_query(&text) {
+                Some(all) => device.fw_config = Some(firmware::reported(&all)),
+                None => summary.unread.push((device.name.clone(), format!("tools/mlxconfig/{file} holds no configuration table"))),
+            },
+            Err(e) if e.is_not_found() => summary.unread.push((device.name.clone(), format!("the bundle has no tools/mlxconfig/{file}"))),
+            Err(e) => summary.unread.push((device.name.clone(), e.to_string())),
+        }
+    }
+    summary
+}
+
+fn attach_live(inventory: &mut Inventory) -> FwSummary {
+    let tool = ["mlxconfig", "mstconfig"].into_iter().find_map(|name| find_program(name).map(|path| (name, path)));
+    let mut summary = FwSummary { looked: true, tool: tool.as_ref().map(|(name, _)| *name), unread: Vec::new() };
+    if !inventory.devices.iter().any(queried) {
+        return summary;
+    }
+    let cache = FwCache::live();
+    // Both functions of a dual-port card hold the same configuration: one query per card.
+    let mut by_card: Vec<(String, Result<FwConfig, String>)> = Vec::new();
+    for device in inventory.devices.iter_mut().filter(|d| queried(d)) {
+        let Some(bdf) = device.pci.as_ref().and_then(|p| p.address.clone()).filter(|a| valid_bdf(a)) else {
+            summary.unread.push((device.name.clone(), "its PCI address is unknown".into()));
+            continue;
+        };
+        let card = bdf[..10].to_string();
+        let result = match by_card.iter().find(|(c, _)| *c == card) {
+            Some((_, known)) => known.clone(),
+            None => {
+                let found = query(&bdf, tool.as_ref(), cache.as_ref());
+                by_card.push((card, found.clone()));
+                found
+            }
+        };
+        match result {
+            Ok(config) => device.fw_config = Some(firmware::reported(&config)),
+            Err(why) => summary.unread.push((device.name.clone(), why)),
+        }
+    }
+    summary
+}
+
+/// One card's table: from this boot's cache, else from the tool.
+fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Option<&FwCache>) -> Result<FwConfig, String> {
+    if let Some((_, output)) = cache.and_then(|c| c.get(bdf)) {
+        if let Some(config) = firmware::parse_query(&output) {
+            return Ok(config);
+        }
+    }
+    let Some((tool, program)) = tool else { return Err("neither mlxconfig nor mstconfig is installed".into()) };
+    let output = super::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP)
+        .ok_or_else(|| format!("`{tool} -d {bdf} -e query` did not answer within {} s", QUERY_DEADLINE.as_secs()))?;
+    let config = firmware::parse_query(&output).ok_or_else(|| {
+        let said = output.lines().find(|l| l.contains("-E-")).map(str::trim).unwrap_or("no configuration table");
+        format!("`{tool} -d {bdf} -e query` printed {said} (it needs root)")
+    })?;
+    if let Some(cache) = cache {
+        cache.put(bdf, tool, &output);
+    }
+    Ok(config)
+}
+
+/// Where `program` is: an executable file in a directory of `PATH`, or in the sbin folders
+/// MFT and mstflint install into, which a user's PATH may lack.
+pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/usr/local/bin", "/sbin"].map(Into::into))
+        .map(|dir: std::path::PathBuf| dir.join(program))
+        .find(|file| file.is_absolute() && std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pending_fixture() -> (Inventory, std::path::PathBuf) {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cx7-link-type-pending");
+        (super::super::inventory(&Source::Sysfs(root.clone()), None).unwrap(), root)
+    }
+
+    #[test]
+    fn a_bundle_file_is_found_by_address_by_card_or_as_the_only_one() {
+        let (mut inv, root) = pending_fixture();
+        assert_eq!(inv.devices[0].pci.as_ref().unwrap().address.as_deref(), Some("0000:17:00.0"));
+        let summary = attach_bundle(&mut inv, &root);
+        assert_eq!(summary.unread, vec![]);
+        assert!(inv.devices[0].fw_config.as_ref().unwrap()["LINK_TYPE_P1"].pending());
+        // The other function of the same card.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = Some("0000:17:00.1".into());
+        attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_some());
+        // No address, one capture: that one.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = None;
+        attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_some());
+        // Another card: not read, and said.
+        let (mut inv, root) = pending_fixture();
+        inv.devices[0].pci.as_mut().unwrap().address = Some("0000:b1:00.0".into());
+        let summary = attach_bundle(&mut inv, &root);
+        assert!(inv.devices[0].fw_config.is_none());
+        assert_eq!(summary.unread, vec![("mlx5_0".to_string(), "the bundle has no tools/mlxconfig/0000:b1:00.0.txt".to_string())]);
+    }
+
+    #[test]
+    fn pci_addresses() {
+        assert!(valid_bdf("0000:17:00.0"));
+        assert!(valid_bdf("0000:af:00.1"));
+        for bad in ["", "0000:17:00", "0000:17:00.8", "../../etc/x.", "0000:17:00.0;rm", "-d 0000:17:0"] {
+            assert!(!valid_bdf(bad), "{bad}");
+        }
+    }
+}
