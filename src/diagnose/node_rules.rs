@@ -18,21 +18,7 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
              (tests/fixtures/capture-sysfs.sh), copying files rather than links",
         );
     }
-    let count = inv.devices.len();
-    match input.expect.devices {
-        Some(want) if count != want => sheet.fail(
-            "devices.count",
-            "node",
-            count.to_string(),
-            Some(want.to_string()),
-            Severity::Error,
-            format!("{count} RDMA devices present, {want} expected"),
-            "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
-             update did not rename or hide functions",
-        ),
-        Some(want) => sheet.pass("devices.count", "node", count.to_string(), Some(want.to_string())),
-        None => sheet.pass("devices.count", "node", count.to_string(), None),
-    }
+    devices_count(input, sheet);
 
     // Firmware: as the user expects, and the same across devices of one type.
     let mut by_type: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
@@ -108,6 +94,63 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
             );
         } else {
             sheet.pass("pci.link", &d.name, observed, Some(best));
+        }
+    }
+}
+
+/// How many RDMA devices the node has, against `--expect devices=N`; and a node that cannot say
+/// (a live node where none can be listed, a device directory that cannot be listed, a device
+/// with no port that can be read) fails here rather than passing with "0".
+fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
+    let inv = input.inventory;
+    let count = inv.devices.len();
+    let observed = count.to_string();
+    let expected = input.expect.devices.map(|n| n.to_string());
+    let unlistable = inv.unreadable.iter().find(|u| u.path.ends_with("class/infiniband"));
+    let portless: Vec<&str> = inv.devices.iter().filter(|d| d.ports.is_empty()).map(|d| d.name.as_str()).collect();
+    if let Some(u) = unlistable {
+        sheet.fail(
+            "devices.count",
+            "node",
+            observed,
+            expected,
+            Severity::Error,
+            format!("the RDMA devices cannot be listed: {}", u.error),
+            "run fabcheck as root, or fix the permissions of class/infiniband; for a bundle, capture it again as root \
+             (tests/fixtures/capture-sysfs.sh)",
+        );
+    } else if count == 0 && input.host.is_some() {
+        let no_rdma_core = input.host.is_some_and(|h| matches!(h.libibverbs, crate::probe::host::LibraryState::Missing(_)));
+        let (message, remedy) = if no_rdma_core {
+            ("no RDMA devices can be listed: rdma-core (libibverbs) is not installed".to_string(), fabcheck_verbs::INSTALL_HINT.to_string())
+        } else {
+            ("no RDMA devices found".to_string(), crate::probe::ProbeError::NoDevices.remedy())
+        };
+        sheet.fail("devices.count", "node", observed, expected, Severity::Error, message, remedy);
+    } else if !portless.is_empty() {
+        sheet.fail(
+            "devices.count",
+            "node",
+            observed,
+            expected,
+            Severity::Error,
+            format!("{} has no port that can be read: the device is there but nothing about it can be checked", portless.join(", ")),
+            "see the sysfs.unreadable findings; check dmesg for the driver's errors (mlx5_core) and reload it, or capture the \
+             bundle again as root",
+        );
+    } else {
+        match input.expect.devices {
+            Some(want) if count != want => sheet.fail(
+                "devices.count",
+                "node",
+                observed,
+                expected,
+                Severity::Error,
+                format!("{count} RDMA devices present, {want} expected"),
+                "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
+                 update did not rename or hide functions",
+            ),
+            _ => sheet.pass("devices.count", "node", observed, expected),
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use super::{gbps, Expectations, Severity, Sheet};
 use crate::probe::catype;
-use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, Width};
+use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::{Device, Port};
 
 pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, sheet: &mut Sheet) {
@@ -23,7 +23,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, sheet: &m
         }
     }
     if port.link_layer == LinkLayer::Ethernet {
-        roce(port, expect, s, sheet);
+        roce(device, port, expect, s, sheet);
         lossless(port, s, sheet);
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {
@@ -268,7 +268,7 @@ fn fraction(lanes: u32, want: u32) -> String {
     }
 }
 
-fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+fn roce(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
     // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
     let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
@@ -335,9 +335,11 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
         }
     }
 
-    // MTU: RoCE's active MTU follows the netdev MTU (minus headers); jumbo frames give 4096.
+    // MTU: RoCE's active MTU follows the netdev MTU (minus headers: 96 bytes, rxe 80); jumbo
+    // frames give 4096.
+    let headers = RoceHeaders::for_driver(device.driver.as_deref());
     let netdev_mtu = port.netdev_state.as_ref().and_then(|n| n.mtu);
-    let derived = netdev_mtu.and_then(decode::roce_mtu_for_netdev_mtu);
+    let derived = netdev_mtu.and_then(|m| headers.roce_mtu(m));
     let active = port.active_mtu.or(derived);
     let Some(active) = active else {
         sheet.skip("roce.mtu", s, "neither active nor netdev MTU known");
@@ -346,7 +348,7 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let netdev_text = netdev_mtu.map_or(String::new(), |m| format!(" (netdev {netdev} mtu {m})"));
     if let Some(want) = expect.mtu {
         if active < want {
-            let need = want + 88;
+            let need = headers.netdev_mtu_for(want);
             sheet.fail(
                 "roce.mtu",
                 s,
@@ -355,8 +357,8 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
                 Severity::Error,
                 format!("RoCE active MTU is {active}{netdev_text}, {want} expected"),
                 format!(
-                    "raise the netdev MTU to at least {need} (9000 is usual: `ip link set {netdev} mtu 9000` and in the \
-                     node's network config), and the switch ports to match"
+                    "raise the netdev MTU to at least {need} (4200 or, usually, 9000: `ip link set {netdev} mtu 9000` and in \
+                     the node's network config), and the switch ports to match"
                 ),
             );
             return;

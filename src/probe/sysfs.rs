@@ -6,7 +6,7 @@
 //! netdev MTU the same way the kernel derives it.
 
 use super::catype;
-use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
+use super::decode::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
 use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable};
 use crate::sys::fs::{list_dir, read_text, ReadError, SYSFS_CAP};
 use std::cell::RefCell;
@@ -186,7 +186,7 @@ impl SysfsRoot {
             (state.pfc_priorities, state.ecn_priorities) = self.lossless(&state.name);
         }
         let active_mtu = match (link_layer, &netdev_state) {
-            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
+            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => RoceHeaders::for_driver(self.driver(device).as_deref()).roce_mtu(*mtu),
             _ => None,
         };
         let mut port = Port {

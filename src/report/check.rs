@@ -39,6 +39,7 @@ pub fn human(report: &Report) -> String {
             (Some(Severity::Info), _) => "info",
             (None, Status::Pass) => "ok  ",
             (None, Status::Skip) => "skip",
+            (None, Status::Warn) => "warn",
         };
         let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {e})"));
         let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", c.id, c.subject, c.observed, expected);

@@ -44,12 +44,52 @@ pub fn mtu_bytes(raw: u32) -> Option<u32> {
     Mtu::from_verbs(raw).map(Mtu::bytes)
 }
 
-/// RoCE active MTU the kernel derives from a netdev MTU (`iboe_get_mtu`): the largest IB MTU
-/// that fits once the RoCE headers (GRH 40, BTH 12, XRC 4, AtomicETH 28, ICRC 4 = 88 bytes)
-/// are taken off.
+/// What a RoCE device takes off its netdev's MTU for headers before it picks a path MTU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoceHeaders {
+    /// The kernel's `iboe_get_mtu` (`include/rdma/ib_addr.h`), which mlx5, bnxt_re, irdma and
+    /// the other hardware drivers use: GRH 40 + UDP 8 + BTH 12 + XRC 4 + AtomicETH 28 + ICRC 4 =
+    /// 96 bytes.
+    Kernel,
+    /// Soft-RoCE's own allowance: `rxe_set_mtu` -> `eth_mtu_int_to_enum`, `RXE_MAX_HDR_LENGTH`
+    /// = 80 bytes (`drivers/infiniband/sw/rxe/rxe_param.h`, `rxe_hdr.h`).
+    Rxe,
+}
+
+impl RoceHeaders {
+    /// The allowance of the device bound to `driver` (`rdma_rxe`, else the kernel's).
+    pub fn for_driver(driver: Option<&str>) -> RoceHeaders {
+        if driver == Some("rdma_rxe") {
+            RoceHeaders::Rxe
+        } else {
+            RoceHeaders::Kernel
+        }
+    }
+
+    pub fn bytes(self) -> u32 {
+        match self {
+            RoceHeaders::Kernel => 96,
+            RoceHeaders::Rxe => 80,
+        }
+    }
+
+    /// The smallest netdev MTU that carries a RoCE path MTU of `roce_mtu` bytes.
+    pub fn netdev_mtu_for(self, roce_mtu: u32) -> u32 {
+        roce_mtu.saturating_add(self.bytes())
+    }
+
+    /// The RoCE active MTU derived from a netdev MTU: the largest IB MTU that fits once the
+    /// headers are taken off; `None` below 256.
+    pub fn roce_mtu(self, netdev_mtu: u32) -> Option<u32> {
+        let room = netdev_mtu.checked_sub(self.bytes())?;
+        (room >= Mtu::B256.bytes()).then(|| Mtu::at_most(room).bytes())
+    }
+}
+
+/// RoCE active MTU a hardware driver derives from a netdev MTU (`iboe_get_mtu`, 96 bytes of
+/// headers): 4184 gives 2048, 4192 gives 4096.
 pub fn roce_mtu_for_netdev_mtu(netdev_mtu: u32) -> Option<u32> {
-    let room = netdev_mtu.checked_sub(88)?;
-    (room >= Mtu::B256.bytes()).then(|| Mtu::at_most(room).bytes())
+    RoceHeaders::Kernel.roce_mtu(netdev_mtu)
 }
 
 #[cfg(test)]
@@ -65,6 +105,16 @@ mod tests {
         assert_eq!(roce_mtu_for_netdev_mtu(9000), Some(4096));
         assert_eq!(roce_mtu_for_netdev_mtu(4200), Some(4096));
         assert_eq!(roce_mtu_for_netdev_mtu(4183), Some(2048));
+        // iboe_get_mtu takes 96 bytes (GRH, UDP, BTH, XRC, AtomicETH, ICRC): mlx5 gives 2048 here.
+        assert_eq!(roce_mtu_for_netdev_mtu(4184), Some(2048));
+        assert_eq!(roce_mtu_for_netdev_mtu(4191), Some(2048));
+        assert_eq!(roce_mtu_for_netdev_mtu(4192), Some(4096));
+        assert_eq!(RoceHeaders::Kernel.netdev_mtu_for(4096), 4192);
+        // rxe keeps its own 80 bytes (RXE_MAX_HDR_LENGTH).
+        assert_eq!(RoceHeaders::Rxe.roce_mtu(4184), Some(4096));
+        assert_eq!(RoceHeaders::Rxe.roce_mtu(4175), Some(2048));
+        assert_eq!(RoceHeaders::Rxe.roce_mtu(1500), Some(1024));
+        assert_eq!(RoceHeaders::Rxe.netdev_mtu_for(4096), 4176);
         assert_eq!(roce_mtu_for_netdev_mtu(60), None);
         assert_eq!(roce_mtu_for_netdev_mtu(300), None);
         for m in Mtu::ALL {

@@ -1,0 +1,118 @@
+//! Hostile inputs and statuses that agree with findings (0.3: issues #27 items 10-13, #28 items
+//! 1 and 7). Everything here runs unprivileged on the host: bundles, symlinks and FIFOs are made
+//! in temporary directories. No timing asserts: a bounded wait that runs out is a hang.
+
+use super::{fabcheck, fixtures_dir, json};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fabcheck-inputs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A copy of fixture `name` to alter.
+fn bundle(fixture: &str, tag: &str) -> PathBuf {
+    let tree = scratch(tag).join("tree");
+    let status = Command::new("cp").arg("-a").arg(fixtures_dir().join(fixture)).arg(&tree).status().unwrap();
+    assert!(status.success());
+    tree
+}
+
+/// Runs fabcheck, killing it (and failing) if it has not ended within `limit`: a hang.
+fn bounded(args: &[&str], limit: Duration) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run fabcheck");
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("fabcheck {args:?} hung: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn check_json(tree: &Path, extra: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let mut args = vec!["check", "--json", "--sysfs-root", tree.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let out = bounded(&args, Duration::from_secs(60));
+    (out.status.code(), json(&out))
+}
+
+fn rows<'a>(doc: &'a serde_json::Value, id: &str) -> Vec<&'a serde_json::Value> {
+    doc["checks"].as_array().unwrap().iter().filter(|c| c["id"] == id).collect()
+}
+
+fn findings<'a>(doc: &'a serde_json::Value, id: &str) -> Vec<&'a serde_json::Value> {
+    doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == id).collect()
+}
+
+// ------------------------------------------------------------- #28: statuses and the RoCE MTU
+
+#[test]
+fn a_4184_byte_roce_mtu_fails_expect_mtu_4096() {
+    let tree = bundle("roce-healthy-cx7", "mtu4184");
+    let mtu = tree.join("class/net/ens2np0/mtu");
+    assert!(mtu.exists(), "fixture layout changed");
+    std::fs::write(&mtu, "4184\n").unwrap();
+    let (code, doc) = check_json(&tree, &["--expect", "mtu=4096"]);
+    assert_eq!(code, Some(1), "{doc}");
+    let row = rows(&doc, "roce.mtu");
+    assert_eq!(row.len(), 1, "{row:?}");
+    assert_eq!((row[0]["status"].as_str(), row[0]["observed"].as_str()), (Some("fail"), Some("2048 (netdev ens2np0 mtu 4184)")));
+    let remedy = findings(&doc, "roce.mtu")[0]["remedy"].as_str().unwrap().to_string();
+    assert!(remedy.contains("at least 4192"), "{remedy}");
+    std::fs::write(&mtu, "4192\n").unwrap();
+    let (code, doc) = check_json(&tree, &["--expect", "mtu=4096"]);
+    assert_eq!(code, Some(0), "{doc}");
+}
+
+#[test]
+fn warn_rows_pass_unless_warnings_fail_the_run_in_every_format() {
+    let root = fixtures_dir().join("ndr-ib-pcie-gen4");
+    let root = root.to_str().unwrap();
+    let (_, doc) = check_json(Path::new(root), &[]);
+    assert_eq!(rows(&doc, "pcie.bound").iter().map(|r| r["status"].as_str().unwrap()).collect::<Vec<_>>(), ["warn", "warn"]);
+    let prom = |extra: &[&str]| {
+        let mut args = vec!["check", "--sysfs-root", root, "--format", "prom"];
+        args.extend_from_slice(extra);
+        let out = fabcheck(&args);
+        text(&out.stdout)
+            .lines()
+            .find(|l| l.starts_with("fabcheck_check_pass{") && l.contains("id=\"pcie.bound\"") && l.contains("subject=\"mlx5_0\""))
+            .map(|l| l.rsplit(' ').next().unwrap().to_string())
+    };
+    assert_eq!(prom(&[]).as_deref(), Some("1"));
+    assert_eq!(prom(&["--fail-on", "warning"]).as_deref(), Some("0"));
+    let junit = |extra: &[&str]| {
+        let mut args = vec!["check", "--sysfs-root", root, "--format", "junit"];
+        args.extend_from_slice(extra);
+        text(&fabcheck(&args).stdout)
+    };
+    let plain = junit(&[]);
+    let strict = junit(&["--fail-on", "warning"]);
+    let case = |xml: &str| {
+        let start = xml.find("classname=\"fabcheck.check.pcie.bound\"").expect("pcie.bound testcase");
+        let end = xml[start..].find("</testcase>").map_or(xml.len(), |e| start + e);
+        xml[start..end].to_string()
+    };
+    assert!(!case(&plain).contains("<failure"), "{plain}");
+    assert!(case(&strict).contains("<failure"), "{strict}");
+}
