@@ -116,3 +116,38 @@ fn warn_rows_pass_unless_warnings_fail_the_run_in_every_format() {
     assert!(!case(&plain).contains("<failure"), "{plain}");
     assert!(case(&strict).contains("<failure"), "{strict}");
 }
+
+// ------------------------------------------------------------- #27 item 12: topology files
+
+/// 40,000 cables (200 leaves of 200 hosts), each written at both ends: about 8 MB.
+fn big_topology(path: &Path) {
+    use std::fmt::Write;
+    let mut out = String::new();
+    for l in 0..200usize {
+        let _ = writeln!(out, "Switch\t200 \"S-{:016x}\"\t\t# \"leaf{l}\" enhanced port 0 lid {} lmc 0", 0x10_0000 + l, l + 1);
+        for h in 0..200usize {
+            let _ = writeln!(out, "[{}]\t\"H-{:016x}\"[1]({:x})\t\t# \"n{l}-{h} mlx5_0\" lid 9 4xHDR", h + 1, l * 200 + h, l * 200 + h);
+        }
+        out.push('\n');
+    }
+    for l in 0..200usize {
+        for h in 0..200usize {
+            let _ = writeln!(out, "Ca\t1 \"H-{:016x}\"\t\t# \"n{l}-{h} mlx5_0\"", l * 200 + h);
+            let _ = writeln!(out, "[1]({:x})\t\"S-{:016x}\"[{}]\t\t# lid 9 lmc 0 \"leaf{l}\" lid 1 4xHDR\n", l * 200 + h, 0x10_0000 + l, h + 1);
+        }
+    }
+    std::fs::write(path, out).unwrap();
+}
+
+#[test]
+fn a_forty_thousand_link_topology_is_bounded_by_the_deadline() {
+    // 0.2 took 14 s (optimised) to parse this and `--deadline 1` did not stop it. Now parsing is
+    // linear and looks at the deadline: the run ends (exit 2: this host has no fabric, or the
+    // deadline passed while parsing) within a generous bound.
+    let dir = scratch("topology");
+    let file = dir.join("big.net");
+    big_topology(&file);
+    let out = bounded(&["fabric", "--topology", file.to_str().unwrap(), "--deadline", "1"], Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
+}
