@@ -5,8 +5,7 @@
 use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostFacts {
@@ -174,25 +173,14 @@ fn run_with_deadline(program: &str, args: &[&str], deadline: Duration) -> Option
 }
 
 /// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
-/// or `None` if it cannot run, fails, or misses the deadline (it is then killed).
+/// or `None` if it cannot run or misses the deadline (it is then killed). The deadline covers
+/// reading the output too (`sys::child`): a grandchild holding stdout does not stretch it.
 pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
-    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = Vec::new();
-    use std::io::Read;
-    child.stdout.take()?.take(64 << 10).read_to_end(&mut out).ok()?;
-    String::from_utf8(out).ok()
+    let finished = crate::sys::child::run_bounded(program, args, deadline, 64 << 10).ok()?;
+    // The tool must have exited by the deadline; what it printed before a stray kept the pipe
+    // open is its output.
+    finished.status?;
+    String::from_utf8(finished.stdout).ok()
 }
 
 /// The live root.
