@@ -151,3 +151,56 @@ fn a_forty_thousand_link_topology_is_bounded_by_the_deadline() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(!text(&out.stderr).contains("panicked"), "{}", text(&out.stderr));
 }
+
+// ------------------------------------------------------------- #27 item 10: bundles stay inside
+
+/// The `sysfs.unreadable` finding whose message names `file`.
+fn unreadable<'a>(doc: &'a serde_json::Value, file: &str) -> &'a serde_json::Value {
+    let all = findings(doc, "sysfs.unreadable");
+    all.iter().copied().find(|f| f["message"].as_str().unwrap().contains(file)).unwrap_or_else(|| panic!("{file} not named: {all:#?}"))
+}
+
+#[test]
+fn a_bundle_link_out_of_its_root_is_refused_and_named() {
+    let tree = bundle("roce-healthy-cx7", "escape");
+    let secret = tree.parent().unwrap().join("shadow");
+    std::fs::write(&secret, "root:TOPSECRET-HASH:19000:0:99999:7:::\n").unwrap();
+    let dev = tree.join("class/infiniband/mlx5_0");
+    std::fs::remove_file(dev.join("board_id")).unwrap();
+    std::os::unix::fs::symlink(&secret, dev.join("board_id")).unwrap();
+    std::fs::remove_file(dev.join("hca_type")).unwrap();
+    std::os::unix::fs::symlink("../../../../shadow", dev.join("hca_type")).unwrap();
+    for command in [&["devices"][..], &["devices", "--json"], &["check"], &["check", "--json"]] {
+        let mut args = command.to_vec();
+        args.extend(["--sysfs-root", tree.to_str().unwrap()]);
+        let out = bounded(&args, Duration::from_secs(60));
+        assert!(!text(&out.stdout).contains("TOPSECRET") && !text(&out.stderr).contains("TOPSECRET"), "{args:?} printed the file");
+    }
+    let (code, doc) = check_json(&tree, &[]);
+    assert_eq!(code, Some(1), "{doc}");
+    for file in ["mlx5_0/board_id", "mlx5_0/hca_type"] {
+        let f = unreadable(&doc, file);
+        assert_eq!((f["severity"].as_str(), f["subject"].as_str()), (Some("error"), Some("mlx5_0")));
+        assert!(f["message"].as_str().unwrap().contains("leads outside"), "{f}");
+    }
+}
+
+#[test]
+fn a_netdev_name_that_is_a_path_is_refused() {
+    let tree = bundle("roce-healthy-cx7", "ndevs");
+    let ndevs = tree.join("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs");
+    let entries: Vec<_> = std::fs::read_dir(&ndevs).unwrap().map(|e| e.unwrap().path()).collect();
+    assert!(!entries.is_empty(), "fixture layout changed");
+    for e in &entries {
+        std::fs::write(e, "../../../../../../../../../../sys/class/net/lo\n").unwrap();
+    }
+    let out = bounded(&["devices", "--json", "--sysfs-root", tree.to_str().unwrap()], Duration::from_secs(60));
+    let doc = json(&out);
+    let port = &doc["devices"][0]["ports"][0];
+    // The port's netdev comes from the PCI function (device/net), never from the value.
+    assert_eq!(port["netdev"], "ens2np0", "{port}");
+    assert!(port["gids"].as_array().unwrap().iter().all(|g| g["netdev"].is_null()), "{port}");
+    let (_, doc) = check_json(&tree, &[]);
+    let f = unreadable(&doc, "gid_attrs/ndevs/");
+    assert!(f["message"].as_str().unwrap().contains("not a network interface name"), "{f}");
+}
