@@ -6,6 +6,7 @@ pub mod gpu_rules;
 mod node_rules;
 mod port_rules;
 mod stack_rules;
+mod unreadable;
 
 pub use expect::{ExpectError, Expectations};
 
@@ -157,12 +158,13 @@ pub fn run(input: &Input<'_>) -> Report {
     if let Some(host) = input.host {
         stack_rules::run(input.inventory, host, &mut sheet);
     }
-    node_rules::run(input, &mut sheet);
+    let unread = unreadable::Unread::of(input.inventory);
+    node_rules::run(input, &unread, &mut sheet);
     for (device, port) in input.inventory.ports() {
         if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
-        port_rules::run(device, port, input.expect, &mut sheet);
+        port_rules::run(device, port, input.expect, &unread, &mut sheet);
     }
     let mut report = Report { verdict: Verdict::Pass, checks: sheet.checks, findings: sheet.findings };
     report.settle();
@@ -173,7 +175,7 @@ pub fn run(input: &Input<'_>) -> Report {
 /// callers (such as `pair`) that meet a port that is not ACTIVE.
 pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) -> (String, String) {
     let mut sheet = Sheet::default();
-    port_rules::run(device, port, &Expectations::default(), &mut sheet);
+    port_rules::run(device, port, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
     sheet
         .findings
         .into_iter()

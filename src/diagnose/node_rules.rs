@@ -1,11 +1,15 @@
 //! Rules over the node as a whole: device count, firmware, PCIe placement.
 
+use super::unreadable::{why, Unread};
 use super::{Input, Severity, Sheet};
 use std::collections::BTreeMap;
 
-pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
+/// The PCIe link files a device's `pci.link` and `pcie.bound` read.
+const PCI_FILES: [&str; 4] = ["device/current_link_speed", "device/current_link_width", "device/max_link_speed", "device/max_link_width"];
+
+pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     let inv = input.inventory;
-    pcie_bound(input, sheet);
+    pcie_bound(input, unread, sheet);
     mtu_consistency(input, sheet);
     // Files that exist but could not be read: said first, so nothing read from them is misread.
     for u in &inv.unreadable {
@@ -24,6 +28,11 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
     let mut by_type: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for d in &inv.devices {
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        // An unreadable fw_ver is not a version: not judged, not compared.
+        if let Some(file) = unread.device(&d.name, &["fw_ver"]) {
+            sheet.skip("device.fw", &d.name, why(file));
             continue;
         }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
@@ -71,6 +80,10 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
     for d in &inv.devices {
         let Some(pci) = &d.pci else { continue };
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        if let Some(file) = unread.device(&d.name, &PCI_FILES) {
+            sheet.skip("pci.link", &d.name, why(file));
             continue;
         }
         let width_low = matches!((pci.current_width, pci.max_width), (Some(c), Some(m)) if c < m);
@@ -173,9 +186,9 @@ fn unreadable_subject(path: &str) -> String {
 
 /// The PCIe link behind an adapter cannot carry what its fastest port runs at: bandwidth tops
 /// out at the PCIe figure (see `probe::capacity`).
-fn pcie_bound(input: &Input<'_>, sheet: &mut Sheet) {
+fn pcie_bound(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     for d in &input.inventory.devices {
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+        if input.scope.device.as_deref().is_some_and(|s| s != d.name) || unread.device(&d.name, &PCI_FILES).is_some() {
             continue;
         }
         let Some(pci) = &d.pci else { continue };

@@ -115,3 +115,16 @@ fn rxe_keeps_its_own_header_allowance() {
     let r = diagnose(&inv, None, &Expectations::default());
     assert_eq!(row(&r, "roce.mtu", &format!("{}/1", inv.devices[0].name)).status, Status::Pass, "{:#?}", r.findings);
 }
+
+#[test]
+fn an_unlistable_device_class_fails_devices_count() {
+    let mut inv = fixture("hdr-ib-healthy");
+    inv.unreadable.push(crate::probe::model::Unreadable {
+        path: "/sys/class/infiniband".into(),
+        error: "cannot read /sys/class/infiniband: permission denied".into(),
+    });
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_eq!(row(&r, "devices.count", "node").status, Status::Fail);
+    let f = r.findings.iter().find(|f| f.id == "devices.count").expect("devices.count finding");
+    assert!(f.message.contains("cannot be listed") && f.message.contains("permission denied"), "{f:?}");
+}

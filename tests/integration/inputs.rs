@@ -204,3 +204,51 @@ fn a_netdev_name_that_is_a_path_is_refused() {
     let f = unreadable(&doc, "gid_attrs/ndevs/");
     assert!(f["message"].as_str().unwrap().contains("not a network interface name"), "{f}");
 }
+
+// ------------------------------------------------------------- #27 item 11: unread is not judged
+
+fn row_of<'a>(doc: &'a serde_json::Value, id: &str, subject: &str) -> &'a serde_json::Value {
+    rows(doc, id).into_iter().find(|c| c["subject"] == subject).unwrap_or_else(|| panic!("no {id} row on {subject}: {}", doc["checks"]))
+}
+
+#[test]
+fn a_check_whose_input_cannot_be_read_is_skipped_not_judged() {
+    let tree = bundle("hdr-ib-healthy", "skip");
+    let ib = tree.join("class/infiniband");
+    // A FIFO for mlx5_0's port state, an oversized fw_ver on mlx5_1.
+    let state = ib.join("mlx5_0/ports/1/state");
+    std::fs::remove_file(&state).unwrap();
+    nix::unistd::mkfifo(&state, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(ib.join("mlx5_1/fw_ver"), vec![b'9'; 1 << 20]).unwrap();
+    let (code, doc) = check_json(&tree, &[]);
+    assert_eq!(code, Some(1), "the unreadable files are errors: {doc}");
+    unreadable(&doc, "mlx5_0/ports/1/state");
+    unreadable(&doc, "mlx5_1/fw_ver");
+    // 0.2: `port.state FAIL ... check cabling` and a firmware mismatch with a reflash remedy.
+    assert_eq!(row_of(&doc, "port.state", "mlx5_0/1")["status"], "skip");
+    assert!(row_of(&doc, "port.state", "mlx5_0/1")["observed"].as_str().unwrap().contains("sysfs.unreadable"));
+    assert!(findings(&doc, "port.state").is_empty(), "{}", doc["findings"]);
+    assert_eq!(row_of(&doc, "device.fw", "mlx5_1")["status"], "skip");
+    assert!(findings(&doc, "device.fw").is_empty(), "{}", doc["findings"]);
+    // The other device and port are still judged.
+    assert_eq!(row_of(&doc, "port.state", "mlx5_1/1")["status"], "pass");
+    assert_eq!(row_of(&doc, "device.fw", "mlx5_0")["status"], "pass");
+}
+
+#[test]
+fn a_device_with_no_readable_port_fails_devices_count() {
+    let tree = bundle("hdr-ib-healthy", "noports");
+    let ports = tree.join("class/infiniband/mlx5_1/ports");
+    std::fs::remove_dir_all(&ports).unwrap();
+    nix::unistd::mkfifo(&ports, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let (code, doc) = check_json(&tree, &[]);
+    assert_eq!(code, Some(1), "{doc}");
+    assert_eq!(row_of(&doc, "devices.count", "node")["status"], "fail");
+    let f = findings(&doc, "devices.count");
+    assert!(f.len() == 1 && f[0]["message"].as_str().unwrap().contains("mlx5_1"), "{f:?}");
+    // And the prom gauge of the row follows.
+    let out = fabcheck(&["check", "--sysfs-root", tree.to_str().unwrap(), "--format", "prom"]);
+    let prom = text(&out.stdout);
+    let line = prom.lines().find(|l| l.starts_with("fabcheck_check_pass{") && l.contains("id=\"devices.count\"")).expect("devices.count gauge");
+    assert!(line.ends_with(" 0"), "{line}");
+}
