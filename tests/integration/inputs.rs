@@ -252,3 +252,17 @@ fn a_device_with_no_readable_port_fails_devices_count() {
     let line = prom.lines().find(|l| l.starts_with("fabcheck_check_pass{") && l.contains("id=\"devices.count\"")).expect("devices.count gauge");
     assert!(line.ends_with(" 0"), "{line}");
 }
+
+#[test]
+fn a_newline_in_a_name_is_escaped_in_human_output() {
+    let tree = bundle("hdr-ib-healthy", "newline");
+    let ib = tree.join("class/infiniband");
+    std::fs::rename(ib.join("mlx5_1"), ib.join("mlx5_1\nok    forged.line")).unwrap();
+    std::fs::write(ib.join("mlx5_0/fw_ver"), "20.39.1002\nPASS: 99 checks, 0 errors\n").unwrap();
+    for command in ["check", "devices"] {
+        let out = bounded(&[command, "--sysfs-root", tree.to_str().unwrap()], Duration::from_secs(60));
+        let stdout = text(&out.stdout);
+        assert!(!stdout.lines().any(|line| line.starts_with("ok    forged") || line.starts_with("PASS: 99")), "{command}: a forged line:\n{stdout}");
+        assert!(stdout.contains("mlx5_1\\u{a}ok    forged.line"), "{command}: the name, escaped:\n{stdout}");
+    }
+}
