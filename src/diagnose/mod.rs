@@ -168,6 +168,12 @@ pub fn run(input: &Input<'_>) -> Report {
     }
     let mut report = Report { verdict: Verdict::Pass, checks: sheet.checks, findings: sheet.findings };
     report.settle();
+    // A node whose devices cannot be counted says so first (the one-line format quotes the
+    // first error); the stack findings after it say why.
+    if let Some(i) = report.findings.iter().position(|f| f.id == "devices.count" && f.severity == Severity::Error) {
+        let first = report.findings.remove(i);
+        report.findings.insert(0, first);
+    }
     report
 }
 

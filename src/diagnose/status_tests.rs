@@ -29,6 +29,9 @@ fn a_live_node_without_devices_fails_devices_count() {
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!((f[0].severity, f[0].message.as_str()), (Severity::Error, "no RDMA devices found"));
     assert_eq!(r.verdict, Verdict::Fail);
+    // Said first, as 0.2 did (the one-line format quotes the first error), the stack's after it.
+    assert_eq!(r.findings[0].id, "devices.count", "{:#?}", r.findings);
+    assert!(r.findings.iter().any(|f| f.id.starts_with("stack.") && f.severity == Severity::Error), "{:#?}", r.findings);
     // A bundle (no host facts) with no device is refused earlier (exit 2); the rule does not
     // invent a finding for it.
     let r = diagnose(&Inventory::default(), None, &Expectations::default());
