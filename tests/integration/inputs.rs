@@ -266,3 +266,31 @@ fn a_newline_in_a_name_is_escaped_in_human_output() {
         assert!(stdout.contains("mlx5_1\\u{a}ok    forged.line"), "{command}: the name, escaped:\n{stdout}");
     }
 }
+
+// ------------------------------------------------------------- #27 item 13: signals
+
+#[test]
+fn sighup_stops_a_mesh_like_sigterm() {
+    // Agents that accept and never answer: the mesh is waiting on them when the login session
+    // that started it closes (SIGHUP). 0.2 died of the signal (exit 129 from a shell).
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
+    let child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["mesh", &endpoint, &endpoint, "--tests", "write_bw"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The mesh catches its signals before it reaches any agent: once it has connected, SIGHUP
+    // finds the handler in place.
+    let (_held, _) = listener.accept().unwrap();
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGHUP).unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60), "a hang");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "killed by the signal? {:?} {err}", out.status);
+    assert!(err.contains("interrupted"), "{err}");
+}
