@@ -54,28 +54,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     };
     // Last: it also says where a pending firmware change explains the findings above.
     diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
-    let no_rdma_core = host_facts.as_ref().is_some_and(|h| matches!(h.libibverbs, host::LibraryState::Missing(_)));
-    if inventory.devices.is_empty() && live {
-        // Stack checks ran and explain why; still, with nothing to check the node is not ready.
-        let mut report = report;
-        report.findings.insert(
-            0,
-            diagnose::Finding {
-                id: "devices.count".into(),
-                severity: diagnose::Severity::Error,
-                subject: "node".into(),
-                message: if no_rdma_core {
-                    "no RDMA devices can be listed: rdma-core (libibverbs) is not installed".into()
-                } else {
-                    "no RDMA devices found".into()
-                },
-                remedy: if no_rdma_core { fabcheck_verbs::INSTALL_HINT.into() } else { ProbeError::NoDevices.remedy() },
-            },
-        );
-        report.verdict = Verdict::Fail;
-        emit(args.json, &report, &gpus);
-        return Ok(Outcome::Fail);
-    }
+    // A live node with no device: `devices.count` fails (diagnose's node rules), after the
+    // stack checks that explain why.
     emit(args.json, &report, &gpus);
     Ok(if report.verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }

@@ -46,12 +46,14 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
 pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
     let config = configure(args)?;
     let started = std::time::Instant::now();
+    // --deadline covers the whole run: reading the topology file, then discovery.
+    let deadline = crate::sys::time::deadline(started, config.deadline);
     // Bad input fails before any MAD is sent.
     let expected = match &config.topology {
-        Some(path) => Some(topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
+        Some(path) => Some(topology::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
         None => None,
     };
-    let fabric = with_deadline(&config.probe, config.deadline)?;
+    let fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let judgement = judge(&fabric, expected.as_ref(), &config.expect);
     if config.json {
         let doc = report::document(&fabric, &judgement, started.elapsed().as_millis() as u64);
@@ -81,7 +83,7 @@ fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::
     match rx.recv_timeout(deadline) {
         Ok(result) => result.map_err(mad_failure),
         Err(_) => Err(Failure::new(
-            format!("the fabric did not finish answering within {} s (--deadline)", deadline.as_secs()),
+            format!("the fabric did not finish answering within --deadline ({} s were left for discovery)", deadline.as_secs()),
             "check the local port (`ibstat`) and the SM; on a very large or lossy fabric raise --deadline or lower --timeout-ms",
         )),
     }

@@ -5,7 +5,7 @@
 //! GPU has a near NIC, in `nvidia-smi topo -m`'s words) and `pcie.link` (each GPU's link
 //! trained at what card and slot support). A node without NVIDIA GPUs gets none of them.
 
-use super::{Report, Severity, Sheet, Verdict};
+use super::{Report, Severity, Sheet};
 use crate::gpu::config::{self, speed_gts, PortType};
 use crate::gpu::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
@@ -22,10 +22,7 @@ pub fn apply_bundle_modules(report: &mut Report, inventory: &crate::probe::Inven
 fn merge(report: &mut Report, sheet: Sheet) {
     report.checks.extend(sheet.checks);
     report.findings.extend(sheet.findings);
-    report.findings.sort_by_key(|f| f.severity);
-    if report.findings.iter().any(|f| f.severity == Severity::Error) {
-        report.verdict = Verdict::Fail;
-    }
+    report.settle();
 }
 
 /// Runs the GPU rules over `tree` and adds their checks and findings to `report`; returns
@@ -387,6 +384,7 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::diagnose::Verdict;
     use crate::gpu::pci::{Modules, Nic, SysfsLink};
 
     fn gpu(bdf: &str, cur: (u32, &str), max: (u32, &str)) -> Function {

@@ -7,6 +7,7 @@ pub mod gpu_rules;
 mod node_rules;
 mod port_rules;
 mod stack_rules;
+mod unreadable;
 
 pub use expect::{ExpectError, Expectations};
 
@@ -14,12 +15,16 @@ use crate::probe::host::HostFacts;
 use crate::probe::Inventory;
 use serde::{Deserialize, Serialize};
 
+/// A check row's status: always what its findings say (see [`Report::settle`]), so every format
+/// (JSON, prom, junit, human) agrees with the findings beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     Pass,
     Fail,
     Skip,
+    /// Its worst finding is a warning (`--fail-on warning` makes it a failure).
+    Warn,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -63,6 +68,31 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
+impl Report {
+    /// Makes the rows, the order of the findings and the verdict follow from the findings: the
+    /// one place a check's status is decided. A row is `fail` when an error finding has its id
+    /// and subject, `warn` when its worst such finding is a warning, `pass` when only info (or
+    /// nothing) is said about it; a row that was skipped and has no finding stays `skip`.
+    /// Called after the rules run and again by anything that adds findings afterwards.
+    pub fn settle(&mut self) {
+        use std::collections::HashMap;
+        self.findings.sort_by_key(|f| f.severity);
+        let mut worst: HashMap<(&str, &str), Severity> = HashMap::new();
+        for f in &self.findings {
+            worst.entry((f.id.as_str(), f.subject.as_str())).and_modify(|s| *s = (*s).min(f.severity)).or_insert(f.severity);
+        }
+        for c in &mut self.checks {
+            c.status = match (worst.get(&(c.id.as_str(), c.subject.as_str())), c.status) {
+                (Some(Severity::Error), _) => Status::Fail,
+                (Some(Severity::Warning), _) => Status::Warn,
+                (Some(Severity::Info), Status::Skip) | (None, Status::Skip) => Status::Skip,
+                (Some(Severity::Info), _) | (None, _) => Status::Pass,
+            };
+        }
+        self.verdict = if self.findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    }
+}
+
 /// Which ports to examine.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
@@ -95,7 +125,8 @@ impl Sheet {
         self.checks.push(Check { id: id.into(), subject: subject.into(), status: Status::Skip, observed: why.into(), expected: None });
     }
 
-    /// A failed check and the finding that explains it. Info-level findings pass the check.
+    /// A check and the finding that explains it: its status follows the severity (error `fail`,
+    /// warning `warn`, info `pass`; see [`Report::settle`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn fail(
         &mut self,
@@ -107,7 +138,11 @@ impl Sheet {
         message: impl Into<String>,
         remedy: impl Into<String>,
     ) {
-        let status = if severity == Severity::Info { Status::Pass } else { Status::Fail };
+        let status = match severity {
+            Severity::Error => Status::Fail,
+            Severity::Warning => Status::Warn,
+            Severity::Info => Status::Pass,
+        };
         self.checks.push(Check { id: id.into(), subject: subject.into(), status, observed: observed.into(), expected });
         self.note(id, subject, severity, message, remedy);
     }
@@ -124,24 +159,30 @@ pub fn run(input: &Input<'_>) -> Report {
     if let Some(host) = input.host {
         stack_rules::run(input.inventory, host, &mut sheet);
     }
-    node_rules::run(input, &mut sheet);
+    let unread = unreadable::Unread::of(input.inventory);
+    node_rules::run(input, &unread, &mut sheet);
     for (device, port) in input.inventory.ports() {
         if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
-        port_rules::run(device, port, input.expect, &mut sheet);
+        port_rules::run(device, port, input.expect, &unread, &mut sheet);
     }
-    let mut findings = sheet.findings;
-    findings.sort_by_key(|f| f.severity);
-    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
-    Report { verdict, checks: sheet.checks, findings }
+    let mut report = Report { verdict: Verdict::Pass, checks: sheet.checks, findings: sheet.findings };
+    report.settle();
+    // A node whose devices cannot be counted says so first (the one-line format quotes the
+    // first error); the stack findings after it say why.
+    if let Some(i) = report.findings.iter().position(|f| f.id == "devices.count" && f.severity == Severity::Error) {
+        let first = report.findings.remove(i);
+        report.findings.insert(0, first);
+    }
+    report
 }
 
 /// Why a port cannot carry traffic, and what to do: the `port.state` rule's words, for
 /// callers (such as `pair`) that meet a port that is not ACTIVE.
 pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) -> (String, String) {
     let mut sheet = Sheet::default();
-    port_rules::run(device, port, &Expectations::default(), &mut sheet);
+    port_rules::run(device, port, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
     sheet
         .findings
         .into_iter()
@@ -157,3 +198,6 @@ pub(crate) use crate::units::rate as gbps;
 
 #[cfg(test)]
 mod rule_tests;
+
+#[cfg(test)]
+mod status_tests;

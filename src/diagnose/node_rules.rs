@@ -1,11 +1,15 @@
 //! Rules over the node as a whole: device count, firmware, PCIe placement.
 
+use super::unreadable::{why, Unread};
 use super::{Input, Severity, Sheet};
 use std::collections::BTreeMap;
 
-pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
+/// The PCIe link files a device's `pci.link` and `pcie.bound` read.
+const PCI_FILES: [&str; 4] = ["device/current_link_speed", "device/current_link_width", "device/max_link_speed", "device/max_link_width"];
+
+pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     let inv = input.inventory;
-    pcie_bound(input, sheet);
+    pcie_bound(input, unread, sheet);
     mtu_consistency(input, sheet);
     // Files that exist but could not be read: said first, so nothing read from them is misread.
     for u in &inv.unreadable {
@@ -18,26 +22,17 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
              (tests/fixtures/capture-sysfs.sh), copying files rather than links",
         );
     }
-    let count = inv.devices.len();
-    match input.expect.devices {
-        Some(want) if count != want => sheet.fail(
-            "devices.count",
-            "node",
-            count.to_string(),
-            Some(want.to_string()),
-            Severity::Error,
-            format!("{count} RDMA devices present, {want} expected"),
-            "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
-             update did not rename or hide functions",
-        ),
-        Some(want) => sheet.pass("devices.count", "node", count.to_string(), Some(want.to_string())),
-        None => sheet.pass("devices.count", "node", count.to_string(), None),
-    }
+    devices_count(input, sheet);
 
     // Firmware: as the user expects, and the same across devices of one type.
     let mut by_type: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for d in &inv.devices {
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+            continue;
+        }
+        // An unreadable fw_ver is not a version: not judged, not compared.
+        if let Some(file) = unread.device(&d.name, &["fw_ver"]) {
+            sheet.skip("device.fw", &d.name, why(file));
             continue;
         }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
@@ -87,6 +82,10 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
             continue;
         }
+        if let Some(file) = unread.device(&d.name, &PCI_FILES) {
+            sheet.skip("pci.link", &d.name, why(file));
+            continue;
+        }
         let width_low = matches!((pci.current_width, pci.max_width), (Some(c), Some(m)) if c < m);
         let speed_low = match (&pci.current_speed, &pci.max_speed) {
             (Some(c), Some(m)) => pcie_gts(c).zip(pcie_gts(m)).is_some_and(|(c, m)| c < m),
@@ -112,6 +111,63 @@ pub(super) fn run(input: &Input<'_>, sheet: &mut Sheet) {
     }
 }
 
+/// How many RDMA devices the node has, against `--expect devices=N`; and a node that cannot say
+/// (a live node where none can be listed, a device directory that cannot be listed, a device
+/// with no port that can be read) fails here rather than passing with "0".
+fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
+    let inv = input.inventory;
+    let count = inv.devices.len();
+    let observed = count.to_string();
+    let expected = input.expect.devices.map(|n| n.to_string());
+    let unlistable = inv.unreadable.iter().find(|u| u.path.ends_with("class/infiniband"));
+    let portless: Vec<&str> = inv.devices.iter().filter(|d| d.ports.is_empty()).map(|d| d.name.as_str()).collect();
+    if let Some(u) = unlistable {
+        sheet.fail(
+            "devices.count",
+            "node",
+            observed,
+            expected,
+            Severity::Error,
+            format!("the RDMA devices cannot be listed: {}", u.error),
+            "run fabcheck as root, or fix the permissions of class/infiniband; for a bundle, capture it again as root \
+             (tests/fixtures/capture-sysfs.sh)",
+        );
+    } else if count == 0 && input.host.is_some() {
+        let no_rdma_core = input.host.is_some_and(|h| matches!(h.libibverbs, crate::probe::host::LibraryState::Missing(_)));
+        let (message, remedy) = if no_rdma_core {
+            ("no RDMA devices can be listed: rdma-core (libibverbs) is not installed".to_string(), fabcheck_verbs::INSTALL_HINT.to_string())
+        } else {
+            ("no RDMA devices found".to_string(), crate::probe::ProbeError::NoDevices.remedy())
+        };
+        sheet.fail("devices.count", "node", observed, expected, Severity::Error, message, remedy);
+    } else if !portless.is_empty() {
+        sheet.fail(
+            "devices.count",
+            "node",
+            observed,
+            expected,
+            Severity::Error,
+            format!("{} has no port that can be read: the device is there but nothing about it can be checked", portless.join(", ")),
+            "see the sysfs.unreadable findings; check dmesg for the driver's errors (mlx5_core) and reload it, or capture the \
+             bundle again as root",
+        );
+    } else {
+        match input.expect.devices {
+            Some(want) if count != want => sheet.fail(
+                "devices.count",
+                "node",
+                observed,
+                expected,
+                Severity::Error,
+                format!("{count} RDMA devices present, {want} expected"),
+                "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
+                 update did not rename or hide functions",
+            ),
+            _ => sheet.pass("devices.count", "node", observed, expected),
+        }
+    }
+}
+
 /// "16.0 GT/s PCIe" -> 16.0; "8 GT/s" -> 8.0.
 fn pcie_gts(text: &str) -> Option<f64> {
     text.split_whitespace().next()?.parse().ok()
@@ -130,9 +186,9 @@ fn unreadable_subject(path: &str) -> String {
 
 /// The PCIe link behind an adapter cannot carry what its fastest port runs at: bandwidth tops
 /// out at the PCIe figure (see `probe::capacity`).
-fn pcie_bound(input: &Input<'_>, sheet: &mut Sheet) {
+fn pcie_bound(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     for d in &input.inventory.devices {
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+        if input.scope.device.as_deref().is_some_and(|s| s != d.name) || unread.device(&d.name, &PCI_FILES).is_some() {
             continue;
         }
         let Some(pci) = &d.pci else { continue };

@@ -1,21 +1,41 @@
 //! Per-port rules: state, addressing, link quality, link layer, RoCE readiness, MTU.
 
+use super::unreadable::{why, Unread};
 use super::{gbps, Expectations, Severity, Sheet};
 use crate::probe::catype;
-use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, Width};
+use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::{Device, Port};
 
-pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, sheet: &mut Sheet) {
+/// The rules of one port. A rule whose input file could not be read (`unread`) is skipped: its
+/// row says which file, and the `sysfs.unreadable` finding says why.
+pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, sheet: &mut Sheet) {
     let subject = format!("{}/{}", device.name, port.port);
     let s = subject.as_str();
-    state(device, port, expect, s, sheet);
+    let unreadable = |files: &[&'static str]| unread.port(&device.name, port.port, files);
+    match unreadable(&["state", "phys_state"]) {
+        Some(file) => sheet.skip("port.state", s, why(file)),
+        None => state(device, port, expect, s, sheet),
+    }
     let ib = port.link_layer == LinkLayer::InfiniBand;
     let up = port.phys_state == PhysState::LinkUp;
     if ib {
-        addressing(port, s, sheet);
+        match unreadable(&["lid", "sm_lid"]) {
+            Some(file) => {
+                sheet.skip("port.lid", s, why(file));
+                sheet.skip("port.sm", s, why(file));
+            }
+            None => addressing(port, s, sheet),
+        }
     }
-    link_layer(device, port, expect, s, sheet);
-    if up {
+    match (unreadable(&["link_layer"]), expect.link_layer) {
+        (Some(file), Some(_)) => sheet.skip("port.link_layer", s, why(file)),
+        _ => link_layer(device, port, expect, s, sheet),
+    }
+    if let (true, Some(file)) = (up, unreadable(&["rate"])) {
+        for id in ["link.width", "link.rate"] {
+            sheet.skip(id, s, why(file));
+        }
+    } else if up {
         link_quality(device, port, expect, s, sheet);
     } else {
         for id in ["link.width", "link.rate"] {
@@ -23,7 +43,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, sheet: &m
         }
     }
     if port.link_layer == LinkLayer::Ethernet {
-        roce(port, expect, s, sheet);
+        roce(device, port, expect, unread, s, sheet);
         lossless(port, s, sheet);
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {
@@ -269,13 +289,17 @@ fn fraction(lanes: u32, want: u32) -> String {
     }
 }
 
-fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
     // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
     let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
     let routable_any = port.gids.iter().any(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
+    let gids_unread = ["gids/", "gid_attrs/"].iter().any(|dir| unread.port_under(&device.name, port.port, dir));
+    let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
     if let Some(g) = routable_v2.first() {
         sheet.pass("roce.gid", s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
+    } else if gids_unread {
+        sheet.skip("roce.gid", s, why("part of the GID table"));
     } else if routable_any {
         sheet.fail(
             "roce.gid",
@@ -300,6 +324,9 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
 
     match &port.netdev_state {
         None => sheet.skip("roce.netdev", s, format!("netdev {netdev} not found")),
+        Some(_) if netdev_unread(&["operstate", "carrier", "duplex"]).is_some() => {
+            sheet.skip("roce.netdev", s, why(&format!("netdev {netdev}'s {}", netdev_unread(&["operstate", "carrier", "duplex"]).unwrap_or("state"))))
+        }
         Some(n) => {
             let up = n.operstate.as_deref() == Some("up") || (n.operstate.as_deref() == Some("unknown") && n.carrier == Some(true));
             let observed = format!(
@@ -336,18 +363,23 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
         }
     }
 
-    // MTU: RoCE's active MTU follows the netdev MTU (minus headers); jumbo frames give 4096.
+    // MTU: RoCE's active MTU follows the netdev MTU (minus headers: 96 bytes, rxe 80); jumbo
+    // frames give 4096.
+    let headers = RoceHeaders::for_driver(device.driver.as_deref());
     let netdev_mtu = port.netdev_state.as_ref().and_then(|n| n.mtu);
-    let derived = netdev_mtu.and_then(decode::roce_mtu_for_netdev_mtu);
+    let derived = netdev_mtu.and_then(|m| headers.roce_mtu(m));
     let active = port.active_mtu.or(derived);
     let Some(active) = active else {
-        sheet.skip("roce.mtu", s, "neither active nor netdev MTU known");
+        match netdev_unread(&["mtu"]) {
+            Some(_) => sheet.skip("roce.mtu", s, why(&format!("netdev {netdev}'s mtu"))),
+            None => sheet.skip("roce.mtu", s, "neither active nor netdev MTU known"),
+        }
         return;
     };
     let netdev_text = netdev_mtu.map_or(String::new(), |m| format!(" (netdev {netdev} mtu {m})"));
     if let Some(want) = expect.mtu {
         if active < want {
-            let need = want + 88;
+            let need = headers.netdev_mtu_for(want);
             sheet.fail(
                 "roce.mtu",
                 s,
@@ -356,8 +388,8 @@ fn roce(port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
                 Severity::Error,
                 format!("RoCE active MTU is {active}{netdev_text}, {want} expected"),
                 format!(
-                    "raise the netdev MTU to at least {need} (9000 is usual: `ip link set {netdev} mtu 9000` and in the \
-                     node's network config), and the switch ports to match"
+                    "raise the netdev MTU to at least {need} (4200 or, usually, 9000: `ip link set {netdev} mtu 9000` and in \
+                     the node's network config), and the switch ports to match"
                 ),
             );
             return;

@@ -136,7 +136,7 @@ fn stack_distribution_unknown_warns_and_ofed_wins_over_rdma_core() {
     let facts = gathered("nolib", &ALL_MLX5, &["uverbs0"], None);
     assert_eq!(facts.rdma_core_version, None);
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.distribution", "node"), Status::Fail, "unknown", None);
+    assert_check(check(&r, "stack.distribution", "node"), Status::Warn, "unknown", None);
     assert_eq!(finding(&r, "stack.distribution", "node").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass, "a warning does not fail the node");
 
@@ -227,14 +227,14 @@ fn pci_link_below_capability_warns() {
     let pci = inv.devices[0].pci.as_mut().expect("the fixture has a PCI link");
     pci.current_width = Some(8);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Fail, "x8 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Warn, "x8 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
     assert_eq!(finding(&r, "pci.link", "mlx5_0").severity, Severity::Warning);
     assert_check(check(&r, "pci.link", "mlx5_1"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
     let pci = inv.devices[0].pci.as_mut().unwrap();
     pci.current_width = Some(16);
     pci.current_speed = Some("8.0 GT/s PCIe".into());
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Fail, "x16 8.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Warn, "x16 8.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
 }
 
 // ---------------------------------------------------------------- port_rules
@@ -283,7 +283,7 @@ fn roce_v1_only_gids_warn() {
     inv.devices[0].ports[0].gids.retain(|g| g.gid_type == GidType::RoceV1);
     assert!(!inv.devices[0].ports[0].gids.is_empty());
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "roce.gid", "mlx5_0/1"), Status::Fail, "routable GIDs are RoCE v1 only", Some("routable RoCE v2 GID"));
+    assert_check(check(&r, "roce.gid", "mlx5_0/1"), Status::Warn, "routable GIDs are RoCE v1 only", Some("routable RoCE v2 GID"));
     assert_eq!(finding(&r, "roce.gid", "mlx5_0/1").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass);
 }
@@ -296,7 +296,7 @@ fn half_duplex_netdev_warns() {
     inv.devices[0].ports[0].netdev_state.as_mut().expect("netdev state").duplex = Some("half".into());
     let r = diagnose(&inv, None, &Expectations::default());
     let c = check(&r, "roce.netdev", "mlx5_0/1");
-    assert_eq!((c.status, c.expected.as_deref()), (Status::Fail, Some("full duplex")), "{c:?}");
+    assert_eq!((c.status, c.expected.as_deref()), (Status::Warn, Some("full duplex")), "{c:?}");
     assert!(c.observed.contains(" half "), "{c:?}");
     assert_eq!(finding(&r, "roce.netdev", "mlx5_0/1").severity, Severity::Warning);
 }
@@ -313,7 +313,7 @@ fn roce_mtu_blames_the_port_left_at_1500() {
     let mut inv = inv;
     inv.devices[1].ports[0].active_mtu = Some(4096);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Fail, "4096 (netdev ens1f1np1 mtu 1500)", Some("<= 1024"));
+    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Warn, "4096 (netdev ens1f1np1 mtu 1500)", Some("<= 1024"));
     assert_eq!(finding(&r, "roce.mtu", "mlx5_1/1").severity, Severity::Warning);
 }
 
@@ -360,7 +360,7 @@ fn an_hdr_card_trained_at_edr_fails_without_any_expectation() {
 fn ports_at_different_mtus_warn_without_an_expectation() {
     let mut inv = fixture("roce-mtu-mismatch");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Fail, "1024", Some("4096"));
+    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Warn, "1024", Some("4096"));
     assert_eq!(finding(&r, "port.mtu", "mlx5_1/1").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass, "a warning");
     // With --expect mtu each port is judged on its own instead, once.
@@ -381,7 +381,7 @@ fn roce_without_pfc_or_ecn_warns_and_with_either_passes() {
     let r = diagnose(&inv, None, &Expectations::default());
     assert_check(
         check(&r, "roce.lossless", "mlx5_0/1"),
-        Status::Fail,
+        Status::Warn,
         "PFC on priorities none; ECN on priorities unknown",
         Some("PFC or ECN on the RoCE priority"),
     );

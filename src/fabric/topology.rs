@@ -14,12 +14,15 @@
 //! cannot hang the run), is read through a size cap, and every line is bounded.
 
 use super::model::Guid;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
+use std::time::Instant;
 
 /// Larger files are refused (a 10k-node fabric is ~5 MiB of ibnetdiscover output).
 pub const MAX_BYTES: u64 = 16 << 20;
 pub const MAX_LINE: usize = 4096;
+/// Lines parsed between two looks at the deadline (a look is cheap; a line is microseconds).
+pub const LINES_PER_DEADLINE_CHECK: usize = 1024;
 
 /// How a node in the file is identified.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,17 +67,27 @@ pub enum TopologyError {
     Syntax { path: String, line: usize, why: String },
     #[error("topology {path} has no nodes")]
     Empty { path: String },
+    #[error("topology {path} was not parsed within the deadline (stopped at line {line})")]
+    Deadline { path: String, line: usize },
 }
 
 impl TopologyError {
     pub fn remedy(&self) -> &'static str {
-        "give an ibnetdiscover-format file (save one from a healthy fabric with `ibnetdiscover > topo.net`)"
+        match self {
+            TopologyError::Deadline { .. } => "raise --deadline, or give a smaller file (one fabric's ibnetdiscover output)",
+            _ => "give an ibnetdiscover-format file (save one from a healthy fabric with `ibnetdiscover > topo.net`)",
+        }
     }
 }
 
 /// Reads (through the one bounded reader: regular files only, at most [`MAX_BYTES`]) and
 /// parses a topology file.
 pub fn load(path: &Path) -> Result<Topology, TopologyError> {
+    load_until(path, None)
+}
+
+/// [`load`], giving up (an error, not a partial topology) once `deadline` has passed.
+pub fn load_until(path: &Path, deadline: Option<Instant>) -> Result<Topology, TopologyError> {
     use crate::sys::fs::{read_text, ReadError};
     let shown = path.display().to_string();
     let text = read_text(path, MAX_BYTES).map_err(|e| match e {
@@ -83,18 +96,30 @@ pub fn load(path: &Path) -> Result<Topology, TopologyError> {
         ReadError::NotText { .. } => TopologyError::NotText { path: shown.clone() },
         other => TopologyError::Unreadable { path: shown.clone(), error: other.reason() },
     })?;
-    parse(&shown, &text)
+    parse_until(&shown, &text, || deadline.is_some_and(|d| Instant::now() >= d))
 }
 
 /// Parses the text of a topology file; `path` only names it in errors.
 pub fn parse(path: &str, text: &str) -> Result<Topology, TopologyError> {
+    parse_until(path, text, || false)
+}
+
+/// Parses the text of a topology file, asking `expired` every [`LINES_PER_DEADLINE_CHECK`]
+/// lines whether time is up (the caller's clock: tests count the calls). Linear in the file:
+/// every lookup in the per-line loop is a map or set lookup, never a scan of what was parsed.
+pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) -> Result<Topology, TopologyError> {
     let mut topo = Topology::default();
+    // Each cable appears at both of its ends: the ends kept so far, to keep it once.
+    let mut cabled: HashSet<((String, u8), (String, u8))> = HashSet::new();
     let mut current: Option<String> = None;
     // Remote ends' descriptions from comments, for ids the file never defines as nodes.
     let mut remote_desc: BTreeMap<String, String> = BTreeMap::new();
     let mut seen_ports: BTreeMap<(String, u8), usize> = BTreeMap::new();
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
+        if index % LINES_PER_DEADLINE_CHECK == 0 && expired() {
+            return Err(TopologyError::Deadline { path: path.to_string(), line: line_no });
+        }
         let err = |why: String| TopologyError::Syntax { path: path.to_string(), line: line_no, why };
         if raw.len() > MAX_LINE {
             return Err(err(format!("line longer than {MAX_LINE} characters")));
@@ -125,7 +150,8 @@ pub fn parse(path: &str, text: &str) -> Result<Topology, TopologyError> {
             }
             let link = ExpectedLink { a: (node, port), b: (remote, remote_port) };
             // Each cable appears at both of its ends; keep it once.
-            if !topo.links.iter().any(|l| l.a == link.b && l.b == link.a) {
+            if !cabled.contains(&(link.b.clone(), link.a.clone())) {
+                cabled.insert((link.a.clone(), link.b.clone()));
                 topo.links.push(link);
             }
             continue;
@@ -302,6 +328,72 @@ Ca	2 "H-0000000000100003"		# "Hca2"
         assert!(matches!(parse("f", "# only comments\n"), Err(TopologyError::Empty { .. })));
         let long = format!("Switch 8 \"{}\"\n", "x".repeat(MAX_LINE));
         assert!(matches!(parse("f", &long), Err(TopologyError::Syntax { line: 1, .. })));
+    }
+
+    /// A fat tree's leaves, `leaves` switches of `hosts` CAs each, written at both ends as
+    /// ibnetdiscover writes it.
+    fn big_fabric(leaves: usize, hosts: usize) -> String {
+        use std::fmt::Write;
+        let mut out = String::new();
+        for l in 0..leaves {
+            let _ = writeln!(out, "Switch\t{hosts} \"S-{:016x}\"\t\t# \"leaf{l}\" enhanced port 0 lid {} lmc 0", 0x10_0000 + l, l + 1);
+            for h in 0..hosts {
+                let _ = writeln!(out, "[{}]\t\"H-{:016x}\"[1]({:x})\t\t# \"n{l}-{h} mlx5_0\" lid 9 4xHDR", h + 1, l * hosts + h, l * hosts + h);
+            }
+            out.push('\n');
+        }
+        for l in 0..leaves {
+            for h in 0..hosts {
+                let _ = writeln!(out, "Ca\t1 \"H-{:016x}\"\t\t# \"n{l}-{h} mlx5_0\"", l * hosts + h);
+                let _ = writeln!(out, "[1]({:x})\t\"S-{:016x}\"[{}]\t\t# lid 9 lmc 0 \"leaf{l}\" lid 1 4xHDR\n", l * hosts + h, 0x10_0000 + l, h + 1);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn forty_thousand_links_parse_in_well_under_the_deadline() {
+        // 0.2 kept each cable once by scanning every cable parsed so far: 14 s for this file.
+        let text = big_fabric(200, 200);
+        assert!(text.len() > 4 << 20 && (text.len() as u64) < MAX_BYTES, "{} bytes", text.len());
+        let started = std::time::Instant::now();
+        let t = parse("big", &text).unwrap();
+        let took = started.elapsed();
+        eprintln!("{} links parsed in {took:?}", t.links.len());
+        assert_eq!(t.links.len(), 40_000);
+        assert_eq!(t.nodes.len(), 40_200);
+        // A generous bound: an unoptimised build takes about 3 s on a loaded machine; the
+        // quadratic parser took 14 s optimised (minutes unoptimised).
+        assert!(took < std::time::Duration::from_secs(30), "40k links took {took:?}");
+    }
+
+    #[test]
+    fn the_deadline_is_looked_at_while_parsing() {
+        let text = big_fabric(20, 100);
+        let lines = text.lines().count();
+        let mut looks = 0;
+        let err = parse_until("big", &text, || {
+            looks += 1;
+            looks == 3
+        })
+        .unwrap_err();
+        assert_eq!(err, TopologyError::Deadline { path: "big".into(), line: 2 * LINES_PER_DEADLINE_CHECK + 1 });
+        assert!(err.remedy().contains("--deadline"));
+        // Never expiring, it looks once per LINES_PER_DEADLINE_CHECK lines, and parses it all.
+        let mut looks = 0;
+        parse_until("big", &text, || {
+            looks += 1;
+            false
+        })
+        .unwrap();
+        assert_eq!(looks, lines.div_ceil(LINES_PER_DEADLINE_CHECK));
+        // A deadline already past stops a file load before the first line.
+        let dir = std::env::temp_dir().join(format!("fabcheck-topo-deadline-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("t.net"), &text).unwrap();
+        assert!(matches!(load_until(&dir.join("t.net"), Some(std::time::Instant::now())), Err(TopologyError::Deadline { line: 1, .. })));
+        assert!(load_until(&dir.join("t.net"), None).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -5,8 +5,7 @@
 use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 pub struct HostFacts {
@@ -155,37 +154,21 @@ pub fn parse_ofed_info(script: &str) -> Option<String> {
 }
 
 /// Runs a fixed local command (no shell) and returns its standard output (at most 64 KiB),
-/// or `None` if it cannot run, fails, or misses the deadline (it is then killed).
+/// or `None` if it cannot run or misses the deadline (it is then killed). The deadline covers
+/// reading the output too (`sys::child`): a grandchild holding stdout does not stretch it.
 pub(crate) fn command_output(program: &str, args: &[&str], deadline: Duration) -> Option<String> {
     command_output_capped(program, args, deadline, 64 << 10)
 }
 
 /// [`command_output`] keeping at most `cap` bytes. The output is read while the command runs
-/// (what is past `cap` is drained and dropped), so a command that prints more than a pipe
-/// holds (`mlxconfig -e query` on a large card) still finishes instead of blocking on a write.
-pub(crate) fn command_output_capped(program: &str, args: &[&str], deadline: Duration, cap: u64) -> Option<String> {
-    use std::io::Read;
-    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
-    let mut stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        let kept = (&mut stdout).take(cap).read_to_end(&mut out);
-        let _ = std::io::copy(&mut stdout, &mut std::io::sink());
-        kept.ok().map(|_| out)
-    });
-    let start = Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(_)) => break,
-            Ok(None) if start.elapsed() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    String::from_utf8(reader.join().ok()??).ok()
+/// (what is past `cap` is drained and dropped, `sys::child`), so a command that prints more than
+/// a pipe holds (`mlxconfig -e query` on a large card) still finishes instead of blocking.
+pub(crate) fn command_output_capped(program: &str, args: &[&str], deadline: Duration, cap: usize) -> Option<String> {
+    let finished = crate::sys::child::run_bounded(program, args, deadline, cap).ok()?;
+    // The tool must have exited by the deadline; what it printed before a stray kept the pipe
+    // open is its output.
+    finished.status?;
+    String::from_utf8(finished.stdout).ok()
 }
 
 /// The live root.

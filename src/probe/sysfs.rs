@@ -1,16 +1,20 @@
 //! Reads the inventory from a sysfs tree: the live `/sys`, or a captured copy laid out as
 //! `ROOT/class/infiniband/...` and `ROOT/class/net/...` (links may be plain folders).
 //!
+//! Every path is resolved inside the root (`sys::beneath`): a link or a `..` that leads out of
+//! it is refused and named as unreadable, and netdev names read from the tree are checked before
+//! they become paths.
+//!
 //! Sysfs lacks a few things verbs has (the active MTU of an InfiniBand port, the maximum MTU,
 //! the LMC on some kernels): those stay `None`. For RoCE the active MTU is derived from the
 //! netdev MTU the same way the kernel derives it.
 
 use super::catype;
-use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
+use super::decode::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
 use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable};
-use crate::sys::fs::{list_dir, read_text, ReadError, SYSFS_CAP};
+use crate::sys::beneath::Tree;
+use crate::sys::fs::{ReadError, SYSFS_CAP};
 use std::cell::RefCell;
-use std::fs;
 use std::path::{Path, PathBuf};
 
 /// Error counters copied into the inventory when present.
@@ -28,6 +32,8 @@ const COUNTERS: [&str; 7] = [
 #[derive(Debug, Clone)]
 pub struct SysfsRoot {
     root: PathBuf,
+    /// The same root, read from the inside only.
+    tree: Tree,
     /// Files that exist but could not be read, gathered while the tree is walked.
     unreadable: RefCell<Vec<Unreadable>>,
 }
@@ -39,7 +45,8 @@ impl SysfsRoot {
     }
 
     pub fn at(root: impl Into<PathBuf>) -> Self {
-        SysfsRoot { root: root.into(), unreadable: RefCell::new(Vec::new()) }
+        let root = root.into();
+        SysfsRoot { tree: Tree::new(root.clone()), root, unreadable: RefCell::new(Vec::new()) }
     }
 
     pub fn path(&self) -> &Path {
@@ -73,22 +80,26 @@ impl SysfsRoot {
     }
 
     fn note(&self, err: ReadError) {
-        let path = match &err {
-            ReadError::NotFound { path }
-            | ReadError::NotRegular { path, .. }
-            | ReadError::TooLarge { path, .. }
-            | ReadError::NotText { path }
-            | ReadError::Io { path, .. } => path.display().to_string(),
-        };
+        let path = err.path().display().to_string();
         let mut list = self.unreadable.borrow_mut();
         if list.len() < 256 && !list.iter().any(|u| u.path == path) {
             list.push(Unreadable { path, error: err.to_string() });
         }
     }
 
+    /// `path` (built by joining onto the root) as a path inside the tree.
+    fn inside<'a>(&self, path: &'a Path) -> &'a Path {
+        // A path not under the root stays absolute, and the tree refuses it.
+        path.strip_prefix(&self.root).unwrap_or(path)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        self.tree.exists(self.inside(path))
+    }
+
     /// An attribute's text, trimmed; `None` when absent, and noted when present but unreadable.
     fn read_trim(&self, path: &Path) -> Option<String> {
-        match read_text(path, SYSFS_CAP) {
+        match self.tree.read_text(self.inside(path), SYSFS_CAP) {
             Ok(text) => Some(text.trim().to_string()),
             Err(e) if e.is_no_value() => None,
             Err(e) => {
@@ -108,8 +119,20 @@ impl SysfsRoot {
         u32::from_str_radix(digits, 16).ok()
     }
 
+    /// A netdev name read from file `path`, if it is one (noted as unreadable when it is not: a
+    /// `../../../sys/class/net/lo` there would otherwise become a path).
+    fn read_netdev_name(&self, path: &Path) -> Option<String> {
+        let name = self.read_trim(path).filter(|s| !s.is_empty())?;
+        if valid_netdev_name(&name) {
+            return Some(name);
+        }
+        let shown: String = name.chars().flat_map(char::escape_default).take(80).collect();
+        self.note(ReadError::Invalid { path: path.to_path_buf(), why: format!("'{shown}', not a network interface name") });
+        None
+    }
+
     fn list(&self, dir: &Path) -> Vec<std::ffi::OsString> {
-        list_dir(dir).unwrap_or_else(|e| {
+        self.tree.list_dir(self.inside(dir)).unwrap_or_else(|e| {
             self.note(e);
             Vec::new()
         })
@@ -187,7 +210,7 @@ impl SysfsRoot {
             (state.pfc_priorities, state.ecn_priorities) = self.lossless(&state.name);
         }
         let active_mtu = match (link_layer, &netdev_state) {
-            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => decode::roce_mtu_for_netdev_mtu(*mtu),
+            (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => RoceHeaders::for_driver(self.driver(device).as_deref()).roce_mtu(*mtu),
             _ => None,
         };
         let mut port = Port {
@@ -249,7 +272,7 @@ impl SysfsRoot {
                 None if link_layer == LinkLayer::InfiniBand => GidType::Ib,
                 None => GidType::Unreported,
             };
-            let netdev = self.read_trim(&attrs.join("ndevs").join(index.to_string())).filter(|s| !s.is_empty());
+            let netdev = self.read_netdev_name(&attrs.join("ndevs").join(index.to_string()));
             gids.push(Gid { index, gid: raw.into(), gid_type, netdev });
         }
         gids.sort_by_key(|g| g.index);
@@ -264,8 +287,8 @@ impl SysfsRoot {
         }
         let dev_dir = self.ib_class().join(device);
         let net_dir = dev_dir.join("device/net");
-        if let Ok(entries) = fs::read_dir(&net_dir) {
-            let mut names: Vec<String> = entries.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect();
+        if let Ok(entries) = self.tree.list_dir(self.inside(&net_dir)) {
+            let mut names: Vec<String> = entries.into_iter().filter_map(|e| e.into_string().ok()).filter(|n| valid_netdev_name(n)).collect();
             names.sort();
             let matching = names.iter().find(|n| {
                 let dev_port = self
@@ -278,13 +301,16 @@ impl SysfsRoot {
                 return Some(name.clone());
             }
         }
-        self.read_trim(&dev_dir.join("parent")).filter(|s| !s.is_empty())
+        self.read_netdev_name(&dev_dir.join("parent"))
     }
 
     /// Link state of a netdev, as `ip link` and `ethtool` show it.
     pub fn netdev_state(&self, name: &str) -> Option<NetdevState> {
+        if !valid_netdev_name(name) {
+            return None;
+        }
         let dir = self.net_class().join(name);
-        if !dir.exists() {
+        if !self.exists(&dir) {
             return None;
         }
         Some(NetdevState {
@@ -314,7 +340,7 @@ impl SysfsRoot {
         };
         let pfc = report.as_deref().and_then(super::capacity::dcb_pfc_priorities);
         let ecn_dir = self.net_class().join(netdev).join("ecn");
-        let ecn = ecn_dir.is_dir().then(|| {
+        let ecn = self.tree.is_dir(self.inside(&ecn_dir)).then(|| {
             (0..8u8)
                 .filter(|p| {
                     let on = |side: &str| self.read_trim(&ecn_dir.join(side).join("enable").join(p.to_string())).as_deref() == Some("1");
@@ -327,14 +353,14 @@ impl SysfsRoot {
 
     fn driver(&self, device: &str) -> Option<String> {
         let dir = self.ib_class().join(device);
-        if let Ok(target) = fs::read_link(dir.join("device/driver")) {
-            return target.file_name().and_then(|n| n.to_str()).map(|s| match s {
+        if let Some(target) = self.tree.link_name(self.inside(&dir.join("device/driver"))) {
+            return target.to_str().map(|s| match s {
                 "mlx5_core" => "mlx5_ib".to_string(),
                 "mlx4_core" => "mlx4_ib".to_string(),
                 other => other.to_string(),
             });
         }
-        if device.starts_with("rxe") || dir.join("parent").exists() {
+        if device.starts_with("rxe") || self.exists(&dir.join("parent")) {
             return Some("rdma_rxe".into());
         }
         let prefix: String = device.chars().take_while(|c| c.is_ascii_alphanumeric() && !c.is_ascii_digit()).collect();
@@ -346,11 +372,15 @@ impl SysfsRoot {
 
     fn pci(&self, device: &str) -> Option<PciLink> {
         let dir = self.ib_class().join(device).join("device");
-        if !dir.join("vendor").exists() {
+        if !self.exists(&dir.join("vendor")) {
             return None;
         }
-        let address =
-            fs::canonicalize(&dir).ok().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
+        let address = self
+            .tree
+            .resolve(self.inside(&dir))
+            .ok()
+            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            .filter(|a| a.contains(':'));
         let current_speed = self.read_trim(&dir.join("current_link_speed"));
         let current_width: Option<u32> = self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok());
         let usable_gbps = match (&current_speed, current_width) {
@@ -390,6 +420,12 @@ fn remembered(program: &'static str, netdev: &str, run: impl FnOnce() -> Option<
         m.insert((program, netdev.to_string()), out.clone());
     }
     out
+}
+
+/// Whether `name` can be a network interface's name, as the kernel's `dev_valid_name` has it
+/// (1 to 15 bytes, not `.` or `..`, no `/`, `:` or white space), in printable ASCII.
+pub fn valid_netdev_name(name: &str) -> bool {
+    (1..16).contains(&name.len()) && name != "." && name != ".." && name.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
 }
 
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.

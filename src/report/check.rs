@@ -1,6 +1,7 @@
 //! `fabcheck check`: failures first with their remedy, then a compact list of what passed.
 
 use crate::diagnose::{Report, Severity, Status, Verdict};
+use crate::report::one_line as l;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -24,8 +25,8 @@ pub fn human(report: &Report) -> String {
             Severity::Warning => "WARN",
             Severity::Info => "INFO",
         };
-        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}", f.id, f.subject, f.message);
-        let _ = writeln!(out, "      what to do: {}", f.remedy);
+        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}", l(&f.id), l(&f.subject), l(&f.message));
+        let _ = writeln!(out, "      what to do: {}", l(&f.remedy));
     }
     if !report.findings.is_empty() {
         let _ = writeln!(out);
@@ -39,9 +40,10 @@ pub fn human(report: &Report) -> String {
             (Some(Severity::Info), _) => "info",
             (None, Status::Pass) => "ok  ",
             (None, Status::Skip) => "skip",
+            (None, Status::Warn) => "warn",
         };
-        let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {e})"));
-        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", c.id, c.subject, c.observed, expected);
+        let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {})", l(e)));
+        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", l(&c.id), l(&c.subject), l(&c.observed), expected);
     }
     let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
     let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();

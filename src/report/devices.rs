@@ -3,6 +3,7 @@
 use crate::diagnose::gbps;
 use crate::probe::decode::LinkLayer;
 use crate::probe::{Device, Inventory, Port};
+use crate::report::one_line as l;
 use serde::Serialize;
 use std::fmt::Write;
 
@@ -23,28 +24,28 @@ pub fn json_doc(inv: &Inventory) -> DevicesDoc<'_> {
 pub fn human(inv: &Inventory) -> String {
     let mut out = String::new();
     for d in &inv.devices {
-        let _ = write!(out, "{}  {}  fw {}", d.name, d.ca_type, if d.fw_ver.is_empty() { "?" } else { &d.fw_ver });
+        let _ = write!(out, "{}  {}  fw {}", l(&d.name), l(&d.ca_type), if d.fw_ver.is_empty() { "?".into() } else { l(&d.fw_ver) });
         if let Some(hca) = &d.hca_type {
-            let _ = write!(out, "  {hca}");
+            let _ = write!(out, "  {}", l(hca));
         }
         if let Some(board) = &d.board_id {
-            let _ = write!(out, "  board {board}");
+            let _ = write!(out, "  board {}", l(board));
         }
         let _ = writeln!(out);
-        let _ = write!(out, "  node_guid {}  sys_image_guid {}", d.node_guid, d.sys_image_guid);
+        let _ = write!(out, "  node_guid {}  sys_image_guid {}", l(&d.node_guid), l(&d.sys_image_guid));
         if let Some(driver) = &d.driver {
-            let _ = write!(out, "  driver {driver}");
+            let _ = write!(out, "  driver {}", l(driver));
         }
         let _ = writeln!(out);
         if let Some(pci) = &d.pci {
             let _ = writeln!(
                 out,
                 "  pci {}  link x{} {} (max x{} {})  numa {}",
-                pci.address.as_deref().unwrap_or("?"),
+                l(pci.address.as_deref().unwrap_or("?")),
                 pci.current_width.map_or("?".into(), |v| v.to_string()),
-                pci.current_speed.as_deref().unwrap_or("?"),
+                l(pci.current_speed.as_deref().unwrap_or("?")),
                 pci.max_width.map_or("?".into(), |v| v.to_string()),
-                pci.max_speed.as_deref().unwrap_or("?"),
+                l(pci.max_speed.as_deref().unwrap_or("?")),
                 pci.numa_node.map_or("?".into(), |v| v.to_string()),
             );
         }
@@ -98,25 +99,32 @@ fn port(out: &mut String, p: &Port) {
             p.lid,
             p.sm_lid,
             p.lmc,
-            p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {n}"))
+            p.netdev.as_ref().map_or(String::new(), |n| format!("  ipoib {}", l(n)))
         );
     } else if let Some(name) = &p.netdev {
         let state = p.netdev_state.as_ref().map_or(String::new(), |n| {
             format!(
                 " ({}, {}, mtu {})",
-                n.operstate.as_deref().unwrap_or("?"),
+                l(n.operstate.as_deref().unwrap_or("?")),
                 n.speed_mbps.map_or("speed ?".into(), |s| format!("{s} Mb/s")),
                 n.mtu.map_or("?".into(), |m| m.to_string())
             )
         });
-        let _ = writeln!(out, "    netdev {name}{state}");
+        let _ = writeln!(out, "    netdev {}{state}", l(name));
     }
     if p.gids.is_empty() {
         let _ = writeln!(out, "    no GIDs");
     }
     let width = p.gids.iter().map(|g| g.gid.to_string().len()).max().unwrap_or(0);
     for g in &p.gids {
-        let _ =
-            writeln!(out, "    gid {:<3} {:<width$}  {:<8} {}", g.index, g.gid, g.gid_type.name(), g.netdev.as_deref().unwrap_or(""), width = width);
+        let _ = writeln!(
+            out,
+            "    gid {:<3} {:<width$}  {:<8} {}",
+            g.index,
+            g.gid,
+            g.gid_type.name(),
+            l(g.netdev.as_deref().unwrap_or("")),
+            width = width
+        );
     }
 }

@@ -67,9 +67,25 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
     )
 }
 
+/// A value from outside (a name, a version, a message that quotes one) for one line of human
+/// output: every control character, newline and tab included, written as a `\u{..}` escape, so a
+/// name holding a newline cannot forge a line of its own.
+pub fn one_line(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    std::borrow::Cow::Owned(text.chars().map(|c| if c.is_control() { c.escape_unicode().to_string() } else { c.to_string() }).collect())
+}
+
 #[cfg(test)]
 mod tests {
-    use super::printable;
+    use super::{one_line, printable};
+
+    #[test]
+    fn values_stay_on_their_line() {
+        assert_eq!(one_line("mlx5_0"), "mlx5_0");
+        assert_eq!(one_line("mlx5_0\nPASS  forged\t"), "mlx5_0\\u{a}PASS  forged\\u{9}");
+    }
 
     #[test]
     fn control_bytes_are_escaped() {

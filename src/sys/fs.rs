@@ -35,6 +35,13 @@ pub enum ReadError {
     NotText { path: PathBuf },
     #[error("cannot read {path}: {reason}")]
     Io { path: PathBuf, reason: String, errno: Option<i32> },
+    /// Reading it would leave the tree being read (a link to an absolute path, a `..` above the
+    /// root): see `sys::beneath`.
+    #[error("{path} leads outside the tree being read ({why}); not followed")]
+    OutsideRoot { path: PathBuf, why: String },
+    /// It was read, and what it holds cannot be what it should (a netdev name with a `/`).
+    #[error("{path} holds {why}")]
+    Invalid { path: PathBuf, why: String },
 }
 
 impl ReadError {
@@ -46,6 +53,8 @@ impl ReadError {
             ReadError::TooLarge { cap, .. } => format!("larger than {cap} bytes"),
             ReadError::NotText { .. } => "not text (UTF-8)".into(),
             ReadError::Io { reason, .. } => reason.clone(),
+            ReadError::OutsideRoot { why, .. } => format!("leads outside the tree being read ({why})"),
+            ReadError::Invalid { why, .. } => format!("holds {why}"),
         }
     }
 
@@ -68,7 +77,20 @@ impl ReadError {
         self.is_not_found() || matches!(self, ReadError::Io { errno: Some(libc::EINVAL | libc::ENODEV | libc::EOPNOTSUPP | libc::ENXIO), .. })
     }
 
-    fn io(path: &Path, e: io::Error) -> ReadError {
+    /// The path it names.
+    pub fn path(&self) -> &Path {
+        match self {
+            ReadError::NotFound { path }
+            | ReadError::NotRegular { path, .. }
+            | ReadError::TooLarge { path, .. }
+            | ReadError::NotText { path }
+            | ReadError::Io { path, .. }
+            | ReadError::OutsideRoot { path, .. }
+            | ReadError::Invalid { path, .. } => path,
+        }
+    }
+
+    pub(super) fn io(path: &Path, e: io::Error) -> ReadError {
         if e.kind() == io::ErrorKind::NotFound {
             return ReadError::NotFound { path: path.to_path_buf() };
         }
@@ -77,7 +99,7 @@ impl ReadError {
     }
 }
 
-fn kind_of(meta: &fs::Metadata) -> &'static str {
+pub(super) fn kind_of(meta: &fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_dir() {

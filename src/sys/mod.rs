@@ -2,6 +2,8 @@
 //! process limits and CPU affinity. Safe code over `nix`, `socket2` and `signal-hook`; the verbs crate holds
 //! fabcheck's only `unsafe`.
 
+pub mod beneath;
+pub mod child;
 pub mod cpu;
 pub mod fs;
 pub mod io;

@@ -25,17 +25,22 @@ fn interrupted_flag() -> &'static Arc<AtomicBool> {
     FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
-/// Makes SIGINT and SIGTERM set a flag instead of killing the controller, so it can tell its
-/// agents to stop and leave nothing running.
+/// The signals that stop a run cleanly: Ctrl-C, `kill`, and SIGHUP, which a closed login session
+/// (an ssh connection that dropped, a closed terminal) sends: by default it would kill the
+/// controller at once (exit 129) and lose the results of a mesh that ran for hours.
+pub const TERMINATION_SIGNALS: [i32; 3] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP];
+
+/// Makes SIGINT, SIGTERM and SIGHUP set a flag instead of killing the controller, so it can tell
+/// its agents to stop, report what it has, and exit 2, leaving nothing running.
 pub fn catch_termination() {
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+    for signal in TERMINATION_SIGNALS {
         if let Err(e) = signal_hook::flag::register(signal, Arc::clone(interrupted_flag())) {
             tracing::warn!(signal, error = %e, "cannot catch the signal; it will end fabcheck at once");
         }
     }
 }
 
-/// Whether SIGINT or SIGTERM arrived since `catch_termination`.
+/// Whether SIGINT, SIGTERM or SIGHUP arrived since `catch_termination`.
 pub fn interrupted() -> bool {
     interrupted_flag().load(Ordering::SeqCst)
 }
@@ -43,4 +48,30 @@ pub fn interrupted() -> bool {
 /// This node's name (`/proc/sys/kernel/hostname`), or `localhost`.
 pub fn hostname() -> String {
     super::fs::read_text(std::path::Path::new("/proc/sys/kernel/hostname"), 256).map(|s| s.trim().to_string()).unwrap_or_else(|_| "localhost".into())
+}
+
+#[cfg(test)]
+mod tests {
+    /// Set in the copy of the test binary that [`sighup_is_caught_not_fatal`] starts.
+    const CHILD: &str = "FABCHECK_TEST_SIGHUP_CHILD";
+
+    #[test]
+    fn sighup_is_caught_not_fatal() {
+        if std::env::var_os(CHILD).is_some() {
+            // The child: the flag is process-wide, so this runs in its own process.
+            super::catch_termination();
+            assert!(!super::interrupted());
+            signal_hook::low_level::raise(signal_hook::consts::SIGHUP).unwrap();
+            assert!(super::interrupted(), "SIGHUP must set the flag");
+            return;
+        }
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "sys::os::tests::sighup_is_caught_not_fatal", "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .unwrap();
+        // 0.2: the child died of the signal (no exit code), as a mesh did with exit 129.
+        assert_eq!(out.status.code(), Some(0), "{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stdout).contains("1 passed"), "the child ran the test");
+    }
 }

@@ -47,7 +47,8 @@ fn prom_parses_and_carries_ports_checks_and_findings() {
     };
     assert_eq!(find("fabcheck_verdict_pass", &[("command", "check")]), Some(1.0));
     assert_eq!(find("fabcheck_finding", &[("id", "pcie.bound"), ("severity", "warning"), ("subject", "mlx5_1")]), Some(1.0));
-    assert_eq!(find("fabcheck_check_pass", &[("id", "pcie.bound"), ("subject", "mlx5_0")]), Some(0.0));
+    // A `warn` row (0.3) passes unless `--fail-on warning` (below).
+    assert_eq!(find("fabcheck_check_pass", &[("id", "pcie.bound"), ("subject", "mlx5_0")]), Some(1.0));
     assert_eq!(find("fabcheck_check_pass", &[("id", "port.state"), ("subject", "mlx5_0/1")]), Some(1.0));
     let out = run("ndr-ib-pcie-gen4", "devices", &["--format", "prom"]);
     let text = String::from_utf8(out.stdout).unwrap();

@@ -10,6 +10,7 @@ mod formats;
 mod fuzz;
 mod gpu;
 mod hardening;
+mod inputs;
 mod loading;
 mod mesh_patterns;
 mod mesh_scale;

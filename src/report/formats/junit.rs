@@ -32,7 +32,9 @@ struct Case {
 
 fn cases(doc: &Value, command: &str) -> Vec<Case> {
     let findings = super::findings(doc);
-    let failure_of = |id: &str, subject: &str| findings.iter().find(|f| f.1 == "error" && f.0 == id && f.2 == subject).map(|f| f.3.to_string());
+    // A row's failure is its error finding, or with `--fail-on warning` its warning.
+    let fails = |severity: &str| severity == "error" || (severity == "warning" && crate::report::output::fail_on_warning());
+    let failure_of = |id: &str, subject: &str| findings.iter().find(|f| fails(f.1) && f.0 == id && f.2 == subject).map(|f| f.3.to_string());
     let mut out = Vec::new();
     if let Some(checks) = doc["checks"].as_array() {
         for c in checks {

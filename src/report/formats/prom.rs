@@ -87,7 +87,8 @@ pub fn render(doc: &Value) -> String {
                     "check_pass",
                     "1 when the check passed, 0 when it failed (skipped checks are left out).",
                     &[("id", id), ("subject", subject)],
-                    f64::from(u8::from(status == "pass")),
+                    // A `warn` row passes unless `--fail-on warning` makes warnings failures.
+                    f64::from(u8::from(status == "pass" || (status == "warn" && !crate::report::output::fail_on_warning()))),
                 );
             }
         }

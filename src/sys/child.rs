@@ -1,0 +1,164 @@
+//! Running a fixed local tool (`ethtool`, `dcb`, `systemctl`) within a time limit that covers
+//! its whole life, output included. A tool may leave a grandchild holding its stdout (a helper
+//! it forked): waiting for end-of-file would then wait for the grandchild, and a 2 s limit
+//! became 47 s. Here the tool runs in its own process group; its output is read without
+//! blocking, against the deadline; once the tool exits, whatever is left in its group is killed,
+//! and at the deadline the whole group is.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::io::{self, Read};
+use std::os::fd::AsFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest wait between two looks at the tool (its exit is not an event on the pipe).
+const SLICE: Duration = Duration::from_millis(20);
+
+/// What a tool run within its limit gave.
+#[derive(Debug)]
+pub struct Finished {
+    /// `None` when the tool itself did not exit by the deadline (it was killed).
+    pub status: Option<ExitStatus>,
+    /// Its standard output, at most the cap asked for (the rest is read and dropped, so a
+    /// talkative tool is never blocked on a full pipe).
+    pub stdout: Vec<u8>,
+    /// Whether the deadline ended the run (the tool, or something holding its stdout, was
+    /// still there).
+    pub timed_out: bool,
+}
+
+/// Runs `program` with `args` (no shell; stdin and stderr null), reading at most `cap` bytes of
+/// its stdout, and ends everything it started by `limit` at the latest.
+pub fn run_bounded(program: &str, args: &[&str], limit: Duration, cap: usize) -> io::Result<Finished> {
+    let deadline = super::time::deadline(Instant::now(), limit);
+    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn()?;
+    let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
+    let result = drive(&mut child, group, deadline, cap);
+    // Whatever is left in the tool's group (a stray holding the pipe, or the tool itself at
+    // the deadline) goes; a group already empty answers ESRCH, which is fine.
+    let _ = killpg(group, Signal::SIGKILL);
+    let status = match result.as_ref().map(|f| f.status) {
+        Ok(Some(status)) => Some(status),
+        _ => {
+            let _ = child.kill();
+            let _ = child.wait();
+            None
+        }
+    };
+    result.map(|f| Finished { status, ..f })
+}
+
+fn drive(child: &mut Child, group: Pid, deadline: Instant, cap: usize) -> io::Result<Finished> {
+    let mut stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?;
+    super::io::set_nonblocking(stdout.as_fd())?;
+    let mut out = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let mut status = None;
+    let mut eof = false;
+    let mut ready = Vec::new();
+    loop {
+        // Drain what is there.
+        while !eof {
+            match stdout.read(&mut chunk) {
+                Ok(0) => eof = true,
+                Ok(n) => {
+                    let room = cap.saturating_sub(out.len());
+                    out.extend_from_slice(&chunk[..n.min(room)]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        if status.is_none() {
+            status = child.try_wait()?;
+            if status.is_some() && !eof {
+                // The tool is done; anything of its group still holding the pipe is a stray.
+                let _ = killpg(group, Signal::SIGKILL);
+            }
+        }
+        if eof && status.is_some() {
+            return Ok(Finished { status, stdout: out, timed_out: false });
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(Finished { status, stdout: out, timed_out: true });
+        }
+        let wait = deadline.saturating_duration_since(now).min(SLICE);
+        if eof {
+            std::thread::sleep(wait);
+        } else {
+            super::io::wait(&[(stdout.as_fd(), super::io::Interest::Read)], wait, &mut ready)?;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_and_status_of_a_quick_tool() {
+        let f = run_bounded("sh", &["-c", "echo hello; exit 3"], Duration::from_secs(20), 1024).unwrap();
+        assert_eq!((f.stdout.as_slice(), f.status.and_then(|s| s.code()), f.timed_out), (&b"hello\n"[..], Some(3), false));
+    }
+
+    #[test]
+    fn a_grandchild_holding_stdout_does_not_stretch_the_limit() {
+        // 0.2 waited for end-of-file, which the sleeping grandchild held for 30 s.
+        let started = Instant::now();
+        let f = run_bounded("sh", &["-c", "sleep 30 & echo partial"], Duration::from_secs(2), 1024).unwrap();
+        let took = started.elapsed();
+        assert_eq!(f.stdout, b"partial\n");
+        assert!(f.status.is_some_and(|s| s.success()), "{f:?}");
+        // A generous bound, far below the grandchild's 30 s.
+        assert!(took < Duration::from_secs(10), "took {took:?}");
+    }
+
+    #[test]
+    fn the_probe_runs_its_tools_within_their_limit() {
+        // How `ethtool` and `dcb` are run for the inventory (probe::host::command_output): 0.2
+        // returned after 30 s here, with a 2 s limit.
+        let started = Instant::now();
+        let out = crate::probe::host::command_output("sh", &["-c", "sleep 30 & echo 100000baseCR4/Full"], Duration::from_secs(2));
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+        assert_eq!(out.as_deref(), Some("100000baseCR4/Full\n"));
+        assert_eq!(crate::probe::host::command_output("sh", &["-c", "exec sleep 30"], Duration::from_millis(200)), None);
+    }
+
+    #[test]
+    fn a_grandchild_that_left_the_group_is_cut_off_at_the_deadline() {
+        // `setsid` puts the grandchild in a session of its own, out of reach of the group
+        // kill: the deadline still ends the read, with what the tool printed.
+        let started = Instant::now();
+        // (The pause lets the grandchild leave before the tool exits and its group is killed.)
+        let f = run_bounded("sh", &["-c", "setsid sleep 8 & sleep 0.5; echo early"], Duration::from_secs(2), 1024).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(7), "took {:?}", started.elapsed());
+        assert_eq!(f.stdout, b"early\n");
+        assert!(f.status.is_some(), "the tool itself exited");
+        assert!(f.timed_out, "the stray held the pipe until the deadline: {f:?}");
+    }
+
+    #[test]
+    fn a_tool_that_never_ends_is_killed_at_the_deadline() {
+        let started = Instant::now();
+        let f = run_bounded("sh", &["-c", "echo start; exec sleep 30"], Duration::from_millis(300), 1024).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+        assert!(f.timed_out && f.status.is_none(), "{f:?}");
+        assert_eq!(f.stdout, b"start\n");
+    }
+
+    #[test]
+    fn a_talkative_tool_is_capped_and_not_blocked() {
+        let f = run_bounded("sh", &["-c", "head -c 300000 /dev/zero"], Duration::from_secs(20), 1000).unwrap();
+        assert_eq!(f.stdout.len(), 1000);
+        assert!(f.status.is_some_and(|s| s.success()) && !f.timed_out, "{f:?}");
+    }
+
+    #[test]
+    fn a_missing_tool_is_an_error() {
+        assert!(run_bounded("/nonexistent/fabcheck-tool", &[], Duration::from_secs(1), 10).is_err());
+    }
+}
