@@ -8,7 +8,7 @@
 //! at a time while the document is written to stdout. When no temporary file can be made, the
 //! records stay in memory.
 
-use super::PairRecord;
+use super::doc::PairRecord;
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};
 use std::cell::RefCell;
@@ -41,7 +41,7 @@ impl Spool {
                 let line = serde_json::to_string(&record).unwrap_or_else(|_| "{}".into());
                 match writer.write_all(line.as_bytes()).and_then(|()| writer.write_all(b"\n")) {
                     Ok(()) => *count += 1,
-                    Err(e) => *failed = Some(format!("the pair records' temporary file: {e}")),
+                    Err(e) => *failed = Some(format!("the pair records' temporary file (in {}): {e}", std::env::temp_dir().display())),
                 }
             }
         }
@@ -74,6 +74,17 @@ fn temp_file() -> io::Result<(File, File)> {
 pub(super) enum Pairs {
     File { reader: RefCell<BufReader<File>>, count: usize, failed: Option<String> },
     Memory(Vec<PairRecord>),
+}
+
+impl Pairs {
+    /// Why the records cannot be read back, when they cannot (a full or failing TMPDIR): the
+    /// document must then not be written at all, rather than cut short.
+    pub(super) fn failed(&self) -> Option<&str> {
+        match self {
+            Pairs::File { failed, .. } => failed.as_deref(),
+            Pairs::Memory(_) => None,
+        }
+    }
 }
 
 impl Serialize for Pairs {

@@ -1,0 +1,168 @@
+//! `fabcheck.mesh.v1`: the document's types, and the mesh's result as a [`Document`] that
+//! `report::output` writes in every format. The pair records are streamed from the spool into
+//! the JSON, so a mesh of two million pairs is never one string in memory.
+
+use super::analysis::{Criteria, PairMeasure, Suspect};
+use super::spool;
+use super::text::{self, Counts};
+use crate::diagnose::Verdict;
+use crate::pair::report::TestResult;
+use crate::report::{Document, Stamp};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairRecord {
+    pub a: String,
+    pub b: String,
+    pub verdict: Verdict,
+    pub results: Vec<TestResult>,
+    /// Why the pair could not run, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// This record is the re-test of a pair that was bad on the first pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retest: bool,
+    /// This pair was added by the zoom-in: an endpoint of a still-bad pair against a
+    /// known-good partner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zoom: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MeshDoc {
+    pub schema: String,
+    pub verdict: Verdict,
+    pub endpoints: Vec<String>,
+    pub pairs: Vec<PairRecord>,
+    pub suspects: Vec<Suspect>,
+    /// Endpoints whose agent could not be reached, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<Unreachable>,
+    /// Which pairs were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<PatternDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+}
+
+/// The pattern a mesh ran: its name, rounds of the first pass, and for `random:K` the seed
+/// that repeats it (`--seed`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PatternDoc {
+    pub name: String,
+    pub rounds: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Endpoints matched to a leaf switch of `--topology`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<usize>,
+}
+
+/// Where the controller's time went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Timing {
+    /// Judging every pair and naming suspects, milliseconds.
+    pub analysis_ms: f64,
+}
+
+/// An endpoint whose agent could not be reached (on the first pass and again before the
+/// re-tests).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unreachable {
+    pub endpoint: String,
+    pub error: String,
+}
+
+/// A finished mesh: the document (its `pairs` left empty: they are in `pairs`, streamed), and
+/// what the human view needs.
+pub struct MeshReport {
+    pub doc: MeshDoc,
+    pub(super) pairs: spool::Pairs,
+    pub(super) counts: Counts,
+    /// First pass, zoom-in, then retests: a later measure of a pair stands for it.
+    pub(super) measured: Vec<PairMeasure>,
+    pub(super) criteria: Criteria,
+    pub(super) quiet: bool,
+}
+
+impl MeshReport {
+    /// The document as it is serialised: the same keys in the same order as 0.2's, then the
+    /// stamp, with the pair records read from the spool.
+    fn out<'a>(&'a self, stamp: &'a Stamp, verdict: Option<Verdict>) -> Out<'a> {
+        let doc = &self.doc;
+        Out {
+            schema: &doc.schema,
+            verdict: verdict.unwrap_or(doc.verdict),
+            endpoints: &doc.endpoints,
+            pairs: &self.pairs,
+            suspects: &doc.suspects,
+            unreachable: &doc.unreachable,
+            pattern: doc.pattern.as_ref(),
+            timing: doc.timing.as_ref(),
+            host: &stamp.host,
+            fabcheck_version: stamp.fabcheck_version,
+            time: &stamp.time,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    schema: &'a str,
+    verdict: Verdict,
+    endpoints: &'a [String],
+    pairs: &'a spool::Pairs,
+    suspects: &'a [Suspect],
+    #[serde(skip_serializing_if = "<[Unreachable]>::is_empty")]
+    unreachable: &'a [Unreachable],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pattern: Option<&'a PatternDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timing: Option<&'a Timing>,
+    host: &'a str,
+    fabcheck_version: &'a str,
+    time: &'a str,
+}
+
+impl Document for MeshReport {
+    fn verdict(&self) -> Option<Verdict> {
+        Some(self.doc.verdict)
+    }
+
+    /// A flaky link (bad, then good on retest) is the lesser suspect: the one `--fail-on
+    /// warning` is about. (Every suspect fails the verdict today.)
+    fn has_warning(&self) -> bool {
+        self.doc.suspects.iter().any(Suspect::is_flaky)
+    }
+
+    fn human(&self) -> String {
+        text::human(&self.doc, self.counts, &self.measured, &self.criteria, self.quiet)
+    }
+
+    /// The whole document as a value, for `prom`, `junit` and `oneline` (they need every pair
+    /// anyway). The stamp is added by the caller, as for every document.
+    fn value(&self) -> Result<serde_json::Value, String> {
+        if let Some(why) = self.pairs.failed() {
+            return Err(why.to_string());
+        }
+        let stamp = Stamp::now();
+        let mut value = serde_json::to_value(self.out(&stamp, None)).map_err(|e| e.to_string())?;
+        if let Some(map) = value.as_object_mut() {
+            for key in ["host", "fabcheck_version", "time"] {
+                map.remove(key);
+            }
+        }
+        Ok(value)
+    }
+
+    /// Streamed: pretty, the pair records one at a time from the spool. A spool that failed
+    /// (a full TMPDIR) is an error before the first byte, not a truncated document.
+    fn write_json(&self, out: &mut dyn Write, stamp: &Stamp, verdict: Option<Verdict>) -> io::Result<()> {
+        if let Some(why) = self.pairs.failed() {
+            return Err(io::Error::other(why.to_string()));
+        }
+        serde_json::to_writer_pretty(&mut *out, &self.out(stamp, verdict))?;
+        out.write_all(b"\n")
+    }
+}
