@@ -8,6 +8,8 @@ use fabcheck::report::output::to_stderr;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before anything opens a file, which could take a closed stdout's descriptor.
+    fabcheck::sys::stdio::note_stdout();
     // `--version` says what was built and what rdma-core this node has.
     let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
     let matches = Cli::command().long_version(long_version).get_matches();

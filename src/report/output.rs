@@ -37,6 +37,7 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// Sets the format, the output file and whether warnings fail the run, for this process (the
 /// first call wins).
 pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool) {
+    crate::sys::stdio::note_stdout();
     let _ = SETTINGS.set(Settings { format, output, fail_on_warning });
 }
 
@@ -134,6 +135,9 @@ enum Destination {
 impl Sink {
     fn open(output: Option<&Path>) -> Result<Sink, Delivery> {
         let out = match output {
+            None if crate::sys::stdio::stdout_closed() => {
+                return Err(Delivery::Stdout(io::Error::from_raw_os_error(libc::EBADF)));
+            }
             None => Destination::Stdout(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
             Some(path) => Destination::File(AtomicFile::create(path).map_err(Delivery::File)?),
         };
@@ -185,6 +189,9 @@ fn stdout_failure(e: io::Error) -> Delivery {
 
 /// Writes bytes that are the result itself to stdout (`completions`, `manpage`).
 pub fn to_stdout(bytes: &[u8]) -> Result<(), Delivery> {
+    if crate::sys::stdio::stdout_closed() {
+        return Err(Delivery::Stdout(io::Error::from_raw_os_error(libc::EBADF)));
+    }
     let mut out = io::stdout().lock();
     out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_failure)
 }

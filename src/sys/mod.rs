@@ -7,4 +7,5 @@ pub mod cpu;
 pub mod fs;
 pub mod io;
 pub mod os;
+pub mod stdio;
 pub mod time;
