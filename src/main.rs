@@ -12,10 +12,15 @@ fn main() -> ExitCode {
     fabcheck::sys::stdio::note_stdout();
     // `--version` says what was built and what rdma-core this node has.
     let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
-    let matches = Cli::command().long_version(long_version).get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
+    let parsed = Cli::command().long_version(long_version).try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        // `--help`, `--version` (exit 0) or a usage error (exit 2); a help text that cannot be
+        // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
+        Err(e) => {
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
+            return if e.print().is_ok() { ExitCode::from(code) } else { ExitCode::from(2) };
+        }
     };
     init_logging(cli.verbose);
     fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning);

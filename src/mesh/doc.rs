@@ -166,3 +166,51 @@ impl Document for MeshReport {
         out.write_all(b"\n")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(pairs: spool::Pairs) -> MeshReport {
+        let doc = MeshDoc {
+            schema: "fabcheck.mesh.v1".into(),
+            verdict: Verdict::Pass,
+            endpoints: vec!["n1".into(), "n2".into()],
+            pairs: Vec::new(),
+            suspects: Vec::new(),
+            unreachable: Vec::new(),
+            pattern: None,
+            timing: None,
+        };
+        MeshReport { doc, pairs, counts: Counts::default(), measured: Vec::new(), criteria: Criteria::default(), quiet: false }
+    }
+
+    #[test]
+    fn the_streamed_document_carries_the_stamp_and_the_verdict_given() {
+        let record =
+            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false };
+        let r = report(spool::Pairs::Memory(vec![record]));
+        let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };
+        let mut out = Vec::new();
+        r.write_json(&mut out, &stamp, Some(Verdict::Fail)).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!((doc["verdict"].as_str(), doc["host"].as_str(), doc["time"].as_str()), (Some("fail"), Some("h"), Some("2026-12-01T00:00:00Z")));
+        assert_eq!(doc["pairs"][0]["b"], "n2");
+        assert!(out.ends_with(b"}\n"));
+    }
+
+    #[test]
+    fn a_failed_spool_writes_nothing() {
+        let failed = spool::Pairs::File {
+            reader: std::cell::RefCell::new(std::io::BufReader::new(std::fs::File::open("/dev/null").unwrap())),
+            count: 3,
+            failed: Some("the pair records' temporary file (in /tmp): No space left on device".into()),
+        };
+        let r = report(failed);
+        let mut out = Vec::new();
+        let stamp = Stamp::now();
+        let err = r.write_json(&mut out, &stamp, None).unwrap_err();
+        assert!(err.to_string().contains("No space left") && out.is_empty(), "{err}");
+        assert!(r.value().is_err());
+    }
+}

@@ -139,4 +139,19 @@ mod tests {
             assert!(back.iter().enumerate().all(|(i, r)| r.a == format!("n{i}") && r.retest == (i % 2 == 0)));
         }
     }
+
+    #[test]
+    fn a_spool_that_cannot_be_written_says_so_before_the_document_is() {
+        // A full TMPDIR: 0.2 wrote a truncated document and exited 0.
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let mut spool = Spool::File { writer: BufWriter::new(full), reader: File::open("/dev/null").unwrap(), count: 0, failed: None };
+        for i in 0..100 {
+            spool.push(record(i));
+        }
+        let pairs = spool.into_pairs();
+        let why = pairs.failed().expect("the failure is kept");
+        assert!(why.contains("No space left") && why.contains("temporary file"), "{why}");
+        assert!(serde_json::to_string(&pairs).is_err());
+        assert!(Spool::Memory(Vec::new()).into_pairs().failed().is_none());
+    }
 }

@@ -325,13 +325,14 @@ mod tests {
         let dir = scratch("fifo");
         let fifo = dir.join("pipe");
         nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-        let reader = {
-            let fifo = fifo.clone();
-            std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
-        };
+        // A reader open first, without blocking: the write never waits, and a writer that
+        // replaced the FIFO would leave it empty rather than hang the test.
+        let mut reader = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
         write(&fifo, b"through the pipe\n").unwrap();
-        assert_eq!(reader.join().unwrap(), "through the pipe\n");
         assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "not replaced by a regular file");
+        let mut text = String::new();
+        let _ = io::Read::read_to_string(&mut reader, &mut text);
+        assert_eq!(text, "through the pipe\n");
         assert_eq!(entries(&dir), ["pipe"]);
         std::fs::remove_dir_all(&dir).ok();
     }

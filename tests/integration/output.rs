@@ -5,7 +5,7 @@
 
 use super::mesh_scale::{FakeCluster, Knobs};
 use super::{fabcheck, fixtures_dir, json};
-use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
@@ -166,7 +166,8 @@ fn a_result_that_cannot_be_written_to_stdout_is_exit_2() {
 #[test]
 fn a_broken_pipe_is_a_quiet_exit_2() {
     // 0.2: `fabcheck check --json | head -c 10` panicked (exit 134 in release).
-    for args in [healthy_check(&["--json"]), healthy_check(&[]), vec!["completions".into(), "bash".into()], vec!["manpage".into()]] {
+    let help = vec!["--help".to_string()];
+    for args in [healthy_check(&["--json"]), healthy_check(&[]), vec!["completions".into(), "bash".into()], vec!["manpage".into()], help] {
         let out = run_with(&args, broken_pipe(), Stdio::piped());
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         assert!(out.stderr.is_empty(), "{args:?}: quiet, not {}", String::from_utf8_lossy(&out.stderr));
@@ -198,15 +199,16 @@ fn output_to_a_fifo_writes_through_it_and_leaves_it_a_fifo() {
     let dir = scratch("fifo");
     let fifo = dir.join("result.pipe");
     mkfifo(&fifo);
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read_to_string(fifo).unwrap())
-    };
+    // Opened for reading without blocking, before the run: the run's writer never waits, and a
+    // run that replaces the FIFO (0.2) leaves it empty rather than the test hanging.
+    let mut reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
     let out = fabcheck(&healthy_check(&["--json", "--output", fifo.to_str().unwrap()]).iter().map(String::as_str).collect::<Vec<_>>());
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    let doc: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).expect("the document came through the FIFO");
-    assert_eq!(doc["schema"], "fabcheck.check.v1");
     assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+    let mut text = String::new();
+    let _ = std::io::Read::read_to_string(&mut reader, &mut text);
+    let doc: serde_json::Value = serde_json::from_str(&text).expect("the document came through the FIFO");
+    assert_eq!(doc["schema"], "fabcheck.check.v1");
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file beside it");
     // A link to a descriptor (here, to /dev/stdout) is written through, not replaced.
     let link = dir.join("to-stdout");
