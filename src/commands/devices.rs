@@ -14,8 +14,9 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
     let inv = probe::inventory(&source, args.device.as_deref()).map_err(Failure::from)?;
     let human = !(args.json || report::machine());
     // GPU affinity, only in the human view, only on nodes (or bundles) with NVIDIA GPUs.
-    let gpu_table = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys")))
-        .filter(|_| human)
+    let gpu_table = human
+        .then(|| crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))))
+        .flatten()
         .map(|tree| report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
     let view = report::devices::DevicesReport { doc: report::devices::json_doc(&inv), inventory: &inv, gpu_table };
     Ok(report::output::deliver(&view, args.json)?)
