@@ -89,7 +89,7 @@ pub struct MeshReport {
 impl MeshReport {
     /// The document as it is serialised: the same keys in the same order as 0.2's, then the
     /// stamp, with the pair records read from the spool.
-    fn out<'a>(&'a self, stamp: &'a Stamp, verdict: Option<Verdict>) -> Out<'a> {
+    fn out<'a>(&'a self, stamp: Option<&'a Stamp>, verdict: Option<Verdict>) -> Out<'a> {
         let doc = &self.doc;
         Out {
             schema: &doc.schema,
@@ -100,9 +100,7 @@ impl MeshReport {
             unreachable: &doc.unreachable,
             pattern: doc.pattern.as_ref(),
             timing: doc.timing.as_ref(),
-            host: &stamp.host,
-            fabcheck_version: stamp.fabcheck_version,
-            time: &stamp.time,
+            stamp,
         }
     }
 }
@@ -120,9 +118,9 @@ struct Out<'a> {
     pattern: Option<&'a PatternDoc>,
     #[serde(skip_serializing_if = "Option::is_none")]
     timing: Option<&'a Timing>,
-    host: &'a str,
-    fabcheck_version: &'a str,
-    time: &'a str,
+    /// `host`, `fabcheck_version`, `time`: last, after 0.2's keys.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    stamp: Option<&'a Stamp>,
 }
 
 impl Document for MeshReport {
@@ -146,14 +144,7 @@ impl Document for MeshReport {
         if let Some(why) = self.pairs.failed() {
             return Err(why.to_string());
         }
-        let stamp = Stamp::now();
-        let mut value = serde_json::to_value(self.out(&stamp, None)).map_err(|e| e.to_string())?;
-        if let Some(map) = value.as_object_mut() {
-            for key in ["host", "fabcheck_version", "time"] {
-                map.remove(key);
-            }
-        }
-        Ok(value)
+        serde_json::to_value(self.out(None, None)).map_err(|e| e.to_string())
     }
 
     /// Streamed: pretty, the pair records one at a time from the spool. A spool that failed
@@ -162,7 +153,7 @@ impl Document for MeshReport {
         if let Some(why) = self.pairs.failed() {
             return Err(io::Error::other(why.to_string()));
         }
-        serde_json::to_writer_pretty(&mut *out, &self.out(stamp, verdict))?;
+        serde_json::to_writer_pretty(&mut *out, &self.out(Some(stamp), verdict))?;
         out.write_all(b"\n")
     }
 }
