@@ -204,4 +204,16 @@ mod tests {
         assert!(err.to_string().contains("No space left") && out.is_empty(), "{err}");
         assert!(r.value().is_err());
     }
+
+    #[test]
+    fn a_flaky_link_is_the_warning_fail_on_warning_is_about() {
+        use super::super::analysis::SuspectKind;
+        let mut r = report(spool::Pairs::Memory(Vec::new()));
+        assert_eq!(crate::report::output::judged(&r, true), (Some(Verdict::Pass), crate::error::Outcome::Pass));
+        let mut flaky = Suspect::new(SuspectKind::Link, "n1<->n2", "flaky: bad, then good on retest");
+        flaky.flaky = true;
+        r.doc.suspects.push(flaky);
+        assert!(r.has_warning());
+        assert_eq!(crate::report::output::judged(&r, true).1, crate::error::Outcome::Fail);
+    }
 }
