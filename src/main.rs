@@ -25,7 +25,8 @@ fn main() -> ExitCode {
     init_logging(cli.verbose);
     fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning);
     // The outcome already holds `--fail-on`: the document's verdict decided it.
-    let failure = match fabcheck::commands::run(cli.command) {
+    let ran = fabcheck::report::output::precheck().map_err(Stop::Delivery).and_then(|()| fabcheck::commands::run(cli.command));
+    let failure = match ran {
         Ok(Outcome::Pass) => return ExitCode::from(0),
         Ok(Outcome::Fail) => return ExitCode::from(1),
         // stdout's reader is gone: nothing to say, and no one to say it to.

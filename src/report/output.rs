@@ -64,6 +64,14 @@ pub fn chosen(json_flag: bool) -> Format {
     }
 }
 
+/// Whether `--output` can be written, asked before the command runs (nothing is created).
+pub fn precheck() -> Result<(), Delivery> {
+    match SETTINGS.get().and_then(|s| s.output.as_deref()) {
+        Some(path) => crate::sys::atomic::precheck(path).map_err(Delivery::File),
+        None => Ok(()),
+    }
+}
+
 /// Unix seconds as RFC 3339 UTC (`2026-11-30T14:05:00Z`): civil-from-days (Howard Hinnant's
 /// algorithm), so no date crate is needed for one timestamp.
 pub fn rfc3339(secs: u64) -> String {

@@ -70,6 +70,22 @@ enum Kind {
     Direct,
 }
 
+/// Whether `path` could be written as [`AtomicFile`] would (its kind, and for a regular file a
+/// directory to put the temporary file in), without creating anything: a run that takes an
+/// hour says at once that its `--output` is a symlink or in a missing directory. The write
+/// itself checks again.
+pub fn precheck(path: &Path) -> Result<(), WriteError> {
+    if let Kind::Replace(_) = kind(path)? {
+        let dir = directory_of(path);
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(WriteError::new(&dir, "create a temporary file in", io::Error::other("it is not a directory"))),
+            Err(e) => return Err(WriteError::new(&dir, "create a temporary file in", e)),
+        }
+    }
+    Ok(())
+}
+
 /// Writes `bytes` to `path` as [`AtomicFile`] does.
 pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let mut file = AtomicFile::create(path)?;
@@ -261,6 +277,8 @@ mod tests {
         write(&path, b"two\n").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
         assert_eq!(entries(&dir), ["fabcheck.prom"]);
+        assert!(precheck(&dir.join("missing/x")).unwrap_err().to_string().contains("missing"));
+        assert!(precheck(&path).is_ok() && precheck(&dir.join("new")).is_ok());
         let err = write(&dir.join("missing/x"), b"x").unwrap_err();
         assert!(err.to_string().contains("temporary file in") && err.to_string().contains("missing"), "{err}");
         std::fs::remove_dir_all(&dir).ok();
