@@ -43,3 +43,64 @@ pub enum Outcome {
     Pass,
     Fail,
 }
+
+/// The result could not be delivered (exit 2): stdout or `--output` refused it, or the document
+/// could not be produced (mesh's pair-record spool failed). A run whose result is lost did not
+/// do what it was asked, whatever its verdict.
+#[derive(Debug)]
+pub enum Delivery {
+    /// stdout's reader went away (`| head`, `| true`): stop quietly, as `cat` does.
+    BrokenPipe,
+    /// Writing to stdout failed (`> /dev/full`, a closed descriptor).
+    Stdout(std::io::Error),
+    /// `--output FILE` (or a file of `manpage --dir`) could not be written.
+    File(crate::sys::atomic::WriteError),
+    /// The document itself could not be produced; the words say why.
+    Document(String),
+}
+
+impl Delivery {
+    /// Whether nothing should be said: the reader that would see it is gone.
+    pub fn is_quiet(&self) -> bool {
+        matches!(self, Delivery::BrokenPipe)
+    }
+
+    /// The cause and the next step, as a [`Failure`] prints them.
+    pub fn to_failure(&self) -> Failure {
+        match self {
+            Delivery::BrokenPipe => Failure::new("stdout was closed by its reader", "read the whole output, or give --output FILE"),
+            Delivery::Stdout(e) => Failure::new(
+                format!("cannot write the result to stdout: {e}"),
+                "check where stdout goes (a full disk, a closed descriptor), or give --output FILE",
+            ),
+            Delivery::File(e) => Failure::new(
+                format!("the result could not be delivered: {e}"),
+                "give --output a regular file (or a FIFO, or a device) in a writable directory",
+            ),
+            Delivery::Document(why) => Failure::new(
+                format!("the result could not be produced: {why}"),
+                "free space in the temporary directory, or point TMPDIR at one with room, and run again",
+            ),
+        }
+    }
+}
+
+/// Why a command did not reach an outcome (exit 2): it could not run, or its result could not
+/// be delivered. `main` alone turns it into words on stderr and the exit code.
+#[derive(Debug)]
+pub enum Stop {
+    Failure(Failure),
+    Delivery(Delivery),
+}
+
+impl From<Failure> for Stop {
+    fn from(f: Failure) -> Self {
+        Stop::Failure(f)
+    }
+}
+
+impl From<Delivery> for Stop {
+    fn from(d: Delivery) -> Self {
+        Stop::Delivery(d)
+    }
+}

@@ -3,29 +3,41 @@
 
 use clap::{CommandFactory, FromArgMatches};
 use fabcheck::cli::{Cli, FailOn};
-use fabcheck::error::Outcome;
+use fabcheck::error::{Outcome, Stop};
+use fabcheck::report::output::to_stderr;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before anything opens a file, which could take a closed stdout's descriptor.
+    fabcheck::sys::stdio::note_stdout();
     // `--version` says what was built and what rdma-core this node has.
     let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
-    let matches = Cli::command().long_version(long_version).get_matches();
-    let cli = match Cli::from_arg_matches(&matches) {
+    let parsed = Cli::command().long_version(long_version).try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
+    let cli = match parsed {
         Ok(cli) => cli,
-        Err(e) => e.exit(),
+        // `--help`, `--version` (exit 0) or a usage error (exit 2); a help text that cannot be
+        // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
+        Err(e) => {
+            let code = u8::try_from(e.exit_code()).unwrap_or(2);
+            return if e.print().is_ok() { ExitCode::from(code) } else { ExitCode::from(2) };
+        }
     };
     init_logging(cli.verbose);
     fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning);
-    match fabcheck::commands::run(cli.command) {
-        Ok(Outcome::Pass) if cli.fail_on == FailOn::Warning && fabcheck::report::output::saw_warning() => ExitCode::from(1),
-        Ok(Outcome::Pass) => ExitCode::from(0),
-        Ok(Outcome::Fail) => ExitCode::from(1),
-        Err(failure) => {
-            eprintln!("fabcheck: {}", fabcheck::report::printable(&failure.cause));
-            eprintln!("  what to do: {}", fabcheck::report::printable(&failure.remedy));
-            ExitCode::from(2)
-        }
-    }
+    // The outcome already holds `--fail-on`: the document's verdict decided it.
+    let ran = fabcheck::report::output::precheck().map_err(Stop::Delivery).and_then(|()| fabcheck::commands::run(cli.command));
+    let failure = match ran {
+        Ok(Outcome::Pass) => return ExitCode::from(0),
+        Ok(Outcome::Fail) => return ExitCode::from(1),
+        // stdout's reader is gone: nothing to say, and no one to say it to.
+        Err(Stop::Delivery(d)) if d.is_quiet() => return ExitCode::from(2),
+        Err(Stop::Delivery(d)) => d.to_failure(),
+        Err(Stop::Failure(f)) => f,
+    };
+    // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
+    to_stderr(&format!("fabcheck: {}", fabcheck::report::printable(&failure.cause)));
+    to_stderr(&format!("  what to do: {}", fabcheck::report::printable(&failure.remedy)));
+    ExitCode::from(2)
 }
 
 fn init_logging(verbose: u8) {
@@ -35,5 +47,7 @@ fn init_logging(verbose: u8) {
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).init();
+    // A log line that cannot be written is dropped: the subscriber would otherwise report it
+    // with `eprintln!`, which panics when stderr is full or closed.
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).log_internal_errors(false).init();
 }

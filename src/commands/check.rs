@@ -1,15 +1,15 @@
 use crate::cli::CheckArgs;
-use crate::diagnose::{self, Input, Scope, Verdict};
-use crate::error::{Failure, Outcome};
+use crate::diagnose::{self, Input, Scope};
+use crate::error::{Outcome, Stop};
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
 use crate::spec::parse_device_port;
 
-pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
     let scope = match &args.device {
         Some(text) => {
-            let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
+            let (device, port) = parse_device_port(text).map_err(crate::error::Failure::usage)?;
             Scope { device: Some(device), port }
         }
         None => Scope::default(),
@@ -24,12 +24,13 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) | Err(ProbeError::NoRdmaCore { .. }) if live && scope.device.is_none() => {
             probe::Inventory::default()
         }
-        Err(err) => return Err(err.into()),
+        Err(err) => return Err(crate::error::Failure::from(err).into()),
     };
     if let (Some(dev), Some(port)) = (&scope.device, scope.port) {
         if let Some(d) = inventory.device(dev) {
             if !d.ports.iter().any(|p| p.port == port) {
-                return Err(ProbeError::NoSuchPort { device: dev.clone(), port, present: d.ports.iter().map(|p| p.port).collect() }.into());
+                let missing = ProbeError::NoSuchPort { device: dev.clone(), port, present: d.ports.iter().map(|p| p.port).collect() };
+                return Err(crate::error::Failure::from(missing).into());
             }
         }
     }
@@ -56,15 +57,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
     // A live node with no device: `devices.count` fails (diagnose's node rules), after the
     // stack checks that explain why.
-    emit(args.json, &report, &gpus);
-    Ok(if report.verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
+    emit(args.json, &report, &gpus)
 }
 
-fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) {
-    if json || report::machine() {
-        report::print_json(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus });
-    } else {
-        report::output::note_warning(report.findings.iter().any(|f| f.severity == diagnose::Severity::Warning));
-        report::print_human(&report::check::human(report));
-    }
+fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) -> Result<Outcome, Stop> {
+    Ok(report::output::deliver(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus }, json)?)
 }

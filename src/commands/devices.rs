@@ -1,27 +1,25 @@
 use crate::cli::DevicesArgs;
-use crate::error::{Failure, Outcome};
+use crate::error::{Failure, Outcome, Stop};
 use crate::probe::{self, Source};
 use crate::report;
 use crate::spec::valid_device_name;
 
-pub fn run(args: &DevicesArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
     if let Some(name) = &args.device {
         if !valid_device_name(name) {
-            return Err(Failure::usage(format!("'{name}' is not a device name")));
+            return Err(Failure::usage(format!("'{name}' is not a device name")).into());
         }
     }
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
-    let mut inv = probe::inventory(&source, args.device.as_deref())?;
+    let mut inv = probe::inventory(&source, args.device.as_deref()).map_err(Failure::from)?;
     // Each adapter's firmware configuration (`fw_config`), when it can be read.
     probe::fw_query::attach(&mut inv, &source);
-    if args.json || report::machine() {
-        report::print_json(&report::devices::json_doc(&inv));
-    } else {
-        report::print_human(&report::devices::human(&inv));
-        // GPU affinity, only on nodes (or bundles) with NVIDIA GPUs.
-        if let Some(tree) = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
-            report::print_human(&report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
-        }
-    }
-    Ok(Outcome::Pass)
+    let human = !(args.json || report::machine());
+    // GPU affinity, only in the human view, only on nodes (or bundles) with NVIDIA GPUs.
+    let gpu_table = human
+        .then(|| crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))))
+        .flatten()
+        .map(|tree| report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
+    let view = report::devices::DevicesReport { doc: report::devices::json_doc(&inv), inventory: &inv, gpu_table };
+    Ok(report::output::deliver(&view, args.json)?)
 }

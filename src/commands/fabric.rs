@@ -1,7 +1,7 @@
 //! `fabcheck fabric`: flags -> a plain configuration -> discovery -> judgment -> report.
 
 use crate::cli::FabricArgs;
-use crate::error::{Failure, Outcome};
+use crate::error::{Failure, Outcome, Stop};
 use crate::fabric::discover::{self, Probe};
 use crate::fabric::{judge, report, topology, FabricExpect};
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
@@ -43,7 +43,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
     })
 }
 
-pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     let config = configure(args)?;
     let started = std::time::Instant::now();
     // --deadline covers the whole run: reading the topology file, then discovery.
@@ -55,17 +55,8 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Failure> {
     };
     let fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let judgement = judge(&fabric, expected.as_ref(), &config.expect);
-    if config.json {
-        let doc = report::document(&fabric, &judgement, started.elapsed().as_millis() as u64);
-        crate::report::print_json(&doc);
-    } else {
-        crate::report::output::note_warning(judgement.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning));
-        crate::report::print_human(&report::human(&fabric, &judgement));
-    }
-    Ok(match report::verdict(&judgement) {
-        crate::diagnose::Verdict::Pass => Outcome::Pass,
-        crate::diagnose::Verdict::Fail => Outcome::Fail,
-    })
+    let view = report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64 };
+    Ok(crate::report::output::deliver(&view, config.json)?)
 }
 
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck

@@ -3,24 +3,26 @@
 //! ships them as man1 pages.
 
 use crate::cli::{Cli, ManpageArgs};
-use crate::error::{Failure, Outcome};
+use crate::error::{Failure, Outcome, Stop};
 use clap::CommandFactory;
 use clap_mangen::roff::{bold, roman, Roff};
 use clap_mangen::Man;
 use std::io::Write;
 
-pub fn run(args: &ManpageArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &ManpageArgs) -> Result<Outcome, Stop> {
+    let cannot = |e: std::io::Error| Failure::new(format!("cannot render the manual pages: {e}"), "report this as a bug");
     match &args.dir {
         None => {
-            let mut out = std::io::stdout().lock();
-            render_top(&mut out).and_then(|_| out.flush()).map_err(|e| Failure::new(format!("cannot write the manual page: {e}"), "check stdout"))?;
+            let mut top = Vec::new();
+            render_top(&mut top).map_err(cannot)?;
+            crate::report::output::to_stdout(&top)?;
         }
         Some(dir) => {
-            let cannot = |e: std::io::Error| {
-                Failure::new(format!("cannot write manual pages into {}: {e}", dir.display()), "check that DIR exists and is writable")
-            };
+            // Each page as `--output` is written: atomically, never through a planted link.
             for (name, page) in pages().map_err(cannot)? {
-                std::fs::write(dir.join(name), page).map_err(cannot)?;
+                crate::sys::atomic::write(&dir.join(name), &page).map_err(|e| {
+                    Failure::new(format!("cannot write manual pages into {}: {e}", dir.display()), "check that DIR exists and is writable")
+                })?;
             }
         }
     }

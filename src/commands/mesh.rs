@@ -3,7 +3,7 @@
 use super::flags::{conditions, expectations, launch_options};
 use crate::cli::MeshArgs;
 use crate::control::{endpoint, link};
-use crate::error::{Failure, Outcome};
+use crate::error::{Failure, Outcome, Stop};
 use crate::mesh::pattern::Pattern;
 use crate::mesh::topology::Topology;
 use crate::mesh::{self, MeshConfig};
@@ -13,9 +13,23 @@ use crate::spec::TestKind;
 use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::time::Duration;
 
-pub fn run(args: &MeshArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
     let config = configure(args)?;
-    mesh::run(config, &mut *super::progress::sink(&args.progress))
+    let json = config.json;
+    let run = mesh::run(config, &mut *super::progress::sink(&args.progress))?;
+    // The results first: a side file that cannot be written must not throw the run away.
+    let outcome = crate::report::output::deliver(&run.report, json)?;
+    if let Some(failure) = run.could_not_run {
+        return Err(failure.into());
+    }
+    let pass = run.report.doc.verdict == crate::diagnose::Verdict::Pass;
+    if let Some(csv) = run.csv {
+        csv.finish(pass)?;
+    }
+    if let Some(html) = &run.html {
+        html.write(pass)?;
+    }
+    Ok(outcome)
 }
 
 /// `mesh`'s flags as a validated run.

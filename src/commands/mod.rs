@@ -25,22 +25,27 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, 
     };
     crate::report::output::configure(format, output, fail_on_warning);
 }
-use crate::error::{Failure, Outcome};
+use crate::error::{Outcome, Stop};
 
-pub fn run(command: Command) -> Result<Outcome, Failure> {
+/// Runs a command. Its result went to stdout or `--output` when this returns `Ok`; `main` maps
+/// the outcome, or why there is none, to the exit code.
+pub fn run(command: Command) -> Result<Outcome, Stop> {
     match command {
         Command::Devices(args) => devices::run(&args),
         Command::Check(args) => check::run(&args),
         Command::Fabric(args) => fabric::run(&args),
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
-        Command::Serve(args) => serve::run(&args),
+        Command::Serve(args) => Ok(serve::run(&args)?),
         Command::Completions(args) => {
+            // Into memory first: clap_complete panics on a write error (`> /dev/full`, `| true`).
             let mut cli = <crate::cli::Cli as clap::CommandFactory>::command();
-            clap_complete::generate(args.shell, &mut cli, "fabcheck", &mut std::io::stdout());
+            let mut script = Vec::new();
+            clap_complete::generate(args.shell, &mut cli, "fabcheck", &mut script);
+            crate::report::output::to_stdout(&script)?;
             Ok(Outcome::Pass)
         }
-        Command::Agent(_) => serve::agent(),
+        Command::Agent(_) => Ok(serve::agent()?),
         Command::Manpage(args) => manpage::run(&args),
     }
 }

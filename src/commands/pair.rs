@@ -3,15 +3,23 @@
 use super::flags::{conditions, expectations, launch_options};
 use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
-use crate::error::{Failure, Outcome};
+use crate::error::{Failure, Outcome, Stop};
 use crate::pair::plan::{self, Direction, PlanInput};
 use crate::pair::{self, verdict, CpuChoice, PairConfig};
 use crate::spec::{parse_device_port, TestKind};
 use std::time::Duration;
 
-pub fn run(args: &PairArgs) -> Result<Outcome, Failure> {
+pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
     let config = configure(args)?;
-    pair::run(config, &mut *super::progress::sink(&args.progress))
+    let json = config.json;
+    let run = pair::run(config, &mut *super::progress::sink(&args.progress))?;
+    let outcome = crate::report::output::deliver(&run.report, json)?;
+    // The side files after the results, so one that cannot be written loses nothing else.
+    let pass = run.report.doc.verdict == crate::diagnose::Verdict::Pass;
+    for file in &run.side_files {
+        file.write(pass)?;
+    }
+    Ok(outcome)
 }
 
 /// `pair`'s flags as a validated run.

@@ -72,8 +72,9 @@ impl Link {
             match self.stderr.pop(4096) {
                 Ok(Some(line)) if line.trim().is_empty() => {}
                 Ok(Some(line)) => {
-                    // The agent's (or ssh's) own words, attributed.
-                    eprintln!("{}: {line}", self.label);
+                    // The agent's (or ssh's) own words, attributed. Never a panic when stderr is
+                    // full or closed (`eprintln!` would be).
+                    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}: {line}\n", self.label));
                     self.stderr_tail = line.chars().take(TAIL).collect();
                 }
                 Ok(None) => return,

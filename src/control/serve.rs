@@ -39,7 +39,8 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
     }
     let listener =
         TcpListener::bind(addr).map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}"), "pick a free port, or stop what holds it"))?;
-    eprintln!("fabcheck serve: listening on {addr}{}", if token.is_some() { " (token required)" } else { "" });
+    // Not `eprintln!`: a full or closed stderr must not kill the server.
+    let _ = writeln!(std::io::stderr(), "fabcheck serve: listening on {addr}{}", if token.is_some() { " (token required)" } else { "" });
     let active = Arc::new(AtomicUsize::new(0));
     let mut served = 0usize;
     for stream in listener.incoming() {

@@ -272,3 +272,28 @@ fn dedup(ids: &[String]) -> String {
     v.dedup();
     v.join(" ")
 }
+
+/// `fabric`'s result: what was discovered and judged, and how long it took.
+pub struct FabricReport<'a> {
+    pub fabric: &'a Fabric,
+    pub judgement: &'a Judgement,
+    pub elapsed_ms: u64,
+}
+
+impl crate::report::Document for FabricReport<'_> {
+    fn verdict(&self) -> Option<Verdict> {
+        Some(verdict(self.judgement))
+    }
+
+    fn has_warning(&self) -> bool {
+        crate::report::document::any_warning(&self.judgement.findings)
+    }
+
+    fn human(&self) -> String {
+        human(self.fabric, self.judgement)
+    }
+
+    fn value(&self) -> Result<serde_json::Value, String> {
+        crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))
+    }
+}

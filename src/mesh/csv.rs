@@ -7,7 +7,7 @@
 //! microseconds (`unit` `us`) for latency tests; `verdict` is the pair's (`pass`/`fail`);
 //! `pass` says which pass measured it (`first`, `retest`, `zoom`): a retest stands for the pair.
 
-use super::PairRecord;
+use super::doc::PairRecord;
 use crate::diagnose::Verdict;
 use crate::report::csv;
 

@@ -8,7 +8,7 @@
 //! at a time while the document is written to stdout. When no temporary file can be made, the
 //! records stay in memory.
 
-use super::PairRecord;
+use super::doc::PairRecord;
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};
 use std::cell::RefCell;
@@ -41,7 +41,7 @@ impl Spool {
                 let line = serde_json::to_string(&record).unwrap_or_else(|_| "{}".into());
                 match writer.write_all(line.as_bytes()).and_then(|()| writer.write_all(b"\n")) {
                     Ok(()) => *count += 1,
-                    Err(e) => *failed = Some(format!("the pair records' temporary file: {e}")),
+                    Err(e) => *failed = Some(format!("the pair records' temporary file (in {}): {e}", std::env::temp_dir().display())),
                 }
             }
         }
@@ -74,6 +74,17 @@ fn temp_file() -> io::Result<(File, File)> {
 pub(super) enum Pairs {
     File { reader: RefCell<BufReader<File>>, count: usize, failed: Option<String> },
     Memory(Vec<PairRecord>),
+}
+
+impl Pairs {
+    /// Why the records cannot be read back, when they cannot (a full or failing TMPDIR): the
+    /// document must then not be written at all, rather than cut short.
+    pub(super) fn failed(&self) -> Option<&str> {
+        match self {
+            Pairs::File { failed, .. } => failed.as_deref(),
+            Pairs::Memory(_) => None,
+        }
+    }
 }
 
 impl Serialize for Pairs {
@@ -127,5 +138,20 @@ mod tests {
             assert_eq!(back.len(), 100);
             assert!(back.iter().enumerate().all(|(i, r)| r.a == format!("n{i}") && r.retest == (i % 2 == 0)));
         }
+    }
+
+    #[test]
+    fn a_spool_that_cannot_be_written_says_so_before_the_document_is() {
+        // A full TMPDIR: 0.2 wrote a truncated document and exited 0.
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let mut spool = Spool::File { writer: BufWriter::new(full), reader: File::open("/dev/null").unwrap(), count: 0, failed: None };
+        for i in 0..100 {
+            spool.push(record(i));
+        }
+        let pairs = spool.into_pairs();
+        let why = pairs.failed().expect("the failure is kept");
+        assert!(why.contains("No space left") && why.contains("temporary file"), "{why}");
+        assert!(serde_json::to_string(&pairs).is_err());
+        assert!(Spool::Memory(Vec::new()).into_pairs().failed().is_none());
     }
 }

@@ -19,8 +19,9 @@ use crate::control::link::LaunchOptions;
 use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
-use crate::error::{Failure, Outcome};
+use crate::error::Failure;
 use crate::progress::{Event, Figure, Progress};
+use crate::report::output::SideFile;
 use crate::spec::Conditions;
 use plan::PlannedTest;
 use report::{PairDoc, Side};
@@ -90,7 +91,7 @@ impl CpuChoice {
 }
 
 /// Runs the pair, telling `progress` of each test as it finishes.
-pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<Outcome, Failure> {
+pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
@@ -127,42 +128,27 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<Outcome, F
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
     let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
     let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };
-    if config.json {
-        crate::report::print_json(&doc);
-    } else {
-        crate::report::output::note_warning(doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning));
-        crate::report::print_human(&report::human(&doc, config.quiet));
-    }
-    // The side files after the results, so one that cannot be written loses nothing else.
-    let pass = verdict == crate::diagnose::Verdict::Pass;
+    // The side files are written after the results (by the command), so one that cannot be
+    // written loses nothing else.
+    let mut side_files = Vec::new();
     if let Some(path) = &config.csv {
-        side_file(path, "the CSV", "--csv", &plot::csv(&doc.results), pass)?;
+        side_files.push(SideFile { path: path.clone(), what: "the CSV", flag: "--csv", bytes: plot::csv(&doc.results).into_bytes() });
     }
     if let Some(path) = &config.svg {
-        side_file(path, "the plot", "--svg", &plot::svg(&doc, config.criteria.bw_fraction), pass)?;
+        side_files.push(SideFile {
+            path: path.clone(),
+            what: "the plot",
+            flag: "--svg",
+            bytes: plot::svg(&doc, config.criteria.bw_fraction).into_bytes(),
+        });
     }
-    Ok(if pass { Outcome::Pass } else { Outcome::Fail })
+    Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files })
 }
 
-/// Writes a side file (`--csv`, `--svg`, `--html`) after the results. One that cannot be written
-/// makes a passing run exit 2 (it could not do all it was asked, and CI notices the missing
-/// file); a failed run stays a failed run (exit 1), with the error on stderr.
-pub(crate) fn side_file(path: &std::path::Path, what: &str, flag: &str, text: &str, pass: bool) -> Result<(), Failure> {
-    let Err(e) = crate::report::output::write_file(path, text.as_bytes()) else { return Ok(()) };
-    side_file_failed(path, what, flag, &e.to_string(), pass)
-}
-
-/// A side file could not be written: exit 2 for a passing run, a line on stderr for a failed one.
-pub(crate) fn side_file_failed(path: &std::path::Path, what: &str, flag: &str, error: &str, pass: bool) -> Result<(), Failure> {
-    let failure = Failure::new(
-        format!("the results above stand, but {what} could not be written to {}: {error}", path.display()),
-        format!("give a writable path to {flag}"),
-    );
-    if pass {
-        return Err(failure);
-    }
-    eprintln!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy);
-    Ok(())
+/// A finished pair: its document, and the side files it asked for.
+pub struct PairRun {
+    pub report: report::PairReport,
+    pub side_files: Vec<SideFile>,
 }
 
 /// Tells progress of each finished step: one test at one size, in every direction it runs (a

@@ -173,3 +173,27 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
     let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out
 }
+
+/// `pair`'s result: the document, and whether the human view is `--quiet`.
+pub struct PairReport {
+    pub doc: PairDoc,
+    pub quiet: bool,
+}
+
+impl crate::report::Document for PairReport {
+    fn verdict(&self) -> Option<crate::diagnose::Verdict> {
+        Some(self.doc.verdict)
+    }
+
+    fn has_warning(&self) -> bool {
+        crate::report::document::any_warning(&self.doc.findings)
+    }
+
+    fn human(&self) -> String {
+        human(&self.doc, self.quiet)
+    }
+
+    fn value(&self) -> Result<serde_json::Value, String> {
+        crate::report::document::to_value(&self.doc)
+    }
+}

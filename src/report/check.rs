@@ -55,3 +55,21 @@ pub fn human(report: &Report) -> String {
     );
     out
 }
+
+impl crate::report::Document for CheckDoc<'_> {
+    fn verdict(&self) -> Option<Verdict> {
+        Some(self.report.verdict)
+    }
+
+    fn has_warning(&self) -> bool {
+        crate::report::document::any_warning(&self.report.findings)
+    }
+
+    fn human(&self) -> String {
+        human(self.report)
+    }
+
+    fn value(&self) -> Result<serde_json::Value, String> {
+        crate::report::document::to_value(self)
+    }
+}

@@ -1,11 +1,19 @@
-//! Where and how a command's result goes: the format (`--format`, or `--json`) and the file
-//! (`--output`, written atomically so node_exporter's textfile collector never reads half a
-//! file). Set once by `main` before the command runs.
+//! The one output path: where and how a command's result goes. The format (`--format`, or a
+//! command's `--json`), the destination (stdout, or `--output FILE` written atomically so
+//! node_exporter's textfile collector never reads half a file), the stamp, `--fail-on`, and the
+//! side files (`--csv`, `--svg`, `--html`). Set once by `main` before the command runs.
+//!
+//! Nothing here exits: every failure to deliver is a typed [`Delivery`] (or, for a side file, a
+//! [`Failure`]) returned to `main`, which alone chooses the exit code. Writes to stdout and stderr
+//! never panic (`println!` does on a broken pipe): a reader gone away is a quiet exit 2.
 
-use std::io::Write;
-use std::path::PathBuf;
+use super::document::{Document, Stamp};
+use crate::diagnose::Verdict;
+use crate::error::{Delivery, Failure, Outcome};
+use crate::sys::atomic::{AtomicFile, WriteError};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -25,23 +33,11 @@ struct Settings {
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
-static SAW_WARNING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Records that the result holds a warning (for `--fail-on warning`).
-pub fn note_warning(seen: bool) {
-    if seen {
-        SAW_WARNING.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-}
-
-/// Whether any result of this run held a warning.
-pub fn saw_warning() -> bool {
-    SAW_WARNING.load(std::sync::atomic::Ordering::Relaxed)
-}
 
 /// Sets the format, the output file and whether warnings fail the run, for this process (the
 /// first call wins).
 pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool) {
+    crate::sys::stdio::note_stdout();
     let _ = SETTINGS.set(Settings { format, output, fail_on_warning });
 }
 
@@ -59,13 +55,20 @@ pub fn machine() -> bool {
     format() != Format::Human
 }
 
-/// Adds `host`, `fabcheck_version` and `time` (RFC 3339, UTC) to a JSON document.
-pub fn stamp(doc: &mut serde_json::Value) {
-    if let Some(map) = doc.as_object_mut() {
-        map.insert("host".into(), crate::sys::os::hostname().into());
-        map.insert("fabcheck_version".into(), env!("CARGO_PKG_VERSION").into());
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-        map.insert("time".into(), rfc3339(now).into());
+/// The format a command's document is written in: `--format`, or JSON for a command's own
+/// `--json` when `--format` was left at human.
+pub fn chosen(json_flag: bool) -> Format {
+    match format() {
+        Format::Human if json_flag => Format::Json,
+        f => f,
+    }
+}
+
+/// Whether `--output` can be written, asked before the command runs (nothing is created).
+pub fn precheck() -> Result<(), Delivery> {
+    match SETTINGS.get().and_then(|s| s.output.as_deref()) {
+        Some(path) => crate::sys::atomic::precheck(path).map_err(Delivery::File),
+        None => Ok(()),
     }
 }
 
@@ -86,39 +89,200 @@ pub fn rfc3339(secs: u64) -> String {
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
-/// Writes `text` to stdout, or to the `--output` file through a temporary file in the same
-/// directory and a rename (atomic for readers).
-pub fn emit(text: &str) {
-    let Some(path) = SETTINGS.get().and_then(|s| s.output.clone()) else {
-        print!("{text}");
-        let _ = std::io::stdout().flush();
-        return;
-    };
-    if let Err(e) = write_atomically(&path, text.as_bytes()) {
-        eprintln!("fabcheck: cannot write {}: {e}", path.display());
-        std::process::exit(2);
+/// What a document's verdict becomes under `--fail-on`, and the run's outcome with it.
+pub fn judged(doc: &dyn Document, fail_on_warning: bool) -> (Option<Verdict>, Outcome) {
+    let failed = doc.verdict() == Some(Verdict::Fail) || (fail_on_warning && doc.has_warning());
+    let verdict = doc.verdict().map(|v| if failed { Verdict::Fail } else { v });
+    (verdict, if failed { Outcome::Fail } else { Outcome::Pass })
+}
+
+/// Writes a command's document in the chosen format to stdout or `--output`, and says how the
+/// run ended (its verdict, with `--fail-on`).
+pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery> {
+    let settings = SETTINGS.get().cloned().unwrap_or_default();
+    let (verdict, outcome) = judged(doc, settings.fail_on_warning);
+    let mut sink = Sink::open(settings.output.as_deref())?;
+    render(doc, chosen(json_flag), verdict, &mut sink).map_err(|e| sink.failure(e))?;
+    sink.finish()?;
+    Ok(outcome)
+}
+
+/// The document in `format`, written to `out`. A document that cannot be produced (its
+/// serialisation failed: the spool) is an `io::Error` of kind `Other` from before the first byte.
+fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mut dyn Write) -> io::Result<()> {
+    let stamp = Stamp::now();
+    match format {
+        Format::Human => out.write_all(super::printable(&doc.human()).as_bytes()),
+        Format::Json => doc.write_json(out, &stamp, verdict),
+        machine => {
+            let mut value = doc.value().map_err(io::Error::other)?;
+            stamp.apply(&mut value);
+            super::document::set_verdict(&mut value, verdict);
+            let text = match machine {
+                Format::Oneline => super::formats::oneline::render(&value),
+                Format::Prom => super::formats::prom::render(&value),
+                _ => super::formats::junit::render(&value),
+            };
+            out.write_all(text.as_bytes())
+        }
     }
 }
 
-/// Writes a side file (`--html`, `--csv`, `--svg`) as `--output` is written: through a temporary
-/// file in the same directory and a rename, so a reader never sees half of it.
-pub fn write_file(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    write_atomically(path, bytes)
+/// Where the result goes: stdout or the `--output` file. It remembers the first error of the
+/// destination itself, so a failure is blamed on the destination or on the document rightly.
+struct Sink {
+    out: Destination,
+    failed: Option<io::Error>,
 }
 
-fn write_atomically(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "fabcheck".into());
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let result = std::fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    if let Err(e) = result.and_then(|_| std::fs::rename(&tmp, path)) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
+enum Destination {
+    Stdout(io::BufWriter<io::StdoutLock<'static>>),
+    File(AtomicFile),
+}
+
+impl Sink {
+    fn open(output: Option<&Path>) -> Result<Sink, Delivery> {
+        let out = match output {
+            None if crate::sys::stdio::stdout_closed() => {
+                return Err(Delivery::Stdout(io::Error::from_raw_os_error(libc::EBADF)));
+            }
+            None => Destination::Stdout(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
+            Some(path) => Destination::File(AtomicFile::create(path).map_err(Delivery::File)?),
+        };
+        Ok(Sink { out, failed: None })
     }
+
+    /// What a failed render means: the destination's own error if it had one, else the document's.
+    fn failure(&mut self, e: io::Error) -> Delivery {
+        match (self.failed.take(), &self.out) {
+            (Some(own), Destination::Stdout(_)) => stdout_failure(own),
+            (Some(own), Destination::File(f)) => Delivery::File(WriteError { path: f.target().to_path_buf(), doing: "write", source: own }),
+            (None, _) => Delivery::Document(e.to_string()),
+        }
+    }
+
+    fn finish(self) -> Result<(), Delivery> {
+        match self.out {
+            Destination::Stdout(mut w) => w.flush().map_err(stdout_failure),
+            Destination::File(f) => f.commit().map_err(Delivery::File),
+        }
+    }
+}
+
+impl Write for Sink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let r = match &mut self.out {
+            Destination::Stdout(w) => w.write(buf),
+            Destination::File(f) => f.write(buf),
+        };
+        r.inspect_err(|e| self.failed = Some(io::Error::new(e.kind(), e.to_string())))
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let r = match &mut self.out {
+            Destination::Stdout(w) => w.flush(),
+            Destination::File(f) => f.flush(),
+        };
+        r.inspect_err(|e| self.failed = Some(io::Error::new(e.kind(), e.to_string())))
+    }
+}
+
+fn stdout_failure(e: io::Error) -> Delivery {
+    if e.kind() == io::ErrorKind::BrokenPipe {
+        Delivery::BrokenPipe
+    } else {
+        Delivery::Stdout(e)
+    }
+}
+
+/// Writes bytes that are the result itself to stdout (`completions`, `manpage`).
+pub fn to_stdout(bytes: &[u8]) -> Result<(), Delivery> {
+    if crate::sys::stdio::stdout_closed() {
+        return Err(Delivery::Stdout(io::Error::from_raw_os_error(libc::EBADF)));
+    }
+    let mut out = io::stdout().lock();
+    out.write_all(bytes).and_then(|()| out.flush()).map_err(stdout_failure)
+}
+
+/// Writes a line to stderr. An error there cannot be told to anyone: it is dropped, never a panic
+/// (`eprintln!` panics when stderr is `/dev/full` or closed).
+pub fn to_stderr(line: &str) {
+    let mut err = io::stderr().lock();
+    let _ = writeln!(err, "{line}").and_then(|()| err.flush());
+}
+
+/// A side file made whole before it is written (`pair --csv`, `--svg`, `mesh --html`).
+#[derive(Debug, Clone)]
+pub struct SideFile {
+    pub path: PathBuf,
+    /// What it is, in words (`the CSV`), and the flag that asked for it.
+    pub what: &'static str,
+    pub flag: &'static str,
+    pub bytes: Vec<u8>,
+}
+
+impl SideFile {
+    /// Writes it, as [`side_file`].
+    pub fn write(&self, pass: bool) -> Result<(), Failure> {
+        side_file(&self.path, self.what, self.flag, &self.bytes, pass)
+    }
+}
+
+/// Writes a side file (`--csv`, `--svg`, `--html`) after the results, as `--output` is written.
+/// One that cannot be written makes a passing run exit 2 (it could not do all it was asked, and
+/// CI notices the missing file); a failed run stays a failed run (exit 1), with the error on stderr.
+pub fn side_file(path: &Path, what: &str, flag: &str, bytes: &[u8], pass: bool) -> Result<(), Failure> {
+    match crate::sys::atomic::write(path, bytes) {
+        Ok(()) => Ok(()),
+        Err(e) => side_file_failed(path, what, flag, &e.to_string(), pass),
+    }
+}
+
+/// A side file could not be written: exit 2 for a passing run, a line on stderr for a failed one.
+fn side_file_failed(path: &Path, what: &str, flag: &str, error: &str, pass: bool) -> Result<(), Failure> {
+    let failure = Failure::new(
+        format!("the results above stand, but {what} could not be written to {}: {error}", path.display()),
+        format!("give a writable path to {flag}"),
+    );
+    if pass {
+        return Err(failure);
+    }
+    to_stderr(&format!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy));
     Ok(())
+}
+
+/// A side file written as the run goes (mesh's `--csv`: a large mesh's rows never sit in memory),
+/// through [`AtomicFile`]: renamed into place by [`StreamedFile::finish`], removed if the run ends
+/// early. The first error is kept and reported at the end, when the results are out.
+pub struct StreamedFile {
+    path: PathBuf,
+    what: &'static str,
+    flag: &'static str,
+    out: Result<AtomicFile, String>,
+}
+
+impl StreamedFile {
+    pub fn create(path: &Path, what: &'static str, flag: &'static str) -> StreamedFile {
+        let out = AtomicFile::create(path).map_err(|e| e.to_string());
+        StreamedFile { path: path.to_path_buf(), what, flag, out }
+    }
+
+    pub fn write(&mut self, text: &str) {
+        if let Ok(f) = &mut self.out {
+            if let Err(e) = f.write_all(text.as_bytes()) {
+                self.out = Err(WriteError { path: self.path.clone(), doing: "write", source: e }.to_string());
+            }
+        }
+    }
+
+    /// Renames the file into place; as [`side_file`] when it cannot be.
+    pub fn finish(self, pass: bool) -> Result<(), Failure> {
+        let done = self.out.and_then(|f| f.commit().map_err(|e| e.to_string()));
+        match done {
+            Ok(()) => Ok(()),
+            Err(e) => side_file_failed(&self.path, self.what, self.flag, &e, pass),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -132,15 +296,57 @@ mod tests {
         assert_eq!(rfc3339(1_796_050_500), "2026-11-30T14:55:00Z");
     }
 
+    struct Doc {
+        verdict: Option<Verdict>,
+        warned: bool,
+        broken: bool,
+    }
+
+    impl Document for Doc {
+        fn verdict(&self) -> Option<Verdict> {
+            self.verdict
+        }
+        fn has_warning(&self) -> bool {
+            self.warned
+        }
+        fn human(&self) -> String {
+            "human\u{1b}[2J\n".into()
+        }
+        fn value(&self) -> Result<serde_json::Value, String> {
+            if self.broken {
+                return Err("the pair records' temporary file: No space left on device".into());
+            }
+            Ok(serde_json::json!({"schema":"fabcheck.check.v1","verdict":self.verdict,"findings":[]}))
+        }
+    }
+
     #[test]
-    fn atomic_write_replaces_the_file() {
-        let dir = std::env::temp_dir().join(format!("fabcheck-out-{}", std::process::id()));
+    fn fail_on_warning_is_the_documents_verdict() {
+        let warned = Doc { verdict: Some(Verdict::Pass), warned: true, broken: false };
+        assert_eq!(judged(&warned, false), (Some(Verdict::Pass), Outcome::Pass));
+        assert_eq!(judged(&warned, true), (Some(Verdict::Fail), Outcome::Fail));
+        let devices = Doc { verdict: None, warned: false, broken: false };
+        assert_eq!(judged(&devices, true), (None, Outcome::Pass));
+        let mut out = Vec::new();
+        render(&warned, Format::Json, Some(Verdict::Fail), &mut out).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!((doc["verdict"].as_str(), doc["fabcheck_version"].as_str()), (Some("fail"), Some(env!("CARGO_PKG_VERSION"))));
+        let mut out = Vec::new();
+        render(&warned, Format::Human, None, &mut out).unwrap();
+        assert_eq!(out, b"human\\u{1b}[2J\n", "control bytes escaped in the human view");
+    }
+
+    #[test]
+    fn a_document_that_cannot_be_produced_is_a_delivery_failure_not_the_destinations() {
+        let broken = Doc { verdict: Some(Verdict::Pass), warned: false, broken: true };
+        let dir = std::env::temp_dir().join(format!("fabcheck-sink-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("fabcheck.prom");
-        write_atomically(&path, b"one\n").unwrap();
-        write_atomically(&path, b"two\n").unwrap();
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
-        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary file left");
-        assert!(write_atomically(&dir.join("missing/x"), b"x").is_err());
+        let path = dir.join("out.json");
+        let mut sink = Sink::open(Some(&path)).unwrap();
+        let err = render(&broken, Format::Json, None, &mut sink).unwrap_err();
+        assert!(matches!(sink.failure(err), Delivery::Document(why) if why.contains("No space left")));
+        drop(sink);
+        assert!(!path.exists() && std::fs::read_dir(&dir).unwrap().count() == 0, "nothing half-written");
+        std::fs::remove_dir_all(&dir).ok();
     }
 }

@@ -14,6 +14,7 @@ mod inputs;
 mod loading;
 mod mesh_patterns;
 mod mesh_scale;
+mod output;
 mod properties;
 mod protocol;
 

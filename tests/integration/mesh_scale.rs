@@ -64,9 +64,9 @@ const HANG_GUARD: Duration = Duration::from_secs(120);
 
 /// How one fake agent misbehaves. `Default` is a healthy agent.
 #[derive(Debug, Clone, Default)]
-struct Knobs {
+pub(crate) struct Knobs {
     /// Every pair with this node is slow (a bad NIC, PCIe slot...).
-    slow_node: bool,
+    pub(crate) slow_node: bool,
     /// The pair with this host (e.g. `"fake11"`) is slow (a bad cable or switch port).
     slow_with: Option<String>,
     /// Nothing listens on this agent's port: the endpoint is unreachable.
@@ -131,9 +131,9 @@ impl Fabric {
 }
 
 /// A set of fake agents, stopped when dropped.
-struct FakeCluster {
+pub(crate) struct FakeCluster {
     /// `tcp://127.0.0.1:PORT`, one per agent, in order (dead ones included).
-    endpoints: Vec<String>,
+    pub(crate) endpoints: Vec<String>,
     listeners: Vec<(SocketAddr, JoinHandle<()>)>,
     stop: Arc<AtomicBool>,
     fabric: Arc<Fabric>,
@@ -141,7 +141,7 @@ struct FakeCluster {
 
 impl FakeCluster {
     /// Starts `knobs.len()` agents named `fake00`, `fake01`, ...
-    fn start(knobs: Vec<Knobs>, done_delay: Duration) -> FakeCluster {
+    pub(crate) fn start(knobs: Vec<Knobs>, done_delay: Duration) -> FakeCluster {
         FakeCluster::start_at(knobs, done_delay, NORMAL_GBPS)
     }
 
@@ -178,7 +178,7 @@ impl FakeCluster {
         FakeCluster { endpoints, listeners, stop, fabric }
     }
 
-    fn healthy(n: usize) -> FakeCluster {
+    pub(crate) fn healthy(n: usize) -> FakeCluster {
         FakeCluster::start(vec![Knobs::default(); n], Duration::ZERO)
     }
 }

@@ -47,18 +47,32 @@ fn cases(doc: &Value, command: &str) -> Vec<Case> {
             });
         }
     }
-    for (key, pair_name) in [("results", None), ("pairs", Some(()))] {
-        let Some(list) = doc[key].as_array() else { continue };
-        for item in list {
-            if pair_name.is_some() {
-                let name = format!("{} <-> {}", item["a"].as_str().unwrap_or(""), item["b"].as_str().unwrap_or(""));
-                let failure = (item["verdict"] == "fail").then(|| item["error"].as_str().unwrap_or("failed").to_string());
-                out.push(Case { class: format!("fabcheck.{command}.pair"), name, failure, skipped: false });
-            } else {
-                let name = format!("{} {} {}", item["test"].as_str().unwrap_or(""), item["direction"].as_str().unwrap_or(""), item["size"]);
-                let failure = item["error"].as_str().map(str::to_string);
-                out.push(Case { class: format!("fabcheck.{command}.{}", item["test"].as_str().unwrap_or("test")), name, failure, skipped: false });
-            }
+    for item in doc["results"].as_array().into_iter().flatten() {
+        let name = format!("{} {} {}", item["test"].as_str().unwrap_or(""), item["direction"].as_str().unwrap_or(""), item["size"]);
+        let failure = item["error"].as_str().map(str::to_string);
+        out.push(Case { class: format!("fabcheck.{command}.{}", item["test"].as_str().unwrap_or("test")), name, failure, skipped: false });
+    }
+    // mesh: one testcase per pair and test (the latest measure of a pair stands for it); a pair
+    // that could not run is one testcase with its error.
+    for pair in super::latest_pairs(doc) {
+        let name = format!("{} <-> {}", pair["a"].as_str().unwrap_or(""), pair["b"].as_str().unwrap_or(""));
+        let failed = pair["verdict"] == "fail";
+        let results = pair["results"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if results.is_empty() {
+            let failure = failed.then(|| pair["error"].as_str().unwrap_or("failed").to_string());
+            out.push(Case { class: format!("fabcheck.{command}.pair"), name, failure, skipped: false });
+            continue;
+        }
+        for r in results {
+            let test = r["test"].as_str().unwrap_or("test");
+            let failure =
+                r["error"].as_str().map(str::to_string).or_else(|| failed.then(|| format!("the pair {name} failed its verdict (see the suspects)")));
+            out.push(Case {
+                class: format!("fabcheck.{command}.{test}"),
+                name: format!("{name} {} {}", r["direction"].as_str().unwrap_or(""), r["size"]),
+                failure,
+                skipped: false,
+            });
         }
     }
     // Findings no check or result stands for (pair verdict findings, fabric, mesh suspects).
@@ -99,4 +113,37 @@ pub fn render(doc: &Value) -> String {
     }
     out.push_str("  </testsuite>\n</testsuites>\n");
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mesh_has_a_testcase_per_pair_and_test() {
+        let bw = |v: f64| json!({"test":"write_bw","direction":"a->b","size":65536,"bw_gbps":v});
+        let doc = json!({"schema":"fabcheck.mesh.v1","verdict":"fail","host":"h","time":"t",
+            "pairs":[{"a":"n1","b":"n2","verdict":"fail","results":[{"test":"send_lat","direction":"a->b","size":2}, bw(90.0)]},
+                     {"a":"n1","b":"n3","verdict":"fail","results":[],"error":"cannot reach n3"},
+                     {"a":"n2","b":"n1","verdict":"pass","results":[bw(191.0)],"retest":true}],
+            "suspects":[{"kind":"node","subject":"n3","reason":"unreachable & <gone>"}]});
+        let text = render(&doc);
+        let xml = roxmltree::Document::parse(&text).expect("well-formed XML");
+        let cases: Vec<(&str, &str, bool)> = xml
+            .descendants()
+            .filter(|n| n.has_tag_name("testcase"))
+            .map(|c| (c.attribute("classname").unwrap(), c.attribute("name").unwrap(), c.children().any(|n| n.has_tag_name("failure"))))
+            .collect();
+        assert_eq!(
+            cases,
+            [
+                ("fabcheck.mesh.write_bw", "n2 <-> n1 a->b 65536", false),
+                ("fabcheck.mesh.pair", "n1 <-> n3", true),
+                ("fabcheck.mesh.mesh.suspect", "n3", true),
+            ]
+        );
+        let suite = xml.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
+        assert_eq!((suite.attribute("tests"), suite.attribute("failures")), (Some("3"), Some("2")));
+    }
 }

@@ -28,11 +28,31 @@ pub fn findings(doc: &Value) -> Vec<(&str, &str, &str, &str)> {
             ));
         }
     }
-    // mesh: suspects are its findings.
+    // mesh: suspects are its findings, then the endpoints that could not be reached.
     if let Some(list) = doc["suspects"].as_array() {
         for s in list {
             out.push(("mesh.suspect", "error", s["subject"].as_str().unwrap_or(""), s["reason"].as_str().unwrap_or("")));
         }
     }
+    if let Some(list) = doc["unreachable"].as_array() {
+        for u in list {
+            out.push(("mesh.unreachable", "error", u["endpoint"].as_str().unwrap_or(""), u["error"].as_str().unwrap_or("")));
+        }
+    }
     out
+}
+
+/// mesh: each pair's record once, the latest standing for it (a retest or a zoom-in measure
+/// replaces the first pass's), in the order pairs were first measured.
+pub fn latest_pairs(doc: &Value) -> Vec<&Value> {
+    let mut order: Vec<(&str, &str)> = Vec::new();
+    let mut latest: std::collections::HashMap<(&str, &str), &Value> = std::collections::HashMap::new();
+    for p in doc["pairs"].as_array().into_iter().flatten() {
+        let (a, b) = (p["a"].as_str().unwrap_or(""), p["b"].as_str().unwrap_or(""));
+        let key = if a <= b { (a, b) } else { (b, a) };
+        if latest.insert(key, p).is_none() {
+            order.push(key);
+        }
+    }
+    order.iter().filter_map(|k| latest.get(k).copied()).collect()
 }

@@ -33,5 +33,7 @@ mod tests {
         assert_eq!(render(&json!({"schema":"fabcheck.pair.v1","verdict":"pass","findings":[]})), "fabcheck pair PASS\n");
         let mesh = json!({"schema":"fabcheck.mesh.v1","verdict":"fail","suspects":[{"kind":"node","subject":"n3/mlx5_0","reason":"slow"}]});
         assert_eq!(render(&mesh), "fabcheck mesh FAIL: n3/mlx5_0: mesh.suspect: slow\n");
+        let lost = json!({"schema":"fabcheck.mesh.v1","verdict":"fail","suspects":[],"unreachable":[{"endpoint":"n4","error":"cannot reach n4"}]});
+        assert_eq!(render(&lost), "fabcheck mesh FAIL: n4: mesh.unreachable: cannot reach n4\n");
     }
 }

@@ -18,10 +18,29 @@ struct Families {
 }
 
 impl Families {
+    /// One sample; a second with the same labels replaces the first (a series is written once:
+    /// mesh's retest of a pair stands for it).
     fn add(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
+        let samples = self.samples(name, help);
         let labels = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label(v))).collect::<Vec<_>>().join(",");
-        let entry = self.map.entry(format!("fabcheck_{name}")).or_insert_with(|| (help.to_string(), Vec::new()));
-        entry.1.push((labels, value));
+        match samples.iter_mut().find(|(l, _)| *l == labels) {
+            Some(sample) => sample.1 = value,
+            None => samples.push((labels, value)),
+        }
+    }
+
+    /// A count: a second sample with the same labels adds to the first.
+    fn count(&mut self, name: &str, help: &str, labels: &[(&str, &str)]) {
+        let samples = self.samples(name, help);
+        let labels = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label(v))).collect::<Vec<_>>().join(",");
+        match samples.iter_mut().find(|(l, _)| *l == labels) {
+            Some(sample) => sample.1 += 1.0,
+            None => samples.push((labels, 1.0)),
+        }
+    }
+
+    fn samples(&mut self, name: &str, help: &str) -> &mut Vec<(String, f64)> {
+        &mut self.map.entry(format!("fabcheck_{name}")).or_insert_with(|| (help.to_string(), Vec::new())).1
     }
 
     fn render(&self) -> String {
@@ -50,11 +69,10 @@ pub fn render(doc: &Value) -> String {
         f.add("verdict_pass", "1 when the run passed, 0 when it failed.", &[("command", cmd)], f64::from(u8::from(verdict == "pass")));
     }
     for (id, severity, subject, _) in super::findings(doc) {
-        f.add(
+        f.count(
             "finding",
             "A finding of the run (1 per finding), by id, severity and subject.",
             &[("command", cmd), ("id", id), ("severity", severity), ("subject", subject)],
-            1.0,
         );
     }
     if let Some(devices) = doc["devices"].as_array() {
@@ -93,13 +111,10 @@ pub fn render(doc: &Value) -> String {
             }
         }
     }
-    let results: Vec<&Value> = doc["results"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .chain(doc["pairs"].as_array().into_iter().flatten().flat_map(|p| p["results"].as_array().into_iter().flatten()))
-        .collect();
-    for r in results {
+    if cmd == "mesh" {
+        mesh(&mut f, doc);
+    }
+    for r in doc["results"].as_array().into_iter().flatten() {
         let test = r["test"].as_str().unwrap_or("");
         let dir = r["direction"].as_str().unwrap_or("");
         let size = r["size"].to_string();
@@ -120,4 +135,81 @@ pub fn render(doc: &Value) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     f.add("last_run_timestamp_seconds", "When this run ended, Unix time.", &[("command", cmd)], now as f64);
     f.render()
+}
+
+/// mesh: one series per pair, test and direction (labels `a`, `b`, `test`, `direction`,
+/// `size`; the latest measure of a pair stands for it), each pair's verdict, and the suspects
+/// and unreachable endpoints counted.
+fn mesh(f: &mut Families, doc: &Value) {
+    for p in super::latest_pairs(doc) {
+        let (a, b) = (p["a"].as_str().unwrap_or(""), p["b"].as_str().unwrap_or(""));
+        f.add("mesh_pair_pass", "1 when the pair passed, 0 when it failed.", &[("a", a), ("b", b)], f64::from(u8::from(p["verdict"] == "pass")));
+        for r in p["results"].as_array().into_iter().flatten() {
+            let size = r["size"].to_string();
+            let labels = [
+                ("a", a),
+                ("b", b),
+                ("test", r["test"].as_str().unwrap_or("")),
+                ("direction", r["direction"].as_str().unwrap_or("")),
+                ("size", size.as_str()),
+            ];
+            if let Some(bw) = r["bw_gbps"].as_f64() {
+                f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
+            }
+            if let Some(p50) = r["lat_us"]["p50"].as_f64() {
+                f.add("latency_p50_us", "Typical (p50) latency, microseconds.", &labels, p50);
+            }
+            if let Some(p99) = r["lat_us"]["p99"].as_f64() {
+                f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
+            }
+        }
+    }
+    let help = "Suspects the mesh named, by kind.";
+    for kind in ["node", "link", "switch", "uplink", "config"] {
+        f.add("mesh_suspects", help, &[("kind", kind)], 0.0);
+    }
+    for s in doc["suspects"].as_array().into_iter().flatten() {
+        f.count("mesh_suspects", help, &[("kind", s["kind"].as_str().unwrap_or(""))]);
+    }
+    let unreachable = doc["unreachable"].as_array().map_or(0, Vec::len);
+    f.add("mesh_unreachable", "Endpoints whose agent could not be reached.", &[], unreachable as f64);
+    f.add("mesh_endpoints", "Endpoints of the mesh.", &[], doc["endpoints"].as_array().map_or(0, Vec::len) as f64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mesh_has_a_series_per_pair_test_and_direction_and_suspect_counts() {
+        let lat = json!({"test":"send_lat","direction":"a->b","size":2,"lat_us":{"p50":1.9,"p99":2.5}});
+        let bw = |v: f64| json!({"test":"write_bw","direction":"a->b","size":65536,"bw_gbps":v});
+        let doc = json!({"schema":"fabcheck.mesh.v1","verdict":"fail","endpoints":["n1","n2","n3"],
+            "pairs":[{"a":"n1","b":"n2","verdict":"fail","results":[lat, bw(90.0)]},
+                     {"a":"n1","b":"n3","verdict":"pass","results":[bw(190.0)]},
+                     {"a":"n1","b":"n2","verdict":"pass","results":[bw(191.0)],"retest":true}],
+            "suspects":[{"kind":"link","subject":"n1<->n2","reason":"flaky"}]});
+        let text = render(&doc);
+        let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("valid exposition");
+        let get = |name: &str, labels: &[(&str, &str)]| -> Vec<f64> {
+            scrape
+                .samples
+                .iter()
+                .filter(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
+                .map(|s| match s.value {
+                    prometheus_parse::Value::Gauge(v) => v,
+                    _ => f64::NAN,
+                })
+                .collect()
+        };
+        let pair = [("a", "n1"), ("b", "n2"), ("test", "write_bw"), ("direction", "a->b"), ("size", "65536")];
+        assert_eq!(get("fabcheck_bandwidth_gbps", &pair), [191.0], "one series, the retest standing for the pair");
+        assert_eq!(get("fabcheck_bandwidth_gbps", &[]).len(), 2);
+        assert!(get("fabcheck_latency_p50_us", &[("a", "n1"), ("test", "send_lat")]).is_empty(), "the retest ran no latency test");
+        assert_eq!(get("fabcheck_mesh_suspects", &[("kind", "link")]), [1.0]);
+        assert_eq!(get("fabcheck_mesh_suspects", &[("kind", "node")]), [0.0]);
+        assert_eq!(get("fabcheck_mesh_pair_pass", &[("a", "n1"), ("b", "n3")]), [1.0]);
+        assert_eq!(get("fabcheck_verdict_pass", &[("command", "mesh")]), [0.0]);
+    }
 }

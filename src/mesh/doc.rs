@@ -1,0 +1,219 @@
+//! `fabcheck.mesh.v1`: the document's types, and the mesh's result as a [`Document`] that
+//! `report::output` writes in every format. The pair records are streamed from the spool into
+//! the JSON, so a mesh of two million pairs is never one string in memory.
+
+use super::analysis::{Criteria, PairMeasure, Suspect};
+use super::spool;
+use super::text::{self, Counts};
+use crate::diagnose::Verdict;
+use crate::pair::report::TestResult;
+use crate::report::{Document, Stamp};
+use serde::{Deserialize, Serialize};
+use std::io::{self, Write};
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PairRecord {
+    pub a: String,
+    pub b: String,
+    pub verdict: Verdict,
+    pub results: Vec<TestResult>,
+    /// Why the pair could not run, if it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// This record is the re-test of a pair that was bad on the first pass.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub retest: bool,
+    /// This pair was added by the zoom-in: an endpoint of a still-bad pair against a
+    /// known-good partner.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zoom: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct MeshDoc {
+    pub schema: String,
+    pub verdict: Verdict,
+    pub endpoints: Vec<String>,
+    pub pairs: Vec<PairRecord>,
+    pub suspects: Vec<Suspect>,
+    /// Endpoints whose agent could not be reached, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<Unreachable>,
+    /// Which pairs were measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<PatternDoc>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timing: Option<Timing>,
+}
+
+/// The pattern a mesh ran: its name, rounds of the first pass, and for `random:K` the seed
+/// that repeats it (`--seed`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PatternDoc {
+    pub name: String,
+    pub rounds: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// Endpoints matched to a leaf switch of `--topology`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaves: Option<usize>,
+}
+
+/// Where the controller's time went.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Timing {
+    /// Judging every pair and naming suspects, milliseconds.
+    pub analysis_ms: f64,
+}
+
+/// An endpoint whose agent could not be reached (on the first pass and again before the
+/// re-tests).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Unreachable {
+    pub endpoint: String,
+    pub error: String,
+}
+
+/// A finished mesh: the document (its `pairs` left empty: they are in `pairs`, streamed), and
+/// what the human view needs.
+pub struct MeshReport {
+    pub doc: MeshDoc,
+    pub(super) pairs: spool::Pairs,
+    pub(super) counts: Counts,
+    /// First pass, zoom-in, then retests: a later measure of a pair stands for it.
+    pub(super) measured: Vec<PairMeasure>,
+    pub(super) criteria: Criteria,
+    pub(super) quiet: bool,
+}
+
+impl MeshReport {
+    /// The document as it is serialised: the same keys in the same order as 0.2's, then the
+    /// stamp, with the pair records read from the spool.
+    fn out<'a>(&'a self, stamp: Option<&'a Stamp>, verdict: Option<Verdict>) -> Out<'a> {
+        let doc = &self.doc;
+        Out {
+            schema: &doc.schema,
+            verdict: verdict.unwrap_or(doc.verdict),
+            endpoints: &doc.endpoints,
+            pairs: &self.pairs,
+            suspects: &doc.suspects,
+            unreachable: &doc.unreachable,
+            pattern: doc.pattern.as_ref(),
+            timing: doc.timing.as_ref(),
+            stamp,
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct Out<'a> {
+    schema: &'a str,
+    verdict: Verdict,
+    endpoints: &'a [String],
+    pairs: &'a spool::Pairs,
+    suspects: &'a [Suspect],
+    #[serde(skip_serializing_if = "<[Unreachable]>::is_empty")]
+    unreachable: &'a [Unreachable],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pattern: Option<&'a PatternDoc>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    timing: Option<&'a Timing>,
+    /// `host`, `fabcheck_version`, `time`: last, after 0.2's keys.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    stamp: Option<&'a Stamp>,
+}
+
+impl Document for MeshReport {
+    fn verdict(&self) -> Option<Verdict> {
+        Some(self.doc.verdict)
+    }
+
+    /// A flaky link (bad, then good on retest) is the lesser suspect: the one `--fail-on
+    /// warning` is about. (Every suspect fails the verdict today.)
+    fn has_warning(&self) -> bool {
+        self.doc.suspects.iter().any(Suspect::is_flaky)
+    }
+
+    fn human(&self) -> String {
+        text::human(&self.doc, self.counts, &self.measured, &self.criteria, self.quiet)
+    }
+
+    /// The whole document as a value, for `prom`, `junit` and `oneline` (they need every pair
+    /// anyway). The stamp is added by the caller, as for every document.
+    fn value(&self) -> Result<serde_json::Value, String> {
+        if let Some(why) = self.pairs.failed() {
+            return Err(why.to_string());
+        }
+        serde_json::to_value(self.out(None, None)).map_err(|e| e.to_string())
+    }
+
+    /// Streamed: pretty, the pair records one at a time from the spool. A spool that failed
+    /// (a full TMPDIR) is an error before the first byte, not a truncated document.
+    fn write_json(&self, out: &mut dyn Write, stamp: &Stamp, verdict: Option<Verdict>) -> io::Result<()> {
+        if let Some(why) = self.pairs.failed() {
+            return Err(io::Error::other(why.to_string()));
+        }
+        serde_json::to_writer_pretty(&mut *out, &self.out(Some(stamp), verdict))?;
+        out.write_all(b"\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn report(pairs: spool::Pairs) -> MeshReport {
+        let doc = MeshDoc {
+            schema: "fabcheck.mesh.v1".into(),
+            verdict: Verdict::Pass,
+            endpoints: vec!["n1".into(), "n2".into()],
+            pairs: Vec::new(),
+            suspects: Vec::new(),
+            unreachable: Vec::new(),
+            pattern: None,
+            timing: None,
+        };
+        MeshReport { doc, pairs, counts: Counts::default(), measured: Vec::new(), criteria: Criteria::default(), quiet: false }
+    }
+
+    #[test]
+    fn the_streamed_document_carries_the_stamp_and_the_verdict_given() {
+        let record =
+            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false };
+        let r = report(spool::Pairs::Memory(vec![record]));
+        let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };
+        let mut out = Vec::new();
+        r.write_json(&mut out, &stamp, Some(Verdict::Fail)).unwrap();
+        let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!((doc["verdict"].as_str(), doc["host"].as_str(), doc["time"].as_str()), (Some("fail"), Some("h"), Some("2026-12-01T00:00:00Z")));
+        assert_eq!(doc["pairs"][0]["b"], "n2");
+        assert!(out.ends_with(b"}\n"));
+    }
+
+    #[test]
+    fn a_failed_spool_writes_nothing() {
+        let failed = spool::Pairs::File {
+            reader: std::cell::RefCell::new(std::io::BufReader::new(std::fs::File::open("/dev/null").unwrap())),
+            count: 3,
+            failed: Some("the pair records' temporary file (in /tmp): No space left on device".into()),
+        };
+        let r = report(failed);
+        let mut out = Vec::new();
+        let stamp = Stamp::now();
+        let err = r.write_json(&mut out, &stamp, None).unwrap_err();
+        assert!(err.to_string().contains("No space left") && out.is_empty(), "{err}");
+        assert!(r.value().is_err());
+    }
+
+    #[test]
+    fn a_flaky_link_is_the_warning_fail_on_warning_is_about() {
+        use super::super::analysis::SuspectKind;
+        let mut r = report(spool::Pairs::Memory(Vec::new()));
+        assert_eq!(crate::report::output::judged(&r, true), (Some(Verdict::Pass), crate::error::Outcome::Pass));
+        let mut flaky = Suspect::new(SuspectKind::Link, "n1<->n2", "flaky: bad, then good on retest");
+        flaky.flaky = true;
+        r.doc.suspects.push(flaky);
+        assert!(r.has_warning());
+        assert_eq!(crate::report::output::judged(&r, true).1, crate::error::Outcome::Fail);
+    }
+}

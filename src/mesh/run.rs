@@ -1,0 +1,446 @@
+//! Running a mesh: reach every agent, run the rounds of the first pass, the retests and the
+//! zoom-in (one round runner for all three), then judge. Everything runs on one thread: one hub
+//! polls every agent's channel, agents are reached `--fanout` at a time, and each pair of a round
+//! is `pair`'s own test sequence, a state machine the hub's events drive. Nothing here writes
+//! the result: the run returns a [`MeshRun`] and `report::output` delivers it.
+
+use super::analysis::{self, Criteria, PairMeasure};
+use super::doc::{MeshDoc, MeshReport, PairRecord, PatternDoc, Timing, Unreachable};
+use super::pattern::{self, Layout, Pattern};
+use super::text::Counts;
+use super::{csv, heatmap, page, schedule, spool, MeshConfig};
+use crate::control::drive::{drive, Job};
+use crate::control::endpoint::{EndpointSpec, HostSpec};
+use crate::control::hub::{Hub, LinkId};
+use crate::control::reach::{reach_all, token_for};
+use crate::diagnose::{gbps, Verdict};
+use crate::error::Failure;
+use crate::pair::plan::Direction;
+use crate::pair::report::TestResult;
+use crate::pair::sequence::PairSequence;
+use crate::pair::{self, verdict};
+use crate::probe::Inventory;
+use crate::progress::{Event, Progress, Stage};
+use crate::report::output::{SideFile, StreamedFile};
+use std::collections::BTreeSet;
+use std::time::Instant;
+
+/// A finished mesh: its result, the side files it asked for, and, when no endpoint could be
+/// reached, why nothing ran (exit 2, after the document that names every endpoint and why).
+pub struct MeshRun {
+    pub report: MeshReport,
+    /// `--csv`: written as the pairs came, renamed into place once the results are out.
+    pub csv: Option<StreamedFile>,
+    /// `--html`.
+    pub html: Option<SideFile>,
+    pub could_not_run: Option<Failure>,
+}
+
+/// One endpoint's agent: its channel in the hub and what its inventory says.
+struct Agent {
+    link: LinkId,
+    /// Said hello and is in step; false before the first reach and after a pair discarded
+    /// its channel (it is reached again before its next pair).
+    reached: bool,
+    settings: Vec<(String, String)>,
+    rate_gbps: Option<f64>,
+    soft: bool,
+    /// Could not be reached: its pairs fail without running.
+    error: Option<String>,
+    /// Unreachable, but to be tried once more before the re-tests.
+    second_chance: bool,
+    /// The host name its agent reported (matched against `--topology`).
+    host: Option<String>,
+}
+
+/// Runs the mesh, telling `progress` of each round.
+pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Failure> {
+    crate::sys::os::catch_termination();
+    let n = run.specs.len();
+    check_open_files(&run.specs)?;
+    let mut hub = Hub::new(run.launch.clone());
+    let mut agents: Vec<Agent> = run
+        .specs
+        .iter()
+        .zip(&run.names)
+        .map(|(spec, name)| Agent {
+            link: hub.add(&spec.host, name.clone()),
+            reached: false,
+            settings: Vec::new(),
+            rate_gbps: None,
+            soft: false,
+            error: None,
+            second_chance: false,
+            host: None,
+        })
+        .collect();
+    reach(&run, &mut hub, &mut agents, (0..n).collect())?;
+    progress.event(&Event::Reached { reached: agents.iter().filter(|a| a.error.is_none()).count(), total: n });
+    if agents.iter().all(|a| a.error.is_some()) {
+        hub.close_all();
+        progress.done();
+        return Ok(nothing_reached(&run, &agents));
+    }
+    let leaves = leaves(&run, &agents);
+    let leaf_of = leaves.as_ref().map(|l| l.of.as_slice());
+    let pattern = run.pattern.unwrap_or(Pattern::default_for(n));
+    let seed = matches!(pattern, Pattern::Random { .. }).then(|| run.seed.unwrap_or_else(pattern::fresh_seed));
+    let order = pattern::leaf_order(leaf_of, n);
+    let plan = pattern::rounds(pattern, &Layout { order: &order, leaf: leaf_of, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
+    let pattern_doc =
+        PatternDoc { name: pattern.name(), rounds: plan.len(), seed, leaves: leaves.as_ref().map(|l| l.of.iter().filter(|x| x.is_some()).count()) };
+    tracing::debug!(pattern = %pattern_doc.name, rounds = plan.len(), pairs = plan.iter().map(Vec::len).sum::<usize>(), "mesh plan");
+    let csv = run.csv.as_deref().map(|path| {
+        let mut file = StreamedFile::create(path, "the CSV", "--csv");
+        file.write(&csv::header());
+        file
+    });
+    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
+    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress };
+    let first = passes.run(plan, Stage::First)?;
+    let expected = expected_rate(passes.agents);
+    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
+    // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
+    for agent in passes.agents.iter_mut().filter(|a| a.error.is_some()) {
+        agent.second_chance = true;
+    }
+    let retested = passes.run(schedule::retest_round(&analysis::to_retest(&first, &criteria)), Stage::Retest)?;
+    // A pattern that skips pairs zooms in: each endpoint of a pair still bad against known-good
+    // partners, so a node and a link are told apart as with every pair measured.
+    let mut zoomed = Vec::new();
+    if !pattern.is_complete() {
+        let (still_bad, good) = analysis::zoom_input(n, &first, &retested, &criteria);
+        // When most pairs are bad the cause is cluster-wide, not something to zoom into. The
+        // zoom-in costs at most ZOOM_PARTNERS pairs per endpoint of a still-bad pair.
+        if !still_bad.is_empty() && still_bad.len() * 2 <= first.len() {
+            let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
+            let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
+            zoomed = passes.run(schedule::retest_round(&pairs), Stage::Zoom)?;
+        }
+    }
+    let counts = Counts { first: first.len(), zoom: zoomed.len(), retest: retested.len() };
+    let analysis_start = Instant::now();
+    let mut suspects = analysis::analyse_with(&run.names, &first, &retested, &zoomed, &criteria, leaves.as_ref());
+    let drift: Vec<(String, Vec<(String, String)>)> =
+        agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
+    suspects.extend(analysis::config_drift(&drift));
+    let analysis_ms = analysis_start.elapsed().as_secs_f64() * 1e3;
+    tracing::debug!(analysis_ms, "mesh analysis");
+    // The node of each endpoint, for the heat map's per-node view: the host its agent reported,
+    // else the host it was given as.
+    let nodes: Vec<String> = agents.iter().zip(&run.specs).map(|(a, spec)| a.host.clone().unwrap_or_else(|| spec.host.to_string())).collect();
+    let unreachable = unreachable(&run, &agents);
+    hub.close_all();
+    // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
+    let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    let doc = MeshDoc {
+        schema: "fabcheck.mesh.v1".into(),
+        verdict,
+        endpoints: run.names.clone(),
+        pairs: Vec::new(),
+        suspects,
+        unreachable,
+        pattern: Some(pattern_doc),
+        timing: Some(Timing { analysis_ms }),
+    };
+    // First pass, zoom-in, then retests: a later measure of a pair stands for it.
+    let measured: Vec<PairMeasure> = first.iter().chain(&zoomed).chain(&retested).cloned().collect();
+    progress.done();
+    let html = run.html.as_ref().map(|path| SideFile {
+        path: path.clone(),
+        what: "the heat map",
+        flag: "--html",
+        bytes: heat_map(&run, &doc, &nodes, &first, &measured, &criteria).into_bytes(),
+    });
+    let Records { spool, csv, .. } = records;
+    let report = MeshReport { doc, pairs: spool.into_pairs(), counts, measured, criteria, quiet: run.quiet };
+    Ok(MeshRun { report, csv, html, could_not_run: None })
+}
+
+/// No endpoint could be reached: nothing ran (exit 2), and the document still names every
+/// endpoint and why.
+fn nothing_reached(run: &MeshConfig, agents: &[Agent]) -> MeshRun {
+    let unreachable = unreachable(run, agents);
+    let first = unreachable.first().map(|u| u.error.clone()).unwrap_or_default();
+    let doc = MeshDoc {
+        schema: "fabcheck.mesh.v1".into(),
+        verdict: Verdict::Fail,
+        endpoints: run.names.clone(),
+        pairs: Vec::new(),
+        suspects: Vec::new(),
+        unreachable,
+        pattern: None,
+        timing: None,
+    };
+    let report = MeshReport {
+        doc,
+        pairs: spool::Pairs::Memory(Vec::new()),
+        counts: Counts::default(),
+        measured: Vec::new(),
+        criteria: Criteria::default(),
+        quiet: run.quiet,
+    };
+    let failure = Failure::new(
+        format!("no endpoint could be reached, so no pair could run (first: {first})"),
+        "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",
+    );
+    MeshRun { report, csv: None, html: None, could_not_run: Some(failure) }
+}
+
+/// The endpoints whose agent could not be reached, and why.
+fn unreachable(run: &MeshConfig, agents: &[Agent]) -> Vec<Unreachable> {
+    agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect()
+}
+
+/// The `--html` page.
+fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeasure], measured: &[PairMeasure], criteria: &Criteria) -> String {
+    let params = page::params(run, doc.pattern.as_ref());
+    let (mb, ml) = analysis::medians(first);
+    let cells = page::cells(measured, criteria, mb, ml);
+    let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| page::bw_scale(criteria, mb)).flatten();
+    let lat = ml.filter(|_| cells.iter().any(|c| c.lat_us.is_some())).map(|m| heatmap::Scale {
+        reference: m,
+        basis: "the median pair's latency".into(),
+        pass_share: 1.0 / criteria.lat_outlier_factor,
+        higher_is_better: false,
+        unit: "us",
+    });
+    let title = format!("fabcheck mesh: {} endpoints", run.names.len());
+    let page = heatmap::Page {
+        title: &title,
+        verdict: doc.verdict,
+        params: &params,
+        endpoints: &run.names,
+        nodes,
+        cells: &cells,
+        bw,
+        lat,
+        suspects: &doc.suspects,
+    };
+    heatmap::html(&page)
+}
+
+/// The pair records as they come: into the spool (for the JSON), the `--csv` file, and the
+/// count of failed pair records progress reports (per pass, by difference).
+struct Records {
+    spool: spool::Spool,
+    csv: Option<StreamedFile>,
+    bad: usize,
+}
+
+impl Records {
+    fn push(&mut self, record: PairRecord) {
+        self.bad += usize::from(record.verdict != Verdict::Pass);
+        if let Some(csv) = &mut self.csv {
+            csv.write(&csv::rows(&record));
+        }
+        self.spool.push(record);
+    }
+}
+
+/// What every pass's rounds run against: the one round runner for the first pass, the
+/// retests and the zoom-in.
+struct Passes<'a, 'p> {
+    run: &'a MeshConfig,
+    hub: &'a mut Hub,
+    agents: &'a mut Vec<Agent>,
+    records: &'a mut Records,
+    progress: &'a mut (dyn Progress + 'p),
+}
+
+impl Passes<'_, '_> {
+    /// Runs the rounds of one pass, recording each pair (a retest marked `retest`, a zoom-in
+    /// pair `zoom`) and telling progress after each round; returns the pairs' measures.
+    fn run(&mut self, rounds: Vec<Vec<(usize, usize)>>, stage: Stage) -> Result<Vec<PairMeasure>, Failure> {
+        let (total, before) = (rounds.len(), self.records.bad);
+        let mut measures = Vec::new();
+        for (i, round) in rounds.into_iter().enumerate() {
+            for (mut record, measure) in run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest)? {
+                record.zoom = stage == Stage::Zoom;
+                self.records.push(record);
+                measures.push(measure);
+            }
+            self.progress.event(&Event::Round { stage, round: i + 1, rounds: total, bad: self.records.bad - before });
+        }
+        Ok(measures)
+    }
+}
+
+/// Each endpoint's leaf switch, by the host name its agent reported (else the host it was
+/// given as), when a topology is known and it names at least one of them.
+fn leaves(run: &MeshConfig, agents: &[Agent]) -> Option<analysis::Leaves> {
+    let topo = run.topology.as_ref()?;
+    let of: Vec<Option<usize>> = agents
+        .iter()
+        .zip(&run.specs)
+        .map(|(a, spec)| {
+            let given = match &spec.host {
+                HostSpec::Tcp { host, .. } => host.clone(),
+                other => other.to_string().rsplit('@').next().unwrap_or_default().to_string(),
+            };
+            a.host.as_deref().and_then(|h| topo.leaf_of(h)).or_else(|| topo.leaf_of(&given))
+        })
+        .collect();
+    if of.iter().all(Option::is_none) {
+        tracing::warn!("--topology names none of the mesh's hosts: running without it");
+        return None;
+    }
+    let names = (0..topo.leaves()).map(|l| topo.leaf_name(l).to_string()).collect();
+    let uplinks = (0..topo.leaves()).map(|l| topo.uplinks(l).to_vec()).collect();
+    Some(analysis::Leaves { of, names, uplinks })
+}
+
+/// A mesh holds about three descriptors per child agent (ssh or local: its pipes) and one
+/// per socket: the open-files limit is raised to fit, or the run refused up front.
+fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
+    let children = specs.iter().filter(|s| !matches!(s.host, HostSpec::Tcp { .. })).count() as u64;
+    let need = children * 3 + (specs.len() as u64 - children) + 64;
+    let limit = crate::sys::io::raise_open_files(need);
+    if limit < need {
+        return Err(Failure::new(
+            format!("a mesh of {} endpoints needs about {need} open files; this process may open {limit}", specs.len()),
+            "raise the hard limit (`ulimit -Hn`, limits.conf or the service's LimitNOFILE), or run `fabcheck serve` on the nodes and mesh tcp:// endpoints",
+        ));
+    }
+    Ok(())
+}
+
+/// Reaches the agents of `which`, `fanout` handshakes at a time, each saying hello and
+/// sending its inventory. An endpoint that cannot be reached is recorded, not fatal: its
+/// pairs fail.
+fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
+    let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
+    let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
+    let tokens: Vec<Option<String>> = which.iter().map(|&i| token_for(&run.specs[i].host, &run.launch.token)).collect();
+    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &tokens, true, run.fanout)?) {
+        let agent = &mut agents[i];
+        agent.second_chance = false;
+        match reach.failure {
+            Some(f) => agent.error = Some(f.cause),
+            None => {
+                agent.reached = true;
+                agent.error = None;
+                agent.host = Some(reach.host.clone()).filter(|h| !h.is_empty());
+                if let Some(inventory) = &reach.inventory {
+                    read_inventory(agent, &run.specs[i], inventory);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The settings compared across endpoints (drift), and the rate pairs are judged against.
+fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory) {
+    let port = inventory
+        .ports()
+        .filter(|(d, _)| spec.device.as_deref().is_none_or(|want| d.name == want))
+        .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
+        .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
+    if let Some((d, p)) = port {
+        agent.soft = crate::probe::catype::CaKind::of(&d.ca_type).is_software();
+        // What this endpoint can carry: its link's rate, or its PCIe link's if smaller.
+        let pcie = d.pci.as_ref().and_then(|pci| pci.usable_gbps);
+        agent.rate_gbps = p.rate_gbps.map(|r| crate::probe::capacity::capacity(r, pcie).gbps);
+        agent.settings = vec![
+            ("ca_type".into(), d.ca_type.clone()),
+            ("fw_ver".into(), d.fw_ver.clone()),
+            ("link_layer".into(), p.link_layer.to_string()),
+            ("active_mtu".into(), p.active_mtu.map_or("?".into(), |m| m.to_string())),
+            ("rate_gbps".into(), p.rate_gbps.map_or("?".into(), gbps)),
+        ];
+    }
+}
+
+/// The rate every pair should reach: the slowest endpoint's, unless any is Soft-RoCE (whose
+/// rate is synthesized) or unknown; then pairs are compared with the cluster's median.
+fn expected_rate(agents: &[Agent]) -> Option<f64> {
+    let live: Vec<&Agent> = agents.iter().filter(|a| a.error.is_none()).collect();
+    if live.is_empty() || live.iter().any(|a| a.soft || a.rate_gbps.is_none()) {
+        return None;
+    }
+    live.iter().filter_map(|a| a.rate_gbps).reduce(f64::min)
+}
+
+/// Runs one round: every pair at once, each its own test sequence on the one hub.
+fn run_round(
+    run: &MeshConfig,
+    hub: &mut Hub,
+    agents: &mut [Agent],
+    round: &[(usize, usize)],
+    retest: bool,
+) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+    // Agents whose channel an earlier pair discarded are reached again (a restarted node may
+    // come back).
+    let mut again: Vec<usize> =
+        round.iter().flat_map(|&(a, b)| [a, b]).filter(|&i| !agents[i].reached && (agents[i].error.is_none() || agents[i].second_chance)).collect();
+    again.sort_unstable();
+    again.dedup();
+    if !again.is_empty() {
+        reach(run, hub, agents, again)?;
+    }
+    let mut out = Vec::new();
+    let mut jobs = Vec::new();
+    let mut pairs = Vec::new();
+    for &(a, b) in round {
+        if agents[a].reached && agents[b].reached {
+            let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None, run.conditions));
+            let labels = [run.names[a].clone(), run.names[b].clone()];
+            let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
+            jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
+            pairs.push((a, b));
+        } else {
+            // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
+            let why = [a, b]
+                .iter()
+                .filter_map(|&i| {
+                    agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) })
+                })
+                .collect::<Vec<_>>()
+                .join("; ");
+            let record = PairRecord {
+                a: run.names[a].clone(),
+                b: run.names[b].clone(),
+                verdict: Verdict::Fail,
+                results: Vec::new(),
+                error: Some(why),
+                retest,
+                zoom: false,
+            };
+            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
+        }
+    }
+    drive(hub, &mut jobs, usize::MAX)?;
+    for ((a, b), job) in pairs.into_iter().zip(jobs) {
+        let done = job.conversation;
+        for (i, discarded) in [a, b].into_iter().zip(done.discarded) {
+            if discarded {
+                agents[i].reached = false;
+            }
+        }
+        out.push(record(run, a, b, done, retest));
+    }
+    Ok(out)
+}
+
+/// A finished pair's record and headline figures.
+fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
+    let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
+    let error = done.could_not_run.map(|f| format!("{} ({})", f.cause, f.remedy));
+    let results = done.results;
+    let verdict = match (&sides, &error) {
+        (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
+        _ => Verdict::Fail,
+    };
+    let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
+    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false }, measure)
+}
+
+/// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
+/// the first latency test's p50.
+fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
+    let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
+    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
+    let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
+    PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
+}

@@ -1,0 +1,148 @@
+//! `mesh`'s human view (pure): the bandwidth matrix up to [`MATRIX_MAX`] endpoints, above it
+//! per-endpoint summaries and the worst pairs; then the unreachable endpoints, the suspects and
+//! the verdict line.
+
+use super::analysis::{self, Criteria, PairMeasure};
+use super::doc::MeshDoc;
+use super::MATRIX_MAX;
+use crate::diagnose::Verdict;
+use std::collections::HashMap;
+
+/// Lines of per-endpoint summaries and of worst pairs in the human output of a large mesh.
+const SUMMARY_LINES: usize = 20;
+
+/// Pair records by pass.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    pub first: usize,
+    pub zoom: usize,
+    pub retest: usize,
+}
+
+fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
+    let mut m = vec![vec![None; n]; n];
+    for meas in measured {
+        m[meas.a][meas.b] = meas.bw_gbps;
+        m[meas.b][meas.a] = meas.bw_gbps;
+    }
+    m
+}
+
+/// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
+/// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
+/// then retests (a later measure of a pair stands for it).
+pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria, quiet: bool) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    if quiet {
+        // Only problems and the verdict.
+    } else if doc.endpoints.len() <= MATRIX_MAX {
+        matrix_text(&mut out, doc, &bw_matrix(doc.endpoints.len(), measured));
+    } else {
+        summary_text(&mut out, doc, measured, c);
+    }
+    for u in &doc.unreachable {
+        let _ = writeln!(out, "\nUNREACHABLE {}: {}", u.endpoint, u.error);
+    }
+    if !doc.suspects.is_empty() {
+        let _ = writeln!(out);
+    }
+    for s in &doc.suspects {
+        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
+    }
+    let (retests, zoomed) = (counts.retest, counts.zoom);
+    let pattern = match &doc.pattern {
+        Some(p) if p.name != "all-pairs" || doc.endpoints.len() > MATRIX_MAX => {
+            format!(" ({}, {} rounds{})", p.name, p.rounds, p.seed.map(|s| format!(", --seed {s}")).unwrap_or_default())
+        }
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "\n{}: {} endpoints, {} pairs{pattern}{}{}",
+        if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
+        doc.endpoints.len(),
+        counts.first,
+        if zoomed > 0 { format!(", {zoomed} zoom-in") } else { String::new() },
+        if retests > 0 { format!(", {retests} re-tested") } else { String::new() }
+    );
+    out
+}
+
+fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
+    use std::fmt::Write;
+    let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
+    let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
+    let _ = write!(out, "{:width$}", "");
+    for j in 0..doc.endpoints.len() {
+        let _ = write!(out, " {:>8}", format!("[{j}]"));
+    }
+    let _ = writeln!(out);
+    for (i, name) in doc.endpoints.iter().enumerate() {
+        let _ = write!(out, "{name:width$}");
+        for (j, cell) in matrix[i].iter().enumerate() {
+            let text = if i == j { "-".to_string() } else { cell.map_or("fail".into(), |v| format!("{v:.3}")) };
+            let _ = write!(out, " {text:>8}");
+        }
+        let _ = writeln!(out, "  [{i}]");
+    }
+}
+
+/// Per-endpoint summaries (the endpoints with the most bad pairs) and the worst pairs.
+fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) {
+    use std::fmt::Write;
+    let n = doc.endpoints.len();
+    let (mb, ml) = analysis::medians(measured);
+    let mut latest: HashMap<(usize, usize), &PairMeasure> = HashMap::with_capacity(measured.len());
+    for m in measured {
+        latest.insert((m.a.min(m.b), m.a.max(m.b)), m);
+    }
+    // Per endpoint: pairs, bad pairs, slowest bandwidth.
+    let mut per = vec![(0usize, 0usize, f64::INFINITY); n];
+    let mut worst: Vec<&PairMeasure> = Vec::new();
+    for m in latest.values() {
+        let bad = analysis::is_bad(m, c, mb, ml);
+        for e in [m.a, m.b] {
+            if let Some(p) = per.get_mut(e) {
+                p.0 += 1;
+                p.1 += usize::from(bad);
+                p.2 = p.2.min(m.bw_gbps.unwrap_or(f64::INFINITY));
+            }
+        }
+        if bad {
+            worst.push(m);
+        }
+    }
+    let clean = per.iter().filter(|p| p.0 > 0 && p.1 == 0).count();
+    let _ = writeln!(
+        out,
+        "{n} endpoints: {clean} with every pair good; median {} Gb/s, {} us",
+        mb.map_or("-".into(), |v| format!("{v:.1}")),
+        ml.map_or("-".into(), |v| format!("{v:.2}"))
+    );
+    let mut order: Vec<usize> = (0..n).filter(|&e| per[e].1 > 0).collect();
+    order.sort_by(|&x, &y| per[y].1.cmp(&per[x].1).then(per[x].2.total_cmp(&per[y].2)).then(x.cmp(&y)));
+    if !order.is_empty() {
+        let _ = writeln!(out, "\nendpoints with bad pairs ({}, worst {} shown; --json has all):", order.len(), order.len().min(SUMMARY_LINES));
+    }
+    let width = order.iter().take(SUMMARY_LINES).map(|&e| doc.endpoints[e].len()).max().unwrap_or(4);
+    for &e in order.iter().take(SUMMARY_LINES) {
+        let (pairs, bad, slowest) = per[e];
+        let slowest = if slowest.is_finite() { format!("{slowest:.1} Gb/s") } else { "-".into() };
+        let _ = writeln!(out, "  {:width$}  {bad:>4} of {pairs:>4} pairs bad, slowest {slowest}", doc.endpoints[e]);
+    }
+    worst.sort_by(|x, y| {
+        y.failed.cmp(&x.failed).then(x.bw_gbps.unwrap_or(0.0).total_cmp(&y.bw_gbps.unwrap_or(0.0))).then((x.a, x.b).cmp(&(y.a, y.b)))
+    });
+    if !worst.is_empty() {
+        let _ = writeln!(out, "\nworst pairs ({} bad, {} shown):", worst.len(), worst.len().min(SUMMARY_LINES));
+    }
+    for m in worst.iter().take(SUMMARY_LINES) {
+        let what = if m.failed {
+            "failed".to_string()
+        } else {
+            format!("{} Gb/s, {} us", m.bw_gbps.map_or("-".into(), |v| format!("{v:.1}")), m.lat_us.map_or("-".into(), |v| format!("{v:.2}")))
+        };
+        let _ = writeln!(out, "  {}<->{}  {what}", doc.endpoints[m.a], doc.endpoints[m.b]);
+    }
+}

@@ -1,0 +1,382 @@
+//! Writing a file fabcheck was asked to write (`--output`, `--csv`, `--svg`, `--html`, `manpage
+//! --dir`) so that a reader never sees half of it, and so that the path cannot be turned against
+//! a privileged run (docs/reliability.md, "Files fabcheck writes").
+//!
+//! A regular file (or a name not there yet) is written to a temporary file beside it and renamed
+//! over it: node_exporter's textfile collector and a CI job see the old content or the new, never
+//! a mix. The temporary file is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) with
+//! a short random name, so a symlink or file planted at a guessed name is never followed or
+//! adopted, and a target name near NAME_MAX still fits. Its mode becomes the target's (an
+//! existing file keeps its mode; a new one gets 0666 less the umask) before the rename; the data
+//! and then the directory are synced.
+//!
+//! What is never renamed over: a character device (`/dev/null`, a terminal), a FIFO, or
+//! `/dev/stdout`-like paths: they are written directly, as a shell redirection would. A
+//! symbolic link to a regular file (or a dangling one) is refused: following it would let
+//! whoever planted it choose which file a root run replaces, and replacing the link itself
+//! would silently break whoever made it. A block device, a directory or a socket is refused.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Why a file could not be written, naming the path at fault (the target, or the temporary file
+/// or directory beside it) and what was being done.
+#[derive(Debug)]
+pub struct WriteError {
+    /// The path the error is about (not always the target: a temporary file, its directory).
+    pub path: PathBuf,
+    /// What was being done, in words (`create a temporary file in`, `write`, ...).
+    pub doing: &'static str,
+    pub source: io::Error,
+}
+
+impl std::fmt::Display for WriteError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "cannot {} {}: {}", self.doing, self.path.display(), self.source)
+    }
+}
+
+impl std::error::Error for WriteError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.source)
+    }
+}
+
+impl WriteError {
+    fn new(path: &Path, doing: &'static str, source: io::Error) -> WriteError {
+        WriteError { path: path.to_path_buf(), doing, source }
+    }
+}
+
+/// A file being written: a temporary file to rename into place on [`AtomicFile::commit`], or a
+/// device or FIFO written directly. Dropped without `commit`, the temporary file is removed.
+pub struct AtomicFile {
+    target: PathBuf,
+    out: io::BufWriter<File>,
+    /// The temporary file and the mode the result gets; `None` when written directly.
+    staged: Option<(PathBuf, u32)>,
+    committed: bool,
+}
+
+/// How a target path is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Temporary file and rename; the mode the result gets.
+    Replace(u32),
+    /// Opened and written in place (a character device, a FIFO, `/dev/stdout`).
+    Direct,
+}
+
+/// Whether `path` could be written as [`AtomicFile`] would (its kind, and for a regular file a
+/// directory to put the temporary file in), without creating anything: a run that takes an
+/// hour says at once that its `--output` is a symlink or in a missing directory. The write
+/// itself checks again.
+pub fn precheck(path: &Path) -> Result<(), WriteError> {
+    if let Kind::Replace(_) = kind(path)? {
+        let dir = directory_of(path);
+        match std::fs::metadata(&dir) {
+            Ok(m) if m.is_dir() => {}
+            Ok(_) => return Err(WriteError::new(&dir, "create a temporary file in", io::Error::other("it is not a directory"))),
+            Err(e) => return Err(WriteError::new(&dir, "create a temporary file in", e)),
+        }
+    }
+    Ok(())
+}
+
+/// Writes `bytes` to `path` as [`AtomicFile`] does.
+pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let mut file = AtomicFile::create(path)?;
+    file.write_all(bytes).map_err(|e| WriteError::new(path, "write", e))?;
+    file.commit()
+}
+
+impl AtomicFile {
+    /// Opens `path` for writing: decides how (see the module's doc), and creates the temporary
+    /// file or opens the device.
+    pub fn create(path: &Path) -> Result<AtomicFile, WriteError> {
+        match kind(path)? {
+            Kind::Direct => {
+                let file = OpenOptions::new().write(true).open(path).map_err(|e| WriteError::new(path, "open", e))?;
+                Ok(AtomicFile { target: path.to_path_buf(), out: io::BufWriter::with_capacity(1 << 16, file), staged: None, committed: false })
+            }
+            Kind::Replace(mode) => {
+                let dir = directory_of(path);
+                let (tmp, file) = create_temp(&dir)?;
+                Ok(AtomicFile {
+                    target: path.to_path_buf(),
+                    out: io::BufWriter::with_capacity(1 << 16, file),
+                    staged: Some((tmp, mode)),
+                    committed: false,
+                })
+            }
+        }
+    }
+
+    /// The path asked for.
+    pub fn target(&self) -> &Path {
+        &self.target
+    }
+
+    /// Flushes, and for a regular file: sets the mode, syncs, renames the temporary file over the
+    /// target and syncs the directory.
+    pub fn commit(mut self) -> Result<(), WriteError> {
+        let target = self.target.clone();
+        self.out.flush().map_err(|e| WriteError::new(&target, "write", e))?;
+        let Some((tmp, mode)) = self.staged.clone() else {
+            self.committed = true;
+            return Ok(());
+        };
+        let file = self.out.get_ref();
+        file.set_permissions(std::fs::Permissions::from_mode(mode)).map_err(|e| WriteError::new(&tmp, "set the mode of", e))?;
+        file.sync_all().map_err(|e| WriteError::new(&tmp, "sync", e))?;
+        std::fs::rename(&tmp, &target).map_err(|e| WriteError::new(&target, "rename the temporary file over", e))?;
+        self.committed = true;
+        // The rename is durable once the directory is: a crash after this keeps the new file.
+        let dir = directory_of(&target);
+        File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| WriteError::new(&dir, "sync the directory", e))
+    }
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.out.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.out.flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if let (false, Some((tmp, _))) = (self.committed, &self.staged) {
+            let _ = std::fs::remove_file(tmp);
+        }
+    }
+}
+
+/// The directory a path's file lives in (`.` for a bare name).
+fn directory_of(path: &Path) -> PathBuf {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf()
+}
+
+/// Paths that name one of this process's open descriptors: always written directly.
+fn is_descriptor_path(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    matches!(text.as_ref(), "/dev/stdout" | "/dev/stderr") || text.starts_with("/dev/fd/") || text.starts_with("/proc/self/fd/")
+}
+
+/// How `path` is to be written, from what is there now (not following a final symlink, then
+/// following it to say what it points at).
+fn kind(path: &Path) -> Result<Kind, WriteError> {
+    if is_descriptor_path(path) {
+        return Ok(Kind::Direct);
+    }
+    let here = match std::fs::symlink_metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Kind::Replace(0o666 & !umask())),
+        Err(e) => return Err(WriteError::new(path, "inspect", e)),
+    };
+    let ft = here.file_type();
+    if ft.is_file() {
+        return Ok(Kind::Replace(here.permissions().mode() & 0o7777));
+    }
+    if ft.is_char_device() || ft.is_fifo() {
+        return Ok(Kind::Direct);
+    }
+    if ft.is_symlink() {
+        // A link to a device or a FIFO is written through, as `>` would; to anything else it is
+        // refused (see the module's doc).
+        let pointed = std::fs::metadata(path).ok().map(|m| m.file_type());
+        if pointed.is_some_and(|t| t.is_char_device() || t.is_fifo()) {
+            return Ok(Kind::Direct);
+        }
+        let to = std::fs::read_link(path).map(|p| p.display().to_string()).unwrap_or_else(|_| "?".into());
+        return Err(WriteError::new(
+            path,
+            "replace",
+            io::Error::other(format!("it is a symbolic link (to {to}); give the file's own path, fabcheck does not write through links")),
+        ));
+    }
+    let what = if ft.is_dir() {
+        "a directory"
+    } else if ft.is_block_device() {
+        "a block device"
+    } else {
+        "not a regular file"
+    };
+    Err(WriteError::new(path, "write", io::Error::other(format!("it is {what}"))))
+}
+
+/// The process's umask (from /proc/self/status; 022 where that is not readable), for the mode a
+/// new file gets. Read, not set: setting it to read it would race with other threads.
+fn umask() -> u32 {
+    crate::sys::fs::read_text(Path::new("/proc/self/status"), crate::sys::fs::SYSFS_CAP)
+        .ok()
+        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
+        .unwrap_or(0o022)
+}
+
+/// A fresh temporary file in `dir`: created exclusively, not following links, mode 0600, named
+/// `.fabcheck-XXXXXXXXXXXX.tmp` (short, whatever the target's name).
+fn create_temp(dir: &Path) -> Result<(PathBuf, File), WriteError> {
+    let mut last = None;
+    for attempt in 0..16u32 {
+        let path = dir.join(temp_name(attempt));
+        match create_exclusive(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(WriteError::new(dir, "create a temporary file in", e)),
+        }
+    }
+    Err(WriteError::new(dir, "create a temporary file in", last.unwrap_or_else(|| io::Error::other("every name tried was taken"))))
+}
+
+/// Creates `path` as a new file: never an existing one, never through a symlink.
+fn create_exclusive(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+}
+
+/// A name no one can guess ahead: the process id, the time and a counter, through the
+/// standard library's randomly keyed hasher.
+fn temp_name(attempt: u32) -> OsString {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u32(std::process::id());
+    h.write_u32(attempt);
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+    format!(".fabcheck-{:012x}.tmp", h.finish() & 0xffff_ffff_ffff).into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn scratch(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("fabcheck-atomic-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn replaces_a_regular_file_and_leaves_no_temporary_file() {
+        let dir = scratch("replace");
+        let path = dir.join("fabcheck.prom");
+        write(&path, b"one\n").unwrap();
+        write(&path, b"two\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "two\n");
+        assert_eq!(entries(&dir), ["fabcheck.prom"]);
+        assert!(precheck(&dir.join("missing/x")).unwrap_err().to_string().contains("missing"));
+        assert!(precheck(&path).is_ok() && precheck(&dir.join("new")).is_ok());
+        let err = write(&dir.join("missing/x"), b"x").unwrap_err();
+        assert!(err.to_string().contains("temporary file in") && err.to_string().contains("missing"), "{err}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_planted_symlink_at_the_old_temporary_name_is_not_followed() {
+        // 0.2 wrote `.NAME.PID.tmp` with create+truncate: a symlink planted there made the run
+        // overwrite whatever it pointed at.
+        let dir = scratch("planted");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        symlink(&victim, dir.join(format!(".out.json.{}.tmp", std::process::id()))).unwrap();
+        write(&dir.join("out.json"), b"result\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        assert_eq!(std::fs::read_to_string(dir.join("out.json")).unwrap(), "result\n");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn the_temporary_file_is_created_exclusively_without_following_links() {
+        let dir = scratch("exclusive");
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "precious\n").unwrap();
+        let planted = dir.join(".fabcheck-planted.tmp");
+        symlink(&victim, &planted).unwrap();
+        assert!(create_exclusive(&planted).is_err(), "a symlink at the name is refused, not followed");
+        std::fs::write(dir.join(".fabcheck-file.tmp"), "theirs").unwrap();
+        assert_eq!(create_exclusive(&dir.join(".fabcheck-file.tmp")).unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
+        let (tmp, f) = create_temp(&dir).unwrap();
+        assert_eq!(f.metadata().unwrap().permissions().mode() & 0o777, 0o600, "0600 while written");
+        assert!(tmp.file_name().unwrap().len() < 32);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_existing_file_keeps_its_mode_and_a_new_one_gets_the_umask_default() {
+        let dir = scratch("mode");
+        let kept = dir.join("secret.json");
+        std::fs::write(&kept, "old").unwrap();
+        std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+        write(&kept, b"new").unwrap();
+        assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o7777, 0o600);
+        let fresh = dir.join("fresh.json");
+        write(&fresh, b"new").unwrap();
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777, 0o666 & !umask());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_target_name_near_name_max_is_written() {
+        let dir = scratch("long");
+        let path = dir.join(format!("{}.prom", "n".repeat(250)));
+        write(&path, b"long\n").unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "long\n");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_fifo_is_written_directly_and_stays_a_fifo() {
+        let dir = scratch("fifo");
+        let fifo = dir.join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        // A reader open first, without blocking: the write never waits, and a writer that
+        // replaced the FIFO would leave it empty rather than hang the test.
+        let mut reader = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        write(&fifo, b"through the pipe\n").unwrap();
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "not replaced by a regular file");
+        let mut text = String::new();
+        let _ = io::Read::read_to_string(&mut reader, &mut text);
+        assert_eq!(text, "through the pipe\n");
+        assert_eq!(entries(&dir), ["pipe"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_symlink_to_a_file_is_refused_and_left_alone() {
+        let dir = scratch("link");
+        let real = dir.join("real.json");
+        std::fs::write(&real, "old").unwrap();
+        let link = dir.join("link.json");
+        symlink(&real, &link).unwrap();
+        let err = write(&link, b"new").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read_to_string(&real).unwrap(), "old");
+        assert!(write(&dir, b"x").unwrap_err().to_string().contains("directory"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_abandoned_file_leaves_nothing_behind() {
+        let dir = scratch("abandon");
+        let mut f = AtomicFile::create(&dir.join("big.csv")).unwrap();
+        f.write_all(b"a,b\n").unwrap();
+        drop(f);
+        assert!(entries(&dir).is_empty());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
