@@ -3,10 +3,17 @@
 pub mod capacity;
 pub mod catype;
 pub mod decode;
+pub mod ethtool_stats;
+pub mod fec;
 pub mod host;
 pub mod live;
 pub mod model;
+pub mod module;
+pub mod module_hex;
+pub mod partner;
+pub mod phy;
 pub mod sysfs;
+pub mod tool;
 
 pub use model::{Device, Gid, Inventory, NetdevState, Port};
 

@@ -213,24 +213,56 @@ impl SysfsRoot {
             rate_source: None,
             query_port: None,
             sm_state: None,
+            partner: None,
+            phy: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
+        // Live, `probe::live` reads the physical layer once (and only for `check`/`devices`).
+        if !self.is_live() {
+            super::phy::complete(self, &mut port);
+        }
         port
     }
 
     /// The fastest link mode `ethtool IFACE` lists as supported: run live, or read from a
     /// bundle's `ethtool/IFACE.txt` (tests/fixtures/capture-sysfs.sh saves it).
     pub fn ethtool_supported_mbps(&self, netdev: &str) -> Option<u32> {
+        super::capacity::ethtool_max_supported_mbps(&self.ethtool_report(netdev)?)
+    }
+
+    /// The `ethtool IFACE` report: run live (once per process), or a bundle's `ethtool/IFACE.txt`.
+    pub fn ethtool_report(&self, netdev: &str) -> Option<String> {
         if !crate::spec::valid_device_name(netdev) {
             return None;
         }
-        let report = if self.root == Path::new("/sys") {
-            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))?
+        if self.is_live() {
+            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))
         } else {
-            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))?
-        };
-        super::capacity::ethtool_max_supported_mbps(&report)
+            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
+        }
+    }
+
+    /// Whether this is the live `/sys` (tool reports come from running the tool).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/sys")
+    }
+
+    /// A bundle's saved tool report `ethtool/FILE` (`ens2np0.stats.txt`), through the bounded
+    /// reader (at most [`super::phy::REPORT_CAP`] bytes); `None` when absent, and noted when
+    /// present but unreadable. `file` is built from a validated netdev name.
+    pub fn bundle_report(&self, file: &str) -> Option<String> {
+        if file.contains('/') || file.starts_with('.') {
+            return None;
+        }
+        match read_text(&self.root.join("ethtool").join(file), super::phy::REPORT_CAP) {
+            Ok(text) => Some(text),
+            Err(e) if e.is_no_value() => None,
+            Err(e) => {
+                self.note(e);
+                None
+            }
+        }
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
