@@ -4,6 +4,7 @@
 pub mod expect;
 pub mod gpu_rules;
 mod node_rules;
+mod phy_rules;
 mod port_rules;
 mod stack_rules;
 
@@ -129,6 +130,7 @@ pub fn run(input: &Input<'_>) -> Report {
             continue;
         }
         port_rules::run(device, port, input.expect, &mut sheet);
+        phy_rules::run(port, &format!("{}/{}", device.name, port.port), &mut sheet);
     }
     let mut findings = sheet.findings;
     findings.sort_by_key(|f| f.severity);

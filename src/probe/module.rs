@@ -142,7 +142,8 @@ pub fn parse_module_text(report: &str) -> Option<Module> {
             "transmitter technology" | "media interface technology" => {
                 m.media = Some(if value.to_ascii_lowercase().contains("copper") { Media::Copper } else { Media::Optical });
             }
-            "module temperature" => m.temperature_c = leading_number(value),
+            // ethtool prints 0.00 for a module without a monitor (the bytes read 0): not a reading.
+            "module temperature" => m.temperature_c = leading_number(value).filter(|&t| t != 0.0),
             _ => {}
         }
         if lower.contains("threshold") {

@@ -1,0 +1,344 @@
+//! The physical layer of a port: `phy.fec` (the FEC the lane rate needs, codewords it could not
+//! correct), `phy.ber` (pre- and post-FEC bit errors, and a lane that carries most of them) and
+//! `phy.module` (the transceiver: alarms it raises, a lane near dark, over temperature).
+//!
+//! Thresholds and their sources are in docs/checks.md ("The physical layer"). Counters read
+//! without a soak window are lifetime figures (since the driver loaded or they were cleared):
+//! they are said as such, and an old total is never an error on its own.
+
+use super::{Severity, Sheet};
+use crate::probe::decode::PhysState;
+use crate::probe::fec::FecMode;
+use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
+use crate::probe::phy::Phy;
+use crate::probe::Port;
+
+/// Lane rate (Gb/s) from which lanes are PAM4 and RS(544,514) is required: IEEE 802.3 clauses
+/// 134 (50GBASE-R), 137 (100GBASE-KR2/CR2), 120/138 (200G/400G): every 50G-and-faster lane.
+pub const PAM4_LANE_GBPS: f64 = 40.0;
+/// Pre-FEC BER above which RS(544,514) can no longer bring a link to its 1e-13 frame-error
+/// target (IEEE 802.3bs/cd: the KP4 FEC is specified for a 2.4e-4 input BER).
+pub const RAW_BER_LIMIT_KP4: f64 = 2.4e-4;
+/// The same for RS(528,514) on 25G NRZ lanes (IEEE 802.3by: 5e-5, the "worst BER of 5x10^-5"
+/// SFF-8024 names for cables that need RS-FEC).
+pub const RAW_BER_LIMIT_KR4: f64 = 5e-5;
+/// A warning from a tenth of the limit: less than a decade of margin left.
+pub const RAW_BER_MARGIN: f64 = 0.1;
+/// Post-FEC BER objective of Ethernet and InfiniBand links (IEEE 802.3 BER objective, IBTA
+/// vol. 2 "effective BER"; ibdiagnet's default --ber_thresh): 1e-12.
+pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
+/// A lane with more than this share of the port's corrected errors is named.
+pub const LANE_SHARE: f64 = 0.5;
+/// Below this many errors in all, a lane's share is noise, not a pattern.
+pub const LANE_MIN_ERRORS: u64 = 1000;
+/// Rx power below this (dBm) is a lane near dark: below every 100G/200G/400G receiver's
+/// sensitivity (IEEE 802.3 cl. 95, 138, 124: -10.3 to -8.4 dBm average power for SR4/DR4/FR4),
+/// and the low-alarm threshold most modules set (-13 to -14 dBm).
+pub const NEAR_DARK_DBM: f64 = -14.0;
+/// Case temperature above which a module is out of its commercial operating range (SFF-8636 /
+/// CMIS modules, and every ConnectX-qualified module's datasheet: 0-70 °C).
+pub const MODULE_HOT_C: f64 = 70.0;
+
+pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
+    let Some(phy) = &port.phy else { return };
+    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    // The module speaks whether the link is up or not: a dark lane is why a link is down.
+    module(phy, netdev, s, sheet);
+    if port.phys_state != PhysState::LinkUp {
+        for id in ["phy.fec", "phy.ber"] {
+            sheet.skip(id, s, format!("physical link is {}", port.phys_state));
+        }
+        return;
+    }
+    fec(phy, netdev, s, sheet);
+    ber(phy, netdev, s, sheet);
+}
+
+/// Says when the counters are lifetime figures.
+fn lifetime() -> &'static str {
+    "a lifetime figure, since the driver loaded or the counters were last cleared; `check --soak 10m` judges the rate"
+}
+
+fn fec(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let mode = phy.fec;
+    let uncorrectable = phy.fec_uncorrectable_blocks;
+    if mode.is_none() && uncorrectable.is_none() {
+        sheet.skip("phy.fec", s, "FEC mode not readable (`ethtool --show-fec`)");
+        return;
+    }
+    let mut observed = mode.map_or("FEC ?".to_string(), |m| format!("FEC {m}"));
+    if let Some(lane) = phy.lane_gbps {
+        observed.push_str(&format!(" at {} Gb/s a lane", crate::units::rate(lane)));
+    }
+    if let (Some(c), Some(u)) = (phy.fec_corrected_blocks, uncorrectable) {
+        observed.push_str(&format!(", {c} corrected / {u} uncorrectable codewords"));
+    }
+    let pam4 = phy.lane_gbps.is_some_and(|g| g >= PAM4_LANE_GBPS);
+    let remedy_mode = format!(
+        "set RS-FEC on both ends: `ethtool --set-fec {netdev} encoding rs` and the switch port's FEC to RS (auto \
+         negotiation of FEC is often off at 200/400G, so both ends must be set alike)"
+    );
+    match mode {
+        Some(FecMode::Off | FecMode::BaseR) if pam4 => {
+            sheet.fail(
+                "phy.fec",
+                s,
+                observed,
+                Some("RS-544".into()),
+                Severity::Error,
+                format!(
+                    "FEC is {} on PAM4 lanes of {} Gb/s: RS(544,514) is required on every lane of 50G and up",
+                    mode.map_or("?".into(), |m| m.to_string()),
+                    crate::units::rate(phy.lane_gbps.unwrap_or(0.0))
+                ),
+                remedy_mode,
+            );
+            return;
+        }
+        Some(FecMode::Off) => sheet.note(
+            "phy.fec",
+            s,
+            Severity::Info,
+            "FEC is off: 25G NRZ lanes on short copper (CA-N, up to 3 m) may legitimately run without it; optics and longer \
+             cables need RS-528",
+            remedy_mode.clone(),
+        ),
+        _ => {}
+    }
+    match uncorrectable {
+        Some(u) if u > 0 => sheet.fail(
+            "phy.fec",
+            s,
+            observed,
+            None,
+            Severity::Warning,
+            format!("{u} FEC codewords could not be corrected (frames lost to bit errors): {}", lifetime()),
+            "bit errors beyond what the FEC corrects: clean or replace the cable/optic at both ends, and see phy.ber and \
+             phy.module for the lane",
+        ),
+        _ => sheet.pass("phy.fec", s, observed, None),
+    }
+}
+
+fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let mut problems: Vec<(Severity, String)> = Vec::new();
+    let limit = match phy.fec {
+        Some(FecMode::Rs544) => Some(RAW_BER_LIMIT_KP4),
+        Some(FecMode::Rs528 | FecMode::Rs | FecMode::Llrs) => Some(RAW_BER_LIMIT_KR4),
+        _ => None,
+    };
+    let mut observed: Vec<String> = Vec::new();
+    if let Some(raw) = phy.ber_raw {
+        observed.push(format!("raw BER {raw:.1e}"));
+        if let Some(limit) = limit {
+            if raw > limit {
+                problems.push((Severity::Error, format!("pre-FEC BER {raw:.1e} is above what {} corrects ({limit:.1e})", phy.fec.map_or("the FEC".into(), |m| m.to_string()))));
+            } else if raw > limit * RAW_BER_MARGIN {
+                problems.push((Severity::Warning, format!("pre-FEC BER {raw:.1e} leaves less than a decade of margin below the FEC limit {limit:.1e}")));
+            }
+        }
+    }
+    if let Some(eff) = phy.ber_effective {
+        observed.push(format!("effective BER {eff:.1e}"));
+        if eff > EFFECTIVE_BER_LIMIT {
+            problems.push((Severity::Error, format!("post-FEC (effective) BER {eff:.1e} is above the {EFFECTIVE_BER_LIMIT:.0e} objective")));
+        }
+    }
+    if let Some(sym) = phy.symbol_errors {
+        observed.push(format!("{sym} symbol errors"));
+        if sym > 0 && phy.ber_effective.is_none() {
+            problems.push((Severity::Warning, format!("{sym} symbol errors the FEC could not correct ({})", lifetime())));
+        }
+    }
+    if let Some(bits) = phy.corrected_bits {
+        observed.push(format!("{bits} corrected bits"));
+    }
+    if observed.is_empty() {
+        sheet.skip("phy.ber", s, "no bit-error counters readable (`ethtool -S`)");
+        return;
+    }
+    if phy.ber_raw.is_none() && phy.ber_effective.is_none() {
+        observed.push("lifetime".into());
+    }
+    let lane = busiest_lane(&phy.lane_errors);
+    let observed = observed.join(", ");
+    let worst = problems.iter().map(|p| p.0).min();
+    match worst {
+        Some(severity) => {
+            let mut message = problems.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; ");
+            if let Some((lane, share)) = lane {
+                message.push_str(&format!("; lane {lane} carries {:.0}% of the corrected errors", share * 100.0));
+            }
+            let remedy = match lane {
+                Some((lane, _)) => format!(
+                    "lane {lane} is the weak one: clean the connector (a dirty fiber end face hits one lane), reseat, then swap \
+                     the cable/optic to see whether the errors follow it; `ethtool -S {netdev} | grep _phy` shows the lanes"
+                ),
+                None => format!(
+                    "a marginal cable, optic or connector: clean and reseat both ends, then replace the cable/optic; `ethtool -S \
+                     {netdev} | grep _phy` and `mlxlink -d <pci> -c` show the counters"
+                ),
+            };
+            sheet.fail("phy.ber", s, observed, None, severity, message, remedy);
+        }
+        None => {
+            if let Some((lane, share)) = lane {
+                sheet.note(
+                    "phy.ber",
+                    s,
+                    Severity::Info,
+                    format!("lane {lane} carries {:.0}% of the port's corrected errors (within what the FEC corrects)", share * 100.0),
+                    format!("if errors rise, start with lane {lane}: clean the connector, swap the cable/optic"),
+                );
+            }
+            sheet.pass("phy.ber", s, observed, None);
+        }
+    }
+}
+
+/// The lane with more than [`LANE_SHARE`] of the errors, numbered from 1 as the module's lanes
+/// are (the driver's counters count from 0: lane 3 is `rx_err_lane_2_phy`).
+pub fn busiest_lane(lanes: &[u64]) -> Option<(usize, f64)> {
+    if lanes.len() < 2 {
+        return None;
+    }
+    let total: u64 = lanes.iter().sum();
+    if total < LANE_MIN_ERRORS {
+        return None;
+    }
+    let (lane, &most) = lanes.iter().enumerate().max_by_key(|(_, v)| **v)?;
+    let share = most as f64 / total as f64;
+    (share > LANE_SHARE).then_some((lane + 1, share))
+}
+
+fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let Some(m) = &phy.module else {
+        let why = phy.module_unreadable.clone().unwrap_or_else(|| "no module report (`ethtool -m`)".into());
+        sheet.skip("phy.module", s, why);
+        return;
+    };
+    let name = identity(m);
+    let mut problems: Vec<(Severity, String)> = Vec::new();
+    let mut lanes_named: Vec<(Figure, u8)> = Vec::new();
+    if m.media != Some(Media::Copper) {
+        let judged = judged_lanes(m, phy.lanes);
+        for (i, dbm) in m.rx_power_dbm.iter().flatten().enumerate().take(judged) {
+            let Some(dbm) = dbm else { continue };
+            if *dbm < NEAR_DARK_DBM {
+                let lane = i as u8 + 1;
+                let what = if *dbm <= DARK_DBM { "no light".to_string() } else { format!("{dbm:.2} dBm") };
+                let raised: Vec<String> = m.flags.iter().filter(|f| f.lane == Some(lane)).map(flag_words).collect();
+                let raised = if raised.is_empty() { String::new() } else { format!(" ({} raised by the module)", raised.join(", ")) };
+                problems.push((Severity::Error, format!("lane {lane} Rx power {what}: the lane is near dark{raised}")));
+                lanes_named.push((Figure::RxPower, lane));
+            }
+        }
+    }
+    for f in &m.flags {
+        if f.lane.is_some_and(|l| lanes_named.contains(&(f.figure, l)) || (f.figure == Figure::RxLos && lanes_named.contains(&(Figure::RxPower, l)))) {
+            continue;
+        }
+        let severity = if f.level == FlagLevel::Alarm { Severity::Error } else { Severity::Warning };
+        let place = f.lane.map_or(String::new(), |l| format!("lane {l} "));
+        problems.push((severity, format!("{place}{} raised by the module", flag_words(f))));
+    }
+    if let Some(t) = m.temperature_c {
+        let flagged = m.flags.iter().any(|f| f.figure == Figure::Temperature);
+        if t > MODULE_HOT_C && !flagged {
+            problems.push((Severity::Warning, format!("module at {t:.1} °C, above the {MODULE_HOT_C:.0} °C it is rated for")));
+        }
+    }
+    let observed = observed_module(m, &name);
+    match problems.iter().map(|p| p.0).min() {
+        None => sheet.pass("phy.module", s, observed, None),
+        Some(severity) => {
+            let message = format!("{name}: {}", problems.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; "));
+            sheet.fail(
+                "phy.module",
+                s,
+                observed,
+                None,
+                severity,
+                message,
+                format!(
+                    "a dark or weak lane: clean the fiber end faces at both ends and reseat the module, check the far end's Tx \
+                     on that lane, then replace the cable or optic; over temperature: airflow and the cage; `ethtool -m \
+                     {netdev}` shows every figure"
+                ),
+            );
+        }
+    }
+}
+
+/// `Rx power low alarm`, `temperature high warning`, `Rx loss of signal`.
+fn flag_words(f: &crate::probe::module::ModuleFlag) -> String {
+    if f.figure == Figure::RxLos {
+        return f.figure.words().to_string();
+    }
+    let direction = match f.direction {
+        Some(Direction::High) => " high",
+        Some(Direction::Low) => " low",
+        None => "",
+    };
+    let level = if f.level == FlagLevel::Alarm { "alarm" } else { "warning" };
+    format!("{}{direction} {level}", f.figure.words())
+}
+
+/// How many lanes' Rx power to judge. A CMIS module reports 8 lanes whatever it uses: a 400G
+/// SR4 module reads no light on lanes 5-8, which is not a fault. So: the lanes the link runs
+/// on when known; else every lane but a tail of lanes with no light at all that no flag of
+/// the module names (the module's own flags still speak for any lane).
+fn judged_lanes(m: &Module, link_lanes: Option<u32>) -> usize {
+    let rx = m.rx_power_dbm.as_deref().unwrap_or(&[]);
+    if let Some(n) = link_lanes.filter(|&n| n > 0) {
+        return (n as usize).min(rx.len());
+    }
+    let mut end = rx.len();
+    while end > 1 && rx[end - 1].is_some_and(|d| d <= DARK_DBM) && !m.flags.iter().any(|f| f.lane == Some(end as u8)) {
+        end -= 1;
+    }
+    if rx[..end].iter().all(|d| d.is_none_or(|d| d <= DARK_DBM)) {
+        rx.len()
+    } else {
+        end
+    }
+}
+
+fn identity(m: &Module) -> String {
+    let parts: Vec<&str> = [m.kind.as_deref(), m.vendor.as_deref(), m.part.as_deref()].into_iter().flatten().collect();
+    if parts.is_empty() {
+        "module".into()
+    } else {
+        format!("module {}", parts.join(" "))
+    }
+}
+
+fn observed_module(m: &Module, name: &str) -> String {
+    let mut out = name.to_string();
+    if m.media == Some(Media::Copper) {
+        out.push_str(", copper");
+    }
+    if let Some(t) = m.temperature_c {
+        out.push_str(&format!(", {t:.1} °C"));
+    }
+    if let Some(rx) = &m.rx_power_dbm {
+        let list: Vec<String> = rx.iter().map(|v| v.map_or("?".into(), |d| format!("{d:.1}"))).collect();
+        out.push_str(&format!(", Rx {} dBm", list.join("/")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_with_most_errors_is_named_only_above_the_noise() {
+        assert_eq!(busiest_lane(&[10, 20, 900, 30]), None, "960 errors in all: noise");
+        let (lane, share) = busiest_lane(&[100, 200, 9000, 300]).unwrap();
+        assert_eq!(lane, 3, "numbered from 1, as the module's lanes");
+        assert!(share > 0.9);
+        assert_eq!(busiest_lane(&[3000, 3000, 3000, 3000]), None);
+        assert_eq!(busiest_lane(&[5000]), None, "one lane has every error by definition");
+    }
+}
