@@ -129,7 +129,7 @@ fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
     };
     let mut observed: Vec<String> = Vec::new();
     if let Some(raw) = phy.ber_raw {
-        observed.push(format!("raw BER {raw:.1e}"));
+        observed.push(format!("raw BER {}", ber_text(raw)));
         if let Some(limit) = limit {
             if raw > limit {
                 problems.push((Severity::Error, format!("pre-FEC BER {raw:.1e} is above what {} corrects ({limit:.1e})", phy.fec.map_or("the FEC".into(), |m| m.to_string()))));
@@ -139,7 +139,7 @@ fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
         }
     }
     if let Some(eff) = phy.ber_effective {
-        observed.push(format!("effective BER {eff:.1e}"));
+        observed.push(format!("effective BER {}", ber_text(eff)));
         if eff > EFFECTIVE_BER_LIMIT {
             problems.push((Severity::Error, format!("post-FEC (effective) BER {eff:.1e} is above the {EFFECTIVE_BER_LIMIT:.0e} objective")));
         }
@@ -193,6 +193,15 @@ fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
             }
             sheet.pass("phy.ber", s, observed, None);
         }
+    }
+}
+
+/// A BER as people write it: `0`, `1.2e-7`.
+fn ber_text(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.1e}")
     }
 }
 

@@ -12,6 +12,7 @@ mod hardening;
 mod loading;
 mod mesh_patterns;
 mod mesh_scale;
+mod phy;
 mod properties;
 mod protocol;
 
