@@ -6,6 +6,7 @@ pub mod gpu_rules;
 mod node_rules;
 mod phy_rules;
 mod port_rules;
+mod soak_rules;
 mod stack_rules;
 
 pub use expect::{ExpectError, Expectations};

@@ -11,6 +11,7 @@ use crate::probe::decode::PhysState;
 use crate::probe::fec::FecMode;
 use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
+use crate::probe::soak::{Change, PortWindow, FEC_UNCORRECTABLE, SYMBOL_ERRORS};
 use crate::probe::Port;
 
 /// Lane rate (Gb/s) from which lanes are PAM4 and RS(544,514) is required: IEEE 802.3 clauses
@@ -40,6 +41,9 @@ pub const NEAR_DARK_DBM: f64 = -14.0;
 pub const MODULE_HOT_C: f64 = 70.0;
 
 pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
+    if let Some(window) = &port.soak {
+        super::soak_rules::run(port, window, s, sheet);
+    }
     let Some(phy) = &port.phy else { return };
     let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
     // The module speaks whether the link is up or not: a dark lane is why a link is down.
@@ -50,8 +54,9 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
         }
         return;
     }
-    fec(phy, netdev, s, sheet);
-    ber(phy, netdev, s, sheet);
+    let window = port.soak.as_ref();
+    fec(phy, window, netdev, s, sheet);
+    ber(phy, window, netdev, s, sheet);
 }
 
 /// Says when the counters are lifetime figures.
@@ -59,7 +64,15 @@ fn lifetime() -> &'static str {
     "a lifetime figure, since the driver loaded or the counters were last cleared; `check --soak 10m` judges the rate"
 }
 
-fn fec(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+/// A counter's rise over the soak window, when it rose.
+fn rose(window: &PortWindow, name: &str) -> Option<u64> {
+    match window.of(name) {
+        Some(Change::Rose(n)) => Some(n),
+        _ => None,
+    }
+}
+
+fn fec(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
     let mode = phy.fec;
     let uncorrectable = phy.fec_uncorrectable_blocks;
     if mode.is_none() && uncorrectable.is_none() {
@@ -105,6 +118,24 @@ fn fec(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
         ),
         _ => {}
     }
+    if let Some(w) = window {
+        match (w.of(FEC_UNCORRECTABLE), rose(w, FEC_UNCORRECTABLE)) {
+            (_, Some(n)) => sheet.fail(
+                "phy.fec",
+                s,
+                format!("{observed}, {n} uncorrectable in {}", w.words()),
+                None,
+                Severity::Error,
+                format!("{n} FEC codewords could not be corrected during the {} window: frames are being lost to bit errors now", w.words()),
+                "clean or replace the cable/optic at both ends; phy.ber and phy.module name the lane",
+            ),
+            (Some(Change::Reset | Change::Saturated), _) => {
+                sheet.skip("phy.fec", s, format!("uncorrectable codewords went down during the {} window (cleared): not judged", w.words()))
+            }
+            _ => sheet.pass("phy.fec", s, format!("{observed}, none uncorrectable in {}", w.words()), None),
+        }
+        return;
+    }
     match uncorrectable {
         Some(u) if u > 0 => sheet.fail(
             "phy.fec",
@@ -120,7 +151,7 @@ fn fec(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
     }
 }
 
-fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let limit = match phy.fec {
         Some(FecMode::Rs544) => Some(RAW_BER_LIMIT_KP4),
@@ -144,20 +175,35 @@ fn ber(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
             problems.push((Severity::Error, format!("post-FEC (effective) BER {eff:.1e} is above the {EFFECTIVE_BER_LIMIT:.0e} objective")));
         }
     }
-    if let Some(sym) = phy.symbol_errors {
-        observed.push(format!("{sym} symbol errors"));
-        if sym > 0 && phy.ber_effective.is_none() {
-            problems.push((Severity::Warning, format!("{sym} symbol errors the FEC could not correct ({})", lifetime())));
+    match window {
+        Some(w) => {
+            if let Some(n) = rose(w, SYMBOL_ERRORS) {
+                observed.push(format!("{n} symbol errors in {}", w.words()));
+                if phy.ber_effective.is_none() {
+                    problems.push((Severity::Error, format!("{n} symbol errors the FEC could not correct during the {} window", w.words())));
+                }
+            }
+            if !observed.is_empty() {
+                observed.push(format!("over {}", w.words()));
+            }
+        }
+        None => {
+            if let Some(sym) = phy.symbol_errors {
+                observed.push(format!("{sym} symbol errors"));
+                if sym > 0 && phy.ber_effective.is_none() {
+                    problems.push((Severity::Warning, format!("{sym} symbol errors the FEC could not correct ({})", lifetime())));
+                }
+            }
         }
     }
-    if let Some(bits) = phy.corrected_bits {
+    if let (Some(bits), None) = (phy.corrected_bits, window) {
         observed.push(format!("{bits} corrected bits"));
     }
     if observed.is_empty() {
         sheet.skip("phy.ber", s, "no bit-error counters readable (`ethtool -S`)");
         return;
     }
-    if phy.ber_raw.is_none() && phy.ber_effective.is_none() {
+    if phy.ber_raw.is_none() && phy.ber_effective.is_none() && window.is_none() {
         observed.push("lifetime".into());
     }
     let lane = busiest_lane(&phy.lane_errors);

@@ -90,6 +90,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             sm_state: None,
             partner: None,
             phy: None,
+            soak: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);

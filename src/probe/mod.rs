@@ -12,6 +12,7 @@ pub mod module;
 pub mod module_hex;
 pub mod partner;
 pub mod phy;
+pub mod soak;
 pub mod sysfs;
 pub mod tool;
 

@@ -119,6 +119,9 @@ pub struct Port {
     /// The physical layer (FEC, bit errors, the module): `null` where nothing was readable.
     #[serde(default)]
     pub phy: Option<super::phy::Phy>,
+    /// `check --soak`: what the counters did over the window (live only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::PortWindow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

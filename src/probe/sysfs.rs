@@ -215,6 +215,7 @@ impl SysfsRoot {
             sm_state: None,
             partner: None,
             phy: None,
+            soak: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
