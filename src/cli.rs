@@ -121,6 +121,10 @@ pub struct CheckArgs {
     /// Diagnose a captured sysfs tree instead of this node (node-wide stack checks are skipped).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// Read every counter at the start and the end of a window (`10s`, `5m`, `1h`) and judge
+    /// rates, not lifetime totals (live only; SIGINT ends the window early, exit 2).
+    #[arg(long, value_name = "DURATION")]
+    pub soak: Option<String>,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.

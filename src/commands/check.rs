@@ -16,6 +16,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     };
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let live = matches!(source, Source::Live);
+    let soak = super::soak::window(args.soak.as_deref(), live)?;
     let inventory = match probe::inventory(&source, scope.device.as_deref()) {
         Ok(inv) => inv,
         // On a live node "no devices" is itself the finding the checklist should explain,
@@ -38,8 +39,16 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         // InfiniBand ports: what they support (PortInfo) and whether their SM answers (SMInfo).
         crate::fabric::local::enrich(&mut inventory);
     }
+    let soaked = match soak {
+        // Nothing to soak on a node without devices: the checklist says why at once.
+        Some(duration) if !inventory.devices.is_empty() => Some(super::soak::run(&mut inventory, duration, || probe::inventory(&source, scope.device.as_deref()))?),
+        _ => None,
+    };
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    if let Some(window) = &soaked {
+        super::soak::say_window(&mut report, window);
+    }
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
     if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
         let present: Vec<String> = host::MODULES.iter().filter(|m| bundle_modules.join(m).exists()).map(|m| m.to_string()).collect();
@@ -73,6 +82,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
         return Ok(Outcome::Fail);
     }
     emit(args.json, &report, &gpus);
+    if let Some(interrupted) = soaked.as_ref().and_then(super::soak::interrupted) {
+        return Err(interrupted);
+    }
     Ok(if report.verdict == Verdict::Pass { Outcome::Pass } else { Outcome::Fail })
 }
 

@@ -91,3 +91,15 @@ fn hostile_or_missing_reports_are_not_readable_never_a_false_alarm() {
     assert_eq!(status("phy.module").as_deref(), Some("pass"), "a module that says nothing raises nothing");
     assert!(doc["findings"].as_array().unwrap().iter().all(|f| !f["id"].as_str().unwrap().starts_with("phy.")), "{}", doc["findings"]);
 }
+
+#[test]
+fn soak_on_a_bundle_is_exit_2_naming_why() {
+    let dir = fixtures_dir().join("roce-cx7-phy-clean");
+    let out = fabcheck(&["check", "--soak", "10s", "--sysfs-root", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--soak") && stderr.contains("bundle"), "{stderr}");
+    let out = fabcheck(&["check", "--soak", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not a duration"));
+}
