@@ -516,3 +516,18 @@ fn a_roce_port_is_judged_against_the_fastest_mode_both_ends_advertise() {
         assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains(why.words()));
     }
 }
+
+#[test]
+fn a_2x_split_port_passes_when_the_bundles_peer_portinfo_enables_2x() {
+    use crate::probe::decode::{Speed, Width};
+    // ndr-ib-2x: a ConnectX-7 at 2X NDR; its bundle holds the switch port's PortInfo one hop
+    // out (tools/peer_portinfo/mlx5_0-1.txt): enabled 1X or 2X, NDR.
+    let mut inv = fixture("ndr-ib-2x");
+    assert_eq!(inv.devices[0].ports[0].partner, Some(LinkPartner::Enabled { width: Width::X2, speed: Speed::Ndr }));
+    // What this 4X-capable HCA's own PortInfo says live.
+    let p = &mut inv.devices[0].ports[0];
+    (p.width_supported, p.speed_supported) = (Some(Width::X4), Some(Speed::Ndr));
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
+    no_finding(&r, "link.trained");
+}

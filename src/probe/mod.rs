@@ -11,6 +11,7 @@ pub mod model;
 pub mod module;
 pub mod module_hex;
 pub mod partner;
+pub mod peer_portinfo;
 pub mod phy;
 pub mod soak;
 pub mod sysfs;

@@ -222,6 +222,9 @@ impl SysfsRoot {
         // Live, `probe::live` reads the physical layer once (and only for `check`/`devices`).
         if !self.is_live() {
             super::phy::complete(self, &mut port);
+            if link_layer == LinkLayer::InfiniBand {
+                port.partner = self.peer_portinfo(device, port.port);
+            }
         }
         port
     }
@@ -242,6 +245,15 @@ impl SysfsRoot {
         } else {
             self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
         }
+    }
+
+    /// A bundle's `tools/peer_portinfo/DEV-PORT.txt` (`smpquery -D portinfo 0,PORT`), decoded.
+    pub fn peer_portinfo(&self, device: &str, port: u32) -> Option<super::partner::LinkPartner> {
+        if !crate::spec::valid_device_name(device) {
+            return None;
+        }
+        let text = self.read_trim(&self.root.join("tools/peer_portinfo").join(format!("{device}-{port}.txt")))?;
+        Some(super::peer_portinfo::parse_smpquery_portinfo(&text))
     }
 
     /// Whether this is the live `/sys` (tool reports come from running the tool).
