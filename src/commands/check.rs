@@ -41,7 +41,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Failure> {
     }
     let soaked = match soak {
         // Nothing to soak on a node without devices: the checklist says why at once.
-        Some(duration) if !inventory.devices.is_empty() => Some(super::soak::run(&mut inventory, duration, || probe::inventory(&source, scope.device.as_deref()))?),
+        Some(duration) if !inventory.devices.is_empty() => {
+            Some(super::soak::run(&mut inventory, duration, || probe::inventory(&source, scope.device.as_deref()))?)
+        }
         _ => None,
     };
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };

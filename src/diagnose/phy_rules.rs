@@ -163,9 +163,13 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mu
         observed.push(format!("raw BER {}", ber_text(raw)));
         if let Some(limit) = limit {
             if raw > limit {
-                problems.push((Severity::Error, format!("pre-FEC BER {raw:.1e} is above what {} corrects ({limit:.1e})", phy.fec.map_or("the FEC".into(), |m| m.to_string()))));
+                problems.push((
+                    Severity::Error,
+                    format!("pre-FEC BER {raw:.1e} is above what {} corrects ({limit:.1e})", phy.fec.map_or("the FEC".into(), |m| m.to_string())),
+                ));
             } else if raw > limit * RAW_BER_MARGIN {
-                problems.push((Severity::Warning, format!("pre-FEC BER {raw:.1e} leaves less than a decade of margin below the FEC limit {limit:.1e}")));
+                problems
+                    .push((Severity::Warning, format!("pre-FEC BER {raw:.1e} leaves less than a decade of margin below the FEC limit {limit:.1e}")));
             }
         }
     }
@@ -290,7 +294,8 @@ fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
         }
     }
     for f in &m.flags {
-        if f.lane.is_some_and(|l| lanes_named.contains(&(f.figure, l)) || (f.figure == Figure::RxLos && lanes_named.contains(&(Figure::RxPower, l)))) {
+        if f.lane.is_some_and(|l| lanes_named.contains(&(f.figure, l)) || (f.figure == Figure::RxLos && lanes_named.contains(&(Figure::RxPower, l))))
+        {
             continue;
         }
         let severity = if f.level == FlagLevel::Alarm { Severity::Error } else { Severity::Warning };

@@ -440,7 +440,10 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
         LinkPartner::Common { gbps: common } if !ib => {
             let ceiling = port.supported_gbps.map_or(common, |own| own.min(common));
             let low = port.rate_gbps.is_some_and(|rate| rate + 0.5 < ceiling);
-            Ok((format!("{} Gb/s", gbps(ceiling)), low.then(|| format!("{} of {} Gb/s both ends advertise", gbps(port.rate_gbps.unwrap_or(0.0)), gbps(ceiling)))))
+            Ok((
+                format!("{} Gb/s", gbps(ceiling)),
+                low.then(|| format!("{} of {} Gb/s both ends advertise", gbps(port.rate_gbps.unwrap_or(0.0)), gbps(ceiling))),
+            ))
         }
         LinkPartner::Enabled { width, speed } if ib => {
             let w = match port.width_supported {
@@ -482,10 +485,7 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
             observed,
             Some(best),
             Severity::Warning,
-            format!(
-                "the link trained below what this port supports ({what}), and what the link partner enables is not known: {}",
-                why.words()
-            ),
+            format!("the link trained below what this port supports ({what}), and what the link partner enables is not known: {}", why.words()),
             if ib {
                 "if the switch port enables less (a 2X split cable, a slower switch) this is the design; otherwise check \
                  the cable and the switch port. Say the rate the link must reach with `--expect rate=GBPS`: `link.rate` \

@@ -11,7 +11,8 @@ use crate::probe::soak::{Change, PortWindow, LINK_DOWN_EVENTS};
 use crate::probe::Port;
 
 /// Error counters of `counters/` named when they rise during a window.
-const RISING: [&str; 5] = ["link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "port_rcv_remote_physical_errors", "port_xmit_discards"];
+const RISING: [&str; 5] =
+    ["link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "port_rcv_remote_physical_errors", "port_xmit_discards"];
 
 pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) {
     let w = window.words();
@@ -34,8 +35,13 @@ pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) 
             "clear the counters (`perfquery -x -R`, or a driver reload for ethtool's) and soak again",
         );
     }
-    let risen: Vec<String> =
-        RISING.iter().filter_map(|name| match window.of(name) { Some(Change::Rose(n)) => Some(format!("{name} +{n}")), _ => None }).collect();
+    let risen: Vec<String> = RISING
+        .iter()
+        .filter_map(|name| match window.of(name) {
+            Some(Change::Rose(n)) => Some(format!("{name} +{n}")),
+            _ => None,
+        })
+        .collect();
     if !risen.is_empty() {
         sheet.note(
             "link.errors",

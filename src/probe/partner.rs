@@ -175,14 +175,17 @@ mod tests {
 
     #[test]
     fn a_400g_partner_over_several_lines() {
-        let report = CX7_AT_200_PARTNER
-            .replace("Link partner advertised link modes:  200000baseCR4/Full", "Link partner advertised link modes:  200000baseCR4/Full\n\t                                     400000baseCR4/Full");
+        let report = CX7_AT_200_PARTNER.replace(
+            "Link partner advertised link modes:  200000baseCR4/Full",
+            "Link partner advertised link modes:  200000baseCR4/Full\n\t                                     400000baseCR4/Full",
+        );
         assert_eq!(ethernet_partner(&parse_ethtool_modes(&report)), LinkPartner::Common { gbps: 400.0 });
     }
 
     #[test]
     fn not_reported_and_autoneg_off_are_unknown_not_a_ceiling() {
-        let report = CX7_AT_200_PARTNER.replace("Link partner advertised link modes:  200000baseCR4/Full", "Link partner advertised link modes:  Not reported");
+        let report = CX7_AT_200_PARTNER
+            .replace("Link partner advertised link modes:  200000baseCR4/Full", "Link partner advertised link modes:  Not reported");
         assert_eq!(ethernet_partner(&parse_ethtool_modes(&report)), LinkPartner::Unknown { why: PartnerUnknown::NotReported });
         let off = report.replace("Auto-negotiation: on", "Auto-negotiation: off");
         assert_eq!(ethernet_partner(&parse_ethtool_modes(&off)), LinkPartner::Unknown { why: PartnerUnknown::AutonegOff });

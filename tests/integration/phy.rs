@@ -82,7 +82,10 @@ fn hostile_or_missing_reports_are_not_readable_never_a_false_alarm() {
     // house's sysfs.unreadable rule), and nothing about the physical layer is made up.
     let unreadable: Vec<&str> =
         doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "sysfs.unreadable").map(|f| f["message"].as_str().unwrap()).collect();
-    assert!(unreadable.iter().any(|m| m.contains("ens2np0.stats.txt")) && unreadable.iter().any(|m| m.contains("ens2np0.module.hex.txt")), "{unreadable:?}");
+    assert!(
+        unreadable.iter().any(|m| m.contains("ens2np0.stats.txt")) && unreadable.iter().any(|m| m.contains("ens2np0.module.hex.txt")),
+        "{unreadable:?}"
+    );
     assert_eq!(out.status.code(), Some(1), "{}", doc["findings"]);
     let checks = doc["checks"].as_array().unwrap();
     let status = |id: &str| checks.iter().find(|c| c["id"] == id).map(|c| c["status"].as_str().unwrap().to_string());

@@ -46,7 +46,10 @@ fn sff8636_bytes_give_what_the_text_gives() {
     let pages = parse_hex_dump(SFF8636_HEX);
     let bytes = decode(&pages).unwrap();
     let text = parse_module_text(SFF8636_ETHTOOL_5).unwrap();
-    assert_eq!((bytes.kind.clone(), bytes.vendor.clone(), bytes.part.clone(), bytes.serial.clone()), (text.kind.clone(), text.vendor.clone(), text.part.clone(), text.serial.clone()));
+    assert_eq!(
+        (bytes.kind.clone(), bytes.vendor.clone(), bytes.part.clone(), bytes.serial.clone()),
+        (text.kind.clone(), text.vendor.clone(), text.part.clone(), text.serial.clone())
+    );
     assert_eq!(bytes.media, Some(Media::Optical));
     assert_eq!(bytes.temperature_c, Some(38.5));
     for (b, t) in bytes.rx_power_dbm.unwrap().iter().zip(text.rx_power_dbm.unwrap()) {
@@ -62,7 +65,11 @@ fn cmis_dark_lane_with_its_alarm_in_text_and_bytes() {
     let rx = text.rx_power_dbm.clone().unwrap();
     assert_eq!(rx.len(), 8);
     assert_eq!(rx[2], Some(DARK_DBM), "0 mW / -inf dBm is no light");
-    assert!(text.flags.contains(&ModuleFlag { figure: Figure::RxPower, level: FlagLevel::Alarm, direction: Some(Direction::Low), lane: Some(3) }), "{:?}", text.flags);
+    assert!(
+        text.flags.contains(&ModuleFlag { figure: Figure::RxPower, level: FlagLevel::Alarm, direction: Some(Direction::Low), lane: Some(3) }),
+        "{:?}",
+        text.flags
+    );
     let bytes = decode(&parse_hex_dump(CMIS_DARK_LANE_HEX)).unwrap();
     assert_eq!((bytes.vendor.as_deref(), bytes.part.as_deref()), (Some("NVIDIA"), Some("MMA4Z00-NS400")));
     assert_eq!(bytes.temperature_c, Some(44.0));
