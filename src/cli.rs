@@ -376,6 +376,10 @@ pub struct FabricArgs {
     /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
     #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub deadline: u64,
+    /// Read every port's counters at the start and the end of a window (`10s`, `5m`) and
+    /// judge what rose in it, not lifetime totals; the window counts within --deadline.
+    #[arg(long, value_name = "DURATION")]
+    pub soak: Option<String>,
 }
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as
