@@ -398,7 +398,11 @@ fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
             "link.errors",
             s,
             Severity::Warning,
-            format!("physical-layer error counters are non-zero: {}", bad.join(" ")),
+            format!(
+                "physical-layer error counters are non-zero: {} (lifetime figures, since the driver loaded or the counters were last \
+                 cleared; `check --soak 10m` judges what rises)",
+                bad.join(" ")
+            ),
             "errors that keep rising point at a marginal cable or optic; clear with `perfquery -x -R` and watch",
         );
     }
