@@ -123,13 +123,21 @@ impl SysfsRoot {
     }
 
     fn read_counters(&self, dir: &Path) -> Vec<Counter> {
-        COUNTERS
+        let mut counters: Vec<Counter> = COUNTERS
             .iter()
             .filter_map(|name| {
                 let value = self.read_trim(&dir.join(name))?.parse().ok()?;
                 Some(Counter { name: name.to_string(), value })
             })
-            .collect()
+            .collect();
+        // rxe has no PMA (no counters/) but counts its link going down in hw_counters/: what
+        // a soak window's link.flap reads.
+        if !counters.iter().any(|c| c.name == "link_downed") {
+            if let Some(value) = dir.parent().and_then(|port| self.read_trim(&port.join("hw_counters/link_downed"))).and_then(|v| v.parse().ok()) {
+                counters.push(Counter { name: "link_downed".into(), value });
+            }
+        }
+        counters
     }
 
     /// One device, entirely from sysfs.
