@@ -79,7 +79,11 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) {
     let stats = report(tree, n, "stats.txt", &[&["-S", n]]).ok().map(|r| parse_ethtool_stats(&r)).unwrap_or_default();
     let fec = report(tree, n, "fec.txt", &[&["-I", "--show-fec", n], &["--show-fec", n]]).ok().map(|r| parse_show_fec(&r));
     let text = report(tree, n, "module.txt", &[&["-m", n]]);
-    let hex = report(tree, n, "module.hex.txt", &[&["-m", n, "hex", "on"]]);
+    // A refusal (not root) or a timeout would only repeat itself.
+    let hex = match &text {
+        Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)) if tree.is_live() => Err(e.clone()),
+        _ => report(tree, n, "module.hex.txt", &[&["-m", n, "hex", "on"]]),
+    };
     let module_unreadable = match (&text, &hex) {
         (Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)), _) if tree.is_live() => Some(e.words("ethtool -m")),
         _ => None,
