@@ -279,7 +279,11 @@ fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
     let name = identity(m);
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let mut lanes_named: Vec<(Figure, u8)> = Vec::new();
-    if m.media != Some(Media::Copper) {
+    // Every lane at exactly no light and no flag saying so: a module (many AOCs) that does not
+    // monitor Rx power, not a dark cable; its flags still speak.
+    let unmonitored = m.rx_power_dbm.as_deref().is_some_and(|rx| rx.iter().all(|d| d.is_none_or(|d| d <= DARK_DBM)))
+        && !m.flags.iter().any(|f| matches!(f.figure, Figure::RxPower | Figure::RxLos));
+    if m.media != Some(Media::Copper) && !unmonitored {
         let judged = judged_lanes(m, phy.lanes);
         for (i, dbm) in m.rx_power_dbm.iter().flatten().enumerate().take(judged) {
             let Some(dbm) = dbm else { continue };
@@ -391,6 +395,52 @@ fn observed_module(m: &Module, name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn port_with(module: Module) -> Port {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roce-cx7-phy-clean");
+        let mut inv = crate::probe::inventory(&crate::probe::Source::Sysfs(root), None).unwrap();
+        let mut port = inv.devices.remove(0).ports.remove(0);
+        port.phy.as_mut().unwrap().module = Some(module);
+        port
+    }
+
+    fn module_findings(port: &Port) -> Vec<crate::diagnose::Finding> {
+        let mut sheet = Sheet::default();
+        run(port, "mlx5_0/1", &mut sheet);
+        sheet.findings.into_iter().filter(|f| f.id == "phy.module").collect()
+    }
+
+    #[test]
+    fn a_module_that_does_not_monitor_rx_power_is_not_a_dark_cable() {
+        let dark = Module { media: Some(Media::Optical), rx_power_dbm: Some(vec![Some(DARK_DBM); 4]), ..Module::default() };
+        assert!(module_findings(&port_with(dark.clone())).is_empty(), "all lanes at 0 mW and no flag: not monitored");
+        // One lane dark among lit ones is named; so is a lane the module flags.
+        let one = Module { rx_power_dbm: Some(vec![Some(-1.0), Some(-1.2), Some(-20.0), Some(-1.1)]), ..dark.clone() };
+        let f = module_findings(&port_with(one));
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("lane 3 Rx power -20.00 dBm"), "{}", f[0].message);
+        let flagged = Module {
+            flags: vec![crate::probe::module::ModuleFlag { figure: Figure::RxLos, level: FlagLevel::Alarm, direction: None, lane: Some(2) }],
+            ..dark
+        };
+        let f = module_findings(&port_with(flagged));
+        assert!(f[0].message.contains("lane 1 Rx power no light") && f[0].message.contains("lane 2"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn fec_off_on_pam4_lanes_is_an_error_and_on_25g_copper_an_info() {
+        let mut port = port_with(Module::default());
+        port.phy.as_mut().unwrap().fec = Some(FecMode::Off);
+        let mut sheet = Sheet::default();
+        run(&port, "mlx5_0/1", &mut sheet);
+        let f = sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap();
+        assert_eq!(f.severity, Severity::Error, "100G lanes are PAM4: {f:?}");
+        let phy = port.phy.as_mut().unwrap();
+        phy.lane_gbps = Some(25.0);
+        let mut sheet = Sheet::default();
+        run(&port, "mlx5_0/1", &mut sheet);
+        assert_eq!(sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap().severity, Severity::Info);
+    }
 
     #[test]
     fn a_lane_with_most_errors_is_named_only_above_the_noise() {
