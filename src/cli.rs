@@ -121,6 +121,10 @@ pub struct CheckArgs {
     /// Diagnose a captured sysfs tree instead of this node (node-wide stack checks are skipped).
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// Read every counter at the start and the end of a window (`10s`, `5m`, `1h`) and judge
+    /// rates, not lifetime totals (live only; SIGINT ends the window early, exit 2).
+    #[arg(long, value_name = "DURATION")]
+    pub soak: Option<String>,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
@@ -373,6 +377,10 @@ pub struct FabricArgs {
     /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
     #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub deadline: u64,
+    /// Read every port's counters at the start and the end of a window (`10s`, `5m`) and
+    /// judge what rose in it, not lifetime totals; the window counts within --deadline.
+    #[arg(long, value_name = "DURATION")]
+    pub soak: Option<String>,
 }
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as

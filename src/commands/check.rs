@@ -16,6 +16,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     };
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let live = matches!(source, Source::Live);
+    let soak = super::soak::window(args.soak.as_deref(), live)?;
     let inventory = match probe::inventory(&source, scope.device.as_deref()) {
         Ok(inv) => inv,
         // On a live node "no devices" is itself the finding the checklist should explain,
@@ -39,10 +40,20 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         // InfiniBand ports: what they support (PortInfo) and whether their SM answers (SMInfo).
         crate::fabric::local::enrich(&mut inventory);
     }
+    let soaked = match soak {
+        // Nothing to soak on a node without devices: the checklist says why at once.
+        Some(duration) if !inventory.devices.is_empty() => {
+            Some(super::soak::run(&mut inventory, duration, || probe::inventory(&source, scope.device.as_deref()))?)
+        }
+        _ => None,
+    };
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     // Firmware configuration (into the inventory, which `port.link_layer` reads), OFED, units, IPoIB.
     let stack_facts = probe::stack_facts::gather(&mut inventory, &source);
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
+    if let Some(window) = &soaked {
+        super::soak::say_window(&mut report, window);
+    }
     // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
     if let Some(bundle_modules) = args.sysfs_root.as_ref().map(|r| r.join("module")).filter(|m| m.is_dir()) {
         let present: Vec<String> = host::MODULES.iter().filter(|m| bundle_modules.join(m).exists()).map(|m| m.to_string()).collect();
@@ -57,7 +68,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
     // A live node with no device: `devices.count` fails (diagnose's node rules), after the
     // stack checks that explain why.
-    emit(args.json, &report, &gpus)
+    let outcome = emit(args.json, &report, &gpus)?;
+    // A soak window cut short by SIGINT: the report above judged what it saw; the run is exit 2.
+    if let Some(interrupted) = soaked.as_ref().and_then(super::soak::interrupted) {
+        return Err(interrupted.into());
+    }
+    Ok(outcome)
 }
 
 fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) -> Result<Outcome, Stop> {

@@ -15,6 +15,8 @@ pub struct FabricConfig {
     pub expect: FabricExpect,
     pub json: bool,
     pub deadline: std::time::Duration,
+    /// `--soak`: the window between two reads of every counter.
+    pub soak: Option<std::time::Duration>,
 }
 
 /// `fabric`'s flags as a validated run.
@@ -28,6 +30,21 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             return Err(Failure::usage(format!("--ca '{ca}' is not a device name (as `ibstat -l` lists them)")));
         }
     }
+    let deadline = std::time::Duration::from_secs(args.deadline);
+    let soak = match args.soak.as_deref() {
+        None => None,
+        Some(text) => {
+            let window = crate::probe::soak::parse_duration(text)
+                .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m or 1h")))?;
+            if window >= deadline {
+                return Err(Failure::usage(format!(
+                    "--soak {text} does not fit in --deadline {} s: the window and both reads of the fabric count within it",
+                    deadline.as_secs()
+                )));
+            }
+            Some(window)
+        }
+    };
     Ok(FabricConfig {
         probe: Probe {
             ca: args.ca.clone(),
@@ -39,7 +56,8 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         topology: args.topology.clone(),
         expect,
         json: args.json || crate::report::machine(),
-        deadline: std::time::Duration::from_secs(args.deadline),
+        deadline,
+        soak,
     })
 }
 
@@ -53,10 +71,76 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         Some(path) => Some(topology::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
         None => None,
     };
-    let fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
-    let judgement = judge(&fabric, expected.as_ref(), &config.expect);
+    let mut fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
+    let window = match config.soak {
+        Some(window) => Some(soak(&config, &mut fabric, window, started)?),
+        None => None,
+    };
+    let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
+    if let Some(w) = &window {
+        say_window(&mut judgement, w);
+    }
     let view = report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64 };
-    Ok(crate::report::output::deliver(&view, config.json)?)
+    let outcome = crate::report::output::deliver(&view, config.json)?;
+    if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
+        return Err(Failure::new(
+            format!("the soak window was interrupted after {:.0} s", w.seconds),
+            "the report judges what the shortened window saw; let the window run to its end for a full judgement",
+        )
+        .into());
+    }
+    Ok(outcome)
+}
+
+/// The soak window: wait (SIGINT ends it early), read the fabric again within what is left of
+/// --deadline, and leave in `fabric` the second read with the counters' rise over the window.
+fn soak(
+    config: &FabricConfig,
+    fabric: &mut crate::fabric::Fabric,
+    window: std::time::Duration,
+    started: std::time::Instant,
+) -> Result<crate::fabric::soak::FabricWindow, Failure> {
+    crate::sys::os::catch_termination();
+    let opened = std::time::Instant::now();
+    let mut interrupted = false;
+    while opened.elapsed() < window {
+        if crate::sys::os::interrupted() {
+            interrupted = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
+    }
+    let left = config.deadline.saturating_sub(started.elapsed());
+    let mut end = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
+    let seconds = opened.elapsed().as_secs_f64();
+    let w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
+    *fabric = end;
+    Ok(w)
+}
+
+/// Says the window (and what it could not judge) as info findings.
+fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak::FabricWindow) {
+    use crate::diagnose::{Finding, Severity};
+    judgement.findings.push(Finding {
+        id: "soak.window".into(),
+        severity: Severity::Info,
+        subject: "fabric".into(),
+        message: format!(
+            "counters read {:.0} s apart (soak window{}): what rose in the window is judged, not lifetime totals",
+            w.seconds,
+            if w.interrupted { ", interrupted" } else { "" }
+        ),
+        remedy: "a longer window (--soak 1h) catches rarer errors and flaps".into(),
+    });
+    if !w.not_judged.is_empty() {
+        judgement.findings.push(Finding {
+            id: "soak.counters".into(),
+            severity: Severity::Info,
+            subject: "fabric".into(),
+            message: format!("not judged over the window: {}", w.not_judged.join("; ")),
+            remedy: "clear the counters (`perfquery -x -R`) and soak again".into(),
+        });
+    }
 }
 
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck

@@ -9,6 +9,7 @@ mod mesh;
 mod pair;
 mod progress;
 mod serve;
+mod soak;
 
 use crate::cli::{Command, FormatFlag};
 use crate::report::Format;

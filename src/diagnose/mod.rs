@@ -5,7 +5,9 @@ pub mod driver_rules;
 pub mod expect;
 pub mod gpu_rules;
 mod node_rules;
+mod phy_rules;
 mod port_rules;
+mod soak_rules;
 mod stack_rules;
 mod unreadable;
 
@@ -166,6 +168,7 @@ pub fn run(input: &Input<'_>) -> Report {
             continue;
         }
         port_rules::run(device, port, input.expect, &unread, &mut sheet);
+        phy_rules::run(port, &format!("{}/{}", device.name, port.port), &mut sheet);
     }
     let mut report = Report { verdict: Verdict::Pass, checks: sheet.checks, findings: sheet.findings };
     report.settle();

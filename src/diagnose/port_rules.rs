@@ -431,17 +431,25 @@ fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
             "link.errors",
             s,
             Severity::Warning,
-            format!("physical-layer error counters are non-zero: {}", bad.join(" ")),
+            format!(
+                "physical-layer error counters are non-zero: {} (lifetime figures, since the driver loaded or the counters were last \
+                 cleared; `check --soak 10m` judges what rises)",
+                bad.join(" ")
+            ),
             "errors that keep rising point at a marginal cable or optic; clear with `perfquery -x -R` and watch",
         );
     }
 }
 
-/// A link running below what both the port and (as far as it says) its cable support: a lane,
-/// cable or connector fault, or a switch port configured low. Judged only where the port says
-/// what it supports (InfiniBand HDR and later through `port_cap_flags2`, Ethernet through the
-/// netdev's link modes); `fabcheck fabric` judges every link from PortInfo.
+/// A link running below what both ends enable: a lane, cable or connector fault, or a cable
+/// not rated for the speed. The ceiling is the port's own (InfiniBand HDR and later through
+/// `port_cap_flags2` or PortInfo, Ethernet through the netdev's link modes) lowered to what the
+/// link partner enables (ethtool's link partner modes; the peer's PortInfo): a 400G NIC on a
+/// 200G switch port, or a 2X split cable, is a design, not a fault. When the partner cannot be
+/// read, a port below its own best is a warning that points at `--expect rate=` (which
+/// `link.rate` judges), never an error: `fabcheck fabric` judges every link from both ends.
 fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
+    use crate::probe::partner::{LinkPartner, PartnerUnknown};
     let ib = port.link_layer == LinkLayer::InfiniBand;
     let best = if ib {
         match (port.width_supported, port.speed_supported) {
@@ -456,24 +464,75 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
     };
     let observed =
         if ib { format!("{} {}", port.width, port.speed) } else { port.rate_gbps.map_or("unknown".into(), |r| format!("{} Gb/s", gbps(r))) };
-    match port.trained_low() {
-        Some(what) => sheet.fail(
+    let Some(what) = port.trained_low() else {
+        sheet.pass("link.trained", s, observed, Some(best));
+        return;
+    };
+    let partner = match &port.partner {
+        Some(p) => p.clone(),
+        None => LinkPartner::Unknown { why: if ib { PartnerUnknown::NoPeerPortInfo } else { PartnerUnknown::NoLine } },
+    };
+    // The ceiling both ends share, and whether the link reaches it.
+    let shared = match partner {
+        LinkPartner::Common { gbps: common } if !ib => {
+            let ceiling = port.supported_gbps.map_or(common, |own| own.min(common));
+            let low = port.rate_gbps.is_some_and(|rate| rate + 0.5 < ceiling);
+            Ok((
+                format!("{} Gb/s", gbps(ceiling)),
+                low.then(|| format!("{} of {} Gb/s both ends advertise", gbps(port.rate_gbps.unwrap_or(0.0)), gbps(ceiling))),
+            ))
+        }
+        LinkPartner::Enabled { width, speed } if ib => {
+            let w = match port.width_supported {
+                Some(own) if own.lanes() < width.lanes() => own,
+                _ => width,
+            };
+            let sp = match port.speed_supported {
+                Some(own) if own.rank() < speed.rank() => own,
+                _ => speed,
+            };
+            let low = crate::probe::capacity::trained_low(port.width, port.speed, Some(w), Some(sp));
+            Ok((format!("{w} {sp}"), low.map(|l| format!("{l} both ends enable"))))
+        }
+        LinkPartner::Unknown { why } => Err(why),
+        // A partner of the other link layer's kind: not comparable.
+        _ => Err(PartnerUnknown::NoCommonMode),
+    };
+    let remedy_fault = if ib {
+        "a cable, connector or lane fault, or a cable not rated for the speed (HDR/NDR need their cables); `mlxlink -d <pci>` \
+         shows why it trained low; `fabcheck fabric` names both ends"
+    } else {
+        "a cable or optic not rated for the speed, a lane fault, or a dirty connector: both ends offer more than the link \
+         runs at; reseat or replace the cable/optic; `ethtool <netdev>` shows the advertised and link partner modes"
+    };
+    match shared {
+        Ok((ceiling, None)) => sheet.pass("link.trained", s, observed, Some(ceiling)),
+        Ok((ceiling, Some(low))) => sheet.fail(
+            "link.trained",
+            s,
+            observed,
+            Some(ceiling),
+            Severity::Error,
+            format!("the link trained below what both ends enable: {low}"),
+            remedy_fault,
+        ),
+        Err(why) => sheet.fail(
             "link.trained",
             s,
             observed,
             Some(best),
-            Severity::Error,
-            format!("the link trained below what the port supports: {what}"),
+            Severity::Warning,
+            format!("the link trained below what this port supports ({what}), and what the link partner enables is not known: {}", why.words()),
             if ib {
-                "a cable, connector or lane fault, or a cable not rated for the speed (HDR/NDR need their cables); check \
-                 the switch port's enabled speeds; `mlxlink -d <pci>` shows why it trained low; `fabcheck fabric` names \
-                 both ends"
+                "if the switch port enables less (a 2X split cable, a slower switch) this is the design; otherwise check \
+                 the cable and the switch port. Say the rate the link must reach with `--expect rate=GBPS`: `link.rate` \
+                 then fails a slower link; `fabcheck fabric` reads both ends"
             } else {
-                "a cable or optic not rated for the speed, a lane fault, or autonegotiation limited by the switch port: \
-                 check `ethtool <netdev>` (advertised vs link partner modes) and the switch port's speed setting"
+                "if the switch port is configured slower this is the design; otherwise check the cable/optic rating and \
+                 the switch port's speed. Say the rate the link must reach with `--expect rate=GBPS`: `link.rate` then \
+                 fails a slower link"
             },
         ),
-        None => sheet.pass("link.trained", s, observed, Some(best)),
     }
 }
 

@@ -5,6 +5,7 @@
 use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
 use crate::probe::decode::GidType;
 use crate::probe::host::{self, HostFacts, UverbsFile};
+use crate::probe::partner::{LinkPartner, PartnerUnknown};
 use crate::probe::{self, Inventory};
 use std::path::{Path, PathBuf};
 
@@ -343,6 +344,8 @@ fn an_hdr_card_trained_at_edr_fails_without_any_expectation() {
     let p = &mut inv.devices[0].ports[0];
     p.speed = crate::probe::decode::Speed::Edr;
     p.speed_supported = crate::probe::capacity::speed_supported(crate::probe::capacity::CAP2_SPEED_HDR);
+    // Since 0.3 the ceiling is what both ends enable: the peer's PortInfo enables 4X HDR.
+    p.partner = Some(LinkPartner::Enabled { width: crate::probe::decode::Width::X4, speed: crate::probe::decode::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
     assert_eq!(r.verdict, Verdict::Fail);
     assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "4X EDR", Some("4X HDR"));
@@ -416,6 +419,7 @@ fn portinfo_width_below_what_the_port_supports_fails_link_trained() {
     p.width = crate::probe::decode::Width::X1;
     p.width_supported = Some(crate::probe::decode::Width::X4);
     p.speed_supported = Some(crate::probe::decode::Speed::Hdr);
+    p.partner = Some(LinkPartner::Enabled { width: crate::probe::decode::Width::X4, speed: crate::probe::decode::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
     assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
     assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("width 1X of 4X"));
@@ -447,4 +451,74 @@ fn stack_rdma_core_fails_without_libibverbs_warns_without_librdmacm_and_says_not
     facts.librdmacm = LibraryState::Loaded;
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
     assert_check(check(&r, "stack.rdma_core", "node"), Status::Pass, "libibverbs.so.1, librdmacm.so.1 load", None);
+}
+
+// ---------------------------------------------------------------- link partner (issue 30)
+
+#[test]
+fn an_ib_port_below_its_own_best_is_a_warning_when_the_peer_is_unknown_and_passes_at_what_the_peer_enables() {
+    use crate::probe::decode::{Speed, Width};
+    // An NDR HCA (4X-capable) on a 2X split cable: NDR200, 2X NDR.
+    let mut inv = fixture("hdr-ib-healthy");
+    let p = &mut inv.devices[0].ports[0];
+    (p.width, p.speed) = (Width::X2, Speed::Ndr);
+    (p.width_supported, p.speed_supported) = (Some(Width::X4), Some(Speed::Ndr));
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "2X NDR", Some("4X NDR"));
+    let f = finding(&r, "link.trained", "mlx5_0/1");
+    assert_eq!(f.severity, Severity::Warning, "no peer PortInfo: never an error");
+    assert!(f.message.contains("PortInfo") && f.remedy.contains("--expect rate="), "{f:?}");
+    assert_eq!(r.verdict, Verdict::Pass);
+    // The switch port enables 2X: the split cable is the design.
+    inv.devices[0].ports[0].partner = Some(LinkPartner::Enabled { width: Width::X2, speed: Speed::Ndr });
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
+    // The switch port enables 4X NDR and the link runs 2X: a lane fault.
+    inv.devices[0].ports[0].partner = Some(LinkPartner::Enabled { width: Width::X4, speed: Speed::Ndr });
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "2X NDR", Some("4X NDR"));
+    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
+    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("both ends enable"));
+}
+
+#[test]
+fn a_roce_port_is_judged_against_the_fastest_mode_both_ends_advertise() {
+    // roce-trained-low: a 400G port at 200G whose partner advertises only 200G.
+    let inv = fixture("roce-trained-low");
+    assert_eq!(inv.devices[0].ports[0].partner, Some(LinkPartner::Common { gbps: 200.0 }));
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "200 Gb/s", Some("200 Gb/s"));
+    no_finding(&r, "link.trained");
+    // --expect rate= still fails a link slower than the operator expects.
+    let r = diagnose(&inv, None, &expect(&["rate=400"]));
+    assert_eq!(check(&r, "link.rate", "mlx5_0/1").status, Status::Fail);
+    assert_eq!(r.verdict, Verdict::Fail);
+    // A partner that offers 400G too: the link is below both ends.
+    let mut inv = fixture("roce-trained-low");
+    inv.devices[0].ports[0].partner = Some(LinkPartner::Common { gbps: 400.0 });
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "200 Gb/s", Some("400 Gb/s"));
+    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
+    // Partner not readable: a warning.
+    for why in [PartnerUnknown::NotReported, PartnerUnknown::AutonegOff, PartnerUnknown::NoLine] {
+        inv.devices[0].ports[0].partner = Some(LinkPartner::Unknown { why });
+        let r = diagnose(&inv, None, &Expectations::default());
+        assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Warning, "{why:?}");
+        assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains(why.words()));
+    }
+}
+
+#[test]
+fn a_2x_split_port_passes_when_the_bundles_peer_portinfo_enables_2x() {
+    use crate::probe::decode::{Speed, Width};
+    // ndr-ib-2x: a ConnectX-7 at 2X NDR; its bundle holds the switch port's PortInfo one hop
+    // out (tools/peer_portinfo/mlx5_0-1.txt): enabled 1X or 2X, NDR.
+    let mut inv = fixture("ndr-ib-2x");
+    assert_eq!(inv.devices[0].ports[0].partner, Some(LinkPartner::Enabled { width: Width::X2, speed: Speed::Ndr }));
+    // What this 4X-capable HCA's own PortInfo says live.
+    let p = &mut inv.devices[0].ports[0];
+    (p.width_supported, p.speed_supported) = (Some(Width::X4), Some(Speed::Ndr));
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
+    no_finding(&r, "link.trained");
 }

@@ -13,6 +13,7 @@ pub mod links;
 pub mod local;
 pub mod model;
 pub mod report;
+pub mod soak;
 pub mod topology;
 
 pub use expect::FabricExpect;

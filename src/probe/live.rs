@@ -88,9 +88,15 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             rate_source: None,
             query_port: Some(if pa.extended_query { "extended" } else { "compat" }.into()),
             sm_state: None,
+            partner: None,
+            phy: None,
+            soak: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
+        if lossless {
+            super::phy::complete(sysfs, &mut port);
+        }
         ports.push(port);
     }
     Ok(Device {

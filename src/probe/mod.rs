@@ -3,6 +3,8 @@
 pub mod capacity;
 pub mod catype;
 pub mod decode;
+pub mod ethtool_stats;
+pub mod fec;
 pub mod firmware;
 pub mod fw_cache;
 pub mod fw_query;
@@ -10,10 +12,17 @@ pub mod host;
 pub mod ipoib;
 pub mod live;
 pub mod model;
+pub mod module;
+pub mod module_hex;
 pub mod ofed;
+pub mod partner;
+pub mod peer_portinfo;
+pub mod phy;
 pub mod services;
+pub mod soak;
 pub mod stack_facts;
 pub mod sysfs;
+pub mod tool;
 
 pub use model::{Device, Gid, Inventory, NetdevState, Port};
 

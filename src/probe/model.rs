@@ -117,6 +117,16 @@ pub struct Port {
     /// `STANDBY`...), or `NO ANSWER`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sm_state: Option<String>,
+    /// What the other end of the link enables (RoCE: ethtool's link partner modes;
+    /// InfiniBand: the peer's PortInfo), or why that is not known; `None` where not looked at.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partner: Option<super::partner::LinkPartner>,
+    /// The physical layer (FEC, bit errors, the module): `null` where nothing was readable.
+    #[serde(default)]
+    pub phy: Option<super::phy::Phy>,
+    /// `check --soak`: what the counters did over the window (live only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub soak: Option<super::soak::PortWindow>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -146,13 +146,21 @@ impl SysfsRoot {
     }
 
     fn read_counters(&self, dir: &Path) -> Vec<Counter> {
-        COUNTERS
+        let mut counters: Vec<Counter> = COUNTERS
             .iter()
             .filter_map(|name| {
                 let value = self.read_trim(&dir.join(name))?.parse().ok()?;
                 Some(Counter { name: name.to_string(), value })
             })
-            .collect()
+            .collect();
+        // rxe has no PMA (no counters/) but counts its link going down in hw_counters/: what
+        // a soak window's link.flap reads.
+        if !counters.iter().any(|c| c.name == "link_downed") {
+            if let Some(value) = dir.parent().and_then(|port| self.read_trim(&port.join("hw_counters/link_downed"))).and_then(|v| v.parse().ok()) {
+                counters.push(Counter { name: "link_downed".into(), value });
+            }
+        }
+        counters
     }
 
     /// One device, entirely from sysfs.
@@ -237,24 +245,69 @@ impl SysfsRoot {
             rate_source: None,
             query_port: None,
             sm_state: None,
+            partner: None,
+            phy: None,
+            soak: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
+        // Live, `probe::live` reads the physical layer once (and only for `check`/`devices`).
+        if !self.is_live() {
+            super::phy::complete(self, &mut port);
+            if link_layer == LinkLayer::InfiniBand {
+                port.partner = self.peer_portinfo(device, port.port);
+            }
+        }
         port
     }
 
     /// The fastest link mode `ethtool IFACE` lists as supported: run live, or read from a
     /// bundle's `ethtool/IFACE.txt` (tests/fixtures/capture-sysfs.sh saves it).
     pub fn ethtool_supported_mbps(&self, netdev: &str) -> Option<u32> {
+        super::capacity::ethtool_max_supported_mbps(&self.ethtool_report(netdev)?)
+    }
+
+    /// The `ethtool IFACE` report: run live (once per process), or a bundle's `ethtool/IFACE.txt`.
+    pub fn ethtool_report(&self, netdev: &str) -> Option<String> {
         if !crate::spec::valid_device_name(netdev) {
             return None;
         }
-        let report = if self.root == Path::new("/sys") {
-            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))?
+        if self.is_live() {
+            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))
         } else {
-            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))?
-        };
-        super::capacity::ethtool_max_supported_mbps(&report)
+            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
+        }
+    }
+
+    /// A bundle's `tools/peer_portinfo/DEV-PORT.txt` (`smpquery -D portinfo 0,PORT`), decoded.
+    pub fn peer_portinfo(&self, device: &str, port: u32) -> Option<super::partner::LinkPartner> {
+        if !crate::spec::valid_device_name(device) {
+            return None;
+        }
+        let text = self.read_trim(&self.root.join("tools/peer_portinfo").join(format!("{device}-{port}.txt")))?;
+        Some(super::peer_portinfo::parse_smpquery_portinfo(&text))
+    }
+
+    /// Whether this is the live `/sys` (tool reports come from running the tool).
+    pub fn is_live(&self) -> bool {
+        self.root == Path::new("/sys")
+    }
+
+    /// A bundle's saved tool report `ethtool/FILE` (`ens2np0.stats.txt`), through the bounded
+    /// reader (at most [`super::phy::REPORT_CAP`] bytes); `None` when absent, and noted when
+    /// present but unreadable. `file` is built from a validated netdev name.
+    pub fn bundle_report(&self, file: &str) -> Option<String> {
+        if file.contains('/') || file.starts_with('.') {
+            return None;
+        }
+        match self.tree.read_text(self.inside(&self.root.join("ethtool").join(file)), super::phy::REPORT_CAP) {
+            Ok(text) => Some(text),
+            Err(e) if e.is_no_value() => None,
+            Err(e) => {
+                self.note(e);
+                None
+            }
+        }
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {

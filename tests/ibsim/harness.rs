@@ -166,6 +166,34 @@ impl Sim {
         }
     }
 
+    /// Runs fabcheck under umad2sim and, while it runs, `during` (console commands at chosen
+    /// moments of a soak window); then waits for it (bounded as [`Sim::fabcheck`]).
+    pub fn fabcheck_during(&mut self, args: &[&str], during: impl FnOnce(&mut Sim)) -> Output {
+        let child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+            .args(args)
+            .current_dir(&self.dir)
+            .env("LD_PRELOAD", UMAD2SIM.as_str())
+            .env("IBSIM_SOCKNAME", &self.sock)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run fabcheck");
+        let pid = child.id().to_string();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait_with_output());
+        });
+        during(self);
+        let limit = Duration::from_secs(120);
+        match rx.recv_timeout(limit) {
+            Ok(out) => out.expect("fabcheck output"),
+            Err(_) => {
+                let _ = Command::new("kill").args(["-KILL", &pid]).status();
+                panic!("fabcheck {args:?} still running after {limit:?}");
+            }
+        }
+    }
+
     /// Runs an infiniband-diags tool (`ibportstate`, `ibnetdiscover`, ...) against this simulator.
     pub fn tool(&self, program: &str, args: &[&str]) -> Output {
         Command::new(program)

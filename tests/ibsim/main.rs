@@ -359,3 +359,30 @@ fn duplicate_lids() {
     let msg = finding(&doc, "fabric.lid", &lid[0].2)["message"].as_str().unwrap().to_string();
     assert!(msg.starts_with(&format!("LID {lid_b} is assigned to 2 ports")), "{msg}");
 }
+
+#[test]
+fn soak_judges_what_rose_in_the_window_not_lifetime_totals() {
+    let mut sim = Sim::start("soak", &healthy_net());
+    sim.start_sm_and_wait();
+    // A lifetime total from before the window: without --soak it is an error.
+    sim.console("PerformanceSet \"hostB\"[1] PortCounters.SymbolErrorCounter=900");
+    assert_eq!(errors(&sim.json(&[])).len(), 1);
+    // The first read takes well under a second on this fabric; the counters move 3 s into an
+    // 8 s window (wall time only as a generous ordering bound, not asserted).
+    let out = sim.fabcheck_during(&["fabric", "--json", "--soak", "8s", "--deadline", "60"], |sim| {
+        std::thread::sleep(std::time::Duration::from_secs(3));
+        sim.console("PerformanceSet \"hostC\"[1] PortCounters.SymbolErrorCounter=50");
+        // hostB's counter cleared during the window: said, not judged.
+        sim.console("PerformanceSet \"hostB\"[1] PortCounters.SymbolErrorCounter=5");
+    });
+    assert_eq!(exit(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Only the counter raised during the window is an error; hostB's 900 are old.
+    assert_eq!(errors(&doc), vec![("fabric.errors".into(), "error".into(), "leaf2[1] <-> hostC[1]".into())], "{:#?}", findings(&doc));
+    assert_eq!(finding(&doc, "fabric.errors", "leaf2[1] <-> hostC[1]")["message"], "at hostC[1]: SymbolErrorCounter 50 (> 10)");
+    let window = finding(&doc, "soak.window", "fabric");
+    assert!(window["message"].as_str().unwrap().contains("s apart (soak window)"), "{window}");
+    let said = finding(&doc, "soak.counters", "fabric");
+    assert_eq!(said["severity"], "info");
+    assert!(said["message"].as_str().unwrap().contains("hostB port 1: SymbolErrorCounter went down (900 to 5: cleared)"), "{said}");
+}

@@ -187,7 +187,7 @@ fn remedies_name_the_fix() {
         ("roce-link-local-only", vec![], "roce.gid", "ip addr add"),
         ("roce-mtu-mismatch", vec!["--expect", "mtu=4096"], "roce.mtu", "mtu 9000"),
         ("ib-down-polling", vec![], "port.state", "cable"),
-        ("roce-trained-low", vec![], "link.trained", "ethtool <netdev>"),
+        ("roce-trained-low-400g-partner", vec![], "link.trained", "ethtool <netdev>"),
         ("ndr-ib-pcie-gen4", vec![], "pcie.bound", "Gen5 x16"),
     ];
     for (fixture, extra, id, needle) in cases {

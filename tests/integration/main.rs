@@ -15,6 +15,7 @@ mod loading;
 mod mesh_patterns;
 mod mesh_scale;
 mod output;
+mod phy;
 mod properties;
 mod protocol;
 

@@ -115,6 +115,7 @@ const IB_SMI_CLASS: c_int = 0x01;
 const IB_SMI_DIRECT_CLASS: c_int = 0x81;
 const IB_PERFORMANCE_CLASS: c_int = 0x04;
 const IB_ATTR_SMINFO: u32 = 0x20;
+const IB_ATTR_NODE_INFO: u32 = 0x11;
 const IB_ATTR_PORT_INFO: u32 = 0x15;
 const IB_GSI_PORT_COUNTERS: u32 = 0x12;
 const IB_GSI_PORT_COUNTERS_EXT: u32 = 0x1d;
@@ -155,6 +156,37 @@ impl MadPort {
     /// SMInfo of the SM (or SMA) at `lid`: the raw 64-byte attribute.
     pub fn sm_info(&self, lid: u16) -> Result<[u8; 64], MadError> {
         self.smp(lid, IB_ATTR_SMINFO, 0, "SMInfo query")
+    }
+
+    /// NodeInfo of the node one hop out of this port (directed route `0,PORT`): the peer of
+    /// the cable, whatever its LID (it need not have one: an SM may not have swept yet).
+    pub fn peer_node_info(&self) -> Result<[u8; 64], MadError> {
+        self.smp_one_hop(IB_ATTR_NODE_INFO, 0, "NodeInfo query one hop out")
+    }
+
+    /// PortInfo of port `peer_port` of the node one hop out (directed route `0,PORT`).
+    pub fn peer_port_info(&self, peer_port: u8) -> Result<[u8; 64], MadError> {
+        self.smp_one_hop(IB_ATTR_PORT_INFO, u32::from(peer_port), "PortInfo query one hop out")
+    }
+
+    fn smp_one_hop(&self, attr: u32, modifier: u32, what: &'static str) -> Result<[u8; 64], MadError> {
+        let libs = libraries()?;
+        let mut buf = [0u8; 64];
+        // A directed route: LID 0, path [0, out port] (libibmad's "0,PORT"), both ends of the
+        // path's LID-routed part permissive.
+        let mut portid = ffi_mad::ib_portid_t::default();
+        portid.drpath.cnt = 1;
+        portid.drpath.p[1] = self.local.port;
+        portid.drpath.drslid = 0xffff;
+        portid.drpath.drdlid = 0xffff;
+        // SAFETY: `buf` is the IB_SMP_DATA_SIZE (64) bytes the query writes; `portid` is a
+        // valid one-hop directed route (cnt 1, p[1] the out port, within the 64-byte path);
+        // `self.raw` is open until Drop, with the directed-route SMI class registered.
+        let rc = unsafe { libs.mad.smp_query_via(buf.as_mut_ptr() as *mut c_void, &mut portid, attr, modifier, 0, self.raw) };
+        if rc.is_null() {
+            return Err(MadError::NoAnswer { what, lid: 0 });
+        }
+        Ok(buf)
     }
 
     fn smp(&self, lid: u16, attr: u32, modifier: u32, what: &'static str) -> Result<[u8; 64], MadError> {

@@ -1,0 +1,454 @@
+//! The physical layer of a port: `phy.fec` (the FEC the lane rate needs, codewords it could not
+//! correct), `phy.ber` (pre- and post-FEC bit errors, and a lane that carries most of them) and
+//! `phy.module` (the transceiver: alarms it raises, a lane near dark, over temperature).
+//!
+//! Thresholds and their sources are in docs/checks.md ("The physical layer"). Counters read
+//! without a soak window are lifetime figures (since the driver loaded or they were cleared):
+//! they are said as such, and an old total is never an error on its own.
+
+use super::{Severity, Sheet};
+use crate::probe::decode::PhysState;
+use crate::probe::fec::FecMode;
+use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
+use crate::probe::phy::Phy;
+use crate::probe::soak::{Change, PortWindow, FEC_UNCORRECTABLE, SYMBOL_ERRORS};
+use crate::probe::Port;
+
+/// Lane rate (Gb/s) from which lanes are PAM4 and RS(544,514) is required: IEEE 802.3 clauses
+/// 134 (50GBASE-R), 137 (100GBASE-KR2/CR2), 120/138 (200G/400G): every 50G-and-faster lane.
+pub const PAM4_LANE_GBPS: f64 = 40.0;
+/// Pre-FEC BER above which RS(544,514) can no longer bring a link to its 1e-13 frame-error
+/// target (IEEE 802.3bs/cd: the KP4 FEC is specified for a 2.4e-4 input BER).
+pub const RAW_BER_LIMIT_KP4: f64 = 2.4e-4;
+/// The same for RS(528,514) on 25G NRZ lanes (IEEE 802.3by: 5e-5, the "worst BER of 5x10^-5"
+/// SFF-8024 names for cables that need RS-FEC).
+pub const RAW_BER_LIMIT_KR4: f64 = 5e-5;
+/// A warning from a tenth of the limit: less than a decade of margin left.
+pub const RAW_BER_MARGIN: f64 = 0.1;
+/// Post-FEC BER objective of Ethernet and InfiniBand links (IEEE 802.3 BER objective, IBTA
+/// vol. 2 "effective BER"; ibdiagnet's default --ber_thresh): 1e-12.
+pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
+/// A lane with more than this share of the port's corrected errors is named.
+pub const LANE_SHARE: f64 = 0.5;
+/// Below this many errors in all, a lane's share is noise, not a pattern.
+pub const LANE_MIN_ERRORS: u64 = 1000;
+/// Rx power below this (dBm) is a lane near dark: below every 100G/200G/400G receiver's
+/// sensitivity (IEEE 802.3 cl. 95, 138, 124: -10.3 to -8.4 dBm average power for SR4/DR4/FR4),
+/// and the low-alarm threshold most modules set (-13 to -14 dBm).
+pub const NEAR_DARK_DBM: f64 = -14.0;
+/// Case temperature above which a module is out of its commercial operating range (SFF-8636 /
+/// CMIS modules, and every ConnectX-qualified module's datasheet: 0-70 °C).
+pub const MODULE_HOT_C: f64 = 70.0;
+
+pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
+    if let Some(window) = &port.soak {
+        super::soak_rules::run(port, window, s, sheet);
+    }
+    let Some(phy) = &port.phy else { return };
+    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    // The module speaks whether the link is up or not: a dark lane is why a link is down.
+    module(phy, netdev, s, sheet);
+    if port.phys_state != PhysState::LinkUp {
+        for id in ["phy.fec", "phy.ber"] {
+            sheet.skip(id, s, format!("physical link is {}", port.phys_state));
+        }
+        return;
+    }
+    let window = port.soak.as_ref();
+    fec(phy, window, netdev, s, sheet);
+    ber(phy, window, netdev, s, sheet);
+}
+
+/// Says when the counters are lifetime figures.
+fn lifetime() -> &'static str {
+    "a lifetime figure, since the driver loaded or the counters were last cleared; `check --soak 10m` judges the rate"
+}
+
+/// A counter's rise over the soak window, when it rose.
+fn rose(window: &PortWindow, name: &str) -> Option<u64> {
+    match window.of(name) {
+        Some(Change::Rose(n)) => Some(n),
+        _ => None,
+    }
+}
+
+fn fec(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let mode = phy.fec;
+    let uncorrectable = phy.fec_uncorrectable_blocks;
+    if mode.is_none() && uncorrectable.is_none() {
+        sheet.skip("phy.fec", s, "FEC mode not readable (`ethtool --show-fec`)");
+        return;
+    }
+    let mut observed = mode.map_or("FEC ?".to_string(), |m| format!("FEC {m}"));
+    if let Some(lane) = phy.lane_gbps {
+        observed.push_str(&format!(" at {} Gb/s a lane", crate::units::rate(lane)));
+    }
+    if let (Some(c), Some(u)) = (phy.fec_corrected_blocks, uncorrectable) {
+        observed.push_str(&format!(", {c} corrected / {u} uncorrectable codewords"));
+    }
+    let pam4 = phy.lane_gbps.is_some_and(|g| g >= PAM4_LANE_GBPS);
+    let remedy_mode = format!(
+        "set RS-FEC on both ends: `ethtool --set-fec {netdev} encoding rs` and the switch port's FEC to RS (auto \
+         negotiation of FEC is often off at 200/400G, so both ends must be set alike)"
+    );
+    match mode {
+        Some(FecMode::Off | FecMode::BaseR) if pam4 => {
+            sheet.fail(
+                "phy.fec",
+                s,
+                observed,
+                Some("RS-544".into()),
+                Severity::Error,
+                format!(
+                    "FEC is {} on PAM4 lanes of {} Gb/s: RS(544,514) is required on every lane of 50G and up",
+                    mode.map_or("?".into(), |m| m.to_string()),
+                    crate::units::rate(phy.lane_gbps.unwrap_or(0.0))
+                ),
+                remedy_mode,
+            );
+            return;
+        }
+        Some(FecMode::Off) => sheet.note(
+            "phy.fec",
+            s,
+            Severity::Info,
+            "FEC is off: 25G NRZ lanes on short copper (CA-N, up to 3 m) may legitimately run without it; optics and longer \
+             cables need RS-528",
+            remedy_mode.clone(),
+        ),
+        _ => {}
+    }
+    if let Some(w) = window {
+        match (w.of(FEC_UNCORRECTABLE), rose(w, FEC_UNCORRECTABLE)) {
+            (_, Some(n)) => sheet.fail(
+                "phy.fec",
+                s,
+                format!("{observed}, {n} uncorrectable in {}", w.words()),
+                None,
+                Severity::Error,
+                format!("{n} FEC codewords could not be corrected during the {} window: frames are being lost to bit errors now", w.words()),
+                "clean or replace the cable/optic at both ends; phy.ber and phy.module name the lane",
+            ),
+            (Some(Change::Reset | Change::Saturated), _) => {
+                sheet.skip("phy.fec", s, format!("uncorrectable codewords went down during the {} window (cleared): not judged", w.words()))
+            }
+            _ => sheet.pass("phy.fec", s, format!("{observed}, none uncorrectable in {}", w.words()), None),
+        }
+        return;
+    }
+    match uncorrectable {
+        Some(u) if u > 0 => sheet.fail(
+            "phy.fec",
+            s,
+            observed,
+            None,
+            Severity::Warning,
+            format!("{u} FEC codewords could not be corrected (frames lost to bit errors): {}", lifetime()),
+            "bit errors beyond what the FEC corrects: clean or replace the cable/optic at both ends, and see phy.ber and \
+             phy.module for the lane",
+        ),
+        _ => sheet.pass("phy.fec", s, observed, None),
+    }
+}
+
+fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let mut problems: Vec<(Severity, String)> = Vec::new();
+    let limit = match phy.fec {
+        Some(FecMode::Rs544) => Some(RAW_BER_LIMIT_KP4),
+        Some(FecMode::Rs528 | FecMode::Rs | FecMode::Llrs) => Some(RAW_BER_LIMIT_KR4),
+        _ => None,
+    };
+    let mut observed: Vec<String> = Vec::new();
+    if let Some(raw) = phy.ber_raw {
+        observed.push(format!("raw BER {}", ber_text(raw)));
+        if let Some(limit) = limit {
+            if raw > limit {
+                problems.push((
+                    Severity::Error,
+                    format!("pre-FEC BER {raw:.1e} is above what {} corrects ({limit:.1e})", phy.fec.map_or("the FEC".into(), |m| m.to_string())),
+                ));
+            } else if raw > limit * RAW_BER_MARGIN {
+                problems
+                    .push((Severity::Warning, format!("pre-FEC BER {raw:.1e} leaves less than a decade of margin below the FEC limit {limit:.1e}")));
+            }
+        }
+    }
+    if let Some(eff) = phy.ber_effective {
+        observed.push(format!("effective BER {}", ber_text(eff)));
+        if eff > EFFECTIVE_BER_LIMIT {
+            problems.push((Severity::Error, format!("post-FEC (effective) BER {eff:.1e} is above the {EFFECTIVE_BER_LIMIT:.0e} objective")));
+        }
+    }
+    match window {
+        Some(w) => {
+            if let Some(n) = rose(w, SYMBOL_ERRORS) {
+                observed.push(format!("{n} symbol errors in {}", w.words()));
+                if phy.ber_effective.is_none() {
+                    problems.push((Severity::Error, format!("{n} symbol errors the FEC could not correct during the {} window", w.words())));
+                }
+            }
+            if !observed.is_empty() {
+                observed.push(format!("over {}", w.words()));
+            }
+        }
+        None => {
+            if let Some(sym) = phy.symbol_errors {
+                observed.push(format!("{sym} symbol errors"));
+                if sym > 0 && phy.ber_effective.is_none() {
+                    problems.push((Severity::Warning, format!("{sym} symbol errors the FEC could not correct ({})", lifetime())));
+                }
+            }
+        }
+    }
+    if let (Some(bits), None) = (phy.corrected_bits, window) {
+        observed.push(format!("{bits} corrected bits"));
+    }
+    if observed.is_empty() {
+        sheet.skip("phy.ber", s, "no bit-error counters readable (`ethtool -S`)");
+        return;
+    }
+    if phy.ber_raw.is_none() && phy.ber_effective.is_none() && window.is_none() {
+        observed.push("lifetime".into());
+    }
+    let lane = busiest_lane(&phy.lane_errors);
+    let observed = observed.join(", ");
+    let worst = problems.iter().map(|p| p.0).min();
+    match worst {
+        Some(severity) => {
+            let mut message = problems.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; ");
+            if let Some((lane, share)) = lane {
+                message.push_str(&format!("; lane {lane} carries {:.0}% of the corrected errors", share * 100.0));
+            }
+            let remedy = match lane {
+                Some((lane, _)) => format!(
+                    "lane {lane} is the weak one: clean the connector (a dirty fiber end face hits one lane), reseat, then swap \
+                     the cable/optic to see whether the errors follow it; `ethtool -S {netdev} | grep _phy` shows the lanes"
+                ),
+                None => format!(
+                    "a marginal cable, optic or connector: clean and reseat both ends, then replace the cable/optic; `ethtool -S \
+                     {netdev} | grep _phy` and `mlxlink -d <pci> -c` show the counters"
+                ),
+            };
+            sheet.fail("phy.ber", s, observed, None, severity, message, remedy);
+        }
+        None => {
+            if let Some((lane, share)) = lane {
+                sheet.note(
+                    "phy.ber",
+                    s,
+                    Severity::Info,
+                    format!("lane {lane} carries {:.0}% of the port's corrected errors (within what the FEC corrects)", share * 100.0),
+                    format!("if errors rise, start with lane {lane}: clean the connector, swap the cable/optic"),
+                );
+            }
+            sheet.pass("phy.ber", s, observed, None);
+        }
+    }
+}
+
+/// A BER as people write it: `0`, `1.2e-7`.
+fn ber_text(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else {
+        format!("{v:.1e}")
+    }
+}
+
+/// The lane with more than [`LANE_SHARE`] of the errors, numbered from 1 as the module's lanes
+/// are (the driver's counters count from 0: lane 3 is `rx_err_lane_2_phy`).
+pub fn busiest_lane(lanes: &[u64]) -> Option<(usize, f64)> {
+    if lanes.len() < 2 {
+        return None;
+    }
+    let total: u64 = lanes.iter().sum();
+    if total < LANE_MIN_ERRORS {
+        return None;
+    }
+    let (lane, &most) = lanes.iter().enumerate().max_by_key(|(_, v)| **v)?;
+    let share = most as f64 / total as f64;
+    (share > LANE_SHARE).then_some((lane + 1, share))
+}
+
+fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
+    let Some(m) = &phy.module else {
+        let why = phy.module_unreadable.clone().unwrap_or_else(|| "no module report (`ethtool -m`)".into());
+        sheet.skip("phy.module", s, why);
+        return;
+    };
+    let name = identity(m);
+    let mut problems: Vec<(Severity, String)> = Vec::new();
+    let mut lanes_named: Vec<(Figure, u8)> = Vec::new();
+    // Every lane at exactly no light and no flag saying so: a module (many AOCs) that does not
+    // monitor Rx power, not a dark cable; its flags still speak.
+    let unmonitored = m.rx_power_dbm.as_deref().is_some_and(|rx| rx.iter().all(|d| d.is_none_or(|d| d <= DARK_DBM)))
+        && !m.flags.iter().any(|f| matches!(f.figure, Figure::RxPower | Figure::RxLos));
+    if m.media != Some(Media::Copper) && !unmonitored {
+        let judged = judged_lanes(m, phy.lanes);
+        for (i, dbm) in m.rx_power_dbm.iter().flatten().enumerate().take(judged) {
+            let Some(dbm) = dbm else { continue };
+            if *dbm < NEAR_DARK_DBM {
+                let lane = i as u8 + 1;
+                let what = if *dbm <= DARK_DBM { "no light".to_string() } else { format!("{dbm:.2} dBm") };
+                let raised: Vec<String> = m.flags.iter().filter(|f| f.lane == Some(lane)).map(flag_words).collect();
+                let raised = if raised.is_empty() { String::new() } else { format!(" ({} raised by the module)", raised.join(", ")) };
+                problems.push((Severity::Error, format!("lane {lane} Rx power {what}: the lane is near dark{raised}")));
+                lanes_named.push((Figure::RxPower, lane));
+            }
+        }
+    }
+    for f in &m.flags {
+        if f.lane.is_some_and(|l| lanes_named.contains(&(f.figure, l)) || (f.figure == Figure::RxLos && lanes_named.contains(&(Figure::RxPower, l))))
+        {
+            continue;
+        }
+        let severity = if f.level == FlagLevel::Alarm { Severity::Error } else { Severity::Warning };
+        let place = f.lane.map_or(String::new(), |l| format!("lane {l} "));
+        problems.push((severity, format!("{place}{} raised by the module", flag_words(f))));
+    }
+    if let Some(t) = m.temperature_c {
+        let flagged = m.flags.iter().any(|f| f.figure == Figure::Temperature);
+        if t > MODULE_HOT_C && !flagged {
+            problems.push((Severity::Warning, format!("module at {t:.1} °C, above the {MODULE_HOT_C:.0} °C it is rated for")));
+        }
+    }
+    let observed = observed_module(m, &name);
+    match problems.iter().map(|p| p.0).min() {
+        None => sheet.pass("phy.module", s, observed, None),
+        Some(severity) => {
+            let message = format!("{name}: {}", problems.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; "));
+            sheet.fail(
+                "phy.module",
+                s,
+                observed,
+                None,
+                severity,
+                message,
+                format!(
+                    "a dark or weak lane: clean the fiber end faces at both ends and reseat the module, check the far end's Tx \
+                     on that lane, then replace the cable or optic; over temperature: airflow and the cage; `ethtool -m \
+                     {netdev}` shows every figure"
+                ),
+            );
+        }
+    }
+}
+
+/// `Rx power low alarm`, `temperature high warning`, `Rx loss of signal`.
+fn flag_words(f: &crate::probe::module::ModuleFlag) -> String {
+    if f.figure == Figure::RxLos {
+        return f.figure.words().to_string();
+    }
+    let direction = match f.direction {
+        Some(Direction::High) => " high",
+        Some(Direction::Low) => " low",
+        None => "",
+    };
+    let level = if f.level == FlagLevel::Alarm { "alarm" } else { "warning" };
+    format!("{}{direction} {level}", f.figure.words())
+}
+
+/// How many lanes' Rx power to judge. A CMIS module reports 8 lanes whatever it uses: a 400G
+/// SR4 module reads no light on lanes 5-8, which is not a fault. So: the lanes the link runs
+/// on when known; else every lane but a tail of lanes with no light at all that no flag of
+/// the module names (the module's own flags still speak for any lane).
+fn judged_lanes(m: &Module, link_lanes: Option<u32>) -> usize {
+    let rx = m.rx_power_dbm.as_deref().unwrap_or(&[]);
+    if let Some(n) = link_lanes.filter(|&n| n > 0) {
+        return (n as usize).min(rx.len());
+    }
+    let mut end = rx.len();
+    while end > 1 && rx[end - 1].is_some_and(|d| d <= DARK_DBM) && !m.flags.iter().any(|f| f.lane == Some(end as u8)) {
+        end -= 1;
+    }
+    if rx[..end].iter().all(|d| d.is_none_or(|d| d <= DARK_DBM)) {
+        rx.len()
+    } else {
+        end
+    }
+}
+
+fn identity(m: &Module) -> String {
+    let parts: Vec<&str> = [m.kind.as_deref(), m.vendor.as_deref(), m.part.as_deref()].into_iter().flatten().collect();
+    if parts.is_empty() {
+        "module".into()
+    } else {
+        format!("module {}", parts.join(" "))
+    }
+}
+
+fn observed_module(m: &Module, name: &str) -> String {
+    let mut out = name.to_string();
+    if m.media == Some(Media::Copper) {
+        out.push_str(", copper");
+    }
+    if let Some(t) = m.temperature_c {
+        out.push_str(&format!(", {t:.1} °C"));
+    }
+    if let Some(rx) = &m.rx_power_dbm {
+        let list: Vec<String> = rx.iter().map(|v| v.map_or("?".into(), |d| format!("{d:.1}"))).collect();
+        out.push_str(&format!(", Rx {} dBm", list.join("/")));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn port_with(module: Module) -> Port {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roce-cx7-phy-clean");
+        let mut inv = crate::probe::inventory(&crate::probe::Source::Sysfs(root), None).unwrap();
+        let mut port = inv.devices.remove(0).ports.remove(0);
+        port.phy.as_mut().unwrap().module = Some(module);
+        port
+    }
+
+    fn module_findings(port: &Port) -> Vec<crate::diagnose::Finding> {
+        let mut sheet = Sheet::default();
+        run(port, "mlx5_0/1", &mut sheet);
+        sheet.findings.into_iter().filter(|f| f.id == "phy.module").collect()
+    }
+
+    #[test]
+    fn a_module_that_does_not_monitor_rx_power_is_not_a_dark_cable() {
+        let dark = Module { media: Some(Media::Optical), rx_power_dbm: Some(vec![Some(DARK_DBM); 4]), ..Module::default() };
+        assert!(module_findings(&port_with(dark.clone())).is_empty(), "all lanes at 0 mW and no flag: not monitored");
+        // One lane dark among lit ones is named; so is a lane the module flags.
+        let one = Module { rx_power_dbm: Some(vec![Some(-1.0), Some(-1.2), Some(-20.0), Some(-1.1)]), ..dark.clone() };
+        let f = module_findings(&port_with(one));
+        assert_eq!(f.len(), 1);
+        assert!(f[0].message.contains("lane 3 Rx power -20.00 dBm"), "{}", f[0].message);
+        let flagged = Module {
+            flags: vec![crate::probe::module::ModuleFlag { figure: Figure::RxLos, level: FlagLevel::Alarm, direction: None, lane: Some(2) }],
+            ..dark
+        };
+        let f = module_findings(&port_with(flagged));
+        assert!(f[0].message.contains("lane 1 Rx power no light") && f[0].message.contains("lane 2"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn fec_off_on_pam4_lanes_is_an_error_and_on_25g_copper_an_info() {
+        let mut port = port_with(Module::default());
+        port.phy.as_mut().unwrap().fec = Some(FecMode::Off);
+        let mut sheet = Sheet::default();
+        run(&port, "mlx5_0/1", &mut sheet);
+        let f = sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap();
+        assert_eq!(f.severity, Severity::Error, "100G lanes are PAM4: {f:?}");
+        let phy = port.phy.as_mut().unwrap();
+        phy.lane_gbps = Some(25.0);
+        let mut sheet = Sheet::default();
+        run(&port, "mlx5_0/1", &mut sheet);
+        assert_eq!(sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap().severity, Severity::Info);
+    }
+
+    #[test]
+    fn a_lane_with_most_errors_is_named_only_above_the_noise() {
+        assert_eq!(busiest_lane(&[10, 20, 900, 30]), None, "960 errors in all: noise");
+        let (lane, share) = busiest_lane(&[100, 200, 9000, 300]).unwrap();
+        assert_eq!(lane, 3, "numbered from 1, as the module's lanes");
+        assert!(share > 0.9);
+        assert_eq!(busiest_lane(&[3000, 3000, 3000, 3000]), None);
+        assert_eq!(busiest_lane(&[5000]), None, "one lane has every error by definition");
+    }
+}

@@ -1,0 +1,185 @@
+//! What a soak window (`check --soak DURATION`) saw on a port: `link.flap` (link-down events
+//! during the window), and the error counters that rose in it, named; on InfiniBand ports
+//! (no `ethtool`), the symbol errors over the window as a BER (`phy.ber`). A counter that was
+//! cleared or sits at its maximum is said, not judged. Ethernet BER and FEC over the window are
+//! judged by `phy_rules` from the window's figures.
+
+use super::phy_rules::EFFECTIVE_BER_LIMIT;
+use super::{Severity, Sheet};
+use crate::probe::decode::LinkLayer;
+use crate::probe::soak::{Change, PortWindow, LINK_DOWN_EVENTS};
+use crate::probe::Port;
+
+/// Error counters of `counters/` named when they rise during a window.
+const RISING: [&str; 5] =
+    ["link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "port_rcv_remote_physical_errors", "port_xmit_discards"];
+
+pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) {
+    let w = window.words();
+    flap(window, &w, s, sheet);
+    let not_judged: Vec<String> = window
+        .counters
+        .iter()
+        .filter_map(|c| match c.change {
+            Change::Reset => Some(format!("{} went down ({} to {}: cleared)", c.name, c.start, c.end)),
+            Change::Saturated => Some(format!("{} sits at its maximum ({})", c.name, c.end)),
+            _ => None,
+        })
+        .collect();
+    if !not_judged.is_empty() {
+        sheet.note(
+            "soak.counters",
+            s,
+            Severity::Info,
+            format!("not judged over the {w} window: {}", not_judged.join("; ")),
+            "clear the counters (`perfquery -x -R`, or a driver reload for ethtool's) and soak again",
+        );
+    }
+    let risen: Vec<String> = RISING
+        .iter()
+        .filter_map(|name| match window.of(name) {
+            Some(Change::Rose(n)) => Some(format!("{name} +{n}")),
+            _ => None,
+        })
+        .collect();
+    if !risen.is_empty() {
+        sheet.note(
+            "link.errors",
+            s,
+            Severity::Warning,
+            format!("error counters rose during the {w} window: {}", risen.join(" ")),
+            "errors that rise under a soak point at a marginal cable or optic: clean, reseat, replace; `mlxlink -d <pci> -c` shows the PHY counters",
+        );
+    }
+    if port.link_layer == LinkLayer::InfiniBand {
+        ib_symbol_errors(port, window, &w, s, sheet);
+    }
+}
+
+fn flap(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
+    let changes: Vec<(&str, Change)> = ["link_downed", LINK_DOWN_EVENTS].iter().filter_map(|n| Some((*n, window.of(n)?))).collect();
+    if changes.is_empty() {
+        sheet.skip("link.flap", s, "no link-down counter readable");
+        return;
+    }
+    let downs = changes.iter().filter_map(|(_, c)| if let Change::Rose(n) = c { Some(*n) } else { None }).max();
+    match downs {
+        Some(n) => sheet.fail(
+            "link.flap",
+            s,
+            format!("{n} link-down events in {w}"),
+            Some("0".into()),
+            Severity::Error,
+            format!("the link went down {n} time{} during the {w} window: it flaps", if n == 1 { "" } else { "s" }),
+            "a flapping link: reseat or replace the cable/optic, check phy.module for a weak lane and the switch port's log",
+        ),
+        None if changes.iter().all(|(_, c)| matches!(c, Change::Reset | Change::Saturated)) => {
+            sheet.skip("link.flap", s, format!("the link-down counters were cleared or are saturated: not judged over {w}"))
+        }
+        None => sheet.pass("link.flap", s, format!("0 link-down events in {w}"), Some("0".into())),
+    }
+}
+
+/// InfiniBand's SymbolErrorCounter over the window, as a BER over the bits the link carried.
+fn ib_symbol_errors(port: &Port, window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
+    match window.of("symbol_error") {
+        Some(Change::Rose(n)) => {
+            let ber = port.rate_gbps.filter(|_| window.seconds > 0.0).map(|g| n as f64 / (g * 1e9 * window.seconds));
+            let severity = if ber.is_none_or(|b| b > EFFECTIVE_BER_LIMIT) { Severity::Error } else { Severity::Warning };
+            let per_hour = n as f64 * 3600.0 / window.seconds.max(1.0);
+            sheet.fail(
+                "phy.ber",
+                s,
+                format!("symbol_error +{n} in {w}{}", ber.map_or(String::new(), |b| format!(", BER {b:.1e}"))),
+                None,
+                severity,
+                format!("{n} symbol errors during the {w} window ({per_hour:.0} an hour)"),
+                "a marginal cable or optic: clean, reseat, replace; `mlxlink -d <pci> -c` shows the raw BER per lane",
+            );
+        }
+        Some(Change::Same) => sheet.pass("phy.ber", s, format!("symbol_error +0 in {w}"), None),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::diagnose::{run, Expectations, Input, Scope, Severity, Status};
+    use crate::probe::soak::apply;
+    use crate::probe::{self, Inventory};
+    use std::path::Path;
+
+    fn fixture(name: &str) -> Inventory {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+        probe::inventory(&probe::Source::Sysfs(root), None).unwrap()
+    }
+
+    fn counter(inv: &mut Inventory, name: &str, value: u64) {
+        inv.devices[0].ports[0].counters.iter_mut().find(|c| c.name == name).unwrap().value = value;
+    }
+
+    #[test]
+    fn a_counter_raised_during_the_window_is_named_an_old_total_is_not_an_error() {
+        // ib-4x-at-1x has lifetime symbol errors: without a window only link.errors warns.
+        let start = fixture("ib-4x-at-1x");
+        let old_total = start.devices[0].ports[0].counters.iter().find(|c| c.name == "symbol_error").unwrap().value;
+        assert!(old_total > 0, "the fixture must carry a lifetime total");
+        let mut end = start.clone();
+        apply(&start, &mut end, 10.0, false);
+        let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
+        let ber = r.checks.iter().find(|c| c.id == "phy.ber").unwrap();
+        assert_eq!(ber.status, Status::Pass, "nothing rose in the window: {ber:?}");
+        assert!(r.findings.iter().all(|f| f.id != "phy.ber" && f.id != "link.flap"), "{:#?}", r.findings);
+        let flap = r.checks.iter().find(|c| c.id == "link.flap").unwrap();
+        assert_eq!((flap.status, flap.observed.as_str()), (Status::Pass, "0 link-down events in 10 s"));
+
+        // Raised during the window: 3 symbol errors and a link-down.
+        let mut end = start.clone();
+        counter(&mut end, "symbol_error", old_total + 3);
+        let downed = start.devices[0].ports[0].counters.iter().find(|c| c.name == "link_downed").unwrap().value;
+        counter(&mut end, "link_downed", downed + 1);
+        apply(&start, &mut end, 10.0, false);
+        let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
+        let f = r.findings.iter().find(|f| f.id == "phy.ber").unwrap();
+        assert_eq!(f.severity, Severity::Error, "3 errors in 10 s at 50 Gb/s is a BER of 6e-12: {f:?}");
+        assert!(f.message.contains("3 symbol errors during the 10 s window"), "{}", f.message);
+        let f = r.findings.iter().find(|f| f.id == "link.flap").unwrap();
+        assert!(f.message.contains("went down 1 time during the 10 s window"), "{}", f.message);
+    }
+
+    #[test]
+    fn a_cleared_or_saturated_counter_is_said_not_judged() {
+        let start = fixture("ib-4x-at-1x");
+        let mut end = start.clone();
+        counter(&mut end, "symbol_error", 0);
+        counter(&mut end, "link_downed", 255);
+        let mut before = start.clone();
+        counter(&mut before, "symbol_error", 40);
+        apply(&before, &mut end, 10.0, false);
+        let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
+        let note = r.findings.iter().find(|f| f.id == "soak.counters").unwrap();
+        assert_eq!(note.severity, Severity::Info);
+        assert!(note.message.contains("symbol_error went down") && note.message.contains("link_downed sits at its maximum"), "{}", note.message);
+        assert!(r.findings.iter().all(|f| f.id != "link.flap" && f.id != "phy.ber"), "{:#?}", r.findings);
+    }
+
+    #[test]
+    fn ethernet_ber_over_the_window_from_corrected_bits() {
+        // roce-cx6dx-fec-lane at 100 Gb/s: 1e7 corrected bits in 10 s is a raw BER of 1e-5.
+        let start = fixture("roce-cx6dx-fec-lane");
+        let mut end = start.clone();
+        let phy = end.devices[0].ports[0].phy.as_mut().unwrap();
+        phy.corrected_bits = phy.corrected_bits.map(|b| b + 10_000_000);
+        apply(&start, &mut end, 10.0, false);
+        let phy = end.devices[0].ports[0].phy.as_ref().unwrap();
+        assert_eq!(phy.ber_raw, Some(1e-5));
+        assert_eq!(phy.ber_effective, Some(0.0), "no symbol errors in the window");
+        let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
+        // The lifetime symbol errors and uncorrectable codewords are no longer judged.
+        let fec = r.checks.iter().find(|c| c.id == "phy.fec").unwrap();
+        assert_eq!(fec.status, Status::Pass, "{fec:?}");
+        let ber = r.findings.iter().find(|f| f.id == "phy.ber").unwrap();
+        assert_eq!(ber.severity, Severity::Warning, "1e-5 is within RS-528's 5e-5 but under a decade of margin: {ber:?}");
+        assert!(ber.message.contains("lane 2"), "{}", ber.message);
+    }
+}

@@ -1,0 +1,112 @@
+//! `ethtool -m` as the ethtool versions of Debian 11 (5.9), Debian 12 (6.1), RHEL 8 (5.13) and
+//! RHEL 9 (6.2) print it, and the same modules' bytes.
+
+use super::*;
+use crate::probe::module_hex::{decode, merge, parse_hex_dump};
+
+const SFF8636_ETHTOOL_5: &str = include_str!("../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.txt");
+const SFF8636_HEX: &str = include_str!("../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.hex.txt");
+const CMIS_DARK_LANE: &str = include_str!("../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.txt");
+const CMIS_DARK_LANE_HEX: &str = include_str!("../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.hex.txt");
+const DAC_ETHTOOL_6: &str = include_str!("../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.txt");
+const DAC_HEX: &str = include_str!("../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.hex.txt");
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 0.02)
+}
+
+#[test]
+fn sff8636_text_of_ethtool_5_without_a_space_before_channel() {
+    let m = parse_module_text(SFF8636_ETHTOOL_5).unwrap();
+    assert_eq!((m.kind.as_deref(), m.vendor.as_deref(), m.part.as_deref()), (Some("QSFP28"), Some("Mellanox"), Some("MMA1B00-C100D")));
+    assert_eq!(m.serial.as_deref(), Some("MT2114FT01234"));
+    assert_eq!(m.media, Some(Media::Optical));
+    assert_eq!(m.temperature_c, Some(38.5));
+    let rx = m.rx_power_dbm.clone().unwrap();
+    assert_eq!(rx.len(), 4, "`Rcvr signal avg optical power(Channel N)` read: {rx:?}");
+    assert!(close(rx[1], -2.84), "{rx:?}");
+    assert_eq!(m.tx_power_dbm.as_ref().map(Vec::len), Some(4));
+    assert!(close(m.tx_bias_ma.as_ref().unwrap()[0], 7.1));
+    assert!(m.flags.is_empty(), "every flag is Off and thresholds are not flags: {:?}", m.flags);
+}
+
+#[test]
+fn the_newer_spelling_and_the_older_read_alike() {
+    // ethtool 6: `Rx power (Channel 1)`; 5.x: `Rcvr signal avg optical power(Channel 1)`;
+    // OMA modules: `Receiver signal OMA(Channel 1)`.
+    let old = parse_module_text(SFF8636_ETHTOOL_5).unwrap();
+    for spelling in ["Rx power (Channel", "Receiver signal OMA(Channel", "Rcvr signal avg optical power (Channel"] {
+        let text = SFF8636_ETHTOOL_5.replace("Rcvr signal avg optical power(Channel", spelling);
+        assert_eq!(parse_module_text(&text).unwrap().rx_power_dbm, old.rx_power_dbm, "{spelling}");
+    }
+}
+
+#[test]
+fn sff8636_bytes_give_what_the_text_gives() {
+    let pages = parse_hex_dump(SFF8636_HEX);
+    let bytes = decode(&pages).unwrap();
+    let text = parse_module_text(SFF8636_ETHTOOL_5).unwrap();
+    assert_eq!(
+        (bytes.kind.clone(), bytes.vendor.clone(), bytes.part.clone(), bytes.serial.clone()),
+        (text.kind.clone(), text.vendor.clone(), text.part.clone(), text.serial.clone())
+    );
+    assert_eq!(bytes.media, Some(Media::Optical));
+    assert_eq!(bytes.temperature_c, Some(38.5));
+    for (b, t) in bytes.rx_power_dbm.unwrap().iter().zip(text.rx_power_dbm.unwrap()) {
+        assert!(close(*b, t.unwrap()), "{b:?} vs {t:?}");
+    }
+    assert!(bytes.flags.is_empty());
+}
+
+#[test]
+fn cmis_dark_lane_with_its_alarm_in_text_and_bytes() {
+    let text = parse_module_text(CMIS_DARK_LANE).unwrap();
+    assert_eq!(text.kind.as_deref(), Some("OSFP"));
+    let rx = text.rx_power_dbm.clone().unwrap();
+    assert_eq!(rx.len(), 8);
+    assert_eq!(rx[2], Some(DARK_DBM), "0 mW / -inf dBm is no light");
+    assert!(
+        text.flags.contains(&ModuleFlag { figure: Figure::RxPower, level: FlagLevel::Alarm, direction: Some(Direction::Low), lane: Some(3) }),
+        "{:?}",
+        text.flags
+    );
+    let bytes = decode(&parse_hex_dump(CMIS_DARK_LANE_HEX)).unwrap();
+    assert_eq!((bytes.vendor.as_deref(), bytes.part.as_deref()), (Some("NVIDIA"), Some("MMA4Z00-NS400")));
+    assert_eq!(bytes.temperature_c, Some(44.0));
+    assert_eq!(bytes.rx_power_dbm.as_ref().unwrap()[2], Some(DARK_DBM));
+    assert!(close(bytes.rx_power_dbm.as_ref().unwrap()[0], -0.86));
+    let lane3: Vec<Figure> = bytes.flags.iter().filter(|f| f.lane == Some(3)).map(|f| f.figure).collect();
+    assert_eq!(lane3, vec![Figure::RxPower, Figure::RxLos], "{:?}", bytes.flags);
+    // Merged, the bytes win and the text fills nothing they lack.
+    let merged = merge(Some(bytes.clone()), Some(text)).unwrap();
+    assert_eq!(merged.rx_power_dbm, bytes.rx_power_dbm);
+}
+
+#[test]
+fn a_copper_dac_has_no_optics_and_no_temperature() {
+    let text = parse_module_text(DAC_ETHTOOL_6).unwrap();
+    assert_eq!(text.media, Some(Media::Copper));
+    assert_eq!((text.temperature_c, text.rx_power_dbm.clone(), text.tx_power_dbm.clone()), (None, None, None));
+    let bytes = decode(&parse_hex_dump(DAC_HEX)).unwrap();
+    assert_eq!(bytes.media, Some(Media::Copper));
+    assert_eq!((bytes.temperature_c, bytes.rx_power_dbm), (None, None), "zero monitors are not readings");
+    assert_eq!(bytes.part.as_deref(), Some("MCP1600-C002E30N"));
+}
+
+#[test]
+fn fields_in_another_order_or_missing_are_not_readable_not_alarms() {
+    let shuffled: String = SFF8636_ETHTOOL_5.lines().rev().map(|l| format!("{l}\n")).collect();
+    assert_eq!(parse_module_text(&shuffled).unwrap().rx_power_dbm, parse_module_text(SFF8636_ETHTOOL_5).unwrap().rx_power_dbm);
+    let partial = "\tIdentifier : 0x11 (QSFP28)\n\tRx power (Channel 2) : N/A\n\tLaser rx power low alarm   (Chan 2) : Off\n";
+    let m = parse_module_text(partial).unwrap();
+    assert_eq!((m.rx_power_dbm, m.flags.len(), m.vendor), (None, 0, None));
+    assert_eq!(parse_module_text("Cannot get module EEPROM information: Operation not supported\n"), None);
+    assert_eq!(decode(&parse_hex_dump("garbage\n0xzz: 11 22\n")), None);
+}
+
+#[test]
+fn temperature_flags_on_a_module_level() {
+    let text = SFF8636_ETHTOOL_5.replace("Module temperature high warning           : Off", "Module temperature high warning           : On");
+    let m = parse_module_text(&text).unwrap();
+    assert_eq!(m.flags, vec![ModuleFlag { figure: Figure::Temperature, level: FlagLevel::Warning, direction: Some(Direction::High), lane: None }]);
+}

@@ -1,0 +1,139 @@
+//! A port's physical layer: FEC, bit and symbol errors, the module in the cage, and the link
+//! partner, gathered from `ethtool` (live, through a bounded child, once per port per run) or
+//! from a bundle's saved reports (`ethtool/IFACE.stats.txt`, `.fec.txt`, `.module.txt`,
+//! `.module.hex.txt`, read through the sysfs tree's bounded reader). Judged in
+//! `diagnose::phy_rules`; shown per port as `phy` in `devices --json`.
+
+use super::decode::LinkLayer;
+use super::ethtool_stats::{parse_ethtool_stats, PhyCounters};
+use super::fec::{parse_show_fec, FecMode};
+use super::model::Port;
+use super::module::{parse_module_text, Module};
+use super::partner::{ethernet_partner, parse_ethtool_modes};
+use super::sysfs::SysfsRoot;
+use super::tool::{self, ToolError};
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// The physical-layer figures of a port; `null` where not readable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phy {
+    /// The FEC the link runs (`RS-544`, `RS-528`, `BaseR`, `off`), from `ethtool --show-fec`.
+    pub fec: Option<FecMode>,
+    /// Pre-FEC bit error rate: corrected bits over bits received, where both are known.
+    pub ber_raw: Option<f64>,
+    /// Post-FEC: symbol errors the FEC could not correct, over bits received.
+    pub ber_effective: Option<f64>,
+    /// Symbol errors the FEC could not correct.
+    pub symbol_errors: Option<u64>,
+    pub module: Option<Module>,
+    /// Bits the FEC corrected.
+    pub corrected_bits: Option<u64>,
+    /// Bits received, where the driver counts them (the BER's denominator).
+    pub received_bits: Option<u64>,
+    /// Per lane (lane 0 first), the errors the FEC corrected there.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lane_errors: Vec<u64>,
+    pub fec_corrected_blocks: Option<u64>,
+    pub fec_uncorrectable_blocks: Option<u64>,
+    pub link_down_events: Option<u64>,
+    /// Lanes the link runs on, and each lane's data rate, Gb/s.
+    pub lanes: Option<u32>,
+    pub lane_gbps: Option<f64>,
+    /// Why the module could not be read (not root, no module), when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub module_unreadable: Option<String>,
+}
+
+/// Time limit of one `ethtool` child (a module read goes over I2C: up to a second).
+const TOOL_LIMIT: Duration = Duration::from_secs(3);
+/// Largest report kept (mlx5's `ethtool -S` with many channels runs to a few hundred KiB).
+pub const REPORT_CAP: u64 = 1 << 20;
+
+/// Where the reports come from: run the tool, or a bundle's saved file.
+fn report(tree: &SysfsRoot, netdev: &str, file: &str, program_args: &[&[&str]]) -> Result<String, ToolError> {
+    if !tree.is_live() {
+        return tree.bundle_report(&format!("{netdev}.{file}")).ok_or(ToolError::Failed("not in the bundle".into()));
+    }
+    let mut last = Err(ToolError::NotInstalled);
+    for args in program_args {
+        last = tool::run("ethtool", args, TOOL_LIMIT, REPORT_CAP);
+        if last.is_ok() || matches!(last, Err(ToolError::NotInstalled | ToolError::NotPermitted)) {
+            break;
+        }
+    }
+    last
+}
+
+/// Fills `partner` and `phy` of an Ethernet port from what `ethtool` says (live or saved).
+pub fn complete(tree: &SysfsRoot, port: &mut Port) {
+    if port.link_layer != LinkLayer::Ethernet {
+        return;
+    }
+    let Some(netdev) = port.netdev.clone().filter(|n| crate::spec::valid_device_name(n)) else { return };
+    let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
+    if let Some(modes) = &modes {
+        port.partner = Some(ethernet_partner(modes));
+    }
+    let n = netdev.as_str();
+    let stats = report(tree, n, "stats.txt", &[&["-S", n]]).ok().map(|r| parse_ethtool_stats(&r)).unwrap_or_default();
+    let fec = report(tree, n, "fec.txt", &[&["-I", "--show-fec", n], &["--show-fec", n]]).ok().map(|r| parse_show_fec(&r));
+    let text = report(tree, n, "module.txt", &[&["-m", n]]);
+    // A refusal (not root) or a timeout would only repeat itself.
+    let hex = match &text {
+        Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)) if tree.is_live() => Err(e.clone()),
+        _ => report(tree, n, "module.hex.txt", &[&["-m", n, "hex", "on"]]),
+    };
+    let module_unreadable = match (&text, &hex) {
+        (Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)), _) if tree.is_live() => Some(e.words("ethtool -m")),
+        _ => None,
+    };
+    let bytes = hex.as_ref().ok().and_then(|h| super::module_hex::decode(&super::module_hex::parse_hex_dump(h)));
+    let module = super::module_hex::merge(bytes, text.as_ref().ok().and_then(|t| parse_module_text(t)));
+    if stats.is_empty() && fec.is_none() && module.is_none() && module_unreadable.is_none() {
+        return;
+    }
+    let lanes = modes.as_ref().and_then(|m| m.lanes).or_else(|| port.width.lanes());
+    let lane_gbps = match (port.rate_gbps, lanes) {
+        (Some(rate), Some(l)) if l > 0 => Some(rate / f64::from(l)),
+        _ => None,
+    };
+    port.phy = Some(assemble(stats, fec, module, lanes, lane_gbps, module_unreadable));
+}
+
+/// The figures from the parsed reports (pure).
+pub fn assemble(
+    stats: PhyCounters,
+    fec: Option<super::fec::FecReport>,
+    module: Option<Module>,
+    lanes: Option<u32>,
+    lane_gbps: Option<f64>,
+    module_unreadable: Option<String>,
+) -> Phy {
+    let fec_mode = fec.as_ref().and_then(|f| f.active).map(|m| m.with_lane_rate(lane_gbps));
+    let lane_errors = if stats.lane_errors.iter().any(|&v| v > 0) {
+        stats.lane_errors.clone()
+    } else {
+        fec.as_ref().map(|f| f.lane_corrected.clone()).filter(|l| l.iter().any(|&v| v > 0)).unwrap_or(stats.lane_errors.clone())
+    };
+    let ratio = |errors: Option<u64>| match (errors, stats.received_bits) {
+        (Some(e), Some(bits)) if bits > 0 => Some(e as f64 / bits as f64),
+        _ => None,
+    };
+    Phy {
+        fec: fec_mode,
+        ber_raw: ratio(stats.corrected_bits),
+        ber_effective: ratio(stats.symbol_errors),
+        symbol_errors: stats.symbol_errors,
+        module,
+        corrected_bits: stats.corrected_bits,
+        received_bits: stats.received_bits,
+        lane_errors,
+        fec_corrected_blocks: fec.as_ref().and_then(|f| f.corrected_blocks).or(stats.fec_corrected_blocks),
+        fec_uncorrectable_blocks: fec.as_ref().and_then(|f| f.uncorrectable_blocks).or(stats.fec_uncorrectable_blocks),
+        link_down_events: stats.link_down_events,
+        lanes,
+        lane_gbps,
+        module_unreadable,
+    }
+}

@@ -1,0 +1,109 @@
+//! A bounded child for the physical-layer reports (`ethtool -S`, `-m`, `--show-fec`): a time
+//! limit, an output cap, and stdout drained while the child runs.
+//!
+//! Draining matters: mlx5's `ethtool -S` on a port with many channels prints more than a pipe
+//! holds (64 KiB), and a child blocked on a full pipe never exits; waiting for it first would
+//! turn every such report into a timeout. stderr is kept (4 KiB) because it says why a read was
+//! refused (`ethtool -m` needs CAP_NET_ADMIN: "Operation not permitted").
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Why a tool gave no report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolError {
+    /// The program is not installed (not on PATH).
+    NotInstalled,
+    /// It ran past its time limit and was killed.
+    TimedOut,
+    /// It was refused for lack of privilege (EPERM / EACCES): `ethtool -m` as a non-root user.
+    NotPermitted,
+    /// It ran and failed; its first line of stderr.
+    Failed(String),
+}
+
+impl ToolError {
+    pub fn words(&self, program: &str) -> String {
+        match self {
+            ToolError::NotInstalled => format!("{program} is not installed"),
+            ToolError::TimedOut => format!("{program} did not answer in time"),
+            ToolError::NotPermitted => format!("{program} was refused: it needs root (CAP_NET_ADMIN)"),
+            ToolError::Failed(why) => format!("{program} failed: {why}"),
+        }
+    }
+}
+
+/// Runs a fixed program (no shell) and returns at most `cap` bytes of its stdout, or why not.
+pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<String, ToolError> {
+    let mut child = Command::new(program)
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { ToolError::NotInstalled } else { ToolError::Failed(e.to_string()) })?;
+    let stdout = child.stdout.take().map(|out| std::thread::spawn(move || drain(out, cap)));
+    let stderr = child.stderr.take().map(|err| std::thread::spawn(move || drain(err, 4096)));
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    // The pipes close when the child is gone, so the readers end.
+    let out = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
+    let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
+    let Some(status) = status else { return Err(ToolError::TimedOut) };
+    let err_text = String::from_utf8_lossy(&err);
+    if !status.success() {
+        let lower = err_text.to_ascii_lowercase();
+        if lower.contains("operation not permitted") || lower.contains("permission denied") {
+            return Err(ToolError::NotPermitted);
+        }
+        let first = err_text.lines().next().unwrap_or("").trim();
+        return Err(ToolError::Failed(if first.is_empty() { format!("exit status {status}") } else { first.chars().take(200).collect() }));
+    }
+    String::from_utf8(out).map_err(|_| ToolError::Failed("output is not text".into()))
+}
+
+/// Reads up to `cap` bytes, then keeps reading (and discarding) so the child never blocks.
+fn drain(mut from: impl Read, cap: u64) -> Vec<u8> {
+    let mut kept = Vec::new();
+    let _ = (&mut from).take(cap).read_to_end(&mut kept);
+    let _ = std::io::copy(&mut from, &mut std::io::sink());
+    // A cut in the middle of a UTF-8 sequence would make the whole report unreadable.
+    while !kept.is_empty() && std::str::from_utf8(&kept).is_err() {
+        kept.pop();
+    }
+    kept
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_larger_than_a_pipe_is_capped_not_a_timeout() {
+        // 1 MiB of output through a 64 KiB pipe: a wait-then-read child would hang here.
+        let out = run("sh", &["-c", "head -c 1048576 /dev/zero | tr '\\0' a"], Duration::from_secs(20), 100_000).unwrap();
+        assert_eq!(out.len(), 100_000);
+    }
+
+    #[test]
+    fn missing_program_slow_program_and_refusal_are_told_apart() {
+        assert_eq!(run("fabcheck-no-such-tool", &[], Duration::from_secs(5), 10), Err(ToolError::NotInstalled));
+        assert_eq!(run("sleep", &["30"], Duration::from_millis(100), 10), Err(ToolError::TimedOut));
+        let refused = run("sh", &["-c", "echo 'netlink error: Operation not permitted' >&2; exit 1"], Duration::from_secs(5), 10);
+        assert_eq!(refused, Err(ToolError::NotPermitted));
+        let failed = run("sh", &["-c", "echo 'Cannot get module EEPROM information: No such device' >&2; exit 75"], Duration::from_secs(5), 10);
+        assert!(matches!(failed, Err(ToolError::Failed(ref why)) if why.contains("No such device")), "{failed:?}");
+    }
+}
