@@ -7,6 +7,7 @@
 //! and explains channels that end.
 
 use super::endpoint::HostSpec;
+use super::figures;
 use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::protocol::{self, Reply, Request};
@@ -280,7 +281,10 @@ impl Hub {
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
-                                Ok(reply) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
+                                Ok(reply) => match figures::check(&reply) {
+                                    Ok(()) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
+                                    Err(figure) => return self.refuse(id, &format!("it sent a bad message: it reported {figure}")),
+                                },
                                 Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
                             },
                             Ok(None) => break,

@@ -10,6 +10,9 @@ use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
+/// The environment variable the shared token may come from; scrubbed from every child.
+pub const TOKEN_VARIABLE: &str = "FABCHECK_TOKEN";
+
 /// How `[user@]host` endpoints get their agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Launcher {
@@ -86,6 +89,9 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
         HostSpec::Tcp { .. } => return Err(Failure::new("internal error: spawn for a tcp endpoint", "report a bug")),
     };
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // The token is for `fabcheck serve` only: never inherited by ssh, srun (which would export
+    // it to the node) or a local agent (issue #27 item 9).
+    command.env_remove(TOKEN_VARIABLE);
     if let Ok(level) = std::env::var("RUST_LOG") {
         command.env("RUST_LOG", level);
     }
