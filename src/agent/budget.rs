@@ -171,7 +171,7 @@ mod tests {
     fn one_session_is_capped_too() {
         let budget = Budget::new(Limits::from_total(64 << 20));
         assert_eq!(budget.limits().per_session, 32 << 20);
-        let r = budget.reserve(test_bytes(16 << 20), 0).unwrap_err();
+        let r = budget.reserve(test_bytes(20 << 20), 0).unwrap_err();
         assert!(matches!(r, Refusal::PerSession { limit, .. } if limit == 32 << 20), "{r:?}");
         assert!(r.cause().contains("one session may register at most 32 MiB"), "{}", r.cause());
         let first = budget.reserve(16 << 20, 0).unwrap();

@@ -62,7 +62,8 @@ fn rate(name: &str, value: Option<f64>) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::protocol::{decode, LatencySummary};
+    use crate::control::protocol::decode;
+    use crate::spec::LatencySummary;
 
     fn done(peak: f64) -> Reply {
         Reply::Done { result: RunResult { iterations: 10, bytes: 1 << 20, elapsed_ns: 1_000_000, peak_gbps: Some(peak), ..RunResult::default() } }
