@@ -157,21 +157,9 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
     let refuse = |writer: &mut &TcpStream, cause: &str, remedy: &str| {
         let reply = Reply::Error { cause: cause.into(), remedy: remedy.into() };
         let _ = writer.write_all(protocol::encode(&reply).as_bytes());
+        linger(writer);
         cause.to_string()
     };
-    if shared.token.is_some() {
-        let admitted = lock(&shared.guesses).admit(peer.ip(), Instant::now());
-        if let Err(wait) = admitted {
-            return Err(refuse(
-                &mut writer,
-                &format!("too many wrong tokens from {}: serve takes one guess a second from it", peer.ip()),
-                &format!(
-                    "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file), and retry in {} ms",
-                    wait.as_millis().max(1)
-                ),
-            ));
-        }
-    }
     let line = match hello::read_hello(&mut reader, accepted, HELLO_DEADLINE, HELLO_MAX, Instant::now) {
         Ok(line) => line,
         Err(HelloError::Closed) => return Err("closed before hello".into()),
@@ -184,6 +172,18 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
     match protocol::decode::<Request>(&line) {
         Ok(Request::Hello { token: offered }) => {
             if let Some(want) = &shared.token {
+                // A slowed address's hello is read (so the refusal arrives whole) but not judged.
+                let admitted = lock(&shared.guesses).admit(peer.ip(), Instant::now());
+                if let Err(wait) = admitted {
+                    return Err(refuse(
+                        &mut writer,
+                        &format!("too many wrong tokens from {}: serve takes one guess a second from it", peer.ip()),
+                        &format!(
+                            "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file), and retry in {} ms",
+                            wait.as_millis().max(1)
+                        ),
+                    ));
+                }
                 if !offered.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
                     wrong_token(shared, peer.ip());
                     return Err(refuse(
@@ -216,6 +216,24 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
     });
     shared.ended.fetch_add(1, Ordering::SeqCst);
     served
+}
+
+/// Ends the stream after a refusal so that the refusal arrives: closing a socket with unread
+/// bytes (the rest of an HTTP request, say) sends a reset, and the peer may lose the reply.
+/// Reads what is left for a moment, bounded in bytes and time.
+fn linger(stream: &TcpStream) {
+    let _ = stream.shutdown(std::net::Shutdown::Write);
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut sink = [0u8; 4096];
+    let mut left = 64usize << 10;
+    let mut reader = stream;
+    let until = Instant::now() + Duration::from_secs(1);
+    while left > 0 && Instant::now() < until {
+        match std::io::Read::read(&mut reader, &mut sink) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => left = left.saturating_sub(n),
+        }
+    }
 }
 
 /// Logged on serve's stderr (an operator sees guessing), and counted for the slow-down.

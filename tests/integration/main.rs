@@ -14,6 +14,7 @@ mod mesh_patterns;
 mod mesh_scale;
 mod properties;
 mod protocol;
+mod serve_hardening;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
