@@ -220,18 +220,18 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
 
 /// Ends the stream after a refusal so that the refusal arrives: closing a socket with unread
 /// bytes (the rest of an HTTP request, say) sends a reset, and the peer may lose the reply.
-/// Reads what is left for a moment, bounded in bytes and time.
+/// Drains what has already arrived, bounded, without waiting for more: no slot is held.
 fn linger(stream: &TcpStream) {
     let _ = stream.shutdown(std::net::Shutdown::Write);
-    let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
+    if stream.set_nonblocking(true).is_err() {
+        return;
+    }
     let mut sink = [0u8; 4096];
-    let mut left = 64usize << 10;
     let mut reader = stream;
-    let until = Instant::now() + Duration::from_secs(1);
-    while left > 0 && Instant::now() < until {
+    for _ in 0..16 {
         match std::io::Read::read(&mut reader, &mut sink) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => left = left.saturating_sub(n),
+            Ok(n) if n > 0 => {}
+            _ => return,
         }
     }
 }

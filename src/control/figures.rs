@@ -33,12 +33,6 @@ fn check_endpoint(e: &Endpoint) -> Result<(), String> {
 
 fn check_result(r: &RunResult) -> Result<(), String> {
     rate("peak_gbps", r.peak_gbps)?;
-    if r.bytes > 0 && r.elapsed_ns > 0 {
-        let gbps = r.bytes as f64 * 8.0 / r.elapsed_ns as f64;
-        if gbps > MAX_RATE_GBPS {
-            return Err(format!("{} bytes in {} ns, {gbps:.0} Gb/s (at most {MAX_RATE_GBPS})", r.bytes, r.elapsed_ns));
-        }
-    }
     if let Some(lat) = &r.lat {
         for (name, v) in [("min", lat.min), ("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99), ("p999", lat.p999), ("max", lat.max), ("mean", lat.mean)] {
             if !(v > 0.0 && v <= MAX_LATENCY_US) {
@@ -84,8 +78,6 @@ mod tests {
         for bad in [1e308, -1e308, 0.0, -1.0, 1.1e7] {
             assert!(check(&lat(bad)).unwrap_err().contains("p50"), "{bad}");
         }
-        let fast = Reply::Done { result: RunResult { iterations: 1, bytes: u64::MAX, elapsed_ns: 1, ..RunResult::default() } };
-        assert!(check(&fast).is_err());
     }
 
     #[test]
