@@ -11,12 +11,11 @@ use super::figures;
 use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::protocol::{self, Reply, Request};
-use crate::error::Failure;
+use super::loss::{Loss, LossKind};
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -27,9 +26,9 @@ pub type LinkId = usize;
 pub enum HubEvent {
     /// A reply, boxed: an endpoint is large, a loss small.
     Reply(LinkId, Box<Reply>),
-    /// The channel ended or never came up, explained. The link is idle again: the next
+    /// The channel ended or never came up, and why. The link is idle again: the next
     /// request starts or reaches that agent anew.
-    Lost(LinkId, Failure),
+    Lost(LinkId, Loss),
 }
 
 /// How long an ended child may take to report its exit status (it explains the loss).
@@ -129,7 +128,7 @@ impl Hub {
         &self.links[id].label
     }
 
-    /// Sends a request, starting or reaching the agent first if its link is idle. Failures
+    /// Sends a request, starting or reaching the agent first if its link is idle. Losses
     /// arrive later as a `Lost` event, so callers handle every loss in one place.
     pub fn send(&mut self, id: LinkId, request: &Request) {
         if matches!(self.links[id].state, State::Idle) {
@@ -339,7 +338,7 @@ impl Hub {
 
     /// An agent that broke the protocol is not trusted further: killed, reported.
     fn refuse(&mut self, id: LinkId, why: &str) {
-        let failure = Failure::new(format!("{}: {why}", self.links[id].label), "use the same fabcheck version on every node");
+        let failure = Loss::new(self.links[id].label.clone(), LossKind::Protocol(why.to_string()));
         self.discard(id);
         self.ready.push_back(HubEvent::Lost(id, failure));
     }
@@ -437,27 +436,13 @@ impl Drop for Hub {
     }
 }
 
-/// Why a channel ended, for the operator: ssh and srun problems point at ssh and Slurm, a
-/// local agent at its message, a socket at the host.
-fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Failure {
-    let tail = if link.stderr_tail.is_empty() { String::new() } else { format!(": {}", link.stderr_tail) };
-    match (&link.host, status) {
-        (HostSpec::Ssh { host, .. }, Some(s)) if launcher == Launcher::Srun => Failure::new(
-            format!("{}: srun or the agent exited ({s}){tail}", link.label),
-            format!("check that `srun --nodes=1 --nodelist={host} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
-        ),
-        (HostSpec::Ssh { .. }, Some(s)) => Failure::new(
-            format!("{}: ssh or the remote agent exited ({s}){tail}", link.label),
-            format!(
-                "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
-                link.host
-            ),
-        ),
-        (_, Some(s)) if s.signal().is_some() => Failure::new(
-            format!("{}: the agent was killed ({s}){tail}", link.label),
-            "something outside fabcheck ended it (the OOM killer, a job or session limit, an operator): check `dmesg` and the logs on that host, then rerun",
-        ),
-        (_, Some(s)) => Failure::new(format!("{}: the agent exited ({s}){tail}", link.label), "see its message above"),
-        _ => Failure::new(format!("{}: {why}{tail}", link.label), "the agent died or its host went away; check it and rerun"),
-    }
+/// Why a channel ended: the exit status when there is one (its words, pointing at ssh, srun or
+/// the local agent, are chosen in `report::loss`), with the last line the agent said.
+fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Loss {
+    let tail = link.stderr_tail.clone();
+    let kind = match status {
+        Some(status) => LossKind::Exited { host: link.host.clone(), launcher, status, tail },
+        None => LossKind::Gone { why: why.to_string(), tail },
+    };
+    Loss::new(link.label.clone(), kind)
 }

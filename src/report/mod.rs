@@ -5,6 +5,7 @@ pub mod csv;
 pub mod devices;
 pub mod formats;
 pub mod gpu;
+pub mod loss;
 pub mod output;
 
 pub use output::{machine, Format};
