@@ -63,15 +63,13 @@ impl Refusal {
     pub fn remedy(&self) -> &'static str {
         match self {
             Refusal::PerSession { .. } => "test a smaller --size, or restart serve with a larger --max-registered",
-            Refusal::Total { .. } => {
-                "wait for the other controllers of this serve to finish, or restart serve with a larger --max-registered"
-            }
+            Refusal::Total { .. } => "wait for the other controllers of this serve to finish, or restart serve with a larger --max-registered",
         }
     }
 }
 
 fn mib(bytes: u64) -> String {
-    if bytes % (1 << 20) == 0 {
+    if bytes.is_multiple_of(1 << 20) {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{bytes} bytes")

@@ -3,7 +3,7 @@
 //! performs them (the verbs work lives in `perf`) and reports back whether a test could be
 //! prepared. Tested without devices or sockets.
 
-use super::budget::{self, Budget, Reservation};
+use super::budget::{self, Budget, Refusal, Reservation};
 use crate::control::protocol::{Endpoint, Reply, Request, Target, TestSpec};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,10 @@ pub enum Step {
     /// Release the test session (and its registered memory), if one is open.
     Close,
     /// Open a test session; report with [`Machine::opened`].
-    Open { target: Target, spec: TestSpec },
+    Open {
+        target: Target,
+        spec: TestSpec,
+    },
     /// Connect the open session to its peer and reply.
     Connect(Endpoint),
     /// Run the open session's test and reply with its result (`running` is already said).
@@ -52,7 +55,7 @@ impl Machine {
                 self.close();
                 match self.reserve(&spec) {
                     Ok(()) => vec![Step::Close, Step::Open { target, spec }],
-                    Err(refusal) => vec![Step::Close, Step::Reply(refusal)],
+                    Err(refusal) => vec![Step::Close, Step::Reply(Reply::Error { cause: refusal.cause(), remedy: refusal.remedy().into() })],
                 }
             }
             Request::Connect { peer } if self.prepared => vec![Step::Connect(peer)],
@@ -84,7 +87,10 @@ impl Machine {
         self.close();
         vec![
             Step::Close,
-            Step::Reply(Reply::Error { cause: format!("agent refused a message: {why}"), remedy: "use the same fabcheck version on every node".into() }),
+            Step::Reply(Reply::Error {
+                cause: format!("agent refused a message: {why}"),
+                remedy: "use the same fabcheck version on every node".into(),
+            }),
             Step::End,
         ]
     }
@@ -109,7 +115,7 @@ impl Machine {
 
     /// Counts the test's buffers against the budget before anything is registered. A spec that
     /// is invalid is left for `Session::open` to refuse with its own words.
-    fn reserve(&mut self, spec: &TestSpec) -> Result<(), Reply> {
+    fn reserve(&mut self, spec: &TestSpec) -> Result<(), Refusal> {
         let Some(budget) = &self.budget else { return Ok(()) };
         if spec.validate().is_err() {
             return Ok(());
@@ -119,7 +125,7 @@ impl Machine {
                 self.reservation = Some(r);
                 Ok(())
             }
-            Err(refusal) => Err(Reply::Error { cause: refusal.cause(), remedy: refusal.remedy().into() }),
+            Err(refusal) => Err(refusal),
         }
     }
 }
@@ -184,8 +190,11 @@ mod tests {
         // A third session, and a second test of the first session while it holds its first.
         let mut c = Machine::new("n1", Some(Arc::clone(&budget)));
         let steps = c.on_request(prepare(4096));
-        assert!(matches!(&steps[..], [Step::Close, Step::Reply(Reply::Error { cause, remedy })]
-            if cause.contains("its sessions hold 64 MiB of the 64 MiB") && remedy.contains("--max-registered")), "{steps:?}");
+        assert!(
+            matches!(&steps[..], [Step::Close, Step::Reply(Reply::Error { cause, remedy })]
+            if cause.contains("its sessions hold 64 MiB of the 64 MiB") && remedy.contains("--max-registered")),
+            "{steps:?}"
+        );
         // Preparing anew releases the session's last test first.
         assert!(matches!(&a.on_request(prepare(8 << 20))[..], [Step::Close, Step::Open { .. }]));
         a.opened(false);

@@ -166,7 +166,9 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
         Err(HelloError::Late) => {
             return Err(refuse(&mut writer, &format!("no hello within {} s", HELLO_DEADLINE.as_secs()), "the controller must speak first"));
         }
-        Err(HelloError::Invalid(e)) => return Err(refuse(&mut writer, &format!("refused a message: {e}"), "use the same fabcheck version on every node")),
+        Err(HelloError::Invalid(e)) => {
+            return Err(refuse(&mut writer, &format!("refused a message: {e}"), "use the same fabcheck version on every node"))
+        }
         Err(HelloError::Io(e)) => return Err(e.to_string()),
     };
     match protocol::decode::<Request>(&line) {

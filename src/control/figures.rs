@@ -34,7 +34,9 @@ fn check_endpoint(e: &Endpoint) -> Result<(), String> {
 fn check_result(r: &RunResult) -> Result<(), String> {
     rate("peak_gbps", r.peak_gbps)?;
     if let Some(lat) = &r.lat {
-        for (name, v) in [("min", lat.min), ("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99), ("p999", lat.p999), ("max", lat.max), ("mean", lat.mean)] {
+        for (name, v) in
+            [("min", lat.min), ("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99), ("p999", lat.p999), ("max", lat.max), ("mean", lat.mean)]
+        {
             if !(v > 0.0 && v <= MAX_LATENCY_US) {
                 return Err(format!("a latency {name} of {v} us (more than 0, at most {MAX_LATENCY_US})"));
             }

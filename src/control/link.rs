@@ -94,9 +94,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
     if let Ok(level) = std::env::var("RUST_LOG") {
         command.env("RUST_LOG", level);
     }
-    let mut child = command
-        .spawn()
-        .map_err(|e| Loss::new(label, LossKind::NotStarted { host: host.clone(), launcher: opts.launcher, detail: e.to_string() }))?;
+    let mut child =
+        command.spawn().map_err(|e| Loss::new(label, LossKind::NotStarted { host: host.clone(), launcher: opts.launcher, detail: e.to_string() }))?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
         let _ = child.kill();
@@ -115,8 +114,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
 
 /// The addresses of a `tcp://` endpoint, in the resolver's order.
 pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Loss> {
-    let addrs: Vec<SocketAddr> =
-        (host, port).to_socket_addrs().map_err(|e| Loss::new(label, LossKind::Unresolved(Some(e.to_string()))))?.collect();
+    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs().map_err(|e| Loss::new(label, LossKind::Unresolved(Some(e.to_string()))))?.collect();
     if addrs.is_empty() {
         return Err(Loss::new(label, LossKind::Unresolved(None)));
     }

@@ -11,9 +11,7 @@ use std::os::unix::process::ExitStatusExt;
 pub fn words(loss: &Loss) -> (String, String) {
     let label = &loss.agent;
     match &loss.kind {
-        LossKind::SrunWithUser => {
-            (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage())
-        }
+        LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
         LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
         LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
         LossKind::NotStarted { host, launcher, detail } => (
@@ -114,13 +112,19 @@ mod tests {
     #[test]
     fn the_words_are_those_of_0_2() {
         let ssh = HostSpec::Ssh { user: Some("bob".into()), host: "n2".into() };
-        let f = failure("n2", LossKind::Exited { host: ssh.clone(), launcher: Launcher::Ssh, status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() });
+        let f = failure(
+            "n2",
+            LossKind::Exited { host: ssh.clone(), launcher: Launcher::Ssh, status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() },
+        );
         assert_eq!(f.cause, "n2: ssh or the remote agent exited (exit status: 255): Permission denied");
         assert!(f.remedy.starts_with("check that `ssh -o BatchMode=yes bob@n2 fabcheck --version` works"), "{}", f.remedy);
         let f = failure("n2", LossKind::Exited { host: ssh, launcher: Launcher::Srun, status: ExitStatus::from_raw(1 << 8), tail: String::new() });
         assert_eq!(f.cause, "n2: srun or the agent exited (exit status: 1)");
         assert!(f.remedy.contains("--nodelist=n2 --overlap"), "{}", f.remedy);
-        let f = failure("localhost", LossKind::Exited { host: HostSpec::Local, launcher: Launcher::Ssh, status: ExitStatus::from_raw(9), tail: String::new() });
+        let f = failure(
+            "localhost",
+            LossKind::Exited { host: HostSpec::Local, launcher: Launcher::Ssh, status: ExitStatus::from_raw(9), tail: String::new() },
+        );
         assert_eq!(f.cause, "localhost: the agent was killed (signal: 9 (SIGKILL))");
         assert!(f.remedy.contains("OOM killer"));
         let f = failure("tcp://n1:18515", LossKind::Unreachable { port: 18515, detail: "Connection refused (os error 111)".into() });

@@ -206,10 +206,7 @@ fn registered_memory_is_capped_before_anything_is_registered() {
     assert_eq!(hello(&mut s, None)["type"], "hello");
     let reply = send(&mut s, prepare(64 << 20));
     assert_eq!(reply["type"], "error", "{reply}");
-    assert_eq!(
-        reply["cause"],
-        "serve refused to register 128 MiB for this test: one session may register at most 32 MiB (serve --max-registered)"
-    );
+    assert_eq!(reply["cause"], "serve refused to register 128 MiB for this test: one session may register at most 32 MiB (serve --max-registered)");
     assert!(reply["remedy"].as_str().unwrap().contains("larger --max-registered"), "{reply}");
     // The session goes on: the refusal is an answer, not a hang-up.
     assert_eq!(send(&mut s, serde_json::json!({"v": 1, "type": "finish"}))["type"], "finished");
