@@ -63,6 +63,9 @@ struct Link {
     outbox: Vec<u8>,
     stderr: LineBuffer,
     stderr_tail: String,
+    /// A `hello` the hub itself sent on (re)connecting to a `fabcheck serve`, whose reply is
+    /// not a conversation's.
+    greeting: bool,
 }
 
 impl Link {
@@ -120,6 +123,7 @@ impl Hub {
             outbox: Vec::new(),
             stderr: LineBuffer::default(),
             stderr_tail: String::new(),
+            greeting: false,
         });
         self.links.len() - 1
     }
@@ -148,9 +152,17 @@ impl Hub {
         link.outbox.clear();
         link.stderr = LineBuffer::default();
         link.stderr_tail.clear();
+        link.greeting = false;
         match link.host.clone() {
             HostSpec::Tcp { host, port } => match link::resolve(&host, port, &link.label) {
-                Ok(addrs) => self.connect_next(id, addrs, port, String::new()),
+                Ok(addrs) => {
+                    // A serve talks only after a hello, and ends sessions idle for its
+                    // --idle-timeout: a link reopened for any request says hello first, so a
+                    // conversation never depends on whether the old connection survived.
+                    link.outbox.extend_from_slice(protocol::encode(&Request::Hello { token: self.opts.token.clone() }).as_bytes());
+                    link.greeting = true;
+                    self.connect_next(id, addrs, port, String::new())
+                }
                 Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
             },
             host => match link::spawn(&host, &link.label, &self.opts) {
@@ -280,6 +292,7 @@ impl Hub {
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
+                                Ok(Reply::Hello { .. }) if self.links[id].greeting => self.links[id].greeting = false,
                                 Ok(reply) => match figures::check(&reply) {
                                     Ok(()) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
                                     Err(figure) => return self.refuse(id, &format!("it sent a bad message: it reported {figure}")),
@@ -445,4 +458,47 @@ fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &st
         None => LossKind::Gone { why: why.to_string(), tail },
     };
     Loss::new(link.label.clone(), kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    #[test]
+    fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let token = "0123456789abcdef0123".to_string();
+        let fake = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+            let first: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+            let second: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+            let mut w = stream;
+            w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into() }).as_bytes()).unwrap();
+            w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
+            (first, second)
+        });
+        let opts = LaunchOptions {
+            remote_fabcheck: "fabcheck".into(),
+            token: Some(token.clone()),
+            connect_timeout: Duration::from_secs(5),
+            launcher: Launcher::Ssh,
+        };
+        let mut hub = Hub::new(opts);
+        let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
+        hub.send(id, &Request::Finish);
+        let mut events = Vec::new();
+        let until = Instant::now() + Duration::from_secs(20);
+        while events.is_empty() && Instant::now() < until {
+            hub.wait(Duration::from_millis(50), &mut events);
+        }
+        let (first, second) = fake.join().unwrap();
+        assert_eq!(first, Request::Hello { token: Some(token) });
+        assert_eq!(second, Request::Finish);
+        // The fake hangs up after its replies; the conversation's reply is the first event.
+        assert!(matches!(events.first(), Some(HubEvent::Reply(_, r)) if **r == Reply::Finished), "{events:?}");
+        assert!(!events.iter().any(|e| matches!(e, HubEvent::Reply(_, r) if matches!(**r, Reply::Hello { .. }))), "{events:?}");
+    }
 }
