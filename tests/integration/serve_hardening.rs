@@ -98,6 +98,27 @@ fn closed(s: &TcpStream) -> bool {
     rest.is_empty()
 }
 
+/// Runs `fabcheck serve` with these flags and environment, killed (and failing) if it is still
+/// running after 30 s: a serve that accepted what it should refuse would listen forever.
+fn serve_refusal(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_fabcheck"));
+    command.arg("serve").args(args).env_remove("FABCHECK_TOKEN").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("serve {args:?} started instead of refusing: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 fn assert_exit2(out: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
@@ -138,12 +159,12 @@ fn a_dribbled_hello_is_refused_at_the_deadline_from_accept() {
 
 #[test]
 fn short_blank_and_oversized_tokens_are_refused_and_a_command_line_token_warns() {
-    let out = fabcheck(&["serve", "--listen", "127.0.0.1:1", "--token", "s"]);
+    let out = serve_refusal(&["--listen", "127.0.0.1:0", "--token", "s"], &[]);
     assert_exit2(&out, "the token is 1 bytes long; it must be at least 16");
-    let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(["serve", "--listen", "0.0.0.0:1"]).env("FABCHECK_TOKEN", "   \t ").output().unwrap();
+    let out = serve_refusal(&["--listen", "0.0.0.0:0"], &[("FABCHECK_TOKEN", "   \t ")]);
     assert_exit2(&out, "it must be at least 16");
     let long = "x".repeat(4090);
-    let out = fabcheck(&["serve", "--listen", "127.0.0.1:1", "--token", &long]);
+    let out = serve_refusal(&["--listen", "127.0.0.1:0", "--token", &long], &[]);
     assert_exit2(&out, "the token is too long");
     // Trimmed the same from every source: a file's newline and FABCHECK_TOKEN's spaces alike.
     let padded = format!("  {TOKEN}\n");
