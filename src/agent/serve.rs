@@ -1,7 +1,7 @@
 //! `fabcheck serve`: the agent on a TCP port, for controllers that reach it as `tcp://`.
 //!
 //! The accept loop is a thin adapter over pure parts: the hello deadline from accept
-//! ([`hello`](super::hello)), wrong tokens slowed per source ([`guesses`](super::guesses)),
+//! ([`hello`]), wrong tokens slowed per source ([`guesses`]),
 //! registered memory shared by all sessions ([`budget`](super::budget)), and the request
 //! state machine ([`machine`](super::machine)). Before a valid hello nothing about this node is
 //! said; only sessions that said one count against `--max-sessions`.
