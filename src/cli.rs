@@ -338,7 +338,8 @@ pub struct ServeArgs {
     /// controllers that said a valid hello count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: Option<u64>,
-    /// Memory all sessions together may register (K, M, G); one session at most half of it.
+    /// Memory all sessions together may register (K, M, G; 1M to below 4G); one session at
+    /// most half of it.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
     pub max_registered: u32,
     /// Seconds a session may stay silent between tests before serve ends it (0: never).
