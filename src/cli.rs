@@ -339,9 +339,17 @@ pub struct ServeArgs {
     /// Read the shared token from FILE (readable by its owner only).
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
-    /// Exit after serving this many controllers (for tests and one-shot CI use).
+    /// Exit after serving this many controllers (for tests and one-shot CI use). Only
+    /// controllers that said a valid hello count.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: Option<u64>,
+    /// Memory all sessions together may register (K, M, G; 1M to below 4G); one session at
+    /// most half of it.
+    #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
+    pub max_registered: u32,
+    /// Seconds a session may stay silent between tests before serve ends it (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    pub idle_timeout: u64,
 }
 
 /// `fabcheck agent` takes no flags: it speaks the protocol on stdin/stdout.

@@ -5,6 +5,7 @@
 //! orchestrates a two-node run.
 #![deny(unsafe_code)]
 
+pub mod agent;
 pub mod cli;
 pub mod commands;
 pub mod control;

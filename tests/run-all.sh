@@ -71,7 +71,7 @@ else
 	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
 	export FABCHECK_SSHD_DIR
 	two_hosts() {
-		FABCHECK_TOKEN="two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
+		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
 			--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
 			-- tests/rxe/two-hosts.sh "$fabcheck"
 	}

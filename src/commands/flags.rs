@@ -23,11 +23,35 @@ pub fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
     })
 }
 
-/// The shared token, from `--token`/FABCHECK_TOKEN or from a file only its owner can read.
+/// The shared token, from `--token`/FABCHECK_TOKEN or from a file only its owner can read;
+/// trimmed the same way from either, and refused when too short to resist guessing or too long
+/// for a hello (issue #27 item 6). An empty FABCHECK_TOKEN means none.
 pub fn token(inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>, Failure> {
-    let Some(path) = file else {
-        return Ok(inline.filter(|t| !t.is_empty()).map(str::to_string));
+    let token = match file {
+        Some(path) => token_file(path)?,
+        None if inline.is_some_and(|t| !t.is_empty()) && token_on_command_line() => {
+            eprintln!(
+                "fabcheck: warning: --token on the command line is visible to every user of this host in `ps`; use FABCHECK_TOKEN or --token-file"
+            );
+            inline.map(|t| t.trim().to_string())
+        }
+        None => inline.filter(|t| !t.is_empty()).map(|t| t.trim().to_string()),
     };
+    if let Some(problem) = token.as_deref().and_then(crate::control::protocol::token_problem) {
+        return Err(Failure::new(
+            problem,
+            "use the same random token of at least 16 characters everywhere: `head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'`",
+        ));
+    }
+    Ok(token)
+}
+
+/// Whether `--token` itself was given (not FABCHECK_TOKEN, which clap reads into the same field).
+fn token_on_command_line() -> bool {
+    std::env::args_os().any(|a| a == "--token" || a.to_str().is_some_and(|a| a.starts_with("--token=")))
+}
+
+fn token_file(path: &Path) -> Result<Option<String>, Failure> {
     let remedy = "keep the token in a file only its owner can read: `install -m 600 /dev/null FILE`, then write the token into it";
     let meta = std::fs::metadata(path).map_err(|e| Failure::new(format!("cannot read the token file {}: {e}", path.display()), remedy))?;
     if meta.mode() & 0o077 != 0 {

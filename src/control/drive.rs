@@ -6,8 +6,8 @@
 //! for Ctrl-C between wake-ups, so a mesh round of 500 pairs costs no thread per pair.
 
 use super::hub::{Hub, HubEvent, LinkId};
+use super::loss::{Loss, LossKind};
 use super::protocol::{Reply, Request};
-use crate::error::Failure;
 use std::time::{Duration, Instant};
 
 /// What a conversation asks for after an input.
@@ -29,8 +29,8 @@ impl Actions {
 pub trait Conversation {
     fn start(&mut self, now: Instant, act: &mut Actions);
     fn on_reply(&mut self, side: usize, reply: Reply, now: Instant, act: &mut Actions);
-    /// The side's channel ended (`failure` says why, naming the agent).
-    fn on_lost(&mut self, side: usize, failure: Failure, now: Instant, act: &mut Actions);
+    /// The side's channel ended (`loss` says why, naming the agent).
+    fn on_lost(&mut self, side: usize, loss: Loss, now: Instant, act: &mut Actions);
     /// Called once the deadline returned by `deadline` has passed.
     fn on_deadline(&mut self, now: Instant, act: &mut Actions);
     fn deadline(&self) -> Option<Instant>;
@@ -49,7 +49,7 @@ const TICK: Duration = Duration::from_millis(100);
 /// Runs every job to its end, at most `window` at once, in order. Two jobs running at once
 /// must not share a link. Returns early only on Ctrl-C or SIGTERM (the caller then closes
 /// the hub, which stops every agent).
-pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize) -> Result<(), Failure> {
+pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize) -> Result<(), Loss> {
     let mut owner: Vec<Option<(usize, usize)>> = Vec::new();
     let mut active: Vec<usize> = Vec::new();
     let mut next = 0;
@@ -82,7 +82,7 @@ pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize)
             return Ok(());
         }
         if crate::sys::os::interrupted() {
-            return Err(Failure::new("interrupted", "the agents were told to stop; nothing is left running"));
+            return Err(Loss::new("", LossKind::Interrupted));
         }
         let now = Instant::now();
         let soonest = active.iter().filter_map(|&j| jobs[j].conversation.deadline()).min();
@@ -107,7 +107,7 @@ pub fn drive<C: Conversation>(hub: &mut Hub, jobs: &mut [Job<C>], window: usize)
             }
             match event {
                 HubEvent::Reply(_, reply) => jobs[j].conversation.on_reply(side, *reply, now, &mut act),
-                HubEvent::Lost(_, failure) => jobs[j].conversation.on_lost(side, failure, now, &mut act),
+                HubEvent::Lost(_, loss) => jobs[j].conversation.on_lost(side, loss, now, &mut act),
             }
             apply(hub, &jobs[j].links, &mut act);
         }

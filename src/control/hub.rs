@@ -7,15 +7,15 @@
 //! and explains channels that end.
 
 use super::endpoint::HostSpec;
+use super::figures;
 use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
+use super::loss::{Loss, LossKind};
 use super::protocol::{self, Reply, Request};
-use crate::error::Failure;
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
@@ -26,9 +26,9 @@ pub type LinkId = usize;
 pub enum HubEvent {
     /// A reply, boxed: an endpoint is large, a loss small.
     Reply(LinkId, Box<Reply>),
-    /// The channel ended or never came up, explained. The link is idle again: the next
+    /// The channel ended or never came up, and why. The link is idle again: the next
     /// request starts or reaches that agent anew.
-    Lost(LinkId, Failure),
+    Lost(LinkId, Loss),
 }
 
 /// How long an ended child may take to report its exit status (it explains the loss).
@@ -63,6 +63,9 @@ struct Link {
     outbox: Vec<u8>,
     stderr: LineBuffer,
     stderr_tail: String,
+    /// A `hello` the hub itself sent on (re)connecting to a `fabcheck serve`, whose reply is
+    /// not a conversation's.
+    greeting: bool,
 }
 
 impl Link {
@@ -121,6 +124,7 @@ impl Hub {
             outbox: Vec::new(),
             stderr: LineBuffer::default(),
             stderr_tail: String::new(),
+            greeting: false,
         });
         self.links.len() - 1
     }
@@ -129,7 +133,7 @@ impl Hub {
         &self.links[id].label
     }
 
-    /// Sends a request, starting or reaching the agent first if its link is idle. Failures
+    /// Sends a request, starting or reaching the agent first if its link is idle. Losses
     /// arrive later as a `Lost` event, so callers handle every loss in one place.
     pub fn send(&mut self, id: LinkId, request: &Request) {
         if matches!(self.links[id].state, State::Idle) {
@@ -149,9 +153,17 @@ impl Hub {
         link.outbox.clear();
         link.stderr = LineBuffer::default();
         link.stderr_tail.clear();
+        link.greeting = false;
         match link.host.clone() {
             HostSpec::Tcp { host, port } => match link::resolve(&host, port, &link.label) {
-                Ok(addrs) => self.connect_next(id, addrs, port, String::new()),
+                Ok(addrs) => {
+                    // A serve talks only after a hello, and ends sessions idle for its
+                    // --idle-timeout: a link reopened for any request says hello first, so a
+                    // conversation never depends on whether the old connection survived.
+                    link.outbox.extend_from_slice(protocol::encode(&Request::Hello { token: self.opts.token.clone() }).as_bytes());
+                    link.greeting = true;
+                    self.connect_next(id, addrs, port, String::new())
+                }
                 Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
             },
             host => match link::spawn(&host, &link.label, &self.opts) {
@@ -281,7 +293,11 @@ impl Hub {
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
-                                Ok(reply) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
+                                Ok(Reply::Hello { .. }) if self.links[id].greeting => self.links[id].greeting = false,
+                                Ok(reply) => match figures::check(&reply) {
+                                    Ok(()) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
+                                    Err(figure) => return self.refuse(id, &format!("it sent a bad message: it reported {figure}")),
+                                },
                                 Err(e) => return self.refuse(id, &format!("it sent a bad message: {e}")),
                             },
                             Ok(None) => break,
@@ -336,7 +352,7 @@ impl Hub {
 
     /// An agent that broke the protocol is not trusted further: killed, reported.
     fn refuse(&mut self, id: LinkId, why: &str) {
-        let failure = Failure::new(format!("{}: {why}", self.links[id].label), "use the same fabcheck version on every node");
+        let failure = Loss::new(self.links[id].label.clone(), LossKind::Protocol(why.to_string()));
         self.discard(id);
         self.ready.push_back(HubEvent::Lost(id, failure));
     }
@@ -434,27 +450,56 @@ impl Drop for Hub {
     }
 }
 
-/// Why a channel ended, for the operator: ssh and srun problems point at ssh and Slurm, a
-/// local agent at its message, a socket at the host.
-fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Failure {
-    let tail = if link.stderr_tail.is_empty() { String::new() } else { format!(": {}", link.stderr_tail) };
-    match (&link.host, status) {
-        (HostSpec::Ssh { host, .. }, Some(s)) if launcher == Launcher::Srun => Failure::new(
-            format!("{}: srun or the agent exited ({s}){tail}", link.label),
-            format!("check that `srun --nodes=1 --nodelist={host} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
-        ),
-        (HostSpec::Ssh { .. }, Some(s)) => Failure::new(
-            format!("{}: ssh or the remote agent exited ({s}){tail}", link.label),
-            format!(
-                "check that `ssh -o BatchMode=yes {} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)",
-                link.host
-            ),
-        ),
-        (_, Some(s)) if s.signal().is_some() => Failure::new(
-            format!("{}: the agent was killed ({s}){tail}", link.label),
-            "something outside fabcheck ended it (the OOM killer, a job or session limit, an operator): check `dmesg` and the logs on that host, then rerun",
-        ),
-        (_, Some(s)) => Failure::new(format!("{}: the agent exited ({s}){tail}", link.label), "see its message above"),
-        _ => Failure::new(format!("{}: {why}{tail}", link.label), "the agent died or its host went away; check it and rerun"),
+/// Why a channel ended: the exit status when there is one (its words, pointing at ssh, srun or
+/// the local agent, are chosen in `report::loss`), with the last line the agent said.
+fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Loss {
+    let tail = link.stderr_tail.clone();
+    let kind = match status {
+        Some(status) => LossKind::Exited { host: link.host.clone(), launcher, status, tail },
+        None => LossKind::Gone { why: why.to_string(), tail },
+    };
+    Loss::new(link.label.clone(), kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    #[test]
+    fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let token = "0123456789abcdef0123".to_string();
+        let fake = std::thread::spawn(move || {
+            let (stream, _) = listener.accept().unwrap();
+            let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+            let first: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+            let second: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+            let mut w = stream;
+            w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into() }).as_bytes()).unwrap();
+            w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
+            (first, second)
+        });
+        let opts = LaunchOptions {
+            remote_fabcheck: "fabcheck".into(),
+            token: Some(token.clone()),
+            connect_timeout: Duration::from_secs(5),
+            launcher: Launcher::Ssh,
+        };
+        let mut hub = Hub::new(opts);
+        let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
+        hub.send(id, &Request::Finish);
+        let mut events = Vec::new();
+        let until = Instant::now() + Duration::from_secs(20);
+        while events.is_empty() && Instant::now() < until {
+            hub.wait(Duration::from_millis(50), &mut events);
+        }
+        let (first, second) = fake.join().unwrap();
+        assert_eq!(first, Request::Hello { token: Some(token) });
+        assert_eq!(second, Request::Finish);
+        // The fake hangs up after its replies; the conversation's reply is the first event.
+        assert!(matches!(events.first(), Some(HubEvent::Reply(_, r)) if **r == Reply::Finished), "{events:?}");
+        assert!(!events.iter().any(|e| matches!(e, HubEvent::Reply(_, r) if matches!(**r, Reply::Hello { .. }))), "{events:?}");
     }
 }

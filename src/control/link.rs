@@ -3,12 +3,15 @@
 //! non-blocking; the [`Hub`](super::hub::Hub) polls every channel from one thread.
 
 use super::endpoint::HostSpec;
-use crate::error::Failure;
+use super::loss::{Loss, LossKind};
 use crate::sys::io;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
+
+/// The environment variable the shared token may come from; scrubbed from every child.
+pub const TOKEN_VARIABLE: &str = "FABCHECK_TOKEN";
 
 /// How `[user@]host` endpoints get their agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,9 +24,9 @@ pub enum Launcher {
 }
 
 /// Refuses, before anything starts, endpoints this launcher cannot start.
-pub fn validate(launcher: Launcher, host: &HostSpec, label: &str) -> Result<(), Failure> {
+pub fn validate(launcher: Launcher, host: &HostSpec, label: &str) -> Result<(), Loss> {
     if let (Launcher::Srun, HostSpec::Ssh { user: Some(_), .. }) = (launcher, host) {
-        return Err(Failure::usage(format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh")));
+        return Err(Loss::new(label, LossKind::SrunWithUser));
     }
     Ok(())
 }
@@ -45,14 +48,13 @@ pub enum Channel {
 }
 
 /// Starts a local or ssh agent as a child whose pipes are all non-blocking.
-pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Failure> {
+pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Loss> {
     if matches!(host, HostSpec::Ssh { .. }) && !valid_remote_path(&opts.remote_fabcheck) {
-        return Err(Failure::usage(format!("--remote-fabcheck '{}' is not a plain path", opts.remote_fabcheck)));
+        return Err(Loss::new(label, LossKind::BadRemotePath(opts.remote_fabcheck.clone())));
     }
     let mut command = match host {
         HostSpec::Local => {
-            let exe =
-                std::env::current_exe().map_err(|e| Failure::new(format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path"))?;
+            let exe = std::env::current_exe().map_err(|e| Loss::new(label, LossKind::NoOwnBinary(e.to_string())))?;
             let mut c = Command::new(exe);
             c.arg("agent");
             c
@@ -83,54 +85,45 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
                 .arg("agent");
             c
         }
-        HostSpec::Tcp { .. } => return Err(Failure::new("internal error: spawn for a tcp endpoint", "report a bug")),
+        HostSpec::Tcp { .. } => return Err(Loss::new(label, LossKind::Internal("spawn for a tcp endpoint".into()))),
     };
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // The token is for `fabcheck serve` only: never inherited by ssh, srun (which would export
+    // it to the node) or a local agent (issue #27 item 9).
+    command.env_remove(TOKEN_VARIABLE);
     if let Ok(level) = std::env::var("RUST_LOG") {
         command.env("RUST_LOG", level);
     }
-    let mut child = command.spawn().map_err(|e| {
-        Failure::new(
-            format!("{label}: cannot start the agent: {e}"),
-            match (host, opts.launcher) {
-                (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
-                (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
-                _ => "check the fabcheck binary",
-            },
-        )
-    })?;
+    let mut child =
+        command.spawn().map_err(|e| Loss::new(label, LossKind::NotStarted { host: host.clone(), launcher: opts.launcher, detail: e.to_string() }))?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
         let _ = child.kill();
         let _ = child.wait();
-        return Err(Failure::new(format!("{label}: the agent has no pipes"), "internal error; rerun"));
+        return Err(Loss::new(label, LossKind::Pipes(None)));
     };
     for fd in [stdin.as_fd(), stdout.as_fd(), stderr.as_fd()] {
         if let Err(e) = io::set_nonblocking(fd) {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(Failure::new(format!("{label}: cannot set up the agent's pipes: {e}"), "rerun"));
+            return Err(Loss::new(label, LossKind::Pipes(Some(e.to_string()))));
         }
     }
     Ok(Channel::Child { child, stdin: Some(stdin), stdout, stderr: Some(stderr) })
 }
 
 /// The addresses of a `tcp://` endpoint, in the resolver's order.
-pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Failure> {
-    let addrs: Vec<SocketAddr> =
-        (host, port).to_socket_addrs().map_err(|e| Failure::new(format!("cannot resolve {label}: {e}"), "check the host name"))?.collect();
+pub fn resolve(host: &str, port: u16, label: &str) -> Result<Vec<SocketAddr>, Loss> {
+    let addrs: Vec<SocketAddr> = (host, port).to_socket_addrs().map_err(|e| Loss::new(label, LossKind::Unresolved(Some(e.to_string()))))?.collect();
     if addrs.is_empty() {
-        return Err(Failure::new(format!("cannot resolve {label}: no address"), "check the host name"));
+        return Err(Loss::new(label, LossKind::Unresolved(None)));
     }
     Ok(addrs)
 }
 
-/// Why a `tcp://` agent could not be reached, and what to do.
-pub fn unreachable(label: &str, port: u16, detail: &str) -> Failure {
-    Failure::new(
-        format!("cannot reach {label}: {detail}"),
-        format!("start `fabcheck serve --listen 0.0.0.0:{port} --token-file FILE` there, and check firewalls"),
-    )
+/// A `tcp://` agent that could not be reached.
+pub fn unreachable(label: &str, port: u16, detail: &str) -> Loss {
+    Loss::new(label, LossKind::Unreachable { port, detail: detail.to_string() })
 }
 
 /// A read that would have blocked, or the end of the stream.

@@ -1,13 +1,15 @@
-//! The control channel: a small versioned line protocol (pure), the agent that serves it,
+//! The control channel: a small versioned line protocol (pure) and the figures it may carry,
 //! and the controller side: a one-thread reactor (`hub`) over every agent's channel (local
-//! pipes, ssh or TCP), driving pure conversations (`drive`, `reach`).
+//! pipes, ssh or TCP), driving pure conversations (`drive`, `reach`); what goes wrong is a typed `loss`, put
+//! into words by `report::loss`. The agent that answers
+//! lives in `crate::agent`; nothing here imports `perf`.
 
-pub mod agent;
 pub mod drive;
 pub mod endpoint;
+pub mod figures;
 pub mod hub;
 pub mod lines;
 pub mod link;
+pub mod loss;
 pub mod protocol;
 pub mod reach;
-pub mod serve;

@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 pub const VERSION: u32 = 1;
 /// Longest accepted line (an inventory of a big node fits many times over).
 pub const MAX_LINE: usize = 1 << 20;
+/// Longest hello a `fabcheck serve` reads before it knows who is speaking (a token and a few
+/// fields): a token must fit in it.
+pub const HELLO_MAX: usize = 4096;
+/// Shortest token `fabcheck serve` and the controllers take: 16 bytes, 128 bits of a random
+/// hex or base64 string, which no online guessing at one guess a second gets near.
+pub const MIN_TOKEN: usize = 16;
 pub use crate::spec::{CmRole, Conditions, Endpoint, Role, RunResult, Target, TestKind, TestSpec, MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
 
 /// Controller -> agent.
@@ -80,6 +86,19 @@ pub fn decode<T: for<'de> Deserialize<'de>>(line: &str) -> Result<T, DecodeError
     Ok(envelope.body)
 }
 
+/// Why `token` cannot be the shared token, if it cannot: too short to resist guessing, or too
+/// long for the hello it travels in (then no controller could ever authenticate).
+pub fn token_problem(token: &str) -> Option<String> {
+    if token.len() < MIN_TOKEN {
+        return Some(format!("the token is {} bytes long; it must be at least {MIN_TOKEN}", token.len()));
+    }
+    let hello = encode(&Request::Hello { token: Some(token.to_string()) });
+    if hello.len() > HELLO_MAX {
+        return Some(format!("the token is too long: its hello takes {} bytes of the {HELLO_MAX} serve reads", hello.len()));
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,6 +156,17 @@ mod tests {
         assert!(matches!(decode::<Request>("{\"v\":1,\"type\":\"run\""), Err(DecodeError::Malformed(_))));
         let huge = format!("{{\"v\":1,\"type\":\"hello\",\"token\":\"{}\"}}", "x".repeat(MAX_LINE));
         assert_eq!(decode::<Request>(&huge), Err(DecodeError::TooLong));
+    }
+
+    #[test]
+    fn a_token_must_be_long_enough_and_fit_the_hello() {
+        assert!(token_problem("s").unwrap().contains("at least 16"));
+        assert!(token_problem(&"x".repeat(15)).is_some());
+        assert_eq!(token_problem(&"x".repeat(16)), None);
+        assert_eq!(token_problem(&"x".repeat(4000)), None);
+        assert!(token_problem(&"x".repeat(HELLO_MAX)).unwrap().contains("too long"));
+        // Escaped characters take more room on the wire than in the token.
+        assert!(token_problem(&"\\\u{1}".repeat(700)).unwrap().contains("too long"));
     }
 
     #[test]

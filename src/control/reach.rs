@@ -5,8 +5,8 @@
 use super::drive::{drive, Actions, Conversation, Job};
 use super::endpoint::HostSpec;
 use super::hub::{Hub, LinkId};
+use super::loss::{Loss, LossKind, Step};
 use super::protocol::{Reply, Request};
-use crate::error::Failure;
 use crate::probe::Inventory;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ pub struct Reach {
     /// The host name the agent reported.
     pub host: String,
     pub inventory: Option<Inventory>,
-    pub failure: Option<Failure>,
+    pub failure: Option<Loss>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,7 +51,7 @@ impl Reach {
         }
     }
 
-    fn fail(&mut self, failure: Failure, act: &mut Actions) {
+    fn fail(&mut self, failure: Loss, act: &mut Actions) {
         self.failure = Some(failure);
         self.state = State::Done;
         self.deadline = None;
@@ -74,7 +74,8 @@ impl Conversation for Reach {
         match (self.state, reply) {
             (State::Done, _) => {}
             (State::Hello | State::Inventory, Reply::Error { cause, remedy }) => {
-                self.fail(Failure::new(format!("{}: {cause}", self.label), remedy), act)
+                let step = if self.state == State::Hello { Step::Hello } else { Step::Inventory };
+                self.fail(Loss::new(self.label.clone(), LossKind::Refused { step, cause, remedy }), act)
             }
             (State::Hello, Reply::Hello { host, .. }) => {
                 self.host = host;
@@ -92,28 +93,24 @@ impl Conversation for Reach {
                 self.deadline = None;
             }
             (_, other) => {
-                let f = Failure::new(format!("{}: unexpected reply {other:?}", self.label), "use the same fabcheck version on every node");
+                let f = Loss::new(self.label.clone(), LossKind::Protocol(format!("unexpected reply {other:?}")));
                 self.fail(f, act)
             }
         }
     }
 
-    fn on_lost(&mut self, _side: usize, failure: Failure, _now: Instant, act: &mut Actions) {
+    fn on_lost(&mut self, _side: usize, failure: Loss, _now: Instant, act: &mut Actions) {
         if self.state != State::Done {
             self.fail(failure, act);
         }
     }
 
     fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
-        let (what, limit) = match self.state {
-            State::Inventory => ("reading the inventory", deadline::INVENTORY),
-            _ => ("saying hello", deadline::HELLO),
+        let (step, waited) = match self.state {
+            State::Inventory => (Step::Inventory, deadline::INVENTORY),
+            _ => (Step::Hello, deadline::HELLO),
         };
-        let f = Failure::new(
-            format!("{}: no answer within {} s while {what}", self.label, limit.as_secs()),
-            "the agent or its host is stuck or unreachable (for ssh: a password or host-key prompt?); check it and rerun",
-        );
-        self.fail(f, act);
+        self.fail(Loss::new(self.label.clone(), LossKind::Timeout { step, waited }), act);
     }
 
     fn deadline(&self) -> Option<Instant> {
@@ -144,7 +141,7 @@ pub fn reach_all(
     tokens: &[Option<String>],
     want_inventory: bool,
     window: usize,
-) -> Result<Vec<Reach>, Failure> {
+) -> Result<Vec<Reach>, Loss> {
     let mut jobs: Vec<Job<Reach>> = links
         .iter()
         .zip(labels)
@@ -182,22 +179,24 @@ mod tests {
         let mut r = Reach::new("n1", None, false);
         r.start(now, &mut act);
         r.on_reply(0, Reply::Error { cause: "the agent refused the token".into(), remedy: "pass it".into() }, now, &mut act);
-        assert!(r.is_done() && r.failure.as_ref().unwrap().cause.starts_with("n1: the agent refused"));
+        let refused = LossKind::Refused { step: Step::Hello, cause: "the agent refused the token".into(), remedy: "pass it".into() };
+        assert!(r.is_done() && r.failure == Some(Loss::new("n1", refused.clone())));
         assert_eq!(act.discard, [0]);
         // The agent hangs up after refusing: the first cause stands.
-        r.on_lost(0, Failure::new("n1: the connection closed", "r"), now, &mut act);
-        assert!(r.failure.as_ref().unwrap().cause.contains("refused the token"));
+        r.on_lost(0, Loss::new("n1", LossKind::Gone { why: "the connection closed".into(), tail: String::new() }), now, &mut act);
+        assert_eq!(r.failure.as_ref().unwrap().kind, refused);
 
         let mut r = Reach::new("n2", None, false);
         r.start(now, &mut act);
         assert!(r.deadline().unwrap() > now);
         r.on_deadline(now + deadline::HELLO, &mut act);
-        assert!(r.failure.as_ref().unwrap().cause.contains("no answer within 20 s while saying hello"));
+        assert_eq!(r.failure.as_ref().unwrap().kind, LossKind::Timeout { step: Step::Hello, waited: deadline::HELLO });
 
         let mut r = Reach::new("n3", None, false);
         r.start(now, &mut act);
-        r.on_lost(0, Failure::new("cannot reach n3: refused", "start it"), now, &mut act);
-        assert_eq!(r.failure.as_ref().unwrap().cause, "cannot reach n3: refused");
+        let unreachable = Loss::new("n3", LossKind::Unreachable { port: 18515, detail: "refused".into() });
+        r.on_lost(0, unreachable.clone(), now, &mut act);
+        assert_eq!(r.failure, Some(unreachable));
     }
 }
 

@@ -316,7 +316,7 @@ fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {
-            Some(f) => agent.error = Some(f.cause),
+            Some(f) => agent.error = Some(Failure::from(f).cause),
             None => {
                 agent.reached = true;
                 agent.error = None;

@@ -16,6 +16,7 @@ use crate::control::drive::{drive, Actions, Conversation, Job};
 use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
+use crate::control::loss::Loss;
 use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
@@ -101,7 +102,7 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let reached = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?;
     let same_host = reached[0].host == reached[1].host;
     if let Some(f) = reached.into_iter().find_map(|r| r.failure) {
-        return Err(f);
+        return Err(f.into());
     }
     let roles = [CmRole::Connect, CmRole::Listen];
     let targets = [0, 1].map(|i| {
@@ -221,8 +222,8 @@ impl Conversation for Told<'_> {
         self.seq.on_reply(side, reply, now, act);
         self.tell();
     }
-    fn on_lost(&mut self, side: usize, failure: Failure, now: Instant, act: &mut Actions) {
-        self.seq.on_lost(side, failure, now, act);
+    fn on_lost(&mut self, side: usize, loss: Loss, now: Instant, act: &mut Actions) {
+        self.seq.on_lost(side, loss, now, act);
         self.tell();
     }
     fn on_deadline(&mut self, now: Instant, act: &mut Actions) {

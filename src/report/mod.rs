@@ -7,6 +7,7 @@ pub mod devices;
 pub mod document;
 pub mod formats;
 pub mod gpu;
+pub mod loss;
 pub mod output;
 
 pub use document::{Document, Stamp};

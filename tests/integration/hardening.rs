@@ -173,7 +173,7 @@ fn a_token_file_readable_by_others_is_refused() {
     use std::os::unix::fs::PermissionsExt;
     let dir = scratch("token");
     let file = dir.join("token");
-    std::fs::write(&file, "s3cret\n").unwrap();
+    std::fs::write(&file, "s3cret-hardening-token\n").unwrap();
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let out = fabcheck(&["serve", "--listen", "127.0.0.1:1", "--token-file", file.to_str().unwrap()]);
     assert_exit2(&out, "readable by others (mode 644)");

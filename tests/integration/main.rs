@@ -18,6 +18,7 @@ mod output;
 mod phy;
 mod properties;
 mod protocol;
+mod serve_hardening;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

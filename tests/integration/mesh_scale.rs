@@ -812,6 +812,20 @@ fn pair_threshold_90_fails_at_89_percent_with_exit_1_and_passes_at_91() {
 }
 
 #[test]
+fn impossible_figures_from_an_agent_are_a_protocol_error_not_a_pass() {
+    // Regression (issue #27 item 14): an agent reporting 1e308 Gb/s passed every threshold,
+    // and -5 Gb/s failed as a slow link; both are now a broken agent (exit 2, named).
+    for gbps in [1e308, -5.0] {
+        let cluster = FakeCluster::start_at(vec![Knobs::default(); 2], Duration::ZERO, gbps);
+        let ep = &cluster.endpoints;
+        let out = run_pair([&ep[0], &ep[1]], &["--tests", "write_bw", "--direction", "ab"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{gbps} Gb/s: {err}");
+        assert!(err.contains(&format!("it sent a bad message: it reported a peak_gbps of {gbps} Gb/s")), "{err}");
+    }
+}
+
+#[test]
 fn pair_max_latency_is_exit_1_above_and_0_at_the_limit() {
     // The fakes report a p50 of 1.9 us.
     let cluster = FakeCluster::healthy(2);

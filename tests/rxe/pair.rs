@@ -134,13 +134,13 @@ fn through_fabcheck_serve_with_a_token() {
     let port = 18000 + (std::process::id() % 1000) as u16;
     let listen = format!("127.0.0.1:{port}");
     let mut server = Command::new(super::bin())
-        .args(["serve", "--listen", &listen, "--token", "s3cret", "--max-sessions", "3"])
+        .args(["serve", "--listen", &listen, "--token", "s3cret-rxe-serve-token", "--max-sessions", "3"])
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
     let endpoint = format!("tcp://{listen}");
-    let wrong = fabcheck(&["pair", &endpoint, "localhost", "--device", DEVICE, "--tests", "send_lat", "--token", "wrong"]);
+    let wrong = fabcheck(&["pair", &endpoint, "localhost", "--device", DEVICE, "--tests", "send_lat", "--token", "wrong-rxe-serve-token"]);
     assert_eq!(wrong.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&wrong.stderr).contains("token"), "{}", String::from_utf8_lossy(&wrong.stderr));
     let out = fabcheck(&[
@@ -156,7 +156,7 @@ fn through_fabcheck_serve_with_a_token() {
         "--direction",
         "ab",
         "--token",
-        "s3cret",
+        "s3cret-rxe-serve-token",
         "--json",
     ]);
     let _ = server.kill();

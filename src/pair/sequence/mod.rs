@@ -17,6 +17,7 @@
 use super::plan::PlannedTest;
 use super::report::TestResult;
 use crate::control::drive::{Actions, Conversation};
+use crate::control::loss::Loss;
 use crate::control::protocol::{Endpoint, Reply, Request, Role, RunResult, Target};
 use crate::error::Failure;
 use crate::perf::summary;
@@ -378,7 +379,8 @@ impl Conversation for PairSequence {
         self.advance(now, act);
     }
 
-    fn on_lost(&mut self, side: usize, failure: Failure, _now: Instant, act: &mut Actions) {
+    fn on_lost(&mut self, side: usize, loss: Loss, _now: Instant, act: &mut Actions) {
+        let failure = Failure::from(loss);
         if self.phase == Phase::Done {
             return;
         }

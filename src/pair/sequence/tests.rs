@@ -1,6 +1,12 @@
 use super::*;
+use crate::control::loss::LossKind;
 use crate::control::protocol::TestKind;
 use crate::pair::plan::{self, Direction, PlanInput};
+
+/// A channel that ended without an exit status.
+fn gone(agent: &str, why: &str) -> Loss {
+    Loss::new(agent, LossKind::Gone { why: why.into(), tail: String::new() })
+}
 
 fn plan(tests: &[TestKind], directions: &[Direction]) -> Vec<PlannedTest> {
     plan::build(&PlanInput {
@@ -216,7 +222,7 @@ fn a_silent_side_after_a_failure_is_discarded_not_waited_for() {
 fn a_lost_agent_means_the_test_could_not_run() {
     let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
     up_to_running(&mut s);
-    s.seq.on_lost(1, Failure::new("n2: the agent exited (signal: 9)", "see above"), s.now, &mut s.act);
+    s.seq.on_lost(1, gone("n2", "the agent exited (signal: 9)"), s.now, &mut s.act);
     assert!(s.seq.is_done());
     let f = s.seq.could_not_run.as_ref().unwrap();
     assert_eq!(f.cause, "n2: the agent exited (signal: 9) (agent lost while running write_bw a->b 65536 B)");
@@ -259,7 +265,7 @@ fn a_run_that_never_ends_times_out_at_the_test_timeout() {
 #[test]
 fn replies_after_the_end_are_ignored() {
     let mut s = Script::new(plan(&[TestKind::WriteBw], &[Direction::AtoB]));
-    s.seq.on_lost(0, Failure::new("n1: gone", "r"), s.now, &mut s.act);
+    s.seq.on_lost(0, gone("n1", "gone"), s.now, &mut s.act);
     s.act.sends.clear();
     s.reply(1, Reply::Ready { endpoint: endpoint("b") });
     assert!(s.act.sends.is_empty() && s.seq.is_done());

@@ -1,0 +1,219 @@
+//! What the agent does with each request, as a pure state machine (like `pair::sequence`):
+//! fed requests, it answers with the steps to take. The I/O loop ([`session`](super::session))
+//! performs them (the verbs work lives in `perf`) and reports back whether a test could be
+//! prepared. Tested without devices or sockets.
+
+use super::budget::{self, Budget, Refusal, Reservation};
+use crate::control::protocol::{Endpoint, Reply, Request, Target, TestSpec};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// One thing the I/O loop does, in order.
+#[derive(Debug, PartialEq)]
+pub enum Step {
+    Reply(Reply),
+    /// Read the inventory and reply with it.
+    Inventory,
+    /// Release the test session (and its registered memory), if one is open.
+    Close,
+    /// Open a test session; report with [`Machine::opened`].
+    Open {
+        target: Target,
+        spec: TestSpec,
+    },
+    /// Connect the open session to its peer and reply.
+    Connect(Endpoint),
+    /// Run the open session's test and reply with its result (`running` is already said).
+    Run,
+    /// End the conversation (after the steps before it).
+    End,
+}
+
+pub struct Machine {
+    host: String,
+    /// `None`: a trusted channel (stdio) that registers what the controller asks for.
+    budget: Option<Arc<Budget>>,
+    reservation: Option<Reservation>,
+    prepared: bool,
+}
+
+impl Machine {
+    pub fn new(host: impl Into<String>, budget: Option<Arc<Budget>>) -> Machine {
+        Machine { host: host.into(), budget, reservation: None, prepared: false }
+    }
+
+    /// The hello a controller is greeted with.
+    pub fn hello(host: &str) -> Reply {
+        Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: host.to_string() }
+    }
+
+    pub fn on_request(&mut self, request: Request) -> Vec<Step> {
+        match request {
+            Request::Hello { .. } => vec![Step::Reply(Machine::hello(&self.host))],
+            Request::Inventory => vec![Step::Inventory],
+            Request::Prepare { target, spec } => {
+                self.close();
+                match self.reserve(&spec) {
+                    Ok(()) => vec![Step::Close, Step::Open { target, spec }],
+                    Err(refusal) => vec![Step::Close, Step::Reply(Reply::Error { cause: refusal.cause(), remedy: refusal.remedy().into() })],
+                }
+            }
+            Request::Connect { peer } if self.prepared => vec![Step::Connect(peer)],
+            Request::Connect { .. } => vec![Step::Reply(error("connect before prepare", "controller bug: prepare a test first"))],
+            Request::Run if self.prepared => vec![Step::Reply(Reply::Running), Step::Run],
+            Request::Run => vec![Step::Reply(error("run before prepare", "controller bug: prepare a test first"))],
+            Request::Stop => Vec::new(),
+            Request::Finish => {
+                self.close();
+                vec![Step::Close, Step::Reply(Reply::Finished)]
+            }
+            Request::Bye => {
+                self.close();
+                vec![Step::Close, Step::Reply(Reply::Bye), Step::End]
+            }
+        }
+    }
+
+    /// Whether the session of the last `Open` could be opened.
+    pub fn opened(&mut self, ok: bool) {
+        self.prepared = ok;
+        if !ok {
+            self.reservation = None;
+        }
+    }
+
+    /// A message the agent cannot read: say why, then end.
+    pub fn on_bad(&mut self, why: &str) -> Vec<Step> {
+        self.close();
+        vec![
+            Step::Close,
+            Step::Reply(Reply::Error {
+                cause: format!("agent refused a message: {why}"),
+                remedy: "use the same fabcheck version on every node".into(),
+            }),
+            Step::End,
+        ]
+    }
+
+    /// No request for `limit` between tests: the session ends, its memory is released.
+    pub fn on_idle(&mut self, limit: Duration) -> Vec<Step> {
+        self.close();
+        vec![
+            Step::Close,
+            Step::Reply(error(
+                &format!("serve ended this session: no request for {} s", limit.as_secs()),
+                "reconnect; or start serve with a longer --idle-timeout if the controller pauses that long",
+            )),
+            Step::End,
+        ]
+    }
+
+    fn close(&mut self) {
+        self.prepared = false;
+        self.reservation = None;
+    }
+
+    /// Counts the test's buffers against the budget before anything is registered. A spec that
+    /// is invalid is left for `Session::open` to refuse with its own words.
+    fn reserve(&mut self, spec: &TestSpec) -> Result<(), Refusal> {
+        let Some(budget) = &self.budget else { return Ok(()) };
+        if spec.validate().is_err() {
+            return Ok(());
+        }
+        match budget.reserve(budget::test_bytes(spec.size), 0) {
+            Ok(r) => {
+                self.reservation = Some(r);
+                Ok(())
+            }
+            Err(refusal) => Err(refusal),
+        }
+    }
+}
+
+fn error(cause: &str, remedy: &str) -> Reply {
+    Reply::Error { cause: cause.into(), remedy: remedy.into() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::budget::Limits;
+    use crate::control::protocol::{Role, TestKind};
+
+    fn spec(size: u32) -> TestSpec {
+        TestSpec {
+            test: TestKind::WriteBw,
+            role: Role::Active,
+            size,
+            iters: 10,
+            warmup: 0,
+            duration_ms: None,
+            qps: 1,
+            tx_depth: 128,
+            cq_mod: 32,
+            post_list: 8,
+            stall_timeout_ms: 1000,
+        }
+    }
+
+    fn target() -> Target {
+        Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None }
+    }
+
+    fn prepare(size: u32) -> Request {
+        Request::Prepare { target: target(), spec: spec(size) }
+    }
+
+    #[test]
+    fn a_test_runs_only_once_prepared() {
+        let mut m = Machine::new("n1", None);
+        assert!(matches!(&m.on_request(Request::Hello { token: None })[..], [Step::Reply(Reply::Hello { host, .. })] if host == "n1"));
+        assert!(matches!(&m.on_request(Request::Run)[..], [Step::Reply(Reply::Error { cause, .. })] if cause == "run before prepare"));
+        assert!(matches!(&m.on_request(prepare(4096))[..], [Step::Close, Step::Open { .. }]));
+        m.opened(true);
+        assert_eq!(m.on_request(Request::Run), [Step::Reply(Reply::Running), Step::Run]);
+        assert_eq!(m.on_request(Request::Finish), [Step::Close, Step::Reply(Reply::Finished)]);
+        assert!(matches!(&m.on_request(Request::Connect { peer: dummy_endpoint() })[..], [Step::Reply(Reply::Error { .. })]));
+        assert_eq!(m.on_request(Request::Bye), [Step::Close, Step::Reply(Reply::Bye), Step::End]);
+    }
+
+    #[test]
+    fn buffers_over_the_budget_are_refused_before_registering() {
+        let budget = Budget::new(Limits::from_total(64 << 20));
+        let mut a = Machine::new("n1", Some(Arc::clone(&budget)));
+        let mut b = Machine::new("n1", Some(Arc::clone(&budget)));
+        assert!(matches!(&a.on_request(prepare(16 << 20))[..], [Step::Close, Step::Open { .. }]));
+        a.opened(true);
+        assert_eq!(budget.held(), 32 << 20);
+        assert!(matches!(&b.on_request(prepare(16 << 20))[..], [Step::Close, Step::Open { .. }]));
+        b.opened(true);
+        // A third session, and a second test of the first session while it holds its first.
+        let mut c = Machine::new("n1", Some(Arc::clone(&budget)));
+        let steps = c.on_request(prepare(4096));
+        assert!(
+            matches!(&steps[..], [Step::Close, Step::Reply(Reply::Error { cause, remedy })]
+            if cause.contains("its sessions hold 64 MiB of the 64 MiB") && remedy.contains("--max-registered")),
+            "{steps:?}"
+        );
+        // Preparing anew releases the session's last test first.
+        assert!(matches!(&a.on_request(prepare(8 << 20))[..], [Step::Close, Step::Open { .. }]));
+        a.opened(false);
+        assert_eq!(budget.held(), 32 << 20, "a failed open gives its bytes back");
+        b.on_idle(Duration::from_secs(300));
+        assert_eq!(budget.held(), 0, "an idle session gives its bytes back");
+    }
+
+    #[test]
+    fn an_invalid_spec_is_left_to_session_open() {
+        let mut m = Machine::new("n1", Some(Budget::new(Limits::default())));
+        assert!(matches!(&m.on_request(prepare(0))[..], [Step::Close, Step::Open { .. }]));
+    }
+
+    fn dummy_endpoint() -> Endpoint {
+        serde_json::from_value(serde_json::json!({
+            "host": "n2", "device": "rxe0", "port": 1, "lid": 0, "gid_index": null, "gid": null, "qpns": [1], "psn": 1,
+            "addr": 0, "rkey": 0, "len": 4096, "mtu": 1024, "link_layer": "Ethernet", "rate_gbps": null, "ca_type": "x", "max_rd_atomic": 1
+        }))
+        .unwrap()
+    }
+}

@@ -1,0 +1,184 @@
+//! The agent's I/O loop: serves one controller until it says bye or the channel closes.
+//!
+//! A reader thread turns lines into requests and sets the stop/abort flags directly, so a
+//! measured loop notices a `stop`, a closed channel or a dead controller within microseconds
+//! without the loop itself ever touching the channel. What to do with each request is
+//! [`Machine`]'s decision; this file only performs its steps.
+
+use super::budget::Budget;
+use super::machine::{Machine, Step};
+use crate::control::lines;
+use crate::control::protocol::{self, Reply, Request};
+use crate::perf::{self, session::Session, PerfError, Signals};
+use crate::probe;
+use crossbeam::channel::{self, RecvTimeoutError};
+use std::io::{BufRead, Write};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub struct AgentOptions {
+    pub host: String,
+    /// Registered memory shared with the other sessions (serve); `None`: unbounded (stdio).
+    pub budget: Option<Arc<Budget>>,
+    /// Between tests, a controller silent this long is gone (serve); `None`: wait forever.
+    pub idle_timeout: Option<Duration>,
+}
+
+/// Requests read ahead of the one being served. A peer that floods requests and reads no
+/// replies fills this, then the reader stops reading (TCP pushes back), so memory stays bounded
+/// at about this many lines.
+const QUEUE: usize = 16;
+
+enum Event {
+    Request(Box<Request>),
+    Bad(String),
+    /// The channel ended in the middle of a message.
+    Truncated,
+    Closed,
+}
+
+/// How a session with a controller ended, when it did not end cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the controller's channel ended in the middle of a message (truncated input)")]
+    Truncated,
+    #[error("the controller sent a message the agent refused: {0}")]
+    Refused(String),
+    #[error("the controller sent no request for {} s", .0.as_secs())]
+    Idle(Duration),
+    #[error("the controller's channel failed: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Serves one controller until it says bye or the channel closes. Every verbs resource is
+/// released before this returns.
+pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, options: AgentOptions) -> Result<(), AgentError> {
+    let signals = Signals::new();
+    let (tx, rx) = channel::bounded(QUEUE);
+    let reader_signals = Arc::clone(&signals);
+    std::thread::spawn(move || read_requests(reader, &tx, &reader_signals));
+
+    let mut machine = Machine::new(options.host.clone(), options.budget.clone());
+    let mut session: Option<Session> = None;
+    let reply = |writer: &mut W, r: &Reply| -> std::io::Result<()> {
+        writer.write_all(protocol::encode(r).as_bytes())?;
+        writer.flush()
+    };
+    loop {
+        let event = match options.idle_timeout {
+            Some(limit) => rx.recv_timeout(limit),
+            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        };
+        let (steps, ended) = match event {
+            Err(RecvTimeoutError::Disconnected) | Ok(Event::Closed) => break,
+            Ok(Event::Truncated) => {
+                drop(session);
+                return Err(AgentError::Truncated);
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                let limit = options.idle_timeout.unwrap_or_default();
+                (machine.on_idle(limit), Err(AgentError::Idle(limit)))
+            }
+            Ok(Event::Bad(why)) => (machine.on_bad(&why), Err(AgentError::Refused(why))),
+            Ok(Event::Request(r)) => (machine.on_request(*r), Ok(())),
+        };
+        for step in steps {
+            match step {
+                // A refusal that cannot be delivered changes nothing: the session ends anyway.
+                Step::Reply(r) if ended.is_err() || r == Reply::Bye => {
+                    let _ = reply(&mut writer, &r);
+                }
+                Step::Reply(r) => reply(&mut writer, &r)?,
+                Step::Inventory => {
+                    let r = match probe::test_inventory(None) {
+                        Ok(inventory) => Reply::Inventory { inventory },
+                        Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
+                    };
+                    reply(&mut writer, &r)?;
+                }
+                Step::Close => session = None,
+                Step::Open { target, spec } => {
+                    let r = match Session::open(&target, &spec, &options.host) {
+                        Ok(s) => {
+                            let endpoint = s.local().clone();
+                            session = Some(s);
+                            Reply::Ready { endpoint }
+                        }
+                        Err(e) => perf_error(&e),
+                    };
+                    machine.opened(session.is_some());
+                    reply(&mut writer, &r)?;
+                }
+                Step::Connect(peer) => {
+                    let r = match session.as_mut() {
+                        Some(s) => match s.connect(&peer) {
+                            Ok(()) => Reply::Connected,
+                            Err(e) => perf_error(&e),
+                        },
+                        None => Reply::Error { cause: "connect before prepare".into(), remedy: "controller bug: prepare a test first".into() },
+                    };
+                    reply(&mut writer, &r)?;
+                }
+                Step::Run => {
+                    let Some(s) = session.as_mut() else { continue };
+                    signals.reset();
+                    let r = match perf::run(s, &signals) {
+                        Ok(result) => Reply::Done { result },
+                        Err(PerfError::Aborted) => return Ok(()),
+                        Err(e) => perf_error(&e),
+                    };
+                    reply(&mut writer, &r)?;
+                }
+                Step::End => return ended,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The reader thread: lines in, events out; stop and abort are flagged at once.
+fn read_requests<R: BufRead>(mut reader: R, tx: &channel::Sender<Event>, signals: &Signals) {
+    loop {
+        let event = match lines::read_line(&mut reader, protocol::MAX_LINE) {
+            Ok(Some(line)) => match protocol::decode::<Request>(&line) {
+                Ok(Request::Stop) => {
+                    signals.request_stop();
+                    Event::Request(Box::new(Request::Stop))
+                }
+                // Goodbye ends a running test at once: the controller is leaving.
+                Ok(Request::Bye) => {
+                    signals.request_abort();
+                    Event::Request(Box::new(Request::Bye))
+                }
+                Ok(req) => Event::Request(Box::new(req)),
+                Err(e) => {
+                    signals.request_abort();
+                    Event::Bad(e.to_string())
+                }
+            },
+            // Oversized or not UTF-8: say why, then end the session.
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                signals.request_abort();
+                Event::Bad(e.to_string())
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => {
+                signals.request_abort();
+                let _ = tx.send(Event::Truncated);
+                return;
+            }
+            Ok(None) | Err(_) => {
+                signals.request_abort();
+                let _ = tx.send(Event::Closed);
+                return;
+            }
+        };
+        let last = matches!(&event, Event::Bad(_)) || matches!(&event, Event::Request(r) if matches!(**r, Request::Bye));
+        if tx.send(event).is_err() || last {
+            return;
+        }
+    }
+}
+
+fn perf_error(e: &PerfError) -> Reply {
+    Reply::Error { cause: e.cause(), remedy: e.remedy() }
+}

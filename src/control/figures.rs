@@ -1,0 +1,108 @@
+//! The figures an agent reports, checked before anything judges them (issue #27 item 14).
+//!
+//! A broken or hostile agent could report a rate of 1e308 or -5, an MTU of 0, or a latency of
+//! ±1e308 (which became `null` in the JSON and a passing verdict). A figure outside what any
+//! adapter can produce is a protocol error, so the agent is reported, not its numbers believed.
+//! Counts are `u64` on the wire, so serde already refuses negative or fractional ones.
+
+use super::protocol::{Endpoint, Reply, RunResult};
+
+/// Fastest rate believed, Gb/s: above any adapter made (an XDR 4x port is 800).
+pub const MAX_RATE_GBPS: f64 = 3200.0;
+/// Longest latency believed, microseconds (10 s).
+pub const MAX_LATENCY_US: f64 = 1e7;
+/// The MTUs InfiniBand and RoCE define, in bytes.
+pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
+
+/// `Err` names the first figure out of range.
+pub fn check(reply: &Reply) -> Result<(), String> {
+    match reply {
+        Reply::Ready { endpoint } => check_endpoint(endpoint),
+        Reply::Done { result } => check_result(result),
+        _ => Ok(()),
+    }
+}
+
+fn check_endpoint(e: &Endpoint) -> Result<(), String> {
+    if !MTUS.contains(&e.mtu) {
+        return Err(format!("an MTU of {} bytes (one of 256, 512, 1024, 2048, 4096)", e.mtu));
+    }
+    rate("rate_gbps", e.rate_gbps)?;
+    rate("pcie_gbps", e.pcie_gbps)
+}
+
+fn check_result(r: &RunResult) -> Result<(), String> {
+    rate("peak_gbps", r.peak_gbps)?;
+    if let Some(lat) = &r.lat {
+        for (name, v) in
+            [("min", lat.min), ("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99), ("p999", lat.p999), ("max", lat.max), ("mean", lat.mean)]
+        {
+            if !(v > 0.0 && v <= MAX_LATENCY_US) {
+                return Err(format!("a latency {name} of {v} us (more than 0, at most {MAX_LATENCY_US})"));
+            }
+        }
+        if !(lat.stdev >= 0.0 && lat.stdev <= MAX_LATENCY_US) {
+            return Err(format!("a latency stdev of {} us (0 to {MAX_LATENCY_US})", lat.stdev));
+        }
+    }
+    Ok(())
+}
+
+fn rate(name: &str, value: Option<f64>) -> Result<(), String> {
+    match value {
+        Some(v) if !(v > 0.0 && v <= MAX_RATE_GBPS) => Err(format!("a {name} of {v} Gb/s (more than 0, at most {MAX_RATE_GBPS})")),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::protocol::decode;
+    use crate::spec::LatencySummary;
+
+    fn done(peak: f64) -> Reply {
+        Reply::Done { result: RunResult { iterations: 10, bytes: 1 << 20, elapsed_ns: 1_000_000, peak_gbps: Some(peak), ..RunResult::default() } }
+    }
+
+    fn lat(p50: f64) -> Reply {
+        let l = LatencySummary { min: 1.0, p50, p90: 2.0, p99: 2.0, p999: 2.0, max: 3.0, mean: 1.5, stdev: 0.1 };
+        Reply::Done { result: RunResult { iterations: 10, bytes: 20, elapsed_ns: 20_000, lat: Some(l), ..RunResult::default() } }
+    }
+
+    #[test]
+    fn impossible_figures_are_refused() {
+        assert_eq!(check(&done(190.0)), Ok(()));
+        assert_eq!(check(&lat(1.9)), Ok(()));
+        for bad in [1e308, -5.0, 0.0, f64::NAN, 3200.5] {
+            assert!(check(&done(bad)).unwrap_err().contains("peak_gbps"), "{bad}");
+        }
+        for bad in [1e308, -1e308, 0.0, -1.0, 1.1e7] {
+            assert!(check(&lat(bad)).unwrap_err().contains("p50"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn an_endpoint_needs_a_real_mtu_and_rate() {
+        let endpoint = |mtu: u32, rate: &str| {
+            let line = format!(
+                r#"{{"v":1,"type":"ready","endpoint":{{"host":"n","device":"d","port":1,"lid":0,"gid_index":null,"gid":null,"qpns":[1],"psn":1,"addr":0,"rkey":0,"len":1,"mtu":{mtu},"link_layer":"Ethernet","rate_gbps":{rate},"ca_type":"x","max_rd_atomic":1}}}}"#
+            );
+            decode::<Reply>(&line).unwrap()
+        };
+        assert_eq!(check(&endpoint(1024, "100.0")), Ok(()));
+        assert_eq!(check(&endpoint(4096, "null")), Ok(()));
+        assert!(check(&endpoint(0, "100.0")).unwrap_err().contains("MTU of 0"));
+        assert!(check(&endpoint(1500, "100.0")).is_err());
+        assert!(check(&endpoint(1024, "-5")).unwrap_err().contains("rate_gbps"));
+        assert!(check(&endpoint(1024, "1e308")).is_err());
+    }
+
+    #[test]
+    fn counts_beyond_u64_do_not_decode() {
+        for count in ["-5", "1e308", "18446744073709551616", "1.5"] {
+            let line = format!(r#"{{"v":1,"type":"done","result":{{"iterations":{count},"bytes":1,"elapsed_ns":1,"peak_gbps":null}}}}"#);
+            assert!(decode::<Reply>(&line).is_err(), "{count}");
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Why the controller lost an agent, or never had it: a typed value (issue #26 item 4).
+//!
+//! The hub, the link layer, `drive` and `reach` say what happened; they choose no words. The
+//! cause and remedy a person reads are written in `report::loss`, so analysis and retests can
+//! act on the kind (retry a timeout, blame a host that is unreachable, stop on a protocol
+//! error) without parsing prose.
+
+use super::endpoint::HostSpec;
+use super::link::Launcher;
+use std::process::ExitStatus;
+use std::time::Duration;
+
+/// A lost (or never reached) agent: which one, and what happened.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loss {
+    /// The agent as the user named it (its label in the hub); empty where no agent is meant.
+    pub agent: String,
+    pub kind: LossKind,
+}
+
+/// The step of a conversation that was under way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    Hello,
+    Inventory,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum LossKind {
+    /// `--launcher srun` with `user@host`: srun starts agents as the caller.
+    SrunWithUser,
+    /// `--remote-fabcheck` is not a plain path.
+    BadRemotePath(String),
+    /// This fabcheck's own binary (for a local agent) cannot be found.
+    NoOwnBinary(String),
+    /// The agent, ssh or srun could not be started.
+    NotStarted { host: HostSpec, launcher: Launcher, detail: String },
+    /// The agent's pipes could not be set up (`None`: it has none).
+    Pipes(Option<String>),
+    /// A `tcp://` agent's name does not resolve (`None`: to no address).
+    Unresolved(Option<String>),
+    /// No address of a `tcp://` agent answered.
+    Unreachable { port: u16, detail: String },
+    /// The agent, or the ssh or srun carrying it, exited. `tail`: its last stderr line.
+    Exited { host: HostSpec, launcher: Launcher, status: ExitStatus, tail: String },
+    /// The channel ended or failed, without an exit status to explain it.
+    Gone { why: String, tail: String },
+    /// The agent broke the protocol (a bad message, an impossible figure, an unexpected reply).
+    Protocol(String),
+    /// The agent answered with an error, in its own words (a wrong token, a busy serve, a
+    /// refused test); during `step`.
+    Refused { step: Step, cause: String, remedy: String },
+    /// No answer within `waited` during `step`.
+    Timeout { step: Step, waited: Duration },
+    /// Ctrl-C or SIGTERM: the agents were told to stop.
+    Interrupted,
+    /// A bug in fabcheck.
+    Internal(String),
+}
+
+impl Loss {
+    pub fn new(agent: impl Into<String>, kind: LossKind) -> Loss {
+        Loss { agent: agent.into(), kind }
+    }
+
+    /// Whether trying the same agent again may help: the agent or the path to it went away or
+    /// was slow, rather than being refused or misconfigured.
+    pub fn is_transient(&self) -> bool {
+        matches!(self.kind, LossKind::Unreachable { .. } | LossKind::Exited { .. } | LossKind::Gone { .. } | LossKind::Timeout { .. })
+    }
+}

@@ -1,0 +1,149 @@
+//! The words for a lost agent ([`Loss`]): cause and remedy, chosen here and not in `control`,
+//! so the controller's state machines carry a kind that can be acted on.
+
+use crate::control::endpoint::HostSpec;
+use crate::control::link::Launcher;
+use crate::control::loss::{Loss, LossKind, Step};
+use crate::error::Failure;
+use std::os::unix::process::ExitStatusExt;
+
+/// What a person reads: the cause (naming the agent) and what to do.
+pub fn words(loss: &Loss) -> (String, String) {
+    let label = &loss.agent;
+    match &loss.kind {
+        LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
+        LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
+        LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
+        LossKind::NotStarted { host, launcher, detail } => (
+            format!("{label}: cannot start the agent: {detail}"),
+            match (host, launcher) {
+                (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
+                (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
+                _ => "check the fabcheck binary",
+            }
+            .into(),
+        ),
+        LossKind::Pipes(None) => (format!("{label}: the agent has no pipes"), "internal error; rerun".into()),
+        LossKind::Pipes(Some(e)) => (format!("{label}: cannot set up the agent's pipes: {e}"), "rerun".into()),
+        LossKind::Unresolved(Some(e)) => (format!("cannot resolve {label}: {e}"), "check the host name".into()),
+        LossKind::Unresolved(None) => (format!("cannot resolve {label}: no address"), "check the host name".into()),
+        LossKind::Unreachable { port, detail } => (
+            format!("cannot reach {label}: {detail}"),
+            format!("start `fabcheck serve --listen 0.0.0.0:{port} --token-file FILE` there, and check firewalls"),
+        ),
+        LossKind::Exited { host, launcher, status, tail } => exited(label, host, *launcher, status, &tail_text(tail)),
+        LossKind::Gone { why, tail } => {
+            (format!("{label}: {why}{}", tail_text(tail)), "the agent died or its host went away; check it and rerun".into())
+        }
+        LossKind::Protocol(why) => (format!("{label}: {why}"), "use the same fabcheck version on every node".into()),
+        LossKind::Refused { cause, remedy, .. } => (format!("{label}: {cause}"), remedy.clone()),
+        LossKind::Timeout { step, waited } => {
+            let what = match step {
+                Step::Hello => "saying hello",
+                Step::Inventory => "reading the inventory",
+            };
+            (
+                format!("{label}: no answer within {} s while {what}", waited.as_secs()),
+                "the agent or its host is stuck or unreachable (for ssh: a password or host-key prompt?); check it and rerun".into(),
+            )
+        }
+        LossKind::Interrupted => ("interrupted".into(), "the agents were told to stop; nothing is left running".into()),
+        LossKind::Internal(what) => (format!("internal error: {what}"), "report a bug".into()),
+    }
+}
+
+fn usage() -> String {
+    Failure::usage("").remedy
+}
+
+fn tail_text(tail: &str) -> String {
+    if tail.is_empty() {
+        String::new()
+    } else {
+        format!(": {tail}")
+    }
+}
+
+/// ssh and srun problems point at ssh and Slurm, a local agent at its message.
+fn exited(label: &str, host: &HostSpec, launcher: Launcher, s: &std::process::ExitStatus, tail: &str) -> (String, String) {
+    match host {
+        HostSpec::Ssh { host: node, .. } if launcher == Launcher::Srun => (
+            format!("{label}: srun or the agent exited ({s}){tail}"),
+            format!("check that `srun --nodes=1 --nodelist={node} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
+        ),
+        HostSpec::Ssh { .. } => (
+            format!("{label}: ssh or the remote agent exited ({s}){tail}"),
+            format!(
+                "check that `ssh -o BatchMode=yes {host} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)"
+            ),
+        ),
+        _ if s.signal().is_some() => (
+            format!("{label}: the agent was killed ({s}){tail}"),
+            "something outside fabcheck ended it (the OOM killer, a job or session limit, an operator): check `dmesg` and the logs on that host, then rerun".into(),
+        ),
+        _ => (format!("{label}: the agent exited ({s}){tail}"), "see its message above".into()),
+    }
+}
+
+impl From<Loss> for Failure {
+    fn from(loss: Loss) -> Failure {
+        let (cause, remedy) = words(&loss);
+        Failure::new(cause, remedy)
+    }
+}
+
+impl From<&Loss> for Failure {
+    fn from(loss: &Loss) -> Failure {
+        let (cause, remedy) = words(loss);
+        Failure::new(cause, remedy)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::ExitStatus;
+    use std::time::Duration;
+
+    fn failure(agent: &str, kind: LossKind) -> Failure {
+        Loss::new(agent, kind).into()
+    }
+
+    #[test]
+    fn the_words_are_those_of_0_2() {
+        let ssh = HostSpec::Ssh { user: Some("bob".into()), host: "n2".into() };
+        let f = failure(
+            "n2",
+            LossKind::Exited { host: ssh.clone(), launcher: Launcher::Ssh, status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() },
+        );
+        assert_eq!(f.cause, "n2: ssh or the remote agent exited (exit status: 255): Permission denied");
+        assert!(f.remedy.starts_with("check that `ssh -o BatchMode=yes bob@n2 fabcheck --version` works"), "{}", f.remedy);
+        let f = failure("n2", LossKind::Exited { host: ssh, launcher: Launcher::Srun, status: ExitStatus::from_raw(1 << 8), tail: String::new() });
+        assert_eq!(f.cause, "n2: srun or the agent exited (exit status: 1)");
+        assert!(f.remedy.contains("--nodelist=n2 --overlap"), "{}", f.remedy);
+        let f = failure(
+            "localhost",
+            LossKind::Exited { host: HostSpec::Local, launcher: Launcher::Ssh, status: ExitStatus::from_raw(9), tail: String::new() },
+        );
+        assert_eq!(f.cause, "localhost: the agent was killed (signal: 9 (SIGKILL))");
+        assert!(f.remedy.contains("OOM killer"));
+        let f = failure("tcp://n1:18515", LossKind::Unreachable { port: 18515, detail: "Connection refused (os error 111)".into() });
+        assert_eq!(f.cause, "cannot reach tcp://n1:18515: Connection refused (os error 111)");
+        assert_eq!(f.remedy, "start `fabcheck serve --listen 0.0.0.0:18515 --token-file FILE` there, and check firewalls");
+        let f = failure("n1", LossKind::Timeout { step: Step::Hello, waited: Duration::from_secs(20) });
+        assert_eq!(f.cause, "n1: no answer within 20 s while saying hello");
+        let f = failure("n1", LossKind::Gone { why: "the agent exited or the connection closed".into(), tail: String::new() });
+        assert_eq!(f.remedy, "the agent died or its host went away; check it and rerun");
+        let f = failure("n1", LossKind::SrunWithUser);
+        assert_eq!(f.remedy, "see `fabcheck --help` and docs/");
+        assert_eq!(failure("", LossKind::Interrupted).cause, "interrupted");
+    }
+
+    #[test]
+    fn kinds_can_be_acted_on() {
+        assert!(Loss::new("n1", LossKind::Timeout { step: Step::Hello, waited: Duration::from_secs(20) }).is_transient());
+        assert!(!Loss::new("n1", LossKind::Protocol("bad".into())).is_transient());
+        let refused = Loss::new("n1", LossKind::Refused { step: Step::Hello, cause: "the agent refused the token".into(), remedy: "r".into() });
+        assert!(!refused.is_transient());
+    }
+}
