@@ -10,6 +10,7 @@ pub mod commands;
 pub mod control;
 pub mod diagnose;
 pub mod error;
+pub mod exporter;
 pub mod fabric;
 pub mod gpu;
 pub mod mesh;

@@ -1,7 +1,9 @@
 //! One function per command: turn validated flags into work and an outcome.
 
 mod check;
+mod compare;
 mod devices;
+mod exporter;
 mod fabric;
 mod flags;
 mod manpage;
@@ -35,6 +37,8 @@ pub fn run(command: Command) -> Result<Outcome, Failure> {
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Exporter(args) => exporter::run(&args),
+        Command::Compare(args) => compare::run(&args),
         Command::Completions(args) => {
             let mut cli = <crate::cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(args.shell, &mut cli, "fabcheck", &mut std::io::stdout());

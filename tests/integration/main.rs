@@ -3,6 +3,7 @@
 
 mod cli;
 mod contrib;
+mod exporter;
 mod fabric;
 mod fixtures;
 mod formats;
