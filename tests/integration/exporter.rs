@@ -314,3 +314,64 @@ fn bad_flags_are_exit_2_naming_the_flag() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot listen on"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+fn contrib(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib").join(rel)
+}
+
+#[test]
+fn the_alert_rules_pass_promtool_test_rules() {
+    let check = Command::new(tool("promtool")).args(["check", "rules"]).arg(contrib("prometheus/fabcheck.rules.yml")).output().unwrap();
+    assert!(check.status.success(), "promtool check rules:\n{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
+    let test = Command::new(tool("promtool"))
+        .args(["test", "rules", "fabcheck.rules.test.yml"])
+        .current_dir(contrib("prometheus"))
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&test.stdout), String::from_utf8_lossy(&test.stderr));
+    assert!(test.status.success() && said.contains("SUCCESS"), "promtool test rules:\n{said}");
+}
+
+#[test]
+fn every_metric_the_rules_use_is_one_the_exporter_writes() {
+    let rules = std::fs::read_to_string(contrib("prometheus/fabcheck.rules.yml")).unwrap();
+    let mut written = String::new();
+    for fixture in ["hdr-ib-healthy", "rxe-veth"] {
+        written.push_str(&Exporter::start(&fixtures_dir().join(fixture)).metrics());
+    }
+    let names: Vec<String> = fabcheck::exporter::metrics::TABLE.iter().map(|m| m.name.to_string()).collect();
+    let mut used = 0;
+    for line in rules.lines().filter(|l| l.trim_start().starts_with("expr:")) {
+        for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("fabcheck_")) {
+            used += 1;
+            let known = names.iter().any(|n| n == word) || written.contains(&format!("# TYPE {word} "));
+            assert!(known, "the rules use {word}, which the exporter does not write");
+        }
+    }
+    assert!(used >= 10, "only {used} metric names found in the rules");
+}
+
+#[test]
+fn the_systemd_unit_and_the_daemonset_run_a_command_line_fabcheck_accepts() {
+    use clap::Parser;
+    let unit = std::fs::read_to_string(contrib("systemd/fabcheck-exporter.service")).unwrap();
+    let exec = unit.lines().find_map(|l| l.strip_prefix("ExecStart=")).expect("ExecStart");
+    let args: Vec<&str> = exec.split_whitespace().collect();
+    assert_eq!(args[..2], ["/usr/bin/fabcheck", "exporter"]);
+    fabcheck::cli::Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{exec}: {e}"));
+    assert!(exec.contains("127.0.0.1:"), "the unit listens on loopback by default: {exec}");
+    for hardening in ["NoNewPrivileges=yes", "ProtectSystem=strict", "DynamicUser=yes", "CapabilityBoundingSet=\n"] {
+        assert!(unit.contains(hardening), "the unit lacks {hardening:?}");
+    }
+    let docs: Vec<serde_yaml::Value> =
+        serde_yaml::Deserializer::from_str(&std::fs::read_to_string(contrib("prometheus/exporter-daemonset.yaml")).unwrap())
+            .map(|d| serde::Deserialize::deserialize(d).unwrap())
+            .collect();
+    assert_eq!(docs[0]["kind"], "DaemonSet");
+    let container = &docs[0]["spec"]["template"]["spec"]["containers"][0];
+    let mut argv = vec!["fabcheck".to_string()];
+    argv.extend(container["args"].as_sequence().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+    fabcheck::cli::Cli::try_parse_from(&argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+    assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
+    assert_eq!(container["ports"][0]["containerPort"], 9879);
+}
