@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
+pub mod compare;
 pub mod commands;
 pub mod control;
 pub mod diagnose;

@@ -1,8 +1,35 @@
-//! `fabcheck compare OLD NEW`: placeholder until the judgement lands.
+//! `fabcheck compare OLD NEW [--json]`: two documents in, the differences out; exit 1 on a
+//! regression, 2 when they cannot be compared.
 
 use crate::cli::CompareArgs;
+use crate::compare::{self, render};
 use crate::error::{Failure, Outcome};
+use crate::report;
+use std::path::Path;
 
-pub fn run(_args: &CompareArgs) -> Result<Outcome, Failure> {
-    Err(Failure::new("compare is not built yet", "wait for 0.3"))
+/// Largest document read: a mesh of thousands of endpoints is tens of megabytes.
+const DOCUMENT_CAP: u64 = 256 << 20;
+
+pub fn run(args: &CompareArgs) -> Result<Outcome, Failure> {
+    if !(args.regression.is_finite() && args.regression >= 0.0) {
+        return Err(Failure::usage(format!("--regression {} is not a percentage (0 or more)", args.regression)));
+    }
+    let old = read(&args.old)?;
+    let new = read(&args.new)?;
+    let comparison = compare::compare(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    let (old_source, new_source) = (render::Source::of(&args.old.display().to_string(), &old), render::Source::of(&args.new.display().to_string(), &new));
+    if args.json || report::machine() {
+        report::print_json(&render::doc(&old_source, &new_source, &comparison));
+    } else {
+        report::print_human(&render::human(&old_source, &new_source, &comparison));
+    }
+    Ok(if comparison.regressions.is_empty() { Outcome::Pass } else { Outcome::Fail })
+}
+
+fn read(path: &Path) -> Result<serde_json::Value, Failure> {
+    let text = crate::sys::fs::read_text(path, DOCUMENT_CAP)
+        .map_err(|e| Failure::new(format!("cannot read {}: {}", path.display(), e.reason()), "give the JSON document a pair or mesh run wrote with --json"))?;
+    serde_json::from_str(&text).map_err(|e| {
+        Failure::new(format!("{} is not a JSON document ({e})", path.display()), "give the JSON document a pair or mesh run wrote with --json")
+    })
 }
