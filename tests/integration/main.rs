@@ -2,6 +2,7 @@
 //! One binary, a module per topic.
 
 mod cli;
+mod compare;
 mod contrib;
 mod exporter;
 mod fabric;
