@@ -77,7 +77,7 @@ impl Figure {
     pub fn format(self, value: f64) -> String {
         match self {
             Figure::Bandwidth => crate::units::measured_gbps(value),
-            Figure::MessageRate => crate::units::msg_rate(value),
+            Figure::MessageRate => crate::units::sig3(value),
             Figure::LatencyP50 => crate::units::sig3(value),
         }
     }

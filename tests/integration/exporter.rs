@@ -375,3 +375,12 @@ fn the_systemd_unit_and_the_daemonset_run_a_command_line_fabcheck_accepts() {
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
     assert_eq!(container["ports"][0]["containerPort"], 9879);
 }
+
+#[test]
+fn docs_ci_md_lists_every_metric_of_the_table() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md")).unwrap();
+    let section = doc.split("## The exporter").nth(1).expect("docs/ci.md has a section \"The exporter\"");
+    for m in fabcheck::exporter::metrics::TABLE {
+        assert!(section.contains(&format!("| `{}` | {} |", m.name, m.kind.name())), "docs/ci.md does not list {} ({})", m.name, m.kind.name());
+    }
+}
