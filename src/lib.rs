@@ -6,8 +6,8 @@
 #![deny(unsafe_code)]
 
 pub mod cli;
-pub mod compare;
 pub mod commands;
+pub mod compare;
 pub mod control;
 pub mod diagnose;
 pub mod error;

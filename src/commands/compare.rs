@@ -17,7 +17,8 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, Failure> {
     let old = read(&args.old)?;
     let new = read(&args.new)?;
     let comparison = compare::compare(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
-    let (old_source, new_source) = (render::Source::of(&args.old.display().to_string(), &old), render::Source::of(&args.new.display().to_string(), &new));
+    let (old_source, new_source) =
+        (render::Source::of(&args.old.display().to_string(), &old), render::Source::of(&args.new.display().to_string(), &new));
     if args.json || report::machine() {
         report::print_json(&render::doc(&old_source, &new_source, &comparison));
     } else {
@@ -27,8 +28,9 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, Failure> {
 }
 
 fn read(path: &Path) -> Result<serde_json::Value, Failure> {
-    let text = crate::sys::fs::read_text(path, DOCUMENT_CAP)
-        .map_err(|e| Failure::new(format!("cannot read {}: {}", path.display(), e.reason()), "give the JSON document a pair or mesh run wrote with --json"))?;
+    let text = crate::sys::fs::read_text(path, DOCUMENT_CAP).map_err(|e| {
+        Failure::new(format!("cannot read {}: {}", path.display(), e.reason()), "give the JSON document a pair or mesh run wrote with --json")
+    })?;
     serde_json::from_str(&text).map_err(|e| {
         Failure::new(format!("{} is not a JSON document ({e})", path.display()), "give the JSON document a pair or mesh run wrote with --json")
     })

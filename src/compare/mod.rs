@@ -222,8 +222,9 @@ fn words(key: &Key, baseline: f64, current: f64, change: f64, time: Option<&str>
 
 /// Endpoints with at least two compared pairs, more than half of them regressed.
 fn slowed_nodes(differences: &[Difference]) -> Vec<SlowedNode> {
-    // Per endpoint: the pairs compared, and those with a regression.
-    let mut pairs: BTreeMap<&str, (BTreeSet<(&str, &str)>, BTreeSet<(&str, &str)>)> = BTreeMap::new();
+    /// The pairs an endpoint is in: compared, and those with a regression.
+    type Pairs<'a> = (BTreeSet<(&'a str, &'a str)>, BTreeSet<(&'a str, &'a str)>);
+    let mut pairs: BTreeMap<&str, Pairs<'_>> = BTreeMap::new();
     for d in differences.iter().filter(|d| d.change_pct.is_some()) {
         let pair = (d.key.a.as_str(), d.key.b.as_str());
         for end in [pair.0, pair.1] {
@@ -301,7 +302,11 @@ fn add_results(out: &mut BTreeMap<Key, f64>, a: &str, b: &str, results: &Value) 
         let (Some(test), Some(direction), Some(size)) = (r["test"].as_str(), r["direction"].as_str(), r["size"].as_u64()) else { continue };
         // One order for the two ends, so a run with the ends swapped still matches.
         let (first, second, direction) = if a <= b { (a, b, direction.to_string()) } else { (b, a, swapped(direction)) };
-        let figures = [(Figure::Bandwidth, r["bw_gbps"].as_f64()), (Figure::MessageRate, r["msg_rate_mpps"].as_f64()), (Figure::LatencyP50, r["lat_us"]["p50"].as_f64())];
+        let figures = [
+            (Figure::Bandwidth, r["bw_gbps"].as_f64()),
+            (Figure::MessageRate, r["msg_rate_mpps"].as_f64()),
+            (Figure::LatencyP50, r["lat_us"]["p50"].as_f64()),
+        ];
         for (figure, value) in figures {
             if let Some(v) = value.filter(|v| v.is_finite()) {
                 let key = Key { a: first.to_string(), b: second.to_string(), test: test.to_string(), direction: direction.clone(), size, figure };

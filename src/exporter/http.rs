@@ -72,7 +72,10 @@ impl Status {
 pub enum Parsed {
     /// Not a whole request yet, and nothing wrong so far.
     Incomplete,
-    Request { route: Route, head_only: bool },
+    Request {
+        route: Route,
+        head_only: bool,
+    },
     Refused(Status),
 }
 
@@ -127,9 +130,10 @@ fn head_end(buf: &[u8]) -> Option<usize> {
 /// OpenMetrics when the scraper's `Accept` names it (Prometheus asks for it first), else the
 /// text format.
 fn exposition(headers: &[&str]) -> Exposition {
-    let asks = headers.iter().filter_map(|h| h.split_once(':')).any(|(name, value)| {
-        name.trim().eq_ignore_ascii_case("accept") && value.to_ascii_lowercase().contains("application/openmetrics-text")
-    });
+    let asks = headers
+        .iter()
+        .filter_map(|h| h.split_once(':'))
+        .any(|(name, value)| name.trim().eq_ignore_ascii_case("accept") && value.to_ascii_lowercase().contains("application/openmetrics-text"));
     if asks {
         Exposition::OpenMetrics
     } else {
@@ -153,7 +157,8 @@ pub struct Response {
 }
 
 impl Response {
-    pub fn len(&self) -> usize {
+    /// Bytes in all, head and body.
+    pub fn total_len(&self) -> usize {
         self.head.len() + self.body.len()
     }
 
@@ -192,11 +197,8 @@ pub fn refuse(status: Status) -> Response {
 
 fn answer(status: Status, content_type: &str, body: Arc<str>, head_only: bool) -> Response {
     let allow = if status == Status::MethodNotAllowed { "Allow: GET, HEAD\r\n" } else { "" };
-    let head = format!(
-        "HTTP/1.1 {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n",
-        status.line(),
-        body.len()
-    );
+    let head =
+        format!("HTTP/1.1 {}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{allow}Connection: close\r\n\r\n", status.line(), body.len());
     Response { status, head: head.into_bytes(), body: if head_only { Arc::from("") } else { body } }
 }
 
@@ -294,7 +296,7 @@ impl Conn {
             self.answer = Some((refuse(Status::RequestTimeout), 0));
         }
         match &self.answer {
-            Some((r, sent)) if *sent >= r.len() => Want::Close,
+            Some((r, sent)) if *sent >= r.total_len() => Want::Close,
             Some(_) if age > limits.connection_time => Want::Close,
             Some(_) => Want::Write,
             None => Want::Read,

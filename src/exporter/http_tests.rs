@@ -40,8 +40,7 @@ fn a_query_string_and_bare_newlines_are_fine() {
 
 #[test]
 fn openmetrics_when_the_scraper_asks() {
-    let (_, out) =
-        answer_of(b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n");
+    let (_, out) = answer_of(b"GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5\r\n\r\n");
     assert!(out.contains("Content-Type: application/openmetrics-text; version=1.0.0"), "{out}");
     assert!(out.ends_with("# EOF\n"), "{out}");
 }
@@ -78,7 +77,13 @@ fn any_other_path_is_404() {
 
 #[test]
 fn garbage_is_400() {
-    for request in [&b"GET /metrics\r\n\r\n"[..], b"GET /metrics SPDY/3\r\n\r\n", b"GET  /metrics HTTP/1.1\r\n\r\n", b"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n", b"\xff\xfe\r\n\r\n"] {
+    for request in [
+        &b"GET /metrics\r\n\r\n"[..],
+        b"GET /metrics SPDY/3\r\n\r\n",
+        b"GET  /metrics HTTP/1.1\r\n\r\n",
+        b"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n",
+        b"\xff\xfe\r\n\r\n",
+    ] {
         assert_eq!(answer_of(request).0, Status::BadRequest, "{}", String::from_utf8_lossy(request));
     }
 }

@@ -40,11 +40,14 @@ const fn counter(name: &'static str, labels: &'static str, help: &'static str) -
     Metric { name, kind: Kind::Counter, labels, help }
 }
 
-pub const UP: Metric = gauge("fabcheck_up", "", "1 when the last read of the node worked, 0 when it could not run (see fabcheck_exporter_refresh_error).");
+pub const UP: Metric =
+    gauge("fabcheck_up", "", "1 when the last read of the node worked, 0 when it could not run (see fabcheck_exporter_refresh_error).");
 pub const BUILD_INFO: Metric = gauge("fabcheck_build_info", "version", "Always 1; the fabcheck version serving this page.");
 pub const REFRESH_ERROR: Metric = gauge("fabcheck_exporter_refresh_error", "cause", "1 with the cause when the last read of the node failed.");
-pub const LAST_REFRESH: Metric = gauge("fabcheck_exporter_last_refresh_timestamp_seconds", "", "When the figures on this page were read (Unix time).");
-pub const REFRESH_DURATION: Metric = gauge("fabcheck_exporter_refresh_duration_seconds", "", "How long the last read of the node and its check took.");
+pub const LAST_REFRESH: Metric =
+    gauge("fabcheck_exporter_last_refresh_timestamp_seconds", "", "When the figures on this page were read (Unix time).");
+pub const REFRESH_DURATION: Metric =
+    gauge("fabcheck_exporter_refresh_duration_seconds", "", "How long the last read of the node and its check took.");
 pub const INTERVAL: Metric = gauge("fabcheck_exporter_interval_seconds", "", "How often the exporter re-reads the node (--interval).");
 pub const REFRESHES: Metric = counter("fabcheck_exporter_refreshes_total", "", "Reads of the node since the exporter started.");
 pub const REFRESH_FAILURES: Metric = counter("fabcheck_exporter_refresh_failures_total", "", "Reads of the node that could not run.");
@@ -60,7 +63,8 @@ pub const PORT_ACTIVE: Metric = gauge("fabcheck_port_active", "", "1 when the po
 pub const PORT_PHYS_STATE: Metric =
     gauge("fabcheck_port_physical_state", "", "Physical port state as IBTA numbers it: 2 POLLING, 3 DISABLED, 5 LINK_UP, 6 ERROR_RECOVERY.");
 pub const PORT_LINK_UP: Metric = gauge("fabcheck_port_link_up", "", "1 when the physical link is up (LINK_UP).");
-pub const PORT_RATE: Metric = gauge("fabcheck_port_rate_bytes_per_second", "", "Data rate of the port's link after line encoding (a 200 Gb/s link is 25e9).");
+pub const PORT_RATE: Metric =
+    gauge("fabcheck_port_rate_bytes_per_second", "", "Data rate of the port's link after line encoding (a 200 Gb/s link is 25e9).");
 pub const PORT_SUPPORTED: Metric =
     gauge("fabcheck_port_supported_rate_bytes_per_second", "", "Data rate of the fastest link the port supports, when it says.");
 pub const PORT_CAPACITY: Metric =
@@ -69,7 +73,8 @@ pub const PORT_TRAINED_LOW: Metric =
     gauge("fabcheck_port_trained_below_supported", "", "1 when the link trained below the width or speed the port supports.");
 pub const PORT_MTU: Metric = gauge("fabcheck_port_mtu_bytes", "", "Active MTU of the port, when the source says.");
 pub const VERDICT: Metric = gauge("fabcheck_verdict_pass", "", "1 when the last check passed, 0 when it failed.");
-pub const CHECK: Metric = gauge("fabcheck_check_pass", "id,subject", "1 when a check row of the last check passed (or was skipped), 0 when it failed.");
+pub const CHECK: Metric =
+    gauge("fabcheck_check_pass", "id,subject", "1 when a check row of the last check passed (or was skipped), 0 when it failed.");
 pub const FINDING: Metric = gauge("fabcheck_finding", "id,severity,subject", "A finding of the last check (1 per finding).");
 pub const FINDINGS: Metric = gauge("fabcheck_findings", "severity", "How many findings of each severity the last check made.");
 

@@ -204,7 +204,8 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
         }
     }
     for (d, p) in inventory.ports() {
-        let labels = PortLabels { device: d.name.clone(), port: p.port.to_string(), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
+        let labels =
+            PortLabels { device: d.name.clone(), port: p.port.to_string(), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
         write_port(f, d, p, &labels);
         if let Some(counters) = reading.counters.iter().find(|c| c.device == d.name && c.port == p.port) {
             for (dir, file, value) in &counters.values {

@@ -62,7 +62,8 @@ fn a_healthy_hdr_node_has_every_port_figure() {
     assert_eq!(value(&page, "fabcheck_port_rate_bytes_per_second", &port), 25e9);
     assert_eq!(value(&page, "fabcheck_exporter_refreshes_total", ""), 3.0);
     // The data counters are in bytes: the file counts 4-byte words.
-    let words: f64 = std::fs::read_to_string(fixture("hdr-ib-healthy/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data")).unwrap().trim().parse().unwrap();
+    let words: f64 =
+        std::fs::read_to_string(fixture("hdr-ib-healthy/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data")).unwrap().trim().parse().unwrap();
     assert!(words > 0.0, "the fixture's port_xmit_data is 0: the test would prove nothing");
     assert_eq!(value(&page, "fabcheck_port_xmit_data_bytes_total", &port), words * 4.0);
     assert!(page.contains("# TYPE fabcheck_port_symbol_error_total counter\n"), "{page}");
@@ -135,13 +136,8 @@ fn a_read_that_failed_is_up_0_with_its_cause() {
 fn the_check_verdict_rows_and_findings_are_written_once_each() {
     let mut reading = reading_of("hdr-ib-healthy");
     let check = |status| Check { id: "port.state".into(), subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
-    let finding = |severity| Finding {
-        id: "port.state".into(),
-        severity,
-        subject: "mlx5_0/1 \"a\"\nb".into(),
-        message: "m".into(),
-        remedy: "r".into(),
-    };
+    let finding =
+        |severity| Finding { id: "port.state".into(), severity, subject: "mlx5_0/1 \"a\"\nb".into(), message: "m".into(), remedy: "r".into() };
     reading.report = Some(Report {
         verdict: Verdict::Fail,
         checks: vec![check(Status::Pass), check(Status::Fail), check(Status::Pass)],

@@ -323,11 +323,7 @@ fn contrib(rel: &str) -> PathBuf {
 fn the_alert_rules_pass_promtool_test_rules() {
     let check = Command::new(tool("promtool")).args(["check", "rules"]).arg(contrib("prometheus/fabcheck.rules.yml")).output().unwrap();
     assert!(check.status.success(), "promtool check rules:\n{}{}", String::from_utf8_lossy(&check.stdout), String::from_utf8_lossy(&check.stderr));
-    let test = Command::new(tool("promtool"))
-        .args(["test", "rules", "fabcheck.rules.test.yml"])
-        .current_dir(contrib("prometheus"))
-        .output()
-        .unwrap();
+    let test = Command::new(tool("promtool")).args(["test", "rules", "fabcheck.rules.test.yml"]).current_dir(contrib("prometheus")).output().unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&test.stdout), String::from_utf8_lossy(&test.stderr));
     assert!(test.status.success() && said.contains("SUCCESS"), "promtool test rules:\n{said}");
 }
