@@ -73,8 +73,11 @@ pub const PORT_TRAINED_LOW: Metric =
     gauge("fabcheck_port_trained_below_supported", "", "1 when the link trained below the width or speed the port supports.");
 pub const PORT_MTU: Metric = gauge("fabcheck_port_mtu_bytes", "", "Active MTU of the port, when the source says.");
 pub const VERDICT: Metric = gauge("fabcheck_verdict_pass", "", "1 when the last check passed, 0 when it failed.");
-pub const CHECK: Metric =
-    gauge("fabcheck_check_pass", "id,subject", "1 when a check row of the last check passed (or was skipped), 0 when it failed.");
+pub const CHECK: Metric = gauge(
+    "fabcheck_check_pass",
+    "id,subject",
+    "1 when a check row of the last check passed (or was skipped), 0 when it failed or an error finding has its id and subject.",
+);
 pub const FINDING: Metric = gauge("fabcheck_finding", "id,severity,subject", "A finding of the last check (1 per finding).");
 pub const FINDINGS: Metric = gauge("fabcheck_findings", "severity", "How many findings of each severity the last check made.");
 

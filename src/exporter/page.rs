@@ -250,10 +250,13 @@ fn supported_gbps(p: &Port) -> Option<f64> {
 
 fn write_report(f: &mut Families, report: &Report) {
     f.add(&metrics::VERDICT, &[], flag(report.verdict == Verdict::Pass));
-    // A row repeated for one id and subject fails when any of its repeats fails.
+    // A row repeated for one id and subject fails when any of its repeats fails, and a row
+    // agrees with its findings: an error finding of its id and subject fails it (a live node
+    // with no device has a passing `devices.count` row beside the error that says so).
     let mut rows: BTreeMap<(&str, &str), bool> = BTreeMap::new();
     for c in &report.checks {
-        *rows.entry((c.id.as_str(), c.subject.as_str())).or_insert(true) &= c.status != Status::Fail;
+        let error = report.findings.iter().any(|f| f.severity == Severity::Error && f.id == c.id && f.subject == c.subject);
+        *rows.entry((c.id.as_str(), c.subject.as_str())).or_insert(true) &= c.status != Status::Fail && !error;
     }
     for ((id, subject), pass) in rows {
         f.add(&metrics::CHECK, &[("id", id), ("subject", subject)], flag(pass));

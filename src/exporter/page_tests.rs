@@ -153,6 +153,18 @@ fn the_check_verdict_rows_and_findings_are_written_once_each() {
 }
 
 #[test]
+fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
+    let mut reading = reading_of("hdr-ib-healthy");
+    let row = |id: &str| Check { id: id.into(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
+    let error = Finding { id: "devices.count".into(), severity: Severity::Error, subject: "node".into(), message: "m".into(), remedy: "r".into() };
+    let info = Finding { id: "stack.memlock".into(), severity: Severity::Info, ..error.clone() };
+    reading.report = Some(Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] });
+    let page = render(&reading, &stats(), Exposition::Text);
+    assert_eq!(value(&page, "fabcheck_check_pass", r#"id="devices.count",subject="node""#), 0.0);
+    assert_eq!(value(&page, "fabcheck_check_pass", r#"id="stack.memlock",subject="node""#), 1.0);
+}
+
+#[test]
 fn every_fixed_family_of_the_table_can_appear() {
     // The table is what docs/ci.md documents: a family never written would be a lie there.
     let mut reading = reading_of("ndr-ib-pcie-gen4");
