@@ -380,3 +380,13 @@ fn docs_ci_md_lists_every_metric_of_the_table() {
         assert!(section.contains(&format!("| `{}` | {} |", m.name, m.kind.name())), "docs/ci.md does not list {} ({})", m.name, m.kind.name());
     }
 }
+
+#[test]
+fn on_a_gpu_node_each_nic_series_names_its_gpu() {
+    let exporter = Exporter::start(&fixtures_dir().join("gpu-hgx-healthy"));
+    let page = exporter.metrics();
+    assert!(page.contains("fabcheck_port_active{device=\"mlx5_0\",port=\"1\",gpu=\"0000:1b:00.0\"} 1"), "{page}");
+    assert_eq!(page.matches("fabcheck_port_active{").count(), page.matches("fabcheck_port_active{device=\"mlx5_").count());
+    let (ok, said) = promtool_check(&page);
+    assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
+}
