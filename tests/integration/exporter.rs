@@ -212,7 +212,26 @@ fn a_real_prometheus_scrapes_it() {
     assert_eq!(mlx5_0["metric"]["port"], "1", "{mlx5_0}");
     assert_eq!(mlx5_0["metric"]["instance"], exporter.addr.to_string().as_str(), "{mlx5_0}");
     assert_eq!(mlx5_0["value"][1], "1", "{mlx5_0}");
+    // Every query of the rules and the dashboard is PromQL this Prometheus accepts.
+    let rules = std::fs::read_to_string(contrib("prometheus/fabcheck.rules.yml")).unwrap();
+    let mut exprs: Vec<String> = rules.lines().filter_map(|l| l.trim_start().strip_prefix("expr: ")).map(str::to_string).collect();
+    let dashboard: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(contrib("prometheus/grafana-dashboard.json")).unwrap()).unwrap();
+    for p in dashboard["panels"].as_array().unwrap() {
+        for t in p["targets"].as_array().unwrap() {
+            exprs.push(t["expr"].as_str().unwrap().replace("$instance", ".*"));
+        }
+    }
+    assert!(exprs.len() >= 20, "only {} queries found", exprs.len());
+    for expr in &exprs {
+        let answer = query(&encode(expr)).unwrap_or_else(|| panic!("no answer to {expr}"));
+        assert_eq!(answer["status"], "success", "{expr}: {answer}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A query string's value, percent-encoded.
+fn encode(text: &str) -> String {
+    text.bytes().map(|b| if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) { (b as char).to_string() } else { format!("%{b:02X}") }).collect()
 }
 
 fn vm_rss_kib(pid: u32) -> u64 {
@@ -336,15 +355,24 @@ fn every_metric_the_rules_use_is_one_the_exporter_writes() {
         written.push_str(&Exporter::start(&fixtures_dir().join(fixture)).metrics());
     }
     let names: Vec<String> = fabcheck::exporter::metrics::TABLE.iter().map(|m| m.name.to_string()).collect();
-    let mut used = 0;
-    for line in rules.lines().filter(|l| l.trim_start().starts_with("expr:")) {
-        for word in line.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("fabcheck_")) {
-            used += 1;
-            let known = names.iter().any(|n| n == word) || written.contains(&format!("# TYPE {word} "));
-            assert!(known, "the rules use {word}, which the exporter does not write");
+    let check = |what: &str, exprs: Vec<String>| {
+        let mut used = 0;
+        for expr in exprs {
+            for word in expr.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| w.starts_with("fabcheck_")) {
+                used += 1;
+                let known = names.iter().any(|n| n == word) || written.contains(&format!("# TYPE {word} "));
+                assert!(known, "{what} uses {word}, which the exporter does not write");
+            }
         }
-    }
-    assert!(used >= 10, "only {used} metric names found in the rules");
+        assert!(used >= 10, "only {used} metric names found in {what}");
+    };
+    check("the rules", rules.lines().filter(|l| l.trim_start().starts_with("expr:")).map(str::to_string).collect());
+    let dashboard: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(contrib("prometheus/grafana-dashboard.json")).unwrap()).expect("the dashboard is JSON");
+    let panels = dashboard["panels"].as_array().expect("panels");
+    let exprs =
+        panels.iter().flat_map(|p| p["targets"].as_array().cloned().unwrap_or_default()).map(|t| t["expr"].as_str().unwrap_or("").to_string());
+    check("the Grafana dashboard", exprs.collect());
 }
 
 #[test]
