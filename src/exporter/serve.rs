@@ -24,18 +24,26 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
     let mut conns: Vec<(TcpStream, Conn)> = Vec::new();
     let mut ready = Vec::new();
     let mut scratch = vec![0u8; 4096];
+    // After an accept error (EMFILE: out of descriptors) the listener stays readable; it is
+    // left out of the poll for a tick instead of spinning on it.
+    let mut accept_paused_until: Option<Instant> = None;
     while !stop() {
-        let mut fds = vec![(listener.as_fd(), Interest::Read)];
+        let listening = accept_paused_until.is_none_or(|t| Instant::now() >= t);
+        let mut fds = Vec::with_capacity(conns.len() + 1);
+        if listening {
+            fds.push((listener.as_fd(), Interest::Read));
+        }
         for (stream, conn) in &conns {
             let interest = if conn.answered() { Interest::Write } else { Interest::Read };
             fds.push((stream.as_fd(), interest));
         }
         io::wait(&fds, TICK, &mut ready)?;
-        let listener_ready = ready.first().is_some_and(|r| r.readable);
+        let offset = usize::from(listening);
+        let listener_ready = listening && ready.first().is_some_and(|r| r.readable);
         let now = Instant::now();
         let mut close = vec![false; conns.len()];
         for (i, (stream, conn)) in conns.iter_mut().enumerate() {
-            let r = ready.get(i + 1).copied().unwrap_or_default();
+            let r = ready.get(i + offset).copied().unwrap_or_default();
             if r.readable && !conn.answered() {
                 close[i] = read_some(stream, conn, &mut scratch, limits, shelf);
             } else if r.readable {
@@ -54,7 +62,12 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
             !close[i - 1]
         });
         if listener_ready {
-            accept_all(listener, &mut conns, limits, now);
+            let failed = accept_all(listener, &mut conns, limits, now);
+            // Said once per spell of failures, not every tick.
+            if let (Some(error), None) = (&failed, accept_paused_until) {
+                tracing::warn!(%error, "exporter: cannot accept connections; retrying every {} ms", TICK.as_millis());
+            }
+            accept_paused_until = failed.map(|_| now + TICK);
         }
     }
     Ok(())
@@ -62,18 +75,15 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
 
 /// Takes every waiting connection. At the cap, the oldest connection that has not sent a whole
 /// request makes room (idle sockets must not lock the scraper out); when every held connection
-/// is being answered, the new one is closed at once.
-fn accept_all(listener: &TcpListener, conns: &mut Vec<(TcpStream, Conn)>, limits: &Limits, now: Instant) {
+/// is being answered, the new one is closed at once. The error when accepting failed
+/// (EMFILE and friends: the rest stay in the backlog until connections close).
+fn accept_all(listener: &TcpListener, conns: &mut Vec<(TcpStream, Conn)>, limits: &Limits, now: Instant) -> Option<String> {
     loop {
         let stream = match listener.accept() {
             Ok((stream, _)) => stream,
-            Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
             Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => continue,
-            Err(e) => {
-                // EMFILE and friends: leave the rest in the backlog until connections close.
-                tracing::warn!(error = %e, "exporter: cannot accept a connection");
-                return;
-            }
+            Err(e) => return Some(e.to_string()),
         };
         if stream.set_nonblocking(true).is_err() {
             continue;

@@ -418,3 +418,41 @@ fn on_a_gpu_node_each_nic_series_names_its_gpu() {
     let (ok, said) = promtool_check(&page);
     assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
 }
+
+/// CPU seconds (user + system) the process has used, from /proc/PID/stat.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+    let ticks: f64 = fields[11].parse::<f64>().unwrap() + fields[12].parse::<f64>().unwrap();
+    ticks / 100.0
+}
+
+#[test]
+fn out_of_descriptors_it_waits_instead_of_spinning_and_serves_again() {
+    // An open-files limit below the connection cap: accept fails with EMFILE while the
+    // backlog holds connections, and the listener stays readable.
+    let script = format!(
+        "ulimit -n 40 && exec {} exporter --listen 127.0.0.1:0 --interval 60 --sysfs-root {}",
+        env!("CARGO_BIN_EXE_fabcheck"),
+        fixtures_dir().join("rxe-veth").display()
+    );
+    let mut child = Command::new("sh").args(["-c", &script]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    // Keep reading what it logs, so its stderr never fills or closes.
+    std::thread::spawn(move || for _ in stderr.lines() {});
+    let exporter = Killed(child);
+    let addr: SocketAddr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).and_then(|a| a.parse().ok()).unwrap();
+    let pid = exporter.0.id();
+    let idle: Vec<TcpStream> = (0..60).map(|_| TcpStream::connect(addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let before = cpu_seconds(pid);
+    std::thread::sleep(Duration::from_secs(2));
+    let used = cpu_seconds(pid) - before;
+    // A spin on the readable listener would use the whole 2 s; waiting uses next to nothing.
+    assert!(used < 1.0, "the exporter used {used} s of CPU in 2 s while out of descriptors");
+    drop(idle);
+    let (status, body) = get(addr, "/metrics", "");
+    assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
+}
