@@ -167,7 +167,13 @@ pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
         CounterDir::Ibta => "fabcheck_port_",
         CounterDir::Hardware => "fabcheck_port_hw_",
     };
-    Some(CounterMetric { name: format!("{prefix}{stem}_total"), scale: 1, help: format!("The port's {}/{file} counter.", dir.folder()) })
+    let family = format!("{prefix}{stem}");
+    // OpenMetrics names a counter family without `_total`: a file called `state` would be a
+    // second `fabcheck_port_state` family beside the gauge, and the page would not parse.
+    if TABLE.iter().any(|m| m.name == family) {
+        return None;
+    }
+    Some(CounterMetric { name: format!("{family}_total"), scale: 1, help: format!("The port's {}/{file} counter.", dir.folder()) })
 }
 
 /// A file name as a metric-name part: lower case, anything but `[a-z0-9_]` made `_`; `None`
@@ -215,5 +221,7 @@ mod tests {
         assert_eq!(counter_metric(CounterDir::Hardware, "lifespan"), None);
         assert_eq!(counter_metric(CounterDir::Ibta, "---"), None);
         assert_eq!(counter_metric(CounterDir::Ibta, &"a".repeat(200)), None);
+        assert_eq!(counter_metric(CounterDir::Ibta, "state"), None, "would clash with fabcheck_port_state in OpenMetrics");
+        assert_eq!(counter_metric(CounterDir::Ibta, "Active"), None);
     }
 }

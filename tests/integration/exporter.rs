@@ -456,3 +456,28 @@ fn out_of_descriptors_it_waits_instead_of_spinning_and_serves_again() {
     let (status, body) = get(addr, "/metrics", "");
     assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
 }
+
+#[test]
+fn a_hostile_tree_still_gives_a_clean_page() {
+    let dir = scratch("hostile");
+    let root = dir.join("node");
+    copy_tree(&fixtures_dir().join("hdr-ib-healthy"), &root);
+    let counters = root.join("class/infiniband/mlx5_0/ports/1/counters");
+    // A FIFO (a read would wait for a writer forever), a file far beyond a sysfs page, text
+    // that is not a number, names that are not metric names or clash with the table's.
+    nix::unistd::mkfifo(&counters.join("fifo_errors"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    std::fs::write(counters.join("huge"), vec![b'9'; 1 << 20]).unwrap();
+    std::fs::write(counters.join("words"), "not a number\n").unwrap();
+    std::fs::write(counters.join("we\"ird-name\\x"), "7\n").unwrap();
+    std::fs::write(counters.join("state"), "1\n").unwrap();
+    std::fs::write(counters.join("overflow"), "99999999999999999999999\n").unwrap();
+    let exporter = Exporter::start(&root);
+    let page = exporter.metrics();
+    assert!(page.contains("fabcheck_port_we_ird_name_x_total{device=\"mlx5_0\",port=\"1\",netdev=\"ib0\"} 7"), "{page}");
+    for absent in ["fifo_errors", "fabcheck_port_huge", "fabcheck_port_words", "fabcheck_port_state_total", "fabcheck_port_overflow"] {
+        assert!(!page.contains(absent), "{absent} should not be on the page:\n{page}");
+    }
+    let (ok, said) = promtool_check(&page);
+    assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
