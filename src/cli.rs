@@ -66,6 +66,10 @@ pub enum Command {
     Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
+    /// Prometheus endpoint for this node: port states, rates, counters and the check's verdict.
+    Exporter(ExporterArgs),
+    /// The differences between two pair or mesh JSON documents; exit 1 on a regression.
+    Compare(CompareArgs),
     /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
     Completions(CompletionsArgs),
     /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
@@ -458,4 +462,34 @@ mod tests {
         let line = reliability.lines().find(|l| l.contains("`--cm`")).expect("--cm in docs/reliability.md");
         assert!(!line.contains("refused") && reliability.contains("IPoIB"), "{line}");
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ExporterArgs {
+    /// Address to serve `GET /metrics` on. Loopback unless you say otherwise.
+    #[arg(long, default_value = "127.0.0.1:9879", value_name = "ADDR:PORT")]
+    pub listen: String,
+    /// Seconds between reads of the node (inventory, counters, check), in the background.
+    #[arg(long, default_value = "60", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
+    pub interval: u64,
+    /// Read a captured sysfs tree (DIR/class/infiniband, DIR/class/net) instead of this node.
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// The baseline: an earlier `pair` or `mesh` JSON document.
+    #[arg(value_name = "OLD.json")]
+    pub old: PathBuf,
+    /// The document to judge against it, of the same command.
+    #[arg(value_name = "NEW.json")]
+    pub new: PathBuf,
+    /// A bandwidth or message rate more than PCT below the baseline's, or a latency p50 more
+    /// than PCT above it, is a regression.
+    #[arg(long, default_value = "5", value_name = "PCT")]
+    pub regression: f64,
+    /// One JSON document on stdout (schema fabcheck.compare.v1).
+    #[arg(long)]
+    pub json: bool,
 }

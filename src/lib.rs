@@ -8,9 +8,11 @@
 pub mod agent;
 pub mod cli;
 pub mod commands;
+pub mod compare;
 pub mod control;
 pub mod diagnose;
 pub mod error;
+pub mod exporter;
 pub mod fabric;
 pub mod gpu;
 pub mod mesh;

@@ -6,6 +6,7 @@
 # Guest for the Soft-RoCE tier: qemu, busybox, kmod (the kernel itself comes via soft-roce-setup.sh).
 # Packages (dist/package.sh): binutils (objcopy, readelf), rpmbuild, rpm2cpio and cpio, man and groff
 # to render the man pages, python3-venv for zig and cargo-zigbuild from PyPI.
+# The exporter's tests: prometheus (the server, and promtool for `check metrics` and `test rules`).
 set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
@@ -13,6 +14,7 @@ packages=(
 	libibumad-dev libibmad-dev libibnetdisc-dev ibsim-utils opensm
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 	binutils rpm rpm2cpio cpio man-db groff-base python3-venv
+	prometheus
 )
 missing=()
 for p in "${packages[@]}"; do

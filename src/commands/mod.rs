@@ -1,7 +1,9 @@
 //! One function per command: turn validated flags into work and an outcome.
 
 mod check;
+mod compare;
 mod devices;
+mod exporter;
 mod fabric;
 mod flags;
 mod manpage;
@@ -38,6 +40,8 @@ pub fn run(command: Command) -> Result<Outcome, Stop> {
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
         Command::Serve(args) => Ok(serve::run(&args)?),
+        Command::Exporter(args) => Ok(exporter::run(&args)?),
+        Command::Compare(args) => compare::run(&args),
         Command::Completions(args) => {
             // Into memory first: clap_complete panics on a write error (`> /dev/full`, `| true`).
             let mut cli = <crate::cli::Cli as clap::CommandFactory>::command();

@@ -2,8 +2,10 @@
 //! One binary, a module per topic.
 
 mod cli;
+mod compare;
 mod contrib;
 mod driver_stack;
+mod exporter;
 mod fabric;
 mod fixtures;
 mod formats;

@@ -5,6 +5,7 @@
 
 mod check;
 mod devices;
+mod exporter;
 mod faults;
 mod mesh_patterns;
 mod pair;

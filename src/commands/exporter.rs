@@ -1,0 +1,28 @@
+//! `fabcheck exporter`: flags in, a validated config out.
+
+use crate::cli::ExporterArgs;
+use crate::error::{Failure, Outcome};
+use crate::exporter::{self, ExporterConfig};
+use crate::probe::Source;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+pub fn run(args: &ExporterArgs) -> Result<Outcome, Failure> {
+    exporter::run(&configure(args)?)
+}
+
+pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
+    let listen: SocketAddr =
+        args.listen.parse().map_err(|_| Failure::usage(format!("--listen '{}' is not ADDR:PORT (e.g. 127.0.0.1:9879)", args.listen)))?;
+    let source = match &args.sysfs_root {
+        Some(root) if !root.join("class/infiniband").is_dir() => {
+            return Err(Failure::new(
+                format!("--sysfs-root {} holds no class/infiniband", root.display()),
+                "point --sysfs-root at the folder that holds class/infiniband (see tests/fixtures/capture-sysfs.sh)",
+            ))
+        }
+        Some(root) => Source::Sysfs(root.clone()),
+        None => Source::Live,
+    };
+    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, limits: exporter::http::Limits::default() })
+}

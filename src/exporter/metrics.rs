@@ -1,0 +1,227 @@
+//! The one table of fabcheck's Prometheus metric names: the exporter writes from it, and
+//! `--format prom` is to share it (docs/ci.md, "The exporter", shows it as a table).
+//!
+//! Names follow Prometheus's conventions so that `promtool check metrics` is clean: the prefix
+//! `fabcheck_`, base units (`_bytes`, `_seconds`, `_bytes_per_second`), `_total` on counters.
+//! Port series carry `device`, `port` and, when they can be filled, `netdev` and `gpu`; a label
+//! that cannot be filled is left out rather than written empty.
+
+/// Prometheus metric type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Gauge,
+    Counter,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Gauge => "gauge",
+            Kind::Counter => "counter",
+        }
+    }
+}
+
+/// One metric family of the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Metric {
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The labels beyond the port labels (`device`, `port`, `netdev`, `gpu`) where it has them.
+    pub labels: &'static str,
+    pub help: &'static str,
+}
+
+const fn gauge(name: &'static str, labels: &'static str, help: &'static str) -> Metric {
+    Metric { name, kind: Kind::Gauge, labels, help }
+}
+
+const fn counter(name: &'static str, labels: &'static str, help: &'static str) -> Metric {
+    Metric { name, kind: Kind::Counter, labels, help }
+}
+
+pub const UP: Metric =
+    gauge("fabcheck_up", "", "1 when the last read of the node worked, 0 when it could not run (see fabcheck_exporter_refresh_error).");
+pub const BUILD_INFO: Metric = gauge("fabcheck_build_info", "version", "Always 1; the fabcheck version serving this page.");
+pub const REFRESH_ERROR: Metric = gauge("fabcheck_exporter_refresh_error", "cause", "1 with the cause when the last read of the node failed.");
+pub const LAST_REFRESH: Metric =
+    gauge("fabcheck_exporter_last_refresh_timestamp_seconds", "", "When the figures on this page were read (Unix time).");
+pub const REFRESH_DURATION: Metric =
+    gauge("fabcheck_exporter_refresh_duration_seconds", "", "How long the last read of the node and its check took.");
+pub const INTERVAL: Metric = gauge("fabcheck_exporter_interval_seconds", "", "How often the exporter re-reads the node (--interval).");
+pub const REFRESHES: Metric = counter("fabcheck_exporter_refreshes_total", "", "Reads of the node since the exporter started.");
+pub const REFRESH_FAILURES: Metric = counter("fabcheck_exporter_refresh_failures_total", "", "Reads of the node that could not run.");
+pub const DEVICES: Metric = gauge("fabcheck_devices", "", "RDMA devices present at the last read.");
+pub const DEVICE_PRESENT: Metric =
+    gauge("fabcheck_device_present", "device", "1 while the device is present, 0 once a device seen since the exporter started is gone.");
+pub const DEVICE_INFO: Metric = gauge("fabcheck_device_info", "device,ca_type,fw_ver,node_guid", "Always 1; what the device is.");
+pub const PCIE_USABLE: Metric =
+    gauge("fabcheck_device_pcie_usable_bytes_per_second", "device", "What the adapter's PCIe link carries after encoding and TLP overhead.");
+pub const PORT_INFO: Metric = gauge("fabcheck_port_info", "link_layer,width,speed", "Always 1; the port's link layer, active width and speed.");
+pub const PORT_STATE: Metric = gauge("fabcheck_port_state", "", "Logical port state as IBTA numbers it: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE.");
+pub const PORT_ACTIVE: Metric = gauge("fabcheck_port_active", "", "1 when the port is ACTIVE.");
+pub const PORT_PHYS_STATE: Metric =
+    gauge("fabcheck_port_physical_state", "", "Physical port state as IBTA numbers it: 2 POLLING, 3 DISABLED, 5 LINK_UP, 6 ERROR_RECOVERY.");
+pub const PORT_LINK_UP: Metric = gauge("fabcheck_port_link_up", "", "1 when the physical link is up (LINK_UP).");
+pub const PORT_RATE: Metric =
+    gauge("fabcheck_port_rate_bytes_per_second", "", "Data rate of the port's link after line encoding (a 200 Gb/s link is 25e9).");
+pub const PORT_SUPPORTED: Metric =
+    gauge("fabcheck_port_supported_rate_bytes_per_second", "", "Data rate of the fastest link the port supports, when it says.");
+pub const PORT_CAPACITY: Metric =
+    gauge("fabcheck_port_capacity_bytes_per_second", "", "What traffic through the port can reach: the smaller of the link rate and the PCIe link.");
+pub const PORT_TRAINED_LOW: Metric =
+    gauge("fabcheck_port_trained_below_supported", "", "1 when the link trained below the width or speed the port supports.");
+pub const PORT_MTU: Metric = gauge("fabcheck_port_mtu_bytes", "", "Active MTU of the port, when the source says.");
+pub const VERDICT: Metric = gauge("fabcheck_verdict_pass", "", "1 when the last check passed, 0 when it failed.");
+pub const CHECK: Metric = gauge(
+    "fabcheck_check_pass",
+    "id,subject",
+    "1 when a check row of the last check passed (or was skipped), 0 when it failed or an error finding has its id and subject.",
+);
+pub const FINDING: Metric = gauge("fabcheck_finding", "id,severity,subject", "A finding of the last check (1 per finding).");
+pub const FINDINGS: Metric = gauge("fabcheck_findings", "severity", "How many findings of each severity the last check made.");
+
+/// Every fixed family, in the order the page writes them; the counter families
+/// ([`counter_metric`]) follow them.
+pub const TABLE: &[Metric] = &[
+    UP,
+    BUILD_INFO,
+    REFRESH_ERROR,
+    LAST_REFRESH,
+    REFRESH_DURATION,
+    INTERVAL,
+    REFRESHES,
+    REFRESH_FAILURES,
+    DEVICES,
+    DEVICE_PRESENT,
+    DEVICE_INFO,
+    PCIE_USABLE,
+    PORT_INFO,
+    PORT_STATE,
+    PORT_ACTIVE,
+    PORT_PHYS_STATE,
+    PORT_LINK_UP,
+    PORT_RATE,
+    PORT_SUPPORTED,
+    PORT_CAPACITY,
+    PORT_TRAINED_LOW,
+    PORT_MTU,
+    VERDICT,
+    CHECK,
+    FINDING,
+    FINDINGS,
+];
+
+/// Which folder of `ports/N/` a counter comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CounterDir {
+    /// `counters/`: the IBTA PortCounters (and PortCountersExtended) the kernel keeps.
+    Ibta,
+    /// `hw_counters/`: the driver's own (mlx5's `out_of_sequence`, rxe's `rcvd_pkts`...).
+    Hardware,
+}
+
+impl CounterDir {
+    pub fn folder(self) -> &'static str {
+        match self {
+            CounterDir::Ibta => "counters",
+            CounterDir::Hardware => "hw_counters",
+        }
+    }
+}
+
+/// The family a sysfs counter file is exported as.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CounterMetric {
+    pub name: String,
+    /// What one count is worth in the family's unit (4 for the data counters, which count
+    /// 4-byte words).
+    pub scale: u64,
+    pub help: String,
+}
+
+/// The data counters: they count 4-byte words (IBTA PortXmitData/PortRcvData), exported in bytes.
+const WORD_COUNTERS: [(&str, &str, &str); 2] = [
+    ("port_xmit_data", "fabcheck_port_xmit_data_bytes_total", "Bytes sent through the port (counters/port_xmit_data x 4)."),
+    ("port_rcv_data", "fabcheck_port_rcv_data_bytes_total", "Bytes received through the port (counters/port_rcv_data x 4)."),
+];
+
+/// Files in `hw_counters/` that are settings, not counters.
+const NOT_COUNTERS: [&str; 1] = ["lifespan"];
+
+/// The family for counter file `file` of `dir`: one family per counter, `_total`, in bytes
+/// for the data counters. `None` for a file that is not a counter, or whose name cannot be
+/// made a metric name.
+pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
+    if dir == CounterDir::Ibta {
+        if let Some((_, name, help)) = WORD_COUNTERS.iter().find(|(f, _, _)| *f == file) {
+            return Some(CounterMetric { name: name.to_string(), scale: 4, help: help.to_string() });
+        }
+    }
+    if dir == CounterDir::Hardware && NOT_COUNTERS.contains(&file) {
+        return None;
+    }
+    let stem = sanitize(file)?;
+    let stem = stem.strip_suffix("_total").unwrap_or(&stem).to_string();
+    let prefix = match dir {
+        CounterDir::Ibta => "fabcheck_port_",
+        CounterDir::Hardware => "fabcheck_port_hw_",
+    };
+    let family = format!("{prefix}{stem}");
+    // OpenMetrics names a counter family without `_total`: a file called `state` would be a
+    // second `fabcheck_port_state` family beside the gauge, and the page would not parse.
+    if TABLE.iter().any(|m| m.name == family) {
+        return None;
+    }
+    Some(CounterMetric { name: format!("{family}_total"), scale: 1, help: format!("The port's {}/{file} counter.", dir.folder()) })
+}
+
+/// A file name as a metric-name part: lower case, anything but `[a-z0-9_]` made `_`; `None`
+/// when nothing usable is left or it is absurdly long (a hostile tree).
+fn sanitize(file: &str) -> Option<String> {
+    if file.is_empty() || file.len() > 128 {
+        return None;
+    }
+    let out: String = file.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' }).collect();
+    out.chars().any(|c| c.is_ascii_alphanumeric()).then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_conventions() {
+        let mut seen = std::collections::BTreeSet::new();
+        for m in TABLE {
+            assert!(m.name.starts_with("fabcheck_"), "{}", m.name);
+            assert!(m.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{}", m.name);
+            assert_eq!(m.kind == Kind::Counter, m.name.ends_with("_total"), "{}", m.name);
+            assert!(!m.help.is_empty() && !m.help.contains('\n'));
+            assert!(seen.insert(m.name), "{} twice", m.name);
+        }
+    }
+
+    #[test]
+    fn data_counters_are_bytes_and_others_keep_their_name() {
+        let data = counter_metric(CounterDir::Ibta, "port_xmit_data").unwrap();
+        assert_eq!((data.name.as_str(), data.scale), ("fabcheck_port_xmit_data_bytes_total", 4));
+        let rcv = counter_metric(CounterDir::Ibta, "port_rcv_data").unwrap();
+        assert_eq!((rcv.name.as_str(), rcv.scale), ("fabcheck_port_rcv_data_bytes_total", 4));
+        assert_eq!(counter_metric(CounterDir::Ibta, "symbol_error").unwrap().name, "fabcheck_port_symbol_error_total");
+        assert_eq!(counter_metric(CounterDir::Hardware, "link_downed").unwrap().name, "fabcheck_port_hw_link_downed_total");
+        // In hw_counters the data counters are the driver's own, not 4-byte words.
+        assert_eq!(counter_metric(CounterDir::Hardware, "port_xmit_data").unwrap().scale, 1);
+    }
+
+    #[test]
+    fn odd_file_names_are_made_safe_or_refused() {
+        assert_eq!(counter_metric(CounterDir::Hardware, "rx-Bytes.x").unwrap().name, "fabcheck_port_hw_rx_bytes_x_total");
+        assert_eq!(counter_metric(CounterDir::Hardware, "np_cnp_total").unwrap().name, "fabcheck_port_hw_np_cnp_total");
+        assert_eq!(counter_metric(CounterDir::Hardware, "lifespan"), None);
+        assert_eq!(counter_metric(CounterDir::Ibta, "---"), None);
+        assert_eq!(counter_metric(CounterDir::Ibta, &"a".repeat(200)), None);
+        assert_eq!(counter_metric(CounterDir::Ibta, "state"), None, "would clash with fabcheck_port_state in OpenMetrics");
+        assert_eq!(counter_metric(CounterDir::Ibta, "Active"), None);
+    }
+}

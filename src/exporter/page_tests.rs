@@ -1,0 +1,193 @@
+use super::*;
+use crate::diagnose::{Check, Finding};
+use crate::probe::sysfs::SysfsRoot;
+use std::path::PathBuf;
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name)
+}
+
+fn reading_of(name: &str) -> Reading {
+    let root = fixture(name);
+    let inventory = SysfsRoot::at(&root).inventory();
+    assert!(!inventory.devices.is_empty(), "fixture {name} has no devices");
+    let counters = inventory.ports().map(|(d, p)| crate::exporter::refresh::read_counters(&root, &d.name, p.port)).collect();
+    Reading { inventory: Some(inventory), counters, ..Reading::default() }
+}
+
+fn stats() -> Stats {
+    Stats { refreshed_unix_s: 1_764_000_000.5, duration_s: 0.25, interval_s: 60.0, refreshes: 3, failures: 1, seen: BTreeSet::new() }
+}
+
+/// Every sample line as (name, labels, value); checks that each family is declared once,
+/// before its samples.
+fn samples(page: &str) -> Vec<(String, String, f64)> {
+    let mut declared = BTreeSet::new();
+    let mut out = Vec::new();
+    for line in page.lines() {
+        if let Some(rest) = line.strip_prefix("# TYPE ") {
+            let name = rest.split(' ').next().unwrap().to_string();
+            assert!(declared.insert(name.clone()), "{name} declared twice");
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        let (series, value) = line.rsplit_once(' ').unwrap();
+        let (name, labels) = match series.split_once('{') {
+            Some((n, l)) => (n.to_string(), l.trim_end_matches('}').to_string()),
+            None => (series.to_string(), String::new()),
+        };
+        assert!(declared.contains(&name), "{name} has no TYPE before it");
+        out.push((name, labels, value.parse().unwrap()));
+    }
+    out
+}
+
+fn value(page: &str, name: &str, labels: &str) -> f64 {
+    samples(page).into_iter().find(|(n, l, _)| n == name && l == labels).unwrap_or_else(|| panic!("no {name}{{{labels}}} in\n{page}")).2
+}
+
+#[test]
+fn a_healthy_hdr_node_has_every_port_figure() {
+    let page = render(&reading_of("hdr-ib-healthy"), &stats(), Exposition::Text);
+    let port = r#"device="mlx5_0",port="1",netdev="ib0""#;
+    let port = if page.contains(port) { port.to_string() } else { r#"device="mlx5_0",port="1""#.to_string() };
+    assert_eq!(value(&page, "fabcheck_up", ""), 1.0);
+    assert_eq!(value(&page, "fabcheck_devices", ""), 2.0);
+    assert_eq!(value(&page, "fabcheck_port_active", &port), 1.0);
+    assert_eq!(value(&page, "fabcheck_port_state", &port), 4.0);
+    assert_eq!(value(&page, "fabcheck_port_link_up", &port), 1.0);
+    assert_eq!(value(&page, "fabcheck_port_physical_state", &port), 5.0);
+    assert_eq!(value(&page, "fabcheck_port_rate_bytes_per_second", &port), 25e9);
+    assert_eq!(value(&page, "fabcheck_exporter_refreshes_total", ""), 3.0);
+    // The data counters are in bytes: the file counts 4-byte words.
+    let words: f64 =
+        std::fs::read_to_string(fixture("hdr-ib-healthy/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data")).unwrap().trim().parse().unwrap();
+    assert!(words > 0.0, "the fixture's port_xmit_data is 0: the test would prove nothing");
+    assert_eq!(value(&page, "fabcheck_port_xmit_data_bytes_total", &port), words * 4.0);
+    assert!(page.contains("# TYPE fabcheck_port_symbol_error_total counter\n"), "{page}");
+    // Without a check, no verdict is claimed.
+    assert!(!page.contains("fabcheck_verdict_pass"));
+}
+
+#[test]
+fn every_series_is_unique_and_every_port_series_names_its_port() {
+    for fixture in ["hdr-ib-healthy", "roce-healthy-cx7", "rxe-veth", "ib-down-polling"] {
+        let page = render(&reading_of(fixture), &stats(), Exposition::Text);
+        let all = samples(&page);
+        let mut seen = BTreeSet::new();
+        for (name, labels, _) in &all {
+            assert!(seen.insert((name.clone(), labels.clone())), "{fixture}: {name}{{{labels}}} twice");
+            if name.starts_with("fabcheck_port_") {
+                assert!(labels.starts_with("device=\"") && labels.contains(",port=\""), "{fixture}: {name}{{{labels}}}");
+                assert!(!labels.contains("=\"\""), "{fixture}: an empty label in {name}{{{labels}}}");
+            }
+        }
+    }
+}
+
+#[test]
+fn rxe_hw_counters_are_their_own_families() {
+    let page = render(&reading_of("rxe-veth"), &stats(), Exposition::Text);
+    assert!(page.contains("# TYPE fabcheck_port_hw_rcvd_pkts_total counter"), "{page}");
+    assert!(!page.contains("lifespan"), "{page}");
+}
+
+#[test]
+fn a_port_that_is_down_says_so() {
+    let page = render(&reading_of("ib-down-polling"), &stats(), Exposition::Text);
+    let down: Vec<_> = samples(&page).into_iter().filter(|(n, _, v)| n == "fabcheck_port_active" && *v == 0.0).collect();
+    assert!(!down.is_empty(), "{page}");
+}
+
+#[test]
+fn openmetrics_names_counter_families_without_total_and_ends_with_eof() {
+    let page = render(&reading_of("hdr-ib-healthy"), &stats(), Exposition::OpenMetrics);
+    assert!(page.contains("# TYPE fabcheck_port_symbol_error counter\n"), "{page}");
+    assert!(page.contains("# HELP fabcheck_port_symbol_error "), "{page}");
+    assert!(page.contains("\nfabcheck_port_symbol_error_total{"), "{page}");
+    assert!(page.contains("# TYPE fabcheck_exporter_refreshes counter\n"));
+    assert!(page.ends_with("\n# EOF\n"));
+    assert_eq!(page.matches("# EOF").count(), 1);
+}
+
+#[test]
+fn a_device_seen_before_and_gone_now_is_absent() {
+    let mut stats = stats();
+    stats.seen.insert("mlx5_0".into());
+    stats.seen.insert("mlx5_9".into());
+    let page = render(&reading_of("hdr-ib-healthy"), &stats, Exposition::Text);
+    assert_eq!(value(&page, "fabcheck_device_present", r#"device="mlx5_9""#), 0.0);
+    assert_eq!(value(&page, "fabcheck_device_present", r#"device="mlx5_0""#), 1.0);
+    assert_eq!(value(&page, "fabcheck_device_present", r#"device="mlx5_1""#), 1.0);
+}
+
+#[test]
+fn a_read_that_failed_is_up_0_with_its_cause() {
+    let reading = Reading { error: Some("sysfs tree /x holds no \"class/infiniband\"".into()), ..Reading::default() };
+    let page = render(&reading, &stats(), Exposition::Text);
+    assert_eq!(value(&page, "fabcheck_up", ""), 0.0);
+    assert_eq!(value(&page, "fabcheck_exporter_refresh_error", r#"cause="sysfs tree /x holds no \"class/infiniband\"""#), 1.0);
+    assert!(!page.contains("fabcheck_port_"), "{page}");
+}
+
+#[test]
+fn the_check_verdict_rows_and_findings_are_written_once_each() {
+    let mut reading = reading_of("hdr-ib-healthy");
+    let check = |status| Check { id: "port.state".into(), subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
+    let finding =
+        |severity| Finding { id: "port.state".into(), severity, subject: "mlx5_0/1 \"a\"\nb".into(), message: "m".into(), remedy: "r".into() };
+    reading.report = Some(Report {
+        verdict: Verdict::Fail,
+        checks: vec![check(Status::Pass), check(Status::Fail), check(Status::Pass)],
+        findings: vec![finding(Severity::Error), finding(Severity::Error), finding(Severity::Warning)],
+    });
+    let page = render(&reading, &stats(), Exposition::Text);
+    assert_eq!(value(&page, "fabcheck_verdict_pass", ""), 0.0);
+    assert_eq!(value(&page, "fabcheck_check_pass", r#"id="port.state",subject="mlx5_0/1""#), 0.0);
+    assert_eq!(value(&page, "fabcheck_finding", r#"id="port.state",severity="error",subject="mlx5_0/1 \"a\"\nb""#), 1.0);
+    assert_eq!(value(&page, "fabcheck_findings", r#"severity="error""#), 2.0);
+    assert_eq!(value(&page, "fabcheck_findings", r#"severity="info""#), 0.0);
+    assert_eq!(page.matches("fabcheck_check_pass{").count(), 1);
+}
+
+#[test]
+fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
+    let mut reading = reading_of("hdr-ib-healthy");
+    let row = |id: &str| Check { id: id.into(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
+    let error = Finding { id: "devices.count".into(), severity: Severity::Error, subject: "node".into(), message: "m".into(), remedy: "r".into() };
+    let info = Finding { id: "stack.memlock".into(), severity: Severity::Info, ..error.clone() };
+    reading.report = Some(Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] });
+    let page = render(&reading, &stats(), Exposition::Text);
+    assert_eq!(value(&page, "fabcheck_check_pass", r#"id="devices.count",subject="node""#), 0.0);
+    assert_eq!(value(&page, "fabcheck_check_pass", r#"id="stack.memlock",subject="node""#), 1.0);
+}
+
+#[test]
+fn every_fixed_family_of_the_table_can_appear() {
+    // The table is what docs/ci.md documents: a family never written would be a lie there.
+    let mut reading = reading_of("ndr-ib-pcie-gen4");
+    reading.error = Some("x".into());
+    reading.report = Some(Report { verdict: Verdict::Pass, checks: vec![], findings: vec![] });
+    let mut all = render(&reading, &stats(), Exposition::Text);
+    all.push_str(&render(&reading_of("roce-trained-low"), &stats(), Exposition::Text));
+    let page_with_checks = {
+        let mut r = reading_of("hdr-ib-healthy");
+        r.report = Some(Report {
+            verdict: Verdict::Pass,
+            checks: vec![Check { id: "a".into(), subject: "b".into(), status: Status::Pass, observed: "".into(), expected: None }],
+            findings: vec![Finding { id: "a".into(), severity: Severity::Info, subject: "b".into(), message: "".into(), remedy: "".into() }],
+        });
+        let mut s = stats();
+        s.seen.insert("gone".into());
+        render(&r, &s, Exposition::Text)
+    };
+    all.push_str(&page_with_checks);
+    for m in metrics::TABLE {
+        if m.name == "fabcheck_port_mtu_bytes" || m.name == "fabcheck_port_supported_rate_bytes_per_second" {
+            continue; // sysfs trees do not hold them on InfiniBand; live verbs does
+        }
+        assert!(all.contains(&format!("# TYPE {} ", m.name)), "{} never written", m.name);
+    }
+}
