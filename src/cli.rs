@@ -1,4 +1,6 @@
-//! Command-line flags (clap) and their validation into run configurations.
+//! Command-line flags (clap types only). Turning them into validated run configurations is
+//! `commands/`'s job (`commands/flags.rs` and each command's file); nothing below `commands/`
+//! imports this module.
 // Doc comments here are the `--help` text people read, not rustdoc: brackets mean "optional".
 #![allow(rustdoc::broken_intra_doc_links)]
 

@@ -1,8 +1,12 @@
 //! fabcheck: a verbs-level RDMA fabric validator.
 //!
-//! Layers: `verbs` (the only unsafe code) -> `probe` (inventory) -> `diagnose` (pure rules)
-//! -> `report` (human and JSON output). `perf` measures, `control` connects agents, `pair`
-//! orchestrates a two-node run.
+//! Layers, bottom up: the `fabcheck-verbs` crate (the only unsafe code: libibverbs, librdmacm,
+//! the MAD libraries and the CUDA-free TSC, loaded at run time) -> `sys` (the OS in safe code),
+//! `model` (what a test is) and `probe` (the inventory) -> `diagnose` (pure rules) and `gpu` ->
+//! `perf` (the measured loops), `control` (the controller's side of agents: protocol, links,
+//! the hub) and `agent` (an agent's side: `serve` and the per-session state machine) -> `pair`,
+//! `mesh`, `fabric`, `compare`, `exporter` -> `report` (every document and every writer) ->
+//! `commands` (flags to runs) -> `main.rs`. `docs/architecture.md` draws it.
 #![deny(unsafe_code)]
 
 pub mod agent;
@@ -16,11 +20,11 @@ pub mod exporter;
 pub mod fabric;
 pub mod gpu;
 pub mod mesh;
+pub mod model;
 pub mod pair;
 pub mod perf;
 pub mod probe;
 pub mod progress;
 pub mod report;
-pub mod spec;
 pub mod sys;
 pub mod units;

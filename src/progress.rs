@@ -6,7 +6,7 @@
 //! event are its `Display`, here, so they are tested without a terminal. Progress never goes to
 //! stdout: that holds the result (`--json` and the other formats stay one clean document).
 
-use crate::spec::TestKind;
+use crate::model::TestKind;
 use crate::units;
 use std::fmt;
 

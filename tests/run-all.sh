@@ -44,6 +44,10 @@ cargo test --locked --workspace --lib --bins --test integration -- "${host_skip[
 cargo test --locked --workspace --doc 2>&1 | tee -a "$logs/host.log"
 require_tests "host tier" "$logs/host.log"
 
+echo "== compile-fail: what the types forbid does not compile (trybuild, expected errors checked in)" >&2
+cargo test --locked --workspace --test compile_fail 2>&1 | tee "$logs/compile_fail.log"
+require_tests "compile-fail tier" "$logs/compile_fail.log"
+
 echo "== packages: dist/package.sh builds and verifies the tar.gz, .deb and .rpm" >&2
 pkg_start=$(date +%s)
 dist/package.sh

@@ -1,9 +1,9 @@
 use crate::cli::CheckArgs;
 use crate::diagnose::{self, Input, Scope};
 use crate::error::{Outcome, Stop};
+use crate::model::parse_device_port;
 use crate::probe::{self, host, ProbeError, Source};
 use crate::report;
-use crate::spec::parse_device_port;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;

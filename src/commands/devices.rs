@@ -1,8 +1,8 @@
 use crate::cli::DevicesArgs;
 use crate::error::{Failure, Outcome, Stop};
+use crate::model::valid_device_name;
 use crate::probe::{self, Source};
 use crate::report;
-use crate::spec::valid_device_name;
 
 pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
     if let Some(name) = &args.device {

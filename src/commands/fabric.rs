@@ -26,7 +26,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
     }
     if let Some(ca) = &args.ca {
-        if !crate::spec::valid_device_name(ca) {
+        if !crate::model::valid_device_name(ca) {
             return Err(Failure::usage(format!("--ca '{ca}' is not a device name (as `ibstat -l` lists them)")));
         }
     }

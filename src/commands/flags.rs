@@ -5,7 +5,7 @@ use crate::cli::{AgentFlags, ConditionFlags, Launcher};
 use crate::control::link::{self, LaunchOptions};
 use crate::diagnose::Expectations;
 use crate::error::Failure;
-use crate::spec::Conditions;
+use crate::model::Conditions;
 use crate::sys::fs::read_text;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;

@@ -7,9 +7,9 @@ use crate::error::{Failure, Outcome, Stop};
 use crate::mesh::pattern::Pattern;
 use crate::mesh::topology::Topology;
 use crate::mesh::{self, MeshConfig};
+use crate::model::TestKind;
 use crate::pair::plan::{self, Direction, PlanInput};
 use crate::pair::verdict;
-use crate::spec::TestKind;
 use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::time::Duration;
 
@@ -48,7 +48,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         let mut spec = endpoint::parse(t).map_err(Failure::usage)?;
         if spec.device.is_none() {
             if let Some(d) = &args.device {
-                let (device, port) = crate::spec::parse_device_port(d).map_err(Failure::usage)?;
+                let (device, port) = crate::model::parse_device_port(d).map_err(Failure::usage)?;
                 spec.device = Some(device);
                 spec.port = port;
             }

@@ -67,7 +67,7 @@ pub fn parse(text: &str) -> Result<EndpointSpec, String> {
     let (device, port) = match device_part {
         None => (None, None),
         Some(d) => {
-            let (name, port) = crate::spec::parse_device_port(d).map_err(|e| format!("endpoint '{text}': {e}"))?;
+            let (name, port) = crate::model::parse_device_port(d).map_err(|e| format!("endpoint '{text}': {e}"))?;
             (Some(name), port)
         }
     };

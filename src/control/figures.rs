@@ -59,7 +59,7 @@ fn rate(name: &str, value: Option<f64>) -> Result<(), String> {
 mod tests {
     use super::*;
     use crate::control::protocol::decode;
-    use crate::spec::LatencySummary;
+    use crate::model::LatencySummary;
 
     fn done(peak: f64) -> Reply {
         Reply::Done { result: RunResult { iterations: 10, bytes: 1 << 20, elapsed_ns: 1_000_000, peak_gbps: Some(peak), ..RunResult::default() } }

@@ -17,7 +17,7 @@ pub const HELLO_MAX: usize = 4096;
 /// Shortest token `fabcheck serve` and the controllers take: 16 bytes, 128 bits of a random
 /// hex or base64 string, which no online guessing at one guess a second gets near.
 pub const MIN_TOKEN: usize = 16;
-pub use crate::spec::{CmRole, Conditions, Endpoint, Role, RunResult, Target, TestKind, TestSpec, MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
+pub use crate::model::{CmRole, Conditions, Endpoint, Role, RunResult, Target, TestKind, TestSpec, MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
 
 /// Controller -> agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -45,7 +45,7 @@ pub struct MeshConfig {
     pub launch: LaunchOptions,
     pub pair_criteria: verdict::Criteria,
     pub gid_index: Option<u8>,
-    pub conditions: crate::spec::Conditions,
+    pub conditions: crate::model::Conditions,
     pub timeout: Duration,
     pub fanout: usize,
     pub html: Option<PathBuf>,

@@ -21,9 +21,9 @@ use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
+use crate::model::Conditions;
 use crate::progress::{Event, Figure, Progress};
 use crate::report::output::SideFile;
-use crate::spec::Conditions;
 use plan::PlannedTest;
 use report::{PairDoc, Side};
 use sequence::PairSequence;
@@ -265,9 +265,9 @@ pub(crate) fn side(e: &Endpoint) -> Side {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TestKind;
     use crate::pair::plan::{Direction, PlanInput};
     use crate::pair::report::TestResult;
-    use crate::spec::TestKind;
 
     fn input(tests: Vec<TestKind>, sweep: bool) -> PlanInput {
         PlanInput { tests, size: None, sweep, iters: Some(10), duration_ms: None, qps: 1, directions: None, stall_timeout_ms: 5000 }

@@ -313,10 +313,10 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TestKind;
     use crate::pair::plan::Direction;
     use crate::pair::report::{test_side, Side};
     use crate::perf::summary::LatencySummary;
-    use crate::spec::TestKind;
 
     fn side(host: &str) -> Side {
         Side { host: host.into(), ..test_side() }

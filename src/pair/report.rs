@@ -1,9 +1,9 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
 use crate::diagnose::{gbps, Finding, Verdict};
+use crate::model::{LinkLayer, TestKind};
 use crate::pair::plan::Direction;
 use crate::perf::summary::LatencySummary;
-use crate::spec::{LinkLayer, TestKind};
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

@@ -4,9 +4,9 @@
 use super::plan::Direction;
 use super::report::{Side, TestResult};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
+use crate::model::LinkLayer;
 use crate::perf::counters;
 use crate::probe::catype::CaKind;
-use crate::spec::LinkLayer;
 use crate::units;
 use std::collections::BTreeMap;
 
@@ -306,8 +306,8 @@ fn bw_remedy(a: &Side, b: &Side) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::TestKind;
     use crate::perf::summary::LatencySummary;
-    use crate::spec::TestKind;
 
     fn side(ca: &str, rate: f64) -> Side {
         Side { gid_index: Some(3), rate_gbps: Some(rate), ca_type: ca.into(), ..super::super::report::test_side() }

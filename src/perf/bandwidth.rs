@@ -5,7 +5,7 @@
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
-use crate::spec::{Role, RunResult, TestKind};
+use crate::model::{Role, RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion, WrId};
 use std::time::{Duration, Instant};
 
@@ -80,7 +80,7 @@ fn stream(
     receiver: &mut Option<Receiver>,
     mut marks: Option<&mut Vec<(u64, u64)>>,
 ) -> Result<(u64, u64), PerfError> {
-    const MAX_QPS: usize = crate::spec::MAX_QPS as usize;
+    const MAX_QPS: usize = crate::model::MAX_QPS as usize;
     let n = s.qps.len();
     let depth = u64::from(s.spec.tx_depth);
     let cq_mod = u64::from(s.spec.cq_mod);

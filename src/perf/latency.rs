@@ -11,7 +11,7 @@ use super::clock::LoopClock;
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
-use crate::spec::{RunResult, TestKind};
+use crate::model::{RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
 

@@ -13,8 +13,8 @@ pub mod latency;
 pub mod session;
 pub mod summary;
 
+use crate::model::{Role, RunResult, TestKind};
 use crate::probe::ProbeError;
-use crate::spec::{Role, RunResult, TestKind};
 use fabcheck_verbs::{self as verbs, VerbsError};
 use session::Session;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -88,7 +88,7 @@ pub enum PerfError {
     #[error("{0}")]
     Probe(#[from] ProbeError),
     #[error("invalid test: {0}")]
-    BadSpec(#[from] crate::spec::SpecError),
+    BadSpec(#[from] crate::model::SpecError),
     #[error("invalid peer endpoint: {0}")]
     BadPeer(String),
     #[error("{subject}: {message}")]

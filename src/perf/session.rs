@@ -3,10 +3,10 @@
 
 use super::{gid, PerfError};
 use crate::diagnose;
+use crate::model::CmRole;
+use crate::model::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
 use crate::probe;
 use crate::probe::decode::{LinkLayer, Mtu, PortState};
-use crate::spec::CmRole;
-use crate::spec::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
 use crate::sys::cpu;
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList, RtsParams,

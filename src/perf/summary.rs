@@ -2,7 +2,7 @@
 
 use hdrhistogram::Histogram;
 
-pub use crate::spec::LatencySummary;
+pub use crate::model::LatencySummary;
 
 /// Summarises samples in nanoseconds; `halve` reports one-way latency from round trips
 /// (send and write latency, as perftest does). `None` for no samples.

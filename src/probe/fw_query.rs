@@ -134,8 +134,9 @@ fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Op
         }
     }
     let Some((tool, program)) = tool else { return Err("neither mlxconfig nor mstconfig is installed".into()) };
-    let output = super::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP as usize)
-        .ok_or_else(|| format!("`{tool} -d {bdf} -e query` did not answer within {} s", QUERY_DEADLINE.as_secs()))?;
+    let output =
+        super::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP as usize)
+            .ok_or_else(|| format!("`{tool} -d {bdf} -e query` did not answer within {} s", QUERY_DEADLINE.as_secs()))?;
     let config = firmware::parse_query(&output).ok_or_else(|| {
         let said = output.lines().find(|l| l.contains("-E-")).map(str::trim).unwrap_or("no configuration table");
         format!("`{tool} -d {bdf} -e query` printed {said} (it needs root)")

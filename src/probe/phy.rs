@@ -70,7 +70,7 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) {
     if port.link_layer != LinkLayer::Ethernet {
         return;
     }
-    let Some(netdev) = port.netdev.clone().filter(|n| crate::spec::valid_device_name(n)) else { return };
+    let Some(netdev) = port.netdev.clone().filter(|n| crate::model::valid_device_name(n)) else { return };
     let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
     if let Some(modes) = &modes {
         port.partner = Some(ethernet_partner(modes));

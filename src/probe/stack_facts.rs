@@ -137,7 +137,7 @@ fn ipoib_states(inventory: &Inventory, sys: &Path, addresses: impl Fn(&str) -> O
                 // No IPoIB interface (ib_ipoib not loaded, or not created).
                 return Some(IpoibState { port, netdev: String::new(), up: false, operstate: "absent".into(), mode: None, addresses: None });
             };
-            if !crate::spec::valid_device_name(&state.name) {
+            if !crate::model::valid_device_name(&state.name) {
                 return None;
             }
             let operstate = state.operstate.clone().unwrap_or_else(|| "unknown".into());

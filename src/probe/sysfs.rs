@@ -269,7 +269,7 @@ impl SysfsRoot {
 
     /// The `ethtool IFACE` report: run live (once per process), or a bundle's `ethtool/IFACE.txt`.
     pub fn ethtool_report(&self, netdev: &str) -> Option<String> {
-        if !crate::spec::valid_device_name(netdev) {
+        if !crate::model::valid_device_name(netdev) {
             return None;
         }
         if self.is_live() {
@@ -281,7 +281,7 @@ impl SysfsRoot {
 
     /// A bundle's `tools/peer_portinfo/DEV-PORT.txt` (`smpquery -D portinfo 0,PORT`), decoded.
     pub fn peer_portinfo(&self, device: &str, port: u32) -> Option<super::partner::LinkPartner> {
-        if !crate::spec::valid_device_name(device) {
+        if !crate::model::valid_device_name(device) {
             return None;
         }
         let text = self.read_trim(&self.root.join("tools/peer_portinfo").join(format!("{device}-{port}.txt")))?;
@@ -383,7 +383,7 @@ impl SysfsRoot {
     /// a bundle's `dcb/IF.pfc.txt`) and ECN priorities (mlx5's `ecn/roce_np|roce_rp/enable/N`,
     /// on where both are).
     pub fn lossless(&self, netdev: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-        if !crate::spec::valid_device_name(netdev) {
+        if !crate::model::valid_device_name(netdev) {
             return (None, None);
         }
         let report = if self.root == Path::new("/sys") {

@@ -64,7 +64,7 @@ proptest! {
             && (1..=600_000).contains(&stall);
         prop_assert_eq!(spec.validate().is_ok(), model, "{:?}: {:?}", spec, spec.validate());
         // And it survives the wire.
-        let req = Request::Prepare { target: fabcheck::spec::Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None }, spec: spec.clone() };
+        let req = Request::Prepare { target: fabcheck::model::Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None }, spec: spec.clone() };
         prop_assert_eq!(protocol::decode::<Request>(&protocol::encode(&req)).unwrap(), req);
     }
 

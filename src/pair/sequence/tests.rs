@@ -36,7 +36,7 @@ fn endpoint(host: &str) -> Endpoint {
         rkey: 7,
         len: 65536,
         mtu: 4096,
-        link_layer: crate::spec::LinkLayer::Ethernet,
+        link_layer: crate::model::LinkLayer::Ethernet,
         rate_gbps: Some(200.0),
         ca_type: "ConnectX-7".into(),
         max_rd_atomic: 16,

@@ -1,7 +1,8 @@
 //! What a test is, independent of how it is carried or run: test kinds, roles, the specs an
-//! agent validates, endpoints, targets and results. A leaf: it imports nothing else of
-//! fabcheck, so `perf` (which runs tests) and `control` (which carries them) both build on it
-//! without depending on each other.
+//! agent validates, endpoints, targets and results. Nearly a leaf: it imports only the link
+//! layer enum of `probe::decode` (and `units`), so `perf` (which runs tests) and `control`
+//! (which carries them) both build on it without depending on each other. (0.2 called it
+//! `spec`, which tools and people read as "tests".)
 
 pub mod device;
 mod invalid;
