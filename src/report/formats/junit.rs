@@ -1,6 +1,7 @@
 //! `--format junit`: JUnit XML, one testcase per check (check, fabric: per finding) or per test
 //! result (pair, mesh), `<failure>` for what failed, so CI systems show each as a test.
 
+use crate::diagnose::Severity;
 use serde_json::Value;
 use std::fmt::Write;
 
@@ -33,8 +34,9 @@ struct Case {
 fn cases(doc: &Value, command: &str) -> Vec<Case> {
     let findings = super::findings(doc);
     // A row's failure is its error finding, or with `--fail-on warning` its warning.
-    let fails = |severity: &str| severity == "error" || (severity == "warning" && crate::report::output::fail_on_warning());
-    let failure_of = |id: &str, subject: &str| findings.iter().find(|f| fails(f.1) && f.0 == id && f.2 == subject).map(|f| f.3.to_string());
+    let fails = |severity: Severity| severity == Severity::Error || (severity == Severity::Warning && crate::report::output::fail_on_warning());
+    let failure_of =
+        |id: &str, subject: &str| findings.iter().find(|f| fails(f.severity) && f.id == id && f.subject == subject).map(|f| f.message.to_string());
     let mut out = Vec::new();
     if let Some(checks) = doc["checks"].as_array() {
         for c in checks {
@@ -76,11 +78,16 @@ fn cases(doc: &Value, command: &str) -> Vec<Case> {
         }
     }
     // Findings no check or result stands for (pair verdict findings, fabric, mesh suspects).
-    for (id, severity, subject, message) in &findings {
-        if *severity != "error" || out.iter().any(|c| c.failure.as_deref() == Some(message)) {
+    for f in &findings {
+        if f.severity != Severity::Error || out.iter().any(|c| c.failure.as_deref() == Some(f.message)) {
             continue;
         }
-        out.push(Case { class: format!("fabcheck.{command}.{id}"), name: subject.to_string(), failure: Some(message.to_string()), skipped: false });
+        out.push(Case {
+            class: format!("fabcheck.{command}.{}", f.id),
+            name: f.subject.to_string(),
+            failure: Some(f.message.to_string()),
+            skipped: false,
+        });
     }
     out
 }

@@ -8,6 +8,7 @@ pub mod junit;
 pub mod oneline;
 pub mod prom;
 
+use crate::diagnose::Severity;
 use serde_json::Value;
 
 /// The document's schema name (`fabcheck.check.v1` -> `check`).
@@ -15,28 +16,48 @@ pub fn command_of(doc: &Value) -> String {
     doc["schema"].as_str().and_then(|s| s.strip_prefix("fabcheck.")).and_then(|s| s.split('.').next()).unwrap_or("fabcheck").to_string()
 }
 
+/// A string field of a document, `""` when absent.
+fn text(v: &Value) -> &str {
+    v.as_str().unwrap_or("")
+}
+
+/// One finding of a document, as the formats read it: the severity typed, the rest as written.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Listed<'a> {
+    pub id: &'a str,
+    pub severity: Severity,
+    pub subject: &'a str,
+    pub message: &'a str,
+}
+
+/// A severity as a document writes it (`"error"`, `"warning"`, `"info"`); anything else is
+/// read as info, so a malformed document never invents a failure.
+fn severity_of(text: &str) -> Severity {
+    serde_json::from_value(Value::String(text.to_string())).unwrap_or(Severity::Info)
+}
+
 /// The findings of a document with their severity, subject and message, in order.
-pub fn findings(doc: &Value) -> Vec<(&str, &str, &str, &str)> {
+pub fn findings(doc: &Value) -> Vec<Listed<'_>> {
     let mut out = Vec::new();
     if let Some(list) = doc["findings"].as_array() {
         for f in list {
-            out.push((
-                f["id"].as_str().unwrap_or(""),
-                f["severity"].as_str().unwrap_or(""),
-                f["subject"].as_str().unwrap_or(""),
-                f["message"].as_str().unwrap_or(""),
-            ));
+            out.push(Listed {
+                id: text(&f["id"]),
+                severity: severity_of(text(&f["severity"])),
+                subject: text(&f["subject"]),
+                message: text(&f["message"]),
+            });
         }
     }
     // mesh: suspects are its findings, then the endpoints that could not be reached.
     if let Some(list) = doc["suspects"].as_array() {
         for s in list {
-            out.push(("mesh.suspect", "error", s["subject"].as_str().unwrap_or(""), s["reason"].as_str().unwrap_or("")));
+            out.push(Listed { id: "mesh.suspect", severity: Severity::Error, subject: text(&s["subject"]), message: text(&s["reason"]) });
         }
     }
     if let Some(list) = doc["unreachable"].as_array() {
         for u in list {
-            out.push(("mesh.unreachable", "error", u["endpoint"].as_str().unwrap_or(""), u["error"].as_str().unwrap_or("")));
+            out.push(Listed { id: "mesh.unreachable", severity: Severity::Error, subject: text(&u["endpoint"]), message: text(&u["error"]) });
         }
     }
     out

@@ -1,17 +1,18 @@
 //! `--format oneline`: exactly one line, the verdict and the first error's subject and message,
 //! what NHC and Slurm's HealthCheckProgram carry as a drain reason.
 
+use crate::diagnose::Severity;
 use serde_json::Value;
 
 pub fn render(doc: &Value) -> String {
     let command = super::command_of(doc);
     let verdict = doc["verdict"].as_str().unwrap_or("pass");
     let findings = super::findings(doc);
-    let first = findings.iter().find(|f| f.1 == "error").or_else(|| findings.iter().find(|f| f.1 == "warning"));
+    let first = findings.iter().find(|f| f.severity == Severity::Error).or_else(|| findings.iter().find(|f| f.severity == Severity::Warning));
     let line = match (verdict, first) {
-        ("fail", Some((id, _, subject, message))) => format!("fabcheck {command} FAIL: {subject}: {id}: {message}"),
+        ("fail", Some(f)) => format!("fabcheck {command} FAIL: {}: {}: {}", f.subject, f.id, f.message),
         ("fail", None) => format!("fabcheck {command} FAIL"),
-        (_, Some((id, "warning", subject, message))) => format!("fabcheck {command} PASS (warning {subject}: {id}: {message})"),
+        (_, Some(f)) if f.severity == Severity::Warning => format!("fabcheck {command} PASS (warning {}: {}: {})", f.subject, f.id, f.message),
         _ => format!("fabcheck {command} PASS"),
     };
     // One line whatever the messages hold.

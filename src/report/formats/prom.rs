@@ -68,11 +68,12 @@ pub fn render(doc: &Value) -> String {
     if let Some(verdict) = doc["verdict"].as_str() {
         f.add("verdict_pass", "1 when the run passed, 0 when it failed.", &[("command", cmd)], f64::from(u8::from(verdict == "pass")));
     }
-    for (id, severity, subject, _) in super::findings(doc) {
+    for finding in super::findings(doc) {
+        let severity = severity_name(finding.severity);
         f.count(
             "finding",
             "A finding of the run (1 per finding), by id, severity and subject.",
-            &[("command", cmd), ("id", id), ("severity", severity), ("subject", subject)],
+            &[("command", cmd), ("id", finding.id), ("severity", severity), ("subject", finding.subject)],
         );
     }
     if let Some(devices) = doc["devices"].as_array() {
@@ -174,6 +175,15 @@ fn mesh(f: &mut Families, doc: &Value) {
     let unreachable = doc["unreachable"].as_array().map_or(0, Vec::len);
     f.add("mesh_unreachable", "Endpoints whose agent could not be reached.", &[], unreachable as f64);
     f.add("mesh_endpoints", "Endpoints of the mesh.", &[], doc["endpoints"].as_array().map_or(0, Vec::len) as f64);
+}
+
+/// The label value of a severity, as the documents write it.
+fn severity_name(severity: crate::diagnose::Severity) -> &'static str {
+    match severity {
+        crate::diagnose::Severity::Error => "error",
+        crate::diagnose::Severity::Warning => "warning",
+        crate::diagnose::Severity::Info => "info",
+    }
 }
 
 #[cfg(test)]
