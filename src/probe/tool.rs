@@ -7,6 +7,7 @@
 //! refused (`ethtool -m` needs CAP_NET_ADMIN: "Operation not permitted").
 
 use std::io::Read;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,9 @@ pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<St
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        // Its own process group: a helper it forked that still holds the pipes is ended with it
+        // (as `sys::child` does), so the readers below reach end-of-file.
+        .process_group(0)
         .spawn()
         .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { ToolError::NotInstalled } else { ToolError::Failed(e.to_string()) })?;
     let stdout = child.stdout.take().map(|out| std::thread::spawn(move || drain(out, cap)));
@@ -58,7 +62,12 @@ pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<St
             }
         }
     };
-    // The pipes close when the child is gone, so the readers end.
+    if let Ok(group) = i32::try_from(child.id()) {
+        // Whatever is left of the tool's group (a stray holding the pipes) goes; an empty
+        // group answers ESRCH, which is fine.
+        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+    }
+    // The pipes close when the child and its group are gone, so the readers end.
     let out = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
     let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
     let Some(status) = status else { return Err(ToolError::TimedOut) };
@@ -95,6 +104,15 @@ mod tests {
         // 1 MiB of output through a 64 KiB pipe: a wait-then-read child would hang here.
         let out = run("sh", &["-c", "head -c 1048576 /dev/zero | tr '\\0' a"], Duration::from_secs(20), 100_000).unwrap();
         assert_eq!(out.len(), 100_000);
+    }
+
+    #[test]
+    fn a_grandchild_holding_the_pipes_does_not_stretch_the_limit() {
+        // The tool exits at once; the helper it left behind would hold stdout for 30 s.
+        let started = Instant::now();
+        let out = run("sh", &["-c", "sleep 30 & echo done"], Duration::from_secs(10), 100).unwrap();
+        assert_eq!(out, "done\n");
+        assert!(started.elapsed() < Duration::from_secs(9), "a generous bound: {:?}", started.elapsed());
     }
 
     #[test]
