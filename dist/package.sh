@@ -104,6 +104,17 @@ zig=$("$venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirn
 # build scripts (bindgen) run elsewhere: run from a directory beside the venv, never above it.
 # bindgen sees zig's glibc 2.28 headers (-nostdinc); /usr/include stays last for rdma-core's.
 mkdir -p "$tools/run"
+# rustc runs the linker in the workspace root, and zig compiles the libunwind it links with that
+# directory in its debug info (relative paths when its own library lies below it): the link runs
+# in one fixed directory instead, whatever tree is built (every path rustc passes is absolute).
+link_wrapper=$tools/link-in-fixed-dir.sh
+cat >"$link_wrapper" <<'EOF'
+#!/bin/sh
+# dist/package.sh's linker: cargo-zigbuild's, run from a fixed directory (reproducible builds).
+cd "$FABCHECK_LINK_DIR" || exit 1
+exec "$CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER" "$@"
+EOF
+chmod 0755 "$link_wrapper"
 # build SOURCE_ROOT TARGET_DIR: the release binary of the tree at SOURCE_ROOT, built in TARGET_DIR
 # (at TARGET_DIR/$rust_triple/release/fabcheck).
 build() {
@@ -114,7 +125,8 @@ build() {
 		# With --target, RUSTFLAGS reach only the target's crates, never build scripts. Where two
 		# prefixes match a path rustc applies the last: the longest goes last (the copy of the tree
 		# lies inside the target directory, the target directory inside the tree).
-		local flags="-C link-arg=-Wl,--build-id=sha1" from to
+		export FABCHECK_LINK_DIR="$tools/run"
+		local flags="-C linker=$link_wrapper -C link-arg=-Wl,--build-id=sha1" from to
 		while IFS=$'\t' read -r _ from to; do
 			flags+=" --remap-path-prefix=$from=$to"
 		done < <(printf '%s\t%s\n' "$src" "/usr/src/fabcheck-$version" "$into" "/usr/src/fabcheck-$version/target" \
