@@ -8,9 +8,18 @@
 # links no RDMA library (they are loaded at run time) and starts in a chroot holding nothing but
 # it and its libc.
 #
-# Installs what it needs itself (apt: binutils rpm rpm2cpio cpio man-db groff-base python3-venv;
+# Installs what it needs itself (apt: binutils rpm rpm2cpio cpio man-db groff-base python3-venv
+# lintian rpmlint;
 # zig and cargo-zigbuild from PyPI into a venv under target/dist-tools/); quiet when they are
-# there. Usage: dist/package.sh. Environment: FABCHECK_MAINTAINER (the packages' Maintainer/Packager).
+# there. Usage: dist/package.sh. Environment:
+#   FABCHECK_MAINTAINER  the packages' Maintainer/Packager, "Name <address>" (else git's user.name
+#                        and user.email; a run with neither fails and says what to set)
+#   FABCHECK_HOMEPAGE    the packages' Homepage/URL (optional)
+#   CARGO_TARGET_DIR     where cargo builds (default ./target); target/dist and the tools go there
+#   SOURCE_DATE_EPOCH    the build date (default: the commit's): one commit and one epoch give the
+#                        same binary bytes from any directory (paths are remapped)
+#   FABCHECK_REPRO_CHECK=1  also rebuild from a copy of the tree in another directory and require
+#                        byte-identical binaries (the packaging tier of tests/run-all.sh sets it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
@@ -21,9 +30,12 @@ version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 rust_triple=x86_64-unknown-linux-gnu
 min_glibc=2.28
 name=fabcheck-$version-x86_64-linux-gnu
-dist=$root/target/dist
-tools=$root/target/dist-tools
-maintainer=${FABCHECK_MAINTAINER:-fabcheck maintainers <fabcheck@localhost>}
+target_dir=${CARGO_TARGET_DIR:-$root/target}
+mkdir -p "$target_dir"
+target_dir=$(cd "$target_dir" && pwd)
+dist=$target_dir/dist
+tools=$target_dir/dist-tools
+homepage=${FABCHECK_HOMEPAGE:-}
 summary="RDMA fabric validator: inventory, bring-up checklist, latency and bandwidth"
 max_bytes=$((10 * 1000 * 1000))
 healthy_fixture=$root/tests/fixtures/hdr-ib-healthy
@@ -39,8 +51,29 @@ fail() {
 	failures+=("$*")
 }
 
+# The Maintainer: configuration, not a placeholder (lintian rejects bogus addresses).
+maintainer=${FABCHECK_MAINTAINER:-}
+if [[ -z $maintainer ]]; then
+	git_name=$(git -C "$root" config user.name 2>/dev/null || true)
+	git_mail=$(git -C "$root" config user.email 2>/dev/null || true)
+	[[ -n $git_name && -n $git_mail ]] && maintainer="$git_name <$git_mail>"
+fi
+[[ -n $maintainer ]] || die "no maintainer: set FABCHECK_MAINTAINER='Your Name <you@your.domain>' (or git's user.name and user.email)"
+maintainer_form='^[^<>]+ <[^@<> ]+@[^@<> ]+\.[^@<> ]+>$'
+[[ $maintainer =~ $maintainer_form ]] ||
+	die "FABCHECK_MAINTAINER='$maintainer' is not 'Name <user@host.domain>'"
+# Reproducible: the build date is the commit's unless given, and the paths of this checkout, the
+# target directory and cargo's registry are remapped, so no build directory leaks into the binary.
+commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
+	SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)
+fi
+export SOURCE_DATE_EPOCH
+export FABCHECK_GIT_COMMIT=$commit
+cargo_home=${CARGO_HOME:-$HOME/.cargo}
+
 # --- tools ------------------------------------------------------------------------------------
-apt_needs=(binutils rpm rpm2cpio cpio man-db groff-base python3-venv)
+apt_needs=(binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint)
 missing=()
 for p in "${apt_needs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -71,29 +104,87 @@ zig=$("$venv/bin/python" -c 'import ziglang, os; print(os.path.join(os.path.dirn
 # build scripts (bindgen) run elsewhere: run from a directory beside the venv, never above it.
 # bindgen sees zig's glibc 2.28 headers (-nostdinc); /usr/include stays last for rdma-core's.
 mkdir -p "$tools/run"
-say "building the release binary for glibc $min_glibc (cargo zigbuild)"
-(
-	cd "$tools/run"
-	export PATH="$venv/bin:$PATH" CARGO_ZIGBUILD_ZIG_PATH="$zig"
-	# bindgen reads the hyphenated name first (not a shell variable name: set through env).
-	env "BINDGEN_EXTRA_CLANG_ARGS_$rust_triple=-idirafter /usr/include" "BINDGEN_EXTRA_CLANG_ARGS_${rust_triple//-/_}=-idirafter /usr/include" \
-		nice cargo-zigbuild zigbuild --manifest-path "$root/Cargo.toml" --locked --release --target "$rust_triple.$min_glibc" --bin fabcheck
-)
-built=$root/target/$rust_triple/release/fabcheck
+# rustc runs the linker in the workspace root, and zig compiles the libunwind it links with that
+# directory in its debug info (relative paths when its own library lies below it): the link runs
+# in one fixed directory instead, whatever tree is built (every path rustc passes is absolute).
+link_wrapper=$tools/link-in-fixed-dir.sh
+cat >"$link_wrapper" <<'EOF'
+#!/bin/sh
+# dist/package.sh's linker: cargo-zigbuild's, run from a fixed directory (reproducible builds).
+cd "$FABCHECK_LINK_DIR" || exit 1
+exec "$CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER" "$@"
+EOF
+chmod 0755 "$link_wrapper"
+# build SOURCE_ROOT TARGET_DIR: the release binary of the tree at SOURCE_ROOT, built in TARGET_DIR
+# (at TARGET_DIR/$rust_triple/release/fabcheck).
+build() {
+	local src=$1 into=$2
+	(
+		cd "$tools/run"
+		export PATH="$venv/bin:$PATH" CARGO_ZIGBUILD_ZIG_PATH="$zig" CARGO_TARGET_DIR="$into"
+		# With --target, RUSTFLAGS reach only the target's crates, never build scripts. Where two
+		# prefixes match a path rustc applies the last: the longest goes last (the copy of the tree
+		# lies inside the target directory, the target directory inside the tree).
+		export FABCHECK_LINK_DIR="$tools/run"
+		local flags="-C linker=$link_wrapper -C link-arg=-Wl,--build-id=sha1" from to
+		while IFS=$'\t' read -r _ from to; do
+			flags+=" --remap-path-prefix=$from=$to"
+		done < <(printf '%s\t%s\n' "$src" "/usr/src/fabcheck-$version" "$into" "/usr/src/fabcheck-$version/target" \
+			"$cargo_home" "/usr/src/cargo" | awk -F'\t' '{ print length($1) "\t" $0 }' | sort -n)
+		export RUSTFLAGS=$flags
+		# bindgen reads the hyphenated name first (not a shell variable name: set through env).
+		env "BINDGEN_EXTRA_CLANG_ARGS_$rust_triple=-idirafter /usr/include" "BINDGEN_EXTRA_CLANG_ARGS_${rust_triple//-/_}=-idirafter /usr/include" \
+			nice cargo-zigbuild zigbuild --manifest-path "$src/Cargo.toml" --locked --release --target "$rust_triple.$min_glibc" --bin fabcheck
+	)
+}
+say "building the release binary for glibc $min_glibc (cargo zigbuild, SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
+build "$root" "$target_dir"
+built=$target_dir/$rust_triple/release/fabcheck
 [[ -x $built ]] || die "the build left no $built"
 
 rm -rf "$dist"
 mkdir -p "$dist"
-work=$(mktemp -d "$root/target/dist-work.XXXXXX")
+work=$(mktemp -d "$target_dir/dist-work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 
+# --- reproducible: the same bytes from a copy of the tree in another directory ---------------------
+first=$work/fabcheck.first
+cp "$built" "$first"
+if [[ ${FABCHECK_REPRO_CHECK:-0} == 1 ]]; then
+	# A second clean build: another directory, its own target directory, nothing shared but the
+	# registry and the toolchain.
+	repro=$work/repro
+	copy=$repro/fabcheck-copy
+	mkdir -p "$copy"
+	# The files git would build from (tracked, and untracked but not ignored), without .git
+	# (tar keeps the fixtures' symlinks as links; a file deleted but not yet staged is left out).
+	(cd "$root" && git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+		[[ -e $f || -L $f ]] && printf '%s\0' "$f"
+	done | tar --null -T - -cf -) | tar -C "$copy" -xf - || die "cannot copy the tree to $copy"
+	say "reproducibility: a clean build again from $copy"
+	build "$copy" "$repro/target"
+	if cmp -s "$first" "$repro/target/$rust_triple/release/fabcheck"; then
+		say "reproducibility: both builds are byte-identical ($(sha256sum "$first" | cut -c1-16)...)"
+	else
+		fail "reproducibility: the build from $copy differs from the build from $root (SOURCE_DATE_EPOCH=$SOURCE_DATE_EPOCH)"
+		cp "$first" "$target_dir/fabcheck.repro-first" && cp "$repro/target/$rust_triple/release/fabcheck" "$target_dir/fabcheck.repro-second" &&
+			say "the two binaries are kept as $target_dir/fabcheck.repro-{first,second} (diffoscope compares them)"
+	fi
+	rm -rf "$repro"
+fi
+built=$first
+
 # --- the binary: debug info apart, size, glibc, no RDMA library linked ----------------------------
+# Stripped as Debian's dh_strip does (symbols, .comment); the debug info ships beside the tarball
+# and in the fabcheck-dbgsym package, found by build id.
 bin=$work/fabcheck
 debug=$dist/$name.debug
 objcopy --only-keep-debug --compress-debug-sections=zlib "$built" "$debug"
-objcopy --strip-debug --add-gnu-debuglink="$debug" "$built" "$bin"
+objcopy --strip-unneeded --remove-section=.comment --add-gnu-debuglink="$debug" "$built" "$bin"
 chmod 0755 "$bin"
 chmod 0644 "$debug"
+build_id=$(readelf -n "$bin" | sed -n 's/^ *Build ID: *\([0-9a-f]*\)$/\1/p' | head -n 1)
+[[ ${#build_id} -ge 16 ]] || die "the binary has no build id (readelf -n): the link flag --build-id=sha1 did not reach the linker"
 size=$(stat -c %s "$bin")
 say "binary: $size bytes (debug info in $(basename "$debug"), $(stat -c %s "$debug") bytes)"
 ((size < max_bytes)) || fail "the binary is $size bytes, over $max_bytes"
@@ -106,7 +197,7 @@ say "linked: $needed"
 if grep -qE "($rdma_libs)" <<<"$needed"; then
 	fail "the binary links an RDMA library ($needed): libibverbs, librdmacm and the MAD libraries must be loaded at run time (dlopen)"
 fi
-objdump -h "$bin" | grep -q '\.debug_info' && fail "debug info left in the shipped binary"
+objdump -h "$bin" | grep -qE '\.debug_info|\.symtab' && fail "debug info or a symbol table left in the shipped binary"
 readelf -p .gnu_debuglink "$bin" 2>/dev/null | grep -q "$(basename "$debug")" || fail "no .gnu_debuglink to $(basename "$debug")"
 
 # --- the tree every package holds -----------------------------------------------------------------
@@ -129,29 +220,47 @@ layout() {
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/k8s" contrib/k8s/*.yaml contrib/k8s/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/docker" contrib/docker/Dockerfile
+	# Installed scripts name their interpreter by path, as distributions require (not /usr/bin/env).
+	sed -i '1s|^#!/usr/bin/env bash$|#!/bin/bash|' "$p/share/fabcheck/soft-roce-setup.sh" "$p/share/fabcheck/contrib/slurm/fabcheck-healthcheck.sh"
 }
 
 # tar.gz: a /usr/local-style prefix (`tar -xzf ... -C /usr/local --strip-components=1`).
 layout "$work/tar/$name" share/zsh/site-functions
-tar -C "$work/tar" --owner=0 --group=0 --numeric-owner --sort=name -czf "$dist/$name.tar.gz" "$name"
+tar -C "$work/tar" --owner=0 --group=0 --numeric-owner --sort=name --mtime="@$SOURCE_DATE_EPOCH" -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
+
+# Both packages' changelogs come from the version and the build date (one entry per release).
+year=$(date -u -d "@$SOURCE_DATE_EPOCH" +%Y)
+deb_date=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
+rpm_date=$(LC_ALL=C date -u -d "@$SOURCE_DATE_EPOCH" '+%a %b %d %Y')
+homepage_deb=${homepage:+Homepage: $homepage}
+homepage_rpm=${homepage:+URL: $homepage}
 
 # .deb: Debian's zsh reads vendor-completions.
 deb_root=$work/deb
 layout "$deb_root/usr" share/zsh/vendor-completions
 printf '%s\n' "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
-	"Upstream-Name: fabcheck" "" "Files: *" "License: Apache-2.0" \
-	" On Debian systems the full text is in /usr/share/common-licenses/Apache-2.0." >"$deb_root/usr/share/doc/fabcheck/copyright"
+	"Upstream-Name: fabcheck" "" "Files: *" "Copyright: $year The fabcheck authors" "License: Apache-2.0" "" \
+	"License: Apache-2.0" " On Debian systems the full text of the Apache License, Version 2.0, is in" \
+	" /usr/share/common-licenses/Apache-2.0." >"$deb_root/usr/share/doc/fabcheck/copyright"
+# A native package's changelog (debian-policy 12.7), compressed as policy asks.
+printf '%s\n' "fabcheck ($version) unstable; urgency=medium" "" "  * Release $version (commit $commit)." "" \
+	" -- $maintainer  $deb_date" | gzip -9n >"$deb_root/usr/share/doc/fabcheck/changelog.gz"
 mkdir -p "$deb_root/DEBIAN"
-cat >"$deb_root/DEBIAN/control" <<EOF
+{
+	cat <<EOF
 Package: fabcheck
 Version: $version
 Architecture: amd64
 Maintainer: $maintainer
 Installed-Size: $(du -sk --exclude=DEBIAN "$deb_root" | cut -f1)
 Depends: libc6 (>= $min_glibc)
-Recommends: rdma-core, ibverbs-providers, infiniband-diags
+Recommends: rdma-core, ibverbs-providers, librdmacm1, infiniband-diags, ethtool
+Suggests: mstflint
 Section: net
 Priority: optional
+EOF
+	[[ -n $homepage_deb ]] && echo "$homepage_deb"
+	cat <<EOF
 Description: $summary
  A native, verbs-level RDMA fabric validator: device and port inventory,
  the bring-up checklist with causes and remedies, RC latency and bandwidth
@@ -159,9 +268,35 @@ Description: $summary
  libibverbs, librdmacm and the MAD libraries are loaded at run time: without
  rdma-core it still runs and says what to install.
 EOF
+} >"$deb_root/DEBIAN/control"
 (cd "$deb_root" && find usr -type f -print0 | sort -z | xargs -0 md5sum >DEBIAN/md5sums)
 deb=$dist/fabcheck_${version}_amd64.deb
 dpkg-deb --root-owner-group -Zxz --build "$deb_root" "$deb" >/dev/null
+
+# fabcheck-dbgsym: the debug info where gdb and debuginfod look for it, by build id (as
+# debhelper's automatic -dbgsym packages are laid out).
+dbg_root=$work/dbgsym
+dbg_file=$dbg_root/usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug
+install -D -m 0644 "$debug" "$dbg_file"
+mkdir -p "$dbg_root/usr/share/doc" "$dbg_root/DEBIAN"
+ln -s fabcheck "$dbg_root/usr/share/doc/fabcheck-dbgsym"
+cat >"$dbg_root/DEBIAN/control" <<EOF
+Package: fabcheck-dbgsym
+Source: fabcheck
+Version: $version
+Auto-Built-Package: debug-symbols
+Architecture: amd64
+Maintainer: $maintainer
+Installed-Size: $(du -sk --exclude=DEBIAN "$dbg_root" | cut -f1)
+Depends: fabcheck (= $version)
+Section: debug
+Priority: optional
+Description: debug symbols for fabcheck
+Build-Ids: $build_id
+EOF
+(cd "$dbg_root" && find usr -type f -print0 | sort -z | xargs -0 md5sum >DEBIAN/md5sums)
+dbgsym=$dist/fabcheck-dbgsym_${version}_amd64.deb
+dpkg-deb --root-owner-group -Zxz --build "$dbg_root" "$dbgsym" >/dev/null
 
 # .rpm: rpmbuild packs the same tree; no automatic requirements (only glibc, stated).
 rpm_root=$work/rpm-root
@@ -174,18 +309,26 @@ Version: $version
 Release: 1
 Summary: $summary
 License: Apache-2.0
+Group: Applications/System
 Packager: $maintainer
+EOF
+	[[ -n $homepage_rpm ]] && echo "$homepage_rpm"
+	cat <<EOF
 BuildArch: x86_64
 AutoReqProv: no
 Requires: glibc >= $min_glibc
 Recommends: rdma-core
 Recommends: libibverbs
+Recommends: librdmacm
 Recommends: infiniband-diags
+Recommends: ethtool
+Suggests: mstflint
 
 %description
-A native, verbs-level RDMA fabric validator: device and port inventory, the bring-up checklist
-with causes and remedies, RC latency and bandwidth between nodes, whole-cluster meshes and the
-InfiniBand subnet over MADs. libibverbs, librdmacm and the MAD libraries are loaded at run time:
+A native, verbs-level RDMA fabric validator: device and port inventory,
+the bring-up checklist with causes and remedies, RC latency and bandwidth
+between nodes, whole-cluster meshes and the InfiniBand subnet over MADs.
+libibverbs, librdmacm and the MAD libraries are loaded at run time:
 without rdma-core it still runs and says what to install.
 
 %install
@@ -200,8 +343,9 @@ EOF
 		*) echo "$f" ;;
 		esac
 	done)
-	echo "%dir /usr/share/doc/fabcheck"
-	echo "%dir /usr/share/fabcheck"
+	# Every directory of its own, so `rpm -e` leaves none behind.
+	(cd "$rpm_root" && find ./usr/share/doc/fabcheck ./usr/share/fabcheck -type d | sed 's|^\.||' | sort | sed 's|^|%dir |')
+	printf '%s\n' "" "%changelog" "* $rpm_date $maintainer - $version-1" "- Release $version (commit $commit)."
 } >"$work/rpm/SPECS/fabcheck.spec"
 rpmbuild --quiet -bb "$work/rpm/SPECS/fabcheck.spec" \
 	--define "_topdir $work/rpm" --define '_build_id_links none' --define 'debug_package %{nil}' \
@@ -249,9 +393,10 @@ verify "tar.gz" "$v/tar/$name"
 
 dpkg-deb -x "$deb" "$v/deb"
 verify ".deb (dpkg-deb -x)" "$v/deb/usr"
-fields=$(dpkg-deb -f "$deb" Depends Recommends)
+fields=$(dpkg-deb -f "$deb" Depends Recommends Suggests)
 grep -q '^Depends: libc6 (>= 2.28)$' <<<"$fields" || fail ".deb: Depends is not libc6 (>= 2.28) alone: $fields"
-grep -q '^Recommends: rdma-core, ibverbs-providers, infiniband-diags$' <<<"$fields" || fail ".deb: Recommends: $fields"
+grep -q '^Recommends: rdma-core, ibverbs-providers, librdmacm1, infiniband-diags, ethtool$' <<<"$fields" || fail ".deb: Recommends: $fields"
+grep -q '^Suggests: mstflint$' <<<"$fields" || fail ".deb: Suggests: $fields"
 grep -qiE 'Depends:.*(rdma|ibverbs|infiniband)' <<<"$fields" && fail ".deb hard-depends on an RDMA package: $fields"
 # Installed for real, into a scratch dpkg root (no maintainer scripts, so nothing runs; the host's
 # own dpkg database is not touched), then removed: it must leave nothing behind.
@@ -273,8 +418,43 @@ verify ".rpm (rpm2cpio)" "$v/rpm/usr"
 requires=$(rpm -qp --requires "$rpm" 2>/dev/null | grep -v '^rpmlib(' | tr '\n' ' ')
 recommends=$(rpm -qp --recommends "$rpm" 2>/dev/null | tr '\n' ' ')
 [[ $requires == "glibc >= 2.28 " ]] || fail ".rpm requires '$requires', not glibc >= 2.28 alone"
-[[ $recommends == "infiniband-diags libibverbs rdma-core " || $recommends == "rdma-core libibverbs infiniband-diags " ]] ||
+[[ $(tr ' ' '\n' <<<"$recommends" | sort | xargs) == "ethtool infiniband-diags libibverbs librdmacm rdma-core" ]] ||
 	fail ".rpm recommends '$recommends'"
+# Installed into and erased from a scratch rpm root: it must leave no file and no directory of its own.
+rroot=$v/rpm-root
+mkdir -p "$rroot"
+if rpm --root "$rroot" --dbpath /var/lib/rpm --nodeps --noscripts -i "$rpm" >"$v/rpm.log" 2>&1; then
+	verify ".rpm (rpm -i)" "$rroot/usr"
+	rpm --root "$rroot" --dbpath /var/lib/rpm --nodeps --noscripts -e fabcheck >>"$v/rpm.log" 2>&1 || fail ".rpm: rpm -e failed: $(cat "$v/rpm.log")"
+	left=$(find "$rroot" -path "$rroot/var" -prune -o \( -type f -o -path '*fabcheck*' \) -print | head -n 5)
+	[[ -z $left ]] || fail ".rpm: rpm -e left behind: $left"
+else
+	fail ".rpm: rpm -i into a scratch root failed: $(cat "$v/rpm.log")"
+fi
+
+# The distributions' own linters: no lintian error (E:) on either .deb, no rpmlint error but the
+# signature (these packages are signed, if at all, by whoever publishes them).
+if command -v lintian >/dev/null; then
+	for pkg in "$deb" "$dbgsym"; do
+		out=$(lintian --tag-display-limit 0 "$pkg" 2>&1 || true)
+		errors=$(grep '^E:' <<<"$out" || true)
+		[[ -z $errors ]] || fail "lintian $(basename "$pkg"): $errors"
+		say "lintian $(basename "$pkg"): $(grep -c '^E:' <<<"$out") errors, $(grep -c '^W:' <<<"$out") warnings"
+	done
+else
+	fail "lintian is not installed (tests/deps.sh installs it)"
+fi
+if command -v rpmlint >/dev/null; then
+	out=$(rpmlint "$rpm" 2>&1 || true)
+	errors=$(grep -E '^[^ ]+: E: ' <<<"$out" | grep -vE 'E: no-signature' || true)
+	[[ -z $errors ]] || fail "rpmlint $(basename "$rpm"): $errors"
+	say "rpmlint $(basename "$rpm"): $(tail -n 1 <<<"$out")"
+else
+	fail "rpmlint is not installed (tests/deps.sh installs it)"
+fi
+# The dbgsym package holds the debug file under the binary's build id.
+dbg_list=$(dpkg-deb -c "$dbgsym")
+grep -q "usr/lib/debug/.build-id/${build_id:0:2}/${build_id:2}.debug" <<<"$dbg_list" || fail "fabcheck-dbgsym lacks the debug file of build id $build_id"
 
 # A node without rdma-core: a root holding only the binary, the libraries ldd lists and the loader.
 chroot_test() {

@@ -5,7 +5,7 @@
 # fabric: the MAD library headers (bindgen), and ibsim + OpenSM for the ibsim tier.
 # Guest for the Soft-RoCE tier: qemu, busybox, kmod (the kernel itself comes via soft-roce-setup.sh).
 # Packages (dist/package.sh): binutils (objcopy, readelf), rpmbuild, rpm2cpio and cpio, man and groff
-# to render the man pages, python3-venv for zig and cargo-zigbuild from PyPI.
+# to render the man pages, python3-venv for zig and cargo-zigbuild from PyPI, lintian and rpmlint.
 # The exporter's tests: prometheus (the server, and promtool for `check metrics` and `test rules`).
 set -euo pipefail
 packages=(
@@ -13,7 +13,7 @@ packages=(
 	rdma-core ibverbs-providers ibverbs-utils rdmacm-utils infiniband-diags perftest iproute2 util-linux
 	libibumad-dev libibmad-dev libibnetdisc-dev ibsim-utils opensm
 	qemu-system-x86 busybox-static kmod python3 shellcheck
-	binutils rpm rpm2cpio cpio man-db groff-base python3-venv
+	binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint
 	prometheus
 )
 missing=()

@@ -222,9 +222,11 @@ fn secret_file(pod: &Value, container: &Value) -> String {
     format!("{}/{}", s(&mount["mountPath"], "mountPath"), s(&item["path"], "path"))
 }
 
-#[test]
-fn kubernetes_manifests_parse_and_run_fabchecks_own_command_lines() {
-    let agents = documents("contrib/k8s/agents.yaml");
+/// The agents' DaemonSet file `rel`: its documents parse, the pod listens off loopback with the
+/// token, and it can open the RDMA devices: privileged with `/dev/infiniband` mounted, or
+/// unprivileged with an RDMA device plugin's resource requested. Returns the port and the Service.
+fn check_agents(rel: &str) -> (u64, Value) {
+    let agents = documents(rel);
     let kinds: Vec<(&str, &str)> = agents.iter().map(|d| (s(&d["apiVersion"], "apiVersion"), s(&d["kind"], "kind"))).collect();
     assert_eq!(kinds, vec![("v1", "Namespace"), ("apps/v1", "DaemonSet"), ("v1", "Service")]);
     for d in &agents {
@@ -250,14 +252,32 @@ fn kubernetes_manifests_parse_and_run_fabchecks_own_command_lines() {
     assert_eq!(secret_file(pod, container), flag(serve, "--token-file"));
     let caps = strings(&container["securityContext"]["capabilities"]["add"], "capabilities.add");
     assert!(caps.contains(&"IPC_LOCK".to_string()), "{caps:?}");
-    let ib = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["hostPath"]["path"] == "/dev/infiniband").expect("/dev/infiniband hostPath");
-    assert!(container["volumeMounts"].as_sequence().unwrap().iter().any(|m| m["name"] == ib["name"] && m["mountPath"] == "/dev/infiniband"));
+    let privileged = container["securityContext"]["privileged"].as_bool() == Some(true);
+    let plugin = |what: &str| {
+        container["resources"][what].as_mapping().is_some_and(|m| m.keys().any(|k| k.as_str().is_some_and(|k| k.starts_with("rdma/"))))
+    };
+    if privileged {
+        let ib = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["hostPath"]["path"] == "/dev/infiniband").expect("/dev/infiniband hostPath");
+        assert!(container["volumeMounts"].as_sequence().unwrap().iter().any(|m| m["name"] == ib["name"] && m["mountPath"] == "/dev/infiniband"));
+    } else {
+        assert!(plugin("limits") && plugin("requests"), "{rel}: unprivileged, so it must request an RDMA device plugin resource to open /dev/infiniband");
+    }
     assert_eq!(container["ports"][0]["containerPort"].as_u64(), Some(port));
 
-    let svc = &agents[2];
+    let svc = agents[2].clone();
     assert_eq!(s(&svc["spec"]["clusterIP"], "clusterIP"), "None", "headless: its DNS name lists every agent");
     assert_eq!(&svc["spec"]["selector"], &ds["spec"]["selector"]["matchLabels"]);
     assert_eq!(svc["spec"]["ports"][0]["port"].as_u64(), Some(port));
+    (port, svc)
+}
+
+#[test]
+fn kubernetes_manifests_parse_and_run_fabchecks_own_command_lines() {
+    // Two ways to give the agents their devices, each complete: privileged, or the device plugin.
+    let (port, svc) = check_agents("contrib/k8s/agents.yaml");
+    assert_eq!(check_agents("contrib/k8s/agents-rdma-shared-dev.yaml").0, port);
+    let privileged = &documents("contrib/k8s/agents.yaml")[1]["spec"]["template"]["spec"]["containers"][0]["securityContext"]["privileged"];
+    assert_eq!(privileged.as_bool(), Some(true), "agents.yaml as shipped opens the devices (privileged)");
 
     let job = documents("contrib/k8s/mesh-job.yaml");
     assert_eq!(job.len(), 1);
@@ -344,6 +364,14 @@ fn dockerfile_is_multi_stage_pinned_and_ends_in_fabcheck() {
         }
         if op == "RUN" && rest.contains("apt-get install") {
             assert!(rest.contains("--no-install-recommends") && rest.contains("rm -rf /var/lib/apt/lists"), "RUN {rest}");
+            // Every package pinned to a version (hadolint DL3008), through an ARG declared up front.
+            let install = rest.split("apt-get install").nth(1).unwrap().split("&&").next().unwrap();
+            for word in install.split_whitespace().filter(|w| !w.starts_with('-')) {
+                let (pkg, version) = word.split_once('=').unwrap_or_else(|| panic!("RUN apt-get install {word}: pin its version (DL3008)"));
+                let var = version.trim_matches('"').strip_prefix("${").and_then(|v| v.strip_suffix('}'));
+                let var = var.unwrap_or_else(|| panic!("{pkg}: pin through an ARG, as the others: {version}"));
+                assert!(args_before_from.iter().any(|a| a == var), "{pkg}={version}: ARG {var} must be declared before the first FROM");
+            }
         }
     }
     let run_final: String = last_stage.iter().filter(|(op, _)| op == "RUN").map(|(_, r)| r.as_str()).collect::<Vec<_>>().join(" ");
