@@ -197,7 +197,9 @@ pub fn read(root: &Path) -> Option<PciTree> {
         }
     };
     let devices = canon_root.join("devices");
-    let reader = Reader { root: &canon_root, devices: &devices };
+    // Every attribute and config file is read inside the tree (`sys::beneath`): a bundle's
+    // `config -> /etc/shadow` is refused, not read.
+    let reader = Reader { root: &canon_root, given: root, devices: &devices, tree: crate::sys::beneath::Tree::new(canon_root.clone()) };
 
     // Every listed function and every bridge above it, each read once from its real folder.
     let mut dirs: BTreeMap<String, (String, Vec<String>, PathBuf)> = BTreeMap::new();
@@ -279,8 +281,11 @@ pub fn read(root: &Path) -> Option<PciTree> {
 }
 
 struct Reader<'a> {
+    /// The tree's root, canonical; `given` is the root as named (paths may be built on either).
     root: &'a Path,
+    given: &'a Path,
     devices: &'a Path,
+    tree: crate::sys::beneath::Tree,
 }
 
 /// Where a link lands: its host bridge and the BDFs from the root port down to it.
@@ -370,7 +375,7 @@ impl Reader<'_> {
             max_width: read("max_link_width", Area::Link).and_then(|t| t.parse().ok()),
         };
         let config_path = dir.join("config");
-        let config = match if read_config { bounded(&config_path, config::EXTENDED_LEN as u64) } else { Ok(None) } {
+        let config = match if read_config { self.bounded(&config_path, config::EXTENDED_LEN as u64) } else { Ok(None) } {
             Ok(None) if !read_config => ConfigRead::NotRead,
             Ok(None) => ConfigRead::Missing,
             Ok(Some(bytes)) => match config::parse(&bytes) {
@@ -385,7 +390,20 @@ impl Reader<'_> {
 
     /// A text attribute, trimmed; `Ok(None)` when absent (as a failed read leaves it in a capture).
     fn text(&self, path: &Path) -> Result<Option<String>, String> {
-        Ok(bounded(path, TEXT_LIMIT)?.map(|b| String::from_utf8_lossy(&b).trim().to_string()))
+        Ok(self.bounded(path, TEXT_LIMIT)?.map(|b| String::from_utf8_lossy(&b).trim().to_string()))
+    }
+
+    /// At most `limit` bytes of regular file `path` (under the root), read inside the tree: a
+    /// link out of it, or a `..` above it, is refused. `Ok(None)` when it does not exist.
+    fn bounded(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
+        let Some(rel) = path.strip_prefix(self.root).or_else(|_| path.strip_prefix(self.given)).ok() else {
+            return Err(format!("{} is not inside the tree being read", path.display()));
+        };
+        match self.tree.read_bytes(rel, limit) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.is_not_found() => Ok(None),
+            Err(e) => Err(e.reason()),
+        }
     }
 }
 

@@ -8,7 +8,6 @@ use super::firmware::{self, FwConfig};
 use super::fw_cache::FwCache;
 use super::model::{Device, Inventory};
 use super::Source;
-use crate::sys::fs::read_text;
 use std::path::Path;
 use std::time::Duration;
 
@@ -57,12 +56,15 @@ pub fn attach(inventory: &mut Inventory, source: &Source) -> FwSummary {
 }
 
 fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
-    let dir = root.join("tools/mlxconfig");
     if !root.join("tools").is_dir() {
         return FwSummary::default();
     }
     let mut summary = FwSummary { looked: true, tool: None, unread: Vec::new() };
-    let files: Vec<String> = crate::sys::fs::list_dir(&dir)
+    // Inside the bundle only (`sys::beneath`): a capture that links out of it is refused.
+    let bundle = crate::sys::beneath::Tree::new(root.to_path_buf());
+    let rel = Path::new("tools/mlxconfig");
+    let files: Vec<String> = bundle
+        .list_dir(rel)
         .unwrap_or_default()
         .into_iter()
         .filter_map(|n| n.into_string().ok())
@@ -83,7 +85,7 @@ fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
                 continue;
             }
         };
-        match read_text(&dir.join(&file), TOOL_OUTPUT_CAP) {
+        match bundle.read_text(&rel.join(&file), TOOL_OUTPUT_CAP) {
             Ok(text) => match firmware::parse_query(&text) {
                 Some(all) => device.fw_config = Some(firmware::reported(&all)),
                 None => summary.unread.push((device.name.clone(), format!("tools/mlxconfig/{file} holds no configuration table"))),

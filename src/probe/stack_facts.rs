@@ -77,7 +77,9 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
                 // Before tools/: only what sysfs holds (IPoIB interfaces, their addresses unknown).
                 return StackFacts { firmware, ipoib: ipoib_states(inventory, root, |_| None), ..StackFacts::default() };
             }
-            let text = |rel: &str| read_text(&tools.join(rel), TOOL_OUTPUT_CAP).ok();
+            // Inside the bundle only (`sys::beneath`): a saved output that links out is not read.
+            let bundle = crate::sys::beneath::Tree::new(root.clone());
+            let text = |rel: &str| bundle.read_text(&Path::new("tools").join(rel), TOOL_OUTPUT_CAP).ok();
             let modules = ofed::JUDGED
                 .iter()
                 .map(|m| ModuleState {

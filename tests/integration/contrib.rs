@@ -253,14 +253,16 @@ fn check_agents(rel: &str) -> (u64, Value) {
     let caps = strings(&container["securityContext"]["capabilities"]["add"], "capabilities.add");
     assert!(caps.contains(&"IPC_LOCK".to_string()), "{caps:?}");
     let privileged = container["securityContext"]["privileged"].as_bool() == Some(true);
-    let plugin = |what: &str| {
-        container["resources"][what].as_mapping().is_some_and(|m| m.keys().any(|k| k.as_str().is_some_and(|k| k.starts_with("rdma/"))))
-    };
+    let plugin =
+        |what: &str| container["resources"][what].as_mapping().is_some_and(|m| m.keys().any(|k| k.as_str().is_some_and(|k| k.starts_with("rdma/"))));
     if privileged {
         let ib = pod["volumes"].as_sequence().unwrap().iter().find(|v| v["hostPath"]["path"] == "/dev/infiniband").expect("/dev/infiniband hostPath");
         assert!(container["volumeMounts"].as_sequence().unwrap().iter().any(|m| m["name"] == ib["name"] && m["mountPath"] == "/dev/infiniband"));
     } else {
-        assert!(plugin("limits") && plugin("requests"), "{rel}: unprivileged, so it must request an RDMA device plugin resource to open /dev/infiniband");
+        assert!(
+            plugin("limits") && plugin("requests"),
+            "{rel}: unprivileged, so it must request an RDMA device plugin resource to open /dev/infiniband"
+        );
     }
     assert_eq!(container["ports"][0]["containerPort"].as_u64(), Some(port));
 

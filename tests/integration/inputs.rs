@@ -186,6 +186,23 @@ fn a_bundle_link_out_of_its_root_is_refused_and_named() {
 }
 
 #[test]
+fn a_pci_config_link_out_of_the_bundle_is_refused_not_parsed() {
+    // The GPU readiness rules read the PCI tree: a GPU's `config` that leads outside the bundle
+    // is refused and named, never read (it would be parsed as that GPU's config space).
+    let tree = bundle("gpu-hgx-healthy", "pci-escape");
+    let gpu = tree.join("devices/pci0000:bd/0000:bd:01.0/0000:be:00.0/0000:bf:03.0/0000:c3:00.0");
+    assert_eq!(std::fs::read_to_string(gpu.join("vendor")).unwrap().trim(), "0x10de", "fixture layout changed");
+    let outside = tree.parent().unwrap().join("outside-config");
+    std::fs::copy(gpu.join("config"), &outside).unwrap();
+    std::fs::remove_file(gpu.join("config")).unwrap();
+    std::os::unix::fs::symlink(&outside, gpu.join("config")).unwrap();
+    let (_, doc) = check_json(&tree, &[]);
+    let named = findings(&doc, "pcie.link");
+    let f = named.iter().find(|f| f["subject"] == "0000:c3:00.0").unwrap_or_else(|| panic!("the GPU's config is not named: {named:#?}"));
+    assert!(f["message"].as_str().unwrap().contains("leads outside the tree"), "{f}");
+}
+
+#[test]
 fn a_netdev_name_that_is_a_path_is_refused() {
     let tree = bundle("roce-healthy-cx7", "ndevs");
     let ndevs = tree.join("class/infiniband/mlx5_0/ports/1/gid_attrs/ndevs");
