@@ -241,6 +241,14 @@ pub struct PairArgs {
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,
+    /// A previous JSON document of this command (its `--json` output): a bandwidth or message
+    /// rate more than --regression percent below it, or a latency p50 more than that above it,
+    /// is a warning (pair.regression; mesh: a regression suspect).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the change, in percent, that counts as a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub regression: f64,
     #[command(flatten)]
     pub progress: ProgressFlags,
     /// Also write every result as CSV to FILE (one row per test, direction and size).
@@ -314,6 +322,14 @@ pub struct MeshArgs {
     /// One JSON document on stdout (schema fabcheck.mesh.v1).
     #[arg(long)]
     pub json: bool,
+    /// A previous JSON document of this command (its `--json` output): a bandwidth or message
+    /// rate more than --regression percent below it, or a latency p50 more than that above it,
+    /// is a warning (pair.regression; mesh: a regression suspect).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the change, in percent, that counts as a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub regression: f64,
     /// Which pairs to measure: all-pairs, shift, ring or random:K (default: all-pairs up to
     /// 64 endpoints, shift above).
     #[arg(long, value_name = "PATTERN")]

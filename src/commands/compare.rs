@@ -5,29 +5,16 @@ use crate::cli::CompareArgs;
 use crate::compare::{self, render};
 use crate::error::{Failure, Outcome, Stop};
 use crate::report;
-use std::path::Path;
-
-/// Largest document read: a mesh of thousands of endpoints is tens of megabytes.
-const DOCUMENT_CAP: u64 = 256 << 20;
 
 pub fn run(args: &CompareArgs) -> Result<Outcome, Stop> {
     if !(args.regression.is_finite() && args.regression >= 0.0) {
         return Err(Failure::usage(format!("--regression {} is not a percentage (0 or more)", args.regression)).into());
     }
-    let old = read(&args.old)?;
-    let new = read(&args.new)?;
+    let old = super::baseline::read_document(&args.old)?;
+    let new = super::baseline::read_document(&args.new)?;
     let comparison = compare::compare(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
     let (old_source, new_source) =
         (render::Source::of(&args.old.display().to_string(), &old), render::Source::of(&args.new.display().to_string(), &new));
     let view = render::CompareReport { baseline: &old_source, current: &new_source, comparison: &comparison };
     Ok(report::output::deliver(&view, args.json)?)
-}
-
-fn read(path: &Path) -> Result<serde_json::Value, Failure> {
-    let text = crate::sys::fs::read_text(path, DOCUMENT_CAP).map_err(|e| {
-        Failure::new(format!("cannot read {}: {}", path.display(), e.reason()), "give the JSON document a pair or mesh run wrote with --json")
-    })?;
-    serde_json::from_str(&text).map_err(|e| {
-        Failure::new(format!("{} is not a JSON document ({e})", path.display()), "give the JSON document a pair or mesh run wrote with --json")
-    })
 }

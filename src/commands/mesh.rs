@@ -15,8 +15,13 @@ use std::time::Duration;
 
 pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
     let config = configure(args)?;
+    // Read and checked before any pair runs: a wrong baseline is exit 2 at once.
+    let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.mesh.v1")?;
     let json = config.json;
-    let run = mesh::run(config, &mut *super::progress::sink(&args.progress))?;
+    let mut run = mesh::run(config, &mut *super::progress::sink(&args.progress))?;
+    if let Some(baseline) = &baseline {
+        regression_suspects(&mut run.report, baseline)?;
+    }
     // The results first: a side file that cannot be written must not throw the run away.
     let outcome = crate::report::output::deliver(&run.report, json)?;
     if let Some(failure) = run.could_not_run {
@@ -102,4 +107,32 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
 fn read_topology(path: &std::path::Path) -> Result<Topology, Failure> {
     let cabling = crate::fabric::topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
     Topology::from_cabling(&cabling).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
+}
+
+/// `--baseline`: each node most of whose pairs regressed since the baseline, and each other
+/// pair that regressed, as a suspect of severity `warning` whose reason starts `regression:`
+/// (the mesh still passes unless `--fail-on warning`).
+fn regression_suspects(report: &mut crate::mesh::MeshReport, baseline: &super::baseline::Baseline) -> Result<(), Failure> {
+    use crate::mesh::analysis::{Suspect, SuspectKind};
+    let current = crate::report::Document::value(&*report).map_err(|why| Failure::new(why, "check TMPDIR (the pair records' spool)"))?;
+    let comparison = baseline.compare(&current)?;
+    let when = |r: &crate::compare::Regression| r.baseline_time.as_deref().map(|t| format!(" (baseline of {t})")).unwrap_or_default();
+    for node in &comparison.slowed {
+        let since = comparison.regressions.iter().find(|r| r.key.a == node.endpoint || r.key.b == node.endpoint).map(when).unwrap_or_default();
+        report.doc.suspects.push(Suspect::warning(
+            SuspectKind::Node,
+            node.endpoint.clone(),
+            format!(
+                "regression: {} of its {} pairs slower than the baseline by more than {}%{since}",
+                node.regressed_pairs, node.pairs, comparison.regression_pct
+            ),
+        ));
+    }
+    for r in &comparison.regressions {
+        if comparison.slowed.iter().any(|n| r.key.a == n.endpoint || r.key.b == n.endpoint) {
+            continue;
+        }
+        report.doc.suspects.push(Suspect::warning(SuspectKind::Link, format!("{}<->{}", r.key.a, r.key.b), format!("regression: {}", r.message)));
+    }
+    Ok(())
 }

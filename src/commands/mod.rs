@@ -1,5 +1,6 @@
 //! One function per command: turn validated flags into work and an outcome.
 
+mod baseline;
 mod check;
 mod compare;
 mod devices;

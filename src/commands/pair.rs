@@ -11,8 +11,15 @@ use std::time::Duration;
 
 pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
     let config = configure(args)?;
+    // Read and checked before any test runs: a wrong baseline is exit 2 at once.
+    let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.pair.v1")?;
     let json = config.json;
-    let run = pair::run(config, &mut *super::progress::sink(&args.progress))?;
+    let mut run = pair::run(config, &mut *super::progress::sink(&args.progress))?;
+    if let Some(baseline) = &baseline {
+        let current = crate::report::Document::value(&run.report).map_err(|why| Failure::new(why, "report this as a bug"))?;
+        let comparison = baseline.compare(&current)?;
+        run.report.doc.findings.extend(comparison.regressions.iter().map(super::baseline::finding));
+    }
     let outcome = crate::report::output::deliver(&run.report, json)?;
     // The side files after the results, so one that cannot be written loses nothing else.
     let pass = run.report.doc.verdict == crate::diagnose::Verdict::Pass;

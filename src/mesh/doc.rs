@@ -34,6 +34,10 @@ pub struct MeshDoc {
     pub schema: String,
     pub verdict: Verdict,
     pub endpoints: Vec<String>,
+    /// The host each endpoint's agent reported, where it reported one (endpoint as given ->
+    /// host): what `--baseline` and `fabcheck compare` match on when ports change.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub hosts: std::collections::BTreeMap<String, String>,
     pub pairs: Vec<PairRecord>,
     pub suspects: Vec<Suspect>,
     /// Endpoints whose agent could not be reached, and why.
@@ -95,6 +99,7 @@ impl MeshReport {
             schema: &doc.schema,
             verdict: verdict.unwrap_or(doc.verdict),
             endpoints: &doc.endpoints,
+            hosts: &doc.hosts,
             pairs: &self.pairs,
             suspects: &doc.suspects,
             unreachable: &doc.unreachable,
@@ -110,6 +115,8 @@ struct Out<'a> {
     schema: &'a str,
     verdict: Verdict,
     endpoints: &'a [String],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    hosts: &'a std::collections::BTreeMap<String, String>,
     pairs: &'a spool::Pairs,
     suspects: &'a [Suspect],
     #[serde(skip_serializing_if = "<[Unreachable]>::is_empty")]
@@ -131,7 +138,7 @@ impl Document for MeshReport {
     /// A flaky link (bad, then good on retest) is the lesser suspect: the one `--fail-on
     /// warning` is about. (Every suspect fails the verdict today.)
     fn has_warning(&self) -> bool {
-        self.doc.suspects.iter().any(Suspect::is_flaky)
+        self.doc.suspects.iter().any(|s| s.is_flaky() || !s.is_error())
     }
 
     fn human(&self) -> String {
@@ -167,6 +174,7 @@ mod tests {
             schema: "fabcheck.mesh.v1".into(),
             verdict: Verdict::Pass,
             endpoints: vec!["n1".into(), "n2".into()],
+            hosts: Default::default(),
             pairs: Vec::new(),
             suspects: Vec::new(),
             unreachable: Vec::new(),

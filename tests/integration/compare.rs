@@ -178,3 +178,59 @@ fn documents_that_cannot_be_compared_are_exit_2_naming_why() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn mesh_baseline_flag_names_the_node_that_slowed_as_a_warning_suspect() {
+    let dir = scratch("mesh-flag");
+    let old = {
+        let sim = Sim::start(&dir, "old", 6, &[]);
+        mesh_doc(&sim, "write_bw")
+    };
+    // The 0.3 mesh document says which host each agent reported: what matches across ports.
+    assert_eq!(old["hosts"].as_object().map(|m| m.len()), Some(6), "{}", old["hosts"]);
+    let old_file = write(&dir.join("old.json"), &old);
+    let sim = Sim::start(&dir, "new", 6, &["--slow-node", "3"]);
+    let mut args = vec!["mesh", "--json", "--tests", "write_bw", "--baseline", &old_file];
+    args.extend(sim.endpoints.iter().map(String::as_str));
+    let out = fabcheck(&args);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
+    let doc = json(&out);
+    let regressed: Vec<&serde_json::Value> =
+        doc["suspects"].as_array().unwrap().iter().filter(|s| s["reason"].as_str().unwrap().starts_with("regression:")).collect();
+    assert_eq!(regressed.len(), 1, "one node slowed, nothing else blamed: {:#?}", doc["suspects"]);
+    assert_eq!((regressed[0]["kind"].as_str(), regressed[0]["severity"].as_str()), (Some("node"), Some("warning")), "{}", regressed[0]);
+    assert!(regressed[0]["subject"].as_str().unwrap().starts_with("n00003"), "{}", regressed[0]);
+    // Every other suspect is the mesh's own judgement, an error as before.
+    assert!(doc["suspects"].as_array().unwrap().iter().filter(|s| !regressed.contains(s)).all(|s| s["severity"] == "error"));
+    // A baseline of another command is refused before any pair runs.
+    let check = fabcheck(&["check", "--json", "--sysfs-root", fixtures_dir().join("hdr-ib-healthy").to_str().unwrap()]);
+    let check_file = write(&dir.join("check.json"), &json(&check));
+    let mut args = vec!["mesh", "--baseline", &check_file];
+    args.extend(sim.endpoints.iter().map(String::as_str));
+    let out = fabcheck(&args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("fabcheck.check.v1"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn pair_baseline_flag_adds_a_regression_warning_naming_both_figures() {
+    let dir = scratch("pair-flag");
+    let old = pair_doc(&Sim::start(&dir, "old", 2, &[]));
+    let old_file = write(&dir.join("old.json"), &old);
+    let sim = Sim::start(&dir, "new", 2, &["--slow-node", "1"]);
+    let out = fabcheck(&["pair", "--json", "--tests", "write_bw,send_lat", "--baseline", &old_file, &sim.endpoints[0], &sim.endpoints[1]]);
+    assert!(out.status.code().is_some_and(|c| c <= 1), "{}", text(&out));
+    let doc = json(&out);
+    let f = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "pair.regression").unwrap_or_else(|| panic!("{}", doc["findings"]));
+    assert_eq!(f["severity"], "warning");
+    assert!(f["message"].as_str().unwrap().contains("below the baseline's"), "{f}");
+    // Against itself: no regression finding.
+    let same = pair_doc(&Sim::start(&dir, "same", 2, &[]));
+    let same_file = write(&dir.join("same.json"), &same);
+    let sim = Sim::start(&dir, "again", 2, &[]);
+    let out =
+        fabcheck(&["pair", "--json", "--tests", "write_bw", "--regression", "90", "--baseline", &same_file, &sim.endpoints[0], &sim.endpoints[1]]);
+    assert!(json(&out)["findings"].as_array().unwrap().iter().all(|f| f["id"] != "pair.regression"), "{}", text(&out));
+    let _ = std::fs::remove_dir_all(&dir);
+}

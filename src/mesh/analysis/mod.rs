@@ -61,15 +61,43 @@ pub struct Suspect {
     /// node, config: the endpoint as given; link: `A<->B`; cluster-wide: `cluster`.
     pub subject: String,
     pub reason: String,
+    /// `error`, or `warning` for a suspect that does not fail the mesh unless `--fail-on
+    /// warning` (a figure that regressed since `--baseline`).
+    #[serde(default = "Severity::error")]
+    pub severity: Severity,
     /// A link bad in the first pass and good on retest: a lesser suspect than the others. Its
     /// reason says so in words (`flaky: ...`); logic reads this, never the words.
     #[serde(skip)]
     pub flaky: bool,
 }
 
+/// How much a suspect weighs (the contract's `severity` of a suspect).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    fn error() -> Severity {
+        Severity::Error
+    }
+}
+
 impl Suspect {
     pub fn new(kind: SuspectKind, subject: impl Into<String>, reason: impl Into<String>) -> Suspect {
-        Suspect { kind, subject: subject.into(), reason: reason.into(), flaky: false }
+        Suspect { kind, subject: subject.into(), reason: reason.into(), severity: Severity::Error, flaky: false }
+    }
+
+    /// A warning, not an error: the mesh still passes unless `--fail-on warning`.
+    pub fn warning(kind: SuspectKind, subject: impl Into<String>, reason: impl Into<String>) -> Suspect {
+        Suspect { severity: Severity::Warning, ..Suspect::new(kind, subject, reason) }
+    }
+
+    /// Whether this suspect fails the mesh (every suspect but a warning).
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
     }
 
     /// A flaky link (bad in the first pass, good on retest): a lesser suspect than the others.

@@ -52,7 +52,9 @@ pub fn findings(doc: &Value) -> Vec<Listed<'_>> {
     // mesh: suspects are its findings, then the endpoints that could not be reached.
     if let Some(list) = doc["suspects"].as_array() {
         for s in list {
-            out.push(Listed { id: "mesh.suspect", severity: Severity::Error, subject: text(&s["subject"]), message: text(&s["reason"]) });
+            // A suspect says its severity (a regression since --baseline is a warning).
+            let severity = if s["severity"] == "warning" { Severity::Warning } else { Severity::Error };
+            out.push(Listed { id: "mesh.suspect", severity, subject: text(&s["subject"]), message: text(&s["reason"]) });
         }
     }
     if let Some(list) = doc["unreachable"].as_array() {
