@@ -72,6 +72,39 @@ pub const PORT_CAPACITY: Metric =
 pub const PORT_TRAINED_LOW: Metric =
     gauge("fabcheck_port_trained_below_supported", "", "1 when the link trained below the width or speed the port supports.");
 pub const PORT_MTU: Metric = gauge("fabcheck_port_mtu_bytes", "", "Active MTU of the port, when the source says.");
+// The physical layer (`Port.phy`, Ethernet ports with ethtool reports), each written only where
+// the figure was read. Data counts are bytes, optical power watts, bias amperes.
+pub const PHY_FEC_INFO: Metric = gauge("fabcheck_port_phy_fec_info", "mode", "Always 1; the FEC the link runs (RS-544, RS-528, BaseR, LLRS, off).");
+pub const PHY_BER_RAW: Metric =
+    gauge("fabcheck_port_phy_ber_raw_ratio", "", "Pre-FEC bit error ratio: bits the FEC corrected over bits received, since the counters began.");
+pub const PHY_BER_EFFECTIVE: Metric =
+    gauge("fabcheck_port_phy_ber_effective_ratio", "", "Post-FEC bit error ratio: symbol errors the FEC could not correct over bits received.");
+pub const PHY_SYMBOL_ERRORS: Metric = counter("fabcheck_port_phy_symbol_errors_total", "", "Symbol errors the FEC could not correct (ethtool -S).");
+pub const PHY_CORRECTED_BITS: Metric =
+    counter("fabcheck_port_phy_corrected_bit_errors_total", "", "Bit errors the FEC corrected (ethtool -S rx_corrected_bits_phy).");
+pub const PHY_RECEIVED: Metric =
+    counter("fabcheck_port_phy_received_bytes_total", "", "Bytes received at the physical layer (the BER's denominator, in bits, divided by 8).");
+pub const PHY_LANE_ERRORS: Metric =
+    counter("fabcheck_port_phy_lane_corrected_errors_total", "lane", "Errors the FEC corrected on the lane (lanes numbered from 1).");
+pub const PHY_FEC_CORRECTED: Metric = counter("fabcheck_port_phy_fec_corrected_blocks_total", "", "FEC codewords (blocks) corrected.");
+pub const PHY_FEC_UNCORRECTABLE: Metric =
+    counter("fabcheck_port_phy_fec_uncorrectable_blocks_total", "", "FEC codewords (blocks) the FEC could not correct.");
+pub const PHY_LINK_DOWN: Metric =
+    counter("fabcheck_port_phy_link_down_events_total", "", "Times the physical link went down (ethtool -S link_down_events_phy).");
+pub const MODULE_INFO: Metric = gauge(
+    "fabcheck_port_module_info",
+    "type,vendor,part,serial,media",
+    "Always 1; the transceiver or cable in the port (labels it does not say are left out).",
+);
+pub const MODULE_TEMPERATURE: Metric = gauge("fabcheck_port_module_temperature_celsius", "", "Temperature the module reports.");
+pub const MODULE_RX_POWER: Metric = gauge(
+    "fabcheck_port_module_rx_power_watts",
+    "lane",
+    "Optical power the module receives on the lane, in watts (1 mW is 0 dBm; a dark lane is 0).",
+);
+pub const MODULE_TX_POWER: Metric =
+    gauge("fabcheck_port_module_tx_power_watts", "lane", "Optical power the module sends on the lane, in watts (1 mW is 0 dBm; a dark lane is 0).");
+pub const MODULE_TX_BIAS: Metric = gauge("fabcheck_port_module_tx_bias_amperes", "lane", "Laser bias current of the lane, in amperes.");
 pub const VERDICT: Metric = gauge("fabcheck_verdict_pass", "", "1 when the last check passed, 0 when it failed.");
 pub const CHECK: Metric = gauge(
     "fabcheck_check_pass",
@@ -106,6 +139,21 @@ pub const TABLE: &[Metric] = &[
     PORT_CAPACITY,
     PORT_TRAINED_LOW,
     PORT_MTU,
+    PHY_FEC_INFO,
+    PHY_BER_RAW,
+    PHY_BER_EFFECTIVE,
+    PHY_SYMBOL_ERRORS,
+    PHY_CORRECTED_BITS,
+    PHY_RECEIVED,
+    PHY_LANE_ERRORS,
+    PHY_FEC_CORRECTED,
+    PHY_FEC_UNCORRECTABLE,
+    PHY_LINK_DOWN,
+    MODULE_INFO,
+    MODULE_TEMPERATURE,
+    MODULE_RX_POWER,
+    MODULE_TX_POWER,
+    MODULE_TX_BIAS,
     VERDICT,
     CHECK,
     FINDING,
@@ -170,7 +218,8 @@ pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
     let family = format!("{prefix}{stem}");
     // OpenMetrics names a counter family without `_total`: a file called `state` would be a
     // second `fabcheck_port_state` family beside the gauge, and the page would not parse.
-    if TABLE.iter().any(|m| m.name == family) {
+    // Nor may it be one of the table's counter families (`phy_symbol_errors` in a hostile tree).
+    if TABLE.iter().any(|m| m.name == family || m.name.strip_suffix("_total") == Some(family.as_str())) {
         return None;
     }
     Some(CounterMetric { name: format!("{family}_total"), scale: 1, help: format!("The port's {}/{file} counter.", dir.folder()) })
@@ -223,5 +272,7 @@ mod tests {
         assert_eq!(counter_metric(CounterDir::Ibta, &"a".repeat(200)), None);
         assert_eq!(counter_metric(CounterDir::Ibta, "state"), None, "would clash with fabcheck_port_state in OpenMetrics");
         assert_eq!(counter_metric(CounterDir::Ibta, "Active"), None);
+        assert_eq!(counter_metric(CounterDir::Ibta, "phy_symbol_errors"), None, "would merge into the phy family");
+        assert_eq!(counter_metric(CounterDir::Ibta, "phy_fec_info"), None, "would clash with the info gauge in OpenMetrics");
     }
 }

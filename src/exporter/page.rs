@@ -5,6 +5,8 @@
 use super::metrics::{self, CounterDir, Kind, Metric};
 use crate::diagnose::{Report, Severity, Status, Verdict};
 use crate::probe::decode::{LinkLayer, PhysState, PortState};
+use crate::probe::module::{Media, Module, DARK_DBM};
+use crate::probe::phy::Phy;
 use crate::probe::{Device, Inventory, Port};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -207,6 +209,9 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
         let labels =
             PortLabels { device: d.name.clone(), port: p.port.to_string(), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
         write_port(f, d, p, &labels);
+        if let Some(phy) = &p.phy {
+            write_phy(f, phy, &labels);
+        }
         if let Some(counters) = reading.counters.iter().find(|c| c.device == d.name && c.port == p.port) {
             for (dir, file, value) in &counters.values {
                 if let Some(m) = metrics::counter_metric(*dir, file) {
@@ -235,6 +240,83 @@ fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels) {
     f.add(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(p.trained_low().is_some()));
     if let Some(mtu) = p.active_mtu {
         f.add(&metrics::PORT_MTU, &labels.with(&[]), f64::from(mtu));
+    }
+}
+
+/// The physical layer's figures as the inventory read them (the refresh thread ran ethtool or
+/// read the bundle's reports; a scrape never does). A figure not read has no series.
+fn write_phy(f: &mut Families, phy: &Phy, labels: &PortLabels) {
+    if let Some(mode) = phy.fec {
+        f.add(&metrics::PHY_FEC_INFO, &labels.with(&[("mode", &mode.to_string())]), 1.0);
+    }
+    let gauges = [(&metrics::PHY_BER_RAW, phy.ber_raw), (&metrics::PHY_BER_EFFECTIVE, phy.ber_effective)];
+    for (metric, value) in gauges {
+        if let Some(v) = value.filter(|v| v.is_finite()) {
+            f.add(metric, &labels.with(&[]), v);
+        }
+    }
+    let counts = [
+        (&metrics::PHY_SYMBOL_ERRORS, phy.symbol_errors.map(|n| n as f64)),
+        (&metrics::PHY_CORRECTED_BITS, phy.corrected_bits.map(|n| n as f64)),
+        (&metrics::PHY_RECEIVED, phy.received_bits.map(|n| n as f64 / 8.0)),
+        (&metrics::PHY_FEC_CORRECTED, phy.fec_corrected_blocks.map(|n| n as f64)),
+        (&metrics::PHY_FEC_UNCORRECTABLE, phy.fec_uncorrectable_blocks.map(|n| n as f64)),
+        (&metrics::PHY_LINK_DOWN, phy.link_down_events.map(|n| n as f64)),
+    ];
+    for (metric, value) in counts {
+        if let Some(v) = value {
+            f.add(metric, &labels.with(&[]), v);
+        }
+    }
+    for (i, errors) in phy.lane_errors.iter().enumerate() {
+        let lane = (i + 1).to_string();
+        f.add(&metrics::PHY_LANE_ERRORS, &labels.with(&[("lane", &lane)]), *errors as f64);
+    }
+    if let Some(m) = &phy.module {
+        write_module(f, m, labels);
+    }
+}
+
+fn write_module(f: &mut Families, m: &Module, labels: &PortLabels) {
+    let media = m.media.map(|x| match x {
+        Media::Copper => "copper",
+        Media::Optical => "optical",
+    });
+    let identity = [
+        ("type", m.kind.as_deref()),
+        ("vendor", m.vendor.as_deref()),
+        ("part", m.part.as_deref()),
+        ("serial", m.serial.as_deref()),
+        ("media", media),
+    ];
+    let identity: Vec<(&str, &str)> = identity.into_iter().filter_map(|(k, v)| Some((k, v.filter(|v| !v.is_empty())?))).collect();
+    f.add(&metrics::MODULE_INFO, &labels.with(&identity), 1.0);
+    if let Some(t) = m.temperature_c.filter(|t| t.is_finite()) {
+        f.add(&metrics::MODULE_TEMPERATURE, &labels.with(&[]), t);
+    }
+    let lanes = [
+        (&metrics::MODULE_RX_POWER, m.rx_power_dbm.as_deref(), dbm_to_watts as fn(f64) -> f64),
+        (&metrics::MODULE_TX_POWER, m.tx_power_dbm.as_deref(), dbm_to_watts),
+        (&metrics::MODULE_TX_BIAS, m.tx_bias_ma.as_deref(), |ma| ma / 1000.0),
+    ];
+    for (metric, values, convert) in lanes {
+        for (i, value) in values.unwrap_or_default().iter().enumerate() {
+            // A lane the module does not report has no series.
+            if let Some(v) = value.filter(|v| v.is_finite()) {
+                let lane = (i + 1).to_string();
+                f.add(metric, &labels.with(&[("lane", &lane)]), convert(v));
+            }
+        }
+    }
+}
+
+/// dBm as watts, Prometheus's base unit (0 dBm is 1 mW); a dark lane ([`DARK_DBM`], which
+/// stands for no light at all) is 0 W.
+fn dbm_to_watts(dbm: f64) -> f64 {
+    if dbm <= DARK_DBM {
+        0.0
+    } else {
+        10f64.powf(dbm / 10.0) / 1000.0
     }
 }
 

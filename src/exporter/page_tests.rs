@@ -184,10 +184,105 @@ fn every_fixed_family_of_the_table_can_appear() {
         render(&r, &s, Exposition::Text)
     };
     all.push_str(&page_with_checks);
+    all.push_str(&render(&reading_of("roce-cx7-phy-clean"), &stats(), Exposition::Text));
+    for phy in ["roce-cx7-dark-lane", "roce-bnxt-clean", "roce-cx6dx-fec-lane"] {
+        all.push_str(&render(&reading_of(phy), &stats(), Exposition::Text));
+    }
     for m in metrics::TABLE {
         if m.name == "fabcheck_port_mtu_bytes" || m.name == "fabcheck_port_supported_rate_bytes_per_second" {
             continue; // sysfs trees do not hold them on InfiniBand; live verbs does
         }
         assert!(all.contains(&format!("# TYPE {} ", m.name)), "{} never written", m.name);
+    }
+}
+
+fn with_phy(phy: Phy) -> Reading {
+    let mut reading = reading_of("roce-healthy-cx7");
+    let inventory = reading.inventory.as_mut().unwrap();
+    let port = &mut inventory.devices[0].ports[0];
+    port.phy = Some(phy);
+    port.netdev = Some("ens2np0".into());
+    reading.gpu_of.clear();
+    reading
+}
+
+#[test]
+fn the_physical_layer_is_written_per_port_and_per_lane() {
+    use crate::probe::fec::FecMode;
+    use crate::probe::module::{Media, Module, DARK_DBM};
+    let module = Module {
+        kind: Some("OSFP".into()),
+        vendor: Some("NVIDIA".into()),
+        part: Some("MMA4Z00-NS400".into()),
+        serial: None,
+        media: Some(Media::Optical),
+        temperature_c: Some(41.5),
+        rx_power_dbm: Some(vec![Some(0.0), Some(DARK_DBM)]),
+        tx_power_dbm: Some(vec![Some(-10.0), None]),
+        tx_bias_ma: Some(vec![Some(6.5), Some(6.6)]),
+        flags: vec![],
+    };
+    let phy = Phy {
+        fec: Some(FecMode::Rs544),
+        ber_raw: Some(2.5e-8),
+        ber_effective: None,
+        symbol_errors: Some(0),
+        corrected_bits: Some(5_123_456),
+        received_bits: Some(800),
+        lane_errors: vec![10, 0, 30, 40],
+        fec_corrected_blocks: Some(120_345),
+        fec_uncorrectable_blocks: None,
+        link_down_events: Some(7),
+        module: Some(module),
+        ..Phy::default()
+    };
+    let reading = with_phy(phy);
+    let page = render(&reading, &stats(), Exposition::Text);
+    let (d, p) = reading.inventory.as_ref().unwrap().ports().next().unwrap();
+    let port = format!(r#"device="{}",port="{}",netdev="ens2np0""#, d.name, p.port);
+    let at = |extra: &str| if extra.is_empty() { port.clone() } else { format!("{port},{extra}") };
+    assert_eq!(value(&page, "fabcheck_port_phy_fec_info", &at(r#"mode="RS-544""#)), 1.0);
+    assert_eq!(value(&page, "fabcheck_port_phy_ber_raw_ratio", &at("")), 2.5e-8);
+    assert_eq!(value(&page, "fabcheck_port_phy_symbol_errors_total", &at("")), 0.0);
+    assert_eq!(value(&page, "fabcheck_port_phy_corrected_bit_errors_total", &at("")), 5_123_456.0);
+    assert_eq!(value(&page, "fabcheck_port_phy_received_bytes_total", &at("")), 100.0);
+    assert_eq!(value(&page, "fabcheck_port_phy_fec_corrected_blocks_total", &at("")), 120_345.0);
+    assert_eq!(value(&page, "fabcheck_port_phy_link_down_events_total", &at("")), 7.0);
+    for (lane, errors) in [(1, 10.0), (2, 0.0), (3, 30.0), (4, 40.0)] {
+        assert_eq!(value(&page, "fabcheck_port_phy_lane_corrected_errors_total", &at(&format!(r#"lane="{lane}""#))), errors);
+    }
+    let info = at(r#"type="OSFP",vendor="NVIDIA",part="MMA4Z00-NS400",media="optical""#);
+    assert_eq!(value(&page, "fabcheck_port_module_info", &info), 1.0);
+    assert_eq!(value(&page, "fabcheck_port_module_temperature_celsius", &at("")), 41.5);
+    assert_eq!(value(&page, "fabcheck_port_module_rx_power_watts", &at(r#"lane="1""#)), 0.001);
+    assert_eq!(value(&page, "fabcheck_port_module_rx_power_watts", &at(r#"lane="2""#)), 0.0, "a dark lane is 0 W");
+    assert!((value(&page, "fabcheck_port_module_tx_power_watts", &at(r#"lane="1""#)) - 1e-4).abs() < 1e-12);
+    assert!((value(&page, "fabcheck_port_module_tx_bias_amperes", &at(r#"lane="2""#)) - 0.0066).abs() < 1e-12);
+    // Not read: no series, never a 0.
+    for absent in ["fabcheck_port_phy_ber_effective_ratio", "fabcheck_port_phy_fec_uncorrectable_blocks_total"] {
+        assert!(!page.contains(&format!("\n{absent}{{")), "{absent} written though not read:\n{page}");
+    }
+    assert!(!samples(&page).iter().any(|(n, l, _)| n == "fabcheck_port_module_tx_power_watts" && l.ends_with(r#"lane="2""#)));
+    assert!(!page.contains("serial="), "a label the module does not say is left out");
+}
+
+#[test]
+fn a_port_without_a_phy_has_no_phy_series() {
+    let page = render(&reading_of("hdr-ib-healthy"), &stats(), Exposition::Text);
+    assert!(!page.contains("fabcheck_port_phy_") && !page.contains("fabcheck_port_module_"), "{page}");
+}
+
+#[test]
+fn a_bundle_with_phy_reports_gives_phy_series() {
+    let page = render(&reading_of("roce-cx7-phy-clean"), &stats(), Exposition::Text);
+    let s = samples(&page);
+    let has = |name: &str| s.iter().any(|(n, _, _)| n == name);
+    for name in [
+        "fabcheck_port_phy_fec_info",
+        "fabcheck_port_phy_fec_corrected_blocks_total",
+        "fabcheck_port_module_info",
+        "fabcheck_port_module_rx_power_watts",
+    ] {
+        assert!(has(name), "no {name} in\n{page}");
     }
 }

@@ -124,9 +124,16 @@ fn promtool_check(page: &str) -> (bool, String) {
 
 #[test]
 fn the_page_passes_promtool_check_metrics_with_no_lint() {
-    for fixture in ["hdr-ib-healthy", "rxe-veth", "roce-healthy-cx7", "ib-down-polling"] {
+    for fixture in ["hdr-ib-healthy", "rxe-veth", "roce-healthy-cx7", "ib-down-polling", "roce-cx7-phy-clean"] {
         let exporter = Exporter::start(&fixtures_dir().join(fixture));
         let page = exporter.metrics();
+        if fixture == "roce-cx7-phy-clean" {
+            // The bundle's ethtool reports: FEC, the module, per-lane optical power.
+            for series in ["fabcheck_port_phy_fec_info{device=", "fabcheck_port_module_info{device=", "fabcheck_port_module_rx_power_watts{device="] {
+                assert!(page.contains(series), "{fixture}: no {series}...}} series:\n{page}");
+            }
+            assert!(page.contains(r#"mode="RS-544""#) && page.contains(r#",lane="1"}"#), "{fixture}: FEC mode or lane label missing:\n{page}");
+        }
         assert!(page.contains("fabcheck_port_active{device="), "{fixture}: no port series:\n{page}");
         assert!(page.contains("\nfabcheck_verdict_pass "), "{fixture}: no check verdict:\n{page}");
         let (ok, said) = promtool_check(&page);
