@@ -249,9 +249,13 @@ fn medians_skip_failed() {
 #[test]
 fn suspects_serialize_as_in_the_contract() {
     let s = Suspect::new(SuspectKind::Node, "n3/mlx5_0", "r");
-    assert_eq!(serde_json::to_string(&s).unwrap(), r#"{"kind":"node","subject":"n3/mlx5_0","reason":"r"}"#);
+    // 0.3: suspects gain `severity` (contract, "Health-check outputs").
+    assert_eq!(serde_json::to_string(&s).unwrap(), r#"{"kind":"node","subject":"n3/mlx5_0","reason":"r","severity":"error"}"#);
+    let w = Suspect::warning(SuspectKind::Node, "n3/mlx5_0", "regression: r");
+    assert_eq!(serde_json::to_string(&w).unwrap(), r#"{"kind":"node","subject":"n3/mlx5_0","reason":"regression: r","severity":"warning"}"#);
+    // A 0.2 document (no severity) reads as an error.
     let back: Suspect = serde_json::from_str(r#"{"kind":"config","subject":"x","reason":"y"}"#).unwrap();
-    assert_eq!(back.kind, SuspectKind::Config);
+    assert_eq!((back.kind, back.severity), (SuspectKind::Config, Severity::Error));
 }
 
 fn settings(fw: &str, mtu: &str) -> Vec<(String, String)> {
