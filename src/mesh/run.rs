@@ -4,7 +4,7 @@
 //! is `pair`'s own test sequence, a state machine the hub's events drive. Nothing here writes
 //! the result: the run returns a [`MeshRun`] and `report::output` delivers it.
 
-use super::analysis::{self, Criteria, PairMeasure};
+use super::analysis::{self, Criteria, PairMeasure, Suspect};
 use super::doc::{MeshDoc, MeshReport, PairRecord, PatternDoc, Timing, Unreachable};
 use super::pattern::{self, Layout, Pattern};
 use super::text::Counts;
@@ -132,7 +132,9 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let unreachable = unreachable(&run, &agents);
     hub.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
-    let verdict = if suspects.is_empty() && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    // Only errors fail the mesh: a flaky link (bad once, good on retest) is a warning, which
+    // `--fail-on warning` turns into a failure (`MeshReport::has_warning`).
+    let verdict = if !suspects.iter().any(Suspect::is_error) && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let doc = MeshDoc {
         schema: "fabcheck.mesh.v1".into(),
         verdict,

@@ -25,13 +25,13 @@ fn mesh_sim() -> PathBuf {
 }
 
 /// A running simulator, killed when dropped.
-struct Sim {
+pub(super) struct Sim {
     child: Child,
-    endpoints: Vec<String>,
+    pub(super) endpoints: Vec<String>,
 }
 
 impl Sim {
-    fn start(dir: &Path, name: &str, agents: usize, faults: &[&str]) -> Sim {
+    pub(super) fn start(dir: &Path, name: &str, agents: usize, faults: &[&str]) -> Sim {
         let hostfile = dir.join(format!("{name}.hosts"));
         let child = Command::new(mesh_sim())
             .args(["--agents", &agents.to_string(), "--hostfile"])
@@ -67,7 +67,7 @@ impl Drop for Sim {
     }
 }
 
-fn scratch(name: &str) -> PathBuf {
+pub(super) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("fabcheck-compare-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -79,7 +79,7 @@ fn write(path: &Path, doc: &serde_json::Value) -> String {
     path.to_str().unwrap().to_string()
 }
 
-fn text(out: &Output) -> String {
+pub(super) fn text(out: &Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
 }
 

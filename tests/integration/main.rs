@@ -8,6 +8,7 @@ mod driver_stack;
 mod exporter;
 mod fabric;
 mod fixtures;
+mod flaky;
 mod formats;
 mod fuzz;
 mod gpu;

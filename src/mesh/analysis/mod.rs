@@ -14,7 +14,8 @@
 //!   `cluster` (a cluster-wide cause, or an expected rate that is wrong);
 //! - a LINK is suspect when a pair is bad twice but is not explained by a suspect node;
 //! - a FLAKY pair (bad, then good on retest) is a `link` suspect marked `flaky` (its reason
-//!   starts `flaky:`), listed after the others; a flaky pair of a suspect node is left to the node.
+//!   starts `flaky:`) of severity `warning`: it does not fail the mesh unless `--fail-on
+//!   warning`; listed after the others; a flaky pair of a suspect node is left to the node.
 //!
 //! Classification lives here, node peeling in `peel` (counters per endpoint, updated as nodes are
 //! blamed), the words in `prose`. `config_drift` compares per-endpoint settings (firmware, MTU, rate...) against the majority.
@@ -478,7 +479,8 @@ fn leaf_suspect(
 fn flaky_suspect(endpoints: &[String], k: (usize, usize), j: &Judged<'_>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Suspect {
     let before = Symptoms::of(std::iter::once(j.first), c, mb, ml).figure(c, mb, ml);
     let after = j.retest.and_then(|m| m.bw_gbps.map(|bw| format!("{} Gb/s", fmt(bw))).or(m.lat_us.map(|l| format!("{} us", fmt(l)))));
-    let mut s = Suspect::new(
+    // Bad once and good on retest: a warning (contract), not a drain, unless `--fail-on warning`.
+    let mut s = Suspect::warning(
         SuspectKind::Link,
         link_name(endpoints, k),
         format!(
