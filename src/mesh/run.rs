@@ -96,7 +96,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         file
     });
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
-    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress };
+    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
     let first = passes.run(plan, Stage::First)?;
     let expected = expected_rate(passes.agents);
     let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
@@ -104,11 +104,13 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     for agent in passes.agents.iter_mut().filter(|a| a.error.is_some()) {
         agent.second_chance = true;
     }
-    let retested = passes.run(schedule::retest_round(&analysis::to_retest(&first, &criteria)), Stage::Retest)?;
+    // Interrupted (SIGINT, SIGTERM, SIGHUP): no more passes; what was measured is reported.
+    let retested =
+        if passes.interrupted { Vec::new() } else { passes.run(schedule::retest_round(&analysis::to_retest(&first, &criteria)), Stage::Retest)? };
     // A pattern that skips pairs zooms in: each endpoint of a pair still bad against known-good
     // partners, so a node and a link are told apart as with every pair measured.
     let mut zoomed = Vec::new();
-    if !pattern.is_complete() {
+    if !pattern.is_complete() && !passes.interrupted {
         let (still_bad, good) = analysis::zoom_input(n, &first, &retested, &criteria);
         // When most pairs are bad the cause is cluster-wide, not something to zoom into. The
         // zoom-in costs at most ZOOM_PARTNERS pairs per endpoint of a still-bad pair.
@@ -118,6 +120,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
             zoomed = passes.run(schedule::retest_round(&pairs), Stage::Zoom)?;
         }
     }
+    let interrupted = passes.interrupted;
     let counts = Counts { first: first.len(), zoom: zoomed.len(), retest: retested.len() };
     let analysis_start = Instant::now();
     let mut suspects = analysis::analyse_with(&run.names, &first, &retested, &zoomed, &criteria, leaves.as_ref());
@@ -134,7 +137,8 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     // Only errors fail the mesh: a flaky link (bad once, good on retest) is a warning, which
     // `--fail-on warning` turns into a failure (`MeshReport::has_warning`).
-    let verdict = if !suspects.iter().any(Suspect::is_error) && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    // A run cut short never passes: what it did not measure is unknown.
+    let verdict = if !interrupted && !suspects.iter().any(Suspect::is_error) && unreachable.is_empty() { Verdict::Pass } else { Verdict::Fail };
     let doc = MeshDoc {
         schema: "fabcheck.mesh.v1".into(),
         verdict,
@@ -157,7 +161,13 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     });
     let Records { spool, csv, .. } = records;
     let report = MeshReport { doc, pairs: spool.into_pairs(), counts, measured, criteria, quiet: run.quiet };
-    Ok(MeshRun { report, csv, html, could_not_run: None })
+    let could_not_run = interrupted.then(|| {
+        Failure::new(
+            format!("interrupted after {} of the pairs were measured: the report above covers those", counts.first + counts.retest + counts.zoom),
+            "run the mesh again (under nohup, tmux or a batch job, so a closed login session does not stop it)",
+        )
+    });
+    Ok(MeshRun { report, csv, html, could_not_run })
 }
 
 /// No endpoint could be reached: nothing ran (exit 2), and the document still names every
@@ -250,6 +260,8 @@ struct Passes<'a, 'p> {
     agents: &'a mut Vec<Agent>,
     records: &'a mut Records,
     progress: &'a mut (dyn Progress + 'p),
+    /// A termination signal stopped a pass: the rest is skipped and the report says so.
+    interrupted: bool,
 }
 
 impl Passes<'_, '_> {
@@ -259,7 +271,16 @@ impl Passes<'_, '_> {
         let (total, before) = (rounds.len(), self.records.bad);
         let mut measures = Vec::new();
         for (i, round) in rounds.into_iter().enumerate() {
-            for (mut record, measure) in run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest)? {
+            let done = match run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest) {
+                Ok(done) => done,
+                // Stopped by a signal: the pairs of the rounds before stand; this round's do not.
+                Err(_) if crate::sys::os::interrupted() => {
+                    self.interrupted = true;
+                    break;
+                }
+                Err(e) => return Err(e),
+            };
+            for (mut record, measure) in done {
                 record.zoom = stage == Stage::Zoom;
                 self.records.push(record);
                 measures.push(measure);

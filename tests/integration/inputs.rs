@@ -311,3 +311,47 @@ fn sighup_stops_a_mesh_like_sigterm() {
     assert_eq!(out.status.code(), Some(2), "killed by the signal? {:?} {err}", out.status);
     assert!(err.contains("interrupted"), "{err}");
 }
+
+#[test]
+fn a_mesh_stopped_by_sighup_reports_the_pairs_it_measured() {
+    use super::mesh_scale::{host, FakeCluster, Knobs};
+    // The schedule of six endpoints, from a healthy run: the last pair measured is in the last
+    // round, so a hang there leaves the rounds before it measured when the signal comes.
+    let healthy = FakeCluster::healthy(6);
+    let out = bounded(
+        &[&["mesh", "--json", "--tests", "write_bw"][..], &healthy.endpoints.iter().map(String::as_str).collect::<Vec<_>>()].concat(),
+        Duration::from_secs(120),
+    );
+    let doc = json(&out);
+    let last = doc["pairs"].as_array().unwrap().last().unwrap().clone();
+    let index = |e: &serde_json::Value| healthy.endpoints.iter().position(|x| x == e.as_str().unwrap()).unwrap();
+    let (a, b) = (index(&last["a"]), index(&last["b"]));
+    drop(healthy);
+    let mut knobs = vec![Knobs::default(); 6];
+    knobs[a].hang_with = Some(host(b));
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["mesh", "--json", "--tests", "write_bw", "--timeout", "300"])
+        .args(&cluster.endpoints)
+        .env_remove("FABCHECK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Ordering only: the rounds before the hung one take well under this (fake agents).
+    std::thread::sleep(Duration::from_secs(5));
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGHUP).unwrap();
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(60), "a hang");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("interrupted after") && err.contains("the report above covers those"), "{err}");
+    // The document is there, with the pairs of the rounds before, and does not pass.
+    let doc = json(&out);
+    assert_eq!(doc["verdict"], "fail", "an interrupted mesh never passes");
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert!(!pairs.is_empty() && pairs.len() < 15, "{} pairs", pairs.len());
+    assert!(pairs.iter().all(|p| p["verdict"] == "pass"), "{pairs:#?}");
+}

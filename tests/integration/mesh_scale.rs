@@ -72,11 +72,11 @@ pub(crate) struct Knobs {
     /// Nothing listens on this agent's port: the endpoint is unreachable.
     dead: bool,
     /// The pair with this host hangs: its measuring side says `running` and then nothing.
-    hang_with: Option<String>,
+    pub(crate) hang_with: Option<String>,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
-fn host(i: usize) -> String {
+pub(crate) fn host(i: usize) -> String {
     format!("fake{i:02}")
 }
 
