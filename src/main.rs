@@ -12,9 +12,12 @@ fn main() -> ExitCode {
     fabcheck::sys::stdio::note_stdout();
     // `--version` says what was built and what rdma-core this node has.
     let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
-    let parsed = Cli::command().long_version(long_version).try_get_matches().and_then(|m| Cli::from_arg_matches(&m));
-    let cli = match parsed {
-        Ok(cli) => cli,
+    let parsed = Cli::command().long_version(long_version).try_get_matches().and_then(|m| {
+        let name = m.subcommand_name().unwrap_or("fabcheck").to_string();
+        Cli::from_arg_matches(&m).map(|cli| (cli, name))
+    });
+    let (cli, command_name) = match parsed {
+        Ok(parsed) => parsed,
         // `--help`, `--version` (exit 0) or a usage error (exit 2); a help text that cannot be
         // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
         Err(e) => {
@@ -34,6 +37,10 @@ fn main() -> ExitCode {
         Err(Stop::Delivery(d)) => d.to_failure(),
         Err(Stop::Failure(f)) => f,
     };
+    // A health check that reads stdout (NHC, Slurm) still gets one line with the cause.
+    if fabcheck::report::output::format() == fabcheck::report::output::Format::Oneline {
+        let _ = fabcheck::report::output::to_stdout(fabcheck::report::formats::oneline::error_line(&command_name, &failure.cause).as_bytes());
+    }
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
     to_stderr(&format!("fabcheck: {}", fabcheck::report::printable(&failure.cause)));
     to_stderr(&format!("  what to do: {}", fabcheck::report::printable(&failure.remedy)));

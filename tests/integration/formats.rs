@@ -124,3 +124,14 @@ fn version_completions_and_perftest_habits() {
     let out = fabcheck(&["pair", "localhost", "localhost", "-s", "12Q"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a size"));
 }
+
+#[test]
+fn oneline_on_exit_2_still_prints_the_cause_on_stdout_safe_to_eval() {
+    // NHC reads stdout only: a run that could not run still says why, in one eval-safe line.
+    let out = fabcheck(&["--format", "oneline", "check", "--sysfs-root", "/nonexistent/it's-gone"]);
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.starts_with("fabcheck check ERROR: "), "{stdout:?}");
+    assert_eq!(stdout.matches('\n').count(), 1, "{stdout:?}");
+    assert!(!stdout.contains('\''), "the apostrophe of the path is replaced: {stdout:?}");
+}
