@@ -68,7 +68,7 @@ mod tests {
             assert!(line.ends_with('\n') && line.matches('\n').count() == 1, "{line:?}");
             // A real shell: `eval "echo $line"` and `eval "echo '$line'"` print it, run nothing.
             for quoted in [format!("echo \"{}\"", line.trim_end()), format!("echo '{}'", line.trim_end())] {
-                let out = std::process::Command::new("sh").args(["-c", &format!("eval \"$0\"")]).arg(&quoted).output().unwrap();
+                let out = std::process::Command::new("sh").args(["-c", "eval \"$0\""]).arg(&quoted).output().unwrap();
                 assert!(out.status.success(), "{quoted}: {}", String::from_utf8_lossy(&out.stderr));
                 assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), line.trim_end());
             }
