@@ -30,8 +30,9 @@ pub fn token(inline: Option<&str>, file: Option<&Path>) -> Result<Option<String>
     let token = match file {
         Some(path) => token_file(path)?,
         None if inline.is_some_and(|t| !t.is_empty()) && token_on_command_line() => {
-            eprintln!(
-                "fabcheck: warning: --token on the command line is visible to every user of this host in `ps`; use FABCHECK_TOKEN or --token-file"
+            // Through the handled writer: a full or closed stderr is never a panic.
+            crate::report::output::to_stderr(
+                "fabcheck: warning: --token on the command line is visible to every user of this host in `ps`; use FABCHECK_TOKEN or --token-file",
             );
             inline.map(|t| t.trim().to_string())
         }

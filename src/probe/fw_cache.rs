@@ -10,8 +10,7 @@
 
 use crate::sys::fs::read_text;
 use serde::{Deserialize, Serialize};
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Where the live cache lives.
@@ -73,14 +72,8 @@ impl FwCache {
         self.ensure_dir()?;
         let entry = Entry { boot_id: self.boot_id.clone(), bdf: bdf.into(), tool: tool.into(), output: output.into() };
         let body = serde_json::to_vec(&entry).map_err(std::io::Error::other)?;
-        let tmp = self.dir.join(format!(".fwconfig-{bdf}.{}.tmp", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        let mut file = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
-        let written = file.write_all(&body).and_then(|()| file.sync_all());
-        if let Err(e) = written.and_then(|()| std::fs::rename(&tmp, self.file(bdf))) {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        // The one file writer (exclusive 0600 temporary file, fsync, rename, fsync of the folder).
+        crate::sys::atomic::write_private(&self.file(bdf), &body).map_err(|e| std::io::Error::other(e.to_string()))?;
         Ok(())
     }
 

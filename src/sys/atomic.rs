@@ -93,6 +93,16 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     file.commit()
 }
 
+/// [`write`], the result readable by its owner only (0600): a cache of root's tool output.
+pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
+    let mut file = AtomicFile::create(path)?;
+    if let Some((_, mode)) = &mut file.staged {
+        *mode = 0o600;
+    }
+    file.write_all(bytes).map_err(|e| WriteError::new(path, "write", e))?;
+    file.commit()
+}
+
 impl AtomicFile {
     /// Opens `path` for writing: decides how (see the module's doc), and creates the temporary
     /// file or opens the device.

@@ -22,7 +22,7 @@ fn mkfifo(path: &Path) {
 }
 
 /// Runs fabcheck, killing it (and failing) if it has not ended within `limit`: a hang.
-fn fabcheck_bounded(args: &[&str], limit: Duration) -> Output {
+pub(super) fn fabcheck_bounded(args: &[&str], limit: Duration) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
         .args(args)
         .stdin(Stdio::null())

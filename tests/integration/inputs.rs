@@ -4,7 +4,7 @@
 
 use super::{fabcheck, fixtures_dir, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn scratch(name: &str) -> PathBuf {
@@ -22,28 +22,8 @@ fn bundle(fixture: &str, tag: &str) -> PathBuf {
     tree
 }
 
-/// Runs fabcheck, killing it (and failing) if it has not ended within `limit`: a hang.
-fn bounded(args: &[&str], limit: Duration) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run fabcheck");
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            return child.wait_with_output().unwrap();
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!("fabcheck {args:?} hung: {}", String::from_utf8_lossy(&out.stderr));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+// fabcheck, killed (and the test failed) if it has not ended within the limit: a hang.
+use super::hardening::fabcheck_bounded as bounded;
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
