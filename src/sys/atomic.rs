@@ -93,7 +93,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     file.commit()
 }
 
-/// [`write`], the result readable by its owner only (0600): a cache of root's tool output.
+/// [`write()`], the result readable by its owner only (0600): a cache of root's tool output.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let mut file = AtomicFile::create(path)?;
     if let Some((_, mode)) = &mut file.staged {
