@@ -64,7 +64,8 @@ require_tests "ibsim tier" "$logs/ibsim.log"
 
 echo "== Soft-RoCE tier" >&2
 # The build's diagnostics stay on stderr: a compile error must be seen, not just "could not build".
-rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json |
+# The rxe test binary itself: cargo also lists the fabcheck binary it builds, in any order.
+rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json | { grep '"name":"rxe"' || true; } |
 	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
 [ -x "$rxe_bin" ] || { echo "run-all: could not build the rxe test binary" >&2; exit 1; }
 cargo build --locked --bin fabcheck
