@@ -5,4 +5,5 @@
 
 pub mod config;
 pub mod pci;
+pub mod rails;
 pub mod topology;

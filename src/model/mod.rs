@@ -5,6 +5,7 @@
 //! `spec`, which tools and people read as "tests".)
 
 pub mod device;
+pub mod rails;
 mod invalid;
 
 pub use device::{parse_device_port, valid_device_name};
