@@ -238,6 +238,17 @@ pub struct PairArgs {
     /// B's), N (both, on two hosts), auto (default: near the adapter, distinct on one host), none.
     #[arg(long, value_name = "A,B")]
     pub cpu: Option<String>,
+    // Whole nodes (issue #29): every rail at once.
+    /// Test the two nodes rail by rail, every rail at once: auto (on a GPU node each GPU's own
+    /// NIC, in GPU PCI order; else every port of the link layer in use by PCI address), all, N
+    /// (the first N of auto), or DEV[:PORT],... (both ends, in that order). Rail k of A is paired
+    /// with rail k of B. With --rails, --cpu also takes A0,A1,...:B0,B1,... (one CPU per rail).
+    #[arg(long, value_name = "SPEC")]
+    pub rails: Option<String>,
+    /// With --rails: a rail whose bandwidth is below PCT% of its sibling rails' median, or whose
+    /// latency is above 100/PCT times theirs, is pair.rail (default 50: 50% and 2x).
+    #[arg(long, value_name = "PCT")]
+    pub rail_threshold: Option<String>,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
     #[arg(long)]
     pub json: bool,

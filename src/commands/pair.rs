@@ -73,7 +73,19 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
-    let cpu = args.cpu.as_deref().map_or(Ok(CpuChoice::Auto), CpuChoice::parse).map_err(Failure::usage)?;
+    let rails = match &args.rails {
+        Some(spec) => Some(pair::rails::RailsConfig::parse(spec, args.rail_threshold.as_deref(), args.cpu.as_deref()).map_err(Failure::usage)?),
+        None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),
+        None => None,
+    };
+    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some()) {
+        return Err(Failure::usage("--rails does not combine with --cm, --csv or --svg yet: run those on one rail (pair A/DEV B/DEV)"));
+    }
+    let per_rail_cpus = rails.as_ref().is_some_and(|r| r.cpus.is_some());
+    let cpu = match args.cpu.as_deref() {
+        _ if per_rail_cpus => CpuChoice::Off,
+        cpu => cpu.map_or(Ok(CpuChoice::Auto), CpuChoice::parse).map_err(Failure::usage)?,
+    };
     if let CpuChoice::Pin([a, b]) = cpu {
         if a == b && endpoints[0].host == endpoints[1].host {
             return Err(Failure::usage(format!(
@@ -100,6 +112,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         quiet: args.progress.quiet,
         csv: args.csv.clone(),
         svg: args.svg.clone(),
+        rails,
     })
 }
 

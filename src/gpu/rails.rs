@@ -5,11 +5,10 @@
 
 use super::pci::PciTree;
 use super::topology::{self, Relation};
-use crate::model::rails::{RailName, RailSpec};
+use crate::model::rails::{Rail, RailName, RailSpec};
 use crate::probe::decode::{LinkLayer, PortState};
 use crate::probe::sysfs::natural_key;
 use crate::probe::Inventory;
-use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
 
 /// One port a rail could be: what the inventory says of it.
@@ -35,21 +34,6 @@ pub fn candidates(inventory: &Inventory) -> Vec<Candidate> {
             bdf: d.pci.as_ref().and_then(|pci| pci.address.clone()),
         })
         .collect()
-}
-
-/// One rail of a node, numbered from 0.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rail {
-    pub rail: usize,
-    pub device: String,
-    pub port: u32,
-    /// Not ACTIVE: kept (numbering never shifts) and reported as `pair.rail.unreachable`.
-    pub active: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bdf: Option<String>,
-    /// The GPU this NIC serves (`auto` on a GPU node).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
 }
 
 /// Why a spec names no usable list of rails on this node.

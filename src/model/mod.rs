@@ -5,8 +5,8 @@
 //! `spec`, which tools and people read as "tests".)
 
 pub mod device;
-pub mod rails;
 mod invalid;
+pub mod rails;
 
 pub use device::{parse_device_port, valid_device_name};
 pub use invalid::SpecError;

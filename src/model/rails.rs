@@ -69,6 +69,21 @@ impl RailSpec {
     }
 }
 
+/// One rail of a node, numbered from 0, as the node resolved it (`gpu::rails`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rail {
+    pub rail: usize,
+    pub device: String,
+    pub port: u32,
+    /// Not ACTIVE: kept (numbering never shifts) and reported as `pair.rail.unreachable`.
+    pub active: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bdf: Option<String>,
+    /// The GPU this NIC serves (`auto` on a GPU node).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
+}
+
 /// `--rail-threshold PCT`: a rail is judged against the median of its siblings; bandwidth
 /// below PCT% of the median, or latency above 100/PCT times it, is `pair.rail`.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,6 +8,7 @@
 
 pub mod plan;
 pub mod plot;
+pub mod rails;
 pub mod report;
 pub mod sequence;
 pub mod verdict;
@@ -50,6 +51,8 @@ pub struct PairConfig {
     pub csv: Option<PathBuf>,
     /// `--svg FILE`: size against bandwidth and latency.
     pub svg: Option<PathBuf>,
+    /// `--rails`: every rail of both nodes at once.
+    pub rails: Option<rails::RailsConfig>,
 }
 
 /// `pair --cpu`: which CPU each end's measured loop is pinned to.
@@ -93,6 +96,9 @@ impl CpuChoice {
 
 /// Runs the pair, telling `progress` of each test as it finishes.
 pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
+    if let Some(rails_config) = config.rails.clone() {
+        return rails::run(config, &rails_config, progress);
+    }
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
@@ -128,7 +134,18 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
     let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
-    let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };
+    let doc = PairDoc {
+        schema: report::SCHEMA.into(),
+        verdict,
+        a,
+        b,
+        results,
+        findings,
+        relaxed_ordering,
+        capacity_gbps,
+        rails: Vec::new(),
+        aggregate: Vec::new(),
+    };
     // The side files are written after the results (by the command), so one that cannot be
     // written loses nothing else.
     let mut side_files = Vec::new();

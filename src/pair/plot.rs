@@ -358,6 +358,8 @@ mod tests {
             findings: Vec::new(),
             relaxed_ordering: true,
             capacity_gbps: Some(200.0),
+            rails: Vec::new(),
+            aggregate: Vec::new(),
         }
     }
 

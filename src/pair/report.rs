@@ -101,6 +101,13 @@ pub struct PairDoc {
     /// What bandwidth was judged against, Gb/s, and what set it (`link` or `pcie`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_gbps: Option<f64>,
+    /// `--rails`: each rail's sides and results (the top-level `results` is then empty and
+    /// `a`/`b` are rail 0's sides). Absent without `--rails`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rails: Vec<super::rails::doc::RailRecord>,
+    /// `--rails`: the node total per bandwidth test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aggregate: Vec<super::rails::doc::Aggregate>,
 }
 
 /// Serde: latency figures to three decimals in the document.
@@ -115,6 +122,9 @@ fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -
 /// verdict.
 pub fn human(doc: &PairDoc, quiet: bool) -> String {
     let mut out = String::new();
+    if !doc.rails.is_empty() {
+        return rails_human(doc, quiet);
+    }
     for (name, s) in [("A", &doc.a), ("B", &doc.b)].into_iter().filter(|_| !quiet) {
         let _ = writeln!(
             out,
@@ -171,6 +181,32 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
+    out
+}
+
+/// `pair --rails`: the rail table, the findings, the verdict.
+fn rails_human(doc: &PairDoc, quiet: bool) -> String {
+    let bad: Vec<usize> = doc
+        .rails
+        .iter()
+        .filter(|r| {
+            let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
+            doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Error && f.subject == subject)
+        })
+        .map(|r| r.rail)
+        .collect();
+    let mut out = super::rails::doc::table(&doc.rails, &doc.aggregate, &bad, quiet);
+    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::diagnose::Severity::Info).collect();
+    if !findings.is_empty() {
+        let _ = writeln!(out);
+    }
+    for f in findings {
+        let _ = writeln!(out, "{:<7} {:<22} {}", format!("{:?}", f.severity).to_uppercase(), f.id, crate::report::one_line(&f.message));
+        let _ = writeln!(out, "        what to do: {}", f.remedy);
+    }
+    let _ = writeln!(out);
+    let verdict = if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" };
+    let _ = writeln!(out, "{verdict} ({})", super::rails::doc::summary(doc.rails.len(), &bad, doc.verdict));
     out
 }
 

@@ -339,6 +339,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 (spec, peer, passive_running) = (None, None, false);
                 send_line(r#"{"v":1,"type":"finished"}"#.into())?;
             }
+            Request::Rails { .. } => send(&error("this fake agent has no rails"))?,
             Request::Bye => {
                 send_line(r#"{"v":1,"type":"bye"}"#.into())?;
                 return Ok(());

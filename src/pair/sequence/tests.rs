@@ -82,6 +82,7 @@ fn kind(r: &Request) -> &'static str {
     match r {
         Request::Hello { .. } => "hello",
         Request::Inventory => "inventory",
+        Request::Rails { .. } => "rails",
         Request::Prepare { .. } => "prepare",
         Request::Connect { .. } => "connect",
         Request::Run => "run",
