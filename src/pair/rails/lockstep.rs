@@ -90,3 +90,112 @@ impl Conversation for Lockstep {
         self.rails.iter().all(|r| r.is_done())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::protocol::{Endpoint, Request, RunResult, Target, TestKind};
+    use crate::pair::plan::{self, Direction, PlanInput};
+    use std::time::Duration;
+
+    fn endpoint(device: &str) -> Endpoint {
+        Endpoint {
+            host: "n".into(),
+            device: device.into(),
+            port: 1,
+            lid: 0,
+            gid_index: Some(1),
+            gid: None,
+            qpns: vec![1],
+            psn: 1,
+            addr: 0,
+            rkey: 1,
+            len: 65536,
+            mtu: 4096,
+            link_layer: crate::model::LinkLayer::Ethernet,
+            rate_gbps: None,
+            ca_type: "Soft-RoCE (rxe)".into(),
+            max_rd_atomic: 1,
+            cm_addr: None,
+            pcie_gbps: None,
+            trained_low: None,
+            conditions: Default::default(),
+        }
+    }
+
+    fn lockstep(rails: usize) -> Lockstep {
+        let plan = plan::build(&PlanInput {
+            tests: vec![TestKind::WriteBw],
+            size: None,
+            sweep: false,
+            iters: Some(10),
+            duration_ms: None,
+            qps: 1,
+            directions: Some(vec![Direction::AtoB]),
+            stall_timeout_ms: 1000,
+        })
+        .unwrap();
+        let target = Target { device: None, port: None, gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None };
+        let seqs = (0..rails)
+            .map(|k| PairSequence::new(plan.clone(), [target.clone(), target.clone()], [format!("a{k}"), format!("b{k}")], Duration::from_secs(60)))
+            .collect();
+        Lockstep::new(seqs)
+    }
+
+    fn runs(act: &mut Actions) -> Vec<usize> {
+        let sides = act.sends.iter().filter(|(_, r)| matches!(r, Request::Run)).map(|(s, _)| *s).collect();
+        act.sends.clear();
+        sides
+    }
+
+    #[test]
+    fn no_rail_starts_before_every_rail_is_connected() {
+        let (mut l, now, mut act) = (lockstep(3), Instant::now(), Actions::default());
+        l.start(now, &mut act);
+        assert_eq!(act.sends.iter().filter(|(_, r)| matches!(r, Request::Prepare { .. })).count(), 6, "every side of every rail prepares");
+        act.sends.clear();
+        for side in 0..6 {
+            l.on_reply(side, Reply::Ready { endpoint: endpoint(&format!("rxe{}", side / 2)) }, now, &mut act);
+        }
+        act.sends.clear();
+        // Rails 0 and 1 connected: held, nothing runs.
+        for side in 0..4 {
+            l.on_reply(side, Reply::Connected, now, &mut act);
+        }
+        assert!(runs(&mut act).is_empty(), "held until rail 2 is connected");
+        assert!(l.rails[0].is_held() && l.rails[1].is_held());
+        l.on_reply(4, Reply::Connected, now, &mut act);
+        assert!(runs(&mut act).is_empty());
+        l.on_reply(5, Reply::Connected, now, &mut act);
+        // The go: every rail's passive side (b) is started in the same step.
+        assert_eq!(runs(&mut act), [1, 3, 5]);
+        assert_eq!(l.goes, 1);
+    }
+
+    #[test]
+    fn a_rail_that_ends_does_not_hold_the_others() {
+        let (mut l, now, mut act) = (lockstep(2), Instant::now(), Actions::default());
+        l.start(now, &mut act);
+        for side in 0..4 {
+            l.on_reply(side, Reply::Ready { endpoint: endpoint("rxe0") }, now, &mut act);
+        }
+        l.on_reply(0, Reply::Connected, now, &mut act);
+        l.on_reply(1, Reply::Connected, now, &mut act);
+        act.sends.clear();
+        // Rail 1 cannot connect: it ends (could not run), rail 0 goes.
+        l.on_reply(2, Reply::Error { cause: "no route".into(), remedy: "check".into() }, now, &mut act);
+        assert!(l.rails[1].is_done() && l.rails[1].could_not_run.is_some());
+        assert_eq!(runs(&mut act), [1]);
+        // Rail 0 runs to its end; the window is kept for the aggregate.
+        l.on_reply(1, Reply::Running, now, &mut act);
+        l.on_reply(0, Reply::Running, now, &mut act);
+        let done = RunResult { iterations: 10, bytes: 655_360, elapsed_ns: 1000, ..RunResult::default() };
+        l.on_reply(0, Reply::Done { result: done }, now, &mut act);
+        l.on_reply(1, Reply::Done { result: RunResult::default() }, now, &mut act);
+        l.on_reply(0, Reply::Finished, now, &mut act);
+        l.on_reply(1, Reply::Finished, now, &mut act);
+        assert!(l.is_done());
+        assert_eq!(l.rails[0].results.len(), 1);
+        assert_eq!(l.rails[0].windows[0].map(|w| w.bytes), Some(655_360));
+    }
+}
