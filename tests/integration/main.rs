@@ -21,6 +21,7 @@ mod output;
 mod phy;
 mod properties;
 mod protocol;
+mod rails;
 mod serve_hardening;
 
 use std::path::{Path, PathBuf};

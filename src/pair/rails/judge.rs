@@ -96,9 +96,15 @@ pub fn judge(
             findings.push(f);
         }
     }
-    findings.extend(siblings(rails, threshold));
+    // A rail already below its own capacity is said once, by that finding.
+    let own_bad: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
+    findings.extend(siblings(rails, threshold).into_iter().filter(|f| !own_bad.contains(&f.subject)));
     let aggregate = aggregate(rails, shared_bound_gbps);
-    findings.extend(judge_aggregate(rails, &aggregate, criteria));
+    // The node total is judged when every rail is good: a bad rail already explains a low
+    // total, and `pair.aggregate` is for what no single rail shows (a shared bound).
+    if !findings.iter().any(|f| f.severity == Severity::Error) {
+        findings.extend(judge_aggregate(rails, &aggregate, criteria));
+    }
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
     (verdict, findings, aggregate)
 }

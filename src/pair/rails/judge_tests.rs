@@ -85,7 +85,8 @@ fn one_slow_rail_is_named_by_its_siblings_even_without_a_capacity() {
 #[test]
 fn latency_above_twice_the_sibling_median() {
     let t0 = Instant::now();
-    let rails: Vec<RailRun> = [1.9, 2.0, 4.5, 2.1].iter().enumerate().map(|(k, &us)| rail(k, Some(400.0), "MT4129", vec![lat(us)], t0, 0.0)).collect();
+    let rails: Vec<RailRun> =
+        [1.9, 2.0, 4.5, 2.1].iter().enumerate().map(|(k, &us)| rail(k, Some(400.0), "MT4129", vec![lat(us)], t0, 0.0)).collect();
     let (_, findings, aggregate) = judge(&rails, &criteria(), RailThreshold::default(), None);
     assert_eq!(ids_on(&findings, "rail 2 (n1 mlx5_2 <-> n2 mlx5_2)"), ["pair.rail"], "{findings:#?}");
     assert!(ids_on(&findings, "rail 1 (n1 mlx5_1 <-> n2 mlx5_1)").is_empty());
