@@ -266,6 +266,36 @@ fn a_port_that_is_down_is_an_unreachable_rail_and_the_others_run() {
 }
 
 #[test]
+fn prom_junit_and_oneline_carry_the_rail() {
+    let (a, b) = (start("nodeA", Knobs { slow: Some("mlx5_2".into()), ..Knobs::default() }), start("nodeB", Knobs::default()));
+    let run = |format: &str| {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+            .args(["pair", &a, &b, "--tests", "write_bw", "--direction", "ab", "--iters", "1000000", "--rails", "4", "--format", format])
+            .env_remove("FABCHECK_TOKEN")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let prom = run("prom");
+    for k in 0..4 {
+        assert!(prom.contains(&format!("rail=\"{k}\",test=\"write_bw\"")), "rail {k}: {prom}");
+    }
+    assert!(prom.contains("rail=\"node\""), "{prom}");
+    let junit = run("junit");
+    let doc = roxmltree::Document::parse(&junit).unwrap();
+    let cases: Vec<roxmltree::Node> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
+    let rail2: Vec<&roxmltree::Node> =
+        cases.iter().filter(|c| c.attribute("name").is_some_and(|n| n.starts_with("rail 2 (nodeA mlx5_2 <-> nodeB mlx5_2)"))).collect();
+    assert_eq!(rail2.len(), 1, "{junit}");
+    assert!(rail2[0].children().any(|n| n.has_tag_name("failure")), "{junit}");
+    let rail1 = cases.iter().find(|c| c.attribute("name").is_some_and(|n| n.starts_with("rail 1 "))).expect("rail 1's case");
+    assert!(!rail1.children().any(|n| n.has_tag_name("failure")), "{junit}");
+    let oneline = run("oneline");
+    assert!(oneline.starts_with("fabcheck pair FAIL: rail 2 (nodeA mlx5_2 <-> nodeB mlx5_2): pair.rail:"), "{oneline}");
+}
+
+#[test]
 fn different_rail_counts_are_exit_2_naming_both() {
     let (a, b) = (start("nodeA", Knobs::default()), start("nodeB", Knobs { devices: Some(4), ..Knobs::default() }));
     let out = pair(&a, &b, &["--rails", "auto"]);

@@ -130,12 +130,51 @@ pub fn render(doc: &Value) -> String {
             f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
         }
     }
+    rails(&mut f, doc);
     if let Some(links) = doc["links"].as_array() {
         f.add("fabric_links", "Links the fabric discovery found.", &[], links.len() as f64);
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     f.add("last_run_timestamp_seconds", "When this run ended, Unix time.", &[("command", cmd)], now as f64);
     f.render()
+}
+
+/// `pair --rails`: each rail's results labelled `rail` (its number), the node total as
+/// `rail="node"`.
+fn rails(f: &mut Families, doc: &Value) {
+    for r in doc["rails"].as_array().into_iter().flatten() {
+        let rail = r["rail"].to_string();
+        for t in r["results"].as_array().into_iter().flatten() {
+            let size = t["size"].to_string();
+            let labels = [
+                ("rail", rail.as_str()),
+                ("test", t["test"].as_str().unwrap_or("")),
+                ("direction", t["direction"].as_str().unwrap_or("")),
+                ("size", size.as_str()),
+            ];
+            if let Some(bw) = t["bw_gbps"].as_f64() {
+                f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
+            }
+            if let Some(p50) = t["lat_us"]["p50"].as_f64() {
+                f.add("latency_p50_us", "Typical (p50) latency, microseconds.", &labels, p50);
+            }
+            if let Some(p99) = t["lat_us"]["p99"].as_f64() {
+                f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
+            }
+        }
+    }
+    for g in doc["aggregate"].as_array().into_iter().flatten() {
+        let size = g["size"].to_string();
+        let labels = [
+            ("rail", "node"),
+            ("test", g["test"].as_str().unwrap_or("")),
+            ("direction", g["direction"].as_str().unwrap_or("")),
+            ("size", size.as_str()),
+        ];
+        if let Some(bw) = g["bw_gbps"].as_f64() {
+            f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
+        }
+    }
 }
 
 /// mesh: one series per pair, test and direction (labels `a`, `b`, `test`, `direction`,
