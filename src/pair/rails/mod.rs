@@ -167,17 +167,17 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
     let [Job { conversation: done, .. }] = jobs;
     let mut runs: Vec<RailRun> = Vec::new();
     let mut done_rails = done.rails.into_iter();
-    for k in 0..rails[0].len() {
+    for (k, ends) in rails[0].iter().zip(&rails[1]).enumerate() {
+        let ends = [ends.0, ends.1];
         let idle = |why: String| RailRun {
-            record: RailRecord { rail: k, a: idle_side(&hosts[0], &rails[0][k]), b: idle_side(&hosts[1], &rails[1][k]), results: Vec::new() },
+            record: RailRecord { rail: k, a: idle_side(&hosts[0], ends[0]), b: idle_side(&hosts[1], ends[1]), results: Vec::new() },
             windows: Vec::new(),
             unreachable: Some(why),
         };
         if !runnable.contains(&k) {
-            let down: Vec<String> = [0, 1]
-                .iter()
-                .filter(|&&s| !rails[s][k].active)
-                .map(|&s| format!("{}'s {} port {} is not ACTIVE", hosts[s], rails[s][k].device, rails[s][k].port))
+            let down: Vec<String> = (0..2)
+                .filter(|&s| !ends[s].active)
+                .map(|s| format!("{}'s {} port {} is not ACTIVE", hosts[s], ends[s].device, ends[s].port))
                 .collect();
             runs.push(idle(down.join("; ")));
             continue;
