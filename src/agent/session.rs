@@ -192,7 +192,10 @@ fn rails_reply(spec: &crate::model::rails::RailSpec) -> Reply {
         Ok(inventory) => {
             let tree = crate::gpu::pci::read(Path::new("/sys"));
             match crate::gpu::rails::resolve(spec, &crate::gpu::rails::candidates(&inventory), tree.as_ref(), None) {
-                Ok(rails) => Reply::Rails { rails },
+                Ok(rails) => {
+                    let shared = tree.as_ref().map(|t| crate::gpu::rails::shared_uplinks(t, &rails)).unwrap_or_default();
+                    Reply::Rails { rails, shared }
+                }
                 Err(e) => Reply::Error {
                     cause: e.to_string(),
                     remedy: "see `fabcheck devices` for this node's ports; name them with --rails DEV[:PORT],...".into(),

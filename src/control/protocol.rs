@@ -61,6 +61,9 @@ pub enum Reply {
     },
     Rails {
         rails: Vec<crate::model::rails::Rail>,
+        /// PCIe switch uplinks several of these rails share (a bound on their total).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        shared: Vec<crate::gpu::rails::SharedUplink>,
     },
     Ready {
         endpoint: Endpoint,

@@ -154,6 +154,44 @@ fn auto<'a>(ports: &[&'a Candidate], tree: Option<&PciTree>) -> Vec<(&'a Candida
     chosen
 }
 
+/// Rails whose NICs sit behind one PCIe switch, and what that switch's uplink (its upstream
+/// port's link to the CPU) carries: all of them together cannot move more.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SharedUplink {
+    /// The switch's upstream port.
+    pub uplink: String,
+    pub rails: Vec<usize>,
+    pub gbps: f64,
+}
+
+/// The uplinks several of `rails` share (a switch above two or more of their NICs), from the
+/// PCI tree `check` reads. On HGX each switch holds one NIC (and a GPU): none.
+pub fn shared_uplinks(tree: &PciTree, rails: &[Rail]) -> Vec<SharedUplink> {
+    let mut groups: Vec<SharedUplink> = Vec::new();
+    for rail in rails {
+        let Some(function) = rail.bdf.as_deref().and_then(|b| tree.function(b)) else { continue };
+        // The outermost switch: the first upstream port below the root port.
+        let Some((depth, uplink)) = function
+            .chain
+            .iter()
+            .enumerate()
+            .find(|(depth, bdf)| *depth > 0 && topology::port_type(tree, bdf, *depth) == super::config::PortType::SwitchUpstream)
+        else {
+            continue;
+        };
+        debug_assert!(depth > 0);
+        let Some(port) = tree.function(uplink) else { continue };
+        let (Some(speed), Some(width)) = (port.link.current_speed.as_deref(), port.link.current_width) else { continue };
+        let Some(gbps) = crate::probe::capacity::pcie_usable_gbps(speed, width, None) else { continue };
+        match groups.iter_mut().find(|g| &g.uplink == uplink) {
+            Some(g) => g.rails.push(rail.rail),
+            None => groups.push(SharedUplink { uplink: uplink.clone(), rails: vec![rail.rail], gbps }),
+        }
+    }
+    groups.retain(|g| g.rails.len() > 1);
+    groups
+}
+
 #[cfg(test)]
 #[path = "rails_tests.rs"]
 mod tests;

@@ -179,3 +179,59 @@ fn without_gpus_pci_address_then_natural_name() {
     let got = resolve(&RailSpec::parse("mlx5_0").unwrap(), &dual, None, None).unwrap();
     assert_eq!(got[0].port, 2);
 }
+
+#[test]
+fn nics_behind_one_switch_share_its_uplink() {
+    use crate::gpu::pci::{ConfigRead, Function, Nic, SysfsLink};
+    let function = |bdf: &str, chain: &[&str], speed: &str, width: u32| Function {
+        bdf: bdf.into(),
+        host_bridge: "pci0000:00".into(),
+        chain: chain.iter().map(|s| s.to_string()).collect(),
+        vendor: Some(0x15b3),
+        device: None,
+        class: Some(0x020700),
+        numa_node: Some(0),
+        link: SysfsLink { current_speed: Some(speed.into()), current_width: Some(width), max_speed: None, max_width: None },
+        config: ConfigRead::Missing,
+        config_file: String::new(),
+    };
+    // Root port 00:01.0 -> switch (upstream 01:00.0, Gen4 x16) -> downstream 02:00.0 and
+    // 02:01.0 -> NICs 03:00.0 and 04:00.0; a third NIC on its own root port.
+    let g5 = "32.0 GT/s PCIe";
+    let functions = [
+        function("0000:00:01.0", &[], g5, 16),
+        function("0000:01:00.0", &["0000:00:01.0"], "16.0 GT/s PCIe", 16),
+        function("0000:02:00.0", &["0000:00:01.0", "0000:01:00.0"], g5, 16),
+        function("0000:02:01.0", &["0000:00:01.0", "0000:01:00.0"], g5, 16),
+        function("0000:03:00.0", &["0000:00:01.0", "0000:01:00.0", "0000:02:00.0"], g5, 16),
+        function("0000:04:00.0", &["0000:00:01.0", "0000:01:00.0", "0000:02:01.0"], g5, 16),
+        function("0000:05:00.0", &["0000:00:02.0"], g5, 16),
+    ];
+    let tree = PciTree {
+        functions: functions.into_iter().map(|f| (f.bdf.clone(), f)).collect(),
+        nics: ["0000:03:00.0", "0000:04:00.0", "0000:05:00.0"]
+            .iter()
+            .enumerate()
+            .map(|(i, b)| Nic { name: format!("mlx5_{i}"), bdf: b.to_string() })
+            .collect(),
+        ..PciTree::default()
+    };
+    let rails: Vec<Rail> = tree
+        .nics
+        .iter()
+        .enumerate()
+        .map(|(rail, n)| Rail { rail, device: n.name.clone(), port: 1, active: true, bdf: Some(n.bdf.clone()), gpu: None })
+        .collect();
+    let shared = shared_uplinks(&tree, &rails);
+    assert_eq!(shared.len(), 1, "{shared:?}");
+    assert_eq!(shared[0].uplink, "0000:01:00.0");
+    assert_eq!(shared[0].rails, [0, 1]);
+    // Gen4 x16: about 230 Gb/s usable (256-byte payloads), less than two 400G NICs.
+    assert!((220.0..240.0).contains(&shared[0].gbps), "{}", shared[0].gbps);
+    // HGX: one NIC per switch.
+    let root = fixture("gpu-hgx-healthy");
+    let ports = candidates(&SysfsRoot::at(&root).inventory());
+    let hgx = crate::gpu::pci::read(&root).unwrap();
+    let rails = resolve(&RailSpec::Auto, &ports, Some(&hgx), None).unwrap();
+    assert!(shared_uplinks(&hgx, &rails).is_empty());
+}

@@ -98,7 +98,7 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
             }
             Request::Inventory => send(&Reply::Inventory { inventory: node.inventory.clone() })?,
             Request::Rails { spec } => match resolve(&spec, &candidates(&node.inventory), None, None) {
-                Ok(rails) => send(&Reply::Rails { rails })?,
+                Ok(rails) => send(&Reply::Rails { rails, shared: Vec::new() })?,
                 Err(e) => send(&error(&e.to_string()))?,
             },
             Request::Prepare { target, spec: s } => {

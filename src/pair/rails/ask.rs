@@ -5,18 +5,22 @@ use crate::control::hub::{Hub, LinkId};
 use crate::control::loss::Loss;
 use crate::control::protocol::{Reply, Request};
 use crate::error::Failure;
+use crate::gpu::rails::SharedUplink;
 use crate::model::rails::{Rail, RailSpec, MAX_RAILS};
 use std::time::{Duration, Instant};
 
 /// How long a node may take to list its ports and read its PCI tree.
 pub const DEADLINE: Duration = Duration::from_secs(30);
 
+/// What a node says of its rails: them, in rail order, and the PCIe uplinks they share.
+pub type NodeRails = (Vec<Rail>, Vec<SharedUplink>);
+
 /// One node's answer.
 pub struct Ask {
     label: String,
     spec: RailSpec,
     deadline: Option<Instant>,
-    pub answer: Option<Result<Vec<Rail>, Failure>>,
+    pub answer: Option<Result<NodeRails, Failure>>,
 }
 
 impl Conversation for Ask {
@@ -27,11 +31,11 @@ impl Conversation for Ask {
 
     fn on_reply(&mut self, _side: usize, reply: Reply, _now: Instant, act: &mut Actions) {
         let answer = match reply {
-            Reply::Rails { rails } if rails.is_empty() || rails.len() > MAX_RAILS => Err(Failure::new(
+            Reply::Rails { rails, .. } if rails.is_empty() || rails.len() > MAX_RAILS => Err(Failure::new(
                 format!("{}: answered {} rails (1 to {MAX_RAILS} expected)", self.label, rails.len()),
                 "use the same fabcheck version on every node",
             )),
-            Reply::Rails { rails } => Ok(rails),
+            Reply::Rails { rails, shared } => Ok((rails, shared)),
             Reply::Error { cause, remedy } => Err(Failure::new(format!("{}: {cause}", self.label), remedy)),
             other => {
                 act.discard.push(0);
@@ -65,8 +69,9 @@ impl Conversation for Ask {
     }
 }
 
-/// Both nodes' rails, asked at once. The first node that cannot say is the error (exit 2).
-pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[Vec<Rail>; 2], Failure> {
+/// Both nodes' rails and the uplinks their rails share, asked at once. The first node that
+/// cannot say is the error (exit 2).
+pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
     let mut jobs: Vec<Job<Ask>> = (0..2)
         .map(|i| Job { links: vec![links[i]], conversation: Ask { label: labels[i].clone(), spec: spec.clone(), deadline: None, answer: None } })
         .collect();

@@ -120,7 +120,8 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
         return Err(f);
     }
     let hosts = [reached[0].host.clone(), reached[1].host.clone()];
-    let rails = ask::rails(&mut hub, control, &labels, &rails_config.spec)?;
+    let [(rails_a, shared_a), (rails_b, shared_b)] = ask::rails(&mut hub, control, &labels, &rails_config.spec)?;
+    let rails = [rails_a, rails_b];
     if let Some(f) = count_mismatch(&labels, &rails) {
         hub.close_all();
         return Err(f);
@@ -193,7 +194,8 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
             }),
         }
     }
-    let (verdict, mut findings, aggregate) = judge::judge(&runs, &config.criteria, rails_config.threshold, None);
+    let bound = [shared_bound(&runs, &shared_a), shared_bound(&runs, &shared_b)].into_iter().flatten().reduce(f64::min);
+    let (verdict, mut findings, aggregate) = judge::judge(&runs, &config.criteria, rails_config.threshold, bound);
     if let Some(info) = pinning_info(&config.cpu, &runs) {
         findings.push(info);
     }
@@ -213,6 +215,25 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
         aggregate,
     };
     Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files: Vec::new() })
+}
+
+/// What one node's shared uplinks let its rails move together: per uplink the smaller of it and
+/// its rails' summed capacity, plus every other rail's capacity. `None` when nothing is shared
+/// or a capacity is unknown.
+fn shared_bound(runs: &[RailRun], shared: &[crate::gpu::rails::SharedUplink]) -> Option<f64> {
+    if shared.is_empty() {
+        return None;
+    }
+    let cap =
+        |k: usize| runs.get(k).filter(|r| r.unreachable.is_none()).and_then(|r| super::verdict::capacity(&r.record.a, &r.record.b)).map(|c| c.gbps);
+    let mut total = 0.0;
+    for g in shared {
+        total += g.rails.iter().map(|&k| cap(k).unwrap_or(0.0)).sum::<f64>().min(g.gbps);
+    }
+    for k in (0..runs.len()).filter(|k| !shared.iter().any(|g| g.rails.contains(k))) {
+        total += cap(k)?;
+    }
+    Some(total)
 }
 
 /// Rail `k`'s target on side `side`: its port, and its CPU slot `k` (the agent pins it near
@@ -258,4 +279,37 @@ fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::diagnose::Fi
         message: format!("not pinned (too few CPUs near the NIC, or a small host): {}", unpinned.join(", ")),
         remedy: "pin the rails with --cpu, or run on a host with a CPU per rail near each NIC".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::rails::SharedUplink;
+    use crate::pair::report::test_side;
+
+    fn run(k: usize, rate: f64) -> RailRun {
+        let side = Side { rate_gbps: Some(rate), ..test_side() };
+        RailRun { record: RailRecord { rail: k, a: side.clone(), b: side, results: Vec::new() }, windows: Vec::new(), unreachable: None }
+    }
+
+    #[test]
+    fn a_shared_uplink_bounds_the_rails_behind_it() {
+        let runs: Vec<RailRun> = (0..4).map(|k| run(k, 400.0)).collect();
+        assert_eq!(shared_bound(&runs, &[]), None, "nothing shared: the sum stands");
+        // Rails 0 and 1 behind one Gen4 x16 uplink (230 Gb/s), 2 and 3 on their own.
+        let shared = [SharedUplink { uplink: "0000:01:00.0".into(), rails: vec![0, 1], gbps: 230.0 }];
+        assert_eq!(shared_bound(&runs, &shared), Some(230.0 + 800.0));
+        // An uplink wider than its rails does not bound them.
+        let wide = [SharedUplink { uplink: "0000:01:00.0".into(), rails: vec![0, 1], gbps: 2000.0 }];
+        assert_eq!(shared_bound(&runs, &wide), Some(1600.0));
+    }
+
+    #[test]
+    fn rails_config_parses_per_rail_cpus() {
+        let c = RailsConfig::parse("auto", None, Some("1,2,3:33,34,35")).unwrap();
+        assert_eq!(c.cpus, Some([vec![1, 2, 3], vec![33, 34, 35]]));
+        assert_eq!(RailsConfig::parse("auto", None, Some("auto")).unwrap().cpus, None);
+        assert!(RailsConfig::parse("auto", None, Some("1,2:3")).unwrap_err().contains("one per rail"));
+        assert!(RailsConfig::parse("auto", None, Some("1,x:3,4")).is_err());
+    }
 }
