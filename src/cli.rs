@@ -411,6 +411,18 @@ pub struct FabricArgs {
     /// judge what rose in it, not lifetime totals; the window counts within --deadline.
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
+    // Fabric design (#32).
+    /// The cabling plan as CSV (header a_node,a_port,b_node,b_port; node descriptions or 0x GUIDs),
+    /// judged as --topology is: for a first bring-up without a known-good discovery.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Judge a rail-optimized fabric: every NIC of rail k under rail k's leaves (rails from
+    /// --rail-map, else from node descriptions HOST mlx5_K).
+    #[arg(long)]
+    pub rails: bool,
+    /// Each NIC's rail as CSV (header host,device,rail); implies --rails.
+    #[arg(long, value_name = "FILE")]
+    pub rail_map: Option<PathBuf>,
 }
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as

@@ -3,7 +3,7 @@
 use crate::cli::FabricArgs;
 use crate::error::{Failure, Outcome, Stop};
 use crate::fabric::discover::{self, Probe};
-use crate::fabric::{judge, report, topology, FabricExpect};
+use crate::fabric::{design, duplicate, judge, plan, rails, report, topology, FabricExpect};
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
 use std::path::PathBuf;
 
@@ -17,6 +17,16 @@ pub struct FabricConfig {
     pub deadline: std::time::Duration,
     /// `--soak`: the window between two reads of every counter.
     pub soak: Option<std::time::Duration>,
+    /// Fabric design (#32): the cabling plan (instead of `topology`), and the rails to judge.
+    pub plan: Option<PathBuf>,
+    pub rails: Option<Rails>,
+}
+
+/// `--rails`: where each NIC's rail comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rails {
+    Descriptions,
+    Map(PathBuf),
 }
 
 /// `fabric`'s flags as a validated run.
@@ -30,6 +40,18 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             return Err(Failure::usage(format!("--ca '{ca}' is not a device name (as `ibstat -l` lists them)")));
         }
     }
+    if let (Some(plan), Some(topology)) = (&args.plan, &args.topology) {
+        return Err(Failure::usage(format!(
+            "--plan {} and --topology {} both give the expected cabling: give one",
+            plan.display(),
+            topology.display()
+        )));
+    }
+    let rails = match (&args.rail_map, args.rails) {
+        (Some(map), _) => Some(Rails::Map(map.clone())),
+        (None, true) => Some(Rails::Descriptions),
+        (None, false) => None,
+    };
     let deadline = std::time::Duration::from_secs(args.deadline);
     let soak = match args.soak.as_deref() {
         None => None,
@@ -58,6 +80,8 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         json: args.json || crate::report::machine(),
         deadline,
         soak,
+        plan: args.plan.clone(),
+        rails,
     })
 }
 
@@ -69,7 +93,14 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     // Bad input fails before any MAD is sent.
     let expected = match &config.topology {
         Some(path) => Some(topology::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
-        None => None,
+        None => match &config.plan {
+            Some(path) => Some(plan::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), plan::remedy(&e)))?),
+            None => None,
+        },
+    };
+    let rail_map = match &config.rails {
+        Some(Rails::Map(path)) => Some(rails::load_map(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), rails::remedy(&e)))?),
+        _ => None,
     };
     let mut fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let window = match config.soak {
@@ -77,6 +108,12 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         None => None,
     };
     let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
+    // Fabric design (#32).
+    judgement.extend(design::rules(&fabric, &config.expect));
+    judgement.extend(duplicate::rules(&fabric));
+    if config.rails.is_some() {
+        judgement.extend(rails::rules(&fabric, rail_map.as_ref()));
+    }
     if let Some(w) = &window {
         say_window(&mut judgement, w);
     }

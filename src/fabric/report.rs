@@ -42,6 +42,14 @@ pub struct NodeDoc {
     pub description: String,
     pub ports: u8,
     pub lid: u16,
+    /// Fabric design (#32), switches only: the tier (`leaf`, `spine`, `core`, `unknown`), the
+    /// cabling that decided it, and a leaf's host-facing over spine-facing bandwidth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<super::design::Tier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oversubscription: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -115,10 +123,24 @@ pub fn document(fabric: &Fabric, j: &Judgement, elapsed_ms: u64) -> FabricDoc {
         state: m.state,
         standby: fabric.others.iter().filter(|o| o.state != SmState::Master || o.guid != m.guid).cloned().collect(),
     });
+    let tiers = super::design::tiers(&index);
+    let over = super::design::oversubscription(&index, &tiers);
     let nodes = fabric
         .nodes
         .iter()
-        .map(|n| NodeDoc { guid: n.guid, node_type: n.node_type, description: n.description.clone(), ports: n.num_ports, lid: n.lid() })
+        .map(|n| {
+            let placed = (n.node_type == NodeType::Switch).then(|| tiers.get(&n.guid)).flatten();
+            NodeDoc {
+                guid: n.guid,
+                node_type: n.node_type,
+                description: n.description.clone(),
+                ports: n.num_ports,
+                lid: n.lid(),
+                tier: placed.map(|p| p.tier),
+                tier_reason: placed.map(|p| p.reason.clone()),
+                oversubscription: placed.and_then(|_| over.get(&n.guid)).map(|o| (o.ratio() * 100.0).round() / 100.0),
+            }
+        })
         .collect();
     let links = index
         .links
@@ -199,10 +221,16 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
         }
     }
     let index = Index::new(fabric);
+    let tiers = super::design::tiers(&index);
+    let over = super::design::oversubscription(&index, &tiers);
     let mut switches: Vec<_> = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).collect();
     switches.sort_by_key(|n| node_name(n));
     for sw in switches {
-        let _ = writeln!(out, "\nSwitch {} {} LID {}", node_name(sw), sw.guid, sw.lid());
+        let tier = tiers.get(&sw.guid).map_or(String::new(), |p| {
+            let ratio = over.get(&sw.guid).map_or(String::new(), |o| format!(", oversubscription {:.2}:1", o.ratio()));
+            format!("  tier {} ({}{ratio})", p.tier.name(), p.reason)
+        });
+        let _ = writeln!(out, "\nSwitch {} {} LID {}{tier}", node_name(sw), sw.guid, sw.lid());
         let mut idle = 0;
         for port in sw.ports.iter().filter(|p| p.number != 0) {
             let marks = j.marks.get(&(sw.guid, port.number)).map(|m| dedup(m)).unwrap_or_default();
