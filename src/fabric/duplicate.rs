@@ -141,6 +141,76 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
 mod tests {
     use super::*;
 
+    use crate::fabric::fixture::Build;
+
+    fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
+        noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+    }
+
+    fn base() -> Build {
+        let mut b = Build::new();
+        b.switch("leaf1");
+        b.switch("leaf2");
+        for name in ["gpu1 mlx5_0", "gpu2 mlx5_0"] {
+            b.ca(name);
+            b.cable("leaf1", name);
+        }
+        b.cable("leaf1", "leaf2");
+        b
+    }
+
+    #[test]
+    fn unique_identities_pass() {
+        assert!(rules(&base().fabric).is_empty());
+    }
+
+    #[test]
+    fn one_node_guid_twice() {
+        // Discovery data as a clone would give it (OpenSM itself may not survive this).
+        let mut b = base();
+        let g = b.guid("gpu1 mlx5_0");
+        b.fabric.nodes.iter_mut().find(|n| n.description == "gpu2 mlx5_0").unwrap().guid = g;
+        let got = rules(&b.fabric);
+        assert_eq!(found(&got), vec![("fabric.duplicate".into(), Severity::Error, g.to_string())], "{got:#?}");
+        assert!(got[0].finding.message.contains("is used by 2 nodes: \"gpu1 mlx5_0\" (ca), \"gpu2 mlx5_0\" (ca)"), "{}", got[0].finding.message);
+    }
+
+    #[test]
+    fn one_port_guid_on_two_nodes() {
+        let mut b = base();
+        let shared = b.fabric.nodes.iter().find(|n| n.description == "gpu1 mlx5_0").unwrap().ports[0].guid;
+        b.fabric.nodes.iter_mut().find(|n| n.description == "gpu2 mlx5_0").unwrap().ports[0].guid = shared;
+        let got = rules(&b.fabric);
+        assert_eq!(found(&got), vec![("fabric.duplicate".into(), Severity::Error, shared.to_string())], "{got:#?}");
+        assert!(got[0].finding.message.starts_with(&format!("port GUID {shared} is used by ports of 2 nodes")));
+        // A switch's ports share its GUID: not a duplicate. A switch GUID reused by a CA port is.
+        let mut b = base();
+        let sw = b.guid("leaf2");
+        b.fabric.nodes.iter_mut().find(|n| n.description == "gpu2 mlx5_0").unwrap().ports[0].guid = sw;
+        assert_eq!(found(&rules(&b.fabric)), vec![("fabric.duplicate".into(), Severity::Error, sw.to_string())]);
+    }
+
+    #[test]
+    fn cloned_and_default_descriptions() {
+        let mut b = base();
+        for name in ["gpu1 mlx5_0", "MT4129 ConnectX7 Mellanox Technologies", "MT4129 ConnectX7 Mellanox Technologies"] {
+            b.ca(name);
+            b.cable("leaf2", name);
+        }
+        b.switch("leaf1"); // switches may share descriptions
+        let got = rules(&b.fabric);
+        assert_eq!(
+            found(&got),
+            vec![
+                ("fabric.duplicate".into(), Severity::Warning, "gpu1 mlx5_0".into()),
+                ("fabric.duplicate".into(), Severity::Warning, "MT4129 ConnectX7 Mellanox Technologies".into()),
+            ],
+            "{got:#?}"
+        );
+        assert!(got[0].finding.message.contains("on leaf1[1]") && got[0].finding.message.contains("on leaf2[2]"), "{}", got[0].finding.message);
+        assert!(got[1].finding.message.starts_with("2 NIC(s) have the adapter's default node description"), "{}", got[1].finding.message);
+    }
+
     #[test]
     fn default_descriptions() {
         for d in ["MT4129 ConnectX7 Mellanox Technologies", "MT4123 ConnectX6   Mellanox Technologies", "", "  ", "Mellanox Technologies"] {

@@ -150,6 +150,29 @@ mod tests {
     }
 
     #[test]
+    fn judged_as_a_topology_is() {
+        use crate::fabric::fixture::Build;
+        use crate::fabric::{judge, FabricExpect};
+        let mut b = Build::new();
+        b.switch("leaf1");
+        b.switch("spine1");
+        b.ca("gpu1 mlx5_0");
+        b.ca("gpu2 mlx5_0");
+        b.cable("leaf1", "gpu1 mlx5_0"); // leaf1[1]
+        b.cable("leaf1", "gpu2 mlx5_0"); // leaf1[2]
+        b.cable("leaf1", "spine1"); // leaf1[3] <-> spine1[1]
+        let spine = b.guid("spine1");
+        let plan = format!("a_node,a_port,b_node,b_port\nleaf1,1,gpu1 mlx5_0,1\n\"gpu2 mlx5_0\",1,leaf1,2\nleaf1,3,{spine},1\n");
+        let j = judge(&b.fabric, Some(&parse("p", &plan).unwrap()), &FabricExpect::default());
+        assert!(j.findings.is_empty(), "{:#?}", j.findings);
+        // The plan has the two hosts swapped: both cables are miswired, neither is extra.
+        let swapped = plan.replace("leaf1,1,gpu1", "leaf1,1,gpu2").replace("\"gpu2 mlx5_0\",1,leaf1,2", "gpu1 mlx5_0,1,leaf1,2");
+        let j = judge(&b.fabric, Some(&parse("p", &swapped).unwrap()), &FabricExpect::default());
+        let ids: Vec<(&str, &str)> = j.findings.iter().map(|f| (f.id.as_str(), f.subject.as_str())).collect();
+        assert_eq!(ids, [("fabric.topology.miswired", "leaf1[1] <-> gpu2 mlx5_0[1]"), ("fabric.topology.miswired", "gpu1 mlx5_0[1] <-> leaf1[2]")]);
+    }
+
+    #[test]
     fn files_are_read_bounded() {
         let dir = std::env::temp_dir().join(format!("fabcheck-plan-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();

@@ -217,6 +217,94 @@ mod tests {
         assert_eq!(rail_of_description("gpu01 mlx5_"), None);
     }
 
+    use crate::fabric::fixture::Build;
+
+    /// 2 leaves (rail 0, rail 1) under a spine, 3 hosts with NICs mlx5_0 and mlx5_1.
+    fn railed() -> Build {
+        let mut b = Build::new();
+        b.switch("spine");
+        for l in 0..2 {
+            b.switch(&format!("leaf{l}"));
+            b.cable(&format!("leaf{l}"), "spine");
+        }
+        for h in 1..=3 {
+            for k in 0..2 {
+                let name = format!("gpu{h} mlx5_{k}");
+                b.ca(&name);
+                b.cable(&format!("leaf{k}"), &name);
+            }
+        }
+        b
+    }
+
+    fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
+        noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+    }
+
+    fn move_nic(b: &mut Build, nic: &str, to: &str) {
+        let n = b.guid(nic);
+        let (old, old_port) = b.fabric.nodes.iter().find(|x| x.guid == n).unwrap().ports[0].remote.unwrap();
+        for x in b.fabric.nodes.iter_mut() {
+            for p in x.ports.iter_mut() {
+                if (x.guid == n) || (x.guid == old && p.number == old_port) {
+                    p.remote = None;
+                }
+            }
+        }
+        b.cable(to, nic);
+    }
+
+    #[test]
+    fn a_nic_on_another_rails_leaf_is_named_with_both_leaves() {
+        let mut b = railed();
+        let got = rules(&b.fabric, None);
+        assert_eq!(found(&got), vec![("fabric.rail".into(), Severity::Warning, "rails".into())], "descriptions: only the warning");
+        move_nic(&mut b, "gpu2 mlx5_1", "leaf0");
+        let got = rules(&b.fabric, None);
+        let errors: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).collect();
+        assert_eq!(errors.len(), 1, "{got:#?}");
+        assert_eq!(errors[0].finding.subject, "gpu2 mlx5_1");
+        assert!(errors[0].finding.message.contains("is cabled to leaf0[") && errors[0].finding.message.ends_with("rail 1's leaf group is leaf1"), "{}", errors[0].finding.message);
+        assert_eq!(errors[0].ends.len(), 2, "both ends marked in the table");
+        // From a rail map: gpu3's NICs are on the other rails than their names say.
+        let map = parse_map(
+            "m",
+            "host,device,rail\ngpu1,mlx5_0,0\ngpu1,mlx5_1,1\ngpu2,mlx5_0,0\ngpu2,mlx5_1,1\ngpu3,mlx5_0,1\ngpu3,mlx5_1,0\ngpu9,mlx5_0,0\n",
+        )
+        .unwrap();
+        let b = railed();
+        let got = rules(&b.fabric, Some(&map));
+        let mut subjects: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).map(|n| n.finding.subject.as_str()).collect();
+        subjects.sort();
+        assert_eq!(subjects, ["gpu3 mlx5_0", "gpu3 mlx5_1"], "{got:#?}");
+        let absent = got.iter().find(|n| n.finding.severity == Severity::Warning).unwrap();
+        assert!(absent.finding.message.contains("were not discovered") && absent.finding.message.contains("gpu9 mlx5_0"), "{}", absent.finding.message);
+    }
+
+    #[test]
+    fn a_tie_and_a_rail_without_a_leaf() {
+        let mut b = Build::new();
+        b.switch("leaf0");
+        for name in ["a mlx5_0", "b mlx5_1"] {
+            b.ca(name);
+            b.cable("leaf0", name);
+        }
+        let got = rules(&b.fabric, None);
+        assert_eq!(found(&got)[1], ("fabric.rail".into(), Severity::Warning, "leaf0".into()), "{got:#?}");
+        assert!(got.iter().all(|n| n.finding.severity != Severity::Error), "a tied leaf judges none of its NICs");
+        b.ca("c mlx5_0");
+        b.cable("leaf0", "c mlx5_0");
+        let got = rules(&b.fabric, None);
+        let e = got.iter().find(|n| n.finding.severity == Severity::Error).unwrap();
+        assert!(e.finding.message.ends_with("rail 1 has no leaf of its own (no leaf holds mostly rail-1 NICs)"), "{}", e.finding.message);
+        // Nothing to judge is an error, not a pass.
+        let mut b = Build::new();
+        b.switch("leaf0");
+        b.ca("hostA");
+        b.cable("leaf0", "hostA");
+        assert_eq!(found(&rules(&b.fabric, None)), vec![("fabric.rail".into(), Severity::Error, "rails".into())]);
+    }
+
     #[test]
     fn rail_maps() {
         let m = parse_map("m.csv", "host,device,rail\ngpu01,mlx5_0,0\ngpu01,mlx5_3,1\n").unwrap();

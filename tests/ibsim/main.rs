@@ -4,6 +4,7 @@
 //!
 //! Each scenario asserts the exact findings (id, severity, subject naming both ends).
 
+mod design;
 mod harness;
 
 use harness::{errors, finding, findings, Sim};
