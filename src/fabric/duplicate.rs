@@ -193,9 +193,10 @@ mod tests {
     #[test]
     fn cloned_and_default_descriptions() {
         let mut b = base();
+        let leaf2 = b.guid("leaf2");
         for name in ["gpu1 mlx5_0", "MT4129 ConnectX7 Mellanox Technologies", "MT4129 ConnectX7 Mellanox Technologies"] {
-            b.ca(name);
-            b.cable("leaf2", name);
+            let nic = b.ca(name);
+            b.link(leaf2, nic);
         }
         b.switch("leaf1"); // switches may share descriptions
         let got = rules(&b.fabric);
