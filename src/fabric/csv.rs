@@ -56,10 +56,7 @@ impl Table {
     pub fn require(&self, wanted: &[&str]) -> Result<Vec<usize>, CsvError> {
         let missing: Vec<&str> = wanted.iter().copied().filter(|w| !self.columns.iter().any(|c| c == w)).collect();
         if !missing.is_empty() {
-            return Err(self.syntax(
-                1,
-                format!("the header lacks {}: it must name the columns {}", missing.join(", "), wanted.join(",")),
-            ));
+            return Err(self.syntax(1, format!("the header lacks {}: it must name the columns {}", missing.join(", "), wanted.join(","))));
         }
         Ok(wanted.iter().map(|w| self.columns.iter().position(|c| c == w).expect("checked above")).collect())
     }
@@ -83,7 +80,12 @@ pub fn load(what: &'static str, path: &Path, deadline: Option<Instant>) -> Resul
         Err(e) => {
             let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
             let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
-            return Err(CsvError::Syntax { what, path: shown, line, why: "not text (invalid UTF-8): binary data, or a spreadsheet saved in another format than CSV UTF-8".into() });
+            return Err(CsvError::Syntax {
+                what,
+                path: shown,
+                line,
+                why: "not text (invalid UTF-8): binary data, or a spreadsheet saved in another format than CSV UTF-8".into(),
+            });
         }
     };
     parse_until(what, &shown, &text, || deadline.is_some_and(|d| Instant::now() >= d))

@@ -217,7 +217,14 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
                     &[],
                 ));
             } else {
-                out.push(Noted::new("fabric.design", Severity::Info, name(&g), format!("leaf {} oversubscription {text}", name(&g)), "none needed", &[]));
+                out.push(Noted::new(
+                    "fabric.design",
+                    Severity::Info,
+                    name(&g),
+                    format!("leaf {} oversubscription {text}", name(&g)),
+                    "none needed",
+                    &[],
+                ));
             }
         }
     }
@@ -275,8 +282,17 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
     }
     // The most common count (the larger on a tie: a missing cable is likelier than an extra).
     let Some(usual) = tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c) else { return out };
-    let missing_of_low = |l: &Guid| group.ups.iter().filter(|u| count(l, u) == 0).count();
-    let missing_of_up = |u: &Guid| group.lows.iter().filter(|l| count(l, u) == 0).count();
+    // Counted once (a scan per pair would be cubic on a large tree).
+    let mut missing_low: BTreeMap<Guid, usize> = BTreeMap::new();
+    let mut missing_up: BTreeMap<Guid, usize> = BTreeMap::new();
+    for l in &group.lows {
+        for u in group.ups.iter().filter(|u| count(l, u) == 0) {
+            *missing_low.entry(*l).or_default() += 1;
+            *missing_up.entry(*u).or_default() += 1;
+        }
+    }
+    let missing_of_low = |l: &Guid| missing_low.get(l).copied().unwrap_or(0);
+    let missing_of_up = |u: &Guid| missing_up.get(u).copied().unwrap_or(0);
     // A pair with no link is said once: by the upper switch when it misses more lower ones than
     // the lower one misses upper ones (a spine cabled to few leaves), else by the lower one.
     let by_upper = |l: &Guid, u: &Guid| missing_of_up(u) >= 2 && missing_of_up(u) > missing_of_low(l);
@@ -320,7 +336,8 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
                 &[],
             ));
         }
-        let uneven: Vec<String> = group.ups.iter().filter_map(|u| (count(l, u) > 0 && count(l, u) != usual).then(|| format!("{} to {}", count(l, u), name(u)))).collect();
+        let uneven: Vec<String> =
+            group.ups.iter().filter(|u| count(l, u) > 0 && count(l, u) != usual).map(|u| format!("{} to {}", count(l, u), name(u))).collect();
         if !uneven.is_empty() {
             out.push(Noted::new(
                 "fabric.design",

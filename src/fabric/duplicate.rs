@@ -31,12 +31,8 @@ pub fn is_default_description(description: &str) -> bool {
 /// Where a node is cabled, to tell two nodes of one name apart: `leaf1[3]`, or its GUID.
 fn whereabouts(index: &Index, fabric: &Fabric, i: usize) -> String {
     let node = &fabric.nodes[i];
-    let seats: Vec<String> = node
-        .ports
-        .iter()
-        .filter_map(|p| p.remote.and_then(|(g, rp)| index.by_guid.get(&g).map(|n| end_name(n, rp))))
-        .take(2)
-        .collect();
+    let seats: Vec<String> =
+        node.ports.iter().filter_map(|p| p.remote.and_then(|(g, rp)| index.by_guid.get(&g).map(|n| end_name(n, rp)))).take(2).collect();
     if seats.is_empty() {
         format!("{} (not cabled to a discovered node)", node.guid)
     } else {
@@ -59,7 +55,11 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
             "fabric.duplicate",
             Severity::Error,
             guid.to_string(),
-            format!("node GUID {guid} is used by {} nodes: {}; the SM and every tool that keys on GUIDs see only one of them", nodes.len(), who.join(", ")),
+            format!(
+                "node GUID {guid} is used by {} nodes: {}; the SM and every tool that keys on GUIDs see only one of them",
+                nodes.len(),
+                who.join(", ")
+            ),
             "find the device with the copied GUIDs (a replaced board programmed with another's GUIDs, a cloned VM or simulator) and give it its \
              own (the vendor's GUID tools, `flint -d DEV sg` on ConnectX), then let the SM sweep again",
             &[],
@@ -84,7 +84,11 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
             "fabric.duplicate",
             Severity::Error,
             guid.to_string(),
-            format!("port GUID {guid} is used by ports of {} nodes: {}; the SM gives one of them no LID or the wrong routes", nodes.len(), who.join(", ")),
+            format!(
+                "port GUID {guid} is used by ports of {} nodes: {}; the SM gives one of them no LID or the wrong routes",
+                nodes.len(),
+                who.join(", ")
+            ),
             "give the device with the copied port GUID its own (the vendor's GUID tools, `flint -d DEV sg` on ConnectX), then let the SM sweep again",
             &[],
         ));
@@ -119,7 +123,8 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
     }
     for (desc, nodes) in &defaults {
         let who: Vec<String> = nodes.iter().take(5).map(|&i| whereabouts(&index, fabric, i)).collect();
-        let shown = if desc.is_empty() { "an empty node description".to_string() } else { format!("the adapter's default node description \"{desc}\"") };
+        let shown =
+            if desc.is_empty() { "an empty node description".to_string() } else { format!("the adapter's default node description \"{desc}\"") };
         out.push(Noted::new(
             "fabric.duplicate",
             Severity::Warning,

@@ -23,7 +23,15 @@ pub struct FabricExpect {
 
 impl Default for FabricExpect {
     fn default() -> Self {
-        FabricExpect { sm_standby: None, width: None, speed: None, nodes: None, switches: None, thresholds: default_thresholds(), oversubscription: None }
+        FabricExpect {
+            sm_standby: None,
+            width: None,
+            speed: None,
+            nodes: None,
+            switches: None,
+            thresholds: default_thresholds(),
+            oversubscription: None,
+        }
     }
 }
 
@@ -100,7 +108,17 @@ mod tests {
         assert_eq!((e.threshold(ErrorCounter::SymbolError), e.sm_standby, e.width, e.speed), (0, Some(1), Some(Width::X4), Some(Speed::Hdr)));
         e.set("oversubscription=3:2").unwrap();
         assert_eq!(e.oversubscription, Some(1.5));
-        for bad in ["oversubscription=0", "oversubscription=x:1", "oversubscription=-2", "nope=1", "symbol_error=-1", "sm_standby=x", "width=3X", "speed=ZDR", "novalue"] {
+        for bad in [
+            "oversubscription=0",
+            "oversubscription=x:1",
+            "oversubscription=-2",
+            "nope=1",
+            "symbol_error=-1",
+            "sm_standby=x",
+            "width=3X",
+            "speed=ZDR",
+            "novalue",
+        ] {
             assert!(e.set(bad).is_err(), "{bad}");
         }
     }

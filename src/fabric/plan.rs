@@ -71,7 +71,8 @@ pub fn from_table(table: &Table) -> Result<Topology, CsvError> {
             }
         }
         for (name, port, key) in [&a, &b] {
-            let node = topo.nodes.entry(name.clone()).or_insert_with(|| ExpectedNode { id: name.clone(), key: key.clone(), is_switch: false, ports: 0 });
+            let node =
+                topo.nodes.entry(name.clone()).or_insert_with(|| ExpectedNode { id: name.clone(), key: key.clone(), is_switch: false, ports: 0 });
             node.ports = node.ports.max(*port);
         }
         topo.links.push(ExpectedLink { a: (a.0, a.1), b: (b.0, b.1) });
@@ -105,11 +106,8 @@ mod tests {
 
     #[test]
     fn a_plan_is_the_expected_topology() {
-        let t = parse(
-            "p.csv",
-            "a_node,a_port,b_node,b_port,length_m\nleaf1,1,\"node01, rack 3 mlx5_0\",1,2\n0x0000000000000020,7,leaf1,7,5\n\n",
-        )
-        .unwrap();
+        let t = parse("p.csv", "a_node,a_port,b_node,b_port,length_m\nleaf1,1,\"node01, rack 3 mlx5_0\",1,2\n0x0000000000000020,7,leaf1,7,5\n\n")
+            .unwrap();
         assert_eq!(
             t.links,
             vec![

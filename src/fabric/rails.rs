@@ -195,7 +195,12 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
             "fabric.rail",
             Severity::Error,
             node_name(nic),
-            format!("{} (rail {}, from {source}) is cabled to {}, a leaf of rail {on}; {belongs}", end_name(nic, s.port), s.rail, end_name(leaf, s.leaf_port)),
+            format!(
+                "{} (rail {}, from {source}) is cabled to {}, a leaf of rail {on}; {belongs}",
+                end_name(nic, s.port),
+                s.rail,
+                end_name(leaf, s.leaf_port)
+            ),
             "move the cable to a free port of its rail's leaf (or fix the rail map if this NIC is on another rail): on the wrong leaf its traffic \
              takes extra hops and crowds the other rail's uplinks",
             &[(s.nic, s.port), (s.leaf, s.leaf_port)],
@@ -264,7 +269,11 @@ mod tests {
         let errors: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).collect();
         assert_eq!(errors.len(), 1, "{got:#?}");
         assert_eq!(errors[0].finding.subject, "gpu2 mlx5_1");
-        assert!(errors[0].finding.message.contains("is cabled to leaf0[") && errors[0].finding.message.ends_with("rail 1's leaf group is leaf1"), "{}", errors[0].finding.message);
+        assert!(
+            errors[0].finding.message.contains("is cabled to leaf0[") && errors[0].finding.message.ends_with("rail 1's leaf group is leaf1"),
+            "{}",
+            errors[0].finding.message
+        );
         assert_eq!(errors[0].ends.len(), 2, "both ends marked in the table");
         // From a rail map: gpu3's NICs are on the other rails than their names say.
         let map = parse_map(
@@ -278,7 +287,11 @@ mod tests {
         subjects.sort();
         assert_eq!(subjects, ["gpu3 mlx5_0", "gpu3 mlx5_1"], "{got:#?}");
         let absent = got.iter().find(|n| n.finding.severity == Severity::Warning).unwrap();
-        assert!(absent.finding.message.contains("were not discovered") && absent.finding.message.contains("gpu9 mlx5_0"), "{}", absent.finding.message);
+        assert!(
+            absent.finding.message.contains("were not discovered") && absent.finding.message.contains("gpu9 mlx5_0"),
+            "{}",
+            absent.finding.message
+        );
     }
 
     #[test]

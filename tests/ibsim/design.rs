@@ -119,7 +119,10 @@ fn healthy_rail_fabric_passes_rails_and_plan() {
                 assert_eq!((node["tier"].as_str(), node["tier_reason"].as_str()), (Some("leaf"), Some("4 host link(s)")), "{node}");
                 assert_eq!(node["oversubscription"].as_f64(), Some(2.0), "{node}");
             }
-            "switch" => assert_eq!((node["tier"].as_str(), node["tier_reason"].as_str()), (Some("spine"), Some("4 link(s) to 4 leaf switch(es) and no hosts"))),
+            "switch" => assert_eq!(
+                (node["tier"].as_str(), node["tier_reason"].as_str()),
+                (Some("spine"), Some("4 link(s) to 4 leaf switch(es) and no hosts"))
+            ),
             _ => assert!(node.get("tier").is_none(), "{node}"),
         }
     }
@@ -140,7 +143,10 @@ fn healthy_rail_fabric_passes_rails_and_plan() {
     assert_eq!(blamed(&doc).iter().filter(|f| f.0 == "fabric.design" && f.1 == "warning").count(), RAILS);
     // The human form says each switch's tier.
     let text = String::from_utf8_lossy(&sim.fabcheck(&["fabric"]).stdout).to_string();
-    assert!(text.contains("tier leaf (4 host link(s), oversubscription 2.00:1)") && text.contains("tier spine (4 link(s) to 4 leaf switch(es)"), "{text}");
+    assert!(
+        text.contains("tier leaf (4 host link(s), oversubscription 2.00:1)") && text.contains("tier spine (4 link(s) to 4 leaf switch(es)"),
+        "{text}"
+    );
 
     // The plan with one cable in the wrong row: host1 mlx5_2 said to be on leaf2[7].
     std::fs::write(sim.dir.join("miswired.csv"), plan_csv().replace("leaf2,1,\"host1 mlx5_2\"", "leaf2,7,\"host1 mlx5_2\"")).unwrap();
@@ -148,7 +154,10 @@ fn healthy_rail_fabric_passes_rails_and_plan() {
     assert_eq!(out.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(errors(&doc), vec![("fabric.topology.miswired".into(), "error".into(), "leaf2[7] <-> host1 mlx5_2[1]".into())]);
-    assert_eq!(finding(&doc, "fabric.topology.miswired", "leaf2[7] <-> host1 mlx5_2[1]")["message"], "expected this cable, but host1 mlx5_2[1] is cabled to leaf2[1]");
+    assert_eq!(
+        finding(&doc, "fabric.topology.miswired", "leaf2[7] <-> host1 mlx5_2[1]")["message"],
+        "expected this cable, but host1 mlx5_2[1] is cabled to leaf2[1]"
+    );
     assert!(blamed(&doc).iter().all(|f| f.1 == "error"), "the moved cable is explained, not extra: {:#?}", blamed(&doc));
     // A plan missing a cable's row: that cable is extra (a warning), as with --topology.
     std::fs::write(sim.dir.join("short.csv"), plan_csv().replace("leaf3,4,\"host4 mlx5_3\",1,C34\r\n", "")).unwrap();
@@ -186,7 +195,10 @@ fn faulted_rail_fabric_names_each_fault_and_nothing_else() {
     let design = finding(&doc, "fabric.design", "leaf3")["message"].as_str().unwrap().to_string();
     assert!(design.contains("leaf leaf3 has no link to spine spine1"), "{design}");
     let cloned = finding(&doc, "fabric.duplicate", "host3 mlx5_2")["message"].as_str().unwrap().to_string();
-    assert!(cloned.starts_with("2 NICs have the node description \"host3 mlx5_2\"") && cloned.contains("on leaf2[3]") && cloned.contains("on leaf2[4]"), "{cloned}");
+    assert!(
+        cloned.starts_with("2 NICs have the node description \"host3 mlx5_2\"") && cloned.contains("on leaf2[3]") && cloned.contains("on leaf2[4]"),
+        "{cloned}"
+    );
     let default = finding(&doc, "fabric.duplicate", "MT4129 ConnectX7 Mellanox Technologies")["message"].as_str().unwrap().to_string();
     assert!(default.starts_with("2 NIC(s) have the adapter's default node description") && default.contains("rdma-ndd is not running"), "{default}");
 }

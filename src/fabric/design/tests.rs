@@ -159,9 +159,15 @@ fn oversubscription_against_the_expectation() {
     expect.set("oversubscription=3").unwrap();
     let got = rules(&b.fabric, &expect);
     assert!(got.iter().all(|n| n.finding.severity == Severity::Info) && got.len() == 2, "{got:#?}");
-    assert_eq!(got[0].finding.message, "leaf leaf0 oversubscription 3.00:1 (host-facing 1200 Gb/s over 6 link(s), spine-facing 400 Gb/s over 2 link(s))");
+    assert_eq!(
+        got[0].finding.message,
+        "leaf leaf0 oversubscription 3.00:1 (host-facing 1200 Gb/s over 6 link(s), spine-facing 400 Gb/s over 2 link(s))"
+    );
     expect.set("oversubscription=2:1").unwrap();
     let got = rules(&b.fabric, &expect);
-    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Warning, "leaf0".into()), ("fabric.design".into(), Severity::Warning, "leaf1".into())]);
+    assert_eq!(
+        found(&got),
+        vec![("fabric.design".into(), Severity::Warning, "leaf0".into()), ("fabric.design".into(), Severity::Warning, "leaf1".into())]
+    );
     assert!(got[0].finding.message.contains("above the expected 2:1"), "{}", got[0].finding.message);
 }
