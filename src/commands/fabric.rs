@@ -41,11 +41,10 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         }
     }
     if let (Some(plan), Some(topology)) = (&args.plan, &args.topology) {
-        return Err(Failure::usage(format!(
-            "--plan {} and --topology {} both give the expected cabling: give one",
-            plan.display(),
-            topology.display()
-        )));
+        return Err(Failure::new(
+            format!("--plan {} and --topology {} both give the expected cabling", plan.display(), topology.display()),
+            "give one: --plan for a cabling plan (CSV), --topology for an ibnetdiscover file of a known-good fabric",
+        ));
     }
     let rails = match (&args.rail_map, args.rails) {
         (Some(map), _) => Some(Rails::Map(map.clone())),

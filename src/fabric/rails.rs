@@ -35,7 +35,7 @@ pub fn parse_map(path: &str, text: &str) -> Result<RailMap, CsvError> {
 }
 
 pub const MAP_REMEDY: &str = "give a CSV whose header is host,device,rail and one NIC per row (host and device as the NIC's node description \
-                              `HOST DEVICE` names them, rail a number 0..1023)";
+                              `HOST DEVICE` names them, rail a number 0..1023, or rail3)";
 
 /// What to do about a rail map that cannot be used.
 pub fn remedy(e: &CsvError) -> &'static str {
@@ -55,7 +55,9 @@ fn map_from_table(table: &csv::Table) -> Result<RailMap, CsvError> {
         if host.is_empty() || device.is_empty() {
             return Err(err("host and device must both be given".into()));
         }
-        let rail: u32 = rail.parse().ok().filter(|&r| r < 1024).ok_or_else(|| err(format!("rail '{rail}' is not a number 0..1023")))?;
+        // `3`, or `rail3` / `rail 3` as spreadsheets often label them.
+        let number = rail.strip_prefix("rail").or_else(|| rail.strip_prefix("Rail")).unwrap_or(rail).trim();
+        let rail: u32 = number.parse().ok().filter(|&r| r < 1024).ok_or_else(|| err(format!("rail '{rail}' is not a number 0..1023")))?;
         let description = format!("{host} {device}");
         if let Some(line) = first.insert(description.clone(), row.line) {
             return Err(err(format!("{description} is already given a rail on line {line}")));
@@ -320,8 +322,8 @@ mod tests {
 
     #[test]
     fn rail_maps() {
-        let m = parse_map("m.csv", "host,device,rail\ngpu01,mlx5_0,0\ngpu01,mlx5_3,1\n").unwrap();
-        assert_eq!(m.rails["gpu01 mlx5_3"], 1);
+        let m = parse_map("m.csv", "host,device,rail\ngpu01,mlx5_0,0\ngpu01,mlx5_3,1\ngpu01,mlx5_4,rail2\n").unwrap();
+        assert_eq!((m.rails["gpu01 mlx5_3"], m.rails["gpu01 mlx5_4"]), (1, 2));
         for (text, line) in [
             ("host,device\ngpu01,mlx5_0\n", 1),
             ("host,device,rail\ngpu01,mlx5_0,x\n", 2),
