@@ -90,16 +90,22 @@ pub fn tiers(index: &Index) -> BTreeMap<Guid, Placed> {
     let adj = adjacency(index);
     let has_hosts: BTreeSet<Guid> = adj.iter().filter(|(_, a)| a.hosts > 0).map(|(g, _)| *g).collect();
     let mut placed = BTreeMap::new();
+    // Spine-like: cabled to two or more host switches by more links than it has hosts.
+    let spine_like = |g: &Guid, leaves: &BTreeSet<Guid>| {
+        let a = &adj[g];
+        let to_leaves: Vec<usize> = a.switches.iter().filter(|(s, _)| leaves.contains(*s)).map(|(_, (n, _))| *n).collect();
+        to_leaves.len() >= 2 && to_leaves.iter().sum::<usize>() > a.hosts
+    };
+    let plain: BTreeSet<Guid> = has_hosts.iter().filter(|g| !spine_like(g, &has_hosts)).copied().collect();
+    // A spine-like switch stays a leaf unless two or more plain leaves are below it (switches
+    // with hosts cabled in a ring or a mesh are all leaves).
     let mut leaves = BTreeSet::new();
     for g in &has_hosts {
-        let a = &adj[g];
-        let to_leaves: Vec<usize> = a.switches.iter().filter(|(s, _)| has_hosts.contains(*s)).map(|(_, (n, _))| *n).collect();
-        let leaf_links: usize = to_leaves.iter().sum();
-        if to_leaves.len() >= 2 && leaf_links > a.hosts {
+        if !plain.contains(g) && spine_like(g, &plain) {
             continue; // judged a spine below, with its hosts said
         }
         leaves.insert(*g);
-        placed.insert(*g, Placed { tier: Tier::Leaf, reason: format!("{} host link(s)", a.hosts) });
+        placed.insert(*g, Placed { tier: Tier::Leaf, reason: format!("{} host link(s)", adj[g].hosts) });
     }
     let mut spines = BTreeSet::new();
     for (g, a) in adj.iter().filter(|(g, _)| !leaves.contains(*g)) {

@@ -140,6 +140,25 @@ fn a_spine_with_a_management_node_is_still_a_spine() {
 }
 
 #[test]
+fn switches_with_hosts_in_a_ring_are_all_leaves() {
+    let mut b = Build::new();
+    for l in 0..3 {
+        b.switch(&format!("leaf{l}"));
+        b.ca(&format!("h{l}"));
+        b.cable(&format!("leaf{l}"), &format!("h{l}"));
+    }
+    for (x, y) in [(0, 1), (1, 2), (2, 0)] {
+        for _ in 0..2 {
+            b.cable(&format!("leaf{x}"), &format!("leaf{y}"));
+        }
+    }
+    for l in 0..3 {
+        assert_eq!(tier_of(&b, &format!("leaf{l}")).tier, Tier::Leaf);
+    }
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+}
+
+#[test]
 fn lone_switches_and_unknowns() {
     let mut b = Build::new();
     b.switch("only");
