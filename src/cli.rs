@@ -411,6 +411,11 @@ pub struct FabricArgs {
     /// judge what rose in it, not lifetime totals; the window counts within --deadline.
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
+    // fabric.route (issue #32):
+    /// Seed of the sample of host pairs whose routes are walked when a fabric has more than
+    /// 10,000 pairs (printed with the results, to repeat a sample; default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as

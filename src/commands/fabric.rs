@@ -17,6 +17,8 @@ pub struct FabricConfig {
     pub deadline: std::time::Duration,
     /// `--soak`: the window between two reads of every counter.
     pub soak: Option<std::time::Duration>,
+    /// `--seed`: the sample of host pairs for `fabric.route` (None: from the clock).
+    pub seed: Option<u64>,
 }
 
 /// `fabric`'s flags as a validated run.
@@ -52,12 +54,14 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             timeout_ms: args.timeout_ms,
             retries: args.retries,
             reset_counters: args.reset_counters,
+            tables_until: None,
         },
         topology: args.topology.clone(),
         expect,
         json: args.json || crate::report::machine(),
         deadline,
         soak,
+        seed: args.seed,
     })
 }
 
@@ -71,7 +75,11 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         Some(path) => Some(topology::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
         None => None,
     };
-    let mut fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
+    // The forwarding and partition tables get at most half of what --deadline leaves after a
+    // soak window: the rest is for the second read and the report.
+    let mut probe = config.probe.clone();
+    probe.tables_until = Some(std::time::Instant::now() + config.deadline.saturating_sub(config.soak.unwrap_or_default()) / 2);
+    let (mut fabric, tables) = with_deadline(&probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let window = match config.soak {
         Some(window) => Some(soak(&config, &mut fabric, window, started)?),
         None => None,
@@ -80,7 +88,19 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     if let Some(w) = &window {
         say_window(&mut judgement, w);
     }
-    let view = report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64 };
+    // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
+    let routes =
+        tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
+    if let Some((_, findings)) = &routes {
+        judgement.findings.extend(findings.iter().cloned());
+        judgement.findings.sort_by_key(|f| f.severity);
+    }
+    let view = report::FabricReport {
+        fabric: &fabric,
+        judgement: &judgement,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        routes: routes.as_ref().map(|(figures, _)| figures),
+    };
     let outcome = crate::report::output::deliver(&view, config.json)?;
     if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
         return Err(Failure::new(
@@ -111,7 +131,7 @@ fn soak(
         std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
     }
     let left = config.deadline.saturating_sub(started.elapsed());
-    let mut end = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
+    let (mut end, _) = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
     let seconds = opened.elapsed().as_secs_f64();
     let w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
     *fabric = end;
@@ -146,13 +166,13 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
 /// umad device (or simulator) must still not hang the run. On the deadline the process
 /// exits (exit 2) and takes the stuck thread with it.
-fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::fabric::Fabric, Failure> {
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<(crate::fabric::Fabric, crate::fabric::model::Tables), Failure> {
     let (tx, rx) = std::sync::mpsc::channel();
     let probe = probe.clone();
     std::thread::Builder::new()
         .name("mad".into())
         .spawn(move || {
-            let _ = tx.send(discover::discover(&probe));
+            let _ = tx.send(discover::discover_with_tables(&probe));
         })
         .map_err(|e| Failure::new(format!("cannot start the MAD thread: {e}"), "retry; check the process limits (ulimit -u)"))?;
     match rx.recv_timeout(deadline) {

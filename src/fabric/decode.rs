@@ -145,9 +145,52 @@ pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
     c
 }
 
+// --- Switch and port tables (fabric.route, fabric.pkey) ---
+
+/// SwitchInfo LinearFDBTop: the highest LID the linear forwarding table holds.
+pub fn linear_fdb_top(switch_info: &[u8]) -> u16 {
+    be_bits(switch_info, 48, 16) as u16
+}
+
+/// SwitchInfo PartitionEnforcementCap: P_Keys a switch's external port holds.
+pub fn partition_enforcement_cap(switch_info: &[u8]) -> u16 {
+    be_bits(switch_info, 112, 16) as u16
+}
+
+/// NodeInfo PartitionCap: P_Keys a CA port holds.
+pub fn partition_cap(node_info: &[u8]) -> u16 {
+    be_bits(node_info, 224, 16) as u16
+}
+
+/// The P_Keys of one 64-byte P_KeyTable block (32 big-endian entries; 0 is an empty slot).
+pub fn pkey_block(block: &[u8]) -> Vec<u16> {
+    block.chunks_exact(2).map(|b| u16::from_be_bytes([b[0], b[1]])).filter(|&k| k & 0x7fff != 0).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switch_and_node_info_table_sizes() {
+        let mut si = [0u8; 64];
+        si[0..2].copy_from_slice(&49152u16.to_be_bytes()); // LinearFDBCap
+        si[6..8].copy_from_slice(&300u16.to_be_bytes()); // LinearFDBTop
+        si[14..16].copy_from_slice(&32u16.to_be_bytes()); // PartitionEnforcementCap
+        assert_eq!((linear_fdb_top(&si), partition_enforcement_cap(&si)), (300, 32));
+        let mut ni = [0u8; 64];
+        ni[28..30].copy_from_slice(&128u16.to_be_bytes());
+        assert_eq!(partition_cap(&ni), 128);
+    }
+
+    #[test]
+    fn pkey_blocks_keep_the_set_entries() {
+        let mut block = [0u8; 64];
+        block[0..2].copy_from_slice(&0xffffu16.to_be_bytes());
+        block[4..6].copy_from_slice(&0x8001u16.to_be_bytes());
+        block[6..8].copy_from_slice(&0x8000u16.to_be_bytes()); // full bit only: an empty slot
+        assert_eq!(pkey_block(&block), vec![0xffff, 0x8001]);
+    }
 
     /// Writes `value` into `width` bits at `offset` (MSB first), as a switch's SMA would.
     fn put(buf: &mut [u8], offset: usize, width: usize, value: u64) {

@@ -13,6 +13,8 @@ pub mod links;
 pub mod local;
 pub mod model;
 pub mod report;
+pub mod route;
+pub mod route_judge;
 pub mod soak;
 pub mod topology;
 
