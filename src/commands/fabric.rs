@@ -93,8 +93,13 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
-        judgement.findings.sort_by_key(|f| f.severity);
     }
+    // fabric.pkey: each host port's partitions against its switch port's.
+    if tables.read {
+        judgement.findings.extend(crate::fabric::pkey::judge(&fabric, &tables));
+        judgement.findings.extend(crate::fabric::pkey::unread(&fabric, &tables));
+    }
+    judgement.findings.sort_by_key(|f| f.severity);
     let view = report::FabricReport {
         fabric: &fabric,
         judgement: &judgement,

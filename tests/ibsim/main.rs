@@ -5,6 +5,7 @@
 //! Each scenario asserts the exact findings (id, severity, subject naming both ends).
 
 mod harness;
+mod route;
 
 use harness::{errors, finding, findings, Sim};
 use std::time::Instant;
