@@ -99,6 +99,11 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         judgement.findings.extend(crate::fabric::pkey::judge(&fabric, &tables));
         judgement.findings.extend(crate::fabric::pkey::unread(&fabric, &tables));
     }
+    // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
+    judgement.findings.extend(crate::fabric::phy::judge(&fabric, &tables));
+    if let Some(w) = &window {
+        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds));
+    }
     judgement.findings.sort_by_key(|f| f.severity);
     let view = report::FabricReport {
         fabric: &fabric,

@@ -53,11 +53,12 @@ pub fn discover_with_tables(probe: &Probe) -> Result<(Fabric, Tables), MadError>
         return Ok((fabric, Tables::default()));
     }
     fabric.others = other_sms(&fabric, &port);
-    read_counters(&mut fabric, &port, probe.reset_counters);
-    let tables = match probe.tables_until {
+    let phy = read_counters(&mut fabric, &port, probe.reset_counters);
+    let mut tables = match probe.tables_until {
         Some(until) => read_tables(&raw, &port, &mut Budget { mads: 0, max: MAX_TABLE_MADS, until }),
         None => Tables::default(),
     };
+    tables.phy = phy;
     Ok((fabric, tables))
 }
 
@@ -169,7 +170,15 @@ fn read_pkeys(path: &[u8], table_port: u8, cap: u16, port: &MadPort, budget: &mu
     for block in 0..blocks {
         budget.take()?;
         match port.table_block(&path, mad::SmpTable::PKey { port: table_port, block }) {
-            Ok(raw) => keys.extend(decode::pkey_block(&raw)),
+            Ok(raw) => {
+                let found = decode::pkey_block(&raw);
+                let full = found.len() == 32;
+                keys.extend(found);
+                // SMs fill the table from index 0: a block with a free slot is the last in use.
+                if !full {
+                    break;
+                }
+            }
             Err(_) => return Ok(None),
         }
     }
@@ -227,10 +236,13 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
 /// A node whose PerfMgt does not answer is skipped after its first silence; after
 /// `GIVE_UP` silent nodes in a row (LID routes not set up yet, say) the rest are not asked.
-fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
+/// Returns the PortExtendedSpeedsCounters of FDR-and-faster ports (asked once per port; a
+/// node that does not answer them, as the simulator does not, is not asked again).
+fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters> {
     const GIVE_UP: usize = 4;
     fabric.counters_read = true;
     let mut gaps = Vec::new();
+    let mut phy = std::collections::BTreeMap::new();
     let mut silent_in_a_row = 0;
     for node in &mut fabric.nodes {
         if silent_in_a_row >= GIVE_UP {
@@ -238,6 +250,7 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
             continue;
         }
         let mut ext_ok = true;
+        let mut speeds_ok = true;
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
                 continue;
@@ -252,6 +265,16 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
             ext_ok = ext.is_some();
             let counters: Counters = decode::counters(&pc, ext.as_deref());
             p.counters = Some(counters);
+            use crate::probe::decode::Speed;
+            let rs_fec = matches!(p.info.speed_active, Speed::Hdr | Speed::Ndr | Speed::Xdr);
+            if speeds_ok && (rs_fec || matches!(p.info.speed_active, Speed::Fdr | Speed::Edr)) {
+                match port.port_ext_speeds_counters(p.lid, p.number) {
+                    Ok(raw) => {
+                        phy.insert((node.guid, p.number), decode::ext_speeds_counters(&raw, rs_fec));
+                    }
+                    Err(_) => speeds_ok = false,
+                }
+            }
             if reset {
                 if let Err(e) = port.reset_counters(p.lid, p.number) {
                     tracing::warn!("{e}");
@@ -260,4 +283,5 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
         }
     }
     fabric.gaps.extend(gaps);
+    phy
 }

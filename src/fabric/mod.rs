@@ -12,6 +12,7 @@ pub mod judge;
 pub mod links;
 pub mod local;
 pub mod model;
+pub mod phy;
 pub mod pkey;
 pub mod report;
 pub mod route;

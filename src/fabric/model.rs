@@ -140,6 +140,9 @@ pub struct Counters {
     pub rcv_data: u64,
     pub xmit_pkts: u64,
     pub rcv_pkts: u64,
+    /// Added: PortXmitWait, ticks the port had data to send and no credits (64-bit from
+    /// PortCountersExtended where the port has it; `fabric.congestion` over a soak window).
+    pub xmit_wait: u64,
 }
 
 /// The PerfMgt error counters fabcheck judges.
@@ -392,4 +395,7 @@ pub struct Tables {
     pub mads: u64,
     /// Why reading stopped before the end (the MAD budget or the time left), if it did.
     pub cut_short: Option<String>,
+    /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered (lifetime
+    /// figures, from the first read of a run): `phy.fec`, `phy.ber`.
+    pub phy: std::collections::BTreeMap<(Guid, u8), super::decode::ExtSpeedsCounters>,
 }

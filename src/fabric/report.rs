@@ -95,6 +95,7 @@ fn sum(a: &Counters, b: &Counters) -> Counters {
         rcv_data: a.rcv_data.saturating_add(b.rcv_data),
         xmit_pkts: a.xmit_pkts.saturating_add(b.xmit_pkts),
         rcv_pkts: a.rcv_pkts.saturating_add(b.rcv_pkts),
+        xmit_wait: a.xmit_wait.saturating_add(b.xmit_wait),
     }
 }
 

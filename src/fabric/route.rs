@@ -110,14 +110,24 @@ impl<'a> Walker<'a> {
     }
 }
 
-/// The host ports of the fabric, in GUID and port order.
+/// The host ports of the fabric, in GUID and port order. A port whose LID another port also
+/// holds is left out: where its packets go is ambiguous, and `fabric.lid` names it.
 pub fn hosts(fabric: &Fabric) -> Vec<Host> {
+    let mut holders: HashMap<u16, usize> = HashMap::new();
+    for node in &fabric.nodes {
+        for p in node.ports.iter().filter(|p| (node.node_type == NodeType::Switch) == (p.number == 0)) {
+            let lid = if node.node_type == NodeType::Switch { p.lid } else { p.info.lid };
+            if lid != 0 {
+                *holders.entry(lid).or_default() += 1;
+            }
+        }
+    }
     let mut hosts: Vec<Host> = fabric
         .nodes
         .iter()
         .filter(|n| n.node_type == NodeType::Ca)
         .flat_map(|n| n.ports.iter().map(move |p| (n, p)))
-        .filter(|(_, p)| p.number != 0 && p.info.state == PortState::Active && p.info.lid != 0)
+        .filter(|(_, p)| p.number != 0 && p.info.state == PortState::Active && p.info.lid != 0 && holders.get(&p.info.lid) == Some(&1))
         .filter_map(|(n, p)| Some(Host { node: n.guid, port: p.number, lid: p.info.lid, peer: p.remote? }))
         .collect();
     hosts.sort_by_key(|h| (h.node, h.port));

@@ -248,6 +248,15 @@ fn a_leaf_sending_most_destinations_up_one_cable_is_a_warning() {
 }
 
 #[test]
+fn a_duplicate_lid_is_left_to_fabric_lid() {
+    let mut net = tree();
+    net.f.nodes.iter_mut().find(|n| n.description == "hostC").unwrap().ports[0].info.lid = 11;
+    let (figures, findings) = net.judge();
+    assert!(findings.is_empty(), "hostB and hostC share LID 11: not walked, not blamed on the routes: {findings:#?}");
+    assert_eq!(figures.hosts, 2);
+}
+
+#[test]
 fn a_switch_whose_table_was_not_read_is_said_not_guessed() {
     let mut net = tree();
     net.t.lfts.remove(&Guid(S2));
