@@ -155,6 +155,15 @@ pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
 
 // --- The physical layer of InfiniBand ports (phy.fec, phy.ber) ---
 
+/// PerfMgt ClassPortInfo CapabilityMask bit IsRSFECCountersSupported (IS_PM_RSFEC_COUNTERS_SUP):
+/// the agent answers PortExtendedSpeedsCounters with RS-FEC counters.
+pub const PMA_CAP_RSFEC_COUNTERS: u16 = 1 << 14;
+
+/// PerfMgt ClassPortInfo CapabilityMask (ibsim's agent says 0x1200: extended width, PortXmitWait).
+pub fn pma_capability_mask(class_port_info: &[u8]) -> u16 {
+    be_bits(class_port_info, 16, 16) as u16
+}
+
 /// PortExtendedSpeedsCounters (PerfMgt 0x1F), FDR and faster: FEC and per-lane figures.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct ExtSpeedsCounters {
@@ -238,6 +247,14 @@ mod tests {
         let mut ni = [0u8; 64];
         ni[28..30].copy_from_slice(&128u16.to_be_bytes());
         assert_eq!(partition_cap(&ni), 128);
+    }
+
+    #[test]
+    fn pma_capability_mask_as_ibsim_answers_it() {
+        let mut cpi = [0u8; 192];
+        cpi[2..4].copy_from_slice(&0x1200u16.to_be_bytes());
+        assert_eq!(pma_capability_mask(&cpi), 0x1200);
+        assert_eq!(pma_capability_mask(&cpi) & PMA_CAP_RSFEC_COUNTERS, 0, "ibsim is not asked PortExtendedSpeedsCounters");
     }
 
     #[test]

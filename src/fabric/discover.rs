@@ -250,7 +250,9 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::colle
             continue;
         }
         let mut ext_ok = true;
-        let mut speeds_ok = true;
+        // Whether this node's PerfMgt answers PortExtendedSpeedsCounters: asked once
+        // (ClassPortInfo), since an agent lacking the attribute may pass the query on.
+        let mut speeds_ok: Option<bool> = None;
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
                 continue;
@@ -267,12 +269,17 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::colle
             p.counters = Some(counters);
             use crate::probe::decode::Speed;
             let rs_fec = matches!(p.info.speed_active, Speed::Hdr | Speed::Ndr | Speed::Xdr);
-            if speeds_ok && (rs_fec || matches!(p.info.speed_active, Speed::Fdr | Speed::Edr)) {
-                match port.port_ext_speeds_counters(p.lid, p.number) {
-                    Ok(raw) => {
-                        phy.insert((node.guid, p.number), decode::ext_speeds_counters(&raw, rs_fec));
+            if rs_fec || matches!(p.info.speed_active, Speed::Fdr | Speed::Edr) {
+                let supported = *speeds_ok.get_or_insert_with(|| {
+                    port.pma_class_port_info(p.lid).is_ok_and(|cpi| decode::pma_capability_mask(&cpi) & decode::PMA_CAP_RSFEC_COUNTERS != 0)
+                });
+                if supported {
+                    match port.port_ext_speeds_counters(p.lid, p.number) {
+                        Ok(raw) => {
+                            phy.insert((node.guid, p.number), decode::ext_speeds_counters(&raw, rs_fec));
+                        }
+                        Err(_) => speeds_ok = Some(false),
                     }
-                    Err(_) => speeds_ok = false,
                 }
             }
             if reset {

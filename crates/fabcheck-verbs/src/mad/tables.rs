@@ -58,6 +58,7 @@ impl SmpTable {
 
 /// PerfMgt PortExtendedSpeedsCounters (0x1F): FEC and per-lane symbol errors on FDR and up.
 const IB_GSI_PORT_EXT_SPEEDS_COUNTERS: u32 = 0x1f;
+const IB_PMA_CLASS_PORT_INFO: u32 = 0x01;
 
 impl MadPort {
     /// One 64-byte block of `table` at the node `path` leads to.
@@ -90,6 +91,13 @@ impl MadPort {
             return Err(MadError::NoAnswer { what, lid: 0 });
         }
         Ok(buf)
+    }
+
+    /// The PerfMgt agent's ClassPortInfo at `lid` (its CapabilityMask says which optional
+    /// attributes it answers): the 192-byte data area. Ask it before an optional attribute:
+    /// an agent that lacks one may pass the query on (ibsim hands it to OpenSM, which dies).
+    pub fn pma_class_port_info(&self, lid: u16) -> Result<Vec<u8>, MadError> {
+        self.pma(lid, 0, IB_PMA_CLASS_PORT_INFO, "PerfMgt ClassPortInfo query")
     }
 
     /// PortExtendedSpeedsCounters (0x1F) of `port` at `lid`: the 192-byte data area.
