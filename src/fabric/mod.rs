@@ -3,7 +3,9 @@
 //! `discover` is the only I/O (through `fabcheck_verbs::mad`); everything else is pure:
 //! `decode` (raw MAD payloads), `model` (typed data), `links` (cables from ports),
 //! `topology` (the expected cabling file), `expect` (thresholds), `judge` (findings) and
-//! `report` (human and JSON output).
+//! `report` (human and JSON output). The tables read after discovery are judged apart:
+//! `route`/`route_judge` (forwarding tables walked), `pkey` (partitions), `phy` (FEC, lanes,
+//! congestion).
 
 pub mod decode;
 pub mod discover;
