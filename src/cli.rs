@@ -423,6 +423,11 @@ pub struct FabricArgs {
     /// Each NIC's rail as CSV (header host,device,rail); implies --rails.
     #[arg(long, value_name = "FILE")]
     pub rail_map: Option<PathBuf>,
+    // fabric.route (issue #32):
+    /// Seed of the sample of host pairs whose routes are walked when a fabric has more than
+    /// 10,000 pairs (printed with the results, to repeat a sample; default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as

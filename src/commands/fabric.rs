@@ -20,6 +20,8 @@ pub struct FabricConfig {
     /// Fabric design (#32): the cabling plan (instead of `topology`), and the rails to judge.
     pub plan: Option<PathBuf>,
     pub rails: Option<Rails>,
+    /// `--seed`: the sample of host pairs for `fabric.route` (None: from the clock).
+    pub seed: Option<u64>,
 }
 
 /// `--rails`: where each NIC's rail comes from.
@@ -73,6 +75,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             timeout_ms: args.timeout_ms,
             retries: args.retries,
             reset_counters: args.reset_counters,
+            tables_until: None,
         },
         topology: args.topology.clone(),
         expect,
@@ -81,6 +84,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         soak,
         plan: args.plan.clone(),
         rails,
+        seed: args.seed,
     })
 }
 
@@ -101,7 +105,11 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         Some(Rails::Map(path)) => Some(rails::load_map(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), rails::remedy(&e)))?),
         _ => None,
     };
-    let mut fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
+    // The forwarding and partition tables get at most half of what --deadline leaves after a
+    // soak window: the rest is for the second read and the report.
+    let mut probe = config.probe.clone();
+    probe.tables_until = Some(std::time::Instant::now() + config.deadline.saturating_sub(config.soak.unwrap_or_default()) / 2);
+    let (mut fabric, tables) = with_deadline(&probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let window = match config.soak {
         Some(window) => Some(soak(&config, &mut fabric, window, started)?),
         None => None,
@@ -116,7 +124,29 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     if let Some(w) = &window {
         say_window(&mut judgement, w);
     }
-    let view = report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64 };
+    // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
+    let routes =
+        tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
+    if let Some((_, findings)) = &routes {
+        judgement.findings.extend(findings.iter().cloned());
+    }
+    // fabric.pkey: each host port's partitions against its switch port's.
+    if tables.read {
+        judgement.findings.extend(crate::fabric::pkey::judge(&fabric, &tables));
+        judgement.findings.extend(crate::fabric::pkey::unread(&fabric, &tables));
+    }
+    // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
+    judgement.findings.extend(crate::fabric::phy::judge(&fabric, &tables));
+    if let Some(w) = &window {
+        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds));
+    }
+    judgement.findings.sort_by_key(|f| f.severity);
+    let view = report::FabricReport {
+        fabric: &fabric,
+        judgement: &judgement,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        routes: routes.as_ref().map(|(figures, _)| figures),
+    };
     let outcome = crate::report::output::deliver(&view, config.json)?;
     if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
         return Err(Failure::new(
@@ -147,7 +177,7 @@ fn soak(
         std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
     }
     let left = config.deadline.saturating_sub(started.elapsed());
-    let mut end = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
+    let (mut end, _) = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
     let seconds = opened.elapsed().as_secs_f64();
     let w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
     *fabric = end;
@@ -182,13 +212,13 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
 /// umad device (or simulator) must still not hang the run. On the deadline the process
 /// exits (exit 2) and takes the stuck thread with it.
-fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::fabric::Fabric, Failure> {
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<(crate::fabric::Fabric, crate::fabric::model::Tables), Failure> {
     let (tx, rx) = std::sync::mpsc::channel();
     let probe = probe.clone();
     std::thread::Builder::new()
         .name("mad".into())
         .spawn(move || {
-            let _ = tx.send(discover::discover(&probe));
+            let _ = tx.send(discover::discover_with_tables(&probe));
         })
         .map_err(|e| Failure::new(format!("cannot start the MAD thread: {e}"), "retry; check the process limits (ulimit -u)"))?;
     match rx.recv_timeout(deadline) {

@@ -5,7 +5,9 @@
 //! `topology` (the expected cabling file), `expect` (thresholds), `judge` (findings) and
 //! `report` (human and JSON output). The design checks read plain files too: `csv` (bounded
 //! RFC 4180), `plan` (a cabling plan as an expected topology), `rails`, `design` (tiers and
-//! fat-tree rules) and `duplicate` (GUIDs and descriptions that should be unique).
+//! fat-tree rules) and `duplicate` (GUIDs and descriptions that should be unique). The tables read after discovery are judged apart:
+//! `route`/`route_judge` (forwarding tables walked), `pkey` (partitions), `phy` (FEC, lanes,
+//! congestion).
 
 pub mod decode;
 pub mod discover;
@@ -14,7 +16,11 @@ pub mod judge;
 pub mod links;
 pub mod local;
 pub mod model;
+pub mod phy;
+pub mod pkey;
 pub mod report;
+pub mod route;
+pub mod route_judge;
 pub mod soak;
 pub mod topology;
 

@@ -103,6 +103,7 @@ fn sum(a: &Counters, b: &Counters) -> Counters {
         rcv_data: a.rcv_data.saturating_add(b.rcv_data),
         xmit_pkts: a.xmit_pkts.saturating_add(b.xmit_pkts),
         rcv_pkts: a.rcv_pkts.saturating_add(b.rcv_pkts),
+        xmit_wait: a.xmit_wait.saturating_add(b.xmit_wait),
     }
 }
 
@@ -306,6 +307,8 @@ pub struct FabricReport<'a> {
     pub fabric: &'a Fabric,
     pub judgement: &'a Judgement,
     pub elapsed_ms: u64,
+    /// `fabric.route`'s figures, when the forwarding tables were read.
+    pub routes: Option<&'a super::route_judge::RouteFigures>,
 }
 
 impl crate::report::Document for FabricReport<'_> {
@@ -318,10 +321,36 @@ impl crate::report::Document for FabricReport<'_> {
     }
 
     fn human(&self) -> String {
-        human(self.fabric, self.judgement)
+        let mut out = human(self.fabric, self.judgement);
+        if let Some(routes) = self.routes {
+            out += &routes_line(routes);
+        }
+        out
     }
 
     fn value(&self) -> Result<serde_json::Value, String> {
-        crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))
+        let mut value = crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))?;
+        if let (Some(routes), Some(object)) = (self.routes, value.as_object_mut()) {
+            object.insert("routes".into(), serde_json::to_value(routes).map_err(|e| e.to_string())?);
+        }
+        Ok(value)
     }
+}
+
+/// The route walk in one line (and each leaf's uplink load): what was walked, and the seed
+/// that repeats a sample.
+fn routes_line(r: &super::route_judge::RouteFigures) -> String {
+    let walked = match r.seed {
+        Some(seed) => format!("{} of {} host pairs walked (a sample: --seed {seed} repeats it)", r.walked, r.pairs),
+        None => format!("{} host pairs walked (every pair)", r.walked),
+    };
+    let mut out = format!(
+        "Routes: {walked} through {} switch forwarding tables ({} SMPs); longest route {} switches, {}-tier tree\n",
+        r.switches_with_tables, r.mads, r.longest_route, r.depth
+    );
+    for leaf in &r.uplinks {
+        let loads: Vec<String> = leaf.ports.iter().map(|p| format!("{}:{}", p.port, p.destinations)).collect();
+        let _ = writeln!(out, "  uplinks of {}: {} (port:destinations)", leaf.leaf, loads.join(" "));
+    }
+    out
 }
