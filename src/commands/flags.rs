@@ -76,6 +76,7 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
         sl: flags.sl,
         pkey_index: flags.pkey_index,
         relaxed_ordering: !flags.no_relaxed_ordering,
+        mem: flags.mem.mem,
         ..Conditions::default()
     }
 }

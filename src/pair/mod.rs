@@ -125,7 +125,8 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     };
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
-    let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
     let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
     let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };
@@ -243,6 +244,19 @@ pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRo
     Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions, cpu_slot: None }
 }
 
+/// `--mem cuda`: a side whose GPU is not near its NIC (PHB and beyond, or unknown) is a
+/// `gpu.affinity` warning, as `check` says it.
+pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::diagnose::Finding> {
+    let gpu = e.gpu.as_ref()?;
+    Some(crate::diagnose::Finding {
+        id: "gpu.affinity".into(),
+        severity: crate::diagnose::Severity::Warning,
+        subject: format!("{}/{}", e.host, e.device),
+        message: gpu.affinity.clone()?,
+        remedy: "use --mem cuda:auto, or pair each NIC with a GPU on its PCIe switch (`nvidia-smi topo -m`: PIX or PXB)".into(),
+    })
+}
+
 pub(crate) fn side(e: &Endpoint) -> Side {
     Side {
         host: e.host.clone(),
@@ -259,6 +273,13 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         cpu: e.conditions.cpu,
         pcie_gbps: e.pcie_gbps,
         trained_low: e.trained_low.clone(),
+        mem: e.conditions.mem,
+        mem_path: match (&e.gpu, e.conditions.mem.is_host()) {
+            (Some(g), _) => Some(g.path),
+            (None, true) => None,
+            (None, false) => Some(crate::model::MemPath::Host),
+        },
+        gpu: e.gpu.as_ref().map(|g| g.pci.clone()),
     }
 }
 
