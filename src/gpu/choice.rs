@@ -49,7 +49,7 @@ impl Pick {
 pub enum ChoiceError {
     #[error("CUDA sees no GPU on this node")]
     NoGpu,
-    #[error("there is no CUDA device {ordinal} (this node has {count}: ordinals 0..{count})")]
+    #[error("there is no CUDA device {ordinal} (CUDA sees {count} GPUs here, numbered from 0)")]
     NoSuchOrdinal { ordinal: u16, count: usize },
 }
 

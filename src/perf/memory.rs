@@ -31,6 +31,30 @@ pub fn polls_completion(test: TestKind, mem: MemChoice) -> bool {
     test == TestKind::WriteLat && !mem.is_host()
 }
 
+/// Before any device is opened: `--mem cuda` needs the CUDA driver and, for `cuda:N`, that
+/// GPU. A node without them fails in a moment, naming the library, not after the port checks.
+pub fn preflight(mem: MemChoice) -> Result<(), PerfError> {
+    match mem {
+        MemChoice::Host => Ok(()),
+        MemChoice::CudaAuto => gpus().and_then(|g| if g.is_empty() { Err(PerfError::GpuChoice(choice::ChoiceError::NoGpu)) } else { Ok(()) }),
+        MemChoice::Cuda(n) => {
+            let gpus = gpus()?;
+            match gpus.iter().any(|g| g.ordinal == n) {
+                true => Ok(()),
+                false => Err(PerfError::GpuChoice(choice::ChoiceError::NoSuchOrdinal { ordinal: n, count: gpus.len() })),
+            }
+        }
+    }
+}
+
+fn gpus() -> Result<Vec<CudaGpu>, PerfError> {
+    Ok(verbs::cuda_devices()
+        .map_err(PerfError::NoCuda)?
+        .into_iter()
+        .filter_map(|d| Some(CudaGpu { ordinal: u16::try_from(d.ordinal).ok()?, pci: d.pci_bus_id }))
+        .collect())
+}
+
 /// Allocates and registers `len` bytes for `nic` as `mem` asks, with `access` (and relaxed
 /// ordering when `relaxed`, dropped where the provider refuses it).
 pub fn register(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemChoice, relaxed: bool) -> Result<Registered, PerfError> {
@@ -53,11 +77,7 @@ fn host(pd: &ProtectionDomain, len: usize, access: Access, relaxed: bool) -> Res
 }
 
 fn cuda(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemChoice, relaxed: bool) -> Result<Registered, PerfError> {
-    let gpus: Vec<CudaGpu> = verbs::cuda_devices()
-        .map_err(PerfError::NoCuda)?
-        .into_iter()
-        .filter_map(|d| Some(CudaGpu { ordinal: u16::try_from(d.ordinal).ok()?, pci: d.pci_bus_id }))
-        .collect();
+    let gpus = gpus()?;
     let tree = crate::gpu::pci::read(Path::new("/sys"));
     let pick = choose(tree.as_ref(), nic, &gpus, mem)?;
     let gpu = Gpu::open(u32::from(pick.ordinal)).map_err(PerfError::NoCuda)?;

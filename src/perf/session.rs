@@ -114,6 +114,7 @@ impl Session {
     pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
         spec.validate()?;
         target.conditions.validate()?;
+        memory::preflight(target.conditions.mem)?;
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
