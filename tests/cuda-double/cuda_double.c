@@ -14,7 +14,8 @@
  *   FABCHECK_CUDA_DOUBLE_BUS_IDS  comma-separated PCI addresses, one GPU each (default one GPU,
  *                               0000:00:00.0)
  *   FABCHECK_CUDA_DOUBLE_LOG    a file each call appends one line to (retain, alloc, free,
- *                               release...), so tests can check the teardown order.
+ *                               release...), so tests can check the teardown order; "%p" in
+ *                               it is replaced by the process id (one log per agent).
  * Prototypes: NVIDIA's cuda.h (CUDA 12).
  */
 #define _GNU_SOURCE
@@ -49,7 +50,14 @@ static void logline(const char *fmt, ...)
 	const char *path = getenv("FABCHECK_CUDA_DOUBLE_LOG");
 	if (!path || !*path)
 		return;
-	FILE *f = fopen(path, "a");
+	/* "%p" in the path is the process id: one log per agent. */
+	char file[4096];
+	const char *pid = strstr(path, "%p");
+	if (pid)
+		snprintf(file, sizeof file, "%.*s%d%s", (int)(pid - path), path, (int)getpid(), pid + 2);
+	else
+		snprintf(file, sizeof file, "%s", path);
+	FILE *f = fopen(file, "a");
 	if (!f)
 		return;
 	va_list ap;
