@@ -78,7 +78,9 @@ fn pick(tree: Option<&PciTree>, nic: &str, gpu: &CudaGpu) -> Pick {
             r.name(),
             r.meaning()
         )),
-        None if nic_f.is_none() => Some(format!("{nic} is not a PCI function of this node (Soft-RoCE?): GPU {} (cuda:{}) taken, its distance unknown", gpu.pci, gpu.ordinal)),
+        None if nic_f.is_none() => {
+            Some(format!("{nic} is not a PCI function of this node (Soft-RoCE?): GPU {} (cuda:{}) taken, its distance unknown", gpu.pci, gpu.ordinal))
+        }
         None => Some(format!("GPU {} (cuda:{}) is not in this node's PCI tree: its distance from {nic} is unknown", gpu.pci, gpu.ordinal)),
     };
     Pick { ordinal: gpu.ordinal, pci: gpu.pci.clone(), relation, pcie_gbps: gpu_f.and_then(gpu_gbps), affinity }
@@ -151,7 +153,10 @@ pub fn explain_registration(tree: Option<&PciTree>, nic: &str, gpu: &str, tried:
         if p.relation == Relation::Sys {
             causes.push(Cause {
                 id: "gpu.affinity",
-                text: format!("GPU {gpu} is SYS from {nic} ({}): many platforms refuse or cripple peer-to-peer across sockets", Relation::Sys.meaning()),
+                text: format!(
+                    "GPU {gpu} is SYS from {nic} ({}): many platforms refuse or cripple peer-to-peer across sockets",
+                    Relation::Sys.meaning()
+                ),
                 remedy: "use --mem cuda:auto (the GPU nearest the NIC) or a NIC on the GPU's socket",
             });
         }

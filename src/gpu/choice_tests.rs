@@ -22,7 +22,9 @@ fn cuda_list() -> Vec<CudaGpu> {
 fn auto_takes_the_gpu_on_each_nics_switch_without_a_warning() {
     let t = tree("gpu-hgx-healthy");
     let gpus = cuda_list();
-    for (nic, ordinal, pci) in [("mlx5_0", 0, "0000:1b:00.0"), ("mlx5_3", 3, "0000:61:00.0"), ("mlx5_4", 4, "0000:9d:00.0"), ("mlx5_7", 7, "0000:df:00.0")] {
+    for (nic, ordinal, pci) in
+        [("mlx5_0", 0, "0000:1b:00.0"), ("mlx5_3", 3, "0000:61:00.0"), ("mlx5_4", 4, "0000:9d:00.0"), ("mlx5_7", 7, "0000:df:00.0")]
+    {
         let p = nearest(Some(&t), nic, &gpus).unwrap();
         assert_eq!((p.ordinal, p.pci.as_str(), p.relation), (ordinal, pci, Some(Relation::Pix)), "{nic}");
         assert_eq!(p.affinity, None, "{nic}");

@@ -107,7 +107,9 @@ mod tests {
 
     #[test]
     fn every_spelling_of_mem_parses_and_prints_back() {
-        for (text, want) in [("host", MemChoice::Host), ("cuda", MemChoice::CudaAuto), ("cuda:auto", MemChoice::CudaAuto), ("cuda:3", MemChoice::Cuda(3))] {
+        for (text, want) in
+            [("host", MemChoice::Host), ("cuda", MemChoice::CudaAuto), ("cuda:auto", MemChoice::CudaAuto), ("cuda:3", MemChoice::Cuda(3))]
+        {
             assert_eq!(MemChoice::parse(text), Ok(want), "{text}");
         }
         assert_eq!(MemChoice::Cuda(3).to_string(), "cuda:3");

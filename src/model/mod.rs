@@ -207,9 +207,10 @@ pub struct Endpoint {
     /// The conditions this side set up (what the agent applied, not just what was asked).
     #[serde(default, skip_serializing_if = "Conditions::is_default")]
     pub conditions: Conditions,
-    /// The GPU the buffers live on (`--mem cuda...`); `None`: host memory.
+    /// The GPU the buffers live on (`--mem cuda...`); `None`: host memory. Boxed: most
+    /// endpoints have none, and protocol messages stay small.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<GpuUse>,
+    pub gpu: Option<Box<GpuUse>>,
 }
 
 /// Result of one side's run of a test: raw enough for the controller to summarise.

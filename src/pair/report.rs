@@ -143,7 +143,12 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
         );
         if !s.mem.is_host() {
             let path = s.mem_path.map_or("?", |p| p.name());
-            let _ = writeln!(out, "   memory {} ({path}{})", s.mem, s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::report::one_line(g))));
+            let _ = writeln!(
+                out,
+                "   memory {} ({path}{})",
+                s.mem,
+                s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::report::one_line(g)))
+            );
         }
     }
     let shown: Vec<&TestResult> = doc.results.iter().filter(|r| !quiet || r.error.is_some()).collect();

@@ -140,8 +140,10 @@ mod tests {
     fn a_refused_registration_names_the_gpu_finding_not_just_the_errno() {
         let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None };
         let e = VerbsError::RegMr { len: 65536, source: std::io::Error::from_raw_os_error(libc::EINVAL) };
-        let mut tree = PciTree::default();
-        tree.modules = Some(crate::gpu::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) });
+        let tree = PciTree {
+            modules: Some(crate::gpu::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) }),
+            ..PciTree::default()
+        };
         let err = registration_failed(e, Some(&tree), "mlx5_2", &pick);
         let PerfError::GpuRegistration { causes, .. } = &err else { panic!("{err:?}") };
         assert_eq!(causes.iter().map(|c: &Cause| c.id).collect::<Vec<_>>(), ["gpu.peermem"]);

@@ -204,7 +204,9 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         (TestKind::WriteLat, Role::Active) if memory::polls_completion(TestKind::WriteLat, session.local.conditions.mem) => {
             latency::send_active(session, signals)
         }
-        (TestKind::WriteLat, _) if memory::polls_completion(TestKind::WriteLat, session.local.conditions.mem) => latency::send_passive(session, signals),
+        (TestKind::WriteLat, _) if memory::polls_completion(TestKind::WriteLat, session.local.conditions.mem) => {
+            latency::send_passive(session, signals)
+        }
         (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),

@@ -233,7 +233,7 @@ impl Session {
             pcie_gbps: lower(device.pci.as_ref().and_then(|p| p.usable_gbps), registered.gpu.as_ref().and_then(|g| g.pcie_gbps)),
             trained_low: port.trained_low(),
             conditions,
-            gpu: registered.gpu,
+            gpu: registered.gpu.map(Box::new),
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
         Ok(Session {

@@ -108,10 +108,15 @@ fn cuda_double_dmabuf_refused_by_rxe_falls_back_to_peermem() {
     let _serial = require_rxe();
     let dir = workdir("dmabuf");
     // The double "exports" a descriptor; rxe refuses ibv_reg_dmabuf_mr (EOPNOTSUPP): fallback.
-    let (out, doc) = pair_with_double(&dir, &["--mem", "cuda:0", "--tests", "write_bw,write_lat", "--iters", "200"], &[("FABCHECK_CUDA_DOUBLE_FAIL", "export_ok")]);
+    let (out, doc) = pair_with_double(
+        &dir,
+        &["--mem", "cuda:0", "--tests", "write_bw,write_lat", "--iters", "200"],
+        &[("FABCHECK_CUDA_DOUBLE_FAIL", "export_ok")],
+    );
     assert_eq!(out.status.code(), Some(0), "{}\n{doc:#}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(text(&doc["a"], "mem_path"), "peermem");
-    let exported = std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).any(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains("export fd"));
+    let exported =
+        std::fs::read_dir(&dir).unwrap().filter_map(|e| e.ok()).any(|e| std::fs::read_to_string(e.path()).unwrap_or_default().contains("export fd"));
     assert!(exported, "the dma-buf branch was tried (a descriptor exported)");
     assert_teardown_in_order(&dir);
     assert_no_registration_left();

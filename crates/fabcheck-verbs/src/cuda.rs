@@ -212,7 +212,8 @@ impl Gpu {
     /// Opens CUDA device `ordinal` and retains its primary context.
     pub fn open(ordinal: u32) -> Result<Gpu, VerbsError> {
         let table = cuda()?;
-        let ordinal_c = c_int::try_from(ordinal).map_err(|_| VerbsError::Cuda { call: "cuDeviceGet", code: 101, name: "CUDA_ERROR_INVALID_DEVICE".into() })?;
+        let ordinal_c =
+            c_int::try_from(ordinal).map_err(|_| VerbsError::Cuda { call: "cuDeviceGet", code: 101, name: "CUDA_ERROR_INVALID_DEVICE".into() })?;
         let device = device(table, ordinal_c)?;
         let pci_bus_id = bus_id(table, device)?;
         let mut ctx: CuContext = std::ptr::null_mut();
@@ -267,7 +268,9 @@ impl DeviceBuffer {
         let buffer = DeviceBuffer { ptr, len, gpu: gpu.clone() };
         let on: c_uint = 1;
         // SAFETY: `on` is a live unsigned int; ptr is the allocation just made.
-        check(table, "cuPointerSetAttribute", unsafe { (table.cuPointerSetAttribute)((&on as *const c_uint).cast(), CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, ptr) })?;
+        check(table, "cuPointerSetAttribute", unsafe {
+            (table.cuPointerSetAttribute)((&on as *const c_uint).cast(), CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, ptr)
+        })?;
         Ok(buffer)
     }
 
@@ -305,7 +308,9 @@ impl DeviceBuffer {
             // SAFETY: a fresh descriptor the driver handed to us, owned from here on.
             Ok(()) if fd >= 0 => Ok(DmabufExport::Fd(unsafe { OwnedFd::from_raw_fd(fd) })),
             Ok(()) => Ok(DmabufExport::Unsupported("cuMemGetHandleForAddressRange gave no descriptor".into())),
-            Err(VerbsError::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, name, .. }) => Ok(DmabufExport::Unsupported(format!("cuMemGetHandleForAddressRange: {name}"))),
+            Err(VerbsError::Cuda { code: CUDA_ERROR_NOT_SUPPORTED, name, .. }) => {
+                Ok(DmabufExport::Unsupported(format!("cuMemGetHandleForAddressRange: {name}")))
+            }
             Err(e) => Err(e),
         }
     }

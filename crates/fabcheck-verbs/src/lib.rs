@@ -91,7 +91,9 @@ mod wr_id;
 
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
-pub use cuda::{cuda_available, cuda_devices, CudaDevice, DeviceBuffer, DmabufExport, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV};
+pub use cuda::{
+    cuda_available, cuda_devices, CudaDevice, DeviceBuffer, DmabufExport, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
+};
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;
 pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBVERBS, LIBRDMACM};

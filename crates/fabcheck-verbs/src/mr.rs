@@ -176,7 +176,10 @@ impl MemoryRegion {
             unsafe { dealloc(buf, layout) };
             return Err(VerbsError::RegMr { len: alloc_len, source });
         }
-        Ok(MemoryRegion { inner: Arc::new(MrInner { mr, buf, backing: Backing::Host(layout), len, access, _pd: pd.inner.clone() }), _not_sync: PhantomData })
+        Ok(MemoryRegion {
+            inner: Arc::new(MrInner { mr, buf, backing: Backing::Host(layout), len, access, _pd: pd.inner.clone() }),
+            _not_sync: PhantomData,
+        })
     }
 
     /// Registers GPU memory with `access`: through its dma-buf (`ibv_reg_dmabuf_mr`) where
@@ -196,10 +199,13 @@ impl MemoryRegion {
             Some(_) => buffer.export_dmabuf()?,
             None => DmabufExport::Unsupported(String::new()),
         };
-        let plan = registration_plan(dmabuf.is_some(), match &export {
-            DmabufExport::Fd(_) => Ok(()),
-            DmabufExport::Unsupported(why) => Err(why.as_str()),
-        });
+        let plan = registration_plan(
+            dmabuf.is_some(),
+            match &export {
+                DmabufExport::Fd(_) => Ok(()),
+                DmabufExport::Unsupported(why) => Err(why.as_str()),
+            },
+        );
         let mut fd = match export {
             DmabufExport::Fd(fd) => Some(fd),
             DmabufExport::Unsupported(_) => None,
@@ -235,7 +241,8 @@ impl MemoryRegion {
                 (mr, RegPath::Peermem)
             }
         };
-        let inner = MrInner { mr, buf: addr as *mut u8, backing: Backing::Device { _buffer: buffer, _dmabuf: fd }, len, access, _pd: pd.inner.clone() };
+        let inner =
+            MrInner { mr, buf: addr as *mut u8, backing: Backing::Device { _buffer: buffer, _dmabuf: fd }, len, access, _pd: pd.inner.clone() };
         Ok((MemoryRegion { inner: Arc::new(inner), _not_sync: PhantomData }, path))
     }
 
