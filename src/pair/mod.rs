@@ -360,4 +360,46 @@ mod tests {
         assert_eq!((t.conditions.cpu, t.cpu_slot), (None, None));
         assert_eq!(serde_json::to_string(&Conditions::default()).unwrap(), "{}");
     }
+
+    /// An endpoint as an agent sends it, with `extra` fields merged in.
+    fn endpoint(extra: serde_json::Value) -> Endpoint {
+        let mut v = serde_json::json!({
+            "host": "n1", "device": "mlx5_0", "port": 1, "lid": 0, "gid_index": null, "gid": null, "qpns": [1], "psn": 1,
+            "addr": 4096, "rkey": 1, "len": 64, "mtu": 4096, "link_layer": "InfiniBand", "rate_gbps": 400.0, "ca_type": "MT4129",
+            "max_rd_atomic": 16
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_gpu_side_says_its_memory_and_a_host_side_is_as_before() {
+        let host = side(&endpoint(serde_json::json!({})));
+        let json = serde_json::to_value(&host).unwrap();
+        assert!(json.get("mem").is_none() && json.get("mem_path").is_none() && json.get("gpu").is_none(), "host JSON unchanged: {json}");
+        assert_eq!(gpu_affinity(&endpoint(serde_json::json!({}))), None);
+
+        let gpu = endpoint(serde_json::json!({
+            "conditions": {"mem": "cuda:3"},
+            "gpu": {"ordinal": 3, "pci": "0000:61:00.0", "path": "dmabuf", "relation": "SYS", "affinity": "GPU 0000:61:00.0 (cuda:3) is SYS from mlx5_0"}
+        }));
+        let s = side(&gpu);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!((&json["mem"], &json["mem_path"], &json["gpu"]), (&serde_json::json!("cuda:3"), &serde_json::json!("dmabuf"), &serde_json::json!("0000:61:00.0")));
+        let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
+        assert_eq!((finding.id.as_str(), finding.severity, finding.subject.as_str()), ("gpu.affinity", crate::diagnose::Severity::Warning, "n1/mlx5_0"));
+        let doc = report::PairDoc {
+            schema: report::SCHEMA.into(),
+            verdict: crate::diagnose::Verdict::Pass,
+            a: s.clone(),
+            b: host,
+            results: Vec::new(),
+            findings: Vec::new(),
+            relaxed_ordering: true,
+            capacity_gbps: None,
+        };
+        let human = report::human(&doc, false);
+        assert!(human.contains("   memory cuda:3 (dmabuf, GPU 0000:61:00.0)"), "{human}");
+        assert_eq!(human.matches("memory ").count(), 1, "the host side says nothing new: {human}");
+    }
 }
