@@ -385,9 +385,15 @@ mod tests {
         }));
         let s = side(&gpu);
         let json = serde_json::to_value(&s).unwrap();
-        assert_eq!((&json["mem"], &json["mem_path"], &json["gpu"]), (&serde_json::json!("cuda:3"), &serde_json::json!("dmabuf"), &serde_json::json!("0000:61:00.0")));
+        assert_eq!(
+            (&json["mem"], &json["mem_path"], &json["gpu"]),
+            (&serde_json::json!("cuda:3"), &serde_json::json!("dmabuf"), &serde_json::json!("0000:61:00.0"))
+        );
         let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
-        assert_eq!((finding.id.as_str(), finding.severity, finding.subject.as_str()), ("gpu.affinity", crate::diagnose::Severity::Warning, "n1/mlx5_0"));
+        assert_eq!(
+            (finding.id.as_str(), finding.severity, finding.subject.as_str()),
+            ("gpu.affinity", crate::diagnose::Severity::Warning, "n1/mlx5_0")
+        );
         let doc = report::PairDoc {
             schema: report::SCHEMA.into(),
             verdict: crate::diagnose::Verdict::Pass,
