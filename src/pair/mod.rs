@@ -123,6 +123,7 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let Some((ea, eb)) = done.endpoints else {
         return Err(Failure::new("no test reached its endpoints", "see the errors above"));
     };
+    gpu_memory_used(config.conditions.mem, [&ea, &eb])?;
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
     let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
@@ -242,6 +243,18 @@ impl Conversation for Told<'_> {
 /// Where a test runs on one endpoint, as the agent is told.
 pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRole>, conditions: Conditions) -> Target {
     Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions, cpu_slot: None }
+}
+
+/// `--mem cuda` asked, but an agent answered without a GPU: a fabcheck before 0.3 ignores the
+/// field and would measure host memory under a GPU run's name.
+pub(crate) fn gpu_memory_used(asked: crate::model::MemChoice, ends: [&Endpoint; 2]) -> Result<(), Failure> {
+    match ends.iter().find(|e| !asked.is_host() && e.gpu.is_none()) {
+        Some(e) => Err(Failure::new(
+            format!("{}: --mem {asked} was asked, but its agent put the buffers in host memory (a fabcheck older than 0.3 ignores --mem)", e.host),
+            "install the same fabcheck version on every node",
+        )),
+        None => Ok(()),
+    }
 }
 
 /// `--mem cuda`: a side whose GPU is not near its NIC (PHB and beyond, or unknown) is a
@@ -407,5 +420,10 @@ mod tests {
         let human = report::human(&doc, false);
         assert!(human.contains("   memory cuda:3 (dmabuf, GPU 0000:61:00.0)"), "{human}");
         assert_eq!(human.matches("memory ").count(), 1, "the host side says nothing new: {human}");
+        assert!(gpu_memory_used(crate::model::MemChoice::CudaAuto, [&gpu, &gpu]).is_ok());
+        let old_agent = endpoint(serde_json::json!({}));
+        let refused = gpu_memory_used(crate::model::MemChoice::CudaAuto, [&gpu, &old_agent]).unwrap_err();
+        assert!(refused.cause.contains("n1: --mem cuda:auto was asked, but its agent put the buffers in host memory"), "{}", refused.cause);
+        assert!(gpu_memory_used(crate::model::MemChoice::Host, [&old_agent, &old_agent]).is_ok());
     }
 }
