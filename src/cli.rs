@@ -156,6 +156,22 @@ pub struct ConditionFlags {
     /// Expectations from a file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub mem: MemFlags,
+}
+
+/// Where the tests' buffers live (`pair`, `mesh`): GPUDirect RDMA as NCCL uses it.
+#[derive(Debug, Clone, Args)]
+pub struct MemFlags {
+    /// Buffers in host memory, or in GPU memory as perftest's --use_cuda: cuda:N (CUDA device
+    /// ordinal), cuda:auto or cuda (the GPU nearest each NIC). Needs the NVIDIA driver's
+    /// libcuda.so.1 on the agents.
+    #[arg(long, value_name = "host|cuda|cuda:N|cuda:auto", default_value = "host", value_parser = parse_mem)]
+    pub mem: crate::model::MemChoice,
+}
+
+fn parse_mem(text: &str) -> Result<crate::model::MemChoice, String> {
+    crate::model::MemChoice::parse(text)
 }
 
 /// How `pair` and `mesh` reach agents and bound their tests.

@@ -4,6 +4,7 @@
 mod cli;
 mod compare;
 mod contrib;
+mod cuda;
 mod driver_stack;
 mod exporter;
 mod fabric;
