@@ -7,6 +7,9 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod values;
+pub use values::{parse_seconds, parse_size};
+
 /// How `[user@]host` endpoints get their agent.
 /// `--fail-on`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -164,8 +167,8 @@ pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
     #[arg(short = 'x', long, value_name = "N")]
     pub gid_index: Option<u8>,
-    /// Seconds a single test may take before the run is abandoned (at most a day).
-    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    /// Seconds (or 5m, 1h) a single test may take before the run is abandoned (at most a day).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = values::seconds_up_to_a_day)]
     pub timeout: u64,
     /// Milliseconds without progress after which an agent gives up on its peer.
     #[arg(long, default_value_t = 5000, value_name = "MS", hide = true, value_parser = clap::value_parser!(u64).range(1..=600_000))]
@@ -197,17 +200,18 @@ pub struct PairArgs {
     /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub tests: String,
-    /// Message size in bytes, or with K, M, G (binary: 64K = 65536) (default 2 for latency,
-    /// 64K for bandwidth).
-    #[arg(short = 's', long, value_name = "BYTES", conflicts_with = "sweep", value_parser = parse_size)]
+    /// Message size in bytes, or with K, M, G (binary: 64K = 64KB = 65536) (default 2 for
+    /// latency, 64K for bandwidth); with --sweep, the largest size of the sweep.
+    #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u32>,
-    /// Every power of two from 2 B to 8 MiB.
+    /// Every power of two from 2 B to 8 MiB (with -s, up to that size, as perftest's -a).
     #[arg(short = 'a', long)]
     pub sweep: bool,
     /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     pub iters: Option<u64>,
-    /// Run each test for this long instead of a count: seconds, or with s or ms (500ms).
+    /// Run each test for this long instead of a count: seconds, or with a unit (500ms, 5s, 2m).
+    /// Bidirectional send_bw runs by count (--iters or its default), said as an info finding.
     #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Queue pairs for bandwidth tests.
@@ -231,9 +235,13 @@ pub struct PairArgs {
     pub conditions: ConditionFlags,
     /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
     /// out-of-band exchange: A connects, B listens. RoCE: the GID's address; InfiniBand: the
-    /// port's IPoIB address (the interface needs one).
-    #[arg(long)]
+    /// port's IPoIB address (the interface needs one). -R as perftest's.
+    #[arg(short = 'R', long)]
     pub cm: bool,
+    /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency
+    /// (its clock is calibrated over each loop).
+    #[arg(short = 'F')]
+    pub cpu_freq_quiet: bool,
     /// CPUs of the measured loops, as perftest users pin with taskset: A,B (endpoint A's agent,
     /// B's), N (both, on two hosts), auto (default: near the adapter, distinct on one host), none.
     #[arg(long, value_name = "A,B")]
@@ -298,6 +306,9 @@ pub struct MeshArgs {
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,
+    /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency.
+    #[arg(short = 'F')]
+    pub cpu_freq_quiet: bool,
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
     #[arg(long, default_value = "ab", value_name = "DIR")]
     pub direction: String,
@@ -369,8 +380,8 @@ pub struct ServeArgs {
     /// most half of it.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
     pub max_registered: u32,
-    /// Seconds a session may stay silent between tests before serve ends it (0: never).
-    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    /// Seconds (or 5m, 1h) a session may stay silent between tests before serve ends it (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = values::seconds_up_to_a_day)]
     pub idle_timeout: u64,
 }
 
@@ -404,8 +415,9 @@ pub struct FabricArgs {
     /// Clear every port's PortCounters after reading them (never done unless asked).
     #[arg(long)]
     pub reset_counters: bool,
-    /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
-    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    /// Seconds (or 10m, 1h) the whole run may take; past it fabcheck gives up (exit 2) instead
+    /// of hanging.
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = values::seconds_1_to_a_day)]
     pub deadline: u64,
     /// Read every port's counters at the start and the end of a window (`10s`, `5m`) and
     /// judge what rose in it, not lifetime totals; the window counts within --deadline.
@@ -413,58 +425,9 @@ pub struct FabricArgs {
     pub soak: Option<String>,
 }
 
-/// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as
-/// perftest users write them.
-pub fn parse_size(text: &str) -> Result<u32, String> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&t[..i], t[i..].trim_end_matches(['B', 'b'])),
-        None => (t, ""),
-    };
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" => 0,
-        "K" | "KI" => 10,
-        "M" | "MI" => 20,
-        "G" | "GI" => 30,
-        _ => return Err(format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)")),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)"))?;
-    n.checked_shl(shift).filter(|&v| v >> shift == n).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| format!("'{text}' is too large"))
-}
-
-/// A duration in seconds: a number of seconds, or with s or ms (500ms, 2.5s).
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (number, scale) = if let Some(ms) = t.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = t.strip_suffix('s') {
-        (s, 1.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = number.trim().parse().map_err(|_| format!("'{text}' is not a duration (seconds, or with s or ms: 500ms)"))?;
-    Ok(v * scale)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_and_durations_as_perftest_users_write_them() {
-        assert_eq!(parse_size("65536"), Ok(65536));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
-        assert_eq!(parse_size("2G"), Ok(1 << 31));
-        assert!(parse_size("4G").is_err());
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("").is_err());
-        assert_eq!(parse_seconds("5"), Ok(5.0));
-        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
-        assert_eq!(parse_seconds("500ms"), Ok(0.5));
-        assert!(parse_seconds("soon").is_err());
-    }
 
     /// `--cm` on InfiniBand connects through the port's IPoIB address (`perf::gid::cm_address`):
     /// the help and docs/reliability.md say that, not "RoCE only" or "refused".
@@ -473,7 +436,8 @@ mod tests {
         use clap::CommandFactory;
         let mut cli = Cli::command();
         let help = cli.find_subcommand_mut("pair").expect("pair").render_long_help().to_string();
-        let cm = &help[help.find("--cm").expect("--cm in pair --help")..];
+        // The flag's own line (`-R, --cm`), not a mention of it in another flag's help.
+        let cm = &help[help.find("-R, --cm\n").expect("--cm in pair --help")..];
         let cm = &cm[..cm.find("\n  -").unwrap_or(cm.len())];
         assert!(cm.contains("IPoIB") && !cm.contains("RoCE only"), "{cm}");
         let reliability = include_str!("../docs/reliability.md");
@@ -487,8 +451,8 @@ pub struct ExporterArgs {
     /// Address to serve `GET /metrics` on. Loopback unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:9879", value_name = "ADDR:PORT")]
     pub listen: String,
-    /// Seconds between reads of the node (inventory, counters, check), in the background.
-    #[arg(long, default_value = "60", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
+    /// Seconds (or 5m) between reads of the node (inventory, counters, check), in the background.
+    #[arg(long, default_value = "60", value_name = "SECS", value_parser = values::seconds_1_to_a_day)]
     pub interval: u64,
     /// Read a captured sysfs tree (DIR/class/infiniband, DIR/class/net) instead of this node.
     #[arg(long, value_name = "DIR")]
