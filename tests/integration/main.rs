@@ -22,6 +22,7 @@ mod phy;
 mod properties;
 mod protocol;
 mod serve_hardening;
+mod shell;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
