@@ -18,6 +18,7 @@ mod loading;
 mod mesh_patterns;
 mod mesh_scale;
 mod output;
+mod packaging;
 mod phy;
 mod properties;
 mod protocol;
