@@ -41,3 +41,38 @@ fn bash_completes_commands_without_the_hidden_ones_and_values_of_flags() {
     // No device directory (a node without RDMA): nothing offered, and no error.
     assert!(bash_completes(&["fabcheck", "devices", "--device", ""], "/nonexistent/infiniband").is_empty());
 }
+
+/// `check` of a failing tree run on a pseudo-terminal (`script(1)` from util-linux makes one):
+/// what the terminal received, and the exit code.
+fn on_a_terminal(env: &[(&str, &str)]) -> (String, Option<i32>) {
+    let tree = fixtures_dir().join("ib-down-polling");
+    let command = format!("{} check --sysfs-root {}", env!("CARGO_BIN_EXE_fabcheck"), tree.display());
+    let mut script = Command::new("script");
+    script.args(["-q", "-e", "-c", &command, "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm");
+    for (k, v) in env {
+        script.env(k, v);
+    }
+    let out = script.output().expect("script(1) from util-linux runs the command on a pseudo-terminal");
+    (String::from_utf8_lossy(&out.stdout).into_owned(), out.status.code())
+}
+
+#[test]
+fn colour_on_a_terminal_none_with_no_color_or_in_a_pipe() {
+    let (coloured, code) = on_a_terminal(&[]);
+    assert_eq!(code, Some(1), "a failing tree: {coloured}");
+    assert!(coloured.contains("\x1b[1;31mFAIL\x1b[0m  port.state"), "a FAIL row is red on a terminal: {coloured:?}");
+    assert!(coloured.contains("\x1b[1;31mFAIL\x1b[0m: "), "the verdict is red: {coloured:?}");
+    let (plain, code) = on_a_terminal(&[("NO_COLOR", "1")]);
+    assert_eq!(code, Some(1));
+    assert!(plain.contains("FAIL  port.state") && !plain.contains('\x1b'), "NO_COLOR: {plain:?}");
+    // A pipe (this test's own stdout capture) never gets colour, and says the same words.
+    let piped = fabcheck(&["check", "--sysfs-root", fixtures_dir().join("ib-down-polling").to_str().unwrap()]);
+    let piped = String::from_utf8_lossy(&piped.stdout);
+    assert!(!piped.contains('\x1b'), "{piped:?}");
+    assert_eq!(plain.replace("\r\n", "\n"), piped, "the words on a terminal and in a pipe are the same");
+    // A machine format on a terminal is never coloured.
+    let tree = fixtures_dir().join("ib-down-polling");
+    let command = format!("{} check --sysfs-root {} --format oneline", env!("CARGO_BIN_EXE_fabcheck"), tree.display());
+    let out = Command::new("script").args(["-q", "-e", "-c", &command, "/dev/null"]).env_remove("NO_COLOR").output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
+}
