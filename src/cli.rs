@@ -7,6 +7,7 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod examples;
 pub mod values;
 pub use values::{parse_seconds, parse_size};
 
@@ -41,17 +42,17 @@ pub enum Launcher {
 #[command(name = "fabcheck", version, about = "RDMA fabric validator: inventory, bring-up checklist, pairwise latency and bandwidth")]
 pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
     /// Output format: human, json (= --json), oneline (a health-check line), prom (Prometheus
     /// text exposition), junit (JUnit XML).
-    #[arg(long, global = true, value_enum, default_value = "human")]
+    #[arg(long, global = true, value_enum, default_value = "human", help_heading = "Global options")]
     pub format: FormatFlag,
     /// Write the result to FILE (atomically: a reader never sees half of it) instead of stdout.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = "Global options")]
     pub output: Option<PathBuf>,
     /// What makes the exit code 1: an error (default), or also a warning.
-    #[arg(long, global = true, value_enum, default_value = "error")]
+    #[arg(long, global = true, value_enum, default_value = "error", help_heading = "Global options")]
     pub fail_on: FailOn,
     #[command(subcommand)]
     pub command: Command,
@@ -62,18 +63,24 @@ pub enum Command {
     /// Inventory of every RDMA device and port (ibv_devinfo -v and ibstat in one).
     Devices(DevicesArgs),
     /// The node's bring-up checklist, each failure with its likely cause and remedy.
+    #[command(after_long_help = examples::CHECK)]
     Check(CheckArgs),
     /// The whole InfiniBand subnet over MADs: SM, links, cabling, error counters.
+    #[command(after_long_help = examples::FABRIC)]
     Fabric(FabricArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
+    #[command(after_long_help = examples::PAIR)]
     Pair(PairArgs),
     /// Every pair of many endpoints; names the suspect nodes and links.
+    #[command(after_long_help = examples::MESH)]
     Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
     /// Prometheus endpoint for this node: port states, rates, counters and the check's verdict.
+    #[command(after_long_help = examples::EXPORTER)]
     Exporter(ExporterArgs),
     /// The differences between two pair or mesh JSON documents; exit 1 on a regression.
+    #[command(after_long_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
     Completions(CompletionsArgs),
@@ -138,19 +145,20 @@ pub struct CheckArgs {
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Test conditions")]
 pub struct ConditionFlags {
     /// RoCE traffic class of the test's packets (DSCP << 2), so it runs in the lossless class
     /// the fabric is built for; also rdma_cm's ToS with --cm.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub tclass: Option<u8>,
     /// InfiniBand service level (0..15).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15), hide_short_help = true)]
     pub sl: Option<u8>,
     /// P_Key index of the test's queue pairs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127), hide_short_help = true)]
     pub pkey_index: Option<u16>,
     /// Register buffers without relaxed ordering (perftest and fabcheck use it by default).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub no_relaxed_ordering: bool,
     /// What the link should be (as `check --expect`: rate, width, speed, link_layer, mtu...);
     /// an endpoint short of it fails the pair.
@@ -163,6 +171,7 @@ pub struct ConditionFlags {
 
 /// How `pair` and `mesh` reach agents and bound their tests.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Agents")]
 pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
     #[arg(short = 'x', long, value_name = "N")]
@@ -181,7 +190,7 @@ pub struct AgentFlags {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// fabcheck's path on ssh or srun hosts.
-    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
+    #[arg(long, default_value = "fabcheck", value_name = "PATH", hide_short_help = true)]
     pub remote_fabcheck: String,
     /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
     #[arg(long, value_enum, default_value = "ssh")]
@@ -224,10 +233,10 @@ pub struct PairArgs {
     #[arg(long, value_name = "DIR")]
     pub direction: Option<String>,
     /// Fail if typical (p50) latency exceeds this, in microseconds.
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", help_heading = "Judgement")]
     pub max_lat_us: Option<f64>,
     /// Bandwidth must reach this percentage of the link's data rate (largest size).
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
     #[command(flatten)]
     pub agents: AgentFlags,
@@ -240,35 +249,36 @@ pub struct PairArgs {
     pub cm: bool,
     /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency
     /// (its clock is calibrated over each loop).
-    #[arg(short = 'F')]
+    #[arg(short = 'F', hide_short_help = true)]
     pub cpu_freq_quiet: bool,
     /// CPUs of the measured loops, as perftest users pin with taskset: A,B (endpoint A's agent,
     /// B's), N (both, on two hosts), auto (default: near the adapter, distinct on one host), none.
     #[arg(long, value_name = "A,B")]
     pub cpu: Option<String>,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// A previous JSON document of this command (its `--json` output): a bandwidth or message
     /// rate more than --regression percent below it, or a latency p50 more than that above it,
     /// is a warning (pair.regression; mesh: a regression suspect).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Judgement")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: the change, in percent, that counts as a regression.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = "Judgement")]
     pub regression: f64,
     #[command(flatten)]
     pub progress: ProgressFlags,
     /// Also write every result as CSV to FILE (one row per test, direction and size).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub csv: Option<PathBuf>,
     /// Also write an SVG plot of size against bandwidth and latency to FILE (for --sweep).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub svg: Option<PathBuf>,
 }
 
 /// Progress on stderr, and how much the human output says (`pair`, `mesh`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Output")]
 pub struct ProgressFlags {
     /// Progress lines on stderr even when it is not a terminal (default: only on a terminal).
     #[arg(long, overrides_with = "no_progress")]
@@ -307,13 +317,13 @@ pub struct MeshArgs {
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,
     /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency.
-    #[arg(short = 'F')]
+    #[arg(short = 'F', hide_short_help = true)]
     pub cpu_freq_quiet: bool,
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
     #[arg(long, default_value = "ab", value_name = "DIR")]
     pub direction: String,
     /// A pair passes bandwidth at this percentage of the expected link rate.
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
     /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
     #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -323,40 +333,40 @@ pub struct MeshArgs {
     #[command(flatten)]
     pub conditions: ConditionFlags,
     /// Write an HTML heat map: bandwidth and latency against the expected rate, the suspects.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub html: Option<PathBuf>,
     /// Write every pair's results as CSV to FILE (one row per pair and test).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub csv: Option<PathBuf>,
     #[command(flatten)]
     pub progress: ProgressFlags,
     /// One JSON document on stdout (schema fabcheck.mesh.v1).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// A previous JSON document of this command (its `--json` output): a bandwidth or message
     /// rate more than --regression percent below it, or a latency p50 more than that above it,
     /// is a warning (pair.regression; mesh: a regression suspect).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Judgement")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: the change, in percent, that counts as a regression.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = "Judgement")]
     pub regression: f64,
     /// Which pairs to measure: all-pairs, shift, ring or random:K (default: all-pairs up to
     /// 64 endpoints, shift above).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", help_heading = "Pattern")]
     pub pattern: Option<String>,
     /// Rounds of the first pass, at most (shift: 16 by default).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, value_name = "N", help_heading = "Pattern", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub rounds: Option<u64>,
     /// Seed of random:K, to repeat a run (printed with the results).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Pattern")]
     pub seed: Option<u64>,
     /// ibnetdiscover output: endpoints grouped by leaf switch; shift crosses the spine and
     /// suspects may be a switch or an uplink.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Pattern")]
     pub topology: Option<PathBuf>,
     /// Let shift pair endpoints on the same leaf switch.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pattern")]
     pub intra_leaf: bool,
 }
 

@@ -76,3 +76,37 @@ fn colour_on_a_terminal_none_with_no_color_or_in_a_pipe() {
     let out = Command::new("script").args(["-q", "-e", "-c", &command, "/dev/null"]).env_remove("NO_COLOR").output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
 }
+
+/// Issue #35 item 8: `--help` in groups with examples at the end, every example one the parser
+/// takes, `-h` without the examples and far shorter; the man page holds the examples too.
+#[test]
+fn help_is_grouped_with_examples_and_h_stays_short() {
+    use clap::Parser;
+    for line in fabcheck::cli::examples::command_lines() {
+        assert_eq!(line[0], "fabcheck");
+        fabcheck::cli::Cli::try_parse_from(&line).unwrap_or_else(|e| panic!("{line:?}: {e}"));
+    }
+    for command in ["pair", "mesh"] {
+        let long = String::from_utf8(fabcheck(&[command, "--help"]).stdout).unwrap();
+        let short = String::from_utf8(fabcheck(&[command, "-h"]).stdout).unwrap();
+        for heading in ["\nOptions:\n", "\nJudgement:\n", "\nAgents:\n", "\nTest conditions:\n", "\nOutput:\n", "\nGlobal options:\n"] {
+            assert!(long.contains(heading) && short.contains(heading), "{command}: no {heading:?} group");
+        }
+        // The global flags come after the command's own, in their group (0.2 interleaved them).
+        let global = long.find("\nGlobal options:\n").unwrap();
+        assert!(long.find("--format <FORMAT>").unwrap() > global && long.find("--tests <LIST>").unwrap() < global, "{command}");
+        let examples = &long[long.find("\nExamples:\n").unwrap_or_else(|| panic!("{command} --help has no examples"))..];
+        assert!(examples.matches(&format!("  fabcheck {command} ")).count() >= 3, "{command}: {examples}");
+        assert!(!short.contains("Examples:"), "{command} -h holds the examples");
+        assert!(short.lines().count() * 2 < long.lines().count(), "{command} -h is not short: {} lines", short.lines().count());
+        assert!(!short.contains("--tclass") && long.contains("--tclass"), "the rare flags are in --help only");
+    }
+    let page = String::from_utf8(fabcheck(&["manpage"]).stdout).unwrap();
+    assert!(!page.is_empty());
+    let dir = std::env::temp_dir().join(format!("fabcheck-shell-man-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    assert!(fabcheck(&["manpage", "--dir", dir.to_str().unwrap()]).status.success());
+    let pair = std::fs::read_to_string(dir.join("fabcheck-pair.1")).unwrap();
+    assert!(pair.contains("Examples:") && pair.contains("fabcheck pair node07 node08"), "the man page lacks the examples");
+    let _ = std::fs::remove_dir_all(&dir);
+}
