@@ -57,8 +57,8 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
     let soak = match args.soak.as_deref() {
         None => None,
         Some(text) => {
-            let window = crate::probe::soak::parse_duration(text)
-                .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m or 1h")))?;
+            let window = crate::cli::values::window(text)
+                .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m, 1h or 1h30m")))?;
             if window >= deadline {
                 return Err(Failure::usage(format!(
                     "--soak {text} does not fit in --deadline {} s: the window and both reads of the fabric count within it",

@@ -287,10 +287,13 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
         if fabric.counters_read { format!("counters of {} error kinds read", ErrorCounter::ALL.len()) } else { "counters not read (no LIDs)".into() };
     let _ = writeln!(
         out,
-        "\n{}: {} nodes ({switches} switches), {} links, {counters}; {errors} errors, {warnings} warnings",
+        "\n{}: {} ({}), {}, {counters}; {}, {}",
         if verdict(j) == Verdict::Pass { "PASS" } else { "FAIL" },
-        fabric.nodes.len(),
-        index.links.len()
+        crate::units::count(fabric.nodes.len(), "node"),
+        crate::units::count(switches, "switch"),
+        crate::units::count(index.links.len(), "link"),
+        crate::units::count(errors, "error"),
+        crate::units::count(warnings, "warning")
     );
     out
 }

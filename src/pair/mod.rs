@@ -128,6 +128,15 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let results = done.results;
     let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
+    if let Some(message) = plan::duration_note(&config.plan) {
+        findings.push(crate::diagnose::Finding {
+            id: "pair.duration".into(),
+            severity: crate::diagnose::Severity::Info,
+            subject: format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device),
+            message,
+            remedy: "give --iters to run every test by count, or leave send_bw out of --tests".into(),
+        });
+    }
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
     let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
     let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };

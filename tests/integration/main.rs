@@ -19,10 +19,12 @@ mod loading;
 mod mesh_patterns;
 mod mesh_scale;
 mod output;
+mod packaging;
 mod phy;
 mod properties;
 mod protocol;
 mod serve_hardening;
+mod shell;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
