@@ -413,6 +413,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
                 pcie_gbps: None,
                 trained_low: None,
                 conditions: Default::default(),
+                gpu: None,
             };
             conn.spec = Some(spec);
             send(conn, &Reply::Ready { endpoint });

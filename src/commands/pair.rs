@@ -131,6 +131,27 @@ mod tests {
         }
     }
 
+    /// Issue #35 item 5: perftest's habits. `-D 5s` with the default tests runs them all (bidi
+    /// send_bw by count), `-R` is `--cm`, `-F` is accepted, durations and sizes in any spelling,
+    /// `-a -s MAX` sweeps up to MAX.
+    #[test]
+    fn perftest_habits() {
+        let timed = parsed(&["-D", "5s"]).expect("-D 5s with the default tests");
+        assert_eq!(timed.plan.len(), 12);
+        assert_eq!(timed.plan.iter().filter(|t| t.spec.duration_ms == Some(5000)).count(), 11);
+        assert_eq!(parsed(&["-D", "2m"]).unwrap().plan[0].spec.duration_ms, Some(120_000));
+        assert_eq!(parsed(&["--duration", "1m30s"]).unwrap().plan[0].spec.duration_ms, Some(90_000));
+        assert!(parsed(&["-D", "2h"]).is_err(), "at most an hour per test");
+        assert!(parsed(&["-R"]).unwrap().cm);
+        assert!(!parsed(&[]).unwrap().cm);
+        assert!(parsed(&["-F", "-R", "-D", "5s"]).is_ok());
+        let swept = parsed(&["--tests", "write_bw", "--direction", "ab", "-a", "-s", "64KB"]).unwrap();
+        assert_eq!(swept.plan.len(), 16, "2 B .. 64 KiB");
+        assert_eq!(swept.plan.last().unwrap().spec.size, 65536);
+        assert_eq!(parsed(&["-s", "1MiB", "--tests", "write_bw"]).unwrap().plan[0].spec.size, 1 << 20);
+        assert_eq!(parsed(&["--timeout", "5m", "-D", "1s"]).unwrap().test_timeout, Duration::from_secs(301));
+    }
+
     #[test]
     fn cpu_flag() {
         assert_eq!(parsed(&[]).unwrap().cpu, CpuChoice::Auto, "default: the agents choose");

@@ -1,7 +1,7 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
 use crate::diagnose::{gbps, Finding, Verdict};
-use crate::model::{LinkLayer, TestKind};
+use crate::model::{LinkLayer, MemChoice, MemPath, TestKind};
 use crate::pair::plan::Direction;
 use crate::perf::summary::LatencySummary;
 use crate::units;
@@ -38,6 +38,15 @@ pub struct Side {
     /// How this end's link runs below what it supports, if it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trained_low: Option<String>,
+    /// Where this end's buffers lived (`--mem`; absent: host memory, as before 0.3).
+    #[serde(default, skip_serializing_if = "MemChoice::is_host")]
+    pub mem: MemChoice,
+    /// How they were registered: `dmabuf`, `peermem` (GPU memory) or `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_path: Option<MemPath>,
+    /// The GPU's PCI address, with `--mem cuda`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 /// A 200 Gb/s InfiniBand end (mlx5_0 port 1, MTU 4096, nothing optional set), for tests to
@@ -59,6 +68,9 @@ pub(crate) fn test_side() -> Side {
         cpu: None,
         pcie_gbps: None,
         trained_low: None,
+        mem: MemChoice::Host,
+        mem_path: None,
+        gpu: None,
     }
 }
 
@@ -139,6 +151,15 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
             s.mtu.map_or("?".into(), |m| m.to_string()),
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
+        if !s.mem.is_host() {
+            let path = s.mem_path.map_or("?", |p| p.name());
+            let _ = writeln!(
+                out,
+                "   memory {} ({path}{})",
+                s.mem,
+                s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::report::one_line(g)))
+            );
+        }
     }
     let shown: Vec<&TestResult> = doc.results.iter().filter(|r| !quiet || r.error.is_some()).collect();
     if !shown.is_empty() {

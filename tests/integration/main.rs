@@ -4,6 +4,7 @@
 mod cli;
 mod compare;
 mod contrib;
+mod cuda;
 mod driver_stack;
 mod exporter;
 mod fabric;
@@ -18,11 +19,13 @@ mod loading;
 mod mesh_patterns;
 mod mesh_scale;
 mod output;
+mod packaging;
 mod phy;
 mod properties;
 mod protocol;
 mod rails;
 mod serve_hardening;
+mod shell;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -288,6 +288,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     pcie_gbps: None,
                     trained_low: None,
                     conditions: Default::default(),
+                    gpu: None,
                 };
                 spec = Some(s);
                 send(&Reply::Ready { endpoint })?;

@@ -118,6 +118,7 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
                     gid: None,
                     qpns: (0..s.qps).map(|q| 0x100 + q).collect(),
                     psn: 1,
+                    gpu: None,
                     addr: 0x7f00_0000_0000,
                     rkey: 0x42,
                     len: u64::from(s.size),

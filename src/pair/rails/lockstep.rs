@@ -108,6 +108,7 @@ mod tests {
             gid: None,
             qpns: vec![1],
             psn: 1,
+            gpu: None,
             addr: 0,
             rkey: 1,
             len: 65536,

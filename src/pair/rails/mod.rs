@@ -85,7 +85,7 @@ pub fn count_mismatch(labels: &[String; 2], rails: &[Vec<Rail>; 2]) -> Option<Fa
 }
 
 /// A side for a rail that did not run: what the node said of its port.
-fn idle_side(host: &str, rail: &Rail) -> Side {
+fn idle_side(host: &str, rail: &Rail, mem: crate::model::MemChoice) -> Side {
     Side {
         host: host.to_string(),
         device: rail.device.clone(),
@@ -101,6 +101,9 @@ fn idle_side(host: &str, rail: &Rail) -> Side {
         cpu: None,
         pcie_gbps: None,
         trained_low: None,
+        mem,
+        mem_path: None,
+        gpu: None,
     }
 }
 
@@ -171,7 +174,12 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
     for (k, ends) in rails[0].iter().zip(&rails[1]).enumerate() {
         let ends = [ends.0, ends.1];
         let idle = |why: String| RailRun {
-            record: RailRecord { rail: k, a: idle_side(&hosts[0], ends[0]), b: idle_side(&hosts[1], ends[1]), results: Vec::new() },
+            record: RailRecord {
+                rail: k,
+                a: idle_side(&hosts[0], ends[0], config.conditions.mem),
+                b: idle_side(&hosts[1], ends[1], config.conditions.mem),
+                results: Vec::new(),
+            },
             windows: Vec::new(),
             unreachable: Some(why),
         };

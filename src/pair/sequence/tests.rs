@@ -44,6 +44,7 @@ fn endpoint(host: &str) -> Endpoint {
         pcie_gbps: None,
         trained_low: None,
         conditions: Default::default(),
+        gpu: None,
     }
 }
 
