@@ -395,6 +395,12 @@ pub struct MeshArgs {
     /// Let shift pair endpoints on the same leaf switch.
     #[arg(long, help_heading = "Pattern")]
     pub intra_leaf: bool,
+    // Whole nodes (issue #29): every rail at once.
+    /// The endpoints are hosts, tested rail by rail: rail k of each host only with rail k of the
+    /// others, every rail of a host pair at once. SPEC as for pair: auto, all, N or
+    /// DEV[:PORT],... A bad NIC is a `rail` suspect (HOST/DEV), every rail bad the `node`.
+    #[arg(long, value_name = "SPEC", help_heading = "Pattern")]
+    pub rails: Option<String>,
 }
 
 #[derive(Debug, Args)]

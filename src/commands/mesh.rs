@@ -77,6 +77,15 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    let rails = args.rails.as_deref().map(crate::model::rails::RailSpec::parse).transpose().map_err(Failure::usage)?;
+    if rails.is_some() {
+        if specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
+            return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
+        }
+        if args.topology.is_some() {
+            return Err(Failure::usage("--rails with --topology is not built yet: run --rails without --topology"));
+        }
+    }
     let launch = launch_options(&args.agents)?;
     for spec in &specs {
         link::validate(launch.launcher, &spec.host, &spec.to_string())?;
@@ -100,6 +109,8 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         seed: args.seed,
         topology: args.topology.as_deref().map(read_topology).transpose()?,
         intra_leaf: args.intra_leaf,
+        rails,
+        planes: None,
     })
 }
 

@@ -19,8 +19,25 @@ pub fn header() -> String {
     csv::row(&HEADER)
 }
 
-/// A pair record's rows.
+/// The header line of a `--rails` mesh or not: with `--rails`, a `rail` column after `b`.
+pub fn header_for(rails: bool) -> String {
+    if !rails {
+        return header();
+    }
+    let mut columns = HEADER.to_vec();
+    columns.insert(2, "rail");
+    csv::row(&columns)
+}
+
+/// A pair record's rows (with its `rail` after `b` when it has one: `mesh --rails`).
 pub fn rows(r: &PairRecord) -> String {
+    let rail = r.rail.map(|k| k.to_string());
+    let row = |mut cells: Vec<String>| {
+        if let Some(k) = &rail {
+            cells.insert(2, k.clone());
+        }
+        csv::row(&cells)
+    };
     let verdict = if r.verdict == Verdict::Pass { "pass" } else { "fail" };
     let pass = if r.retest {
         "retest"
@@ -30,7 +47,7 @@ pub fn rows(r: &PairRecord) -> String {
         "first"
     };
     if r.results.is_empty() {
-        return csv::row(&[r.a.as_str(), &r.b, "", "", "", "", "", verdict, pass, r.error.as_deref().unwrap_or("")]);
+        return row([r.a.as_str(), &r.b, "", "", "", "", "", verdict, pass, r.error.as_deref().unwrap_or("")].map(String::from).to_vec());
     }
     let mut out = String::new();
     for t in &r.results {
@@ -40,7 +57,10 @@ pub fn rows(r: &PairRecord) -> String {
             (None, None) => (String::new(), ""),
         };
         let error = t.error.as_deref().or(r.error.as_deref()).unwrap_or("");
-        out.push_str(&csv::row(&[r.a.as_str(), &r.b, t.test.name(), t.direction.name(), &t.size.to_string(), &value, unit, verdict, pass, error]));
+        let size = t.size.to_string();
+        out.push_str(&row([r.a.as_str(), &r.b, t.test.name(), t.direction.name(), &size, &value, unit, verdict, pass, error]
+            .map(String::from)
+            .to_vec()));
     }
     out
 }
@@ -76,10 +96,28 @@ mod tests {
             error: None,
             retest: true,
             zoom: false,
+            rail: None,
         };
         assert_eq!(rows(&ok), "n1,\"n2,x\",write_bw,a->b,65536,190,Gb/s,pass,retest,\nn1,\"n2,x\",read_bw,a->b,65536,,,pass,retest,\n");
         let lost = PairRecord { results: Vec::new(), error: Some("cannot reach n2".into()), verdict: Verdict::Fail, retest: false, zoom: true, ..ok };
         assert_eq!(rows(&lost), "n1,\"n2,x\",,,,,,fail,zoom,cannot reach n2\n");
         assert_eq!(header(), "a,b,test,direction,size,value,unit,verdict,pass,error\n");
+        assert_eq!(header_for(false), header());
+    }
+
+    #[test]
+    fn with_rails_a_rail_column_after_b() {
+        assert_eq!(header_for(true), "a,b,rail,test,direction,size,value,unit,verdict,pass,error\n");
+        let lost = PairRecord {
+            a: "n1/mlx5_3".into(),
+            b: "n2/mlx5_3".into(),
+            verdict: Verdict::Fail,
+            results: Vec::new(),
+            error: Some("x".into()),
+            retest: false,
+            zoom: false,
+            rail: Some(3),
+        };
+        assert_eq!(rows(&lost), "n1/mlx5_3,n2/mlx5_3,3,,,,,,fail,first,x\n");
     }
 }

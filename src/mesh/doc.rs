@@ -27,6 +27,9 @@ pub struct PairRecord {
     /// known-good partner.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zoom: bool,
+    /// `mesh --rails`: the rail both endpoints are (rail k is only paired with rail k).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rail: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -186,8 +189,16 @@ mod tests {
 
     #[test]
     fn the_streamed_document_carries_the_stamp_and_the_verdict_given() {
-        let record =
-            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false };
+        let record = PairRecord {
+            a: "n1".into(),
+            b: "n2".into(),
+            verdict: Verdict::Pass,
+            results: Vec::new(),
+            error: None,
+            retest: false,
+            zoom: false,
+            rail: None,
+        };
         let r = report(spool::Pairs::Memory(vec![record]));
         let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };
         let mut out = Vec::new();

@@ -13,6 +13,7 @@ pub mod doc;
 pub mod heatmap;
 mod page;
 pub mod pattern;
+pub mod rails;
 mod run;
 pub mod schedule;
 mod spool;
@@ -63,6 +64,11 @@ pub struct MeshConfig {
     pub topology: Option<Topology>,
     /// Shift may pair endpoints of one leaf.
     pub intra_leaf: bool,
+    /// `--rails SPEC`: the endpoints are hosts, tested rail by rail ([`rails`]).
+    pub rails: Option<crate::model::rails::RailSpec>,
+    /// With `--rails`: how the rail endpoints map onto the hosts. Filled by `run` from the
+    /// hosts' answers (the specs and names are then the rails'); `None` without `--rails`.
+    pub planes: Option<rails::Planes>,
 }
 
 /// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four

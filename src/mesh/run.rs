@@ -56,7 +56,17 @@ struct Agent {
 /// Runs the mesh, telling `progress` of each round.
 pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Failure> {
     crate::sys::os::catch_termination();
+    // `--rails`: each host becomes one endpoint per rail, before anything else is reached.
+    let run = match &run.rails {
+        Some(spec) => {
+            let (specs, names, planes) = super::rails::expand(&run, spec)?;
+            MeshConfig { specs, names, planes: Some(planes), ..run }
+        }
+        None => run,
+    };
     let n = run.specs.len();
+    // The pattern is laid out over the hosts; with `--rails` each host pair runs every rail.
+    let hosts = run.planes.as_ref().map_or(n, |p| p.hosts.len());
     check_open_files(&run.specs)?;
     let mut hub = Hub::new(run.launch.clone());
     let mut agents: Vec<Agent> = run
@@ -83,16 +93,19 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     }
     let leaves = leaves(&run, &agents);
     let leaf_of = leaves.as_ref().map(|l| l.of.as_slice());
-    let pattern = run.pattern.unwrap_or(Pattern::default_for(n));
+    let pattern = run.pattern.unwrap_or(Pattern::default_for(hosts));
     let seed = matches!(pattern, Pattern::Random { .. }).then(|| run.seed.unwrap_or_else(pattern::fresh_seed));
-    let order = pattern::leaf_order(leaf_of, n);
-    let plan = pattern::rounds(pattern, &Layout { order: &order, leaf: leaf_of, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
+    let order = pattern::leaf_order(leaf_of, hosts);
+    let mut plan = pattern::rounds(pattern, &Layout { order: &order, leaf: leaf_of, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
+    if let Some(planes) = &run.planes {
+        plan = plan.iter().map(|round| planes.expand_round(round)).collect();
+    }
     let pattern_doc =
         PatternDoc { name: pattern.name(), rounds: plan.len(), seed, leaves: leaves.as_ref().map(|l| l.of.iter().filter(|x| x.is_some()).count()) };
     tracing::debug!(pattern = %pattern_doc.name, rounds = plan.len(), pairs = plan.iter().map(Vec::len).sum::<usize>(), "mesh plan");
     let csv = run.csv.as_deref().map(|path| {
         let mut file = StreamedFile::create(path, "the CSV", "--csv");
-        file.write(&csv::header());
+        file.write(&csv::header_for(run.planes.is_some()));
         file
     });
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
@@ -116,7 +129,10 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         // zoom-in costs at most ZOOM_PARTNERS pairs per endpoint of a still-bad pair.
         if !still_bad.is_empty() && still_bad.len() * 2 <= first.len() {
             let measured: BTreeSet<(usize, usize)> = first.iter().map(|m| (m.a.min(m.b), m.a.max(m.b))).collect();
-            let pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
+            let mut pairs = pattern::zoom_pairs(n, &still_bad, &good, leaf_of, &measured);
+            if let Some(planes) = &run.planes {
+                pairs.retain(|&(a, b)| planes.same_rail(a, b));
+            }
             zoomed = passes.run(schedule::retest_round(&pairs), Stage::Zoom)?;
         }
     }
@@ -127,6 +143,9 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
+    if let Some(planes) = &run.planes {
+        suspects = super::rails::fold(suspects, &run.names, planes);
+    }
     let analysis_ms = analysis_start.elapsed().as_secs_f64() * 1e3;
     tracing::debug!(analysis_ms, "mesh analysis");
     // The node of each endpoint, for the heat map's per-node view: the host its agent reported,
@@ -219,7 +238,10 @@ fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeas
         higher_is_better: false,
         unit: "us",
     });
-    let title = format!("fabcheck mesh: {} endpoints", run.names.len());
+    let title = match &run.planes {
+        Some(p) => format!("fabcheck mesh: {} hosts, {} rails each", p.hosts.len(), p.rails),
+        None => format!("fabcheck mesh: {} endpoints", run.names.len()),
+    };
     let page = heatmap::Page {
         title: &title,
         verdict: doc.verdict,
@@ -440,6 +462,7 @@ fn run_round(
                 error: Some(why),
                 retest,
                 zoom: false,
+                rail: run.planes.as_ref().map(|p| p.rail(a)),
             };
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
@@ -475,7 +498,8 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         _ => Verdict::Fail,
     };
     let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
-    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false }, measure)
+    let rail = run.planes.as_ref().map(|p| p.rail(a));
+    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false, rail }, measure)
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and

@@ -17,6 +17,7 @@ mod hardening;
 mod inputs;
 mod loading;
 mod mesh_patterns;
+mod mesh_rails;
 mod mesh_scale;
 mod output;
 mod packaging;

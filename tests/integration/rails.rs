@@ -1,7 +1,8 @@
 //! `pair --rails` against fake nodes (issue #29): each fake node is one `fabcheck serve`-like
 //! listener whose inventory is the 8-NIC `gpu-hgx-healthy` tree; every connection is one agent
 //! session (rail k runs on its own sessions). Knobs degrade one device, take a port down, cut
-//! the node's rail count, or answer as a 0.2 agent (no `rails` in the hello).
+//! the node's rail count, or answer as a 0.2 agent (no `rails` in the hello). `mesh_rails`
+//! reuses the fake nodes (`start`, `Knobs`).
 
 use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, TestSpec};
 use fabcheck::gpu::rails::{candidates, resolve};
@@ -15,21 +16,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a healthy rail measures, Gb/s (95% of the fixture's 400 Gb/s NDR ports).
-const NORMAL_GBPS: f64 = 380.0;
-const HANG_GUARD: Duration = Duration::from_secs(120);
+pub const NORMAL_GBPS: f64 = 380.0;
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
 
 #[derive(Debug, Clone, Default)]
-struct Knobs {
+pub struct Knobs {
     /// This device's bandwidth is a quarter of the others' (a bad NIC, cable or slot).
-    slow: Option<String>,
+    pub slow: Option<String>,
     /// Every device slow (a host-side cause).
-    all_slow: bool,
+    pub all_slow: bool,
     /// This device's port is DOWN.
-    down: Option<String>,
+    pub down: Option<String>,
     /// Only the first N devices.
-    devices: Option<usize>,
+    pub devices: Option<usize>,
     /// Answers as fabcheck 0.2 did: no `rails` in the hello.
-    old: bool,
+    pub old: bool,
 }
 
 struct Node {
@@ -50,7 +51,7 @@ impl Node {
 
 /// Starts a fake node; its endpoint is `tcp://ADDR`. The listener thread ends with the test
 /// process (each test's nodes are few and idle once the controller is gone).
-fn start(name: &str, knobs: Knobs) -> String {
+pub fn start(name: &str, knobs: Knobs) -> String {
     let root = super::fixtures_dir().join("gpu-hgx-healthy");
     let mut inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the fixture's inventory");
     if let Some(n) = knobs.devices {

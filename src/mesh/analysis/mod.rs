@@ -54,6 +54,9 @@ pub enum SuspectKind {
     /// A leaf's uplinks (to the spines): its endpoints are bad with every other leaf, fine
     /// with each other.
     Uplink,
+    /// `mesh --rails`: one NIC of a host (`HOST/DEV`) bad while the host's other rails are
+    /// fine: that NIC, its cable or its leaf port (every rail bad is the `node`).
+    Rail,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -145,6 +145,7 @@ pub fn kind_words(s: &Suspect) -> (&'static str, &'static str) {
         SuspectKind::Link => ("link", "one pair bad twice while both ends are fine with others: the cable, switch ports or route"),
         SuspectKind::Switch => ("leaf switch", "its endpoints are bad with everyone, inside the leaf too"),
         SuspectKind::Uplink => ("leaf uplinks", "its endpoints are bad with other leaves only: the uplinks to the spines"),
+        SuspectKind::Rail => ("rail", "one NIC of a node bad while its other rails are fine: that NIC, its cable or its leaf port"),
         SuspectKind::Config if s.subject == CLUSTER => ("cluster-wide", "nearly every pair is bad and nothing stands out: a cluster-wide cause"),
         SuspectKind::Config => ("configuration", "a setting differs from the majority of endpoints"),
     }

@@ -72,12 +72,20 @@ impl Conversation for Ask {
 /// Both nodes' rails and the uplinks their rails share, asked at once. The first node that
 /// cannot say is the error (exit 2).
 pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
-    let mut jobs: Vec<Job<Ask>> = (0..2)
-        .map(|i| Job { links: vec![links[i]], conversation: Ask { label: labels[i].clone(), spec: spec.clone(), deadline: None, answer: None } })
-        .collect();
-    drive(hub, &mut jobs, 2)?;
-    let mut out = jobs.into_iter().map(|j| j.conversation.answer.unwrap_or_else(|| Err(Failure::new("no answer to rails", "rerun"))));
+    let mut out = each(hub, &links, labels, spec)?.into_iter();
     let a = out.next().expect("two answers")?;
     let b = out.next().expect("two answers")?;
     Ok([a, b])
+}
+
+/// Every node's answer, asked at once (`mesh --rails` asks each of its hosts), in the order of
+/// `links`: a node that cannot say is its own error.
+pub fn each(hub: &mut Hub, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Failure>>, Failure> {
+    let mut jobs: Vec<Job<Ask>> = links
+        .iter()
+        .zip(labels)
+        .map(|(&link, label)| Job { links: vec![link], conversation: Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None } })
+        .collect();
+    drive(hub, &mut jobs, links.len().max(1))?;
+    Ok(jobs.into_iter().map(|j| j.conversation.answer.unwrap_or_else(|| Err(Failure::new("no answer to rails", "rerun")))).collect())
 }

@@ -84,7 +84,11 @@ fn cases(doc: &Value, command: &str) -> Vec<Case> {
     // mesh: one testcase per pair and test (the latest measure of a pair stands for it); a pair
     // that could not run is one testcase with its error.
     for pair in super::latest_pairs(doc) {
-        let name = format!("{} <-> {}", pair["a"].as_str().unwrap_or(""), pair["b"].as_str().unwrap_or(""));
+        let mut name = format!("{} <-> {}", pair["a"].as_str().unwrap_or(""), pair["b"].as_str().unwrap_or(""));
+        // `mesh --rails`: the rail leads the name.
+        if let Some(k) = pair["rail"].as_u64() {
+            name = format!("rail {k}: {name}");
+        }
         let failed = pair["verdict"] == "fail";
         let results = pair["results"].as_array().map(Vec::as_slice).unwrap_or_default();
         if results.is_empty() {

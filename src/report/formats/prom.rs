@@ -183,16 +183,19 @@ fn rails(f: &mut Families, doc: &Value) {
 fn mesh(f: &mut Families, doc: &Value) {
     for p in super::latest_pairs(doc) {
         let (a, b) = (p["a"].as_str().unwrap_or(""), p["b"].as_str().unwrap_or(""));
-        f.add("mesh_pair_pass", "1 when the pair passed, 0 when it failed.", &[("a", a), ("b", b)], f64::from(u8::from(p["verdict"] == "pass")));
+        // `mesh --rails`: the pair's rail as a label too.
+        let rail = p["rail"].as_u64().map(|k| k.to_string());
+        let mut pair = vec![("a", a), ("b", b)];
+        pair.extend(rail.as_deref().map(|k| ("rail", k)));
+        f.add("mesh_pair_pass", "1 when the pair passed, 0 when it failed.", &pair, f64::from(u8::from(p["verdict"] == "pass")));
         for r in p["results"].as_array().into_iter().flatten() {
             let size = r["size"].to_string();
-            let labels = [
-                ("a", a),
-                ("b", b),
+            let mut labels = pair.clone();
+            labels.extend([
                 ("test", r["test"].as_str().unwrap_or("")),
                 ("direction", r["direction"].as_str().unwrap_or("")),
                 ("size", size.as_str()),
-            ];
+            ]);
             if let Some(bw) = r["bw_gbps"].as_f64() {
                 f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
             }
@@ -207,6 +210,9 @@ fn mesh(f: &mut Families, doc: &Value) {
     let help = "Suspects the mesh named, by kind.";
     for kind in ["node", "link", "switch", "uplink", "config"] {
         f.add("mesh_suspects", help, &[("kind", kind)], 0.0);
+    }
+    if doc["pairs"].as_array().into_iter().flatten().any(|p| p["rail"].is_u64()) {
+        f.add("mesh_suspects", help, &[("kind", "rail")], 0.0);
     }
     for s in doc["suspects"].as_array().into_iter().flatten() {
         f.count("mesh_suspects", help, &[("kind", s["kind"].as_str().unwrap_or(""))]);

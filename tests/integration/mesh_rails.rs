@@ -1,0 +1,131 @@
+//! `mesh --rails` against the fake 8-NIC nodes of `rails` (issue #29 item 4): four hosts of 8
+//! rails each, rail k of a host paired only with rail k of the others. One degraded NIC is one
+//! `rail` suspect naming `HOST/DEV`; every rail of one host degraded is that host's `node`.
+
+use super::rails::{start, Knobs, HANG_GUARD};
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const RAILS: usize = 8;
+
+/// Four fake nodes `n1`..`n4`, `n{slow_host}` with `knobs`.
+fn nodes(slow_host: usize, knobs: Knobs) -> Vec<String> {
+    (1..=4).map(|i| start(&format!("n{i}"), if i == slow_host { knobs.clone() } else { Knobs::default() })).collect()
+}
+
+fn mesh(endpoints: &[String], extra: &[&str]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .arg("mesh")
+        .args(endpoints)
+        // Both directions: a fake node is slow where it sends, as a degraded NIC is either way.
+        .args(["--tests", "write_bw", "--direction", "both", "--iters", "1000000"])
+        .args(extra)
+        .env_remove("FABCHECK_TOKEN")
+        .env_remove("FABCHECK_FORMAT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fabcheck mesh");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < HANG_GUARD, "fabcheck mesh --rails still running after {HANG_GUARD:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn suspects(doc: &Value) -> Vec<(String, String)> {
+    doc["suspects"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["kind"].as_str().unwrap().to_string(), s["subject"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+/// Every pair record pairs rail k with rail k and says so.
+fn assert_rail_k_with_rail_k(doc: &Value) {
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert!(pairs.len() >= 6 * RAILS, "every rail of the 6 host pairs: {}", pairs.len());
+    for p in pairs {
+        let k = p["rail"].as_u64().unwrap_or_else(|| panic!("a rail on every record: {p}"));
+        for end in ["a", "b"] {
+            assert!(p[end].as_str().unwrap().ends_with(&format!("/mlx5_{k}")), "rail {k} pairs mlx5_{k} with mlx5_{k}: {p}");
+        }
+        assert_ne!(p["a"].as_str().unwrap().split('/').next(), p["b"].as_str().unwrap().split('/').next(), "two hosts: {p}");
+    }
+}
+
+#[test]
+fn one_degraded_nic_is_a_rail_suspect_and_nothing_else_is_blamed() {
+    let hosts = nodes(3, Knobs { slow: Some("mlx5_5".into()), ..Knobs::default() });
+    let csv = std::env::temp_dir().join(format!("fabcheck-mesh-rails-{}.csv", std::process::id()));
+    let out = mesh(&hosts, &["--rails", "auto", "--json", "--csv", csv.to_str().unwrap()]);
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(suspects(&doc), [("rail".to_string(), "n3/mlx5_5".to_string())]);
+    let endpoints = doc["endpoints"].as_array().unwrap();
+    assert_eq!(endpoints.len(), 4 * RAILS);
+    assert_eq!((endpoints[0].as_str(), endpoints[RAILS * 2 + 5].as_str()), (Some("n1/mlx5_0"), Some("n3/mlx5_5")));
+    assert_rail_k_with_rail_k(&doc);
+    let first: Vec<&Value> = doc["pairs"].as_array().unwrap().iter().filter(|p| p["retest"] != true).collect();
+    assert_eq!(first.len(), 6 * RAILS, "all-pairs over the 4 hosts, every rail of each host pair");
+    let text = std::fs::read_to_string(&csv).unwrap();
+    let _ = std::fs::remove_file(&csv);
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("a,b,rail,test,direction,size,value,unit,verdict,pass,error"));
+    assert!(lines.any(|l| l.contains("n3/mlx5_5,") && l.split(',').nth(2) == Some("5")), "{text}");
+}
+
+#[test]
+fn every_rail_of_one_host_degraded_is_a_node_suspect() {
+    let hosts = nodes(2, Knobs { all_slow: true, ..Knobs::default() });
+    let out = mesh(&hosts, &["--rails", "auto", "--json"]);
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(suspects(&doc), [("node".to_string(), "n2".to_string())]);
+    let reason = doc["suspects"][0]["reason"].as_str().unwrap();
+    assert!(reason.starts_with("every rail bad (8 of 8)"), "{reason}");
+    assert_rail_k_with_rail_k(&doc);
+}
+
+#[test]
+fn healthy_rails_pass_and_prom_and_junit_label_the_rail() {
+    let hosts = nodes(0, Knobs::default());
+    let out = mesh(&hosts, &["--rails", "4", "--json"]);
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(doc["verdict"], "pass");
+    assert_eq!(doc["endpoints"].as_array().unwrap().len(), 4 * 4, "--rails 4: the first 4 rails of each host");
+    let prom = mesh(&hosts, &["--rails", "4", "--format", "prom"]);
+    let prom = String::from_utf8_lossy(&prom.stdout);
+    for k in 0..4 {
+        assert!(prom.contains(&format!("a=\"n1/mlx5_{k}\",b=\"n2/mlx5_{k}\",rail=\"{k}\",test=\"write_bw\"")), "rail {k}: {prom}");
+    }
+    assert!(prom.contains("mesh_suspects{kind=\"rail\"} 0"), "{prom}");
+    let junit = mesh(&hosts, &["--rails", "4", "--format", "junit"]);
+    let junit = String::from_utf8_lossy(&junit.stdout);
+    assert!(junit.contains("name=\"rail 3: n1/mlx5_3 &lt;-&gt; n2/mlx5_3"), "{junit}");
+}
+
+#[test]
+fn rails_with_a_device_an_old_agent_or_a_rail_count_mismatch_is_exit_2() {
+    let hosts = nodes(4, Knobs { old: true, ..Knobs::default() });
+    let out = mesh(&hosts, &["--rails", "auto"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("predates --rails"), "{}", stderr(&out));
+    let short = nodes(2, Knobs { devices: Some(4), ..Knobs::default() });
+    let out = mesh(&short, &["--rails", "auto"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("has 8 rails") && stderr(&out).contains("has 4"), "{}", stderr(&out));
+    let with_device = [format!("{}/mlx5_0", hosts[0]), hosts[1].clone()];
+    let out = mesh(&with_device, &["--rails", "auto"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--rails picks each host's devices"), "{}", stderr(&out));
+}
