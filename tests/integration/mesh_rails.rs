@@ -66,7 +66,8 @@ fn assert_rail_k_with_rail_k(doc: &Value) {
 fn one_degraded_nic_is_a_rail_suspect_and_nothing_else_is_blamed() {
     let hosts = nodes(3, Knobs { slow: Some("mlx5_5".into()), ..Knobs::default() });
     let csv = std::env::temp_dir().join(format!("fabcheck-mesh-rails-{}.csv", std::process::id()));
-    let out = mesh(&hosts, &["--rails", "auto", "--json", "--csv", csv.to_str().unwrap()]);
+    let html = csv.with_extension("html");
+    let out = mesh(&hosts, &["--rails", "auto", "--json", "--csv", csv.to_str().unwrap(), "--html", html.to_str().unwrap()]);
     let doc = super::json(&out);
     assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
     assert_eq!(suspects(&doc), [("rail".to_string(), "n3/mlx5_5".to_string())]);
@@ -78,6 +79,10 @@ fn one_degraded_nic_is_a_rail_suspect_and_nothing_else_is_blamed() {
     assert_eq!(first.len(), 6 * RAILS, "all-pairs over the 4 hosts, every rail of each host pair");
     let text = std::fs::read_to_string(&csv).unwrap();
     let _ = std::fs::remove_file(&csv);
+    let page = std::fs::read_to_string(&html).unwrap();
+    let _ = std::fs::remove_file(&html);
+    assert!(page.contains("n3/mlx5_5") && page.contains("n1/mlx5_0"), "the heat map's rows are the rails");
+    assert!(page.contains("one NIC of a node bad while its other rails are fine"), "the rail suspect explained");
     let mut lines = text.lines();
     assert_eq!(lines.next(), Some("a,b,rail,test,direction,size,value,unit,verdict,pass,error"));
     assert!(lines.any(|l| l.contains("n3/mlx5_5,") && l.split(',').nth(2) == Some("5")), "{text}");
@@ -103,6 +108,18 @@ fn healthy_rails_pass_and_prom_and_junit_label_the_rail() {
     assert_eq!(out.status.code(), Some(0), "{doc:#}\n{}", stderr(&out));
     assert_eq!(doc["verdict"], "pass");
     assert_eq!(doc["endpoints"].as_array().unwrap().len(), 4 * 4, "--rails 4: the first 4 rails of each host");
+    // A shift round loads every rail of every host at once, still rail k with rail k.
+    let shift = mesh(&hosts, &["--rails", "auto", "--json", "--pattern", "shift", "--rounds", "1"]);
+    let doc = super::json(&shift);
+    assert_eq!(shift.status.code(), Some(0), "{doc:#}\n{}", stderr(&shift));
+    let pairs = doc["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 2 * RAILS, "one shift round over 4 hosts: 2 host pairs, every rail of each");
+    let busy: std::collections::BTreeSet<&str> = pairs.iter().flat_map(|p| [p["a"].as_str().unwrap(), p["b"].as_str().unwrap()]).collect();
+    assert_eq!(busy.len(), 4 * RAILS, "every rail of every host in the round");
+    for p in pairs {
+        let k = p["rail"].as_u64().unwrap();
+        assert!(p["a"].as_str().unwrap().ends_with(&format!("/mlx5_{k}")) && p["b"].as_str().unwrap().ends_with(&format!("/mlx5_{k}")), "{p}");
+    }
     let prom = mesh(&hosts, &["--rails", "4", "--format", "prom"]);
     let prom = String::from_utf8_lossy(&prom.stdout);
     for k in 0..4 {
