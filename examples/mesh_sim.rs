@@ -12,7 +12,10 @@
 //!   it is measured with (so the pattern surely measures it), slow from then on;
 //! - `--slow-uplink L`: every pair with exactly one end on leaf L (agents `L*S .. L*S+S-1`
 //!   with `--leaf-size S`) is slow, pairs inside the leaf are fine;
-//! - `--flaky I:J` (or `I:?`): the pair is slow the first time it is measured, fine after.
+//! - `--flaky I:J` (or `I:?`): the pair is slow the first time it is measured, fine after;
+//! - `--rails N`: every agent is a node of N rails (`mlx5_0`..: the fixture's port N times),
+//!   answers `rails` (for `mesh --rails`) and takes a connection per rail at once;
+//!   `--slow-rail I:K`: rail K of agent I is slow (a bad NIC), its other rails fine.
 //!
 //! Slow is `--slow-share` (0.3) of `--gbps` (190). `--hostfile FILE` gets one
 //! `tcp://127.0.0.1:PORT` line per agent once all listen; `--topology FILE` an ibnetdiscover
@@ -21,6 +24,7 @@
 //! `cargo build --release --example mesh_sim`
 
 use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, TestSpec};
+use fabcheck::model::rails::{Rail, RailSpec};
 use fabcheck::perf::summary::LatencySummary;
 use fabcheck::probe::decode::PortState;
 use fabcheck::probe::{self, Inventory};
@@ -48,6 +52,10 @@ pub struct Options {
     /// `I:?`: endpoints whose first pair measured becomes a slow link, or flaky.
     pub slow_link_of: HashSet<usize>,
     pub flaky_of: HashSet<usize>,
+    /// `--rails N`: rails per node (0: a node of one port that does not answer `rails`).
+    pub rails: usize,
+    /// `--slow-rail I:K`.
+    pub slow_rails: HashSet<(usize, usize)>,
 }
 
 impl Default for Options {
@@ -66,12 +74,14 @@ impl Default for Options {
             flaky: HashSet::new(),
             slow_link_of: HashSet::new(),
             flaky_of: HashSet::new(),
+            rails: 0,
+            slow_rails: HashSet::new(),
         }
     }
 }
 
 fn usage(why: &str) -> ! {
-    eprintln!("mesh_sim: {why}\nusage: mesh_sim --agents N --hostfile FILE [--topology FILE] [--leaf-size S] [--gbps G] [--slow-share F] [--slow-node I]... [--slow-link I:J]... [--slow-uplink L]... [--flaky I:J]...");
+    eprintln!("mesh_sim: {why}\nusage: mesh_sim --agents N --hostfile FILE [--topology FILE] [--leaf-size S] [--gbps G] [--slow-share F] [--slow-node I]... [--slow-link I:J]... [--slow-uplink L]... [--flaky I:J]... [--rails N [--slow-rail I:K]...]");
     std::process::exit(2)
 }
 
@@ -113,6 +123,12 @@ fn options() -> Options {
                 Ok(p) => _ = o.flaky.insert(p),
                 Err(i) => _ = o.flaky_of.insert(i),
             },
+            "--rails" => o.rails = (number(value()) as usize).min(fabcheck::model::rails::MAX_RAILS),
+            "--slow-rail" => {
+                let text = value();
+                let (i, k) = text.split_once(':').unwrap_or_else(|| usage("--slow-rail is I:K"));
+                o.slow_rails.insert((number(i.into()) as usize, number(k.into()) as usize));
+            }
             other => usage(&format!("unknown flag {other}")),
         }
     }
@@ -120,6 +136,16 @@ fn options() -> Options {
         usage("--agents (at least 2) and --hostfile are required");
     }
     o
+}
+
+/// Rail `k`'s device on a `--rails` node.
+fn rail_device(k: usize) -> String {
+    format!("mlx5_{k}")
+}
+
+/// The rail a device name is (`mlx5_K`), on a `--rails` node.
+fn rail_of(device: &str) -> Option<usize> {
+    device.strip_prefix("mlx5_")?.parse().ok()
 }
 
 fn host(i: usize) -> String {
@@ -192,6 +218,9 @@ struct Conn {
     output: Vec<u8>,
     spec: Option<TestSpec>,
     peer: Option<usize>,
+    /// `--rails`: the rail this connection's test runs on, and its peer's.
+    rail: Option<usize>,
+    peer_rail: Option<usize>,
     passive_running: bool,
     closed: bool,
 }
@@ -232,10 +261,13 @@ impl Sim {
             usage(&format!("{n} agents need {want} open files; the limit is {got} (raise `ulimit -Hn`)"));
         }
         let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hdr-ib-healthy");
-        let inventory: Inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the hdr-ib-healthy fixture's inventory");
-        let inventory_line = encode(&Reply::Inventory { inventory: inventory.clone() });
+        let mut inventory: Inventory = probe::inventory(&probe::Source::Sysfs(root), None).expect("the hdr-ib-healthy fixture's inventory");
         let (device, port) =
             inventory.ports().find(|(_, p)| p.state == PortState::Active).map(|(d, p)| (d.clone(), p.clone())).expect("an ACTIVE port");
+        if o.rails > 0 {
+            inventory.devices = (0..o.rails).map(|k| probe::Device { name: rail_device(k), ports: vec![port.clone()], ..device.clone() }).collect();
+        }
+        let inventory_line = encode(&Reply::Inventory { inventory: inventory.clone() });
 
         let mut listeners: Vec<Option<TcpListener>> = Vec::with_capacity(n);
         let mut ports = Vec::with_capacity(n);
@@ -287,7 +319,10 @@ impl Sim {
                         if let Some(Ok((stream, _))) = listeners[i].as_ref().map(TcpListener::accept) {
                             let _ = stream.set_nonblocking(true);
                             let _ = stream.set_nodelay(true);
-                            listeners[i] = None;
+                            // A node of rails takes a connection per rail at once: it keeps listening.
+                            if fabric.o.rails == 0 {
+                                listeners[i] = None;
+                            }
                             conns.push(Conn {
                                 agent: i,
                                 stream,
@@ -295,6 +330,8 @@ impl Sim {
                                 output: Vec::new(),
                                 spec: None,
                                 peer: None,
+                                rail: None,
+                                peer_rail: None,
                                 passive_running: false,
                                 closed: false,
                             });
@@ -332,7 +369,9 @@ impl Sim {
             conns.retain(|c| {
                 if c.closed && c.output.is_empty() {
                     // Listen again, on the same port (std binds with SO_REUSEADDR).
-                    listeners[c.agent] = TcpListener::bind(ports[c.agent]).ok().filter(|l| l.set_nonblocking(true).is_ok());
+                    if listeners[c.agent].is_none() {
+                        listeners[c.agent] = TcpListener::bind(ports[c.agent]).ok().filter(|l| l.set_nonblocking(true).is_ok());
+                    }
                     false
                 } else {
                     true
@@ -382,11 +421,13 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
         }
     };
     match request {
-        Request::Hello { .. } => send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: false }),
+        Request::Hello { .. } => send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: fabric.o.rails > 0 }),
         Request::Inventory => conn.output.extend_from_slice(fabric.inventory_line.as_bytes()),
-        Request::Prepare { spec, .. } => {
+        Request::Prepare { spec, target } => {
             conn.passive_running = false;
             conn.peer = None;
+            conn.rail = target.device.as_deref().and_then(rail_of).filter(|&k| k < fabric.o.rails);
+            let device_name = conn.rail.map_or_else(|| device.name.clone(), rail_device);
             if let Err(e) = spec.validate() {
                 conn.spec = None;
                 send(conn, &error(&e.to_string()));
@@ -394,7 +435,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             }
             let endpoint = Endpoint {
                 host: host(me),
-                device: device.name.clone(),
+                device: device_name,
                 port: port.port as u8,
                 lid: port.lid as u16,
                 gid_index: None,
@@ -424,6 +465,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
                 return;
             }
             conn.peer = index_of(&peer.host);
+            conn.peer_rail = rail_of(&peer.device);
             send(conn, &Reply::Connected);
         }
         Request::Run => {
@@ -435,7 +477,12 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             if spec.role == Role::Passive {
                 conn.passive_running = true;
             } else {
-                let gbps = if spec.test.is_latency() { 0.0 } else { fabric.gbps(me, peer) };
+                let mut gbps = if spec.test.is_latency() { 0.0 } else { fabric.gbps(me, peer) };
+                // A slow rail shows whichever end measures, as every fault here does.
+                let slow = |e: usize, k: Option<usize>| k.is_some_and(|k| fabric.o.slow_rails.contains(&(e, k)));
+                if slow(me, conn.rail) || slow(peer, conn.peer_rail) {
+                    gbps *= fabric.o.slow_share;
+                }
                 send(conn, &Reply::Done { result: active_result(&spec, gbps, fabric.o.lat_us) });
             }
         }
@@ -446,9 +493,18 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
         }
         Request::Finish => {
             (conn.spec, conn.peer, conn.passive_running) = (None, None, false);
+            (conn.rail, conn.peer_rail) = (None, None);
             send(conn, &Reply::Finished);
         }
-        Request::Rails { .. } => send(conn, &error("mesh_sim does not simulate rails")),
+        Request::Rails { .. } if fabric.o.rails == 0 => send(conn, &error("mesh_sim simulates rails only with --rails N")),
+        Request::Rails { spec } => {
+            let count = match spec {
+                RailSpec::Count(c) => usize::from(c).min(fabric.o.rails),
+                _ => fabric.o.rails,
+            };
+            let rails = (0..count).map(|k| Rail { rail: k, device: rail_device(k), port: port.port, active: true, bdf: None, gpu: None }).collect();
+            send(conn, &Reply::Rails { rails, shared: Vec::new() });
+        }
         Request::Bye => {
             send(conn, &Reply::Bye);
             conn.closed = true;

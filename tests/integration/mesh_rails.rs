@@ -1,10 +1,17 @@
 //! `mesh --rails` against the fake 8-NIC nodes of `rails` (issue #29 item 4): four hosts of 8
 //! rails each, rail k of a host paired only with rail k of the others. One degraded NIC is one
-//! `rail` suspect naming `HOST/DEV`; every rail of one host degraded is that host's `node`.
+//! `rail` suspect naming `HOST/DEV`; every rail of one host degraded is that host's `node`. The
+//! simulator of `benches/mesh-scale.sh` (`examples/mesh_sim.rs --rails N`) is run here too.
+
+#[path = "../../examples/mesh_sim.rs"]
+#[allow(dead_code)]
+mod mesh_sim;
 
 use super::rails::{start, Knobs, HANG_GUARD};
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const RAILS: usize = 8;
@@ -145,4 +152,25 @@ fn rails_with_a_device_an_old_agent_or_a_rail_count_mismatch_is_exit_2() {
     let out = mesh(&with_device, &["--rails", "auto"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("--rails picks each host's devices"), "{}", stderr(&out));
+}
+
+#[test]
+fn mesh_sim_nodes_of_rails_name_a_slow_rail_and_a_slow_node() {
+    let mut o = mesh_sim::Options { agents: 6, rails: 4, ..mesh_sim::Options::default() };
+    o.slow_rails.insert((2, 1));
+    o.slow_nodes.insert(4);
+    let sim = mesh_sim::Sim::bind(o);
+    let endpoints = sim.endpoints.clone();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&stop);
+    let thread = std::thread::spawn(move || sim.run(&flag));
+    let out = mesh(&endpoints, &["--rails", "auto", "--json"]);
+    stop.store(true, Ordering::SeqCst);
+    thread.join().unwrap();
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+    let mut found = suspects(&doc);
+    found.sort();
+    assert_eq!(found, [("node".to_string(), "n00004".to_string()), ("rail".to_string(), "n00002/mlx5_1".to_string())]);
+    assert_eq!(doc["endpoints"].as_array().unwrap().len(), 6 * 4);
 }
