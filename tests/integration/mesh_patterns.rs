@@ -6,7 +6,7 @@
 
 #[path = "../../examples/mesh_sim.rs"]
 #[allow(dead_code)]
-mod mesh_sim;
+pub(crate) mod mesh_sim;
 
 use serde_json::Value;
 use std::collections::BTreeSet;

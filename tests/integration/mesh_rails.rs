@@ -3,10 +3,7 @@
 //! `rail` suspect naming `HOST/DEV`; every rail of one host degraded is that host's `node`. The
 //! simulator of `benches/mesh-scale.sh` (`examples/mesh_sim.rs --rails N`) is run here too.
 
-#[path = "../../examples/mesh_sim.rs"]
-#[allow(dead_code)]
-mod mesh_sim;
-
+use super::mesh_patterns::mesh_sim;
 use super::rails::{start, Knobs, HANG_GUARD};
 use serde_json::Value;
 use std::process::{Command, Output, Stdio};
