@@ -137,7 +137,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         }
     }
     let interrupted = passes.interrupted;
-    let counts = Counts { first: first.len(), zoom: zoomed.len(), retest: retested.len() };
+    let counts = Counts { first: first.len(), zoom: zoomed.len(), retest: retested.len(), rails: run.planes.is_some() };
     let analysis_start = Instant::now();
     let mut suspects = analysis::analyse_with(&run.names, &first, &retested, &zoomed, &criteria, leaves.as_ref());
     let drift: Vec<(String, Vec<(String, String)>)> =

@@ -17,6 +17,8 @@ pub struct Counts {
     pub first: usize,
     pub zoom: usize,
     pub retest: usize,
+    /// `mesh --rails`: pairs across rails are never run, and their cells say so (`.`), not `fail`.
+    pub rails: bool,
 }
 
 fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
@@ -37,7 +39,11 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
     if quiet {
         // Only problems and the verdict.
     } else if doc.endpoints.len() <= MATRIX_MAX {
-        matrix_text(&mut out, doc, &bw_matrix(doc.endpoints.len(), measured));
+        let mut matrix = bw_matrix(doc.endpoints.len(), measured);
+        if counts.rails {
+            unmeasured_apart(&mut matrix, measured);
+        }
+        matrix_text(&mut out, doc, &matrix);
     } else {
         summary_text(&mut out, doc, measured, c);
     }
@@ -69,6 +75,23 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
     out
 }
 
+/// `mesh --rails`: a cell no pair measured (rail k never meets rail j) as NaN, which the matrix
+/// prints `.`; a pair measured without a figure stays `fail`.
+fn unmeasured_apart(matrix: &mut [Vec<Option<f64>>], measured: &[PairMeasure]) {
+    let mut seen = vec![vec![false; matrix.len()]; matrix.len()];
+    for m in measured {
+        seen[m.a][m.b] = true;
+        seen[m.b][m.a] = true;
+    }
+    for (row, seen) in matrix.iter_mut().zip(seen) {
+        for (cell, seen) in row.iter_mut().zip(seen) {
+            if !seen {
+                *cell = Some(f64::NAN);
+            }
+        }
+    }
+}
+
 fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
     use std::fmt::Write;
     let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
@@ -81,7 +104,12 @@ fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
     for (i, name) in doc.endpoints.iter().enumerate() {
         let _ = write!(out, "{name:width$}");
         for (j, cell) in matrix[i].iter().enumerate() {
-            let text = if i == j { "-".to_string() } else { cell.map_or("fail".into(), |v| format!("{v:.3}")) };
+            let text = match cell {
+                _ if i == j => "-".to_string(),
+                Some(v) if v.is_nan() => ".".to_string(),
+                Some(v) => format!("{v:.3}"),
+                None => "fail".to_string(),
+            };
             let _ = write!(out, " {text:>8}");
         }
         let _ = writeln!(out, "  [{i}]");

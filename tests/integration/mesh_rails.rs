@@ -130,6 +130,13 @@ fn healthy_rails_pass_and_prom_and_junit_label_the_rail() {
         assert!(prom.contains(&format!("a=\"n1/mlx5_{k}\",b=\"n2/mlx5_{k}\",rail=\"{k}\",test=\"write_bw\"")), "rail {k}: {prom}");
     }
     assert!(prom.contains("mesh_suspects{kind=\"rail\"} 0"), "{prom}");
+    // The human matrix: rail k's cells measured, cells across rails `.` (never run), not `fail`.
+    let human = mesh(&hosts, &["--rails", "2"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    let row = text.lines().find(|l| l.starts_with("n1/mlx5_0 ")).unwrap_or_else(|| panic!("{text}"));
+    let cells: Vec<&str> = row.split_whitespace().skip(1).take(8).collect();
+    assert_eq!(cells.iter().filter(|c| **c == ".").count(), 4, "{text}");
+    assert!(!text.contains("fail "), "{text}");
     let junit = mesh(&hosts, &["--rails", "4", "--format", "junit"]);
     let junit = String::from_utf8_lossy(&junit.stdout);
     assert!(junit.contains("name=\"rail 3: n1/mlx5_3 &lt;-&gt; n2/mlx5_3"), "{junit}");
