@@ -177,9 +177,9 @@ fn rails(f: &mut Families, doc: &Value) {
     }
 }
 
-/// mesh: one series per pair, test and direction (labels `a`, `b`, `test`, `direction`,
-/// `size`; the latest measure of a pair stands for it), each pair's verdict, and the suspects
-/// and unreachable endpoints counted.
+/// mesh: one series per pair, test and direction (labels `a`, `b`, with `--rails` `rail`, then
+/// `test`, `direction`, `size`; the latest measure of a pair stands for it), each pair's verdict,
+/// and the suspects and unreachable endpoints counted (kind `rail` only in a `--rails` mesh).
 fn mesh(f: &mut Families, doc: &Value) {
     for p in super::latest_pairs(doc) {
         let (a, b) = (p["a"].as_str().unwrap_or(""), p["b"].as_str().unwrap_or(""));
