@@ -12,6 +12,7 @@ mod flaky;
 mod formats;
 mod fuzz;
 mod gpu;
+mod health_outputs;
 mod hardening;
 mod inputs;
 mod loading;
