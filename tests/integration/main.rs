@@ -16,6 +16,7 @@ mod health_outputs;
 mod hardening;
 mod inputs;
 mod loading;
+mod nhc;
 mod mesh_patterns;
 mod mesh_scale;
 mod output;
