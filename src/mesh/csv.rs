@@ -76,6 +76,7 @@ mod tests {
             error: None,
             retest: true,
             zoom: false,
+            judged_against_gbps: None,
         };
         assert_eq!(rows(&ok), "n1,\"n2,x\",write_bw,a->b,65536,190,Gb/s,pass,retest,\nn1,\"n2,x\",read_bw,a->b,65536,,,pass,retest,\n");
         let lost = PairRecord { results: Vec::new(), error: Some("cannot reach n2".into()), verdict: Verdict::Fail, retest: false, zoom: true, ..ok };

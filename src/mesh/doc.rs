@@ -27,6 +27,11 @@ pub struct PairRecord {
     /// known-good partner.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub zoom: bool,
+    /// The rate the mesh judged this pair's bandwidth against: the smaller capacity of its two
+    /// ends (link, or PCIe where smaller). Absent where either end's is unknown (Soft-RoCE, no
+    /// rate reported): the pair was compared with the cluster's median instead. (0.3, additive.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_against_gbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -187,7 +192,7 @@ mod tests {
     #[test]
     fn the_streamed_document_carries_the_stamp_and_the_verdict_given() {
         let record =
-            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false };
+            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false, judged_against_gbps: None };
         let r = report(spool::Pairs::Memory(vec![record]));
         let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };
         let mut out = Vec::new();

@@ -127,6 +127,7 @@ mod tests {
             error: None,
             retest: i.is_multiple_of(2),
             zoom: false,
+            judged_against_gbps: None,
         }
     }
 
