@@ -65,7 +65,7 @@ pub(super) fn bw_scale(c: &Criteria, median_bw: Option<f64>) -> Option<heatmap::
     let (reference, basis, pass_share) = match (c.typical_rate(), median_bw) {
         (Some(e), _) if per_pair => (
             e,
-            "each pair's own capacity, the smaller of its two ends' link (or PCIe where smaller): the scale is the full-speed pairs'; a pair with a slower end is judged against that end's (its tooltip and the JSON's judged_against_gbps say which)",
+            "the capacity of the full-speed pairs (each pair is judged against its own: the smaller of its two ends' link, or PCIe where smaller; the JSON's judged_against_gbps says which)",
             c.bw_fraction,
         ),
         (Some(e), _) => (e, "the expected rate", c.bw_fraction),
