@@ -81,21 +81,18 @@ pub const DEVICE_PRESENT: Metric =
 pub const DEVICE_INFO: Metric = gauge("fabcheck_device_info", "device,ca_type,fw_ver,node_guid", "Always 1; what the device is.");
 pub const PCIE_USABLE: Metric =
     gauge("fabcheck_device_pcie_usable_bytes_per_second", "device", "What the adapter's PCIe link carries after encoding and TLP overhead.")
-.also_in_formats("");
+        .also_in_formats("");
 pub const PORT_INFO: Metric = gauge("fabcheck_port_info", "link_layer,width,speed", "Always 1; the port's link layer, active width and speed.");
 pub const PORT_STATE: Metric = gauge("fabcheck_port_state", "", "Logical port state as IBTA numbers it: 1 DOWN, 2 INIT, 3 ARMED, 4 ACTIVE.");
-pub const PORT_ACTIVE: Metric = gauge("fabcheck_port_active", "", "1 when the port is ACTIVE.")
-.also_in_formats("");
+pub const PORT_ACTIVE: Metric = gauge("fabcheck_port_active", "", "1 when the port is ACTIVE.").also_in_formats("");
 pub const PORT_PHYS_STATE: Metric =
     gauge("fabcheck_port_physical_state", "", "Physical port state as IBTA numbers it: 2 POLLING, 3 DISABLED, 5 LINK_UP, 6 ERROR_RECOVERY.");
-pub const PORT_LINK_UP: Metric = gauge("fabcheck_port_link_up", "", "1 when the physical link is up (LINK_UP).")
-.also_in_formats("");
+pub const PORT_LINK_UP: Metric = gauge("fabcheck_port_link_up", "", "1 when the physical link is up (LINK_UP).").also_in_formats("");
 pub const PORT_RATE: Metric =
     gauge("fabcheck_port_rate_bytes_per_second", "", "Data rate of the port's link after line encoding (a 200 Gb/s link is 25e9).")
-.also_in_formats("");
+        .also_in_formats("");
 pub const PORT_SUPPORTED: Metric =
-    gauge("fabcheck_port_supported_rate_bytes_per_second", "", "Data rate of the fastest link the port supports, when it says.")
-.also_in_formats("");
+    gauge("fabcheck_port_supported_rate_bytes_per_second", "", "Data rate of the fastest link the port supports, when it says.").also_in_formats("");
 pub const PORT_CAPACITY: Metric =
     gauge("fabcheck_port_capacity_bytes_per_second", "", "What traffic through the port can reach: the smaller of the link rate and the PCIe link.");
 pub const PORT_TRAINED_LOW: Metric =
@@ -134,16 +131,16 @@ pub const MODULE_RX_POWER: Metric = gauge(
 pub const MODULE_TX_POWER: Metric =
     gauge("fabcheck_port_module_tx_power_watts", "lane", "Optical power the module sends on the lane, in watts (1 mW is 0 dBm; a dark lane is 0).");
 pub const MODULE_TX_BIAS: Metric = gauge("fabcheck_port_module_tx_bias_amperes", "lane", "Laser bias current of the lane, in amperes.");
-pub const VERDICT: Metric = gauge("fabcheck_verdict_pass", "", "1 when the last check (or the run) passed, 0 when it failed.")
-.also_in_formats("command");
+pub const VERDICT: Metric =
+    gauge("fabcheck_verdict_pass", "", "1 when the last check (or the run) passed, 0 when it failed.").also_in_formats("command");
 pub const CHECK: Metric = gauge(
     "fabcheck_check_pass",
     "id,subject",
     "1 when a check row of the last check passed (or was skipped), 0 when it failed or an error finding has its id and subject.",
 )
 .also_in_formats("id,subject");
-pub const FINDING: Metric = gauge("fabcheck_finding", "id,severity,subject", "A finding of the last check (1 per finding).")
-.also_in_formats("command,id,severity,subject");
+pub const FINDING: Metric =
+    gauge("fabcheck_finding", "id,severity,subject", "A finding of the last check (1 per finding).").also_in_formats("command,id,severity,subject");
 pub const FINDINGS: Metric = gauge("fabcheck_findings", "severity", "How many findings of each severity the last check made.");
 // A run's own figures, written by `--format prom` of pair, mesh, fabric (the exporter measures
 // nothing). Rates in bytes per second and latencies in seconds: promtool's lint refuses `_bits`
@@ -156,8 +153,10 @@ pub const BANDWIDTH: Metric = run_gauge(
     "a,b,test,direction,size",
     "Measured bandwidth of a test (a 200 Gb/s link is 25e9; a and b on mesh's series only).",
 );
-pub const LATENCY_P50: Metric = run_gauge("fabcheck_latency_p50_seconds", "a,b,test,direction,size", "Typical (p50) latency of a test (a and b on mesh's series only).");
-pub const LATENCY_P99: Metric = run_gauge("fabcheck_latency_p99_seconds", "a,b,test,direction,size", "p99 latency of a test (a and b on mesh's series only).");
+pub const LATENCY_P50: Metric =
+    run_gauge("fabcheck_latency_p50_seconds", "a,b,test,direction,size", "Typical (p50) latency of a test (a and b on mesh's series only).");
+pub const LATENCY_P99: Metric =
+    run_gauge("fabcheck_latency_p99_seconds", "a,b,test,direction,size", "p99 latency of a test (a and b on mesh's series only).");
 pub const MESH_PAIR_PASS: Metric = run_gauge("fabcheck_mesh_pair_pass", "a,b", "1 when the mesh pair passed, 0 when it failed.");
 pub const MESH_SUSPECTS: Metric = run_gauge("fabcheck_mesh_suspects", "kind", "Suspects the mesh named, by kind (every kind, 0 when none).");
 pub const MESH_UNREACHABLE: Metric = run_gauge("fabcheck_mesh_unreachable", "", "Endpoints whose agent could not be reached.");

@@ -191,8 +191,16 @@ mod tests {
 
     #[test]
     fn the_streamed_document_carries_the_stamp_and_the_verdict_given() {
-        let record =
-            PairRecord { a: "n1".into(), b: "n2".into(), verdict: Verdict::Pass, results: Vec::new(), error: None, retest: false, zoom: false, judged_against_gbps: None };
+        let record = PairRecord {
+            a: "n1".into(),
+            b: "n2".into(),
+            verdict: Verdict::Pass,
+            results: Vec::new(),
+            error: None,
+            retest: false,
+            zoom: false,
+            judged_against_gbps: None,
+        };
         let r = report(spool::Pairs::Memory(vec![record]));
         let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };
         let mut out = Vec::new();

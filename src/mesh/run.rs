@@ -98,8 +98,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
     let first = passes.run(plan, Stage::First)?;
-    let criteria =
-        Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
+    let criteria = Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
     for agent in passes.agents.iter_mut().filter(|a| a.error.is_some()) {
         agent.second_chance = true;
@@ -469,7 +468,10 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         _ => Verdict::Fail,
     };
     let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
-    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false, judged_against_gbps: None }, measure)
+    (
+        PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false, judged_against_gbps: None },
+        measure,
+    )
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and

@@ -135,7 +135,10 @@ mod tests {
                 tail: "bob@n2: Permission denied (publickey).\r\n\u{1b}[0m".into(),
             },
         );
-        assert_eq!(cr.cause, "n2: ssh or the remote agent exited (exit status: 255): bob@n2: Permission denied (publickey). [0m", "control characters stripped, not escaped");
+        assert_eq!(
+            cr.cause, "n2: ssh or the remote agent exited (exit status: 255): bob@n2: Permission denied (publickey). [0m",
+            "control characters stripped, not escaped"
+        );
         assert!(f.remedy.starts_with("check that `ssh -o BatchMode=yes bob@n2 fabcheck --version` works"), "{}", f.remedy);
         let f = failure("n2", LossKind::Exited { host: ssh, launcher: Launcher::Srun, status: ExitStatus::from_raw(1 << 8), tail: String::new() });
         assert_eq!(f.cause, "n2: srun or the agent exited (exit status: 1)");

@@ -145,7 +145,10 @@ fn pair_mesh_and_compare_pass_promtool_and_the_junit_schema() {
     let out = fabcheck(&["compare", old.to_str().unwrap(), new.to_str().unwrap(), "--format", "junit"]);
     let xml = text(&out);
     let doc = roxmltree::Document::parse(&xml).unwrap();
-    assert!(doc.descendants().any(|n| n.has_tag_name("failure") && n.attribute("message").is_some_and(|m| m.contains("below the baseline"))), "a regression is a failed case:\n{xml}");
+    assert!(
+        doc.descendants().any(|n| n.has_tag_name("failure") && n.attribute("message").is_some_and(|m| m.contains("below the baseline"))),
+        "a regression is a failed case:\n{xml}"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

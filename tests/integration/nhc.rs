@@ -130,7 +130,10 @@ fn a_reason_with_quotes_dollars_and_backticks_drains_whole_and_runs_nothing() {
     let pwned = dir.join("pwned");
     // A fabcheck that does not replace anything (an older build, a wrapper): the snippet must.
     let stub = dir.join("fabcheck");
-    let line = format!("fabcheck check FAIL: 0000:02:00.0: gpu.pcie: GPU 0000:02:00.0's link \"x\" $(touch {p}) `touch {p}` \\ ${{HOME}} end", p = pwned.display());
+    let line = format!(
+        "fabcheck check FAIL: 0000:02:00.0: gpu.pcie: GPU 0000:02:00.0's link \"x\" $(touch {p}) `touch {p}` \\ ${{HOME}} end",
+        p = pwned.display()
+    );
     std::fs::write(&stub, format!("#!/bin/bash\ncat <<'LINE'\n{line}\nLINE\nexit 1\n")).unwrap();
     std::fs::set_permissions(&stub, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let nhc = Nhc::new("hostile", "check_fabcheck");
@@ -165,7 +168,10 @@ fn the_snippet_finds_fabcheck_in_usr_local_bin_under_nhcs_path() {
     let _ = std::fs::remove_dir_all(&bin);
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::copy(fabcheck_bin(), bin.join("fabcheck")).unwrap();
-    assert!(!Path::new("/usr/bin/fabcheck").exists() && !Path::new("/bin/fabcheck").exists(), "fabcheck is installed on NHC's PATH here: the test cannot tell");
+    assert!(
+        !Path::new("/usr/bin/fabcheck").exists() && !Path::new("/bin/fabcheck").exists(),
+        "fabcheck is installed on NHC's PATH here: the test cannot tell"
+    );
     for (fixture, want_exit) in [("hdr-ib-healthy", 0), ("ib-init-no-sm", 1)] {
         let nhc = Nhc::new(&format!("local-{fixture}"), &format!("check_fabcheck --sysfs-root {}", tree(fixture)));
         // Root maps to itself; elsewhere a user namespace gives the mount.
@@ -177,7 +183,10 @@ fn the_snippet_finds_fabcheck_in_usr_local_bin_under_nhcs_path() {
             .output()
             .expect("run unshare");
         let text = said(&out);
-        assert!(!text.contains("unshare: ") && !text.contains("mount: "), "this host cannot make a private mount namespace (unshare -rm), which the test needs:\n{text}");
+        assert!(
+            !text.contains("unshare: ") && !text.contains("mount: "),
+            "this host cannot make a private mount namespace (unshare -rm), which the test needs:\n{text}"
+        );
         assert_eq!(out.status.code(), Some(want_exit), "{fixture}: {text}");
         if want_exit == 0 {
             assert!(nhc.scontrol_calls().is_empty(), "{text}");

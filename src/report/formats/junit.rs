@@ -142,7 +142,12 @@ fn cases(doc: &Value, command: &str) -> Vec<Case> {
             let regression = doc["regressions"].as_array().and_then(|list| list.iter().find(same));
             regression.and_then(|r| r["message"].as_str()).map_or_else(|| format!("{} %", d["change_pct"]), str::to_string)
         });
-        out.push(Case { class: format!("fabcheck.{command}.{figure}"), name: format!("{a} <-> {b} {test} {dir} {} {figure}", d["size"]), failure, skipped: false });
+        out.push(Case {
+            class: format!("fabcheck.{command}.{figure}"),
+            name: format!("{a} <-> {b} {test} {dir} {} {figure}", d["size"]),
+            failure,
+            skipped: false,
+        });
     }
     for s in doc["slowed"].as_array().into_iter().flatten() {
         let endpoint = text(&s["endpoint"]);
@@ -260,7 +265,16 @@ mod tests {
         assert_eq!(cases[0].0, "write_bw a->b 65536");
         assert!(cases[0].1.is_some_and(|m| m.starts_with("write_bw a->b at 65536 bytes: 90 Gb/s")), "{text}");
         let names: Vec<&str> = cases.iter().map(|c| c.0).collect();
-        assert_eq!(names, ["write_bw a->b 65536", "write_bw a->b 65536 (2)", "send_lat a->b 2", "pair.ends n1/mlx5_0 <-> n2/mlx5_0", "pair.ends n1/mlx5_0 <-> n2/mlx5_0 (2)"]);
+        assert_eq!(
+            names,
+            [
+                "write_bw a->b 65536",
+                "write_bw a->b 65536 (2)",
+                "send_lat a->b 2",
+                "pair.ends n1/mlx5_0 <-> n2/mlx5_0",
+                "pair.ends n1/mlx5_0 <-> n2/mlx5_0 (2)"
+            ]
+        );
         assert!(xml.descendants().filter(|n| n.has_tag_name("testcase")).all(|c| c.attribute("time") == Some("0.000")));
         let suite = xml.descendants().find(|n| n.has_tag_name("testsuite")).unwrap();
         assert_eq!((suite.attribute("failures"), suite.attribute("errors"), suite.attribute("time")), (Some("3"), Some("0"), Some("0.000")));
