@@ -201,9 +201,11 @@ objdump -h "$bin" | grep -qE '\.debug_info|\.symtab' && fail "debug info or a sy
 readelf -p .gnu_debuglink "$bin" 2>/dev/null | grep -q "$(basename "$debug")" || fail "no .gnu_debuglink to $(basename "$debug")"
 
 # --- the tree every package holds -----------------------------------------------------------------
-# layout PREFIX ZSH_DIR: PREFIX/bin/fabcheck, PREFIX/share/{man,doc,completions,fabcheck}.
+# layout PREFIX ZSH_DIR INSTALLED: PREFIX/bin/fabcheck, PREFIX/share/{man,doc,completions,fabcheck},
+# PREFIX/lib/systemd/system/fabcheck-exporter.service (its ExecStart in INSTALLED/bin: /usr or
+# /usr/local; systemd reads units from both lib/systemd/system directories).
 layout() {
-	local p=$1 zsh_dir=$2
+	local p=$1 zsh_dir=$2 installed=$3
 	install -D -m 0755 "$bin" "$p/bin/fabcheck"
 	mkdir -p "$p/share/man/man1"
 	"$bin" manpage --dir "$p/share/man/man1"
@@ -220,12 +222,16 @@ layout() {
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/k8s" contrib/k8s/*.yaml contrib/k8s/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/docker" contrib/docker/Dockerfile
+	# The exporter's unit, installed but neither enabled nor started (no maintainer script):
+	# `systemctl enable --now fabcheck-exporter` is the operator's choice.
+	install -D -m 0644 contrib/systemd/fabcheck-exporter.service "$p/lib/systemd/system/fabcheck-exporter.service"
+	sed -i "s|^ExecStart=/usr/bin/fabcheck |ExecStart=$installed/bin/fabcheck |" "$p/lib/systemd/system/fabcheck-exporter.service"
 	# Installed scripts name their interpreter by path, as distributions require (not /usr/bin/env).
 	sed -i '1s|^#!/usr/bin/env bash$|#!/bin/bash|' "$p/share/fabcheck/soft-roce-setup.sh" "$p/share/fabcheck/contrib/slurm/fabcheck-healthcheck.sh"
 }
 
 # tar.gz: a /usr/local-style prefix (`tar -xzf ... -C /usr/local --strip-components=1`).
-layout "$work/tar/$name" share/zsh/site-functions
+layout "$work/tar/$name" share/zsh/site-functions /usr/local
 tar -C "$work/tar" --owner=0 --group=0 --numeric-owner --sort=name --mtime="@$SOURCE_DATE_EPOCH" -cf - "$name" | gzip -9n >"$dist/$name.tar.gz"
 
 # Both packages' changelogs come from the version and the build date (one entry per release).
@@ -237,7 +243,7 @@ homepage_rpm=${homepage:+URL: $homepage}
 
 # .deb: Debian's zsh reads vendor-completions.
 deb_root=$work/deb
-layout "$deb_root/usr" share/zsh/vendor-completions
+layout "$deb_root/usr" share/zsh/vendor-completions /usr
 printf '%s\n' "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/" \
 	"Upstream-Name: fabcheck" "" "Files: *" "Copyright: $year The fabcheck authors" "License: Apache-2.0" "" \
 	"License: Apache-2.0" " On Debian systems the full text of the Apache License, Version 2.0, is in" \
@@ -300,7 +306,7 @@ dpkg-deb --root-owner-group -Zxz --build "$dbg_root" "$dbgsym" >/dev/null
 
 # .rpm: rpmbuild packs the same tree; no automatic requirements (only glibc, stated).
 rpm_root=$work/rpm-root
-layout "$rpm_root/usr" share/zsh/site-functions
+layout "$rpm_root/usr" share/zsh/site-functions /usr
 mkdir -p "$work/rpm/SPECS"
 {
 	cat <<EOF
@@ -356,9 +362,12 @@ cp "$work/rpm/RPMS/x86_64/fabcheck-$version-1.x86_64.rpm" "$rpm"
 (cd "$dist" && sha256sum -- *.tar.gz *.deb *.rpm *.debug >SHA256SUMS)
 
 # --- verification -----------------------------------------------------------------------------------
-# verify LABEL PREFIX: the unpacked binary runs, checks a captured tree, and every file is there.
+# Every command's manual page (the hidden agent and manpage have none).
+man_pages=(fabcheck fabcheck-check fabcheck-devices fabcheck-pair fabcheck-mesh fabcheck-serve fabcheck-fabric fabcheck-exporter fabcheck-compare fabcheck-completions)
+# verify LABEL PREFIX [INSTALLED]: the unpacked binary runs, checks a captured tree, and every file
+# is there; the exporter's unit runs INSTALLED/bin/fabcheck (default /usr).
 verify() {
-	local label=$1 p=$2 out rc
+	local label=$1 p=$2 installed=${3:-/usr} out rc
 	[[ -x $p/bin/fabcheck ]] || { fail "$label: no bin/fabcheck"; return; }
 	out=$("$p/bin/fabcheck" --version 2>&1) || fail "$label: fabcheck --version failed: $out"
 	[[ $out == "fabcheck $version"* ]] || fail "$label: --version says '${out%%$'\n'*}', not $version"
@@ -366,8 +375,11 @@ verify() {
 	out=$("$p/bin/fabcheck" check --sysfs-root "$healthy_fixture" --format oneline 2>&1) || rc=$?
 	[[ $rc -eq 0 && $out == "fabcheck check PASS" ]] || fail "$label: check of $healthy_fixture: exit $rc, '$out'"
 	local man1=$p/share/man/man1
-	for page in fabcheck fabcheck-check fabcheck-devices fabcheck-pair fabcheck-mesh fabcheck-serve fabcheck-fabric fabcheck-completions; do
-		[[ -f $man1/$page.1.gz ]] || fail "$label: $page.1.gz missing"
+	for page in "${man_pages[@]}"; do
+		[[ -f $man1/$page.1.gz ]] || { fail "$label: $page.1.gz missing"; continue; }
+		# man itself renders each page at a terminal's width, and groff warns about nothing in it.
+		out=$(MANWIDTH=80 man --warnings -l "$man1/$page.1.gz" 2>&1 >/dev/null) || fail "$label: man -l $page.1 failed: $out"
+		[[ -z $out ]] || fail "$label: man --warnings -l $page.1: $out"
 	done
 	# man renders the page; groff finds nothing to warn about in it.
 	out=$(MANWIDTH=100 man -l "$man1/fabcheck.1.gz" 2>&1) || fail "$label: man -l fabcheck.1 failed"
@@ -379,6 +391,34 @@ verify() {
 	bash -n "$p/share/bash-completion/completions/fabcheck" || fail "$label: bash completion does not parse"
 	[[ -s $p/share/fish/vendor_completions.d/fabcheck.fish ]] || fail "$label: no fish completion"
 	compgen -G "$p/share/zsh/*/_fabcheck" >/dev/null || fail "$label: no zsh completion"
+	# Every command is offered, the hidden ones are not, and -d lists the node's devices.
+	local script
+	for script in "$p/share/bash-completion/completions/fabcheck" "$p"/share/zsh/*/_fabcheck "$p/share/fish/vendor_completions.d/fabcheck.fish"; do
+		[[ -f $script ]] || continue
+		for word in devices check fabric pair mesh serve exporter compare completions write_bw /sys/class/infiniband; do
+			grep -q -- "$word" "$script" || fail "$label: $(basename "$script") lacks $word"
+		done
+		grep -qE 'fabcheck__subcmd__(agent|manpage)|-a "(agent|manpage)"|'"'"'(agent|manpage):' "$script" &&
+			fail "$label: $(basename "$script") offers a hidden command (agent, manpage)"
+	done
+	# The exporter's unit: there, runs the installed binary, and systemd finds nothing wrong in it
+	# (run against this unpacked binary and man pages).
+	local unit=$p/lib/systemd/system/fabcheck-exporter.service
+	if [[ ! -f $unit ]]; then
+		fail "$label: lib/systemd/system/fabcheck-exporter.service missing"
+	else
+		grep -q "^ExecStart=$installed/bin/fabcheck exporter --listen 127.0.0.1:" "$unit" || fail "$label: the unit does not run $installed/bin/fabcheck on loopback: $(grep ExecStart= "$unit")"
+		if command -v systemd-analyze >/dev/null; then
+			local scratch
+			scratch=$(mktemp -d "$work/unit.XXXXXX")
+			sed "s|^ExecStart=$installed/bin/fabcheck |ExecStart=$p/bin/fabcheck |" "$unit" >"$scratch/fabcheck-exporter.service"
+			out=$(MANPATH=$p/share/man systemd-analyze verify "$scratch/fabcheck-exporter.service" 2>&1) ||
+				fail "$label: systemd-analyze verify fabcheck-exporter.service: $out"
+			[[ -z $out ]] || fail "$label: systemd-analyze verify fabcheck-exporter.service says: $out"
+		else
+			say "$label: systemd-analyze is not installed: the unit's syntax is not verified"
+		fi
+	fi
 	for f in doc/fabcheck/README.md doc/fabcheck/LICENSE doc/fabcheck/docs/contract.md doc/fabcheck/docs/ci.md \
 		fabcheck/soft-roce-setup.sh fabcheck/contrib/nhc/fabcheck.nhc fabcheck/contrib/slurm/fabcheck-healthcheck.sh; do
 		[[ -s $p/share/$f ]] || fail "$label: share/$f missing"
@@ -389,7 +429,7 @@ verify() {
 v=$work/verify
 mkdir -p "$v/tar" "$v/deb" "$v/rpm"
 tar -C "$v/tar" -xzf "$dist/$name.tar.gz"
-verify "tar.gz" "$v/tar/$name"
+verify "tar.gz" "$v/tar/$name" /usr/local
 
 dpkg-deb -x "$deb" "$v/deb"
 verify ".deb (dpkg-deb -x)" "$v/deb/usr"

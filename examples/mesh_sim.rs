@@ -382,7 +382,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
         }
     };
     match request {
-        Request::Hello { .. } => send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me) }),
+        Request::Hello { .. } => send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: false }),
         Request::Inventory => conn.output.extend_from_slice(fabric.inventory_line.as_bytes()),
         Request::Prepare { spec, .. } => {
             conn.passive_running = false;
@@ -413,6 +413,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
                 pcie_gbps: None,
                 trained_low: None,
                 conditions: Default::default(),
+                gpu: None,
             };
             conn.spec = Some(spec);
             send(conn, &Reply::Ready { endpoint });
@@ -447,6 +448,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             (conn.spec, conn.peer, conn.passive_running) = (None, None, false);
             send(conn, &Reply::Finished);
         }
+        Request::Rails { .. } => send(conn, &error("mesh_sim does not simulate rails")),
         Request::Bye => {
             send(conn, &Reply::Bye);
             conn.closed = true;

@@ -7,6 +7,10 @@
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+pub mod examples;
+pub mod values;
+pub use values::{parse_seconds, parse_size};
+
 /// How `[user@]host` endpoints get their agent.
 /// `--fail-on`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,17 +42,17 @@ pub enum Launcher {
 #[command(name = "fabcheck", version, about = "RDMA fabric validator: inventory, bring-up checklist, pairwise latency and bandwidth")]
 pub struct Cli {
     /// More logging on stderr (-v info, -vv debug); RUST_LOG overrides.
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    #[arg(short, long, global = true, action = clap::ArgAction::Count, help_heading = "Global options")]
     pub verbose: u8,
     /// Output format: human, json (= --json), oneline (a health-check line), prom (Prometheus
     /// text exposition), junit (JUnit XML).
-    #[arg(long, global = true, value_enum, default_value = "human")]
+    #[arg(long, global = true, value_enum, default_value = "human", help_heading = "Global options")]
     pub format: FormatFlag,
     /// Write the result to FILE (atomically: a reader never sees half of it) instead of stdout.
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = "Global options")]
     pub output: Option<PathBuf>,
     /// What makes the exit code 1: an error (default), or also a warning.
-    #[arg(long, global = true, value_enum, default_value = "error")]
+    #[arg(long, global = true, value_enum, default_value = "error", help_heading = "Global options")]
     pub fail_on: FailOn,
     #[command(subcommand)]
     pub command: Command,
@@ -59,18 +63,24 @@ pub enum Command {
     /// Inventory of every RDMA device and port (ibv_devinfo -v and ibstat in one).
     Devices(DevicesArgs),
     /// The node's bring-up checklist, each failure with its likely cause and remedy.
+    #[command(after_long_help = examples::CHECK)]
     Check(CheckArgs),
     /// The whole InfiniBand subnet over MADs: SM, links, cabling, error counters.
+    #[command(after_long_help = examples::FABRIC)]
     Fabric(FabricArgs),
     /// RC latency and bandwidth between two endpoints, with a verdict.
+    #[command(after_long_help = examples::PAIR)]
     Pair(PairArgs),
     /// Every pair of many endpoints; names the suspect nodes and links.
+    #[command(after_long_help = examples::MESH)]
     Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
     /// Prometheus endpoint for this node: port states, rates, counters and the check's verdict.
+    #[command(after_long_help = examples::EXPORTER)]
     Exporter(ExporterArgs),
     /// The differences between two pair or mesh JSON documents; exit 1 on a regression.
+    #[command(after_long_help = examples::COMPARE)]
     Compare(CompareArgs),
     /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
     Completions(CompletionsArgs),
@@ -135,19 +145,20 @@ pub struct CheckArgs {
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Test conditions")]
 pub struct ConditionFlags {
     /// RoCE traffic class of the test's packets (DSCP << 2), so it runs in the lossless class
     /// the fabric is built for; also rdma_cm's ToS with --cm.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", hide_short_help = true)]
     pub tclass: Option<u8>,
     /// InfiniBand service level (0..15).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15), hide_short_help = true)]
     pub sl: Option<u8>,
     /// P_Key index of the test's queue pairs.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127), hide_short_help = true)]
     pub pkey_index: Option<u16>,
     /// Register buffers without relaxed ordering (perftest and fabcheck use it by default).
-    #[arg(long)]
+    #[arg(long, hide_short_help = true)]
     pub no_relaxed_ordering: bool,
     /// What the link should be (as `check --expect`: rate, width, speed, link_layer, mtu...);
     /// an endpoint short of it fails the pair.
@@ -156,16 +167,33 @@ pub struct ConditionFlags {
     /// Expectations from a file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    #[command(flatten)]
+    pub mem: MemFlags,
+}
+
+/// Where the tests' buffers live (`pair`, `mesh`): GPUDirect RDMA as NCCL uses it.
+#[derive(Debug, Clone, Args)]
+pub struct MemFlags {
+    /// Buffers in host memory, or in GPU memory as perftest's --use_cuda: cuda:N (CUDA device
+    /// ordinal), cuda:auto or cuda (the GPU nearest each NIC). Needs the NVIDIA driver's
+    /// libcuda.so.1 on the agents.
+    #[arg(long, value_name = "host|cuda|cuda:N|cuda:auto", default_value = "host", value_parser = parse_mem)]
+    pub mem: crate::model::MemChoice,
+}
+
+fn parse_mem(text: &str) -> Result<crate::model::MemChoice, String> {
+    crate::model::MemChoice::parse(text)
 }
 
 /// How `pair` and `mesh` reach agents and bound their tests.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Agents")]
 pub struct AgentFlags {
     /// GID index on every end (default: RoCE v2 over v1, IPv4 over IPv6, never link-local).
     #[arg(short = 'x', long, value_name = "N")]
     pub gid_index: Option<u8>,
-    /// Seconds a single test may take before the run is abandoned (at most a day).
-    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    /// Seconds (or 5m, 1h) a single test may take before the run is abandoned (at most a day).
+    #[arg(long, default_value_t = 300, value_name = "SECS", value_parser = values::seconds_up_to_a_day)]
     pub timeout: u64,
     /// Milliseconds without progress after which an agent gives up on its peer.
     #[arg(long, default_value_t = 5000, value_name = "MS", hide = true, value_parser = clap::value_parser!(u64).range(1..=600_000))]
@@ -178,7 +206,7 @@ pub struct AgentFlags {
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<PathBuf>,
     /// fabcheck's path on ssh or srun hosts.
-    #[arg(long, default_value = "fabcheck", value_name = "PATH")]
+    #[arg(long, default_value = "fabcheck", value_name = "PATH", hide_short_help = true)]
     pub remote_fabcheck: String,
     /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
     #[arg(long, value_enum, default_value = "ssh")]
@@ -197,17 +225,18 @@ pub struct PairArgs {
     /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub tests: String,
-    /// Message size in bytes, or with K, M, G (binary: 64K = 65536) (default 2 for latency,
-    /// 64K for bandwidth).
-    #[arg(short = 's', long, value_name = "BYTES", conflicts_with = "sweep", value_parser = parse_size)]
+    /// Message size in bytes, or with K, M, G (binary: 64K = 64KB = 65536) (default 2 for
+    /// latency, 64K for bandwidth); with --sweep, the largest size of the sweep.
+    #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u32>,
-    /// Every power of two from 2 B to 8 MiB.
+    /// Every power of two from 2 B to 8 MiB (with -s, up to that size, as perftest's -a).
     #[arg(short = 'a', long)]
     pub sweep: bool,
     /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     pub iters: Option<u64>,
-    /// Run each test for this long instead of a count: seconds, or with s or ms (500ms).
+    /// Run each test for this long instead of a count: seconds, or with a unit (500ms, 5s, 2m).
+    /// Bidirectional send_bw runs by count (--iters or its default), said as an info finding.
     #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Queue pairs for bandwidth tests.
@@ -220,10 +249,10 @@ pub struct PairArgs {
     #[arg(long, value_name = "DIR")]
     pub direction: Option<String>,
     /// Fail if typical (p50) latency exceeds this, in microseconds.
-    #[arg(long, value_name = "US")]
+    #[arg(long, value_name = "US", help_heading = "Judgement")]
     pub max_lat_us: Option<f64>,
     /// Bandwidth must reach this percentage of the link's data rate (largest size).
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
     #[command(flatten)]
     pub agents: AgentFlags,
@@ -231,36 +260,52 @@ pub struct PairArgs {
     pub conditions: ConditionFlags,
     /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
     /// out-of-band exchange: A connects, B listens. RoCE: the GID's address; InfiniBand: the
-    /// port's IPoIB address (the interface needs one).
-    #[arg(long)]
+    /// port's IPoIB address (the interface needs one). -R as perftest's.
+    #[arg(short = 'R', long)]
     pub cm: bool,
+    /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency
+    /// (its clock is calibrated over each loop).
+    #[arg(short = 'F', hide_short_help = true)]
+    pub cpu_freq_quiet: bool,
     /// CPUs of the measured loops, as perftest users pin with taskset: A,B (endpoint A's agent,
     /// B's), N (both, on two hosts), auto (default: near the adapter, distinct on one host), none.
     #[arg(long, value_name = "A,B")]
     pub cpu: Option<String>,
+    // Whole nodes (issue #29): every rail at once.
+    /// Test the two nodes rail by rail, every rail at once: auto (on a GPU node each GPU's own
+    /// NIC, in GPU PCI order; else every port of the link layer in use by PCI address), all, N
+    /// (the first N of auto), or DEV[:PORT],... (both ends, in that order). Rail k of A is paired
+    /// with rail k of B. With --rails, --cpu also takes A0,A1,...:B0,B1,... (one CPU per rail).
+    #[arg(long, value_name = "SPEC")]
+    pub rails: Option<String>,
+    /// With --rails: a rail whose bandwidth is below PCT% of its sibling rails' median, or whose
+    /// latency is above 100/PCT times theirs, is pair.rail (default 50: 50% and 2x).
+    #[arg(long, value_name = "PCT")]
+    pub rail_threshold: Option<String>,
     /// One JSON document on stdout (schema fabcheck.pair.v1).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// A previous JSON document of this command (its `--json` output): a bandwidth or message
     /// rate more than --regression percent below it, or a latency p50 more than that above it,
     /// is a warning (pair.regression; mesh: a regression suspect).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Judgement")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: the change, in percent, that counts as a regression.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = "Judgement")]
     pub regression: f64,
     #[command(flatten)]
     pub progress: ProgressFlags,
     /// Also write every result as CSV to FILE (one row per test, direction and size).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub csv: Option<PathBuf>,
     /// Also write an SVG plot of size against bandwidth and latency to FILE (for --sweep).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub svg: Option<PathBuf>,
 }
 
 /// Progress on stderr, and how much the human output says (`pair`, `mesh`).
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Output")]
 pub struct ProgressFlags {
     /// Progress lines on stderr even when it is not a terminal (default: only on a terminal).
     #[arg(long, overrides_with = "no_progress")]
@@ -298,11 +343,14 @@ pub struct MeshArgs {
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,
+    /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency.
+    #[arg(short = 'F', hide_short_help = true)]
+    pub cpu_freq_quiet: bool,
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
     #[arg(long, default_value = "ab", value_name = "DIR")]
     pub direction: String,
     /// A pair passes bandwidth at this percentage of the expected link rate.
-    #[arg(long, default_value_t = 90.0, value_name = "PCT")]
+    #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
     /// Agents started (ssh, srun) or reached (tcp) at once; all are then driven from one thread.
     #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
@@ -312,40 +360,40 @@ pub struct MeshArgs {
     #[command(flatten)]
     pub conditions: ConditionFlags,
     /// Write an HTML heat map: bandwidth and latency against the expected rate, the suspects.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub html: Option<PathBuf>,
     /// Write every pair's results as CSV to FILE (one row per pair and test).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub csv: Option<PathBuf>,
     #[command(flatten)]
     pub progress: ProgressFlags,
     /// One JSON document on stdout (schema fabcheck.mesh.v1).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// A previous JSON document of this command (its `--json` output): a bandwidth or message
     /// rate more than --regression percent below it, or a latency p50 more than that above it,
     /// is a warning (pair.regression; mesh: a regression suspect).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Judgement")]
     pub baseline: Option<PathBuf>,
     /// With --baseline: the change, in percent, that counts as a regression.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = "Judgement")]
     pub regression: f64,
     /// Which pairs to measure: all-pairs, shift, ring or random:K (default: all-pairs up to
     /// 64 endpoints, shift above).
-    #[arg(long, value_name = "PATTERN")]
+    #[arg(long, value_name = "PATTERN", help_heading = "Pattern")]
     pub pattern: Option<String>,
     /// Rounds of the first pass, at most (shift: 16 by default).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    #[arg(long, value_name = "N", help_heading = "Pattern", value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub rounds: Option<u64>,
     /// Seed of random:K, to repeat a run (printed with the results).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Pattern")]
     pub seed: Option<u64>,
     /// ibnetdiscover output: endpoints grouped by leaf switch; shift crosses the spine and
     /// suspects may be a switch or an uplink.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Pattern")]
     pub topology: Option<PathBuf>,
     /// Let shift pair endpoints on the same leaf switch.
-    #[arg(long)]
+    #[arg(long, help_heading = "Pattern")]
     pub intra_leaf: bool,
 }
 
@@ -369,8 +417,8 @@ pub struct ServeArgs {
     /// most half of it.
     #[arg(long, value_name = "SIZE", default_value = "256M", value_parser = parse_size)]
     pub max_registered: u32,
-    /// Seconds a session may stay silent between tests before serve ends it (0: never).
-    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = clap::value_parser!(u64).range(0..=86_400))]
+    /// Seconds (or 5m, 1h) a session may stay silent between tests before serve ends it (0: never).
+    #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = values::seconds_up_to_a_day)]
     pub idle_timeout: u64,
 }
 
@@ -404,67 +452,36 @@ pub struct FabricArgs {
     /// Clear every port's PortCounters after reading them (never done unless asked).
     #[arg(long)]
     pub reset_counters: bool,
-    /// Seconds the whole run may take; past it fabcheck gives up (exit 2) instead of hanging.
-    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    /// Seconds (or 10m, 1h) the whole run may take; past it fabcheck gives up (exit 2) instead
+    /// of hanging.
+    #[arg(long, default_value_t = 600, value_name = "SECS", value_parser = values::seconds_1_to_a_day)]
     pub deadline: u64,
     /// Read every port's counters at the start and the end of a window (`10s`, `5m`) and
     /// judge what rose in it, not lifetime totals; the window counts within --deadline.
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
-}
-
-/// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), as
-/// perftest users write them.
-pub fn parse_size(text: &str) -> Result<u32, String> {
-    let t = text.trim();
-    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
-        Some((i, _)) => (&t[..i], t[i..].trim_end_matches(['B', 'b'])),
-        None => (t, ""),
-    };
-    let shift = match unit.to_ascii_uppercase().as_str() {
-        "" => 0,
-        "K" | "KI" => 10,
-        "M" | "MI" => 20,
-        "G" | "GI" => 30,
-        _ => return Err(format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)")),
-    };
-    let n: u64 = digits.parse().map_err(|_| format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K)"))?;
-    n.checked_shl(shift).filter(|&v| v >> shift == n).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| format!("'{text}' is too large"))
-}
-
-/// A duration in seconds: a number of seconds, or with s or ms (500ms, 2.5s).
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
-    let t = text.trim();
-    let (number, scale) = if let Some(ms) = t.strip_suffix("ms") {
-        (ms, 0.001)
-    } else if let Some(s) = t.strip_suffix('s') {
-        (s, 1.0)
-    } else {
-        (t, 1.0)
-    };
-    let v: f64 = number.trim().parse().map_err(|_| format!("'{text}' is not a duration (seconds, or with s or ms: 500ms)"))?;
-    Ok(v * scale)
+    // Fabric design (#32).
+    /// The cabling plan as CSV (header a_node,a_port,b_node,b_port; node descriptions or 0x GUIDs),
+    /// judged as --topology is: for a first bring-up without a known-good discovery.
+    #[arg(long, value_name = "FILE")]
+    pub plan: Option<PathBuf>,
+    /// Judge a rail-optimized fabric: every NIC of rail k under rail k's leaves (rails from
+    /// --rail-map, else from node descriptions HOST mlx5_K).
+    #[arg(long)]
+    pub rails: bool,
+    /// Each NIC's rail as CSV (header host,device,rail); implies --rails.
+    #[arg(long, value_name = "FILE")]
+    pub rail_map: Option<PathBuf>,
+    // fabric.route (issue #32):
+    /// Seed of the sample of host pairs whose routes are walked when a fabric has more than
+    /// 10,000 pairs (printed with the results, to repeat a sample; default: from the clock).
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes_and_durations_as_perftest_users_write_them() {
-        assert_eq!(parse_size("65536"), Ok(65536));
-        assert_eq!(parse_size("64K"), Ok(65536));
-        assert_eq!(parse_size("1M"), Ok(1 << 20));
-        assert_eq!(parse_size("8MiB"), Ok(8 << 20));
-        assert_eq!(parse_size("2G"), Ok(1 << 31));
-        assert!(parse_size("4G").is_err());
-        assert!(parse_size("12Q").is_err());
-        assert!(parse_size("").is_err());
-        assert_eq!(parse_seconds("5"), Ok(5.0));
-        assert_eq!(parse_seconds("2.5s"), Ok(2.5));
-        assert_eq!(parse_seconds("500ms"), Ok(0.5));
-        assert!(parse_seconds("soon").is_err());
-    }
 
     /// `--cm` on InfiniBand connects through the port's IPoIB address (`perf::gid::cm_address`):
     /// the help and docs/reliability.md say that, not "RoCE only" or "refused".
@@ -473,7 +490,8 @@ mod tests {
         use clap::CommandFactory;
         let mut cli = Cli::command();
         let help = cli.find_subcommand_mut("pair").expect("pair").render_long_help().to_string();
-        let cm = &help[help.find("--cm").expect("--cm in pair --help")..];
+        // The flag's own line (`-R, --cm`), not a mention of it in another flag's help.
+        let cm = &help[help.find("-R, --cm\n").expect("--cm in pair --help")..];
         let cm = &cm[..cm.find("\n  -").unwrap_or(cm.len())];
         assert!(cm.contains("IPoIB") && !cm.contains("RoCE only"), "{cm}");
         let reliability = include_str!("../docs/reliability.md");
@@ -487,8 +505,8 @@ pub struct ExporterArgs {
     /// Address to serve `GET /metrics` on. Loopback unless you say otherwise.
     #[arg(long, default_value = "127.0.0.1:9879", value_name = "ADDR:PORT")]
     pub listen: String,
-    /// Seconds between reads of the node (inventory, counters, check), in the background.
-    #[arg(long, default_value = "60", value_name = "SECS", value_parser = clap::value_parser!(u64).range(1..=86400))]
+    /// Seconds (or 5m) between reads of the node (inventory, counters, check), in the background.
+    #[arg(long, default_value = "60", value_name = "SECS", value_parser = values::seconds_1_to_a_day)]
     pub interval: u64,
     /// Read a captured sysfs tree (DIR/class/infiniband, DIR/class/net) instead of this node.
     #[arg(long, value_name = "DIR")]

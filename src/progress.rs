@@ -9,6 +9,7 @@
 use crate::model::TestKind;
 use crate::units;
 use std::fmt;
+use std::time::Duration;
 
 /// Where a run's progress goes.
 pub trait Progress {
@@ -100,9 +101,79 @@ impl fmt::Display for Event<'_> {
     }
 }
 
+/// The pace of a long run for a person watching the terminal's status line: the time since the
+/// run began and, from the share of the current pass done, about how long it has left (mesh's
+/// rounds, pair's steps). The time is handed in with each event, so this is tested without a
+/// clock. The plain `--progress` lines keep their 0.2 words (scripts read them); only the status
+/// line says this.
+#[derive(Debug, Default)]
+pub struct Pace {
+    /// The pass under way (`None`: pair's steps) and when it began.
+    pass: Option<(Option<Stage>, Duration)>,
+    /// When the previous event came: a new pass began then.
+    last: Duration,
+}
+
+impl Pace {
+    /// `elapsed` is the time from the start of the run to `event`.
+    pub fn note(&mut self, event: &Event<'_>, elapsed: Duration) -> String {
+        let progress = match event {
+            Event::Round { stage, round, rounds, .. } => Some((Some(*stage), *round, *rounds)),
+            Event::Test { step, steps, .. } => Some((None, *step, *steps)),
+            Event::Reached { .. } => None,
+        };
+        let mut said = format!("{} elapsed", short(elapsed));
+        if let Some((pass, done, total)) = progress {
+            let began = match self.pass {
+                Some((p, began)) if p == pass && done > 1 => began,
+                _ => self.last,
+            };
+            self.pass = Some((pass, began));
+            if done > 0 && done < total {
+                let per = elapsed.saturating_sub(began).as_secs_f64() / done as f64;
+                let left = Duration::from_secs_f64(per * (total - done) as f64);
+                said.push_str(&format!(", about {} left", short(left)));
+            }
+        }
+        self.last = elapsed;
+        said
+    }
+}
+
+/// A duration at the precision a person watching wants: `42s`, `3m05s`, `1h02m`.
+pub fn short(d: Duration) -> String {
+    let s = d.as_secs_f64().round() as u64;
+    match s {
+        s if s < 60 => format!("{s}s"),
+        s if s < 3600 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{}h{:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue #35 item 10: elapsed time and an estimate of what is left, from an injected clock.
+    #[test]
+    fn the_pace_of_rounds_and_steps() {
+        let secs = Duration::from_secs;
+        let mut pace = Pace::default();
+        assert_eq!(pace.note(&Event::Reached { reached: 8, total: 8 }, secs(4)), "4s elapsed");
+        let round = |round| Event::Round { stage: Stage::First, round, rounds: 10, bad: 0 };
+        // The pass began when the agents were reached (4 s): 10 s a round.
+        assert_eq!(pace.note(&round(1), secs(14)), "14s elapsed, about 1m30s left");
+        assert_eq!(pace.note(&round(5), secs(54)), "54s elapsed, about 50s left");
+        assert_eq!(pace.note(&round(10), secs(104)), "1m44s elapsed", "nothing left to estimate");
+        // A retest pass is estimated from its own rounds, not the first pass's.
+        let retest = |round| Event::Round { stage: Stage::Retest, round, rounds: 3, bad: 1 };
+        assert_eq!(pace.note(&retest(1), secs(106)), "1m46s elapsed, about 4s left");
+        let mut pace = Pace::default();
+        let test = |step| Event::Test { step, steps: 23, test: TestKind::WriteBw, size: 2, figures: &[] };
+        assert_eq!(pace.note(&test(1), secs(3)), "3s elapsed, about 1m06s left");
+        assert_eq!(pace.note(&test(23), secs(3700)), "1h01m elapsed");
+        assert_eq!(short(Duration::from_millis(400)), "0s");
+    }
 
     #[test]
     fn the_words_of_each_event() {

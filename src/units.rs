@@ -54,6 +54,17 @@ pub fn sig3(x: f64) -> String {
     }
 }
 
+/// A count and its noun, singular for one: `1 error`, `0 errors`, `2 warnings`, `3 switches`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else if ["s", "sh", "ch", "x"].iter().any(|end| noun.ends_with(end)) {
+        format!("{n} {noun}es")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
 /// Serde: a figure with three decimals (latency in us, bandwidth in Gb/s).
 pub fn serialize_3dp<S: Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(round(*value, 3))
@@ -95,6 +106,10 @@ mod tests {
         assert_eq!(sig3(2.250), "2.25");
         // Two directions each 0.0004 Gb/s sum to 0.001, where rounded halves would give 0.
         assert_eq!(three(0.0004 + 0.0006), "0.001");
+        assert_eq!(count(1, "error"), "1 error");
+        assert_eq!(count(0, "error"), "0 errors");
+        assert_eq!(count(2, "warning"), "2 warnings");
+        assert_eq!((count(3, "switch"), count(1, "switch")), ("3 switches".to_string(), "1 switch".to_string()));
     }
 
     #[test]

@@ -52,6 +52,7 @@ fn mad_bindings() {
                 "mad_rpc_set_timeout",
                 "mad_rpc_set_retries",
                 "smp_query_via",
+                "smp_set_via",
                 "pma_query_via",
                 "performance_reset_via",
             ],

@@ -14,6 +14,8 @@ pub enum Step {
     Reply(Reply),
     /// Read the inventory and reply with it.
     Inventory,
+    /// Resolve `--rails` on this node and reply with its rails.
+    Rails(crate::model::rails::RailSpec),
     /// Release the test session (and its registered memory), if one is open.
     Close,
     /// Open a test session; report with [`Machine::opened`].
@@ -44,13 +46,14 @@ impl Machine {
 
     /// The hello a controller is greeted with.
     pub fn hello(host: &str) -> Reply {
-        Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: host.to_string() }
+        Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: host.to_string(), rails: true }
     }
 
     pub fn on_request(&mut self, request: Request) -> Vec<Step> {
         match request {
             Request::Hello { .. } => vec![Step::Reply(Machine::hello(&self.host))],
             Request::Inventory => vec![Step::Inventory],
+            Request::Rails { spec } => vec![Step::Rails(spec)],
             Request::Prepare { target, spec } => {
                 self.close();
                 match self.reserve(&spec) {

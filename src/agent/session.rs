@@ -13,6 +13,7 @@ use crate::perf::{self, session::Session, PerfError, Signals};
 use crate::probe;
 use crossbeam::channel::{self, RecvTimeoutError};
 use std::io::{BufRead, Write};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,6 +97,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                     };
                     reply(&mut writer, &r)?;
                 }
+                Step::Rails(spec) => reply(&mut writer, &rails_reply(&spec))?,
                 Step::Close => session = None,
                 Step::Open { target, spec } => {
                     let r = match Session::open(&target, &spec, &options.host) {
@@ -181,4 +183,25 @@ fn read_requests<R: BufRead>(mut reader: R, tx: &channel::Sender<Event>, signals
 
 fn perf_error(e: &PerfError) -> Reply {
     Reply::Error { cause: e.cause(), remedy: e.remedy() }
+}
+
+/// This node's rails for `spec`: its ports from verbs, its PCI tree from /sys (for the GPU
+/// order), resolved by `gpu::rails`.
+fn rails_reply(spec: &crate::model::rails::RailSpec) -> Reply {
+    match probe::test_inventory(None) {
+        Ok(inventory) => {
+            let tree = crate::gpu::pci::read(Path::new("/sys"));
+            match crate::gpu::rails::resolve(spec, &crate::gpu::rails::candidates(&inventory), tree.as_ref(), None) {
+                Ok(rails) => {
+                    let shared = tree.as_ref().map(|t| crate::gpu::rails::shared_uplinks(t, &rails)).unwrap_or_default();
+                    Reply::Rails { rails, shared }
+                }
+                Err(e) => Reply::Error {
+                    cause: e.to_string(),
+                    remedy: "see `fabcheck devices` for this node's ports; name them with --rails DEV[:PORT],...".into(),
+                },
+            }
+        }
+        Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
+    }
 }

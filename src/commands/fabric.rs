@@ -3,7 +3,7 @@
 use crate::cli::FabricArgs;
 use crate::error::{Failure, Outcome, Stop};
 use crate::fabric::discover::{self, Probe};
-use crate::fabric::{judge, report, topology, FabricExpect};
+use crate::fabric::{design, duplicate, judge, plan, rails, report, topology, FabricExpect};
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
 use std::path::PathBuf;
 
@@ -17,6 +17,18 @@ pub struct FabricConfig {
     pub deadline: std::time::Duration,
     /// `--soak`: the window between two reads of every counter.
     pub soak: Option<std::time::Duration>,
+    /// Fabric design (#32): the cabling plan (instead of `topology`), and the rails to judge.
+    pub plan: Option<PathBuf>,
+    pub rails: Option<Rails>,
+    /// `--seed`: the sample of host pairs for `fabric.route` (None: from the clock).
+    pub seed: Option<u64>,
+}
+
+/// `--rails`: where each NIC's rail comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Rails {
+    Descriptions,
+    Map(PathBuf),
 }
 
 /// `fabric`'s flags as a validated run.
@@ -30,12 +42,23 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             return Err(Failure::usage(format!("--ca '{ca}' is not a device name (as `ibstat -l` lists them)")));
         }
     }
+    if let (Some(plan), Some(topology)) = (&args.plan, &args.topology) {
+        return Err(Failure::new(
+            format!("--plan {} and --topology {} both give the expected cabling", plan.display(), topology.display()),
+            "give one: --plan for a cabling plan (CSV), --topology for an ibnetdiscover file of a known-good fabric",
+        ));
+    }
+    let rails = match (&args.rail_map, args.rails) {
+        (Some(map), _) => Some(Rails::Map(map.clone())),
+        (None, true) => Some(Rails::Descriptions),
+        (None, false) => None,
+    };
     let deadline = std::time::Duration::from_secs(args.deadline);
     let soak = match args.soak.as_deref() {
         None => None,
         Some(text) => {
-            let window = crate::probe::soak::parse_duration(text)
-                .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m or 1h")))?;
+            let window = crate::cli::values::window(text)
+                .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m, 1h or 1h30m")))?;
             if window >= deadline {
                 return Err(Failure::usage(format!(
                     "--soak {text} does not fit in --deadline {} s: the window and both reads of the fabric count within it",
@@ -52,12 +75,16 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             timeout_ms: args.timeout_ms,
             retries: args.retries,
             reset_counters: args.reset_counters,
+            tables_until: None,
         },
         topology: args.topology.clone(),
         expect,
         json: args.json || crate::report::machine(),
         deadline,
         soak,
+        plan: args.plan.clone(),
+        rails,
+        seed: args.seed,
     })
 }
 
@@ -69,18 +96,57 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     // Bad input fails before any MAD is sent.
     let expected = match &config.topology {
         Some(path) => Some(topology::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), e.remedy()))?),
-        None => None,
+        None => match &config.plan {
+            Some(path) => Some(plan::load_until(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), plan::remedy(&e)))?),
+            None => None,
+        },
     };
-    let mut fabric = with_deadline(&config.probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
+    let rail_map = match &config.rails {
+        Some(Rails::Map(path)) => Some(rails::load_map(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), rails::remedy(&e)))?),
+        _ => None,
+    };
+    // The forwarding and partition tables get at most half of what --deadline leaves after a
+    // soak window: the rest is for the second read and the report.
+    let mut probe = config.probe.clone();
+    probe.tables_until = Some(std::time::Instant::now() + config.deadline.saturating_sub(config.soak.unwrap_or_default()) / 2);
+    let (mut fabric, tables) = with_deadline(&probe, deadline.saturating_duration_since(std::time::Instant::now()))?;
     let window = match config.soak {
         Some(window) => Some(soak(&config, &mut fabric, window, started)?),
         None => None,
     };
     let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
+    // Fabric design (#32).
+    judgement.extend(design::rules(&fabric, &config.expect));
+    judgement.extend(duplicate::rules(&fabric));
+    if config.rails.is_some() {
+        judgement.extend(rails::rules(&fabric, rail_map.as_ref()));
+    }
     if let Some(w) = &window {
         say_window(&mut judgement, w);
     }
-    let view = report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64 };
+    // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
+    let routes =
+        tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
+    if let Some((_, findings)) = &routes {
+        judgement.findings.extend(findings.iter().cloned());
+    }
+    // fabric.pkey: each host port's partitions against its switch port's.
+    if tables.read {
+        judgement.findings.extend(crate::fabric::pkey::judge(&fabric, &tables));
+        judgement.findings.extend(crate::fabric::pkey::unread(&fabric, &tables));
+    }
+    // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
+    judgement.findings.extend(crate::fabric::phy::judge(&fabric, &tables));
+    if let Some(w) = &window {
+        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds));
+    }
+    judgement.findings.sort_by_key(|f| f.severity);
+    let view = report::FabricReport {
+        fabric: &fabric,
+        judgement: &judgement,
+        elapsed_ms: started.elapsed().as_millis() as u64,
+        routes: routes.as_ref().map(|(figures, _)| figures),
+    };
     let outcome = crate::report::output::deliver(&view, config.json)?;
     if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
         return Err(Failure::new(
@@ -111,7 +177,7 @@ fn soak(
         std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
     }
     let left = config.deadline.saturating_sub(started.elapsed());
-    let mut end = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
+    let (mut end, _) = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
     let seconds = opened.elapsed().as_secs_f64();
     let w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
     *fabric = end;
@@ -146,13 +212,13 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
 /// umad device (or simulator) must still not hang the run. On the deadline the process
 /// exits (exit 2) and takes the stuck thread with it.
-fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<crate::fabric::Fabric, Failure> {
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<(crate::fabric::Fabric, crate::fabric::model::Tables), Failure> {
     let (tx, rx) = std::sync::mpsc::channel();
     let probe = probe.clone();
     std::thread::Builder::new()
         .name("mad".into())
         .spawn(move || {
-            let _ = tx.send(discover::discover(&probe));
+            let _ = tx.send(discover::discover_with_tables(&probe));
         })
         .map_err(|e| Failure::new(format!("cannot start the MAD thread: {e}"), "retry; check the process limits (ulimit -u)"))?;
     match rx.recv_timeout(deadline) {

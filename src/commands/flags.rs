@@ -76,6 +76,7 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
         sl: flags.sl,
         pkey_index: flags.pkey_index,
         relaxed_ordering: !flags.no_relaxed_ordering,
+        mem: flags.mem.mem,
         ..Conditions::default()
     }
 }
@@ -98,4 +99,27 @@ pub fn read_expectations(profile: Option<&Path>, items: &[String]) -> Result<Exp
         expect.set(kv).map_err(|e| Failure::usage(format!("--expect {kv}: {e}")))?;
     }
     Ok(expect)
+}
+
+#[cfg(test)]
+mod mem_tests {
+    use super::conditions;
+    use crate::cli::{Cli, Command};
+    use crate::model::MemChoice;
+    use clap::Parser;
+
+    /// `--mem` reaches the targets of both commands through the shared condition flags, so
+    /// `mesh --mem cuda:auto` asks every agent of every pair for the GPU nearest its NIC.
+    #[test]
+    fn mem_reaches_pair_and_mesh_conditions() {
+        let parsed = |args: &[&str]| match Cli::try_parse_from(args).unwrap().command {
+            Command::Pair(p) => conditions(&p.conditions).mem,
+            Command::Mesh(m) => conditions(&m.conditions).mem,
+            _ => unreachable!(),
+        };
+        assert_eq!(parsed(&["fabcheck", "pair", "a", "b"]), MemChoice::Host);
+        assert_eq!(parsed(&["fabcheck", "pair", "a", "b", "--mem", "cuda:2"]), MemChoice::Cuda(2));
+        assert_eq!(parsed(&["fabcheck", "mesh", "a", "b", "c", "--mem", "cuda:auto"]), MemChoice::CudaAuto);
+        assert_eq!(parsed(&["fabcheck", "mesh", "a", "b", "--mem", "cuda"]), MemChoice::CudaAuto);
+    }
 }

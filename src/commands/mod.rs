@@ -3,6 +3,7 @@
 mod baseline;
 mod check;
 mod compare;
+pub mod completions;
 mod devices;
 mod exporter;
 mod fabric;
@@ -45,10 +46,7 @@ pub fn run(command: Command) -> Result<Outcome, Stop> {
         Command::Compare(args) => compare::run(&args),
         Command::Completions(args) => {
             // Into memory first: clap_complete panics on a write error (`> /dev/full`, `| true`).
-            let mut cli = <crate::cli::Cli as clap::CommandFactory>::command();
-            let mut script = Vec::new();
-            clap_complete::generate(args.shell, &mut cli, "fabcheck", &mut script);
-            crate::report::output::to_stdout(&script)?;
+            crate::report::output::to_stdout(&completions::script(args.shell))?;
             Ok(Outcome::Pass)
         }
         Command::Agent(_) => Ok(serve::agent()?),

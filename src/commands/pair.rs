@@ -73,7 +73,19 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
-    let cpu = args.cpu.as_deref().map_or(Ok(CpuChoice::Auto), CpuChoice::parse).map_err(Failure::usage)?;
+    let rails = match &args.rails {
+        Some(spec) => Some(pair::rails::RailsConfig::parse(spec, args.rail_threshold.as_deref(), args.cpu.as_deref()).map_err(Failure::usage)?),
+        None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),
+        None => None,
+    };
+    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some()) {
+        return Err(Failure::usage("--rails does not combine with --cm, --csv or --svg yet: run those on one rail (pair A/DEV B/DEV)"));
+    }
+    let per_rail_cpus = rails.as_ref().is_some_and(|r| r.cpus.is_some());
+    let cpu = match args.cpu.as_deref() {
+        _ if per_rail_cpus => CpuChoice::Off,
+        cpu => cpu.map_or(Ok(CpuChoice::Auto), CpuChoice::parse).map_err(Failure::usage)?,
+    };
     if let CpuChoice::Pin([a, b]) = cpu {
         if a == b && endpoints[0].host == endpoints[1].host {
             return Err(Failure::usage(format!(
@@ -100,6 +112,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         quiet: args.progress.quiet,
         csv: args.csv.clone(),
         svg: args.svg.clone(),
+        rails,
     })
 }
 
@@ -116,6 +129,27 @@ mod tests {
             Command::Pair(args) => configure(&args),
             _ => unreachable!(),
         }
+    }
+
+    /// Issue #35 item 5: perftest's habits. `-D 5s` with the default tests runs them all (bidi
+    /// send_bw by count), `-R` is `--cm`, `-F` is accepted, durations and sizes in any spelling,
+    /// `-a -s MAX` sweeps up to MAX.
+    #[test]
+    fn perftest_habits() {
+        let timed = parsed(&["-D", "5s"]).expect("-D 5s with the default tests");
+        assert_eq!(timed.plan.len(), 12);
+        assert_eq!(timed.plan.iter().filter(|t| t.spec.duration_ms == Some(5000)).count(), 11);
+        assert_eq!(parsed(&["-D", "2m"]).unwrap().plan[0].spec.duration_ms, Some(120_000));
+        assert_eq!(parsed(&["--duration", "1m30s"]).unwrap().plan[0].spec.duration_ms, Some(90_000));
+        assert!(parsed(&["-D", "2h"]).is_err(), "at most an hour per test");
+        assert!(parsed(&["-R"]).unwrap().cm);
+        assert!(!parsed(&[]).unwrap().cm);
+        assert!(parsed(&["-F", "-R", "-D", "5s"]).is_ok());
+        let swept = parsed(&["--tests", "write_bw", "--direction", "ab", "-a", "-s", "64KB"]).unwrap();
+        assert_eq!(swept.plan.len(), 16, "2 B .. 64 KiB");
+        assert_eq!(swept.plan.last().unwrap().spec.size, 65536);
+        assert_eq!(parsed(&["-s", "1MiB", "--tests", "write_bw"]).unwrap().plan[0].spec.size, 1 << 20);
+        assert_eq!(parsed(&["--timeout", "5m", "-D", "1s"]).unwrap().test_timeout, Duration::from_secs(301));
     }
 
     #[test]

@@ -4,8 +4,9 @@
 //! stderr: stdout holds the result.
 
 use crate::cli::ProgressFlags;
-use crate::progress::{Event, Progress, Silent};
+use crate::progress::{Event, Pace, Progress, Silent};
 use std::io::{IsTerminal, Write};
+use std::time::Instant;
 
 /// The sink the flags ask for: progress on a terminal unless `--no-progress` or `--quiet`;
 /// `--progress` also when stderr is not a terminal.
@@ -13,7 +14,7 @@ pub fn sink(flags: &ProgressFlags) -> Box<dyn Progress> {
     let tty = std::io::stderr().is_terminal();
     let on = if flags.progress { true } else { tty && !flags.no_progress && !flags.quiet };
     if on {
-        Box::new(Stderr { status_line: tty, shown: false })
+        Box::new(Stderr { status_line: tty, shown: false, start: Instant::now(), pace: Pace::default() })
     } else {
         Box::new(Silent)
     }
@@ -24,6 +25,9 @@ struct Stderr {
     status_line: bool,
     /// A status line is on the screen (cleared when done, so the result starts on a clean line).
     shown: bool,
+    /// When the run began, for the status line's elapsed time and estimate.
+    start: Instant,
+    pace: Pace,
 }
 
 impl Progress for Stderr {
@@ -32,7 +36,8 @@ impl Progress for Stderr {
         let mut err = std::io::stderr().lock();
         let _ = if self.status_line {
             self.shown = true;
-            write!(err, "\r{line}\x1b[K")
+            let pace = self.pace.note(event, self.start.elapsed());
+            write!(err, "\r{line} ({pace})\x1b[K")
         } else {
             writeln!(err, "{line}")
         };

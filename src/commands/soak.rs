@@ -16,8 +16,8 @@ pub struct Soaked {
 /// The window asked for, validated: a bundle has no second read, so `--soak` is live only.
 pub fn window(text: Option<&str>, live: bool) -> Result<Option<Duration>, Failure> {
     let Some(text) = text else { return Ok(None) };
-    let duration = crate::probe::soak::parse_duration(text)
-        .ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m or 1h")))?;
+    let duration =
+        crate::cli::values::window(text).ok_or_else(|| Failure::usage(format!("--soak {text}: not a duration; write it as 10s, 5m, 1h or 1h30m")))?;
     if !live {
         return Err(Failure::new(
             "--soak reads the counters twice, a window apart: a --sysfs-root bundle was read once",

@@ -84,7 +84,7 @@ pub fn human(baseline: &Source, current: &Source, c: &Comparison) -> String {
     if c.regressions.is_empty() {
         let _ = writeln!(out, "PASS: no figure more than {}% worse than the baseline", c.regression_pct);
     } else {
-        let _ = writeln!(out, "FAIL: {} figures more than {}% worse than the baseline", c.regressions.len(), c.regression_pct);
+        let _ = writeln!(out, "FAIL: {} more than {}% worse than the baseline", crate::units::count(c.regressions.len(), "figure"), c.regression_pct);
     }
     out
 }

@@ -477,7 +477,7 @@ mod tests {
             let first: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
             let second: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
             let mut w = stream;
-            w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into() }).as_bytes()).unwrap();
+            w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into(), rails: false }).as_bytes()).unwrap();
             w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
             (first, second)
         });

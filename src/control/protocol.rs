@@ -23,10 +23,22 @@ pub use crate::model::{CmRole, Conditions, Endpoint, Role, RunResult, Target, Te
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Request {
-    Hello { token: Option<String> },
+    Hello {
+        token: Option<String>,
+    },
     Inventory,
-    Prepare { target: Target, spec: TestSpec },
-    Connect { peer: Endpoint },
+    /// Which ports `--rails SPEC` means on the agent's node, in rail order (0.3; an agent
+    /// says it understands this in its hello).
+    Rails {
+        spec: crate::model::rails::RailSpec,
+    },
+    Prepare {
+        target: Target,
+        spec: TestSpec,
+    },
+    Connect {
+        peer: Endpoint,
+    },
     Run,
     Stop,
     Finish,
@@ -37,14 +49,35 @@ pub enum Request {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Reply {
-    Hello { agent: String, host: String },
-    Inventory { inventory: crate::probe::Inventory },
-    Ready { endpoint: Endpoint },
+    Hello {
+        agent: String,
+        host: String,
+        /// Answers `rails` (fabcheck 0.3 and later); absent from older agents' hellos.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        rails: bool,
+    },
+    Inventory {
+        inventory: crate::probe::Inventory,
+    },
+    Rails {
+        rails: Vec<crate::model::rails::Rail>,
+        /// PCIe switch uplinks several of these rails share (a bound on their total).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        shared: Vec<crate::gpu::rails::SharedUplink>,
+    },
+    Ready {
+        endpoint: Endpoint,
+    },
     Connected,
     Running,
-    Done { result: RunResult },
+    Done {
+        result: RunResult,
+    },
     Finished,
-    Error { cause: String, remedy: String },
+    Error {
+        cause: String,
+        remedy: String,
+    },
     Bye,
 }
 
@@ -124,6 +157,7 @@ mod tests {
         let reqs = vec![
             Request::Hello { token: Some("t".into()) },
             Request::Inventory,
+            Request::Rails { spec: crate::model::rails::RailSpec::Count(4) },
             Request::Prepare {
                 target: Target {
                     device: Some("rxe0".into()),

@@ -25,6 +25,9 @@ pub struct Reach {
     deadline: Option<Instant>,
     /// The host name the agent reported.
     pub host: String,
+    /// What the agent says it is (`fabcheck 0.3.0`), and whether it answers `rails`.
+    pub agent: String,
+    pub rails: bool,
     pub inventory: Option<Inventory>,
     pub failure: Option<Loss>,
 }
@@ -46,6 +49,8 @@ impl Reach {
             state: State::NotStarted,
             deadline: None,
             host: String::new(),
+            agent: String::new(),
+            rails: false,
             inventory: None,
             failure: None,
         }
@@ -77,8 +82,10 @@ impl Conversation for Reach {
                 let step = if self.state == State::Hello { Step::Hello } else { Step::Inventory };
                 self.fail(Loss::new(self.label.clone(), LossKind::Refused { step, cause, remedy }), act)
             }
-            (State::Hello, Reply::Hello { host, .. }) => {
+            (State::Hello, Reply::Hello { host, agent, rails }) => {
                 self.host = host;
+                self.agent = agent;
+                self.rails = rails;
                 if self.want_inventory {
                     act.send(0, Request::Inventory);
                     self.step(State::Inventory, deadline::INVENTORY, now);
@@ -164,7 +171,7 @@ mod tests {
         r.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
         act.sends.clear();
-        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into() }, now, &mut act);
+        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false }, now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
         assert!(!r.is_done());
         r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);

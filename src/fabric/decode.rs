@@ -135,19 +135,174 @@ pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
         rcv_data: f(224, 32) * 4,
         xmit_pkts: f(256, 32),
         rcv_pkts: f(288, 32),
+        xmit_wait: f(320, 32),
     };
     if let Some(ext) = ext {
         c.xmit_data = be_u64(ext, 8).saturating_mul(4);
         c.rcv_data = be_u64(ext, 16).saturating_mul(4);
         c.xmit_pkts = be_u64(ext, 24);
         c.rcv_pkts = be_u64(ext, 32);
+        // The 64-bit PortXmitWait (libibmad's "More PortCountersExtended fields", byte 168)
+        // is there only where the port implements the additional extended counters; zero
+        // otherwise, and then the 32-bit PortCounters one stands.
+        let wait = be_u64(ext, 168);
+        if wait != 0 {
+            c.xmit_wait = wait;
+        }
     }
     c
+}
+
+// --- The physical layer of InfiniBand ports (phy.fec, phy.ber) ---
+
+/// PerfMgt ClassPortInfo CapabilityMask bit IsRSFECCountersSupported (IS_PM_RSFEC_COUNTERS_SUP):
+/// the agent answers PortExtendedSpeedsCounters with RS-FEC counters.
+pub const PMA_CAP_RSFEC_COUNTERS: u16 = 1 << 14;
+
+/// PerfMgt ClassPortInfo CapabilityMask (ibsim's agent says 0x1200: extended width, PortXmitWait).
+pub fn pma_capability_mask(class_port_info: &[u8]) -> u16 {
+    be_bits(class_port_info, 16, 16) as u16
+}
+
+/// PortExtendedSpeedsCounters (PerfMgt 0x1F), FDR and faster: FEC and per-lane figures.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ExtSpeedsCounters {
+    /// The RS-FEC layout (HDR and up: per-lane corrected symbols, port-wide blocks), else the
+    /// FDR/EDR Firecode one (per-lane corrected and uncorrectable blocks).
+    pub rs_fec: bool,
+    pub sync_header_errors: u64,
+    pub unknown_blocks: u64,
+    /// Per lane (12): corrected symbols (RS-FEC) or corrected blocks (Firecode).
+    pub lane_corrected: Vec<u64>,
+    /// Per lane (12, Firecode layout only; zeros with RS-FEC): ErrorDetectionCounterLaneN.
+    pub lane_errors_detected: Vec<u64>,
+    pub corrected_blocks: u64,
+    pub uncorrectable_blocks: u64,
+    /// PortFECCorrectedSymbolCtr (RS-FEC layout only).
+    pub corrected_symbols: Option<u64>,
+}
+
+/// Decodes the 192-byte PerfMgt data area of PortExtendedSpeedsCounters in the layout the
+/// port's FEC uses (libibmad's IB_PESC_* and IB_PESC_RSFEC_* fields).
+pub fn ext_speeds_counters(raw: &[u8], rs_fec: bool) -> ExtSpeedsCounters {
+    let f = |offset, width| be_bits(raw, offset, width);
+    let lane_corrected: Vec<u64> = (0..12).map(|i| f(352 + 32 * i, 32)).collect();
+    if rs_fec {
+        return ExtSpeedsCounters {
+            rs_fec,
+            sync_header_errors: f(128, 16),
+            unknown_blocks: f(144, 16),
+            lane_corrected,
+            lane_errors_detected: vec![0; 12],
+            corrected_blocks: f(1120, 32),
+            uncorrectable_blocks: f(1152, 32),
+            corrected_symbols: Some(f(1184, 32)),
+        };
+    }
+    ExtSpeedsCounters {
+        rs_fec,
+        sync_header_errors: f(128, 16),
+        unknown_blocks: f(144, 16),
+        corrected_blocks: lane_corrected.iter().sum(),
+        lane_corrected,
+        lane_errors_detected: (0..12).map(|i| f(160 + 16 * i, 16)).collect(),
+        uncorrectable_blocks: (0..12).map(|i| f(736 + 32 * i, 32)).sum(),
+        corrected_symbols: None,
+    }
+}
+
+// --- Switch and port tables (fabric.route, fabric.pkey) ---
+
+/// SwitchInfo LinearFDBTop: the highest LID the linear forwarding table holds.
+pub fn linear_fdb_top(switch_info: &[u8]) -> u16 {
+    be_bits(switch_info, 48, 16) as u16
+}
+
+/// SwitchInfo PartitionEnforcementCap: P_Keys a switch's external port holds.
+pub fn partition_enforcement_cap(switch_info: &[u8]) -> u16 {
+    be_bits(switch_info, 112, 16) as u16
+}
+
+/// NodeInfo PartitionCap: P_Keys a CA port holds.
+pub fn partition_cap(node_info: &[u8]) -> u16 {
+    be_bits(node_info, 224, 16) as u16
+}
+
+/// The P_Keys of one 64-byte P_KeyTable block (32 big-endian entries; 0 is an empty slot).
+pub fn pkey_block(block: &[u8]) -> Vec<u16> {
+    block.chunks_exact(2).map(|b| u16::from_be_bytes([b[0], b[1]])).filter(|&k| k & 0x7fff != 0).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn switch_and_node_info_table_sizes() {
+        let mut si = [0u8; 64];
+        si[0..2].copy_from_slice(&49152u16.to_be_bytes()); // LinearFDBCap
+        si[6..8].copy_from_slice(&300u16.to_be_bytes()); // LinearFDBTop
+        si[14..16].copy_from_slice(&32u16.to_be_bytes()); // PartitionEnforcementCap
+        assert_eq!((linear_fdb_top(&si), partition_enforcement_cap(&si)), (300, 32));
+        let mut ni = [0u8; 64];
+        ni[28..30].copy_from_slice(&128u16.to_be_bytes());
+        assert_eq!(partition_cap(&ni), 128);
+    }
+
+    #[test]
+    fn pma_capability_mask_as_ibsim_answers_it() {
+        let mut cpi = [0u8; 192];
+        cpi[2..4].copy_from_slice(&0x1200u16.to_be_bytes());
+        assert_eq!(pma_capability_mask(&cpi), 0x1200);
+        assert_eq!(pma_capability_mask(&cpi) & PMA_CAP_RSFEC_COUNTERS, 0, "ibsim is not asked PortExtendedSpeedsCounters");
+    }
+
+    #[test]
+    fn port_xmit_wait_from_either_counter_set() {
+        let mut pc = [0u8; 192];
+        pc[40..44].copy_from_slice(&7000u32.to_be_bytes());
+        assert_eq!(counters(&pc, None).xmit_wait, 7000);
+        let mut ext = [0u8; 192];
+        assert_eq!(counters(&pc, Some(&ext)).xmit_wait, 7000, "no extended PortXmitWait: the 32-bit one stands");
+        ext[168..176].copy_from_slice(&(1u64 << 33).to_be_bytes());
+        assert_eq!(counters(&pc, Some(&ext)).xmit_wait, 1 << 33);
+    }
+
+    /// Constructed as a ConnectX-6 HDR port answers (RS-FEC layout), and an FDR one (Firecode).
+    #[test]
+    fn ext_speeds_counters_in_both_layouts() {
+        let mut raw = [0u8; 192];
+        raw[16..18].copy_from_slice(&3u16.to_be_bytes()); // SyncHeaderErrorCounter
+        raw[18..20].copy_from_slice(&4u16.to_be_bytes()); // UnknownBlockCounter
+        raw[20..22].copy_from_slice(&9u16.to_be_bytes()); // ErrorDetectionCounterLane0 (Firecode)
+        for lane in 0..4 {
+            let at = 44 + 4 * lane;
+            raw[at..at + 4].copy_from_slice(&(100 * (lane as u32 + 1)).to_be_bytes());
+        }
+        raw[140..144].copy_from_slice(&555u32.to_be_bytes()); // PortFECCorrectableBlockCtr
+        raw[144..148].copy_from_slice(&2u32.to_be_bytes()); // PortFECUncorrectableBlockCtr
+        raw[148..152].copy_from_slice(&1234u32.to_be_bytes()); // PortFECCorrectedSymbolCtr
+        let rs = ext_speeds_counters(&raw, true);
+        assert_eq!((rs.sync_header_errors, rs.unknown_blocks), (3, 4));
+        assert_eq!(&rs.lane_corrected[..5], &[100, 200, 300, 400, 0]);
+        assert_eq!((rs.corrected_blocks, rs.uncorrectable_blocks, rs.corrected_symbols), (555, 2, Some(1234)));
+        let mut fc = raw;
+        fc[92..96].copy_from_slice(&5u32.to_be_bytes()); // FECUncorrectableBlockCtrLane0
+        fc[96..100].copy_from_slice(&6u32.to_be_bytes()); // Lane1
+        let fc = ext_speeds_counters(&fc, false);
+        assert_eq!((fc.corrected_blocks, fc.uncorrectable_blocks, fc.corrected_symbols), (1000, 11, None));
+        assert_eq!(fc.lane_errors_detected[0], 9);
+        assert_eq!(ext_speeds_counters(&[], true).lane_corrected, vec![0; 12], "a short answer reads as zeros");
+    }
+
+    #[test]
+    fn pkey_blocks_keep_the_set_entries() {
+        let mut block = [0u8; 64];
+        block[0..2].copy_from_slice(&0xffffu16.to_be_bytes());
+        block[4..6].copy_from_slice(&0x8001u16.to_be_bytes());
+        block[6..8].copy_from_slice(&0x8000u16.to_be_bytes()); // full bit only: an empty slot
+        assert_eq!(pkey_block(&block), vec![0xffff, 0x8001]);
+    }
 
     /// Writes `value` into `width` bits at `offset` (MSB first), as a switch's SMA would.
     fn put(buf: &mut [u8], offset: usize, width: usize, value: u64) {

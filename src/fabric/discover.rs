@@ -3,7 +3,7 @@
 //! does not answer becomes a `Gap`, never a hang.
 
 use super::decode;
-use super::model::{Counters, Fabric, Gap, Guid, LocalView, Node, NodeType, Port, SmInfo};
+use super::model::{Counters, Fabric, Gap, Guid, LocalView, Node, NodeType, Port, SmInfo, Tables};
 use crate::probe::decode::PortState;
 use fabcheck_verbs::mad::{self, DiscoverConfig, MadError, MadPort, RawNode};
 use std::collections::HashSet;
@@ -16,9 +16,17 @@ pub struct Probe {
     pub timeout_ms: u32,
     pub retries: u32,
     pub reset_counters: bool,
+    /// Read the switches' forwarding tables and the ports' P_KeyTables (`fabric.route`,
+    /// `fabric.pkey`), stopping at this instant or after [`MAX_TABLE_MADS`] SMPs; None: not read.
+    pub tables_until: Option<std::time::Instant>,
 }
 
 pub fn discover(probe: &Probe) -> Result<Fabric, MadError> {
+    discover_with_tables(probe).map(|(fabric, _)| fabric)
+}
+
+/// Discovery, then (when `probe.tables_until` asks and an SM is master) the tables.
+pub fn discover_with_tables(probe: &Probe) -> Result<(Fabric, Tables), MadError> {
     mad::available()?;
     let local = mad::find_local_port(probe.ca.as_deref(), probe.port)?;
     if PortState::from_raw(local.state) == PortState::Down {
@@ -37,16 +45,144 @@ pub fn discover(probe: &Probe) -> Result<Fabric, MadError> {
     fabric.gaps = unanswered(&fabric);
     if local.sm_lid == 0 || local.lid == 0 {
         // No SM has configured the local port: nothing is LID-addressable.
-        return Ok(fabric);
+        return Ok((fabric, Tables::default()));
     }
     let port = MadPort::open(&local, probe.timeout_ms, probe.retries)?;
     fabric.master = port.sm_info(local.sm_lid).ok().map(|raw| decode::sm_info(local.sm_lid, &raw));
     if fabric.master.is_none() {
-        return Ok(fabric);
+        return Ok((fabric, Tables::default()));
     }
     fabric.others = other_sms(&fabric, &port);
-    read_counters(&mut fabric, &port, probe.reset_counters);
-    Ok(fabric)
+    let phy = read_counters(&mut fabric, &port, probe.reset_counters);
+    let mut tables = match probe.tables_until {
+        Some(until) => read_tables(&raw, &port, &mut Budget { mads: 0, max: MAX_TABLE_MADS, until }),
+        None => Tables::default(),
+    };
+    tables.phy = phy;
+    Ok((fabric, tables))
+}
+
+/// At most this many SMPs for the tables: every block of 1,000 switches' tables for 10,000
+/// LIDs (157 blocks each), plus P_KeyTables, with room to spare.
+pub const MAX_TABLE_MADS: u64 = 250_000;
+
+/// P_KeyTable blocks read per port, at most (32 P_Keys each: the default partition and the
+/// first partitions an SM configures sit in block 0).
+const MAX_PKEY_BLOCKS: u16 = 4;
+
+/// SMPs left for the tables, and until when.
+struct Budget {
+    mads: u64,
+    max: u64,
+    until: std::time::Instant,
+}
+
+impl Budget {
+    /// Takes one SMP from the budget, or says why there is none left.
+    fn take(&mut self) -> Result<(), String> {
+        if self.mads >= self.max {
+            return Err(format!("the budget of {} SMPs for forwarding and partition tables was spent", self.max));
+        }
+        if std::time::Instant::now() >= self.until {
+            return Err("the time left by --deadline for forwarding and partition tables ran out".into());
+        }
+        self.mads += 1;
+        Ok(())
+    }
+}
+
+/// Every switch's linear forwarding table (blocks 0..=LinearFDBTop/64, as `ibroute` reads
+/// them) and the P_KeyTable of every linked CA port and of the switch port it is cabled to,
+/// along directed routes (no LID route needed). A silent node is skipped and said.
+fn read_tables(raw: &[RawNode], port: &MadPort, budget: &mut Budget) -> Tables {
+    let mut tables = Tables { read: true, ..Tables::default() };
+    let by_guid: std::collections::HashMap<u64, &RawNode> = raw.iter().map(|n| (n.guid, n)).collect();
+    for node in raw.iter().filter(|n| n.switch_info.is_some()) {
+        if tables.cut_short.is_some() {
+            tables.lft_unread.push(Guid(node.guid));
+            continue;
+        }
+        let top = decode::linear_fdb_top(&node.switch_info.unwrap_or([0; 64]));
+        match read_lft(node, top, port, budget) {
+            Ok(Some(lft)) => {
+                tables.lfts.insert(Guid(node.guid), lft);
+            }
+            Ok(None) => tables.lft_unread.push(Guid(node.guid)),
+            Err(why) => {
+                tables.cut_short = Some(why);
+                tables.lft_unread.push(Guid(node.guid));
+            }
+        }
+    }
+    // Each CA port through its switch (switch path + switch port), so every port of a
+    // multi-port HCA is read, and the switch port it is cabled to.
+    'ports: for ca in raw.iter().filter(|n| n.switch_info.is_none()) {
+        for p in ca.ports.iter().filter(|p| p.number != 0) {
+            let Some((sw_guid, sw_port)) = p.remote else { continue };
+            let Some(switch) = by_guid.get(&sw_guid).filter(|s| s.switch_info.is_some()) else { continue };
+            let mut ca_path = switch.dr_path.clone();
+            ca_path.push(sw_port);
+            let ca_cap = decode::partition_cap(&ca.node_info);
+            let sw_cap = decode::partition_enforcement_cap(&switch.switch_info.unwrap_or([0; 64]));
+            for (guid, number, path, table_port, cap) in
+                [(ca.guid, p.number, ca_path, 0, ca_cap), (sw_guid, sw_port, switch.dr_path.clone(), sw_port, sw_cap)]
+            {
+                if tables.pkeys.contains_key(&(Guid(guid), number)) {
+                    continue;
+                }
+                match read_pkeys(&path, table_port, cap, port, budget) {
+                    Ok(Some(keys)) => {
+                        tables.pkeys.insert((Guid(guid), number), keys);
+                    }
+                    Ok(None) => tables.pkey_unread.push((Guid(guid), number)),
+                    Err(why) => {
+                        tables.cut_short.get_or_insert(why);
+                        break 'ports;
+                    }
+                }
+            }
+        }
+    }
+    tables.mads = budget.mads;
+    tables
+}
+
+/// One switch's table; Ok(None) when the switch stopped answering, Err when the budget ran out.
+fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<super::model::Lft>, String> {
+    let Some(path) = mad::DrPath::new(&node.dr_path) else { return Ok(None) };
+    let mut ports = Vec::with_capacity(usize::from(top) + 1);
+    for block in 0..=top / 64 {
+        budget.take()?;
+        match port.table_block(&path, mad::SmpTable::LinearForwarding { block }) {
+            Ok(raw) => ports.extend_from_slice(&raw),
+            Err(_) => return Ok(None),
+        }
+    }
+    ports.truncate(usize::from(top) + 1);
+    Ok(Some(super::model::Lft { ports }))
+}
+
+/// One port's P_Keys (non-zero entries of the first blocks); Ok(None) when it did not answer.
+fn read_pkeys(path: &[u8], table_port: u8, cap: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<Vec<u16>>, String> {
+    let Some(path) = mad::DrPath::new(path) else { return Ok(None) };
+    let blocks = cap.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
+    let mut keys = Vec::new();
+    for block in 0..blocks {
+        budget.take()?;
+        match port.table_block(&path, mad::SmpTable::PKey { port: table_port, block }) {
+            Ok(raw) => {
+                let found = decode::pkey_block(&raw);
+                let full = found.len() == 32;
+                keys.extend(found);
+                // SMs fill the table from index 0: a block with a free slot is the last in use.
+                if !full {
+                    break;
+                }
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(keys))
 }
 
 fn convert(raw: &RawNode) -> Node {
@@ -100,10 +236,13 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
 /// A node whose PerfMgt does not answer is skipped after its first silence; after
 /// `GIVE_UP` silent nodes in a row (LID routes not set up yet, say) the rest are not asked.
-fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
+/// Returns the PortExtendedSpeedsCounters of FDR-and-faster ports (asked once per port; a
+/// node that does not answer them, as the simulator does not, is not asked again).
+fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters> {
     const GIVE_UP: usize = 4;
     fabric.counters_read = true;
     let mut gaps = Vec::new();
+    let mut phy = std::collections::BTreeMap::new();
     let mut silent_in_a_row = 0;
     for node in &mut fabric.nodes {
         if silent_in_a_row >= GIVE_UP {
@@ -111,6 +250,9 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
             continue;
         }
         let mut ext_ok = true;
+        // Whether this node's PerfMgt answers PortExtendedSpeedsCounters: asked once
+        // (ClassPortInfo), since an agent lacking the attribute may pass the query on.
+        let mut speeds_ok: Option<bool> = None;
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
                 continue;
@@ -125,6 +267,21 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
             ext_ok = ext.is_some();
             let counters: Counters = decode::counters(&pc, ext.as_deref());
             p.counters = Some(counters);
+            use crate::probe::decode::Speed;
+            let rs_fec = matches!(p.info.speed_active, Speed::Hdr | Speed::Ndr | Speed::Xdr);
+            if rs_fec || matches!(p.info.speed_active, Speed::Fdr | Speed::Edr) {
+                let supported = *speeds_ok.get_or_insert_with(|| {
+                    port.pma_class_port_info(p.lid).is_ok_and(|cpi| decode::pma_capability_mask(&cpi) & decode::PMA_CAP_RSFEC_COUNTERS != 0)
+                });
+                if supported {
+                    match port.port_ext_speeds_counters(p.lid, p.number) {
+                        Ok(raw) => {
+                            phy.insert((node.guid, p.number), decode::ext_speeds_counters(&raw, rs_fec));
+                        }
+                        Err(_) => speeds_ok = Some(false),
+                    }
+                }
+            }
             if reset {
                 if let Err(e) = port.reset_counters(p.lid, p.number) {
                     tracing::warn!("{e}");
@@ -133,4 +290,5 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) {
         }
     }
     fabric.gaps.extend(gaps);
+    phy
 }

@@ -16,11 +16,22 @@ pub struct FabricExpect {
     pub switches: Option<usize>,
     /// Per error counter, the highest value that is still fine.
     pub thresholds: Vec<(ErrorCounter, u64)>,
+    /// Fabric design (#32): the highest leaf oversubscription (host-facing over spine-facing
+    /// bandwidth) that is still fine; `oversubscription=2` or `2:1`.
+    pub oversubscription: Option<f64>,
 }
 
 impl Default for FabricExpect {
     fn default() -> Self {
-        FabricExpect { sm_standby: None, width: None, speed: None, nodes: None, switches: None, thresholds: default_thresholds() }
+        FabricExpect {
+            sm_standby: None,
+            width: None,
+            speed: None,
+            nodes: None,
+            switches: None,
+            thresholds: default_thresholds(),
+            oversubscription: None,
+        }
     }
 }
 
@@ -43,6 +54,7 @@ impl FabricExpect {
             "sm_standby" => self.sm_standby = Some(count("a count of standby SMs")?),
             "nodes" => self.nodes = Some(count("a node count")?),
             "switches" => self.switches = Some(count("a switch count")?),
+            "oversubscription" => self.oversubscription = Some(ratio(value)?),
             "width" => {
                 let w = Width::from_name(&value.to_ascii_uppercase()).filter(|w| !matches!(w, Width::Unknown(_)));
                 self.width = Some(w.ok_or_else(|| format!("width: '{value}' is not one of 1X 2X 4X 8X 12X"))?);
@@ -55,7 +67,7 @@ impl FabricExpect {
                 let counter = ErrorCounter::from_key(other).ok_or_else(|| {
                     let counters: Vec<&str> = ErrorCounter::ALL.iter().map(|c| c.key()).collect();
                     format!(
-                        "unknown key '{other}' (known: sm_standby, nodes, switches, width, speed, and counter thresholds {})",
+                        "unknown key '{other}' (known: sm_standby, nodes, switches, width, speed, oversubscription, and counter thresholds {})",
                         counters.join(", ")
                     )
                 })?;
@@ -67,6 +79,16 @@ impl FabricExpect {
             }
         }
         Ok(())
+    }
+}
+
+/// `2`, `2.5` or `2:1`: a ratio above zero.
+fn ratio(value: &str) -> Result<f64, String> {
+    let (num, den) = value.split_once(':').unwrap_or((value, "1"));
+    let parse = |t: &str| t.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
+    match (parse(num), parse(den)) {
+        (Some(n), Some(d)) => Ok(n / d),
+        _ => Err(format!("oversubscription: '{value}' is not a ratio above 0 (2, 2.5 or 2:1)")),
     }
 }
 
@@ -84,7 +106,19 @@ mod tests {
         e.set("width=4x").unwrap();
         e.set("speed=HDR").unwrap();
         assert_eq!((e.threshold(ErrorCounter::SymbolError), e.sm_standby, e.width, e.speed), (0, Some(1), Some(Width::X4), Some(Speed::Hdr)));
-        for bad in ["nope=1", "symbol_error=-1", "sm_standby=x", "width=3X", "speed=ZDR", "novalue"] {
+        e.set("oversubscription=3:2").unwrap();
+        assert_eq!(e.oversubscription, Some(1.5));
+        for bad in [
+            "oversubscription=0",
+            "oversubscription=x:1",
+            "oversubscription=-2",
+            "nope=1",
+            "symbol_error=-1",
+            "sm_standby=x",
+            "width=3X",
+            "speed=ZDR",
+            "novalue",
+        ] {
             assert!(e.set(bad).is_err(), "{bad}");
         }
     }

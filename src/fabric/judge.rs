@@ -18,6 +18,36 @@ pub struct Judgement {
     pub marks: HashMap<(Guid, u8), Vec<String>>,
 }
 
+// --- Fabric design (#32): findings from the rules in design.rs, rails.rs and duplicate.rs.
+
+/// A finding of a rule outside this file, with the link ends it marks in the table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Noted {
+    pub finding: Finding,
+    pub ends: Vec<(Guid, u8)>,
+}
+
+impl Noted {
+    pub fn new(id: &str, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) -> Noted {
+        Noted { finding: Finding { id: id.into(), severity, subject, message, remedy: remedy.into() }, ends: ends.to_vec() }
+    }
+}
+
+impl Judgement {
+    /// Adds findings of other rules, keeping the order errors first.
+    pub fn extend(&mut self, noted: Vec<Noted>) {
+        for n in noted {
+            for end in &n.ends {
+                self.marks.entry(*end).or_default().push(n.finding.id.clone());
+            }
+            self.findings.push(n.finding);
+        }
+        self.findings.sort_by_key(|f| f.severity);
+    }
+}
+
+// --- end of fabric design.
+
 struct Sheet {
     j: Judgement,
 }

@@ -140,6 +140,9 @@ pub struct Counters {
     pub rcv_data: u64,
     pub xmit_pkts: u64,
     pub rcv_pkts: u64,
+    /// Added: PortXmitWait, ticks the port had data to send and no credits (64-bit from
+    /// PortCountersExtended where the port has it; `fabric.congestion` over a soak window).
+    pub xmit_wait: u64,
 }
 
 /// The PerfMgt error counters fabcheck judges.
@@ -354,4 +357,45 @@ impl Fabric {
     pub fn node(&self, guid: Guid) -> Option<&Node> {
         self.nodes.iter().find(|n| n.guid == guid)
     }
+}
+
+// --- Tables read after discovery: forwarding (fabric.route) and partitions (fabric.pkey) ---
+
+/// One switch's linear forwarding table: the out port for each destination LID (the index);
+/// [`Lft::NONE`] where the SM set no route. LIDs past the table's end have none either.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Lft {
+    pub ports: Vec<u8>,
+}
+
+impl Lft {
+    /// The entry of a LID the switch has no route for.
+    pub const NONE: u8 = 0xff;
+
+    pub fn port_for(&self, lid: u16) -> u8 {
+        self.ports.get(usize::from(lid)).copied().unwrap_or(Lft::NONE)
+    }
+}
+
+/// The tables read after discovery, with what reading them cost. Empty when not read (no
+/// master SM: nothing is routed yet).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Tables {
+    /// Whether the tables were asked for at all.
+    pub read: bool,
+    pub lfts: std::collections::BTreeMap<Guid, Lft>,
+    /// Switches whose forwarding table could not be read whole (no answer, MAD budget or time
+    /// spent): routes through them are not walked, and that is said.
+    pub lft_unread: Vec<Guid>,
+    /// Each port's P_KeyTable (non-zero entries, in table order): CA ports and switch ports.
+    pub pkeys: std::collections::BTreeMap<(Guid, u8), Vec<u16>>,
+    /// Ports whose P_KeyTable did not answer.
+    pub pkey_unread: Vec<(Guid, u8)>,
+    /// SMPs sent for these tables.
+    pub mads: u64,
+    /// Why reading stopped before the end (the MAD budget or the time left), if it did.
+    pub cut_short: Option<String>,
+    /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered (lifetime
+    /// figures, from the first read of a run): `phy.fec`, `phy.ber`.
+    pub phy: std::collections::BTreeMap<(Guid, u8), super::decode::ExtSpeedsCounters>,
 }

@@ -42,6 +42,14 @@ pub struct NodeDoc {
     pub description: String,
     pub ports: u8,
     pub lid: u16,
+    /// Fabric design (#32), switches only: the tier (`leaf`, `spine`, `core`, `unknown`), the
+    /// cabling that decided it, and a leaf's host-facing over spine-facing bandwidth.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier: Option<super::design::Tier>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tier_reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oversubscription: Option<f64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -95,6 +103,7 @@ fn sum(a: &Counters, b: &Counters) -> Counters {
         rcv_data: a.rcv_data.saturating_add(b.rcv_data),
         xmit_pkts: a.xmit_pkts.saturating_add(b.xmit_pkts),
         rcv_pkts: a.rcv_pkts.saturating_add(b.rcv_pkts),
+        xmit_wait: a.xmit_wait.saturating_add(b.xmit_wait),
     }
 }
 
@@ -115,10 +124,24 @@ pub fn document(fabric: &Fabric, j: &Judgement, elapsed_ms: u64) -> FabricDoc {
         state: m.state,
         standby: fabric.others.iter().filter(|o| o.state != SmState::Master || o.guid != m.guid).cloned().collect(),
     });
+    let tiers = super::design::tiers(&index);
+    let over = super::design::oversubscription(&index, &tiers);
     let nodes = fabric
         .nodes
         .iter()
-        .map(|n| NodeDoc { guid: n.guid, node_type: n.node_type, description: n.description.clone(), ports: n.num_ports, lid: n.lid() })
+        .map(|n| {
+            let placed = (n.node_type == NodeType::Switch).then(|| tiers.get(&n.guid)).flatten();
+            NodeDoc {
+                guid: n.guid,
+                node_type: n.node_type,
+                description: n.description.clone(),
+                ports: n.num_ports,
+                lid: n.lid(),
+                tier: placed.map(|p| p.tier),
+                tier_reason: placed.map(|p| p.reason.clone()),
+                oversubscription: placed.and_then(|_| over.get(&n.guid)).map(|o| (o.ratio() * 100.0).round() / 100.0),
+            }
+        })
         .collect();
     let links = index
         .links
@@ -199,10 +222,16 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
         }
     }
     let index = Index::new(fabric);
+    let tiers = super::design::tiers(&index);
+    let over = super::design::oversubscription(&index, &tiers);
     let mut switches: Vec<_> = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).collect();
     switches.sort_by_key(|n| node_name(n));
     for sw in switches {
-        let _ = writeln!(out, "\nSwitch {} {} LID {}", node_name(sw), sw.guid, sw.lid());
+        let tier = tiers.get(&sw.guid).map_or(String::new(), |p| {
+            let ratio = over.get(&sw.guid).map_or(String::new(), |o| format!(", oversubscription {:.2}:1", o.ratio()));
+            format!("  tier {} ({}{ratio})", p.tier.name(), p.reason)
+        });
+        let _ = writeln!(out, "\nSwitch {} {} LID {}{tier}", node_name(sw), sw.guid, sw.lid());
         let mut idle = 0;
         for port in sw.ports.iter().filter(|p| p.number != 0) {
             let marks = j.marks.get(&(sw.guid, port.number)).map(|m| dedup(m)).unwrap_or_default();
@@ -258,10 +287,13 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
         if fabric.counters_read { format!("counters of {} error kinds read", ErrorCounter::ALL.len()) } else { "counters not read (no LIDs)".into() };
     let _ = writeln!(
         out,
-        "\n{}: {} nodes ({switches} switches), {} links, {counters}; {errors} errors, {warnings} warnings",
+        "\n{}: {} ({}), {}, {counters}; {}, {}",
         if verdict(j) == Verdict::Pass { "PASS" } else { "FAIL" },
-        fabric.nodes.len(),
-        index.links.len()
+        crate::units::count(fabric.nodes.len(), "node"),
+        crate::units::count(switches, "switch"),
+        crate::units::count(index.links.len(), "link"),
+        crate::units::count(errors, "error"),
+        crate::units::count(warnings, "warning")
     );
     out
 }
@@ -278,6 +310,8 @@ pub struct FabricReport<'a> {
     pub fabric: &'a Fabric,
     pub judgement: &'a Judgement,
     pub elapsed_ms: u64,
+    /// `fabric.route`'s figures, when the forwarding tables were read.
+    pub routes: Option<&'a super::route_judge::RouteFigures>,
 }
 
 impl crate::report::Document for FabricReport<'_> {
@@ -290,10 +324,36 @@ impl crate::report::Document for FabricReport<'_> {
     }
 
     fn human(&self) -> String {
-        human(self.fabric, self.judgement)
+        let mut out = human(self.fabric, self.judgement);
+        if let Some(routes) = self.routes {
+            out += &routes_line(routes);
+        }
+        out
     }
 
     fn value(&self) -> Result<serde_json::Value, String> {
-        crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))
+        let mut value = crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))?;
+        if let (Some(routes), Some(object)) = (self.routes, value.as_object_mut()) {
+            object.insert("routes".into(), serde_json::to_value(routes).map_err(|e| e.to_string())?);
+        }
+        Ok(value)
     }
+}
+
+/// The route walk in one line (and each leaf's uplink load): what was walked, and the seed
+/// that repeats a sample.
+fn routes_line(r: &super::route_judge::RouteFigures) -> String {
+    let walked = match r.seed {
+        Some(seed) => format!("{} of {} host pairs walked (a sample: --seed {seed} repeats it)", r.walked, r.pairs),
+        None => format!("{} host pairs walked (every pair)", r.walked),
+    };
+    let mut out = format!(
+        "Routes: {walked} through {} switch forwarding tables ({} SMPs); longest route {} switches, {}-tier tree\n",
+        r.switches_with_tables, r.mads, r.longest_route, r.depth
+    );
+    for leaf in &r.uplinks {
+        let loads: Vec<String> = leaf.ports.iter().map(|p| format!("{}:{}", p.port, p.destinations)).collect();
+        let _ = writeln!(out, "  uplinks of {}: {} (port:destinations)", leaf.leaf, loads.join(" "));
+    }
+    out
 }

@@ -18,7 +18,7 @@ pub struct FabricWindow {
 type Field = (&'static str, u64, fn(&mut Counters) -> &mut u64);
 
 /// The error counters and their maxima (IBTA vol. 1 16.1.3.5 PortCounters widths).
-const FIELDS: [Field; 12] = [
+const FIELDS: [Field; 13] = [
     ("SymbolErrorCounter", 0xffff, |c| &mut c.symbol_error),
     ("LinkErrorRecoveryCounter", 0xff, |c| &mut c.link_error_recovery),
     ("LinkDownedCounter", 0xff, |c| &mut c.link_downed),
@@ -31,6 +31,8 @@ const FIELDS: [Field; 12] = [
     ("LocalLinkIntegrityErrors", 0xf, |c| &mut c.local_link_integrity_errors),
     ("ExcessiveBufferOverrunErrors", 0xf, |c| &mut c.excessive_buffer_overrun_errors),
     ("VL15Dropped", 0xffff, |c| &mut c.vl15_dropped),
+    // 32 bits in PortCounters (64 in PortCountersExtended, which is taken when answered).
+    ("PortXmitWait", 0xffff_ffff, |c| &mut c.xmit_wait),
 ];
 
 /// Leaves in `end` the counters' rise over the window.
@@ -48,7 +50,9 @@ pub fn window(start: &Fabric, end: &mut Fabric, seconds: f64, interrupted: bool)
             };
             for (name, max, field) in FIELDS {
                 let (b, a) = (*field(&mut before), *field(after));
-                let said = if a >= max {
+                // A fixed-width counter at its all-ones value has saturated (a 64-bit
+                // PortXmitWait from PortCountersExtended passes 32 bits and is not).
+                let said = if a == max {
                     Some(format!("{name} sits at its maximum ({a})"))
                 } else if a < b {
                     Some(format!("{name} went down ({b} to {a}: cleared)"))

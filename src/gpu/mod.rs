@@ -3,6 +3,8 @@
 //! `topology` places GPUs against NICs; the rules that judge them are in
 //! `diagnose::gpu_rules`. See docs/gpu.md.
 
+pub mod choice;
 pub mod config;
 pub mod pci;
+pub mod rails;
 pub mod topology;

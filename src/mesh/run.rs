@@ -413,9 +413,18 @@ fn run_round(
     let mut out = Vec::new();
     let mut jobs = Vec::new();
     let mut pairs = Vec::new();
+    let slots = cpu_slots(run, agents);
     for &(a, b) in round {
         if agents[a].reached && agents[b].reached {
-            let targets = [a, b].map(|i| pair::target(&run.specs[i], run.gid_index, None, run.conditions));
+            let targets = [a, b].map(|i| {
+                let mut target = pair::target(&run.specs[i], run.gid_index, None, run.conditions);
+                // Each agent pins its loop near its adapter, agents of one host on distinct
+                // CPUs (issue #28 item 4); a CPU named in the conditions wins.
+                if target.conditions.cpu.is_none() {
+                    target.cpu_slot = Some(slots[i]);
+                }
+                target
+            });
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
             jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
@@ -456,6 +465,14 @@ fn run_round(
         out.push((record, measure));
     }
     Ok(out)
+}
+
+/// Each endpoint's CPU slot: its rank among the endpoints on its host (the host its agent
+/// reported, else the one it was given as), from the one CPU allocator's `host_slots`.
+fn cpu_slots(run: &MeshConfig, agents: &[Agent]) -> Vec<u8> {
+    let hosts: Vec<String> = agents.iter().zip(&run.specs).map(|(a, spec)| a.host.clone().unwrap_or_else(|| spec.host.to_string())).collect();
+    // The agent wraps a slot around its pool: a saturated slot still lands on a CPU.
+    crate::sys::cpu_plan::host_slots(&hosts).into_iter().map(|s| u8::try_from(s).unwrap_or(u8::MAX)).collect()
 }
 
 /// A finished pair's record and headline figures.

@@ -6,9 +6,12 @@
 
 pub mod device;
 mod invalid;
+pub mod memory;
+pub mod rails;
 
 pub use device::{parse_device_port, valid_device_name};
 pub use invalid::SpecError;
+pub use memory::{GpuUse, MemChoice, MemPath};
 
 pub use crate::probe::decode::LinkLayer;
 use serde::{Deserialize, Serialize};
@@ -205,6 +208,10 @@ pub struct Endpoint {
     /// The conditions this side set up (what the agent applied, not just what was asked).
     #[serde(default, skip_serializing_if = "Conditions::is_default")]
     pub conditions: Conditions,
+    /// The GPU the buffers live on (`--mem cuda...`); `None`: host memory. Boxed: most
+    /// endpoints have none, and protocol messages stay small.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<Box<GpuUse>>,
 }
 
 /// Result of one side's run of a test: raw enough for the controller to summarise.
@@ -263,6 +270,9 @@ pub struct Conditions {
     /// agent pinned its loop to in an endpoint. `None` in both: not pinned.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cpu: Option<u16>,
+    /// Where the buffers live (`--mem`); in an endpoint, `cuda:auto` resolved to its ordinal.
+    #[serde(default, skip_serializing_if = "MemChoice::is_host")]
+    pub mem: MemChoice,
 }
 
 impl Conditions {
@@ -347,6 +357,7 @@ mod tests {
             pcie_gbps: None,
             trained_low: None,
             conditions: Default::default(),
+            gpu: None,
         }
     }
 

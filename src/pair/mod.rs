@@ -8,6 +8,7 @@
 
 pub mod plan;
 pub mod plot;
+pub mod rails;
 pub mod report;
 pub mod sequence;
 pub mod verdict;
@@ -50,6 +51,8 @@ pub struct PairConfig {
     pub csv: Option<PathBuf>,
     /// `--svg FILE`: size against bandwidth and latency.
     pub svg: Option<PathBuf>,
+    /// `--rails`: every rail of both nodes at once.
+    pub rails: Option<rails::RailsConfig>,
 }
 
 /// `pair --cpu`: which CPU each end's measured loop is pinned to.
@@ -93,6 +96,9 @@ impl CpuChoice {
 
 /// Runs the pair, telling `progress` of each test as it finishes.
 pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
+    if let Some(rails_config) = config.rails.clone() {
+        return rails::run(config, &rails_config, progress);
+    }
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
@@ -123,12 +129,34 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let Some((ea, eb)) = done.endpoints else {
         return Err(Failure::new("no test reached its endpoints", "see the errors above"));
     };
+    gpu_memory_used(config.conditions.mem, [&ea, &eb])?;
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
-    let (verdict, findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
+    if let Some(message) = plan::duration_note(&config.plan) {
+        findings.push(crate::diagnose::Finding {
+            id: "pair.duration".into(),
+            severity: crate::diagnose::Severity::Info,
+            subject: format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device),
+            message,
+            remedy: "give --iters to run every test by count, or leave send_bw out of --tests".into(),
+        });
+    }
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
     let capacity_gbps = verdict::capacity(&a, &b).map(|c| c.gbps);
-    let doc = PairDoc { schema: report::SCHEMA.into(), verdict, a, b, results, findings, relaxed_ordering, capacity_gbps };
+    let doc = PairDoc {
+        schema: report::SCHEMA.into(),
+        verdict,
+        a,
+        b,
+        results,
+        findings,
+        relaxed_ordering,
+        capacity_gbps,
+        rails: Vec::new(),
+        aggregate: Vec::new(),
+    };
     // The side files are written after the results (by the command), so one that cannot be
     // written loses nothing else.
     let mut side_files = Vec::new();
@@ -243,6 +271,31 @@ pub(crate) fn target(spec: &EndpointSpec, gid_index: Option<u8>, cm: Option<CmRo
     Target { device: spec.device.clone(), port: spec.port.map(|p| p as u8), gid_index, cm, conditions, cpu_slot: None }
 }
 
+/// `--mem cuda` asked, but an agent answered without a GPU: a fabcheck before 0.3 ignores the
+/// field and would measure host memory under a GPU run's name.
+pub(crate) fn gpu_memory_used(asked: crate::model::MemChoice, ends: [&Endpoint; 2]) -> Result<(), Failure> {
+    match ends.iter().find(|e| !asked.is_host() && e.gpu.is_none()) {
+        Some(e) => Err(Failure::new(
+            format!("{}: --mem {asked} was asked, but its agent put the buffers in host memory (a fabcheck older than 0.3 ignores --mem)", e.host),
+            "install the same fabcheck version on every node",
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `--mem cuda`: a side whose GPU is not near its NIC (PHB and beyond, or unknown) is a
+/// `gpu.affinity` warning, as `check` says it.
+pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::diagnose::Finding> {
+    let gpu = e.gpu.as_ref()?;
+    Some(crate::diagnose::Finding {
+        id: "gpu.affinity".into(),
+        severity: crate::diagnose::Severity::Warning,
+        subject: format!("{}/{}", e.host, e.device),
+        message: gpu.affinity.clone()?,
+        remedy: "use --mem cuda:auto, or pair each NIC with a GPU on its PCIe switch (`nvidia-smi topo -m`: PIX or PXB)".into(),
+    })
+}
+
 pub(crate) fn side(e: &Endpoint) -> Side {
     Side {
         host: e.host.clone(),
@@ -259,6 +312,13 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         cpu: e.conditions.cpu,
         pcie_gbps: e.pcie_gbps,
         trained_low: e.trained_low.clone(),
+        mem: e.conditions.mem,
+        mem_path: match (&e.gpu, e.conditions.mem.is_host()) {
+            (Some(g), _) => Some(g.path),
+            (None, true) => None,
+            (None, false) => Some(crate::model::MemPath::Host),
+        },
+        gpu: e.gpu.as_ref().map(|g| g.pci.clone()),
     }
 }
 
@@ -338,5 +398,60 @@ mod tests {
         let t: Target = serde_json::from_str(r#"{"device":null,"port":null,"gid_index":null}"#).unwrap();
         assert_eq!((t.conditions.cpu, t.cpu_slot), (None, None));
         assert_eq!(serde_json::to_string(&Conditions::default()).unwrap(), "{}");
+    }
+
+    /// An endpoint as an agent sends it, with `extra` fields merged in.
+    fn endpoint(extra: serde_json::Value) -> Endpoint {
+        let mut v = serde_json::json!({
+            "host": "n1", "device": "mlx5_0", "port": 1, "lid": 0, "gid_index": null, "gid": null, "qpns": [1], "psn": 1,
+            "addr": 4096, "rkey": 1, "len": 64, "mtu": 4096, "link_layer": "InfiniBand", "rate_gbps": 400.0, "ca_type": "MT4129",
+            "max_rd_atomic": 16
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_gpu_side_says_its_memory_and_a_host_side_is_as_before() {
+        let host = side(&endpoint(serde_json::json!({})));
+        let json = serde_json::to_value(&host).unwrap();
+        assert!(json.get("mem").is_none() && json.get("mem_path").is_none() && json.get("gpu").is_none(), "host JSON unchanged: {json}");
+        assert_eq!(gpu_affinity(&endpoint(serde_json::json!({}))), None);
+
+        let gpu = endpoint(serde_json::json!({
+            "conditions": {"mem": "cuda:3"},
+            "gpu": {"ordinal": 3, "pci": "0000:61:00.0", "path": "dmabuf", "relation": "SYS", "affinity": "GPU 0000:61:00.0 (cuda:3) is SYS from mlx5_0"}
+        }));
+        let s = side(&gpu);
+        let json = serde_json::to_value(&s).unwrap();
+        assert_eq!(
+            (&json["mem"], &json["mem_path"], &json["gpu"]),
+            (&serde_json::json!("cuda:3"), &serde_json::json!("dmabuf"), &serde_json::json!("0000:61:00.0"))
+        );
+        let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
+        assert_eq!(
+            (finding.id.as_str(), finding.severity, finding.subject.as_str()),
+            ("gpu.affinity", crate::diagnose::Severity::Warning, "n1/mlx5_0")
+        );
+        let doc = report::PairDoc {
+            schema: report::SCHEMA.into(),
+            verdict: crate::diagnose::Verdict::Pass,
+            a: s.clone(),
+            b: host,
+            results: Vec::new(),
+            findings: Vec::new(),
+            relaxed_ordering: true,
+            capacity_gbps: None,
+            rails: Vec::new(),
+            aggregate: Vec::new(),
+        };
+        let human = report::human(&doc, false);
+        assert!(human.contains("   memory cuda:3 (dmabuf, GPU 0000:61:00.0)"), "{human}");
+        assert_eq!(human.matches("memory ").count(), 1, "the host side says nothing new: {human}");
+        assert!(gpu_memory_used(crate::model::MemChoice::CudaAuto, [&gpu, &gpu]).is_ok());
+        let old_agent = endpoint(serde_json::json!({}));
+        let refused = gpu_memory_used(crate::model::MemChoice::CudaAuto, [&gpu, &old_agent]).unwrap_err();
+        assert!(refused.cause.contains("n1: --mem cuda:auto was asked, but its agent put the buffers in host memory"), "{}", refused.cause);
+        assert!(gpu_memory_used(crate::model::MemChoice::Host, [&old_agent, &old_agent]).is_ok());
     }
 }

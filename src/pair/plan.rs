@@ -86,7 +86,42 @@ pub const SWEEP_MAX: u32 = 8 << 20;
 
 /// Sizes of a sweep: 2 B to 8 MiB in powers of two.
 pub fn sweep_sizes() -> Vec<u32> {
-    (1..=23).map(|p| 1u32 << p).collect()
+    sweep_up_to(SWEEP_MAX)
+}
+
+/// Sizes of a sweep up to `max` (perftest's `-a -s MAX`): the powers of two from 2 B below it,
+/// then `max` itself.
+pub fn sweep_up_to(max: u32) -> Vec<u32> {
+    let mut sizes: Vec<u32> = (1..32).map(|p| 1u32 << p).take_while(|&s| s < max).collect();
+    sizes.push(max);
+    sizes
+}
+
+/// Bidirectional `send_bw` runs by count even in duration mode: each side's receives must match
+/// the other's sends, and a duration stops the two senders at different counts (the unmatched
+/// ones would be retried as RNR until the run timed out).
+fn by_count_in_duration_mode(test: TestKind, direction: Direction) -> bool {
+    test == TestKind::SendBw && direction == Direction::Bidi
+}
+
+/// What `--duration` did not apply to, said as an info finding (`pair.duration`): the tests of
+/// the plan that ran by count while the others ran for the duration.
+pub fn duration_note(plan: &[PlannedTest]) -> Option<String> {
+    let timed = plan.iter().any(|t| t.spec.duration_ms.is_some());
+    let mut by_count: Vec<String> = Vec::new();
+    for t in plan.iter().filter(|t| t.spec.duration_ms.is_none()) {
+        let name = format!("{} {}", t.spec.test.name(), t.direction);
+        if !by_count.contains(&name) {
+            by_count.push(name);
+        }
+    }
+    (timed && !by_count.is_empty()).then(|| {
+        format!(
+            "{} ran by count ({} iterations), not for --duration: its receives must match the other side's sends",
+            by_count.join(", "),
+            plan.iter().find(|t| t.spec.duration_ms.is_none()).map_or(0, |t| t.spec.iters)
+        )
+    })
 }
 
 pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
@@ -96,7 +131,8 @@ pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
     let mut out = Vec::new();
     for &test in &input.tests {
         let sizes = match (input.size, input.sweep) {
-            (Some(_), true) => return Err("--size and --sweep contradict each other: give one".into()),
+            (Some(max), true) if max < 2 => return Err(format!("--sweep up to --size {max}: give at least 2 bytes")),
+            (Some(max), true) => sweep_up_to(max),
             (Some(size), false) => vec![size],
             (None, true) => sweep_sizes(),
             (None, false) => vec![if test.is_latency() { LAT_SIZE } else { BW_SIZE }],
@@ -112,10 +148,11 @@ pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
                     // A ping-pong is already both ways.
                     continue;
                 }
-                if test == TestKind::SendBw && direction == Direction::Bidi && input.duration_ms.is_some() {
-                    return Err("bidirectional send_bw needs --iters (a duration leaves receives unmatched)".into());
+                let mut spec = spec(test, size, input);
+                if by_count_in_duration_mode(test, direction) {
+                    spec.duration_ms = None;
                 }
-                out.push(PlannedTest { direction, spec: spec(test, size, input) });
+                out.push(PlannedTest { direction, spec });
             }
         }
     }
@@ -214,7 +251,13 @@ mod tests {
         assert_eq!(plan.len(), 23);
         assert_eq!(plan.last().unwrap().spec.size, SWEEP_MAX);
         assert!(plan.last().unwrap().spec.iters >= 200);
+        // perftest's -a -s MAX: the sweep stops at MAX.
         i.size = Some(64);
+        let sizes: Vec<u32> = build(&i).unwrap().iter().map(|t| t.spec.size).collect();
+        assert_eq!(sizes, [2, 4, 8, 16, 32, 64]);
+        i.size = Some(100);
+        assert_eq!(build(&i).unwrap().last().unwrap().spec.size, 100);
+        i.size = Some(1);
         assert!(build(&i).is_err());
         let mut z = input();
         z.size = Some(0);
@@ -222,10 +265,24 @@ mod tests {
         let mut q = input();
         q.qps = 0;
         assert!(build(&q).is_err());
+    }
+
+    /// `pair A B -D 5s` with the default tests: every test runs for the duration but
+    /// bidirectional send_bw, which runs by count and is said.
+    #[test]
+    fn duration_mode_runs_every_default_test() {
         let mut d = input();
-        d.duration_ms = Some(1000);
-        d.tests = vec![TestKind::SendBw];
-        assert!(build(&d).is_err());
+        d.duration_ms = Some(5000);
+        let plan = build(&d).expect("-D 5s with the default tests is a plan");
+        assert_eq!(plan.len(), 3 + 9);
+        let by_count: Vec<_> = plan.iter().filter(|t| t.spec.duration_ms.is_none()).map(|t| (t.spec.test, t.direction)).collect();
+        assert_eq!(by_count, [(TestKind::SendBw, Direction::Bidi)]);
+        assert!(plan.iter().filter(|t| t.spec.duration_ms.is_some()).all(|t| t.spec.duration_ms == Some(5000)));
+        let note = duration_note(&plan).expect("said");
+        assert!(note.starts_with("send_bw bidi ran by count (5000 iterations)"), "{note}");
+        assert_eq!(duration_note(&build(&input()).unwrap()), None, "nothing to say without --duration");
+        d.tests = vec![TestKind::WriteBw];
+        assert_eq!(duration_note(&build(&d).unwrap()), None, "nothing ran by count");
     }
 
     #[test]

@@ -4,8 +4,11 @@
 //! for bandwidth tests and the latency ones for latency tests. The SVG is written by hand (no
 //! plotting crate): message size on a log2 axis, bandwidth in Gb/s on a linear one with the
 //! capacity and the pass line drawn across, and, when latency ran, a second panel of p50 and
-//! p99 latency on a log10 axis. Series differ by colour (Okabe-Ito, safe for colour-blind
-//! readers) and by marker shape, so no reading depends on colour alone.
+//! p99 latency on a log10 axis. Series differ by colour (Paul Tol's "muted" palette: nine
+//! colours, safe for colour-blind readers, one per series of a full plan: 3 tests x 3
+//! directions) and by marker shape, so no reading depends on colour alone. A plot with
+//! bidirectional tests also draws their capacity (twice the link: both directions at once), and
+//! every reference line's label goes where the data's lines are not.
 
 use super::report::{PairDoc, TestResult};
 use crate::diagnose::Verdict;
@@ -57,8 +60,57 @@ pub fn csv(results: &[TestResult]) -> String {
     out
 }
 
-/// Okabe-Ito: distinguishable with any of the common colour-vision deficiencies.
-const COLOURS: [&str; 7] = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"];
+/// Paul Tol's "muted" scheme: nine colours distinguishable with any of the common colour-vision
+/// deficiencies (Okabe-Ito's eight, less a yellow unreadable on white, left two full plans'
+/// nine bandwidth series sharing colours).
+const COLOURS: [&str; 9] = ["#332288", "#CC6677", "#117733", "#88CCEE", "#882255", "#44AA99", "#999933", "#AA4499", "#DDCC77"];
+
+/// A box on the plot, in pixels.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Rect {
+    x0: f64,
+    y0: f64,
+    x1: f64,
+    y1: f64,
+}
+
+impl Rect {
+    fn holds(&self, (x, y): (f64, f64)) -> bool {
+        (self.x0 - 2.0..=self.x1 + 2.0).contains(&x) && (self.y0 - 2.0..=self.y1 + 2.0).contains(&y)
+    }
+
+    fn overlaps(&self, o: &Rect) -> bool {
+        self.x0 < o.x1 && o.x0 < self.x1 && self.y0 < o.y1 && o.y0 < self.y1
+    }
+}
+
+/// Where a reference line's label goes: at the left or the right end of the line, above or
+/// below it, the first spot that no data line crosses and no label placed before covers
+/// (left-above, right-above, left-below, right-below); the least crowded when none is free.
+/// `lines` are the series in pixels; `panel` is (top, bottom), which a label stays within.
+fn label_spot(line_y: f64, width: f64, lines: &[Vec<(f64, f64)>], taken: &[Rect], panel: (f64, f64)) -> (Rect, bool) {
+    let mut samples: Vec<(f64, f64)> = Vec::new();
+    for line in lines {
+        samples.extend(line.iter().copied());
+        for w in line.windows(2) {
+            let ((xa, ya), (xb, yb)) = (w[0], w[1]);
+            samples.extend((1..16).map(|i| {
+                let t = f64::from(i) / 16.0;
+                (xa + (xb - xa) * t, ya + (yb - ya) * t)
+            }));
+        }
+    }
+    let spots = [(true, true), (false, true), (true, false), (false, false)].map(|(left, above)| {
+        let (x0, x1) = if left { (LEFT + 4.0, LEFT + 4.0 + width) } else { (LEFT + PLOT_W - 4.0 - width, LEFT + PLOT_W - 4.0) };
+        let (y0, y1) = if above { (line_y - 15.0, line_y - 2.0) } else { (line_y + 2.0, line_y + 15.0) };
+        let rect = Rect { x0, y0, x1, y1 };
+        let outside = usize::from(y0 < panel.0 || y1 > panel.1) * 1000;
+        let crowd = samples.iter().filter(|p| rect.holds(**p)).count() + 100 * taken.iter().filter(|t| t.overlaps(&rect)).count() + outside;
+        (rect, left, crowd)
+    });
+    let best = spots.iter().min_by_key(|s| s.2).expect("four spots");
+    (best.0, best.1)
+}
 
 /// `2`, `512`, `1K`, `64K`, `8M`: a size as an axis label.
 pub fn size_label(size: u64) -> String {
@@ -77,13 +129,25 @@ fn nice_step(max: f64, ticks: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
 }
 
-/// A marker of shape `k` (circle, square, triangle, diamond, ...) at (x, y).
+/// A marker of shape `k` (circle, square, triangle, diamond, triangle down, cross) at (x, y).
 fn marker(k: usize, x: f64, y: f64, colour: &str) -> String {
-    match k % 4 {
+    match k % 6 {
         0 => format!(r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{colour}"/>"#),
         1 => format!(r#"<rect x="{:.1}" y="{:.1}" width="7" height="7" fill="{colour}"/>"#, x - 3.5, y - 3.5),
         2 => format!(r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{colour}"/>"#, y - 4.5, x + 4.5, y + 3.5, x - 4.5, y + 3.5),
-        _ => format!(r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{colour}"/>"#, y - 4.5, x + 4.5, y + 4.5, x - 4.5),
+        3 => format!(r#"<path d="M{x:.1},{:.1} L{:.1},{y:.1} L{x:.1},{:.1} L{:.1},{y:.1} Z" fill="{colour}"/>"#, y - 4.5, x + 4.5, y + 4.5, x - 4.5),
+        4 => format!(r#"<path d="M{x:.1},{:.1} L{:.1},{:.1} L{:.1},{:.1} Z" fill="{colour}"/>"#, y + 4.5, x + 4.5, y - 3.5, x - 4.5, y - 3.5),
+        _ => format!(
+            r#"<path d="M{:.1},{:.1} L{:.1},{:.1} M{:.1},{:.1} L{:.1},{:.1}" stroke="{colour}" stroke-width="2"/>"#,
+            x - 4.0,
+            y - 4.0,
+            x + 4.0,
+            y + 4.0,
+            x - 4.0,
+            y + 4.0,
+            x + 4.0,
+            y - 4.0
+        ),
     }
 }
 
@@ -183,6 +247,20 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
     }
 
     let capacity = doc.capacity_gbps.filter(|c| c.is_finite() && *c > 0.0);
+    // The lines across the bandwidth panel: the capacity and the pass line, and for
+    // bidirectional tests (judged against both directions at once) twice the capacity and its
+    // pass line.
+    let bidi = bw.iter().any(|s| s.name.ends_with(" bidi"));
+    let mut references: Vec<(f64, String, &str, &str)> = Vec::new();
+    if let Some(c) = capacity {
+        let pct = 100.0 * pass_fraction;
+        references.push((c, format!("capacity {}", units::sig3(c)), "8 4", "capacity"));
+        references.push((c * pass_fraction, format!("pass {pct:.0}%"), "2 3", "pass"));
+        if bidi {
+            references.push((2.0 * c, format!("bidi capacity {}", units::sig3(2.0 * c)), "8 4", "capacity-bidi"));
+            references.push((2.0 * c * pass_fraction, format!("bidi pass {pct:.0}%"), "2 3", "pass-bidi"));
+        }
+    }
     let title = format!("fabcheck pair {}/{} <-> {}/{}", doc.a.host, doc.a.device, doc.b.host, doc.b.device);
     let mut panels = Vec::new();
     let mut y = 64.0;
@@ -219,7 +297,7 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
         let bottom = p.top + p.height;
         // Y scale: bandwidth linear from 0, latency log10 over whole decades.
         let (axis, ticks, unit) = if *kind == "bw" {
-            let max = bw.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(capacity).fold(0.0f64, f64::max).max(1e-3);
+            let max = bw.iter().flat_map(|s| s.points.iter().map(|p| p.1)).chain(references.iter().map(|r| r.0)).fold(0.0f64, f64::max).max(1e-3);
             let step = nice_step(max * 1.05, 5.0);
             let hi = (max * 1.05 / step).ceil() * step;
             let ticks: Vec<(f64, String)> = (0..=((hi / step).round() as usize)).map(|i| (i as f64 * step, units::sig3(i as f64 * step))).collect();
@@ -264,20 +342,20 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
         );
         let series = if *kind == "bw" { &bw } else { &lat };
         if *kind == "bw" {
-            if let Some(c) = capacity {
-                for (v, label, dash) in
-                    [(c, format!("capacity {}", units::sig3(c)), "8 4"), (c * pass_fraction, format!("pass {:.0}%", 100.0 * pass_fraction), "2 3")]
-                {
-                    let yy = y_of(v);
-                    let _ = write!(
-                        out,
-                        r##"<line class="{}" x1="{LEFT}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#222" stroke-dasharray="{dash}"/><text x="{:.1}" y="{:.1}" text-anchor="end" fill="#222">{label}</text>"##,
-                        if dash == "8 4" { "capacity" } else { "pass" },
-                        LEFT + PLOT_W,
-                        LEFT + PLOT_W - 4.0,
-                        yy - 4.0
-                    );
-                }
+            let lines: Vec<Vec<(f64, f64)>> = series.iter().map(|s| s.points.iter().map(|(size, v, _)| (x_of(*size), y_of(*v))).collect()).collect();
+            let mut taken: Vec<Rect> = Vec::new();
+            for (v, label, dash, class) in &references {
+                let yy = y_of(*v);
+                let width = 6.8 * label.chars().count() as f64;
+                let (spot, left) = label_spot(yy, width, &lines, &taken, (p.top, bottom));
+                taken.push(spot);
+                let (x, anchor) = if left { (spot.x0, "start") } else { (spot.x1, "end") };
+                let _ = write!(
+                    out,
+                    r##"<line class="{class}" x1="{LEFT}" x2="{:.1}" y1="{yy:.1}" y2="{yy:.1}" stroke="#222" stroke-dasharray="{dash}"/><text class="label-{class}" x="{x:.1}" y="{:.1}" text-anchor="{anchor}" fill="#222">{label}</text>"##,
+                    LEFT + PLOT_W,
+                    spot.y1 - 2.0
+                );
             }
         }
         // The series, then the legend at the right.
@@ -358,6 +436,8 @@ mod tests {
             findings: Vec::new(),
             relaxed_ordering: true,
             capacity_gbps: Some(200.0),
+            rails: Vec::new(),
+            aggregate: Vec::new(),
         }
     }
 
@@ -392,6 +472,56 @@ mod tests {
         assert!(text.contains("8M</text>") && text.contains(">2</text>"));
         assert!(text.contains("✕ write_bw b-&gt;a 2 B failed: retry &lt;exceeded&gt; &amp; &quot;gone&quot;"));
         assert!(text.contains("message size (bytes, log2 scale)"));
+    }
+
+    /// Issue #35 item 9: on a healthy sweep the data runs just under the capacity at the right,
+    /// where the pass label sat; every label now sits where no line crosses it.
+    #[test]
+    fn reference_labels_sit_where_the_data_is_not() {
+        let text = svg(&sweep(), 0.9);
+        let doc = roxmltree::Document::parse(&text).unwrap();
+        let pass = doc.descendants().find(|n| n.attribute("class") == Some("label-pass")).expect("the pass label");
+        assert_eq!(pass.attribute("text-anchor"), Some("start"), "moved to the left end, away from the 190 Gb/s at 8M");
+        // A line right across the top-right spot and one across the top-left: the label goes below.
+        let lines = vec![vec![(LEFT, 95.0), (LEFT + PLOT_W, 95.0)]];
+        let (spot, _) = label_spot(100.0, 60.0, &lines, &[], (64.0, 344.0));
+        assert!(spot.y0 > 100.0, "below the line: {spot:?}");
+        let (free, left) = label_spot(100.0, 60.0, &[vec![(LEFT, 300.0), (LEFT + PLOT_W, 90.0)]], &[], (64.0, 344.0));
+        assert!(left && free.y1 < 100.0, "left-above is free of a line that rises to the right: {free:?}");
+        // A spot taken by another label is avoided.
+        let (next, next_left) = label_spot(100.0, 60.0, &[], &[free], (64.0, 344.0));
+        assert!(!(next_left && next.y1 < 100.0), "{next:?}");
+    }
+
+    /// A full plan's nine bandwidth series each get a colour of their own, and bidirectional
+    /// tests get their capacity line (twice the link).
+    #[test]
+    fn nine_series_nine_colours_and_the_bidi_capacity() {
+        let mut doc = sweep();
+        doc.results.clear();
+        for test in [TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw] {
+            for direction in [Direction::AtoB, Direction::BtoA, Direction::Bidi] {
+                let scale = if direction == Direction::Bidi { 2.0 } else { 1.0 };
+                for p in [10u32, 16, 23] {
+                    doc.results.push(result(test, direction, 1 << p, Some(scale * 8.0 * f64::from(p)), None));
+                }
+            }
+        }
+        let text = svg(&doc, 0.9);
+        let xml = roxmltree::Document::parse(&text).unwrap();
+        let colours: std::collections::BTreeSet<&str> = xml
+            .descendants()
+            .filter(|n| n.attribute("class") == Some("series"))
+            .filter_map(|g| g.descendants().find(|n| n.has_tag_name("polyline")).and_then(|l| l.attribute("stroke")))
+            .collect();
+        assert_eq!(colours.len(), 9, "{colours:?}");
+        let bidi = xml.descendants().find(|n| n.attribute("class") == Some("capacity-bidi")).expect("a bidi capacity line");
+        let cap = xml.descendants().find(|n| n.attribute("class") == Some("capacity")).unwrap();
+        let y = |n: roxmltree::Node| n.attribute("y1").unwrap().parse::<f64>().unwrap();
+        assert!(y(bidi) < y(cap), "the bidi capacity (400) is drawn above the link's (200)");
+        assert!(text.contains(">bidi capacity 400</text>") && text.contains("label-pass-bidi"));
+        // Without bidirectional tests, no bidi line.
+        assert!(!svg(&sweep(), 0.9).contains("capacity-bidi"));
     }
 
     #[test]

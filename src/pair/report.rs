@@ -1,7 +1,7 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
 use crate::diagnose::{gbps, Finding, Verdict};
-use crate::model::{LinkLayer, TestKind};
+use crate::model::{LinkLayer, MemChoice, MemPath, TestKind};
 use crate::pair::plan::Direction;
 use crate::perf::summary::LatencySummary;
 use crate::units;
@@ -38,6 +38,15 @@ pub struct Side {
     /// How this end's link runs below what it supports, if it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trained_low: Option<String>,
+    /// Where this end's buffers lived (`--mem`; absent: host memory, as before 0.3).
+    #[serde(default, skip_serializing_if = "MemChoice::is_host")]
+    pub mem: MemChoice,
+    /// How they were registered: `dmabuf`, `peermem` (GPU memory) or `host`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_path: Option<MemPath>,
+    /// The GPU's PCI address, with `--mem cuda`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<String>,
 }
 
 /// A 200 Gb/s InfiniBand end (mlx5_0 port 1, MTU 4096, nothing optional set), for tests to
@@ -59,6 +68,9 @@ pub(crate) fn test_side() -> Side {
         cpu: None,
         pcie_gbps: None,
         trained_low: None,
+        mem: MemChoice::Host,
+        mem_path: None,
+        gpu: None,
     }
 }
 
@@ -101,6 +113,13 @@ pub struct PairDoc {
     /// What bandwidth was judged against, Gb/s, and what set it (`link` or `pcie`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_gbps: Option<f64>,
+    /// `--rails`: each rail's sides and results (the top-level `results` is then empty and
+    /// `a`/`b` are rail 0's sides). Absent without `--rails`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rails: Vec<super::rails::doc::RailRecord>,
+    /// `--rails`: the node total per bandwidth test.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aggregate: Vec<super::rails::doc::Aggregate>,
 }
 
 /// Serde: latency figures to three decimals in the document.
@@ -115,6 +134,9 @@ fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -
 /// verdict.
 pub fn human(doc: &PairDoc, quiet: bool) -> String {
     let mut out = String::new();
+    if !doc.rails.is_empty() {
+        return rails_human(doc, quiet);
+    }
     for (name, s) in [("A", &doc.a), ("B", &doc.b)].into_iter().filter(|_| !quiet) {
         let _ = writeln!(
             out,
@@ -129,6 +151,15 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
             s.mtu.map_or("?".into(), |m| m.to_string()),
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
+        if !s.mem.is_host() {
+            let path = s.mem_path.map_or("?", |p| p.name());
+            let _ = writeln!(
+                out,
+                "   memory {} ({path}{})",
+                s.mem,
+                s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::report::one_line(g)))
+            );
+        }
     }
     let shown: Vec<&TestResult> = doc.results.iter().filter(|r| !quiet || r.error.is_some()).collect();
     if !shown.is_empty() {
@@ -171,6 +202,32 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
+    out
+}
+
+/// `pair --rails`: the rail table, the findings, the verdict.
+fn rails_human(doc: &PairDoc, quiet: bool) -> String {
+    let bad: Vec<usize> = doc
+        .rails
+        .iter()
+        .filter(|r| {
+            let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
+            doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Error && f.subject == subject)
+        })
+        .map(|r| r.rail)
+        .collect();
+    let mut out = super::rails::doc::table(&doc.rails, &doc.aggregate, &bad, quiet);
+    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::diagnose::Severity::Info).collect();
+    if !findings.is_empty() {
+        let _ = writeln!(out);
+    }
+    for f in findings {
+        let _ = writeln!(out, "{:<7} {:<22} {}", format!("{:?}", f.severity).to_uppercase(), f.id, crate::report::one_line(&f.message));
+        let _ = writeln!(out, "        what to do: {}", f.remedy);
+    }
+    let _ = writeln!(out);
+    let verdict = if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" };
+    let _ = writeln!(out, "{verdict} ({})", super::rails::doc::summary(doc.rails.len(), &bad, doc.verdict));
     out
 }
 

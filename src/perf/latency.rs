@@ -90,11 +90,22 @@ macro_rules! wait_one {
     }};
 }
 
+/// What carries a ping-pong: a send, or (write latency on GPU memory, see
+/// [`super::memory::polls_completion`]) an RDMA write with immediate into the peer's buffer,
+/// whose receive completion the peer waits on as it would on a send's.
+fn ping_op(s: &Session) -> Result<(SendOp, Option<RemoteBuffer>), PerfError> {
+    match s.spec.test {
+        TestKind::WriteLat => Ok((SendOp::WriteImm, Some(remote(s)?))),
+        _ => Ok((SendOp::Send, None)),
+    }
+}
+
 pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
     let mut plan = plan(s);
-    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline)?;
+    let (op, to) = ping_op(s)?;
+    let mut send = SendList::new(1, op, &s.mr, size as usize, size, to, s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
@@ -120,14 +131,15 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
             return Err(PerfError::Aborted);
         }
     }
-    Ok(finish(TestKind::SendLat, plan, &clock))
+    Ok(finish(s.spec.test, plan, &clock))
 }
 
 pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
     let total = if s.spec.duration_ms.is_some() { u64::MAX } else { s.spec.warmup + s.spec.iters };
-    let mut send = SendList::new(1, SendOp::Send, &s.mr, size as usize, size, None, s.inline)?;
+    let (op, to) = ping_op(s)?;
+    let mut send = SendList::new(1, op, &s.mr, size as usize, size, to, s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);

@@ -10,6 +10,7 @@ pub mod clock;
 pub mod counters;
 pub mod gid;
 pub mod latency;
+pub mod memory;
 pub mod session;
 pub mod summary;
 
@@ -105,6 +106,14 @@ pub enum PerfError {
     Cpu { why: String, allowed: String },
     #[error("aborted")]
     Aborted,
+    /// `--mem cuda`: the CUDA driver cannot be loaded or used.
+    #[error("--mem cuda: {0}")]
+    NoCuda(VerbsError),
+    #[error("--mem cuda: {0}")]
+    GpuChoice(crate::gpu::choice::ChoiceError),
+    /// Registering GPU memory failed; `causes` are the node's GPU findings that explain it.
+    #[error("registering GPU memory of {gpu} failed: {source}")]
+    GpuRegistration { source: VerbsError, gpu: String, causes: Vec<crate::gpu::choice::Cause> },
 }
 
 impl PerfError {
@@ -134,6 +143,13 @@ impl PerfError {
             }
             PerfError::Cpu { allowed, .. } => format!("name CPUs this node lets fabcheck use ({allowed}) in --cpu A,B, or give --cpu none"),
             PerfError::Aborted => "the run was interrupted".into(),
+            PerfError::NoCuda(VerbsError::CudaLibrary { .. }) => fabcheck_verbs::CUDA_INSTALL_HINT.into(),
+            PerfError::NoCuda(_) => "check the GPU with `nvidia-smi` (driver loaded, GPU visible to this user, CUDA_VISIBLE_DEVICES), or run with --mem host".into(),
+            PerfError::GpuChoice(_) => "name a GPU `nvidia-smi -L` lists (--mem cuda:N), or use --mem cuda:auto".into(),
+            PerfError::GpuRegistration { causes, .. } => match causes.first() {
+                Some(c) => c.remedy.into(),
+                None => "run `fabcheck check` on this node for the GPU findings (gpu.peermem, pcie.acs, gpu.affinity); compare with --mem host".into(),
+            },
         }
     }
 
@@ -147,6 +163,10 @@ impl PerfError {
                 "{source}: RLIMIT_MEMLOCK is {}",
                 limit.map_or("unlimited (so the adapter or kernel refused)".to_string(), |l| format!("{} KiB", l >> 10))
             ),
+            PerfError::GpuRegistration { causes, .. } if !causes.is_empty() => {
+                let found: Vec<String> = causes.iter().map(|c| format!("{}: {}", c.id, c.text)).collect();
+                format!("{self}; {}", found.join("; "))
+            }
             other => other.to_string(),
         }
     }
@@ -180,6 +200,13 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
     let mut result = match (session.spec.test, session.spec.role) {
         (TestKind::SendLat, Role::Active) => latency::send_active(session, signals),
         (TestKind::SendLat, _) => latency::send_passive(session, signals),
+        // GPU memory: the ping-pong of send latency, carried by RDMA writes with immediate.
+        (TestKind::WriteLat, Role::Active) if memory::polls_completion(TestKind::WriteLat, session.local.conditions.mem) => {
+            latency::send_active(session, signals)
+        }
+        (TestKind::WriteLat, _) if memory::polls_completion(TestKind::WriteLat, session.local.conditions.mem) => {
+            latency::send_passive(session, signals)
+        }
         (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),

@@ -1,10 +1,10 @@
 //! One side's verbs resources for one test: opened on `prepare`, connected on `connect`,
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
-use super::{gid, PerfError};
+use super::{gid, memory, PerfError};
 use crate::diagnose;
 use crate::model::CmRole;
-use crate::model::{Conditions, Endpoint, Role, Target, TestKind, TestSpec};
+use crate::model::{Conditions, Endpoint, MemChoice, Role, Target, TestKind, TestSpec};
 use crate::probe;
 use crate::probe::decode::{LinkLayer, Mtu, PortState};
 use crate::sys::cpu;
@@ -114,6 +114,7 @@ impl Session {
     pub fn open(target: &Target, spec: &TestSpec, host: &str) -> Result<Session, PerfError> {
         spec.validate()?;
         target.conditions.validate()?;
+        memory::preflight(target.conditions.mem)?;
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
@@ -170,6 +171,7 @@ impl Session {
         let send_depth = spec.tx_depth;
         let recv_depth = match spec.test {
             TestKind::SendLat => 64,
+            TestKind::WriteLat if memory::polls_completion(spec.test, conditions.mem) => 64,
             TestKind::SendBw => RX_DEPTH,
             _ => 1,
         };
@@ -178,19 +180,15 @@ impl Session {
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
         let buffer_len = (size as usize) * 2;
         let access = buffer_access(spec.test, spec.role);
-        // Relaxed ordering, as perftest registers by default; a provider that refuses the flag
-        // gets the plain registration, and the endpoint says which was used.
-        let mr = match conditions.relaxed_ordering {
-            true => match MemoryRegion::new(&pd, buffer_len, access | Access::RELAXED_ORDERING) {
-                Ok(mr) => mr,
-                Err(_) => {
-                    conditions.relaxed_ordering = false;
-                    MemoryRegion::new(&pd, buffer_len, access).map_err(PerfError::from_reg)?
-                }
-            },
-            false => MemoryRegion::new(&pd, buffer_len, access).map_err(PerfError::from_reg)?,
-        };
-        let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED;
+        // Where the buffers come from and how they are registered: memory::register.
+        let registered = memory::register(&pd, &device.name, buffer_len, access, conditions.mem, conditions.relaxed_ordering)?;
+        conditions.relaxed_ordering = registered.relaxed_ordering;
+        if let Some(gpu) = &registered.gpu {
+            conditions.mem = MemChoice::Cuda(gpu.ordinal);
+        }
+        let mr = registered.region;
+        // Inline copies the payload with the CPU: never from GPU memory.
+        let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED && mr.host_visible();
         let mut qps = Vec::new();
         let mut inline = want_inline;
         let qp_config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
@@ -231,9 +229,11 @@ impl Session {
             ca_type: device.ca_type.clone(),
             max_rd_atomic,
             cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port())),
-            pcie_gbps: device.pci.as_ref().and_then(|p| p.usable_gbps),
+            // On GPU memory the data crosses the GPU's PCIe link too: the lower of the two.
+            pcie_gbps: lower(device.pci.as_ref().and_then(|p| p.usable_gbps), registered.gpu.as_ref().and_then(|g| g.pcie_gbps)),
             trained_low: port.trained_low(),
             conditions,
+            gpu: registered.gpu.map(Box::new),
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
         Ok(Session {
@@ -337,6 +337,7 @@ impl Session {
     fn post_initial_receives(&mut self) -> Result<(), PerfError> {
         let needs_recv = match self.spec.test {
             TestKind::SendLat => true,
+            TestKind::WriteLat => memory::polls_completion(self.spec.test, self.local.conditions.mem),
             TestKind::SendBw => matches!(self.spec.role, Role::Passive | Role::Both),
             _ => false,
         };
@@ -415,6 +416,14 @@ fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a prob
         .or(candidates.first())
         .copied()
         .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
+}
+
+/// The lower of two known figures, or the one known.
+fn lower(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
 }
 
 fn initial_psn() -> u32 {

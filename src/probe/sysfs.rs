@@ -482,7 +482,7 @@ pub fn valid_netdev_name(name: &str) -> bool {
 }
 
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.
-fn natural_key(name: &str) -> (String, u64) {
+pub(crate) fn natural_key(name: &str) -> (String, u64) {
     let digits: String = name.chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
     let stem = name[..name.len() - digits.len()].to_string();
     (stem, digits.parse().unwrap_or(0))

@@ -19,13 +19,18 @@ pub struct CheckDoc<'a> {
 
 pub fn human(report: &Report) -> String {
     let mut out = String::new();
+    // The id and subject columns widen for the longest (18 and 12 at least, as 0.2 printed).
+    let ids = report.findings.iter().map(|f| &f.id).chain(report.checks.iter().map(|c| &c.id));
+    let id_w = ids.map(|id| l(id).chars().count()).max().unwrap_or(0).max(18);
+    let subjects = report.findings.iter().map(|f| &f.subject).chain(report.checks.iter().map(|c| &c.subject));
+    let subject_w = subjects.map(|s| l(s).chars().count()).max().unwrap_or(0).max(12);
     for f in &report.findings {
         let tag = match f.severity {
             Severity::Error => "FAIL",
             Severity::Warning => "WARN",
             Severity::Info => "INFO",
         };
-        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}", l(&f.id), l(&f.subject), l(&f.message));
+        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}", l(&f.id), l(&f.subject), l(&f.message));
         let _ = writeln!(out, "      what to do: {}", l(&f.remedy));
     }
     if !report.findings.is_empty() {
@@ -43,15 +48,17 @@ pub fn human(report: &Report) -> String {
             (None, Status::Warn) => "warn",
         };
         let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {})", l(e)));
-        let _ = writeln!(out, "{tag}  {:<18} {:<12} {}{}", l(&c.id), l(&c.subject), l(&c.observed), expected);
+        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}{}", l(&c.id), l(&c.subject), l(&c.observed), expected);
     }
     let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
     let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
     let _ = writeln!(
         out,
-        "\n{}: {} checks, {errors} errors, {warnings} warnings",
+        "\n{}: {}, {}, {}",
         if report.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
-        report.checks.len()
+        crate::units::count(report.checks.len(), "check"),
+        crate::units::count(errors, "error"),
+        crate::units::count(warnings, "warning")
     );
     out
 }

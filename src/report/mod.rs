@@ -2,6 +2,7 @@
 //! command's result is a [`Document`] that [`output`] writes in the chosen format and place.
 
 pub mod check;
+pub mod colour;
 pub mod csv;
 pub mod devices;
 pub mod document;

@@ -106,7 +106,14 @@ pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery>
     let settings = SETTINGS.get().cloned().unwrap_or_default();
     let (verdict, outcome) = judged(doc, settings.fail_on_warning);
     let mut sink = Sink::open(settings.output.as_deref())?;
-    render(doc, chosen(json_flag), verdict, &mut sink).map_err(|e| sink.failure(e))?;
+    let format = chosen(json_flag);
+    // The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
+    let written = if format == Format::Human && settings.output.is_none() && super::colour::for_stdout() {
+        sink.write_all(super::colour::paint(&super::printable(&doc.human())).as_bytes())
+    } else {
+        render(doc, format, verdict, &mut sink)
+    };
+    written.map_err(|e| sink.failure(e))?;
     sink.finish()?;
     DELIVERED.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(outcome)

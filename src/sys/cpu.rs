@@ -36,11 +36,13 @@ pub const MIN_AUTO_POOL: usize = 4;
 /// The CPU for the `slot`th loop on a host: the adapter's local CPUs this thread may use (all
 /// it may use when none of them is, or when the adapter names none), the `slot`th of them,
 /// wrapping. Two ends on one host get slots 0 and 1, so distinct CPUs. `None` (not pinned)
-/// when that pool has fewer than [`MIN_AUTO_POOL`] CPUs.
+/// when that pool has fewer than [`MIN_AUTO_POOL`] CPUs. One loop's case of the host's one
+/// allocator, [`super::cpu_plan::plan`].
 pub fn choose(local: &[usize], allowed: &[usize], slot: usize) -> Option<usize> {
-    let near: Vec<usize> = local.iter().copied().filter(|c| allowed.contains(c)).collect();
-    let pool = if near.is_empty() { allowed } else { &near[..] };
-    (pool.len() >= MIN_AUTO_POOL).then(|| pool[slot % pool.len()])
+    match super::cpu_plan::plan(&[local.to_vec()], allowed, &[], slot) {
+        super::cpu_plan::CpuPlan::Pinned(cpus) => cpus.first().copied(),
+        super::cpu_plan::CpuPlan::Unpinned(_) => None,
+    }
 }
 
 /// The CPUs near an RDMA device, from sysfs: its PCI function's `local_cpulist`, else its NUMA

@@ -6,6 +6,7 @@ pub mod atomic;
 pub mod beneath;
 pub mod child;
 pub mod cpu;
+pub mod cpu_plan;
 pub mod fs;
 pub mod io;
 pub mod os;

@@ -85,11 +85,17 @@ impl Sim {
 
     /// Starts an OpenSM attached at `node` (None: the first node of the file).
     pub fn start_sm(&mut self, node: Option<&str>, priority: u8) {
+        self.start_sm_with(node, priority, &[]);
+    }
+
+    /// Starts an OpenSM with extra options (`-R ftree`, `-s 0`, ...).
+    pub fn start_sm_with(&mut self, node: Option<&str>, priority: u8, extra: &[&str]) {
         let i = self.sms.len();
         let state = self.dir.join(format!("osm{i}"));
         std::fs::create_dir_all(&state).unwrap();
         let mut cmd = Command::new(OPENSM);
         cmd.args(["-f", &state.join("opensm.log").display().to_string(), "-p", &priority.to_string()])
+            .args(extra)
             .current_dir(&state)
             .env("LD_PRELOAD", UMAD2SIM.as_str())
             .env("IBSIM_SOCKNAME", &self.sock)

@@ -4,7 +4,9 @@
 //!
 //! Each scenario asserts the exact findings (id, severity, subject naming both ends).
 
+mod design;
 mod harness;
+mod route;
 
 use harness::{errors, finding, findings, Sim};
 use std::time::Instant;

@@ -82,3 +82,39 @@ fn the_binary_does_not_link_the_mad_libraries() {
         assert!(!text.contains(lib), "{lib} is linked; it must be loaded at run time:\n{text}");
     }
 }
+
+/// Fabric design (#32): a bad plan or rail map is exit 2 naming the line, before any MAD.
+#[test]
+fn plan_and_rail_map_are_checked_before_any_mad() {
+    let dir = temp("plan");
+    let header = "a_node,a_port,b_node,b_port\n";
+    std::fs::write(dir.join("columns.csv"), "a_node,a_port,b_node\nleaf1,1,h1\n").unwrap();
+    std::fs::write(dir.join("twice.csv"), format!("{header}leaf1,1,\"h1, rack 2\",1\nleaf1,1,h2,1\n")).unwrap();
+    std::fs::write(dir.join("binary.csv"), [header.as_bytes(), b"leaf1,1,h\xff\x00,1\n"].concat()).unwrap();
+    std::fs::File::create(dir.join("huge.csv")).unwrap().set_len(17 << 20).unwrap();
+    nix::unistd::mkfifo(&dir.join("fifo.csv"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    std::fs::write(dir.join("rails.csv"), "host,device,rail\ngpu1,mlx5_0,zero\n").unwrap();
+    std::fs::write(dir.join("ok.csv"), format!("{header}leaf1,1,h1,1\n")).unwrap();
+    let p = |f: &str| dir.join(f).display().to_string();
+    for (args, cause) in [
+        (vec!["--plan".to_string(), p("columns.csv")], "columns.csv:1: the header lacks b_port".to_string()),
+        (vec!["--plan".into(), p("twice.csv")], "twice.csv:3: port 1 of 'leaf1' is already cabled on line 2".into()),
+        (vec!["--plan".into(), p("binary.csv")], "binary.csv:2: not text".into()),
+        (vec!["--plan".into(), p("huge.csv")], "is larger than".into()),
+        (vec!["--plan".into(), p("fifo.csv")], "is not a regular file (a FIFO)".into()),
+        (vec!["--rail-map".into(), p("rails.csv")], "rails.csv:2: rail 'zero' is not a number".into()),
+        (vec!["--plan".into(), p("ok.csv"), "--topology".into(), p("ok.csv")], "both give the expected cabling".into()),
+    ] {
+        let mut all = vec!["fabric".to_string()];
+        all.extend(args.iter().cloned());
+        let all: Vec<&str> = all.iter().map(String::as_str).collect();
+        let started = std::time::Instant::now();
+        let out = fabcheck(&all);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(started.elapsed().as_secs() < 10, "{args:?} must not block");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 2, "{args:?}: {lines:?}");
+        assert!(lines[0].contains(&cause), "{args:?}: {lines:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

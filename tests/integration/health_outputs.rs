@@ -22,7 +22,7 @@ fn tool(name: &str) -> PathBuf {
     panic!("{name} is not installed: tests/deps.sh lists its package (prometheus for promtool, libxml2-utils for xmllint)");
 }
 
-fn scratch(tag: &str) -> PathBuf {
+pub(crate) fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("fabcheck-health-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -34,7 +34,7 @@ fn text(out: &Output) -> String {
 }
 
 /// `promtool check metrics` on a page: what it says (nothing when clean) and its exit status.
-fn promtool(what: &str, page: &str) {
+pub(crate) fn promtool(what: &str, page: &str) {
     assert!(page.contains("# TYPE fabcheck_"), "{what}: no metric at all:\n{page}");
     let mut child = Command::new(tool("promtool"))
         .args(["check", "metrics"])
@@ -51,7 +51,7 @@ fn promtool(what: &str, page: &str) {
 
 /// `xmllint --schema junit-10.xsd`, then what the schema cannot say: counts that add up, a
 /// `time` on every case, names unique within a suite, every failure inside its case.
-fn junit(what: &str, xml: &str, dir: &Path) {
+pub(crate) fn junit(what: &str, xml: &str, dir: &Path) {
     let file = dir.join("junit.xml");
     std::fs::write(&file, xml).unwrap();
     let schema = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/schemas/junit-10.xsd");
@@ -85,7 +85,12 @@ fn formats(what: &str, args: &[&str], dir: &Path, want_exit: &[i32]) {
         full.extend_from_slice(&["--format", format]);
         let out = fabcheck(&full);
         let code = out.status.code().unwrap_or(-1);
-        assert!(want_exit.contains(&code), "{what} --format {format}: exit {code}\n{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            want_exit.contains(&code),
+            "{what} --format {format}: exit {code}\n{}\n--- stdout:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
         if check {
             promtool(&format!("{what} --format prom"), &text(&out));
         } else {

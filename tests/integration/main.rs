@@ -4,6 +4,7 @@
 mod cli;
 mod compare;
 mod contrib;
+mod cuda;
 mod driver_stack;
 mod exporter;
 mod fabric;
@@ -20,10 +21,13 @@ mod mesh_patterns;
 mod mesh_scale;
 mod nhc;
 mod output;
+mod packaging;
 mod phy;
 mod properties;
 mod protocol;
+mod rails;
 mod serve_hardening;
+mod shell;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

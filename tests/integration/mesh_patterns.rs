@@ -146,7 +146,7 @@ fn every_pattern_names_the_injected_faults_at_200_endpoints_with_a_topology() {
     let faults = Faults::at(n, true);
     for pattern in ["shift", "ring", "random:3"] {
         // The sim's faults placed on first sight (I:?) are per cluster: a fresh one per pattern.
-        let cluster = Cluster::start(n, &faults, &pattern.replace(':', "-"));
+        let cluster = Cluster::start(n, &faults, &format!("topo-{}", pattern.replace(':', "-")));
         let topology = cluster.topology.to_str().unwrap().to_string();
         let out = cluster.mesh(&["--json", "--pattern", pattern, "--seed", "7", "--topology", &topology]);
         assert_eq!(out.status.code(), Some(1), "{pattern}: {}", String::from_utf8_lossy(&out.stderr));

@@ -73,6 +73,8 @@ pub(crate) struct Knobs {
     dead: bool,
     /// The pair with this host hangs: its measuring side says `running` and then nothing.
     pub(crate) hang_with: Option<String>,
+    /// The host name this agent's `hello` reports instead of its own (two agents of one host).
+    pub(crate) reported_host: Option<String>,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
@@ -93,6 +95,8 @@ struct Fabric {
     normal_gbps: f64,
     /// Every `prepare` target the agents received, in arrival order.
     targets: std::sync::Mutex<Vec<Target>>,
+    /// Each `prepare`'s agent (its own name) and the CPU slot the controller gave it.
+    slots: std::sync::Mutex<Vec<(String, Option<u8>)>>,
 }
 
 impl Fabric {
@@ -158,6 +162,7 @@ impl FakeCluster {
             connections: (0..knobs.len()).map(|i| (host(i), AtomicUsize::new(0))).collect(),
             normal_gbps,
             targets: std::sync::Mutex::new(Vec::new()),
+            slots: std::sync::Mutex::new(Vec::new()),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let mut endpoints = Vec::new();
@@ -242,10 +247,14 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
             }
         };
         match request {
-            Request::Hello { .. } => send_line(format!(r#"{{"v":1,"type":"hello","agent":"fabcheck fake","host":"{me}"}}"#))?,
+            Request::Hello { .. } => {
+                let host = fabric.knobs.get(me).and_then(|k| k.reported_host.clone()).unwrap_or_else(|| me.to_string());
+                send_line(format!(r#"{{"v":1,"type":"hello","agent":"fabcheck fake","host":"{host}"}}"#))?
+            }
             Request::Inventory => send(&Reply::Inventory { inventory: fabric.inventory.clone() })?,
             Request::Prepare { target, spec: s } => {
                 fabric.targets.lock().unwrap().push(target.clone());
+                fabric.slots.lock().unwrap().push((me.to_string(), target.cpu_slot));
                 passive_running = false;
                 peer = None;
                 if let Err(e) = s.validate() {
@@ -279,6 +288,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     pcie_gbps: None,
                     trained_low: None,
                     conditions: Default::default(),
+                    gpu: None,
                 };
                 spec = Some(s);
                 send(&Reply::Ready { endpoint })?;
@@ -330,6 +340,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 (spec, peer, passive_running) = (None, None, false);
                 send_line(r#"{"v":1,"type":"finished"}"#.into())?;
             }
+            Request::Rails { .. } => send(&error("this fake agent has no rails"))?,
             Request::Bye => {
                 send_line(r#"{"v":1,"type":"bye"}"#.into())?;
                 return Ok(());
@@ -858,6 +869,22 @@ fn gid_index_reaches_both_agents() {
     let out = run_pair([&cluster.endpoints[0], &cluster.endpoints[1]], &["--tests", "send_lat", "--direction", "ab"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(cluster.fabric.targets.lock().unwrap().iter().all(|t| t.gid_index.is_none()));
+}
+
+/// Issue #28 item 4: mesh pins its agents as pair does, agents of one host on distinct CPU
+/// slots (the one CPU allocator's `host_slots`): fake01 says it is fake00's host.
+#[test]
+fn mesh_gives_agents_of_one_host_distinct_cpu_slots() {
+    let mut knobs = vec![Knobs::default(); 3];
+    knobs[1].reported_host = Some(host(0));
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let run = run_mesh(&cluster.endpoints, &["--tests", "write_bw"]);
+    assert_eq!(run.code(), Some(0), "{}", run.stderr());
+    let slots = cluster.fabric.slots.lock().unwrap().clone();
+    let of = |agent: &str| -> BTreeSet<Option<u8>> { slots.iter().filter(|(a, _)| a == agent).map(|(_, s)| *s).collect() };
+    assert_eq!(of(&host(0)), BTreeSet::from([Some(0)]), "{slots:?}");
+    assert_eq!(of(&host(1)), BTreeSet::from([Some(1)]), "fake01 is fake00's host's second agent: {slots:?}");
+    assert_eq!(of(&host(2)), BTreeSet::from([Some(0)]), "alone on its host: {slots:?}");
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
 mod check;
+mod cuda_double;
 mod devices;
 mod exporter;
 mod faults;

@@ -45,6 +45,12 @@ pub enum VerbsError {
     Cm { step: &'static str, source: io::Error },
     #[error("connection manager: expected {expected}, got {got}")]
     CmEvent { expected: String, got: String },
+    #[error("the CUDA driver library {library} cannot be loaded ({detail})")]
+    CudaLibrary { library: String, detail: String },
+    #[error("{call} failed: {name} ({code})")]
+    Cuda { call: &'static str, code: i32, name: String },
+    #[error("ibv_reg_dmabuf_mr({len} bytes of GPU memory) failed: {source}")]
+    RegDmabufMr { len: usize, source: io::Error },
     #[error("work request {wr_id} completed with {status_text} (status {status}, vendor error {vendor_err:#x})")]
     Completion { wr_id: u64, status: u32, status_text: String, vendor_err: u32 },
 }
@@ -60,6 +66,7 @@ impl VerbsError {
             | VerbsError::QueryGid { source, .. }
             | VerbsError::AllocPd { source, .. }
             | VerbsError::RegMr { source, .. }
+            | VerbsError::RegDmabufMr { source, .. }
             | VerbsError::CreateCq { source, .. }
             | VerbsError::CreateQp { source, .. }
             | VerbsError::ModifyQp { source, .. }

@@ -78,6 +78,7 @@
 mod cm;
 mod cm_id;
 mod cq;
+mod cuda;
 mod device;
 mod error;
 mod loader;
@@ -90,10 +91,13 @@ mod wr_id;
 
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
+pub use cuda::{
+    cuda_available, cuda_devices, CudaDevice, DeviceBuffer, DmabufExport, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
+};
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;
 pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
-pub use mr::{Access, MemoryRegion, RemoteBuffer};
+pub use mr::{registration_plan, Access, MemoryRegion, RegPath, RegPlan, RemoteBuffer};
 pub use pd::ProtectionDomain;
 pub use qp::{PathSpec, QpConfig, QueuePair, RecvList, RtsParams, SendList, SendOp};
 pub use wr_id::WrId;

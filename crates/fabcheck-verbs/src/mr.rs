@@ -1,12 +1,15 @@
-//! Registered memory: a zeroed, page-aligned buffer owned together with its registration.
+//! Registered memory: a zeroed, page-aligned buffer owned together with its registration, or
+//! GPU memory ([`DeviceBuffer`]) registered through dma-buf or peer memory.
 
 use super::error::{last_os_error, VerbsError};
 use super::pd::{PdInner, ProtectionDomain};
+use crate::cuda::{DeviceBuffer, DmabufExport};
 use crate::loader as dl;
 use rdma_sys as sys;
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::Cell;
 use std::marker::PhantomData;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::Arc;
 
 /// Remote access a region grants. Local read is implicit; ask for no more than a test needs.
@@ -51,10 +54,66 @@ pub struct RemoteBuffer {
 pub(crate) struct MrInner {
     mr: *mut sys::ibv_mr,
     buf: *mut u8,
-    layout: Layout,
+    backing: Backing,
     len: usize,
     access: Access,
     _pd: Arc<PdInner>,
+}
+
+/// Where a region's bytes live, and so who frees them (after the registration is gone).
+enum Backing {
+    /// Host memory from `alloc_zeroed` with this layout.
+    Host(Layout),
+    /// GPU memory: freed when the buffer drops, after the region's `ibv_dereg_mr`; the
+    /// dma-buf descriptor (when registered through one) is closed after it too.
+    Device { _buffer: DeviceBuffer, _dmabuf: Option<OwnedFd> },
+}
+
+/// How a region's memory was registered: the side's `mem_path`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegPath {
+    /// `ibv_reg_mr` on host memory.
+    Host,
+    /// `ibv_reg_dmabuf_mr` with the GPU buffer's dma-buf descriptor.
+    Dmabuf,
+    /// `ibv_reg_mr` on the GPU address, which the kernel resolves through `nvidia_peermem`.
+    Peermem,
+}
+
+impl RegPath {
+    pub fn name(self) -> &'static str {
+        match self {
+            RegPath::Host => "host",
+            RegPath::Dmabuf => "dmabuf",
+            RegPath::Peermem => "peermem",
+        }
+    }
+}
+
+/// Which registration to try for GPU memory, from what the libraries offer. Pure.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegPlan {
+    /// libibverbs has `ibv_reg_dmabuf_mr` and the driver exported the buffer: try it first.
+    Dmabuf,
+    /// Peer memory only, and why dma-buf is not used.
+    Peermem { why: String },
+}
+
+/// dma-buf where libibverbs exports `ibv_reg_dmabuf_mr` (rdma-core >= 34) and the driver
+/// exported a descriptor; else peer memory, saying why.
+pub fn registration_plan(verbs_has_dmabuf: bool, export: Result<(), &str>) -> RegPlan {
+    match (verbs_has_dmabuf, export) {
+        (true, Ok(())) => RegPlan::Dmabuf,
+        (false, _) => RegPlan::Peermem { why: "libibverbs has no ibv_reg_dmabuf_mr (rdma-core < 34)".into() },
+        (true, Err(why)) => RegPlan::Peermem { why: format!("the GPU driver exports no dma-buf ({why})") },
+    }
+}
+
+/// An `ibv_reg_dmabuf_mr` that failed this way means the provider or kernel lacks dma-buf
+/// memory regions (rxe, kernels before 5.12): peer memory is tried next. Any other errno is
+/// the registration's own failure.
+pub fn dmabuf_unsupported(errno: Option<i32>) -> bool {
+    matches!(errno, Some(libc::EOPNOTSUPP) | Some(libc::ENOSYS) | Some(libc::EPROTONOSUPPORT))
 }
 
 // SAFETY: the region owns its buffer and registration; both are plain memory and a handle that
@@ -78,6 +137,12 @@ impl MrInner {
     pub(crate) fn lkey(&self) -> u32 {
         // SAFETY: mr is a live registration for as long as self lives.
         unsafe { (*self.mr).lkey }
+    }
+
+    /// Whether the CPU may touch the bytes (host memory): inline sends copy them, and the
+    /// byte accessors read them; neither is allowed on GPU memory.
+    pub(crate) fn host_visible(&self) -> bool {
+        matches!(self.backing, Backing::Host(_))
     }
 }
 
@@ -111,7 +176,79 @@ impl MemoryRegion {
             unsafe { dealloc(buf, layout) };
             return Err(VerbsError::RegMr { len: alloc_len, source });
         }
-        Ok(MemoryRegion { inner: Arc::new(MrInner { mr, buf, layout, len, access, _pd: pd.inner.clone() }), _not_sync: PhantomData })
+        Ok(MemoryRegion {
+            inner: Arc::new(MrInner { mr, buf, backing: Backing::Host(layout), len, access, _pd: pd.inner.clone() }),
+            _not_sync: PhantomData,
+        })
+    }
+
+    /// Registers GPU memory with `access`: through its dma-buf (`ibv_reg_dmabuf_mr`) where
+    /// libibverbs and the GPU driver offer it and the provider takes it, else `ibv_reg_mr` on
+    /// the device address (peer memory: `nvidia_peermem` resolves it in the kernel). The
+    /// region owns the buffer: it is freed after the registration, whatever the drop order.
+    /// Returns the path taken. The region's byte accessors refuse GPU memory (the CPU cannot
+    /// read it) and lists on it never inline.
+    pub fn on_device(pd: &ProtectionDomain, buffer: DeviceBuffer, len: usize, access: Access) -> Result<(Self, RegPath), VerbsError> {
+        if len > buffer.len() {
+            return Err(VerbsError::Alloc { len });
+        }
+        let reg_len = buffer.len();
+        let addr = buffer.device_addr();
+        let dmabuf = dl::ibv_reg_dmabuf_mr();
+        let export = match dmabuf {
+            Some(_) => buffer.export_dmabuf()?,
+            None => DmabufExport::Unsupported(String::new()),
+        };
+        let plan = registration_plan(
+            dmabuf.is_some(),
+            match &export {
+                DmabufExport::Fd(_) => Ok(()),
+                DmabufExport::Unsupported(why) => Err(why.as_str()),
+            },
+        );
+        let mut fd = match export {
+            DmabufExport::Fd(fd) => Some(fd),
+            DmabufExport::Unsupported(_) => None,
+        };
+        let mut taken = None;
+        if let (RegPlan::Dmabuf, Some(reg), Some(f)) = (&plan, dmabuf, &fd) {
+            // SAFETY: the descriptor exports exactly [addr, addr + reg_len) of the buffer,
+            // which the region keeps (with the descriptor) until after ibv_dereg_mr.
+            let mr = unsafe { reg(pd.inner.pd, 0, reg_len, addr, f.as_raw_fd(), access.bits() as i32) };
+            if !mr.is_null() {
+                taken = Some((mr, RegPath::Dmabuf));
+            } else {
+                let source = last_os_error();
+                if !dmabuf_unsupported(source.raw_os_error()) {
+                    return Err(VerbsError::RegDmabufMr { len: reg_len, source });
+                }
+                tracing::debug!(%source, "ibv_reg_dmabuf_mr refused by the provider; trying peer memory");
+                fd = None;
+            }
+        }
+        let (mr, path) = match taken {
+            Some(t) => t,
+            None => {
+                if let RegPlan::Peermem { why } = &plan {
+                    tracing::debug!(%why, "GPU memory through peer memory");
+                }
+                // SAFETY: a device address of reg_len bytes the region keeps until after
+                // dereg; the kernel (nvidia_peermem) pins it or the call fails.
+                let mr = unsafe { dl::ibv_reg_mr(pd.inner.pd, addr as *mut std::ffi::c_void, reg_len, access.bits() as i32) };
+                if mr.is_null() {
+                    return Err(VerbsError::RegMr { len: reg_len, source: last_os_error() });
+                }
+                (mr, RegPath::Peermem)
+            }
+        };
+        let inner =
+            MrInner { mr, buf: addr as *mut u8, backing: Backing::Device { _buffer: buffer, _dmabuf: fd }, len, access, _pd: pd.inner.clone() };
+        Ok((MemoryRegion { inner: Arc::new(inner), _not_sync: PhantomData }, path))
+    }
+
+    /// Whether the CPU can read and write the region's bytes (host memory, not GPU memory).
+    pub fn host_visible(&self) -> bool {
+        self.inner.host_visible()
     }
 
     pub fn len(&self) -> usize {
@@ -147,15 +284,15 @@ impl MemoryRegion {
     /// Reads one byte the adapter may be writing concurrently (write latency polls on memory).
     #[inline(always)]
     pub fn read_volatile(&self, offset: usize) -> u8 {
-        assert!(offset < self.inner.len);
-        // SAFETY: offset is in bounds; volatile because the HCA writes behind the compiler's back.
+        assert!(offset < self.inner.len && self.inner.host_visible());
+        // SAFETY: offset is in bounds of host memory; volatile because the HCA writes behind the compiler's back.
         unsafe { std::ptr::read_volatile(self.inner.buf.add(offset)) }
     }
 
     #[inline(always)]
     pub fn write_volatile(&self, offset: usize, value: u8) {
-        assert!(offset < self.inner.len);
-        // SAFETY: offset is in bounds; a single-byte volatile store races with nothing the
+        assert!(offset < self.inner.len && self.inner.host_visible());
+        // SAFETY: offset is in bounds of host memory; a single-byte volatile store races with nothing the
         // compiler can see (only the adapter, which owns that race by design).
         unsafe { std::ptr::write_volatile(self.inner.buf.add(offset), value) }
     }
@@ -169,9 +306,41 @@ impl Drop for MrInner {
         let rc = unsafe { dl::ibv_dereg_mr(self.mr) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory");
+            // GPU memory would be freed with the field: forget it instead (a host layout is
+            // never freed on this path).
+            std::mem::forget(std::mem::replace(&mut self.backing, Backing::Host(Layout::new::<u8>())));
             return;
         }
-        // SAFETY: buf came from alloc_zeroed with this layout and is no longer registered.
-        unsafe { dealloc(self.buf, self.layout) };
+        if let Backing::Host(layout) = self.backing {
+            // SAFETY: buf came from alloc_zeroed with this layout and is no longer registered.
+            unsafe { dealloc(self.buf, layout) };
+        }
+        // GPU memory: the buffer (a field) is freed after this, its context released after it.
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dmabuf_only_where_both_libraries_offer_it() {
+        assert_eq!(registration_plan(true, Ok(())), RegPlan::Dmabuf);
+        let RegPlan::Peermem { why } = registration_plan(false, Ok(())) else { panic!("no symbol: peer memory") };
+        assert!(why.contains("rdma-core < 34"), "{why}");
+        let RegPlan::Peermem { why } = registration_plan(true, Err("cuMemGetHandleForAddressRange: CUDA_ERROR_NOT_SUPPORTED")) else {
+            panic!("no export: peer memory")
+        };
+        assert!(why.contains("CUDA_ERROR_NOT_SUPPORTED"), "{why}");
+    }
+
+    #[test]
+    fn a_provider_without_dmabuf_regions_falls_back_but_other_errors_do_not() {
+        assert!(dmabuf_unsupported(Some(libc::EOPNOTSUPP)), "rxe and old kernels");
+        assert!(dmabuf_unsupported(Some(libc::ENOSYS)));
+        assert!(!dmabuf_unsupported(Some(libc::ENOMEM)), "out of pinned memory is the registration's own failure");
+        assert!(!dmabuf_unsupported(Some(libc::EFAULT)));
+        assert!(!dmabuf_unsupported(None));
+        assert_eq!([RegPath::Host, RegPath::Dmabuf, RegPath::Peermem].map(RegPath::name), ["host", "dmabuf", "peermem"]);
     }
 }

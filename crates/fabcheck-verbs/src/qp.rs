@@ -238,6 +238,10 @@ pub enum SendOp {
     Send,
     Write,
     Read,
+    /// RDMA write with an immediate: the data goes to the remote address and the peer also
+    /// gets a receive completion (write latency on GPU memory waits on it: the CPU cannot
+    /// poll GPU memory).
+    WriteImm,
 }
 
 /// A fixed list of send work requests, built once and posted many times: the measured loop
@@ -277,7 +281,10 @@ impl SendList {
             SendOp::Send => sys::ibv_wr_opcode::IBV_WR_SEND,
             SendOp::Write => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             SendOp::Read => sys::ibv_wr_opcode::IBV_WR_RDMA_READ,
+            SendOp::WriteImm => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
         };
+        // Inline copies the payload with the CPU when posting: never from GPU memory.
+        let inline = inline && mr.host_visible();
         let flags = if inline && op != SendOp::Read { sys::ibv_send_flags::IBV_SEND_INLINE.0 } else { 0 };
         let mut wrs: Box<[sys::ibv_send_wr]> = (0..count)
             .map(|i| {

@@ -37,6 +37,9 @@ pub mod deadline {
 enum Phase {
     Prepare,
     Connect,
+    /// Connected, waiting for the sibling rails' sequences: `pair --rails` starts every rail
+    /// with one "go" ([`PairSequence::release`]).
+    Held,
     /// Starting `order[k]`.
     Start(usize),
     Run,
@@ -81,6 +84,22 @@ pub struct PairSequence {
     pub could_not_run: Option<Failure>,
     /// Sides whose channel was discarded (lost or out of step): start them afresh.
     pub discarded: [bool; 2],
+    /// Hold each test once connected until released (`pair --rails`).
+    gate: bool,
+    released: bool,
+    /// Per result (same index), the measured window of a bandwidth test on the controller's
+    /// clock: what the node aggregate of `pair --rails` is computed from.
+    pub windows: Vec<Option<Window>>,
+}
+
+/// A bandwidth test's traffic: all its active sides' bytes and messages, and the window they
+/// moved in, from the first side's start as the controller saw it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start: Instant,
+    pub elapsed_ns: u64,
+    pub bytes: u64,
+    pub messages: u64,
 }
 
 impl PairSequence {
@@ -102,6 +121,34 @@ impl PairSequence {
             endpoints: None,
             could_not_run: None,
             discarded: [false; 2],
+            gate: false,
+            released: false,
+            windows: Vec::new(),
+        }
+    }
+
+    /// A sequence that waits, before each test's run, for [`PairSequence::release`].
+    pub fn gated(mut self) -> PairSequence {
+        self.gate = true;
+        self
+    }
+
+    /// Connected and waiting for the go.
+    pub fn is_held(&self) -> bool {
+        self.phase == Phase::Held
+    }
+
+    /// Which test of the plan it is at.
+    pub fn test_index(&self) -> usize {
+        self.index
+    }
+
+    /// The go: runs the held test now.
+    pub fn release(&mut self, now: Instant, act: &mut Actions) {
+        if self.phase == Phase::Held {
+            self.released = true;
+            self.phase = Phase::Connect;
+            self.advance(now, act);
         }
     }
 
@@ -119,7 +166,7 @@ impl PairSequence {
     fn step(&self) -> (&'static str, Duration) {
         match self.phase {
             Phase::Prepare => ("preparing", deadline::PREPARE),
-            Phase::Connect => ("connecting", deadline::CONNECT),
+            Phase::Connect | Phase::Held => ("connecting", deadline::CONNECT),
             Phase::Start(_) => ("starting", deadline::START),
             Phase::Run => ("running", self.test_timeout),
             Phase::Stop => ("stopping", deadline::STOP),
@@ -160,6 +207,7 @@ impl PairSequence {
         self.runs = [None, None];
         self.running_at = [None, None];
         self.failure = None;
+        self.released = false;
         for side in 0..2 {
             let spec = self.test().spec_for(side == 0);
             act.send(side, Request::Prepare { target: self.targets[side].clone(), spec });
@@ -188,6 +236,12 @@ impl PairSequence {
                     self.send(0, Request::Connect { peer: b }, Owe::Connected, act);
                     self.send(1, Request::Connect { peer: a }, Owe::Connected, act);
                     self.enter(Phase::Connect, deadline::CONNECT, now);
+                }
+                Phase::Connect if idle(0) && idle(1) && self.gate && !self.released => {
+                    // No deadline while held: the sibling rails' own deadlines bound the wait.
+                    self.phase = Phase::Held;
+                    self.deadline = None;
+                    return;
                 }
                 Phase::Connect if idle(0) && idle(1) && self.together() => {
                     // Receives were posted while connecting: both may start at once.
@@ -256,6 +310,7 @@ impl PairSequence {
     /// whether it failed.
     fn record_result(&mut self) -> bool {
         let mut result = self.summarise();
+        self.windows.push(self.window());
         if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
             self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
         }
@@ -316,6 +371,26 @@ impl PairSequence {
             Phase::Finish if self.failure.is_some() => {}
             _ => self.cannot_run(failure, act),
         }
+    }
+
+    /// The current bandwidth test's window (`None` for latency tests and runs without data).
+    fn window(&self) -> Option<Window> {
+        let t = self.test();
+        if t.spec.test.is_latency() {
+            return None;
+        }
+        let (ra, rb) = t.direction.roles();
+        let active: Vec<(usize, &RunResult)> = [(0, ra), (1, rb)]
+            .into_iter()
+            .filter(|(_, role)| *role != Role::Passive)
+            .filter_map(|(s, _)| Some((s, self.runs[s].as_ref()?)))
+            .collect();
+        let starts: Vec<Instant> = active.iter().filter_map(|(s, _)| self.running_at[*s]).collect();
+        let start = starts.iter().min().copied()?;
+        // Each side's window from its own start: the last to end closes the test's.
+        let end = active.iter().filter_map(|(s, r)| Some(self.running_at[*s]? + Duration::from_nanos(r.elapsed_ns))).max()?;
+        let elapsed_ns = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
+        Some(Window { start, elapsed_ns, bytes: active.iter().map(|(_, r)| r.bytes).sum(), messages: active.iter().map(|(_, r)| r.iterations).sum() })
     }
 
     fn summarise(&self) -> TestResult {

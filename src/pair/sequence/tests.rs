@@ -44,6 +44,7 @@ fn endpoint(host: &str) -> Endpoint {
         pcie_gbps: None,
         trained_low: None,
         conditions: Default::default(),
+        gpu: None,
     }
 }
 
@@ -82,6 +83,7 @@ fn kind(r: &Request) -> &'static str {
     match r {
         Request::Hello { .. } => "hello",
         Request::Inventory => "inventory",
+        Request::Rails { .. } => "rails",
         Request::Prepare { .. } => "prepare",
         Request::Connect { .. } => "connect",
         Request::Run => "run",

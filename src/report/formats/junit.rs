@@ -110,6 +110,33 @@ fn cases(doc: &Value, command: &str) -> Vec<Case> {
         let failure = (!messages.is_empty()).then(|| messages.join("; "));
         out.push(Case { class: format!("fabcheck.{command}.{test}"), name, failure, skipped: false });
     }
+    // pair --rails: one testcase per rail and test, named after the rail; its failure is the
+    // test's error or the rail's error finding.
+    for rail in doc["rails"].as_array().into_iter().flatten() {
+        let subject = format!(
+            "rail {} ({} {} <-> {} {})",
+            rail["rail"],
+            rail["a"]["host"].as_str().unwrap_or(""),
+            rail["a"]["device"].as_str().unwrap_or(""),
+            rail["b"]["host"].as_str().unwrap_or(""),
+            rail["b"]["device"].as_str().unwrap_or("")
+        );
+        let finding = findings.iter().find(|f| fails(f.severity) && f.subject == subject).map(|f| f.message.to_string());
+        let results = rail["results"].as_array().map(Vec::as_slice).unwrap_or_default();
+        if results.is_empty() {
+            out.push(Case { class: format!("fabcheck.{command}.rail"), name: subject, failure: finding, skipped: false });
+            continue;
+        }
+        for r in results {
+            let test = r["test"].as_str().unwrap_or("test");
+            out.push(Case {
+                class: format!("fabcheck.{command}.{test}"),
+                name: format!("{subject} {test} {} {}", r["direction"].as_str().unwrap_or(""), r["size"]),
+                failure: r["error"].as_str().map(str::to_string).or_else(|| finding.clone()),
+                skipped: false,
+            });
+        }
+    }
     // mesh: one testcase per pair and test (the latest measure of a pair stands for it); a pair
     // that could not run is one testcase with its error.
     for pair in super::latest_pairs(doc) {

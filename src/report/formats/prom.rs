@@ -154,6 +154,7 @@ pub fn render(doc: &Value) -> String {
         let labels = [("test", r["test"].as_str().unwrap_or("")), ("direction", r["direction"].as_str().unwrap_or("")), ("size", size.as_str())];
         result(&mut f, r, &labels);
     }
+    rails(&mut f, doc);
     if let Some(links) = doc["links"].as_array() {
         f.add(&metrics::FABRIC_LINKS, &[], links.len() as f64);
     }
@@ -171,6 +172,36 @@ fn result(f: &mut Families, r: &Value, labels: &[(&str, &str)]) {
     }
     if let Some(p99) = r["lat_us"]["p99"].as_f64() {
         f.add(&metrics::LATENCY_P99, labels, p99 * 1e-6);
+    }
+}
+
+/// `pair --rails`: each rail's results labelled `rail` (its number), the node total as
+/// `rail="node"`.
+fn rails(f: &mut Families, doc: &Value) {
+    for r in doc["rails"].as_array().into_iter().flatten() {
+        let rail = r["rail"].to_string();
+        for t in r["results"].as_array().into_iter().flatten() {
+            let size = t["size"].to_string();
+            let labels = [
+                ("rail", rail.as_str()),
+                ("test", t["test"].as_str().unwrap_or("")),
+                ("direction", t["direction"].as_str().unwrap_or("")),
+                ("size", size.as_str()),
+            ];
+            result(f, t, &labels);
+        }
+    }
+    for g in doc["aggregate"].as_array().into_iter().flatten() {
+        let size = g["size"].to_string();
+        let labels = [
+            ("rail", "node"),
+            ("test", g["test"].as_str().unwrap_or("")),
+            ("direction", g["direction"].as_str().unwrap_or("")),
+            ("size", size.as_str()),
+        ];
+        if let Some(bw) = g["bw_gbps"].as_f64() {
+            f.rate(&metrics::BANDWIDTH, &labels, bw);
+        }
     }
 }
 
@@ -193,7 +224,7 @@ fn mesh(f: &mut Families, doc: &Value) {
             result(f, r, &labels);
         }
     }
-    for kind in ["node", "link", "switch", "uplink", "config"] {
+    for kind in ["node", "link", "switch", "uplink", "config", "rail"] {
         f.add(&metrics::MESH_SUSPECTS, &[("kind", kind)], 0.0);
     }
     for s in doc["suspects"].as_array().into_iter().flatten() {

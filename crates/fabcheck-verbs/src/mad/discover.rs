@@ -31,6 +31,10 @@ pub struct RawNode {
     /// SwitchInfo, for switches.
     pub switch_info: Option<[u8; 64]>,
     pub ports: Vec<RawPort>,
+    /// The directed route discovery reached the node by: the out port at each hop, from the
+    /// local port (empty: the local node). SMPs along it need no LID routes, so a switch whose
+    /// forwarding tables are broken can still be asked for them.
+    pub dr_path: Vec<u8>,
 }
 
 /// One port whose PortInfo was read.
@@ -124,5 +128,27 @@ fn copy_node(n: &ffi::ibnd_node_t) -> RawNode {
         node_info: n.info,
         switch_info: (n.type_ == IB_NODE_SWITCH).then_some(n.switchinfo),
         ports,
+        dr_path: dr_hops(n.path_portid.drpath.cnt, &n.path_portid.drpath.p),
+    }
+}
+
+/// The out ports of a directed route (`p[1..=cnt]`; `p[0]` is unused), bounded by the path's
+/// 64-byte array whatever `cnt` claims.
+fn dr_hops(cnt: c_int, p: &[u8; 64]) -> Vec<u8> {
+    let cnt = usize::try_from(cnt).unwrap_or(0).min(p.len() - 1);
+    p[1..=cnt].to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_directed_route_is_bounded_by_its_array() {
+        let mut p = [0u8; 64];
+        p[1] = 3;
+        p[2] = 7;
+        assert_eq!(super::dr_hops(2, &p), vec![3, 7]);
+        assert_eq!(super::dr_hops(0, &p), Vec::<u8>::new());
+        assert_eq!(super::dr_hops(-1, &p), Vec::<u8>::new());
+        assert_eq!(super::dr_hops(1000, &p).len(), 63);
     }
 }

@@ -10,9 +10,11 @@
 mod discover;
 mod ffi;
 mod port;
+mod tables;
 
 pub use discover::{discover, DiscoverConfig, RawNode, RawPort};
 pub use port::{find_local_port, LocalPort, MadPort};
+pub use tables::{DrPath, SmpTable};
 
 use std::sync::OnceLock;
 

@@ -107,7 +107,7 @@ fn ca_ports(libs: &super::Libraries, name: &str) -> Result<Vec<LocalPort>, MadEr
 
 /// An open libibmad port: SMP (LID-routed) and PerfMgt agents on one CA port.
 pub struct MadPort {
-    raw: *mut ffi_mad::ibmad_port,
+    pub(super) raw: *mut ffi_mad::ibmad_port,
     local: LocalPort,
 }
 
@@ -202,7 +202,7 @@ impl MadPort {
         Ok(buf)
     }
 
-    fn pma(&self, lid: u16, port: u8, attr: u32, what: &'static str) -> Result<Vec<u8>, MadError> {
+    pub(super) fn pma(&self, lid: u16, port: u8, attr: u32, what: &'static str) -> Result<Vec<u8>, MadError> {
         let libs = libraries()?;
         let mut buf = vec![0u8; PMA_BUF];
         let mut portid = ffi_mad::ib_portid_t { lid: c_int::from(lid), ..Default::default() };

@@ -1,0 +1,378 @@
+//! `fabric.design`: which tier each switch is in, and a fat tree's rules.
+//!
+//! Tiers are read from the cabling alone (no names, no port counts): a switch with hosts is a
+//! leaf, a switch one hop above the leaves a spine, two hops a core. A fat tree then wants
+//! every leaf to reach every spine of its tree with the same number of cables (and every spine
+//! every core of its plane): a leaf missing a spine loses that spine's share of the bisection
+//! and its routes through it, uneven uplinks concentrate traffic on fewer cables.
+//!
+//! "Its tree" matters: in a three-tier fabric a pod's leaves reach only the pod's spines, and
+//! in a rail-optimized fabric with one spine group per rail the rails never meet below the
+//! core. So the rules compare within each connected group of the bipartite graph of the two
+//! tiers, never across groups.
+
+use super::expect::FabricExpect;
+use super::judge::Noted;
+use super::links::{node_name, Index};
+use super::model::{Fabric, Guid, NodeType};
+use crate::diagnose::{gbps, Severity};
+use serde::Serialize;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The tier a switch was judged to be in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    Leaf,
+    Spine,
+    Core,
+    Unknown,
+}
+
+impl Tier {
+    pub fn name(self) -> &'static str {
+        match self {
+            Tier::Leaf => "leaf",
+            Tier::Spine => "spine",
+            Tier::Core => "core",
+            Tier::Unknown => "unknown",
+        }
+    }
+}
+
+/// A switch's tier and the cabling that decided it, in words.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Placed {
+    pub tier: Tier,
+    pub reason: String,
+}
+
+/// One switch's neighbours: links to hosts (CAs, routers) and to each other switch.
+#[derive(Debug, Default)]
+struct Adjacent {
+    hosts: usize,
+    host_gbps: f64,
+    switches: BTreeMap<Guid, (usize, f64)>,
+}
+
+fn adjacency(index: &Index) -> BTreeMap<Guid, Adjacent> {
+    let mut adj: BTreeMap<Guid, Adjacent> = BTreeMap::new();
+    for n in index.by_guid.values().filter(|n| n.node_type == NodeType::Switch) {
+        adj.entry(n.guid).or_default();
+    }
+    for link in &index.links {
+        let rate = link.a.port.info.rate_gbps().unwrap_or(0.0);
+        let (a, b) = (link.a.node, link.b.node);
+        match (a.node_type == NodeType::Switch, b.node_type == NodeType::Switch) {
+            (true, true) if a.guid != b.guid => {
+                for (x, y) in [(a.guid, b.guid), (b.guid, a.guid)] {
+                    let e = adj.entry(x).or_default().switches.entry(y).or_default();
+                    e.0 += 1;
+                    e.1 += rate;
+                }
+            }
+            (true, false) | (false, true) => {
+                let sw = if a.node_type == NodeType::Switch { a.guid } else { b.guid };
+                let e = adj.entry(sw).or_default();
+                e.hosts += 1;
+                e.host_gbps += rate;
+            }
+            _ => {}
+        }
+    }
+    adj
+}
+
+/// Every switch's tier. A switch with host links is a leaf, unless it is cabled to two or more
+/// leaves by more links than it has hosts (a spine with a management node plugged in);
+/// switches one hop from a leaf are spines, two hops cores; the rest `unknown`.
+pub fn tiers(index: &Index) -> BTreeMap<Guid, Placed> {
+    let adj = adjacency(index);
+    let has_hosts: BTreeSet<Guid> = adj.iter().filter(|(_, a)| a.hosts > 0).map(|(g, _)| *g).collect();
+    let mut placed = BTreeMap::new();
+    // Spine-like: cabled to two or more host switches by more links than it has hosts.
+    let spine_like = |g: &Guid, leaves: &BTreeSet<Guid>| {
+        let a = &adj[g];
+        let to_leaves: Vec<usize> = a.switches.iter().filter(|(s, _)| leaves.contains(*s)).map(|(_, (n, _))| *n).collect();
+        to_leaves.len() >= 2 && to_leaves.iter().sum::<usize>() > a.hosts
+    };
+    let plain: BTreeSet<Guid> = has_hosts.iter().filter(|g| !spine_like(g, &has_hosts)).copied().collect();
+    // A spine-like switch stays a leaf unless two or more plain leaves are below it (switches
+    // with hosts cabled in a ring or a mesh are all leaves).
+    let mut leaves = BTreeSet::new();
+    for g in &has_hosts {
+        if !plain.contains(g) && spine_like(g, &plain) {
+            continue; // judged a spine below, with its hosts said
+        }
+        leaves.insert(*g);
+        placed.insert(*g, Placed { tier: Tier::Leaf, reason: format!("{} host link(s)", adj[g].hosts) });
+    }
+    let mut spines = BTreeSet::new();
+    for (g, a) in adj.iter().filter(|(g, _)| !leaves.contains(*g)) {
+        let below: Vec<&Guid> = a.switches.keys().filter(|s| leaves.contains(*s)).collect();
+        if below.is_empty() {
+            continue;
+        }
+        let links: usize = a.switches.iter().filter(|(s, _)| leaves.contains(*s)).map(|(_, (n, _))| n).sum();
+        let hosts = if a.hosts > 0 { format!(" (and {} host link(s): a management node?)", a.hosts) } else { " and no hosts".into() };
+        spines.insert(*g);
+        placed.insert(*g, Placed { tier: Tier::Spine, reason: format!("{links} link(s) to {} leaf switch(es){hosts}", below.len()) });
+    }
+    for (g, a) in adj.iter().filter(|(g, _)| !leaves.contains(*g) && !spines.contains(*g)) {
+        let below: Vec<&Guid> = a.switches.keys().filter(|s| spines.contains(*s)).collect();
+        let placed_as = if below.is_empty() {
+            Placed { tier: Tier::Unknown, reason: "no hosts, and no link to a leaf or a spine".into() }
+        } else {
+            let links: usize = a.switches.iter().filter(|(s, _)| spines.contains(*s)).map(|(_, (n, _))| n).sum();
+            Placed { tier: Tier::Core, reason: format!("{links} link(s) to {} spine(s), none to a leaf or host", below.len()) }
+        };
+        placed.insert(*g, placed_as);
+    }
+    placed
+}
+
+/// A leaf's bandwidth toward its hosts and toward the spines, and their ratio.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Oversubscription {
+    pub host_links: usize,
+    pub host_gbps: f64,
+    pub up_links: usize,
+    pub up_gbps: f64,
+}
+
+impl Oversubscription {
+    /// Host-facing over spine-facing bandwidth (2.0: twice as much can enter as can leave).
+    pub fn ratio(&self) -> f64 {
+        self.host_gbps / self.up_gbps
+    }
+}
+
+/// Each leaf with both hosts and uplinks (to switches of a higher tier), by GUID.
+pub fn oversubscription(index: &Index, tiers: &BTreeMap<Guid, Placed>) -> BTreeMap<Guid, Oversubscription> {
+    let adj = adjacency(index);
+    let mut out = BTreeMap::new();
+    for (g, p) in tiers.iter().filter(|(_, p)| p.tier == Tier::Leaf) {
+        let a = &adj[g];
+        let up: Vec<(usize, f64)> = a.switches.iter().filter(|(s, _)| tiers.get(*s).is_some_and(|t| t.tier > p.tier)).map(|(_, v)| *v).collect();
+        let o = Oversubscription {
+            host_links: a.hosts,
+            host_gbps: a.host_gbps,
+            up_links: up.iter().map(|u| u.0).sum(),
+            up_gbps: up.iter().map(|u| u.1).sum(),
+        };
+        if o.host_gbps > 0.0 && o.up_gbps > 0.0 {
+            out.insert(*g, o);
+        }
+    }
+    out
+}
+
+/// The fat-tree rules over the discovered fabric.
+pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
+    let index = Index::new(fabric);
+    let tiers = tiers(&index);
+    let adj = adjacency(&index);
+    let mut out = Vec::new();
+    let name = |g: &Guid| index.by_guid.get(g).map_or_else(|| g.to_string(), |n| node_name(n));
+    for (lower, upper) in [(Tier::Leaf, Tier::Spine), (Tier::Spine, Tier::Core)] {
+        let lows: Vec<Guid> = tiers.iter().filter(|(_, p)| p.tier == lower).map(|(g, _)| *g).collect();
+        let ups: BTreeSet<Guid> = tiers.iter().filter(|(_, p)| p.tier == upper).map(|(g, _)| *g).collect();
+        if ups.is_empty() {
+            continue;
+        }
+        let count = |l: &Guid, u: &Guid| adj[l].switches.get(u).map_or(0, |v| v.0);
+        // A lower switch with no uplink at all, while the tier above exists.
+        for l in lows.iter().filter(|l| ups.iter().all(|u| count(l, u) == 0)) {
+            out.push(Noted::new(
+                "fabric.design",
+                Severity::Error,
+                name(l),
+                format!(
+                    "{} {} has no link to any {}: its hosts reach the rest of the fabric only through other {}, or not at all",
+                    lower.name(),
+                    name(l),
+                    upper.name(),
+                    plural(lower)
+                ),
+                "cable its uplinks as the other switches of its tier are (a --topology or --plan run names the ports), or check the uplinks' port state",
+                &[],
+            ));
+        }
+        for group in groups(&lows, &ups, &count) {
+            out.extend(group_rules(&group, lower, upper, &count, &name));
+        }
+    }
+    // Oversubscription, judged only against an expectation (the ratio is always in the JSON).
+    if let Some(limit) = expect.oversubscription {
+        for (g, o) in oversubscription(&index, &tiers) {
+            let text = format!(
+                "{:.2}:1 (host-facing {} Gb/s over {} link(s), spine-facing {} Gb/s over {} link(s))",
+                o.ratio(),
+                gbps(o.host_gbps),
+                o.host_links,
+                gbps(o.up_gbps),
+                o.up_links
+            );
+            if o.ratio() > limit + 1e-9 {
+                out.push(Noted::new(
+                    "fabric.design",
+                    Severity::Warning,
+                    name(&g),
+                    format!("leaf {} is oversubscribed {text}, above the expected {limit}:1", name(&g)),
+                    "add uplinks to the spines (or move hosts to a leaf with spare uplinks); a slower uplink than the host links also raises the ratio",
+                    &[],
+                ));
+            } else {
+                out.push(Noted::new(
+                    "fabric.design",
+                    Severity::Info,
+                    name(&g),
+                    format!("leaf {} oversubscription {text}", name(&g)),
+                    "none needed",
+                    &[],
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The lower and upper switches of one connected group of the two tiers' links.
+struct Group {
+    lows: Vec<Guid>,
+    ups: Vec<Guid>,
+}
+
+fn groups(lows: &[Guid], ups: &BTreeSet<Guid>, count: &impl Fn(&Guid, &Guid) -> usize) -> Vec<Group> {
+    let mut seen_low = BTreeSet::new();
+    let mut out = Vec::new();
+    for start in lows {
+        if seen_low.contains(start) || ups.iter().all(|u| count(start, u) == 0) {
+            continue;
+        }
+        let (mut g_low, mut g_up) = (BTreeSet::new(), BTreeSet::new());
+        let mut todo = vec![*start];
+        seen_low.insert(*start);
+        while let Some(l) = todo.pop() {
+            g_low.insert(l);
+            for u in ups.iter().filter(|u| count(&l, u) > 0) {
+                if g_up.insert(*u) {
+                    for l2 in lows.iter().filter(|l2| count(l2, u) > 0) {
+                        if seen_low.insert(*l2) {
+                            todo.push(*l2);
+                        }
+                    }
+                }
+            }
+        }
+        out.push(Group { lows: g_low.into_iter().collect(), ups: g_up.into_iter().collect() });
+    }
+    out
+}
+
+/// Within a group every lower switch should have the same number of links to every upper one:
+/// the most common count.
+fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &Guid) -> usize, name: &impl Fn(&Guid) -> String) -> Vec<Noted> {
+    let mut out = Vec::new();
+    if group.lows.len() < 2 && group.ups.len() < 2 {
+        return out;
+    }
+    let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
+    for l in &group.lows {
+        for u in &group.ups {
+            let c = count(l, u);
+            if c > 0 {
+                *tally.entry(c).or_default() += 1;
+            }
+        }
+    }
+    // The most common count (the larger on a tie: a missing cable is likelier than an extra).
+    let Some(usual) = tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c) else { return out };
+    // Counted once (a scan per pair would be cubic on a large tree).
+    let mut missing_low: BTreeMap<Guid, usize> = BTreeMap::new();
+    let mut missing_up: BTreeMap<Guid, usize> = BTreeMap::new();
+    for l in &group.lows {
+        for u in group.ups.iter().filter(|u| count(l, u) == 0) {
+            *missing_low.entry(*l).or_default() += 1;
+            *missing_up.entry(*u).or_default() += 1;
+        }
+    }
+    let missing_of_low = |l: &Guid| missing_low.get(l).copied().unwrap_or(0);
+    let missing_of_up = |u: &Guid| missing_up.get(u).copied().unwrap_or(0);
+    // A pair with no link is said once: by the upper switch when it misses more lower ones than
+    // the lower one misses upper ones (a spine cabled to few leaves), else by the lower one.
+    let by_upper = |l: &Guid, u: &Guid| missing_of_up(u) >= 2 && missing_of_up(u) > missing_of_low(l);
+    for u in &group.ups {
+        let lacking: Vec<String> = group.lows.iter().filter(|l| count(l, u) == 0 && by_upper(l, u)).map(name).collect();
+        if !lacking.is_empty() {
+            out.push(Noted::new(
+                "fabric.design",
+                Severity::Error,
+                name(u),
+                format!(
+                    "{} {} has no link to {} {} of its tree ({}), which the other {} reach with {usual} link(s) each",
+                    upper.name(),
+                    name(u),
+                    lacking.len(),
+                    plural(lower),
+                    lacking.join(", "),
+                    plural(upper)
+                ),
+                "cable it to those switches as the other spines are (a --topology or --plan run names the ports), or check those ports' state",
+                &[],
+            ));
+        }
+    }
+    for l in &group.lows {
+        let absent: Vec<String> = group.ups.iter().filter(|u| count(l, u) == 0 && !by_upper(l, u)).map(name).collect();
+        if !absent.is_empty() {
+            out.push(Noted::new(
+                "fabric.design",
+                Severity::Error,
+                name(l),
+                format!(
+                    "{} {} has no link to {} {}, which the other {} of its tree reach with {usual} link(s) each: a missing or unplugged uplink",
+                    lower.name(),
+                    name(l),
+                    upper.name(),
+                    absent.join(", "),
+                    plural(lower)
+                ),
+                "cable the missing uplink (a --topology or --plan run names the ports), or check its port state on both switches",
+                &[],
+            ));
+        }
+        let uneven: Vec<String> =
+            group.ups.iter().filter(|u| count(l, u) > 0 && count(l, u) != usual).map(|u| format!("{} to {}", count(l, u), name(u))).collect();
+        if !uneven.is_empty() {
+            out.push(Noted::new(
+                "fabric.design",
+                Severity::Warning,
+                name(l),
+                format!(
+                    "uneven uplinks: {} {} has {} link(s), where the {} of its tree have {usual} to each {}",
+                    lower.name(),
+                    name(l),
+                    uneven.join(", "),
+                    plural(lower),
+                    upper.name()
+                ),
+                "spread the uplinks evenly over the spines (a cable missing, or one plugged into the wrong spine): the routing then balances",
+                &[],
+            ));
+        }
+    }
+    out
+}
+
+fn plural(t: Tier) -> &'static str {
+    match t {
+        Tier::Leaf => "leaves",
+        Tier::Spine => "spines",
+        Tier::Core => "cores",
+        Tier::Unknown => "switches",
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,192 @@
+//! Tiers and fat-tree rules on constructed fabrics.
+
+use super::*;
+use crate::fabric::fixture::{fat_tree, Build};
+
+fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
+    noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+}
+
+fn tier_of(b: &Build, name: &str) -> Placed {
+    let index = Index::new(&b.fabric);
+    tiers(&index)[&b.guid(name)].clone()
+}
+
+#[test]
+fn two_tier_tree_is_read_and_passes() {
+    let b = fat_tree(2, 4, 2, 3);
+    assert_eq!(tier_of(&b, "leaf0"), Placed { tier: Tier::Leaf, reason: "3 host link(s)".into() });
+    assert_eq!(tier_of(&b, "spine1"), Placed { tier: Tier::Spine, reason: "8 link(s) to 4 leaf switch(es) and no hosts".into() });
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    // 3 hosts at 200 Gb/s over 4 uplinks at 200: 0.75:1.
+    let index = Index::new(&b.fabric);
+    let o = oversubscription(&index, &tiers(&index));
+    assert_eq!(o.len(), 4);
+    assert_eq!(o[&b.guid("leaf2")], Oversubscription { host_links: 3, host_gbps: 600.0, up_links: 4, up_gbps: 800.0 });
+}
+
+#[test]
+fn a_leaf_missing_a_spine_is_named_once() {
+    let mut b = Build::new();
+    for s in ["spine0", "spine1"] {
+        b.switch(s);
+    }
+    for l in 0..4 {
+        let leaf = format!("leaf{l}");
+        b.switch(&leaf);
+        let h = format!("h{l}");
+        b.ca(&h);
+        b.cable(&leaf, &h);
+        b.cable(&leaf, "spine0");
+        if l != 2 {
+            b.cable(&leaf, "spine1");
+        }
+    }
+    let got = rules(&b.fabric, &FabricExpect::default());
+    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "leaf2".into())], "{got:#?}");
+    assert_eq!(
+        got[0].finding.message,
+        "leaf leaf2 has no link to spine spine1, which the other leaves of its tree reach with 1 link(s) each: a missing or unplugged uplink"
+    );
+}
+
+#[test]
+fn a_spine_cabled_to_few_leaves_is_named_as_the_spine() {
+    let mut b = fat_tree(3, 4, 1, 1);
+    // spine2 loses three of its four leaves: the spine is the odd one, not each leaf.
+    for leaf in ["leaf1", "leaf2", "leaf3"] {
+        let (l, s) = (b.guid(leaf), b.guid("spine2"));
+        for n in b.fabric.nodes.iter_mut().filter(|n| n.guid == l || n.guid == s) {
+            for p in n.ports.iter_mut() {
+                if p.remote.is_some_and(|(g, _)| g == if n.guid == l { s } else { l }) {
+                    p.remote = None;
+                }
+            }
+        }
+    }
+    let got = rules(&b.fabric, &FabricExpect::default());
+    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "spine2".into())], "{got:#?}");
+    assert!(got[0].finding.message.contains("no link to 3 leaves of its tree (leaf1, leaf2, leaf3)"), "{}", got[0].finding.message);
+}
+
+#[test]
+fn uneven_uplinks_are_a_warning() {
+    let mut b = fat_tree(2, 3, 2, 1);
+    b.cable("leaf1", "spine0"); // leaf1: 3 to spine0, 2 to spine1
+    let got = rules(&b.fabric, &FabricExpect::default());
+    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Warning, "leaf1".into())], "{got:#?}");
+    assert!(got[0].finding.message.contains("has 3 to spine0"), "{}", got[0].finding.message);
+}
+
+#[test]
+fn a_leaf_without_uplinks() {
+    let mut b = fat_tree(2, 2, 1, 1);
+    b.switch("leaf9");
+    b.ca("h9");
+    b.cable("leaf9", "h9");
+    let got = rules(&b.fabric, &FabricExpect::default());
+    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "leaf9".into())], "{got:#?}");
+    assert!(got[0].finding.message.contains("has no link to any spine"));
+}
+
+#[test]
+fn pods_are_judged_apart_and_cores_found() {
+    // Two pods of 2 leaves x 2 spines; spine k of each pod goes up to core k (planes).
+    let mut b = Build::new();
+    for c in ["core0", "core1"] {
+        b.switch(c);
+    }
+    for pod in 0..2 {
+        for s in 0..2 {
+            b.switch(&format!("p{pod}s{s}"));
+            b.cable(&format!("p{pod}s{s}"), &format!("core{s}"));
+        }
+        for l in 0..2 {
+            let leaf = format!("p{pod}l{l}");
+            b.switch(&leaf);
+            let h = format!("h{pod}{l}");
+            b.ca(&h);
+            b.cable(&leaf, &h);
+            for s in 0..2 {
+                b.cable(&leaf, &format!("p{pod}s{s}"));
+            }
+        }
+    }
+    assert_eq!(tier_of(&b, "core1"), Placed { tier: Tier::Core, reason: "2 link(s) to 2 spine(s), none to a leaf or host".into() });
+    assert_eq!(tier_of(&b, "p1s0").tier, Tier::Spine);
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty(), "a pod's leaves need not reach the other pod's spines");
+    // A spine that lost its core uplink: named as a spine without a link to any core.
+    let (s, c) = (b.guid("p1s1"), b.guid("core1"));
+    for n in b.fabric.nodes.iter_mut().filter(|n| n.guid == s || n.guid == c) {
+        let other = if n.guid == s { c } else { s };
+        for p in n.ports.iter_mut().filter(|p| p.remote.is_some_and(|(g, _)| g == other)) {
+            p.remote = None;
+        }
+    }
+    let got = rules(&b.fabric, &FabricExpect::default());
+    assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "p1s1".into())], "{got:#?}");
+    assert!(got[0].finding.message.contains("spine p1s1 has no link to any core"), "{}", got[0].finding.message);
+}
+
+#[test]
+fn a_spine_with_a_management_node_is_still_a_spine() {
+    let mut b = fat_tree(2, 3, 1, 2);
+    b.ca("ufm");
+    b.cable("spine0", "ufm");
+    let p = tier_of(&b, "spine0");
+    assert_eq!(p.tier, Tier::Spine);
+    assert!(p.reason.contains("and 1 host link(s): a management node?"), "{}", p.reason);
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+}
+
+#[test]
+fn switches_with_hosts_in_a_ring_are_all_leaves() {
+    let mut b = Build::new();
+    for l in 0..3 {
+        b.switch(&format!("leaf{l}"));
+        b.ca(&format!("h{l}"));
+        b.cable(&format!("leaf{l}"), &format!("h{l}"));
+    }
+    for (x, y) in [(0, 1), (1, 2), (2, 0)] {
+        for _ in 0..2 {
+            b.cable(&format!("leaf{x}"), &format!("leaf{y}"));
+        }
+    }
+    for l in 0..3 {
+        assert_eq!(tier_of(&b, &format!("leaf{l}")).tier, Tier::Leaf);
+    }
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+}
+
+#[test]
+fn lone_switches_and_unknowns() {
+    let mut b = Build::new();
+    b.switch("only");
+    b.ca("h");
+    b.cable("only", "h");
+    b.switch("island");
+    assert_eq!(tier_of(&b, "only").tier, Tier::Leaf);
+    assert_eq!(tier_of(&b, "island"), Placed { tier: Tier::Unknown, reason: "no hosts, and no link to a leaf or a spine".into() });
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+}
+
+#[test]
+fn oversubscription_against_the_expectation() {
+    // 6 hosts over 2 uplinks: 3:1 on every leaf.
+    let b = fat_tree(2, 2, 1, 6);
+    let mut expect = FabricExpect::default();
+    expect.set("oversubscription=3").unwrap();
+    let got = rules(&b.fabric, &expect);
+    assert!(got.iter().all(|n| n.finding.severity == Severity::Info) && got.len() == 2, "{got:#?}");
+    assert_eq!(
+        got[0].finding.message,
+        "leaf leaf0 oversubscription 3.00:1 (host-facing 1200 Gb/s over 6 link(s), spine-facing 400 Gb/s over 2 link(s))"
+    );
+    expect.set("oversubscription=2:1").unwrap();
+    let got = rules(&b.fabric, &expect);
+    assert_eq!(
+        found(&got),
+        vec![("fabric.design".into(), Severity::Warning, "leaf0".into()), ("fabric.design".into(), Severity::Warning, "leaf1".into())]
+    );
+    assert!(got[0].finding.message.contains("above the expected 2:1"), "{}", got[0].finding.message);
+}

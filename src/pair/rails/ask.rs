@@ -1,0 +1,83 @@
+//! Asking each node for its rails (`rails` request) over its control session.
+
+use crate::control::drive::{drive, Actions, Conversation, Job};
+use crate::control::hub::{Hub, LinkId};
+use crate::control::loss::Loss;
+use crate::control::protocol::{Reply, Request};
+use crate::error::Failure;
+use crate::gpu::rails::SharedUplink;
+use crate::model::rails::{Rail, RailSpec, MAX_RAILS};
+use std::time::{Duration, Instant};
+
+/// How long a node may take to list its ports and read its PCI tree.
+pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// What a node says of its rails: them, in rail order, and the PCIe uplinks they share.
+pub type NodeRails = (Vec<Rail>, Vec<SharedUplink>);
+
+/// One node's answer.
+pub struct Ask {
+    label: String,
+    spec: RailSpec,
+    deadline: Option<Instant>,
+    pub answer: Option<Result<NodeRails, Failure>>,
+}
+
+impl Conversation for Ask {
+    fn start(&mut self, now: Instant, act: &mut Actions) {
+        act.send(0, Request::Rails { spec: self.spec.clone() });
+        self.deadline = Some(crate::sys::time::deadline(now, DEADLINE));
+    }
+
+    fn on_reply(&mut self, _side: usize, reply: Reply, _now: Instant, act: &mut Actions) {
+        let answer = match reply {
+            Reply::Rails { rails, .. } if rails.is_empty() || rails.len() > MAX_RAILS => Err(Failure::new(
+                format!("{}: answered {} rails (1 to {MAX_RAILS} expected)", self.label, rails.len()),
+                "use the same fabcheck version on every node",
+            )),
+            Reply::Rails { rails, shared } => Ok((rails, shared)),
+            Reply::Error { cause, remedy } => Err(Failure::new(format!("{}: {cause}", self.label), remedy)),
+            other => {
+                act.discard.push(0);
+                Err(Failure::new(format!("{}: unexpected reply {other:?} to rails", self.label), "use the same fabcheck version on every node"))
+            }
+        };
+        self.answer = Some(answer);
+        self.deadline = None;
+    }
+
+    fn on_lost(&mut self, _side: usize, loss: Loss, _now: Instant, _act: &mut Actions) {
+        self.answer = Some(Err(loss.into()));
+        self.deadline = None;
+    }
+
+    fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
+        act.discard.push(0);
+        self.answer = Some(Err(Failure::new(
+            format!("{}: no answer to rails within {} s", self.label, DEADLINE.as_secs()),
+            "the agent or its host is stuck; check it and rerun",
+        )));
+        self.deadline = None;
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    fn is_done(&self) -> bool {
+        self.answer.is_some()
+    }
+}
+
+/// Both nodes' rails and the uplinks their rails share, asked at once. The first node that
+/// cannot say is the error (exit 2).
+pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
+    let mut jobs: Vec<Job<Ask>> = (0..2)
+        .map(|i| Job { links: vec![links[i]], conversation: Ask { label: labels[i].clone(), spec: spec.clone(), deadline: None, answer: None } })
+        .collect();
+    drive(hub, &mut jobs, 2)?;
+    let mut out = jobs.into_iter().map(|j| j.conversation.answer.unwrap_or_else(|| Err(Failure::new("no answer to rails", "rerun"))));
+    let a = out.next().expect("two answers")?;
+    let b = out.next().expect("two answers")?;
+    Ok([a, b])
+}

@@ -1,0 +1,248 @@
+//! Judging a node rail by rail (pure): each rail against its own capacity (as `pair` judges one
+//! link), against its sibling rails (the median of the others: `pair.rail`, which works where
+//! no capacity is known, as on rxe), the node's aggregate against the rails' summed capacity or
+//! a shared bound (`pair.aggregate`), and rails that could not reach their peer
+//! (`pair.rail.unreachable`).
+
+use super::doc::{Aggregate, RailRecord};
+use crate::diagnose::{gbps, Finding, Severity, Verdict};
+use crate::model::rails::RailThreshold;
+use crate::model::TestKind;
+use crate::pair::plan::Direction;
+use crate::pair::report::{Side, TestResult};
+use crate::pair::sequence::Window;
+use crate::pair::verdict::{self, Criteria, JUDGED_MIN_SIZE};
+use crate::perf::summary;
+use crate::units;
+use std::collections::BTreeMap;
+
+/// `rail K (A DEV <-> B DEV)`: the rail and both NICs, each after its host.
+pub fn subject(rail: usize, a: &Side, b: &Side) -> String {
+    format!("rail {rail} ({} {} <-> {} {})", a.host, a.device, b.host, b.device)
+}
+
+/// One rail as run: its record, and each bandwidth result's window (same index as
+/// `record.results`) for the aggregate. `unreachable`: why it did not run, if it did not.
+#[derive(Debug, Clone)]
+pub struct RailRun {
+    pub record: RailRecord,
+    pub windows: Vec<Option<Window>>,
+    pub unreachable: Option<String>,
+}
+
+/// Values per test, direction and size, in the order the tests first came.
+type Keyed<T> = Vec<((TestKind, Direction, u32), Vec<T>)>;
+
+fn entry<T>(keyed: &mut Keyed<T>, key: (TestKind, Direction, u32)) -> &mut Vec<T> {
+    let pos = keyed.iter().position(|(k, _)| *k == key).unwrap_or_else(|| {
+        keyed.push((key, Vec::new()));
+        keyed.len() - 1
+    });
+    &mut keyed[pos].1
+}
+
+/// The median of `values` (not empty).
+fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// The headline figure of a result for sibling comparison: bandwidth, or latency p50.
+fn figure(r: &TestResult) -> Option<f64> {
+    if r.error.is_some() {
+        return None;
+    }
+    if r.test.is_latency() {
+        r.lat_us.map(|l| l.p50)
+    } else {
+        r.bw_gbps
+    }
+}
+
+/// Every rail's findings, the node aggregate and the verdict. `shared_bound_gbps`: a PCIe
+/// bound several rails share (NICs behind one switch uplink), when known.
+pub fn judge(
+    rails: &[RailRun],
+    criteria: &Criteria,
+    threshold: RailThreshold,
+    shared_bound_gbps: Option<f64>,
+) -> (Verdict, Vec<Finding>, Vec<Aggregate>) {
+    let mut findings = Vec::new();
+    for run in rails {
+        let (a, b) = (&run.record.a, &run.record.b);
+        let subject = subject(run.record.rail, a, b);
+        if let Some(why) = &run.unreachable {
+            findings.push(Finding {
+                id: "pair.rail.unreachable".into(),
+                severity: Severity::Error,
+                subject,
+                message: format!("rail {} cannot reach its peer rail: {why}", run.record.rail),
+                remedy: "check both ports with `fabcheck check` (state, GID, subnet) and that rail k of A is cabled to the leaf of rail k of B; the other rails still ran".into(),
+            });
+            continue;
+        }
+        // Against its own capacity, as `pair` judges one link; the rail is the subject.
+        let (_, own) = verdict::judge(a, b, &run.record.results, criteria);
+        for mut f in own {
+            if f.id == "pair.bw" {
+                f.id = "pair.rail".into();
+            }
+            f.subject = subject.clone();
+            findings.push(f);
+        }
+    }
+    // A rail already below its own capacity is said once, by that finding.
+    let own_bad: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
+    findings.extend(siblings(rails, threshold).into_iter().filter(|f| !own_bad.contains(&f.subject)));
+    let aggregate = aggregate(rails, shared_bound_gbps);
+    // The node total is judged when every rail is good: a bad rail already explains a low
+    // total, and `pair.aggregate` is for what no single rail shows (a shared bound).
+    if !findings.iter().any(|f| f.severity == Severity::Error) {
+        findings.extend(judge_aggregate(rails, &aggregate, criteria));
+    }
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    (verdict, findings, aggregate)
+}
+
+/// Each rail against the median of its siblings (the other rails that ran the same test),
+/// per test, direction and size.
+fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
+    let mut by_key: Keyed<(usize, f64)> = Vec::new();
+    for (i, run) in rails.iter().enumerate().filter(|(_, r)| r.unreachable.is_none()) {
+        for r in &run.record.results {
+            if let Some(x) = figure(r) {
+                entry(&mut by_key, (r.test, r.direction, r.size)).push((i, x));
+            }
+        }
+    }
+    let mut findings = Vec::new();
+    for ((test, direction, size), values) in by_key {
+        if values.len() < 2 {
+            continue;
+        }
+        for &(i, x) in &values {
+            let mut others: Vec<f64> = values.iter().filter(|(j, _)| *j != i).map(|(_, v)| *v).collect();
+            let m = median(&mut others);
+            let (bad, words) = if test.is_latency() {
+                (
+                    x > threshold.lat_factor * m,
+                    format!(
+                        "p50 {} us, above {}x its sibling rails' median {} us",
+                        units::three(x),
+                        units::three(threshold.lat_factor),
+                        units::three(m)
+                    ),
+                )
+            } else {
+                (
+                    x < threshold.bw_fraction * m,
+                    format!(
+                        "{} Gb/s, below {}% of its sibling rails' median {} Gb/s",
+                        units::measured_gbps(x),
+                        units::three(threshold.bw_fraction * 100.0),
+                        units::measured_gbps(m)
+                    ),
+                )
+            };
+            if bad {
+                let run = &rails[i];
+                findings.push(Finding {
+                    id: "pair.rail".into(),
+                    severity: Severity::Error,
+                    subject: subject(run.record.rail, &run.record.a, &run.record.b),
+                    message: format!("rail {} {test} {direction} {size} B: {words}", run.record.rail),
+                    remedy: "this rail alone is slow: check its cable, transceiver and switch port (`fabcheck check` on both nodes), its PCIe slot, and the CPU its loop ran on".into(),
+                });
+            }
+        }
+    }
+    findings
+}
+
+/// The node's total per bandwidth test, direction and size: all rails' bytes over the union of
+/// their windows (first start to last end), never a sum of separately timed figures.
+pub fn aggregate(rails: &[RailRun], shared_bound_gbps: Option<f64>) -> Vec<Aggregate> {
+    let mut by_key: Keyed<(usize, Window)> = Vec::new();
+    for (i, run) in rails.iter().enumerate().filter(|(_, r)| r.unreachable.is_none()) {
+        for (r, w) in run.record.results.iter().zip(&run.windows) {
+            let (Some(w), None) = (w, &r.error) else { continue };
+            entry(&mut by_key, (r.test, r.direction, r.size)).push((i, *w));
+        }
+    }
+    by_key
+        .into_iter()
+        .map(|((test, direction, size), windows)| {
+            let start = windows.iter().map(|(_, w)| w.start).min().expect("one window");
+            let end = windows.iter().map(|(_, w)| w.start + std::time::Duration::from_nanos(w.elapsed_ns)).max().expect("one window");
+            let span = u64::try_from((end - start).as_nanos()).unwrap_or(u64::MAX);
+            let bytes: u64 = windows.iter().map(|(_, w)| w.bytes).sum();
+            let messages: u64 = windows.iter().map(|(_, w)| w.messages).sum();
+            let capacities: Vec<Option<f64>> =
+                windows.iter().map(|(i, _)| verdict::capacity(&rails[*i].record.a, &rails[*i].record.b).map(|c| c.gbps)).collect();
+            let sum = capacities.iter().copied().sum::<Option<f64>>();
+            let capacity_gbps = match (sum, shared_bound_gbps) {
+                (Some(s), Some(b)) => Some(s.min(b)),
+                (s, b) => s.or(b),
+            };
+            Aggregate {
+                test,
+                direction,
+                size,
+                rails: windows.len(),
+                bw_gbps: summary::gbps(bytes, span),
+                msg_rate_mpps: summary::mpps(messages, span),
+                capacity_gbps,
+            }
+        })
+        .collect()
+}
+
+/// `pair.aggregate`: the node total at the largest judged size of each test and direction,
+/// below `--threshold` of its capacity. Soft-RoCE (no real capacity) is not judged here.
+fn judge_aggregate(rails: &[RailRun], aggregate: &[Aggregate], criteria: &Criteria) -> Vec<Finding> {
+    let soft = rails.iter().any(|r| {
+        crate::probe::catype::CaKind::of(&r.record.a.ca_type).is_software() || crate::probe::catype::CaKind::of(&r.record.b.ca_type).is_software()
+    });
+    if soft {
+        return Vec::new();
+    }
+    let mut largest: BTreeMap<(&str, &str), &Aggregate> = BTreeMap::new();
+    for g in aggregate.iter().filter(|g| g.size >= JUDGED_MIN_SIZE) {
+        let e = largest.entry((g.test.name(), g.direction.name())).or_insert(g);
+        if g.size > e.size {
+            *e = g;
+        }
+    }
+    let (a, b) = rails.first().map(|r| (r.record.a.host.clone(), r.record.b.host.clone())).unwrap_or_default();
+    largest
+        .values()
+        .filter_map(|g| {
+            let cap = g.capacity_gbps?;
+            (g.bw_gbps < criteria.bw_fraction * cap).then(|| Finding {
+                id: "pair.aggregate".into(),
+                severity: Severity::Error,
+                subject: format!("{a} <-> {b} ({} rails)", g.rails),
+                message: format!(
+                    "{} {} {} B over {} rails at once: {} Gb/s, below {}% of the node's {} Gb/s",
+                    g.test,
+                    g.direction,
+                    g.size,
+                    g.rails,
+                    units::measured_gbps(g.bw_gbps),
+                    units::three(criteria.bw_fraction * 100.0),
+                    gbps(cap.round())
+                ),
+                remedy: "every rail may pass alone while the node cannot feed them all: look for a shared bound (PCIe switch uplink, socket, memory bandwidth) and at the CPUs the rails ran on".into(),
+            })
+        })
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "judge_tests.rs"]
+mod tests;

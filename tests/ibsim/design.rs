@@ -1,0 +1,204 @@
+//! Fabric design (#32) on a simulated rail-optimized fabric: 2 spines, 4 leaves (leaf k is
+//! rail k's), 4 hosts of 4 NICs each (`hostH mlx5_K` on leaf K), as rdma-ndd describes them.
+//! Healthy, it passes `fabric --rails --plan plan.csv`; each fault is named and nothing else
+//! is blamed (the simulator's enabled-below-supported speed warnings aside).
+
+use crate::harness::{errors, finding, findings, Sim};
+
+const HOSTS: usize = 4;
+const RAILS: usize = 4;
+const SPINES: usize = 2;
+
+/// What to break in the rail fabric.
+#[derive(Default)]
+struct Faults {
+    /// host1 mlx5_1 cabled to leaf0[7] instead of leaf1[1].
+    wrong_rail: bool,
+    /// leaf3 without its cable to spine1.
+    missing_spine: bool,
+    /// host4's NICs described as host3's (a cloned image), and two NICs with the adapter's default description.
+    cloned: bool,
+}
+
+fn nic(h: usize, k: usize, f: &Faults) -> String {
+    let shown = if f.cloned && h == 4 { 3 } else { h };
+    format!("host{shown} mlx5_{k}")
+}
+
+/// Where NIC k of host h is cabled: (leaf, port).
+fn seat(h: usize, k: usize, f: &Faults) -> (usize, usize) {
+    if f.wrong_rail && h == 1 && k == 1 {
+        (0, 7)
+    } else {
+        (k, h)
+    }
+}
+
+fn rail_net(f: &Faults) -> String {
+    let mut net = String::from("width=15\n\n");
+    for h in 1..=HOSTS {
+        for k in 0..RAILS {
+            let (leaf, port) = seat(h, k, f);
+            net += &format!("Hca 1 \"h{h}-{k}\" # \"{}\"\n[1] \"leaf{leaf}\"[{port}]\n\n", nic(h, k, f));
+        }
+    }
+    if f.cloned {
+        for (i, leaf) in [(5, 0), (6, 1)] {
+            net += &format!("Hca 1 \"h{i}-0\" # \"MT4129 ConnectX7 Mellanox Technologies\"\n[1] \"leaf{leaf}\"[8]\n\n");
+        }
+    }
+    for l in 0..RAILS {
+        net += &format!("Switch 12 \"leaf{l}\"\n");
+        for h in 1..=HOSTS {
+            for k in 0..RAILS {
+                let (leaf, port) = seat(h, k, f);
+                if leaf == l {
+                    net += &format!("[{port}] \"h{h}-{k}\"[1]\n");
+                }
+            }
+        }
+        if f.cloned && l < 2 {
+            net += &format!("[8] \"h{}-0\"[1]\n", l + 5);
+        }
+        for s in 0..SPINES {
+            if !(f.missing_spine && l == 3 && s == 1) {
+                net += &format!("[{}] \"spine{s}\"[{}]\n", 5 + s, l + 1);
+            }
+        }
+        net += "\n";
+    }
+    for s in 0..SPINES {
+        net += &format!("Switch 12 \"spine{s}\"\n");
+        for l in 0..RAILS {
+            if !(f.missing_spine && l == 3 && s == 1) {
+                net += &format!("[{}] \"leaf{l}\"[{}]\n", l + 1, 5 + s);
+            }
+        }
+        net += "\n";
+    }
+    net
+}
+
+/// The healthy fabric's cabling plan, descriptions quoted as a spreadsheet writes them.
+fn plan_csv() -> String {
+    let f = Faults::default();
+    let mut csv = String::from("a_node,a_port,b_node,b_port,cable\r\n");
+    for l in 0..RAILS {
+        for h in 1..=HOSTS {
+            csv += &format!("leaf{l},{h},\"{}\",1,C{l}{h}\r\n", nic(h, l, &f));
+        }
+        for s in 0..SPINES {
+            csv += &format!("leaf{l},{},spine{s},{},\"uplink, {l}-{s}\"\r\n", 5 + s, l + 1);
+        }
+    }
+    csv
+}
+
+/// The findings other than the simulator's speed warnings.
+fn blamed(doc: &serde_json::Value) -> Vec<(String, String, String)> {
+    findings(doc).into_iter().filter(|f| !(f.0 == "fabric.link.speed" && f.1 == "warning")).collect()
+}
+
+#[test]
+fn healthy_rail_fabric_passes_rails_and_plan() {
+    let mut sim = Sim::start("rails-healthy", &rail_net(&Faults::default()));
+    sim.start_sm_and_wait();
+    std::fs::write(sim.dir.join("plan.csv"), plan_csv()).unwrap();
+    let out = sim.fabcheck(&["fabric", "--json", "--rails", "--plan", &sim.path("plan.csv")]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    assert_eq!(doc["nodes"].as_array().unwrap().len(), HOSTS * RAILS + RAILS + SPINES);
+    // Only the warning that the rails were read from descriptions.
+    assert_eq!(blamed(&doc), vec![("fabric.rail".into(), "warning".into(), "rails".into())]);
+    assert!(finding(&doc, "fabric.rail", "rails")["message"].as_str().unwrap().contains("for 16 of 16 NICs"));
+    // Tiers in the JSON, with their reasons and the leaves' oversubscription (4 hosts, 2 uplinks).
+    for node in doc["nodes"].as_array().unwrap() {
+        let name = node["description"].as_str().unwrap();
+        match node["type"].as_str().unwrap() {
+            "switch" if name.starts_with("leaf") => {
+                assert_eq!((node["tier"].as_str(), node["tier_reason"].as_str()), (Some("leaf"), Some("4 host link(s)")), "{node}");
+                assert_eq!(node["oversubscription"].as_f64(), Some(2.0), "{node}");
+            }
+            "switch" => assert_eq!(
+                (node["tier"].as_str(), node["tier_reason"].as_str()),
+                (Some("spine"), Some("4 link(s) to 4 leaf switch(es) and no hosts"))
+            ),
+            _ => assert!(node.get("tier").is_none(), "{node}"),
+        }
+    }
+    // A rail map instead of the descriptions: no warning at all.
+    let mut map = String::from("host,device,rail\n");
+    for h in 1..=HOSTS {
+        for k in 0..RAILS {
+            map += &format!("host{h},mlx5_{k},{k}\n");
+        }
+    }
+    std::fs::write(sim.dir.join("rails.csv"), map).unwrap();
+    let doc = sim.json(&["--rail-map", &sim.path("rails.csv"), "--plan", &sim.path("plan.csv"), "--expect", "oversubscription=2:1"]);
+    let infos: Vec<_> = blamed(&doc).into_iter().filter(|f| f.1 == "info").collect();
+    assert_eq!(infos.len(), RAILS, "one oversubscription per leaf: {:#?}", blamed(&doc));
+    assert!(blamed(&doc).iter().all(|f| f.1 == "info"), "{:#?}", blamed(&doc));
+    assert!(finding(&doc, "fabric.design", "leaf2")["message"].as_str().unwrap().contains("2.00:1"));
+    let doc = sim.json(&["--expect", "oversubscription=1.5"]);
+    assert_eq!(blamed(&doc).iter().filter(|f| f.0 == "fabric.design" && f.1 == "warning").count(), RAILS);
+    // The human form says each switch's tier.
+    let text = String::from_utf8_lossy(&sim.fabcheck(&["fabric"]).stdout).to_string();
+    assert!(
+        text.contains("tier leaf (4 host link(s), oversubscription 2.00:1)") && text.contains("tier spine (4 link(s) to 4 leaf switch(es)"),
+        "{text}"
+    );
+
+    // The plan with one cable in the wrong row: host1 mlx5_2 said to be on leaf2[7].
+    std::fs::write(sim.dir.join("miswired.csv"), plan_csv().replace("leaf2,1,\"host1 mlx5_2\"", "leaf2,7,\"host1 mlx5_2\"")).unwrap();
+    let out = sim.fabcheck(&["fabric", "--json", "--plan", &sim.path("miswired.csv")]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(errors(&doc), vec![("fabric.topology.miswired".into(), "error".into(), "leaf2[7] <-> host1 mlx5_2[1]".into())]);
+    assert_eq!(
+        finding(&doc, "fabric.topology.miswired", "leaf2[7] <-> host1 mlx5_2[1]")["message"],
+        "expected this cable, but host1 mlx5_2[1] is cabled to leaf2[1]"
+    );
+    assert!(blamed(&doc).iter().all(|f| f.1 == "error"), "the moved cable is explained, not extra: {:#?}", blamed(&doc));
+    // A plan missing a cable's row: that cable is extra (a warning), as with --topology.
+    std::fs::write(sim.dir.join("short.csv"), plan_csv().replace("leaf3,4,\"host4 mlx5_3\",1,C34\r\n", "")).unwrap();
+    let doc = sim.json(&["--plan", &sim.path("short.csv")]);
+    assert_eq!(blamed(&doc), vec![("fabric.topology.extra".into(), "warning".into(), "leaf3[4] <-> host4 mlx5_3[1]".into())]);
+}
+
+#[test]
+fn faulted_rail_fabric_names_each_fault_and_nothing_else() {
+    let faults = Faults { wrong_rail: true, missing_spine: true, cloned: true };
+    let mut sim = Sim::start("rails-faulted", &rail_net(&faults));
+    sim.start_sm_and_wait();
+    let out = sim.fabcheck(&["fabric", "--json", "--rails"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:#?}", blamed(&doc));
+    let mut got = blamed(&doc);
+    got.sort();
+    let w = |id: &str, subject: &str| (id.to_string(), "warning".to_string(), subject.to_string());
+    let mut want = vec![
+        ("fabric.design".to_string(), "error".to_string(), "leaf3".to_string()),
+        ("fabric.rail".to_string(), "error".to_string(), "host1 mlx5_1".to_string()),
+        w("fabric.duplicate", "MT4129 ConnectX7 Mellanox Technologies"),
+        w("fabric.rail", "rails"),
+    ];
+    for k in 0..RAILS {
+        want.push(w("fabric.duplicate", &format!("host3 mlx5_{k}")));
+    }
+    want.sort();
+    assert_eq!(got, want);
+    let rail = finding(&doc, "fabric.rail", "host1 mlx5_1")["message"].as_str().unwrap().to_string();
+    assert_eq!(
+        rail,
+        "host1 mlx5_1[1] (rail 1, from node descriptions (HOST mlx5_K is rail K)) is cabled to leaf0[7], a leaf of rail 0; rail 1's leaf group is leaf1"
+    );
+    let design = finding(&doc, "fabric.design", "leaf3")["message"].as_str().unwrap().to_string();
+    assert!(design.contains("leaf leaf3 has no link to spine spine1"), "{design}");
+    let cloned = finding(&doc, "fabric.duplicate", "host3 mlx5_2")["message"].as_str().unwrap().to_string();
+    assert!(
+        cloned.starts_with("2 NICs have the node description \"host3 mlx5_2\"") && cloned.contains("on leaf2[3]") && cloned.contains("on leaf2[4]"),
+        "{cloned}"
+    );
+    let default = finding(&doc, "fabric.duplicate", "MT4129 ConnectX7 Mellanox Technologies")["message"].as_str().unwrap().to_string();
+    assert!(default.starts_with("2 NIC(s) have the adapter's default node description") && default.contains("rdma-ndd is not running"), "{default}");
+}
