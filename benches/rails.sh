@@ -14,24 +14,24 @@ PROG=rails.sh
 usage() {
 	cat <<'EOF'
 Usage: benches/rails.sh [--tool fabcheck|perftest] [--devices rxe0,rxe1,...] [--tests write_bw,read_bw]
-                        [--size BYTES] [--duration SECS] [--rounds N] [--qdisc RAIL:SPEC]
+                        [--size BYTES] [--iters N] [--rounds N] [--qdisc RAIL:SPEC]
                         [--peer ENDPOINT] [--server ADDR] [--fabcheck PATH]
 
 On one node (in the Soft-RoCE guest: ./soft-roce-setup.sh --vm --rails 4 -- benches/rails.sh).
   --tool       fabcheck (default): `pair localhost PEER --rails DEV` for each rail alone, then
                `--rails DEV0,DEV1,...` (the document's per-rail results and its aggregate);
                perftest: ib_write_bw / ib_read_bw, server and client on each rail's device over
-               127.0.0.1, one pair of processes per rail, all started together (-D SECS each).
+               127.0.0.1, one pair of processes per rail, all started together (-n ITERS each).
   --devices    the rails, in order (default: $FABCHECK_VM_RAIL_DEVS, else every rxe* device)
   --tests      default write_bw,read_bw          --size    default 65536
-  --duration   seconds per run (default 4)       --rounds  concurrent runs (default 3)
+  --iters      per rail and run (default 300)    --rounds  concurrent runs (default 3)
   --qdisc      after the clean rounds, `tc qdisc add dev NETDEV root SPEC` on rail RAIL's netdev and
                as many rounds again; SPEC `tbf-quarter` is a tbf at a quarter of that rail's clean
                median. Prints how far the rail fell below its siblings' median. Needs root.
   --peer       fabcheck only: the other end (default localhost; e.g. root@198.18.0.2)
   --server     perftest only: the servers already run on ADDR (another guest), one per rail and test,
                rail k's ib_write_bw on port 18700+k and ib_read_bw on 18710+k, each with this
-               --size and --duration, started again after every run (see tests/vm/README.md)
+               --size and --iters, started again after every run (see tests/vm/README.md)
   --fabcheck   the binary (default target/release/fabcheck, else target/debug/fabcheck)
 Exit 0 whatever the figures, 2 when a tool could not run.
 EOF
@@ -40,14 +40,14 @@ EOF
 say() { printf '%s: %s\n' "$PROG" "$*" >&2; }
 die() { say "error: $*"; exit 2; }
 
-TOOL=fabcheck DEVICES="" TESTS=write_bw,read_bw SIZE=65536 DURATION=4 ROUNDS=3 QDISC="" PEER=localhost FABCHECK="" SERVER=""
+TOOL=fabcheck DEVICES="" TESTS=write_bw,read_bw SIZE=65536 ITERS=300 ROUNDS=3 QDISC="" PEER=localhost FABCHECK="" SERVER=""
 while [[ $# -gt 0 ]]; do
 	case $1 in
 	--tool) TOOL=${2:?}; shift 2 ;;
 	--devices) DEVICES=${2:?}; shift 2 ;;
 	--tests) TESTS=${2:?}; shift 2 ;;
 	--size) SIZE=${2:?}; shift 2 ;;
-	--duration) DURATION=${2:?}; shift 2 ;;
+	--iters) ITERS=${2:?}; shift 2 ;;
 	--rounds) ROUNDS=${2:?}; shift 2 ;;
 	--qdisc) QDISC=${2:?}; shift 2 ;;
 	--peer) PEER=${2:?}; shift 2 ;;
@@ -59,7 +59,7 @@ while [[ $# -gt 0 ]]; do
 done
 case $TOOL in fabcheck | perftest) ;; *) die "--tool: fabcheck or perftest" ;; esac
 [[ $SIZE =~ ^[0-9]+$ && $SIZE -gt 0 ]] || die "--size must be a positive integer"
-[[ $DURATION =~ ^[0-9]+$ && $DURATION -gt 0 ]] || die "--duration must be a positive number of seconds"
+[[ $ITERS =~ ^[0-9]+$ && $ITERS -ge 16 ]] || die "--iters must be a number >= 16"
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -gt 0 ]] || die "--rounds must be a positive integer"
 IFS=, read -ra TEST_LIST <<<"$TESTS"
 for t in "${TEST_LIST[@]}"; do
@@ -113,7 +113,7 @@ perftest_rails() {
 	for r in "$@"; do
 		[[ -z $SERVER ]] || break
 		dev=${DEVS[$r]} port=$((base + r))
-		timeout $((DURATION + 60)) "ib_$test" -d "${dev%%:*}" -x 1 -F --report_gbits -s "$SIZE" -D "$DURATION" -p "$port" \
+		timeout 600 "ib_$test" -d "${dev%%:*}" -x 1 -F --report_gbits -s "$SIZE" -n "$ITERS" -p "$port" \
 			>"$SCRATCH/srv.$r" 2>&1 &
 		BG_PIDS+=($!)
 	done
@@ -122,7 +122,7 @@ perftest_rails() {
 		dev=${DEVS[$r]} port=$((base + r))
 		(
 			for _ in 1 2 3 4 5 6 7 8 9 10; do
-				timeout $((DURATION + 60)) "ib_$test" -d "${dev%%:*}" -x 1 -F --report_gbits -s "$SIZE" -D "$DURATION" \
+				timeout 600 "ib_$test" -d "${dev%%:*}" -x 1 -F --report_gbits -s "$SIZE" -n "$ITERS" \
 					-p "$port" "${SERVER:-127.0.0.1}" >"$SCRATCH/cli.$r" 2>&1 && exit 0
 				grep -q "Couldn't connect" "$SCRATCH/cli.$r" || exit 1
 				sleep 0.5
@@ -135,10 +135,10 @@ perftest_rails() {
 	for r in "${pids[@]}"; do wait "$r" || crc=1; done
 	wait "${BG_PIDS[@]}" 2>/dev/null || true
 	BG_PIDS=()
-	((crc == 0)) || { say "ib_$test failed: $(tail -n 3 "$SCRATCH"/cli.* | tr '\n' ' ')"; return 1; }
-	if [[ ${RAILS_BENCH_RAW:-0} == 1 ]]; then
-		for r in "$@"; do say "rail $r client output:"; cat "$SCRATCH/cli.$r" >&2; done
+	if [[ $crc -ne 0 || ${RAILS_BENCH_RAW:-0} == 1 ]]; then
+		for r in "$@"; do say "rail $r client output:"; grep -v '^ *$' "$SCRATCH/cli.$r" | tail -n 8 >&2; done
 	fi
+	((crc == 0)) || { say "ib_$test failed on one rail at least (its output above)"; return 1; }
 	for r in "$@"; do
 		# the result row: "#bytes #iterations BW-peak BW-average MsgRate"
 		awk -v r="$r" -v s="$SIZE" '$1 == s && NF >= 5 { print r, $4; found = 1 } END { if (!found) exit 1 }' "$SCRATCH/cli.$r" >>"$out" ||
@@ -154,7 +154,7 @@ fabcheck_rails() {
 	shift 2
 	for r in "$@"; do list+="${list:+,}${DEVS[$r]}"; done
 	"$FABCHECK" pair localhost "$PEER" --rails "$list" --tests "$test" --direction ab --size "$SIZE" \
-		--duration "$DURATION" --json >"$SCRATCH/pair.json" 2>"$SCRATCH/pair.err" || rc=$?
+		--iters "$ITERS" --json >"$SCRATCH/pair.json" 2>"$SCRATCH/pair.err" || rc=$?
 	((rc <= 1)) || { say "fabcheck pair --rails $list: exit $rc: $(tail -n 3 "$SCRATCH/pair.err" | tr '\n' ' ')"; return 1; }
 	python3 - "$SCRATCH/pair.json" "$test" "$@" >"$out" <<'PY' || return 1
 import json, sys
@@ -179,7 +179,7 @@ run_rails() { if [[ $TOOL == perftest ]]; then perftest_rails "$@"; else fabchec
 ALL_RAILS=()
 for ((k = 0; k < N; k++)); do ALL_RAILS+=("$k"); done
 
-say "$TOOL, rails ${DEVS[*]}, ${TEST_LIST[*]}, $SIZE B, $DURATION s per run, $ROUNDS concurrent rounds${QDISC:+, then with qdisc $QDISC}"
+say "$TOOL, rails ${DEVS[*]}, ${TEST_LIST[*]}, $SIZE B, $ITERS iterations per rail and run, $ROUNDS concurrent rounds${QDISC:+, then with qdisc $QDISC}"
 for test in "${TEST_LIST[@]}"; do
 	single_sum=0
 	for r in "${ALL_RAILS[@]}"; do
@@ -224,6 +224,8 @@ for f in files:
     rails = {k: float(v) for k, v in rows.items() if k != "aggregate"}
     values += rails.values()
     for k, v in rails.items():
+        if len(rails) < 2:
+            continue  # one rail has no siblings
         siblings = statistics.median([w for j, w in rails.items() if j != k])
         if phase == "fault" and k == frail:
             faulty.append(v / siblings if siblings else 0.0)
