@@ -12,7 +12,7 @@ CACHE=${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}
 GUEST_MODULES=(
 	req:virtio_pci req:virtio_net req:virtio_console req:9pnet_virtio req:9p req:veth
 	req:crc32_generic opt:crc32-pclmul
-	req:rdma_rxe req:ib_uverbs req:rdma_ucm opt:ib_umad req:sch_netem
+	req:rdma_rxe req:ib_uverbs req:rdma_ucm opt:ib_umad req:sch_netem opt:sch_tbf
 )
 
 apt_lists_key() {
