@@ -121,13 +121,14 @@ perftest_rails() {
 	for r in "$@"; do
 		dev=${DEVS[$r]} port=$((base + r))
 		(
-			for _ in 1 2 3 4 5 6 7 8 9 10; do
+			# up to a minute: a loaded emulated guest takes seconds to start a server again
+			for _ in $(seq 60); do
 				timeout 600 "ib_$test" -d "${dev%%:*}" -x 1 -F --report_gbits -s "$SIZE" -n "$ITERS" \
 					-p "$port" "${SERVER:-127.0.0.1}" >"$SCRATCH/cli.$r" 2>&1 && exit 0
 				echo "(exit status $?)" >>"$SCRATCH/cli.$r"
 				# not listening yet (guest 2 starts its servers again after each run): dial again
 				[[ $(wc -l <"$SCRATCH/cli.$r") -le 1 ]] || grep -q "Couldn't connect\|Unable to open file descriptor" "$SCRATCH/cli.$r" || exit 1
-				sleep 0.5
+				sleep 1
 			done
 			exit 1
 		) &
