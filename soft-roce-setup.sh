@@ -37,6 +37,10 @@ VM options:
                     guest 1 = 198.18.0.1 runs CMD, guest 2 = 198.18.0.2 runs --peer-cmd in the
                     background; CMD starts once guest 2 is set up and its peer command launched.
   --peer-cmd STR    shell command for guest 2 (default: $FABCHECK_VM_PEER_CMD, else none)
+  --rails N         N rxe devices (1-8), rail k = rxeK on subnet 198.18.K.0/24, rail 0 as above:
+                    one guest, veth pairs va/vb, va1/vb1, ...; two guests, N links eth0..ethN-1
+                    (one qemu socket each). In the guest FABCHECK_VM_RAILS=N, FABCHECK_VM_RAIL_DEVS
+                    and FABCHECK_VM_RAIL_NETDEVS (space-separated, in rail order) are set.
   --timeout SECS    kill the guest(s) and exit 124 after SECS (default 1800, $FABCHECK_VM_TIMEOUT)
   --mem MB          guest memory (default 1024, $FABCHECK_VM_MEM)
   --smp N           vCPUs per guest (default 2 with one guest, 1 each with two; $FABCHECK_VM_SMP)
@@ -265,6 +269,7 @@ main() {
 	local peer_cmd=${FABCHECK_VM_PEER_CMD:-}
 	MEM=${FABCHECK_VM_MEM:-1024}
 	SMP=${FABCHECK_VM_SMP:-}
+	RAILS=""
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		-h | --help) usage; exit 0 ;;
@@ -278,6 +283,7 @@ main() {
 		--mem) [[ $# -ge 2 ]] || die "--mem needs a value"; MEM=$2; shift ;;
 		--smp) [[ $# -ge 2 ]] || die "--smp needs a value"; SMP=$2; shift ;;
 		--peer-cmd) [[ $# -ge 2 ]] || die "--peer-cmd needs a value"; peer_cmd=$2; shift ;;
+		--rails) [[ $# -ge 2 ]] || die "--rails needs a value"; RAILS=$2; shift ;;
 		--verbose) export FABCHECK_VM_VERBOSE=1 ;;
 		--keep) export FABCHECK_VM_KEEP=1 ;;
 		--) shift; break ;;

@@ -37,10 +37,9 @@ fn main() -> ExitCode {
         Err(Stop::Delivery(d)) => d.to_failure(),
         Err(Stop::Failure(f)) => f,
     };
-    // A health check that reads stdout (NHC, Slurm) still gets one line with the cause.
-    if fabcheck::report::output::format() == fabcheck::report::output::Format::Oneline {
-        let _ = fabcheck::report::output::to_stdout(fabcheck::report::formats::oneline::error_line(&command_name, &failure.cause).as_bytes());
-    }
+    // A health check that reads stdout (NHC, Slurm) still gets one line with the cause; a
+    // textfile collector's `--output` gets `fabcheck_up 0` instead of the last run's verdict.
+    fabcheck::report::output::deliver_failure(&command_name, &failure.cause);
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
     to_stderr(&format!("fabcheck: {}", fabcheck::report::printable(&failure.cause)));
     to_stderr(&format!("  what to do: {}", fabcheck::report::printable(&failure.remedy)));

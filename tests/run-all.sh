@@ -73,17 +73,19 @@ fabcheck="$PWD/target/debug/fabcheck"
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
 	tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
 	require_tests "Soft-RoCE tier" "$logs/rxe.log"
-	echo "run-all: FABCHECK_RXE_NATIVE=1: the two-host tier was NOT run (it needs two guests)" >&2
+	echo "run-all: FABCHECK_RXE_NATIVE=1: the two-host and rails tiers were NOT run (they need two guests)" >&2
 else
 	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
 	require_tests "Soft-RoCE tier" "$logs/rxe.log"
-	echo "== two hosts: two guests joined by a virtual link, agents as fabcheck serve and over ssh" >&2
+	echo "== two hosts: two guests joined by 4 virtual links (rails), agents as fabcheck serve and over ssh" >&2
 	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
 	export FABCHECK_SSHD_DIR
+	# The same boot runs the rails tier (tests/rxe/rails.rs through tests/rxe/run.sh --rails, last
+	# in two-hosts.sh): rail 0 is the link the two-host tests use, rails 1-3 are three more.
 	two_hosts() {
-		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --timeout 900 \
+		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --rails 4 --timeout 1500 \
 			--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
-			-- tests/rxe/two-hosts.sh "$fabcheck"
+			-- tests/rxe/two-hosts.sh "$fabcheck" "$rxe_bin" 2>&1 | tee "$logs/two-hosts.log"
 	}
 	# The emulated link between the two guests has once dropped mid-run (guest 2 unreachable:
 	# "No route to host"); one fresh pair of guests tells that from a defect, which fails twice.
@@ -94,6 +96,7 @@ else
 		two_hosts
 		ran+=("two-host tier (passed on its second run)")
 	fi
+	require_tests "rails tier" "$logs/two-hosts.log"
 fi
 summary=$(printf '%s, ' "${ran[@]}")
 echo "run-all: passed in $(( $(date +%s) - start )) s: ${summary%, }" >&2

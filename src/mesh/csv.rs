@@ -97,6 +97,7 @@ mod tests {
             retest: true,
             zoom: false,
             rail: None,
+            judged_against_gbps: None,
         };
         assert_eq!(rows(&ok), "n1,\"n2,x\",write_bw,a->b,65536,190,Gb/s,pass,retest,\nn1,\"n2,x\",read_bw,a->b,65536,,,pass,retest,\n");
         let lost = PairRecord { results: Vec::new(), error: Some("cannot reach n2".into()), verdict: Verdict::Fail, retest: false, zoom: true, ..ok };
@@ -117,6 +118,7 @@ mod tests {
             retest: false,
             zoom: false,
             rail: Some(3),
+            judged_against_gbps: None,
         };
         assert_eq!(rows(&lost), "n1/mlx5_3,n2/mlx5_3,3,,,,,,fail,first,x\n");
     }

@@ -30,6 +30,11 @@ pub struct PairRecord {
     /// `mesh --rails`: the rail both endpoints are (rail k is only paired with rail k).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rail: Option<usize>,
+    /// The rate the mesh judged this pair's bandwidth against: the smaller capacity of its two
+    /// ends (link, or PCIe where smaller). Absent where either end's is unknown (Soft-RoCE, no
+    /// rate reported): the pair was compared with the cluster's median instead. (0.3, additive.)
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub judged_against_gbps: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -198,6 +203,7 @@ mod tests {
             retest: false,
             zoom: false,
             rail: None,
+            judged_against_gbps: None,
         };
         let r = report(spool::Pairs::Memory(vec![record]));
         let stamp = Stamp { host: "h".into(), fabcheck_version: "0.0.0", time: "2026-12-01T00:00:00Z".into() };

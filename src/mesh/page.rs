@@ -61,8 +61,14 @@ pub(super) fn params(run: &MeshConfig, pattern: Option<&PatternDoc>) -> Vec<(Str
 /// What the bandwidth colours are measured against: the expected capacity when known, else
 /// the median pair (as the analysis judges).
 pub(super) fn bw_scale(c: &Criteria, median_bw: Option<f64>) -> Option<heatmap::Scale> {
-    let (reference, basis, pass_share) = match (c.expected_bw_gbps, median_bw) {
-        (Some(e), _) => (e, "the expected capacity (the slowest endpoint's link, or PCIe where smaller)", c.bw_fraction),
+    let per_pair = c.capacity_gbps.iter().flatten().count() >= 2;
+    let (reference, basis, pass_share) = match (c.typical_rate(), median_bw) {
+        (Some(e), _) if per_pair => (
+            e,
+            "the capacity of the full-speed pairs (each pair is judged against its own: the smaller of its two ends' link, or PCIe where smaller; the JSON's judged_against_gbps says which)",
+            c.bw_fraction,
+        ),
+        (Some(e), _) => (e, "the expected rate", c.bw_fraction),
         (None, Some(m)) => (m, "the median pair (no link rate is known: Soft-RoCE, or a port that reports none)", c.outlier_fraction),
         (None, None) => return None,
     };

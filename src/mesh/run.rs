@@ -111,8 +111,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
     let first = passes.run(plan, Stage::First)?;
-    let expected = expected_rate(passes.agents);
-    let criteria = Criteria { expected_bw_gbps: expected, bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
+    let criteria = Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
     for agent in passes.agents.iter_mut().filter(|a| a.error.is_some()) {
         agent.second_chance = true;
@@ -143,6 +142,8 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));
+    let slow = analysis::slow_ports(&run.names, &criteria, &suspects);
+    suspects.extend(slow);
     if let Some(planes) = &run.planes {
         suspects = super::rails::fold(suspects, &run.names, planes);
     }
@@ -399,14 +400,19 @@ fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory)
     }
 }
 
-/// The rate every pair should reach: the slowest endpoint's, unless any is Soft-RoCE (whose
-/// rate is synthesized) or unknown; then pairs are compared with the cluster's median.
-fn expected_rate(agents: &[Agent]) -> Option<f64> {
-    let live: Vec<&Agent> = agents.iter().filter(|a| a.error.is_none()).collect();
-    if live.is_empty() || live.iter().any(|a| a.soft || a.rate_gbps.is_none()) {
+/// What each endpoint can carry, for judging each pair against its own two ends (issue #28 item
+/// 2: 0.2 took the slowest endpoint's rate for every pair, so one 2X port hid real suspects).
+/// Unknown where the endpoint was not reached, reported no rate, or is Soft-RoCE (its rate is
+/// synthesized): its pairs are compared with the cluster's median.
+fn capacities(agents: &[Agent]) -> Vec<Option<f64>> {
+    agents.iter().map(capacity_of).collect()
+}
+
+fn capacity_of(agent: &Agent) -> Option<f64> {
+    if agent.error.is_some() || agent.soft {
         return None;
     }
-    live.iter().filter_map(|a| a.rate_gbps).reduce(f64::min)
+    agent.rate_gbps
 }
 
 /// Runs one round: every pair at once, each its own test sequence on the one hub.
@@ -463,6 +469,7 @@ fn run_round(
                 retest,
                 zoom: false,
                 rail: run.planes.as_ref().map(|p| p.rail(a)),
+                judged_against_gbps: None,
             };
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
         }
@@ -475,7 +482,10 @@ fn run_round(
                 agents[i].reached = false;
             }
         }
-        out.push(record(run, a, b, done, retest));
+        let judged_against_gbps = crate::mesh::analysis::pair_capacity(capacity_of(&agents[a]), capacity_of(&agents[b]));
+        let (mut record, measure) = record(run, a, b, done, retest);
+        record.judged_against_gbps = judged_against_gbps.map(|g| (g * 1000.0).round() / 1000.0);
+        out.push((record, measure));
     }
     Ok(out)
 }
@@ -499,7 +509,20 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
     };
     let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
     let rail = run.planes.as_ref().map(|p| p.rail(a));
-    (PairRecord { a: run.names[a].clone(), b: run.names[b].clone(), verdict, results, error, retest, zoom: false, rail }, measure)
+    (
+        PairRecord {
+            a: run.names[a].clone(),
+            b: run.names[b].clone(),
+            verdict,
+            results,
+            error,
+            retest,
+            zoom: false,
+            rail,
+            judged_against_gbps: None,
+        },
+        measure,
+    )
 }
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and

@@ -128,6 +128,7 @@ mod tests {
             retest: i.is_multiple_of(2),
             zoom: false,
             rail: None,
+            judged_against_gbps: None,
         }
     }
 

@@ -30,12 +30,75 @@ fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
     m
 }
 
+/// How the human view names an endpoint: the host its agent reported and the device
+/// (`n07/mlx5_3`), then the address as given where that differs (`fake02
+/// (tcp://10.0.3.7:18515)`), so two agents on one host stay apart. Without a reported host, the
+/// endpoint as given.
+pub fn display_name(endpoint: &str, host: Option<&str>) -> String {
+    let Some(host) = host.filter(|h| !h.is_empty()) else { return endpoint.to_string() };
+    // `localhost/rxe0#2`: the repeat's number stays on the name.
+    let (given, nth) = match endpoint.rsplit_once('#') {
+        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => (base, format!("#{n}")),
+        _ => (endpoint, String::new()),
+    };
+    let device = crate::control::endpoint::parse(given).ok().and_then(|spec| {
+        spec.device.map(|d| match spec.port {
+            Some(p) => format!("{d}:{p}"),
+            None => d,
+        })
+    });
+    let name = match device {
+        Some(d) => format!("{host}/{d}{nth}"),
+        None => format!("{host}{nth}"),
+    };
+    if name == endpoint {
+        name
+    } else {
+        format!("{name} ({endpoint})")
+    }
+}
+
+/// The endpoints' human names, and a suspect's subject in them (`A<->B` for a link).
+struct Names<'a> {
+    doc: &'a MeshDoc,
+}
+
+impl Names<'_> {
+    fn of(&self, endpoint: &str) -> String {
+        display_name(endpoint, self.doc.hosts.get(endpoint).map(String::as_str))
+    }
+
+    fn at(&self, i: usize) -> String {
+        self.of(&self.doc.endpoints[i])
+    }
+
+    fn subject(&self, subject: &str) -> String {
+        match subject.split_once("<->") {
+            Some((a, b)) if self.doc.endpoints.iter().any(|e| e == a) => format!("{} <-> {}", self.of(a), self.of(b)),
+            _ if self.doc.endpoints.iter().any(|e| e == subject) => self.of(subject),
+            _ => subject.to_string(),
+        }
+    }
+}
+
 /// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
 /// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
 /// then retests (a later measure of a pair stands for it).
 pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria, quiet: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
+    let names = Names { doc };
+    // What to act on first: the suspects and the endpoints that could not be reached, then the
+    // figures.
+    for s in &doc.suspects {
+        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), names.subject(&s.subject), s.reason);
+    }
+    for u in &doc.unreachable {
+        let _ = writeln!(out, "UNREACHABLE {}: {}", names.of(&u.endpoint), u.error);
+    }
+    if !quiet && !out.is_empty() {
+        let _ = writeln!(out);
+    }
     if quiet {
         // Only problems and the verdict.
     } else if doc.endpoints.len() <= MATRIX_MAX {
@@ -43,18 +106,9 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
         if counts.rails {
             unmeasured_apart(&mut matrix, measured);
         }
-        matrix_text(&mut out, doc, &matrix);
+        matrix_text(&mut out, &names, &matrix);
     } else {
-        summary_text(&mut out, doc, measured, c);
-    }
-    for u in &doc.unreachable {
-        let _ = writeln!(out, "\nUNREACHABLE {}: {}", u.endpoint, u.error);
-    }
-    if !doc.suspects.is_empty() {
-        let _ = writeln!(out);
-    }
-    for s in &doc.suspects {
-        let _ = writeln!(out, "SUSPECT {:<6} {}  {}", format!("{:?}", s.kind).to_lowercase(), s.subject, s.reason);
+        summary_text(&mut out, &names, measured, c);
     }
     let (retests, zoomed) = (counts.retest, counts.zoom);
     let pattern = match &doc.pattern {
@@ -92,16 +146,18 @@ fn unmeasured_apart(matrix: &mut [Vec<Option<f64>>], measured: &[PairMeasure]) {
     }
 }
 
-fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
+fn matrix_text(out: &mut String, names: &Names<'_>, matrix: &[Vec<Option<f64>>]) {
     use std::fmt::Write;
-    let width = doc.endpoints.iter().map(|e| e.len()).max().unwrap_or(4).max(4);
+    let doc = names.doc;
+    let labels: Vec<String> = (0..doc.endpoints.len()).map(|i| names.at(i)).collect();
+    let width = labels.iter().map(|e| e.chars().count()).max().unwrap_or(4).max(4);
     let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
     let _ = write!(out, "{:width$}", "");
     for j in 0..doc.endpoints.len() {
         let _ = write!(out, " {:>8}", format!("[{j}]"));
     }
     let _ = writeln!(out);
-    for (i, name) in doc.endpoints.iter().enumerate() {
+    for (i, name) in labels.iter().enumerate() {
         let _ = write!(out, "{name:width$}");
         for (j, cell) in matrix[i].iter().enumerate() {
             let text = match cell {
@@ -117,8 +173,9 @@ fn matrix_text(out: &mut String, doc: &MeshDoc, matrix: &[Vec<Option<f64>>]) {
 }
 
 /// Per-endpoint summaries (the endpoints with the most bad pairs) and the worst pairs.
-fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &Criteria) {
+fn summary_text(out: &mut String, names: &Names<'_>, measured: &[PairMeasure], c: &Criteria) {
     use std::fmt::Write;
+    let doc = names.doc;
     let n = doc.endpoints.len();
     let (mb, ml) = analysis::medians(measured);
     let mut latest: HashMap<(usize, usize), &PairMeasure> = HashMap::with_capacity(measured.len());
@@ -153,11 +210,11 @@ fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &C
     if !order.is_empty() {
         let _ = writeln!(out, "\nendpoints with bad pairs ({}, worst {} shown; --json has all):", order.len(), order.len().min(SUMMARY_LINES));
     }
-    let width = order.iter().take(SUMMARY_LINES).map(|&e| doc.endpoints[e].len()).max().unwrap_or(4);
+    let width = order.iter().take(SUMMARY_LINES).map(|&e| names.at(e).chars().count()).max().unwrap_or(4);
     for &e in order.iter().take(SUMMARY_LINES) {
         let (pairs, bad, slowest) = per[e];
         let slowest = if slowest.is_finite() { format!("{slowest:.1} Gb/s") } else { "-".into() };
-        let _ = writeln!(out, "  {:width$}  {bad:>4} of {pairs:>4} pairs bad, slowest {slowest}", doc.endpoints[e]);
+        let _ = writeln!(out, "  {:width$}  {bad:>4} of {pairs:>4} pairs bad, slowest {slowest}", names.at(e));
     }
     worst.sort_by(|x, y| {
         y.failed.cmp(&x.failed).then(x.bw_gbps.unwrap_or(0.0).total_cmp(&y.bw_gbps.unwrap_or(0.0))).then((x.a, x.b).cmp(&(y.a, y.b)))
@@ -171,6 +228,43 @@ fn summary_text(out: &mut String, doc: &MeshDoc, measured: &[PairMeasure], c: &C
         } else {
             format!("{} Gb/s, {} us", m.bw_gbps.map_or("-".into(), |v| format!("{v:.1}")), m.lat_us.map_or("-".into(), |v| format!("{v:.2}")))
         };
-        let _ = writeln!(out, "  {}<->{}  {what}", doc.endpoints[m.a], doc.endpoints[m.b]);
+        let _ = writeln!(out, "  {} <-> {}  {what}", names.at(m.a), names.at(m.b));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_named_by_the_agents_host_and_device_then_the_address() {
+        assert_eq!(display_name("tcp://10.0.3.7:18515", Some("n07")), "n07 (tcp://10.0.3.7:18515)");
+        assert_eq!(display_name("tcp://10.0.3.7:18515/mlx5_3", Some("n07")), "n07/mlx5_3 (tcp://10.0.3.7:18515/mlx5_3)");
+        assert_eq!(display_name("n07/mlx5_3", Some("n07")), "n07/mlx5_3", "the same: said once");
+        assert_eq!(display_name("localhost/rxe0#2", Some("vm1")), "vm1/rxe0#2 (localhost/rxe0#2)", "two agents on one host stay apart");
+        assert_eq!(display_name("tcp://10.0.3.7:18515", None), "tcp://10.0.3.7:18515", "no host reported");
+    }
+
+    #[test]
+    fn suspects_come_first_named_by_host() {
+        let mut doc = MeshDoc {
+            schema: "fabcheck.mesh.v1".into(),
+            verdict: Verdict::Fail,
+            endpoints: vec!["tcp://10.0.0.1:1".into(), "tcp://10.0.0.2:1".into()],
+            hosts: [("tcp://10.0.0.1:1".to_string(), "n01".to_string()), ("tcp://10.0.0.2:1".to_string(), "n02".to_string())].into(),
+            pairs: Vec::new(),
+            suspects: vec![analysis::Suspect::new(analysis::SuspectKind::Link, "tcp://10.0.0.1:1<->tcp://10.0.0.2:1", "slow")],
+            unreachable: Vec::new(),
+            pattern: None,
+            timing: None,
+        };
+        let measured = [PairMeasure { a: 0, b: 1, bw_gbps: Some(50.0), lat_us: None, failed: false }];
+        let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
+        let first = text.lines().next().unwrap();
+        assert_eq!(first, "SUSPECT link   n01 (tcp://10.0.0.1:1) <-> n02 (tcp://10.0.0.2:1)  slow", "{text}");
+        assert!(text.contains("\nn01 (tcp://10.0.0.1:1) "), "the matrix rows by host: {text}");
+        doc.suspects.clear();
+        let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
+        assert!(text.starts_with("bandwidth (Gb/s)"), "{text}");
     }
 }

@@ -15,7 +15,7 @@ pub fn words(loss: &Loss) -> (String, String) {
         LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
         LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
         LossKind::NotStarted { host, launcher, detail } => (
-            format!("{label}: cannot start the agent: {detail}"),
+            format!("{label}: cannot start the agent: {}", strip_controls(detail)),
             match (host, launcher) {
                 (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
                 (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
@@ -56,12 +56,21 @@ fn usage() -> String {
     Failure::usage("").remedy
 }
 
+/// The last words of a child's stderr (ssh's `Permission denied\r\n`), with its control
+/// characters stripped, not escaped: a literal `\u{d}` in an error helps no one.
 fn tail_text(tail: &str) -> String {
-    if tail.is_empty() {
+    let words = strip_controls(tail);
+    if words.is_empty() {
         String::new()
     } else {
-        format!(": {tail}")
+        format!(": {words}")
     }
+}
+
+/// Control characters (CR, escape sequences' ESC, tabs, newlines) made spaces, runs of spaces
+/// one, trimmed.
+pub fn strip_controls(text: &str) -> String {
+    text.split(|c: char| c.is_control() || c.is_whitespace()).filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ")
 }
 
 /// ssh and srun problems point at ssh and Slurm, a local agent at its message.
@@ -117,6 +126,19 @@ mod tests {
             LossKind::Exited { host: ssh.clone(), launcher: Launcher::Ssh, status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() },
         );
         assert_eq!(f.cause, "n2: ssh or the remote agent exited (exit status: 255): Permission denied");
+        let cr = failure(
+            "n2",
+            LossKind::Exited {
+                host: ssh.clone(),
+                launcher: Launcher::Ssh,
+                status: ExitStatus::from_raw(255 << 8),
+                tail: "bob@n2: Permission denied (publickey).\r\n\u{1b}[0m".into(),
+            },
+        );
+        assert_eq!(
+            cr.cause, "n2: ssh or the remote agent exited (exit status: 255): bob@n2: Permission denied (publickey). [0m",
+            "control characters stripped, not escaped"
+        );
         assert!(f.remedy.starts_with("check that `ssh -o BatchMode=yes bob@n2 fabcheck --version` works"), "{}", f.remedy);
         let f = failure("n2", LossKind::Exited { host: ssh, launcher: Launcher::Srun, status: ExitStatus::from_raw(1 << 8), tail: String::new() });
         assert_eq!(f.cause, "n2: srun or the agent exited (exit status: 1)");

@@ -34,6 +34,10 @@ struct Settings {
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
+/// Whether a document was delivered: a run that then ends with exit 2 (a mesh or soak window
+/// interrupted, a side file) has said its verdict, and [`deliver_failure`] leaves it in place.
+static DELIVERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Sets the format, the output file and whether warnings fail the run, for this process (the
 /// first call wins).
 pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool) {
@@ -111,7 +115,36 @@ pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery>
     };
     written.map_err(|e| sink.failure(e))?;
     sink.finish()?;
+    DELIVERED.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(outcome)
+}
+
+/// A run that could not run (exit 2), said in the machine format a health check reads, so no
+/// consumer keeps the last run's verdict: `oneline` prints `fabcheck COMMAND ERROR: CAUSE` on
+/// stdout, `prom` writes `fabcheck_up 0` and the cause and `junit` a suite with one error case,
+/// each to `--output` (replacing the last run's file) or stdout. JSON and the human view say
+/// nothing more (the cause is on stderr). A destination that cannot take it is left as it is:
+/// the exit code and stderr already tell. After a delivered document (a run interrupted after
+/// its report) only `oneline`'s line is added: the document already says what was seen.
+pub fn deliver_failure(command: &str, cause: &str) {
+    let settings = SETTINGS.get().cloned().unwrap_or_default();
+    if settings.format != Format::Oneline && DELIVERED.load(std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let text = match settings.format {
+        Format::Oneline => {
+            let _ = to_stdout(super::formats::oneline::error_line(command, cause).as_bytes());
+            return;
+        }
+        Format::Prom => super::formats::prom::error_page(command, cause),
+        Format::Junit => super::formats::junit::error_document(command, cause, &Stamp::now()),
+        Format::Human | Format::Json => return,
+    };
+    if let Ok(mut sink) = Sink::open(settings.output.as_deref()) {
+        if sink.write_all(text.as_bytes()).is_ok() {
+            let _ = sink.finish();
+        }
+    }
 }
 
 /// The document in `format`, written to `out`. A document that cannot be produced (its

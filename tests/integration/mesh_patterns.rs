@@ -198,7 +198,9 @@ fn above_32_endpoints_the_human_output_summarises() {
     assert!(!text.contains("bandwidth (Gb/s), slowest direction"), "no matrix above 32 endpoints:\n{text}");
     assert!(text.contains("endpoints with bad pairs"), "{text}");
     assert!(text.contains("worst pairs"), "{text}");
-    assert!(text.contains(&format!("SUSPECT node   {}", cluster.endpoints[faults.slow_node])), "{text}");
+    // 0.3: named by the agent's host, the address as given after it where they differ.
+    let ep = &cluster.endpoints[faults.slow_node];
+    assert!(text.lines().any(|l| l.starts_with("SUSPECT node   ") && (l.contains(&format!("({ep})")) || l.contains(&format!(" {ep} ")))), "{text}");
     assert!(text.contains("(ring, "), "the pattern is named: {text}");
 }
 
@@ -241,7 +243,13 @@ fn a_heat_map_of_1000_endpoints_is_per_node_and_a_few_megabytes() {
     let rows: Vec<_> = by_id("nodes").children().filter(|r| r.has_tag_name("tr")).collect();
     assert_eq!(rows.len(), 1 + n);
     let hosts: Vec<&str> = rows[1..].iter().filter_map(|r| r.first_element_child().and_then(|c| c.text())).collect();
-    assert!(hosts.windows(2).all(|w| w[0] < w[1]), "sorted by host");
+    // 0.3: worst first (suspects, then by bad pairs), the clean nodes after them by host.
+    let bad = |r: &roxmltree::Node| -> usize {
+        r.children().filter(|c| c.is_element()).nth(3).and_then(|c| c.text()).and_then(|t| t.trim().parse().ok()).unwrap_or(0)
+    };
+    let clean_from = rows[1..].iter().position(|r| bad(r) == 0).expect("clean nodes");
+    assert!(rows[1 + clean_from..].iter().all(|r| bad(r) == 0), "the nodes with bad pairs come first");
+    assert!(clean_from > 0 && hosts[clean_from..].windows(2).all(|w| w[0] < w[1]), "then sorted by host");
     assert_eq!(page.descendants().filter(|e| matches!(e.attribute("class"), Some("tile" | "tile failed"))).count(), n);
     assert!(!text.contains("class=\"cell"), "no endpoint matrix at {n}");
     let slow = format!("n{:05}", faults.slow_node);

@@ -1007,7 +1007,8 @@ fn mesh_quiet_keeps_the_problems_and_the_verdict_only() {
     assert!(!text.contains("bandwidth (Gb/s)") && !text.contains("190.000"), "no matrix of ok rows with --quiet:\n{text}");
     let lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
     assert_eq!(lines.len(), 2, "{text}");
-    assert!(lines[0].starts_with(&format!("SUSPECT node   {}", cluster.endpoints[3])), "{text}");
+    // 0.3: named by the agent's host, the address as given after it.
+    assert!(lines[0].starts_with(&format!("SUSPECT node   {} ({})", host(3), cluster.endpoints[3])), "{text}");
     assert!(lines[1].starts_with("FAIL: 4 endpoints, 6 pairs"), "{text}");
     assert!(out.stderr.is_empty(), "quiet: nothing on stderr: {}", String::from_utf8_lossy(&out.stderr));
 }
@@ -1154,7 +1155,8 @@ fn mesh_csv_and_heat_map_parse_and_hold_every_pair() {
     assert_eq!(params["QPs"], "1");
     assert!(params["pattern"].starts_with("all-pairs, 5 rounds"), "{params:?}");
     let expected: String = by_id("expected").descendants().filter(|n| n.is_text()).filter_map(|n| n.text()).collect();
-    assert!(expected.contains("the expected capacity (the slowest endpoint's link, or PCIe where smaller): 200 Gb/s"), "{expected}");
+    // 0.3: each pair against its own two ends' capacity (issue #28 item 2), said in the legend.
+    assert!(expected.contains("the capacity of the full-speed pairs (each pair is judged against its own: the smaller of its two ends' link, or PCIe where smaller; the JSON's judged_against_gbps says which): 200 Gb/s"), "{expected}");
     for map in ["map-bw", "map-lat"] {
         let rects: Vec<_> = by_id(map).descendants().filter(|n| n.has_tag_name("rect")).collect();
         let count = |class: &str| rects.iter().filter(|n| n.attribute("class") == Some(class)).count();

@@ -71,7 +71,11 @@ fn mesh_speaks_prom_junit_and_oneline() {
     assert_eq!(series.len(), all, "no series written twice (a retest stands for its pair)");
     let slow = &eps[2];
     assert!(!gauge(&scrape, "fabcheck_bandwidth_gbps", &[("a", eps[0].as_str()), ("b", slow.as_str()), ("size", "65536")]).is_empty(), "{text}");
-    assert_eq!(gauge(&scrape, "fabcheck_latency_p50_us", &[("test", "send_lat")]).len(), 6);
+    assert_eq!(
+        gauge(&scrape, "fabcheck_latency_p50_seconds", &[("test", "send_lat")]).len(),
+        6,
+        "0.2: fabcheck_latency_p50_us (promtool refuses it)"
+    );
     assert_eq!(gauge(&scrape, "fabcheck_mesh_suspects", &[("kind", "node")]), [1.0], "{text}");
     assert_eq!(gauge(&scrape, "fabcheck_verdict_pass", &[("command", "mesh")]), [0.0]);
 

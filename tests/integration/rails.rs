@@ -284,7 +284,9 @@ fn prom_junit_and_oneline_carry_the_rail() {
         assert!(prom.contains(&format!("rail=\"{k}\",test=\"write_bw\"")), "rail {k}: {prom}");
     }
     assert!(prom.contains("rail=\"node\""), "{prom}");
+    crate::health_outputs::promtool("pair --rails", &prom);
     let junit = run("junit");
+    crate::health_outputs::junit("pair --rails", &junit, &crate::health_outputs::scratch("rails"));
     let doc = roxmltree::Document::parse(&junit).unwrap();
     let cases: Vec<roxmltree::Node> = doc.descendants().filter(|n| n.has_tag_name("testcase")).collect();
     let rail2: Vec<&roxmltree::Node> =

@@ -10,6 +10,7 @@ mod exporter;
 mod faults;
 mod mesh_patterns;
 mod pair;
+mod rails;
 
 use std::process::{Command, Output};
 use std::sync::Mutex;

@@ -3,10 +3,17 @@
 # `fabcheck serve` (guest 2's is started by --peer-cmd); the controller runs here and reaches
 # both over TCP with the shared token; traffic crosses the virtual link between the guests.
 # Then the same over real ssh (guest 2 runs sshd, see tests/rxe/sshd.sh): a pair, and a mesh
-# mixing local, ssh and tcp agents on both hosts.
-# Usage: tests/rxe/two-hosts.sh FABCHECK_BINARY
+# mixing local, ssh and tcp agents on both hosts. On guests booted with `--rails N` (N links, rxeK
+# on ethK), last the rails tests: `tests/rxe/run.sh --rails RXE_TEST_BINARY` (tests/rxe/rails.rs:
+# pair and mesh --rails across the guests over ssh, and pair --rails inside guest 1).
+# Usage: tests/rxe/two-hosts.sh FABCHECK_BINARY [RXE_TEST_BINARY]
 set -eu
 bin=$1
+rxe_bin=${2:-}
+if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ] && [ ! -x "$rxe_bin" ]; then
+	echo "two-hosts: the guests have $FABCHECK_VM_RAILS rails: pass the rxe test binary as the second argument" >&2
+	exit 2
+fi
 : "${FABCHECK_TOKEN:?the token is passed to both guests in FABCHECK_TOKEN}"
 a=${FABCHECK_VM_ADDR:-198.18.0.1}
 b=${FABCHECK_VM_PEER_ADDR:-198.18.0.2}
@@ -101,3 +108,8 @@ if problems:
 print(f"two-hosts: over ssh, pair {pair['a']['host']} <-> {pair['b']['host']} and a 4-endpoint mesh (local, ssh, tcp): verdict {mesh['verdict']}")
 print("1 passed, 0 failed")
 PY
+
+# Rails (issue #29): the ssh client set up above reaches guest 2 for the agents of each rail.
+if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
+	tests/rxe/run.sh --rails "$rxe_bin"
+fi

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/vm/harness.sh - the throwaway qemu guest behind `soft-roce-setup.sh --vm`: a Debian kernel that
 # has rdma_rxe, a busybox initramfs, the checkout shared read-only, rxe0 on a veth (or two guests on a
-# virtual link), and CMD run inside. Sourced by soft-roce-setup.sh, which owns the flags and the helpers
+# virtual link; with --rails N, rxe0..rxeN-1 on N veth pairs or N links), and CMD run inside. Sourced by soft-roce-setup.sh, which owns the flags and the helpers
 # (say, die, ensure_pkgs...); not meant to be run by itself.
 # shellcheck shell=bash
 
@@ -12,7 +12,7 @@ CACHE=${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}
 GUEST_MODULES=(
 	req:virtio_pci req:virtio_net req:virtio_console req:9pnet_virtio req:9p req:veth
 	req:crc32_generic opt:crc32-pclmul
-	req:rdma_rxe req:ib_uverbs req:rdma_ucm opt:ib_umad req:sch_netem
+	req:rdma_rxe req:ib_uverbs req:rdma_ucm opt:ib_umad req:sch_netem opt:sch_tbf
 )
 
 apt_lists_key() {
@@ -146,15 +146,17 @@ exec </dev/console >/dev/console 2>&1
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
 
-ROLE=main NET=veth ADDR=198.18.0.1 WAITPEER=0
+ROLE=main NET=veth ADDR=198.18.0.1 WAITPEER=0 RAILS=1
 for w in $(cat /proc/cmdline); do
 	case $w in
 	fabcheck.role=*) ROLE=${w#*=} ;;
 	fabcheck.net=*) NET=${w#*=} ;;
 	fabcheck.addr=*) ADDR=${w#*=} ;;
 	fabcheck.waitpeer=*) WAITPEER=${w#*=} ;;
+	fabcheck.rails=*) RAILS=${w#*=} ;;
 	esac
 done
+case $RAILS in [1-8]) ;; *) RAILS=1 ;; esac
 OUT=/newroot/run/fabcheck-vm
 SHARE_OK=0
 
@@ -221,43 +223,63 @@ run() {
 }
 hostname "fabcheck-vm-$ROLE"
 echo 'link set lo up' >/tmp/ip.batch
-case $NET in
-veth)
-	NETDEV=va
-	printf '%s\n' 'link add va type veth peer name vb' 'addr add 198.18.0.1/24 dev va' \
-		'addr add 198.18.0.2/24 dev vb' 'link set va up' 'link set vb up' >>/tmp/ip.batch
-	err=$(C ip -batch - </tmp/ip.batch 2>&1) || die "ip -batch: $err"
-	;;
-eth)
-	NETDEV=eth0
+# Rail k (0 <= k < RAILS) is rxeK on its own netdev and subnet 198.18.K.0/24; rail 0 is what a
+# guest without --rails has (va/vb or eth0, 198.18.0.0/24, rxe0).
+HOSTNUM=${ADDR##*.}
+NETDEVS=""
+k=0
+while [ $k -lt "$RAILS" ]; do
+	case $NET in
+	veth)
+		if [ $k = 0 ]; then A=va B=vb; else A=va$k B=vb$k; fi
+		printf '%s\n' "link add $A type veth peer name $B" "addr add 198.18.$k.1/24 dev $A" \
+			"addr add 198.18.$k.2/24 dev $B" "link set $A up" "link set $B up" >>/tmp/ip.batch
+		;;
+	eth)
+		A=eth$k
+		i=0
+		while [ ! -e /sys/class/net/$A ]; do
+			i=$((i + 1)); [ $i -ge 100 ] && die "no $A (virtio-net) in the guest"
+			sleep 0.1
+		done
+		# the links are given to qemu in rail order, so ethK is rail K's: its MAC says so
+		if [ $k = 0 ]; then MAC=52:54:00:fa:bc:0$HOSTNUM; else MAC=52:54:00:fb:0$k:0$HOSTNUM; fi
+		[ "$(cat /sys/class/net/$A/address)" = $MAC ] ||
+			die "$A has MAC $(cat /sys/class/net/$A/address), not rail $k's $MAC"
+		printf '%s\n' "addr add 198.18.$k.$HOSTNUM/24 dev $A" "link set $A up" >>/tmp/ip.batch
+		;;
+	*) die "unknown fabcheck.net=$NET" ;;
+	esac
+	NETDEVS="$NETDEVS $A"
+	k=$((k + 1))
+done
+err=$(C ip -batch - </tmp/ip.batch 2>&1) || die "ip -batch: $err"
+say "network up"
+k=0
+for A in $NETDEVS; do
+	run rdma link add rxe$k type rxe netdev "$A"
+	k=$((k + 1))
+done
+k=0
+while [ $k -lt "$RAILS" ]; do
 	i=0
-	while [ ! -e /sys/class/net/eth0 ]; do
-		i=$((i + 1)); [ $i -ge 100 ] && die "no eth0 (virtio-net) in the guest"
+	until grep -q ACTIVE /sys/class/infiniband/rxe$k/ports/1/state 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -ge 150 ] && die "rxe$k port 1 did not become ACTIVE: $(cat /sys/class/infiniband/rxe$k/ports/1/state 2>&1)"
 		sleep 0.1
 	done
-	printf '%s\n' "addr add $ADDR/24 dev eth0" 'link set eth0 up' >>/tmp/ip.batch
-	err=$(C ip -batch - </tmp/ip.batch 2>&1) || die "ip -batch: $err"
-	;;
-*) die "unknown fabcheck.net=$NET" ;;
-esac
-say "network up"
-run rdma link add rxe0 type rxe netdev "$NETDEV"
-i=0
-until grep -q ACTIVE /sys/class/infiniband/rxe0/ports/1/state 2>/dev/null; do
-	i=$((i + 1))
-	[ $i -ge 150 ] && die "rxe0 port 1 did not become ACTIVE: $(cat /sys/class/infiniband/rxe0/ports/1/state 2>&1)"
-	sleep 0.1
+	i=0
+	until [ -c /newroot/dev/infiniband/uverbs$k ] && [ -c /newroot/dev/infiniband/rdma_cm ]; do
+		i=$((i + 1))
+		[ $i -ge 50 ] && die "no /dev/infiniband/uverbs$k or rdma_cm: $(ls -l /newroot/dev/infiniband 2>&1)"
+		sleep 0.1
+	done
+	if ! grep -q . /sys/class/infiniband/rxe$k/ports/1/gids/1 2>/dev/null ||
+		grep -q '^0000:0000:0000:0000:0000:0000:0000:0000$' /sys/class/infiniband/rxe$k/ports/1/gids/1; then
+		say "warning: rxe$k has no IPv4 RoCE v2 GID at index 1 yet"
+	fi
+	k=$((k + 1))
 done
-i=0
-until [ -c /newroot/dev/infiniband/uverbs0 ] && [ -c /newroot/dev/infiniband/rdma_cm ]; do
-	i=$((i + 1))
-	[ $i -ge 50 ] && die "no /dev/infiniband/uverbs0 or rdma_cm: $(ls -l /newroot/dev/infiniband 2>&1)"
-	sleep 0.1
-done
-if ! grep -q . /sys/class/infiniband/rxe0/ports/1/gids/1 2>/dev/null ||
-	grep -q '^0000:0000:0000:0000:0000:0000:0000:0000$' /sys/class/infiniband/rxe0/ports/1/gids/1; then
-	say "warning: rxe0 has no IPv4 RoCE v2 GID at index 1 yet"
-fi
 
 # CMD's stdout and stderr: virtio serial ports named fabcheck.stdout and fabcheck.stderr
 # (much faster than a UART under TCG)
@@ -295,7 +317,7 @@ if [ "$WAITPEER" = 1 ]; then
 		sleep 0.1
 	done
 fi
-say "rxe0 ready; running the command"
+if [ "$RAILS" = 1 ]; then say "rxe0 ready; running the command"; else say "rxe0..rxe$((RAILS - 1)) ready; running the command"; fi
 touch "$OUT/started"
 env -i chroot /newroot /bin/bash /run/fabcheck-vm/cmd.main.sh </dev/null >"$STDOUT_DEV" 2>"$STDERR_DEV"
 rc=$?
@@ -404,6 +426,18 @@ write_cmd_script() {
 		if [[ -n $peer ]]; then echo "export FABCHECK_VM_PEER_ADDR=$(shq "$peer")"; else echo "unset FABCHECK_VM_PEER_ADDR"; fi
 		echo "export FABCHECK_VM_NETDEV=$(shq "$netdev")"
 		echo "export FABCHECK_RXE_DEV=rxe0"
+		if [[ -n $RAILS ]]; then
+			local k devs="" netdevs=""
+			for ((k = 0; k < RAILS; k++)); do
+				devs+="${devs:+ }rxe$k"
+				if [[ $netdev != va ]]; then netdevs+="${netdevs:+ }eth$k"
+				elif ((k == 0)); then netdevs+="${netdevs:+ }va"
+				else netdevs+="${netdevs:+ }va$k"; fi
+			done
+			echo "export FABCHECK_VM_RAILS=$RAILS"
+			echo "export FABCHECK_VM_RAIL_DEVS=$(shq "$devs")"
+			echo "export FABCHECK_VM_RAIL_NETDEVS=$(shq "$netdevs")"
+		fi
 		echo "ulimit -l unlimited 2>/dev/null || echo 'fabcheck-vm: warning: ulimit -l unlimited failed' >&2"
 		echo "cd $(shq "$PWD") || { echo 'fabcheck-vm: cannot cd to '$(shq "$PWD")' in the guest' >&2; exit 2; }"
 		printf 'exec'
@@ -457,6 +491,12 @@ start_qemu() {
 
 port_in_use() { ss -Hltn "sport = :$1" 2>/dev/null | grep -q .; }
 
+# link_mac RAIL GUEST: the MAC of GUEST's (1 or 2) end of rail RAIL's link; rail 0's is the one a
+# guest without --rails has. The guest's init checks that ethK has rail K's.
+link_mac() {
+	if (($1 == 0)); then echo "52:54:00:fa:bc:0$2"; else echo "52:54:00:fb:0$1:0$2"; fi
+}
+
 vm_main() {
 	local guests=$1 timeout=$2 peer_cmd=$3
 	shift 3
@@ -468,6 +508,7 @@ vm_main() {
 	[[ $timeout =~ ^[0-9]+$ && $timeout -gt 0 ]] || die "--timeout must be a positive number of seconds"
 	[[ $MEM =~ ^[0-9]+$ && $MEM -ge 256 ]] || die "--mem must be a number of MB >= 256"
 	[[ $SMP =~ ^[0-9]+$ && $SMP -ge 1 ]] || die "--smp must be a positive number"
+	[[ -z $RAILS || $RAILS =~ ^[1-8]$ ]] || die "--rails must be a number from 1 to 8"
 	case $PWD/ in
 	/proc/* | /sys/* | /dev/* | /run/*)
 		die "the current directory $PWD is a kernel or runtime filesystem; run from the checkout" ;;
@@ -498,7 +539,10 @@ vm_main() {
 
 	local base="console=ttyS0 panic=-1 mitigations=off"
 	if [[ ${FABCHECK_VM_VERBOSE:-0} != 1 ]]; then base+=" quiet loglevel=3"; fi
-	local t0 t_started="" qpid1 qpid2="" port="" tries
+	# --rails N: N rxe devices, each on its own veth pair (one guest) or link (two guests)
+	[[ -n $RAILS ]] && base+=" fabcheck.rails=$RAILS"
+	local t0 t_started="" qpid1 qpid2="" port="" tries links=${RAILS:-1} k
+	local -a ports=() listen=() connect=()
 
 	if [[ $guests == 1 ]]; then
 		write_cmd_script "$RUN/cmd.main.sh" 1 198.18.0.1 "" va -- "$@"
@@ -522,34 +566,40 @@ vm_main() {
 
 	t0=$(now_ms)
 	if [[ $guests == 2 ]]; then
-		# guest 2 listens on a free loopback port, guest 1 connects to it
+		# guest 2 listens on a free loopback port per link, guest 1 connects to each; rail k's link
+		# is the k-th virtio-net device of both guests (ethK), its MACs rail 0's as without --rails
 		for ((tries = 0; tries < 5; tries++)); do
-			port=$((20000 + RANDOM % 40000))
-			port_in_use "$port" && continue
+			ports=() listen=() connect=()
+			for ((k = 0; k < links; k++)); do
+				port=$((20000 + RANDOM % 40000))
+				port_in_use "$port" && continue 2
+				[[ " ${ports[*]} " == *" $port "* ]] && continue 2
+				ports+=("$port")
+				listen+=(-netdev "socket,id=n$k,listen=127.0.0.1:$port" -device "virtio-net-pci,netdev=n$k,mac=$(link_mac "$k" 2),romfile=")
+				connect+=(-netdev "socket,id=n$k,connect=127.0.0.1:$port" -device "virtio-net-pci,netdev=n$k,mac=$(link_mac "$k" 1),romfile=")
+			done
 			local f
 			for f in out err; do # readers first: qemu's open of a FIFO waits for one
 				sed -u 's/^/[guest 2] /' "$RUN/$f.peer.fifo" >&2 &
 				AUX_PIDS+=($!)
 			done
-			start_qemu peer "$base fabcheck.role=peer fabcheck.net=eth fabcheck.addr=198.18.0.2" \
-				-netdev "socket,id=n0,listen=127.0.0.1:$port" \
-				-device virtio-net-pci,netdev=n0,mac=52:54:00:fa:bc:02,romfile=
+			start_qemu peer "$base fabcheck.role=peer fabcheck.net=eth fabcheck.addr=198.18.0.2" "${listen[@]}"
 			qpid2=$QPID
-			local i
+			local i all
 			for ((i = 0; i < 100; i++)); do
-				port_in_use "$port" && break
+				all=1
+				for port in "${ports[@]}"; do port_in_use "$port" || all=0; done
+				[[ $all -eq 1 ]] && break
 				kill -0 "$qpid2" 2>/dev/null || break
 				sleep 0.05
 			done
-			port_in_use "$port" && break
+			[[ $all -eq 1 ]] && break
 			kill "$qpid2" 2>/dev/null || true
 			wait "$qpid2" 2>/dev/null || true
 			qpid2=""
 		done
 		[[ -n $qpid2 ]] || die2 "could not start guest 2 listening on 127.0.0.1 (see $RUN/qemu.peer.stderr)"
-		start_qemu main "$base fabcheck.role=main fabcheck.net=eth fabcheck.addr=198.18.0.1 fabcheck.waitpeer=1" \
-			-netdev "socket,id=n0,connect=127.0.0.1:$port" \
-			-device virtio-net-pci,netdev=n0,mac=52:54:00:fa:bc:01,romfile=
+		start_qemu main "$base fabcheck.role=main fabcheck.net=eth fabcheck.addr=198.18.0.1 fabcheck.waitpeer=1" "${connect[@]}"
 	else
 		start_qemu main "$base fabcheck.role=main fabcheck.net=veth"
 	fi

@@ -20,10 +20,12 @@
 //! Classification lives here, node peeling in `peel` (counters per endpoint, updated as nodes are
 //! blamed), the words in `prose`. `config_drift` compares per-endpoint settings (firmware, MTU, rate...) against the majority.
 
+mod capacity;
 mod drift;
 mod peel;
 mod prose;
 
+pub use capacity::slow_ports;
 pub use drift::config_drift;
 
 use crate::units::sig3 as fmt;
@@ -115,8 +117,14 @@ pub const CLUSTER: &str = "cluster";
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Criteria {
-    /// The link's data rate when known (e.g. from the ports' `rate_gbps`, or `--expect rate`).
+    /// One rate for every pair whose ends' capacities are not both known (tests, `--expect
+    /// rate`); `None`: such pairs are judged against the cluster's median.
     pub expected_bw_gbps: Option<f64>,
+    /// What each endpoint (by index) can carry: its link's rate, or its PCIe link's where
+    /// smaller; `None` where unknown or synthesized (Soft-RoCE). A pair is judged against the
+    /// smaller of its own two ends' ([`Criteria::expected_for`]), so one slow port lowers the
+    /// bar only for its own pairs, not the whole mesh's.
+    pub capacity_gbps: Vec<Option<f64>>,
     /// Share of `expected_bw_gbps` a pair must reach (0.9).
     pub bw_fraction: f64,
     /// With no expected rate: share of the cluster's median bandwidth a pair must reach (0.8).
@@ -127,7 +135,34 @@ pub struct Criteria {
 
 impl Default for Criteria {
     fn default() -> Self {
-        Criteria { expected_bw_gbps: None, bw_fraction: 0.9, outlier_fraction: 0.8, lat_outlier_factor: 1.5 }
+        Criteria { expected_bw_gbps: None, capacity_gbps: Vec::new(), bw_fraction: 0.9, outlier_fraction: 0.8, lat_outlier_factor: 1.5 }
+    }
+}
+
+/// The rate a pair can reach: the smaller capacity of its two ends, when both are known.
+pub fn pair_capacity(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    Some(a?.min(b?))
+}
+
+impl Criteria {
+    /// The rate pair `(a, b)` is judged against: the smaller capacity of its own two ends when
+    /// both are known, else [`Criteria::expected_bw_gbps`] (`None`: the cluster's median).
+    pub fn expected_for(&self, a: usize, b: usize) -> Option<f64> {
+        let cap = |i: usize| self.capacity_gbps.get(i).copied().flatten();
+        pair_capacity(cap(a), cap(b)).or(self.expected_bw_gbps)
+    }
+
+    /// The rate most pairs are judged against: the largest pair capacity (every pair between
+    /// two full-speed ends), else the one expected rate. What the heat map's colours scale to.
+    pub fn typical_rate(&self) -> Option<f64> {
+        let known: Vec<f64> = self.capacity_gbps.iter().flatten().copied().collect();
+        let pairable = known.len() >= 2;
+        let second_best = pairable.then(|| {
+            let mut k = known.clone();
+            k.sort_by(|x, y| y.total_cmp(x));
+            k[1]
+        });
+        second_best.or(self.expected_bw_gbps)
     }
 }
 
@@ -150,7 +185,7 @@ pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
 /// Bandwidth short of what it should be: of the expected rate when known, else of the median.
 pub(super) fn slow(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>) -> bool {
     let Some(bw) = m.bw_gbps else { return false };
-    match (c.expected_bw_gbps, median_bw) {
+    match (c.expected_for(m.a, m.b), median_bw) {
         (Some(exp), _) => bw < c.bw_fraction * exp,
         (None, Some(med)) => bw < c.outlier_fraction * med,
         (None, None) => false,
@@ -367,7 +402,7 @@ fn cluster_suspect(judged: &Classified<'_>, total_bad: usize, c: &Criteria, mb: 
     let what = sym.figure(c, mb, ml);
     let cause = if sym.only_failed() {
         "a cluster-wide cause: agents unreachable, GIDs or routing (RoCE: IP, VLAN, firewall), or the ports not ACTIVE: run `fabcheck check` on each node"
-    } else if c.expected_bw_gbps.is_some() && mb.is_some_and(|m| m < c.bw_fraction * c.expected_bw_gbps.unwrap_or(0.0)) {
+    } else if c.typical_rate().is_some_and(|rate| mb.is_some_and(|m| m < c.bw_fraction * rate)) {
         "a cluster-wide cause: an expected rate that is wrong, links trained down (width, speed), MTU, PFC/ECN, or congestion from other jobs"
     } else {
         "a cluster-wide cause: MTU, PFC/ECN or congestion control, adaptive routing, or congestion from other jobs"

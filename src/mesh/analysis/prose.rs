@@ -7,12 +7,14 @@ use crate::units::sig3 as fmt;
 pub(super) struct Symptoms {
     pub(super) failed: usize,
     pub(super) slow: Vec<f64>,
+    /// The rates the slow pairs were judged against (each pair its own ends' capacity).
+    pub(super) expected: Vec<f64>,
     pub(super) laggy: Vec<f64>,
 }
 
 impl Symptoms {
     pub(super) fn of<'m>(ms: impl Iterator<Item = &'m PairMeasure>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Symptoms {
-        let mut s = Symptoms { failed: 0, slow: Vec::new(), laggy: Vec::new() };
+        let mut s = Symptoms { failed: 0, slow: Vec::new(), expected: Vec::new(), laggy: Vec::new() };
         for m in ms {
             if m.failed {
                 s.failed += 1;
@@ -20,6 +22,7 @@ impl Symptoms {
             }
             if slow(m, c, mb) {
                 s.slow.extend(m.bw_gbps);
+                s.expected.extend(c.expected_for(m.a, m.b));
             }
             if laggy(m, c, ml) {
                 s.laggy.extend(m.lat_us);
@@ -35,7 +38,7 @@ impl Symptoms {
             parts.push(if self.slow.is_empty() && self.laggy.is_empty() { "failed".to_string() } else { format!("{} failed", self.failed) });
         }
         if let Some(typ) = median(self.slow.clone()) {
-            let against = match (c.expected_bw_gbps, mb) {
+            let against = match (median(self.expected.clone()), mb) {
                 (Some(exp), Some(med)) if med < c.bw_fraction * exp => {
                     format!("expected {} Gb/s (cluster median {} Gb/s)", fmt(exp), fmt(med))
                 }

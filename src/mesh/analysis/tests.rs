@@ -368,3 +368,32 @@ fn zoom_pairs_are_evidence_a_sparse_pattern_lacks() {
     assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Node, "n4/mlx5_0"));
     assert!(s[0].reason.starts_with("5 of 5 pairs"), "{}", s[0].reason);
 }
+
+/// Issue #28 item 2: 0.2 judged every pair against the slowest endpoint's rate, so one 2X port
+/// (200 of 400 Gb/s) made a 250 Gb/s cable elsewhere look fine. Each pair now has its own bar.
+#[test]
+fn one_slow_port_does_not_hide_a_slow_link_elsewhere() {
+    let mut capacity = vec![Some(400.0); 8];
+    capacity[5] = Some(200.0);
+    let c = Criteria { capacity_gbps: capacity, ..crit() };
+    let speed = |a: usize, b: usize| match (a, b) {
+        (1, 2) => Some(m(a, b, 250.0, 2.0)),
+        (_, 5) | (5, _) => Some(m(a, b, 193.0, 2.0)),
+        _ => Some(m(a, b, 390.0, 2.0)),
+    };
+    let first = mesh(8, speed);
+    assert_eq!((c.expected_for(0, 1), c.expected_for(0, 5), c.expected_for(5, 7)), (Some(400.0), Some(200.0), Some(200.0)));
+    assert_eq!(to_retest(&first, &c), [(1, 2)], "only the slow cable is bad; the 2X port's pairs reach its 200 Gb/s");
+    let retest = rerun(&first, &c, |a, b| speed(a, b).unwrap());
+    let s = analyse(&names(8), &first, &retest, &c);
+    assert_eq!(s.len(), 1, "{s:#?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Link, "n2/mlx5_0<->n3/mlx5_0"), "{s:#?}");
+    assert!(s[0].reason.contains("expected 400 Gb/s"), "{}", s[0].reason);
+    // What 0.2 did: the slowest endpoint's 200 Gb/s for every pair, and nothing is found.
+    let global = Criteria { expected_bw_gbps: Some(200.0), ..crit() };
+    assert!(to_retest(&first, &global).is_empty());
+    // And the slow port is said as what it is.
+    let warned = slow_ports(&names(8), &c, &s);
+    assert_eq!(warned.len(), 1);
+    assert_eq!((warned[0].subject.as_str(), warned[0].is_error()), ("n6/mlx5_0", false));
+}

@@ -204,7 +204,7 @@ th{background:#f3f3f3} td.num{text-align:right;font-variant-numeric:tabular-nums
 .maps{display:flex;flex-wrap:wrap;gap:28px;align-items:flex-start} .map h2{margin-top:8px}
 svg .lbl{font-size:11px;fill:#222} svg .lbl.suspect{font-weight:bold} svg .tick{font-size:11px;fill:#333}
 svg g:hover rect{stroke:#000;stroke-width:2}
-.subject{font-weight:bold;font-family:'DejaVu Sans Mono',monospace} .none{color:#205}
+.subject{font-weight:bold;font-family:'DejaVu Sans Mono',monospace;white-space:nowrap} .none{color:#205}
 ";
 
 /// The page.
@@ -235,22 +235,7 @@ pub fn html(p: &Page<'_>) -> String {
     page.push_str(&expectation(p.bw.as_ref(), p.lat.as_ref()));
     page.push_str("</p>\n");
 
-    if n <= MATRIX_MAX {
-        page.push_str("<div class=\"maps\">\n");
-        for (kind, scale) in [("bw", &p.bw), ("lat", &p.lat)] {
-            if let Some(scale) = scale {
-                let heading = if kind == "bw" { "Bandwidth (Gb/s)" } else { "Latency (us, p50)" };
-                let _ = writeln!(page, "<div class=\"map\" id=\"map-{kind}\"><h2>{heading}</h2>");
-                page.push_str(&matrix_svg(p, kind, scale));
-                page.push_str("\n</div>\n");
-            }
-        }
-        page.push_str("</div>\n");
-    } else {
-        per_node(&mut page, p);
-    }
-
-    // Suspects, in words.
+    // Suspects, in words, first: what an operator acts on.
     page.push_str("<h2>Suspects</h2>\n");
     if p.suspects.is_empty() {
         page.push_str("<p class=\"none\">None: every pair is in line with what is expected.</p>\n");
@@ -268,6 +253,22 @@ pub fn html(p: &Page<'_>) -> String {
         }
         page.push_str("</table>\n");
     }
+
+    if n <= MATRIX_MAX {
+        page.push_str("<div class=\"maps\">\n");
+        for (kind, scale) in [("bw", &p.bw), ("lat", &p.lat)] {
+            if let Some(scale) = scale {
+                let heading = if kind == "bw" { "Bandwidth (Gb/s)" } else { "Latency (us, p50)" };
+                let _ = writeln!(page, "<div class=\"map\" id=\"map-{kind}\"><h2>{heading}</h2>");
+                page.push_str(&matrix_svg(p, kind, scale));
+                page.push_str("\n</div>\n");
+            }
+        }
+        page.push_str("</div>\n");
+    } else {
+        per_node(&mut page, p);
+    }
+
     page.push_str("</body></html>\n");
     page
 }

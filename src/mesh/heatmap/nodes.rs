@@ -138,7 +138,11 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
     }
     page.push_str("</div>\n");
 
-    // Every node, in host order.
+    // Every node, worst first (suspects, then the most bad pairs), then in host order: the
+    // tiles above keep host order, where a place is easy to find.
+    let mut worst_first = order.clone();
+    worst_first.sort_by(|&x, &y| figs[y].suspect.cmp(&figs[x].suspect).then(figs[y].bad.cmp(&figs[x].bad)).then(natural_cmp(&names[x], &names[y])));
+    let order = worst_first;
     page.push_str("<h2>Nodes</h2>\n<table class=\"nodes\" id=\"nodes\">\n<tr><th>node</th><th>endpoints</th><th>pairs</th><th>bad</th>");
     if p.bw.is_some() {
         page.push_str("<th>median Gb/s</th><th>slowest Gb/s</th>");

@@ -126,8 +126,13 @@ fn a_thousand_endpoints_are_per_node_and_a_few_hundred_kilobytes() {
     let doc = parse(&text);
     let rows: Vec<_> = doc.descendants().find(|n| n.attribute("id") == Some("nodes")).unwrap().children().filter(|n| n.has_tag_name("tr")).collect();
     assert_eq!(rows.len(), 1 + 125);
-    let first: Vec<&str> = rows[1..4].iter().map(|r| r.first_element_child().unwrap().text().unwrap()).collect();
-    assert_eq!(first, ["n0", "n1", "n2"], "sorted by host, naturally");
+    let node = |r: &roxmltree::Node| r.first_element_child().unwrap().text().unwrap().to_string();
+    // Worst first (0.3): the suspect's node, then the nodes with bad pairs, then by host, naturally.
+    assert_eq!(node(&rows[1]), "n119", "the suspect's node first");
+    let clean_from = rows[1..].iter().position(|r| node(r) == "n0").expect("n0's row") + 1;
+    let clean: Vec<String> = rows[clean_from..].iter().map(node).collect();
+    assert!(clean.len() > 100 && clean.windows(2).all(|w| natural_cmp(&w[0], &w[1]) == Ordering::Less), "then by host, naturally: {clean:?}");
+    assert!(clean_from <= 1 + 17, "only nodes with bad pairs come before the clean ones");
     assert_eq!(doc.descendants().filter(|n| n.attribute("class") == Some("tile")).count(), 2 * 125);
     assert!(!text.contains("class=\"cell"), "no endpoint matrix above {MATRIX_MAX}");
     assert!(text.contains("Worst pairs (16 bad, 16 shown)"));

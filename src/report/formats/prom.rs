@@ -1,7 +1,11 @@
 //! `--format prom`: Prometheus text exposition (version 0.0.4) for node_exporter's textfile
-//! collector. Metric names are prefixed `fabcheck_`; labels carry devices, ports, tests and
-//! finding ids. Every metric family is written once with its HELP and TYPE.
+//! collector. The names, types and HELP come from the one metric table the exporter writes from
+//! (`exporter::metrics`, shown in docs/ci.md): base units (bytes per second, seconds),
+//! `fabcheck_` prefix, so `promtool check metrics` finds nothing to say. 0.2's names that
+//! promtool accepts are written beside the new ones for one release ([`metrics::DEPRECATED`]).
+//! Every family is written once with its HELP and TYPE.
 
+use crate::exporter::metrics::{self, Metric};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -9,6 +13,11 @@ use std::fmt::Write;
 /// Label values escaped as the exposition format requires.
 fn label(value: &str) -> String {
     value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
+}
+
+/// A data rate in Gb/s (as the documents say it) in bytes per second, the base unit.
+fn bytes_per_second(gbps: f64) -> f64 {
+    gbps * 1e9 / 8.0
 }
 
 #[derive(Default)]
@@ -20,7 +29,11 @@ struct Families {
 impl Families {
     /// One sample; a second with the same labels replaces the first (a series is written once:
     /// mesh's retest of a pair stands for it).
-    fn add(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
+    fn add(&mut self, metric: &Metric, labels: &[(&str, &str)], value: f64) {
+        self.add_named(metric.name, metric.help, labels, value);
+    }
+
+    fn add_named(&mut self, name: &str, help: &str, labels: &[(&str, &str)], value: f64) {
         let samples = self.samples(name, help);
         let labels = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label(v))).collect::<Vec<_>>().join(",");
         match samples.iter_mut().find(|(l, _)| *l == labels) {
@@ -29,9 +42,19 @@ impl Families {
         }
     }
 
+    /// A Gb/s figure under its table name in bytes per second, and under its 0.2 name (Gb/s)
+    /// while that is kept ([`metrics::DEPRECATED`]).
+    fn rate(&mut self, metric: &Metric, labels: &[(&str, &str)], gbps: f64) {
+        self.add(metric, labels, bytes_per_second(gbps));
+        for old in metrics::DEPRECATED.iter().filter(|d| d.written && d.new == *metric) {
+            let help = format!("Deprecated since 0.3, removed in 0.4: {} in Gb/s; use {}.", metric.help, metric.name);
+            self.add_named(old.old, &help, labels, gbps);
+        }
+    }
+
     /// A count: a second sample with the same labels adds to the first.
-    fn count(&mut self, name: &str, help: &str, labels: &[(&str, &str)]) {
-        let samples = self.samples(name, help);
+    fn count(&mut self, metric: &Metric, labels: &[(&str, &str)]) {
+        let samples = self.samples(metric.name, metric.help);
         let labels = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", label(v))).collect::<Vec<_>>().join(",");
         match samples.iter_mut().find(|(l, _)| *l == labels) {
             Some(sample) => sample.1 += 1.0,
@@ -40,13 +63,13 @@ impl Families {
     }
 
     fn samples(&mut self, name: &str, help: &str) -> &mut Vec<(String, f64)> {
-        &mut self.map.entry(format!("fabcheck_{name}")).or_insert_with(|| (help.to_string(), Vec::new())).1
+        &mut self.map.entry(name.to_string()).or_insert_with(|| (help.to_string(), Vec::new())).1
     }
 
     fn render(&self) -> String {
         let mut out = String::new();
         for (name, (help, samples)) in &self.map {
-            let _ = writeln!(out, "# HELP {name} {help}");
+            let _ = writeln!(out, "# HELP {name} {}", help.replace('\\', "\\\\").replace('\n', "\\n"));
             let _ = writeln!(out, "# TYPE {name} gauge");
             for (labels, value) in samples {
                 let v = if value.is_finite() { format!("{value}") } else { "NaN".into() };
@@ -61,20 +84,35 @@ impl Families {
     }
 }
 
+fn now_unix() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as f64
+}
+
+fn flag(on: bool) -> f64 {
+    f64::from(u8::from(on))
+}
+
+/// The page of a run that could not run (exit 2): `fabcheck_up 0` and the cause, no verdict,
+/// so the `--output` file a textfile collector reads never keeps a stale PASS.
+pub fn error_page(command: &str, cause: &str) -> String {
+    let mut f = Families::default();
+    f.add(&metrics::UP, &[("command", command)], 0.0);
+    f.add(&metrics::RUN_ERROR, &[("command", command), ("cause", &crate::report::formats::oneline::eval_safe(cause))], 1.0);
+    f.add(&metrics::LAST_RUN, &[("command", command)], now_unix());
+    f.render()
+}
+
 pub fn render(doc: &Value) -> String {
     let command = super::command_of(doc);
     let mut f = Families::default();
     let cmd = command.as_str();
+    f.add(&metrics::UP, &[("command", cmd)], 1.0);
     if let Some(verdict) = doc["verdict"].as_str() {
-        f.add("verdict_pass", "1 when the run passed, 0 when it failed.", &[("command", cmd)], f64::from(u8::from(verdict == "pass")));
+        f.add(&metrics::VERDICT, &[("command", cmd)], flag(verdict == "pass"));
     }
     for finding in super::findings(doc) {
         let severity = severity_name(finding.severity);
-        f.count(
-            "finding",
-            "A finding of the run (1 per finding), by id, severity and subject.",
-            &[("command", cmd), ("id", finding.id), ("severity", severity), ("subject", finding.subject)],
-        );
+        f.count(&metrics::FINDING, &[("command", cmd), ("id", finding.id), ("severity", severity), ("subject", finding.subject)]);
     }
     if let Some(devices) = doc["devices"].as_array() {
         for d in devices {
@@ -82,17 +120,17 @@ pub fn render(doc: &Value) -> String {
             for p in d["ports"].as_array().into_iter().flatten() {
                 let port = p["port"].to_string();
                 let labels = [("device", dev), ("port", port.as_str())];
-                f.add("port_active", "1 when the port is ACTIVE.", &labels, f64::from(u8::from(p["state"] == "ACTIVE")));
-                f.add("port_link_up", "1 when the physical link is up.", &labels, f64::from(u8::from(p["phys_state"] == "LINK_UP")));
+                f.add(&metrics::PORT_ACTIVE, &labels, flag(p["state"] == "ACTIVE"));
+                f.add(&metrics::PORT_LINK_UP, &labels, flag(p["phys_state"] == "LINK_UP"));
                 if let Some(rate) = p["rate_gbps"].as_f64() {
-                    f.add("port_rate_gbps", "Data rate of the port's link, Gb/s.", &labels, rate);
+                    f.rate(&metrics::PORT_RATE, &labels, rate);
                 }
                 if let Some(rate) = p["supported_gbps"].as_f64() {
-                    f.add("port_supported_gbps", "Fastest link the port supports, Gb/s.", &labels, rate);
+                    f.rate(&metrics::PORT_SUPPORTED, &labels, rate);
                 }
             }
             if let Some(usable) = d["pci"]["usable_gbps"].as_f64() {
-                f.add("pcie_usable_gbps", "What the adapter's PCIe link carries, Gb/s.", &[("device", dev)], usable);
+                f.rate(&metrics::PCIE_USABLE, &[("device", dev)], usable);
             }
         }
     }
@@ -102,13 +140,9 @@ pub fn render(doc: &Value) -> String {
             let subject = c["subject"].as_str().unwrap_or("");
             let status = c["status"].as_str().unwrap_or("");
             if status != "skip" {
-                f.add(
-                    "check_pass",
-                    "1 when the check passed, 0 when it failed (skipped checks are left out).",
-                    &[("id", id), ("subject", subject)],
-                    // A `warn` row passes unless `--fail-on warning` makes warnings failures.
-                    f64::from(u8::from(status == "pass" || (status == "warn" && !crate::report::output::fail_on_warning()))),
-                );
+                // A `warn` row passes unless `--fail-on warning` makes warnings failures.
+                let pass = status == "pass" || (status == "warn" && !crate::report::output::fail_on_warning());
+                f.add(&metrics::CHECK, &[("id", id), ("subject", subject)], flag(pass));
             }
         }
     }
@@ -116,27 +150,29 @@ pub fn render(doc: &Value) -> String {
         mesh(&mut f, doc);
     }
     for r in doc["results"].as_array().into_iter().flatten() {
-        let test = r["test"].as_str().unwrap_or("");
-        let dir = r["direction"].as_str().unwrap_or("");
         let size = r["size"].to_string();
-        let labels = [("test", test), ("direction", dir), ("size", size.as_str())];
-        if let Some(bw) = r["bw_gbps"].as_f64() {
-            f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
-        }
-        if let Some(p50) = r["lat_us"]["p50"].as_f64() {
-            f.add("latency_p50_us", "Typical (p50) latency, microseconds.", &labels, p50);
-        }
-        if let Some(p99) = r["lat_us"]["p99"].as_f64() {
-            f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
-        }
+        let labels = [("test", r["test"].as_str().unwrap_or("")), ("direction", r["direction"].as_str().unwrap_or("")), ("size", size.as_str())];
+        result(&mut f, r, &labels);
     }
     rails(&mut f, doc);
     if let Some(links) = doc["links"].as_array() {
-        f.add("fabric_links", "Links the fabric discovery found.", &[], links.len() as f64);
+        f.add(&metrics::FABRIC_LINKS, &[], links.len() as f64);
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    f.add("last_run_timestamp_seconds", "When this run ended, Unix time.", &[("command", cmd)], now as f64);
+    f.add(&metrics::LAST_RUN, &[("command", cmd)], now_unix());
     f.render()
+}
+
+/// One test result's figures: bandwidth in bytes per second, latencies in seconds.
+fn result(f: &mut Families, r: &Value, labels: &[(&str, &str)]) {
+    if let Some(bw) = r["bw_gbps"].as_f64() {
+        f.rate(&metrics::BANDWIDTH, labels, bw);
+    }
+    if let Some(p50) = r["lat_us"]["p50"].as_f64() {
+        f.add(&metrics::LATENCY_P50, labels, p50 * 1e-6);
+    }
+    if let Some(p99) = r["lat_us"]["p99"].as_f64() {
+        f.add(&metrics::LATENCY_P99, labels, p99 * 1e-6);
+    }
 }
 
 /// `pair --rails`: each rail's results labelled `rail` (its number), the node total as
@@ -152,15 +188,7 @@ fn rails(f: &mut Families, doc: &Value) {
                 ("direction", t["direction"].as_str().unwrap_or("")),
                 ("size", size.as_str()),
             ];
-            if let Some(bw) = t["bw_gbps"].as_f64() {
-                f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
-            }
-            if let Some(p50) = t["lat_us"]["p50"].as_f64() {
-                f.add("latency_p50_us", "Typical (p50) latency, microseconds.", &labels, p50);
-            }
-            if let Some(p99) = t["lat_us"]["p99"].as_f64() {
-                f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
-            }
+            result(f, t, &labels);
         }
     }
     for g in doc["aggregate"].as_array().into_iter().flatten() {
@@ -172,7 +200,7 @@ fn rails(f: &mut Families, doc: &Value) {
             ("size", size.as_str()),
         ];
         if let Some(bw) = g["bw_gbps"].as_f64() {
-            f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
+            f.rate(&metrics::BANDWIDTH, &labels, bw);
         }
     }
 }
@@ -187,7 +215,7 @@ fn mesh(f: &mut Families, doc: &Value) {
         let rail = p["rail"].as_u64().map(|k| k.to_string());
         let mut pair = vec![("a", a), ("b", b)];
         pair.extend(rail.as_deref().map(|k| ("rail", k)));
-        f.add("mesh_pair_pass", "1 when the pair passed, 0 when it failed.", &pair, f64::from(u8::from(p["verdict"] == "pass")));
+        f.add(&metrics::MESH_PAIR_PASS, &pair, flag(p["verdict"] == "pass"));
         for r in p["results"].as_array().into_iter().flatten() {
             let size = r["size"].to_string();
             let mut labels = pair.clone();
@@ -196,30 +224,21 @@ fn mesh(f: &mut Families, doc: &Value) {
                 ("direction", r["direction"].as_str().unwrap_or("")),
                 ("size", size.as_str()),
             ]);
-            if let Some(bw) = r["bw_gbps"].as_f64() {
-                f.add("bandwidth_gbps", "Measured bandwidth, Gb/s.", &labels, bw);
-            }
-            if let Some(p50) = r["lat_us"]["p50"].as_f64() {
-                f.add("latency_p50_us", "Typical (p50) latency, microseconds.", &labels, p50);
-            }
-            if let Some(p99) = r["lat_us"]["p99"].as_f64() {
-                f.add("latency_p99_us", "p99 latency, microseconds.", &labels, p99);
-            }
+            result(f, r, &labels);
         }
     }
-    let help = "Suspects the mesh named, by kind.";
     for kind in ["node", "link", "switch", "uplink", "config"] {
-        f.add("mesh_suspects", help, &[("kind", kind)], 0.0);
+        f.add(&metrics::MESH_SUSPECTS, &[("kind", kind)], 0.0);
     }
     if doc["pairs"].as_array().into_iter().flatten().any(|p| p["rail"].is_u64()) {
-        f.add("mesh_suspects", help, &[("kind", "rail")], 0.0);
+        f.add(&metrics::MESH_SUSPECTS, &[("kind", "rail")], 0.0);
     }
     for s in doc["suspects"].as_array().into_iter().flatten() {
-        f.count("mesh_suspects", help, &[("kind", s["kind"].as_str().unwrap_or(""))]);
+        f.count(&metrics::MESH_SUSPECTS, &[("kind", s["kind"].as_str().unwrap_or(""))]);
     }
     let unreachable = doc["unreachable"].as_array().map_or(0, Vec::len);
-    f.add("mesh_unreachable", "Endpoints whose agent could not be reached.", &[], unreachable as f64);
-    f.add("mesh_endpoints", "Endpoints of the mesh.", &[], doc["endpoints"].as_array().map_or(0, Vec::len) as f64);
+    f.add(&metrics::MESH_UNREACHABLE, &[], unreachable as f64);
+    f.add(&metrics::MESH_ENDPOINTS, &[], doc["endpoints"].as_array().map_or(0, Vec::len) as f64);
 }
 
 /// The label value of a severity, as the documents write it.
@@ -259,12 +278,42 @@ mod tests {
                 .collect()
         };
         let pair = [("a", "n1"), ("b", "n2"), ("test", "write_bw"), ("direction", "a->b"), ("size", "65536")];
-        assert_eq!(get("fabcheck_bandwidth_gbps", &pair), [191.0], "one series, the retest standing for the pair");
-        assert_eq!(get("fabcheck_bandwidth_gbps", &[]).len(), 2);
-        assert!(get("fabcheck_latency_p50_us", &[("a", "n1"), ("test", "send_lat")]).is_empty(), "the retest ran no latency test");
+        assert_eq!(get("fabcheck_bandwidth_bytes_per_second", &pair), [191.0e9 / 8.0], "one series, the retest standing for the pair");
+        assert_eq!(get("fabcheck_bandwidth_gbps", &pair), [191.0], "0.2's name kept beside it, deprecated");
+        assert_eq!(get("fabcheck_bandwidth_bytes_per_second", &[]).len(), 2);
+        assert!(get("fabcheck_latency_p50_seconds", &[("a", "n1"), ("test", "send_lat")]).is_empty(), "the retest ran no latency test");
         assert_eq!(get("fabcheck_mesh_suspects", &[("kind", "link")]), [1.0]);
         assert_eq!(get("fabcheck_mesh_suspects", &[("kind", "node")]), [0.0]);
         assert_eq!(get("fabcheck_mesh_pair_pass", &[("a", "n1"), ("b", "n3")]), [1.0]);
         assert_eq!(get("fabcheck_verdict_pass", &[("command", "mesh")]), [0.0]);
+        assert_eq!(get("fabcheck_up", &[("command", "mesh")]), [1.0]);
+    }
+
+    #[test]
+    fn figures_are_in_base_units_from_the_table() {
+        let doc = json!({"schema":"fabcheck.pair.v1","verdict":"pass",
+            "results":[{"test":"send_lat","direction":"a->b","size":2,"lat_us":{"p50":1.5,"p99":2.5}}],
+            "devices":[{"name":"mlx5_0","pci":{"usable_gbps":230.0},"ports":[{"port":1,"state":"ACTIVE","phys_state":"LINK_UP","rate_gbps":200.0}]}]});
+        let text = render(&doc);
+        assert!(text.contains("\nfabcheck_latency_p50_seconds{test=\"send_lat\",direction=\"a->b\",size=\"2\"} 0.0000015\n"), "{text}");
+        assert!(text.contains("\nfabcheck_port_rate_bytes_per_second{device=\"mlx5_0\",port=\"1\"} 25000000000\n"), "{text}");
+        assert!(text.contains("\nfabcheck_port_rate_gbps{device=\"mlx5_0\",port=\"1\"} 200\n"), "0.2's name beside it:\n{text}");
+        assert!(text.contains("# HELP fabcheck_port_rate_gbps Deprecated since 0.3"), "{text}");
+        assert!(!text.lines().any(|l| l.starts_with("# TYPE ") && l.contains("_us ")), "promtool refuses abbreviated units:\n{text}");
+        for line in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let name = line.split(' ').nth(2).unwrap();
+            let known = metrics::TABLE.iter().any(|m| m.name == name && m.format_labels.is_some())
+                || metrics::DEPRECATED.iter().any(|d| d.old == name && d.written);
+            assert!(known, "{name} is not in the metric table");
+        }
+    }
+
+    #[test]
+    fn a_run_that_could_not_run_says_up_0_and_why_and_no_verdict() {
+        let text = error_page("check", "cannot open /sys/class/infiniband: \"gone\" $(x)");
+        assert!(text.contains("\nfabcheck_up{command=\"check\"} 0\n"), "{text}");
+        assert!(text.contains("fabcheck_run_error{command=\"check\",cause=\"cannot open /sys/class/infiniband: _gone_ _(x)\"} 1"), "{text}");
+        assert!(!text.contains("verdict_pass"), "{text}");
+        assert!(prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).is_ok());
     }
 }

@@ -1,0 +1,394 @@
+//! `pair --rails` and `mesh --rails` (issue #29) on a guest booted with
+//! `soft-roce-setup.sh --vm --rails N`: rail k is rxeK on its own netdev and subnet
+//! (`FABCHECK_VM_RAIL_DEVS`, `FABCHECK_VM_RAIL_NETDEVS`). Run only by `tests/rxe/run.sh --rails`
+//! (plain `run.sh` skips `rails::`): `one_host` everywhere such a guest is, `two_hosts` in guest 1
+//! of `--guests 2 --rails N` (guest 2 reached over ssh as `root@$FABCHECK_VM_PEER_ADDR`, set up by
+//! tests/rxe/two-hosts.sh). Every test fails, rather than passes, on a guest without rails.
+//!
+//! The JSON is read as docs/contract.md ("Whole nodes: every rail at once") states it: `rails[]`
+//! with `rail`, `a`, `b`, `results`; `aggregate[]` with `test`, `direction`, `size`, `rails`,
+//! `bw_gbps`, `msg_rate_mpps`, `capacity_gbps`; the top-level `results` empty; findings
+//! `pair.rail`, `pair.aggregate`, `pair.rail.unreachable` with subjects `rail K (A DEV <-> B DEV)`.
+
+use super::{fabcheck, json, num, require_rxe, sh, text};
+use serde_json::Value;
+use std::process::Output;
+use std::time::{Duration, Instant};
+
+/// The rails of this guest, in rail order: (rxe device, its netdev). Panics on a guest booted
+/// without `--rails N` (N >= 2) or whose devices are not there: a rails test must not pass here.
+fn rails() -> Vec<(String, String)> {
+    let n: usize = std::env::var("FABCHECK_VM_RAILS").ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    assert!(
+        n >= 2,
+        "rails tier: FABCHECK_VM_RAILS is {n:?}; boot the guest with `./soft-roce-setup.sh --vm --rails 4 -- tests/rxe/run.sh --rails BIN`"
+    );
+    let devs: Vec<String> = std::env::var("FABCHECK_VM_RAIL_DEVS").unwrap_or_default().split_whitespace().map(String::from).collect();
+    let netdevs: Vec<String> = std::env::var("FABCHECK_VM_RAIL_NETDEVS").unwrap_or_default().split_whitespace().map(String::from).collect();
+    assert!(devs.len() == n && netdevs.len() == n, "rails tier: {n} rails but devices {devs:?}, netdevs {netdevs:?}");
+    for (dev, netdev) in devs.iter().zip(&netdevs) {
+        let under = std::fs::read_to_string(format!("/sys/class/infiniband/{dev}/ports/1/gid_attrs/ndevs/0")).unwrap_or_default();
+        assert_eq!(under.trim(), netdev, "rails tier: {dev} is not on {netdev}");
+    }
+    devs.into_iter().zip(netdevs).collect()
+}
+
+/// `--rail-threshold` for the clean runs: concurrent rails under emulation spread far wider than
+/// hardware's (benches/rails.sh, tests/vm/README.md "Rails": with 4 rails at once a rail's figure
+/// fell anywhere from 0 to 4x its siblings' median, rxe's 67 ms retry timeouts and the shared
+/// host CPU deciding it), so a clean run judged against its siblings at the default 50% fails by
+/// chance. These runs prove the pairing, the per-rail results and the aggregate; the judging of
+/// one rail against its siblings is proven by the fault tests, where the rail falls far lower.
+const CLEAN_RAIL_THRESHOLD: &str = "1";
+
+/// Runs a shell command on drop: undoes a fault on one rail's netdev (the crate's `Restore`
+/// takes only a fixed command; the netdev here is the rail's).
+struct Undo(String);
+
+impl Drop for Undo {
+    fn drop(&mut self) {
+        let _ = sh(&self.0);
+        // Let rxe notice the netdev event before the next test.
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// Waits (bounded) until every rail's port is ACTIVE again after a fault was undone.
+fn wait_all_active(rails: &[(String, String)]) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (dev, _) in rails {
+        let path = format!("/sys/class/infiniband/{dev}/ports/1/state");
+        while !std::fs::read_to_string(&path).unwrap_or_default().contains("ACTIVE") {
+            assert!(Instant::now() < deadline, "{dev} did not come back ACTIVE");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn array<'a>(v: &'a Value, key: &str) -> &'a Vec<Value> {
+    v[key].as_array().unwrap_or_else(|| panic!("no array '{key}' in {v}"))
+}
+
+/// The `--rails` document's shape: one entry per rail, in order, rail k's sides on device k at
+/// both ends, the top-level results empty and `a`/`b` rail 0's sides.
+fn assert_rails_doc(doc: &Value, rails: &[(String, String)]) {
+    assert_eq!(doc["schema"], "fabcheck.pair.v1", "{doc}");
+    assert!(array(doc, "results").is_empty(), "with --rails the top-level results are empty: {doc}");
+    let entries = array(doc, "rails");
+    assert_eq!(entries.len(), rails.len(), "one entry per rail: {doc}");
+    for (k, (entry, (dev, _))) in entries.iter().zip(rails).enumerate() {
+        assert_eq!(entry["rail"].as_u64(), Some(k as u64), "{entry}");
+        for side in ["a", "b"] {
+            assert_eq!(text(&entry[side], "device"), dev, "rail {k} {side}: {entry}");
+            text(&entry[side], "host");
+        }
+        array(entry, "results");
+    }
+    assert_eq!(doc["a"], entries[0]["a"], "top-level a is rail 0's side");
+    assert_eq!(doc["b"], entries[0]["b"], "top-level b is rail 0's side");
+    for f in array(doc, "findings") {
+        for key in ["id", "severity", "subject", "message", "remedy"] {
+            text(f, key);
+        }
+    }
+}
+
+/// Rail `k`'s results for `tests`: every one present, a->b, without an error.
+fn assert_rail_ok(doc: &Value, k: usize, tests: &[&str]) {
+    let results = array(&array(doc, "rails")[k], "results");
+    for t in tests {
+        let r = results
+            .iter()
+            .find(|r| r["test"] == *t && r["direction"] == "a->b")
+            .unwrap_or_else(|| panic!("rail {k} has no {t} a->b result: {results:?}"));
+        assert!(r["error"].is_null(), "rail {k} {t}: {r}");
+        if t.ends_with("_bw") {
+            assert!(num(r, "bw_gbps") > 0.0, "rail {k} {t}: {r}");
+        } else {
+            assert!(num(&r["lat_us"], "p50") > 0.0, "rail {k} {t}: {r}");
+        }
+    }
+}
+
+/// The findings with `id`, and whether each names rail `k` (subject `rail K (A DEV <-> B DEV)`).
+fn findings<'a>(doc: &'a Value, id: &str) -> Vec<&'a Value> {
+    array(doc, "findings").iter().filter(|f| f["id"] == id).collect()
+}
+
+fn names_rail(f: &Value, k: usize, dev: &str) -> bool {
+    let subject = text(f, "subject");
+    subject.starts_with(&format!("rail {k} (")) && subject.contains(" <-> ") && subject.matches(dev).count() == 2
+}
+
+/// Rail `bad` alone is named `pair.rail` (at least once, no other rail), with exit 1; the other
+/// rails report their bandwidth without an error.
+fn assert_only_rail_named(out: &Output, doc: &Value, rails: &[(String, String)], bad: usize, fault: &str) {
+    let named = findings(doc, "pair.rail");
+    eprintln!("{fault} on rail {bad}: exit {:?}, findings {}", out.status.code(), doc["findings"]);
+    assert_eq!(out.status.code(), Some(1), "{fault} on rail {bad} must fail the run: {}", stderr(out));
+    assert!(!named.is_empty(), "{fault} on rail {bad}: no pair.rail finding: {}", doc["findings"]);
+    for f in &named {
+        assert!(names_rail(f, bad, &rails[bad].0), "{fault} on rail {bad}: pair.rail names another rail: {f}");
+    }
+    assert!(findings(doc, "pair.rail.unreachable").is_empty(), "{}", doc["findings"]);
+    for k in (0..rails.len()).filter(|k| *k != bad) {
+        assert_rail_ok(doc, k, &["write_bw"]);
+    }
+}
+
+/// A `fabcheck serve` on 127.0.0.1:PORT that sees every rail but the last: its own mount
+/// namespace with /sys/class/infiniband and /sys/class/infiniband_verbs replaced by copies of
+/// their links (the same relative targets) to all but that device: what fabcheck lists devices
+/// and ports from. Ends after its one session.
+fn serve_without_last_rail(rails: &[(String, String)], port: u16) -> std::process::Child {
+    let (hidden, _) = rails.last().unwrap();
+    let script = format!(
+        r#"set -e
+for class in infiniband infiniband_verbs; do
+  mkdir -p /tmp/rails-view/$class
+  for e in /sys/class/$class/*; do
+    n=${{e##*/}}
+    [ "$n" = {hidden} ] && continue
+    [ "$class" = infiniband_verbs ] && [ "$(cat "$e/ibdev" 2>/dev/null)" = {hidden} ] && continue
+    ln -sfn "$(readlink "$e")" /tmp/rails-view/$class/$n
+  done
+done
+for class in infiniband infiniband_verbs; do mount --bind /tmp/rails-view/$class /sys/class/$class; done
+exec {bin} serve --listen 127.0.0.1:{port} --max-sessions 1"#,
+        bin = super::bin()
+    );
+    std::process::Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]).spawn().expect("run unshare")
+}
+
+fn wait_listening(port: u16, child: &mut std::process::Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(child.try_wait().unwrap().is_none(), "the restricted serve exited before listening");
+        assert!(Instant::now() < deadline, "the restricted serve never listened on {port}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Both ends on this guest: rail k is rxeK at both ends (the loopback path of each device).
+/// No qdisc fault here: rxe's loopback never passes the netdev (measured: `netem loss 10%` or a
+/// 10 Mbit/s tbf on va2 left rxe2's ib_write_bw unchanged and va2's tx_packets still), so loss
+/// and rate faults on one rail are tested across two guests (`two_hosts`).
+pub mod one_host {
+    use super::*;
+
+    const TESTS: &str = "send_lat,write_bw,read_bw";
+
+    fn pair_rails(extra: &[&str]) -> (Output, Value) {
+        let mut args = vec!["pair", "localhost", "localhost", "--rails", "auto", "--json"];
+        args.extend_from_slice(extra);
+        let out = fabcheck(&args);
+        let doc = json(&out);
+        (out, doc)
+    }
+
+    #[test]
+    fn every_rail_paired_k_to_k_with_an_aggregate() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let (out, doc) = pair_rails(&["--tests", TESTS, "--iters", "300", "--direction", "ab", "--rail-threshold", CLEAN_RAIL_THRESHOLD]);
+        eprintln!(
+            "--rails auto on {} rails: exit {:?}, aggregate {}, findings {}",
+            rails.len(),
+            out.status.code(),
+            doc["aggregate"],
+            doc["findings"]
+        );
+        assert_rails_doc(&doc, &rails);
+        for k in 0..rails.len() {
+            assert_rail_ok(&doc, k, &["send_lat", "write_bw", "read_bw"]);
+        }
+        // The node's total per bandwidth test, over every rail; none for latency.
+        let aggregate = array(&doc, "aggregate");
+        for t in ["write_bw", "read_bw"] {
+            let a = aggregate
+                .iter()
+                .find(|a| a["test"] == t && a["direction"] == "a->b")
+                .unwrap_or_else(|| panic!("no {t} a->b aggregate: {aggregate:?}"));
+            assert_eq!(a["rails"].as_u64(), Some(rails.len() as u64), "{a}");
+            assert!(a["size"].as_u64().is_some(), "{a}");
+            assert!(num(a, "bw_gbps") > 0.0 && num(a, "msg_rate_mpps") > 0.0, "{a}");
+            assert!(a.get("capacity_gbps").is_some(), "capacity_gbps key (null on rxe): {a}");
+        }
+        assert!(aggregate.iter().all(|a| a["test"] != "send_lat"), "latency has no aggregate: {aggregate:?}");
+        assert_eq!(out.status.code(), Some(0), "clean rails must pass: {}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(doc["verdict"], "pass");
+    }
+
+    #[test]
+    fn a_rail_whose_port_is_down_is_unreachable_while_the_others_report() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let down = 2 % rails.len();
+        let (dev, netdev) = rails[down].clone();
+        let _restore = Undo(format!("ip link set {netdev} up"));
+        assert!(sh(&format!("ip link set {netdev} down")).status.success());
+        let (out, doc) =
+            pair_rails(&["--tests", "send_lat,write_bw", "--iters", "200", "--direction", "ab", "--rail-threshold", CLEAN_RAIL_THRESHOLD]);
+        eprintln!("{netdev} down: exit {:?}, findings {}", out.status.code(), doc["findings"]);
+        // The rail stays in the list (numbering never shifts), named unreachable; the run ran.
+        assert_rails_doc(&doc, &rails);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let unreachable = findings(&doc, "pair.rail.unreachable");
+        assert!(unreachable.iter().any(|f| names_rail(f, down, &dev) && f["severity"] == "error"), "{}", doc["findings"]);
+        assert!(unreachable.iter().all(|f| names_rail(f, down, &dev)), "another rail named unreachable: {}", doc["findings"]);
+        for k in (0..rails.len()).filter(|k| *k != down) {
+            assert_rail_ok(&doc, k, &["send_lat", "write_bw"]);
+        }
+        drop(_restore);
+        wait_all_active(&rails);
+    }
+
+    #[test]
+    fn a_rail_count_mismatch_is_exit_2_naming_both_counts() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let port = 18611;
+        let mut serve = serve_without_last_rail(&rails, port);
+        wait_listening(port, &mut serve);
+        let endpoint = format!("tcp://127.0.0.1:{port}");
+        let out = fabcheck(&["pair", "localhost", &endpoint, "--rails", "auto", "--tests", "send_lat", "--iters", "50"]);
+        let _ = serve.kill();
+        let _ = serve.wait();
+        assert_mismatch(&out, rails.len(), rails.len() - 1);
+    }
+}
+
+/// Exit 2, naming both rail counts and what to do.
+fn assert_mismatch(out: &Output, a: usize, b: usize) {
+    let err = stderr(out);
+    eprintln!("{a} rails against {b}: exit {:?}: {err}", out.status.code());
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (n, m) = (a.to_string(), b.to_string());
+    assert!(err.contains(&n) && err.contains(&m), "the error names both counts ({n}, {m}): {err}");
+    assert!(err.contains("what to do:"), "{err}");
+}
+
+/// Guest 1 to guest 2 over the N links of `--guests 2 --rails N`, over ssh (two-hosts.sh puts
+/// the client and its key on PATH; guest 2 runs sshd).
+pub mod two_hosts {
+    use super::*;
+
+    fn peer() -> String {
+        let addr = std::env::var("FABCHECK_VM_PEER_ADDR").unwrap_or_else(|_| {
+            panic!("rails two-host tier: no FABCHECK_VM_PEER_ADDR; run in guest 1 of `--guests 2 --rails 4` (tests/rxe/two-hosts.sh)")
+        });
+        format!("root@{addr}")
+    }
+
+    /// `pair localhost root@PEER --rails auto --json EXTRA`: its output, unread.
+    fn pair_across_raw(extra: &[&str]) -> Output {
+        let peer = peer();
+        let bin = super::super::bin();
+        let mut args = vec!["pair", "localhost", &peer, "--rails", "auto", "--remote-fabcheck", &bin, "--json"];
+        args.extend_from_slice(extra);
+        fabcheck(&args)
+    }
+
+    fn pair_across(extra: &[&str]) -> (Output, Value) {
+        let out = pair_across_raw(extra);
+        let doc = json(&out);
+        (out, doc)
+    }
+
+    #[test]
+    fn pair_across_guests_rail_by_rail() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let (out, doc) =
+            pair_across(&["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--rail-threshold", CLEAN_RAIL_THRESHOLD]);
+        eprintln!("two guests, {} rails: exit {:?}, aggregate {}, findings {}", rails.len(), out.status.code(), doc["aggregate"], doc["findings"]);
+        assert_rails_doc(&doc, &rails);
+        let entries = array(&doc, "rails");
+        for (k, entry) in entries.iter().enumerate() {
+            assert_ne!(text(&entry["a"], "host"), text(&entry["b"], "host"), "rail {k} on one host: {entry}");
+            assert_rail_ok(&doc, k, &["send_lat", "write_bw"]);
+        }
+        let aggregate = array(&doc, "aggregate");
+        assert!(aggregate.iter().any(|a| a["test"] == "write_bw" && a["rails"].as_u64() == Some(rails.len() as u64)), "{aggregate:?}");
+        assert_eq!(out.status.code(), Some(0), "{}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(doc["verdict"], "pass");
+    }
+
+    #[test]
+    fn loss_on_one_rail_names_that_rail() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let bad = 2 % rails.len();
+        let netdev = rails[bad].1.clone();
+        let _restore = Undo(format!("tc qdisc del dev {netdev} root 2>/dev/null; true"));
+        assert!(sh(&format!("tc qdisc add dev {netdev} root netem loss 2%")).status.success(), "netem unavailable");
+        let (out, doc) = pair_across(&["--tests", "write_bw", "--iters", "100", "--direction", "ab"]);
+        assert_rails_doc(&doc, &rails);
+        assert_only_rail_named(&out, &doc, &rails, bad, "2% loss across guests");
+    }
+
+    /// A rail held to about a quarter of its concurrent figure (emulated rails at once: 3.6-9
+    /// Mbit/s each, benches/rails.sh) by a 1 Mbit/s token bucket on its netdev.
+    #[test]
+    fn a_rate_limited_rail_is_named() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let bad = 1 % rails.len();
+        let netdev = rails[bad].1.clone();
+        let _restore = Undo(format!("tc qdisc del dev {netdev} root 2>/dev/null; true"));
+        let add = sh(&format!("tc qdisc add dev {netdev} root tbf rate 1mbit burst 32kb latency 1s"));
+        assert!(add.status.success(), "tbf unavailable (sch_tbf): {}", String::from_utf8_lossy(&add.stderr));
+        let (out, doc) = pair_across(&["--tests", "write_bw", "--iters", "40", "--direction", "ab"]);
+        assert_rails_doc(&doc, &rails);
+        assert_only_rail_named(&out, &doc, &rails, bad, "a 1 Mbit/s tbf");
+    }
+
+    /// Guest 1 with one rail fewer (its last rxe deleted for the test, then made again).
+    #[test]
+    fn a_rail_count_mismatch_across_guests_is_exit_2() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let (dev, netdev) = rails.last().unwrap().clone();
+        let undo = Undo(format!("rdma link add {dev} type rxe netdev {netdev}"));
+        let del = sh(&format!("rdma link delete {dev}"));
+        assert!(del.status.success(), "rdma link delete {dev}: {}", String::from_utf8_lossy(&del.stderr));
+        let out = pair_across_raw(&["--tests", "send_lat", "--iters", "50"]);
+        drop(undo);
+        wait_all_active(&rails);
+        assert_mismatch(&out, rails.len() - 1, rails.len());
+    }
+
+    #[test]
+    fn mesh_across_guests_rail_by_rail() {
+        let _serial = require_rxe();
+        let rails = rails();
+        let peer = peer();
+        let bin = super::super::bin();
+        let out =
+            fabcheck(&["mesh", "--rails", "auto", "localhost", &peer, "--remote-fabcheck", &bin, "--tests", "write_bw", "--iters", "100", "--json"]);
+        let doc = json(&out);
+        eprintln!("mesh --rails auto across guests: exit {:?}, suspects {}", out.status.code(), doc["suspects"]);
+        assert_eq!(doc["schema"], "fabcheck.mesh.v1");
+        assert!(array(&doc, "unreachable").is_empty(), "{}", doc["unreachable"]);
+        // One host pair: every rail of it measured once in the first pass, each record its rail's.
+        let first: Vec<&Value> = array(&doc, "pairs").iter().filter(|p| p["retest"].is_null() && p["zoom"].is_null()).collect();
+        let mut seen: Vec<u64> = first.iter().map(|p| p["rail"].as_u64().unwrap_or_else(|| panic!("a pair record without rail: {p}"))).collect();
+        seen.sort_unstable();
+        assert_eq!(seen, (0..rails.len() as u64).collect::<Vec<_>>(), "{}", doc["pairs"]);
+        for p in &first {
+            assert!(p["error"].is_null(), "{p}");
+            let ok: Vec<&Value> = array(p, "results").iter().filter(|r| r["test"] == "write_bw" && r["error"].is_null()).collect();
+            assert_eq!(ok.len(), 1, "{p}");
+        }
+        // Rails at once on emulated links spread widely (see CLEAN_RAIL_THRESHOLD): as in
+        // mesh_patterns, the verdict is not asserted; the records, the rails and the kinds are.
+        assert!(matches!(out.status.code(), Some(0) | Some(1)), "{}", stderr(&out));
+        for s in array(&doc, "suspects") {
+            assert!(["rail", "node", "link", "config"].contains(&text(s, "kind")), "{s}");
+        }
+    }
+}
