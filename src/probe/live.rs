@@ -36,7 +36,7 @@ pub fn inventory(only: Option<&str>, lossless: bool) -> Result<Inventory, ProbeE
 fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, ProbeError> {
     let ctx = Context::open(name)?;
     let attrs = ctx.query_device()?;
-    let from_sysfs = sysfs.device(name);
+    let from_sysfs = sysfs.device_beside_verbs(name);
     let mut ports = Vec::new();
     for port_num in 1..=attrs.phys_port_cnt {
         let pa = ctx.query_port(port_num)?;

@@ -165,6 +165,17 @@ impl SysfsRoot {
 
     /// One device, entirely from sysfs.
     pub fn device(&self, name: &str) -> Device {
+        self.device_read(name, true)
+    }
+
+    /// What sysfs adds to verbs on a live node (counters, board, driver, PCI): not the GID
+    /// tables (verbs reads them in one call; sysfs has a file per slot, 1024 a port on
+    /// Soft-RoCE, three reads each) nor the lossless settings (`live` reads them when asked).
+    pub fn device_beside_verbs(&self, name: &str) -> Device {
+        self.device_read(name, false)
+    }
+
+    fn device_read(&self, name: &str, full: bool) -> Device {
         let dir = self.ib_class().join(name);
         let pci_dir = dir.join("device");
         let pci_vendor = self.read_hex(&pci_dir.join("vendor"));
@@ -176,7 +187,7 @@ impl SysfsRoot {
             None => None,
         };
         let vendor_part_id = part.or(if name.starts_with("rxe") { Some(0) } else { None });
-        let mut ports: Vec<Port> = self.list_numbered(&dir.join("ports")).into_iter().map(|n| self.port(name, n)).collect();
+        let mut ports: Vec<Port> = self.list_numbered(&dir.join("ports")).into_iter().map(|n| self.port_read(name, n, full)).collect();
         ports.sort_by_key(|p| p.port);
         Device {
             name: name.to_string(),
@@ -197,6 +208,12 @@ impl SysfsRoot {
 
     /// One port, entirely from sysfs.
     pub fn port(&self, device: &str, port: u32) -> Port {
+        self.port_read(device, port, true)
+    }
+
+    /// One port; without `full`, no GID table and no lossless settings (see
+    /// `device_beside_verbs`).
+    fn port_read(&self, device: &str, port: u32, full: bool) -> Port {
         let dir = self.ib_class().join(device).join("ports").join(port.to_string());
         let link_layer = match self.read_trim(&dir.join("link_layer")).as_deref() {
             Some("Ethernet") => LinkLayer::Ethernet,
@@ -211,10 +228,10 @@ impl SysfsRoot {
             None => (Width::Unknown(0), Speed::Unknown(0), None),
         };
         let rate = decode::link_rate(width, speed);
-        let gids = self.gids(&dir, link_layer);
+        let gids = if full { self.gids(&dir, link_layer) } else { Vec::new() };
         let netdev = self.port_netdev(device, port, &gids);
         let mut netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
-        if let (LinkLayer::Ethernet, Some(state)) = (link_layer, netdev_state.as_mut()) {
+        if let (LinkLayer::Ethernet, Some(state), true) = (link_layer, netdev_state.as_mut(), full) {
             (state.pfc_priorities, state.ecn_priorities) = self.lossless(&state.name);
         }
         let active_mtu = match (link_layer, &netdev_state) {

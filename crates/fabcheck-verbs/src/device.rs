@@ -242,6 +242,9 @@ impl Context {
 
     /// The valid entries of a port's GID table, with type and netdev.
     pub fn gid_table(&self, port: u8, table_len: u32) -> Result<Vec<GidEntry>, VerbsError> {
+        if let Some(entries) = self.gid_table_at_once(port, table_len) {
+            return Ok(entries);
+        }
         let Some(query_gid_ex) = dl::_ibv_query_gid_ex() else {
             return self.gid_table_legacy(port, table_len);
         };
@@ -267,6 +270,45 @@ impl Context {
             entries.push(GidEntry { index, gid, gid_type: Some(entry.gid_type), netdev: ifindex_name(entry.ndev_ifindex) });
         }
         Ok(entries)
+    }
+
+    /// Every valid GID of the device in one call (`_ibv_query_gid_table`), this port's kept;
+    /// `None` where the library lacks it or the call fails, and the caller asks index by index.
+    /// The buffer holds valid entries only, so a few per port; it grows (up to every slot of
+    /// every port the device could have) while the library says it is too small (EINVAL).
+    fn gid_table_at_once(&self, port: u8, table_len: u32) -> Option<Vec<GidEntry>> {
+        let query_gid_table = dl::_ibv_query_gid_table()?;
+        let most = (table_len as usize).max(1) * 4;
+        let mut max_entries = 256.min(most);
+        loop {
+            // SAFETY: ibv_gid_entry is plain old data; an all-zero value is valid.
+            let mut entries: Vec<sys::ibv_gid_entry> = (0..max_entries).map(|_| unsafe { std::mem::zeroed() }).collect();
+            // SAFETY: ctx is open; the buffer holds max_entries entries of the size we pass,
+            // and the library writes at most that many.
+            let n = unsafe { query_gid_table(self.inner.ctx, entries.as_mut_ptr(), max_entries, 0, std::mem::size_of::<sys::ibv_gid_entry>()) };
+            if n == -(libc::EINVAL as isize) && max_entries < most {
+                max_entries = (max_entries * 2).min(most);
+                continue;
+            }
+            let n = usize::try_from(n).ok()?.min(max_entries);
+            entries.truncate(n);
+            let mut out: Vec<GidEntry> = entries
+                .iter()
+                .filter(|e| e.port_num == u32::from(port))
+                .filter_map(|e| {
+                    // SAFETY: the union's raw view is always valid.
+                    let gid = unsafe { e.gid.raw };
+                    (!gid.iter().all(|&b| b == 0)).then(|| GidEntry {
+                        index: e.gid_index,
+                        gid,
+                        gid_type: Some(e.gid_type),
+                        netdev: ifindex_name(e.ndev_ifindex),
+                    })
+                })
+                .collect();
+            out.sort_by_key(|e| e.index);
+            return Some(out);
+        }
     }
 
     fn gid_table_legacy(&self, port: u8, table_len: u32) -> Result<Vec<GidEntry>, VerbsError> {

@@ -131,6 +131,10 @@ library! {
     // rdma-sys does not bind names with a leading underscore. Older libraries (Ubuntu 20.04's
     // v28) lack it, and GIDs are then read without their type.
     optional fn _ibv_query_gid_ex(*mut sys::ibv_context, u32, u32, *mut sys::ibv_gid_entry, u32, usize) -> c_int;
+    // Since rdma-core v32 too: `_ibv_query_gid_table(context, entries, max_entries, flags,
+    // entry_size)`, every valid GID of every port in one call (one ioctl on kernels >= 5.9)
+    // instead of one query per index: Soft-RoCE's table has 1024 slots a port.
+    optional fn _ibv_query_gid_table(*mut sys::ibv_context, *mut sys::ibv_gid_entry, usize, u32, usize) -> isize;
     // Since rdma-core v34 (IBVERBS_1.12): `ibv_reg_dmabuf_mr(pd, offset, length, iova, fd,
     // access)`, GPU memory registered through its dma-buf. Older libraries lack it: GPU memory
     // is then registered with ibv_reg_mr through nvidia_peermem.
@@ -205,6 +209,7 @@ mod tests {
         libibverbs_available().expect("libibverbs.so.1 is installed on the test host (tests/deps.sh)");
         librdmacm_available().expect("librdmacm.so.1 is installed on the test host (tests/deps.sh)");
         assert!(_ibv_query_gid_ex().is_some(), "rdma-core >= 32 exports _ibv_query_gid_ex");
+        assert!(_ibv_query_gid_table().is_some(), "rdma-core >= 32 exports _ibv_query_gid_table");
         assert!(ibv_reg_dmabuf_mr().is_some(), "rdma-core >= 34 exports ibv_reg_dmabuf_mr");
     }
 }
