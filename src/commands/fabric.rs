@@ -128,7 +128,13 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     let routes =
         tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
     if let Some((_, findings)) = &routes {
-        judgement.findings.extend(findings.iter().cloned());
+        let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::diagnose::Severity::Info);
+        judgement.findings.extend(findings.iter().cloned().map(|mut f| {
+            if uneven {
+                crate::fabric::route_judge::explained_by_design(&mut f);
+            }
+            f
+        }));
     }
     // fabric.pkey: each host port's partitions against its switch port's.
     if tables.read {

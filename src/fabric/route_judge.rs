@@ -302,6 +302,19 @@ fn uplink_loads(fabric: &Fabric, tables: &Tables, hosts: &[Host], tiers: &Tiers)
     out
 }
 
+/// The words that mark an uplink-balance finding (`unbalanced`).
+const UP_ONE_CABLE: &str = "remote host destinations up one cable";
+
+/// An uplink-balance finding becomes info where the cabling itself is uneven (a leaf missing a
+/// spine, uneven uplinks: `fabric.design`): routes cannot spread over cables that are not
+/// there, and the cause is already named once.
+pub fn explained_by_design(finding: &mut Finding) {
+    if finding.id == "fabric.route" && finding.message.contains(UP_ONE_CABLE) {
+        finding.severity = Severity::Info;
+        finding.message.push_str(": expected while fabric.design names missing or uneven uplinks; fix those first");
+    }
+}
+
 /// A leaf whose busiest uplink carries most of its destinations, at least twice what its
 /// least busy uplink carries (with enough destinations to spread: two per uplink).
 fn unbalanced(leaf: &LeafUplinks) -> Option<Finding> {
@@ -316,7 +329,7 @@ fn unbalanced(leaf: &LeafUplinks) -> Option<Finding> {
         severity: Severity::Warning,
         subject: format!("{}[{}]", leaf.leaf, busiest.port),
         message: format!(
-            "{} sends {} of its {} remote host destinations up one cable (port {} to {}) of {} uplinks ({})",
+            "{} sends {} of its {} {UP_ONE_CABLE} (port {} to {}) of {} uplinks ({})",
             leaf.leaf,
             busiest.destinations,
             leaf.destinations,

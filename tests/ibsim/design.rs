@@ -173,7 +173,9 @@ fn faulted_rail_fabric_names_each_fault_and_nothing_else() {
     let out = sim.fabcheck(&["fabric", "--json", "--rails"]);
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(out.status.code(), Some(1), "{:#?}", blamed(&doc));
-    let mut got = blamed(&doc);
+    // Info blames nothing: a leaf's uplink balance where a spine link is missing is said as info
+    // (fabric.design already names the missing link).
+    let mut got: Vec<_> = blamed(&doc).into_iter().filter(|f| f.1 != "info").collect();
     got.sort();
     let w = |id: &str, subject: &str| (id.to_string(), "warning".to_string(), subject.to_string());
     let mut want = vec![
