@@ -154,7 +154,8 @@ for class in infiniband infiniband_verbs; do
     n=${{e##*/}}
     [ "$n" = {hidden} ] && continue
     [ "$class" = infiniband_verbs ] && [ "$(cat "$e/ibdev" 2>/dev/null)" = {hidden} ] && continue
-    ln -sfn "$(readlink "$e")" /tmp/rails-view/$class/$n
+    # Devices are links; abi_version is a plain file libibverbs reads: its text is copied.
+    if [ -L "$e" ]; then ln -sfn "$(readlink "$e")" /tmp/rails-view/$class/$n; else cat "$e" > /tmp/rails-view/$class/$n; fi
   done
 done
 for class in infiniband infiniband_verbs; do mount --bind /tmp/rails-view/$class /sys/class/$class; done
