@@ -140,20 +140,6 @@ impl PortWindow {
     }
 }
 
-/// Parses `10s`, `5m`, `2h`, `90` (seconds).
-pub fn parse_duration(text: &str) -> Option<std::time::Duration> {
-    let t = text.trim();
-    let (number, unit) = t.find(|c: char| !c.is_ascii_digit()).map_or((t, ""), |i| (&t[..i], &t[i..]));
-    let n: u64 = number.parse().ok()?;
-    let secs = match unit {
-        "" | "s" => n,
-        "m" | "min" => n.checked_mul(60)?,
-        "h" => n.checked_mul(3600)?,
-        _ => return None,
-    };
-    (secs > 0).then(|| std::time::Duration::from_secs(secs))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,16 +152,5 @@ mod tests {
         assert_eq!(change("symbol_error", 65000, 65535), Change::Saturated);
         assert_eq!(change("link_downed", 254, 255), Change::Saturated);
         assert_eq!(change(CORRECTED_BITS, 1 << 40, (1 << 40) + 7), Change::Rose(7), "64-bit counters never saturate");
-    }
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("10s"), Some(std::time::Duration::from_secs(10)));
-        assert_eq!(parse_duration("5m"), Some(std::time::Duration::from_secs(300)));
-        assert_eq!(parse_duration("2h"), Some(std::time::Duration::from_secs(7200)));
-        assert_eq!(parse_duration("90"), Some(std::time::Duration::from_secs(90)));
-        for bad in ["", "0s", "10x", "-5s", "1.5m"] {
-            assert_eq!(parse_duration(bad), None, "{bad}");
-        }
     }
 }
