@@ -12,6 +12,7 @@ use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::loss::{Loss, LossKind};
 use super::protocol::{self, Reply, Request};
+use super::ssh_share::{Logins, Open, SocketDir};
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
@@ -47,6 +48,9 @@ enum State {
         deadline: Instant,
     },
     Open(Channel),
+    /// An ssh session waiting for its host's first login to come up, to share it
+    /// ([`ssh_share`](super::ssh_share)); its requests are kept until it opens.
+    Waiting,
     /// End of stream seen; waiting briefly for the child's exit status.
     Ending {
         channel: Channel,
@@ -66,6 +70,11 @@ struct Link {
     /// A `hello` the hub itself sent on (re)connecting to a `fabcheck serve`, whose reply is
     /// not a conversation's.
     greeting: bool,
+    /// It logged in as its host's ssh master and has not answered yet.
+    logging_in: bool,
+    /// Its ssh child is (or was) its host's shared login: other sessions may still use it, so
+    /// it is never killed before they end (only by `close_all`).
+    master: bool,
 }
 
 impl Link {
@@ -102,7 +111,13 @@ pub struct Hub {
     links: Vec<Link>,
     opts: LaunchOptions,
     ready: VecDeque<HubEvent>,
-    reaping: Vec<(Child, Instant)>,
+    /// Children told to go, each with the time it is killed at (`None`: a shared ssh login,
+    /// which exits when its last session does, or is killed by `close_all`).
+    reaping: Vec<(Child, Option<Instant>)>,
+    logins: Logins,
+    /// This run's ssh control sockets; made at the first ssh session (`None` inside: none
+    /// could be made, and every session logs in on its own).
+    sockets: Option<Option<SocketDir>>,
     /// What the last wait found, slot by slot.
     readiness: Vec<Readiness>,
     slots: Vec<(LinkId, Slot)>,
@@ -111,7 +126,17 @@ pub struct Hub {
 
 impl Hub {
     pub fn new(opts: LaunchOptions) -> Hub {
-        Hub { links: Vec::new(), opts, ready: VecDeque::new(), reaping: Vec::new(), readiness: Vec::new(), slots: Vec::new(), buf: vec![0; 64 << 10] }
+        Hub {
+            links: Vec::new(),
+            opts,
+            ready: VecDeque::new(),
+            reaping: Vec::new(),
+            logins: Logins::default(),
+            sockets: None,
+            readiness: Vec::new(),
+            slots: Vec::new(),
+            buf: vec![0; 64 << 10],
+        }
     }
 
     /// Registers an agent; nothing starts until the first request is sent to it.
@@ -125,6 +150,8 @@ impl Hub {
             stderr: LineBuffer::default(),
             stderr_tail: String::new(),
             greeting: false,
+            logging_in: false,
+            master: false,
         });
         self.links.len() - 1
     }
@@ -141,7 +168,7 @@ impl Hub {
         }
         let link = &mut self.links[id];
         match link.state {
-            State::Open(_) | State::Connecting { .. } => link.outbox.extend_from_slice(protocol::encode(request).as_bytes()),
+            State::Open(_) | State::Connecting { .. } | State::Waiting => link.outbox.extend_from_slice(protocol::encode(request).as_bytes()),
             State::Idle | State::Ending { .. } => return,
         }
         self.flush(id);
@@ -166,10 +193,68 @@ impl Hub {
                 }
                 Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
             },
-            host => match link::spawn(&host, &link.label, &self.opts) {
-                Ok(channel) => link.state = State::Open(channel),
-                Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
-            },
+            HostSpec::Ssh { user, host } if self.opts.launcher == Launcher::Ssh => {
+                let destination = match user {
+                    Some(u) => format!("{u}@{host}"),
+                    None => host,
+                };
+                let sockets = self.sockets.get_or_insert_with(SocketDir::create);
+                let how = if sockets.is_some() { self.logins.open(&destination, id) } else { Open::Alone };
+                if how == Open::Wait {
+                    link.state = State::Waiting;
+                } else {
+                    self.spawn(id, how);
+                }
+            }
+            HostSpec::Local | HostSpec::Ssh { .. } => self.spawn(id, Open::Alone),
+        }
+    }
+
+    /// Starts the child of a local, srun or ssh link (opened as `how` over ssh).
+    fn spawn(&mut self, id: LinkId, how: Open) {
+        let options = match self.sockets.as_ref().and_then(Option::as_ref) {
+            Some(sockets) if matches!(self.links[id].host, HostSpec::Ssh { .. }) && self.opts.launcher == Launcher::Ssh => sockets.options(how),
+            _ => Vec::new(),
+        };
+        let link = &mut self.links[id];
+        match link::spawn(&link.host, &link.label, &self.opts, &options) {
+            Ok(channel) => {
+                link.state = State::Open(channel);
+                link.logging_in = how == Open::Master;
+                link.master |= how == Open::Master;
+            }
+            Err(f) => {
+                link.state = State::Idle;
+                self.ready.push_back(HubEvent::Lost(id, f));
+                self.released(id);
+            }
+        }
+    }
+
+    /// Link `id` answered for the first time: the sessions waiting for its login open over it.
+    fn answered(&mut self, id: LinkId) {
+        if std::mem::take(&mut self.links[id].logging_in) {
+            let waiting = self.logins.answered(id);
+            self.open_waiting(waiting, Open::Shared);
+        }
+    }
+
+    /// Link `id` is closed or lost: a login that never came up lets its waiting sessions log
+    /// in on their own; a shared session makes room.
+    fn released(&mut self, id: LinkId) {
+        self.links[id].logging_in = false;
+        if matches!(self.links[id].host, HostSpec::Ssh { .. }) {
+            let waiting = self.logins.closed(id);
+            self.open_waiting(waiting, Open::Alone);
+        }
+    }
+
+    fn open_waiting(&mut self, ids: Vec<LinkId>, how: Open) {
+        for id in ids {
+            if matches!(self.links[id].state, State::Waiting) {
+                self.spawn(id, how);
+                self.flush(id);
+            }
         }
     }
 
@@ -216,7 +301,7 @@ impl Hub {
         let mut fds = Vec::with_capacity(self.links.len() * 2);
         for (id, link) in self.links.iter().enumerate() {
             match &link.state {
-                State::Idle => {}
+                State::Idle | State::Waiting => {}
                 State::Connecting { stream, deadline, .. } => {
                     timeout = timeout.min(deadline.saturating_duration_since(now));
                     fds.push((stream.as_fd(), Interest::Write));
@@ -290,6 +375,9 @@ impl Hub {
             match channel.read(&mut self.buf) {
                 Ok(ReadOutcome::Data(n)) => {
                     link.inbox.push(&self.buf[..n]);
+                    if link.logging_in {
+                        self.answered(id);
+                    }
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
                             Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
@@ -345,8 +433,9 @@ impl Hub {
                 let failure = explain(link, self.opts.launcher, None, &why);
                 drop(channel.into_child());
                 self.ready.push_back(HubEvent::Lost(id, failure));
+                self.released(id);
             }
-            State::Connecting { .. } | State::Idle => {}
+            State::Connecting { .. } | State::Idle | State::Waiting => {}
         }
     }
 
@@ -376,9 +465,11 @@ impl Hub {
                     let State::Ending { channel, why, .. } = std::mem::replace(&mut self.links[id].state, State::Idle) else { continue };
                     let failure = explain(&self.links[id], self.opts.launcher, status, &why);
                     if let Some(child) = channel.into_child() {
-                        self.reaping.push((child, now + BYE_GRACE));
+                        let kill_at = (!self.links[id].master).then_some(now + BYE_GRACE);
+                        self.reaping.push((child, kill_at));
                     }
                     self.ready.push_back(HubEvent::Lost(id, failure));
+                    self.released(id);
                 }
                 _ => {}
             }
@@ -394,13 +485,16 @@ impl Hub {
         link.outbox.clear();
         let channel = match std::mem::replace(&mut link.state, State::Idle) {
             State::Open(c) | State::Ending { channel: c, .. } => c,
+            State::Waiting => return self.released(id),
             State::Connecting { .. } | State::Idle => return,
         };
         let mut channel = channel;
         channel.close_write();
         if let Some(child) = channel.into_child() {
-            self.reaping.push((child, Instant::now() + BYE_GRACE));
+            let kill_at = (!link.master).then_some(Instant::now() + BYE_GRACE);
+            self.reaping.push((child, kill_at));
         }
+        self.released(id);
     }
 
     fn say_bye(&mut self, id: LinkId) {
@@ -418,9 +512,9 @@ impl Hub {
     fn reap(&mut self, all: bool) {
         loop {
             let now = Instant::now();
-            self.reaping.retain_mut(|(child, deadline)| match child.try_wait() {
+            self.reaping.retain_mut(|(child, kill_at)| match child.try_wait() {
                 Ok(Some(_)) | Err(_) => false,
-                Ok(None) if now >= *deadline => {
+                Ok(None) if kill_at.is_some_and(|at| now >= at) => {
                     let _ = child.kill();
                     let _ = child.wait();
                     false
@@ -438,6 +532,11 @@ impl Hub {
     pub fn close_all(&mut self) {
         for id in 0..self.links.len() {
             self.discard(id);
+        }
+        // Shared logins end with their last session; none outlives the run.
+        let last = Instant::now() + BYE_GRACE;
+        for (_, kill_at) in &mut self.reaping {
+            kill_at.get_or_insert(last);
         }
         self.ready.clear();
         self.reap(true);

@@ -48,7 +48,8 @@ pub enum Channel {
 }
 
 /// Starts a local or ssh agent as a child whose pipes are all non-blocking.
-pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Channel, Loss> {
+/// `ssh_options` are extra `-o` options for an ssh session (how it shares its host's login).
+pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[String]) -> Result<Channel, Loss> {
     if matches!(host, HostSpec::Ssh { .. }) && !valid_remote_path(&opts.remote_fabcheck) {
         return Err(Loss::new(label, LossKind::BadRemotePath(opts.remote_fabcheck.clone())));
     }
@@ -78,11 +79,11 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions) -> Result<Chann
             let mut c = Command::new("ssh");
             c.args(["-T", "-o", "BatchMode=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=2"])
                 .arg("-o")
-                .arg(format!("ConnectTimeout={}", opts.connect_timeout.as_secs().max(1)))
-                .arg("--")
-                .arg(dest)
-                .arg(&opts.remote_fabcheck)
-                .arg("agent");
+                .arg(format!("ConnectTimeout={}", opts.connect_timeout.as_secs().max(1)));
+            for option in ssh_options {
+                c.arg("-o").arg(option);
+            }
+            c.arg("--").arg(dest).arg(&opts.remote_fabcheck).arg("agent");
             c
         }
         HostSpec::Tcp { .. } => return Err(Loss::new(label, LossKind::Internal("spawn for a tcp endpoint".into()))),

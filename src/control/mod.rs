@@ -13,3 +13,4 @@ pub mod link;
 pub mod loss;
 pub mod protocol;
 pub mod reach;
+pub mod ssh_share;

@@ -51,27 +51,46 @@ impl Planes {
     }
 }
 
+/// The hosts of a `--rails` mesh as rail endpoints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Expansion {
+    pub specs: Vec<EndpointSpec>,
+    pub names: Vec<String>,
+    pub planes: Planes,
+    /// Per endpoint: why its host could not say its rails (unreachable, or refused the
+    /// question), so it is listed unreachable and none of its pairs runs.
+    pub lost: Vec<Option<String>>,
+}
+
 /// Asks every host of `run` for its rails and expands the hosts into rail endpoints: their
-/// specs and names (`HOST/DEV`), and the planes. A host that cannot be reached or asked, an
-/// agent older than 0.3, and hosts with different rail counts are exit 2: the rail numbering
-/// every pair depends on is unknown.
-pub fn expand(run: &MeshConfig, spec: &RailSpec) -> Result<(Vec<EndpointSpec>, Vec<String>, Planes), Failure> {
+/// specs and names (`HOST/DEV`), and the planes. A host that cannot be reached or asked is
+/// listed unreachable (its endpoints `HOST/rail K`), as `mesh` lists any endpoint it cannot
+/// reach. An agent older than 0.3 and hosts with different rail counts are exit 2: the rail
+/// numbering every pair depends on is unknown.
+pub fn expand(run: &MeshConfig, spec: &RailSpec) -> Result<Expansion, Failure> {
     let mut hub = Hub::new(run.launch.clone());
     let links: Vec<LinkId> = run.specs.iter().zip(&run.names).map(|(s, name)| hub.add(&s.host, name.clone())).collect();
     let tokens: Vec<Option<String>> = run.specs.iter().map(|s| token_for(&s.host, &run.launch.token)).collect();
     let reached = reach_all(&mut hub, &links, &run.names, &tokens, false, run.fanout)?;
-    let refused = reached.iter().zip(&run.names).find_map(|(r, name)| r.failure.clone().map(Failure::from).or_else(|| too_old(name, r)));
-    let answers = match refused {
-        Some(f) => Err(f),
-        None => ask::each(&mut hub, &links, &run.names, spec),
-    };
-    hub.close_all();
-    let mut nodes: Vec<Vec<Rail>> = Vec::with_capacity(run.specs.len());
-    for answer in answers? {
-        nodes.push(answer?.0);
+    if let Some(f) = reached.iter().zip(&run.names).find_map(|(r, name)| r.failure.is_none().then(|| too_old(name, r)).flatten()) {
+        hub.close_all();
+        return Err(f);
     }
-    for (i, node) in nodes.iter().enumerate().skip(1) {
-        if let Some(f) = count_mismatch(&[run.names[0].clone(), run.names[i].clone()], &[nodes[0].clone(), node.clone()]) {
+    // Only the hosts that answered hello are asked; the others are lost with their reason.
+    let asked: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].failure.is_none()).collect();
+    let asked_links: Vec<LinkId> = asked.iter().map(|&i| links[i]).collect();
+    let asked_names: Vec<String> = asked.iter().map(|&i| run.names[i].clone()).collect();
+    let answers = ask::each(&mut hub, &asked_links, &asked_names, spec);
+    hub.close_all();
+    let mut nodes: Vec<Result<Vec<Rail>, String>> =
+        reached.iter().map(|r| Err(r.failure.clone().map(|f| Failure::from(f).cause).unwrap_or_default())).collect();
+    for (&i, answer) in asked.iter().zip(answers?) {
+        nodes[i] = answer.map(|(rails, _)| rails).map_err(|f| f.cause);
+    }
+    let known: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].is_ok()).collect();
+    for &i in known.iter().skip(1) {
+        let pair = [nodes[known[0]].clone().unwrap_or_default(), nodes[i].clone().unwrap_or_default()];
+        if let Some(f) = count_mismatch(&[run.names[known[0]].clone(), run.names[i].clone()], &pair) {
             return Err(f);
         }
     }
@@ -94,19 +113,31 @@ fn host_names(reported: Vec<String>, given: &[String]) -> Vec<String> {
 }
 
 /// One endpoint per rail of each host, in host order then rail order: the host's spec with the
-/// rail's port, named `HOST/DEV` (`HOST/DEV:PORT` where two rails share a device).
-fn expand_specs(given: &[EndpointSpec], hosts: &[String], nodes: &[Vec<Rail>]) -> (Vec<EndpointSpec>, Vec<String>, Planes) {
-    let rails = nodes.first().map_or(0, Vec::len);
-    let mut specs = Vec::with_capacity(given.len() * rails);
-    let mut names = Vec::with_capacity(given.len() * rails);
+/// rail's port, named `HOST/DEV` (`HOST/DEV:PORT` where two rails share a device). A host whose
+/// rails are unknown (`Err`: why) has as many endpoints as the others, `HOST/rail K`, lost.
+fn expand_specs(given: &[EndpointSpec], hosts: &[String], nodes: &[Result<Vec<Rail>, String>]) -> Expansion {
+    let rails = nodes.iter().find_map(|n| n.as_ref().ok()).map_or(1, Vec::len);
+    let mut out = Expansion { specs: Vec::new(), names: Vec::new(), planes: Planes { hosts: hosts.to_vec(), rails }, lost: Vec::new() };
     for ((spec, host), node) in given.iter().zip(hosts).zip(nodes) {
-        for rail in node {
-            specs.push(EndpointSpec { host: spec.host.clone(), device: Some(rail.device.clone()), port: Some(rail.port) });
-            let shared = node.iter().filter(|r| r.device == rail.device).count() > 1;
-            names.push(if shared { format!("{host}/{}:{}", rail.device, rail.port) } else { format!("{host}/{}", rail.device) });
+        match node {
+            Ok(node) => {
+                for rail in node {
+                    out.specs.push(EndpointSpec { host: spec.host.clone(), device: Some(rail.device.clone()), port: Some(rail.port) });
+                    let shared = node.iter().filter(|r| r.device == rail.device).count() > 1;
+                    out.names.push(if shared { format!("{host}/{}:{}", rail.device, rail.port) } else { format!("{host}/{}", rail.device) });
+                    out.lost.push(None);
+                }
+            }
+            Err(why) => {
+                for k in 0..rails {
+                    out.specs.push(spec.clone());
+                    out.names.push(if rails == 1 { host.clone() } else { format!("{host}/rail {k}") });
+                    out.lost.push(Some(format!("its rails are unknown: {why}")));
+                }
+            }
         }
     }
-    (specs, names, Planes { hosts: hosts.to_vec(), rails })
+    out
 }
 
 /// Reads the analysis's node suspects (each a rail endpoint) per host: a host with every rail
@@ -166,11 +197,29 @@ mod tests {
         let given: Vec<EndpointSpec> = ["tcp://10.0.0.1:1", "tcp://10.0.0.2:1"].iter().map(|t| crate::control::endpoint::parse(t).unwrap()).collect();
         let node = vec![rail(0, "mlx5_0", 1), rail(1, "mlx5_4", 1)];
         let dual = vec![rail(0, "mlx5_0", 1), rail(1, "mlx5_0", 2)];
-        let (specs, names, planes) = expand_specs(&given, &["n1".into(), "n2".into()], &[node, dual]);
-        assert_eq!(names, ["n1/mlx5_0", "n1/mlx5_4", "n2/mlx5_0:1", "n2/mlx5_0:2"]);
-        assert_eq!((specs[1].device.as_deref(), specs[1].port, specs[3].port), (Some("mlx5_4"), Some(1), Some(2)));
-        assert_eq!(specs[2].host, given[1].host);
-        assert_eq!(planes, Planes { hosts: vec!["n1".into(), "n2".into()], rails: 2 });
+        let e = expand_specs(&given, &["n1".into(), "n2".into()], &[Ok(node), Ok(dual)]);
+        assert_eq!(e.names, ["n1/mlx5_0", "n1/mlx5_4", "n2/mlx5_0:1", "n2/mlx5_0:2"]);
+        assert_eq!((e.specs[1].device.as_deref(), e.specs[1].port, e.specs[3].port), (Some("mlx5_4"), Some(1), Some(2)));
+        assert_eq!(e.specs[2].host, given[1].host);
+        assert_eq!(e.planes, Planes { hosts: vec!["n1".into(), "n2".into()], rails: 2 });
+        assert!(e.lost.iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_host_whose_rails_are_unknown_is_lost_on_every_rail() {
+        let given: Vec<EndpointSpec> =
+            ["tcp://10.0.0.1:1", "tcp://10.0.0.2:1", "tcp://10.0.0.3:1"].iter().map(|t| crate::control::endpoint::parse(t).unwrap()).collect();
+        let node = || Ok(vec![rail(0, "mlx5_0", 1), rail(1, "mlx5_4", 1)]);
+        let hosts = ["n1".into(), "n2".into(), "n3".into()];
+        let e = expand_specs(&given, &hosts, &[Err("no answer within 20 s while saying hello".into()), node(), node()]);
+        assert_eq!(e.names[..2], ["n1/rail 0", "n1/rail 1"]);
+        assert_eq!(e.planes.rails, 2);
+        assert!(e.lost[0].as_deref().unwrap().contains("no answer within 20 s"), "{:?}", e.lost);
+        assert!(e.lost[2..].iter().all(Option::is_none));
+        // None known: one endpoint per host, each lost.
+        let e = expand_specs(&given[..2], &hosts[..2], &[Err("a".into()), Err("b".into())]);
+        assert_eq!(e.names, ["n1", "n2"]);
+        assert_eq!(e.lost.iter().flatten().count(), 2);
     }
 
     #[test]

@@ -51,16 +51,21 @@ struct Agent {
     second_chance: bool,
     /// The host name its agent reported (matched against `--topology`).
     host: Option<String>,
+    /// `--rails`: its host could not say its rails, so it is never reached (which port?).
+    rails_unknown: bool,
 }
 
 /// Runs the mesh, telling `progress` of each round.
 pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Failure> {
     crate::sys::os::catch_termination();
-    // `--rails`: each host becomes one endpoint per rail, before anything else is reached.
+    // `--rails`: each host becomes one endpoint per rail, before anything else is reached; the
+    // endpoints of a host that could not say its rails are unreachable from the start.
+    let mut lost = Vec::new();
     let run = match &run.rails {
         Some(spec) => {
-            let (specs, names, planes) = super::rails::expand(&run, spec)?;
-            MeshConfig { specs, names, planes: Some(planes), ..run }
+            let e = super::rails::expand(&run, spec)?;
+            lost = e.lost;
+            MeshConfig { specs: e.specs, names: e.names, planes: Some(e.planes), ..run }
         }
         None => run,
     };
@@ -82,9 +87,15 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
             error: None,
             second_chance: false,
             host: None,
+            rails_unknown: false,
         })
         .collect();
-    reach(&run, &mut hub, &mut agents, (0..n).collect())?;
+    for (agent, why) in agents.iter_mut().zip(lost) {
+        agent.rails_unknown = why.is_some();
+        agent.error = why;
+    }
+    let reachable: Vec<usize> = (0..n).filter(|&i| !agents[i].rails_unknown).collect();
+    reach(&run, &mut hub, &mut agents, reachable)?;
     progress.event(&Event::Reached { reached: agents.iter().filter(|a| a.error.is_none()).count(), total: n });
     if agents.iter().all(|a| a.error.is_some()) {
         hub.close_all();
@@ -113,7 +124,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let first = passes.run(plan, Stage::First)?;
     let criteria = Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
-    for agent in passes.agents.iter_mut().filter(|a| a.error.is_some()) {
+    for agent in passes.agents.iter_mut().filter(|a| a.error.is_some() && !a.rails_unknown) {
         agent.second_chance = true;
     }
     // Interrupted (SIGINT, SIGTERM, SIGHUP): no more passes; what was measured is reported.

@@ -97,3 +97,47 @@ fn firmware_configuration_not_read_is_said_as_info() {
     let devices = json(&fabcheck(&["devices", "--json", "--device", DEVICE]));
     assert!(devices["devices"][0].as_object().unwrap().get("fw_config").is_some_and(serde_json::Value::is_null), "{devices}");
 }
+
+/// `check --soak`: the netdev set down and up during the window raises rxe0's `link_downed`
+/// (hw_counters; rxe counts each port-down event), so `link.flap` names the port as an error,
+/// judged over the window, while the port is ACTIVE again when the window ends.
+#[test]
+fn a_link_flap_during_a_soak_window_is_named() {
+    let _serial = require_rxe();
+    let _restore = Restore("ip link set va up");
+    let mut check = std::process::Command::new(super::bin())
+        .args(["check", "--json", "--device", DEVICE, "--soak", "6s"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start fabcheck check --soak");
+    // Inside the window: after the first read, well before the second.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    assert!(sh(&format!("ip link set {NETDEV} down")).status.success());
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    assert!(sh(&format!("ip link set {NETDEV} up")).status.success());
+    let out = check.wait_with_output().expect("check --soak ends");
+    let doc = json(&out);
+    let flap: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "link.flap").collect();
+    assert!(
+        flap.iter().any(|f| f["severity"] == "error" && f["subject"] == format!("{DEVICE}/1")),
+        "no link.flap error on {DEVICE}/1: {}\n{}",
+        doc["findings"],
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", doc["findings"]);
+    let window = doc["findings"].as_array().unwrap().iter().any(|f| f["message"].as_str().is_some_and(|m| m.contains("soak window")));
+    assert!(window, "the window is said: {}", doc["findings"]);
+}
+
+/// `check --soak` with nothing happening in the window: `link.flap` passes over the window.
+#[test]
+fn a_quiet_soak_window_passes_link_flap() {
+    let _serial = require_rxe();
+    let out = fabcheck(&["check", "--json", "--device", DEVICE, "--soak", "2s"]);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    let flap =
+        doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "link.flap").unwrap_or_else(|| panic!("no link.flap check: {}", doc["checks"]));
+    assert_eq!(flap["status"], "pass", "{flap}");
+}

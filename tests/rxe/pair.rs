@@ -240,17 +240,20 @@ pub fn perftest_row(text: &str, size: u32) -> Vec<f64> {
 /// each side: within 1.8x either way. Not a performance claim (benches/ measures that), but
 /// tight enough to catch the real mistakes: a unit slip (bits for bytes, 8x; 1000x), a round
 /// trip reported as one-way latency or the reverse (2x). Measured ratios on rxe under TCG are
-/// 0.67 to 1.61 (docs/performance.md).
-/// perftest's columns: latency `#bytes #iterations t_min t_max t_typical ...` (t_typical is
-/// index 4); bandwidth `#bytes #iterations BW_peak BW_average MsgRate` (BW_average, index 3).
+/// 0.67 to 1.61 (docs/performance.md). Latency compares the minima (perftest's t_min, our
+/// `lat_us.min`): scheduling noise on a shared TCG guest only ever adds time, so the fastest
+/// iteration of 300 is the steadiest figure of both tools (their typical values once differed
+/// 2.15x on a loaded run), and a one-way/round-trip slip still shows as 2x.
+/// perftest's columns: latency `#bytes #iterations t_min t_max t_typical ...` (t_min is index
+/// 2); bandwidth `#bytes #iterations BW_peak BW_average MsgRate` (BW_average, index 3).
 #[test]
 fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
     const MAX_RATIO: f64 = 1.8;
     let _serial = require_rxe();
     let cases: [(&str, &str, u32, usize); 6] = [
-        ("send_lat", "ib_send_lat", 2, 4),
-        ("write_lat", "ib_write_lat", 2, 4),
-        ("read_lat", "ib_read_lat", 2, 4),
+        ("send_lat", "ib_send_lat", 2, 2),
+        ("write_lat", "ib_write_lat", 2, 2),
+        ("read_lat", "ib_read_lat", 2, 2),
         ("write_bw", "ib_write_bw", 65536, 3),
         ("read_bw", "ib_read_bw", 65536, 3),
         ("send_bw", "ib_send_bw", 65536, 3),
@@ -274,7 +277,7 @@ fn every_test_is_within_sanity_bounds_of_its_perftest_peer() {
                 theirs = better(theirs, perftest_row(&perftest(tool, &format!("-s {size} -n 300{extra}")), size)[column]);
                 let (_, doc) = pair(&["--tests", test, "--size", &size_text, "--iters", "300", "--direction", "ab"]);
                 let r = result(&doc, test, "a->b");
-                ours = better(ours, if latency { num(&r["lat_us"], "p50") } else { num(r, "bw_gbps") });
+                ours = better(ours, if latency { num(&r["lat_us"], "min") } else { num(r, "bw_gbps") });
             }
             ratio = ours / theirs;
             if ratio > 1.0 / MAX_RATIO && ratio < MAX_RATIO {

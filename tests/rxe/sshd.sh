@@ -32,12 +32,16 @@ serve)
 	addr=${FABCHECK_VM_ADDR:?run inside soft-roce-setup.sh --vm}
 	mkdir -p /tmp/sshd /run/sshd
 	chmod 755 /run/sshd
-	# sshd drops privileges to the user "sshd", which the host may not have.
-	if ! grep -q '^sshd:' /etc/passwd; then
-		cp /etc/passwd /tmp/sshd/passwd
+	# sshd drops privileges to the user "sshd", which the host may not have. root's sessions
+	# run /bin/sh in a home of their own: the guest's /root is the host's, whose shell start-up
+	# files (bash sources ~/.bashrc under sshd; pyenv, conda) cost seconds per session under
+	# emulation and are not what is tested.
+	mkdir -p /tmp/sshd/home
+	sed 's|^root:\([^:]*\):0:0:\([^:]*\):[^:]*:[^:]*$|root:\1:0:0:\2:/tmp/sshd/home:/bin/sh|' /etc/passwd >/tmp/sshd/passwd
+	grep -q '^root:.*:/tmp/sshd/home:/bin/sh$' /tmp/sshd/passwd || die "cannot give root a plain shell in the copy of /etc/passwd"
+	grep -q '^sshd:' /tmp/sshd/passwd ||
 		echo 'sshd:x:74:65534:sshd privilege separation:/run/sshd:/usr/sbin/nologin' >>/tmp/sshd/passwd
-		mount --bind /tmp/sshd/passwd /etc/passwd || die "cannot add the sshd user"
-	fi
+	mount --bind /tmp/sshd/passwd /etc/passwd || die "cannot bind the copy of /etc/passwd"
 	ssh-keygen -q -t ed25519 -N '' -f /tmp/sshd/host_ed25519 || die "ssh-keygen failed"
 	cat >/tmp/sshd/config <<EOF
 ListenAddress $addr
