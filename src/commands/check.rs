@@ -37,9 +37,12 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     }
     let mut inventory = inventory;
     if live {
-        // InfiniBand ports: what they support (PortInfo) and whether their SM answers (SMInfo).
+        // InfiniBand ports: what they support (PortInfo), whether their SM answers (SMInfo),
+        // their partner and FEC counters.
         crate::fabric::local::enrich(&mut inventory);
     }
+    // NVIDIA ports: the BERs mlxlink computes, where it is installed (or the bundle saved it).
+    probe::mlxlink::attach(&mut inventory, &source);
     let soaked = match soak {
         // Nothing to soak on a node without devices: the checklist says why at once.
         Some(duration) if !inventory.devices.is_empty() => {

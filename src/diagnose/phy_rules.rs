@@ -7,7 +7,7 @@
 //! they are said as such, and an old total is never an error on its own.
 
 use super::{Severity, Sheet};
-use crate::probe::decode::PhysState;
+use crate::probe::decode::{LinkLayer, PhysState};
 use crate::probe::fec::FecMode;
 use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
@@ -47,7 +47,11 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
     let Some(phy) = &port.phy else { return };
     let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
     // The module speaks whether the link is up or not: a dark lane is why a link is down.
-    module(phy, netdev, s, sheet);
+    if port.link_layer == LinkLayer::InfiniBand && phy.module.is_none() {
+        sheet.skip("phy.module", s, "an InfiniBand port's module is not read (`mlxlink -d <pci> -m` or `ibdiagnet --get_cable_info` shows it)");
+    } else {
+        module(phy, netdev, s, sheet);
+    }
     if port.phys_state != PhysState::LinkUp {
         for id in ["phy.fec", "phy.ber"] {
             sheet.skip(id, s, format!("physical link is {}", port.phys_state));
@@ -55,8 +59,44 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
         return;
     }
     let window = port.soak.as_ref();
-    fec(phy, window, netdev, s, sheet);
-    ber(phy, window, netdev, s, sheet);
+    let tools = Tools::of(port, netdev);
+    fec(phy, window, &tools, s, sheet);
+    ber(phy, window, &tools, s, sheet);
+}
+
+/// How an operator reads and sets a port's physical layer, for the words of skips and
+/// remedies: ethtool on a netdev (RoCE), mlxlink and the MADs on InfiniBand (whose netdev, if
+/// any, is IPoIB's, with no PHY counters).
+struct Tools {
+    /// Where the FEC mode is read.
+    fec: &'static str,
+    /// The command that shows the bit-error counters, per lane.
+    counters: String,
+    /// How to set the FEC both ends need.
+    set_fec: String,
+}
+
+impl Tools {
+    fn of(port: &Port, netdev: &str) -> Tools {
+        if port.link_layer == LinkLayer::InfiniBand {
+            Tools {
+                fec: "`mlxlink -d <pci>` or PortExtendedSpeedsCounters",
+                counters: "`mlxlink -d <pci> -c` (or `perfquery -x`)".into(),
+                set_fec: "InfiniBand ports train their FEC with the switch: check both ends with `mlxlink -d <pci>`, and the switch \
+                          port's firmware and profile"
+                    .into(),
+            }
+        } else {
+            Tools {
+                fec: "`ethtool --show-fec`",
+                counters: format!("`ethtool -S {netdev} | grep _phy`"),
+                set_fec: format!(
+                    "set RS-FEC on both ends: `ethtool --set-fec {netdev} encoding rs` and the switch port's FEC to RS (auto \
+                     negotiation of FEC is often off at 200/400G, so both ends must be set alike)"
+                ),
+            }
+        }
+    }
 }
 
 /// Says when the counters are lifetime figures.
@@ -72,11 +112,11 @@ fn rose(window: &PortWindow, name: &str) -> Option<u64> {
     }
 }
 
-fn fec(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
+fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &mut Sheet) {
     let mode = phy.fec;
     let uncorrectable = phy.fec_uncorrectable_blocks;
     if mode.is_none() && uncorrectable.is_none() {
-        sheet.skip("phy.fec", s, "FEC mode not readable (`ethtool --show-fec`)");
+        sheet.skip("phy.fec", s, format!("FEC mode not readable ({})", tools.fec));
         return;
     }
     let mut observed = mode.map_or("FEC ?".to_string(), |m| format!("FEC {m}"));
@@ -87,10 +127,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mu
         observed.push_str(&format!(", {c} corrected / {u} uncorrectable codewords"));
     }
     let pam4 = phy.lane_gbps.is_some_and(|g| g >= PAM4_LANE_GBPS);
-    let remedy_mode = format!(
-        "set RS-FEC on both ends: `ethtool --set-fec {netdev} encoding rs` and the switch port's FEC to RS (auto \
-         negotiation of FEC is often off at 200/400G, so both ends must be set alike)"
-    );
+    let remedy_mode = tools.set_fec.clone();
     match mode {
         Some(FecMode::Off | FecMode::BaseR) if pam4 => {
             sheet.fail(
@@ -151,7 +188,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mu
     }
 }
 
-fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mut Sheet) {
+fn ber(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &mut Sheet) {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let limit = match phy.fec {
         Some(FecMode::Rs544) => Some(RAW_BER_LIMIT_KP4),
@@ -203,8 +240,13 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mu
     if let (Some(bits), None) = (phy.corrected_bits, window) {
         observed.push(format!("{bits} corrected bits"));
     }
+    // InfiniBand's PortExtendedSpeedsCounters count per lane, not in bits (fabric::local).
+    if observed.is_empty() && !phy.lane_errors.is_empty() {
+        let per_lane: Vec<String> = phy.lane_errors.iter().map(u64::to_string).collect();
+        observed.push(format!("{} corrected per lane ({})", phy.lane_errors.iter().sum::<u64>(), per_lane.join(" ")));
+    }
     if observed.is_empty() {
-        sheet.skip("phy.ber", s, "no bit-error counters readable (`ethtool -S`)");
+        sheet.skip("phy.ber", s, format!("no bit-error counters readable ({})", tools.counters));
         return;
     }
     if phy.ber_raw.is_none() && phy.ber_effective.is_none() && window.is_none() {
@@ -219,14 +261,15 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, netdev: &str, s: &str, sheet: &mu
             if let Some((lane, share)) = lane {
                 message.push_str(&format!("; lane {lane} carries {:.0}% of the corrected errors", share * 100.0));
             }
+            let counters = &tools.counters;
             let remedy = match lane {
                 Some((lane, _)) => format!(
                     "lane {lane} is the weak one: clean the connector (a dirty fiber end face hits one lane), reseat, then swap \
-                     the cable/optic to see whether the errors follow it; `ethtool -S {netdev} | grep _phy` shows the lanes"
+                     the cable/optic to see whether the errors follow it; {counters} shows the lanes"
                 ),
                 None => format!(
-                    "a marginal cable, optic or connector: clean and reseat both ends, then replace the cable/optic; `ethtool -S \
-                     {netdev} | grep _phy` and `mlxlink -d <pci> -c` show the counters"
+                    "a marginal cable, optic or connector: clean and reseat both ends, then replace the cable/optic; {counters} \
+                     shows the counters"
                 ),
             };
             sheet.fail("phy.ber", s, observed, None, severity, message, remedy);
@@ -440,6 +483,34 @@ mod tests {
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
         assert_eq!(sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap().severity, Severity::Info);
+    }
+
+    /// An HDR port's PortExtendedSpeedsCounters, read by `check` over MADs (fabric::local).
+    #[test]
+    fn an_infiniband_ports_fec_counters_are_judged_and_its_weak_lane_named() {
+        use crate::fabric::decode::ExtSpeedsCounters;
+        let mut port = port_with(Module::default());
+        port.link_layer = LinkLayer::InfiniBand;
+        port.netdev = None;
+        let c = ExtSpeedsCounters {
+            rs_fec: true,
+            lane_corrected: vec![10, 9000, 12, 11, 0, 0, 0, 0, 0, 0, 0, 0],
+            uncorrectable_blocks: 3,
+            ..ExtSpeedsCounters::default()
+        };
+        port.phy = Some(crate::fabric::local::ib_phy(&c, crate::probe::decode::Speed::Hdr, crate::probe::decode::Width::X4));
+        let mut sheet = Sheet::default();
+        run(&port, "mlx5_0/1", &mut sheet);
+        let find = |id: &str| sheet.findings.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}: {:#?}", sheet.findings));
+        let fec = find("phy.fec");
+        assert_eq!(fec.severity, Severity::Warning, "a lifetime total is a warning: {fec:?}");
+        assert!(fec.message.contains("3 FEC codewords") && fec.message.contains("lifetime"), "{}", fec.message);
+        let ber = find("phy.ber");
+        assert_eq!(ber.severity, Severity::Info);
+        assert!(ber.message.contains("lane 2 carries"), "{}", ber.message);
+        assert!(!ber.remedy.contains("ethtool"), "no netdev on InfiniBand: {}", ber.remedy);
+        let module = sheet.checks.iter().find(|c| c.id == "phy.module").unwrap();
+        assert!(module.observed.contains("mlxlink"), "{module:?}");
     }
 
     #[test]

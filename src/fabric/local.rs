@@ -1,10 +1,15 @@
 //! What `check` asks over MADs about this node's own InfiniBand ports: the port's PortInfo
-//! (what it supports and enables, against what it trained at) and the SM's SMInfo (is the SM
-//! the port names a master that answers). Live nodes only, best effort: without the MAD
-//! libraries or access to /dev/infiniband/umad*, `check` judges what verbs and sysfs say.
+//! (what it supports and enables, against what it trained at), the SM's SMInfo (is the SM
+//! the port names a master that answers), the link partner's PortInfo one hop out, and the
+//! port's FEC counters (PortExtendedSpeedsCounters, FDR and faster: its `phy`, judged by
+//! `phy.fec`/`phy.ber` as a RoCE port's ethtool figures are). Live nodes only, best effort:
+//! without the MAD libraries or access to /dev/infiniband/umad*, `check` judges what verbs and
+//! sysfs say.
 
-use super::decode;
-use crate::probe::decode::LinkLayer;
+use super::decode::{self, ExtSpeedsCounters};
+use crate::probe::decode::{LinkLayer, Speed, Width};
+use crate::probe::fec::FecMode;
+use crate::probe::phy::Phy;
 use crate::probe::Inventory;
 use fabcheck_verbs::mad::{find_local_port, MadPort};
 
@@ -31,6 +36,9 @@ pub fn enrich(inventory: &mut Inventory) {
             }
             // What the other end enables: its PortInfo one directed-route hop out.
             port.partner = Some(peer(&mad));
+            if let Some(phy) = fec_counters(&mad, port.lid as u16, port_num, port.speed, port.width) {
+                port.phy = Some(phy);
+            }
             if port.sm_lid != 0 && port.sm_lid <= 0xbfff {
                 port.sm_state = Some(match mad.sm_info(port.sm_lid as u16) {
                     Ok(raw) => decode::sm_info(port.sm_lid as u16, &raw).state.name(),
@@ -52,6 +60,41 @@ fn peer(mad: &MadPort) -> crate::probe::partner::LinkPartner {
     partner_of(&decode::port_info(&raw, &[0u8; 64]))
 }
 
+/// The port's PortExtendedSpeedsCounters, FDR and faster, where its PerfMgt agent says it has
+/// them (ClassPortInfo capability bit; an agent without them may pass the query on), as a
+/// `phy`.
+fn fec_counters(mad: &MadPort, lid: u16, port: u8, speed: Speed, width: Width) -> Option<Phy> {
+    let rs_fec = matches!(speed, Speed::Hdr | Speed::Ndr | Speed::Xdr);
+    if !rs_fec && !matches!(speed, Speed::Fdr | Speed::Edr) {
+        return None;
+    }
+    let cpi = mad.pma_class_port_info(lid).ok()?;
+    if decode::pma_capability_mask(&cpi) & decode::PMA_CAP_RSFEC_COUNTERS == 0 {
+        return None;
+    }
+    let raw = mad.port_ext_speeds_counters(lid, port).ok()?;
+    Some(ib_phy(&decode::ext_speeds_counters(&raw, rs_fec), speed, width))
+}
+
+/// An InfiniBand port's FEC counters as the `phy` `check` judges (pure). HDR, NDR and XDR
+/// lanes are PAM4 and run RS(544,514); FDR and EDR lanes are read in the Firecode layout, whose
+/// FEC mode the counters do not say (EDR may run RS-FEC: PortInfoExtended is not read). Per
+/// lane: corrected symbols (RS-FEC) or corrected blocks (Firecode), on the lanes the link
+/// runs. No BER: the counters count symbols and blocks, not bits.
+pub fn ib_phy(c: &ExtSpeedsCounters, speed: Speed, width: Width) -> Phy {
+    let lanes = width.lanes();
+    let in_use = lanes.map_or(c.lane_corrected.len(), |l| (l as usize).min(c.lane_corrected.len()));
+    Phy {
+        fec: c.rs_fec.then_some(FecMode::Rs544),
+        lane_errors: c.lane_corrected[..in_use].to_vec(),
+        fec_corrected_blocks: Some(c.corrected_blocks),
+        fec_uncorrectable_blocks: Some(c.uncorrectable_blocks),
+        lanes,
+        lane_gbps: speed.data_lane_gbps(),
+        ..Phy::default()
+    }
+}
+
 /// What a peer's PortInfo enables (and supports), as a link partner.
 pub fn partner_of(info: &super::model::PortInfo) -> crate::probe::partner::LinkPartner {
     use crate::probe::partner::{LinkPartner, PartnerUnknown};
@@ -66,6 +109,27 @@ pub fn partner_of(info: &super::model::PortInfo) -> crate::probe::partner::LinkP
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_hdr_ports_fec_counters_read_as_its_phy() {
+        let c = ExtSpeedsCounters {
+            rs_fec: true,
+            lane_corrected: vec![10, 9000, 12, 11, 0, 0, 0, 0, 0, 0, 0, 0],
+            corrected_blocks: 400,
+            uncorrectable_blocks: 3,
+            ..ExtSpeedsCounters::default()
+        };
+        let phy = ib_phy(&c, Speed::Hdr, Width::X4);
+        assert_eq!(phy.fec, Some(FecMode::Rs544));
+        assert_eq!(phy.lane_errors, [10, 9000, 12, 11], "only the four lanes the link runs");
+        assert_eq!((phy.fec_corrected_blocks, phy.fec_uncorrectable_blocks), (Some(400), Some(3)));
+        assert_eq!((phy.lanes, phy.lane_gbps), (Some(4), Some(50.0)));
+        assert_eq!((phy.ber_raw, phy.corrected_bits, phy.module.is_none()), (None, None, true));
+        // A 2X split (NDR200) counts two lanes; EDR's Firecode layout says no FEC mode.
+        assert_eq!(ib_phy(&c, Speed::Ndr, Width::X2).lane_errors, [10, 9000]);
+        let edr = ib_phy(&ExtSpeedsCounters { rs_fec: false, ..c }, Speed::Edr, Width::X4);
+        assert_eq!((edr.fec, edr.lane_gbps), (None, Some(25.0)));
+    }
     use crate::fabric::model::{SpeedSet, WidthSet};
     use crate::probe::decode::{PhysState, PortState, Speed, Width};
     use crate::probe::partner::LinkPartner;

@@ -11,6 +11,7 @@ pub mod fw_query;
 pub mod host;
 pub mod ipoib;
 pub mod live;
+pub mod mlxlink;
 pub mod model;
 pub mod module;
 pub mod module_hex;

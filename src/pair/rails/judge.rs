@@ -99,6 +99,9 @@ pub fn judge(
     // A rail already below its own capacity is said once, by that finding.
     let own_bad: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
     findings.extend(siblings(rails, threshold).into_iter().filter(|f| !own_bad.contains(&f.subject)));
+    // A rail that drops packets its siblings do not, however fast it still is: said once.
+    let named: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
+    findings.extend(lossy(rails).into_iter().filter(|f| !named.contains(&f.subject)));
     let aggregate = aggregate(rails, shared_bound_gbps);
     // The node total is judged when every rail is good: a bad rail already explains a low
     // total, and `pair.aggregate` is for what no single rail shows (a shared bound).
@@ -160,6 +163,66 @@ fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
                 });
             }
         }
+    }
+    findings
+}
+
+/// Counters that rise when a packet went missing: the receiver saw a PSN out of sequence (and
+/// NAKed it), or the sender got such a NAK. mlx5 and rxe names. Not the timeout retries
+/// (`local_ack_timeout_err`, rxe's `completer_retry_err`), which a starved CPU raises without
+/// any loss, nor `duplicate_request`, which counts a whole resent window.
+const SEQUENCE_ERRORS: [&str; 4] = ["out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "rcvd_seq_err"];
+/// Sequence errors from which one rail's are judged against its siblings'.
+const LOSSY_MIN: u64 = 20;
+/// How many times its siblings' median (at least 1) a lossy rail's sequence errors are.
+const LOSSY_FACTOR: u64 = 10;
+
+/// The sequence errors a rail's tests raised (both ends, every test), and each counter's rise.
+fn sequence_errors(run: &RailRun) -> (u64, Vec<String>) {
+    let mut total = 0;
+    let mut by_name: BTreeMap<&str, u64> = BTreeMap::new();
+    for r in &run.record.results {
+        for (name, rise) in &r.counters {
+            if SEQUENCE_ERRORS.contains(&name.split(':').nth(1).unwrap_or(name)) {
+                total += rise;
+                *by_name.entry(name.as_str()).or_default() += rise;
+            }
+        }
+    }
+    (total, by_name.into_iter().map(|(n, v)| format!("{n} +{v}")).collect())
+}
+
+/// Each rail's packet loss against its siblings': a rail whose tests raised [`LOSSY_MIN`] or
+/// more sequence errors, [`LOSSY_FACTOR`] times its siblings' median, drops packets on its own
+/// link (cable, optic, switch port, a lossless class missing on its switch port), even when its
+/// bandwidth still passes. Works with no capacity known, as the bandwidth comparison does.
+fn lossy(rails: &[RailRun]) -> Vec<Finding> {
+    let ran: Vec<(&RailRun, (u64, Vec<String>))> = rails.iter().filter(|r| r.unreachable.is_none()).map(|r| (r, sequence_errors(r))).collect();
+    if ran.len() < 2 {
+        return Vec::new();
+    }
+    let mut findings = Vec::new();
+    for (i, (run, (errors, which))) in ran.iter().enumerate() {
+        let mut others: Vec<f64> = ran.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, (_, (e, _)))| *e as f64).collect();
+        let m = median(&mut others);
+        if *errors < LOSSY_MIN || (*errors as f64) < (LOSSY_FACTOR as f64) * m.max(1.0) {
+            continue;
+        }
+        findings.push(Finding {
+            id: "pair.rail".into(),
+            severity: Severity::Error,
+            subject: subject(run.record.rail, &run.record.a, &run.record.b),
+            message: format!(
+                "rail {} drops packets: {errors} sequence errors ({}) against a median of {} on its sibling rails",
+                run.record.rail,
+                which.join(", "),
+                units::three(m)
+            ),
+            remedy: "this rail's link loses packets the other rails do not: check its cable and transceiver (`fabcheck check` on both \
+                     nodes: link.errors, phy.*), its switch port's error counters and, on RoCE, that its switch port has the lossless \
+                     class (PFC) the other rails' ports have"
+                .into(),
+        });
     }
     findings
 }
