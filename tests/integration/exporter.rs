@@ -4,6 +4,7 @@
 //! package (tests/deps.sh); without them these tests fail, saying so.
 
 use super::fixtures_dir;
+use super::health_outputs::{promtool_check, tool};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -92,34 +93,11 @@ fn raw(addr: SocketAddr, request: &[u8]) -> (String, String) {
     (head.lines().next().unwrap_or("").to_string(), body.to_string())
 }
 
-fn tool(name: &str) -> PathBuf {
-    for dir in ["/usr/bin", "/usr/local/bin", "/bin"] {
-        let p = Path::new(dir).join(name);
-        if p.exists() {
-            return p;
-        }
-    }
-    panic!("{name} is not installed: install Debian's `prometheus` package (tests/deps.sh lists it)");
-}
-
 fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("fabcheck-exporter-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn promtool_check(page: &str) -> (bool, String) {
-    let mut child = Command::new(tool("promtool"))
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run promtool");
-    child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 #[test]

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-fn tool(name: &str) -> PathBuf {
+/// A test tool installed by tests/deps.sh (promtool, prometheus, xmllint), by its path.
+pub(crate) fn tool(name: &str) -> PathBuf {
     for dir in ["/usr/bin", "/usr/local/bin", "/bin"] {
         let path = Path::new(dir).join(name);
         if path.exists() {
@@ -36,6 +37,12 @@ fn text(out: &Output) -> String {
 /// `promtool check metrics` on a page: what it says (nothing when clean) and its exit status.
 pub(crate) fn promtool(what: &str, page: &str) {
     assert!(page.contains("# TYPE fabcheck_"), "{what}: no metric at all:\n{page}");
+    let (ok, said) = promtool_check(page);
+    assert!(ok && said.trim().is_empty(), "{what}: promtool check metrics says:\n{said}\n--- page:\n{page}");
+}
+
+/// `promtool check metrics` on a page: whether it passed, and what it said.
+pub(crate) fn promtool_check(page: &str) -> (bool, String) {
     let mut child = Command::new(tool("promtool"))
         .args(["check", "metrics"])
         .stdin(Stdio::piped())
@@ -45,8 +52,7 @@ pub(crate) fn promtool(what: &str, page: &str) {
         .expect("run promtool");
     child.stdin.take().unwrap().write_all(page.as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
-    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    assert!(out.status.success() && said.trim().is_empty(), "{what}: promtool check metrics says:\n{said}\n--- page:\n{page}");
+    (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
 /// `xmllint --schema junit-10.xsd`, then what the schema cannot say: counts that add up, a
