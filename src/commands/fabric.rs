@@ -76,6 +76,7 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
             retries: args.retries,
             reset_counters: args.reset_counters,
             tables_until: None,
+            sample_ticks: false,
         },
         topology: args.topology.clone(),
         expect,
@@ -144,7 +145,7 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
     judgement.findings.extend(crate::fabric::phy::judge(&fabric, &tables));
     if let Some(w) = &window {
-        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds));
+        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds, &w.sample_ticks));
     }
     judgement.findings.sort_by_key(|f| f.severity);
     let view = report::FabricReport {
@@ -183,9 +184,12 @@ fn soak(
         std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
     }
     let left = config.deadline.saturating_sub(started.elapsed());
-    let (mut end, _) = with_deadline(&config.probe, left.max(std::time::Duration::from_secs(1)))?;
+    // The second read also asks the nodes that waited for their PortXmitWait unit.
+    let probe = Probe { sample_ticks: true, ..config.probe.clone() };
+    let (mut end, end_tables) = with_deadline(&probe, left.max(std::time::Duration::from_secs(1)))?;
     let seconds = opened.elapsed().as_secs_f64();
-    let w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
+    let mut w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
+    w.sample_ticks = end_tables.sample_ticks;
     *fabric = end;
     Ok(w)
 }

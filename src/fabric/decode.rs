@@ -114,8 +114,11 @@ pub fn sm_info(lid: u16, raw: &[u8]) -> SmInfo {
 }
 
 /// PortCounters data area (the 192 bytes after the MAD header), plus PortCountersExtended's
-/// when answered (its 64-bit data and packet counters replace the 32-bit ones).
-pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
+/// when answered (its 64-bit data and packet counters replace the 32-bit ones). `additional`:
+/// the agent's ClassPortInfo sets IsAdditionalPortCountersExtendedSupported, so the extended
+/// area also holds the 64-bit PortXmitWait; without it those bytes mean nothing (ibsim leaves
+/// them as junk).
+pub fn counters(pc: &[u8], ext: Option<&[u8]>, additional: bool) -> Counters {
     let f = |offset, width| be_bits(pc, offset, width);
     let mut c = Counters {
         symbol_error: f(32, 16),
@@ -143,11 +146,9 @@ pub fn counters(pc: &[u8], ext: Option<&[u8]>) -> Counters {
         c.xmit_pkts = be_u64(ext, 24);
         c.rcv_pkts = be_u64(ext, 32);
         // The 64-bit PortXmitWait (libibmad's "More PortCountersExtended fields", byte 168)
-        // is there only where the port implements the additional extended counters; zero
-        // otherwise, and then the 32-bit PortCounters one stands.
-        let wait = be_u64(ext, 168);
-        if wait != 0 {
-            c.xmit_wait = wait;
+        // is there only where the agent implements the additional extended counters.
+        if additional {
+            c.xmit_wait = be_u64(ext, 168);
         }
     }
     c
@@ -163,6 +164,15 @@ pub const PMA_CAP_RSFEC_COUNTERS: u16 = 1 << 14;
 pub fn pma_capability_mask(class_port_info: &[u8]) -> u16 {
     be_bits(class_port_info, 16, 16) as u16
 }
+
+/// PerfMgt ClassPortInfo CapabilityMask2 (27 bits from bit 32, as perfquery reads it).
+pub fn pma_capability_mask2(class_port_info: &[u8]) -> u32 {
+    be_bits(class_port_info, 32, 27) as u32
+}
+
+/// CapabilityMask2 bit IsAdditionalPortCountersExtendedSupported: PortCountersExtended also
+/// carries the 64-bit error counters and PortXmitWait.
+pub const PMA_CAP2_ADDITIONAL_EXT_COUNTERS: u32 = 1 << 1;
 
 /// PortExtendedSpeedsCounters (PerfMgt 0x1F), FDR and faster: FEC and per-lane figures.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -211,6 +221,21 @@ pub fn ext_speeds_counters(raw: &[u8], rs_fec: bool) -> ExtSpeedsCounters {
     }
 }
 
+// --- The unit of PortXmitWait (fabric.congestion) ---
+
+/// PortSamplesControl Tick (bits 16..23 of the data area); None for a short answer.
+pub fn samples_tick(port_samples_control: &[u8]) -> Option<u8> {
+    port_samples_control.get(2).copied()
+}
+
+/// One PortXmitWait tick in nanoseconds at `speed`: (Tick + 1) symbol times, a symbol time
+/// being what one lane takes to carry one byte (4 ns at SDR, whatever the width). Sources:
+/// IBTA vol. 1 16.1.3.2 (PortSamplesControl:Tick), and NVIDIA's ibdiagnet manual, "Congestion
+/// Assessment on InfiniBand Links". None at an unknown speed.
+pub fn xmit_wait_tick_ns(tick: u8, speed: Speed) -> Option<f64> {
+    speed.data_lane_gbps().map(|gbps| (f64::from(tick) + 1.0) * 8.0 / gbps)
+}
+
 // --- Switch and port tables (fabric.route, fabric.pkey) ---
 
 /// SwitchInfo LinearFDBTop: the highest LID the linear forwarding table holds.
@@ -250,6 +275,20 @@ mod tests {
     }
 
     #[test]
+    fn port_samples_control_tick_and_its_length() {
+        // OpCode 0xff, PortSelect 5, Tick 0x07 (as perfquery -c prints a ConnectX answer).
+        let mut psc = vec![0u8; 192];
+        psc[..3].copy_from_slice(&[0xff, 5, 0x07]);
+        assert_eq!(samples_tick(&psc), Some(7));
+        assert_eq!(samples_tick(&psc[..2]), None);
+        assert_eq!(xmit_wait_tick_ns(0, Speed::Sdr), Some(4.0));
+        assert_eq!(xmit_wait_tick_ns(0, Speed::Qdr), Some(1.0));
+        assert_eq!(xmit_wait_tick_ns(7, Speed::Hdr), Some(1.28));
+        assert_eq!(xmit_wait_tick_ns(255, Speed::Ndr), Some(20.48));
+        assert_eq!(xmit_wait_tick_ns(0, Speed::Unknown(9)), None);
+    }
+
+    #[test]
     fn pma_capability_mask_as_ibsim_answers_it() {
         let mut cpi = [0u8; 192];
         cpi[2..4].copy_from_slice(&0x1200u16.to_be_bytes());
@@ -261,11 +300,18 @@ mod tests {
     fn port_xmit_wait_from_either_counter_set() {
         let mut pc = [0u8; 192];
         pc[40..44].copy_from_slice(&7000u32.to_be_bytes());
-        assert_eq!(counters(&pc, None).xmit_wait, 7000);
+        assert_eq!(counters(&pc, None, false).xmit_wait, 7000);
         let mut ext = [0u8; 192];
-        assert_eq!(counters(&pc, Some(&ext)).xmit_wait, 7000, "no extended PortXmitWait: the 32-bit one stands");
+        ext[168] = 0x25; // what ibsim leaves there: junk, its agent has no additional counters
+        assert_eq!(counters(&pc, Some(&ext), false).xmit_wait, 7000, "no additional extended counters: the 32-bit one stands");
         ext[168..176].copy_from_slice(&(1u64 << 33).to_be_bytes());
-        assert_eq!(counters(&pc, Some(&ext)).xmit_wait, 1 << 33);
+        assert_eq!(counters(&pc, Some(&ext), true).xmit_wait, 1 << 33);
+        // A CapabilityMask2 with bit 1 among others, and ibsim's (none).
+        let mut cpi = [0u8; 192];
+        cpi[4..8].copy_from_slice(&((0x62u32) << 5).to_be_bytes());
+        assert_eq!(pma_capability_mask2(&cpi), 0x62);
+        assert_ne!(pma_capability_mask2(&cpi) & PMA_CAP2_ADDITIONAL_EXT_COUNTERS, 0);
+        assert_eq!(pma_capability_mask2(&[0u8; 192]) & PMA_CAP2_ADDITIONAL_EXT_COUNTERS, 0);
     }
 
     /// Constructed as a ConnectX-6 HDR port answers (RS-FEC layout), and an FDR one (Firecode).
@@ -502,7 +548,7 @@ mod tests {
         pc[19] = 0x56;
         pc[22..24].copy_from_slice(&7u16.to_be_bytes());
         pc[24..28].copy_from_slice(&378u32.to_be_bytes());
-        let c = counters(&pc, None);
+        let c = counters(&pc, None, false);
         assert_eq!(
             (c.symbol_error, c.link_error_recovery, c.link_downed, c.rcv_errors, c.rcv_remote_physical_errors, c.xmit_discards),
             (900, 3, 2, 11, 12, 14)
@@ -511,6 +557,6 @@ mod tests {
         assert_eq!(c.xmit_data, 1512);
         let mut ext = [0u8; 192];
         ext[8..16].copy_from_slice(&(1u64 << 40).to_be_bytes());
-        assert_eq!(counters(&pc, Some(&ext)).xmit_data, 1u64 << 42);
+        assert_eq!(counters(&pc, Some(&ext), false).xmit_data, 1u64 << 42);
     }
 }

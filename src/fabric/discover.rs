@@ -19,6 +19,9 @@ pub struct Probe {
     /// Read the switches' forwarding tables and the ports' P_KeyTables (`fabric.route`,
     /// `fabric.pkey`), stopping at this instant or after [`MAX_TABLE_MADS`] SMPs; None: not read.
     pub tables_until: Option<std::time::Instant>,
+    /// Ask each node with a port whose PortXmitWait is not zero for its PortSamplesControl
+    /// Tick, the unit PortXmitWait counts in (`fabric.congestion` at the end of a soak window).
+    pub sample_ticks: bool,
 }
 
 pub fn discover(probe: &Probe) -> Result<Fabric, MadError> {
@@ -53,12 +56,13 @@ pub fn discover_with_tables(probe: &Probe) -> Result<(Fabric, Tables), MadError>
         return Ok((fabric, Tables::default()));
     }
     fabric.others = other_sms(&fabric, &port);
-    let phy = read_counters(&mut fabric, &port, probe.reset_counters);
+    let perf = read_counters(&mut fabric, &port, probe);
     let mut tables = match probe.tables_until {
         Some(until) => read_tables(&raw, &port, &mut Budget { mads: 0, max: MAX_TABLE_MADS, until }),
         None => Tables::default(),
     };
-    tables.phy = phy;
+    tables.phy = perf.phy;
+    tables.sample_ticks = perf.ticks;
     Ok((fabric, tables))
 }
 
@@ -233,26 +237,35 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
     found
 }
 
+/// What the PerfMgt agents said beyond each port's PortCounters.
+struct Perf {
+    /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered.
+    phy: std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters>,
+    /// PortSamplesControl Tick of the nodes asked (`probe.sample_ticks`) that answered.
+    ticks: std::collections::BTreeMap<Guid, u8>,
+}
+
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
 /// A node whose PerfMgt does not answer is skipped after its first silence; after
 /// `GIVE_UP` silent nodes in a row (LID routes not set up yet, say) the rest are not asked.
-/// Returns the PortExtendedSpeedsCounters of FDR-and-faster ports (asked once per port; a
-/// node that does not answer them, as the simulator does not, is not asked again).
-fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters> {
+/// Also the PortExtendedSpeedsCounters of FDR-and-faster ports (a node that does not answer
+/// them, as the simulator does not, is not asked again), and with `probe.sample_ticks` the
+/// Tick of each node with a port that waited (asked once per node; after `GIVE_UP` nodes in a
+/// row without an answer, no more are asked).
+fn read_counters(fabric: &mut Fabric, port: &MadPort, probe: &Probe) -> Perf {
     const GIVE_UP: usize = 4;
     fabric.counters_read = true;
     let mut gaps = Vec::new();
-    let mut phy = std::collections::BTreeMap::new();
+    let mut perf = Perf { phy: std::collections::BTreeMap::new(), ticks: std::collections::BTreeMap::new() };
     let mut silent_in_a_row = 0;
+    let mut tickless_in_a_row = 0;
     for node in &mut fabric.nodes {
         if silent_in_a_row >= GIVE_UP {
             gaps.push(Gap::NoCounters { node: node.guid });
             continue;
         }
         let mut ext_ok = true;
-        // Whether this node's PerfMgt answers PortExtendedSpeedsCounters: asked once
-        // (ClassPortInfo), since an agent lacking the attribute may pass the query on.
-        let mut speeds_ok: Option<bool> = None;
+        let mut agent = Agent::default();
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
                 continue;
@@ -265,30 +278,84 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, reset: bool) -> std::colle
             silent_in_a_row = 0;
             let ext = if ext_ok { port.port_counters_ext(p.lid, p.number).ok() } else { None };
             ext_ok = ext.is_some();
-            let counters: Counters = decode::counters(&pc, ext.as_deref());
+            let additional = ext.is_some() && agent.additional_ext_counters(port, p.lid);
+            let counters: Counters = decode::counters(&pc, ext.as_deref(), additional);
             p.counters = Some(counters);
-            use crate::probe::decode::Speed;
-            let rs_fec = matches!(p.info.speed_active, Speed::Hdr | Speed::Ndr | Speed::Xdr);
-            if rs_fec || matches!(p.info.speed_active, Speed::Fdr | Speed::Edr) {
-                let supported = *speeds_ok.get_or_insert_with(|| {
-                    port.pma_class_port_info(p.lid).is_ok_and(|cpi| decode::pma_capability_mask(&cpi) & decode::PMA_CAP_RSFEC_COUNTERS != 0)
-                });
-                if supported {
-                    match port.port_ext_speeds_counters(p.lid, p.number) {
-                        Ok(raw) => {
-                            phy.insert((node.guid, p.number), decode::ext_speeds_counters(&raw, rs_fec));
-                        }
-                        Err(_) => speeds_ok = Some(false),
-                    }
-                }
+            if let Some(c) = agent.ext_speeds_counters(port, p.lid, p.number, p.info.speed_active) {
+                perf.phy.insert((node.guid, p.number), c);
             }
-            if reset {
+            if probe.reset_counters {
                 if let Err(e) = port.reset_counters(p.lid, p.number) {
                     tracing::warn!("{e}");
                 }
             }
         }
+        if !probe.sample_ticks || tickless_in_a_row >= GIVE_UP {
+            continue;
+        }
+        // One waiting port asks for the node: its PerfMgt agent's Tick is the node's.
+        let waited = node.ports.iter().find(|p| p.lid != 0 && p.counters.is_some_and(|c| c.xmit_wait > 0));
+        if let Some(p) = waited {
+            match port.port_samples_control(p.lid, p.number).ok().as_deref().and_then(decode::samples_tick) {
+                Some(tick) => {
+                    perf.ticks.insert(node.guid, tick);
+                    tickless_in_a_row = 0;
+                }
+                None => tickless_in_a_row += 1,
+            }
+        }
     }
     fabric.gaps.extend(gaps);
-    phy
+    perf
+}
+
+/// What a node's PerfMgt agent answers, from its ClassPortInfo: asked once, when first
+/// needed, since an agent lacking an optional attribute may pass the query on (ibsim hands it
+/// to OpenSM, which dies) or fill it with junk.
+#[derive(Default)]
+pub(super) struct Agent {
+    /// CapabilityMask and CapabilityMask2; None inside: the agent did not answer.
+    caps: Option<Option<(u16, u32)>>,
+    /// The agent said it has PortExtendedSpeedsCounters and then did not answer them.
+    speeds_failed: bool,
+}
+
+impl Agent {
+    fn caps(&mut self, port: &MadPort, lid: u16) -> Option<(u16, u32)> {
+        *self.caps.get_or_insert_with(|| {
+            port.pma_class_port_info(lid).ok().map(|cpi| (decode::pma_capability_mask(&cpi), decode::pma_capability_mask2(&cpi)))
+        })
+    }
+
+    /// Whether PortCountersExtended carries the additional 64-bit counters (PortXmitWait).
+    fn additional_ext_counters(&mut self, port: &MadPort, lid: u16) -> bool {
+        self.caps(port, lid).is_some_and(|(_, mask2)| mask2 & decode::PMA_CAP2_ADDITIONAL_EXT_COUNTERS != 0)
+    }
+
+    /// The PortExtendedSpeedsCounters of an FDR-or-faster port, in the layout its speed
+    /// uses, where the agent says it has them.
+    pub(super) fn ext_speeds_counters(
+        &mut self,
+        port: &MadPort,
+        lid: u16,
+        number: u8,
+        speed: crate::probe::decode::Speed,
+    ) -> Option<decode::ExtSpeedsCounters> {
+        use crate::probe::decode::Speed;
+        let rs_fec = matches!(speed, Speed::Hdr | Speed::Ndr | Speed::Xdr);
+        if self.speeds_failed || (!rs_fec && !matches!(speed, Speed::Fdr | Speed::Edr)) {
+            return None;
+        }
+        let (mask, _) = self.caps(port, lid)?;
+        if mask & decode::PMA_CAP_RSFEC_COUNTERS == 0 {
+            return None;
+        }
+        match port.port_ext_speeds_counters(lid, number) {
+            Ok(raw) => Some(decode::ext_speeds_counters(&raw, rs_fec)),
+            Err(_) => {
+                self.speeds_failed = true;
+                None
+            }
+        }
+    }
 }

@@ -61,19 +61,10 @@ fn peer(mad: &MadPort) -> crate::probe::partner::LinkPartner {
 }
 
 /// The port's PortExtendedSpeedsCounters, FDR and faster, where its PerfMgt agent says it has
-/// them (ClassPortInfo capability bit; an agent without them may pass the query on), as a
-/// `phy`.
+/// them (as `fabric` asks them), as a `phy`.
 fn fec_counters(mad: &MadPort, lid: u16, port: u8, speed: Speed, width: Width) -> Option<Phy> {
-    let rs_fec = matches!(speed, Speed::Hdr | Speed::Ndr | Speed::Xdr);
-    if !rs_fec && !matches!(speed, Speed::Fdr | Speed::Edr) {
-        return None;
-    }
-    let cpi = mad.pma_class_port_info(lid).ok()?;
-    if decode::pma_capability_mask(&cpi) & decode::PMA_CAP_RSFEC_COUNTERS == 0 {
-        return None;
-    }
-    let raw = mad.port_ext_speeds_counters(lid, port).ok()?;
-    Some(ib_phy(&decode::ext_speeds_counters(&raw, rs_fec), speed, width))
+    let c = super::discover::Agent::default().ext_speeds_counters(mad, lid, port, speed)?;
+    Some(ib_phy(&c, speed, width))
 }
 
 /// An InfiniBand port's FEC counters as the `phy` `check` judges (pure). HDR, NDR and XDR

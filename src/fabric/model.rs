@@ -398,4 +398,7 @@ pub struct Tables {
     /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered (lifetime
     /// figures, from the first read of a run): `phy.fec`, `phy.ber`.
     pub phy: std::collections::BTreeMap<(Guid, u8), super::decode::ExtSpeedsCounters>,
+    /// PortSamplesControl Tick of the nodes asked (the end of a soak window, nodes with a port
+    /// that waited): PortXmitWait counts (Tick + 1) symbol times (`fabric.congestion`).
+    pub sample_ticks: std::collections::BTreeMap<Guid, u8>,
 }

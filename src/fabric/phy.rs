@@ -96,31 +96,76 @@ fn lane(c: &ExtSpeedsCounters, lanes: usize, at: &str, subject: &str) -> Option<
     })
 }
 
+/// A share of the window above this means the device does not count in the ticks its
+/// PortSamplesControl gives (ibdiagnet's manual warns that NVIDIA generations differ): ticks
+/// are said instead (a little slack for the reads' skew against the window).
+const SHARE_PLAUSIBLE: f64 = 1.05;
+
+/// How long a port waited, as far as its counter's unit is known.
+enum Waited {
+    /// Its share of the window: ticks of (Tick + 1) symbol times at the port's speed.
+    Share { share: f64, tick: u8, tick_ns: f64 },
+    /// Ticks only, and why their length is not known.
+    Ticks { why: &'static str },
+}
+
+fn waited(wait: u64, seconds: f64, tick: Option<u8>, speed: crate::probe::decode::Speed) -> Waited {
+    let Some(tick) = tick else {
+        return Waited::Ticks { why: "the node's PortSamplesControl did not answer, so the tick's length is not known" };
+    };
+    let Some(tick_ns) = super::decode::xmit_wait_tick_ns(tick, speed) else {
+        return Waited::Ticks { why: "the port's speed is not known, so the tick's length is not either" };
+    };
+    let share = wait as f64 * tick_ns * 1e-9 / seconds.max(0.001);
+    if share > SHARE_PLAUSIBLE {
+        return Waited::Ticks { why: "more than the window holds at the tick PortSamplesControl gives: this device counts in other units" };
+    }
+    Waited::Share { share: share.min(1.0), tick, tick_ns }
+}
+
 /// Over a soak window (the counters already hold what rose in it): each port whose
-/// PortXmitWait rose, the most waiting first. Ticks, not a share of the window: the tick's
-/// length is the device's (IBTA leaves it to the implementation), so ticks per second are said.
-pub fn congestion(fabric: &Fabric, seconds: f64) -> Vec<Finding> {
+/// PortXmitWait rose, the longest wait first, as a share of the window where the node's
+/// PortSamplesControl Tick says the counter's unit (`ticks`), else in ticks per second.
+pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTreeMap<Guid, u8>) -> Vec<Finding> {
     let index = Index::new(fabric);
-    let mut waits: Vec<(u64, Guid, u8)> = fabric
+    let mut waits: Vec<(u64, Guid, u8, Waited)> = fabric
         .nodes
         .iter()
         .flat_map(|n| n.ports.iter().map(move |p| (n.guid, p)))
-        .filter_map(|(g, p)| p.counters.filter(|c| c.xmit_wait > 0).map(|c| (c.xmit_wait, g, p.number)))
+        .filter_map(|(g, p)| {
+            let wait = p.counters.filter(|c| c.xmit_wait > 0)?.xmit_wait;
+            Some((wait, g, p.number, waited(wait, seconds, ticks.get(&g).copied(), p.info.speed_active)))
+        })
         .collect();
-    waits.sort_by(|a, b| b.0.cmp(&a.0).then((a.1, a.2).cmp(&(b.1, b.2))));
+    // Shares first (the largest first), then ticks (the most first).
+    let rank = |w: &Waited| match w {
+        Waited::Share { share, .. } => *share,
+        Waited::Ticks { .. } => -1.0,
+    };
+    waits.sort_by(|a, b| rank(&b.3).total_cmp(&rank(&a.3)).then(b.0.cmp(&a.0)).then((a.1, a.2).cmp(&(b.1, b.2))));
     waits
         .into_iter()
         .take(CONGESTED_LISTED)
-        .map(|(wait, guid, number)| {
+        .map(|(wait, guid, number, waited)| {
             let at = fabric.node(guid).map_or_else(|| format!("{guid}[{number}]"), |n| end_name(n, number));
+            let message = match waited {
+                Waited::Share { share, tick, tick_ns } => format!(
+                    "at {at}: waited for credits {:.1}% of the {seconds:.0} s window (PortXmitWait rose by {wait} ticks of {} symbol times, \
+                     {tick_ns:.2} ns each at this speed): the port had data to send and no credits",
+                    share * 100.0,
+                    u16::from(tick) + 1
+                ),
+                Waited::Ticks { why } => format!(
+                    "at {at}: PortXmitWait rose by {wait} ticks in the {seconds:.0} s window ({:.0} per second; {why}): the port had data to send \
+                     and no credits",
+                    wait as f64 / seconds.max(0.001)
+                ),
+            };
             Finding {
                 id: "fabric.congestion".into(),
                 severity: Severity::Info,
                 subject: subject(fabric, &index, guid, number),
-                message: format!(
-                    "at {at}: PortXmitWait rose by {wait} ticks in the {seconds:.0} s window ({:.0} per second): the port had data to send and no credits",
-                    wait as f64 / seconds.max(0.001)
-                ),
+                message,
                 remedy: "credits withheld downstream: a receiver that cannot keep up, an uplink that routes carry too much of (see fabric.route's \
                          uplink figures), or a many-to-one traffic pattern"
                     .into(),
@@ -219,13 +264,54 @@ mod tests {
     }
 
     #[test]
-    fn congestion_says_ticks_over_the_window() {
-        let f = congestion(&fabric(), 10.0);
+    fn congestion_says_ticks_over_the_window_when_the_tick_is_not_known() {
+        let f = congestion(&fabric(), 10.0, &Default::default());
         assert_eq!(f.len(), 1, "{f:#?}");
         assert_eq!((f[0].id.as_str(), f[0].severity, f[0].subject.as_str()), ("fabric.congestion", Severity::Info, "leaf1[2] <-> hostB[1]"));
         assert_eq!(
             f[0].message,
-            "at hostB[1]: PortXmitWait rose by 5000 ticks in the 10 s window (500 per second): the port had data to send and no credits"
+            "at hostB[1]: PortXmitWait rose by 5000 ticks in the 10 s window (500 per second; the node's PortSamplesControl did not answer, \
+             so the tick's length is not known): the port had data to send and no credits"
         );
+    }
+
+    fn at_speed(speed: crate::probe::decode::Speed, wait: u64) -> Fabric {
+        let mut f = fabric();
+        for p in &mut f.nodes[1].ports {
+            p.info.speed_active = speed;
+            p.counters = Some(Counters { xmit_wait: wait, ..Counters::default() });
+        }
+        f
+    }
+
+    #[test]
+    fn congestion_is_a_share_of_the_window_where_the_tick_is_known() {
+        use crate::probe::decode::Speed;
+        let ticks = [(Guid(0x100), 7u8)].into_iter().collect();
+        // HDR: 0.16 ns a symbol, Tick 7 = 8 symbols = 1.28 ns; 10 s at 12.5% is 1.25 s waited.
+        let f = congestion(&at_speed(Speed::Hdr, 976_562_500), 10.0, &ticks);
+        assert_eq!(
+            f[0].message,
+            "at hostB[1]: waited for credits 12.5% of the 10 s window (PortXmitWait rose by 976562500 ticks of 8 symbol times, 1.28 ns each \
+             at this speed): the port had data to send and no credits"
+        );
+        // SDR: 4 ns a symbol, Tick 0 = 4 ns; a counter past the window is not made a share.
+        let ticks = [(Guid(0x100), 0u8)].into_iter().collect();
+        let f = congestion(&at_speed(Speed::Sdr, 3_000_000_000), 10.0, &ticks);
+        assert!(f[0].message.contains("3000000000 ticks") && f[0].message.contains("this device counts in other units"), "{}", f[0].message);
+        // An unknown speed: ticks.
+        let f = congestion(&at_speed(Speed::Unknown(0), 10), 10.0, &ticks);
+        assert!(f[0].message.contains("the port's speed is not known"), "{}", f[0].message);
+    }
+
+    #[test]
+    fn the_longest_wait_comes_first() {
+        use crate::probe::decode::Speed;
+        let mut f = at_speed(Speed::Edr, 1_000_000);
+        f.nodes[0].ports[0].counters = Some(Counters { xmit_wait: 5_000_000_000, ..Counters::default() });
+        // The host's known share first, then the switch's ticks (no Tick from the leaf).
+        let ticks = [(Guid(0x100), 0u8)].into_iter().collect();
+        let order: Vec<String> = congestion(&f, 10.0, &ticks).into_iter().map(|f| f.message[..12].to_string()).collect();
+        assert_eq!(order, vec!["at hostB[1]:", "at leaf1[2]:"]);
     }
 }

@@ -13,6 +13,8 @@ pub struct FabricWindow {
     pub interrupted: bool,
     /// `node description port N: counter ...` for each counter said, not judged.
     pub not_judged: Vec<String>,
+    /// PortSamplesControl Tick of the nodes that waited, read at the window's end.
+    pub sample_ticks: std::collections::BTreeMap<super::model::Guid, u8>,
 }
 
 type Field = (&'static str, u64, fn(&mut Counters) -> &mut u64);
@@ -66,7 +68,7 @@ pub fn window(start: &Fabric, end: &mut Fabric, seconds: f64, interrupted: bool)
             }
         }
     }
-    FabricWindow { seconds, interrupted, not_judged }
+    FabricWindow { seconds, interrupted, not_judged, sample_ticks: std::collections::BTreeMap::new() }
 }
 
 #[cfg(test)]

@@ -150,6 +150,17 @@ pub fn parse_module_text(report: &str) -> Option<Module> {
             continue;
         }
         let figure = figure_of(&lower);
+        // ethtool 6.4 and later: `Rx loss of signal : [ No, No, Yes, No ]` (lane 1 first), or
+        // `None` when no lane has lost its signal.
+        if figure == Some(Figure::RxLos) && lane.is_none() {
+            m.flags.extend(lanes_saying_yes(value).map(|lane| ModuleFlag {
+                figure: Figure::RxLos,
+                level: FlagLevel::Alarm,
+                direction: None,
+                lane: Some(lane),
+            }));
+            continue;
+        }
         if lower.contains("alarm") || lower.contains("warning") {
             if value.eq_ignore_ascii_case("on") {
                 if let Some(figure) = figure {
@@ -219,7 +230,7 @@ fn figure_of(key: &str) -> Option<Figure> {
         Some(Figure::Temperature)
     } else if key.contains("voltage") {
         Some(Figure::Voltage)
-    } else if key.contains("rx los") || key.contains("rx loss of signal") {
+    } else if key.contains("rx los") && !key.contains("loss of lock") {
         Some(Figure::RxLos)
     } else {
         None
@@ -232,6 +243,12 @@ fn lane_of(key: &str) -> Option<u8> {
     let inner = key[open + 1..].trim_end_matches(')');
     let number = inner.strip_prefix("channel").or_else(|| inner.strip_prefix("chan")).or_else(|| inner.strip_prefix("lane"))?;
     number.trim().parse().ok()
+}
+
+/// `[ No, Yes, No, No ]` → lane 2 (1-based); anything else (`None`, `N/A`) → no lanes.
+fn lanes_saying_yes(value: &str) -> impl Iterator<Item = u8> + '_ {
+    let list = value.strip_prefix('[').and_then(|v| v.strip_suffix(']')).unwrap_or("");
+    list.split(',').take(16).zip(1u8..).filter(|(word, _)| word.trim().eq_ignore_ascii_case("yes")).map(|(_, lane)| lane)
 }
 
 fn leading_number(value: &str) -> Option<f64> {

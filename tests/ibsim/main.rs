@@ -376,6 +376,8 @@ fn soak_judges_what_rose_in_the_window_not_lifetime_totals() {
         sim.console("PerformanceSet \"hostC\"[1] PortCounters.SymbolErrorCounter=50");
         // hostB's counter cleared during the window: said, not judged.
         sim.console("PerformanceSet \"hostB\"[1] PortCounters.SymbolErrorCounter=5");
+        // leaf2's port to hostD waited for credits during the window.
+        sim.console("PerformanceSet \"leaf2\"[2] PortCounters.PortXmitWait=4000");
     });
     assert_eq!(exit(&out), 1, "{}", String::from_utf8_lossy(&out.stderr));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -387,4 +389,13 @@ fn soak_judges_what_rose_in_the_window_not_lifetime_totals() {
     let said = finding(&doc, "soak.counters", "fabric");
     assert_eq!(said["severity"], "info");
     assert!(said["message"].as_str().unwrap().contains("hostB port 1: SymbolErrorCounter went down (900 to 5: cleared)"), "{said}");
+    // fabric.congestion: info, named by its link. ibsim does not answer PortSamplesControl, so
+    // the wait is said in ticks and why (a share of the window is tested on constructed
+    // payloads: fabric::phy's tests).
+    let waited = finding(&doc, "fabric.congestion", "leaf2[2] <-> hostD[1]");
+    assert_eq!(waited["severity"], "info");
+    let message = waited["message"].as_str().unwrap();
+    assert!(message.starts_with("at leaf2[2]: PortXmitWait rose by 4000 ticks in the "), "{message}");
+    assert!(message.contains("PortSamplesControl did not answer"), "{message}");
+    assert_eq!(findings(&doc).iter().filter(|f| f.0 == "fabric.congestion").count(), 1, "{:#?}", findings(&doc));
 }

@@ -110,3 +110,19 @@ fn temperature_flags_on_a_module_level() {
     let m = parse_module_text(&text).unwrap();
     assert_eq!(m.flags, vec![ModuleFlag { figure: Figure::Temperature, level: FlagLevel::Warning, direction: Some(Direction::High), lane: None }]);
 }
+
+#[test]
+fn a_per_lane_loss_of_signal_list_names_its_lanes() {
+    // ethtool 6.4+ prints the LOS state as a per-lane list, lane 1 first, or `None`.
+    let text = format!(
+        "{SFF8636_ETHTOOL_5}\tRx loss of signal                         : [ No, No, Yes, No ]\n\tTx loss of signal                         : None\n"
+    );
+    let m = parse_module_text(&text).unwrap();
+    assert_eq!(m.flags, vec![ModuleFlag { figure: Figure::RxLos, level: FlagLevel::Alarm, direction: None, lane: Some(3) }]);
+    let quiet = format!("{SFF8636_ETHTOOL_5}\tRx loss of signal                         : None\n");
+    assert!(parse_module_text(&quiet).unwrap().flags.is_empty());
+    let lock = format!("{SFF8636_ETHTOOL_5}\tRx loss of lock                           : [ Yes, No, No, No ]\n");
+    assert!(parse_module_text(&lock).unwrap().flags.is_empty(), "loss of lock is not loss of signal");
+    let junk = format!("{SFF8636_ETHTOOL_5}\tRx loss of signal : [ Yes\n");
+    assert!(parse_module_text(&junk).unwrap().flags.is_empty(), "an unclosed list is not readable");
+}

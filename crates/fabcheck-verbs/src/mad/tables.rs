@@ -59,6 +59,9 @@ impl SmpTable {
 /// PerfMgt PortExtendedSpeedsCounters (0x1F): FEC and per-lane symbol errors on FDR and up.
 const IB_GSI_PORT_EXT_SPEEDS_COUNTERS: u32 = 0x1f;
 const IB_PMA_CLASS_PORT_INFO: u32 = 0x01;
+/// PerfMgt PortSamplesControl (0x10): mandatory for every PerfMgt agent; its Tick is the unit
+/// PortXmitWait counts in.
+const IB_GSI_PORT_SAMPLES_CONTROL: u32 = 0x10;
 
 impl MadPort {
     /// One 64-byte block of `table` at the node `path` leads to.
@@ -103,6 +106,13 @@ impl MadPort {
     /// PortExtendedSpeedsCounters (0x1F) of `port` at `lid`: the 192-byte data area.
     pub fn port_ext_speeds_counters(&self, lid: u16, port: u8) -> Result<Vec<u8>, MadError> {
         self.pma(lid, port, IB_GSI_PORT_EXT_SPEEDS_COUNTERS, "PortExtendedSpeedsCounters query")
+    }
+
+    /// PortSamplesControl (0x10) of `port` at `lid`: the 192-byte data area. Mandatory in
+    /// IBTA, so not gated on ClassPortInfo; ibsim lacks it and passes it on to whatever client
+    /// sits on that port (drop it or time out there).
+    pub fn port_samples_control(&self, lid: u16, port: u8) -> Result<Vec<u8>, MadError> {
+        self.pma(lid, port, IB_GSI_PORT_SAMPLES_CONTROL, "PortSamplesControl query")
     }
 }
 
