@@ -78,13 +78,8 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     })
     .map_err(Failure::usage)?;
     let rails = args.rails.as_deref().map(crate::model::rails::RailSpec::parse).transpose().map_err(Failure::usage)?;
-    if rails.is_some() {
-        if specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
-            return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
-        }
-        if args.topology.is_some() {
-            return Err(Failure::usage("--rails with --topology is not built yet: run --rails without --topology"));
-        }
+    if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
+        return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
     }
     let launch = launch_options(&args.agents)?;
     for spec in &specs {

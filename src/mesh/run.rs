@@ -104,10 +104,13 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     }
     let leaves = leaves(&run, &agents);
     let leaf_of = leaves.as_ref().map(|l| l.of.as_slice());
+    // The pattern's layout is over hosts: with `--rails` a host sits on as many leaves as it
+    // has rails, so it is laid out without them (the leaves serve the zoom-in and analysis).
+    let host_leaf = if run.planes.is_some() { None } else { leaf_of };
     let pattern = run.pattern.unwrap_or(Pattern::default_for(hosts));
     let seed = matches!(pattern, Pattern::Random { .. }).then(|| run.seed.unwrap_or_else(pattern::fresh_seed));
-    let order = pattern::leaf_order(leaf_of, hosts);
-    let mut plan = pattern::rounds(pattern, &Layout { order: &order, leaf: leaf_of, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
+    let order = pattern::leaf_order(host_leaf, hosts);
+    let mut plan = pattern::rounds(pattern, &Layout { order: &order, leaf: host_leaf, intra_leaf: run.intra_leaf }, run.rounds, seed.unwrap_or(0));
     if let Some(planes) = &run.planes {
         plan = plan.iter().map(|round| planes.expand_round(round)).collect();
     }
@@ -326,7 +329,8 @@ impl Passes<'_, '_> {
 }
 
 /// Each endpoint's leaf switch, by the host name its agent reported (else the host it was
-/// given as), when a topology is known and it names at least one of them.
+/// given as), when a topology is known and it names at least one of them. A `--rails`
+/// endpoint is one NIC: its leaf is the one its own CA (`HOST DEV`) is cabled to.
 fn leaves(run: &MeshConfig, agents: &[Agent]) -> Option<analysis::Leaves> {
     let topo = run.topology.as_ref()?;
     let of: Vec<Option<usize>> = agents
@@ -337,7 +341,11 @@ fn leaves(run: &MeshConfig, agents: &[Agent]) -> Option<analysis::Leaves> {
                 HostSpec::Tcp { host, .. } => host.clone(),
                 other => other.to_string().rsplit('@').next().unwrap_or_default().to_string(),
             };
-            a.host.as_deref().and_then(|h| topo.leaf_of(h)).or_else(|| topo.leaf_of(&given))
+            let leaf_of = |host: &str| match (&run.planes, &spec.device) {
+                (Some(_), Some(device)) => topo.leaf_of_nic(host, device),
+                _ => topo.leaf_of(host),
+            };
+            a.host.as_deref().and_then(leaf_of).or_else(|| leaf_of(&given))
         })
         .collect();
     if of.iter().all(Option::is_none) {

@@ -22,8 +22,11 @@ pub type LeafId = usize;
 #[derive(Debug, Clone, Default)]
 pub struct Topology {
     leaves: Vec<Leaf>,
-    /// Host name -> leaf.
+    /// Host name -> leaf (the first leaf a CA of that host is cabled to).
     by_host: HashMap<String, LeafId>,
+    /// (host, device) -> leaf, from CA descriptions of two words or more (`n07 mlx5_3`, as
+    /// rdma-ndd writes them): each NIC of a rail-optimized node on its own leaf.
+    by_nic: HashMap<(String, String), LeafId>,
 }
 
 #[derive(Debug, Clone)]
@@ -70,8 +73,15 @@ impl Topology {
                     if !topo.leaves[leaf].uplinks.contains(&up) {
                         topo.leaves[leaf].uplinks.push(up);
                     }
-                } else if let Some(host) = name(other).split_whitespace().next() {
-                    topo.by_host.entry(host.to_string()).or_insert(leaf);
+                } else {
+                    let description = name(other);
+                    let mut words = description.split_whitespace();
+                    if let Some(host) = words.next() {
+                        topo.by_host.entry(host.to_string()).or_insert(leaf);
+                        if let Some(device) = words.next() {
+                            topo.by_nic.entry((host.to_string(), device.to_string())).or_insert(leaf);
+                        }
+                    }
                 }
             }
         }
@@ -81,6 +91,12 @@ impl Topology {
     /// The leaf of a host (as ibnetdiscover's node description starts: `n07` of `n07 mlx5_0`).
     pub fn leaf_of(&self, host: &str) -> Option<LeafId> {
         self.by_host.get(host).copied()
+    }
+
+    /// The leaf of one NIC of a host (`n07 mlx5_3`): what `mesh --rails` needs, since a
+    /// rail-optimized node has as many leaves as rails. None when no CA is described so.
+    pub fn leaf_of_nic(&self, host: &str, device: &str) -> Option<LeafId> {
+        self.by_nic.get(&(host.to_string(), device.to_string())).copied()
     }
 
     pub fn leaf_name(&self, leaf: LeafId) -> &str {
@@ -139,6 +155,22 @@ Ca	1 "H-0002c903000e0b72"		# "n07 mlx5_0"
         assert_ne!(l3, l4);
         assert_eq!(t.leaf_name(l4), "leaf4");
         assert_eq!(t.leaf_of("n10"), None);
+    }
+
+    #[test]
+    fn each_nic_of_a_rail_optimized_node_on_its_own_leaf() {
+        let text = "Switch\t40 \"S-0000000000000a00\"\t\t# \"rail0-leaf\" enhanced port 0 lid 1 lmc 0\n\
+                    [1]\t\"H-0000000000000001\"[1](2) \t\t# \"n1 mlx5_0\" lid 3 4xNDR\n\
+                    [2]\t\"H-0000000000000011\"[1](12) \t\t# \"n2 mlx5_0\" lid 4 4xNDR\n\n\
+                    Switch\t40 \"S-0000000000000b00\"\t\t# \"rail1-leaf\" enhanced port 0 lid 2 lmc 0\n\
+                    [1]\t\"H-0000000000000003\"[1](4) \t\t# \"n1 mlx5_3\" lid 5 4xNDR\n\
+                    [2]\t\"H-0000000000000013\"[1](14) \t\t# \"n2 mlx5_3\" lid 6 4xNDR\n";
+        let t = Topology::parse(text).unwrap();
+        let (r0, r1) = (t.leaf_of_nic("n1", "mlx5_0").unwrap(), t.leaf_of_nic("n2", "mlx5_3").unwrap());
+        assert_eq!((t.leaf_name(r0), t.leaf_name(r1)), ("rail0-leaf", "rail1-leaf"));
+        assert_eq!(t.leaf_of_nic("n2", "mlx5_0"), Some(r0));
+        assert_eq!(t.leaf_of_nic("n1", "mlx5_9"), None, "a NIC the file does not describe has no leaf, not its host's first");
+        assert_eq!(Topology::parse(SAMPLE).unwrap().leaf_of_nic("n07", "mlx5_0").map(|l| l < 2), Some(true));
     }
 
     #[test]

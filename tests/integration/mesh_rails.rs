@@ -177,6 +177,54 @@ fn a_host_that_cannot_say_its_rails_is_unreachable_on_every_rail_and_the_rest_ru
     assert!(ran >= 8, "the two reachable hosts' rails ran: {}", doc["pairs"]);
 }
 
+/// A rail-optimized fabric as ibnetdiscover writes it: rail k of every host (`nH mlx5_k`, as
+/// rdma-ndd describes the CA) on leaf `rail{k}-leaf`, each leaf with two spine uplinks.
+fn rail_optimized_topology(hosts: usize) -> String {
+    let mut text = String::new();
+    for spine in 0..2 {
+        text += &format!("Switch\t64 \"S-00000000000f000{spine}\"\t\t# \"spine{spine}\" enhanced port 0 lid {} lmc 0\n", 1000 + spine);
+        for k in 0..RAILS {
+            text += &format!("[{}]\t\"S-00000000000a000{k}\"[{}]\t\t# \"rail{k}-leaf\" lid {} 4xNDR\n", k + 1, 33 + spine, 900 + k);
+        }
+        text += "\n";
+    }
+    for k in 0..RAILS {
+        text += &format!("Switch\t64 \"S-00000000000a000{k}\"\t\t# \"rail{k}-leaf\" enhanced port 0 lid {} lmc 0\n", 900 + k);
+        for h in 1..=hosts {
+            let guid = h * 16 + k;
+            text += &format!("[{h}]\t\"H-{guid:016x}\"[1]({:x}) \t\t# \"n{h} mlx5_{k}\" lid {} 4xNDR\n", guid + 1, guid);
+        }
+        for spine in 0..2 {
+            text += &format!("[{}]\t\"S-00000000000f000{spine}\"[{}]\t\t# \"spine{spine}\" lid {} 4xNDR\n", 33 + spine, k + 1, 1000 + spine);
+        }
+        text += "\n";
+    }
+    text
+}
+
+/// With the topology, each rail endpoint sits on its own NIC's leaf: rail 5 slow on every host
+/// is rail 5's leaf switch, not four NICs; one degraded NIC is still that NIC.
+#[test]
+fn with_the_topology_a_rail_slow_on_every_host_is_its_leaf_switch() {
+    let topology = std::env::temp_dir().join(format!("fabcheck-mesh-rails-{}.topo", std::process::id()));
+    std::fs::write(&topology, rail_optimized_topology(4)).unwrap();
+    let slow_rail = Knobs { slow: Some("mlx5_5".into()), ..Knobs::default() };
+    let hosts: Vec<String> = (1..=4).map(|i| start(&format!("n{i}"), slow_rail.clone())).collect();
+    let out = mesh(&hosts, &["--rails", "auto", "--json", "--topology", topology.to_str().unwrap()]);
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(suspects(&doc), [("switch".to_string(), "rail5-leaf".to_string())], "{:#} {}", doc["suspects"], doc["pattern"]);
+    assert_eq!(doc["pattern"]["leaves"], 4 * RAILS, "every rail endpoint placed on its leaf: {}", doc["pattern"]);
+    assert_rail_k_with_rail_k(&doc);
+    // One degraded NIC on a healthy fabric: still that NIC.
+    let hosts = nodes(3, slow_rail);
+    let out = mesh(&hosts, &["--rails", "auto", "--json", "--topology", topology.to_str().unwrap()]);
+    let doc = super::json(&out);
+    assert_eq!(out.status.code(), Some(1), "{doc:#}\n{}", stderr(&out));
+    assert_eq!(suspects(&doc), [("rail".to_string(), "n3/mlx5_5".to_string())]);
+    let _ = std::fs::remove_file(&topology);
+}
+
 #[test]
 fn mesh_sim_nodes_of_rails_name_a_slow_rail_and_a_slow_node() {
     let mut o = mesh_sim::Options { agents: 6, rails: 4, ..mesh_sim::Options::default() };

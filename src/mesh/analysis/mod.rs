@@ -322,7 +322,7 @@ pub fn analyse_with(
     }
     let mut by_leaf = Vec::new();
     if let (Some(leaves), false) = (leaves, cluster_wide) {
-        by_leaf = leaf_groups(leaves, &peeled);
+        by_leaf = leaf_groups(leaves, &peeled, &judged);
         for (l, members) in &by_leaf {
             out.push(leaf_suspect(leaves, *l, members, &judged, &peeled, c, mb, ml));
         }
@@ -336,6 +336,10 @@ pub fn analyse_with(
     let mut flaky = Vec::new();
     for (&k, j) in &judged.pairs {
         if cluster_wide || peeled.is_blamed(k.0) || peeled.is_blamed(k.1) {
+            continue;
+        }
+        // A pair inside a leaf already named is that leaf's.
+        if by_leaf.iter().any(|(_, members)| members.contains(&k.0) && members.contains(&k.1)) {
             continue;
         }
         match j.state {
@@ -434,19 +438,41 @@ fn node_suspect(
 }
 
 /// Leaves most of whose endpoints (at least 2, and 2/3) are blamed nodes, with those nodes.
-fn leaf_groups(leaves: &Leaves, peeled: &peel::Peeled) -> Vec<(usize, Vec<usize>)> {
+/// In a leaf whose measured pairs inside it are mostly bad, the ends of the bad pairs peeling
+/// left unblamed count too: peeling a leaf whose endpoints meet only each other (a rail's
+/// leaf under `mesh --rails`, every pair bad) blames all but the last two and leaves their
+/// pair as a link.
+fn leaf_groups(leaves: &Leaves, peeled: &peel::Peeled, judged: &Classified<'_>) -> Vec<(usize, Vec<usize>)> {
     let count = leaves.names.len();
+    let leaf = |e: usize| leaves.of.get(e).copied().flatten().filter(|&l| l < count);
     let mut members = vec![0usize; count];
     let mut blamed: Vec<Vec<usize>> = vec![Vec::new(); count];
-    for (e, l) in leaves.of.iter().enumerate() {
-        let Some(l) = *l else { continue };
-        if l >= count {
-            continue;
-        }
+    for e in 0..leaves.of.len() {
+        let Some(l) = leaf(e) else { continue };
         members[l] += 1;
         if peeled.is_blamed(e) {
             blamed[l].push(e);
         }
+    }
+    let (mut inside, mut inside_bad) = (vec![0usize; count], vec![0usize; count]);
+    for &k in judged.pairs.keys() {
+        if let (Some(l), true) = (leaf(k.0), leaf(k.0) == leaf(k.1)) {
+            inside[l] += 1;
+            inside_bad[l] += usize::from(judged.is_bad(k));
+        }
+    }
+    for &k in judged.pairs.keys() {
+        let Some(l) = leaf(k.0).filter(|&l| leaf(k.1) == Some(l) && inside_bad[l] * 2 > inside[l]) else { continue };
+        if judged.is_bad(k) && !peeled.is_blamed(k.0) && !peeled.is_blamed(k.1) {
+            for e in [k.0, k.1] {
+                if !blamed[l].contains(&e) {
+                    blamed[l].push(e);
+                }
+            }
+        }
+    }
+    for b in &mut blamed {
+        b.sort_unstable();
     }
     blamed.into_iter().enumerate().filter(|(l, b)| b.len() >= 2 && b.len() * 3 >= members[*l] * 2).collect()
 }

@@ -339,6 +339,43 @@ fn a_leaf_slow_inside_too_is_a_switch() {
     assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Switch, "leaf1"));
 }
 
+/// `mesh --rails` on a rail-optimized fabric: 4 hosts x 3 rails, rail k of every host on leaf
+/// `rail{k}`, and pairs only inside a rail (so inside a leaf).
+fn rail_leaves() -> (Vec<PairMeasure>, Leaves) {
+    let rail = |e: usize| e % 3;
+    let pairs = all_pairs(12).into_iter().filter(|&(a, b)| rail(a) == rail(b) && a / 3 != b / 3);
+    let first = pairs.map(|(a, b)| if rail(a) == 1 { m(a, b, 57.0, 1.9) } else { m(a, b, 195.0, 1.9) }).collect();
+    let leaves = Leaves {
+        of: (0..12).map(|e| Some(rail(e))).collect(),
+        names: vec!["rail0".into(), "rail1".into(), "rail2".into()],
+        uplinks: vec![vec![]; 3],
+    };
+    (first, leaves)
+}
+
+#[test]
+fn a_rail_leaf_whose_every_pair_is_slow_is_its_switch_not_nodes_and_a_link() {
+    let (first, leaves) = rail_leaves();
+    let c = crit();
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(12), &first, &retest, &[], &c, Some(&leaves));
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!((s[0].kind, s[0].subject.as_str()), (SuspectKind::Switch, "rail1"));
+    assert!(s[0].reason.contains("4 of 4 endpoints on rail1") && s[0].reason.contains("6 of 6 pairs inside the leaf too"), "{}", s[0].reason);
+}
+
+#[test]
+fn one_slow_link_inside_a_small_leaf_stays_a_link() {
+    // A leaf of 3: one bad pair of its 3 inside is not "mostly bad", so it is not the leaf's.
+    let leaves = Leaves { of: (0..6).map(|e| Some(e / 3)).collect(), names: vec!["leaf0".into(), "leaf1".into()], uplinks: vec![vec![]; 2] };
+    let first = mesh(6, |a, b| ((a, b) == (0, 1)).then(|| m(a, b, 57.0, 1.9)));
+    let c = crit();
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(6), &first, &retest, &[], &c, Some(&leaves));
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].kind, SuspectKind::Link, "{s:?}");
+}
+
 #[test]
 fn one_slow_node_on_a_leaf_stays_a_node() {
     let first = mesh(12, |a, b| (a == 5 || b == 5).then(|| m(a, b, 57.0, 1.9)));
