@@ -126,16 +126,12 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         say_window(&mut judgement, w);
     }
     // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
-    let routes =
-        tables.read.then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed)));
+    let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::diagnose::Severity::Info);
+    let routes = tables
+        .read
+        .then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed), uneven));
     if let Some((_, findings)) = &routes {
-        let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::diagnose::Severity::Info);
-        judgement.findings.extend(findings.iter().cloned().map(|mut f| {
-            if uneven {
-                crate::fabric::route_judge::explained_by_design(&mut f);
-            }
-            f
-        }));
+        judgement.findings.extend(findings.iter().cloned());
     }
     // fabric.pkey: each host port's partitions against its switch port's.
     if tables.read {

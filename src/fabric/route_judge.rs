@@ -50,8 +50,10 @@ pub struct UplinkLoad {
 /// Destinations listed in a message before the rest are counted.
 const LISTED: usize = 5;
 
-/// Walks the pairs (all, or a sample from `seed`) and judges them.
-pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64) -> (RouteFigures, Vec<Finding>) {
+/// Walks the pairs (all, or a sample from `seed`) and judges them. `cabling_uneven`: the
+/// cabling itself is uneven (`fabric.design` names a leaf missing a spine, or uneven uplinks),
+/// so an uplink imbalance it causes is said as info, the cause being named once already.
+pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) -> (RouteFigures, Vec<Finding>) {
     let walker = Walker::new(fabric, tables);
     let tiers = Tiers::new(fabric);
     let hosts = route::hosts(fabric);
@@ -107,7 +109,7 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64) -> (RouteFigures, Vec<
         }
     }
     let uplinks = uplink_loads(fabric, tables, &hosts, &tiers);
-    findings.extend(uplinks.iter().filter_map(unbalanced));
+    findings.extend(uplinks.iter().filter_map(|leaf| unbalanced(leaf, cabling_uneven)));
     let figures = RouteFigures {
         hosts: hosts.len(),
         pairs: (hosts.len() as u64).saturating_mul(hosts.len().saturating_sub(1) as u64),
@@ -302,34 +304,23 @@ fn uplink_loads(fabric: &Fabric, tables: &Tables, hosts: &[Host], tiers: &Tiers)
     out
 }
 
-/// The words that mark an uplink-balance finding (`unbalanced`).
-const UP_ONE_CABLE: &str = "remote host destinations up one cable";
-
-/// An uplink-balance finding becomes info where the cabling itself is uneven (a leaf missing a
-/// spine, uneven uplinks: `fabric.design`): routes cannot spread over cables that are not
-/// there, and the cause is already named once.
-pub fn explained_by_design(finding: &mut Finding) {
-    if finding.id == "fabric.route" && finding.message.contains(UP_ONE_CABLE) {
-        finding.severity = Severity::Info;
-        finding.message.push_str(": expected while fabric.design names missing or uneven uplinks; fix those first");
-    }
-}
-
 /// A leaf whose busiest uplink carries most of its destinations, at least twice what its
-/// least busy uplink carries (with enough destinations to spread: two per uplink).
-fn unbalanced(leaf: &LeafUplinks) -> Option<Finding> {
+/// least busy uplink carries (with enough destinations to spread: two per uplink). Info where
+/// the cabling is uneven: routes cannot spread over cables that are not there.
+fn unbalanced(leaf: &LeafUplinks, cabling_uneven: bool) -> Option<Finding> {
     let busiest = leaf.ports.iter().max_by_key(|p| p.destinations)?;
     let least = leaf.ports.iter().map(|p| p.destinations).min()?;
     if leaf.destinations < 2 * leaf.ports.len() || busiest.destinations * 2 <= leaf.destinations || busiest.destinations < 2 * least {
         return None;
     }
     let spread: Vec<String> = leaf.ports.iter().map(|p| format!("port {} {}", p.port, p.destinations)).collect();
+    let explained = if cabling_uneven { ": expected while fabric.design names missing or uneven uplinks; fix those first" } else { "" };
     Some(Finding {
         id: "fabric.route".into(),
-        severity: Severity::Warning,
+        severity: if cabling_uneven { Severity::Info } else { Severity::Warning },
         subject: format!("{}[{}]", leaf.leaf, busiest.port),
         message: format!(
-            "{} sends {} of its {} {UP_ONE_CABLE} (port {} to {}) of {} uplinks ({})",
+            "{} sends {} of its {} remote host destinations up one cable (port {} to {}) of {} uplinks ({}){explained}",
             leaf.leaf,
             busiest.destinations,
             leaf.destinations,

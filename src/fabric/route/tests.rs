@@ -79,7 +79,7 @@ impl Net {
     }
 
     fn judge(&self) -> (route_judge::RouteFigures, Vec<(String, Severity, String, String)>) {
-        let (figures, findings) = route_judge::judge(&self.f, &self.t, 7);
+        let (figures, findings) = route_judge::judge(&self.f, &self.t, 7, false);
         (figures, findings.into_iter().map(|f| (f.id, f.severity, f.subject, f.message)).collect())
     }
 }
@@ -245,6 +245,14 @@ fn a_leaf_sending_most_destinations_up_one_cable_is_a_warning() {
     assert_eq!(findings[0].3, "leaf1 sends 4 of its 4 remote host destinations up one cable (port 5 to spine1[1]) of 2 uplinks (port 5 4, port 6 0)");
     let leaf1 = figures.uplinks.iter().find(|u| u.leaf == "leaf1").unwrap();
     assert_eq!(leaf1.ports.iter().map(|p| p.destinations).collect::<Vec<_>>(), vec![4, 0]);
+    // Where fabric.design already names uneven cabling, the same imbalance is said as info.
+    let (_, explained) = route_judge::judge(&net.f, &net.t, 7, true);
+    assert_eq!((explained[0].severity, explained[0].subject.as_str()), (Severity::Info, "leaf1[5]"));
+    assert!(
+        explained[0].message.ends_with(": expected while fabric.design names missing or uneven uplinks; fix those first"),
+        "{}",
+        explained[0].message
+    );
 }
 
 #[test]
@@ -290,7 +298,7 @@ fn a_sample_says_its_seed() {
         net.cable((L1, h as u8 + 1), (0x1000 + u64::from(h) * 16, 1));
     }
     net.t.lfts.insert(Guid(L1), Lft { ports: (0..256u16).map(|lid| if (10..112).contains(&lid) { (lid - 9) as u8 } else { Lft::NONE }).collect() });
-    let (figures, findings) = route_judge::judge(&net.f, &net.t, 99);
+    let (figures, findings) = route_judge::judge(&net.f, &net.t, 99, false);
     assert!(findings.is_empty(), "{findings:#?}");
     assert_eq!((figures.hosts, figures.pairs, figures.walked, figures.seed), (102, 10_302, MAX_PAIRS, Some(99)));
     assert_eq!((figures.depth, figures.longest_route), (1, 1));
