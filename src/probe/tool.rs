@@ -1,15 +1,13 @@
-//! A bounded child for the physical-layer reports (`ethtool -S`, `-m`, `--show-fec`): a time
-//! limit, an output cap, and stdout drained while the child runs.
+//! A bounded child for the physical-layer reports (`ethtool -S`, `-m`, `--show-fec`) and
+//! mlxlink: `sys::child`'s time limit, output cap and drained pipes, with why a report is
+//! missing told apart (not installed, timed out, refused, failed).
 //!
 //! Draining matters: mlx5's `ethtool -S` on a port with many channels prints more than a pipe
 //! holds (64 KiB), and a child blocked on a full pipe never exits; waiting for it first would
 //! turn every such report into a timeout. stderr is kept (4 KiB) because it says why a read was
 //! refused (`ethtool -m` needs CAP_NET_ADMIN: "Operation not permitted").
 
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Why a tool gave no report.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,43 +33,19 @@ impl ToolError {
     }
 }
 
-/// Runs a fixed program (no shell) and returns at most `cap` bytes of its stdout, or why not.
+/// Runs a fixed program (no shell) through [`crate::sys::child::run_bounded`] and returns at
+/// most `cap` bytes of its stdout, or why not.
 pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<String, ToolError> {
-    let mut child = Command::new(program)
-        .args(args)
-        .env("LC_ALL", "C")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group: a helper it forked that still holds the pipes is ended with it
-        // (as `sys::child` does), so the readers below reach end-of-file.
-        .process_group(0)
-        .spawn()
-        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { ToolError::NotInstalled } else { ToolError::Failed(e.to_string()) })?;
-    let stdout = child.stdout.take().map(|out| std::thread::spawn(move || drain(out, cap)));
-    let stderr = child.stderr.take().map(|err| std::thread::spawn(move || drain(err, 4096)));
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if start.elapsed() < limit => std::thread::sleep(Duration::from_millis(10)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
+    let cap = usize::try_from(cap).unwrap_or(usize::MAX);
+    let finished = crate::sys::child::run_bounded(program, args, limit, cap).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            ToolError::NotInstalled
+        } else {
+            ToolError::Failed(e.to_string())
         }
-    };
-    if let Ok(group) = i32::try_from(child.id()) {
-        // Whatever is left of the tool's group (a stray holding the pipes) goes; an empty
-        // group answers ESRCH, which is fine.
-        let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
-    }
-    // The pipes close when the child and its group are gone, so the readers end.
-    let out = stdout.and_then(|t| t.join().ok()).unwrap_or_default();
-    let err = stderr.and_then(|t| t.join().ok()).unwrap_or_default();
-    let Some(status) = status else { return Err(ToolError::TimedOut) };
-    let err_text = String::from_utf8_lossy(&err);
+    })?;
+    let Some(status) = finished.status else { return Err(ToolError::TimedOut) };
+    let err_text = String::from_utf8_lossy(&finished.stderr);
     if !status.success() {
         let lower = err_text.to_ascii_lowercase();
         if lower.contains("operation not permitted") || lower.contains("permission denied") {
@@ -80,24 +54,18 @@ pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<St
         let first = err_text.lines().next().unwrap_or("").trim();
         return Err(ToolError::Failed(if first.is_empty() { format!("exit status {status}") } else { first.chars().take(200).collect() }));
     }
-    String::from_utf8(out).map_err(|_| ToolError::Failed("output is not text".into()))
-}
-
-/// Reads up to `cap` bytes, then keeps reading (and discarding) so the child never blocks.
-fn drain(mut from: impl Read, cap: u64) -> Vec<u8> {
-    let mut kept = Vec::new();
-    let _ = (&mut from).take(cap).read_to_end(&mut kept);
-    let _ = std::io::copy(&mut from, &mut std::io::sink());
+    let mut kept = finished.stdout;
     // A cut in the middle of a UTF-8 sequence would make the whole report unreadable.
     while !kept.is_empty() && std::str::from_utf8(&kept).is_err() {
         kept.pop();
     }
-    kept
+    String::from_utf8(kept).map_err(|_| ToolError::Failed("output is not text".into()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Instant;
 
     #[test]
     fn output_larger_than_a_pipe_is_capped_not_a_timeout() {

@@ -7,14 +7,18 @@
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Longest wait between two looks at the tool (its exit is not an event on the pipe).
 const SLICE: Duration = Duration::from_millis(20);
+
+/// stderr kept: enough for the line that says why a tool failed or was refused.
+pub const STDERR_CAP: usize = 4096;
 
 /// What a tool run within its limit gave.
 #[derive(Debug)]
@@ -24,16 +28,27 @@ pub struct Finished {
     /// Its standard output, at most the cap asked for (the rest is read and dropped, so a
     /// talkative tool is never blocked on a full pipe).
     pub stdout: Vec<u8>,
-    /// Whether the deadline ended the run (the tool, or something holding its stdout, was
+    /// Its standard error, at most [`STDERR_CAP`] bytes (drained alike).
+    pub stderr: Vec<u8>,
+    /// Whether the deadline ended the run (the tool, or something holding its pipes, was
     /// still there).
     pub timed_out: bool,
 }
 
-/// Runs `program` with `args` (no shell; stdin and stderr null), reading at most `cap` bytes of
-/// its stdout, and ends everything it started by `limit` at the latest.
+/// Runs `program` with `args` (no shell; stdin null; `LC_ALL=C`, so its words are the ones
+/// parsers know), reading at most `cap` bytes of its stdout and [`STDERR_CAP`] of its stderr,
+/// and ends everything it started by `limit` at the latest. A program that is not installed
+/// is an error of kind `NotFound`.
 pub fn run_bounded(program: &str, args: &[&str], limit: Duration, cap: usize) -> io::Result<Finished> {
     let deadline = super::time::deadline(Instant::now(), limit);
-    let mut child = Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null()).process_group(0).spawn()?;
+    let mut child = Command::new(program)
+        .args(args)
+        .env("LC_ALL", "C")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()?;
     let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
     let result = drive(&mut child, group, deadline, cap);
     // Whatever is left in the tool's group (a stray holding the pipe, or the tool itself at
@@ -50,47 +65,73 @@ pub fn run_bounded(program: &str, args: &[&str], limit: Duration, cap: usize) ->
     result.map(|f| Finished { status, ..f })
 }
 
-fn drive(child: &mut Child, group: Pid, deadline: Instant, cap: usize) -> io::Result<Finished> {
-    let mut stdout = child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?;
-    super::io::set_nonblocking(stdout.as_fd())?;
-    let mut out = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let mut status = None;
-    let mut eof = false;
-    let mut ready = Vec::new();
-    loop {
-        // Drain what is there.
-        while !eof {
-            match stdout.read(&mut chunk) {
-                Ok(0) => eof = true,
+/// One of the tool's output pipes, read without blocking, up to its cap.
+struct Pipe {
+    file: File,
+    kept: Vec<u8>,
+    cap: usize,
+    eof: bool,
+}
+
+impl Pipe {
+    fn new(fd: Option<impl Into<OwnedFd>>, cap: usize) -> io::Result<Pipe> {
+        let file = File::from(fd.ok_or_else(|| io::Error::other("no pipe to the tool"))?.into());
+        super::io::set_nonblocking(file.as_fd())?;
+        Ok(Pipe { file, kept: Vec::new(), cap, eof: false })
+    }
+
+    /// Reads what is there; what is past the cap is dropped.
+    fn drain(&mut self, chunk: &mut [u8]) -> io::Result<()> {
+        while !self.eof {
+            match self.file.read(chunk) {
+                Ok(0) => self.eof = true,
                 Ok(n) => {
-                    let room = cap.saturating_sub(out.len());
-                    out.extend_from_slice(&chunk[..n.min(room)]);
+                    let room = self.cap.saturating_sub(self.kept.len());
+                    self.kept.extend_from_slice(&chunk[..n.min(room)]);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
+    }
+}
+
+fn drive(child: &mut Child, group: Pid, deadline: Instant, cap: usize) -> io::Result<Finished> {
+    let mut pipes = [Pipe::new(child.stdout.take(), cap)?, Pipe::new(child.stderr.take(), STDERR_CAP)?];
+    let mut chunk = [0u8; 8192];
+    let mut status = None;
+    let mut ready = Vec::new();
+    loop {
+        for pipe in &mut pipes {
+            pipe.drain(&mut chunk)?;
+        }
+        let eof = pipes.iter().all(|p| p.eof);
         if status.is_none() {
             status = child.try_wait()?;
             if status.is_some() && !eof {
-                // The tool is done; anything of its group still holding the pipe is a stray.
+                // The tool is done; anything of its group still holding a pipe is a stray.
                 let _ = killpg(group, Signal::SIGKILL);
             }
         }
+        let done = |pipes: [Pipe; 2], timed_out| {
+            let [out, err] = pipes;
+            Ok(Finished { status, stdout: out.kept, stderr: err.kept, timed_out })
+        };
         if eof && status.is_some() {
-            return Ok(Finished { status, stdout: out, timed_out: false });
+            return done(pipes, false);
         }
         let now = Instant::now();
         if now >= deadline {
-            return Ok(Finished { status, stdout: out, timed_out: true });
+            return done(pipes, true);
         }
         let wait = deadline.saturating_duration_since(now).min(SLICE);
-        if eof {
+        let open: Vec<_> = pipes.iter().filter(|p| !p.eof).map(|p| (p.file.as_fd(), super::io::Interest::Read)).collect();
+        if open.is_empty() {
             std::thread::sleep(wait);
         } else {
-            super::io::wait(&[(stdout.as_fd(), super::io::Interest::Read)], wait, &mut ready)?;
+            super::io::wait(&open, wait, &mut ready)?;
         }
     }
 }
@@ -159,6 +200,15 @@ mod tests {
 
     #[test]
     fn a_missing_tool_is_an_error() {
-        assert!(run_bounded("/nonexistent/fabcheck-tool", &[], Duration::from_secs(1), 10).is_err());
+        let missing = run_bounded("/nonexistent/fabcheck-tool", &[], Duration::from_secs(1), 10);
+        assert_eq!(missing.map(|_| ()).map_err(|e| e.kind()), Err(io::ErrorKind::NotFound));
+    }
+
+    #[test]
+    fn stderr_is_kept_apart_and_capped() {
+        let f = run_bounded("sh", &["-c", "echo out; echo why >&2; head -c 100000 /dev/zero >&2"], Duration::from_secs(20), 1024).unwrap();
+        assert_eq!(f.stdout, b"out\n");
+        assert_eq!((&f.stderr[..4], f.stderr.len()), (&b"why\n"[..], STDERR_CAP));
+        assert!(f.status.is_some_and(|s| s.success()) && !f.timed_out, "{f:?}");
     }
 }
