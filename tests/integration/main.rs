@@ -41,6 +41,41 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// The endpoint a fake agent answers `prepare` with: `device`/`port` of `host` set up for
+/// `spec` (one QP number per QP, a buffer of the test's size), addressed as a healthy node is.
+/// The fake nodes of `rails` and `mesh_scale` share it.
+pub fn fake_endpoint(
+    host: &str,
+    device: &fabcheck::probe::model::Device,
+    port: &fabcheck::probe::model::Port,
+    spec: &fabcheck::control::protocol::TestSpec,
+    gid_index: Option<u8>,
+) -> fabcheck::control::protocol::Endpoint {
+    fabcheck::control::protocol::Endpoint {
+        host: host.into(),
+        device: device.name.clone(),
+        port: port.port as u8,
+        lid: port.lid as u16,
+        gid_index,
+        gid: None,
+        qpns: (0..spec.qps).map(|q| 0x100 + q).collect(),
+        psn: 0x1234,
+        addr: 0x7f00_0000_0000,
+        rkey: 0x42,
+        len: u64::from(spec.size),
+        mtu: port.active_mtu.unwrap_or(4096),
+        link_layer: port.link_layer,
+        rate_gbps: port.rate_gbps,
+        ca_type: device.ca_type.clone(),
+        max_rd_atomic: 16,
+        cm_addr: None,
+        pcie_gbps: None,
+        trained_low: None,
+        conditions: Default::default(),
+        gpu: None,
+    }
+}
+
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}):\n{}", String::from_utf8_lossy(&out.stdout)))
 }

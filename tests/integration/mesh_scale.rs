@@ -35,7 +35,7 @@
 //! The `fabcheck mesh` child always runs under a hang guard: still running after
 //! [`HANG_GUARD`], it is killed and the test fails. That is a guard, not a timing assertion.
 
-use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, Target, TestSpec};
+use fabcheck::control::protocol::{decode, encode, Reply, Request, Role, RunResult, Target, TestSpec};
 use fabcheck::perf::summary::LatencySummary;
 use fabcheck::probe::decode::PortState;
 use fabcheck::probe::{self, Inventory};
@@ -267,29 +267,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     send(&error("no ACTIVE port matches the target"))?;
                     continue;
                 };
-                let endpoint = Endpoint {
-                    host: me.into(),
-                    device: device.name.clone(),
-                    port: port.port as u8,
-                    lid: port.lid as u16,
-                    gid_index: target.gid_index,
-                    gid: None,
-                    qpns: (0..s.qps).map(|q| 0x100 + q).collect(),
-                    psn: 0x1234,
-                    addr: 0x7f00_0000_0000,
-                    rkey: 0x42,
-                    len: u64::from(s.size),
-                    mtu: port.active_mtu.unwrap_or(4096),
-                    link_layer: port.link_layer,
-                    rate_gbps: port.rate_gbps,
-                    ca_type: device.ca_type.clone(),
-                    max_rd_atomic: 16,
-                    cm_addr: None,
-                    pcie_gbps: None,
-                    trained_low: None,
-                    conditions: Default::default(),
-                    gpu: None,
-                };
+                let endpoint = super::fake_endpoint(me, device, port, &s, target.gid_index);
                 spec = Some(s);
                 send(&Reply::Ready { endpoint })?;
             }

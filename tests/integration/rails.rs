@@ -4,7 +4,7 @@
 //! the node's rail count, or answer as a 0.2 agent (no `rails` in the hello). `mesh_rails`
 //! reuses the fake nodes (`start`, `Knobs`).
 
-use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, TestSpec};
+use fabcheck::control::protocol::{decode, encode, Reply, Request, Role, RunResult, TestSpec};
 use fabcheck::gpu::rails::{candidates, resolve};
 use fabcheck::probe::decode::PortState;
 use fabcheck::probe::{self, Inventory};
@@ -110,29 +110,7 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
                     continue;
                 };
                 device = d.name.clone();
-                let endpoint = Endpoint {
-                    host: node.name.clone(),
-                    device: d.name.clone(),
-                    port: p.port as u8,
-                    lid: p.lid as u16,
-                    gid_index: None,
-                    gid: None,
-                    qpns: (0..s.qps).map(|q| 0x100 + q).collect(),
-                    psn: 1,
-                    gpu: None,
-                    addr: 0x7f00_0000_0000,
-                    rkey: 0x42,
-                    len: u64::from(s.size),
-                    mtu: 4096,
-                    link_layer: p.link_layer,
-                    rate_gbps: p.rate_gbps,
-                    ca_type: d.ca_type.clone(),
-                    max_rd_atomic: 16,
-                    cm_addr: None,
-                    pcie_gbps: None,
-                    trained_low: None,
-                    conditions: Default::default(),
-                };
+                let endpoint = super::fake_endpoint(&node.name, d, p, &s, None);
                 spec = Some(s);
                 send(&Reply::Ready { endpoint })?;
             }
