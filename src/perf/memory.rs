@@ -59,20 +59,22 @@ fn gpus() -> Result<Vec<CudaGpu>, PerfError> {
 /// ordering when `relaxed`, dropped where the provider refuses it).
 pub fn register(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemChoice, relaxed: bool) -> Result<Registered, PerfError> {
     match mem {
-        MemChoice::Host => host(pd, len, access, relaxed),
+        MemChoice::Host => host(pd, len, access, relaxed, crate::sys::cpu::device_numa_node(Path::new("/sys"), nic)),
         MemChoice::Cuda(_) | MemChoice::CudaAuto => cuda(pd, nic, len, access, mem, relaxed),
     }
 }
 
-fn host(pd: &ProtectionDomain, len: usize, access: Access, relaxed: bool) -> Result<Registered, PerfError> {
+/// Host memory on the NIC's NUMA node (`numa`: preferred, where the device has one), so it is
+/// local whether or not the test's thread could be pinned near the NIC.
+fn host(pd: &ProtectionDomain, len: usize, access: Access, relaxed: bool, numa: Option<u32>) -> Result<Registered, PerfError> {
     // Relaxed ordering, as perftest registers by default; a provider that refuses the flag
     // gets the plain registration, and the endpoint says which was used.
     if relaxed {
-        if let Ok(region) = MemoryRegion::new(pd, len, access | Access::RELAXED_ORDERING) {
+        if let Ok(region) = MemoryRegion::new_near(pd, len, access | Access::RELAXED_ORDERING, numa) {
             return Ok(Registered { region, relaxed_ordering: true, gpu: None });
         }
     }
-    let region = MemoryRegion::new(pd, len, access).map_err(PerfError::from_reg)?;
+    let region = MemoryRegion::new_near(pd, len, access, numa).map_err(PerfError::from_reg)?;
     Ok(Registered { region, relaxed_ordering: false, gpu: None })
 }
 

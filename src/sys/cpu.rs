@@ -56,10 +56,17 @@ pub fn device_local(sys: &Path, device: &str) -> Vec<usize> {
     if !local.is_empty() {
         return local;
     }
-    match text(&dev.join("numa_node")).and_then(|t| t.trim().parse::<i32>().ok()) {
-        Some(node) if node >= 0 => read(&sys.join(format!("devices/system/node/node{node}/cpulist"))),
-        _ => Vec::new(),
+    match device_numa_node(sys, device) {
+        Some(node) => read(&sys.join(format!("devices/system/node/node{node}/cpulist"))),
+        None => Vec::new(),
     }
+}
+
+/// The NUMA node of an RDMA device's PCI function, from sysfs; None where it has none (-1: a
+/// single-node machine or a virtual device; Soft-RoCE has no PCI function at all).
+pub fn device_numa_node(sys: &Path, device: &str) -> Option<u32> {
+    let path = sys.join("class/infiniband").join(device).join("device/numa_node");
+    read_text(&path, SYSFS_CAP).ok()?.trim().parse::<i32>().ok().and_then(|n| u32::try_from(n).ok())
 }
 
 /// The CPUs the calling thread may run on (its affinity mask: taskset, cgroups, isolcpus).
@@ -152,6 +159,10 @@ mod tests {
         std::fs::write(dev.join("local_cpulist"), "16-19\n").unwrap();
         assert_eq!(device_local(&dir, "mlx5_0"), vec![16, 17, 18, 19]);
         assert!(device_local(&dir, "rxe0").is_empty(), "no PCI function");
+        assert_eq!((device_numa_node(&dir, "mlx5_0"), device_numa_node(&dir, "rxe0")), (Some(1), None));
+        std::fs::write(dev.join("numa_node"), "-1\n").unwrap();
+        assert_eq!(device_numa_node(&dir, "mlx5_0"), None, "-1: no node to prefer");
+        std::fs::write(dev.join("numa_node"), "1\n").unwrap();
         // Hostile trees: a FIFO is not waited on, an oversized file is not read whole; both are
         // "no locality" (the NUMA node's list is then used, as when the file is absent).
         std::fs::remove_file(dev.join("local_cpulist")).unwrap();

@@ -84,6 +84,7 @@ mod error;
 mod loader;
 pub mod mad;
 mod mr;
+mod pages;
 mod pd;
 mod qp;
 pub mod tsc;

@@ -6,7 +6,6 @@ use super::pd::{PdInner, ProtectionDomain};
 use crate::cuda::{DeviceBuffer, DmabufExport};
 use crate::loader as dl;
 use rdma_sys as sys;
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::cell::Cell;
 use std::marker::PhantomData;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -62,8 +61,8 @@ pub(crate) struct MrInner {
 
 /// Where a region's bytes live, and so who frees them (after the registration is gone).
 enum Backing {
-    /// Host memory from `alloc_zeroed` with this layout.
-    Host(Layout),
+    /// Host memory: a mapping of this many bytes from `pages::map`.
+    Host { mapped: usize },
     /// GPU memory: freed when the buffer drops, after the region's `ibv_dereg_mr`; the
     /// dma-buf descriptor (when registered through one) is closed after it too.
     Device { _buffer: DeviceBuffer, _dmabuf: Option<OwnedFd> },
@@ -142,7 +141,7 @@ impl MrInner {
     /// Whether the CPU may touch the bytes (host memory): inline sends copy them, and the
     /// byte accessors read them; neither is allowed on GPU memory.
     pub(crate) fn host_visible(&self) -> bool {
-        matches!(self.backing, Backing::Host(_))
+        matches!(self.backing, Backing::Host { .. })
     }
 }
 
@@ -161,23 +160,31 @@ const PAGE: usize = 4096;
 impl MemoryRegion {
     /// Allocates `len` zeroed bytes (page aligned) and registers them with `access`.
     pub fn new(pd: &ProtectionDomain, len: usize, access: Access) -> Result<Self, VerbsError> {
+        Self::new_near(pd, len, access, None)
+    }
+
+    /// [`MemoryRegion::new`] with the pages on NUMA node `node` where given (the NIC's: see
+    /// `pages`), preferred, not required: a refused or full node leaves them where first touch
+    /// puts them.
+    pub fn new_near(pd: &ProtectionDomain, len: usize, access: Access, node: Option<u32>) -> Result<Self, VerbsError> {
         let alloc_len = len.max(64).next_multiple_of(PAGE);
-        let layout = Layout::from_size_align(alloc_len, PAGE).map_err(|_| VerbsError::Alloc { len })?;
-        // SAFETY: layout has a non-zero size.
-        let buf = unsafe { alloc_zeroed(layout) };
-        if buf.is_null() {
-            return Err(VerbsError::Alloc { len });
+        let buf = crate::pages::map(alloc_len).ok_or(VerbsError::Alloc { len })?;
+        if let Some(node) = node {
+            // Before the registration touches (pins) the pages.
+            if let Err(errno) = crate::pages::prefer_node(buf, alloc_len, node) {
+                tracing::debug!(node, errno, "mbind refused: the buffer's pages go where first touch puts them");
+            }
         }
-        // SAFETY: buf is valid for alloc_len bytes and outlives the registration (freed after dereg).
+        // SAFETY: buf is valid for alloc_len bytes and outlives the registration (unmapped after dereg).
         let mr = unsafe { dl::ibv_reg_mr(pd.inner.pd, buf.cast(), alloc_len, access.bits() as i32) };
         if mr.is_null() {
             let source = last_os_error();
-            // SAFETY: buf came from alloc_zeroed with this layout and was never registered.
-            unsafe { dealloc(buf, layout) };
+            // SAFETY: buf is the mapping made above, never registered.
+            unsafe { crate::pages::unmap(buf, alloc_len) };
             return Err(VerbsError::RegMr { len: alloc_len, source });
         }
         Ok(MemoryRegion {
-            inner: Arc::new(MrInner { mr, buf, backing: Backing::Host(layout), len, access, _pd: pd.inner.clone() }),
+            inner: Arc::new(MrInner { mr, buf, backing: Backing::Host { mapped: alloc_len }, len, access, _pd: pd.inner.clone() }),
             _not_sync: PhantomData,
         })
     }
@@ -306,14 +313,15 @@ impl Drop for MrInner {
         let rc = unsafe { dl::ibv_dereg_mr(self.mr) };
         if rc != 0 {
             tracing::warn!(rc, "ibv_dereg_mr failed; leaking the buffer rather than freeing registered memory");
-            // GPU memory would be freed with the field: forget it instead (a host layout is
-            // never freed on this path).
-            std::mem::forget(std::mem::replace(&mut self.backing, Backing::Host(Layout::new::<u8>())));
+            // GPU memory would be freed with the field: forget it instead (host pages are
+            // never unmapped on this path).
+            std::mem::forget(std::mem::replace(&mut self.backing, Backing::Host { mapped: 0 }));
             return;
         }
-        if let Backing::Host(layout) = self.backing {
-            // SAFETY: buf came from alloc_zeroed with this layout and is no longer registered.
-            unsafe { dealloc(self.buf, layout) };
+        if let Backing::Host { mapped } = self.backing {
+            // SAFETY: buf is the mapping of `mapped` bytes made in `new_near`, no longer
+            // registered, and this is its last handle.
+            unsafe { crate::pages::unmap(self.buf, mapped) };
         }
         // GPU memory: the buffer (a field) is freed after this, its context released after it.
     }
