@@ -241,8 +241,8 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
 struct Perf {
     /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered.
     phy: std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters>,
-    /// PortSamplesControl Tick of the nodes asked (`probe.sample_ticks`) that answered.
-    ticks: std::collections::BTreeMap<Guid, u8>,
+    /// PortSamplesControl Tick of the nodes with a waiting port (`probe.sample_ticks`).
+    ticks: std::collections::BTreeMap<Guid, super::model::TickRead>,
 }
 
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
@@ -293,17 +293,28 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, probe: &Probe) -> Perf {
         if !probe.sample_ticks || tickless_in_a_row >= GIVE_UP {
             continue;
         }
-        // One waiting port asks for the node: its PerfMgt agent's Tick is the node's.
-        let waited = node.ports.iter().find(|p| p.lid != 0 && p.counters.is_some_and(|c| c.xmit_wait > 0));
-        if let Some(p) = waited {
-            match port.port_samples_control(p.lid, p.number).ok().as_deref().and_then(decode::samples_tick) {
-                Some(tick) => {
-                    perf.ticks.insert(node.guid, tick);
-                    tickless_in_a_row = 0;
-                }
-                None => tickless_in_a_row += 1,
-            }
+        // One waiting port asks for the node: its PerfMgt agent's Tick is the node's. Not a
+        // port whose LID an SM answers behind (see `TickRead::SmBehind`).
+        use super::model::TickRead;
+        let sm_behind = |lid: u16| node.ports.iter().any(|q| q.lid == lid && q.info.capability_mask & decode::CAP_IS_SM != 0);
+        let mut waiting = node.ports.iter().filter(|p| p.lid != 0 && p.counters.is_some_and(|c| c.xmit_wait > 0)).peekable();
+        if waiting.peek().is_none() {
+            continue;
         }
+        let read = match waiting.find(|p| !sm_behind(p.lid)) {
+            None => TickRead::SmBehind,
+            Some(p) => match port.port_samples_control(p.lid, p.number).ok().as_deref().and_then(decode::samples_tick) {
+                Some(tick) => {
+                    tickless_in_a_row = 0;
+                    TickRead::Tick(tick)
+                }
+                None => {
+                    tickless_in_a_row += 1;
+                    TickRead::NoAnswer
+                }
+            },
+        };
+        perf.ticks.insert(node.guid, read);
     }
     fabric.gaps.extend(gaps);
     perf

@@ -398,7 +398,19 @@ pub struct Tables {
     /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered (lifetime
     /// figures, from the first read of a run): `phy.fec`, `phy.ber`.
     pub phy: std::collections::BTreeMap<(Guid, u8), super::decode::ExtSpeedsCounters>,
-    /// PortSamplesControl Tick of the nodes asked (the end of a soak window, nodes with a port
-    /// that waited): PortXmitWait counts (Tick + 1) symbol times (`fabric.congestion`).
-    pub sample_ticks: std::collections::BTreeMap<Guid, u8>,
+    /// PortSamplesControl Tick of the nodes with a port that waited (read at the end of a soak
+    /// window): PortXmitWait counts (Tick + 1) symbol times (`fabric.congestion`).
+    pub sample_ticks: std::collections::BTreeMap<Guid, TickRead>,
+}
+
+/// A node's PortSamplesControl Tick, as `fabric` read it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TickRead {
+    Tick(u8),
+    /// Asked, and not answered (ibsim does not implement the attribute).
+    NoAnswer,
+    /// Not asked: an SM runs behind the node's PerfMgt address (PortInfo IsSM). A simulated
+    /// fabric (ibsim) hands an attribute it lacks to the client on that port, the SM, which
+    /// dies of it; a real agent answers, but the share is not worth an SM.
+    SmBehind,
 }

@@ -6,7 +6,7 @@
 
 use super::decode::ExtSpeedsCounters;
 use super::links::{end_name, Index};
-use super::model::{Fabric, Guid, Tables};
+use super::model::{Fabric, Guid, Tables, TickRead};
 use crate::diagnose::{Finding, Severity};
 use crate::probe::decode::Width;
 
@@ -109,9 +109,15 @@ enum Waited {
     Ticks { why: &'static str },
 }
 
-fn waited(wait: u64, seconds: f64, tick: Option<u8>, speed: crate::probe::decode::Speed) -> Waited {
-    let Some(tick) = tick else {
-        return Waited::Ticks { why: "the node's PortSamplesControl did not answer, so the tick's length is not known" };
+fn waited(wait: u64, seconds: f64, tick: Option<TickRead>, speed: crate::probe::decode::Speed) -> Waited {
+    let tick = match tick {
+        Some(TickRead::Tick(tick)) => tick,
+        Some(TickRead::SmBehind) => {
+            return Waited::Ticks { why: "an SM runs behind the node's PerfMgt address, so its PortSamplesControl was not asked" };
+        }
+        Some(TickRead::NoAnswer) | None => {
+            return Waited::Ticks { why: "the node's PortSamplesControl did not answer, so the tick's length is not known" };
+        }
     };
     let Some(tick_ns) = super::decode::xmit_wait_tick_ns(tick, speed) else {
         return Waited::Ticks { why: "the port's speed is not known, so the tick's length is not either" };
@@ -126,7 +132,7 @@ fn waited(wait: u64, seconds: f64, tick: Option<u8>, speed: crate::probe::decode
 /// Over a soak window (the counters already hold what rose in it): each port whose
 /// PortXmitWait rose, the longest wait first, as a share of the window where the node's
 /// PortSamplesControl Tick says the counter's unit (`ticks`), else in ticks per second.
-pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTreeMap<Guid, u8>) -> Vec<Finding> {
+pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTreeMap<Guid, TickRead>) -> Vec<Finding> {
     let index = Index::new(fabric);
     let mut waits: Vec<(u64, Guid, u8, Waited)> = fabric
         .nodes
@@ -287,7 +293,7 @@ mod tests {
     #[test]
     fn congestion_is_a_share_of_the_window_where_the_tick_is_known() {
         use crate::probe::decode::Speed;
-        let ticks = [(Guid(0x100), 7u8)].into_iter().collect();
+        let ticks = [(Guid(0x100), TickRead::Tick(7))].into_iter().collect();
         // HDR: 0.16 ns a symbol, Tick 7 = 8 symbols = 1.28 ns; 10 s at 12.5% is 1.25 s waited.
         let f = congestion(&at_speed(Speed::Hdr, 976_562_500), 10.0, &ticks);
         assert_eq!(
@@ -296,12 +302,16 @@ mod tests {
              at this speed): the port had data to send and no credits"
         );
         // SDR: 4 ns a symbol, Tick 0 = 4 ns; a counter past the window is not made a share.
-        let ticks = [(Guid(0x100), 0u8)].into_iter().collect();
+        let ticks = [(Guid(0x100), TickRead::Tick(0))].into_iter().collect();
         let f = congestion(&at_speed(Speed::Sdr, 3_000_000_000), 10.0, &ticks);
         assert!(f[0].message.contains("3000000000 ticks") && f[0].message.contains("this device counts in other units"), "{}", f[0].message);
         // An unknown speed: ticks.
         let f = congestion(&at_speed(Speed::Unknown(0), 10), 10.0, &ticks);
         assert!(f[0].message.contains("the port's speed is not known"), "{}", f[0].message);
+        // Not asked where an SM answers: ticks, and why.
+        let ticks = [(Guid(0x100), TickRead::SmBehind)].into_iter().collect();
+        let f = congestion(&at_speed(Speed::Hdr, 10), 10.0, &ticks);
+        assert!(f[0].message.contains("an SM runs behind the node's PerfMgt address"), "{}", f[0].message);
     }
 
     #[test]
@@ -310,7 +320,7 @@ mod tests {
         let mut f = at_speed(Speed::Edr, 1_000_000);
         f.nodes[0].ports[0].counters = Some(Counters { xmit_wait: 5_000_000_000, ..Counters::default() });
         // The host's known share first, then the switch's ticks (no Tick from the leaf).
-        let ticks = [(Guid(0x100), 0u8)].into_iter().collect();
+        let ticks = [(Guid(0x100), TickRead::Tick(0))].into_iter().collect();
         let order: Vec<String> = congestion(&f, 10.0, &ticks).into_iter().map(|f| f.message[..12].to_string()).collect();
         assert_eq!(order, vec!["at hostB[1]:", "at leaf1[2]:"]);
     }

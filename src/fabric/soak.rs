@@ -14,7 +14,7 @@ pub struct FabricWindow {
     /// `node description port N: counter ...` for each counter said, not judged.
     pub not_judged: Vec<String>,
     /// PortSamplesControl Tick of the nodes that waited, read at the window's end.
-    pub sample_ticks: std::collections::BTreeMap<super::model::Guid, u8>,
+    pub sample_ticks: std::collections::BTreeMap<super::model::Guid, super::model::TickRead>,
 }
 
 type Field = (&'static str, u64, fn(&mut Counters) -> &mut u64);
