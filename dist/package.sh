@@ -22,7 +22,9 @@
 #                        byte-identical binaries (the packaging tier of tests/run-all.sh sets it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=$PWD
+# The physical path: the remapped prefixes below must be the ones cargo hands rustc, whatever
+# symlink the tree was reached through.
+root=$(pwd -P)
 start=$(date +%s)
 
 version=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -54,8 +56,8 @@ fail() {
 # The Maintainer: configuration, not a placeholder (lintian rejects bogus addresses).
 maintainer=${FABCHECK_MAINTAINER:-}
 if [[ -z $maintainer ]]; then
-	git_name=$(git -C "$root" config user.name 2>/dev/null || true)
-	git_mail=$(git -C "$root" config user.email 2>/dev/null || true)
+	git_name=$(git config user.name 2>/dev/null || true)
+	git_mail=$(git config user.email 2>/dev/null || true)
 	[[ -n $git_name && -n $git_mail ]] && maintainer="$git_name <$git_mail>"
 fi
 [[ -n $maintainer ]] || die "no maintainer: set FABCHECK_MAINTAINER='Your Name <you@your.domain>' (or git's user.name and user.email)"
@@ -64,9 +66,17 @@ maintainer_form='^[^<>]+ <[^@<> ]+@[^@<> ]+\.[^@<> ]+>$'
 	die "FABCHECK_MAINTAINER='$maintainer' is not 'Name <user@host.domain>'"
 # Reproducible: the build date is the commit's unless given, and the paths of this checkout, the
 # target directory and cargo's registry are remapped, so no build directory leaks into the binary.
-commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+# A tree that is not a checkout of its own (tests/run-all.sh packages a copy) is given its commit.
+in_git=0
+[[ $(git -C "$root" rev-parse --show-toplevel 2>/dev/null) == "$(cd "$root" && pwd -P)" ]] && in_git=1
+commit=${FABCHECK_GIT_COMMIT:-}
+if [[ -z $commit ]]; then
+	commit=unknown
+	((in_git)) && commit=$(git -C "$root" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
+fi
 if [[ -z ${SOURCE_DATE_EPOCH:-} ]]; then
-	SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)
+	SOURCE_DATE_EPOCH=$(date +%s)
+	((in_git)) && SOURCE_DATE_EPOCH=$(git -C "$root" log -1 --format=%ct 2>/dev/null || date +%s)
 fi
 export SOURCE_DATE_EPOCH
 export FABCHECK_GIT_COMMIT=$commit
@@ -126,12 +136,16 @@ build() {
 		# prefixes match a path rustc applies the last: the longest goes last (the copy of the tree
 		# lies inside the target directory, the target directory inside the tree).
 		export FABCHECK_LINK_DIR="$tools/run"
-		local flags="-C linker=$link_wrapper -C link-arg=-Wl,--build-id=sha1" from to
+		# CARGO_ENCODED_RUSTFLAGS (flags apart by 0x1f, not by spaces): a checkout under a
+		# directory whose name has a space (`/tmp/a b/fabcheck`) stays one flag.
+		local sep=$'\x1f' flags from to
+		flags="-C${sep}linker=$link_wrapper${sep}-C${sep}link-arg=-Wl,--build-id=sha1"
 		while IFS=$'\t' read -r _ from to; do
-			flags+=" --remap-path-prefix=$from=$to"
+			flags+="${sep}--remap-path-prefix=$from=$to"
 		done < <(printf '%s\t%s\n' "$src" "/usr/src/fabcheck-$version" "$into" "/usr/src/fabcheck-$version/target" \
 			"$cargo_home" "/usr/src/cargo" | awk -F'\t' '{ print length($1) "\t" $0 }' | sort -n)
-		export RUSTFLAGS=$flags
+		unset RUSTFLAGS
+		export CARGO_ENCODED_RUSTFLAGS=$flags
 		# bindgen reads the hyphenated name first (not a shell variable name: set through env).
 		env "BINDGEN_EXTRA_CLANG_ARGS_$rust_triple=-idirafter /usr/include" "BINDGEN_EXTRA_CLANG_ARGS_${rust_triple//-/_}=-idirafter /usr/include" \
 			nice cargo-zigbuild zigbuild --manifest-path "$src/Cargo.toml" --locked --release --target "$rust_triple.$min_glibc" --bin fabcheck
@@ -158,9 +172,14 @@ if [[ ${FABCHECK_REPRO_CHECK:-0} == 1 ]]; then
 	mkdir -p "$copy"
 	# The files git would build from (tracked, and untracked but not ignored), without .git
 	# (tar keeps the fixtures' symlinks as links; a file deleted but not yet staged is left out).
-	(cd "$root" && git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-		[[ -e $f || -L $f ]] && printf '%s\0' "$f"
-	done | tar --null -T - -cf -) | tar -C "$copy" -xf - || die "cannot copy the tree to $copy"
+	# A tree that is no checkout of its own is copied whole but for its target directory.
+	if ((in_git)); then
+		(cd "$root" && git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+			[[ -e $f || -L $f ]] && printf '%s\0' "$f"
+		done | tar --null -T - -cf -) | tar -C "$copy" -xf - || die "cannot copy the tree to $copy"
+	else
+		tar -C "$root" --exclude=./target -cf - . | tar -C "$copy" -xf - || die "cannot copy the tree to $copy"
+	fi
 	say "reproducibility: a clean build again from $copy"
 	build "$copy" "$repro/target"
 	if cmp -s "$first" "$repro/target/$rust_triple/release/fabcheck"; then
@@ -426,6 +445,16 @@ verify() {
 	say "$label: ok"
 }
 
+# leftovers ROOT: what an erase left in a scratch root (up to 5 paths, relative to it): any file
+# outside var/ (the package manager's own database), and any directory named after fabcheck.
+# Matched on the path inside ROOT, never the absolute one: ROOT lies in the checkout, and a
+# clone named `fabcheck` (git's default) once matched every directory of it.
+leftovers() {
+	find "$1" -mindepth 1 -printf '%y %P\n' |
+		awk '{ type = substr($0, 1, 1); path = substr($0, 3) }
+			path != "var" && substr(path, 1, 4) != "var/" && (type == "f" || path ~ /fabcheck/) { print path }' | head -n 5
+}
+
 v=$work/verify
 mkdir -p "$v/tar" "$v/deb" "$v/rpm"
 tar -C "$v/tar" -xzf "$dist/$name.tar.gz"
@@ -447,7 +476,7 @@ if dpkg --root="$droot" --force-depends --force-not-root -i "$deb" >"$v/dpkg.log
 	dpkg --root="$droot" -s fabcheck 2>/dev/null | grep -q '^Status: install ok installed' || fail ".deb: dpkg -i did not record it installed"
 	verify ".deb (dpkg -i)" "$droot/usr"
 	dpkg --root="$droot" --force-depends --force-not-root -r fabcheck >>"$v/dpkg.log" 2>&1 || fail ".deb: dpkg -r failed: $(cat "$v/dpkg.log")"
-	left=$(find "$droot" -path "$droot/var" -prune -o -type f -print | head -n 5)
+	left=$(leftovers "$droot")
 	[[ -z $left ]] || fail ".deb: dpkg -r left files: $left"
 else
 	fail ".deb: dpkg -i into a scratch root failed: $(cat "$v/dpkg.log")"
@@ -466,7 +495,7 @@ mkdir -p "$rroot"
 if rpm --root "$rroot" --dbpath /var/lib/rpm --nodeps --noscripts -i "$rpm" >"$v/rpm.log" 2>&1; then
 	verify ".rpm (rpm -i)" "$rroot/usr"
 	rpm --root "$rroot" --dbpath /var/lib/rpm --nodeps --noscripts -e fabcheck >>"$v/rpm.log" 2>&1 || fail ".rpm: rpm -e failed: $(cat "$v/rpm.log")"
-	left=$(find "$rroot" -path "$rroot/var" -prune -o \( -type f -o -path '*fabcheck*' \) -print | head -n 5)
+	left=$(leftovers "$rroot")
 	[[ -z $left ]] || fail ".rpm: rpm -e left behind: $left"
 else
 	fail ".rpm: rpm -i into a scratch root failed: $(cat "$v/rpm.log")"

@@ -54,8 +54,23 @@ pkg_start=$(date +%s)
 # the reproducibility check: the binary rebuilt from a copy of the tree elsewhere, byte-identical.
 # Its own target directory (the release build is another profile and target anyway), which also
 # proves the script follows CARGO_TARGET_DIR.
+# The tree it packages is a copy at a path that holds what a user's clone may: a directory
+# named `fabcheck` (git clone's default: it once matched every scratch directory's absolute
+# path), a space, and a parent reached through a symlink.
+pkg_base="$PWD/target/package"
+rm -rf "$pkg_base/scratch dir" "$pkg_base/via-link"
+mkdir -p "$pkg_base/scratch dir/fabcheck"
+ln -s "scratch dir" "$pkg_base/via-link"
+pkg_tree="$pkg_base/via-link/fabcheck"
+git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+	[[ -e $f || -L $f ]] && printf '%s\0' "$f"
+done | tar --null -T - -cf - | tar -C "$pkg_tree" -xf -
+# The copy is not a git checkout: the packages take the commit and its date from this one.
+pkg_epoch=$(git log -1 --format=%ct)
 FABCHECK_MAINTAINER="${FABCHECK_MAINTAINER:-fabcheck CI <ci@fabcheck.example.org>}" FABCHECK_REPRO_CHECK=1 \
-	CARGO_TARGET_DIR="$PWD/target/package" dist/package.sh
+	SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$pkg_epoch}" FABCHECK_GIT_COMMIT="$(git rev-parse --short=12 HEAD)" \
+	CARGO_TARGET_DIR="$pkg_base/target" "$pkg_tree/dist/package.sh"
+rm -rf "$pkg_base/scratch dir" "$pkg_base/via-link"
 ran+=("packages ($(( $(date +%s) - pkg_start )) s)")
 
 echo "== ibsim tier: fabcheck fabric against simulated InfiniBand subnets" >&2

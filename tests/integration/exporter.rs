@@ -416,12 +416,15 @@ fn cpu_seconds(pid: u32) -> f64 {
 fn out_of_descriptors_it_waits_instead_of_spinning_and_serves_again() {
     // An open-files limit below the connection cap: accept fails with EMFILE while the
     // backlog holds connections, and the listener stays readable.
-    let script = format!(
-        "ulimit -n 40 && exec {} exporter --listen 127.0.0.1:0 --interval 60 --sysfs-root {}",
-        env!("CARGO_BIN_EXE_fabcheck"),
-        fixtures_dir().join("rxe-veth").display()
-    );
-    let mut child = Command::new("sh").args(["-c", &script]).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    // The paths as arguments, never spliced into the script: the checkout's may hold a space.
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -n 40 && exec \"$0\" exporter --listen 127.0.0.1:0 --interval 60 --sysfs-root \"$1\""])
+        .arg(env!("CARGO_BIN_EXE_fabcheck"))
+        .arg(fixtures_dir().join("rxe-veth"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
     let mut line = String::new();
     stderr.read_line(&mut line).unwrap();

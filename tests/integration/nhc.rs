@@ -99,6 +99,12 @@ fn tree(name: &str) -> String {
     fixtures_dir().join(name).display().to_string()
 }
 
+/// A path as one word of an `nhc.conf` line, which NHC evaluates as shell: the checkout may lie
+/// under a directory whose name has a space.
+fn quoted(path: &str) -> String {
+    format!("'{}'", path.replace('\'', "'\\''"))
+}
+
 fn oneline(tree: &str) -> String {
     let out = super::fabcheck(&["check", "--sysfs-root", tree, "--format", "oneline"]);
     String::from_utf8(out.stdout).unwrap().trim_end().to_string()
@@ -106,14 +112,14 @@ fn oneline(tree: &str) -> String {
 
 #[test]
 fn a_healthy_node_is_left_alone_and_a_failing_one_drained_with_fabchecks_line() {
-    let nhc = Nhc::new("pass", &format!("check_fabcheck --sysfs-root {}", tree("hdr-ib-healthy")));
+    let nhc = Nhc::new("pass", &format!("check_fabcheck --sysfs-root {}", quoted(&tree("hdr-ib-healthy"))));
     let out = nhc.run(&fabcheck_bin());
     assert_eq!(out.status.code(), Some(0), "{}", said(&out));
     assert!(nhc.scontrol_calls().is_empty(), "a healthy node was drained: {:?}", nhc.scontrol_calls());
 
     for fixture in ["ib-init-no-sm", "ofed-inbox-loaded"] {
         let failing = tree(fixture);
-        let nhc = Nhc::new(fixture, &format!("check_fabcheck --sysfs-root {failing}"));
+        let nhc = Nhc::new(fixture, &format!("check_fabcheck --sysfs-root {}", quoted(&failing)));
         let out = nhc.run(&fabcheck_bin());
         assert_eq!(out.status.code(), Some(1), "{fixture}: {}", said(&out));
         assert_eq!(nhc.drained_with(&out), oneline(&failing), "{fixture}: the drain reason is fabcheck's line");
@@ -173,9 +179,9 @@ fn the_snippet_finds_fabcheck_in_usr_local_bin_under_nhcs_path() {
         "fabcheck is installed on NHC's PATH here: the test cannot tell"
     );
     for (fixture, want_exit) in [("hdr-ib-healthy", 0), ("ib-init-no-sm", 1)] {
-        let nhc = Nhc::new(&format!("local-{fixture}"), &format!("check_fabcheck --sysfs-root {}", tree(fixture)));
+        let nhc = Nhc::new(&format!("local-{fixture}"), &format!("check_fabcheck --sysfs-root {}", quoted(&tree(fixture))));
         // Root maps to itself; elsewhere a user namespace gives the mount.
-        let script = format!("mount --bind {} /usr/local/bin && exec bash \"$@\"", bin.display());
+        let script = format!("mount --bind {} /usr/local/bin && exec bash \"$@\"", quoted(&bin.display().to_string()));
         let out = nhc
             .command("unshare")
             .args(["--map-root-user", "--mount", "--propagation", "private", "sh", "-c", &script, "sh"])
