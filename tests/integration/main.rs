@@ -12,6 +12,7 @@ mod fixtures;
 mod flaky;
 mod formats;
 mod fuzz;
+mod golden;
 mod gpu;
 mod hardening;
 mod health_outputs;
