@@ -26,7 +26,7 @@
 use fabcheck::control::protocol::{decode, encode, Endpoint, Reply, Request, Role, RunResult, TestSpec};
 use fabcheck::model::rails::{Rail, RailSpec};
 use fabcheck::perf::summary::LatencySummary;
-use fabcheck::probe::decode::PortState;
+use fabcheck::port::PortState;
 use fabcheck::probe::{self, Inventory};
 use fabcheck::sys::io::{self, Interest, Readiness};
 use std::collections::{HashMap, HashSet};

@@ -23,6 +23,7 @@ pub mod mesh;
 pub mod model;
 pub mod pair;
 pub mod perf;
+pub mod port;
 pub mod probe;
 pub mod progress;
 pub mod report;

@@ -6,7 +6,7 @@
 
 use super::expect::SmPlace;
 use super::{Expectations, Report, Scope, Severity, Sheet, Verdict};
-use crate::probe::decode::LinkLayer;
+use crate::port::LinkLayer;
 use crate::probe::firmware::{self, LinkType};
 use crate::probe::ipoib::IpoibState;
 use crate::probe::ofed::{self, ModuleOrigin, ModuleState, OfedFacts};

@@ -1,6 +1,6 @@
 //! What the operator says the node should be: `--expect KEY=VALUE` and profile files.
 
-use crate::probe::decode::{LinkLayer, Mtu, PortState, Speed, Width};
+use crate::port::{LinkLayer, Mtu, PortState, Speed, Width};
 use crate::probe::ipoib::IpoibMode;
 use serde::Serialize;
 

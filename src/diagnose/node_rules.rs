@@ -228,7 +228,7 @@ fn mtu_consistency(input: &Input<'_>, sheet: &mut Sheet) {
         .inventory
         .ports()
         .filter(|(d, _)| input.scope.device.as_deref().is_none_or(|s| s == d.name))
-        .filter(|(_, p)| p.state == crate::probe::decode::PortState::Active)
+        .filter(|(_, p)| p.state == crate::port::PortState::Active)
         .filter_map(|(d, p)| p.active_mtu.map(|m| (format!("{}/{}", d.name, p.port), m)))
         .collect();
     let Some(&top) = mtus.iter().map(|(_, m)| m).max() else { return };

@@ -7,7 +7,7 @@
 //! they are said as such, and an old total is never an error on its own.
 
 use super::{Severity, Sheet};
-use crate::probe::decode::{LinkLayer, PhysState};
+use crate::port::{LinkLayer, PhysState};
 use crate::probe::fec::FecMode;
 use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
@@ -498,7 +498,7 @@ mod tests {
             uncorrectable_blocks: 3,
             ..ExtSpeedsCounters::default()
         };
-        port.phy = Some(crate::fabric::local::ib_phy(&c, crate::probe::decode::Speed::Hdr, crate::probe::decode::Width::X4));
+        port.phy = Some(crate::fabric::local::ib_phy(&c, crate::port::Speed::Hdr, crate::port::Width::X4));
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
         let find = |id: &str| sheet.findings.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}: {:#?}", sheet.findings));

@@ -2,8 +2,8 @@
 
 use super::unreadable::{why, Unread};
 use super::{gbps, Expectations, Severity, Sheet};
+use crate::port::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::catype;
-use crate::probe::decode::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::{Device, Port};
 
 /// The rules of one port. A rule whose input file could not be read (`unread`) is skipped: its
@@ -292,8 +292,8 @@ fn fraction(lanes: u32, want: u32) -> String {
 fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
     // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
-    let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
-    let routable_any = port.gids.iter().any(|g| decode::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
+    let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
+    let routable_any = port.gids.iter().any(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
     let gids_unread = ["gids/", "gid_attrs/"].iter().any(|dir| unread.port_under(&device.name, port.port, dir));
     let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
     if let Some(g) = routable_v2.first() {

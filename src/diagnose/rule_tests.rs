@@ -3,7 +3,7 @@
 //! fixtures and altered one field at a time, and host facts gathered from a fake root.
 
 use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
-use crate::probe::decode::GidType;
+use crate::port::GidType;
 use crate::probe::host::{self, HostFacts, UverbsFile};
 use crate::probe::partner::{LinkPartner, PartnerUnknown};
 use crate::probe::{self, Inventory};
@@ -342,17 +342,17 @@ fn an_hdr_card_trained_at_edr_fails_without_any_expectation() {
     // What the live probe reads from port_cap_flags2 (HDR supported) on a port that trained EDR.
     let mut inv = fixture("hdr-ib-healthy");
     let p = &mut inv.devices[0].ports[0];
-    p.speed = crate::probe::decode::Speed::Edr;
+    p.speed = crate::port::Speed::Edr;
     p.speed_supported = crate::probe::capacity::speed_supported(crate::probe::capacity::CAP2_SPEED_HDR);
     // Since 0.3 the ceiling is what both ends enable: the peer's PortInfo enables 4X HDR.
-    p.partner = Some(LinkPartner::Enabled { width: crate::probe::decode::Width::X4, speed: crate::probe::decode::Speed::Hdr });
+    p.partner = Some(LinkPartner::Enabled { width: crate::port::Width::X4, speed: crate::port::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
     assert_eq!(r.verdict, Verdict::Fail);
     assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "4X EDR", Some("4X HDR"));
     assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
     assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("speed EDR of HDR"));
     // The other port, at its best, passes; a port that says nothing is not judged.
-    inv.devices[1].ports[0].speed_supported = Some(crate::probe::decode::Speed::Hdr);
+    inv.devices[1].ports[0].speed_supported = Some(crate::port::Speed::Hdr);
     let r = diagnose(&inv, None, &Expectations::default());
     assert_check(check(&r, "link.trained", "mlx5_1/1"), Status::Pass, "4X HDR", Some("4X HDR"));
     let r = diagnose(&fixture("hdr-ib-healthy"), None, &Expectations::default());
@@ -416,10 +416,10 @@ fn portinfo_width_below_what_the_port_supports_fails_link_trained() {
     // A 4X port trained at 1X, as PortInfo shows it (LinkWidthSupported/Enabled 4X).
     let mut inv = fixture("hdr-ib-healthy");
     let p = &mut inv.devices[0].ports[0];
-    p.width = crate::probe::decode::Width::X1;
-    p.width_supported = Some(crate::probe::decode::Width::X4);
-    p.speed_supported = Some(crate::probe::decode::Speed::Hdr);
-    p.partner = Some(LinkPartner::Enabled { width: crate::probe::decode::Width::X4, speed: crate::probe::decode::Speed::Hdr });
+    p.width = crate::port::Width::X1;
+    p.width_supported = Some(crate::port::Width::X4);
+    p.speed_supported = Some(crate::port::Speed::Hdr);
+    p.partner = Some(LinkPartner::Enabled { width: crate::port::Width::X4, speed: crate::port::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
     assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
     assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("width 1X of 4X"));
@@ -457,7 +457,7 @@ fn stack_rdma_core_fails_without_libibverbs_warns_without_librdmacm_and_says_not
 
 #[test]
 fn an_ib_port_below_its_own_best_is_a_warning_when_the_peer_is_unknown_and_passes_at_what_the_peer_enables() {
-    use crate::probe::decode::{Speed, Width};
+    use crate::port::{Speed, Width};
     // An NDR HCA (4X-capable) on a 2X split cable: NDR200, 2X NDR.
     let mut inv = fixture("hdr-ib-healthy");
     let p = &mut inv.devices[0].ports[0];
@@ -510,7 +510,7 @@ fn a_roce_port_is_judged_against_the_fastest_mode_both_ends_advertise() {
 
 #[test]
 fn a_2x_split_port_passes_when_the_bundles_peer_portinfo_enables_2x() {
-    use crate::probe::decode::{Speed, Width};
+    use crate::port::{Speed, Width};
     // ndr-ib-2x: a ConnectX-7 at 2X NDR; its bundle holds the switch port's PortInfo one hop
     // out (tools/peer_portinfo/mlx5_0-1.txt): enabled 1X or 2X, NDR.
     let mut inv = fixture("ndr-ib-2x");

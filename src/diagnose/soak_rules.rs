@@ -6,7 +6,7 @@
 
 use super::phy_rules::EFFECTIVE_BER_LIMIT;
 use super::{Severity, Sheet};
-use crate::probe::decode::LinkLayer;
+use crate::port::LinkLayer;
 use crate::probe::soak::{Change, PortWindow, LINK_DOWN_EVENTS};
 use crate::probe::Port;
 

@@ -4,7 +4,7 @@
 
 use super::metrics::{self, CounterDir, Kind, Metric};
 use crate::diagnose::{Report, Severity, Status, Verdict};
-use crate::probe::decode::{LinkLayer, PhysState, PortState};
+use crate::port::{LinkLayer, PhysState, PortState};
 use crate::probe::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
 use crate::probe::{Device, Inventory, Port};

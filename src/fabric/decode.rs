@@ -3,7 +3,7 @@
 //! and constructed payloads, including the speeds the simulator cannot produce (FDR..XDR).
 
 use super::model::{Counters, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
-use crate::probe::decode::{PhysState, PortState, Speed, Width};
+use crate::port::{PhysState, PortState, Speed, Width};
 
 /// Reads `width` bits starting `offset` bits from the start of `buf`, most significant bit
 /// first: libibmad's `BITSOFFS(offset, width)` fields. Bits past the end read as zero.

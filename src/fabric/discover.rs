@@ -4,7 +4,7 @@
 
 use super::decode;
 use super::model::{Counters, Fabric, Gap, Guid, LocalView, Node, NodeType, Port, SmInfo, Tables};
-use crate::probe::decode::PortState;
+use crate::port::PortState;
 use fabcheck_verbs::mad::{self, DiscoverConfig, MadError, MadPort, RawNode};
 use std::collections::HashSet;
 
@@ -350,9 +350,9 @@ impl Agent {
         port: &MadPort,
         lid: u16,
         number: u8,
-        speed: crate::probe::decode::Speed,
+        speed: crate::port::Speed,
     ) -> Option<decode::ExtSpeedsCounters> {
-        use crate::probe::decode::Speed;
+        use crate::port::Speed;
         let rs_fec = matches!(speed, Speed::Hdr | Speed::Ndr | Speed::Xdr);
         if self.speeds_failed || (!rs_fec && !matches!(speed, Speed::Fdr | Speed::Edr)) {
             return None;

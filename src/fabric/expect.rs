@@ -1,7 +1,7 @@
 //! What the operator expects of the subnet: `fabcheck fabric --expect KEY=VALUE`.
 
 use super::model::ErrorCounter;
-use crate::probe::decode::{Speed, Width};
+use crate::port::{Speed, Width};
 
 /// Expectations and error-counter thresholds, with sane defaults.
 #[derive(Debug, Clone, PartialEq)]

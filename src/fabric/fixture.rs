@@ -2,7 +2,7 @@
 //! trained link 4X HDR (200 Gb/s) unless said otherwise.
 
 use super::model::{Fabric, Guid, LocalView, Node, NodeType, Port, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
-use crate::probe::decode::{PhysState, PortState, Speed, Width};
+use crate::port::{PhysState, PortState, Speed, Width};
 
 pub fn hdr() -> PortInfo {
     PortInfo {

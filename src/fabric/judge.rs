@@ -7,7 +7,7 @@ use super::links::{end_name, node_name, Index, Link, LinkKey};
 use super::model::{ErrorCounter, Fabric, Gap, Guid, Node, NodeType, SmState};
 use super::topology::{NodeKey, Topology};
 use crate::diagnose::{Finding, Severity};
-use crate::probe::decode::{link_rate, PhysState, PortState, Speed, Width};
+use crate::port::{link_rate, PhysState, PortState, Speed, Width};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// Findings, sorted errors first, and which link ends each finding touches (for the table).

@@ -7,7 +7,7 @@
 //! sysfs say.
 
 use super::decode::{self, ExtSpeedsCounters};
-use crate::probe::decode::{LinkLayer, Speed, Width};
+use crate::port::{LinkLayer, Speed, Width};
 use crate::probe::fec::FecMode;
 use crate::probe::phy::Phy;
 use crate::probe::Inventory;
@@ -122,7 +122,7 @@ mod tests {
         assert_eq!((edr.fec, edr.lane_gbps), (None, Some(25.0)));
     }
     use crate::fabric::model::{SpeedSet, WidthSet};
-    use crate::probe::decode::{PhysState, PortState, Speed, Width};
+    use crate::port::{PhysState, PortState, Speed, Width};
     use crate::probe::partner::LinkPartner;
 
     fn info(width_enabled: u8, width_supported: u8, speed_enabled: u32, speed_supported: u32) -> crate::fabric::model::PortInfo {

@@ -1,7 +1,7 @@
 //! The subnet as plain typed data: nodes, ports with their decoded PortInfo, the SM.
 //! Filled by `discover` (live MADs) or by tests; judged by `judge`; printed by `report`.
 
-use crate::probe::decode::{link_rate, PhysState, PortState, Speed, Width};
+use crate::port::{link_rate, PhysState, PortState, Speed, Width};
 use serde::{Serialize, Serializer};
 use std::fmt;
 

@@ -8,7 +8,7 @@ use super::decode::ExtSpeedsCounters;
 use super::links::{end_name, Index};
 use super::model::{Fabric, Guid, Tables, TickRead};
 use crate::diagnose::{Finding, Severity};
-use crate::probe::decode::Width;
+use crate::port::Width;
 
 /// The lane rule of `check`'s `phy.ber` (diagnose::phy_rules, docs/checks.md): a lane with
 /// more than half of the port's corrected errors, with 1000 or more in all (below that the
@@ -109,7 +109,7 @@ enum Waited {
     Ticks { why: &'static str },
 }
 
-fn waited(wait: u64, seconds: f64, tick: Option<TickRead>, speed: crate::probe::decode::Speed) -> Waited {
+fn waited(wait: u64, seconds: f64, tick: Option<TickRead>, speed: crate::port::Speed) -> Waited {
     let tick = match tick {
         Some(TickRead::Tick(tick)) => tick,
         Some(TickRead::SmBehind) => {
@@ -184,7 +184,7 @@ pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTree
 mod tests {
     use super::*;
     use crate::fabric::model::{Counters, LocalView, Node, NodeType, Port};
-    use crate::probe::decode::PortState;
+    use crate::port::PortState;
 
     fn fabric() -> Fabric {
         let mut info = crate::fabric::decode::port_info(&[0u8; 64], &[0u8; 64]);
@@ -281,7 +281,7 @@ mod tests {
         );
     }
 
-    fn at_speed(speed: crate::probe::decode::Speed, wait: u64) -> Fabric {
+    fn at_speed(speed: crate::port::Speed, wait: u64) -> Fabric {
         let mut f = fabric();
         for p in &mut f.nodes[1].ports {
             p.info.speed_active = speed;
@@ -292,7 +292,7 @@ mod tests {
 
     #[test]
     fn congestion_is_a_share_of_the_window_where_the_tick_is_known() {
-        use crate::probe::decode::Speed;
+        use crate::port::Speed;
         let ticks = [(Guid(0x100), TickRead::Tick(7))].into_iter().collect();
         // HDR: 0.16 ns a symbol, Tick 7 = 8 symbols = 1.28 ns; 10 s at 12.5% is 1.25 s waited.
         let f = congestion(&at_speed(Speed::Hdr, 976_562_500), 10.0, &ticks);
@@ -316,7 +316,7 @@ mod tests {
 
     #[test]
     fn the_longest_wait_comes_first() {
-        use crate::probe::decode::Speed;
+        use crate::port::Speed;
         let mut f = at_speed(Speed::Edr, 1_000_000);
         f.nodes[0].ports[0].counters = Some(Counters { xmit_wait: 5_000_000_000, ..Counters::default() });
         // The host's known share first, then the switch's ticks (no Tick from the leaf).

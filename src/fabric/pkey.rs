@@ -130,7 +130,7 @@ pub fn unread(fabric: &Fabric, tables: &Tables) -> Option<Finding> {
 mod tests {
     use super::*;
     use crate::fabric::model::{LocalView, Node, Port};
-    use crate::probe::decode::PortState;
+    use crate::port::PortState;
 
     fn fabric() -> Fabric {
         let info = crate::fabric::decode::port_info(&[0u8; 64], &[0u8; 64]);

@@ -5,7 +5,7 @@ use super::judge::Judgement;
 use super::links::{end_name, node_name, End, Index};
 use super::model::{Counters, ErrorCounter, Fabric, Guid, NodeType, SmInfo, SmState};
 use crate::diagnose::{gbps, Finding, Severity, Verdict};
-use crate::probe::decode::{PhysState, PortState, Speed, Width};
+use crate::port::{PhysState, PortState, Speed, Width};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;

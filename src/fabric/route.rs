@@ -8,7 +8,7 @@
 //! switch it already passed (a loop), or at a switch whose table was not read.
 
 use super::model::{Fabric, Guid, Lft, Node, NodeType, Tables};
-use crate::probe::decode::PortState;
+use crate::port::PortState;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
 /// Every ordered pair of host ports is walked up to this many pairs; above it, a sample.

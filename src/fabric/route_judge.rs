@@ -8,7 +8,7 @@ use super::links::{end_name, node_name};
 use super::model::{Fabric, Guid, Lft, NodeType, Tables};
 use super::route::{self, Host, Outcome, Tiers, Walker};
 use crate::diagnose::{Finding, Severity};
-use crate::probe::decode::PortState;
+use crate::port::PortState;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 

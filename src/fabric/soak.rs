@@ -82,7 +82,7 @@ mod tests {
         let port = Port { number: 1, guid: Guid(2), lid: 1, info, remote: None, counters: Some(counters) };
         let node = Node { guid: Guid(1), node_type: NodeType::Ca, description: "n01 mlx5_0".into(), num_ports: 1, ports: vec![port] };
         Fabric {
-            local: LocalView { ca: "mlx5_0".into(), port: 1, lid: 1, sm_lid: 1, state: crate::probe::decode::PortState::Active },
+            local: LocalView { ca: "mlx5_0".into(), port: 1, lid: 1, sm_lid: 1, state: crate::port::PortState::Active },
             nodes: vec![node],
             master: None,
             others: vec![],

@@ -6,7 +6,7 @@
 use super::pci::PciTree;
 use super::topology::{self, Relation};
 use crate::model::rails::{Rail, RailName, RailSpec};
-use crate::probe::decode::{LinkLayer, PortState};
+use crate::port::{LinkLayer, PortState};
 use crate::probe::sysfs::natural_key;
 use crate::probe::Inventory;
 use std::cmp::Ordering;

@@ -403,7 +403,7 @@ fn read_inventory(agent: &mut Agent, spec: &EndpointSpec, inventory: &Inventory)
         .ports()
         .filter(|(d, _)| spec.device.as_deref().is_none_or(|want| d.name == want))
         .filter(|(_, p)| spec.port.is_none_or(|want| p.port == want))
-        .find(|(_, p)| p.state == crate::probe::decode::PortState::Active);
+        .find(|(_, p)| p.state == crate::port::PortState::Active);
     if let Some((d, p)) = port {
         agent.soft = crate::probe::catype::CaKind::of(&d.ca_type).is_software();
         // What this endpoint can carry: its link's rate, or its PCIe link's if smaller.

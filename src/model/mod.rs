@@ -13,7 +13,7 @@ pub use device::{parse_device_port, valid_device_name};
 pub use invalid::SpecError;
 pub use memory::{GpuUse, MemChoice, MemPath};
 
-pub use crate::probe::decode::LinkLayer;
+pub use crate::port::LinkLayer;
 use serde::{Deserialize, Serialize};
 
 /// Largest message size a test may use.

@@ -1,6 +1,6 @@
 //! Choosing the GID both ends use when the user names none (pure, identical on both sides).
 
-use crate::probe::decode::{self, GidScope, GidType, LinkLayer};
+use crate::port::{self, GidScope, GidType, LinkLayer};
 use crate::probe::Gid;
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -11,7 +11,7 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
         return gids.iter().find(|g| g.index == 0).or_else(|| gids.first());
     }
     let rank = |g: &Gid| -> Option<u32> {
-        let scope = decode::gid_scope(&g.gid.octets());
+        let scope = port::gid_scope(&g.gid.octets());
         let version = match g.gid_type {
             GidType::RoceV2 => 0,
             GidType::RoceV1 => 2,
@@ -37,7 +37,7 @@ pub fn cm_address(link_layer: LinkLayer, gid: Option<Ipv6Addr>, ipoib: Option<(&
                         (load ib_ipoib; the interface is ibN or ibpXsY)"
                 .into());
         };
-        let global_v6 = |a: &&IpAddr| matches!(a, IpAddr::V6(v6) if decode::gid_scope(&v6.octets()) == GidScope::Ipv6Global);
+        let global_v6 = |a: &&IpAddr| matches!(a, IpAddr::V6(v6) if port::gid_scope(&v6.octets()) == GidScope::Ipv6Global);
         return addrs
             .iter()
             .find(|a| matches!(a, IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_link_local()))
@@ -47,7 +47,7 @@ pub fn cm_address(link_layer: LinkLayer, gid: Option<Ipv6Addr>, ipoib: Option<(&
     }
     let v6 = gid.ok_or_else(|| "no GID to take an address from".to_string())?;
     let raw = v6.octets();
-    match (v6.to_ipv4_mapped(), decode::gid_scope(&raw)) {
+    match (v6.to_ipv4_mapped(), port::gid_scope(&raw)) {
         (Some(v4), _) => Ok(IpAddr::V4(v4)),
         (None, GidScope::Ipv6Global) => Ok(IpAddr::V6(v6)),
         _ => Err("--cm needs a routable address on the port, and its GID is link-local".into()),

@@ -5,8 +5,8 @@ use super::{gid, memory, PerfError};
 use crate::diagnose;
 use crate::model::CmRole;
 use crate::model::{Conditions, Endpoint, MemChoice, Role, Target, TestKind, TestSpec};
+use crate::port::{LinkLayer, Mtu, PortState};
 use crate::probe;
-use crate::probe::decode::{LinkLayer, Mtu, PortState};
 use crate::sys::cpu;
 use fabcheck_verbs::{
     Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList, RtsParams,

@@ -16,7 +16,7 @@
 //! it cannot pass 90 % of its link rate, and is judged against the PCIe figure instead. Gen6
 //! x16 at MPS 256 carries 64 x 16 x 236/256 x 256/272 = 888.5 Gb/s.
 
-use super::decode::{Speed, Width};
+use crate::port::{Speed, Width};
 
 /// `port_cap_flags2` bits (rdma-core `enum ibv_port_cap_flags2`, the kernel's
 /// `IB_PORT_*_SUP`): what the port supports beyond the classic speeds.

@@ -1,10 +1,10 @@
 //! The live inventory: verbs for what the adapter says, sysfs for what only the kernel knows
 //! (netdev link state, PCIe link, board id, driver).
 
-use super::decode::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use super::model::{Device, Gid, Inventory, Port};
 use super::sysfs::SysfsRoot;
 use super::{capacity, catype, ProbeError};
+use crate::port::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use fabcheck_verbs::{self as verbs, Context};
 
 /// Builds the inventory of every device (or just `only`) through libibverbs. `lossless`: also
@@ -57,7 +57,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             .collect();
         let width = Width::from_raw(u32::from(pa.active_width));
         let speed = Speed::from_verbs(u32::from(pa.active_speed), pa.active_speed_ex);
-        let rate = decode::link_rate(width, speed);
+        let rate = port::link_rate(width, speed);
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
         let mut netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
@@ -72,8 +72,8 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             lid: u32::from(pa.lid),
             sm_lid: u32::from(pa.sm_lid),
             lmc: u32::from(pa.lmc),
-            active_mtu: decode::mtu_bytes(pa.active_mtu),
-            max_mtu: decode::mtu_bytes(pa.max_mtu),
+            active_mtu: port::mtu_bytes(pa.active_mtu),
+            max_mtu: port::mtu_bytes(pa.max_mtu),
             width,
             speed,
             rate_gbps: rate.map(|r| r.data_gbps),
@@ -103,8 +103,8 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
         name: name.to_string(),
         ca_type: catype::ca_type(Some(attrs.vendor_id), Some(attrs.vendor_part_id), name),
         fw_ver: attrs.fw_ver.clone(),
-        node_guid: decode::format_guid(attrs.node_guid),
-        sys_image_guid: decode::format_guid(attrs.sys_image_guid),
+        node_guid: port::format_guid(attrs.node_guid),
+        sys_image_guid: port::format_guid(attrs.sys_image_guid),
         vendor_id: Some(attrs.vendor_id),
         vendor_part_id: Some(attrs.vendor_part_id),
         hca_type: from_sysfs.hca_type,

@@ -2,7 +2,6 @@
 
 pub mod capacity;
 pub mod catype;
-pub mod decode;
 pub mod ethtool_stats;
 pub mod fec;
 pub mod firmware;

@@ -3,7 +3,7 @@
 //! Field names and meanings follow the `fabcheck.devices.v1` contract; fields beyond the
 //! contract are additions (never renames), and `None` means "the source does not say".
 
-use super::decode::{GidType, LinkLayer, PhysState, PortState, Speed, Width};
+use crate::port::{GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
 

@@ -6,7 +6,7 @@
 //! and "Link partner advertised link modes" (pure parsing here). InfiniBand: the peer port's
 //! PortInfo one directed-route hop out, decoded elsewhere and recorded the same way.
 
-use super::decode::{Speed, Width};
+use crate::port::{Speed, Width};
 use serde::{Deserialize, Serialize};
 
 /// The best both ends of a link enable, or why it is not known.

@@ -2,8 +2,8 @@
 //! `smpquery -D portinfo 0,PORT PEERPORT` run on the node (PortInfo of the port one
 //! directed-route hop out). Pure parsing; absent or unreadable fields give no partner.
 
-use super::decode::{Speed, Width};
 use super::partner::{LinkPartner, PartnerUnknown};
+use crate::port::{Speed, Width};
 
 /// The widest width and fastest speed the peer both supports and enables.
 pub fn parse_smpquery_portinfo(text: &str) -> LinkPartner {

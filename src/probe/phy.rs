@@ -4,7 +4,6 @@
 //! `.module.hex.txt`, read through the sysfs tree's bounded reader). Judged in
 //! `diagnose::phy_rules`; shown per port as `phy` in `devices --json`.
 
-use super::decode::LinkLayer;
 use super::ethtool_stats::{parse_ethtool_stats, PhyCounters};
 use super::fec::{parse_show_fec, FecMode};
 use super::model::Port;
@@ -12,6 +11,7 @@ use super::module::{parse_module_text, Module};
 use super::partner::{ethernet_partner, parse_ethtool_modes};
 use super::sysfs::SysfsRoot;
 use super::tool::{self, ToolError};
+use crate::port::LinkLayer;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

@@ -9,13 +9,13 @@
 //! `tools/mlxconfig/BDF.txt`, what `capture-sysfs.sh` saves); a bundle without `tools/`
 //! predates them and is judged as before.
 
-use super::decode::{LinkLayer, PortState};
 use super::fw_query::{self, FwSummary};
 use super::ipoib::{self, IpoibMode, IpoibState};
 use super::model::Inventory;
 use super::ofed::{self, LoadedModule, ModuleState, OfedFacts};
 use super::services::{self, UnitStatus};
 use super::Source;
+use crate::port::{LinkLayer, PortState};
 use crate::sys::fs::{read_text, SYSFS_CAP};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

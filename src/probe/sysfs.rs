@@ -10,8 +10,8 @@
 //! netdev MTU the same way the kernel derives it.
 
 use super::catype;
-use super::decode::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
 use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable};
+use crate::port::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
 use crate::sys::beneath::Tree;
 use crate::sys::fs::{ReadError, SYSFS_CAP};
 use std::cell::RefCell;
@@ -110,7 +110,7 @@ impl SysfsRoot {
     }
 
     fn read_numbered(&self, path: &Path) -> Option<u32> {
-        decode::parse_numbered(&self.read_trim(path)?)
+        port::parse_numbered(&self.read_trim(path)?)
     }
 
     fn read_hex(&self, path: &Path) -> Option<u32> {
@@ -222,12 +222,12 @@ impl SysfsRoot {
         };
         let state = self.read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
         let phys_state = self.read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
-        let (width, speed, nominal) = match self.read_trim(&dir.join("rate")).as_deref().and_then(decode::parse_sysfs_rate) {
+        let (width, speed, nominal) = match self.read_trim(&dir.join("rate")).as_deref().and_then(port::parse_sysfs_rate) {
             // Kernels print "(1X)" without a name for SDR.
             Some((nominal, width, speed)) => (width, speed.unwrap_or(Speed::Sdr), Some(nominal)),
             None => (Width::Unknown(0), Speed::Unknown(0), None),
         };
-        let rate = decode::link_rate(width, speed);
+        let rate = port::link_rate(width, speed);
         let gids = if full { self.gids(&dir, link_layer) } else { Vec::new() };
         let netdev = self.port_netdev(device, port, &gids);
         let mut netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
@@ -330,10 +330,10 @@ impl SysfsRoot {
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
         let mut gids = Vec::new();
         for index in self.list_numbered(&port_dir.join("gids")) {
-            let Some(raw) = self.read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| decode::parse_gid(&t)) else {
+            let Some(raw) = self.read_trim(&port_dir.join("gids").join(index.to_string())).and_then(|t| port::parse_gid(&t)) else {
                 continue;
             };
-            if decode::gid_is_zero(&raw) {
+            if port::gid_is_zero(&raw) {
                 continue;
             }
             let attrs = port_dir.join("gid_attrs");

@@ -1,7 +1,7 @@
 //! `fabcheck devices`: the inventory, as a person reads it and as the contract's JSON.
 
 use crate::diagnose::gbps;
-use crate::probe::decode::LinkLayer;
+use crate::port::LinkLayer;
 use crate::probe::{Device, Inventory, Port};
 use crate::report::one_line as l;
 use serde::Serialize;

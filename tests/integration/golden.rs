@@ -188,7 +188,9 @@ fn record_documents(dir: &Path) {
     let rail_tests = ["--tests", "write_bw", "--direction", "ab", "--iters", "1000000"];
     keep("pair-rails-slow", &[strings(&["pair", &a, &b, "--rails", "4"]), strings(&rail_tests)].concat());
     let nodes: Vec<String> = (1..=4)
-        .map(|i| start(&format!("m{i}"), if i == 2 { RailKnobs { slow: Some("mlx5_1".into()), ..RailKnobs::default() } } else { RailKnobs::default() }))
+        .map(|i| {
+            start(&format!("m{i}"), if i == 2 { RailKnobs { slow: Some("mlx5_1".into()), ..RailKnobs::default() } } else { RailKnobs::default() })
+        })
         .collect();
     let both = ["--tests", "write_bw", "--direction", "both", "--iters", "1000000", "--rails", "auto"];
     keep("mesh-rails-slow", &[strings(&["mesh"]), nodes, strings(&both)].concat());

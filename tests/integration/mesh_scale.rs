@@ -37,7 +37,7 @@
 
 use fabcheck::control::protocol::{decode, encode, Reply, Request, Role, RunResult, Target, TestSpec};
 use fabcheck::perf::summary::LatencySummary;
-use fabcheck::probe::decode::PortState;
+use fabcheck::port::PortState;
 use fabcheck::probe::{self, Inventory};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

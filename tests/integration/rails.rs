@@ -6,7 +6,7 @@
 
 use fabcheck::control::protocol::{decode, encode, Reply, Request, Role, RunResult, TestSpec};
 use fabcheck::gpu::rails::{candidates, resolve};
-use fabcheck::probe::decode::PortState;
+use fabcheck::port::PortState;
 use fabcheck::probe::{self, Inventory};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};

@@ -6,7 +6,7 @@ use super::*;
 use crate::diagnose::Severity;
 use crate::fabric::model::{Guid, LocalView, Node, NodeType, Port, PortInfo, SpeedSet, Tables, WidthSet};
 use crate::fabric::route_judge;
-use crate::probe::decode::{PhysState, PortState, Speed, Width};
+use crate::port::{PhysState, PortState, Speed, Width};
 
 fn info(lid: u16, state: PortState) -> PortInfo {
     PortInfo {

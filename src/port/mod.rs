@@ -1,6 +1,8 @@
-//! Decoding of the numeric port attributes that verbs and sysfs report: the port enums here,
-//! by topic in `rate` (lane speeds, link rates), `mtu` (path MTU, RoCE's derived MTU) and `gid`
-//! (GID types and addresses, GUIDs); all re-exported so callers name `probe::decode::*`.
+//! The port's vocabulary: the numeric attributes verbs and sysfs report, decoded (state,
+//! physical state, width, speed, link layer, MTU, GIDs), below every module that speaks of
+//! ports (`model`'s test endpoints, `probe`'s inventory, `perf`, `diagnose`, `gpu`). By topic
+//! in `rate` (lane speeds, link rates), `mtu` (path MTU, RoCE's derived MTU) and `gid` (GID
+//! types and addresses, GUIDs); all re-exported so callers name `port::*`.
 //!
 //! Every enum keeps an `Unknown(n)` arm: a newer kernel or firmware may report a value
 //! this build has never heard of, and the inventory must show it rather than panic or
