@@ -21,6 +21,7 @@ pub mod fabric;
 pub mod gpu;
 pub mod mesh;
 pub mod model;
+pub mod outcome;
 pub mod pair;
 pub mod perf;
 pub mod port;

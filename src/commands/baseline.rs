@@ -2,8 +2,9 @@
 //! regressed since (`compare::regressions`, the judgement `fabcheck compare` prints).
 
 use crate::compare;
-use crate::diagnose::{Finding, Severity};
 use crate::error::Failure;
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity};
 use serde_json::{json, Value};
 use std::path::Path;
 
@@ -38,9 +39,9 @@ impl Baseline {
 /// A regression as `pair`'s finding: a warning, naming both figures and the baseline's time.
 pub fn finding(r: &compare::Regression) -> Finding {
     Finding {
-        id: "pair.regression".into(),
+        id: FindingId::PairRegression,
         severity: Severity::Warning,
-        subject: r.key.subject(),
+        subject: r.key.subject().into(),
         message: r.message.clone(),
         remedy: "find what changed since the baseline (firmware, driver, cabling, the switch port, other traffic); \
                  `fabcheck compare BASELINE NEW` shows every figure side by side"

@@ -79,6 +79,6 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     Ok(outcome)
 }
 
-fn emit(json: bool, report: &diagnose::Report, gpus: &[crate::gpu::topology::Pairing]) -> Result<Outcome, Stop> {
+fn emit(json: bool, report: &crate::outcome::Report, gpus: &[crate::gpu::topology::Pairing]) -> Result<Outcome, Stop> {
     Ok(report::output::deliver(&report::check::CheckDoc { schema: report::check::SCHEMA, report, gpus }, json)?)
 }

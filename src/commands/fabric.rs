@@ -4,6 +4,7 @@ use crate::cli::FabricArgs;
 use crate::error::{Failure, Outcome, Stop};
 use crate::fabric::discover::{self, Probe};
 use crate::fabric::{design, duplicate, judge, plan, rails, report, topology, FabricExpect};
+use crate::outcome::FindingId;
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
 use std::path::PathBuf;
 
@@ -126,7 +127,7 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         say_window(&mut judgement, w);
     }
     // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
-    let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::diagnose::Severity::Info);
+    let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::outcome::Severity::Info);
     let routes = tables
         .read
         .then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed), uneven));
@@ -192,9 +193,9 @@ fn soak(
 
 /// Says the window (and what it could not judge) as info findings.
 fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak::FabricWindow) {
-    use crate::diagnose::{Finding, Severity};
+    use crate::outcome::{Finding, Severity};
     judgement.findings.push(Finding {
-        id: "soak.window".into(),
+        id: FindingId::SoakWindow,
         severity: Severity::Info,
         subject: "fabric".into(),
         message: format!(
@@ -206,7 +207,7 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
     });
     if !w.not_judged.is_empty() {
         judgement.findings.push(Finding {
-            id: "soak.counters".into(),
+            id: FindingId::SoakCounters,
             severity: Severity::Info,
             subject: "fabric".into(),
             message: format!("not judged over the window: {}", w.not_judged.join("; ")),

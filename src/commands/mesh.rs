@@ -27,7 +27,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
     if let Some(failure) = run.could_not_run {
         return Err(failure.into());
     }
-    let pass = run.report.doc.verdict == crate::diagnose::Verdict::Pass;
+    let pass = run.report.doc.verdict == crate::outcome::Verdict::Pass;
     if let Some(csv) = run.csv {
         csv.finish(pass)?;
     }

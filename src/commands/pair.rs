@@ -22,7 +22,7 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
     }
     let outcome = crate::report::output::deliver(&run.report, json)?;
     // The side files after the results, so one that cannot be written loses nothing else.
-    let pass = run.report.doc.verdict == crate::diagnose::Verdict::Pass;
+    let pass = run.report.doc.verdict == crate::outcome::Verdict::Pass;
     for file in &run.side_files {
         file.write(pass)?;
     }

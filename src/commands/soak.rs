@@ -1,8 +1,9 @@
 //! `--soak DURATION` on `check`: the window itself (live only): read, wait (SIGINT ends it
 //! early), read again, and hand both reads to `probe::soak` (pure) to diff.
 
-use crate::diagnose::{Finding, Report, Severity};
 use crate::error::Failure;
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Report, Severity};
 use crate::probe::{Inventory, ProbeError};
 use std::time::{Duration, Instant};
 
@@ -60,7 +61,7 @@ pub fn say_window(report: &mut Report, soaked: &Soaked) {
         format!("counters read {:.0} s apart (soak window): rates over the window are judged, not lifetime totals", soaked.seconds)
     };
     report.findings.push(Finding {
-        id: "soak.window".into(),
+        id: FindingId::SoakWindow,
         severity: Severity::Info,
         subject: "node".into(),
         message,
@@ -101,7 +102,7 @@ mod tests {
         assert!(soaked.seconds >= 0.3 && soaked.seconds < 30.0, "{}", soaked.seconds);
         let window = inventory.devices[0].ports[0].soak.as_ref().expect("the window is on the port");
         assert_eq!(window.of("link_downed"), Some(crate::probe::soak::Change::Rose(2)));
-        let mut report = Report { verdict: crate::diagnose::Verdict::Pass, checks: vec![], findings: vec![] };
+        let mut report = Report { verdict: crate::outcome::Verdict::Pass, checks: vec![], findings: vec![] };
         say_window(&mut report, &soaked);
         assert!(report.findings[0].message.contains("apart (soak window)"), "{:?}", report.findings);
         assert!(interrupted(&soaked).is_none());

@@ -99,8 +99,8 @@ pub struct CompareReport<'a> {
 
 impl crate::report::Document for CompareReport<'_> {
     /// A regression fails the comparison (exit 1).
-    fn verdict(&self) -> Option<crate::diagnose::Verdict> {
-        Some(if self.comparison.regressions.is_empty() { crate::diagnose::Verdict::Pass } else { crate::diagnose::Verdict::Fail })
+    fn verdict(&self) -> Option<crate::outcome::Verdict> {
+        Some(if self.comparison.regressions.is_empty() { crate::outcome::Verdict::Pass } else { crate::outcome::Verdict::Fail })
     }
 
     fn has_warning(&self) -> bool {

@@ -6,8 +6,8 @@
 //! for Ctrl-C between wake-ups, so a mesh round of 500 pairs costs no thread per pair.
 
 use super::hub::{Hub, HubEvent, LinkId};
-use super::loss::{Loss, LossKind};
 use super::protocol::{Reply, Request};
+use crate::outcome::loss::{Loss, LossKind};
 use std::time::{Duration, Instant};
 
 /// What a conversation asks for after an input.

@@ -10,9 +10,9 @@ use super::endpoint::HostSpec;
 use super::figures;
 use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
-use super::loss::{Loss, LossKind};
 use super::protocol::{self, Reply, Request};
 use super::ssh_share::{Logins, Open, SocketDir};
+use crate::outcome::loss::{Loss, LossKind};
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
@@ -554,7 +554,7 @@ impl Drop for Hub {
 fn explain(link: &Link, launcher: Launcher, status: Option<ExitStatus>, why: &str) -> Loss {
     let tail = link.stderr_tail.clone();
     let kind = match status {
-        Some(status) => LossKind::Exited { host: link.host.clone(), launcher, status, tail },
+        Some(status) => LossKind::Exited { carrier: super::link::carrier(&link.host, launcher), status, tail },
         None => LossKind::Gone { why: why.to_string(), tail },
     };
     Loss::new(link.label.clone(), kind)

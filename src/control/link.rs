@@ -3,7 +3,7 @@
 //! non-blocking; the [`Hub`](super::hub::Hub) polls every channel from one thread.
 
 use super::endpoint::HostSpec;
-use super::loss::{Loss, LossKind};
+use crate::outcome::loss::{Carrier, Loss, LossKind};
 use crate::sys::io;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
@@ -21,6 +21,16 @@ pub enum Launcher {
     /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
     /// over srun's stdio: no ssh keys, no open port, no token.
     Srun,
+}
+
+/// How an agent at `host` is carried with this launcher, as a loss names it.
+pub fn carrier(host: &HostSpec, launcher: Launcher) -> Carrier {
+    match (host, launcher) {
+        (HostSpec::Local, _) => Carrier::Local,
+        (HostSpec::Tcp { .. }, _) => Carrier::Tcp,
+        (HostSpec::Ssh { host, .. }, Launcher::Srun) => Carrier::Srun { node: host.clone() },
+        (ssh @ HostSpec::Ssh { .. }, Launcher::Ssh) => Carrier::Ssh { login: ssh.to_string() },
+    }
 }
 
 /// Refuses, before anything starts, endpoints this launcher cannot start.
@@ -96,7 +106,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
         command.env("RUST_LOG", level);
     }
     let mut child =
-        command.spawn().map_err(|e| Loss::new(label, LossKind::NotStarted { host: host.clone(), launcher: opts.launcher, detail: e.to_string() }))?;
+        command.spawn().map_err(|e| Loss::new(label, LossKind::NotStarted { carrier: carrier(host, opts.launcher), detail: e.to_string() }))?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
         let _ = child.kill();

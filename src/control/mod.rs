@@ -10,7 +10,6 @@ pub mod figures;
 pub mod hub;
 pub mod lines;
 pub mod link;
-pub mod loss;
 pub mod protocol;
 pub mod reach;
 pub mod ssh_share;

@@ -5,8 +5,8 @@
 use super::drive::{drive, Actions, Conversation, Job};
 use super::endpoint::HostSpec;
 use super::hub::{Hub, LinkId};
-use super::loss::{Loss, LossKind, Step};
 use super::protocol::{Reply, Request};
+use crate::outcome::loss::{Loss, LossKind, Step};
 use crate::probe::Inventory;
 use std::time::{Duration, Instant};
 

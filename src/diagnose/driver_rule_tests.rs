@@ -2,7 +2,9 @@
 //! `port.link_layer` on a captured fixture with and without its firmware configuration.
 
 use super::apply;
-use crate::diagnose::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
+use crate::diagnose::{run, Expectations, Input, Scope};
+use crate::outcome::FindingId;
+use crate::outcome::{Check, Finding, Report, Severity, Status, Verdict};
 use crate::probe::fw_query::FwSummary;
 use crate::probe::ipoib::{IpoibMode, IpoibState};
 use crate::probe::ofed::{self, LoadedModule, ModuleState, OfedFacts};
@@ -179,7 +181,7 @@ fn ofed_installed_with_the_inbox_module_names_the_dkms_remedy() {
     // stack.distribution names what runs, not what is installed.
     let mut report = Report {
         verdict: Verdict::Pass,
-        checks: vec![Check { id: "stack.distribution".into(), subject: "node".into(), status: Status::Pass, observed: OFED.into(), expected: None }],
+        checks: vec![Check { id: FindingId::StackDistribution, subject: "node".into(), status: Status::Pass, observed: OFED.into(), expected: None }],
         findings: Vec::new(),
     };
     let inbox = ofed_module("/lib/modules/5.15.0-91-generic/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko", None, "AAA", RUNNING, None);

@@ -6,6 +6,7 @@
 
 use super::expect::SmPlace;
 use super::{Expectations, Report, Scope, Severity, Sheet, Verdict};
+use crate::outcome::FindingId;
 use crate::port::LinkLayer;
 use crate::probe::firmware::{self, LinkType};
 use crate::probe::ipoib::IpoibState;
@@ -86,7 +87,7 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
     // Live without either tool: said on every node (a Soft-RoCE guest too), as info.
     if facts.live && facts.firmware.tool.is_none() {
         sheet.fail(
-            "fw.pending",
+            FindingId::FwPending,
             "node",
             "not read",
             None,
@@ -102,7 +103,7 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
     }
     for (device, why) in facts.firmware.unread.iter().filter(|(d, _)| in_scope(d)) {
         sheet.fail(
-            "fw.pending",
+            FindingId::FwPending,
             device,
             "not read",
             None,
@@ -118,13 +119,13 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
         // The functions of one card share its configuration: said once, on the first.
         let card = pci.get(..10).unwrap_or(&pci).to_string();
         if pci.len() == 12 && cards.contains(&card) {
-            sheet.pass("fw.pending", &device.name, "same card as above", None);
+            sheet.pass(FindingId::FwPending, &device.name, "same card as above", None);
             continue;
         }
         cards.push(card);
         let pending: Vec<(&String, &firmware::FwParam)> = config.iter().filter(|(_, p)| p.pending()).collect();
         if pending.is_empty() {
-            sheet.pass("fw.pending", &device.name, "none pending", None);
+            sheet.pass(FindingId::FwPending, &device.name, "none pending", None);
             continue;
         }
         let changes = pending
@@ -145,7 +146,7 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
         }
         let why = if why.is_empty() { String::new() } else { format!(" ({})", why.join("; ")) };
         sheet.fail(
-            "fw.pending",
+            FindingId::FwPending,
             &device.name,
             changes.join(", "),
             Some("next boot = current".into()),
@@ -234,7 +235,7 @@ fn ofed_modules(facts: &OfedFacts, live: bool, sheet: &mut Sheet) {
         let Some(disk) = &module.on_disk else {
             if live && module.loaded.is_some() {
                 sheet.fail(
-                    "stack.ofed",
+                    FindingId::StackOfed,
                     &module.name,
                     "not read",
                     None,
@@ -246,9 +247,9 @@ fn ofed_modules(facts: &OfedFacts, live: bool, sheet: &mut Sheet) {
             continue;
         };
         match judge_module(installed, kernel, module, disk) {
-            Ok(observed) => sheet.pass("stack.ofed", &module.name, observed, Some(installed.clone())),
+            Ok(observed) => sheet.pass(FindingId::StackOfed, &module.name, observed, Some(installed.clone())),
             Err((observed, severity, message, remedy)) => {
-                sheet.fail("stack.ofed", &module.name, observed, Some(installed.clone()), severity, message, remedy)
+                sheet.fail(FindingId::StackOfed, &module.name, observed, Some(installed.clone()), severity, message, remedy)
             }
         }
     }
@@ -338,7 +339,7 @@ fn services(facts: &StackFacts, expect: &Expectations, sheet: &mut Sheet) {
     let local_sm = expect.sm == Some(SmPlace::Local);
     if local_sm && facts.services_read && !facts.services.iter().any(|u| u.unit == "opensm") {
         sheet.fail(
-            "stack.service",
+            FindingId::StackService,
             "opensm",
             "not installed",
             Some("active, enabled".into()),
@@ -358,7 +359,7 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
     let expected = Some("active, enabled".to_string());
     if status.active == ActiveState::Failed {
         sheet.fail(
-            "stack.service",
+            FindingId::StackService,
             unit,
             observed,
             expected,
@@ -375,7 +376,7 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
             format!("systemctl enable {unit}")
         };
         sheet.fail(
-            "stack.service",
+            FindingId::StackService,
             unit,
             observed,
             expected,
@@ -391,9 +392,9 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
         return;
     }
     match status.active {
-        ActiveState::Active | ActiveState::Reloading | ActiveState::Activating => sheet.pass("stack.service", unit, observed, expected),
+        ActiveState::Active | ActiveState::Reloading | ActiveState::Activating => sheet.pass(FindingId::StackService, unit, observed, expected),
         _ if unit == "opensm" => sheet.fail(
-            "stack.service",
+            FindingId::StackService,
             unit,
             observed,
             expected,
@@ -402,7 +403,7 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
             "systemctl start opensm; journalctl -u opensm -b",
         ),
         // Started on demand (rdma-ndd by udev when a device appears), or a one-shot not yet run.
-        _ => sheet.skip("stack.service", unit, observed),
+        _ => sheet.skip(FindingId::StackService, unit, observed),
     }
 }
 
@@ -414,7 +415,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
         // Not every site runs IPoIB; one that expects a mode does.
         if let Some(want) = expect.ipoib_mode {
             sheet.fail(
-                "ipoib",
+                FindingId::Ipoib,
                 &state.port,
                 "no IPoIB interface",
                 Some(want.name().to_string()),
@@ -439,7 +440,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
     if let (Some(want), Some(mode)) = (expect.ipoib_mode, state.mode) {
         if want != mode {
             sheet.fail(
-                "ipoib",
+                FindingId::Ipoib,
                 &state.port,
                 observed,
                 expected,
@@ -457,7 +458,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
     }
     if !state.up {
         sheet.fail(
-            "ipoib",
+            FindingId::Ipoib,
             &state.port,
             observed,
             expected,
@@ -469,7 +470,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
     }
     if state.addresses.as_ref().is_some_and(Vec::is_empty) {
         sheet.fail(
-            "ipoib",
+            FindingId::Ipoib,
             &state.port,
             observed,
             expected,
@@ -479,7 +480,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
         );
         return;
     }
-    sheet.pass("ipoib", &state.port, observed, expected);
+    sheet.pass(FindingId::Ipoib, &state.port, observed, expected);
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use super::{Report, Severity, Sheet};
 use crate::gpu::config::{self, speed_gts, PortType};
 use crate::gpu::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
+use crate::outcome::FindingId;
 use std::collections::BTreeMap;
 
 /// The stack's module checks over a bundle's `module/` (names of the modules it holds); the
@@ -52,9 +53,9 @@ pub(super) fn run(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
 fn problems(tree: &PciTree, sheet: &mut Sheet) {
     for p in &tree.problems {
         let id = match p.area {
-            Area::Module => "gpu.peermem",
-            Area::Link => "pcie.link",
-            Area::Placement => "gpu.affinity",
+            Area::Module => FindingId::GpuPeermem,
+            Area::Link => FindingId::PcieLink,
+            Area::Placement => FindingId::GpuAffinity,
         };
         let subject = p.bdf.clone().unwrap_or_else(|| p.path.clone());
         sheet.note(
@@ -69,7 +70,7 @@ fn problems(tree: &PciTree, sheet: &mut Sheet) {
 }
 
 fn peermem(tree: &PciTree, sheet: &mut Sheet) {
-    let id = "gpu.peermem";
+    let id = FindingId::GpuPeermem;
     let Some(modules) = &tree.modules else {
         sheet.skip(id, "node", "no module/ in the tree");
         return;
@@ -116,7 +117,7 @@ fn peermem(tree: &PciTree, sheet: &mut Sheet) {
 }
 
 fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
-    let id = "gpu.affinity";
+    let id = FindingId::GpuAffinity;
     let numa = |n: Option<i32>| n.map_or("?".to_string(), |n| n.to_string());
     let mut users: BTreeMap<&str, Vec<&Pairing>> = tree.nics.iter().map(|n| (n.bdf.as_str(), Vec::new())).collect();
     for p in pairings {
@@ -232,7 +233,7 @@ fn defects(c: &config::ConfigSpace) -> String {
 }
 
 fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
-    let id = "pcie.acs";
+    let id = FindingId::PcieAcs;
     // bridge -> the GPU/NIC pairs whose path crosses it.
     let mut crossing: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in pairings {
@@ -272,7 +273,7 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
         let redirected = config::describe(acs.redirecting());
         sheet.fail(
             id,
-            bridge,
+            *bridge,
             format!("ACS control {}", acs.describe_control()),
             Some("RR CR EC off".into()),
             Severity::Error,
@@ -320,7 +321,7 @@ fn describe_link(width: Option<u32>, speed: Option<f64>) -> String {
 }
 
 fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
-    let id = "pcie.link";
+    let id = FindingId::PcieLink;
     if let Some(why) = match &gpu.config {
         ConfigRead::Bad(why) => Some(why.clone()),
         ConfigRead::Parsed(c) if !c.defects.is_empty() => Some(format!("{}: {}", gpu.config_file, defects(c))),
@@ -384,8 +385,8 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::Verdict;
     use crate::gpu::pci::{Modules, Nic, SysfsLink};
+    use crate::outcome::Verdict;
 
     fn gpu(bdf: &str, cur: (u32, &str), max: (u32, &str)) -> Function {
         Function {
@@ -408,8 +409,8 @@ mod tests {
         report
     }
 
-    fn ids(report: &Report) -> Vec<(&str, Severity, &str)> {
-        report.findings.iter().map(|f| (f.id.as_str(), f.severity, f.subject.as_str())).collect()
+    fn ids(report: &Report) -> Vec<(&str, Severity, String)> {
+        report.findings.iter().map(|f| (f.id.as_str(), f.severity, f.subject.to_string())).collect()
     }
 
     fn node(functions: Vec<Function>, modules: &[&str], taint: Option<&str>) -> PciTree {
@@ -433,19 +434,19 @@ mod tests {
     fn peermem_variants() {
         let g = || gpu("0000:1b:00.0", (16, "32.0 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
         let missing_driver = judge(&node(vec![g()], &[], None));
-        assert_eq!(ids(&missing_driver), vec![("gpu.peermem", Severity::Error, "node")]);
+        assert_eq!(ids(&missing_driver), vec![("gpu.peermem", Severity::Error, "node".to_string())]);
         assert!(missing_driver.findings[0].message.contains("nvidia driver is not loaded"));
         assert_eq!(missing_driver.verdict, Verdict::Fail);
         let legacy = judge(&node(vec![g()], &["nvidia", "nv_peer_mem"], Some("PO")));
         assert!(legacy.findings.is_empty());
         assert!(legacy.checks.iter().any(|c| c.id == "gpu.peermem" && c.observed == "nv_peer_mem loaded"));
         let open = judge(&node(vec![g()], &["nvidia"], Some("OE")));
-        assert_eq!(ids(&open), vec![("gpu.peermem", Severity::Info, "node")]);
+        assert_eq!(ids(&open), vec![("gpu.peermem", Severity::Info, "node".to_string())]);
         let mut no_modules = node(vec![g()], &[], None);
         no_modules.modules = None;
         let report = judge(&no_modules);
         assert!(report.findings.is_empty());
-        assert!(report.checks.iter().any(|c| c.id == "gpu.peermem" && c.status == crate::diagnose::Status::Skip));
+        assert!(report.checks.iter().any(|c| c.id == "gpu.peermem" && c.status == crate::outcome::Status::Skip));
     }
 
     #[test]
@@ -453,8 +454,11 @@ mod tests {
         let narrow = gpu("0000:1b:00.0", (8, "32.0 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
         let idle = gpu("0000:43:00.0", (16, "2.5 GT/s PCIe"), (16, "32.0 GT/s PCIe"));
         let report = judge(&node(vec![narrow, idle], &["nvidia", "nvidia_peermem"], Some("PO")));
-        assert_eq!(ids(&report), vec![("pcie.link", Severity::Warning, "0000:1b:00.0"), ("pcie.link", Severity::Info, "0000:43:00.0")]);
-        assert!(report.checks.iter().any(|c| c.id == "gpu.affinity" && c.status == crate::diagnose::Status::Skip), "no NIC to pair");
+        assert_eq!(
+            ids(&report),
+            vec![("pcie.link", Severity::Warning, "0000:1b:00.0".to_string()), ("pcie.link", Severity::Info, "0000:43:00.0".to_string())]
+        );
+        assert!(report.checks.iter().any(|c| c.id == "gpu.affinity" && c.status == crate::outcome::Status::Skip), "no NIC to pair");
     }
 
     #[test]

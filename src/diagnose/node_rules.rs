@@ -2,6 +2,7 @@
 
 use super::unreadable::{why, Unread};
 use super::{Input, Severity, Sheet};
+use crate::outcome::FindingId;
 use std::collections::BTreeMap;
 
 /// The PCIe link files a device's `pci.link` and `pcie.bound` read.
@@ -14,7 +15,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     // Files that exist but could not be read: said first, so nothing read from them is misread.
     for u in &inv.unreadable {
         sheet.note(
-            "sysfs.unreadable",
+            FindingId::SysfsUnreadable,
             &unreadable_subject(&u.path),
             Severity::Error,
             format!("{}: what it holds is unknown, and checks that need it cannot be trusted", u.error),
@@ -32,14 +33,14 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         }
         // An unreadable fw_ver is not a version: not judged, not compared.
         if let Some(file) = unread.device(&d.name, &["fw_ver"]) {
-            sheet.skip("device.fw", &d.name, why(file));
+            sheet.skip(FindingId::DeviceFw, &d.name, why(file));
             continue;
         }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
         if let Some(want) = &input.expect.fw {
             if &d.fw_ver != want {
                 sheet.fail(
-                    "device.fw",
+                    FindingId::DeviceFw,
                     &d.name,
                     d.fw_ver.clone(),
                     Some(want.clone()),
@@ -48,7 +49,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
                     "update with mlxfwmanager --online -u (or flint -d <pci> -i <image> burn), then mlxfwreset or a cold reboot",
                 );
             } else {
-                sheet.pass("device.fw", &d.name, d.fw_ver.clone(), Some(want.clone()));
+                sheet.pass(FindingId::DeviceFw, &d.name, d.fw_ver.clone(), Some(want.clone()));
             }
         }
     }
@@ -61,7 +62,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
             if versions.len() > 1 {
                 let listing = devices.iter().map(|(n, fw)| format!("{n}={fw}")).collect::<Vec<_>>().join(" ");
                 sheet.fail(
-                    "device.fw",
+                    FindingId::DeviceFw,
                     &subject,
                     listing.clone(),
                     Some("one version per adapter type".into()),
@@ -71,7 +72,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
                      causes subtle interop and performance differences",
                 );
             } else {
-                sheet.pass("device.fw", &subject, versions.first().copied().unwrap_or("").to_string(), None);
+                sheet.pass(FindingId::DeviceFw, &subject, versions.first().copied().unwrap_or("").to_string(), None);
             }
         }
     }
@@ -83,7 +84,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
             continue;
         }
         if let Some(file) = unread.device(&d.name, &PCI_FILES) {
-            sheet.skip("pci.link", &d.name, why(file));
+            sheet.skip(FindingId::PciLink, &d.name, why(file));
             continue;
         }
         let width_low = matches!((pci.current_width, pci.max_width), (Some(c), Some(m)) if c < m);
@@ -96,7 +97,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         let best = format!("x{} {}", pci.max_width.map_or("?".into(), |w| w.to_string()), pci.max_speed.clone().unwrap_or_else(|| "?".into()));
         if width_low || speed_low {
             sheet.fail(
-                "pci.link",
+                FindingId::PciLink,
                 &d.name,
                 observed.clone(),
                 Some(best),
@@ -106,7 +107,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
                  `lspci -vv` LnkSta shows the same",
             );
         } else {
-            sheet.pass("pci.link", &d.name, observed, Some(best));
+            sheet.pass(FindingId::PciLink, &d.name, observed, Some(best));
         }
     }
 }
@@ -123,7 +124,7 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
     let portless: Vec<&str> = inv.devices.iter().filter(|d| d.ports.is_empty()).map(|d| d.name.as_str()).collect();
     if let Some(u) = unlistable {
         sheet.fail(
-            "devices.count",
+            FindingId::DevicesCount,
             "node",
             observed,
             expected,
@@ -139,10 +140,10 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
         } else {
             ("no RDMA devices found".to_string(), crate::probe::ProbeError::NoDevices.remedy())
         };
-        sheet.fail("devices.count", "node", observed, expected, Severity::Error, message, remedy);
+        sheet.fail(FindingId::DevicesCount, "node", observed, expected, Severity::Error, message, remedy);
     } else if !portless.is_empty() {
         sheet.fail(
-            "devices.count",
+            FindingId::DevicesCount,
             "node",
             observed,
             expected,
@@ -154,7 +155,7 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
     } else {
         match input.expect.devices {
             Some(want) if count != want => sheet.fail(
-                "devices.count",
+                FindingId::DevicesCount,
                 "node",
                 observed,
                 expected,
@@ -163,7 +164,7 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
                 "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
                  update did not rename or hide functions",
             ),
-            _ => sheet.pass("devices.count", "node", observed, expected),
+            _ => sheet.pass(FindingId::DevicesCount, "node", observed, expected),
         }
     }
 }
@@ -198,7 +199,7 @@ fn pcie_bound(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         };
         if usable < rate {
             sheet.fail(
-                "pcie.bound",
+                FindingId::PcieBound,
                 &d.name,
                 format!("{} Gb/s over PCIe", crate::units::rate(crate::units::round(usable, 0))),
                 Some(format!(">= {} Gb/s (port {port})", crate::units::rate(rate))),
@@ -235,7 +236,7 @@ fn mtu_consistency(input: &Input<'_>, sheet: &mut Sheet) {
     let largest: Vec<&str> = mtus.iter().filter(|(_, m)| *m == top).map(|(s, _)| s.as_str()).collect();
     for (subject, mtu) in mtus.iter().filter(|(_, m)| *m < top) {
         sheet.fail(
-            "port.mtu",
+            FindingId::PortMtu,
             subject,
             mtu.to_string(),
             Some(top.to_string()),

@@ -7,6 +7,7 @@
 //! they are said as such, and an old total is never an error on its own.
 
 use super::{Severity, Sheet};
+use crate::outcome::FindingId;
 use crate::port::{LinkLayer, PhysState};
 use crate::probe::fec::FecMode;
 use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
@@ -48,12 +49,16 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
     // The module speaks whether the link is up or not: a dark lane is why a link is down.
     if port.link_layer == LinkLayer::InfiniBand && phy.module.is_none() {
-        sheet.skip("phy.module", s, "an InfiniBand port's module is not read (`mlxlink -d <pci> -m` or `ibdiagnet --get_cable_info` shows it)");
+        sheet.skip(
+            FindingId::PhyModule,
+            s,
+            "an InfiniBand port's module is not read (`mlxlink -d <pci> -m` or `ibdiagnet --get_cable_info` shows it)",
+        );
     } else {
         module(phy, netdev, s, sheet);
     }
     if port.phys_state != PhysState::LinkUp {
-        for id in ["phy.fec", "phy.ber"] {
+        for id in [FindingId::PhyFec, FindingId::PhyBer] {
             sheet.skip(id, s, format!("physical link is {}", port.phys_state));
         }
         return;
@@ -116,7 +121,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
     let mode = phy.fec;
     let uncorrectable = phy.fec_uncorrectable_blocks;
     if mode.is_none() && uncorrectable.is_none() {
-        sheet.skip("phy.fec", s, format!("FEC mode not readable ({})", tools.fec));
+        sheet.skip(FindingId::PhyFec, s, format!("FEC mode not readable ({})", tools.fec));
         return;
     }
     let mut observed = mode.map_or("FEC ?".to_string(), |m| format!("FEC {m}"));
@@ -131,7 +136,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
     match mode {
         Some(FecMode::Off | FecMode::BaseR) if pam4 => {
             sheet.fail(
-                "phy.fec",
+                FindingId::PhyFec,
                 s,
                 observed,
                 Some("RS-544".into()),
@@ -146,7 +151,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
             return;
         }
         Some(FecMode::Off) => sheet.note(
-            "phy.fec",
+            FindingId::PhyFec,
             s,
             Severity::Info,
             "FEC is off: 25G NRZ lanes on short copper (CA-N, up to 3 m) may legitimately run without it; optics and longer \
@@ -158,7 +163,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
     if let Some(w) = window {
         match (w.of(FEC_UNCORRECTABLE), rose(w, FEC_UNCORRECTABLE)) {
             (_, Some(n)) => sheet.fail(
-                "phy.fec",
+                FindingId::PhyFec,
                 s,
                 format!("{observed}, {n} uncorrectable in {}", w.words()),
                 None,
@@ -167,15 +172,15 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
                 "clean or replace the cable/optic at both ends; phy.ber and phy.module name the lane",
             ),
             (Some(Change::Reset | Change::Saturated), _) => {
-                sheet.skip("phy.fec", s, format!("uncorrectable codewords went down during the {} window (cleared): not judged", w.words()))
+                sheet.skip(FindingId::PhyFec, s, format!("uncorrectable codewords went down during the {} window (cleared): not judged", w.words()))
             }
-            _ => sheet.pass("phy.fec", s, format!("{observed}, none uncorrectable in {}", w.words()), None),
+            _ => sheet.pass(FindingId::PhyFec, s, format!("{observed}, none uncorrectable in {}", w.words()), None),
         }
         return;
     }
     match uncorrectable {
         Some(u) if u > 0 => sheet.fail(
-            "phy.fec",
+            FindingId::PhyFec,
             s,
             observed,
             None,
@@ -184,7 +189,7 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
             "bit errors beyond what the FEC corrects: clean or replace the cable/optic at both ends, and see phy.ber and \
              phy.module for the lane",
         ),
-        _ => sheet.pass("phy.fec", s, observed, None),
+        _ => sheet.pass(FindingId::PhyFec, s, observed, None),
     }
 }
 
@@ -246,7 +251,7 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
         observed.push(format!("{} corrected per lane ({})", phy.lane_errors.iter().sum::<u64>(), per_lane.join(" ")));
     }
     if observed.is_empty() {
-        sheet.skip("phy.ber", s, format!("no bit-error counters readable ({})", tools.counters));
+        sheet.skip(FindingId::PhyBer, s, format!("no bit-error counters readable ({})", tools.counters));
         return;
     }
     if phy.ber_raw.is_none() && phy.ber_effective.is_none() && window.is_none() {
@@ -272,19 +277,19 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
                      shows the counters"
                 ),
             };
-            sheet.fail("phy.ber", s, observed, None, severity, message, remedy);
+            sheet.fail(FindingId::PhyBer, s, observed, None, severity, message, remedy);
         }
         None => {
             if let Some((lane, share)) = lane {
                 sheet.note(
-                    "phy.ber",
+                    FindingId::PhyBer,
                     s,
                     Severity::Info,
                     format!("lane {lane} carries {:.0}% of the port's corrected errors (within what the FEC corrects)", share * 100.0),
                     format!("if errors rise, start with lane {lane}: clean the connector, swap the cable/optic"),
                 );
             }
-            sheet.pass("phy.ber", s, observed, None);
+            sheet.pass(FindingId::PhyBer, s, observed, None);
         }
     }
 }
@@ -316,7 +321,7 @@ pub fn busiest_lane(lanes: &[u64]) -> Option<(usize, f64)> {
 fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
     let Some(m) = &phy.module else {
         let why = phy.module_unreadable.clone().unwrap_or_else(|| "no module report (`ethtool -m`)".into());
-        sheet.skip("phy.module", s, why);
+        sheet.skip(FindingId::PhyModule, s, why);
         return;
     };
     let name = identity(m);
@@ -357,11 +362,11 @@ fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
     }
     let observed = observed_module(m, &name);
     match problems.iter().map(|p| p.0).min() {
-        None => sheet.pass("phy.module", s, observed, None),
+        None => sheet.pass(FindingId::PhyModule, s, observed, None),
         Some(severity) => {
             let message = format!("{name}: {}", problems.into_iter().map(|p| p.1).collect::<Vec<_>>().join("; "));
             sheet.fail(
-                "phy.module",
+                FindingId::PhyModule,
                 s,
                 observed,
                 None,
@@ -447,7 +452,7 @@ mod tests {
         port
     }
 
-    fn module_findings(port: &Port) -> Vec<crate::diagnose::Finding> {
+    fn module_findings(port: &Port) -> Vec<crate::outcome::Finding> {
         let mut sheet = Sheet::default();
         run(port, "mlx5_0/1", &mut sheet);
         sheet.findings.into_iter().filter(|f| f.id == "phy.module").collect()

@@ -2,6 +2,7 @@
 
 use super::unreadable::{why, Unread};
 use super::{gbps, Expectations, Severity, Sheet};
+use crate::outcome::FindingId;
 use crate::port::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::catype;
 use crate::probe::{Device, Port};
@@ -13,7 +14,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
     let s = subject.as_str();
     let unreadable = |files: &[&'static str]| unread.port(&device.name, port.port, files);
     match unreadable(&["state", "phys_state"]) {
-        Some(file) => sheet.skip("port.state", s, why(file)),
+        Some(file) => sheet.skip(FindingId::PortState, s, why(file)),
         None => state(device, port, expect, s, sheet),
     }
     let ib = port.link_layer == LinkLayer::InfiniBand;
@@ -21,24 +22,24 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
     if ib {
         match unreadable(&["lid", "sm_lid"]) {
             Some(file) => {
-                sheet.skip("port.lid", s, why(file));
-                sheet.skip("port.sm", s, why(file));
+                sheet.skip(FindingId::PortLid, s, why(file));
+                sheet.skip(FindingId::PortSm, s, why(file));
             }
             None => addressing(port, s, sheet),
         }
     }
     match (unreadable(&["link_layer"]), expect.link_layer) {
-        (Some(file), Some(_)) => sheet.skip("port.link_layer", s, why(file)),
+        (Some(file), Some(_)) => sheet.skip(FindingId::PortLinkLayer, s, why(file)),
         _ => link_layer(device, port, expect, s, sheet),
     }
     if let (true, Some(file)) = (up, unreadable(&["rate"])) {
-        for id in ["link.width", "link.rate"] {
+        for id in [FindingId::LinkWidth, FindingId::LinkRate] {
             sheet.skip(id, s, why(file));
         }
     } else if up {
         link_quality(device, port, expect, s, sheet);
     } else {
-        for id in ["link.width", "link.rate"] {
+        for id in [FindingId::LinkWidth, FindingId::LinkRate] {
             sheet.skip(id, s, format!("physical link is {}", port.phys_state));
         }
     }
@@ -48,7 +49,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {
             Some(mtu) if mtu < want => sheet.fail(
-                "port.mtu",
+                FindingId::PortMtu,
                 s,
                 mtu.to_string(),
                 Some(want.to_string()),
@@ -57,8 +58,8 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
                 "the SM sets the MTU from the partition (OpenSM partitions.conf: mtu=5 for 4096) and the switch limits; \
                  check both ends and the partition definition",
             ),
-            Some(mtu) => sheet.pass("port.mtu", s, mtu.to_string(), Some(want.to_string())),
-            None => sheet.skip("port.mtu", s, "active MTU not available from sysfs"),
+            Some(mtu) => sheet.pass(FindingId::PortMtu, s, mtu.to_string(), Some(want.to_string())),
+            None => sheet.skip(FindingId::PortMtu, s, "active MTU not available from sysfs"),
         }
     }
     counters(port, s, sheet);
@@ -71,7 +72,7 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
     let ib = port.link_layer == LinkLayer::InfiniBand;
     let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
     if port.state == want && (want != PortState::Active || port.phys_state == PhysState::LinkUp) {
-        sheet.pass("port.state", s, observed, expected);
+        sheet.pass(FindingId::PortState, s, observed, expected);
         return;
     }
     // `carrier` reads EINVAL while the interface is administratively down: then operstate says.
@@ -136,24 +137,24 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
             "check cabling, the peer port and, on InfiniBand, the subnet manager".into(),
         ),
     };
-    sheet.fail("port.state", s, observed, expected, Severity::Error, message, remedy);
+    sheet.fail(FindingId::PortState, s, observed, expected, Severity::Error, message, remedy);
 }
 
 fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
     let no_sm = "no subnet manager has assigned addresses: start OpenSM on a switch or management node (two for HA); \
                  `sminfo` and `ibstat` show whether one answers";
     if port.phys_state != PhysState::LinkUp {
-        sheet.skip("port.lid", s, "link is not up");
-        sheet.skip("port.sm", s, "link is not up");
+        sheet.skip(FindingId::PortLid, s, "link is not up");
+        sheet.skip(FindingId::PortSm, s, "link is not up");
         return;
     }
     if port.lid == 0 || port.lid >= 0xc000 {
-        sheet.fail("port.lid", s, format!("{:#x}", port.lid), Some("unicast LID".into()), Severity::Error, "port has no LID", no_sm);
+        sheet.fail(FindingId::PortLid, s, format!("{:#x}", port.lid), Some("unicast LID".into()), Severity::Error, "port has no LID", no_sm);
     } else {
-        sheet.pass("port.lid", s, format!("{:#x}", port.lid), None);
+        sheet.pass(FindingId::PortLid, s, format!("{:#x}", port.lid), None);
     }
     if port.sm_lid == 0 {
-        sheet.fail("port.sm", s, "0x0", Some("SM LID".into()), Severity::Error, "no subnet manager is known to this port (SM LID 0)", no_sm);
+        sheet.fail(FindingId::PortSm, s, "0x0", Some("SM LID".into()), Severity::Error, "no subnet manager is known to this port (SM LID 0)", no_sm);
     } else {
         match port.sm_state.as_deref() {
             None | Some("MASTER") => {
@@ -161,10 +162,10 @@ fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
                     Some(state) => format!("{:#x} {state}", port.sm_lid),
                     None => format!("{:#x}", port.sm_lid),
                 };
-                sheet.pass("port.sm", s, observed, None)
+                sheet.pass(FindingId::PortSm, s, observed, None)
             }
             Some(state) => sheet.fail(
-                "port.sm",
+                FindingId::PortSm,
                 s,
                 format!("{:#x} {state}", port.sm_lid),
                 Some("MASTER".into()),
@@ -180,7 +181,7 @@ fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
 fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let Some(want) = expect.link_layer else { return };
     if port.link_layer == want {
-        sheet.pass("port.link_layer", s, port.link_layer.to_string(), Some(want.to_string()));
+        sheet.pass(FindingId::PortLinkLayer, s, port.link_layer.to_string(), Some(want.to_string()));
         return;
     }
     let value = if want == LinkLayer::Ethernet { 2 } else { 1 };
@@ -204,7 +205,7 @@ fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, shee
         }
         None => remedy,
     };
-    sheet.fail("port.link_layer", s, port.link_layer.to_string(), Some(want.to_string()), Severity::Error, message, remedy);
+    sheet.fail(FindingId::PortLinkLayer, s, port.link_layer.to_string(), Some(want.to_string()), Severity::Error, message, remedy);
 }
 
 fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
@@ -219,7 +220,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
             let degraded = if expect.width.is_some() { lanes < want_lanes } else { lanes == 1 };
             if degraded {
                 sheet.fail(
-                    "link.width",
+                    FindingId::LinkWidth,
                     s,
                     port.width.to_string(),
                     Some(want.to_string()),
@@ -229,11 +230,11 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
                      per-lane status and the reason",
                 );
             } else {
-                sheet.pass("link.width", s, port.width.to_string(), Some(want.to_string()));
+                sheet.pass(FindingId::LinkWidth, s, port.width.to_string(), Some(want.to_string()));
             }
         }
-        (_, None) => sheet.skip("link.width", s, format!("width {} unknown", port.width)),
-        (None, Some(_)) => sheet.pass("link.width", s, port.width.to_string(), None),
+        (_, None) => sheet.skip(FindingId::LinkWidth, s, format!("width {} unknown", port.width)),
+        (None, Some(_)) => sheet.pass(FindingId::LinkWidth, s, port.width.to_string(), None),
     }
     let observed_rate = match (port.rate_gbps, port.nominal_gbps) {
         (Some(data), Some(nominal)) if data != nominal => format!("{} Gb/s ({} nominal)", gbps(data), gbps(nominal)),
@@ -245,7 +246,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
     let judged = if ib { port.nominal_gbps } else { port.rate_gbps.or(port.nominal_gbps) };
     match (expect.rate, judged) {
         (Some(want), Some(nominal)) if nominal + 0.01 < want => sheet.fail(
-            "link.rate",
+            FindingId::LinkRate,
             s,
             format!("{observed_rate}, {} {}", port.width, port.speed),
             Some(format!("{} Gb/s", gbps(want))),
@@ -259,14 +260,14 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
                  and the switch port's speed setting"
             },
         ),
-        (Some(want), Some(_)) => sheet.pass("link.rate", s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),
-        (Some(_), None) => sheet.skip("link.rate", s, "rate unknown"),
-        (None, _) => sheet.pass("link.rate", s, observed_rate, None),
+        (Some(want), Some(_)) => sheet.pass(FindingId::LinkRate, s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),
+        (Some(_), None) => sheet.skip(FindingId::LinkRate, s, "rate unknown"),
+        (None, _) => sheet.pass(FindingId::LinkRate, s, observed_rate, None),
     }
     if let Some(want) = expect.speed {
         if port.speed.rank() < want.rank() {
             sheet.fail(
-                "link.speed",
+                FindingId::LinkSpeed,
                 s,
                 port.speed.to_string(),
                 Some(want.to_string()),
@@ -275,7 +276,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
                 "check the cable and optic are rated for the speed and the switch port's speed configuration",
             );
         } else {
-            sheet.pass("link.speed", s, port.speed.to_string(), Some(want.to_string()));
+            sheet.pass(FindingId::LinkSpeed, s, port.speed.to_string(), Some(want.to_string()));
         }
     }
     trained(port, s, sheet);
@@ -297,12 +298,12 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
     let gids_unread = ["gids/", "gid_attrs/"].iter().any(|dir| unread.port_under(&device.name, port.port, dir));
     let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
     if let Some(g) = routable_v2.first() {
-        sheet.pass("roce.gid", s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
+        sheet.pass(FindingId::RoceGid, s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
     } else if gids_unread {
-        sheet.skip("roce.gid", s, why("part of the GID table"));
+        sheet.skip(FindingId::RoceGid, s, why("part of the GID table"));
     } else if routable_any {
         sheet.fail(
-            "roce.gid",
+            FindingId::RoceGid,
             s,
             "routable GIDs are RoCE v1 only",
             Some("routable RoCE v2 GID".into()),
@@ -312,7 +313,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
         );
     } else {
         sheet.fail(
-            "roce.gid",
+            FindingId::RoceGid,
             s,
             if port.gids.is_empty() { "no GIDs".into() } else { "only link-local (fe80::) GIDs".to_string() },
             Some("routable RoCE v2 GID".into()),
@@ -323,10 +324,12 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
     }
 
     match &port.netdev_state {
-        None => sheet.skip("roce.netdev", s, format!("netdev {netdev} not found")),
-        Some(_) if netdev_unread(&["operstate", "carrier", "duplex"]).is_some() => {
-            sheet.skip("roce.netdev", s, why(&format!("netdev {netdev}'s {}", netdev_unread(&["operstate", "carrier", "duplex"]).unwrap_or("state"))))
-        }
+        None => sheet.skip(FindingId::RoceNetdev, s, format!("netdev {netdev} not found")),
+        Some(_) if netdev_unread(&["operstate", "carrier", "duplex"]).is_some() => sheet.skip(
+            FindingId::RoceNetdev,
+            s,
+            why(&format!("netdev {netdev}'s {}", netdev_unread(&["operstate", "carrier", "duplex"]).unwrap_or("state"))),
+        ),
         Some(n) => {
             let up = n.operstate.as_deref() == Some("up") || (n.operstate.as_deref() == Some("unknown") && n.carrier == Some(true));
             let observed = format!(
@@ -339,7 +342,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
             );
             if !up || n.carrier == Some(false) {
                 sheet.fail(
-                    "roce.netdev",
+                    FindingId::RoceNetdev,
                     s,
                     observed,
                     Some("up, carrier".into()),
@@ -349,7 +352,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                 );
             } else if n.duplex.as_deref().is_some_and(|d| d != "full" && d != "unknown") {
                 sheet.fail(
-                    "roce.netdev",
+                    FindingId::RoceNetdev,
                     s,
                     observed,
                     Some("full duplex".into()),
@@ -358,7 +361,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                     "autonegotiation failed: check the switch port settings and the cable",
                 );
             } else {
-                sheet.pass("roce.netdev", s, observed, Some("up, carrier".into()));
+                sheet.pass(FindingId::RoceNetdev, s, observed, Some("up, carrier".into()));
             }
         }
     }
@@ -371,8 +374,8 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
     let active = port.active_mtu.or(derived);
     let Some(active) = active else {
         match netdev_unread(&["mtu"]) {
-            Some(_) => sheet.skip("roce.mtu", s, why(&format!("netdev {netdev}'s mtu"))),
-            None => sheet.skip("roce.mtu", s, "neither active nor netdev MTU known"),
+            Some(_) => sheet.skip(FindingId::RoceMtu, s, why(&format!("netdev {netdev}'s mtu"))),
+            None => sheet.skip(FindingId::RoceMtu, s, "neither active nor netdev MTU known"),
         }
         return;
     };
@@ -381,7 +384,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
         if active < want {
             let need = headers.netdev_mtu_for(want);
             sheet.fail(
-                "roce.mtu",
+                FindingId::RoceMtu,
                 s,
                 format!("{active}{netdev_text}"),
                 Some(want.to_string()),
@@ -394,11 +397,11 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
             );
             return;
         }
-        sheet.pass("roce.mtu", s, format!("{active}{netdev_text}"), Some(want.to_string()));
+        sheet.pass(FindingId::RoceMtu, s, format!("{active}{netdev_text}"), Some(want.to_string()));
     } else if let (Some(port_mtu), Some(d)) = (port.active_mtu, derived) {
         if port_mtu > d {
             sheet.fail(
-                "roce.mtu",
+                FindingId::RoceMtu,
                 s,
                 format!("{port_mtu}{netdev_text}"),
                 Some(format!("<= {d}")),
@@ -407,10 +410,10 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                 format!("set the netdev MTU of {netdev} consistently (9000 for 4096-byte RoCE frames)"),
             );
         } else {
-            sheet.pass("roce.mtu", s, format!("{port_mtu}{netdev_text}"), None);
+            sheet.pass(FindingId::RoceMtu, s, format!("{port_mtu}{netdev_text}"), None);
         }
     } else {
-        sheet.pass("roce.mtu", s, format!("{active}{netdev_text}"), None);
+        sheet.pass(FindingId::RoceMtu, s, format!("{active}{netdev_text}"), None);
     }
 }
 
@@ -428,7 +431,7 @@ fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
         .collect();
     if !bad.is_empty() {
         sheet.note(
-            "link.errors",
+            FindingId::LinkErrors,
             s,
             Severity::Warning,
             format!(
@@ -465,7 +468,7 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
     let observed =
         if ib { format!("{} {}", port.width, port.speed) } else { port.rate_gbps.map_or("unknown".into(), |r| format!("{} Gb/s", gbps(r))) };
     let Some(what) = port.trained_low() else {
-        sheet.pass("link.trained", s, observed, Some(best));
+        sheet.pass(FindingId::LinkTrained, s, observed, Some(best));
         return;
     };
     let partner = match &port.partner {
@@ -506,9 +509,9 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
          runs at; reseat or replace the cable/optic; `ethtool <netdev>` shows the advertised and link partner modes"
     };
     match shared {
-        Ok((ceiling, None)) => sheet.pass("link.trained", s, observed, Some(ceiling)),
+        Ok((ceiling, None)) => sheet.pass(FindingId::LinkTrained, s, observed, Some(ceiling)),
         Ok((ceiling, Some(low))) => sheet.fail(
-            "link.trained",
+            FindingId::LinkTrained,
             s,
             observed,
             Some(ceiling),
@@ -517,7 +520,7 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
             remedy_fault,
         ),
         Err(why) => sheet.fail(
-            "link.trained",
+            FindingId::LinkTrained,
             s,
             observed,
             Some(best),
@@ -553,7 +556,7 @@ fn lossless(port: &Port, s: &str, sheet: &mut Sheet) {
     let none = |v: &Option<Vec<u8>>| v.as_ref().is_none_or(Vec::is_empty);
     if none(pfc) && none(ecn) {
         sheet.fail(
-            "roce.lossless",
+            FindingId::RoceLossless,
             s,
             observed,
             Some("PFC or ECN on the RoCE priority".into()),
@@ -567,6 +570,6 @@ fn lossless(port: &Port, s: &str, sheet: &mut Sheet) {
             ),
         );
     } else {
-        sheet.pass("roce.lossless", s, observed, None);
+        sheet.pass(FindingId::RoceLossless, s, observed, None);
     }
 }

@@ -6,6 +6,7 @@
 
 use super::phy_rules::EFFECTIVE_BER_LIMIT;
 use super::{Severity, Sheet};
+use crate::outcome::FindingId;
 use crate::port::LinkLayer;
 use crate::probe::soak::{Change, PortWindow, LINK_DOWN_EVENTS};
 use crate::probe::Port;
@@ -28,7 +29,7 @@ pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) 
         .collect();
     if !not_judged.is_empty() {
         sheet.note(
-            "soak.counters",
+            FindingId::SoakCounters,
             s,
             Severity::Info,
             format!("not judged over the {w} window: {}", not_judged.join("; ")),
@@ -44,7 +45,7 @@ pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) 
         .collect();
     if !risen.is_empty() {
         sheet.note(
-            "link.errors",
+            FindingId::LinkErrors,
             s,
             Severity::Warning,
             format!("error counters rose during the {w} window: {}", risen.join(" ")),
@@ -59,13 +60,13 @@ pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) 
 fn flap(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
     let changes: Vec<(&str, Change)> = ["link_downed", LINK_DOWN_EVENTS].iter().filter_map(|n| Some((*n, window.of(n)?))).collect();
     if changes.is_empty() {
-        sheet.skip("link.flap", s, "no link-down counter readable");
+        sheet.skip(FindingId::LinkFlap, s, "no link-down counter readable");
         return;
     }
     let downs = changes.iter().filter_map(|(_, c)| if let Change::Rose(n) = c { Some(*n) } else { None }).max();
     match downs {
         Some(n) => sheet.fail(
-            "link.flap",
+            FindingId::LinkFlap,
             s,
             format!("{n} link-down events in {w}"),
             Some("0".into()),
@@ -74,9 +75,9 @@ fn flap(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
             "a flapping link: reseat or replace the cable/optic, check phy.module for a weak lane and the switch port's log",
         ),
         None if changes.iter().all(|(_, c)| matches!(c, Change::Reset | Change::Saturated)) => {
-            sheet.skip("link.flap", s, format!("the link-down counters were cleared or are saturated: not judged over {w}"))
+            sheet.skip(FindingId::LinkFlap, s, format!("the link-down counters were cleared or are saturated: not judged over {w}"))
         }
-        None => sheet.pass("link.flap", s, format!("0 link-down events in {w}"), Some("0".into())),
+        None => sheet.pass(FindingId::LinkFlap, s, format!("0 link-down events in {w}"), Some("0".into())),
     }
 }
 
@@ -88,7 +89,7 @@ fn ib_symbol_errors(port: &Port, window: &PortWindow, w: &str, s: &str, sheet: &
             let severity = if ber.is_none_or(|b| b > EFFECTIVE_BER_LIMIT) { Severity::Error } else { Severity::Warning };
             let per_hour = n as f64 * 3600.0 / window.seconds.max(1.0);
             sheet.fail(
-                "phy.ber",
+                FindingId::PhyBer,
                 s,
                 format!("symbol_error +{n} in {w}{}", ber.map_or(String::new(), |b| format!(", BER {b:.1e}"))),
                 None,
@@ -97,14 +98,15 @@ fn ib_symbol_errors(port: &Port, window: &PortWindow, w: &str, s: &str, sheet: &
                 "a marginal cable or optic: clean, reseat, replace; `mlxlink -d <pci> -c` shows the raw BER per lane",
             );
         }
-        Some(Change::Same) => sheet.pass("phy.ber", s, format!("symbol_error +0 in {w}"), None),
+        Some(Change::Same) => sheet.pass(FindingId::PhyBer, s, format!("symbol_error +0 in {w}"), None),
         _ => {}
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::diagnose::{run, Expectations, Input, Scope, Severity, Status};
+    use crate::diagnose::{run, Expectations, Input, Scope};
+    use crate::outcome::{Severity, Status};
     use crate::probe::soak::apply;
     use crate::probe::{self, Inventory};
     use std::path::Path;

@@ -2,6 +2,7 @@
 //! OFED's modules: `driver_rules`).
 
 use super::{Severity, Sheet};
+use crate::outcome::FindingId;
 use crate::probe::host::{HostFacts, LibraryState};
 use crate::probe::Inventory;
 use fabcheck_verbs::{INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
@@ -30,10 +31,10 @@ pub(super) fn modules(inventory: &Inventory, modules: &[String], sheet: &mut She
     }
     let present = modules.join(" ");
     if missing.is_empty() {
-        sheet.pass("stack.modules", node, present, None);
+        sheet.pass(FindingId::StackModules, node, present, None);
     } else {
         sheet.fail(
-            "stack.modules",
+            FindingId::StackModules,
             node,
             if present.is_empty() { "none".into() } else { present },
             Some(missing.join(" ")),
@@ -44,7 +45,7 @@ pub(super) fn modules(inventory: &Inventory, modules: &[String], sheet: &mut She
     }
     if !has("rdma_ucm") {
         sheet.note(
-            "stack.modules",
+            FindingId::StackModules,
             node,
             Severity::Info,
             "rdma_ucm is not loaded: librdmacm connections (pair --cm, MPI/NCCL over rdma_cm) will fail",
@@ -60,7 +61,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
     let listing = host.uverbs.iter().map(|u| u.path.as_str()).collect::<Vec<_>>().join(" ");
     if host.uverbs.is_empty() {
         sheet.fail(
-            "stack.uverbs",
+            FindingId::StackUverbs,
             node,
             "no /dev/infiniband/uverbs*",
             Some("one per device".into()),
@@ -70,7 +71,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
         );
     } else if usable < host.uverbs.len() {
         sheet.fail(
-            "stack.uverbs",
+            FindingId::StackUverbs,
             node,
             format!("{usable} of {} openable", host.uverbs.len()),
             Some("read/write".into()),
@@ -79,7 +80,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
             "add the user to the group owning /dev/infiniband/uverbs* (often 'rdma'), or fix the udev rule granting 0666",
         );
     } else {
-        sheet.pass("stack.uverbs", node, listing, None);
+        sheet.pass(FindingId::StackUverbs, node, listing, None);
     }
 
     let stack = match (&host.ofed_version, &host.rdma_core_version) {
@@ -89,7 +90,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
     };
     if stack == "unknown" {
         sheet.fail(
-            "stack.distribution",
+            FindingId::StackDistribution,
             node,
             stack,
             None,
@@ -98,7 +99,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
             "install rdma-core (apt install rdma-core ibverbs-providers / dnf install rdma-core libibverbs) or NVIDIA DOCA-OFED",
         );
     } else {
-        sheet.pass("stack.distribution", node, stack, None);
+        sheet.pass(FindingId::StackDistribution, node, stack, None);
     }
 
     // The stack's units (`stack.service`) are judged in `driver_rules`, from what
@@ -106,10 +107,10 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
 
     let needed = MEMLOCK_NEEDED;
     match host.memlock_soft {
-        None => sheet.pass("stack.memlock", node, "unlimited", Some(format!(">= {} MiB", needed >> 20))),
-        Some(limit) if limit >= needed => sheet.pass("stack.memlock", node, human_bytes(limit), Some(format!(">= {} MiB", needed >> 20))),
+        None => sheet.pass(FindingId::StackMemlock, node, "unlimited", Some(format!(">= {} MiB", needed >> 20))),
+        Some(limit) if limit >= needed => sheet.pass(FindingId::StackMemlock, node, human_bytes(limit), Some(format!(">= {} MiB", needed >> 20))),
         Some(limit) if host.is_root => sheet.fail(
-            "stack.memlock",
+            FindingId::StackMemlock,
             node,
             human_bytes(limit),
             Some(format!(">= {} MiB", needed >> 20)),
@@ -118,7 +119,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
             memlock_remedy(),
         ),
         Some(limit) => sheet.fail(
-            "stack.memlock",
+            FindingId::StackMemlock,
             node,
             human_bytes(limit),
             Some(format!(">= {} MiB", needed >> 20)),
@@ -170,7 +171,7 @@ fn libraries(host: &HostFacts, sheet: &mut Sheet) {
     match (&host.libibverbs, &host.librdmacm) {
         (LibraryState::NotChecked, _) => {}
         (LibraryState::Missing(why), _) => sheet.fail(
-            "stack.rdma_core",
+            FindingId::StackRdmaCore,
             node,
             "libibverbs missing",
             Some(format!("{LIBIBVERBS} and {LIBRDMACM}")),
@@ -179,7 +180,7 @@ fn libraries(host: &HostFacts, sheet: &mut Sheet) {
             INSTALL_HINT,
         ),
         (LibraryState::Loaded, LibraryState::Missing(why)) => sheet.fail(
-            "stack.rdma_core",
+            FindingId::StackRdmaCore,
             node,
             "librdmacm missing",
             Some(LIBRDMACM.to_string()),
@@ -187,6 +188,6 @@ fn libraries(host: &HostFacts, sheet: &mut Sheet) {
             format!("librdmacm is not installed ({why}): rdma_cm connections (pair --cm, MPI/UCX rdmacm, NVMe-oF) cannot be made"),
             INSTALL_HINT,
         ),
-        (LibraryState::Loaded, _) => sheet.pass("stack.rdma_core", node, format!("{LIBIBVERBS}, {LIBRDMACM} load"), None),
+        (LibraryState::Loaded, _) => sheet.pass(FindingId::StackRdmaCore, node, format!("{LIBIBVERBS}, {LIBRDMACM} load"), None),
     }
 }

@@ -1,7 +1,7 @@
 //! A row's status follows its findings (issue #28 item 7), and the RoCE MTU the kernel derives
 //! (issue #28 item 1): each test here fails on 0.2's code.
 
-use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
+use super::{run, Check, Expectations, Finding, FindingId, Input, Report, Scope, Severity, Status, Verdict};
 use crate::probe::host::HostFacts;
 use crate::probe::{self, Inventory};
 use std::path::Path;
@@ -31,7 +31,7 @@ fn a_live_node_without_devices_fails_devices_count() {
     assert_eq!(r.verdict, Verdict::Fail);
     // Said first, as 0.2 did (the one-line format quotes the first error), the stack's after it.
     assert_eq!(r.findings[0].id, "devices.count", "{:#?}", r.findings);
-    assert!(r.findings.iter().any(|f| f.id.starts_with("stack.") && f.severity == Severity::Error), "{:#?}", r.findings);
+    assert!(r.findings.iter().any(|f| f.id.family() == "stack" && f.severity == Severity::Error), "{:#?}", r.findings);
     // A bundle (no host facts) with no device is refused earlier (exit 2); the rule does not
     // invent a finding for it.
     let r = diagnose(&Inventory::default(), None, &Expectations::default());
@@ -51,23 +51,24 @@ fn a_device_without_a_readable_port_fails_devices_count() {
 
 #[test]
 fn rows_follow_their_findings_in_one_place() {
-    let check = |id: &str, status| Check { id: id.into(), subject: "s".into(), status, observed: "o".into(), expected: None };
-    let finding = |id: &str, severity| Finding { id: id.into(), severity, subject: "s".into(), message: "m".into(), remedy: "r".into() };
+    let check = |id: &str, status| Check { id: FindingId::parse(id).unwrap(), subject: "s".into(), status, observed: "o".into(), expected: None };
+    let finding =
+        |id: &str, severity| Finding { id: FindingId::parse(id).unwrap(), severity, subject: "s".into(), message: "m".into(), remedy: "r".into() };
     let mut r = Report {
         verdict: Verdict::Pass,
         checks: vec![
-            check("a", Status::Pass),
-            check("b", Status::Fail),
-            check("c", Status::Pass),
-            check("d", Status::Skip),
-            check("e", Status::Fail),
+            check("port.state", Status::Pass),
+            check("port.lid", Status::Fail),
+            check("port.sm", Status::Pass),
+            check("port.mtu", Status::Skip),
+            check("link.rate", Status::Fail),
         ],
         findings: vec![
-            finding("a", Severity::Error),
-            finding("b", Severity::Warning),
-            finding("c", Severity::Info),
-            finding("c", Severity::Warning),
-            finding("e", Severity::Info),
+            finding("port.state", Severity::Error),
+            finding("port.lid", Severity::Warning),
+            finding("port.sm", Severity::Info),
+            finding("port.sm", Severity::Warning),
+            finding("link.rate", Severity::Info),
         ],
     };
     r.settle();

@@ -3,7 +3,7 @@
 //! refresh thread; a scrape only copies the finished text.
 
 use super::metrics::{self, CounterDir, Kind, Metric};
-use crate::diagnose::{Report, Severity, Status, Verdict};
+use crate::outcome::{Report, Severity, Status, Verdict};
 use crate::port::{LinkLayer, PhysState, PortState};
 use crate::probe::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
@@ -335,17 +335,17 @@ fn write_report(f: &mut Families, report: &Report) {
     // A row repeated for one id and subject fails when any of its repeats fails, and a row
     // agrees with its findings: an error finding of its id and subject fails it (a live node
     // with no device has a passing `devices.count` row beside the error that says so).
-    let mut rows: BTreeMap<(&str, &str), bool> = BTreeMap::new();
+    let mut rows: BTreeMap<(&str, String), bool> = BTreeMap::new();
     for c in &report.checks {
         let error = report.findings.iter().any(|f| f.severity == Severity::Error && f.id == c.id && f.subject == c.subject);
-        *rows.entry((c.id.as_str(), c.subject.as_str())).or_insert(true) &= c.status != Status::Fail && !error;
+        *rows.entry((c.id.as_str(), c.subject.to_string())).or_insert(true) &= c.status != Status::Fail && !error;
     }
     for ((id, subject), pass) in rows {
-        f.add(&metrics::CHECK, &[("id", id), ("subject", subject)], flag(pass));
+        f.add(&metrics::CHECK, &[("id", id), ("subject", &subject)], flag(pass));
     }
     for finding in &report.findings {
         let severity = severity_name(finding.severity);
-        f.add(&metrics::FINDING, &[("id", &finding.id), ("severity", severity), ("subject", &finding.subject)], 1.0);
+        f.add(&metrics::FINDING, &[("id", finding.id.as_str()), ("severity", severity), ("subject", &finding.subject.to_string())], 1.0);
     }
     for severity in [Severity::Error, Severity::Warning, Severity::Info] {
         let count = report.findings.iter().filter(|x| x.severity == severity).count();

@@ -1,5 +1,6 @@
 use super::*;
-use crate::diagnose::{Check, Finding};
+use crate::outcome::FindingId;
+use crate::outcome::{Check, Finding};
 use crate::probe::sysfs::SysfsRoot;
 use std::path::PathBuf;
 
@@ -135,9 +136,9 @@ fn a_read_that_failed_is_up_0_with_its_cause() {
 #[test]
 fn the_check_verdict_rows_and_findings_are_written_once_each() {
     let mut reading = reading_of("hdr-ib-healthy");
-    let check = |status| Check { id: "port.state".into(), subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
+    let check = |status| Check { id: FindingId::PortState, subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
     let finding =
-        |severity| Finding { id: "port.state".into(), severity, subject: "mlx5_0/1 \"a\"\nb".into(), message: "m".into(), remedy: "r".into() };
+        |severity| Finding { id: FindingId::PortState, severity, subject: "mlx5_0/1 \"a\"\nb".into(), message: "m".into(), remedy: "r".into() };
     reading.report = Some(Report {
         verdict: Verdict::Fail,
         checks: vec![check(Status::Pass), check(Status::Fail), check(Status::Pass)],
@@ -155,9 +156,10 @@ fn the_check_verdict_rows_and_findings_are_written_once_each() {
 #[test]
 fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
     let mut reading = reading_of("hdr-ib-healthy");
-    let row = |id: &str| Check { id: id.into(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
-    let error = Finding { id: "devices.count".into(), severity: Severity::Error, subject: "node".into(), message: "m".into(), remedy: "r".into() };
-    let info = Finding { id: "stack.memlock".into(), severity: Severity::Info, ..error.clone() };
+    let row =
+        |id: &str| Check { id: FindingId::parse(id).unwrap(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
+    let error = Finding { id: FindingId::DevicesCount, severity: Severity::Error, subject: "node".into(), message: "m".into(), remedy: "r".into() };
+    let info = Finding { id: FindingId::StackMemlock, severity: Severity::Info, ..error.clone() };
     reading.report = Some(Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] });
     let page = render(&reading, &stats(), Exposition::Text);
     assert_eq!(value(&page, "fabcheck_check_pass", r#"id="devices.count",subject="node""#), 0.0);
@@ -176,8 +178,14 @@ fn every_fixed_family_of_the_table_can_appear() {
         let mut r = reading_of("hdr-ib-healthy");
         r.report = Some(Report {
             verdict: Verdict::Pass,
-            checks: vec![Check { id: "a".into(), subject: "b".into(), status: Status::Pass, observed: "".into(), expected: None }],
-            findings: vec![Finding { id: "a".into(), severity: Severity::Info, subject: "b".into(), message: "".into(), remedy: "".into() }],
+            checks: vec![Check { id: FindingId::PortState, subject: "b".into(), status: Status::Pass, observed: "".into(), expected: None }],
+            findings: vec![Finding {
+                id: FindingId::PortState,
+                severity: Severity::Info,
+                subject: "b".into(),
+                message: "".into(),
+                remedy: "".into(),
+            }],
         });
         let mut s = stats();
         s.seen.insert("gone".into());

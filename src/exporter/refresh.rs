@@ -8,7 +8,9 @@ use super::http::Pages;
 use super::metrics::CounterDir;
 use super::page::{self, Exposition, PortCounters, Reading, Stats};
 use super::serve::Shelf;
-use crate::diagnose::{self, Expectations, Finding, Input, Scope, Severity, Verdict};
+use crate::diagnose::{self, Expectations, Input, Scope};
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity, Verdict};
 use crate::probe::{self, host, Inventory, ProbeError, Source};
 use crate::sys::fs::{list_dir, read_text, SYSFS_CAP};
 use std::path::{Path, PathBuf};
@@ -102,7 +104,7 @@ pub fn read_node(source: &Source) -> Reading {
         report.findings.insert(
             0,
             Finding {
-                id: "devices.count".into(),
+                id: FindingId::DevicesCount,
                 severity: Severity::Error,
                 subject: "node".into(),
                 message: "no RDMA devices found".into(),

@@ -15,7 +15,9 @@ use super::expect::FabricExpect;
 use super::judge::Noted;
 use super::links::{node_name, Index};
 use super::model::{Fabric, Guid, NodeType};
-use crate::diagnose::{gbps, Severity};
+use crate::outcome::FindingId;
+use crate::outcome::Severity;
+use crate::units::rate as gbps;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -184,7 +186,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
         // A lower switch with no uplink at all, while the tier above exists.
         for l in lows.iter().filter(|l| ups.iter().all(|u| count(l, u) == 0)) {
             out.push(Noted::new(
-                "fabric.design",
+                FindingId::FabricDesign,
                 Severity::Error,
                 name(l),
                 format!(
@@ -215,7 +217,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
             );
             if o.ratio() > limit + 1e-9 {
                 out.push(Noted::new(
-                    "fabric.design",
+                    FindingId::FabricDesign,
                     Severity::Warning,
                     name(&g),
                     format!("leaf {} is oversubscribed {text}, above the expected {limit}:1", name(&g)),
@@ -224,7 +226,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
                 ));
             } else {
                 out.push(Noted::new(
-                    "fabric.design",
+                    FindingId::FabricDesign,
                     Severity::Info,
                     name(&g),
                     format!("leaf {} oversubscription {text}", name(&g)),
@@ -306,7 +308,7 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
         let lacking: Vec<String> = group.lows.iter().filter(|l| count(l, u) == 0 && by_upper(l, u)).map(name).collect();
         if !lacking.is_empty() {
             out.push(Noted::new(
-                "fabric.design",
+                FindingId::FabricDesign,
                 Severity::Error,
                 name(u),
                 format!(
@@ -327,7 +329,7 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
         let absent: Vec<String> = group.ups.iter().filter(|u| count(l, u) == 0 && !by_upper(l, u)).map(name).collect();
         if !absent.is_empty() {
             out.push(Noted::new(
-                "fabric.design",
+                FindingId::FabricDesign,
                 Severity::Error,
                 name(l),
                 format!(
@@ -346,7 +348,7 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
             group.ups.iter().filter(|u| count(l, u) > 0 && count(l, u) != usual).map(|u| format!("{} to {}", count(l, u), name(u))).collect();
         if !uneven.is_empty() {
             out.push(Noted::new(
-                "fabric.design",
+                FindingId::FabricDesign,
                 Severity::Warning,
                 name(l),
                 format!(

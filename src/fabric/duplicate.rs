@@ -13,7 +13,8 @@
 use super::judge::Noted;
 use super::links::{end_name, Index};
 use super::model::{Fabric, Guid, NodeType};
-use crate::diagnose::Severity;
+use crate::outcome::FindingId;
+use crate::outcome::Severity;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Whether a NIC's description is the one the adapter's firmware starts with.
@@ -52,7 +53,7 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
     for (guid, nodes) in by_node.iter().filter(|(_, v)| v.len() > 1) {
         let who: Vec<String> = nodes.iter().map(|&i| format!("\"{}\" ({})", fabric.nodes[i].description, kind(i))).collect();
         out.push(Noted::new(
-            "fabric.duplicate",
+            FindingId::FabricDuplicate,
             Severity::Error,
             guid.to_string(),
             format!(
@@ -81,7 +82,7 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
         }
         let who: Vec<String> = nodes.iter().map(|&i| format!("\"{}\" (node {})", fabric.nodes[i].description, fabric.nodes[i].guid)).collect();
         out.push(Noted::new(
-            "fabric.duplicate",
+            FindingId::FabricDuplicate,
             Severity::Error,
             guid.to_string(),
             format!(
@@ -107,7 +108,7 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
         let who: Vec<String> =
             guids.iter().filter_map(|g| fabric.nodes.iter().position(|n| n.guid == *g)).map(|i| whereabouts(&index, fabric, i)).collect();
         out.push(Noted::new(
-            "fabric.duplicate",
+            FindingId::FabricDuplicate,
             Severity::Warning,
             desc.to_string(),
             format!(
@@ -126,7 +127,7 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
         let shown =
             if desc.is_empty() { "an empty node description".to_string() } else { format!("the adapter's default node description \"{desc}\"") };
         out.push(Noted::new(
-            "fabric.duplicate",
+            FindingId::FabricDuplicate,
             Severity::Warning,
             if desc.is_empty() { "(empty description)".into() } else { desc.clone() },
             format!(
@@ -149,7 +150,7 @@ mod tests {
     use crate::fabric::fixture::Build;
 
     fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
-        noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+        noted.iter().map(|n| (n.finding.id.to_string(), n.finding.severity, n.finding.subject.to_string())).collect()
     }
 
     fn base() -> Build {

@@ -6,7 +6,8 @@ use super::expect::FabricExpect;
 use super::links::{end_name, node_name, Index, Link, LinkKey};
 use super::model::{ErrorCounter, Fabric, Gap, Guid, Node, NodeType, SmState};
 use super::topology::{NodeKey, Topology};
-use crate::diagnose::{Finding, Severity};
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity};
 use crate::port::{link_rate, PhysState, PortState, Speed, Width};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 pub struct Judgement {
     pub findings: Vec<Finding>,
     /// (node, port) -> ids of findings about that port.
-    pub marks: HashMap<(Guid, u8), Vec<String>>,
+    pub marks: HashMap<(Guid, u8), Vec<FindingId>>,
 }
 
 // --- Fabric design (#32): findings from the rules in design.rs, rails.rs and duplicate.rs.
@@ -28,8 +29,8 @@ pub struct Noted {
 }
 
 impl Noted {
-    pub fn new(id: &str, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) -> Noted {
-        Noted { finding: Finding { id: id.into(), severity, subject, message, remedy: remedy.into() }, ends: ends.to_vec() }
+    pub fn new(id: FindingId, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) -> Noted {
+        Noted { finding: Finding::new(id, severity, subject, message, remedy), ends: ends.to_vec() }
     }
 }
 
@@ -38,7 +39,7 @@ impl Judgement {
     pub fn extend(&mut self, noted: Vec<Noted>) {
         for n in noted {
             for end in &n.ends {
-                self.marks.entry(*end).or_default().push(n.finding.id.clone());
+                self.marks.entry(*end).or_default().push(n.finding.id);
             }
             self.findings.push(n.finding);
         }
@@ -53,11 +54,11 @@ struct Sheet {
 }
 
 impl Sheet {
-    fn add(&mut self, id: &str, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) {
+    fn add(&mut self, id: FindingId, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) {
         for end in ends {
-            self.j.marks.entry(*end).or_default().push(id.to_string());
+            self.j.marks.entry(*end).or_default().push(id);
         }
-        self.j.findings.push(Finding { id: id.into(), severity, subject, message, remedy: remedy.into() });
+        self.j.findings.push(Finding::new(id, severity, subject, message, remedy));
     }
 }
 
@@ -100,19 +101,19 @@ fn sm_rules(fabric: &Fabric, expect: &FabricExpect, sheet: &mut Sheet) {
                 fabric.local.state,
                 ports.len()
             );
-            sheet.add("fabric.sm", Severity::Error, "subnet".into(), message, START_SM, &[]);
+            sheet.add(FindingId::FabricSm, Severity::Error, "subnet".into(), message, START_SM, &[]);
             return;
         }
         Some(m) if m.state != SmState::Master => {
             let message = format!("the SM at LID {} ({}) answers as {}, not MASTER: the subnet has no master", m.lid, m.guid, m.state.name());
-            sheet.add("fabric.sm", Severity::Error, format!("SM lid {}", m.lid), message, START_SM, &[]);
+            sheet.add(FindingId::FabricSm, Severity::Error, format!("SM lid {}", m.lid), message, START_SM, &[]);
         }
         Some(_) => {}
     }
     let master = fabric.master.as_ref().expect("checked above");
     for other in fabric.others.iter().filter(|o| o.state == SmState::Master && o.guid != master.guid) {
         sheet.add(
-            "fabric.sm",
+            FindingId::FabricSm,
             Severity::Error,
             format!("SM lid {} and lid {}", master.lid, other.lid),
             format!(
@@ -128,7 +129,7 @@ fn sm_rules(fabric: &Fabric, expect: &FabricExpect, sheet: &mut Sheet) {
     if let Some(want) = expect.sm_standby {
         if standbys.len() < want {
             sheet.add(
-                "fabric.sm",
+                FindingId::FabricSm,
                 Severity::Error,
                 "subnet".into(),
                 format!("{} standby SM(s), expected at least {want}: if the master (LID {}) fails, nobody takes over", standbys.len(), master.lid),
@@ -140,7 +141,7 @@ fn sm_rules(fabric: &Fabric, expect: &FabricExpect, sheet: &mut Sheet) {
     }
     for s in standbys.iter().filter(|s| s.priority > master.priority) {
         sheet.add(
-            "fabric.sm",
+            FindingId::FabricSm,
             Severity::Warning,
             format!("SM lid {}", s.lid),
             format!(
@@ -160,7 +161,7 @@ fn lid_rules(fabric: &Fabric, sheet: &mut Sheet) {
         for port in node.ports.iter().filter(|p| (node.node_type == NodeType::Switch) == (p.number == 0)) {
             if port.info.state == PortState::Active && port.info.lid == 0 {
                 sheet.add(
-                    "fabric.lid",
+                    FindingId::FabricLid,
                     Severity::Error,
                     end_name(node, port.number),
                     format!("{} is ACTIVE without a LID: nothing can address it", end_name(node, port.number)),
@@ -177,7 +178,7 @@ fn lid_rules(fabric: &Fabric, sheet: &mut Sheet) {
         if distinct.len() > 1 {
             let names: Vec<String> = owners.iter().map(|(n, p)| end_name(n, *p)).collect();
             sheet.add(
-                "fabric.lid",
+                FindingId::FabricLid,
                 Severity::Error,
                 names.join(", "),
                 format!("LID {lid} is assigned to {} ports: {}", owners.len(), names.join(", ")),
@@ -194,7 +195,7 @@ fn count_rules(fabric: &Fabric, expect: &FabricExpect, sheet: &mut Sheet) {
         if let Some(want) = want {
             if want != got {
                 sheet.add(
-                    "fabric.topology.missing",
+                    FindingId::FabricTopologyMissing,
                     if got < want { Severity::Error } else { Severity::Warning },
                     "subnet".into(),
                     format!("{got} {what} discovered, expected {want}"),
@@ -224,7 +225,7 @@ fn state_rules(link: &Link, sheet: &mut Sheet) {
         return;
     }
     sheet.add(
-        "fabric.link.state",
+        FindingId::FabricLinkState,
         Severity::Error,
         link.name(),
         format!("linked up but {} / {}: the master SM has not activated it, so it carries no traffic", a.state, b.state),
@@ -248,7 +249,7 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     if lanes(allowed) > lanes(Some(width)) {
         let best = allowed.expect("more lanes than active");
         sheet.add(
-            "fabric.link.width",
+            FindingId::FabricLinkWidth,
             Severity::Error,
             link.name(),
             format!(
@@ -263,7 +264,7 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     } else if lanes(supported) > lanes(allowed) {
         let best = supported.expect("more lanes than allowed");
         sheet.add(
-            "fabric.link.width",
+            FindingId::FabricLinkWidth,
             Severity::Warning,
             link.name(),
             format!("runs {}; both ends support {} but the enabled widths stop at {}", wl(width, speed), wl(best, speed), allowed.map_or("none".into(), |w| w.name().into_owned())),
@@ -278,7 +279,7 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     if rank(allowed) > rank(Some(speed)) {
         let best = allowed.expect("faster than active");
         sheet.add(
-            "fabric.link.speed",
+            FindingId::FabricLinkSpeed,
             Severity::Error,
             link.name(),
             format!("runs {} but both ends support and enable {}", wl(width, speed), wl(width, best)),
@@ -288,7 +289,7 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     } else if rank(supported) > rank(allowed) {
         let best = supported.expect("faster than allowed");
         sheet.add(
-            "fabric.link.speed",
+            FindingId::FabricLinkSpeed,
             Severity::Warning,
             link.name(),
             format!("runs {}; both ends support {} but the enabled speeds stop at {}", wl(width, speed), wl(width, best), allowed.map_or("none".into(), |s| s.name().into_owned())),
@@ -298,13 +299,13 @@ fn link_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
     }
     if let Some(want) = expect.width {
         if lanes(Some(width)) < lanes(Some(want)) {
-            sheet.add("fabric.link.width", Severity::Error, link.name(), format!("runs {width}, expected at least {want}"), LANE_FAULT, &ends);
+            sheet.add(FindingId::FabricLinkWidth, Severity::Error, link.name(), format!("runs {width}, expected at least {want}"), LANE_FAULT, &ends);
         }
     }
     if let Some(want) = expect.speed {
         if speed.rank() < want.rank() {
             sheet.add(
-                "fabric.link.speed",
+                FindingId::FabricLinkSpeed,
                 Severity::Error,
                 link.name(),
                 format!("runs {speed}, expected at least {want}"),
@@ -339,7 +340,7 @@ fn counter_rules(link: &Link, expect: &FabricExpect, sheet: &mut Sheet) {
             "packets dropped for congestion or an unresponsive destination (head-of-queue lifetime): find the congested path or the stuck node"
         };
         sheet.add(
-            "fabric.errors",
+            FindingId::FabricErrors,
             if physical { Severity::Error } else { Severity::Warning },
             link.name(),
             format!("at {}: {}", end.name(), list.join(", ")),
@@ -365,7 +366,7 @@ fn gap_rules(fabric: &Fabric, index: &Index, topology: Option<&Topology>, sheet:
                 let peer = expected.clone().unwrap_or_else(|| "?".into());
                 let per_file = expected.map_or(String::new(), |e| format!(" ({e} per the topology file)"));
                 sheet.add(
-                    "fabric.unreachable",
+                    FindingId::FabricUnreachable,
                     Severity::Error,
                     format!("{} <-> {peer}", end_name(n, *port)),
                     format!("{} is linked up but the node behind it{per_file} does not answer SMPs (timeout after every retry)", end_name(n, *port)),
@@ -388,7 +389,7 @@ fn gap_rules(fabric: &Fabric, index: &Index, topology: Option<&Topology>, sheet:
             .take(5)
             .collect();
         sheet.add(
-            "fabric.unreachable",
+            FindingId::FabricUnreachable,
             Severity::Warning,
             names.join(", "),
             format!("{silent_counters} node(s) did not answer PerfMgt (PortCounters): their error counters are unknown"),
@@ -469,7 +470,7 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswere
         }
         if !wrong.is_empty() {
             sheet.add(
-                "fabric.topology.miswired",
+                FindingId::FabricTopologyMiswired,
                 Severity::Error,
                 subject,
                 format!("expected this cable, but {}", wrong.join("; ")),
@@ -491,7 +492,7 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswere
         let absent_text = if absent.is_empty() { String::new() } else { format!("; not discovered: {}", absent.join(", ")) };
         if !down.is_empty() {
             sheet.add(
-                "fabric.link.down",
+                FindingId::FabricLinkDown,
                 Severity::Error,
                 subject,
                 format!("expected cable has no link: {}{absent_text}", down.join(", ")),
@@ -501,7 +502,7 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswere
             );
         } else {
             sheet.add(
-                "fabric.topology.missing",
+                FindingId::FabricTopologyMissing,
                 Severity::Error,
                 subject,
                 format!("expected cable not found{}", if absent_text.is_empty() { String::new() } else { absent_text.replacen("; ", ": ", 1) }),
@@ -516,7 +517,7 @@ fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswere
             continue;
         }
         sheet.add(
-            "fabric.topology.extra",
+            FindingId::FabricTopologyExtra,
             Severity::Warning,
             link.name(),
             "a cable the topology file does not list".into(),

@@ -7,7 +7,8 @@
 use super::decode::ExtSpeedsCounters;
 use super::links::{end_name, Index};
 use super::model::{Fabric, Guid, Tables, TickRead};
-use crate::diagnose::{Finding, Severity};
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity};
 use crate::port::Width;
 
 /// The lane rule of `check`'s `phy.ber` (diagnose::phy_rules, docs/checks.md): a lane with
@@ -58,9 +59,9 @@ pub fn judge(fabric: &Fabric, tables: &Tables) -> Vec<Finding> {
         let fec = if c.rs_fec { "RS-FEC" } else { "Firecode FEC" };
         if c.uncorrectable_blocks > 0 {
             findings.push(Finding {
-                id: "phy.fec".into(),
+                id: FindingId::PhyFec,
                 severity: Severity::Warning,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!("at {at}: {} blocks the {fec} could not correct (frames lost; {LIFETIME})", c.uncorrectable_blocks),
                 remedy: "clean and reseat the cable's connectors at both ends, then replace the cable or optic if the count keeps rising; \
                          `perfquery -x -R` clears the counters so the next run shows what is new"
@@ -81,7 +82,7 @@ fn lane(c: &ExtSpeedsCounters, lanes: usize, at: &str, subject: &str) -> Option<
     let (lane, share) = busiest_lane(counted)?;
     let what = if c.rs_fec { "corrected symbols" } else { "corrected blocks" };
     Some(Finding {
-        id: "phy.ber".into(),
+        id: FindingId::PhyBer,
         severity: if c.uncorrectable_blocks > 0 { Severity::Warning } else { Severity::Info },
         subject: subject.into(),
         message: format!(
@@ -168,9 +169,9 @@ pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTree
                 ),
             };
             Finding {
-                id: "fabric.congestion".into(),
+                id: FindingId::FabricCongestion,
                 severity: Severity::Info,
-                subject: subject(fabric, &index, guid, number),
+                subject: (subject(fabric, &index, guid, number)).into(),
                 message,
                 remedy: "credits withheld downstream: a receiver that cannot keep up, an uplink that routes carry too much of (see fabric.route's \
                          uplink figures), or a many-to-one traffic pattern"
@@ -224,7 +225,7 @@ mod tests {
     fn with(c: ExtSpeedsCounters) -> Vec<(String, Severity, String, String)> {
         let mut t = Tables::default();
         t.phy.insert((Guid(0x100), 1), c);
-        judge(&fabric(), &t).into_iter().map(|f| (f.id, f.severity, f.subject, f.message)).collect()
+        judge(&fabric(), &t).into_iter().map(|f| (f.id.to_string(), f.severity, f.subject.to_string(), f.message)).collect()
     }
 
     fn rs(lanes: [u64; 4], uncorrectable: u64) -> ExtSpeedsCounters {
@@ -273,7 +274,10 @@ mod tests {
     fn congestion_says_ticks_over_the_window_when_the_tick_is_not_known() {
         let f = congestion(&fabric(), 10.0, &Default::default());
         assert_eq!(f.len(), 1, "{f:#?}");
-        assert_eq!((f[0].id.as_str(), f[0].severity, f[0].subject.as_str()), ("fabric.congestion", Severity::Info, "leaf1[2] <-> hostB[1]"));
+        assert_eq!(
+            (f[0].id.as_str(), f[0].severity, f[0].subject.to_string().as_str()),
+            ("fabric.congestion", Severity::Info, "leaf1[2] <-> hostB[1]")
+        );
         assert_eq!(
             f[0].message,
             "at hostB[1]: PortXmitWait rose by 5000 ticks in the 10 s window (500 per second; the node's PortSamplesControl did not answer, \

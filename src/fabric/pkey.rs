@@ -8,7 +8,8 @@
 
 use super::links::end_name;
 use super::model::{Fabric, Guid, NodeType, Tables};
-use crate::diagnose::{Finding, Severity};
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity};
 use std::collections::BTreeMap;
 
 /// The default partition's number (P_Key 0x7FFF limited, 0xFFFF full).
@@ -98,7 +99,7 @@ pub fn judge(fabric: &Fabric, tables: &Tables) -> Vec<Finding> {
 
 fn finding(severity: Severity, subject: &str, message: String) -> Finding {
     Finding {
-        id: "fabric.pkey".into(),
+        id: FindingId::FabricPkey,
         severity,
         subject: subject.into(),
         message,
@@ -114,9 +115,9 @@ pub fn unread(fabric: &Fabric, tables: &Tables) -> Option<Finding> {
         tables.pkey_unread.iter().map(|(g, p): &(Guid, u8)| fabric.node(*g).map_or_else(|| format!("{g}[{p}]"), |n| end_name(n, *p))).collect();
     let first = names.first()?;
     Some(Finding {
-        id: "fabric.pkey".into(),
+        id: FindingId::FabricPkey,
         severity: Severity::Info,
-        subject: first.clone(),
+        subject: first.clone().into(),
         message: format!(
             "{} port(s) did not answer P_KeyTable SMPs and were not judged: {}",
             names.len(),
@@ -157,7 +158,7 @@ mod tests {
     }
 
     fn seen(host: &[u16], switch: &[u16]) -> Vec<(Severity, String, String)> {
-        judge(&fabric(), &tables(host, switch)).into_iter().map(|f| (f.severity, f.subject, f.message)).collect()
+        judge(&fabric(), &tables(host, switch)).into_iter().map(|f| (f.severity, f.subject.to_string(), f.message)).collect()
     }
 
     #[test]
@@ -198,6 +199,6 @@ mod tests {
         assert!(unread(&fabric(), &t).is_none());
         t.pkey_unread.push((Guid(0x100), 1));
         let f = unread(&fabric(), &t).unwrap();
-        assert_eq!((f.severity, f.subject.as_str()), (Severity::Info, "hostA[1]"));
+        assert_eq!((f.severity, f.subject.to_string().as_str()), (Severity::Info, "hostA[1]"));
     }
 }

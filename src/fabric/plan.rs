@@ -166,8 +166,14 @@ mod tests {
         // The plan has the two hosts swapped: both cables are miswired, neither is extra.
         let swapped = plan.replace("leaf1,1,gpu1", "leaf1,1,gpu2").replace("\"gpu2 mlx5_0\",1,leaf1,2", "gpu1 mlx5_0,1,leaf1,2");
         let j = judge(&b.fabric, Some(&parse("p", &swapped).unwrap()), &FabricExpect::default());
-        let ids: Vec<(&str, &str)> = j.findings.iter().map(|f| (f.id.as_str(), f.subject.as_str())).collect();
-        assert_eq!(ids, [("fabric.topology.miswired", "leaf1[1] <-> gpu2 mlx5_0[1]"), ("fabric.topology.miswired", "gpu1 mlx5_0[1] <-> leaf1[2]")]);
+        let ids: Vec<(&str, String)> = j.findings.iter().map(|f| (f.id.as_str(), f.subject.to_string())).collect();
+        assert_eq!(
+            ids,
+            [
+                ("fabric.topology.miswired", "leaf1[1] <-> gpu2 mlx5_0[1]".to_string()),
+                ("fabric.topology.miswired", "gpu1 mlx5_0[1] <-> leaf1[2]".to_string())
+            ]
+        );
     }
 
     #[test]

@@ -13,7 +13,8 @@ use super::csv::{self, CsvError};
 use super::judge::Noted;
 use super::links::{end_name, node_name, Index};
 use super::model::{Fabric, Guid, NodeType};
-use crate::diagnose::Severity;
+use crate::outcome::FindingId;
+use crate::outcome::Severity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Instant;
@@ -101,7 +102,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
     };
     if rail_of.is_empty() {
         out.push(Noted::new(
-            "fabric.rail",
+            FindingId::FabricRail,
             Severity::Error,
             "rails".into(),
             format!("--rails: no NIC of the {} discovered has a rail from {source}, so no rail could be judged", cas.len()),
@@ -112,7 +113,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
     }
     if map.is_none() {
         out.push(Noted::new(
-            "fabric.rail",
+            FindingId::FabricRail,
             Severity::Warning,
             "rails".into(),
             format!(
@@ -131,7 +132,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
         if !absent.is_empty() {
             let shown: Vec<&str> = absent.iter().copied().take(5).collect();
             out.push(Noted::new(
-                "fabric.rail",
+                FindingId::FabricRail,
                 Severity::Warning,
                 "rails".into(),
                 format!(
@@ -169,7 +170,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
         } else {
             let rails: Vec<String> = tied.iter().map(|r| format!("rail {r}")).collect();
             out.push(Noted::new(
-                "fabric.rail",
+                FindingId::FabricRail,
                 Severity::Warning,
                 name(leaf),
                 format!("leaf {} holds {top} NIC(s) each of {}: its rail is unclear, so its NICs are not judged", name(leaf), rails.join(" and ")),
@@ -194,7 +195,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
             None => format!("rail {} has no leaf of its own (no leaf holds mostly rail-{} NICs)", s.rail, s.rail),
         };
         out.push(Noted::new(
-            "fabric.rail",
+            FindingId::FabricRail,
             Severity::Error,
             node_name(nic),
             format!(
@@ -245,7 +246,7 @@ mod tests {
     }
 
     fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
-        noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+        noted.iter().map(|n| (n.finding.id.to_string(), n.finding.severity, n.finding.subject.to_string())).collect()
     }
 
     fn move_nic(b: &mut Build, nic: &str, to: &str) {
@@ -285,7 +286,7 @@ mod tests {
         .unwrap();
         let b = railed();
         let got = rules(&b.fabric, Some(&map));
-        let mut subjects: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).map(|n| n.finding.subject.as_str()).collect();
+        let mut subjects: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).map(|n| n.finding.subject.to_string()).collect();
         subjects.sort();
         assert_eq!(subjects, ["gpu3 mlx5_0", "gpu3 mlx5_1"], "{got:#?}");
         let absent = got.iter().find(|n| n.finding.severity == Severity::Warning).unwrap();

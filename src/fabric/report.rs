@@ -4,8 +4,9 @@
 use super::judge::Judgement;
 use super::links::{end_name, node_name, End, Index};
 use super::model::{Counters, ErrorCounter, Fabric, Guid, NodeType, SmInfo, SmState};
-use crate::diagnose::{gbps, Finding, Severity, Verdict};
+use crate::outcome::{Finding, Severity, Verdict};
 use crate::port::{PhysState, PortState, Speed, Width};
+use crate::units::rate as gbps;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -298,8 +299,8 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
     out
 }
 
-fn dedup(ids: &[String]) -> String {
-    let mut v: Vec<&str> = ids.iter().map(String::as_str).collect();
+fn dedup(ids: &[crate::outcome::FindingId]) -> String {
+    let mut v: Vec<&str> = ids.iter().map(|id| id.as_str()).collect();
     v.sort_unstable();
     v.dedup();
     v.join(" ")
@@ -320,7 +321,7 @@ impl crate::report::Document for FabricReport<'_> {
     }
 
     fn has_warning(&self) -> bool {
-        crate::report::document::any_warning(&self.judgement.findings)
+        crate::outcome::any_warning(&self.judgement.findings)
     }
 
     fn human(&self) -> String {

@@ -7,7 +7,8 @@
 use super::links::{end_name, node_name};
 use super::model::{Fabric, Guid, Lft, NodeType, Tables};
 use super::route::{self, Host, Outcome, Tiers, Walker};
-use crate::diagnose::{Finding, Severity};
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity};
 use crate::port::PortState;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -100,9 +101,9 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) 
         let name = fabric.node(*guid).map_or_else(|| guid.to_string(), node_name);
         if !troubles.contains_key(&Trouble::Unread(*guid)) {
             findings.push(Finding {
-                id: "fabric.route".into(),
+                id: FindingId::FabricRoute,
                 severity: Severity::Warning,
-                subject: name.clone(),
+                subject: name.clone().into(),
                 message: format!("the forwarding table of {name} could not be read: routes through it are not walked"),
                 remedy: unread_remedy(tables),
             });
@@ -242,7 +243,7 @@ impl Names<'_> {
                 "rerun with a longer --deadline; check the switch answers SMPs".to_string(),
             ),
         };
-        Finding { id: "fabric.route".into(), severity, subject, message, remedy }
+        Finding { id: FindingId::FabricRoute, severity, subject: subject.into(), message, remedy }
     }
 }
 
@@ -250,7 +251,7 @@ fn long_routes(names: &Names, long: &[(Host, Host, Vec<Guid>, usize)], tiers: &T
     let (src, dst, switches, allowed) = long.first()?;
     let via: Vec<String> = switches.iter().map(|g| names.switch(*g)).collect();
     Some(Finding {
-        id: "fabric.route".into(),
+        id: FindingId::FabricRoute,
         severity: Severity::Warning,
         subject: "routes".into(),
         message: format!(
@@ -316,9 +317,9 @@ fn unbalanced(leaf: &LeafUplinks, cabling_uneven: bool) -> Option<Finding> {
     let spread: Vec<String> = leaf.ports.iter().map(|p| format!("port {} {}", p.port, p.destinations)).collect();
     let explained = if cabling_uneven { ": expected while fabric.design names missing or uneven uplinks; fix those first" } else { "" };
     Some(Finding {
-        id: "fabric.route".into(),
+        id: FindingId::FabricRoute,
         severity: if cabling_uneven { Severity::Info } else { Severity::Warning },
-        subject: format!("{}[{}]", leaf.leaf, busiest.port),
+        subject: (format!("{}[{}]", leaf.leaf, busiest.port)).into(),
         message: format!(
             "{} sends {} of its {} remote host destinations up one cable (port {} to {}) of {} uplinks ({}){explained}",
             leaf.leaf,

@@ -8,6 +8,7 @@
 use super::pci::{Function, PciTree};
 use super::topology::{path, Relation};
 use crate::model::{GpuUse, MemPath};
+use crate::outcome::FindingId;
 
 /// A GPU as CUDA lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,7 +112,7 @@ pub fn by_ordinal(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], ordinal: 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cause {
     /// The `check` id it is (`gpu.peermem`, `pcie.acs`, `gpu.affinity`).
-    pub id: &'static str,
+    pub id: crate::outcome::FindingId,
     pub text: String,
     pub remedy: &'static str,
 }
@@ -126,7 +127,7 @@ pub fn explain_registration(tree: Option<&PciTree>, nic: &str, gpu: &str, tried:
         if let Some(modules) = &tree.modules {
             if !modules.has("nvidia_peermem") && !modules.has("nv_peer_mem") {
                 causes.push(Cause {
-                    id: "gpu.peermem",
+                    id: FindingId::GpuPeermem,
                     text: "peer memory needs nvidia_peermem, which is not loaded (and no dma-buf registration was possible)".into(),
                     remedy: "`modprobe nvidia_peermem` (and add it to /etc/modules-load.d), or use the open kernel modules with rdma-core >= 34 for dma-buf",
                 });
@@ -145,14 +146,14 @@ pub fn explain_registration(tree: Option<&PciTree>, nic: &str, gpu: &str, tried:
             .collect();
         if p.relation <= Relation::Pxb && !acs.is_empty() {
             causes.push(Cause {
-                id: "pcie.acs",
+                id: FindingId::PcieAcs,
                 text: format!("ACS redirects peer-to-peer traffic between GPU {gpu} and {nic} at {}", acs.join(", ")),
                 remedy: "disable ACS redirection on those bridges (BIOS, or `setpci` at boot) as NVIDIA's GPUDirect RDMA guide describes",
             });
         }
         if p.relation == Relation::Sys {
             causes.push(Cause {
-                id: "gpu.affinity",
+                id: FindingId::GpuAffinity,
                 text: format!(
                     "GPU {gpu} is SYS from {nic} ({}): many platforms refuse or cripple peer-to-peer across sockets",
                     Relation::Sys.meaning()

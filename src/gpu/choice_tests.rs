@@ -68,7 +68,7 @@ fn a_nic_outside_the_pci_tree_gets_gpu_0_with_a_warning() {
 #[test]
 fn a_failed_registration_is_explained_by_the_gpu_findings() {
     let ids = |name: &str, nic: &str, gpu: &str, tried: MemPath| -> Vec<&'static str> {
-        explain_registration(Some(&tree(name)), nic, gpu, tried).iter().map(|c| c.id).collect()
+        explain_registration(Some(&tree(name)), nic, gpu, tried).iter().map(|c| c.id.as_str()).collect()
     };
     assert_eq!(ids("gpu-hgx-no-peermem", "mlx5_0", "0000:1b:00.0", MemPath::Peermem), ["gpu.peermem"]);
     assert_eq!(ids("gpu-hgx-no-peermem", "mlx5_0", "0000:1b:00.0", MemPath::Dmabuf), Vec::<&str>::new(), "dma-buf does not need peermem");

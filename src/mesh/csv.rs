@@ -8,7 +8,7 @@
 //! `pass` says which pass measured it (`first`, `retest`, `zoom`): a retest stands for the pair.
 
 use super::doc::PairRecord;
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use crate::report::csv;
 
 /// The CSV's columns, in order.

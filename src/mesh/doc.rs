@@ -5,7 +5,7 @@
 use super::analysis::{Criteria, PairMeasure, Suspect};
 use super::spool;
 use super::text::{self, Counts};
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use crate::pair::report::TestResult;
 use crate::report::{Document, Stamp};
 use serde::{Deserialize, Serialize};

@@ -13,8 +13,8 @@ use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
 use crate::control::reach::{reach_all, token_for};
-use crate::diagnose::{gbps, Verdict};
 use crate::error::Failure;
+use crate::outcome::Verdict;
 use crate::pair::plan::Direction;
 use crate::pair::report::TestResult;
 use crate::pair::sequence::PairSequence;
@@ -22,6 +22,7 @@ use crate::pair::{self, verdict};
 use crate::probe::Inventory;
 use crate::progress::{Event, Progress, Stage};
 use crate::report::output::{SideFile, StreamedFile};
+use crate::units::rate as gbps;
 use std::collections::BTreeSet;
 use std::time::Instant;
 

@@ -116,7 +116,7 @@ impl Serialize for Pairs {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::diagnose::Verdict;
+    use crate::outcome::Verdict;
 
     fn record(i: usize) -> PairRecord {
         PairRecord {

@@ -5,7 +5,7 @@
 use super::analysis::{self, Criteria, PairMeasure};
 use super::doc::MeshDoc;
 use super::MATRIX_MAX;
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use std::collections::HashMap;
 
 /// Lines of per-endpoint summaries and of worst pairs in the human output of a large mesh.

@@ -17,12 +17,13 @@ use crate::control::drive::{drive, Actions, Conversation, Job};
 use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
-use crate::control::loss::Loss;
 use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
 use crate::model::Conditions;
+use crate::outcome::loss::Loss;
+use crate::outcome::FindingId;
 use crate::progress::{Event, Figure, Progress};
 use crate::report::output::SideFile;
 use plan::PlannedTest;
@@ -135,10 +136,10 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
     if let Some(message) = plan::duration_note(&config.plan) {
-        findings.push(crate::diagnose::Finding {
-            id: "pair.duration".into(),
-            severity: crate::diagnose::Severity::Info,
-            subject: format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device),
+        findings.push(crate::outcome::Finding {
+            id: FindingId::PairDuration,
+            severity: crate::outcome::Severity::Info,
+            subject: (format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device)).into(),
             message,
             remedy: "give --iters to run every test by count, or leave send_bw out of --tests".into(),
         });
@@ -285,12 +286,12 @@ pub(crate) fn gpu_memory_used(asked: crate::model::MemChoice, ends: [&Endpoint; 
 
 /// `--mem cuda`: a side whose GPU is not near its NIC (PHB and beyond, or unknown) is a
 /// `gpu.affinity` warning, as `check` says it.
-pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::diagnose::Finding> {
+pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::outcome::Finding> {
     let gpu = e.gpu.as_ref()?;
-    Some(crate::diagnose::Finding {
-        id: "gpu.affinity".into(),
-        severity: crate::diagnose::Severity::Warning,
-        subject: format!("{}/{}", e.host, e.device),
+    Some(crate::outcome::Finding {
+        id: FindingId::GpuAffinity,
+        severity: crate::outcome::Severity::Warning,
+        subject: (format!("{}/{}", e.host, e.device)).into(),
         message: gpu.affinity.clone()?,
         remedy: "use --mem cuda:auto, or pair each NIC with a GPU on its PCIe switch (`nvidia-smi topo -m`: PIX or PXB)".into(),
     })
@@ -430,12 +431,12 @@ mod tests {
         );
         let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
         assert_eq!(
-            (finding.id.as_str(), finding.severity, finding.subject.as_str()),
-            ("gpu.affinity", crate::diagnose::Severity::Warning, "n1/mlx5_0")
+            (finding.id.as_str(), finding.severity, finding.subject.to_string().as_str()),
+            ("gpu.affinity", crate::outcome::Severity::Warning, "n1/mlx5_0")
         );
         let doc = report::PairDoc {
             schema: report::SCHEMA.into(),
-            verdict: crate::diagnose::Verdict::Pass,
+            verdict: crate::outcome::Verdict::Pass,
             a: s.clone(),
             b: host,
             results: Vec::new(),

@@ -11,7 +11,7 @@
 //! every reference line's label goes where the data's lines are not.
 
 use super::report::{PairDoc, TestResult};
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use crate::report::csv;
 use crate::report::escape_xml as escape;
 use crate::units;

@@ -1,10 +1,11 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
-use crate::diagnose::{gbps, Finding, Verdict};
 use crate::model::{LinkLayer, MemChoice, MemPath, TestKind};
+use crate::outcome::{Finding, Verdict};
 use crate::pair::plan::Direction;
 use crate::perf::summary::LatencySummary;
 use crate::units;
+use crate::units::rate as gbps;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -190,7 +191,7 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
         };
         let _ = writeln!(out, "{:<10} {:<5} {:>8} {:>8} {:>3}  {}", r.test, r.direction, r.size, r.iterations, r.qps, result);
     }
-    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::diagnose::Severity::Info).collect();
+    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::outcome::Severity::Info).collect();
     if !findings.is_empty() && !out.is_empty() {
         let _ = writeln!(out);
     }
@@ -212,12 +213,12 @@ fn rails_human(doc: &PairDoc, quiet: bool) -> String {
         .iter()
         .filter(|r| {
             let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
-            doc.findings.iter().any(|f| f.severity == crate::diagnose::Severity::Error && f.subject == subject)
+            doc.findings.iter().any(|f| f.severity == crate::outcome::Severity::Error && f.subject == subject)
         })
         .map(|r| r.rail)
         .collect();
     let mut out = super::rails::doc::table(&doc.rails, &doc.aggregate, &bad, quiet);
-    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::diagnose::Severity::Info).collect();
+    let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::outcome::Severity::Info).collect();
     if !findings.is_empty() {
         let _ = writeln!(out);
     }
@@ -238,12 +239,12 @@ pub struct PairReport {
 }
 
 impl crate::report::Document for PairReport {
-    fn verdict(&self) -> Option<crate::diagnose::Verdict> {
+    fn verdict(&self) -> Option<crate::outcome::Verdict> {
         Some(self.doc.verdict)
     }
 
     fn has_warning(&self) -> bool {
-        crate::report::document::any_warning(&self.doc.findings)
+        crate::outcome::any_warning(&self.doc.findings)
     }
 
     fn human(&self) -> String {

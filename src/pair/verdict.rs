@@ -3,11 +3,13 @@
 
 use super::plan::Direction;
 use super::report::{Side, TestResult};
-use crate::diagnose::{gbps, Finding, Severity, Verdict};
 use crate::model::LinkLayer;
+use crate::outcome::FindingId;
+use crate::outcome::{Finding, Severity, Verdict};
 use crate::perf::counters;
 use crate::probe::catype::CaKind;
 use crate::units;
+use crate::units::rate as gbps;
 use std::collections::BTreeMap;
 
 #[derive(Debug, Clone)]
@@ -42,9 +44,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     if let (Some(c), false) = (cap, soft) {
         if c.pcie_bound {
             findings.push(Finding {
-                id: "pcie.bound".into(),
+                id: FindingId::PcieBound,
                 severity: Severity::Warning,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!(
                     "bandwidth is judged against {} Gb/s, what the slower end's PCIe link carries, not its link rate",
                     gbps(c.gbps.round())
@@ -58,9 +60,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
 
     for r in results.iter().filter(|r| r.error.is_some()) {
         findings.push(Finding {
-            id: format!("pair.{}", r.test),
+            id: FindingId::failed_test(r.test),
             severity: Severity::Error,
-            subject: subject.clone(),
+            subject: subject.clone().into(),
             message: format!("{} {} failed: {}", r.test, r.direction, r.error.clone().unwrap_or_default()),
             remedy: r.remedy.clone().unwrap_or_else(|| "run `fabcheck check` on both nodes".into()),
         });
@@ -77,9 +79,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     }
     if !soft && largest.values().all(|r| r.size < JUDGED_MIN_SIZE) && !largest.is_empty() {
         findings.push(Finding {
-            id: "pair.bw".into(),
+            id: FindingId::PairBw,
             severity: Severity::Info,
-            subject: subject.clone(),
+            subject: subject.clone().into(),
             message: format!(
                 "bandwidth is reported, not judged: the largest size was {} bytes, and below {JUDGED_MIN_SIZE} a transfer is bound by message rate, not the link",
                 largest.values().map(|r| r.size).max().unwrap_or(0)
@@ -89,9 +91,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     }
     if soft && !largest.is_empty() {
         findings.push(Finding {
-            id: "pair.bw".into(),
+            id: FindingId::PairBw,
             severity: Severity::Info,
-            subject: subject.clone(),
+            subject: subject.clone().into(),
             message: "Soft-RoCE's link rate is synthesized from its netdev and its speed is CPU-bound: bandwidth is reported, not judged".into(),
             remedy: "judge real adapters; on rxe compare against perftest on the same device (benches/)".into(),
         });
@@ -105,9 +107,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
             let got = r.bw_gbps.unwrap_or(0.0);
             if got < need {
                 findings.push(Finding {
-                    id: "pair.bw".into(),
+                    id: FindingId::PairBw,
                     severity: Severity::Error,
-                    subject: subject.clone(),
+                    subject: subject.clone().into(),
                     message: format!(
                         "{test} {direction} at {} bytes: {} Gb/s is {:.0}% of the {} Gb/s link (needs {:.0}%)",
                         r.size,
@@ -124,9 +126,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
 
     if criteria.max_lat_us.is_none() && results.iter().any(|r| r.error.is_none() && r.lat_us.is_some()) {
         findings.push(Finding {
-            id: "pair.latency".into(),
+            id: FindingId::PairLatency,
             severity: Severity::Info,
-            subject: subject.clone(),
+            subject: subject.clone().into(),
             message: "latency is reported, not judged: no limit was given".into(),
             remedy: "give --max-lat-us (p50, one-way for send/write, round trip for read, as perftest reports) to judge it".into(),
         });
@@ -136,9 +138,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         if let Some(max) = criteria.max_lat_us {
             if lat.p50 > max {
                 findings.push(Finding {
-                    id: "pair.latency".into(),
+                    id: FindingId::PairLatency,
                     severity: Severity::Error,
-                    subject: subject.clone(),
+                    subject: subject.clone().into(),
                     message: format!("{} {}: typical latency {} us exceeds --max-lat-us {}", r.test, r.direction, units::three(lat.p50), max),
                     remedy: "check the path (switch hops, congestion), CPU frequency scaling and NUMA placement of both processes".into(),
                 });
@@ -146,9 +148,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         }
         if lat.p999 > 10.0 * lat.p50 && lat.p999 - lat.p50 > 20.0 {
             findings.push(Finding {
-                id: "pair.tail".into(),
+                id: FindingId::PairTail,
                 severity: Severity::Warning,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!(
                     "{} {}: long latency tail, p99.9 {} us vs p50 {} us",
                     r.test,
@@ -174,9 +176,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         let rnr = of_kind(counters::Kind::ReceiverNotReady);
         if !rnr.is_empty() {
             findings.push(Finding {
-                id: "pair.flow_control".into(),
+                id: FindingId::PairFlowControl,
                 severity: Severity::Info,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!(
                     "{} {} at {} bytes: the receiver was not ready (RNR) at times: {}; this is receive flow control, not loss",
                     r.test,
@@ -190,9 +192,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         let congestion = of_kind(counters::Kind::Congestion);
         if !congestion.is_empty() {
             findings.push(Finding {
-                id: "pair.congestion".into(),
+                id: FindingId::PairCongestion,
                 severity: Severity::Info,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!("{} {} at {} bytes: congestion control acted: {}", r.test, r.direction, r.size, congestion.join(", ")),
                 remedy: "expected under load on RoCE with ECN/DCQCN; if bandwidth is short, look for other traffic on the path".into(),
             });
@@ -200,9 +202,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         let retrans = of_kind(counters::Kind::Loss);
         if !retrans.is_empty() {
             findings.push(Finding {
-                id: "pair.retransmission".into(),
+                id: FindingId::PairRetransmission,
                 severity: Severity::Warning,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!("{} {} at {} bytes: retransmission counters rose: {}", r.test, r.direction, r.size, retrans.join(", ")),
                 remedy: "packets are being lost: on RoCE check PFC (lossless class) and ECN on NICs and switches, and the cabling; \
                          on InfiniBand check symbol errors and link_downed with `fabcheck check`"
@@ -214,9 +216,9 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     if let (Some(ma), Some(mb)) = (a.mtu, b.mtu) {
         if ma != mb {
             findings.push(Finding {
-                id: "pair.mtu".into(),
+                id: FindingId::PairMtu,
                 severity: Severity::Warning,
-                subject: subject.clone(),
+                subject: subject.clone().into(),
                 message: format!("active MTUs differ ({ma} vs {mb}); the connection used {}", ma.min(mb)),
                 remedy: "set the same MTU on both ends (netdev MTU 9000 for RoCE 4096, the SM partition MTU on InfiniBand)".into(),
             });
@@ -235,7 +237,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
     for (name, s) in [("A", a), ("B", b)] {
         if let Some(what) = &s.trained_low {
             findings.push(Finding {
-                id: "pair.capacity".into(),
+                id: FindingId::PairCapacity,
                 severity: Severity::Error,
                 subject: subject.into(),
                 message: format!("{name} ({}/{}) trained below what its port supports: {what}", s.host, s.device),
@@ -247,7 +249,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
         if let (Some(want), Some(rate)) = (criteria.expect.rate, s.rate_gbps) {
             if rate + 0.01 < want {
                 findings.push(Finding {
-                    id: "pair.capacity".into(),
+                    id: FindingId::PairCapacity,
                     severity: Severity::Error,
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) runs at {} Gb/s, {} Gb/s expected", s.host, s.device, gbps(rate), gbps(want)),
@@ -258,7 +260,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
         if let Some(want) = criteria.expect.link_layer {
             if s.link_layer != want {
                 findings.push(Finding {
-                    id: "pair.capacity".into(),
+                    id: FindingId::PairCapacity,
                     severity: Severity::Error,
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) is {}, {} expected", s.host, s.device, s.link_layer, want),
@@ -269,7 +271,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
         if let (Some(want), Some(mtu)) = (criteria.expect.mtu, s.mtu) {
             if mtu < want {
                 findings.push(Finding {
-                    id: "pair.mtu".into(),
+                    id: FindingId::PairMtu,
                     severity: Severity::Error,
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) has active MTU {mtu}, {want} expected", s.host, s.device),
@@ -281,7 +283,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
     if let (Some(ra), Some(rb)) = (a.rate_gbps, b.rate_gbps) {
         if (ra - rb).abs() > 0.5 {
             findings.push(Finding {
-                id: "pair.rate".into(),
+                id: FindingId::PairRate,
                 severity: Severity::Warning,
                 subject: subject.into(),
                 message: format!("the ends run at different rates ({} vs {} Gb/s): the pair is judged against the slower", gbps(ra), gbps(rb)),
@@ -452,7 +454,7 @@ mod tests {
     }
 
     fn ids(findings: &[Finding]) -> Vec<(String, Severity)> {
-        findings.iter().map(|f| (f.id.clone(), f.severity)).collect()
+        findings.iter().map(|f| (f.id.to_string(), f.severity)).collect()
     }
 
     #[test]

@@ -148,7 +148,7 @@ mod tests {
         };
         let err = registration_failed(e, Some(&tree), "mlx5_2", &pick);
         let PerfError::GpuRegistration { causes, .. } = &err else { panic!("{err:?}") };
-        assert_eq!(causes.iter().map(|c: &Cause| c.id).collect::<Vec<_>>(), ["gpu.peermem"]);
+        assert_eq!(causes.iter().map(|c: &Cause| c.id.as_str()).collect::<Vec<_>>(), ["gpu.peermem"]);
         assert!(err.cause().contains("gpu.peermem") && err.cause().contains("0000:52:00.0 (cuda:2)"), "{}", err.cause());
         assert!(err.remedy().contains("modprobe nvidia_peermem"), "{}", err.remedy());
         let alloc = VerbsError::Cuda { call: "cuMemAlloc", code: 2, name: "CUDA_ERROR_OUT_OF_MEMORY".into() };

@@ -1,6 +1,6 @@
 //! `fabcheck check`: failures first with their remedy, then a compact list of what passed.
 
-use crate::diagnose::{Report, Severity, Status, Verdict};
+use crate::outcome::{Report, Severity, Status, Verdict};
 use crate::report::one_line as l;
 use serde::Serialize;
 use std::fmt::Write;
@@ -21,16 +21,16 @@ pub fn human(report: &Report) -> String {
     let mut out = String::new();
     // The id and subject columns widen for the longest (18 and 12 at least, as 0.2 printed).
     let ids = report.findings.iter().map(|f| &f.id).chain(report.checks.iter().map(|c| &c.id));
-    let id_w = ids.map(|id| l(id).chars().count()).max().unwrap_or(0).max(18);
+    let id_w = ids.map(|id| l(id.as_str()).chars().count()).max().unwrap_or(0).max(18);
     let subjects = report.findings.iter().map(|f| &f.subject).chain(report.checks.iter().map(|c| &c.subject));
-    let subject_w = subjects.map(|s| l(s).chars().count()).max().unwrap_or(0).max(12);
+    let subject_w = subjects.map(|s| l(&s.to_string()).chars().count()).max().unwrap_or(0).max(12);
     for f in &report.findings {
         let tag = match f.severity {
             Severity::Error => "FAIL",
             Severity::Warning => "WARN",
             Severity::Info => "INFO",
         };
-        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}", l(&f.id), l(&f.subject), l(&f.message));
+        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}", l(f.id.as_str()), l(&f.subject.to_string()), l(&f.message));
         let _ = writeln!(out, "      what to do: {}", l(&f.remedy));
     }
     if !report.findings.is_empty() {
@@ -48,7 +48,7 @@ pub fn human(report: &Report) -> String {
             (None, Status::Warn) => "warn",
         };
         let expected = c.expected.as_ref().map_or(String::new(), |e| format!("  (expected {})", l(e)));
-        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}{}", l(&c.id), l(&c.subject), l(&c.observed), expected);
+        let _ = writeln!(out, "{tag}  {:<id_w$} {:<subject_w$} {}{}", l(c.id.as_str()), l(&c.subject.to_string()), l(&c.observed), expected);
     }
     let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
     let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
@@ -69,7 +69,7 @@ impl crate::report::Document for CheckDoc<'_> {
     }
 
     fn has_warning(&self) -> bool {
-        crate::report::document::any_warning(&self.report.findings)
+        crate::outcome::any_warning(&self.report.findings)
     }
 
     fn human(&self) -> String {

@@ -139,7 +139,7 @@ pub struct DevicesReport<'a> {
 
 impl crate::report::Document for DevicesReport<'_> {
     /// `devices` reports, it does not judge: no verdict, exit 0.
-    fn verdict(&self) -> Option<crate::diagnose::Verdict> {
+    fn verdict(&self) -> Option<crate::outcome::Verdict> {
         None
     }
 

@@ -3,7 +3,7 @@
 //! format to stdout or `--output`, so no command can lose `--format`, `--output`, `--fail-on` or
 //! the stamp by printing on its own (as 0.2's mesh did).
 
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 use std::io::{self, Write};
@@ -71,6 +71,6 @@ pub fn to_value<T: Serialize + ?Sized>(doc: &T) -> Result<Value, String> {
 }
 
 /// Whether any of these findings is a warning.
-pub fn any_warning(findings: &[crate::diagnose::Finding]) -> bool {
-    findings.iter().any(|f| f.severity == crate::diagnose::Severity::Warning)
+pub fn any_warning(findings: &[crate::outcome::Finding]) -> bool {
+    findings.iter().any(|f| f.severity == crate::outcome::Severity::Warning)
 }

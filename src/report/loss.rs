@@ -1,10 +1,8 @@
 //! The words for a lost agent ([`Loss`]): cause and remedy, chosen here and not in `control`,
 //! so the controller's state machines carry a kind that can be acted on.
 
-use crate::control::endpoint::HostSpec;
-use crate::control::link::Launcher;
-use crate::control::loss::{Loss, LossKind, Step};
 use crate::error::Failure;
+use crate::outcome::loss::{Carrier, Loss, LossKind, Step};
 use std::os::unix::process::ExitStatusExt;
 
 /// What a person reads: the cause (naming the agent) and what to do.
@@ -14,12 +12,12 @@ pub fn words(loss: &Loss) -> (String, String) {
         LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
         LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
         LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
-        LossKind::NotStarted { host, launcher, detail } => (
+        LossKind::NotStarted { carrier, detail } => (
             format!("{label}: cannot start the agent: {}", strip_controls(detail)),
-            match (host, launcher) {
-                (HostSpec::Ssh { .. }, Launcher::Srun) => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
-                (HostSpec::Ssh { .. }, Launcher::Ssh) => "install openssh-client",
-                _ => "check the fabcheck binary",
+            match carrier {
+                Carrier::Srun { .. } => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
+                Carrier::Ssh { .. } => "install openssh-client",
+                Carrier::Local | Carrier::Tcp => "check the fabcheck binary",
             }
             .into(),
         ),
@@ -31,7 +29,7 @@ pub fn words(loss: &Loss) -> (String, String) {
             format!("cannot reach {label}: {detail}"),
             format!("start `fabcheck serve --listen 0.0.0.0:{port} --token-file FILE` there, and check firewalls"),
         ),
-        LossKind::Exited { host, launcher, status, tail } => exited(label, host, *launcher, status, &tail_text(tail)),
+        LossKind::Exited { carrier, status, tail } => exited(label, carrier, status, &tail_text(tail)),
         LossKind::Gone { why, tail } => {
             (format!("{label}: {why}{}", tail_text(tail)), "the agent died or its host went away; check it and rerun".into())
         }
@@ -74,16 +72,16 @@ pub fn strip_controls(text: &str) -> String {
 }
 
 /// ssh and srun problems point at ssh and Slurm, a local agent at its message.
-fn exited(label: &str, host: &HostSpec, launcher: Launcher, s: &std::process::ExitStatus, tail: &str) -> (String, String) {
-    match host {
-        HostSpec::Ssh { host: node, .. } if launcher == Launcher::Srun => (
+fn exited(label: &str, carrier: &Carrier, s: &std::process::ExitStatus, tail: &str) -> (String, String) {
+    match carrier {
+        Carrier::Srun { node } => (
             format!("{label}: srun or the agent exited ({s}){tail}"),
             format!("check that `srun --nodes=1 --nodelist={node} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
         ),
-        HostSpec::Ssh { .. } => (
+        Carrier::Ssh { login } => (
             format!("{label}: ssh or the remote agent exited ({s}){tail}"),
             format!(
-                "check that `ssh -o BatchMode=yes {host} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)"
+                "check that `ssh -o BatchMode=yes {login} fabcheck --version` works (keys, host reachable, fabcheck on the remote PATH or --remote-fabcheck)"
             ),
         ),
         _ if s.signal().is_some() => (
@@ -120,17 +118,13 @@ mod tests {
 
     #[test]
     fn the_words_are_those_of_0_2() {
-        let ssh = HostSpec::Ssh { user: Some("bob".into()), host: "n2".into() };
-        let f = failure(
-            "n2",
-            LossKind::Exited { host: ssh.clone(), launcher: Launcher::Ssh, status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() },
-        );
+        let ssh = Carrier::Ssh { login: "bob@n2".into() };
+        let f = failure("n2", LossKind::Exited { carrier: ssh.clone(), status: ExitStatus::from_raw(255 << 8), tail: "Permission denied".into() });
         assert_eq!(f.cause, "n2: ssh or the remote agent exited (exit status: 255): Permission denied");
         let cr = failure(
             "n2",
             LossKind::Exited {
-                host: ssh.clone(),
-                launcher: Launcher::Ssh,
+                carrier: ssh.clone(),
                 status: ExitStatus::from_raw(255 << 8),
                 tail: "bob@n2: Permission denied (publickey).\r\n\u{1b}[0m".into(),
             },
@@ -140,13 +134,13 @@ mod tests {
             "control characters stripped, not escaped"
         );
         assert!(f.remedy.starts_with("check that `ssh -o BatchMode=yes bob@n2 fabcheck --version` works"), "{}", f.remedy);
-        let f = failure("n2", LossKind::Exited { host: ssh, launcher: Launcher::Srun, status: ExitStatus::from_raw(1 << 8), tail: String::new() });
+        let f = failure(
+            "n2",
+            LossKind::Exited { carrier: Carrier::Srun { node: "n2".into() }, status: ExitStatus::from_raw(1 << 8), tail: String::new() },
+        );
         assert_eq!(f.cause, "n2: srun or the agent exited (exit status: 1)");
         assert!(f.remedy.contains("--nodelist=n2 --overlap"), "{}", f.remedy);
-        let f = failure(
-            "localhost",
-            LossKind::Exited { host: HostSpec::Local, launcher: Launcher::Ssh, status: ExitStatus::from_raw(9), tail: String::new() },
-        );
+        let f = failure("localhost", LossKind::Exited { carrier: Carrier::Local, status: ExitStatus::from_raw(9), tail: String::new() });
         assert_eq!(f.cause, "localhost: the agent was killed (signal: 9 (SIGKILL))");
         assert!(f.remedy.contains("OOM killer"));
         let f = failure("tcp://n1:18515", LossKind::Unreachable { port: 18515, detail: "Connection refused (os error 111)".into() });

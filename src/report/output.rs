@@ -8,8 +8,8 @@
 //! never panic (`println!` does on a broken pipe): a reader gone away is a quiet exit 2.
 
 use super::document::{Document, Stamp};
-use crate::diagnose::Verdict;
 use crate::error::{Delivery, Failure, Outcome};
+use crate::outcome::Verdict;
 use crate::sys::atomic::{AtomicFile, WriteError};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@ use super::*;
 use crate::fabric::fixture::{fat_tree, Build};
 
 fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
-    noted.iter().map(|n| (n.finding.id.clone(), n.finding.severity, n.finding.subject.clone())).collect()
+    noted.iter().map(|n| (n.finding.id.to_string(), n.finding.severity, n.finding.subject.to_string())).collect()
 }
 
 fn tier_of(b: &Build, name: &str) -> Placed {

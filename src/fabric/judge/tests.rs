@@ -92,7 +92,7 @@ fn healthy() -> Fabric {
 }
 
 fn ids(j: &Judgement) -> Vec<(String, Severity, String)> {
-    j.findings.iter().map(|f| (f.id.clone(), f.severity, f.subject.clone())).collect()
+    j.findings.iter().map(|f| (f.id.to_string(), f.severity, f.subject.to_string())).collect()
 }
 
 #[test]
@@ -109,7 +109,7 @@ fn lane_fault_names_both_ends_with_what_it_could_run() {
     assert_eq!(ids(&j), vec![("fabric.link.width".into(), Severity::Error, "leaf1[7] <-> spine1[1]".into())]);
     let m = &j.findings[0].message;
     assert!(m.contains("runs 1X HDR (50 Gb/s)") && m.contains("4X HDR (200 Gb/s)"), "{m}");
-    assert_eq!(j.marks[&(Guid(0x20), 1)], vec!["fabric.link.width".to_string()]);
+    assert_eq!(j.marks[&(Guid(0x20), 1)], vec![crate::outcome::FindingId::FabricLinkWidth]);
 }
 
 #[test]

@@ -3,9 +3,9 @@
 //! read). Each fault test first checks the same fabric without the fault has no finding.
 
 use super::*;
-use crate::diagnose::Severity;
 use crate::fabric::model::{Guid, LocalView, Node, NodeType, Port, PortInfo, SpeedSet, Tables, WidthSet};
 use crate::fabric::route_judge;
+use crate::outcome::Severity;
 use crate::port::{PhysState, PortState, Speed, Width};
 
 fn info(lid: u16, state: PortState) -> PortInfo {
@@ -80,7 +80,7 @@ impl Net {
 
     fn judge(&self) -> (route_judge::RouteFigures, Vec<(String, Severity, String, String)>) {
         let (figures, findings) = route_judge::judge(&self.f, &self.t, 7, false);
-        (figures, findings.into_iter().map(|f| (f.id, f.severity, f.subject, f.message)).collect())
+        (figures, findings.into_iter().map(|f| (f.id.to_string(), f.severity, f.subject.to_string(), f.message)).collect())
     }
 }
 
@@ -247,7 +247,7 @@ fn a_leaf_sending_most_destinations_up_one_cable_is_a_warning() {
     assert_eq!(leaf1.ports.iter().map(|p| p.destinations).collect::<Vec<_>>(), vec![4, 0]);
     // Where fabric.design already names uneven cabling, the same imbalance is said as info.
     let (_, explained) = route_judge::judge(&net.f, &net.t, 7, true);
-    assert_eq!((explained[0].severity, explained[0].subject.as_str()), (Severity::Info, "leaf1[5]"));
+    assert_eq!((explained[0].severity, explained[0].subject.to_string().as_str()), (Severity::Info, "leaf1[5]"));
     assert!(
         explained[0].message.ends_with(": expected while fabric.design names missing or uneven uplinks; fix those first"),
         "{}",

@@ -14,7 +14,7 @@
 //! so a thousand endpoints stay a few hundred kilobytes.
 
 use super::analysis::{Suspect, SuspectKind, CLUSTER};
-use crate::diagnose::Verdict;
+use crate::outcome::Verdict;
 use crate::units::sig3 as fmt;
 use std::cmp::Ordering;
 use std::collections::HashMap;

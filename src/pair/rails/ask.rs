@@ -2,11 +2,11 @@
 
 use crate::control::drive::{drive, Actions, Conversation, Job};
 use crate::control::hub::{Hub, LinkId};
-use crate::control::loss::Loss;
 use crate::control::protocol::{Reply, Request};
 use crate::error::Failure;
 use crate::gpu::rails::SharedUplink;
 use crate::model::rails::{Rail, RailSpec, MAX_RAILS};
+use crate::outcome::loss::Loss;
 use std::time::{Duration, Instant};
 
 /// How long a node may take to list its ports and read its PCI tree.

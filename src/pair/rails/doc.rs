@@ -1,8 +1,8 @@
 //! What `pair --rails` adds to `fabcheck.pair.v1` (additive: absent without `--rails`): one
 //! record per rail and the node aggregate per bandwidth test, and their human table.
 
-use crate::diagnose::Verdict;
 use crate::model::TestKind;
+use crate::outcome::Verdict;
 use crate::pair::plan::Direction;
 use crate::pair::report::{Side, TestResult};
 use crate::units;

@@ -5,20 +5,22 @@
 //! (`pair.rail.unreachable`).
 
 use super::doc::{Aggregate, RailRecord};
-use crate::diagnose::{gbps, Finding, Severity, Verdict};
 use crate::model::rails::RailThreshold;
 use crate::model::TestKind;
+use crate::outcome::{Finding, Severity, Verdict};
+use crate::outcome::{FindingId, Subject};
 use crate::pair::plan::Direction;
 use crate::pair::report::{Side, TestResult};
 use crate::pair::sequence::Window;
 use crate::pair::verdict::{self, Criteria, JUDGED_MIN_SIZE};
 use crate::perf::summary;
 use crate::units;
+use crate::units::rate as gbps;
 use std::collections::BTreeMap;
 
 /// `rail K (A DEV <-> B DEV)`: the rail and both NICs, each after its host.
-pub fn subject(rail: usize, a: &Side, b: &Side) -> String {
-    format!("rail {rail} ({} {} <-> {} {})", a.host, a.device, b.host, b.device)
+pub fn subject(rail: usize, a: &Side, b: &Side) -> Subject {
+    Subject::rail(rail, (&a.host, &a.device), (&b.host, &b.device))
 }
 
 /// One rail as run: its record, and each bandwidth result's window (same index as
@@ -78,9 +80,9 @@ pub fn judge(
         let subject = subject(run.record.rail, a, b);
         if let Some(why) = &run.unreachable {
             findings.push(Finding {
-                id: "pair.rail.unreachable".into(),
+                id: FindingId::PairRailUnreachable,
                 severity: Severity::Error,
-                subject,
+                subject: subject.into(),
                 message: format!("rail {} cannot reach its peer rail: {why}", run.record.rail),
                 remedy: "check both ports with `fabcheck check` (state, GID, subnet) and that rail k of A is cabled to the leaf of rail k of B; the other rails still ran".into(),
             });
@@ -89,18 +91,20 @@ pub fn judge(
         // Against its own capacity, as `pair` judges one link; the rail is the subject.
         let (_, own) = verdict::judge(a, b, &run.record.results, criteria);
         for mut f in own {
-            if f.id == "pair.bw" {
-                f.id = "pair.rail".into();
+            if f.id == FindingId::PairBw {
+                f.id = FindingId::PairRail;
             }
             f.subject = subject.clone();
             findings.push(f);
         }
     }
     // A rail already below its own capacity is said once, by that finding.
-    let own_bad: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
+    let own_bad: Vec<Subject> =
+        findings.iter().filter(|f| f.id == FindingId::PairRail && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
     findings.extend(siblings(rails, threshold).into_iter().filter(|f| !own_bad.contains(&f.subject)));
     // A rail that drops packets its siblings do not, however fast it still is: said once.
-    let named: Vec<String> = findings.iter().filter(|f| f.id == "pair.rail" && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
+    let named: Vec<Subject> =
+        findings.iter().filter(|f| f.id == FindingId::PairRail && f.severity == Severity::Error).map(|f| f.subject.clone()).collect();
     findings.extend(lossy(rails).into_iter().filter(|f| !named.contains(&f.subject)));
     let aggregate = aggregate(rails, shared_bound_gbps);
     // The node total is judged when every rail is good: a bad rail already explains a low
@@ -155,9 +159,9 @@ fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
             if bad {
                 let run = &rails[i];
                 findings.push(Finding {
-                    id: "pair.rail".into(),
+                    id: FindingId::PairRail,
                     severity: Severity::Error,
-                    subject: subject(run.record.rail, &run.record.a, &run.record.b),
+                    subject: (subject(run.record.rail, &run.record.a, &run.record.b)).into(),
                     message: format!("rail {} {test} {direction} {size} B: {words}", run.record.rail),
                     remedy: "this rail alone is slow: check its cable, transceiver and switch port (`fabcheck check` on both nodes), its PCIe slot, and the CPU its loop ran on".into(),
                 });
@@ -209,9 +213,9 @@ fn lossy(rails: &[RailRun]) -> Vec<Finding> {
             continue;
         }
         findings.push(Finding {
-            id: "pair.rail".into(),
+            id: FindingId::PairRail,
             severity: Severity::Error,
-            subject: subject(run.record.rail, &run.record.a, &run.record.b),
+            subject: (subject(run.record.rail, &run.record.a, &run.record.b)).into(),
             message: format!(
                 "rail {} drops packets: {errors} sequence errors ({}) against a median of {} on its sibling rails",
                 run.record.rail,
@@ -287,9 +291,9 @@ fn judge_aggregate(rails: &[RailRun], aggregate: &[Aggregate], criteria: &Criter
         .filter_map(|g| {
             let cap = g.capacity_gbps?;
             (g.bw_gbps < criteria.bw_fraction * cap).then(|| Finding {
-                id: "pair.aggregate".into(),
+                id: FindingId::PairAggregate,
                 severity: Severity::Error,
-                subject: format!("{a} <-> {b} ({} rails)", g.rails),
+                subject: (format!("{a} <-> {b} ({} rails)", g.rails)).into(),
                 message: format!(
                     "{} {} {} B over {} rails at once: {} Gb/s, below {}% of the node's {} Gb/s",
                     g.test,

@@ -57,7 +57,7 @@ fn rail(k: usize, rate: Option<f64>, ca: &str, results: Vec<TestResult>, start: 
 }
 
 fn ids_on(findings: &[Finding], subject: &str) -> Vec<String> {
-    findings.iter().filter(|f| f.subject == subject && f.severity != Severity::Info).map(|f| f.id.clone()).collect()
+    findings.iter().filter(|f| f.subject == subject && f.severity != Severity::Info).map(|f| f.id.to_string()).collect()
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn a_rail_that_drops_packets_its_siblings_do_not_is_named_even_at_full_speed() {
     assert_eq!(verdict, Verdict::Fail);
     let bad: Vec<&Finding> = findings.iter().filter(|f| f.severity == Severity::Error).collect();
     assert_eq!(bad.len(), 1, "{findings:#?}");
-    assert_eq!((bad[0].id.as_str(), bad[0].subject.as_str()), ("pair.rail", "rail 2 (n1 mlx5_2 <-> n2 mlx5_2)"));
+    assert_eq!((bad[0].id.as_str(), bad[0].subject.to_string().as_str()), ("pair.rail", "rail 2 (n1 mlx5_2 <-> n2 mlx5_2)"));
     assert!(bad[0].message.contains("123 sequence errors (a:rcvd_seq_err +123)"), "{}", bad[0].message);
     // mlx5's names; a few on every rail, or siblings nearly as lossy: nothing said.
     let even: Vec<RailRun> = (0..4).map(|k| rail(k, None, "ConnectX-7", vec![with(&[("a:packet_seq_err", 30)])], t0, 0.0)).collect();

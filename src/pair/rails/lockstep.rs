@@ -5,8 +5,8 @@
 //! failed test, a lost agent) leaves the others running.
 
 use crate::control::drive::{Actions, Conversation};
-use crate::control::loss::Loss;
 use crate::control::protocol::Reply;
+use crate::outcome::loss::Loss;
 use crate::pair::sequence::PairSequence;
 use std::time::Instant;
 

@@ -16,10 +16,11 @@ use crate::control::drive::{drive, Job};
 use crate::control::hub::Hub;
 use crate::control::protocol::Target;
 use crate::control::reach::{reach_all, token_for, Reach};
-use crate::diagnose::Severity;
 use crate::error::Failure;
 use crate::model::rails::{Rail, RailSpec, RailThreshold};
 use crate::model::LinkLayer;
+use crate::outcome::FindingId;
+use crate::outcome::Severity;
 use crate::progress::Progress;
 use doc::RailRecord;
 use judge::RailRun;
@@ -269,7 +270,7 @@ fn rail_target(rail: &Rail, k: usize, config: &PairConfig, rails_config: &RailsC
 
 /// The `info` finding when rails asked to be pinned ran unpinned (the agent found fewer CPUs
 /// near a NIC than it needed).
-fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::diagnose::Finding> {
+fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::outcome::Finding> {
     if *cpu != CpuChoice::Auto {
         return None;
     }
@@ -280,8 +281,8 @@ fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::diagnose::Fi
         .filter(|(s, _)| s.cpu.is_none())
         .map(|(s, k)| format!("rail {k} on {}", s.host))
         .collect();
-    (!unpinned.is_empty()).then(|| crate::diagnose::Finding {
-        id: "pair.rail.cpu".into(),
+    (!unpinned.is_empty()).then(|| crate::outcome::Finding {
+        id: FindingId::PairRailCpu,
         severity: Severity::Info,
         subject: "cpu".into(),
         message: format!("not pinned (too few CPUs near the NIC, or a small host): {}", unpinned.join(", ")),

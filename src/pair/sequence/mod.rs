@@ -17,9 +17,9 @@
 use super::plan::PlannedTest;
 use super::report::TestResult;
 use crate::control::drive::{Actions, Conversation};
-use crate::control::loss::Loss;
 use crate::control::protocol::{Endpoint, Reply, Request, Role, RunResult, Target};
 use crate::error::Failure;
+use crate::outcome::loss::Loss;
 use crate::perf::summary;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

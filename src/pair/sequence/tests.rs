@@ -1,6 +1,6 @@
 use super::*;
-use crate::control::loss::LossKind;
 use crate::control::protocol::TestKind;
+use crate::outcome::loss::LossKind;
 use crate::pair::plan::{self, Direction, PlanInput};
 
 /// A channel that ended without an exit status.

@@ -8,7 +8,7 @@
 //! fabcheck does not time its rows, so `0.000`).
 
 use super::text;
-use crate::diagnose::Severity;
+use crate::outcome::Severity;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::fmt::Write;

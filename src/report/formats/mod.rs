@@ -8,7 +8,7 @@ pub mod junit;
 pub mod oneline;
 pub mod prom;
 
-use crate::diagnose::Severity;
+use crate::outcome::Severity;
 use serde_json::Value;
 
 /// The document's schema name (`fabcheck.check.v1` -> `check`).

@@ -1,7 +1,7 @@
 //! `--format oneline`: exactly one line, the verdict and the first error's subject and message,
 //! what NHC and Slurm's HealthCheckProgram carry as a drain reason.
 
-use crate::diagnose::Severity;
+use crate::outcome::Severity;
 use serde_json::Value;
 
 pub fn render(doc: &Value) -> String {

@@ -242,11 +242,11 @@ fn mesh(f: &mut Families, doc: &Value) {
 }
 
 /// The label value of a severity, as the documents write it.
-fn severity_name(severity: crate::diagnose::Severity) -> &'static str {
+fn severity_name(severity: crate::outcome::Severity) -> &'static str {
     match severity {
-        crate::diagnose::Severity::Error => "error",
-        crate::diagnose::Severity::Warning => "warning",
-        crate::diagnose::Severity::Info => "info",
+        crate::outcome::Severity::Error => "error",
+        crate::outcome::Severity::Warning => "warning",
+        crate::outcome::Severity::Info => "info",
     }
 }
 

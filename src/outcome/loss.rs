@@ -1,12 +1,11 @@
-//! Why the controller lost an agent, or never had it: a typed value (issue #26 item 4).
+//! Why the controller lost an agent, or never had it: a typed value (issue #26 item 4), kept
+//! typed to the printers (0.4): `pair`, `mesh` and `--rails` carry the [`Loss`] itself, not
+//! its words, so analysis and retests act on the kind (retry a timeout, blame a host that is
+//! unreachable, stop on a protocol error) without parsing prose.
 //!
-//! The hub, the link layer, `drive` and `reach` say what happened; they choose no words. The
-//! cause and remedy a person reads are written in `report::loss`, so analysis and retests can
-//! act on the kind (retry a timeout, blame a host that is unreachable, stop on a protocol
-//! error) without parsing prose.
+//! The controller's hub, links, `drive` and `reach` say what happened; they choose no words.
+//! The cause and remedy a person reads are written in `report::loss`.
 
-use super::endpoint::HostSpec;
-use super::link::Launcher;
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -25,6 +24,19 @@ pub enum Step {
     Inventory,
 }
 
+/// How the agent was started or reached: what a remedy for a start or an exit must name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Carrier {
+    /// A child of this process (`localhost`).
+    Local,
+    /// `ssh LOGIN fabcheck agent` (`LOGIN`: `host` or `user@host`).
+    Ssh { login: String },
+    /// `srun --nodelist=NODE ... fabcheck agent` inside a Slurm allocation.
+    Srun { node: String },
+    /// A running `fabcheck serve` over TCP.
+    Tcp,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub enum LossKind {
     /// `--launcher srun` with `user@host`: srun starts agents as the caller.
@@ -34,7 +46,7 @@ pub enum LossKind {
     /// This fabcheck's own binary (for a local agent) cannot be found.
     NoOwnBinary(String),
     /// The agent, ssh or srun could not be started.
-    NotStarted { host: HostSpec, launcher: Launcher, detail: String },
+    NotStarted { carrier: Carrier, detail: String },
     /// The agent's pipes could not be set up (`None`: it has none).
     Pipes(Option<String>),
     /// A `tcp://` agent's name does not resolve (`None`: to no address).
@@ -42,7 +54,7 @@ pub enum LossKind {
     /// No address of a `tcp://` agent answered.
     Unreachable { port: u16, detail: String },
     /// The agent, or the ssh or srun carrying it, exited. `tail`: its last stderr line.
-    Exited { host: HostSpec, launcher: Launcher, status: ExitStatus, tail: String },
+    Exited { carrier: Carrier, status: ExitStatus, tail: String },
     /// The channel ended or failed, without an exit status to explain it.
     Gone { why: String, tail: String },
     /// The agent broke the protocol (a bad message, an impossible figure, an unexpected reply).

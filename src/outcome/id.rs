@@ -1,0 +1,195 @@
+//! Every check and finding id, as a type. The JSON keeps 0.3's strings (`"port.state"`):
+//! they are written and read here alone, so logic matches on a variant and a typo is a
+//! compile error, not a check that silently never matches.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+macro_rules! finding_ids {
+    ($($variant:ident = $text:literal,)+) => {
+        /// A check row's or a finding's id.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum FindingId {
+            $($variant,)+
+        }
+
+        impl FindingId {
+            /// Every id, in the order of the table.
+            pub const ALL: &'static [FindingId] = &[$(FindingId::$variant,)+];
+
+            /// The id as the documents, the prom labels and the human views write it.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(FindingId::$variant => $text,)+
+                }
+            }
+
+            /// The id a document names (`None`: no id of this build).
+            pub fn parse(text: &str) -> Option<FindingId> {
+                match text {
+                    $($text => Some(FindingId::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+finding_ids! {
+    StackDistribution = "stack.distribution",
+    StackMemlock = "stack.memlock",
+    StackModules = "stack.modules",
+    StackOfed = "stack.ofed",
+    StackRdmaCore = "stack.rdma_core",
+    StackService = "stack.service",
+    StackUverbs = "stack.uverbs",
+    DevicesCount = "devices.count",
+    DeviceFw = "device.fw",
+    PciLink = "pci.link",
+    PcieAcs = "pcie.acs",
+    PcieBound = "pcie.bound",
+    PcieLink = "pcie.link",
+    FwPending = "fw.pending",
+    PortLid = "port.lid",
+    PortLinkLayer = "port.link_layer",
+    PortMtu = "port.mtu",
+    PortSm = "port.sm",
+    PortState = "port.state",
+    LinkErrors = "link.errors",
+    LinkFlap = "link.flap",
+    LinkRate = "link.rate",
+    LinkSpeed = "link.speed",
+    LinkTrained = "link.trained",
+    LinkWidth = "link.width",
+    RoceGid = "roce.gid",
+    RoceLossless = "roce.lossless",
+    RoceMtu = "roce.mtu",
+    RoceNetdev = "roce.netdev",
+    PhyBer = "phy.ber",
+    PhyFec = "phy.fec",
+    PhyModule = "phy.module",
+    Ipoib = "ipoib",
+    GpuAffinity = "gpu.affinity",
+    GpuPeermem = "gpu.peermem",
+    SoakCounters = "soak.counters",
+    SoakWindow = "soak.window",
+    SysfsUnreadable = "sysfs.unreadable",
+    PairAggregate = "pair.aggregate",
+    PairBw = "pair.bw",
+    PairCapacity = "pair.capacity",
+    PairCongestion = "pair.congestion",
+    PairDuration = "pair.duration",
+    PairFlowControl = "pair.flow_control",
+    PairLatency = "pair.latency",
+    PairMtu = "pair.mtu",
+    PairRail = "pair.rail",
+    PairRailCpu = "pair.rail.cpu",
+    PairRailUnreachable = "pair.rail.unreachable",
+    PairRate = "pair.rate",
+    PairRegression = "pair.regression",
+    PairRetransmission = "pair.retransmission",
+    PairTail = "pair.tail",
+    // A test that could not complete is a finding named after the test (`pair.<test>`).
+    PairSendLat = "pair.send_lat",
+    PairWriteLat = "pair.write_lat",
+    PairReadLat = "pair.read_lat",
+    PairWriteBw = "pair.write_bw",
+    PairReadBw = "pair.read_bw",
+    PairSendBw = "pair.send_bw",
+    MeshSuspect = "mesh.suspect",
+    MeshUnreachable = "mesh.unreachable",
+    FabricCongestion = "fabric.congestion",
+    FabricDesign = "fabric.design",
+    FabricDuplicate = "fabric.duplicate",
+    FabricErrors = "fabric.errors",
+    FabricLid = "fabric.lid",
+    FabricLinkDown = "fabric.link.down",
+    FabricLinkSpeed = "fabric.link.speed",
+    FabricLinkState = "fabric.link.state",
+    FabricLinkWidth = "fabric.link.width",
+    FabricPkey = "fabric.pkey",
+    FabricRail = "fabric.rail",
+    FabricRoute = "fabric.route",
+    FabricSm = "fabric.sm",
+    FabricTopologyExtra = "fabric.topology.extra",
+    FabricTopologyMissing = "fabric.topology.missing",
+    FabricTopologyMiswired = "fabric.topology.miswired",
+    FabricUnreachable = "fabric.unreachable",
+    PcieAer = "pcie.aer",
+    RoceQos = "roce.qos",
+    PairQos = "pair.qos",
+}
+
+impl FindingId {
+    /// The finding of a test that could not complete: `pair.<test>`.
+    pub fn failed_test(test: crate::model::TestKind) -> FindingId {
+        use crate::model::TestKind;
+        match test {
+            TestKind::SendLat => FindingId::PairSendLat,
+            TestKind::WriteLat => FindingId::PairWriteLat,
+            TestKind::ReadLat => FindingId::PairReadLat,
+            TestKind::WriteBw => FindingId::PairWriteBw,
+            TestKind::ReadBw => FindingId::PairReadBw,
+            TestKind::SendBw => FindingId::PairSendBw,
+        }
+    }
+
+    /// The part before the first dot (`port`, `fabric`, `pair`): the family of checks.
+    pub fn family(self) -> &'static str {
+        self.as_str().split('.').next().unwrap_or("")
+    }
+}
+
+impl fmt::Display for FindingId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // `pad`, not `write_str`: the human tables align ids in columns (`{:<20}`).
+        f.pad(self.as_str())
+    }
+}
+
+impl Serialize for FindingId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FindingId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<FindingId, D::Error> {
+        let text = String::deserialize(d)?;
+        FindingId::parse(&text).ok_or_else(|| serde::de::Error::custom(format!("unknown check id '{text}'")))
+    }
+}
+
+/// Tests name ids as the documents write them.
+impl PartialEq<&str> for FindingId {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl PartialEq<str> for FindingId {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FindingId;
+
+    #[test]
+    fn every_id_reads_back_as_itself_and_is_unique() {
+        let mut seen = std::collections::BTreeSet::new();
+        for id in FindingId::ALL {
+            assert_eq!(FindingId::parse(id.as_str()), Some(*id));
+            assert!(seen.insert(id.as_str()), "{id} twice");
+            let json = serde_json::to_string(id).unwrap();
+            assert_eq!(serde_json::from_str::<FindingId>(&json).unwrap(), *id);
+        }
+        assert!(serde_json::from_str::<FindingId>("\"port.stat\"").is_err(), "a typo is an error, not a new id");
+        assert_eq!(format!("{:<12}|", FindingId::PortState), "port.state  |");
+        for test in crate::model::TestKind::ALL {
+            assert_eq!(FindingId::failed_test(test).as_str(), format!("pair.{}", test.name()));
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! The one vocabulary of outcomes every command speaks: check rows and findings (typed ids and
+//! subjects, severities, the verdict), the measurements a test produced, and why an agent was
+//! lost. A leaf: rules (`diagnose`, `fabric`, `pair`, `mesh`) produce these values, the printers
+//! (`report`) write them, and neither side needs the other's modules to name them.
+
+mod id;
+pub mod loss;
+mod subject;
+
+pub use id::FindingId;
+pub use subject::{RailEnd, Subject};
+
+use serde::{Deserialize, Serialize};
+
+/// A check row's status: always what its findings say (see [`Report::settle`]), so every format
+/// (JSON, prom, junit, human) agrees with the findings beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Fail,
+    Skip,
+    /// Its worst finding is a warning (`--fail-on warning` makes it a failure).
+    Warn,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Error,
+    Warning,
+    Info,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Fail,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Check {
+    pub id: FindingId,
+    pub subject: Subject,
+    pub status: Status,
+    pub observed: String,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub expected: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub id: FindingId,
+    pub severity: Severity,
+    pub subject: Subject,
+    pub message: String,
+    pub remedy: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    pub verdict: Verdict,
+    pub checks: Vec<Check>,
+    pub findings: Vec<Finding>,
+}
+
+impl Report {
+    /// Makes the rows, the order of the findings and the verdict follow from the findings: the
+    /// one place a check's status is decided. A row is `fail` when an error finding has its id
+    /// and subject, `warn` when its worst such finding is a warning, `pass` when only info (or
+    /// nothing) is said about it; a row that was skipped and has no finding stays `skip`.
+    /// Called after the rules run and again by anything that adds findings afterwards.
+    pub fn settle(&mut self) {
+        use std::collections::HashMap;
+        self.findings.sort_by_key(|f| f.severity);
+        let mut worst: HashMap<(FindingId, &Subject), Severity> = HashMap::new();
+        for f in &self.findings {
+            worst.entry((f.id, &f.subject)).and_modify(|s| *s = (*s).min(f.severity)).or_insert(f.severity);
+        }
+        for c in &mut self.checks {
+            c.status = match (worst.get(&(c.id, &c.subject)), c.status) {
+                (Some(Severity::Error), _) => Status::Fail,
+                (Some(Severity::Warning), _) => Status::Warn,
+                (Some(Severity::Info), Status::Skip) | (None, Status::Skip) => Status::Skip,
+                (Some(Severity::Info), _) | (None, _) => Status::Pass,
+            };
+        }
+        self.verdict = if self.findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    }
+}
+
+impl Finding {
+    pub fn new(id: FindingId, severity: Severity, subject: impl Into<Subject>, message: impl Into<String>, remedy: impl Into<String>) -> Finding {
+        Finding { id, severity, subject: subject.into(), message: message.into(), remedy: remedy.into() }
+    }
+}
+
+/// Whether any of these findings is a warning (`--fail-on warning` then fails the run).
+pub fn any_warning(findings: &[Finding]) -> bool {
+    findings.iter().any(|f| f.severity == Severity::Warning)
+}
