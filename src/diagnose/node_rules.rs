@@ -16,7 +16,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     for u in &inv.unreadable {
         sheet.note(
             FindingId::SysfsUnreadable,
-            &unreadable_subject(&u.path),
+            unreadable_subject(&u.path),
             Severity::Error,
             format!("{}: what it holds is unknown, and checks that need it cannot be trusted", u.error),
             "run fabcheck as root, or fix the file's permissions; for a captured bundle, capture it again as root \

@@ -121,7 +121,23 @@ fn parse_rail(text: &str) -> Option<Subject> {
     let rail = number.parse::<usize>().ok().filter(|n| n.to_string() == number)?;
     let subject = Subject::rail(rail, (ah, ad), (bh, bd));
     // Only where writing it again gives the same text (no spaces inside a host or device).
-    (subject.to_string() == text).then_some(subject)
+    subject.writes_as(text).then_some(subject)
+}
+
+impl Subject {
+    /// Whether this subject is written as `text`, without writing it into a new string.
+    pub fn writes_as(&self, text: &str) -> bool {
+        /// Compares what is written against the rest of a text, chunk by chunk.
+        struct Against<'a>(&'a str);
+        impl fmt::Write for Against<'_> {
+            fn write_str(&mut self, chunk: &str) -> fmt::Result {
+                self.0 = self.0.strip_prefix(chunk).ok_or(fmt::Error)?;
+                Ok(())
+            }
+        }
+        let mut rest = Against(text);
+        fmt::write(&mut rest, format_args!("{self}")).is_ok() && rest.0.is_empty()
+    }
 }
 
 impl fmt::Display for Subject {
@@ -176,13 +192,13 @@ impl<'de> Deserialize<'de> for Subject {
 /// Tests name subjects as the documents write them.
 impl PartialEq<&str> for Subject {
     fn eq(&self, other: &&str) -> bool {
-        self.to_string() == *other
+        self.writes_as(other)
     }
 }
 
 impl PartialEq<str> for Subject {
     fn eq(&self, other: &str) -> bool {
-        self.to_string() == other
+        self.writes_as(other)
     }
 }
 
@@ -211,6 +227,8 @@ mod tests {
             assert_eq!(serde_json::from_str::<Subject>(&json).unwrap(), subject);
         }
         assert_eq!(Subject::port("mlx5_0", 1).device_name(), Some("mlx5_0"));
+        assert!(Subject::port("mlx5_0", 1).writes_as("mlx5_0/1") && !Subject::port("mlx5_0", 1).writes_as("mlx5_0/10"));
+        assert!(!Subject::port("mlx5_0", 1).writes_as("mlx5_0/"));
         assert_eq!(format!("{:<10}|", Subject::port("mlx5_0", 1)), "mlx5_0/1  |");
     }
 

@@ -82,7 +82,7 @@ pub fn judge(
             findings.push(Finding {
                 id: FindingId::PairRailUnreachable,
                 severity: Severity::Error,
-                subject: subject.into(),
+                subject,
                 message: format!("rail {} cannot reach its peer rail: {why}", run.record.rail),
                 remedy: "check both ports with `fabcheck check` (state, GID, subnet) and that rail k of A is cabled to the leaf of rail k of B; the other rails still ran".into(),
             });
@@ -161,7 +161,7 @@ fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
                 findings.push(Finding {
                     id: FindingId::PairRail,
                     severity: Severity::Error,
-                    subject: (subject(run.record.rail, &run.record.a, &run.record.b)).into(),
+                    subject: subject(run.record.rail, &run.record.a, &run.record.b),
                     message: format!("rail {} {test} {direction} {size} B: {words}", run.record.rail),
                     remedy: "this rail alone is slow: check its cable, transceiver and switch port (`fabcheck check` on both nodes), its PCIe slot, and the CPU its loop ran on".into(),
                 });
@@ -215,7 +215,7 @@ fn lossy(rails: &[RailRun]) -> Vec<Finding> {
         findings.push(Finding {
             id: FindingId::PairRail,
             severity: Severity::Error,
-            subject: (subject(run.record.rail, &run.record.a, &run.record.b)).into(),
+            subject: subject(run.record.rail, &run.record.a, &run.record.b),
             message: format!(
                 "rail {} drops packets: {errors} sequence errors ({}) against a median of {} on its sibling rails",
                 run.record.rail,
