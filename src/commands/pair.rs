@@ -4,8 +4,9 @@ use super::flags::{conditions, expectations, launch_options};
 use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome, Stop};
+use crate::model::Direction;
 use crate::model::{parse_device_port, TestKind};
-use crate::pair::plan::{self, Direction, PlanInput};
+use crate::pair::plan::{self, PlanInput};
 use crate::pair::{self, verdict, CpuChoice, PairConfig};
 use std::time::Duration;
 

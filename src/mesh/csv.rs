@@ -68,9 +68,9 @@ pub fn rows(r: &PairRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Direction;
     use crate::model::TestKind;
-    use crate::pair::plan::Direction;
-    use crate::pair::report::TestResult;
+    use crate::outcome::TestResult;
 
     #[test]
     fn a_row_per_result_and_one_for_a_pair_that_could_not_run() {

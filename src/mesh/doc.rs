@@ -5,8 +5,8 @@
 use super::analysis::{Criteria, PairMeasure, Suspect};
 use super::spool;
 use super::text::{self, Counts};
+use crate::outcome::TestResult;
 use crate::outcome::Verdict;
-use crate::pair::report::TestResult;
 use crate::report::{Document, Stamp};
 use serde::{Deserialize, Serialize};
 use std::io::{self, Write};

@@ -5,11 +5,13 @@
 //! `spec`, which tools and people read as "tests".)
 
 pub mod device;
+mod direction;
 mod invalid;
 pub mod memory;
 pub mod rails;
 
 pub use device::{parse_device_port, valid_device_name};
+pub use direction::Direction;
 pub use invalid::SpecError;
 pub use memory::{GpuUse, MemChoice, MemPath};
 

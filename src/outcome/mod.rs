@@ -5,9 +5,11 @@
 
 mod id;
 pub mod loss;
+mod measure;
 mod subject;
 
 pub use id::FindingId;
+pub use measure::TestResult;
 pub use subject::{RailEnd, Subject};
 
 use serde::{Deserialize, Serialize};

@@ -11,6 +11,7 @@ pub mod plot;
 pub mod rails;
 pub mod report;
 pub mod sequence;
+pub mod side;
 pub mod verdict;
 
 use crate::control::drive::{drive, Actions, Conversation, Job};
@@ -27,8 +28,9 @@ use crate::outcome::FindingId;
 use crate::progress::{Event, Figure, Progress};
 use crate::report::output::SideFile;
 use plan::PlannedTest;
-use report::{PairDoc, Side};
+use report::PairDoc;
 use sequence::PairSequence;
+use side::Side;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -209,7 +211,7 @@ impl Teller {
 
     /// Tells of every step `results` completes (all of them once `done`: a failed test ends
     /// the plan early).
-    pub(crate) fn tell(&mut self, results: &[report::TestResult], done: bool, progress: &mut dyn Progress) {
+    pub(crate) fn tell(&mut self, results: &[crate::outcome::TestResult], done: bool, progress: &mut dyn Progress) {
         while self.told < results.len() {
             let want = self.steps.get(self.step).copied().unwrap_or(1);
             let end = (self.told + want).min(results.len());
@@ -326,9 +328,10 @@ pub(crate) fn side(e: &Endpoint) -> Side {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Direction;
     use crate::model::TestKind;
-    use crate::pair::plan::{Direction, PlanInput};
-    use crate::pair::report::TestResult;
+    use crate::outcome::TestResult;
+    use crate::pair::plan::PlanInput;
 
     fn input(tests: Vec<TestKind>, sweep: bool) -> PlanInput {
         PlanInput { tests, size: None, sweep, iters: Some(10), duration_ms: None, qps: 1, directions: None, stall_timeout_ms: 5000 }

@@ -10,7 +10,8 @@
 //! bidirectional tests also draws their capacity (twice the link: both directions at once), and
 //! every reference line's label goes where the data's lines are not.
 
-use super::report::{PairDoc, TestResult};
+use super::report::PairDoc;
+use crate::outcome::TestResult;
 use crate::outcome::Verdict;
 use crate::report::csv;
 use crate::report::escape_xml as escape;
@@ -391,9 +392,9 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Direction;
     use crate::model::TestKind;
-    use crate::pair::plan::Direction;
-    use crate::pair::report::{test_side, Side};
+    use crate::pair::side::{test_side, Side};
     use crate::perf::summary::LatencySummary;
 
     fn side(host: &str) -> Side {

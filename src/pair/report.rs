@@ -1,104 +1,13 @@
 //! The `fabcheck.pair.v1` document and its human rendering.
 
-use crate::model::{LinkLayer, MemChoice, MemPath, TestKind};
-use crate::outcome::{Finding, Verdict};
-use crate::pair::plan::Direction;
-use crate::perf::summary::LatencySummary;
+use super::side::Side;
+use crate::outcome::{Finding, TestResult, Verdict};
 use crate::units;
 use crate::units::rate as gbps;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::fmt::Write;
 
 pub const SCHEMA: &str = "fabcheck.pair.v1";
-
-/// One end of the pair, as the test used it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Side {
-    pub host: String,
-    pub device: String,
-    pub port: u8,
-    pub gid_index: Option<u8>,
-    pub gid: Option<std::net::Ipv6Addr>,
-    pub link_layer: LinkLayer,
-    pub rate_gbps: Option<f64>,
-    pub ca_type: String,
-    pub mtu: Option<u32>,
-    /// RoCE traffic class the test ran in (`--tclass`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tclass: Option<u8>,
-    /// InfiniBand service level (`--sl`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sl: Option<u8>,
-    /// The CPU this end's measured loop was pinned to (`--cpu`, or the agent's choice).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpu: Option<u16>,
-    /// Usable bandwidth of the adapter's PCIe link, Gb/s.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pcie_gbps: Option<f64>,
-    /// How this end's link runs below what it supports, if it does.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trained_low: Option<String>,
-    /// Where this end's buffers lived (`--mem`; absent: host memory, as before 0.3).
-    #[serde(default, skip_serializing_if = "MemChoice::is_host")]
-    pub mem: MemChoice,
-    /// How they were registered: `dmabuf`, `peermem` (GPU memory) or `host`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mem_path: Option<MemPath>,
-    /// The GPU's PCI address, with `--mem cuda`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gpu: Option<String>,
-}
-
-/// A 200 Gb/s InfiniBand end (mlx5_0 port 1, MTU 4096, nothing optional set), for tests to
-/// change the fields they are about.
-#[cfg(test)]
-pub(crate) fn test_side() -> Side {
-    Side {
-        host: "n".into(),
-        device: "mlx5_0".into(),
-        port: 1,
-        gid_index: None,
-        gid: None,
-        link_layer: LinkLayer::InfiniBand,
-        rate_gbps: Some(200.0),
-        ca_type: "MT4123".into(),
-        mtu: Some(4096),
-        tclass: None,
-        sl: None,
-        cpu: None,
-        pcie_gbps: None,
-        trained_low: None,
-        mem: MemChoice::Host,
-        mem_path: None,
-        gpu: None,
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TestResult {
-    pub test: TestKind,
-    pub direction: Direction,
-    pub size: u32,
-    pub iterations: u64,
-    pub qps: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "rounded_latency")]
-    pub lat_us: Option<LatencySummary>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_3dp")]
-    pub bw_gbps: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_3dp")]
-    pub peak_gbps: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "units::serialize_opt_6dp")]
-    pub msg_rate_mpps: Option<f64>,
-    /// Retransmission and error counters that rose during the test, as `a:name` / `b:name`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub counters: BTreeMap<String, u64>,
-    /// Why the test failed to complete (completion error, stall), if it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub remedy: Option<String>,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PairDoc {
@@ -121,14 +30,6 @@ pub struct PairDoc {
     /// `--rails`: the node total per bandwidth test.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub aggregate: Vec<super::rails::doc::Aggregate>,
-}
-
-/// Serde: latency figures to three decimals in the document.
-fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -> Result<S::Ok, S::Error> {
-    match value {
-        Some(l) => s.serialize_some(&l.rounded()),
-        None => s.serialize_none(),
-    }
 }
 
 /// The human report. `quiet`: only problems (failed tests, error and warning findings) and the

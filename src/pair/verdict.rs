@@ -1,10 +1,11 @@
 //! Judging a pair run (pure): bandwidth against the link's data rate, latency against an
 //! optional limit, retransmissions and tails as findings with likely causes.
 
-use super::plan::Direction;
-use super::report::{Side, TestResult};
+use super::side::Side;
+use crate::model::Direction;
 use crate::model::LinkLayer;
 use crate::outcome::FindingId;
+use crate::outcome::TestResult;
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::perf::counters;
 use crate::probe::catype::CaKind;
@@ -312,7 +313,7 @@ mod tests {
     use crate::perf::summary::LatencySummary;
 
     fn side(ca: &str, rate: f64) -> Side {
-        Side { gid_index: Some(3), rate_gbps: Some(rate), ca_type: ca.into(), ..super::super::report::test_side() }
+        Side { gid_index: Some(3), rate_gbps: Some(rate), ca_type: ca.into(), ..super::super::side::test_side() }
     }
 
     fn bw(test: &str, dir: &str, size: u32, gbps: f64) -> TestResult {

@@ -1,10 +1,11 @@
 //! What `pair --rails` adds to `fabcheck.pair.v1` (additive: absent without `--rails`): one
 //! record per rail and the node aggregate per bandwidth test, and their human table.
 
+use crate::model::Direction;
 use crate::model::TestKind;
+use crate::outcome::TestResult;
 use crate::outcome::Verdict;
-use crate::pair::plan::Direction;
-use crate::pair::report::{Side, TestResult};
+use crate::pair::side::Side;
 use crate::units;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;

@@ -6,12 +6,13 @@
 
 use super::doc::{Aggregate, RailRecord};
 use crate::model::rails::RailThreshold;
+use crate::model::Direction;
 use crate::model::TestKind;
+use crate::outcome::TestResult;
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::outcome::{FindingId, Subject};
-use crate::pair::plan::Direction;
-use crate::pair::report::{Side, TestResult};
 use crate::pair::sequence::Window;
+use crate::pair::side::Side;
 use crate::pair::verdict::{self, Criteria, JUDGED_MIN_SIZE};
 use crate::perf::summary;
 use crate::units;

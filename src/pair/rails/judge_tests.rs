@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::diagnose::Expectations;
-use crate::pair::report::test_side;
+use crate::pair::side::test_side;
 use crate::perf::summary::LatencySummary;
 use std::time::{Duration, Instant};
 

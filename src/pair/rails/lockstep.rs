@@ -95,7 +95,8 @@ impl Conversation for Lockstep {
 mod tests {
     use super::*;
     use crate::control::protocol::{Endpoint, Request, RunResult, Target, TestKind};
-    use crate::pair::plan::{self, Direction, PlanInput};
+    use crate::model::Direction;
+    use crate::pair::plan::{self, PlanInput};
     use std::time::Duration;
 
     fn endpoint(device: &str) -> Endpoint {

@@ -9,8 +9,9 @@ pub mod doc;
 pub mod judge;
 pub mod lockstep;
 
-use super::report::{self, PairDoc, Side};
+use super::report::{self, PairDoc};
 use super::sequence::PairSequence;
+use super::side::Side;
 use super::{side, CpuChoice, PairConfig, PairRun};
 use crate::control::drive::{drive, Job};
 use crate::control::hub::Hub;
@@ -294,7 +295,7 @@ fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::outcome::Fin
 mod tests {
     use super::*;
     use crate::gpu::rails::SharedUplink;
-    use crate::pair::report::test_side;
+    use crate::pair::side::test_side;
 
     fn run(k: usize, rate: f64) -> RailRun {
         let side = Side { rate_gbps: Some(rate), ..test_side() };

@@ -15,11 +15,11 @@
 //! discarded, so a stale reply can never be read as the answer to a later request.
 
 use super::plan::PlannedTest;
-use super::report::TestResult;
 use crate::control::drive::{Actions, Conversation};
 use crate::control::protocol::{Endpoint, Reply, Request, Role, RunResult, Target};
 use crate::error::Failure;
 use crate::outcome::loss::Loss;
+use crate::outcome::TestResult;
 use crate::perf::summary;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};

@@ -1,7 +1,8 @@
 use super::*;
 use crate::control::protocol::TestKind;
+use crate::model::Direction;
 use crate::outcome::loss::LossKind;
-use crate::pair::plan::{self, Direction, PlanInput};
+use crate::pair::plan::{self, PlanInput};
 
 /// A channel that ended without an exit status.
 fn gone(agent: &str, why: &str) -> Loss {
