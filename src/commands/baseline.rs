@@ -46,6 +46,7 @@ pub fn finding(r: &compare::Regression) -> Finding {
         remedy: "find what changed since the baseline (firmware, driver, cabling, the switch port, other traffic); \
                  `fabcheck compare BASELINE NEW` shows every figure side by side"
             .into(),
+        about: None,
     }
 }
 

@@ -204,6 +204,7 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
             if w.interrupted { ", interrupted" } else { "" }
         ),
         remedy: "a longer window (--soak 1h) catches rarer errors and flaps".into(),
+        about: None,
     });
     if !w.not_judged.is_empty() {
         judgement.findings.push(Finding {
@@ -212,6 +213,7 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
             subject: "fabric".into(),
             message: format!("not judged over the window: {}", w.not_judged.join("; ")),
             remedy: "clear the counters (`perfquery -x -R`) and soak again".into(),
+            about: None,
         });
     }
 }

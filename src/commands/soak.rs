@@ -66,6 +66,7 @@ pub fn say_window(report: &mut Report, soaked: &Soaked) {
         subject: "node".into(),
         message,
         remedy: "a longer window (--soak 1h) catches rarer errors and flaps".into(),
+        about: None,
     });
 }
 

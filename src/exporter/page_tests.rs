@@ -137,8 +137,14 @@ fn a_read_that_failed_is_up_0_with_its_cause() {
 fn the_check_verdict_rows_and_findings_are_written_once_each() {
     let mut reading = reading_of("hdr-ib-healthy");
     let check = |status| Check { id: FindingId::PortState, subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
-    let finding =
-        |severity| Finding { id: FindingId::PortState, severity, subject: "mlx5_0/1 \"a\"\nb".into(), message: "m".into(), remedy: "r".into() };
+    let finding = |severity| Finding {
+        id: FindingId::PortState,
+        severity,
+        subject: "mlx5_0/1 \"a\"\nb".into(),
+        message: "m".into(),
+        remedy: "r".into(),
+        about: None,
+    };
     reading.report = Some(Report {
         verdict: Verdict::Fail,
         checks: vec![check(Status::Pass), check(Status::Fail), check(Status::Pass)],
@@ -158,7 +164,14 @@ fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
     let mut reading = reading_of("hdr-ib-healthy");
     let row =
         |id: &str| Check { id: FindingId::parse(id).unwrap(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
-    let error = Finding { id: FindingId::DevicesCount, severity: Severity::Error, subject: "node".into(), message: "m".into(), remedy: "r".into() };
+    let error = Finding {
+        id: FindingId::DevicesCount,
+        severity: Severity::Error,
+        subject: "node".into(),
+        message: "m".into(),
+        remedy: "r".into(),
+        about: None,
+    };
     let info = Finding { id: FindingId::StackMemlock, severity: Severity::Info, ..error.clone() };
     reading.report = Some(Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] });
     let page = render(&reading, &stats(), Exposition::Text);
@@ -185,6 +198,7 @@ fn every_fixed_family_of_the_table_can_appear() {
                 subject: "b".into(),
                 message: "".into(),
                 remedy: "".into(),
+                about: None,
             }],
         });
         let mut s = stats();

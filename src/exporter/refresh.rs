@@ -109,6 +109,7 @@ pub fn read_node(source: &Source) -> Reading {
                 subject: "node".into(),
                 message: "no RDMA devices found".into(),
                 remedy: ProbeError::NoDevices.remedy(),
+                about: None,
             },
         );
         report.verdict = Verdict::Fail;

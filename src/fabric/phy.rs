@@ -66,6 +66,7 @@ pub fn judge(fabric: &Fabric, tables: &Tables) -> Vec<Finding> {
                 remedy: "clean and reseat the cable's connectors at both ends, then replace the cable or optic if the count keeps rising; \
                          `perfquery -x -R` clears the counters so the next run shows what is new"
                     .into(),
+                about: None,
             });
         }
         if let Some(finding) = lane(c, lanes(port.info.width_active), &at, &subject) {
@@ -94,6 +95,7 @@ fn lane(c: &ExtSpeedsCounters, lanes: usize, at: &str, subject: &str) -> Option<
         remedy: "one lane with most of the errors points at that lane of the cable or optic: clean the connector, reseat, and swap the cable \
                  to see whether the errors follow it"
             .into(),
+        about: None,
     })
 }
 
@@ -176,6 +178,7 @@ pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTree
                 remedy: "credits withheld downstream: a receiver that cannot keep up, an uplink that routes carry too much of (see fabric.route's \
                          uplink figures), or a many-to-one traffic pattern"
                     .into(),
+                about: None,
             }
         })
         .collect()

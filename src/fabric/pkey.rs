@@ -106,6 +106,7 @@ fn finding(severity: Severity, subject: &str, message: String) -> Finding {
         remedy: "the SM writes both tables from its partition configuration (partitions.conf): have it sweep again (`kill -HUP $(pidof opensm)`), \
                  and if it persists check the configuration and that nothing else sets P_Keys; `smpquery pkeys LID PORT` shows each table"
             .into(),
+        about: None,
     }
 }
 
@@ -124,6 +125,7 @@ pub fn unread(fabric: &Fabric, tables: &Tables) -> Option<Finding> {
             names.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
         ),
         remedy: "rerun with a longer --timeout-ms; check that the nodes answer SMPs (`smpquery -D pkeys PATH`)".into(),
+        about: None,
     })
 }
 

@@ -106,6 +106,7 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) 
                 subject: name.clone().into(),
                 message: format!("the forwarding table of {name} could not be read: routes through it are not walked"),
                 remedy: unread_remedy(tables),
+                about: None,
             });
         }
     }
@@ -243,7 +244,7 @@ impl Names<'_> {
                 "rerun with a longer --deadline; check the switch answers SMPs".to_string(),
             ),
         };
-        Finding { id: FindingId::FabricRoute, severity, subject: subject.into(), message, remedy }
+        Finding { id: FindingId::FabricRoute, severity, subject: subject.into(), message, remedy, about: None }
     }
 }
 
@@ -266,6 +267,7 @@ fn long_routes(names: &Names, long: &[(Host, Host, Vec<Guid>, usize)], tiers: &T
         remedy: "longer routes add latency and load spines twice: check the SM's routing engine (`-R ftree` or `updn` for fat trees, with the right \
                  root GUIDs) and for a cable that is missing so routes detour"
             .into(),
+        about: None,
     })
 }
 
@@ -333,5 +335,6 @@ fn unbalanced(leaf: &LeafUplinks, cabling_uneven: bool) -> Option<Finding> {
         remedy: "that uplink is a bottleneck while the others idle: use a routing engine that balances (`-R ftree` or `updn`), check that every \
                  uplink was ACTIVE when the SM last routed, and resweep"
             .into(),
+        about: None,
     })
 }

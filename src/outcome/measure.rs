@@ -32,6 +32,13 @@ pub struct TestResult {
     pub remedy: Option<String>,
 }
 
+impl TestResult {
+    /// Which result this is.
+    pub fn key(&self) -> super::ResultKey {
+        super::ResultKey { test: self.test, direction: self.direction, size: self.size }
+    }
+}
+
 /// Serde: latency figures to three decimals in the document.
 fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -> Result<S::Ok, S::Error> {
     match value {

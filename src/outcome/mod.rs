@@ -58,6 +58,18 @@ pub struct Finding {
     pub subject: Subject,
     pub message: String,
     pub remedy: String,
+    /// The test result the finding is about, where it is about one (`pair.bw` of a size): the
+    /// JUnit printer puts it in that result's case. Not in the document: its message says it.
+    #[serde(skip)]
+    pub about: Option<ResultKey>,
+}
+
+/// Which result of a run: its test, direction and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ResultKey {
+    pub test: crate::model::TestKind,
+    pub direction: crate::model::Direction,
+    pub size: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +106,12 @@ impl Report {
 
 impl Finding {
     pub fn new(id: FindingId, severity: Severity, subject: impl Into<Subject>, message: impl Into<String>, remedy: impl Into<String>) -> Finding {
-        Finding { id, severity, subject: subject.into(), message: message.into(), remedy: remedy.into() }
+        Finding { id, severity, subject: subject.into(), message: message.into(), remedy: remedy.into(), about: None }
+    }
+
+    /// The finding, said of this result.
+    pub fn about(self, result: &TestResult) -> Finding {
+        Finding { about: Some(result.key()), ..self }
     }
 }
 

@@ -144,6 +144,7 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
             subject: (format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device)).into(),
             message,
             remedy: "give --iters to run every test by count, or leave send_bw out of --tests".into(),
+            about: None,
         });
     }
     let relaxed_ordering = ea.conditions.relaxed_ordering && eb.conditions.relaxed_ordering;
@@ -296,6 +297,7 @@ pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::outcome::Finding> {
         subject: (format!("{}/{}", e.host, e.device)).into(),
         message: gpu.affinity.clone()?,
         remedy: "use --mem cuda:auto, or pair each NIC with a GPU on its PCIe switch (`nvidia-smi topo -m`: PIX or PXB)".into(),
+        about: None,
     })
 }
 

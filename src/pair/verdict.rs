@@ -55,6 +55,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 remedy:
                     "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound"
                         .into(),
+                about: None,
             });
         }
     }
@@ -66,6 +67,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
             subject: subject.clone().into(),
             message: format!("{} {} failed: {}", r.test, r.direction, r.error.clone().unwrap_or_default()),
             remedy: r.remedy.clone().unwrap_or_else(|| "run `fabcheck check` on both nodes".into()),
+            about: None,
         });
     }
 
@@ -88,6 +90,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 largest.values().map(|r| r.size).max().unwrap_or(0)
             ),
             remedy: format!("add --size {JUDGED_MIN_SIZE} (or --sweep) to judge the link"),
+            about: None,
         });
     }
     if soft && !largest.is_empty() {
@@ -97,6 +100,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
             subject: subject.clone().into(),
             message: "Soft-RoCE's link rate is synthesized from its netdev and its speed is CPU-bound: bandwidth is reported, not judged".into(),
             remedy: "judge real adapters; on rxe compare against perftest on the same device (benches/)".into(),
+            about: None,
         });
     } else if let Some(rate) = link {
         for ((test, direction), r) in &largest {
@@ -120,6 +124,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                         100.0 * criteria.bw_fraction
                     ),
                     remedy: bw_remedy(a, b),
+                    about: Some(r.key()),
                 });
             }
         }
@@ -132,6 +137,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
             subject: subject.clone().into(),
             message: "latency is reported, not judged: no limit was given".into(),
             remedy: "give --max-lat-us (p50, one-way for send/write, round trip for read, as perftest reports) to judge it".into(),
+            about: None,
         });
     }
     for r in results.iter().filter(|r| r.error.is_none()) {
@@ -144,6 +150,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                     subject: subject.clone().into(),
                     message: format!("{} {}: typical latency {} us exceeds --max-lat-us {}", r.test, r.direction, units::three(lat.p50), max),
                     remedy: "check the path (switch hops, congestion), CPU frequency scaling and NUMA placement of both processes".into(),
+                    about: None,
                 });
             }
         }
@@ -162,6 +169,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 remedy: "retransmissions (packet loss) or interference: see the counters, check the link's error counters and, \
                          on RoCE, PFC/ECN configuration"
                     .into(),
+                about: None,
             });
         }
     }
@@ -188,6 +196,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                     rnr.join(", ")
                 ),
                 remedy: "nothing on the fabric; an application sees this when its receives are posted too late".into(),
+                about: Some(r.key()),
             });
         }
         let congestion = of_kind(counters::Kind::Congestion);
@@ -198,6 +207,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 subject: subject.clone().into(),
                 message: format!("{} {} at {} bytes: congestion control acted: {}", r.test, r.direction, r.size, congestion.join(", ")),
                 remedy: "expected under load on RoCE with ECN/DCQCN; if bandwidth is short, look for other traffic on the path".into(),
+                about: Some(r.key()),
             });
         }
         let retrans = of_kind(counters::Kind::Loss);
@@ -210,6 +220,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 remedy: "packets are being lost: on RoCE check PFC (lossless class) and ECN on NICs and switches, and the cabling; \
                          on InfiniBand check symbol errors and link_downed with `fabcheck check`"
                     .into(),
+                about: Some(r.key()),
             });
         }
     }
@@ -222,6 +233,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 subject: subject.clone().into(),
                 message: format!("active MTUs differ ({ma} vs {mb}); the connection used {}", ma.min(mb)),
                 remedy: "set the same MTU on both ends (netdev MTU 9000 for RoCE 4096, the SM partition MTU on InfiniBand)".into(),
+                about: None,
             });
         }
     }
@@ -245,6 +257,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
                 remedy: "a cable, connector or lane fault, or a switch port configured low: run `fabcheck check` on that node \
                          (link.trained); on InfiniBand `fabcheck fabric` names both ends of the link"
                     .into(),
+                about: None,
             });
         }
         if let (Some(want), Some(rate)) = (criteria.expect.rate, s.rate_gbps) {
@@ -255,6 +268,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) runs at {} Gb/s, {} Gb/s expected", s.host, s.device, gbps(rate), gbps(want)),
                     remedy: "run `fabcheck check --expect rate=...` on that node: the link trained low or the wrong port was used".into(),
+                    about: None,
                 });
             }
         }
@@ -266,6 +280,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) is {}, {} expected", s.host, s.device, s.link_layer, want),
                     remedy: "run `fabcheck check` on that node (port.link_layer says how to change it)".into(),
+                    about: None,
                 });
             }
         }
@@ -277,6 +292,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
                     subject: subject.into(),
                     message: format!("{name} ({}/{}) has active MTU {mtu}, {want} expected", s.host, s.device),
                     remedy: "set the netdev MTU to 9000 for a RoCE MTU of 4096; on InfiniBand the partition's MTU".into(),
+                    about: None,
                 });
             }
         }
@@ -289,6 +305,7 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
                 subject: subject.into(),
                 message: format!("the ends run at different rates ({} vs {} Gb/s): the pair is judged against the slower", gbps(ra), gbps(rb)),
                 remedy: "if both should match, run `fabcheck check` on the slower node".into(),
+                about: None,
             });
         }
     }

@@ -86,6 +86,7 @@ pub fn judge(
                 subject,
                 message: format!("rail {} cannot reach its peer rail: {why}", run.record.rail),
                 remedy: "check both ports with `fabcheck check` (state, GID, subnet) and that rail k of A is cabled to the leaf of rail k of B; the other rails still ran".into(),
+                about: None,
             });
             continue;
         }
@@ -165,6 +166,7 @@ fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
                     subject: subject(run.record.rail, &run.record.a, &run.record.b),
                     message: format!("rail {} {test} {direction} {size} B: {words}", run.record.rail),
                     remedy: "this rail alone is slow: check its cable, transceiver and switch port (`fabcheck check` on both nodes), its PCIe slot, and the CPU its loop ran on".into(),
+                    about: None,
                 });
             }
         }
@@ -227,6 +229,7 @@ fn lossy(rails: &[RailRun]) -> Vec<Finding> {
                      nodes: link.errors, phy.*), its switch port's error counters and, on RoCE, that its switch port has the lossless \
                      class (PFC) the other rails' ports have"
                 .into(),
+            about: None,
         });
     }
     findings
@@ -306,6 +309,7 @@ fn judge_aggregate(rails: &[RailRun], aggregate: &[Aggregate], criteria: &Criter
                     gbps(cap.round())
                 ),
                 remedy: "every rail may pass alone while the node cannot feed them all: look for a shared bound (PCIe switch uplink, socket, memory bandwidth) and at the CPUs the rails ran on".into(),
+                about: None,
             })
         })
         .collect()

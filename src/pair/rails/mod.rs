@@ -288,6 +288,7 @@ fn pinning_info(cpu: &CpuChoice, runs: &[RailRun]) -> Option<crate::outcome::Fin
         subject: "cpu".into(),
         message: format!("not pinned (too few CPUs near the NIC, or a small host): {}", unpinned.join(", ")),
         remedy: "pin the rails with --cpu, or run on a host with a CPU per rail near each NIC".into(),
+        about: None,
     })
 }
 
