@@ -31,8 +31,14 @@ pub fn load(path: Option<&Path>, pct: f64, schema: &str) -> Result<Option<Baseli
 
 impl Baseline {
     /// What regressed in `current` (this run's document) since the baseline.
-    pub fn compare(&self, current: &Value) -> Result<compare::Comparison, Failure> {
-        compare::compare(&self.doc, current, self.pct).map_err(|e| Failure::new(e.to_string(), e.remedy()))
+    pub fn compare(&self, current: &dyn crate::report::Document) -> Result<compare::Comparison, Failure> {
+        let mut json = Vec::new();
+        current.write_json(&mut json, &crate::report::Stamp::now(), None).map_err(|e| {
+            Failure::new(format!("cannot compare this run with the baseline: {e}"), "check TMPDIR (mesh's pair records are spooled there)")
+        })?;
+        let current: Value =
+            serde_json::from_slice(&json).map_err(|e| Failure::new(format!("cannot read this run's document back: {e}"), "report a bug"))?;
+        compare::compare(&self.doc, &current, self.pct).map_err(|e| Failure::new(e.to_string(), e.remedy()))
     }
 }
 

@@ -121,8 +121,7 @@ fn read_topology(path: &std::path::Path) -> Result<Topology, Failure> {
 /// (the mesh still passes unless `--fail-on warning`).
 fn regression_suspects(report: &mut crate::mesh::MeshReport, baseline: &super::baseline::Baseline) -> Result<(), Failure> {
     use crate::mesh::analysis::{Suspect, SuspectKind};
-    let current = crate::report::Document::value(&*report).map_err(|why| Failure::new(why, "check TMPDIR (the pair records' spool)"))?;
-    let comparison = baseline.compare(&current)?;
+    let comparison = baseline.compare(&*report)?;
     let when = |r: &crate::compare::Regression| r.baseline_time.as_deref().map(|t| format!(" (baseline of {t})")).unwrap_or_default();
     for node in &comparison.slowed {
         let since = comparison.regressions.iter().find(|r| r.key.a == node.endpoint || r.key.b == node.endpoint).map(when).unwrap_or_default();

@@ -17,8 +17,7 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
     let json = config.json;
     let mut run = pair::run(config, &mut *super::progress::sink(&args.progress))?;
     if let Some(baseline) = &baseline {
-        let current = crate::report::Document::value(&run.report).map_err(|why| Failure::new(why, "report this as a bug"))?;
-        let comparison = baseline.compare(&current)?;
+        let comparison = baseline.compare(&run.report)?;
         run.report.doc.findings.extend(comparison.regressions.iter().map(super::baseline::finding));
     }
     let outcome = crate::report::output::deliver(&run.report, json)?;

@@ -61,6 +61,15 @@ pub enum Figure {
 }
 
 impl Figure {
+    /// The figure as the documents name it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Figure::Bandwidth => "bw_gbps",
+            Figure::MessageRate => "msg_rate_mpps",
+            Figure::LatencyP50 => "lat_p50_us",
+        }
+    }
+
     /// Higher is better (bandwidth, rate) or worse (latency).
     fn higher_is_better(self) -> bool {
         self != Figure::LatencyP50

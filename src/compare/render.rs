@@ -98,6 +98,10 @@ pub struct CompareReport<'a> {
 }
 
 impl crate::report::Document for CompareReport<'_> {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Compare
+    }
+
     /// A regression fails the comparison (exit 1).
     fn verdict(&self) -> Option<crate::outcome::Verdict> {
         Some(if self.comparison.regressions.is_empty() { crate::outcome::Verdict::Pass } else { crate::outcome::Verdict::Fail })
@@ -111,7 +115,34 @@ impl crate::report::Document for CompareReport<'_> {
         human(self.baseline, self.current, self.comparison)
     }
 
-    fn value(&self) -> Result<Value, String> {
-        crate::report::document::to_value(&doc(self.baseline, self.current, self.comparison))
+    fn write_json(
+        &self,
+        out: &mut dyn std::io::Write,
+        stamp: &crate::report::Stamp,
+        verdict: Option<crate::outcome::Verdict>,
+    ) -> std::io::Result<()> {
+        crate::report::json::write_sorted(out, &doc(self.baseline, self.current, self.comparison), stamp, verdict)
+    }
+
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        let c = self.comparison;
+        for d in &c.differences {
+            let regression = c.regressions.iter().find(|r| r.key == d.key).map(|r| r.message.as_str());
+            sink.difference(&crate::report::sink::DifferenceLine {
+                a: &d.key.a,
+                b: &d.key.b,
+                test: &d.key.test,
+                direction: &d.key.direction,
+                size: d.key.size,
+                figure: d.key.figure.name(),
+                change_pct: d.change_pct,
+                regression,
+                regressed: d.regression,
+            });
+        }
+        for s in &c.slowed {
+            sink.slowed(&crate::report::sink::SlowedLine { endpoint: &s.endpoint, regressed_pairs: s.regressed_pairs, pairs: s.pairs });
+        }
+        Ok(())
     }
 }

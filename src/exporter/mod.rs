@@ -1,11 +1,10 @@
 //! `fabcheck exporter`: a Prometheus endpoint for one node. Two threads: the refresh thread
 //! reads the node every interval and writes the finished pages ([`refresh`], [`page`] over
-//! the one metric table in [`metrics`]); the listener answers scrapes from the last pages
+//! the one metric table, `report::prom::metrics`, and its writer); the listener answers scrapes from the last pages
 //! ([`serve`] over the bounded request reader in [`http`]). Read-only, and safe to leave
 //! running: see docs/ci.md, "The exporter".
 
 pub mod http;
-pub mod metrics;
 pub mod page;
 pub mod refresh;
 pub mod serve;

@@ -2,14 +2,15 @@
 //! counters, the check's report) and the exporter's own figures. Written once per read by the
 //! refresh thread; a scrape only copies the finished text.
 
-use super::metrics::{self, CounterDir, Kind, Metric};
-use crate::outcome::{Report, Severity, Status, Verdict};
+use crate::outcome::{Report, Severity, Verdict};
 use crate::port::{LinkLayer, PhysState, PortState};
 use crate::probe::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
 use crate::probe::{Device, Inventory, Port};
+use crate::report::prom::metrics::{self, CounterDir, Kind};
+pub use crate::report::prom::Exposition;
+use crate::report::prom::{bytes_per_second, check_series, flag, severity_name, Families, Order, Repeat};
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt::Write;
 
 /// The counter files of one port, as read.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,107 +45,6 @@ pub struct Stats {
     pub seen: BTreeSet<String>,
 }
 
-/// Which exposition format the scraper asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Exposition {
-    /// Prometheus text format 0.0.4.
-    Text,
-    /// OpenMetrics 1.0 (counter families named without `_total`, `# EOF` at the end).
-    OpenMetrics,
-}
-
-impl Exposition {
-    pub fn content_type(self) -> &'static str {
-        match self {
-            Exposition::Text => "text/plain; version=0.0.4; charset=utf-8",
-            Exposition::OpenMetrics => "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        }
-    }
-}
-
-struct Family {
-    name: String,
-    kind: Kind,
-    help: String,
-    samples: Vec<(String, f64)>,
-}
-
-/// The families of a page, written in the order they were first added.
-#[derive(Default)]
-struct Families {
-    list: Vec<Family>,
-    index: BTreeMap<String, usize>,
-}
-
-impl Families {
-    fn add(&mut self, metric: &Metric, labels: &[(&str, &str)], value: f64) {
-        self.add_named(metric.name, metric.kind, metric.help, labels, value);
-    }
-
-    fn add_named(&mut self, name: &str, kind: Kind, help: &str, labels: &[(&str, &str)], value: f64) {
-        let at = *self.index.entry(name.to_string()).or_insert_with(|| {
-            self.list.push(Family { name: name.to_string(), kind, help: help.to_string(), samples: Vec::new() });
-            self.list.len() - 1
-        });
-        let labels = labels.iter().map(|(k, v)| format!("{k}=\"{}\"", escape_label(v))).collect::<Vec<_>>().join(",");
-        // One series once: Prometheus rejects a page that repeats a series.
-        if !self.list[at].samples.iter().any(|(l, _)| *l == labels) {
-            self.list[at].samples.push((labels, value));
-        }
-    }
-
-    fn render(&self, format: Exposition) -> String {
-        let mut out = String::new();
-        for family in &self.list {
-            let declared = match (format, family.kind) {
-                (Exposition::OpenMetrics, Kind::Counter) => family.name.strip_suffix("_total").unwrap_or(&family.name),
-                _ => &family.name,
-            };
-            let _ = writeln!(out, "# HELP {declared} {}", escape_help(&family.help));
-            let _ = writeln!(out, "# TYPE {declared} {}", family.kind.name());
-            for (labels, value) in &family.samples {
-                let name = &family.name;
-                let value = number(*value);
-                if labels.is_empty() {
-                    let _ = writeln!(out, "{name} {value}");
-                } else {
-                    let _ = writeln!(out, "{name}{{{labels}}} {value}");
-                }
-            }
-        }
-        if format == Exposition::OpenMetrics {
-            out.push_str("# EOF\n");
-        }
-        out
-    }
-}
-
-fn escape_label(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('"', "\\\"").replace('\n', "\\n")
-}
-
-fn escape_help(value: &str) -> String {
-    value.replace('\\', "\\\\").replace('\n', "\\n")
-}
-
-fn number(value: f64) -> String {
-    if value.is_finite() {
-        format!("{value}")
-    } else {
-        "NaN".into()
-    }
-}
-
-/// Gb/s as bytes per second: Prometheus's base unit for data is the byte (`promtool check
-/// metrics` flags `_bits`), so a 200 Gb/s link is 25e9.
-fn bytes_per_second(gbps: f64) -> f64 {
-    gbps * 1e9 / 8.0
-}
-
-fn flag(on: bool) -> f64 {
-    f64::from(u8::from(on))
-}
-
 /// The port labels: `device`, `port`, and `netdev`/`gpu` where they are known.
 struct PortLabels {
     device: String,
@@ -169,17 +69,17 @@ impl PortLabels {
 
 /// The whole page.
 pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
-    let mut f = Families::default();
-    f.add(&metrics::UP, &[], flag(reading.inventory.is_some()));
-    f.add(&metrics::BUILD_INFO, &[("version", env!("CARGO_PKG_VERSION"))], 1.0);
+    let mut f = Families::new(Order::AsAdded, Repeat::KeepFirst);
+    f.set(&metrics::UP, &[], flag(reading.inventory.is_some()));
+    f.set(&metrics::BUILD_INFO, &[("version", env!("CARGO_PKG_VERSION"))], 1.0);
     if let Some(error) = &reading.error {
-        f.add(&metrics::REFRESH_ERROR, &[("cause", error)], 1.0);
+        f.set(&metrics::REFRESH_ERROR, &[("cause", error)], 1.0);
     }
-    f.add(&metrics::LAST_REFRESH, &[], stats.refreshed_unix_s);
-    f.add(&metrics::REFRESH_DURATION, &[], stats.duration_s);
-    f.add(&metrics::INTERVAL, &[], stats.interval_s);
-    f.add(&metrics::REFRESHES, &[], stats.refreshes as f64);
-    f.add(&metrics::REFRESH_FAILURES, &[], stats.failures as f64);
+    f.set(&metrics::LAST_REFRESH, &[], stats.refreshed_unix_s);
+    f.set(&metrics::REFRESH_DURATION, &[], stats.duration_s);
+    f.set(&metrics::INTERVAL, &[], stats.interval_s);
+    f.set(&metrics::REFRESHES, &[], stats.refreshes as f64);
+    f.set(&metrics::REFRESH_FAILURES, &[], stats.failures as f64);
     if let Some(inventory) = &reading.inventory {
         write_devices(&mut f, reading, inventory, stats);
     }
@@ -190,19 +90,19 @@ pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
 }
 
 fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, stats: &Stats) {
-    f.add(&metrics::DEVICES, &[], inventory.devices.len() as f64);
+    f.set(&metrics::DEVICES, &[], inventory.devices.len() as f64);
     for name in &stats.seen {
-        f.add(&metrics::DEVICE_PRESENT, &[("device", name)], flag(inventory.device(name).is_some()));
+        f.set(&metrics::DEVICE_PRESENT, &[("device", name)], flag(inventory.device(name).is_some()));
     }
     for d in &inventory.devices {
         if !stats.seen.contains(&d.name) {
-            f.add(&metrics::DEVICE_PRESENT, &[("device", &d.name)], 1.0);
+            f.set(&metrics::DEVICE_PRESENT, &[("device", &d.name)], 1.0);
         }
     }
     for d in &inventory.devices {
-        f.add(&metrics::DEVICE_INFO, &[("device", &d.name), ("ca_type", &d.ca_type), ("fw_ver", &d.fw_ver), ("node_guid", &d.node_guid)], 1.0);
+        f.set(&metrics::DEVICE_INFO, &[("device", &d.name), ("ca_type", &d.ca_type), ("fw_ver", &d.fw_ver), ("node_guid", &d.node_guid)], 1.0);
         if let Some(usable) = d.pci.as_ref().and_then(|p| p.usable_gbps) {
-            f.add(&metrics::PCIE_USABLE, &[("device", &d.name)], bytes_per_second(usable));
+            f.set(&metrics::PCIE_USABLE, &[("device", &d.name)], bytes_per_second(usable));
         }
     }
     for (d, p) in inventory.ports() {
@@ -215,7 +115,7 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
         if let Some(counters) = reading.counters.iter().find(|c| c.device == d.name && c.port == p.port) {
             for (dir, file, value) in &counters.values {
                 if let Some(m) = metrics::counter_metric(*dir, file) {
-                    f.add_named(&m.name, Kind::Counter, &m.help, &labels.with(&[]), value.saturating_mul(m.scale) as f64);
+                    f.set_named(&m.name, Kind::Counter, &m.help, &labels.with(&[]), value.saturating_mul(m.scale) as f64);
                 }
             }
         }
@@ -224,22 +124,22 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
 
 fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels) {
     let (width, speed) = (p.width.name(), p.speed.name());
-    f.add(&metrics::PORT_INFO, &labels.with(&[("link_layer", &p.link_layer.name()), ("width", &width), ("speed", &speed)]), 1.0);
-    f.add(&metrics::PORT_STATE, &labels.with(&[]), f64::from(p.state.raw()));
-    f.add(&metrics::PORT_ACTIVE, &labels.with(&[]), flag(p.state == PortState::Active));
-    f.add(&metrics::PORT_PHYS_STATE, &labels.with(&[]), f64::from(p.phys_state.raw()));
-    f.add(&metrics::PORT_LINK_UP, &labels.with(&[]), flag(p.phys_state == PhysState::LinkUp));
+    f.set(&metrics::PORT_INFO, &labels.with(&[("link_layer", &p.link_layer.name()), ("width", &width), ("speed", &speed)]), 1.0);
+    f.set(&metrics::PORT_STATE, &labels.with(&[]), f64::from(p.state.raw()));
+    f.set(&metrics::PORT_ACTIVE, &labels.with(&[]), flag(p.state == PortState::Active));
+    f.set(&metrics::PORT_PHYS_STATE, &labels.with(&[]), f64::from(p.phys_state.raw()));
+    f.set(&metrics::PORT_LINK_UP, &labels.with(&[]), flag(p.phys_state == PhysState::LinkUp));
     if let Some(rate) = p.rate_gbps {
-        f.add(&metrics::PORT_RATE, &labels.with(&[]), bytes_per_second(rate));
+        f.set(&metrics::PORT_RATE, &labels.with(&[]), bytes_per_second(rate));
         let pcie = d.pci.as_ref().and_then(|x| x.usable_gbps);
-        f.add(&metrics::PORT_CAPACITY, &labels.with(&[]), bytes_per_second(crate::probe::capacity::capacity(rate, pcie).gbps));
+        f.set(&metrics::PORT_CAPACITY, &labels.with(&[]), bytes_per_second(crate::probe::capacity::capacity(rate, pcie).gbps));
     }
     if let Some(best) = supported_gbps(p) {
-        f.add(&metrics::PORT_SUPPORTED, &labels.with(&[]), bytes_per_second(best));
+        f.set(&metrics::PORT_SUPPORTED, &labels.with(&[]), bytes_per_second(best));
     }
-    f.add(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(p.trained_low().is_some()));
+    f.set(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(p.trained_low().is_some()));
     if let Some(mtu) = p.active_mtu {
-        f.add(&metrics::PORT_MTU, &labels.with(&[]), f64::from(mtu));
+        f.set(&metrics::PORT_MTU, &labels.with(&[]), f64::from(mtu));
     }
 }
 
@@ -247,12 +147,12 @@ fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels) {
 /// read the bundle's reports; a scrape never does). A figure not read has no series.
 fn write_phy(f: &mut Families, phy: &Phy, labels: &PortLabels) {
     if let Some(mode) = phy.fec {
-        f.add(&metrics::PHY_FEC_INFO, &labels.with(&[("mode", &mode.to_string())]), 1.0);
+        f.set(&metrics::PHY_FEC_INFO, &labels.with(&[("mode", &mode.to_string())]), 1.0);
     }
     let gauges = [(&metrics::PHY_BER_RAW, phy.ber_raw), (&metrics::PHY_BER_EFFECTIVE, phy.ber_effective)];
     for (metric, value) in gauges {
         if let Some(v) = value.filter(|v| v.is_finite()) {
-            f.add(metric, &labels.with(&[]), v);
+            f.set(metric, &labels.with(&[]), v);
         }
     }
     let counts = [
@@ -265,12 +165,12 @@ fn write_phy(f: &mut Families, phy: &Phy, labels: &PortLabels) {
     ];
     for (metric, value) in counts {
         if let Some(v) = value {
-            f.add(metric, &labels.with(&[]), v);
+            f.set(metric, &labels.with(&[]), v);
         }
     }
     for (i, errors) in phy.lane_errors.iter().enumerate() {
         let lane = (i + 1).to_string();
-        f.add(&metrics::PHY_LANE_ERRORS, &labels.with(&[("lane", &lane)]), *errors as f64);
+        f.set(&metrics::PHY_LANE_ERRORS, &labels.with(&[("lane", &lane)]), *errors as f64);
     }
     if let Some(m) = &phy.module {
         write_module(f, m, labels);
@@ -290,9 +190,9 @@ fn write_module(f: &mut Families, m: &Module, labels: &PortLabels) {
         ("media", media),
     ];
     let identity: Vec<(&str, &str)> = identity.into_iter().filter_map(|(k, v)| Some((k, v.filter(|v| !v.is_empty())?))).collect();
-    f.add(&metrics::MODULE_INFO, &labels.with(&identity), 1.0);
+    f.set(&metrics::MODULE_INFO, &labels.with(&identity), 1.0);
     if let Some(t) = m.temperature_c.filter(|t| t.is_finite()) {
-        f.add(&metrics::MODULE_TEMPERATURE, &labels.with(&[]), t);
+        f.set(&metrics::MODULE_TEMPERATURE, &labels.with(&[]), t);
     }
     let lanes = [
         (&metrics::MODULE_RX_POWER, m.rx_power_dbm.as_deref(), dbm_to_watts as fn(f64) -> f64),
@@ -304,7 +204,7 @@ fn write_module(f: &mut Families, m: &Module, labels: &PortLabels) {
             // A lane the module does not report has no series.
             if let Some(v) = value.filter(|v| v.is_finite()) {
                 let lane = (i + 1).to_string();
-                f.add(metric, &labels.with(&[("lane", &lane)]), convert(v));
+                f.set(metric, &labels.with(&[("lane", &lane)]), convert(v));
             }
         }
     }
@@ -331,33 +231,18 @@ fn supported_gbps(p: &Port) -> Option<f64> {
 }
 
 fn write_report(f: &mut Families, report: &Report) {
-    f.add(&metrics::VERDICT, &[], flag(report.verdict == Verdict::Pass));
-    // A row repeated for one id and subject fails when any of its repeats fails, and a row
-    // agrees with its findings: an error finding of its id and subject fails it (a live node
-    // with no device has a passing `devices.count` row beside the error that says so).
-    let mut rows: BTreeMap<(&str, String), bool> = BTreeMap::new();
-    for c in &report.checks {
-        let error = report.findings.iter().any(|f| f.severity == Severity::Error && f.id == c.id && f.subject == c.subject);
-        *rows.entry((c.id.as_str(), c.subject.to_string())).or_insert(true) &= c.status != Status::Fail && !error;
-    }
-    for ((id, subject), pass) in rows {
-        f.add(&metrics::CHECK, &[("id", id), ("subject", &subject)], flag(pass));
+    f.set(&metrics::VERDICT, &[], flag(report.verdict == Verdict::Pass));
+    // The same series as `check --format prom` (a skipped row has none), from the same function.
+    for (id, subject, pass) in check_series(&report.checks, false) {
+        f.set(&metrics::CHECK, &[("id", id.as_str()), ("subject", &subject.to_string())], flag(pass));
     }
     for finding in &report.findings {
         let severity = severity_name(finding.severity);
-        f.add(&metrics::FINDING, &[("id", finding.id.as_str()), ("severity", severity), ("subject", &finding.subject.to_string())], 1.0);
+        f.set(&metrics::FINDING, &[("id", finding.id.as_str()), ("severity", severity), ("subject", &finding.subject.to_string())], 1.0);
     }
     for severity in [Severity::Error, Severity::Warning, Severity::Info] {
         let count = report.findings.iter().filter(|x| x.severity == severity).count();
-        f.add(&metrics::FINDINGS, &[("severity", severity_name(severity))], count as f64);
-    }
-}
-
-fn severity_name(s: Severity) -> &'static str {
-    match s {
-        Severity::Error => "error",
-        Severity::Warning => "warning",
-        Severity::Info => "info",
+        f.set(&metrics::FINDINGS, &[("severity", severity_name(severity))], count as f64);
     }
 }
 

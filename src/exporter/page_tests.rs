@@ -1,6 +1,6 @@
 use super::*;
 use crate::outcome::FindingId;
-use crate::outcome::{Check, Finding};
+use crate::outcome::{Check, Finding, Status};
 use crate::probe::sysfs::SysfsRoot;
 use std::path::PathBuf;
 
@@ -173,7 +173,11 @@ fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
         about: None,
     };
     let info = Finding { id: FindingId::StackMemlock, severity: Severity::Info, ..error.clone() };
-    reading.report = Some(Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] });
+    let mut report = Report { verdict: Verdict::Fail, checks: vec![row("devices.count"), row("stack.memlock")], findings: vec![error, info] };
+    // The node read settles every report it makes (rows follow their findings in one place,
+    // as check's do); the page writes the rows as settled.
+    report.settle();
+    reading.report = Some(report);
     let page = render(&reading, &stats(), Exposition::Text);
     assert_eq!(value(&page, "fabcheck_check_pass", r#"id="devices.count",subject="node""#), 0.0);
     assert_eq!(value(&page, "fabcheck_check_pass", r#"id="stack.memlock",subject="node""#), 1.0);

@@ -5,13 +5,13 @@
 //! driver restart is never blocked by it.
 
 use super::http::Pages;
-use super::metrics::CounterDir;
 use super::page::{self, Exposition, PortCounters, Reading, Stats};
 use super::serve::Shelf;
 use crate::diagnose::{self, Expectations, Input, Scope};
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::probe::{self, host, Inventory, ProbeError, Source};
+use crate::report::prom::metrics::CounterDir;
 use crate::sys::fs::{list_dir, read_text, SYSFS_CAP};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -306,6 +306,15 @@ fn dedup(ids: &[crate::outcome::FindingId]) -> String {
     v.join(" ")
 }
 
+/// The document with the route walk's figures, where the forwarding tables were read.
+#[derive(Serialize)]
+struct WithRoutes<'a, D: Serialize> {
+    #[serde(flatten)]
+    doc: D,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    routes: Option<&'a super::route_judge::RouteFigures>,
+}
+
 /// `fabric`'s result: what was discovered and judged, and how long it took.
 pub struct FabricReport<'a> {
     pub fabric: &'a Fabric,
@@ -316,6 +325,10 @@ pub struct FabricReport<'a> {
 }
 
 impl crate::report::Document for FabricReport<'_> {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Fabric
+    }
+
     fn verdict(&self) -> Option<Verdict> {
         Some(verdict(self.judgement))
     }
@@ -332,12 +345,15 @@ impl crate::report::Document for FabricReport<'_> {
         out
     }
 
-    fn value(&self) -> Result<serde_json::Value, String> {
-        let mut value = crate::report::document::to_value(&document(self.fabric, self.judgement, self.elapsed_ms))?;
-        if let (Some(routes), Some(object)) = (self.routes, value.as_object_mut()) {
-            object.insert("routes".into(), serde_json::to_value(routes).map_err(|e| e.to_string())?);
-        }
-        Ok(value)
+    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
+        let doc = WithRoutes { doc: document(self.fabric, self.judgement, self.elapsed_ms), routes: self.routes };
+        crate::report::json::write_sorted(out, &doc, stamp, verdict)
+    }
+
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        self.judgement.findings.iter().for_each(|f| sink.finding(f));
+        sink.links(Index::new(self.fabric).links.len());
+        Ok(())
     }
 }
 

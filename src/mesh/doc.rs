@@ -99,6 +99,13 @@ pub struct MeshReport {
 }
 
 impl MeshReport {
+    /// A mesh document read back (its pair records in memory), to be printed again: the
+    /// machine formats and the JSON; its human view has no measures to draw.
+    pub fn replay(mut doc: MeshDoc) -> MeshReport {
+        let pairs = spool::Pairs::Memory(std::mem::take(&mut doc.pairs));
+        MeshReport { doc, pairs, counts: Counts::default(), measured: Vec::new(), criteria: Criteria::default(), quiet: false }
+    }
+
     /// The document as it is serialised: the same keys in the same order as 0.2's, then the
     /// stamp, with the pair records read from the spool.
     fn out<'a>(&'a self, stamp: Option<&'a Stamp>, verdict: Option<Verdict>) -> Out<'a> {
@@ -139,6 +146,10 @@ struct Out<'a> {
 }
 
 impl Document for MeshReport {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Mesh
+    }
+
     fn verdict(&self) -> Option<Verdict> {
         Some(self.doc.verdict)
     }
@@ -153,15 +164,6 @@ impl Document for MeshReport {
         text::human(&self.doc, self.counts, &self.measured, &self.criteria, self.quiet)
     }
 
-    /// The whole document as a value, for `prom`, `junit` and `oneline` (they need every pair
-    /// anyway). The stamp is added by the caller, as for every document.
-    fn value(&self) -> Result<serde_json::Value, String> {
-        if let Some(why) = self.pairs.failed() {
-            return Err(why.to_string());
-        }
-        serde_json::to_value(self.out(None, None)).map_err(|e| e.to_string())
-    }
-
     /// Streamed: pretty, the pair records one at a time from the spool. A spool that failed
     /// (a full TMPDIR) is an error before the first byte, not a truncated document.
     fn write_json(&self, out: &mut dyn Write, stamp: &Stamp, verdict: Option<Verdict>) -> io::Result<()> {
@@ -170,6 +172,52 @@ impl Document for MeshReport {
         }
         serde_json::to_writer_pretty(&mut *out, &self.out(Some(stamp), verdict))?;
         out.write_all(b"\n")
+    }
+
+    /// Suspects and unreachable endpoints as findings (`mesh.suspect`, `mesh.unreachable`),
+    /// each pair's latest measure (a retest or zoom-in stands for the first pass's) in the order
+    /// the pairs were first measured, and the counts.
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> io::Result<()> {
+        use crate::outcome::{Finding, FindingId, Severity};
+        use crate::report::sink::{MeshPairLine, MeshTally};
+        let doc = &self.doc;
+        for s in &doc.suspects {
+            let severity = if s.is_error() { Severity::Error } else { Severity::Warning };
+            sink.finding(&Finding::new(FindingId::MeshSuspect, severity, s.subject.as_str(), s.reason.clone(), ""));
+        }
+        for u in &doc.unreachable {
+            sink.finding(&Finding::new(FindingId::MeshUnreachable, Severity::Error, u.endpoint.as_str(), u.error.clone(), ""));
+        }
+        let mut latest: Vec<PairRecord> = Vec::new();
+        let mut at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
+        let mut railed = false;
+        self.pairs.for_each(|p| {
+            railed |= p.rail.is_some();
+            let key = if p.a <= p.b { (p.a.clone(), p.b.clone()) } else { (p.b.clone(), p.a.clone()) };
+            match at.get(&key) {
+                Some(&i) => latest[i] = p,
+                None => {
+                    at.insert(key, latest.len());
+                    latest.push(p);
+                }
+            }
+        })?;
+        for p in &latest {
+            sink.mesh_pair(&MeshPairLine { a: &p.a, b: &p.b, rail: p.rail, verdict: p.verdict, results: &p.results, error: p.error.as_deref() });
+        }
+        let mut kinds: Vec<(&str, usize)> = ["node", "link", "switch", "uplink", "config"].into_iter().map(|k| (k, 0)).collect();
+        if railed {
+            kinds.push(("rail", 0));
+        }
+        for s in &doc.suspects {
+            let kind = s.kind.name();
+            match kinds.iter_mut().find(|(k, _)| *k == kind) {
+                Some(k) => k.1 += 1,
+                None => kinds.push((kind, 1)),
+            }
+        }
+        sink.mesh_tally(&MeshTally { suspects: kinds, unreachable: doc.unreachable.len(), endpoints: doc.endpoints.len() });
+        Ok(())
     }
 }
 
@@ -227,7 +275,7 @@ mod tests {
         let stamp = Stamp::now();
         let err = r.write_json(&mut out, &stamp, None).unwrap_err();
         assert!(err.to_string().contains("No space left") && out.is_empty(), "{err}");
-        assert!(r.value().is_err());
+        assert!(r.feed(&mut crate::report::oneline::OnelinePrinter::new(crate::report::Command::Mesh)).is_err());
     }
 
     #[test]

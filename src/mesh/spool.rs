@@ -87,6 +87,29 @@ impl Pairs {
     }
 }
 
+impl Pairs {
+    /// Each record in the order pushed, read back one at a time.
+    pub(super) fn for_each(&self, mut each: impl FnMut(PairRecord)) -> io::Result<()> {
+        match self {
+            Pairs::Memory(v) => v.iter().cloned().for_each(each),
+            Pairs::File { reader, count, failed } => {
+                if let Some(e) = failed {
+                    return Err(io::Error::other(e.clone()));
+                }
+                let mut reader = reader.borrow_mut();
+                reader.seek(std::io::SeekFrom::Start(0))?;
+                let mut line = String::new();
+                for _ in 0..*count {
+                    line.clear();
+                    reader.read_line(&mut line)?;
+                    each(serde_json::from_str(&line).map_err(io::Error::other)?);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Serialize for Pairs {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         match self {

@@ -140,7 +140,11 @@ pub struct PairReport {
 }
 
 impl crate::report::Document for PairReport {
-    fn verdict(&self) -> Option<crate::outcome::Verdict> {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Pair
+    }
+
+    fn verdict(&self) -> Option<Verdict> {
         Some(self.doc.verdict)
     }
 
@@ -152,7 +156,22 @@ impl crate::report::Document for PairReport {
         human(&self.doc, self.quiet)
     }
 
-    fn value(&self) -> Result<serde_json::Value, String> {
-        crate::report::document::to_value(&self.doc)
+    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
+        crate::report::json::write_sorted(out, &self.doc, stamp, verdict)
+    }
+
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        use crate::report::sink::{AggregateLine, RailLine};
+        let doc = &self.doc;
+        doc.findings.iter().for_each(|f| sink.finding(f));
+        doc.results.iter().for_each(|r| sink.result(r));
+        for r in &doc.rails {
+            let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
+            sink.rail(&RailLine { rail: r.rail, subject: &subject, results: &r.results });
+        }
+        for g in &doc.aggregate {
+            sink.aggregate(&AggregateLine { test: g.test.name(), direction: g.direction.name(), size: g.size, bw_gbps: Some(g.bw_gbps) });
+        }
+        Ok(())
     }
 }

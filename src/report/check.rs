@@ -64,6 +64,10 @@ pub fn human(report: &Report) -> String {
 }
 
 impl crate::report::Document for CheckDoc<'_> {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Check
+    }
+
     fn verdict(&self) -> Option<Verdict> {
         Some(self.report.verdict)
     }
@@ -76,7 +80,13 @@ impl crate::report::Document for CheckDoc<'_> {
         human(self.report)
     }
 
-    fn value(&self) -> Result<serde_json::Value, String> {
-        crate::report::document::to_value(self)
+    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
+        crate::report::json::write_sorted(out, self, stamp, verdict)
+    }
+
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        self.report.findings.iter().for_each(|f| sink.finding(f));
+        self.report.checks.iter().for_each(|c| sink.check(c));
+        Ok(())
     }
 }

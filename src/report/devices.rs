@@ -138,6 +138,10 @@ pub struct DevicesReport<'a> {
 }
 
 impl crate::report::Document for DevicesReport<'_> {
+    fn command(&self) -> crate::report::Command {
+        crate::report::Command::Devices
+    }
+
     /// `devices` reports, it does not judge: no verdict, exit 0.
     fn verdict(&self) -> Option<crate::outcome::Verdict> {
         None
@@ -154,7 +158,32 @@ impl crate::report::Document for DevicesReport<'_> {
         text
     }
 
-    fn value(&self) -> Result<serde_json::Value, String> {
-        crate::report::document::to_value(&self.doc)
+    fn write_json(
+        &self,
+        out: &mut dyn std::io::Write,
+        stamp: &crate::report::Stamp,
+        verdict: Option<crate::outcome::Verdict>,
+    ) -> std::io::Result<()> {
+        crate::report::json::write_sorted(out, &self.doc, stamp, verdict)
+    }
+
+    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        use crate::port::{PhysState, PortState};
+        for d in self.doc.devices {
+            for p in &d.ports {
+                sink.port(&crate::report::sink::PortLine {
+                    device: &d.name,
+                    port: p.port,
+                    active: p.state == PortState::Active,
+                    link_up: p.phys_state == PhysState::LinkUp,
+                    rate_gbps: p.rate_gbps,
+                    supported_gbps: p.supported_gbps,
+                });
+            }
+            if let Some(usable) = d.pci.as_ref().and_then(|p| p.usable_gbps) {
+                sink.pcie(&d.name, usable);
+            }
+        }
+        Ok(())
     }
 }

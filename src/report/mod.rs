@@ -6,13 +6,18 @@ pub mod colour;
 pub mod csv;
 pub mod devices;
 pub mod document;
-pub mod formats;
 pub mod gpu;
+pub mod json;
+pub mod junit;
 pub mod loss;
+pub mod oneline;
 pub mod output;
+pub mod prom;
+pub mod sink;
 
 pub use document::{Document, Stamp};
 pub use output::{machine, Format};
+pub use sink::{Command, Sink};
 
 /// Escapes text for HTML and SVG, in content and in attribute values.
 pub fn escape_xml(s: &str) -> String {

@@ -76,23 +76,6 @@ pub fn precheck() -> Result<(), Delivery> {
     }
 }
 
-/// Unix seconds as RFC 3339 UTC (`2026-11-30T14:05:00Z`): civil-from-days (Howard Hinnant's
-/// algorithm), so no date crate is needed for one timestamp.
-pub fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 /// What a document's verdict becomes under `--fail-on`, and the run's outcome with it.
 pub fn judged(doc: &dyn Document, fail_on_warning: bool) -> (Option<Verdict>, Outcome) {
     let failed = doc.verdict() == Some(Verdict::Fail) || (fail_on_warning && doc.has_warning());
@@ -105,7 +88,7 @@ pub fn judged(doc: &dyn Document, fail_on_warning: bool) -> (Option<Verdict>, Ou
 pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery> {
     let settings = SETTINGS.get().cloned().unwrap_or_default();
     let (verdict, outcome) = judged(doc, settings.fail_on_warning);
-    let mut sink = Sink::open(settings.output.as_deref())?;
+    let mut sink = Writer::open(settings.output.as_deref())?;
     let format = chosen(json_flag);
     // The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
     let written = if format == Format::Human && settings.output.is_none() && super::colour::for_stdout() {
@@ -133,14 +116,14 @@ pub fn deliver_failure(command: &str, cause: &str) {
     }
     let text = match settings.format {
         Format::Oneline => {
-            let _ = to_stdout(super::formats::oneline::error_line(command, cause).as_bytes());
+            let _ = to_stdout(super::oneline::error_line(command, cause).as_bytes());
             return;
         }
-        Format::Prom => super::formats::prom::error_page(command, cause),
-        Format::Junit => super::formats::junit::error_document(command, cause, &Stamp::now()),
+        Format::Prom => super::prom::error_page(command, cause, now_unix()),
+        Format::Junit => super::junit::error_document(command, cause, &Stamp::now()),
         Format::Human | Format::Json => return,
     };
-    if let Ok(mut sink) = Sink::open(settings.output.as_deref()) {
+    if let Ok(mut sink) = Writer::open(settings.output.as_deref()) {
         if sink.write_all(text.as_bytes()).is_ok() {
             let _ = sink.finish();
         }
@@ -151,26 +134,37 @@ pub fn deliver_failure(command: &str, cause: &str) {
 /// serialisation failed: the spool) is an `io::Error` of kind `Other` from before the first byte.
 fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mut dyn Write) -> io::Result<()> {
     let stamp = Stamp::now();
-    match format {
-        Format::Human => out.write_all(super::printable(&doc.human()).as_bytes()),
-        Format::Json => doc.write_json(out, &stamp, verdict),
-        machine => {
-            let mut value = doc.value().map_err(io::Error::other)?;
-            stamp.apply(&mut value);
-            super::document::set_verdict(&mut value, verdict);
-            let text = match machine {
-                Format::Oneline => super::formats::oneline::render(&value),
-                Format::Prom => super::formats::prom::render(&value),
-                _ => super::formats::junit::render(&value),
-            };
-            out.write_all(text.as_bytes())
+    let fail_on_warning = fail_on_warning();
+    let text = match format {
+        Format::Human => return out.write_all(super::printable(&doc.human()).as_bytes()),
+        Format::Json => return doc.write_json(out, &stamp, verdict),
+        Format::Oneline => {
+            let mut printer = super::oneline::OnelinePrinter::new(doc.command());
+            doc.feed(&mut printer)?;
+            printer.finish(verdict)
         }
-    }
+        Format::Prom => {
+            let mut printer = super::prom::PromPrinter::new(doc.command(), verdict, fail_on_warning);
+            doc.feed(&mut printer)?;
+            printer.finish(now_unix())
+        }
+        Format::Junit => {
+            let mut printer = super::junit::JunitPrinter::new(doc.command(), fail_on_warning);
+            doc.feed(&mut printer)?;
+            printer.finish(&stamp)
+        }
+    };
+    out.write_all(text.as_bytes())
+}
+
+/// Now, in Unix seconds (the prom page's run time).
+fn now_unix() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as f64
 }
 
 /// Where the result goes: stdout or the `--output` file. It remembers the first error of the
 /// destination itself, so a failure is blamed on the destination or on the document rightly.
-struct Sink {
+struct Writer {
     out: Destination,
     failed: Option<io::Error>,
 }
@@ -180,8 +174,8 @@ enum Destination {
     File(AtomicFile),
 }
 
-impl Sink {
-    fn open(output: Option<&Path>) -> Result<Sink, Delivery> {
+impl Writer {
+    fn open(output: Option<&Path>) -> Result<Writer, Delivery> {
         let out = match output {
             None if crate::sys::stdio::stdout_closed() => {
                 return Err(Delivery::Stdout(io::Error::from_raw_os_error(libc::EBADF)));
@@ -189,7 +183,7 @@ impl Sink {
             None => Destination::Stdout(io::BufWriter::with_capacity(1 << 16, io::stdout().lock())),
             Some(path) => Destination::File(AtomicFile::create(path).map_err(Delivery::File)?),
         };
-        Ok(Sink { out, failed: None })
+        Ok(Writer { out, failed: None })
     }
 
     /// What a failed render means: the destination's own error if it had one, else the document's.
@@ -209,7 +203,7 @@ impl Sink {
     }
 }
 
-impl Write for Sink {
+impl Write for Writer {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         let r = match &mut self.out {
             Destination::Stdout(w) => w.write(buf),
@@ -329,13 +323,6 @@ impl StreamedFile {
 mod tests {
     use super::*;
 
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-        assert_eq!(rfc3339(1_796_050_500), "2026-11-30T14:55:00Z");
-    }
-
     struct Doc {
         verdict: Option<Verdict>,
         warned: bool,
@@ -352,11 +339,18 @@ mod tests {
         fn human(&self) -> String {
             "human\u{1b}[2J\n".into()
         }
-        fn value(&self) -> Result<serde_json::Value, String> {
+        fn command(&self) -> super::super::sink::Command {
+            super::super::sink::Command::Check
+        }
+        fn write_json(&self, out: &mut dyn Write, stamp: &Stamp, verdict: Option<Verdict>) -> io::Result<()> {
             if self.broken {
-                return Err("the pair records' temporary file: No space left on device".into());
+                return Err(io::Error::other("the pair records' temporary file: No space left on device"));
             }
-            Ok(serde_json::json!({"schema":"fabcheck.check.v1","verdict":self.verdict,"findings":[]}))
+            let doc = serde_json::json!({"schema":"fabcheck.check.v1","verdict":self.verdict,"findings":[]});
+            super::super::json::write_sorted(out, &doc, stamp, verdict)
+        }
+        fn feed(&self, _sink: &mut dyn super::super::sink::Sink) -> io::Result<()> {
+            Ok(())
         }
     }
 
@@ -382,7 +376,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("fabcheck-sink-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("out.json");
-        let mut sink = Sink::open(Some(&path)).unwrap();
+        let mut sink = Writer::open(Some(&path)).unwrap();
         let err = render(&broken, Format::Json, None, &mut sink).unwrap_err();
         assert!(matches!(sink.failure(err), Delivery::Document(why) if why.contains("No space left")));
         drop(sink);

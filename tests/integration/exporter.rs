@@ -339,7 +339,7 @@ fn every_metric_the_rules_use_is_one_the_exporter_writes() {
     for fixture in ["hdr-ib-healthy", "rxe-veth"] {
         written.push_str(&Exporter::start(&fixtures_dir().join(fixture)).metrics());
     }
-    let names: Vec<String> = fabcheck::exporter::metrics::TABLE.iter().filter(|m| m.exporter).map(|m| m.name.to_string()).collect();
+    let names: Vec<String> = fabcheck::report::prom::metrics::TABLE.iter().filter(|m| m.exporter).map(|m| m.name.to_string()).collect();
     let check = |what: &str, exprs: Vec<String>| {
         let mut used = 0;
         for expr in exprs {
@@ -389,7 +389,7 @@ fn the_systemd_unit_and_the_daemonset_run_a_command_line_fabcheck_accepts() {
 fn docs_ci_md_lists_every_metric_of_the_table() {
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md")).unwrap();
     let section = doc.split("## The exporter").nth(1).expect("docs/ci.md has a section \"The exporter\"");
-    for m in fabcheck::exporter::metrics::TABLE {
+    for m in fabcheck::report::prom::metrics::TABLE {
         assert!(section.contains(&format!("| `{}` | {} |", m.name, m.kind.name())), "docs/ci.md does not list {} ({})", m.name, m.kind.name());
     }
 }

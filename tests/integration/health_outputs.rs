@@ -170,16 +170,16 @@ fn pair_mesh_and_compare_pass_promtool_and_the_junit_schema() {
 
 #[test]
 fn fabric_documents_pass_promtool_and_the_junit_schema() {
-    // The subnet runs in the ibsim tier; its document's shape is enough for the formats, which
-    // are pure functions of it.
+    // The subnet runs in the ibsim tier; the items a fabric document feeds the printers are
+    // enough for the formats (golden::render prints them as a live run does).
     let dir = scratch("fabric");
     let doc = serde_json::json!({"schema":"fabcheck.fabric.v1","verdict":"fail","host":"n1","time":"2026-12-01T00:00:00Z",
         "links":[{"a":{"node":"sw1","port":1},"b":{"node":"n1","port":1}},{"a":{"node":"sw1","port":2},"b":{"node":"n2","port":1}}],
-        "findings":[{"id":"fabric.errors","severity":"error","subject":"sw1/1 <-> n1/1","message":"symbol_error rose by 40"},
-                    {"id":"fabric.errors","severity":"error","subject":"sw1/1 <-> n1/1","message":"link_downed rose by 2"},
-                    {"id":"fabric.width","severity":"warning","subject":"sw1/2 <-> n2/1","message":"2X of 4X"}]});
-    promtool("fabric", &fabcheck::report::formats::prom::render(&doc));
-    junit("fabric", &fabcheck::report::formats::junit::render(&doc), &dir);
+        "findings":[{"id":"fabric.errors","severity":"error","subject":"sw1/1 <-> n1/1","message":"symbol_error rose by 40","remedy":"r"},
+                    {"id":"fabric.errors","severity":"error","subject":"sw1/1 <-> n1/1","message":"link_downed rose by 2","remedy":"r"},
+                    {"id":"fabric.link.width","severity":"warning","subject":"sw1/2 <-> n2/1","message":"2X of 4X","remedy":"r"}]});
+    promtool("fabric", &super::golden::render(&doc, "prom"));
+    junit("fabric", &super::golden::render(&doc, "junit"), &dir);
     // And a node with no umad device: exit 2, its outputs still valid.
     formats("fabric (no umad device)", &["fabric"], &dir, &[2]);
     std::fs::remove_dir_all(&dir).ok();

@@ -61,6 +61,20 @@ pub enum SuspectKind {
     Rail,
 }
 
+impl SuspectKind {
+    /// The kind as the document writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuspectKind::Node => "node",
+            SuspectKind::Link => "link",
+            SuspectKind::Config => "config",
+            SuspectKind::Switch => "switch",
+            SuspectKind::Uplink => "uplink",
+            SuspectKind::Rail => "rail",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Suspect {
     pub kind: SuspectKind,

@@ -1,0 +1,110 @@
+use super::*;
+use crate::model::{Direction, TestKind};
+use crate::outcome::FindingId;
+use crate::report::sink::MeshPairLine;
+
+fn result(test: TestKind, size: u32, error: Option<&str>) -> TestResult {
+    TestResult {
+        test,
+        direction: Direction::AtoB,
+        size,
+        iterations: 1,
+        qps: 1,
+        lat_us: None,
+        bw_gbps: None,
+        peak_gbps: None,
+        msg_rate_mpps: None,
+        counters: Default::default(),
+        error: error.map(str::to_string),
+        remedy: None,
+    }
+}
+
+fn stamp() -> Stamp {
+    Stamp { host: "h".into(), fabcheck_version: "x", time: "t".into() }
+}
+
+fn cases(xml: &str) -> Vec<(String, String, Option<String>)> {
+    let doc = roxmltree::Document::parse(xml).expect("well-formed XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|c| {
+            let failure = c.children().find(|n| n.has_tag_name("failure")).and_then(|f| f.attribute("message")).map(str::to_string);
+            (c.attribute("classname").unwrap().to_string(), c.attribute("name").unwrap().to_string(), failure)
+        })
+        .collect()
+}
+
+#[test]
+fn mesh_has_a_testcase_per_pair_and_test() {
+    let mut p = JunitPrinter::new(Command::Mesh, false);
+    p.finding(&Finding::new(FindingId::MeshSuspect, Severity::Error, "n3", "unreachable & <gone>", ""));
+    let bw = [result(TestKind::WriteBw, 65536, None)];
+    p.mesh_pair(&MeshPairLine { a: "n2", b: "n1", rail: None, verdict: Verdict::Pass, results: &bw, error: None });
+    p.mesh_pair(&MeshPairLine { a: "n1", b: "n3", rail: None, verdict: Verdict::Fail, results: &[], error: Some("cannot reach n3") });
+    let xml = p.finish(&stamp());
+    let got = cases(&xml);
+    let names: Vec<(&str, &str, bool)> = got.iter().map(|(c, n, f)| (c.as_str(), n.as_str(), f.is_some())).collect();
+    assert_eq!(
+        names,
+        [
+            ("fabcheck.mesh.write_bw", "n2 <-> n1 write_bw a->b 65536", false),
+            ("fabcheck.mesh.pair", "n1 <-> n3", true),
+            ("fabcheck.mesh.mesh.suspect", "mesh.suspect n3", true),
+        ]
+    );
+    assert!(xml.contains("tests=\"3\" failures=\"2\" errors=\"0\""), "{xml}");
+}
+
+#[test]
+fn a_pair_failure_sits_inside_its_result_case_and_names_are_unique() {
+    // 0.2: the bandwidth case passed, and its failure was a second case named like it.
+    let mut p = JunitPrinter::new(Command::Pair, false);
+    let bw = result(TestKind::WriteBw, 65536, None);
+    let subject = "n1/mlx5_0 <-> n2/mlx5_0";
+    p.finding(&Finding::new(FindingId::PairBw, Severity::Error, subject, "write_bw a->b at 65536 bytes: 90 Gb/s is 45%", "").about(&bw));
+    p.finding(&Finding::new(FindingId::PairCapacity, Severity::Error, subject, "x", ""));
+    p.finding(&Finding::new(FindingId::PairCapacity, Severity::Error, subject, "y", ""));
+    p.result(&bw);
+    p.result(&result(TestKind::WriteBw, 65536, None));
+    p.result(&result(TestKind::SendLat, 2, None));
+    let xml = p.finish(&stamp());
+    let got = cases(&xml);
+    assert!(got[0].2.as_deref().is_some_and(|m| m.starts_with("write_bw a->b at 65536 bytes: 90 Gb/s")), "{xml}");
+    let names: Vec<&str> = got.iter().map(|c| c.1.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "write_bw a->b 65536",
+            "write_bw a->b 65536 (2)",
+            "send_lat a->b 2",
+            "pair.capacity n1/mlx5_0 <-> n2/mlx5_0",
+            "pair.capacity n1/mlx5_0 <-> n2/mlx5_0 (2)"
+        ]
+    );
+    assert!(xml.contains("failures=\"3\" errors=\"0\" skipped=\"0\" time=\"0.000\""), "{xml}");
+}
+
+#[test]
+fn a_run_that_could_not_run_is_an_error_case() {
+    let text = error_document("check", "no RDMA device & <none>", &stamp());
+    roxmltree::Document::parse(&text).expect("well-formed XML");
+    assert!(text.contains("tests=\"1\" failures=\"0\" errors=\"1\""), "{text}");
+    assert!(text.contains("could not run: no RDMA device &amp; &lt;none&gt;"), "{text}");
+}
+
+#[test]
+fn non_characters_and_controls_cannot_break_the_document() {
+    let mut p = JunitPrinter::new(Command::Check, false);
+    let row = Check {
+        id: FindingId::DeviceFw,
+        subject: "mlx5_\u{ffff}\u{fffe}\u{1}".into(),
+        status: Status::Pass,
+        observed: String::new(),
+        expected: None,
+    };
+    p.check(&row);
+    let xml = p.finish(&stamp());
+    roxmltree::Document::parse(&xml).expect("well-formed XML");
+    assert!(xml.contains("mlx5_\\u{ffff}\\u{fffe}\\u{1}"), "{xml}");
+}

@@ -1,0 +1,110 @@
+//! `--format oneline`: exactly one line, the verdict and the first error's subject and message,
+//! what NHC and Slurm's HealthCheckProgram carry as a drain reason.
+
+use super::sink::{Command, Sink};
+use crate::outcome::{Finding, Severity, Verdict};
+
+/// The first error and the first warning of a document, as fed.
+pub struct OnelinePrinter {
+    command: Command,
+    error: Option<Finding>,
+    warning: Option<Finding>,
+}
+
+impl OnelinePrinter {
+    pub fn new(command: Command) -> OnelinePrinter {
+        OnelinePrinter { command, error: None, warning: None }
+    }
+
+    /// The line, for the verdict as judged (after `--fail-on`).
+    pub fn finish(self, verdict: Option<Verdict>) -> String {
+        let command = self.command.name();
+        let first = self.error.as_ref().or(self.warning.as_ref());
+        let line = match (verdict, first) {
+            (Some(Verdict::Fail), Some(f)) => format!("fabcheck {command} FAIL: {}: {}: {}", f.subject, f.id, f.message),
+            (Some(Verdict::Fail), None) => format!("fabcheck {command} FAIL"),
+            (_, Some(f)) if f.severity == Severity::Warning => format!("fabcheck {command} PASS (warning {}: {}: {})", f.subject, f.id, f.message),
+            _ => format!("fabcheck {command} PASS"),
+        };
+        format!("{}\n", eval_safe(&line))
+    }
+}
+
+impl Sink for OnelinePrinter {
+    fn finding(&mut self, f: &Finding) {
+        let slot = match f.severity {
+            Severity::Error => &mut self.error,
+            Severity::Warning => &mut self.warning,
+            Severity::Info => return,
+        };
+        if slot.is_none() {
+            *slot = Some(f.clone());
+        }
+    }
+}
+
+/// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
+/// could not run), so a health check that reads stdout still has the cause.
+pub fn error_line(command: &str, cause: &str) -> String {
+    format!("{}\n", eval_safe(&format!("fabcheck {command} ERROR: {cause}")))
+}
+
+/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, apostrophes, `$`,
+/// backticks and backslashes are replaced by `_`, control characters by a space (replaced, not
+/// escaped: an escape is one more thing a consumer's quoting can get wrong).
+pub fn eval_safe(text: &str) -> String {
+    let line: String = text
+        .chars()
+        .map(|c| match c {
+            '\'' | '"' | '`' | '$' | '\\' => '_',
+            c if c.is_control() => ' ',
+            c => c,
+        })
+        .collect();
+    line.trim_end().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::FindingId;
+
+    fn line(command: Command, verdict: Verdict, findings: &[Finding]) -> String {
+        let mut p = OnelinePrinter::new(command);
+        for f in findings {
+            p.finding(f);
+        }
+        p.finish(Some(verdict))
+    }
+
+    #[test]
+    fn verdict_and_first_error() {
+        let findings = [
+            Finding::new(FindingId::PcieBound, Severity::Warning, "mlx5_0", "w", "r"),
+            Finding::new(FindingId::PortState, Severity::Error, "mlx5_0/1", "port INIT: no SM\nsecond line", "r"),
+        ];
+        assert_eq!(line(Command::Check, Verdict::Fail, &findings), "fabcheck check FAIL: mlx5_0/1: port.state: port INIT: no SM second line\n");
+        assert_eq!(line(Command::Pair, Verdict::Pass, &[]), "fabcheck pair PASS\n");
+        assert_eq!(line(Command::Check, Verdict::Pass, &findings[..1]), "fabcheck check PASS (warning mlx5_0: pcie.bound: w)\n");
+        let suspect = Finding::new(FindingId::MeshSuspect, Severity::Error, "n3/mlx5_0", "slow", "");
+        assert_eq!(line(Command::Mesh, Verdict::Fail, &[suspect]), "fabcheck mesh FAIL: n3/mlx5_0: mesh.suspect: slow\n");
+    }
+
+    #[test]
+    fn every_line_survives_a_shell_eval() {
+        // NHC evaluates the drain reason: an apostrophe was a syntax error and no drain.
+        let nasty = "GPU 0000:02:00.0's PCIe link \"x\" $(reboot) `id` \\ ${HOME}\u{1b}[31m\r";
+        let finding = Finding::new(FindingId::PcieLink, Severity::Error, "0000:02:00.0", nasty, "");
+        for line in [line(Command::Check, Verdict::Fail, &[finding]), error_line("check", nasty)] {
+            assert!(!line.trim_end().chars().any(|c| "'\"`$\\".contains(c) || c.is_control()), "{line:?}");
+            assert!(line.ends_with('\n') && line.matches('\n').count() == 1, "{line:?}");
+            // A real shell: `eval "echo $line"` and `eval "echo '$line'"` print it, run nothing.
+            for quoted in [format!("echo \"{}\"", line.trim_end()), format!("echo '{}'", line.trim_end())] {
+                let out = std::process::Command::new("sh").args(["-c", "eval \"$0\""]).arg(&quoted).output().unwrap();
+                assert!(out.status.success(), "{quoted}: {}", String::from_utf8_lossy(&out.stderr));
+                assert_eq!(String::from_utf8_lossy(&out.stdout).trim_end(), line.trim_end());
+            }
+        }
+        assert!(error_line("mesh", "no endpoint could be reached").starts_with("fabcheck mesh ERROR: no endpoint"));
+    }
+}
