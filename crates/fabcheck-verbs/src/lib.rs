@@ -94,7 +94,7 @@ mod wr_id;
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
 pub use cuda::{
-    cuda_available, cuda_devices, CudaDevice, DeviceBuffer, DmabufExport, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
+    cuda_available, cuda_devices, dmabuf_range, CudaDevice, DeviceBuffer, DmabufExport, DmabufRange, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
 };
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;
