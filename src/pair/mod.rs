@@ -319,6 +319,7 @@ pub(crate) fn side(e: &Endpoint) -> Side {
             (None, false) => Some(crate::model::MemPath::Host),
         },
         gpu: e.gpu.as_ref().map(|g| g.pci.clone()),
+        gpu_pcie_gbps: e.gpu.as_ref().and_then(|g| g.pcie_gbps),
     }
 }
 
