@@ -33,7 +33,10 @@
  *   FABCHECK_CUDA_DOUBLE_DMABUF_ATTR  0: CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED answers 0, and an
  *                               export asked anyway is logged ("export-despite-attr-0") and
  *                               answered CUDA_ERROR_INVALID_VALUE (default 1)
- *   FABCHECK_CUDA_DOUBLE_PROTECT  0: leave registered memory readable (default: PROT_NONE)
+ *   FABCHECK_CUDA_DOUBLE_PROTECT  0: leave registered memory readable (default 1: PROT_NONE once
+ *                               registered); early: PROT_NONE from the allocation on, so the kernel
+ *                               cannot pin it either, as rxe cannot pin a real GPU address
+ *                               (ibv_reg_mr fails with EFAULT: a GPU-registration error)
  *   FABCHECK_CUDA_DOUBLE_BUS_IDS  comma-separated PCI addresses, one GPU each (default one GPU,
  *                               0000:00:00.0)
  *   FABCHECK_CUDA_DOUBLE_LOG    a file each call appends one line to (ctx-create, retain, alloc,
@@ -282,7 +285,9 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t len)
 	if (misalign % 256 != 0 || misalign >= page())
 		return CUDA_ERROR_INVALID_VALUE; /* a knob no driver could give */
 	size_t map_len = (len + misalign + page() - 1) / page() * page();
-	char *map = mmap(NULL, map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	const char *protect = getenv("FABCHECK_CUDA_DOUBLE_PROTECT");
+	int early = protect && strcmp(protect, "early") == 0;
+	char *map = mmap(NULL, map_len, early ? PROT_NONE : PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (map == MAP_FAILED)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&lock);
@@ -294,10 +299,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t len)
 		munmap(map, map_len);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	allocations[slot] = (struct allocation){ map, map_len, (CUdeviceptr)(uintptr_t)(map + misalign), len, 0 };
+	allocations[slot] = (struct allocation){ map, map_len, (CUdeviceptr)(uintptr_t)(map + misalign), len, early };
 	*ptr = allocations[slot].ptr;
 	pthread_mutex_unlock(&lock);
-	logline("alloc %zu at page offset %zu", len, misalign);
+	logline("alloc %zu at page offset %zu%s", len, misalign, early ? " unpinnable" : "");
 	return CUDA_SUCCESS;
 }
 

@@ -208,6 +208,22 @@ fn cuda_double_pair_selects_the_gpu_by_bus_id() {
     assert_no_registration_left();
 }
 
+/// Memory the kernel cannot pin, as rxe cannot pin a real GPU address (no dma-buf regions, no
+/// peer memory): the run ends in a GPU-registration error naming the GPU and the node's GPU
+/// finding, exit 2 (what benches/gpu-check.sh expects on a GPU node's Soft-RoCE).
+#[test]
+fn cuda_double_memory_the_kernel_cannot_pin_is_a_gpu_registration_error() {
+    let _serial = require_rxe();
+    let dir = workdir("unpinnable");
+    let (out, _) = pair_with_double(&dir, &["--mem", "cuda:0", "--tests", "send_lat", "--iters", "50"], &[("FABCHECK_CUDA_DOUBLE_PROTECT", "early")]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("registering GPU memory of 0000:00:00.0 (cuda:0) failed: ibv_reg_mr("), "{err}");
+    assert!(err.contains("gpu.peermem") && err.contains("modprobe nvidia_peermem"), "the node's GPU finding and its remedy: {err}");
+    assert_eq!(lines_with(&dir, "register "), 0, "nothing registered");
+    assert_no_registration_left();
+}
+
 #[test]
 fn cuda_double_allocation_failure_is_exit_2_naming_the_driver_error() {
     let _serial = require_rxe();
