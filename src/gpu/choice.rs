@@ -29,8 +29,10 @@ pub struct Pick {
     pub pci: String,
     /// `None` when the NIC or the GPU is not in the PCI tree (Soft-RoCE, a hidden device).
     pub relation: Option<Relation>,
-    /// Usable bandwidth of the GPU's PCIe link, Gb/s.
+    /// Usable bandwidth of the GPU's PCIe link by design (its and its port's maximum), Gb/s.
     pub pcie_gbps: Option<f64>,
+    /// The GPU's link trained narrower than both ends support (`gpu::bound`).
+    pub link_fault: Option<String>,
     /// The `gpu.affinity` warning, when the GPU is not near the NIC (PHB and beyond) or its
     /// distance is unknown.
     pub affinity: Option<String>,
@@ -46,6 +48,7 @@ impl Pick {
             relation: self.relation.map(|r| r.name().to_string()),
             pcie_gbps: self.pcie_gbps,
             affinity: self.affinity,
+            link_fault: self.link_fault,
         }
     }
 }
@@ -94,8 +97,9 @@ fn pick(tree: Option<&PciTree>, nic: &str, gpu: &CudaGpu) -> Pick {
         None => Some(format!("GPU {} (cuda:{}) is not in this node's PCI tree: its distance from {nic} is unknown", gpu.pci, gpu.ordinal)),
     };
     // The bound by design (both ends' maximum), not the trained link: an idle GPU downshifts.
-    let pcie_gbps = tree.zip(gpu_f).and_then(|(t, g)| super::bound::gpu_link(t, g).gbps);
-    Pick { ordinal: gpu.ordinal, pci: gpu.pci.clone(), relation, pcie_gbps, affinity }
+    let link = tree.zip(gpu_f).map(|(t, g)| super::bound::gpu_link(t, g));
+    let (pcie_gbps, link_fault) = link.map_or((None, None), |l| (l.gbps, l.fault));
+    Pick { ordinal: gpu.ordinal, pci: gpu.pci.clone(), relation, pcie_gbps, affinity, link_fault }
 }
 
 /// `cuda:auto`: the GPU nearest `nic` (closest relation, then fewest bridges, then the lowest

@@ -29,6 +29,7 @@ fn auto_takes_the_gpu_on_each_nics_switch_without_a_warning() {
         assert_eq!((p.ordinal, p.pci.as_str(), p.relation), (ordinal, pci, Some(Relation::Pix)), "{nic}");
         assert_eq!(p.affinity, None, "{nic}");
         assert!(p.pcie_gbps.is_some_and(|g| g > 200.0), "{nic}: the GPU's Gen5 x16 link is read: {:?}", p.pcie_gbps);
+        assert_eq!(p.link_fault, None, "{nic}: trained at its design width");
     }
 }
 

@@ -149,12 +149,16 @@ pub struct GpuUse {
     /// PIX, PXB, PHB, NODE or SYS from the NIC, when both are in this node's PCI tree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relation: Option<String>,
-    /// Usable bandwidth of the GPU's PCIe link, Gb/s, when known.
+    /// Usable bandwidth of the GPU's PCIe link by design (its and its port's maximum link),
+    /// Gb/s, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pcie_gbps: Option<f64>,
     /// Why the GPU is not one near the NIC (`gpu.affinity`), when it is not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub affinity: Option<String>,
+    /// The GPU's link trained narrower than it and its port support (`pcie.link`), when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link_fault: Option<String>,
 }
 
 #[cfg(test)]

@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_refused_registration_names_the_gpu_finding_not_just_the_errno() {
-        let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None };
+        let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None, link_fault: None };
         let e = VerbsError::RegMr { len: 65536, source: std::io::Error::from_raw_os_error(libc::EINVAL) };
         let tree = PciTree {
             modules: Some(crate::gpu::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) }),
