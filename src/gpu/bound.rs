@@ -118,12 +118,7 @@ mod tests {
             device: Some(0x2330),
             class: Some(0x030200),
             numa_node: Some(0),
-            link: SysfsLink {
-                current_width: Some(cur.0),
-                current_speed: Some(cur.1.into()),
-                max_width: Some(max.0),
-                max_speed: Some(max.1.into()),
-            },
+            link: SysfsLink { current_width: Some(cur.0), current_speed: Some(cur.1.into()), max_width: Some(max.0), max_speed: Some(max.1.into()) },
             config: ConfigRead::NotRead,
             config_file: format!("devices/{bdf}/config"),
         }

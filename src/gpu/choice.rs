@@ -119,17 +119,15 @@ pub fn nearest(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu]) -> Result<Pi
 
 /// `cuda:N`: that GPU, its distance from `nic` said as for `cuda:auto`.
 pub fn by_ordinal(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], ordinal: u16) -> Result<Pick, ChoiceError> {
-    let gpu = gpus.iter().find(|g| g.ordinal == ordinal).ok_or_else(|| ChoiceError::NoSuchOrdinal { ordinal, count: gpus.len(), gpus: gpus.to_vec() })?;
+    let gpu =
+        gpus.iter().find(|g| g.ordinal == ordinal).ok_or_else(|| ChoiceError::NoSuchOrdinal { ordinal, count: gpus.len(), gpus: gpus.to_vec() })?;
     Ok(pick(tree, nic, gpu))
 }
 
 /// `cuda:BUSID`: the GPU CUDA lists at that PCI address (`cuDeviceGetPCIBusId`, lower-cased),
 /// whatever ordinal it has here.
 pub fn by_bus_id(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], bus: BusId) -> Result<Pick, ChoiceError> {
-    let gpu = gpus
-        .iter()
-        .find(|g| BusId::parse(&g.pci) == Some(bus))
-        .ok_or_else(|| ChoiceError::NoSuchBusId { bus, gpus: gpus.to_vec() })?;
+    let gpu = gpus.iter().find(|g| BusId::parse(&g.pci) == Some(bus)).ok_or_else(|| ChoiceError::NoSuchBusId { bus, gpus: gpus.to_vec() })?;
     Ok(pick(tree, nic, gpu))
 }
 

@@ -173,7 +173,9 @@ mod tests {
             assert_eq!(MemChoice::parse(text), Ok(want), "{text}");
         }
         assert_eq!(MemChoice::Cuda(3).to_string(), "cuda:3");
-        for bad in ["gpu", "cuda:", "cuda:-1", "cuda:+3", "cuda:70000", "cuda:/tmp/lib.so", "rocm:0", "cuda:1a:00", "cuda:0000:1a:20.0", "cuda:0000:1a:00.8"] {
+        for bad in
+            ["gpu", "cuda:", "cuda:-1", "cuda:+3", "cuda:70000", "cuda:/tmp/lib.so", "rocm:0", "cuda:1a:00", "cuda:0000:1a:20.0", "cuda:0000:1a:00.8"]
+        {
             assert!(MemChoice::parse(bad).is_err(), "{bad}");
         }
         let wire: MemChoice = serde_json::from_str("\"cuda:auto\"").unwrap();

@@ -445,7 +445,9 @@ mod tests {
         );
         let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
         assert_eq!(gpu_link_fault(&gpu), None, "a link at its design width");
-        let narrow = endpoint(serde_json::json!({"gpu": {"ordinal": 0, "pci": "0000:1b:00.0", "path": "dmabuf", "link_fault": "GPU 0000:1b:00.0's PCIe link trained at x8"}}));
+        let narrow = endpoint(
+            serde_json::json!({"gpu": {"ordinal": 0, "pci": "0000:1b:00.0", "path": "dmabuf", "link_fault": "GPU 0000:1b:00.0's PCIe link trained at x8"}}),
+        );
         assert_eq!(gpu_link_fault(&narrow).map(|f| (f.id, f.severity)), Some(("pcie.link".into(), crate::diagnose::Severity::Warning)));
         assert_eq!(
             (finding.id.as_str(), finding.severity, finding.subject.as_str()),

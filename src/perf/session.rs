@@ -9,7 +9,8 @@ use crate::probe;
 use crate::probe::decode::{LinkLayer, Mtu, PortState};
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList, RtsParams,
+    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
+    RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -194,10 +195,12 @@ impl Session {
         // GPU memory: QPs that never scatter received data into a CQE (mlx5: libmlx5 would copy
         // it to the GPU address with the CPU; see fabcheck_verbs' mlx5.rs).
         let memory = if mr.host_visible() { QpMemory::Host } else { QpMemory::Device };
-        let qp_config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
+        let qp_config =
+            QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
         // With rdma_cm the QPs are made when the connection is (Session::connect).
         for _ in 0..if cm.is_some() { 0 } else { qps_n } {
-            let config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
+            let config =
+                QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
             let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
                 Ok(qp) => qp,
                 Err(_) if inline => {

@@ -45,11 +45,13 @@ pub const CUDA_ERROR_NOT_SUPPORTED: i32 = 801;
 /// `CUDA_ERROR_INVALID_VALUE`: what a driver older than CUDA 11.7 answers for an attribute it
 /// does not know (124 included).
 const CUDA_ERROR_INVALID_VALUE: CuResult = 1;
-/// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`: memory operations on the range are synchronous, so a
-/// copy into the buffer is complete before a NIC reads it. NVIDIA's GPUDirect RDMA guide
-/// ("Synchronization and Memory Ordering") asks for it on memory a third-party device reads,
-/// and DOCA GPUNetIO sets it ("GPUDirect RDMA attribute required", NCCL
-/// `src/transport/net_ib/gdaki/doca-gpunetio/src/doca_gpunetio.cpp`). perftest does not.
+/// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`: cuda.h's `cuPointerSetAttribute`: "the region of memory
+/// that ptr points to is guaranteed to always synchronize memory operations that are
+/// synchronous", so a copy into the buffer is complete before a NIC reads it. NVIDIA's
+/// GPUDirect RDMA guide ("Synchronization and Memory Ordering") recommends it for memory a
+/// third-party device reads, and DOCA GPUNetIO sets it ("GPUDirect RDMA attribute required",
+/// vendored in NCCL, `src/transport/net_ib/gdaki/doca-gpunetio/src/doca_gpunetio.cpp`).
+/// perftest does not set it.
 const CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: c_int = 6;
 /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED` (cuda.h, CUDA 11.7+): whether the platform can
 /// export dma-buf. cuda.h's `cuMemGetHandleForAddressRange`: "users are expected to query for

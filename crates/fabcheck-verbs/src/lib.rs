@@ -94,13 +94,14 @@ mod wr_id;
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
 pub use cuda::{
-    cuda_available, cuda_devices, dmabuf_range, CudaDevice, DeviceBuffer, DmabufExport, DmabufRange, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
+    cuda_available, cuda_devices, dmabuf_range, CudaDevice, DeviceBuffer, DmabufExport, DmabufRange, Gpu, CUDA_INSTALL_HINT, LIBCUDA,
+    LIBRARY_ENV as CUDA_LIBRARY_ENV,
 };
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;
 pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
+pub use mlx5::LIBMLX5;
 pub use mr::{registration_plan, Access, MemoryRegion, RegPath, RegPlan, RemoteBuffer};
 pub use pd::ProtectionDomain;
-pub use mlx5::LIBMLX5;
 pub use qp::{PathSpec, QpConfig, QpMemory, QueuePair, RecvList, RtsParams, SendList, SendOp};
 pub use wr_id::WrId;

@@ -126,12 +126,8 @@ impl QueuePair {
     pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
         let mut init = rc_init_attr(send_cq, recv_cq, config);
         let ctx = &pd.inner.ctx;
-        let failed = |source| VerbsError::CreateQp {
-            send_wr: config.max_send_wr,
-            recv_wr: config.max_recv_wr,
-            inline: config.max_inline_data,
-            source,
-        };
+        let failed =
+            |source| VerbsError::CreateQp { send_wr: config.max_send_wr, recv_wr: config.max_recv_wr, inline: config.max_inline_data, source };
         let (qp, max_inline, scatters_to_cqe) = match creation(config.memory, || mlx5::is_mlx5(ctx.ctx, &ctx.name))? {
             Creation::Verbs { scatters_to_cqe } => {
                 // SAFETY: pd and CQs are live; init is fully initialised.

@@ -43,7 +43,12 @@ fn double() -> (MutexGuard<'static, ()>, &'static Double) {
 }
 
 fn calls(d: &Double) -> Vec<String> {
-    std::fs::read_to_string(&d.log).unwrap_or_default().lines().filter(|l| !l.starts_with("cuInit") && !l.starts_with("hooks")).map(str::to_string).collect()
+    std::fs::read_to_string(&d.log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.starts_with("cuInit") && !l.starts_with("hooks"))
+        .map(str::to_string)
+        .collect()
 }
 
 /// The calls but the context's (which only the first opener of a GPU makes).
