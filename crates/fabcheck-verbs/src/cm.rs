@@ -326,7 +326,7 @@ impl CmId {
 
 /// Whether a QP librdmacm makes may scatter received data into its CQEs, or why it may not be
 /// made for `memory`. `rdma_create_qp` calls `ibv_create_qp`, which cannot pass mlx5's
-/// per-QP flag (see [`crate::mlx5`]); only the environment knob libmlx5 reads at each QP
+/// per-QP flag (see `mlx5.rs`); only the environment knob libmlx5 reads at each QP
 /// creation (`MLX5_SCATTER_TO_CQE=0`, rdma-core `providers/mlx5/verbs.c`) turns it off there,
 /// as perftest sets it for its own process. fabcheck reads the variable, never sets it (setenv
 /// in a threaded agent is a data race): the agent's environment must carry it. Pure but for

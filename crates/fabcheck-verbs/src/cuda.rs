@@ -432,7 +432,7 @@ mod tests {
         // A 64 KiB-page arm64 host (Grace).
         let r = dmabuf_range(0x1_0000_1000, 4096, 65536);
         assert_eq!((r.start, r.len, r.offset), (0x1_0000_0000, 65536, 0x1000));
-        assert!(r.start % 65536 == 0 && r.len % 65536 == 0 && r.offset + 4096 <= r.len as u64, "covers the buffer");
+        assert!(r.start.is_multiple_of(65536) && r.len.is_multiple_of(65536) && r.offset + 4096 <= r.len as u64, "covers the buffer");
     }
 
     #[test]

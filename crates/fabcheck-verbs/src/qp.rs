@@ -27,7 +27,7 @@ pub enum QpMemory {
     #[default]
     Host,
     /// GPU memory: the CPU must never copy into it, so received data is never scattered into
-    /// a completion for libmlx5 to `memcpy` (see [`crate::mlx5`]).
+    /// a completion for libmlx5 to `memcpy` (see `mlx5.rs`).
     Device,
 }
 
