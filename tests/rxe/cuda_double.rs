@@ -224,6 +224,19 @@ fn cuda_double_memory_the_kernel_cannot_pin_is_a_gpu_registration_error() {
     assert_no_registration_left();
 }
 
+/// rdma_cm's queue pairs cannot carry mlx5's per-QP flag; rxe is no mlx5 (libmlx5 is loaded and
+/// says so), so `--cm` on GPU memory runs here, receives into device memory included.
+#[test]
+fn cuda_double_rdma_cm_on_a_device_that_is_not_mlx5_runs() {
+    let _serial = require_rxe();
+    let dir = workdir("cm");
+    let (out, doc) = pair_with_double(&dir, &["--cm", "--mem", "cuda:0", "--tests", "send_lat,send_bw", "--direction", "ab", "--iters", "100"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}\n{doc:#}", String::from_utf8_lossy(&out.stderr));
+    assert_every_test_ran(&doc, &["send_lat", "send_bw"]);
+    assert_device_memory_kept_honest(&dir);
+    assert_no_registration_left();
+}
+
 #[test]
 fn cuda_double_allocation_failure_is_exit_2_naming_the_driver_error() {
     let _serial = require_rxe();
