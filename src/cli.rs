@@ -174,10 +174,12 @@ pub struct ConditionFlags {
 /// Where the tests' buffers live (`pair`, `mesh`): GPUDirect RDMA as NCCL uses it.
 #[derive(Debug, Clone, Args)]
 pub struct MemFlags {
-    /// Buffers in host memory, or in GPU memory as perftest's --use_cuda: cuda:N (CUDA device
-    /// ordinal), cuda:auto or cuda (the GPU nearest each NIC). Needs the NVIDIA driver's
+    /// Buffers in host memory, or in GPU memory as perftest's --use_cuda: cuda:BUSID (the GPU
+    /// at that PCI address, e.g. cuda:0000:1a:00.0 as nvidia-smi prints it), cuda:N (CUDA
+    /// device ordinal: CUDA's numbering, fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID, not
+    /// nvidia-smi's), cuda:auto or cuda (the GPU nearest each NIC). Needs the NVIDIA driver's
     /// libcuda.so.1 on the agents.
-    #[arg(long, value_name = "host|cuda|cuda:N|cuda:auto", default_value = "host", value_parser = parse_mem)]
+    #[arg(long, value_name = "host|cuda|cuda:BUSID|cuda:N|cuda:auto", default_value = "host", value_parser = parse_mem)]
     pub mem: crate::model::MemChoice,
 }
 

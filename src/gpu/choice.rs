@@ -1,13 +1,18 @@
-//! Which GPU a test's buffers live on (`--mem cuda:N|cuda:auto`), and why registering them
-//! failed, in the words of `check`'s GPU findings. Pure: works on a [`PciTree`] already read
-//! and the GPUs CUDA listed (ordinal and PCI address).
+//! Which GPU a test's buffers live on (`--mem cuda:N|cuda:BUSID|cuda:auto`), and why
+//! registering them failed, in the words of `check`'s GPU findings. Pure: works on a
+//! [`PciTree`] already read and the GPUs CUDA listed (ordinal and PCI address).
+//!
+//! `cuda:N` is CUDA's ordinal. CUDA numbers GPUs fastest first unless
+//! `CUDA_DEVICE_ORDER=PCI_BUS_ID`, and only those `CUDA_VISIBLE_DEVICES` leaves (CUDA C++
+//! Programming Guide, "CUDA Environment Variables"), while `nvidia-smi` numbers them in PCI
+//! order: the same N can be two GPUs. `cuda:BUSID` names one whatever the numbering.
 //!
 //! With `--rails` every rail has its own NIC: [`nearest`] takes one NIC and is called once
 //! per rail, as NCCL gives each rank the GPU nearest its NIC.
 
 use super::pci::{Function, PciTree};
 use super::topology::{path, Relation};
-use crate::model::{GpuUse, MemPath};
+use crate::model::{BusId, GpuUse, MemPath};
 use crate::outcome::FindingId;
 
 /// A GPU as CUDA lists it.
@@ -25,8 +30,10 @@ pub struct Pick {
     pub pci: String,
     /// `None` when the NIC or the GPU is not in the PCI tree (Soft-RoCE, a hidden device).
     pub relation: Option<Relation>,
-    /// Usable bandwidth of the GPU's PCIe link, Gb/s.
+    /// Usable bandwidth of the GPU's PCIe link by design (its and its port's maximum), Gb/s.
     pub pcie_gbps: Option<f64>,
+    /// The GPU's link trained narrower than both ends support (`gpu::bound`).
+    pub link_fault: Option<String>,
     /// The `gpu.affinity` warning, when the GPU is not near the NIC (PHB and beyond) or its
     /// distance is unknown.
     pub affinity: Option<String>,
@@ -42,6 +49,7 @@ impl Pick {
             relation: self.relation.map(|r| r.name().to_string()),
             pcie_gbps: self.pcie_gbps,
             affinity: self.affinity,
+            link_fault: self.link_fault,
         }
     }
 }
@@ -50,17 +58,22 @@ impl Pick {
 pub enum ChoiceError {
     #[error("CUDA sees no GPU on this node")]
     NoGpu,
-    #[error("there is no CUDA device {ordinal} (CUDA sees {count} GPUs here, numbered from 0)")]
-    NoSuchOrdinal { ordinal: u16, count: usize },
+    #[error("there is no CUDA device {ordinal} (CUDA sees {count} GPUs here, numbered from 0: {})", listing(.gpus))]
+    NoSuchOrdinal { ordinal: u16, count: usize, gpus: Vec<CudaGpu> },
+    #[error("CUDA sees no GPU at {bus} (it sees {})", listing(.gpus))]
+    NoSuchBusId { bus: BusId, gpus: Vec<CudaGpu> },
+}
+
+/// "cuda:0 0000:1b:00.0, cuda:1 0000:43:00.0", or "none".
+fn listing(gpus: &[CudaGpu]) -> String {
+    if gpus.is_empty() {
+        return "none".into();
+    }
+    gpus.iter().map(|g| format!("cuda:{} {}", g.ordinal, g.pci)).collect::<Vec<_>>().join(", ")
 }
 
 fn nic_function<'a>(tree: &'a PciTree, nic: &str) -> Option<&'a Function> {
     tree.nics.iter().find(|n| n.name == nic).and_then(|n| tree.function(&n.bdf))
-}
-
-fn gpu_gbps(f: &Function) -> Option<f64> {
-    let speed = f.link.current_speed.as_deref()?;
-    crate::probe::capacity::pcie_usable_gbps(speed, f.link.current_width?, None)
 }
 
 fn pick(tree: Option<&PciTree>, nic: &str, gpu: &CudaGpu) -> Pick {
@@ -84,7 +97,10 @@ fn pick(tree: Option<&PciTree>, nic: &str, gpu: &CudaGpu) -> Pick {
         }
         None => Some(format!("GPU {} (cuda:{}) is not in this node's PCI tree: its distance from {nic} is unknown", gpu.pci, gpu.ordinal)),
     };
-    Pick { ordinal: gpu.ordinal, pci: gpu.pci.clone(), relation, pcie_gbps: gpu_f.and_then(gpu_gbps), affinity }
+    // The bound by design (both ends' maximum), not the trained link: an idle GPU downshifts.
+    let link = tree.zip(gpu_f).map(|(t, g)| super::bound::gpu_link(t, g));
+    let (pcie_gbps, link_fault) = link.map_or((None, None), |l| (l.gbps, l.fault));
+    Pick { ordinal: gpu.ordinal, pci: gpu.pci.clone(), relation, pcie_gbps, affinity, link_fault }
 }
 
 /// `cuda:auto`: the GPU nearest `nic` (closest relation, then fewest bridges, then the lowest
@@ -104,7 +120,15 @@ pub fn nearest(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu]) -> Result<Pi
 
 /// `cuda:N`: that GPU, its distance from `nic` said as for `cuda:auto`.
 pub fn by_ordinal(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], ordinal: u16) -> Result<Pick, ChoiceError> {
-    let gpu = gpus.iter().find(|g| g.ordinal == ordinal).ok_or(ChoiceError::NoSuchOrdinal { ordinal, count: gpus.len() })?;
+    let gpu =
+        gpus.iter().find(|g| g.ordinal == ordinal).ok_or_else(|| ChoiceError::NoSuchOrdinal { ordinal, count: gpus.len(), gpus: gpus.to_vec() })?;
+    Ok(pick(tree, nic, gpu))
+}
+
+/// `cuda:BUSID`: the GPU CUDA lists at that PCI address (`cuDeviceGetPCIBusId`, lower-cased),
+/// whatever ordinal it has here.
+pub fn by_bus_id(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], bus: BusId) -> Result<Pick, ChoiceError> {
+    let gpu = gpus.iter().find(|g| BusId::parse(&g.pci) == Some(bus)).ok_or_else(|| ChoiceError::NoSuchBusId { bus, gpus: gpus.to_vec() })?;
     Ok(pick(tree, nic, gpu))
 }
 

@@ -29,6 +29,7 @@ fn auto_takes_the_gpu_on_each_nics_switch_without_a_warning() {
         assert_eq!((p.ordinal, p.pci.as_str(), p.relation), (ordinal, pci, Some(Relation::Pix)), "{nic}");
         assert_eq!(p.affinity, None, "{nic}");
         assert!(p.pcie_gbps.is_some_and(|g| g > 200.0), "{nic}: the GPU's Gen5 x16 link is read: {:?}", p.pcie_gbps);
+        assert_eq!(p.link_fault, None, "{nic}: trained at its design width");
     }
 }
 
@@ -54,7 +55,9 @@ fn an_ordinal_is_that_gpu_and_its_distance_is_said() {
     assert_eq!(p.pci, "0000:c3:00.0");
     assert_eq!(p.relation, Some(Relation::Sys));
     assert!(p.affinity.is_some());
-    assert_eq!(by_ordinal(Some(&t), "mlx5_0", &cuda_list(), 8), Err(ChoiceError::NoSuchOrdinal { ordinal: 8, count: 8 }));
+    let err = by_ordinal(Some(&t), "mlx5_0", &cuda_list(), 8).unwrap_err();
+    assert!(matches!(err, ChoiceError::NoSuchOrdinal { ordinal: 8, count: 8, .. }), "{err:?}");
+    assert!(err.to_string().contains("cuda:0 0000:1b:00.0, cuda:1 0000:43:00.0"), "what CUDA sees, to pick from: {err}");
     assert_eq!(nearest(Some(&t), "mlx5_0", &[]), Err(ChoiceError::NoGpu));
 }
 
@@ -78,4 +81,18 @@ fn a_failed_registration_is_explained_by_the_gpu_findings() {
     assert_eq!(ids("gpu-hgx-nic-other-socket", "mlx5_4", "0000:1b:00.0", MemPath::Peermem), ["gpu.affinity"]);
     assert_eq!(ids("gpu-hgx-healthy", "mlx5_0", "0000:1b:00.0", MemPath::Peermem), Vec::<&str>::new(), "nothing wrong: the errno is all there is");
     assert!(explain_registration(None, "rxe0", "0000:00:00.0", MemPath::Peermem).is_empty());
+}
+
+/// `cuda:N` is CUDA's numbering (CUDA_DEVICE_ORDER, CUDA_VISIBLE_DEVICES); a bus id is the GPU
+/// whatever CUDA calls it.
+#[test]
+fn a_bus_id_is_that_gpu_whatever_its_ordinal() {
+    let t = tree("gpu-hgx-healthy");
+    // CUDA_VISIBLE_DEVICES=3,0: 0000:61:00.0 is cuda:0 here.
+    let visible = vec![CudaGpu { ordinal: 0, pci: "0000:61:00.0".into() }, CudaGpu { ordinal: 1, pci: "0000:1b:00.0".into() }];
+    let bus = |s: &str| crate::model::BusId::parse(s).unwrap();
+    let p = by_bus_id(Some(&t), "mlx5_0", &visible, bus("00000000:1B:00.0")).unwrap();
+    assert_eq!((p.ordinal, p.pci.as_str(), p.relation), (1, "0000:1b:00.0", Some(Relation::Pix)));
+    let err = by_bus_id(Some(&t), "mlx5_0", &visible, bus("0000:9d:00.0")).unwrap_err();
+    assert_eq!(err.to_string(), "CUDA sees no GPU at 0000:9d:00.0 (it sees cuda:0 0000:61:00.0, cuda:1 0000:1b:00.0)");
 }

@@ -13,7 +13,7 @@ pub mod rails;
 pub use device::{parse_device_port, valid_device_name};
 pub use direction::Direction;
 pub use invalid::SpecError;
-pub use memory::{GpuUse, MemChoice, MemPath};
+pub use memory::{BusId, GpuUse, MemChoice, MemPath};
 
 pub use crate::port::LinkLayer;
 use serde::{Deserialize, Serialize};

@@ -137,6 +137,7 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let results = done.results;
     let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
+    findings.extend([&ea, &eb].into_iter().filter_map(gpu_link_fault));
     if let Some(message) = plan::duration_note(&config.plan) {
         findings.push(crate::outcome::Finding {
             id: FindingId::PairDuration,
@@ -301,6 +302,20 @@ pub(crate) fn gpu_affinity(e: &Endpoint) -> Option<crate::outcome::Finding> {
     })
 }
 
+/// `--mem cuda`: a side whose GPU link trained narrower than it and its port support. A
+/// warning here (`check` judges the link itself, as an error): the bandwidth, judged against the
+/// link's design figure (`gpu::bound`), gives the pair's verdict.
+pub(crate) fn gpu_link_fault(e: &Endpoint) -> Option<crate::outcome::Finding> {
+    Some(crate::outcome::Finding {
+        id: FindingId::PcieLink,
+        severity: crate::outcome::Severity::Warning,
+        subject: (format!("{}/{}", e.host, e.device)).into(),
+        message: e.gpu.as_ref()?.link_fault.clone()?,
+        remedy: "reseat the GPU (or its baseboard cable), check the slot's BIOS bifurcation; `fabcheck check` on that node shows pcie.link".into(),
+        about: None,
+    })
+}
+
 pub(crate) fn side(e: &Endpoint) -> Side {
     Side {
         host: e.host.clone(),
@@ -324,6 +339,7 @@ pub(crate) fn side(e: &Endpoint) -> Side {
             (None, false) => Some(crate::model::MemPath::Host),
         },
         gpu: e.gpu.as_ref().map(|g| g.pci.clone()),
+        gpu_pcie_gbps: e.gpu.as_ref().and_then(|g| g.pcie_gbps),
     }
 }
 
@@ -435,6 +451,11 @@ mod tests {
             (&serde_json::json!("cuda:3"), &serde_json::json!("dmabuf"), &serde_json::json!("0000:61:00.0"))
         );
         let finding = gpu_affinity(&gpu).expect("a gpu.affinity warning");
+        assert_eq!(gpu_link_fault(&gpu), None, "a link at its design width");
+        let narrow = endpoint(
+            serde_json::json!({"gpu": {"ordinal": 0, "pci": "0000:1b:00.0", "path": "dmabuf", "link_fault": "GPU 0000:1b:00.0's PCIe link trained at x8"}}),
+        );
+        assert_eq!(gpu_link_fault(&narrow).map(|f| (f.id, f.severity)), Some((FindingId::PcieLink, crate::outcome::Severity::Warning)));
         assert_eq!(
             (finding.id.as_str(), finding.severity, finding.subject.to_string().as_str()),
             ("gpu.affinity", crate::outcome::Severity::Warning, "n1/mlx5_0")

@@ -40,6 +40,10 @@ pub struct Side {
     /// The GPU's PCI address, with `--mem cuda`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<String>,
+    /// The GPU's PCIe bound by design, Gb/s, with `--mem cuda` (`gpu::bound`; `pcie_gbps` is
+    /// the lower of it and the NIC's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu_pcie_gbps: Option<f64>,
 }
 
 /// A 200 Gb/s InfiniBand end (mlx5_0 port 1, MTU 4096, nothing optional set), for tests to
@@ -64,5 +68,6 @@ pub(crate) fn test_side() -> Side {
         mem: MemChoice::Host,
         mem_path: None,
         gpu: None,
+        gpu_pcie_gbps: None,
     }
 }

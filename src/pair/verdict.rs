@@ -52,9 +52,11 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                     "bandwidth is judged against {} Gb/s, what the slower end's PCIe link carries, not its link rate",
                     gbps(c.gbps.round())
                 ),
-                remedy:
-                    "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound"
-                        .into(),
+                remedy: match crate::gpu::bound::sets_capacity(c.gbps, [a.gpu_pcie_gbps, b.gpu_pcie_gbps]) {
+                    true => crate::gpu::bound::GPU_BOUND_REMEDY,
+                    false => "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound",
+                }
+                .into(),
                 about: None,
             });
         }
@@ -488,6 +490,13 @@ mod tests {
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 150.0)], &criteria());
         assert_eq!(v, Verdict::Fail);
         assert!(f.iter().any(|f| f.id == "pair.bw" && f.message.contains("of the 230.5 Gb/s link")), "{f:#?}");
+        let nic = f.iter().find(|f| f.id == "pcie.bound").unwrap();
+        assert!(nic.remedy.contains("seat the adapter"), "{nic:?}");
+        // --mem cuda: a Gen4 x16 GPU sets the bound, not the NIC's slot.
+        a.gpu_pcie_gbps = Some(230.5);
+        let (_, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 220.0)], &criteria());
+        let gpu = f.iter().find(|f| f.id == "pcie.bound").unwrap();
+        assert_eq!(gpu.remedy, crate::gpu::bound::GPU_BOUND_REMEDY, "{gpu:?}");
     }
 
     #[test]

@@ -31,20 +31,15 @@ pub fn polls_completion(test: TestKind, mem: MemChoice) -> bool {
     test == TestKind::WriteLat && !mem.is_host()
 }
 
-/// Before any device is opened: `--mem cuda` needs the CUDA driver and, for `cuda:N`, that
-/// GPU. A node without them fails in a moment, naming the library, not after the port checks.
+/// Before any device is opened: `--mem cuda` needs the CUDA driver and, for `cuda:N` or
+/// `cuda:BUSID`, that GPU. A node without them fails in a moment, naming the library or what
+/// CUDA sees, not after the port checks.
 pub fn preflight(mem: MemChoice) -> Result<(), PerfError> {
-    match mem {
-        MemChoice::Host => Ok(()),
-        MemChoice::CudaAuto => gpus().and_then(|g| if g.is_empty() { Err(PerfError::GpuChoice(choice::ChoiceError::NoGpu)) } else { Ok(()) }),
-        MemChoice::Cuda(n) => {
-            let gpus = gpus()?;
-            match gpus.iter().any(|g| g.ordinal == n) {
-                true => Ok(()),
-                false => Err(PerfError::GpuChoice(choice::ChoiceError::NoSuchOrdinal { ordinal: n, count: gpus.len() })),
-            }
-        }
+    if mem.is_host() {
+        return Ok(());
     }
+    // The choice without a NIC or tree: only whether the GPU exists is asked here.
+    choose(None, "", &gpus()?, mem).map(|_| ())
 }
 
 fn gpus() -> Result<Vec<CudaGpu>, PerfError> {
@@ -60,7 +55,7 @@ fn gpus() -> Result<Vec<CudaGpu>, PerfError> {
 pub fn register(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemChoice, relaxed: bool) -> Result<Registered, PerfError> {
     match mem {
         MemChoice::Host => host(pd, len, access, relaxed, crate::sys::cpu::device_numa_node(Path::new("/sys"), nic)),
-        MemChoice::Cuda(_) | MemChoice::CudaAuto => cuda(pd, nic, len, access, mem, relaxed),
+        MemChoice::Cuda(_) | MemChoice::CudaBus(_) | MemChoice::CudaAuto => cuda(pd, nic, len, access, mem, relaxed),
     }
 }
 
@@ -106,7 +101,8 @@ fn cuda(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemCh
 pub fn choose(tree: Option<&PciTree>, nic: &str, gpus: &[CudaGpu], mem: MemChoice) -> Result<Pick, PerfError> {
     match mem {
         MemChoice::Cuda(n) => choice::by_ordinal(tree, nic, gpus, n),
-        _ => choice::nearest(tree, nic, gpus),
+        MemChoice::CudaBus(bus) => choice::by_bus_id(tree, nic, gpus, bus),
+        MemChoice::Host | MemChoice::CudaAuto => choice::nearest(tree, nic, gpus),
     }
     .map_err(PerfError::GpuChoice)
 }
@@ -140,7 +136,7 @@ mod tests {
 
     #[test]
     fn a_refused_registration_names_the_gpu_finding_not_just_the_errno() {
-        let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None };
+        let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None, link_fault: None };
         let e = VerbsError::RegMr { len: 65536, source: std::io::Error::from_raw_os_error(libc::EINVAL) };
         let tree = PciTree {
             modules: Some(crate::gpu::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) }),

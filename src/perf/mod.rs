@@ -145,7 +145,10 @@ impl PerfError {
             PerfError::Aborted => "the run was interrupted".into(),
             PerfError::NoCuda(VerbsError::CudaLibrary { .. }) => fabcheck_verbs::CUDA_INSTALL_HINT.into(),
             PerfError::NoCuda(_) => "check the GPU with `nvidia-smi` (driver loaded, GPU visible to this user, CUDA_VISIBLE_DEVICES), or run with --mem host".into(),
-            PerfError::GpuChoice(_) => "name a GPU `nvidia-smi -L` lists (--mem cuda:N), or use --mem cuda:auto".into(),
+            PerfError::GpuChoice(_) => "name the GPU by its PCI address, --mem cuda:BUSID (`nvidia-smi --query-gpu=index,pci.bus_id --format=csv`), \
+                 or by one of the CUDA ordinals listed (CUDA numbers GPUs fastest first and only those CUDA_VISIBLE_DEVICES leaves; \
+                 nvidia-smi's index is PCI order), or use --mem cuda:auto"
+                .into(),
             PerfError::GpuRegistration { causes, .. } => match causes.first() {
                 Some(c) => c.remedy.into(),
                 None => "run `fabcheck check` on this node for the GPU findings (gpu.peermem, pcie.acs, gpu.affinity); compare with --mem host".into(),

@@ -9,7 +9,8 @@ use crate::port::{LinkLayer, Mtu, PortState};
 use crate::probe;
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QueuePair, RecvList, RtsParams,
+    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
+    RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -191,10 +192,15 @@ impl Session {
         let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED && mr.host_visible();
         let mut qps = Vec::new();
         let mut inline = want_inline;
-        let qp_config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
+        // GPU memory: QPs that never scatter received data into a CQE (mlx5: libmlx5 would copy
+        // it to the GPU address with the CPU; see fabcheck_verbs' mlx5.rs).
+        let memory = if mr.host_visible() { QpMemory::Host } else { QpMemory::Device };
+        let qp_config =
+            QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
         // With rdma_cm the QPs are made when the connection is (Session::connect).
         for _ in 0..if cm.is_some() { 0 } else { qps_n } {
-            let config = QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 } };
+            let config =
+                QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
             let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
                 Ok(qp) => qp,
                 Err(_) if inline => {

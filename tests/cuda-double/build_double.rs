@@ -11,9 +11,10 @@ pub fn build_cuda_double(dir: &std::path::Path) -> std::path::PathBuf {
     std::fs::create_dir_all(dir).expect("create the double's directory");
     let out = dir.join("libcuda-double.so");
     let status = std::process::Command::new(std::env::var("CC").unwrap_or_else(|_| "cc".into()))
-        .args(["-shared", "-fPIC", "-O1", "-Wall", "-o"])
+        .args(["-shared", "-fPIC", "-O1", "-Wall", "-Werror", "-pthread", "-o"])
         .arg(&out)
         .arg(&source)
+        .arg("-ldl")
         .status()
         .unwrap_or_else(|e| panic!("cannot run cc to build the CUDA test double ({e}): install build-essential (tests/deps.sh)"));
     assert!(status.success(), "cc failed to build {}", source.display());

@@ -63,6 +63,19 @@ fn a_gpu_ordinal_the_node_lacks_is_exit_2_saying_how_many_there_are() {
     assert!(err.contains("there is no CUDA device 4 (CUDA sees 2 GPUs here"), "{err}");
 }
 
+/// `cuda:BUSID` names a GPU by the PCI address nvidia-smi prints; one CUDA does not list is
+/// exit 2 at once, listing what it does (ordinal and address), before any device is opened.
+#[test]
+fn a_gpu_bus_id_the_node_lacks_is_exit_2_listing_what_cuda_sees() {
+    let lib = double().to_str().unwrap();
+    let (out, _) = pair("cuda:00000000:1A:00.0", &[("FABCHECK_CUDA_LIBRARY", lib), ("FABCHECK_CUDA_DOUBLE_BUS_IDS", "0000:1b:00.0,0000:43:00.0")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("CUDA sees no GPU at 0000:1a:00.0 (it sees cuda:0 0000:1b:00.0, cuda:1 0000:43:00.0)"), "{err}");
+    assert!(err.contains("--mem cuda:BUSID") && err.contains("CUDA_VISIBLE_DEVICES"), "the next step: {err}");
+    assert!(!err.contains("libibverbs cannot list devices"), "{err}");
+}
+
 #[test]
 fn mem_host_is_as_before_and_never_loads_cuda() {
     // A library that cannot load: host memory must not need it.
@@ -77,9 +90,9 @@ fn mem_host_is_as_before_and_never_loads_cuda() {
 
 #[test]
 fn mem_takes_only_the_contracts_spellings() {
-    for bad in ["rocm", "cuda:", "cuda:-1", "gpu0", "cuda:/usr/lib/libcuda.so.1"] {
+    for bad in ["rocm", "cuda:", "cuda:-1", "gpu0", "cuda:/usr/lib/libcuda.so.1", "cuda:1a:00", "cuda:0000:1a:00.9"] {
         let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(["pair", "localhost", "localhost", "--mem", bad]).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{bad}");
-        assert!(stderr(&out).contains("expected host, cuda, cuda:N"), "{bad}: {}", stderr(&out));
+        assert!(stderr(&out).contains("expected host, cuda, cuda:N (a CUDA device ordinal), cuda:BUSID"), "{bad}: {}", stderr(&out));
     }
 }

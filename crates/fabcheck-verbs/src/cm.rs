@@ -7,7 +7,7 @@ use super::cq::CompletionQueue;
 use super::device::{Context, ContextInner, ContextOwner};
 use super::error::{from_return_code, last_os_error, VerbsError};
 use super::pd::ProtectionDomain;
-use super::qp::{QpConfig, QueuePair};
+use super::qp::{Creation, QpConfig, QpMemory, QueuePair};
 use crate::loader as dl;
 use rdma_sys as sys;
 use std::net::SocketAddr;
@@ -259,6 +259,10 @@ impl CmId {
                 source: std::io::Error::from_raw_os_error(libc::EEXIST),
             });
         }
+        let ctx = &pd.inner.ctx;
+        let scatters_to_cqe =
+            cm_scatters_to_cqe(config.memory, std::env::var("MLX5_SCATTER_TO_CQE").ok().as_deref(), || crate::mlx5::is_mlx5(ctx.ctx, &ctx.name))
+                .map_err(|why| VerbsError::ScatterToCqe { device: ctx.name.clone(), why })?;
         let mut init = super::qp::rc_init_attr(send_cq, recv_cq, config);
         let rc = {
             let _one = self.inner.serialise();
@@ -276,7 +280,7 @@ impl CmId {
         self.qp_created = true;
         // SAFETY: rdma_create_qp set id->qp.
         let qp = unsafe { (*self.raw()).qp };
-        Ok(QueuePair::from_cm(qp, self.inner.clone(), init.cap.max_inline_data, pd, send_cq, recv_cq))
+        Ok(QueuePair::from_cm(qp, self.inner.clone(), init.cap.max_inline_data, scatters_to_cqe, pd, send_cq, recv_cq))
     }
 
     fn conn_param(rd_atomic: u8) -> sys::rdma_conn_param {
@@ -320,6 +324,25 @@ impl CmId {
     }
 }
 
+/// Whether a QP librdmacm makes may scatter received data into its CQEs, or why it may not be
+/// made for `memory`. `rdma_create_qp` calls `ibv_create_qp`, which cannot pass mlx5's
+/// per-QP flag (see `mlx5.rs`); only the environment knob libmlx5 reads at each QP
+/// creation (`MLX5_SCATTER_TO_CQE=0`, rdma-core `providers/mlx5/verbs.c`) turns it off there,
+/// as perftest sets it for its own process. fabcheck reads the variable, never sets it (setenv
+/// in a threaded agent is a data race): the agent's environment must carry it. Pure but for
+/// the provider question.
+fn cm_scatters_to_cqe(memory: QpMemory, env: Option<&str>, is_mlx5: impl FnOnce() -> Result<bool, VerbsError>) -> Result<bool, String> {
+    match super::qp::creation(memory, is_mlx5).map_err(|e| e.to_string())? {
+        Creation::Verbs { scatters_to_cqe } => Ok(scatters_to_cqe),
+        Creation::Mlx5dv(_) if env == Some("0") => Ok(false),
+        Creation::Mlx5dv(_) => Err("rdma_cm (--cm) makes its queue pairs with ibv_create_qp, which leaves mlx5's scatter-to-CQE on, \
+                                    and libmlx5 would copy small receives into GPU memory with the CPU; start the agents with \
+                                    MLX5_SCATTER_TO_CQE=0 in their environment (libmlx5 then turns it off for every queue pair of \
+                                    the agent), or drop --cm"
+            .into()),
+    }
+}
+
 /// `addr` as the C socket address rdma_cm takes.
 fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
     // SAFETY: sockaddr_storage is plain old data; all-zero is a valid value.
@@ -350,4 +373,20 @@ fn sockaddr(addr: &SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
         }
     };
     (storage, len as libc::socklen_t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdma_cm_on_gpu_memory_of_an_mlx5_needs_the_environment_knob() {
+        let mlx5 = || Ok(true);
+        let err = cm_scatters_to_cqe(QpMemory::Device, None, mlx5).unwrap_err();
+        assert!(err.contains("MLX5_SCATTER_TO_CQE=0") && err.contains("drop --cm"), "{err}");
+        assert_eq!(cm_scatters_to_cqe(QpMemory::Device, Some("1"), mlx5).map_err(|_| ()), Err(()), "only \"0\" turns it off (verbs.c)");
+        assert_eq!(cm_scatters_to_cqe(QpMemory::Device, Some("0"), mlx5), Ok(false));
+        assert_eq!(cm_scatters_to_cqe(QpMemory::Device, None, || Ok(false)), Ok(false), "rxe: nothing to turn off");
+        assert_eq!(cm_scatters_to_cqe(QpMemory::Host, None, mlx5), Ok(true));
+    }
 }

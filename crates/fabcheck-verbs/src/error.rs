@@ -33,6 +33,10 @@ pub enum VerbsError {
     CreateCq { cqe: u32, source: io::Error },
     #[error("ibv_create_qp(send {send_wr}, recv {recv_wr}, inline {inline}) failed: {source}")]
     CreateQp { send_wr: u32, recv_wr: u32, inline: u32, source: io::Error },
+    #[error("mlx5dv_create_qp({device}, scatter-to-CQE off for GPU memory) failed: {source}")]
+    Mlx5CreateQp { device: String, source: io::Error },
+    #[error("{device}: a queue pair on GPU memory must not scatter received data into its completions: {why}")]
+    ScatterToCqe { device: String, why: String },
     #[error("ibv_modify_qp to {state} failed: {source}")]
     ModifyQp { state: &'static str, source: io::Error },
     #[error("ibv_post_send failed: {source}")]
@@ -69,6 +73,7 @@ impl VerbsError {
             | VerbsError::RegDmabufMr { source, .. }
             | VerbsError::CreateCq { source, .. }
             | VerbsError::CreateQp { source, .. }
+            | VerbsError::Mlx5CreateQp { source, .. }
             | VerbsError::ModifyQp { source, .. }
             | VerbsError::PostSend { source }
             | VerbsError::PostRecv { source }

@@ -17,7 +17,7 @@
 //! let ctx = Context::open("rxe0")?;
 //! let pd = ProtectionDomain::new(&ctx)?;
 //! let cq = CompletionQueue::new(&ctx, 16)?;
-//! let mut qp = QueuePair::new_rc(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 64 })?;
+//! let mut qp = QueuePair::new_rc(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 64, memory: QpMemory::Host })?;
 //! let mr = MemoryRegion::new(&pd, 4096, Access::LOCAL_WRITE)?;
 //! let mut list = SendList::new(1, SendOp::Send, &mr, 0, 64, None, true)?;
 //! drop(mr); // the list keeps the registration and its buffer alive
@@ -67,7 +67,7 @@
 //! let ctx = id.context().expect("bound to a device");
 //! let pd = ProtectionDomain::new(&ctx)?;
 //! let cq = CompletionQueue::new(&ctx, 16)?;
-//! let qp = id.create_qp(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 0 })?;
+//! let qp = id.create_qp(&pd, &cq, &cq, QpConfig { max_send_wr: 4, max_recv_wr: 4, max_inline_data: 0, memory: QpMemory::Host })?;
 //! drop(id); // still alive: the QP and the context hold it
 //! drop(channel);
 //! drop(qp);
@@ -83,6 +83,7 @@ mod device;
 mod error;
 mod loader;
 pub mod mad;
+mod mlx5;
 mod mr;
 mod pages;
 mod pd;
@@ -93,12 +94,14 @@ mod wr_id;
 pub use cm::{CmChannel, CmEvent, CmId};
 pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
 pub use cuda::{
-    cuda_available, cuda_devices, CudaDevice, DeviceBuffer, DmabufExport, Gpu, CUDA_INSTALL_HINT, LIBCUDA, LIBRARY_ENV as CUDA_LIBRARY_ENV,
+    cuda_available, cuda_devices, dmabuf_range, CudaDevice, DeviceBuffer, DmabufExport, DmabufRange, Gpu, CUDA_INSTALL_HINT, LIBCUDA,
+    LIBRARY_ENV as CUDA_LIBRARY_ENV,
 };
 pub use device::{device_names, Context, DeviceAttributes, GidEntry, PortAttributes};
 pub use error::VerbsError;
 pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBVERBS, LIBRDMACM};
+pub use mlx5::LIBMLX5;
 pub use mr::{registration_plan, Access, MemoryRegion, RegPath, RegPlan, RemoteBuffer};
 pub use pd::ProtectionDomain;
-pub use qp::{PathSpec, QpConfig, QueuePair, RecvList, RtsParams, SendList, SendOp};
+pub use qp::{PathSpec, QpConfig, QpMemory, QueuePair, RecvList, RtsParams, SendList, SendOp};
 pub use wr_id::WrId;

@@ -209,19 +209,21 @@ impl MemoryRegion {
         let plan = registration_plan(
             dmabuf.is_some(),
             match &export {
-                DmabufExport::Fd(_) => Ok(()),
+                DmabufExport::Fd { .. } => Ok(()),
                 DmabufExport::Unsupported(why) => Err(why.as_str()),
             },
         );
-        let mut fd = match export {
-            DmabufExport::Fd(fd) => Some(fd),
-            DmabufExport::Unsupported(_) => None,
+        let (mut fd, offset) = match export {
+            DmabufExport::Fd { fd, offset } => (Some(fd), offset),
+            DmabufExport::Unsupported(_) => (None, 0),
         };
         let mut taken = None;
         if let (RegPlan::Dmabuf, Some(reg), Some(f)) = (&plan, dmabuf, &fd) {
-            // SAFETY: the descriptor exports exactly [addr, addr + reg_len) of the buffer,
-            // which the region keeps (with the descriptor) until after ibv_dereg_mr.
-            let mr = unsafe { reg(pd.inner.pd, 0, reg_len, addr, f.as_raw_fd(), access.bits() as i32) };
+            // SAFETY: the descriptor exports the page-aligned range around the buffer, which
+            // starts `offset` bytes into it; the registration names [offset, offset + reg_len)
+            // of it at iova `addr`, the buffer itself (perftest's and NCCL's call), which the
+            // region keeps (with the descriptor) until after ibv_dereg_mr.
+            let mr = unsafe { reg(pd.inner.pd, offset, reg_len, addr, f.as_raw_fd(), access.bits() as i32) };
             if !mr.is_null() {
                 taken = Some((mr, RegPath::Dmabuf));
             } else {

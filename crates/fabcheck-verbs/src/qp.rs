@@ -7,15 +7,49 @@ use super::mr::{Access, MemoryRegion, MrInner, RemoteBuffer};
 use super::pd::{PdInner, ProtectionDomain};
 use super::wr_id::WrId;
 use crate::loader as dl;
+use crate::mlx5::{self, QpInitAttr};
 use rdma_sys as sys;
 use std::sync::Arc;
 
-/// Sizes asked of a new queue pair.
+/// Sizes asked of a new queue pair, and where its buffers live.
 #[derive(Debug, Clone, Copy)]
 pub struct QpConfig {
     pub max_send_wr: u32,
     pub max_recv_wr: u32,
     pub max_inline_data: u32,
+    pub memory: QpMemory,
+}
+
+/// Where the buffers a QP's work requests name live: it decides how the QP is made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum QpMemory {
+    /// Host memory: the provider's defaults (mlx5's scatter-to-CQE included, as perftest).
+    #[default]
+    Host,
+    /// GPU memory: the CPU must never copy into it, so received data is never scattered into
+    /// a completion for libmlx5 to `memcpy` (see `mlx5.rs`).
+    Device,
+}
+
+/// How a QP is made, decided from its memory and whether the device is mlx5. Pure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Creation {
+    /// `ibv_create_qp`; `scatters_to_cqe`: whether the provider may put received data in a
+    /// CQE. Host-memory QPs are not asked about their provider and count as may-scatter.
+    Verbs { scatters_to_cqe: bool },
+    /// `mlx5dv_create_qp` with these attributes (scatter-to-CQE off).
+    Mlx5dv(QpInitAttr),
+}
+
+/// Device memory on mlx5: `mlx5dv_create_qp` with `MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE`.
+/// Device memory elsewhere: plain verbs (only mlx5 scatters to the CQE among rdma-core's
+/// providers: `MLX5_INLINE_SCATTER_*` is mlx5's alone). Host memory: plain verbs, not asked.
+pub(crate) fn creation(memory: QpMemory, is_mlx5: impl FnOnce() -> Result<bool, VerbsError>) -> Result<Creation, VerbsError> {
+    Ok(match memory {
+        QpMemory::Host => Creation::Verbs { scatters_to_cqe: true },
+        QpMemory::Device if is_mlx5()? => Creation::Mlx5dv(QpInitAttr::no_scatter_to_cqe()),
+        QpMemory::Device => Creation::Verbs { scatters_to_cqe: false },
+    })
 }
 
 /// Where the remote queue pair is and how to reach it (exchanged out of band).
@@ -57,6 +91,9 @@ pub struct QueuePair {
     /// id must outlive it, so the QP holds the id.
     cm_id: Option<Arc<CmIdInner>>,
     max_inline: u32,
+    /// Whether the provider may put received data in a CQE (then libmlx5 copies it with the
+    /// CPU): receives into GPU memory are refused on such a QP.
+    scatters_to_cqe: bool,
     // Kept alive while the QP exists: destroying a CQ in use fails with EBUSY.
     _send_cq: Arc<CqInner>,
     _recv_cq: Arc<CqInner>,
@@ -85,22 +122,40 @@ impl Drop for QueuePair {
 
 impl QueuePair {
     /// Creates a reliable-connected QP. Every send WR is unsignaled unless marked otherwise.
+    /// For [`QpMemory::Device`] on an mlx5 adapter it is made with scatter-to-CQE off.
     pub fn new_rc(pd: &ProtectionDomain, send_cq: &CompletionQueue, recv_cq: &CompletionQueue, config: QpConfig) -> Result<Self, VerbsError> {
         let mut init = rc_init_attr(send_cq, recv_cq, config);
-        // SAFETY: pd and CQs are live; init is fully initialised.
-        let qp = unsafe { dl::ibv_create_qp(pd.inner.pd, &mut init) };
-        if qp.is_null() {
-            return Err(VerbsError::CreateQp {
-                send_wr: config.max_send_wr,
-                recv_wr: config.max_recv_wr,
-                inline: config.max_inline_data,
-                source: last_os_error(),
-            });
-        }
+        let ctx = &pd.inner.ctx;
+        let failed =
+            |source| VerbsError::CreateQp { send_wr: config.max_send_wr, recv_wr: config.max_recv_wr, inline: config.max_inline_data, source };
+        let (qp, max_inline, scatters_to_cqe) = match creation(config.memory, || mlx5::is_mlx5(ctx.ctx, &ctx.name))? {
+            Creation::Verbs { scatters_to_cqe } => {
+                // SAFETY: pd and CQs are live; init is fully initialised.
+                let qp = unsafe { dl::ibv_create_qp(pd.inner.pd, &mut init) };
+                if qp.is_null() {
+                    return Err(failed(last_os_error()));
+                }
+                (qp, init.cap.max_inline_data, scatters_to_cqe)
+            }
+            Creation::Mlx5dv(mut attr) => {
+                let mut ex = init_attr_ex(&init, pd);
+                // SAFETY: ctx is the PD's (mlx5) context and the CQs are on it; ex is fully
+                // initialised (zeroed, then the fields comp_mask names).
+                let qp = unsafe { mlx5::create_qp(ctx.ctx, &mut ex, &mut attr) }.ok_or_else(|| VerbsError::ScatterToCqe {
+                    device: ctx.name.clone(),
+                    why: "libmlx5.so.1 has no mlx5dv_create_qp (rdma-core older than 16); update rdma-core, or run with --mem host".into(),
+                })?;
+                if qp.is_null() {
+                    return Err(VerbsError::Mlx5CreateQp { device: ctx.name.clone(), source: last_os_error() });
+                }
+                (qp, ex.cap.max_inline_data, false)
+            }
+        };
         Ok(QueuePair {
             qp,
             cm_id: None,
-            max_inline: init.cap.max_inline_data,
+            max_inline,
+            scatters_to_cqe,
             _send_cq: send_cq.inner.clone(),
             _recv_cq: recv_cq.inner.clone(),
             _pd: pd.inner.clone(),
@@ -112,11 +167,26 @@ impl QueuePair {
         qp: *mut sys::ibv_qp,
         id: Arc<CmIdInner>,
         max_inline: u32,
+        scatters_to_cqe: bool,
         pd: &ProtectionDomain,
         send_cq: &CompletionQueue,
         recv_cq: &CompletionQueue,
     ) -> QueuePair {
-        QueuePair { qp, cm_id: Some(id), max_inline, _send_cq: send_cq.inner.clone(), _recv_cq: recv_cq.inner.clone(), _pd: pd.inner.clone() }
+        QueuePair {
+            qp,
+            cm_id: Some(id),
+            max_inline,
+            scatters_to_cqe,
+            _send_cq: send_cq.inner.clone(),
+            _recv_cq: recv_cq.inner.clone(),
+            _pd: pd.inner.clone(),
+        }
+    }
+
+    /// Whether the provider may scatter received data into this QP's CQEs (then receives into
+    /// GPU memory are refused).
+    pub fn scatters_to_cqe(&self) -> bool {
+        self.scatters_to_cqe
     }
 
     pub fn qp_num(&self) -> u32 {
@@ -225,6 +295,23 @@ pub(crate) fn rc_init_attr(send_cq: &CompletionQueue, recv_cq: &CompletionQueue,
     init.cap.max_recv_sge = 1;
     init.cap.max_inline_data = config.max_inline_data;
     init
+}
+
+/// `init` as the extended attributes `mlx5dv_create_qp` takes: the same fields, the PD named
+/// by `comp_mask` (`IBV_QP_INIT_ATTR_PD`, which every verbs_create_qp_ex path requires).
+fn init_attr_ex(init: &sys::ibv_qp_init_attr, pd: &ProtectionDomain) -> sys::ibv_qp_init_attr_ex {
+    // SAFETY: plain old data.
+    let mut ex: sys::ibv_qp_init_attr_ex = unsafe { std::mem::zeroed() };
+    ex.qp_context = init.qp_context;
+    ex.send_cq = init.send_cq;
+    ex.recv_cq = init.recv_cq;
+    ex.srq = init.srq;
+    ex.cap = init.cap;
+    ex.qp_type = init.qp_type;
+    ex.sq_sig_all = init.sq_sig_all;
+    ex.comp_mask = sys::ibv_qp_init_attr_mask::IBV_QP_INIT_ATTR_PD.0;
+    ex.pd = pd.inner.pd;
+    ex
 }
 
 fn zeroed_attr() -> sys::ibv_qp_attr {
@@ -402,9 +489,17 @@ impl RecvList {
         self.wrs.is_empty()
     }
 
-    /// Posts `count` receives starting at WR `first` (wrapping is the caller's job).
+    /// Posts `count` receives starting at WR `first` (wrapping is the caller's job). Refused
+    /// for GPU memory on a QP whose provider may scatter received data into the CQE (libmlx5
+    /// would `memcpy` it to the GPU address).
     #[inline(always)]
     pub fn post(&mut self, qp: &mut QueuePair, first: usize, count: usize) -> Result<(), VerbsError> {
+        if qp.scatters_to_cqe && !self._mr.host_visible() {
+            return Err(VerbsError::ScatterToCqe {
+                device: qp._pd.ctx.name.clone(),
+                why: "receives into GPU memory on a queue pair made for host memory (QpMemory::Host)".into(),
+            });
+        }
         assert!(
             count >= 1 && first < self.wrs.len() && count <= self.wrs.len() - first,
             "post of {count} receives from {first} of {}",
@@ -465,4 +560,36 @@ fn checked_range(mr: &MrInner, count: usize, offset: usize, len: u32) -> Result<
         return Err(VerbsError::EmptyList);
     }
     mr.checked_addr(offset, len as usize).ok_or(VerbsError::OutOfBounds { offset, len, region: mr.len() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mlx5::{CREATE_DISABLE_SCATTER_TO_CQE, MASK_QP_CREATE_FLAGS};
+
+    /// Issue #43: a 2-byte SEND into GPU memory on mlx5 arrived inside the CQE and libmlx5
+    /// copied it to the GPU address with the CPU. The creation path for device memory on mlx5
+    /// must ask mlx5dv_create_qp for scatter-to-CQE off.
+    #[test]
+    fn device_memory_on_mlx5_is_created_with_scatter_to_cqe_off() {
+        let Creation::Mlx5dv(attr) = creation(QpMemory::Device, || Ok(true)).unwrap() else {
+            panic!("device memory on mlx5 must go through mlx5dv_create_qp")
+        };
+        assert_ne!(attr.comp_mask & MASK_QP_CREATE_FLAGS, 0, "create_flags is named valid");
+        assert_ne!(attr.create_flags & CREATE_DISABLE_SCATTER_TO_CQE, 0, "MLX5DV_QP_CREATE_DISABLE_SCATTER_TO_CQE");
+    }
+
+    #[test]
+    fn elsewhere_plain_verbs_and_only_host_qps_count_as_may_scatter() {
+        assert_eq!(creation(QpMemory::Device, || Ok(false)).unwrap(), Creation::Verbs { scatters_to_cqe: false }, "rxe, bnxt_re...");
+        let asked = std::cell::Cell::new(false);
+        let host = creation(QpMemory::Host, || {
+            asked.set(true);
+            Ok(true)
+        });
+        assert_eq!(host.unwrap(), Creation::Verbs { scatters_to_cqe: true }, "host memory keeps the provider's default");
+        assert!(!asked.get(), "host-memory QPs never load libmlx5");
+        let err = VerbsError::ScatterToCqe { device: "mlx5_0".into(), why: "old".into() };
+        assert!(creation(QpMemory::Device, || Err(err)).is_err(), "an mlx5 that cannot be told apart is an error, not a guess");
+    }
 }

@@ -32,12 +32,15 @@ fn gpu_only_init_alloc_dmabuf_export_free() {
     let buffer = DeviceBuffer::new(&gpu, 8 << 20).expect("allocate 8 MiB of GPU memory");
     assert!(buffer.device_addr() != 0 && buffer.len() >= 8 << 20);
     match buffer.export_dmabuf().expect("the export call itself must not error") {
-        DmabufExport::Fd(fd) => println!("dma-buf export: descriptor {fd:?} (ibv_reg_dmabuf_mr can register this GPU's memory)"),
+        DmabufExport::Fd { fd, offset } => {
+            println!("dma-buf export: descriptor {fd:?}, buffer at offset {offset} (ibv_reg_dmabuf_mr can register this GPU's memory)")
+        }
         DmabufExport::Unsupported(why) => println!("dma-buf export refused by this platform: {why} (peer memory, nvidia_peermem, is the path here)"),
     }
     drop(buffer);
     drop(gpu);
-    // A second round: the context was released and can be retained again.
-    let again = DeviceBuffer::new(&Gpu::open(0).unwrap(), 4096).expect("allocate after a full teardown");
+    // A second round: the GPU stays open (one context for the process's life), so this is the
+    // same context and no new one is made.
+    let again = DeviceBuffer::new(&Gpu::open(0).unwrap(), 4096).expect("allocate again on the kept context");
     drop(again);
 }

@@ -106,6 +106,7 @@ fn idle_side(host: &str, rail: &Rail, mem: crate::model::MemChoice) -> Side {
         mem,
         mem_path: None,
         gpu: None,
+        gpu_pcie_gbps: None,
     }
 }
 
