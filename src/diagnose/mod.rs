@@ -8,6 +8,7 @@ mod node_rules;
 mod phy_rules;
 mod port_rules;
 mod qos_counters;
+pub mod qos_pair;
 mod qos_rules;
 mod soak_rules;
 mod stack_rules;

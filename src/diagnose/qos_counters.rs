@@ -44,7 +44,10 @@ fn lifetime(q: &PortQos, p: Option<Priority>, netdev: &str, issues: &mut Vec<Iss
     if !storms.is_empty() {
         issues.push(Issue {
             severity: Severity::Warning,
-            message: format!("PFC pause storm on {netdev}: the NIC sent pauses long enough to reach its stall watermarks ({}) {old}", storms.join(", ")),
+            message: format!(
+                "PFC pause storm on {netdev}: the NIC sent pauses long enough to reach its stall watermarks ({}) {old}",
+                storms.join(", ")
+            ),
             remedy: storm_remedy(netdev),
         });
     }
@@ -52,7 +55,10 @@ fn lifetime(q: &PortQos, p: Option<Priority>, netdev: &str, issues: &mut Vec<Iss
         if let Some(n) = c.get(PerPrio::RxBufDiscard, p.index()).filter(|&n| n > 0) {
             issues.push(Issue {
                 severity: Severity::Warning,
-                message: format!("{n} packets of RoCE's priority {p} were discarded for lack of receive buffer ({}) {old}", PerPrio::RxBufDiscard.name(p.get())),
+                message: format!(
+                    "{n} packets of RoCE's priority {p} were discarded for lack of receive buffer ({}) {old}",
+                    PerPrio::RxBufDiscard.name(p.get())
+                ),
                 remedy: discard_remedy(netdev, p),
             });
         }
@@ -77,11 +83,15 @@ fn rose(w: &PortWindow, name: &str) -> Option<u64> {
 
 fn window(w: &PortWindow, p: Option<Priority>, netdev: &str, issues: &mut Vec<Issue>) {
     let span = w.words();
-    let storms: Vec<String> = [PAUSE_STORM_ERROR, PAUSE_STORM_WARNING].iter().filter_map(|name| rose(w, name).map(|n| format!("{name} +{n}"))).collect();
+    let storms: Vec<String> =
+        [PAUSE_STORM_ERROR, PAUSE_STORM_WARNING].iter().filter_map(|name| rose(w, name).map(|n| format!("{name} +{n}"))).collect();
     if !storms.is_empty() {
         issues.push(Issue {
             severity: Severity::Error,
-            message: format!("PFC pause storm on {netdev} during the {span} window ({}): the NIC paused its peer past its stall watermarks", storms.join(", ")),
+            message: format!(
+                "PFC pause storm on {netdev} during the {span} window ({}): the NIC paused its peer past its stall watermarks",
+                storms.join(", ")
+            ),
             remedy: storm_remedy(netdev),
         });
     }
@@ -96,7 +106,10 @@ fn window(w: &PortWindow, p: Option<Priority>, netdev: &str, issues: &mut Vec<Is
     if let Some(n) = rose(w, &PerPrio::RxBufDiscard.name(p.get())) {
         issues.push(Issue {
             severity: Severity::Error,
-            message: format!("{n} packets of RoCE's lossless priority {p} were discarded during the {span} window ({})", PerPrio::RxBufDiscard.name(p.get())),
+            message: format!(
+                "{n} packets of RoCE's lossless priority {p} were discarded during the {span} window ({})",
+                PerPrio::RxBufDiscard.name(p.get())
+            ),
             remedy: discard_remedy(netdev, p),
         });
     }
@@ -105,13 +118,16 @@ fn window(w: &PortWindow, p: Option<Priority>, netdev: &str, issues: &mut Vec<Is
     if window_us <= 0.0 {
         return;
     }
-    let paused = [(PerPrio::RxPauseDuration, PerPrio::RxPause, "the peer paused this port"), (PerPrio::TxPauseDuration, PerPrio::TxPause, "this port paused its peer")]
-        .into_iter()
-        .filter_map(|(duration, frames, who)| {
-            let us = rose(w, &duration.name(p.get()))?;
-            Some((us as f64 / window_us, rose(w, &frames.name(p.get())).unwrap_or(0), who))
-        })
-        .max_by(|a, b| a.0.total_cmp(&b.0));
+    let paused = [
+        (PerPrio::RxPauseDuration, PerPrio::RxPause, "the peer paused this port"),
+        (PerPrio::TxPauseDuration, PerPrio::TxPause, "this port paused its peer"),
+    ]
+    .into_iter()
+    .filter_map(|(duration, frames, who)| {
+        let us = rose(w, &duration.name(p.get()))?;
+        Some((us as f64 / window_us, rose(w, &frames.name(p.get())).unwrap_or(0), who))
+    })
+    .max_by(|a, b| a.0.total_cmp(&b.0));
     if let Some((share, frames, who)) = paused {
         let severity = if share >= PAUSE_ERROR {
             Severity::Error

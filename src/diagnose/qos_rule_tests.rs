@@ -51,7 +51,11 @@ fn an_expected_dscp_on_a_priority_without_pfc_fails_naming_it() {
     let f = findings(&r, "roce.qos");
     assert_eq!(f[0].severity, Severity::Error);
     assert!(f[0].message.contains("DSCP 46 maps to priority 5, which has no PFC (PFC is on 3)"), "{}", f[0].message);
-    assert!(f[0].remedy.contains("mlnx_qos -i ens2np0 --pfc 0,0,0,1,0,1,0,0") && f[0].remedy.contains("dcb pfc set dev ens2np0 prio-pfc 5:on"), "{}", f[0].remedy);
+    assert!(
+        f[0].remedy.contains("mlnx_qos -i ens2np0 --pfc 0,0,0,1,0,1,0,0") && f[0].remedy.contains("dcb pfc set dev ens2np0 prio-pfc 5:on"),
+        "{}",
+        f[0].remedy
+    );
     assert!(f[0].remedy.contains("pair --tclass 184"), "DSCP 46 << 2: {}", f[0].remedy);
     assert_eq!(status(&r, "roce.lossless"), Status::Fail);
 }
@@ -118,10 +122,8 @@ fn cnps_in_a_lossy_ets_class_warn() {
 #[test]
 fn soft_roce_and_a_netdev_without_dcb_skip_naming_why() {
     let mut inv = healthy();
-    inv.devices[0].ports[0].qos = Some(PortQos {
-        asked: vec![crate::probe::qos::Asked { tool: Tool::Dcb, unread: Some(Unread::NotSupported) }],
-        ..PortQos::default()
-    });
+    inv.devices[0].ports[0].qos =
+        Some(PortQos { asked: vec![crate::probe::qos::Asked { tool: Tool::Dcb, unread: Some(Unread::NotSupported) }], ..PortQos::default() });
     let r = judge(&inv, &Expectations::default());
     let row = r.checks.iter().find(|c| c.id == "roce.qos").unwrap();
     assert_eq!(row.status, Status::Skip);

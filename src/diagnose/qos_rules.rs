@@ -275,7 +275,10 @@ fn pfc_off(q: &PortQos, d: &Derived, netdev: &str, on: &[Priority]) -> (String, 
                     ),
                 )
             } else if on.is_empty() {
-                (format!("DSCP {dscp}{from_words} maps to priority {p}, and {pfc_words}: RoCE is lossy"), format!("{}{class_note}", enable_pfc(q, p, netdev)))
+                (
+                    format!("DSCP {dscp}{from_words} maps to priority {p}, and {pfc_words}: RoCE is lossy"),
+                    format!("{}{class_note}", enable_pfc(q, p, netdev)),
+                )
             } else {
                 let other = on[0];
                 (

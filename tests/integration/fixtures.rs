@@ -481,7 +481,12 @@ fn capacity_is_what_the_link_carries() {
 fn roce_qos_names_the_roce_priority_in_each_trap() {
     let cases: [(&str, &[&str], &str, &str); 5] = [
         ("roce-qos-pcp-untagged", &[], "it rides priority 0, which has no PFC (PFC is on 3)", "mlnx_qos -i ens2np0 --trust dscp"),
-        ("roce-qos-pfc-on-4", &[], "DSCP 26 (rdma_cm's default_roce_tos 106) maps to priority 3, which has no PFC (PFC is on 4)", "dcb pfc set dev ens2np0 prio-pfc 3:on"),
+        (
+            "roce-qos-pfc-on-4",
+            &[],
+            "DSCP 26 (rdma_cm's default_roce_tos 106) maps to priority 3, which has no PFC (PFC is on 4)",
+            "dcb pfc set dev ens2np0 prio-pfc 3:on",
+        ),
         ("roce-qos-dscp-remapped", &[], "is mapped by hand to priority 0 (the default is 3, DSCP >> 3)", "mlnx_qos -i ens2np0 --dscp2prio set,26,3"),
         ("roce-qos-pause-storm", &[], "PFC pause storm on ens2np0", "pfc_stall_prevention"),
         ("roce-qos-healthy-cx7", &["--expect", "roce_dscp=46"], "DSCP 46 maps to priority 5, which has no PFC (PFC is on 3)", "prio-pfc 5:on"),

@@ -41,8 +41,15 @@ pub enum PerPrio {
 }
 
 impl PerPrio {
-    pub const ALL: [PerPrio; 7] =
-        [PerPrio::RxBytes, PerPrio::TxBytes, PerPrio::RxPause, PerPrio::RxPauseDuration, PerPrio::TxPause, PerPrio::TxPauseDuration, PerPrio::RxBufDiscard];
+    pub const ALL: [PerPrio; 7] = [
+        PerPrio::RxBytes,
+        PerPrio::TxBytes,
+        PerPrio::RxPause,
+        PerPrio::RxPauseDuration,
+        PerPrio::TxPause,
+        PerPrio::TxPauseDuration,
+        PerPrio::RxBufDiscard,
+    ];
 
     /// The ethtool name of this counter for priority `p`.
     pub fn name(self, p: u8) -> String {
@@ -105,7 +112,11 @@ impl PrioCounters {
                 }
             }
         }
-        for (name, v) in [(RX_DISCARDS_PHY, self.rx_discards_phy), (PAUSE_STORM_WARNING, self.pause_storm_warning_events), (PAUSE_STORM_ERROR, self.pause_storm_error_events)] {
+        for (name, v) in [
+            (RX_DISCARDS_PHY, self.rx_discards_phy),
+            (PAUSE_STORM_WARNING, self.pause_storm_warning_events),
+            (PAUSE_STORM_ERROR, self.pause_storm_error_events),
+        ] {
             if let Some(v) = v {
                 out.push((name.to_string(), v));
             }

@@ -71,7 +71,8 @@ pub fn parse(report: &str) -> Option<PortQos> {
         }
         in_default = false;
         if let Some(rest) = lower.strip_prefix("receive buffer size (bytes):") {
-            let sizes: Vec<u32> = rest.split(',').map(str::trim).filter(|s| !s.is_empty() && !s.contains('=')).filter_map(|s| s.parse().ok()).collect();
+            let sizes: Vec<u32> =
+                rest.split(',').map(str::trim).filter(|s| !s.is_empty() && !s.contains('=')).filter_map(|s| s.parse().ok()).collect();
             q.buffer_size = <[u32; 8]>::try_from(sizes.get(..8).unwrap_or(&[])).ok();
             recognised = true;
             continue;

@@ -17,6 +17,7 @@ pub mod mlnx_qos;
 pub mod priority;
 pub mod rdma_cm;
 pub mod read;
+pub mod traffic;
 
 pub use counters::PrioCounters;
 

@@ -120,6 +120,24 @@ fn live_dcb(netdev: &str) -> PortQos {
     PortQos { asked: vec![Asked { tool: Tool::Dcb, unread }], ..q }
 }
 
+/// Only the PFC of `netdev`, live: `dcb -j pfc show`, else `mlnx_qos -i` (what `pair.qos` needs
+/// around each test).
+pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
+    if !crate::probe::sysfs::valid_netdev_name(netdev) {
+        return None;
+    }
+    if let Some(program) = crate::probe::fw_query::find_program("dcb") {
+        let text = tool::run(&program.to_string_lossy(), &["-j", "pfc", "show", "dev", netdev], DCB_LIMIT, ANSWER_CAP);
+        match text.ok().as_deref().and_then(dcb_json::answer) {
+            Some(pfc) => return dcb_json::from_answers(Some(&pfc), None, None, None, None).pfc,
+            // No DCB on the netdev: mlnx_qos would say no more.
+            None => return None,
+        }
+    }
+    let path = crate::probe::fw_query::find_program("mlnx_qos")?;
+    tool::run(&path.to_string_lossy(), &["-i", netdev], MLNX_QOS_LIMIT, ANSWER_CAP).ok().as_deref().and_then(mlnx_qos::parse)?.pfc
+}
+
 fn asked(tool: Tool, why: Unread) -> PortQos {
     PortQos { asked: vec![Asked { tool, unread: Some(why) }], ..PortQos::default() }
 }
@@ -176,7 +194,10 @@ mod tests {
         let (_d, tree) = bundle("none", &[("class/net/ens2np0/mtu", "9000\n")]);
         let q = port(&tree, "mlx5_0", 1, "ens2np0", None);
         assert!(!q.dcb_read());
-        assert_eq!(q.asked.iter().map(|a| (a.tool, a.unread.clone())).collect::<Vec<_>>(), vec![(Tool::MlnxQos, Some(Unread::NotInBundle)), (Tool::Dcb, Some(Unread::NotInBundle))]);
+        assert_eq!(
+            q.asked.iter().map(|a| (a.tool, a.unread.clone())).collect::<Vec<_>>(),
+            vec![(Tool::MlnxQos, Some(Unread::NotInBundle)), (Tool::Dcb, Some(Unread::NotInBundle))]
+        );
         assert_eq!((q.ecn_np, q.default_roce_tos, q.counters), (None, None, None));
     }
 
