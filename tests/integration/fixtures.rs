@@ -505,6 +505,13 @@ fn roce_qos_names_the_roce_priority_in_each_trap() {
         for f in findings.iter().filter(|f| f["id"] != "roce.qos" && f["id"] != "roce.lossless") {
             assert_eq!(f["severity"], "info", "{fixture}: {f}");
         }
+        // `--format prom` carries the row as any check's: failed (0) where it errs.
+        if fixture == "roce-qos-pfc-on-4" {
+            let mut prom = vec!["check", "--format", "prom", "--sysfs-root", dir.to_str().unwrap()];
+            prom.extend(extra);
+            let page = String::from_utf8_lossy(&fabcheck(&prom).stdout).into_owned();
+            assert!(page.contains("fabcheck_check_pass{id=\"roce.qos\",subject=\"mlx5_0/1\"} 0"), "{page}");
+        }
         if !extra.is_empty() {
             assert_eq!(out.status.code(), Some(1), "{fixture} {extra:?}");
             let row = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "roce.lossless").unwrap();
