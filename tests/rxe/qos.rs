@@ -39,7 +39,22 @@ fn roce_qos_is_skip_on_soft_roce_not_pass() {
 #[test]
 fn pair_qos_says_soft_roce_has_no_priority_counters() {
     let _serial = require_rxe();
-    let out = fabcheck(&["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "write_bw", "--size", "65536", "--iters", "200", "--tclass", "106"]);
+    let out = fabcheck(&[
+        "pair",
+        "localhost",
+        "localhost",
+        "--device",
+        DEVICE,
+        "--json",
+        "--tests",
+        "write_bw",
+        "--size",
+        "65536",
+        "--iters",
+        "200",
+        "--tclass",
+        "106",
+    ]);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
     assert_eq!((doc["a"]["tclass"].as_u64(), doc["b"]["tclass"].as_u64()), (Some(106), Some(106)), "{}", doc["a"]);
@@ -78,7 +93,8 @@ fn capture_pair(b: &str, extra: &[&str]) -> (Vec<String>, serde_json::Value) {
     dump.stdout.take().unwrap().read_to_string(&mut text).unwrap();
     let mut err = String::new();
     dump.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-    let tos: Vec<String> = text.lines().filter_map(|l| l.split_once("(tos ").map(|(_, rest)| rest.split([',', ')']).next().unwrap_or("").to_string())).collect();
+    let tos: Vec<String> =
+        text.lines().filter_map(|l| l.split_once("(tos ").map(|(_, rest)| rest.split([',', ')']).next().unwrap_or("").to_string())).collect();
     for line in text.lines().filter(|l| l.contains("tos ")).take(3) {
         eprintln!("tcpdump {extra:?}: {line}");
     }
@@ -92,9 +108,8 @@ pub mod two_hosts {
     use super::*;
 
     fn peer() -> String {
-        let addr = std::env::var("FABCHECK_VM_PEER_ADDR").unwrap_or_else(|_| {
-            panic!("qos two-host test: no FABCHECK_VM_PEER_ADDR; run in guest 1 of `--guests 2` (tests/rxe/two-hosts.sh)")
-        });
+        let addr = std::env::var("FABCHECK_VM_PEER_ADDR")
+            .unwrap_or_else(|_| panic!("qos two-host test: no FABCHECK_VM_PEER_ADDR; run in guest 1 of `--guests 2` (tests/rxe/two-hosts.sh)"));
         format!("tcp://{addr}:18515")
     }
 
