@@ -230,6 +230,20 @@ mod tests {
     }
 
     #[test]
+    fn a_fifo_or_a_huge_answer_is_unreadable_not_a_hang() {
+        let (d, tree) = bundle("hostile", &[("tools/mlnx_qos/ens2np0.txt", &"x".repeat(300 << 10))]);
+        std::fs::create_dir_all(d.0.join("dcb")).unwrap();
+        let fifo = d.0.join("dcb/ens2np0.json");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let started = std::time::Instant::now();
+        let q = port(&tree, "mlx5_0", 1, "ens2np0", None);
+        assert!(started.elapsed() < Duration::from_secs(5), "a FIFO must not block the read");
+        assert!(!q.dcb_read(), "{q:?}");
+        let unread: Vec<String> = tree.take_unreadable().into_iter().map(|u| u.path).collect();
+        assert!(unread.iter().any(|p| p.ends_with("dcb/ens2np0.json")) && unread.iter().any(|p| p.ends_with("mlnx_qos/ens2np0.txt")), "{unread:?}");
+    }
+
+    #[test]
     fn old_bundles_give_pfc_only() {
         let (_d, tree) = bundle("old", &[("dcb/ens2np0.pfc.txt", "prio-pfc 0:off 1:off 2:off 3:on 4:off 5:off 6:off 7:off\n")]);
         let q = port(&tree, "mlx5_0", 1, "ens2np0", None);
