@@ -8,6 +8,7 @@
 # to render the man pages, python3-venv for zig and cargo-zigbuild from PyPI, lintian and rpmlint.
 # The exporter's tests: prometheus (the server, and promtool for `check metrics` and `test rules`).
 # JUnit output: libxml2-utils (xmllint --schema against tests/schemas/junit-10.xsd).
+# The Soft-RoCE tier's wire check of --tclass (the guest runs the host's binaries): tcpdump.
 set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
@@ -15,7 +16,7 @@ packages=(
 	libibumad-dev libibmad-dev libibnetdisc-dev ibsim-utils opensm
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 	binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint
-	prometheus libxml2-utils
+	prometheus libxml2-utils tcpdump
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -20,6 +20,11 @@ pub struct Expectations {
     /// Where the subnet manager runs (`sm=local|remote`): `local` makes this node's `opensm`
     /// unit part of the stack.
     pub sm: Option<SmPlace>,
+    /// The DSCP RoCE traffic is sent with (`roce_dscp=N`, 0-63; `NCCL_IB_TC` >> 2): what
+    /// `roce.qos` maps to the RoCE priority, before rdma_cm's default ToS.
+    pub roce_dscp: Option<crate::probe::qos::Dscp>,
+    /// `ecn=on`: ECN/DCQCN off on the RoCE priority is an error, not a warning.
+    pub ecn: Option<bool>,
 }
 
 /// Where the subnet manager is expected to run.
@@ -36,7 +41,7 @@ pub enum SmPlace {
 pub enum ExpectError {
     #[error("'{0}' is not KEY=VALUE")]
     NotKeyValue(String),
-    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm)")]
+    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn)")]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
     BadValue { key: String, value: String, why: &'static str },
@@ -113,6 +118,17 @@ impl Expectations {
                     _ => return Err(bad("local or remote")),
                 });
             }
+            "roce_dscp" => {
+                let v: u8 = value.parse().map_err(|_| bad("a DSCP, 0-63 (NCCL_IB_TC / --tclass >> 2: 106 is 26)"))?;
+                self.roce_dscp = Some(crate::probe::qos::Dscp::new(v).ok_or_else(|| bad("a DSCP, 0-63 (NCCL_IB_TC / --tclass >> 2: 106 is 26)"))?);
+            }
+            "ecn" => {
+                self.ecn = Some(match value.to_ascii_lowercase().as_str() {
+                    "on" | "1" | "yes" | "true" => true,
+                    "off" | "0" | "no" | "false" => false,
+                    _ => return Err(bad("on or off")),
+                });
+            }
             other => return Err(ExpectError::UnknownKey(other.to_string())),
         }
         Ok(())
@@ -178,6 +194,9 @@ mod tests {
         e.set("ipoib_mode=Connected").unwrap();
         e.set("sm=local").unwrap();
         assert_eq!((e.ipoib_mode, e.sm), (Some(IpoibMode::Connected), Some(SmPlace::Local)));
+        e.set("roce_dscp=26").unwrap();
+        e.set("ecn=on").unwrap();
+        assert_eq!((e.roce_dscp.map(|d| d.get()), e.ecn), (Some(26), Some(true)));
     }
 
     #[test]
@@ -199,6 +218,10 @@ mod tests {
             "mtu=",
             "ipoib_mode=fast",
             "sm=here",
+            "roce_dscp=64",
+            "roce_dscp=-1",
+            "roce_dscp=af31",
+            "ecn=maybe",
         ] {
             assert!(matches!(e.set(bad), Err(ExpectError::BadValue { .. })), "{bad}");
         }

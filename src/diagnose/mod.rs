@@ -7,6 +7,9 @@ pub mod gpu_rules;
 mod node_rules;
 mod phy_rules;
 mod port_rules;
+mod qos_counters;
+pub mod qos_pair;
+mod qos_rules;
 mod soak_rules;
 mod stack_rules;
 mod unreadable;
@@ -128,6 +131,9 @@ pub use stack_rules::memlock_remedy;
 
 /// Formats a link rate in Gb/s (see [`crate::units::rate`]).
 pub(crate) use crate::units::rate as gbps;
+
+#[cfg(test)]
+mod qos_rule_tests;
 
 #[cfg(test)]
 mod rule_tests;

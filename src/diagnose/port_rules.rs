@@ -1,4 +1,5 @@
-//! Per-port rules: state, addressing, link quality, link layer, RoCE readiness, MTU.
+//! Per-port rules: state, addressing, link quality, link layer, RoCE readiness, MTU (RoCE's
+//! lossless set-up: `qos_rules`).
 
 use super::unreadable::{why, Unread};
 use super::{gbps, Expectations, Severity, Sheet};
@@ -45,7 +46,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
     }
     if port.link_layer == LinkLayer::Ethernet {
         roce(device, port, expect, unread, s, sheet);
-        lossless(port, s, sheet);
+        super::qos_rules::run(device, port, expect, s, sheet);
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {
             Some(mtu) if mtu < want => sheet.fail(
@@ -536,40 +537,5 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
                  fails a slower link"
             },
         ),
-    }
-}
-
-/// RoCE needs a lossless class (PFC) or congestion control (ECN/DCQCN), usually both, on the
-/// priority its traffic uses: judged where the node says (`dcb pfc`, mlx5's `ecn/` sysfs).
-fn lossless(port: &Port, s: &str, sheet: &mut Sheet) {
-    let Some(state) = &port.netdev_state else { return };
-    let (pfc, ecn) = (&state.pfc_priorities, &state.ecn_priorities);
-    if pfc.is_none() && ecn.is_none() {
-        return;
-    }
-    let list = |v: &Option<Vec<u8>>| match v {
-        None => "unknown".to_string(),
-        Some(v) if v.is_empty() => "none".to_string(),
-        Some(v) => v.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
-    };
-    let observed = format!("PFC on priorities {}; ECN on priorities {}", list(pfc), list(ecn));
-    let none = |v: &Option<Vec<u8>>| v.as_ref().is_none_or(Vec::is_empty);
-    if none(pfc) && none(ecn) {
-        sheet.fail(
-            FindingId::RoceLossless,
-            s,
-            observed,
-            Some("PFC or ECN on the RoCE priority".into()),
-            Severity::Warning,
-            "neither PFC nor ECN is known to be on for any priority: under congestion RoCE traffic is dropped and \
-             retransmitted, and bandwidth collapses",
-            format!(
-                "enable PFC on the RoCE priority (`dcb pfc set dev {0} prio-pfc 3:on`, or `mlnx_qos -i {0} --pfc 0,0,0,1,0,0,0,0`) \
-                 with the same on the switches, and ECN/DCQCN; run tests in that class with `pair --tclass` (DSCP 26: --tclass 104)",
-                state.name
-            ),
-        );
-    } else {
-        sheet.pass(FindingId::RoceLossless, s, observed, None);
     }
 }

@@ -375,24 +375,21 @@ fn ports_at_different_mtus_warn_without_an_expectation() {
 }
 
 #[test]
-fn roce_without_pfc_or_ecn_warns_and_with_either_passes() {
+fn roce_qos_not_read_is_skip_and_pfc_off_everywhere_is_an_error() {
+    // Nothing read: both rows skip (never pass), saying what to capture.
     let mut inv = fixture("roce-healthy-cx7");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert!(r.checks.iter().all(|c| c.id != "roce.lossless"), "nothing read, nothing judged");
-    let state = inv.devices[0].ports[0].netdev_state.as_mut().unwrap();
-    state.pfc_priorities = Some(vec![]);
+    for id in ["roce.qos", "roce.lossless"] {
+        let c = check(&r, id, "mlx5_0/1");
+        assert_eq!(c.status, Status::Skip, "{c:?}");
+        assert!(c.observed.contains("capture-sysfs.sh"), "{c:?}");
+    }
+    // PFC read and off on every priority: whatever priority RoCE rides is lossy.
+    inv.devices[0].ports[0].qos = Some(crate::probe::qos::PortQos { pfc: Some([false; 8]), ..Default::default() });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(
-        check(&r, "roce.lossless", "mlx5_0/1"),
-        Status::Warn,
-        "PFC on priorities none; ECN on priorities unknown",
-        Some("PFC or ECN on the RoCE priority"),
-    );
-    assert_eq!(finding(&r, "roce.lossless", "mlx5_0/1").severity, Severity::Warning);
-    let state = inv.devices[0].ports[0].netdev_state.as_mut().unwrap();
-    state.ecn_priorities = Some(vec![3]);
-    let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "roce.lossless", "mlx5_0/1"), Status::Pass, "PFC on priorities none; ECN on priorities 3", None);
+    assert_eq!(finding(&r, "roce.lossless", "mlx5_0/1").severity, Severity::Error);
+    assert!(finding(&r, "roce.qos", "mlx5_0/1").message.contains("PFC is off on every priority of ens2np0"));
+    assert_eq!(r.verdict, Verdict::Fail);
 }
 
 #[test]

@@ -9,6 +9,7 @@ mod direction;
 mod invalid;
 pub mod memory;
 pub mod rails;
+pub mod traffic;
 
 pub use device::{parse_device_port, valid_device_name};
 pub use direction::Direction;
@@ -230,6 +231,10 @@ pub struct RunResult {
     /// Port error/retransmission counters that moved during the test (name, delta).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counter_deltas: Vec<(String, u64)>,
+    /// RoCE: the bytes each priority carried during the test, and the port's PFC (`pair.qos`);
+    /// absent from an older agent, and on InfiniBand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio_traffic: Option<traffic::PrioTraffic>,
 }
 
 /// Where a test runs on one side.

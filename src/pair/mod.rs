@@ -135,7 +135,12 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     gpu_memory_used(config.conditions.mem, [&ea, &eb])?;
     let (a, b) = (side(&ea), side(&eb));
     let results = done.results;
-    let (verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    let (mut verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
+    // pair.qos: which priority each RoCE end's bytes rode (an error fails the pair).
+    findings.extend(qos_findings(&a, &b, &results, &done.traffic));
+    if findings.iter().any(|f| f.severity == crate::outcome::Severity::Error) {
+        verdict = crate::outcome::Verdict::Fail;
+    }
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_link_fault));
     if let Some(message) = plan::duration_note(&config.plan) {
@@ -177,6 +182,29 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
         });
     }
     Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files })
+}
+
+/// `pair.qos` over the tests' per-priority byte counts (diagnose::qos_pair, pure).
+fn qos_findings(
+    a: &side::Side,
+    b: &side::Side,
+    results: &[crate::outcome::TestResult],
+    traffic: &[[Option<crate::model::traffic::PrioTraffic>; 2]],
+) -> Vec<crate::outcome::Finding> {
+    use crate::diagnose::qos_pair::{judge, PairEnd, TestTraffic};
+    let ends = [a, b].map(|s| PairEnd {
+        name: format!("{}/{}", s.host, s.device),
+        roce: s.link_layer == crate::model::LinkLayer::Ethernet,
+        soft_roce: crate::probe::catype::CaKind::of(&s.ca_type).is_software(),
+        tclass: s.tclass,
+    });
+    let tests: Vec<TestTraffic<'_>> = results
+        .iter()
+        .zip(traffic)
+        .map(|(r, t)| TestTraffic { label: format!("{} {} {} B", r.test, r.direction, r.size), sides: [t[0].as_ref(), t[1].as_ref()] })
+        .collect();
+    let same_port = a.host == b.host && a.device == b.device && a.port == b.port;
+    judge(&ends, same_port, &tests, &format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device))
 }
 
 /// A finished pair: its document, and the side files it asked for.

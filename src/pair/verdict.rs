@@ -169,7 +169,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                     units::three(lat.p50)
                 ),
                 remedy: "retransmissions (packet loss) or interference: see the counters, check the link's error counters and, \
-                         on RoCE, PFC/ECN configuration"
+                         on RoCE, pair.qos (the priority the bytes rode) and `fabcheck check` on both nodes (roce.qos)"
                     .into(),
                 about: None,
             });
@@ -219,7 +219,8 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 severity: Severity::Warning,
                 subject: subject.clone().into(),
                 message: format!("{} {} at {} bytes: retransmission counters rose: {}", r.test, r.direction, r.size, retrans.join(", ")),
-                remedy: "packets are being lost: on RoCE check PFC (lossless class) and ECN on NICs and switches, and the cabling; \
+                remedy: "packets are being lost: on RoCE, pair.qos says which priority the bytes rode and whether PFC holds it, and \
+                         `fabcheck check` on both nodes judges their lossless set-up (roce.qos); then the switches' PFC for that priority, and the cabling; \
                          on InfiniBand check symbol errors and link_downed with `fabcheck check`"
                     .into(),
                 about: Some(r.key()),
@@ -320,7 +321,7 @@ fn bw_remedy(a: &Side, b: &Side) -> String {
         "a link at reduced width or speed (link.width, link.rate)",
     ];
     if a.link_layer == LinkLayer::Ethernet || b.link_layer == LinkLayer::Ethernet {
-        causes.push("on RoCE: MTU below 4096 (netdev MTU 9000), PFC/ECN not configured, or the wrong GID (a RoCE v1 or non-routed one)");
+        causes.push("on RoCE: MTU below 4096 (netdev MTU 9000), traffic on a priority PFC does not hold (pair.qos; `fabcheck check`'s roce.qos), or the wrong GID (a RoCE v1 or non-routed one)");
     }
     format!("likely causes: {}", causes.join("; "))
 }

@@ -62,6 +62,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         lat: None,
         peak_gbps: summary::peak_gbps(&marks, (marks.len() / 20).max(1)).or(Some(summary::gbps(bytes, elapsed_ns))),
         counter_deltas: Vec::new(),
+        prio_traffic: None,
     })
 }
 

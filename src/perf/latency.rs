@@ -50,6 +50,7 @@ fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
         lat: summary::latency(&plan.samples, halve),
         peak_gbps: None,
         counter_deltas: Vec::new(),
+        prio_traffic: None,
     }
 }
 

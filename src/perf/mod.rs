@@ -200,6 +200,9 @@ pub fn completion_remedy(status: u32) -> (&'static str, &'static str) {
 /// Runs this side's part of the prepared test.
 pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let counters_before = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
+    // RoCE: the bytes per priority around the test (`pair.qos`), outside the measured loop.
+    let roce = session.local.link_layer == crate::model::LinkLayer::Ethernet;
+    let traffic_before = roce.then(|| crate::probe::qos::traffic::snapshot(&session.local.device, session.local.port));
     let mut result = match (session.spec.test, session.spec.role) {
         (TestKind::SendLat, Role::Active) => latency::send_active(session, signals),
         (TestKind::SendLat, _) => latency::send_passive(session, signals),
@@ -219,6 +222,10 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
     }?;
     let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     result.counter_deltas = counters::deltas(&counters_before, &counters_after);
+    result.prio_traffic = traffic_before.map(|before| {
+        let after = crate::probe::qos::traffic::snapshot(&session.local.device, session.local.port);
+        crate::probe::qos::traffic::window(&before, &after)
+    });
     Ok(result)
 }
 

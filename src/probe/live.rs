@@ -8,8 +8,8 @@ use crate::port::{self, GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use fabcheck_verbs::{self as verbs, Context};
 
 /// Builds the inventory of every device (or just `only`) through libibverbs. `lossless`: also
-/// read each RoCE netdev's PFC and ECN setup (a `dcb` run per netdev; `check` wants it, a test's
-/// preparation does not).
+/// read each RoCE netdev's physical layer and QoS set-up (`ethtool`, `dcb` runs per netdev;
+/// `check` wants them, a test's preparation does not).
 pub fn inventory(only: Option<&str>, lossless: bool) -> Result<Inventory, ProbeError> {
     let names = verbs::device_names().map_err(ProbeError::from_device_list)?;
     if names.is_empty() {
@@ -60,10 +60,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
         let rate = port::link_rate(width, speed);
         let sysfs_port = from_sysfs.ports.iter().find(|p| p.port == u32::from(port_num));
         let netdev = gids.iter().find_map(|g| g.netdev.clone()).or_else(|| sysfs.port_netdev(name, u32::from(port_num), &[]));
-        let mut netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
-        if let (LinkLayer::Ethernet, Some(state), true) = (link_layer, netdev_state.as_mut(), lossless) {
-            (state.pfc_priorities, state.ecn_priorities) = sysfs.lossless(&state.name);
-        }
+        let netdev_state = netdev.as_deref().and_then(|n| sysfs.netdev_state(n));
         let mut port = Port {
             port: u32::from(port_num),
             state: PortState::from_raw(pa.state),
@@ -91,11 +88,13 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             partner: None,
             phy: None,
             soak: None,
+            qos: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         if lossless {
-            super::phy::complete(sysfs, &mut port);
+            let stats = super::phy::complete(sysfs, &mut port);
+            super::qos::read::attach(sysfs, name, &mut port, stats.as_deref());
         }
         ports.push(port);
     }

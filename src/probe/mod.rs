@@ -18,6 +18,7 @@ pub mod ofed;
 pub mod partner;
 pub mod peer_portinfo;
 pub mod phy;
+pub mod qos;
 pub mod services;
 pub mod soak;
 pub mod stack_facts;

@@ -127,6 +127,11 @@ pub struct Port {
     /// `check --soak`: what the counters did over the window (live only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub soak: Option<super::soak::PortWindow>,
+    /// RoCE: the QoS set-up (trust, DSCP table, PFC, ETS, buffers, ECN, CNPs, rdma_cm's
+    /// default ToS, per-priority counters), each part `null` where not read; absent where not
+    /// looked at (InfiniBand, a test's preparation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<super::qos::PortQos>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -149,7 +154,7 @@ pub struct NetdevState {
     /// Mb/s; `None` when the link is down or the driver does not say.
     pub speed_mbps: Option<u32>,
     pub duplex: Option<String>,
-    /// PFC: priorities with priority flow control on (`dcb pfc`), when it could be read.
+    /// PFC: priorities with priority flow control on (from `qos`), when it could be read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pfc_priorities: Option<Vec<u8>>,
     /// ECN for RoCE (mlx5 `ecn/roce_np` and `ecn/roce_rp`): priorities where it is on.

@@ -65,18 +65,20 @@ fn report(tree: &SysfsRoot, netdev: &str, file: &str, program_args: &[&[&str]]) 
     last
 }
 
-/// Fills `partner` and `phy` of an Ethernet port from what `ethtool` says (live or saved).
-pub fn complete(tree: &SysfsRoot, port: &mut Port) {
+/// Fills `partner` and `phy` of an Ethernet port from what `ethtool` says (live or saved), and
+/// returns the `ethtool -S` report (the QoS reader takes its per-priority counters from it).
+pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
     if port.link_layer != LinkLayer::Ethernet {
-        return;
+        return None;
     }
-    let Some(netdev) = port.netdev.clone().filter(|n| crate::model::valid_device_name(n)) else { return };
+    let netdev = port.netdev.clone().filter(|n| crate::model::valid_device_name(n))?;
     let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
     if let Some(modes) = &modes {
         port.partner = Some(ethernet_partner(modes));
     }
     let n = netdev.as_str();
-    let stats = report(tree, n, "stats.txt", &[&["-S", n]]).ok().map(|r| parse_ethtool_stats(&r)).unwrap_or_default();
+    let stats_text = report(tree, n, "stats.txt", &[&["-S", n]]).ok();
+    let stats = stats_text.as_deref().map(parse_ethtool_stats).unwrap_or_default();
     let fec = report(tree, n, "fec.txt", &[&["-I", "--show-fec", n], &["--show-fec", n]]).ok().map(|r| parse_show_fec(&r));
     let text = report(tree, n, "module.txt", &[&["-m", n]]);
     // A refusal (not root) or a timeout would only repeat itself.
@@ -91,7 +93,7 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) {
     let bytes = hex.as_ref().ok().and_then(|h| super::module_hex::decode(&super::module_hex::parse_hex_dump(h)));
     let module = super::module_hex::merge(bytes, text.as_ref().ok().and_then(|t| parse_module_text(t)));
     if stats.is_empty() && fec.is_none() && module.is_none() && module_unreadable.is_none() {
-        return;
+        return stats_text;
     }
     let lanes = modes.as_ref().and_then(|m| m.lanes).or_else(|| port.width.lanes());
     let lane_gbps = match (port.rate_gbps, lanes) {
@@ -99,6 +101,7 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) {
         _ => None,
     };
     port.phy = Some(assemble(stats, fec, module, lanes, lane_gbps, module_unreadable));
+    stats_text
 }
 
 /// The figures from the parsed reports (pure).

@@ -82,6 +82,10 @@ fn readings(port: &Port) -> Vec<(String, u64)> {
             }
         }
     }
+    // RoCE: the per-priority pause, discard and storm counters (`roce.qos` judges the window).
+    if let Some(c) = port.qos.as_ref().and_then(|q| q.counters.as_ref()) {
+        out.extend(c.readings());
+    }
     out
 }
 

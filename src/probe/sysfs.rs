@@ -170,7 +170,7 @@ impl SysfsRoot {
 
     /// What sysfs adds to verbs on a live node (counters, board, driver, PCI): not the GID
     /// tables (verbs reads them in one call; sysfs has a file per slot, 1024 a port on
-    /// Soft-RoCE, three reads each) nor the lossless settings (`live` reads them when asked).
+    /// Soft-RoCE, three reads each) nor the QoS set-up (`live` reads it when asked).
     pub fn device_beside_verbs(&self, name: &str) -> Device {
         self.device_read(name, false)
     }
@@ -211,7 +211,7 @@ impl SysfsRoot {
         self.port_read(device, port, true)
     }
 
-    /// One port; without `full`, no GID table and no lossless settings (see
+    /// One port; without `full`, no GID table and no QoS set-up (see
     /// `device_beside_verbs`).
     fn port_read(&self, device: &str, port: u32, full: bool) -> Port {
         let dir = self.ib_class().join(device).join("ports").join(port.to_string());
@@ -230,10 +230,7 @@ impl SysfsRoot {
         let rate = port::link_rate(width, speed);
         let gids = if full { self.gids(&dir, link_layer) } else { Vec::new() };
         let netdev = self.port_netdev(device, port, &gids);
-        let mut netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
-        if let (LinkLayer::Ethernet, Some(state), true) = (link_layer, netdev_state.as_mut(), full) {
-            (state.pfc_priorities, state.ecn_priorities) = self.lossless(&state.name);
-        }
+        let netdev_state = netdev.as_deref().and_then(|n| self.netdev_state(n));
         let active_mtu = match (link_layer, &netdev_state) {
             (LinkLayer::Ethernet, Some(NetdevState { mtu: Some(mtu), .. })) => RoceHeaders::for_driver(self.driver(device).as_deref()).roce_mtu(*mtu),
             _ => None,
@@ -265,12 +262,17 @@ impl SysfsRoot {
             partner: None,
             phy: None,
             soak: None,
+            qos: None,
         };
         let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
-        // Live, `probe::live` reads the physical layer once (and only for `check`/`devices`).
+        // Live, `probe::live` reads the physical layer and the QoS set-up once (and only for
+        // `check`/`devices`).
         if !self.is_live() {
-            super::phy::complete(self, &mut port);
+            let stats = super::phy::complete(self, &mut port);
+            if full {
+                super::qos::read::attach(self, device, &mut port, stats.as_deref());
+            }
             if link_layer == LinkLayer::InfiniBand {
                 port.partner = self.peer_portinfo(device, port.port);
             }
@@ -325,6 +327,25 @@ impl SysfsRoot {
                 None
             }
         }
+    }
+
+    /// A file at `rel` under the root (a path built from validated names: the QoS reader's
+    /// `dcb/IF.json`, `config/rdma_cm/...`, `class/net/IF/ecn/...`), through the bundle reader,
+    /// at most `cap` bytes; `None` when absent, and noted when present but unreadable.
+    pub fn read_rel(&self, rel: &str, cap: u64) -> Option<String> {
+        match self.tree.read_text(Path::new(rel), cap) {
+            Ok(text) => Some(text),
+            Err(e) if e.is_no_value() => None,
+            Err(e) => {
+                self.note(e);
+                None
+            }
+        }
+    }
+
+    /// Whether `rel` under the root is a directory (inside the tree).
+    pub fn rel_is_dir(&self, rel: &str) -> bool {
+        self.tree.is_dir(Path::new(rel))
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
@@ -394,31 +415,6 @@ impl SysfsRoot {
             pfc_priorities: None,
             ecn_priorities: None,
         })
-    }
-
-    /// What can be read of a RoCE netdev's lossless setup: PFC priorities (`dcb pfc`, live, or
-    /// a bundle's `dcb/IF.pfc.txt`) and ECN priorities (mlx5's `ecn/roce_np|roce_rp/enable/N`,
-    /// on where both are).
-    pub fn lossless(&self, netdev: &str) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-        if !crate::model::valid_device_name(netdev) {
-            return (None, None);
-        }
-        let report = if self.root == Path::new("/sys") {
-            super::host::command_output("dcb", &["pfc", "show", "dev", netdev, "prio-pfc"], std::time::Duration::from_secs(2))
-        } else {
-            self.read_trim(&self.root.join("dcb").join(format!("{netdev}.pfc.txt")))
-        };
-        let pfc = report.as_deref().and_then(super::capacity::dcb_pfc_priorities);
-        let ecn_dir = self.net_class().join(netdev).join("ecn");
-        let ecn = self.tree.is_dir(self.inside(&ecn_dir)).then(|| {
-            (0..8u8)
-                .filter(|p| {
-                    let on = |side: &str| self.read_trim(&ecn_dir.join(side).join("enable").join(p.to_string())).as_deref() == Some("1");
-                    on("roce_np") && on("roce_rp")
-                })
-                .collect()
-        });
-        (pfc, ecn)
     }
 
     fn driver(&self, device: &str) -> Option<String> {

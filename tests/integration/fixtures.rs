@@ -473,3 +473,49 @@ fn capacity_is_what_the_link_carries() {
     assert!(message.contains("no carrier") && message.contains("cable or the link is down"), "{message}");
     assert!(!message.contains("subnet manager"), "{message}");
 }
+
+/// Each RoCE QoS trap (issue #42) is named with the priority RoCE rides and the command that
+/// fixes it; nothing else on the node is blamed. The healthy ConnectX-7 fails when told RoCE
+/// uses DSCP 46 (EF), which its table puts on priority 5, where PFC is off.
+#[test]
+fn roce_qos_names_the_roce_priority_in_each_trap() {
+    let cases: [(&str, &[&str], &str, &str); 5] = [
+        ("roce-qos-pcp-untagged", &[], "it rides priority 0, which has no PFC (PFC is on 3)", "mlnx_qos -i ens2np0 --trust dscp"),
+        (
+            "roce-qos-pfc-on-4",
+            &[],
+            "DSCP 26 (rdma_cm's default_roce_tos 106) maps to priority 3, which has no PFC (PFC is on 4)",
+            "dcb pfc set dev ens2np0 prio-pfc 3:on",
+        ),
+        ("roce-qos-dscp-remapped", &[], "is mapped by hand to priority 0 (the default is 3, DSCP >> 3)", "mlnx_qos -i ens2np0 --dscp2prio set,26,3"),
+        ("roce-qos-pause-storm", &[], "PFC pause storm on ens2np0", "pfc_stall_prevention"),
+        ("roce-qos-healthy-cx7", &["--expect", "roce_dscp=46"], "DSCP 46 maps to priority 5, which has no PFC (PFC is on 3)", "prio-pfc 5:on"),
+    ];
+    for (fixture, extra, message, remedy) in cases {
+        let dir = fixtures_dir().join(fixture);
+        let mut args = vec!["check", "--json", "--sysfs-root", dir.to_str().unwrap()];
+        args.extend(extra);
+        let out = fabcheck(&args);
+        let doc = json(&out);
+        let findings = doc["findings"].as_array().unwrap();
+        let qos = findings.iter().find(|f| f["id"] == "roce.qos").unwrap_or_else(|| panic!("{fixture}: no roce.qos: {findings:?}"));
+        assert!(qos["message"].as_str().unwrap().contains(message), "{fixture}: {}", qos["message"]);
+        assert!(qos["remedy"].as_str().unwrap().contains(remedy), "{fixture}: {}", qos["remedy"]);
+        // Nothing else is blamed: every other finding is an info (the firmware table not saved).
+        for f in findings.iter().filter(|f| f["id"] != "roce.qos" && f["id"] != "roce.lossless") {
+            assert_eq!(f["severity"], "info", "{fixture}: {f}");
+        }
+        // `--format prom` carries the row as any check's: failed (0) where it errs.
+        if fixture == "roce-qos-pfc-on-4" {
+            let mut prom = vec!["check", "--format", "prom", "--sysfs-root", dir.to_str().unwrap()];
+            prom.extend(extra);
+            let page = String::from_utf8_lossy(&fabcheck(&prom).stdout).into_owned();
+            assert!(page.contains("fabcheck_check_pass{id=\"roce.qos\",subject=\"mlx5_0/1\"} 0"), "{page}");
+        }
+        if !extra.is_empty() {
+            assert_eq!(out.status.code(), Some(1), "{fixture} {extra:?}");
+            let row = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "roce.lossless").unwrap();
+            assert_eq!((row["status"].as_str(), row["expected"].as_str()), (Some("fail"), Some("PFC on priority 5 (RoCE's)")), "{row}");
+        }
+    }
+}

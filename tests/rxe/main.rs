@@ -10,6 +10,7 @@ mod exporter;
 mod faults;
 mod mesh_patterns;
 mod pair;
+mod qos;
 mod rails;
 
 use std::process::{Command, Output};

@@ -109,6 +109,12 @@ print(f"two-hosts: over ssh, pair {pair['a']['host']} <-> {pair['b']['host']} an
 print("1 passed, 0 failed")
 PY
 
+# --tclass on the wire (issue #42): tcpdump on this guest's link sees each RoCE v2 packet's ToS
+# byte (tests/rxe/qos.rs, two_hosts: against guest 2's `fabcheck serve`).
+if [ -x "$rxe_bin" ]; then
+	"$rxe_bin" --test-threads=1 qos::two_hosts
+fi
+
 # Rails (issue #29): the ssh client set up above reaches guest 2 for the agents of each rail;
 # the sessions of one host share one ssh login (src/control/ssh_share.rs). Not in CI: the tbf
 # rate fault. It panicked guest 1's kernel once (Debian 6.1's rdma_rxe: packets still held in

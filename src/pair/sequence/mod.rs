@@ -90,6 +90,8 @@ pub struct PairSequence {
     /// Per result (same index), the measured window of a bandwidth test on the controller's
     /// clock: what the node aggregate of `pair --rails` is computed from.
     pub windows: Vec<Option<Window>>,
+    /// Per result (same index), what each side's port carried per priority (`pair.qos`).
+    pub traffic: Vec<[Option<crate::model::traffic::PrioTraffic>; 2]>,
 }
 
 /// A bandwidth test's traffic: all its active sides' bytes and messages, and the window they
@@ -124,6 +126,7 @@ impl PairSequence {
             gate: false,
             released: false,
             windows: Vec::new(),
+            traffic: Vec::new(),
         }
     }
 
@@ -311,6 +314,7 @@ impl PairSequence {
     fn record_result(&mut self) -> bool {
         let mut result = self.summarise();
         self.windows.push(self.window());
+        self.traffic.push([0, 1].map(|side| self.runs[side].as_ref().and_then(|r| r.prio_traffic.clone())));
         if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
             self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
         }

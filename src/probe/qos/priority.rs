@@ -1,0 +1,141 @@
+//! The priority RoCE rides on a port (pure). The DSCP is the operator's (`--expect
+//! roce_dscp=N`) when given, else rdma_cm's `default_roce_tos` >> 2 where it is read (NCCL's
+//! `NCCL_IB_TC` and perftest's `--tclass` set the same ToS byte). The port's trust state then
+//! decides: `dscp` maps the DSCP through the DSCP to priority table; `pcp` takes the VLAN tag's
+//! priority, and RoCE that goes out untagged (its GID on the port's own netdev) rides the
+//! default priority (dcb's `default-prio` where the driver keeps one, else 0).
+
+use super::{Dscp, PortQos, Priority, Trust};
+
+/// Where the DSCP came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DscpFrom {
+    /// `--expect roce_dscp=N`.
+    Expected,
+    /// rdma_cm's `default_roce_tos` (the ToS byte).
+    DefaultRoceTos(u8),
+}
+
+/// Whether RoCE on this port leaves with a VLAN tag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tagging {
+    /// Its routable RoCE v2 GIDs are on the port's own netdev.
+    Untagged,
+    /// On another netdev (a VLAN device): the tag's priority is the application's service
+    /// level or the VLAN's egress map, which the port's set-up does not say.
+    Tagged(String),
+    Unknown,
+}
+
+/// How the priority was worked out: each step, for the finding's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Derived {
+    pub priority: Priority,
+    pub trust: Trust,
+    pub dscp: Option<(Dscp, DscpFrom)>,
+    /// With trust `pcp`: untagged, so the default priority.
+    pub untagged: bool,
+}
+
+/// Why it cannot be worked out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unknown {
+    /// Neither mlnx_qos nor dcb said the trust state.
+    Trust,
+    /// Trust `dscp` and no DSCP: no `--expect roce_dscp`, no `default_roce_tos` read.
+    Dscp,
+    /// Trust `dscp` and the table does not say where this DSCP goes.
+    Table(Dscp),
+    /// Trust `pcp`, RoCE tagged: its priority is the tag's.
+    Tagged(String),
+    /// Trust `pcp` and where the GIDs live is not known.
+    Tagging,
+}
+
+impl Unknown {
+    pub fn words(&self) -> String {
+        match self {
+            Unknown::Trust => "the port's trust state (pcp or dscp) was not read".into(),
+            Unknown::Dscp => "the port trusts DSCP and the DSCP RoCE uses is not known: rdma_cm's default_roce_tos is not set (configfs) \
+                              and no --expect roce_dscp=N was given"
+                .into(),
+            Unknown::Table(d) => format!("the port trusts DSCP and its DSCP to priority table does not say where DSCP {d} goes"),
+            Unknown::Tagged(netdev) => {
+                format!("the port trusts PCP and RoCE runs tagged on {netdev}: its priority is the VLAN tag's (the application's service level or the VLAN's egress-qos-map)")
+            }
+            Unknown::Tagging => "the port trusts PCP and whether RoCE goes out tagged is not known".into(),
+        }
+    }
+}
+
+/// The DSCP RoCE uses: the expectation, else rdma_cm's default ToS.
+pub fn roce_dscp(expected: Option<Dscp>, qos: &PortQos) -> Option<(Dscp, DscpFrom)> {
+    expected.map(|d| (d, DscpFrom::Expected)).or_else(|| qos.default_roce_tos.map(|tos| (Dscp::of_tos(tos), DscpFrom::DefaultRoceTos(tos))))
+}
+
+/// The RoCE priority of a port.
+pub fn derive(qos: &PortQos, expected: Option<Dscp>, tagging: &Tagging) -> Result<Derived, Unknown> {
+    let trust = qos.trust.ok_or(Unknown::Trust)?;
+    let dscp = roce_dscp(expected, qos);
+    match trust {
+        Trust::Dscp => {
+            let (d, _) = dscp.ok_or(Unknown::Dscp)?;
+            let priority = qos.dscp_priority(d).ok_or(Unknown::Table(d))?;
+            Ok(Derived { priority, trust, dscp, untagged: false })
+        }
+        Trust::Pcp => match tagging {
+            Tagging::Untagged => Ok(Derived { priority: qos.default_prio.unwrap_or(Priority(0)), trust, dscp, untagged: true }),
+            Tagging::Tagged(netdev) => Err(Unknown::Tagged(netdev.clone())),
+            Tagging::Unknown => Err(Unknown::Tagging),
+        },
+    }
+}
+
+impl Derived {
+    /// `priority 3 (DSCP 26 from rdma_cm's default_roce_tos 106, trust dscp)`.
+    pub fn words(&self) -> String {
+        let dscp = |(d, from): (Dscp, DscpFrom)| match from {
+            DscpFrom::Expected => format!("DSCP {d} (--expect roce_dscp)"),
+            DscpFrom::DefaultRoceTos(tos) => format!("DSCP {d} from rdma_cm's default_roce_tos {tos}"),
+        };
+        match (self.trust, self.dscp) {
+            (Trust::Dscp, Some(d)) => format!("priority {} ({}, trust dscp)", self.priority, dscp(d)),
+            (Trust::Pcp, _) if self.untagged => format!("priority {} (untagged on a port that trusts pcp)", self.priority),
+            _ => format!("priority {} (trust {})", self.priority, self.trust),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> Vec<Option<Priority>> {
+        (0..64u8).map(|d| Priority::new(d >> 3)).collect()
+    }
+
+    #[test]
+    fn dscp_trust_maps_the_tos() {
+        let q = PortQos { trust: Some(Trust::Dscp), dscp2prio: Some(table()), default_roce_tos: Some(106), ..PortQos::default() };
+        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        assert_eq!(d.priority, Priority(3));
+        assert_eq!(d.words(), "priority 3 (DSCP 26 from rdma_cm's default_roce_tos 106, trust dscp)");
+        let e = derive(&q, Dscp::new(46), &Tagging::Untagged).unwrap();
+        assert_eq!((e.priority, e.words().contains("--expect roce_dscp")), (Priority(5), true), "the expectation wins");
+        let no_tos = PortQos { default_roce_tos: None, ..q.clone() };
+        assert_eq!(derive(&no_tos, None, &Tagging::Untagged), Err(Unknown::Dscp));
+        let partial = PortQos { dscp2prio: Some(vec![None; 64]), ..q };
+        assert_eq!(derive(&partial, None, &Tagging::Untagged), Err(Unknown::Table(Dscp(26))));
+    }
+
+    #[test]
+    fn pcp_trust_untagged_rides_the_default_priority() {
+        let q = PortQos { trust: Some(Trust::Pcp), dscp2prio: Some(table()), default_roce_tos: Some(106), ..PortQos::default() };
+        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        assert_eq!((d.priority, d.untagged), (Priority(0), true), "the DSCP is not what a pcp port looks at");
+        assert_eq!(derive(&q, None, &Tagging::Tagged("ens2np0.100".into())), Err(Unknown::Tagged("ens2np0.100".into())));
+        assert_eq!(derive(&PortQos::default(), None, &Tagging::Untagged), Err(Unknown::Trust));
+        let with_default = PortQos { default_prio: Priority::new(3), ..q };
+        assert_eq!(derive(&with_default, None, &Tagging::Untagged).map(|d| d.priority), Ok(Priority(3)));
+    }
+}

@@ -1,0 +1,129 @@
+//! RoCE's lossless set-up on Soft-RoCE (issue #42): `check` says `roce.qos` is `skip` (a veth
+//! has no DCB), never `pass`; `pair.qos` says that rxe has no per-priority counters; and, across
+//! two guests (`two_hosts`, run by tests/rxe/two-hosts.sh: on one host rxe loops a pair's packets
+//! back inside the device, never through the netdev), `pair --tclass` puts its ToS byte on the
+//! wire: the DS field of the RoCE v2 UDP/4791 packets, seen with tcpdump on the guest's link.
+
+use super::{fabcheck, json, require_rxe, sh, DEVICE, NETDEV};
+
+/// This guest's RoCE netdev: `va` alone, `eth0` beside a second guest.
+fn netdev() -> String {
+    std::env::var("FABCHECK_VM_NETDEV").unwrap_or_else(|_| NETDEV.to_string())
+}
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn roce_qos_is_skip_on_soft_roce_not_pass() {
+    let _serial = require_rxe();
+    let out = fabcheck(&["check", "--json", "--device", DEVICE]);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    for id in ["roce.qos", "roce.lossless"] {
+        let row = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == id && c["subject"] == format!("{DEVICE}/1"));
+        let row = row.unwrap_or_else(|| panic!("no {id} row: {}", doc["checks"]));
+        assert_eq!(row["status"], "skip", "{row}");
+        let observed = row["observed"].as_str().unwrap();
+        eprintln!("{id}: {observed}");
+        assert!(observed.contains("Soft-RoCE (rxe)") && observed.contains(&netdev()), "{row}");
+    }
+    // The prom format carries the row like any check's: a skipped check has no pass series (a
+    // failed one is 0: tests/integration/fixtures.rs), so nothing here says roce.qos passed.
+    let prom = fabcheck(&["check", "--format", "prom", "--device", DEVICE]);
+    let page = String::from_utf8_lossy(&prom.stdout);
+    assert!(page.contains("fabcheck_check_pass{id=\"roce.gid\""), "{page}");
+    assert!(!page.lines().any(|l| l.contains("id=\"roce.qos\"") && l.ends_with(" 1")), "{page}");
+}
+
+#[test]
+fn pair_qos_says_soft_roce_has_no_priority_counters() {
+    let _serial = require_rxe();
+    let out = fabcheck(&[
+        "pair",
+        "localhost",
+        "localhost",
+        "--device",
+        DEVICE,
+        "--json",
+        "--tests",
+        "write_bw",
+        "--size",
+        "65536",
+        "--iters",
+        "200",
+        "--tclass",
+        "106",
+    ]);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    assert_eq!((doc["a"]["tclass"].as_u64(), doc["b"]["tclass"].as_u64()), (Some(106), Some(106)), "{}", doc["a"]);
+    let qos: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.qos").collect();
+    assert_eq!(qos.len(), 1, "one port under both agents: said once: {}", doc["findings"]);
+    eprintln!("pair.qos: {}", qos[0]["message"]);
+    assert_eq!(qos[0]["severity"], "info", "{}", qos[0]);
+    assert!(qos[0]["message"].as_str().unwrap().contains("Soft-RoCE (rxe)"), "{}", qos[0]);
+}
+
+/// `tcpdump -i NETDEV -n -v -l -c 40 udp port 4791` while `pair B` runs with `extra`; the DS
+/// fields (`tos 0x..`) of what it captured, and the pair's document.
+fn capture_pair(b: &str, extra: &[&str]) -> (Vec<String>, serde_json::Value) {
+    let link = netdev();
+    assert!(sh("command -v tcpdump").status.success(), "tcpdump is not installed (tests/deps.sh installs it on the host the guest runs from)");
+    let mut dump = Command::new("tcpdump")
+        .args(["-i", &link, "-n", "-v", "-l", "-c", "40", "udp port 4791"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start tcpdump");
+    // tcpdump says "listening on va" on stderr once its filter is in place.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut args = vec!["pair", "localhost", b, "--device", DEVICE, "--json", "--tests", "write_bw", "--size", "4096", "--iters", "2000"];
+    args.extend_from_slice(extra);
+    let out = fabcheck(&args);
+    let doc = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    let start = Instant::now();
+    while dump.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = dump.kill();
+    let _ = dump.wait();
+    let mut text = String::new();
+    dump.stdout.take().unwrap().read_to_string(&mut text).unwrap();
+    let mut err = String::new();
+    dump.stderr.take().unwrap().read_to_string(&mut err).unwrap();
+    let tos: Vec<String> =
+        text.lines().filter_map(|l| l.split_once("(tos ").map(|(_, rest)| rest.split([',', ')']).next().unwrap_or("").to_string())).collect();
+    for line in text.lines().filter(|l| l.contains("tos ")).take(3) {
+        eprintln!("tcpdump {extra:?}: {line}");
+    }
+    assert!(!tos.is_empty(), "tcpdump saw no RoCE v2 packet on {link}: stdout {text} stderr {err}");
+    (tos, doc)
+}
+
+/// Across the two guests (guest 1, `--guests 2`; guest 2 runs `fabcheck serve` on 18515 with the
+/// shared token, as tests/rxe/two-hosts.sh has it). Not in the plain tier (run.sh skips it).
+pub mod two_hosts {
+    use super::*;
+
+    fn peer() -> String {
+        let addr = std::env::var("FABCHECK_VM_PEER_ADDR")
+            .unwrap_or_else(|_| panic!("qos two-host test: no FABCHECK_VM_PEER_ADDR; run in guest 1 of `--guests 2` (tests/rxe/two-hosts.sh)"));
+        format!("tcp://{addr}:18515")
+    }
+
+    #[test]
+    fn tclass_106_puts_dscp_26_on_the_wire() {
+        let _serial = require_rxe();
+        let peer = peer();
+        let (tos, doc) = capture_pair(&peer, &["--tclass", "106"]);
+        // 0x6a: DSCP 26 (AF31) with ECT(0), the byte NCCL_IB_TC=106 sets.
+        assert!(tos.iter().all(|t| t == "0x6a"), "every RoCE packet in ToS 106: {tos:?}");
+        assert_eq!(doc["a"]["tclass"], 106, "{}", doc["a"]);
+        assert_ne!(doc["a"]["host"], doc["b"]["host"], "across the guests: {} {}", doc["a"], doc["b"]);
+        // Without --tclass the same test leaves with ToS 0.
+        let (plain, _) = capture_pair(&peer, &[]);
+        assert!(plain.iter().all(|t| t == "0x0"), "{plain:?}");
+    }
+}
