@@ -6,5 +6,6 @@
 pub mod choice;
 pub mod config;
 pub mod pci;
+pub mod pcie_health;
 pub mod rails;
 pub mod topology;
