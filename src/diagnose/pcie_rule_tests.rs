@@ -33,7 +33,7 @@ fn root_port(bdf: &str, of: &str) -> FunctionHealth {
 }
 
 fn health(functions: Vec<FunctionHealth>) -> PcieHealth {
-    PcieHealth { functions, nics: vec![("mlx5_0".into(), "0000:3b:00.0".into())], devlink: DevlinkRead::NotLooked, tree: true }
+    PcieHealth { functions, nics: vec![("mlx5_0".into(), "0000:3b:00.0".into())], devlink: DevlinkRead::NotLooked, tree: true, live: false }
 }
 
 fn judged(h: &PcieHealth, soak: Option<&PcieSoak<'_>>) -> Report {
@@ -123,7 +123,16 @@ fn no_counters_or_unreadable_ones_are_skips() {
     assert!(row(&r, "0000:3b:00.0").observed.contains("permission denied"));
     let absent = row(&r, "0000:1b:00.0");
     assert_eq!(absent.status, Status::Skip);
-    assert!(absent.observed.contains("GPU 0000:1b:00.0") && absent.observed.contains("4.19"), "{}", absent.observed);
+    assert!(absent.observed.contains("GPU 0000:1b:00.0") && absent.observed.contains("no AER capability"), "{}", absent.observed);
+    // No file anywhere: a live node's kernel keeps none (one row); a bundle predates them (none).
+    let mut bare = nic("0000:3b:00.0", "mlx5_0", COR_CLEAN, 0);
+    bare.aer.clear();
+    let mut h = health(vec![bare]);
+    assert!(judged(&h, None).checks.is_empty(), "a bundle captured before 0.4");
+    h.live = true;
+    let r = judged(&h, None);
+    assert_eq!((r.checks.len(), row(&r, "node").status), (1, Status::Skip));
+    assert!(row(&r, "node").observed.contains("4.19"), "{}", row(&r, "node").observed);
 }
 
 #[test]

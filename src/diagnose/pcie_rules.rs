@@ -63,17 +63,28 @@ pub(super) fn run(health: &PcieHealth, soak: Option<&PcieSoak<'_>>, sheet: &mut 
             }] += 1;
         }
     }
-    if !absent.is_empty() {
-        let subject = absent.iter().map(|f| f.bdf.as_str()).collect::<Vec<_>>().join(",");
-        let names = absent.iter().map(|f| f.label()).collect::<Vec<_>>().join(", ");
+    // No AER file anywhere: a live node's kernel keeps none (said once, for the node); a bundle
+    // predates their capture and is judged as before. Some functions without them beside
+    // others with them: each is said (a bridge without AER is common, and not said).
+    let any = health.functions.iter().any(|f| !f.aer.is_empty() || !f.unreadable.is_empty());
+    if !any && !absent.is_empty() && health.live {
         sheet.skip(
             "pcie.aer",
-            &subject,
+            "node",
             format!(
-                "no aer_dev_* files for {names}: the kernel keeps no AER counters for them (Linux before 4.19, AER off with \
-                 pci=noaer, no AER capability), or the bundle did not capture them"
+                "no aer_dev_* files in sysfs for {} functions: this kernel keeps no AER counters (Linux before 4.19, AER off with \
+                 pci=noaer, or the firmware owns AER and the kernel was not given it)",
+                absent.len() + bridges_without
             ),
         );
+    } else if any {
+        for f in &absent {
+            sheet.skip(
+                "pcie.aer",
+                &f.bdf,
+                format!("no aer_dev_* files for {}: it has no AER capability, or the bundle did not capture them", f.label()),
+            );
+        }
     }
     let total: usize = clean.iter().sum();
     if total > 0 {

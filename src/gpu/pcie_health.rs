@@ -57,7 +57,8 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
             f.mlx5 = counters.map(|c| (netdev, c));
         }
     }
-    PcieHealth { functions, nics, devlink: devlink_health(source, &root, &files), tree: tree.is_some() }
+    let live = matches!(source, Source::Live);
+    PcieHealth { functions, nics, devlink: devlink_health(source, &root, &files), tree: tree.is_some(), live }
 }
 
 /// NICs, GPUs and the bridges above them, from the PCI tree.
@@ -146,9 +147,8 @@ fn devlink_health(source: &Source, root: &Path, files: &Tree) -> DevlinkRead {
             }
             match files.read_text(Path::new(DEVLINK_FILE), REPORT_CAP) {
                 Ok(text) => text,
-                Err(e) if e.is_not_found() => {
-                    return DevlinkRead::Unread(format!("{DEVLINK_FILE} is not in the bundle (captured before 0.4, or without devlink)"))
-                }
+                // Captured before 0.4 (or where devlink was not installed): judged without it.
+                Err(e) if e.is_not_found() => return DevlinkRead::NotLooked,
                 Err(e) => return DevlinkRead::Unread(format!("{DEVLINK_FILE}: {}", e.reason())),
             }
         }
@@ -181,5 +181,6 @@ mod tests {
         assert!(matches!(&slot.role, Role::Bridge { link_of, .. } if link_of.len() == 1), "{:?}", slot.role);
         assert!(health.tree);
         assert_eq!(health.devlink, DevlinkRead::NotLooked, "no tools/ in the bundle");
+        assert!(!health.live);
     }
 }

@@ -76,6 +76,9 @@ pub struct PcieHealth {
     /// Whether the source holds a PCI tree (`bus/pci/devices`); without one only the NICs'
     /// own folders were looked in.
     pub tree: bool,
+    /// The live node, not a bundle: a bundle without any AER file predates their capture and
+    /// is judged without them; a live node without them has a kernel that keeps none.
+    pub live: bool,
 }
 
 /// What one counter did between two reads.
