@@ -347,10 +347,15 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
     let want_w = min_opt(max_w.map(f64::from), slot.0.map(f64::from)).map(|w| w as u32);
     let want_s = min_opt(max_s, slot.1);
     // Unknown is not a pass: a figure neither sysfs nor config space gives is a skip.
-    let missing: Vec<&str> = [(cur_w.is_none(), "current_link_width"), (cur_s.is_none(), "current_link_speed"), (want_w.is_none(), "max_link_width"), (want_s.is_none(), "max_link_speed")]
-        .into_iter()
-        .filter_map(|(absent, file)| absent.then_some(file))
-        .collect();
+    let missing: Vec<&str> = [
+        (cur_w.is_none(), "current_link_width"),
+        (cur_s.is_none(), "current_link_speed"),
+        (want_w.is_none(), "max_link_width"),
+        (want_s.is_none(), "max_link_speed"),
+    ]
+    .into_iter()
+    .filter_map(|(absent, file)| absent.then_some(file))
+    .collect();
     if !missing.is_empty() {
         sheet.skip(id, &gpu.bdf, format!("GPU {}'s link is not readable: {} absent (and not in config space)", gpu.bdf, missing.join(", ")));
         return;
@@ -362,7 +367,11 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
         if c < w {
             // Below what both ends support is a fault (0.4); with the slot's figures unknown it
             // may be the slot, and stays a warning.
-            let (severity, both) = if slot.0.is_some() { (Severity::Error, "both the card and the slot support") } else { (Severity::Warning, "the card supports (the slot's figures are not readable)") };
+            let (severity, both) = if slot.0.is_some() {
+                (Severity::Error, "both the card and the slot support")
+            } else {
+                (Severity::Warning, "the card supports (the slot's figures are not readable)")
+            };
             sheet.fail(
                 id,
                 &gpu.bdf,

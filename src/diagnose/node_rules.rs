@@ -34,6 +34,11 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
             sheet.skip("device.fw", &d.name, why(file));
             continue;
         }
+        // An empty fw_ver (Soft-RoCE has no firmware) is no version to compare or pass.
+        if d.fw_ver.trim().is_empty() {
+            sheet.skip("device.fw", &d.name, format!("{} reports no firmware version (fw_ver is empty: a software device has none)", d.name));
+            continue;
+        }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
         if let Some(want) = &input.expect.fw {
             if &d.fw_ver != want {

@@ -35,7 +35,9 @@ pub(super) fn verdict(pci: &PciLink) -> Verdict {
     let cur_s = pci.current_speed.as_deref().and_then(gts);
     let max_s = pci.max_speed.as_deref().and_then(gts);
     let (cur_w, max_w) = (pci.current_width.filter(|w| *w > 0), pci.max_width.filter(|w| *w > 0));
-    for (known, file) in [(cur_s.is_some(), PCI_FILES[0]), (cur_w.is_some(), PCI_FILES[1]), (max_s.is_some(), PCI_FILES[2]), (max_w.is_some(), PCI_FILES[3])] {
+    for (known, file) in
+        [(cur_s.is_some(), PCI_FILES[0]), (cur_w.is_some(), PCI_FILES[1]), (max_s.is_some(), PCI_FILES[2]), (max_w.is_some(), PCI_FILES[3])]
+    {
         if !known {
             missing.push(file);
         }
@@ -90,9 +92,8 @@ fn link(d: &Device, pci: &PciLink, sheet: &mut Sheet) {
         Verdict::AtBest { want } => sheet.pass("pci.link", &d.name, observed, Some(want)),
         Verdict::Below { want, both: true } => {
             let up = pci.upstream.as_ref().map_or("<port>", |u| u.address.as_str());
-            let upstream = pci.upstream.as_ref().map_or(String::new(), |u| {
-                format!("x{} {}", u.max_width.unwrap_or(0), u.max_speed.as_deref().unwrap_or(""))
-            });
+            let upstream =
+                pci.upstream.as_ref().map_or(String::new(), |u| format!("x{} {}", u.max_width.unwrap_or(0), u.max_speed.as_deref().unwrap_or("")));
             let carries = match (pci.usable_gbps, d.ports.iter().filter_map(|p| p.rate_gbps).reduce(f64::max)) {
                 (Some(usable), Some(rate)) if usable < rate => format!(
                     "; it carries about {} Gb/s, short of the port's {} Gb/s",

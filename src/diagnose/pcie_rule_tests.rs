@@ -8,7 +8,8 @@ use crate::probe::pcie::mlx5::Mlx5Pcie;
 use std::collections::BTreeMap;
 
 const COR_CLEAN: &str = "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0\n";
-const COR_BAD: &str = "RxErr 12\nBadTLP 183211\nBadDLLP 4021\nRollover 0\nTimeout 37\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 187281\n";
+const COR_BAD: &str =
+    "RxErr 12\nBadTLP 183211\nBadDLLP 4021\nRollover 0\nTimeout 37\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 187281\n";
 const UNC_CLEAN: &str = "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 0\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\nUnsupReq 0\n\
     ACSViol 0\nUncorrIntErr 0\nBlockedTLP 0\nAtomicOpBlocked 0\nTLPBlockedErr 0\nPoisonTLPBlocked 0\n";
 

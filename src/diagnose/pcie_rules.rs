@@ -226,7 +226,11 @@ fn lifetime_problems(f: &FunctionHealth, problems: &mut Vec<(Severity, String)>,
         rows_named.extend(rows.iter().take(3).map(|(r, _)| r.to_string()));
         problems.push((
             Severity::Warning,
-            format!("{} correctable errors since boot (more than {CORRECTABLE_LIMIT}), most of them {}", file.count(), rows_text(&rows[..rows.len().min(3)])),
+            format!(
+                "{} correctable errors since boot (more than {CORRECTABLE_LIMIT}), most of them {}",
+                file.count(),
+                rows_text(&rows[..rows.len().min(3)])
+            ),
         ));
     }
 }
@@ -245,15 +249,17 @@ fn window_problems(
         match w.aer.get(&severity) {
             Some(Rise::Rose(n)) => {
                 rows_named.extend(rows.iter().map(|(r, _)| r.to_string()));
-                let kind = if severity == AerSeverity::Correctable { "correctable".to_string() } else { format!("{} uncorrectable", uncorrectable(severity)) };
+                let kind = if severity == AerSeverity::Correctable {
+                    "correctable".to_string()
+                } else {
+                    format!("{} uncorrectable", uncorrectable(severity))
+                };
                 let listing = if rows.is_empty() { String::new() } else { format!(": {}", rows_text(&rows)) };
                 risen.push(format!("+{n} {}", severity.name()));
                 problems.push((Severity::Error, format!("{n} {kind} errors during the {words} window{listing}")));
             }
-            Some(Rise::Reset) => problems.push((
-                Severity::Info,
-                format!("the {} counters went down during the window (cleared by a reset): not judged", severity.name()),
-            )),
+            Some(Rise::Reset) => problems
+                .push((Severity::Info, format!("the {} counters went down during the window (cleared by a reset): not judged", severity.name()))),
             _ => {
                 if let Some(file) = f.aer.get(&severity).filter(|file| file.count() > 0 && severity != AerSeverity::Correctable) {
                     rows_named.extend(file.nonzero().iter().map(|(r, _)| r.to_string()));

@@ -78,7 +78,9 @@ impl PostFec {
         let speed = port.speed;
         let applies = BerFigure::for_port(port.link_layer, speed);
         let (name, why) = match phy.ber_effective_figure {
-            Some(BerFigure::Symbol) => ("symbol BER", format!("mlxlink's Symbol BER: what applications see on {speed}, after FEC and retransmission")),
+            Some(BerFigure::Symbol) => {
+                ("symbol BER", format!("mlxlink's Symbol BER: what applications see on {speed}, after FEC and retransmission"))
+            }
             Some(BerFigure::Effective) if applies == BerFigure::Symbol => (
                 "effective BER",
                 format!("this mlxlink prints no Symbol BER, so its Effective Physical BER (before {speed}'s retransmission) stands in"),

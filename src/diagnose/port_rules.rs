@@ -261,6 +261,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
         ),
         (Some(want), Some(_)) => sheet.pass("link.rate", s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),
         (Some(_), None) => sheet.skip("link.rate", s, "rate unknown"),
+        (None, None) if port.rate_gbps.is_none() && port.nominal_gbps.is_none() => sheet.skip("link.rate", s, "rate not readable"),
         (None, _) => sheet.pass("link.rate", s, observed_rate, None),
     }
     if let Some(want) = expect.speed {
@@ -337,6 +338,18 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                 n.duplex.clone().unwrap_or_else(|| "?".into()),
                 n.mtu.map_or("?".into(), |m| m.to_string())
             );
+            // A passing row says only what was read (unknown is not printed as a value there).
+            let read = [
+                n.operstate.clone(),
+                n.carrier.map(|c| format!("carrier={}", u8::from(c))),
+                n.speed_mbps.map(|m| format!("{m} Mb/s")),
+                n.duplex.clone(),
+                n.mtu.map(|m| format!("mtu {m}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
             if !up || n.carrier == Some(false) {
                 sheet.fail(
                     "roce.netdev",
@@ -358,7 +371,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                     "autonegotiation failed: check the switch port settings and the cable",
                 );
             } else {
-                sheet.pass("roce.netdev", s, observed, Some("up, carrier".into()));
+                sheet.pass("roce.netdev", s, read, Some("up, carrier".into()));
             }
         }
     }
@@ -462,8 +475,14 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
             None => return,
         }
     };
-    let observed =
-        if ib { format!("{} {}", port.width, port.speed) } else { port.rate_gbps.map_or("unknown".into(), |r| format!("{} Gb/s", gbps(r))) };
+    let observed = match (ib, port.rate_gbps) {
+        (true, _) => format!("{} {}", port.width, port.speed),
+        (false, Some(r)) => format!("{} Gb/s", gbps(r)),
+        (false, None) => {
+            sheet.skip("link.trained", s, "the link's rate is not readable (no netdev speed)");
+            return;
+        }
+    };
     let Some(what) = port.trained_low() else {
         sheet.pass("link.trained", s, observed, Some(best));
         return;

@@ -25,9 +25,7 @@ pub fn is_sm_unit(unit: &str) -> bool {
 /// Whether `name` can be a unit's name to ask about and a bundle's file name: systemd's unit
 /// name characters (letters, digits, `:_.-@\`), at most 128 of them, no `..`.
 pub fn valid_unit_name(name: &str) -> bool {
-    (1..=128).contains(&name.len())
-        && !name.contains("..")
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b":_.-@\\".contains(&b))
+    (1..=128).contains(&name.len()) && !name.contains("..") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b":_.-@\\".contains(&b))
 }
 
 /// The `opensm@` instances in `systemctl list-units --all --plain --no-legend --full

@@ -167,7 +167,8 @@ mod tests {
     use super::*;
 
     /// Linux 6.x `aer_dev_correctable` of a ConnectX-6 Dx behind a marginal riser.
-    const COR_6X: &str = "RxErr 12\nBadTLP 183211\nBadDLLP 4021\nRollover 0\nTimeout 37\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 187281\n";
+    const COR_6X: &str =
+        "RxErr 12\nBadTLP 183211\nBadDLLP 4021\nRollover 0\nTimeout 37\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 187281\n";
     /// Linux 5.15 `aer_dev_nonfatal` (its 18 named rows end at PoisonTLPBlocked).
     const NONFATAL_515: &str = "Undefined 0\nDLP 0\nSDES 0\nTLP 0\nFCP 0\nCmpltTO 3\nCmpltAbrt 0\nUnxCmplt 0\nRxOF 0\nMalfTLP 0\nECRC 0\n\
         UnsupReq 0\nACSViol 0\nUncorrIntErr 0\nBlockedTLP 0\nAtomicOpBlocked 0\nTLPBlockedErr 0\nPoisonTLPBlocked 0\nTOTAL_ERR_NONFATAL 3\n";

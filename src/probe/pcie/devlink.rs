@@ -124,8 +124,8 @@ mod tests {
     #[test]
     fn other_shapes() {
         assert_eq!(parse_health(r#"{"health":{}}"#).unwrap(), vec![]);
-        let unlimited = parse_health(r#"{"health":{"netdevsim/netdevsim10":[{"reporter":"empty","state":"healthy","error":"unlimited","recover":0}]}}"#)
-            .unwrap();
+        let unlimited =
+            parse_health(r#"{"health":{"netdevsim/netdevsim10":[{"reporter":"empty","state":"healthy","error":"unlimited","recover":0}]}}"#).unwrap();
         assert_eq!((unlimited[0].errors, unlimited[0].bdf.as_deref()), (Some(u64::MAX), None));
         assert!(parse_health("devlink: command not found").is_err());
         assert!(parse_health(r#"{"dev":{}}"#).is_err());

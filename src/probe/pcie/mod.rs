@@ -16,12 +16,17 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Role {
     /// An RDMA NIC's function, by its device name (`mlx5_0`; the BDF when nothing names it).
-    Nic { name: String },
+    Nic {
+        name: String,
+    },
     Gpu,
     /// A bridge on the way from a NIC or GPU to its root complex; `below` names the NICs and
     /// GPUs whose path crosses it, `link_of` those whose own link ends at it (its upstream
     /// port: what the link's errors are seen from, the other side).
-    Bridge { below: Vec<String>, link_of: Vec<String> },
+    Bridge {
+        below: Vec<String>,
+        link_of: Vec<String>,
+    },
 }
 
 /// The PCIe health of one function.
