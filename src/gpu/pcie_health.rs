@@ -111,6 +111,13 @@ fn from_devices(inventory: &Inventory, files: &Tree) -> Vec<FunctionHealth> {
         .collect()
 }
 
+/// One function of the tree at `root`, read as `role` would be (tests/vm/aer.sh reads an
+/// emulated device this way: qemu has no RDMA NIC to place on its root port).
+pub fn read_function(root: &Path, tree: &PciTree, bdf: &str, role: Role) -> Option<FunctionHealth> {
+    let f = tree.function(bdf)?;
+    Some(function(bdf.to_string(), role, f.dir(), &Tree::new(root.to_path_buf())))
+}
+
 fn function(bdf: String, role: Role, dir: &Path, files: &Tree) -> FunctionHealth {
     let mut health = FunctionHealth { bdf, role, aer: BTreeMap::new(), unreadable: Vec::new(), mlx5: None };
     for severity in AerSeverity::ALL {
