@@ -6,7 +6,7 @@
 #
 # Usage: benches/topology.sh [--pods P]...   (default: 9 and 91 pods: 10,816 and 100,032 nodes)
 # Prints one line per file, last:
-#   nodes=N bytes=B links=L read_parse_s=S leaves_s=S peak_rss_mb=M max_rss_mb=M wall_s=S
+#   bytes=B nodes=N links=L leaves=N read_parse_s=S leaves_s=S peak_rss_mb=M max_rss_mb=M wall_s=S
 # (peak_rss_mb from the process itself, max_rss_mb and wall_s from /usr/bin/time -v when present).
 set -euo pipefail
 cd "$(dirname "$0")/.."
