@@ -80,7 +80,7 @@ impl AerFile {
     /// The rows that counted something, largest first (ties in the kernel's order).
     pub fn nonzero(&self) -> Vec<(&str, u64)> {
         let mut rows: Vec<(&str, u64)> = self.rows.iter().filter(|(_, n)| *n > 0).map(|(r, n)| (r.as_str(), *n)).collect();
-        rows.sort_by(|a, b| b.1.cmp(&a.1));
+        rows.sort_by_key(|r| std::cmp::Reverse(r.1));
         rows
     }
 

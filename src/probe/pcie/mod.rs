@@ -127,7 +127,7 @@ pub fn window(start: &FunctionHealth, end: &FunctionHealth) -> FunctionWindow {
                 _ => None,
             })
             .collect();
-        risen.sort_by(|a, b| b.1.cmp(&a.1));
+        risen.sort_by_key(|r| std::cmp::Reverse(r.1));
         rows.insert(*severity, risen);
     }
     let mut mlx5 = Vec::new();
