@@ -57,7 +57,7 @@ fn a_clean_node_is_one_row() {
     let r = judged(&h, None);
     assert!(r.findings.is_empty(), "{:?}", r.findings);
     assert_eq!(r.checks.len(), 1);
-    assert_eq!(row(&r, "node").observed, "no AER errors on 2 functions (1 NICs, 0 GPUs, 1 bridges)");
+    assert_eq!(row(&r, "node").observed, "no AER errors on 2 functions (1 NIC, 0 GPUs, 1 bridge)");
 }
 
 #[test]
@@ -105,7 +105,7 @@ fn a_bridge_is_said_to_be_the_other_end_of_the_link() {
     let r = judged(&health(vec![nic("0000:3b:00.0", "mlx5_0", COR_CLEAN, 0), rp]), None);
     assert_eq!(keys(&r), vec![("pcie.aer", Severity::Warning, "0000:3a:00.0")]);
     assert!(r.findings[0].message.contains("other end of mlx5_0 (0000:3b:00.0)'s link"), "{}", r.findings[0].message);
-    assert_eq!(row(&r, "node").observed, "no AER errors on 1 functions (1 NICs, 0 GPUs, 0 bridges)");
+    assert_eq!(row(&r, "node").observed, "no AER errors on 1 function (1 NIC, 0 GPUs, 0 bridges)");
 }
 
 #[test]

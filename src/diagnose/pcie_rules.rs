@@ -88,9 +88,16 @@ pub(super) fn run(health: &PcieHealth, soak: Option<&PcieSoak<'_>>, sheet: &mut 
     }
     let total: usize = clean.iter().sum();
     if total > 0 {
-        let mut observed = format!("no AER errors on {total} functions ({} NICs, {} GPUs, {} bridges)", clean[0], clean[1], clean[2]);
+        use crate::units::count;
+        let mut observed = format!(
+            "no AER errors on {} ({}, {}, {})",
+            count(total, "function"),
+            count(clean[0], "NIC"),
+            count(clean[1], "GPU"),
+            count(clean[2], "bridge")
+        );
         if bridges_without > 0 {
-            observed.push_str(&format!("; {bridges_without} bridges have no AER"));
+            observed.push_str(&format!("; {} without AER", count(bridges_without, "bridge")));
         }
         if let Some(s) = soak {
             observed.push_str(&format!(", in {}", window_words(s.seconds)));
