@@ -43,6 +43,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     }
     // NVIDIA ports: the BERs mlxlink computes, where it is installed (or the bundle saved it).
     probe::mlxlink::attach(&mut inventory, &source);
+    // The PCI tree (GPU readiness, PCIe health): the bundle's, or the live /sys.
+    let tree = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys")));
+    // A soak window's PCIe counters: read at its start, here, and again at its end.
+    let pcie_start = soak.map(|_| crate::gpu::pcie_health::read(&source, &inventory, tree.as_ref()));
     let soaked = match soak {
         // Nothing to soak on a node without devices: the checklist says why at once.
         Some(duration) if !inventory.devices.is_empty() => {
@@ -50,6 +54,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         _ => None,
     };
+    let pcie = crate::gpu::pcie_health::read(&source, &inventory, tree.as_ref());
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     // Firmware configuration (into the inventory, which `port.link_layer` reads), OFED, units, IPoIB.
     let stack_facts = probe::stack_facts::gather(&mut inventory, &source);
@@ -63,10 +68,13 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         diagnose::gpu_rules::apply_bundle_modules(&mut report, &inventory, &present);
     }
     // GPU node readiness, from the same tree: the bundle, or the live /sys.
-    let gpus = match crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))) {
-        Some(tree) => diagnose::gpu_rules::apply(&mut report, &tree),
+    let gpus = match &tree {
+        Some(tree) => diagnose::gpu_rules::apply(&mut report, tree),
         None => Vec::new(),
     };
+    // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
+    let window = pcie_start.as_ref().zip(soaked.as_ref()).map(|(start, s)| diagnose::pcie_rules::PcieSoak { start, seconds: s.seconds });
+    diagnose::pcie_rules::apply(&mut report, &pcie, window.as_ref());
     // Last: it also says where a pending firmware change explains the findings above.
     diagnose::driver_rules::apply(&mut report, &inventory, &stack_facts, &expect, &scope);
     // A live node with no device: `devices.count` fails (diagnose's node rules), after the

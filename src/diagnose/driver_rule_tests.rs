@@ -289,6 +289,33 @@ fn opensm_only_where_the_sm_is_local() {
     assert!(only_driver(&missing, &expect(&["sm=remote"])).checks.is_empty());
 }
 
+#[test]
+fn any_running_opensm_unit_is_the_local_sm() {
+    // MLNX_OFED: `opensmd`, a SysV script systemd runs as a generated unit; no `opensm` unit.
+    let mlnx = units(&[
+        ("opensm", "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"),
+        ("opensmd", "LoadState=loaded\nActiveState=active\nSubState=exited\nUnitFileState=generated\n"),
+    ]);
+    let r = only_driver(&mlnx, &expect(&["sm=local"]));
+    none_of(&r, "stack.service");
+    assert_eq!(check(&r, "stack.service", "opensmd").status, Status::Pass);
+    // Debian: the plain unit stopped, one per-port instance of opensm@.service running.
+    let debian = units(&[
+        ("opensm", "LoadState=loaded\nActiveState=inactive\nSubState=dead\nUnitFileState=disabled\n"),
+        ("opensm@0x248a0703002d3a1c", "LoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=enabled\n"),
+    ]);
+    let r = only_driver(&debian, &expect(&["sm=local"]));
+    none_of(&r, "stack.service");
+    assert!(r.checks.iter().all(|c| c.subject != "opensm"), "the stopped plain unit is not judged: {:?}", r.checks);
+    // None of them running: each installed one is judged as before.
+    let stopped = units(&[("opensmd", "LoadState=loaded\nActiveState=inactive\nSubState=dead\nUnitFileState=generated\n")]);
+    let r = only_driver(&stopped, &expect(&["sm=local"]));
+    assert_eq!(finding(&r, "stack.service", "opensmd").severity, Severity::Error);
+    assert!(finding(&r, "stack.service", "opensmd").remedy.contains("systemctl start opensmd"));
+    // Without sm=local none of them is looked at.
+    assert!(only_driver(&mlnx, &expect(&[])).checks.is_empty());
+}
+
 // ---------------------------------------------------------------- IPoIB
 
 fn ipoib_facts(up: bool, addresses: Option<Vec<&str>>, mode: Option<IpoibMode>) -> StackFacts {

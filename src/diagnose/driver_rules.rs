@@ -11,7 +11,7 @@ use crate::port::LinkLayer;
 use crate::probe::firmware::{self, LinkType};
 use crate::probe::ipoib::IpoibState;
 use crate::probe::ofed::{self, ModuleOrigin, ModuleState, OfedFacts};
-use crate::probe::services::{ActiveState, UnitFileState, UnitStatus};
+use crate::probe::services::{self, ActiveState, UnitFileState, UnitStatus};
 use crate::probe::stack_facts::StackFacts;
 use crate::probe::{fw_query, Device, Inventory};
 
@@ -329,7 +329,7 @@ fn unit_role(unit: &str) -> &'static str {
     match unit {
         "openibd" => "it loads MLNX_OFED's modules",
         "rdma-ndd" => "it sets the node descriptions that `fabric --rails` and `mesh --topology` read",
-        "opensm" => "it is this fabric's subnet manager",
+        _ if services::is_sm_unit(unit) => "it is this fabric's subnet manager",
         _ => "it sets up the RDMA stack",
     }
 }
@@ -337,20 +337,33 @@ fn unit_role(unit: &str) -> &'static str {
 /// `stack.service`: failed is an error, not started at boot a warning, not installed silent.
 fn services(facts: &StackFacts, expect: &Expectations, sheet: &mut Sheet) {
     let local_sm = expect.sm == Some(SmPlace::Local);
-    if local_sm && facts.services_read && !facts.services.iter().any(|u| u.unit == "opensm") {
+    let sm_units: Vec<&UnitStatus> = facts.services.iter().filter(|u| services::is_sm_unit(&u.unit)).collect();
+    if local_sm && facts.services_read && sm_units.is_empty() {
         sheet.fail(
             FindingId::StackService,
             "opensm",
             "not installed",
             Some("active, enabled".into()),
             Severity::Error,
-            "the subnet manager is expected on this node (--expect sm=local) but no opensm unit is installed",
-            "install OpenSM (`apt install opensm` / `dnf install opensm`), then `systemctl enable --now opensm`",
+            "the subnet manager is expected on this node (--expect sm=local) but no opensm, opensmd (MLNX_OFED) or opensm@ unit is \
+             installed",
+            "install OpenSM (`apt install opensm` / `dnf install opensm`, or MLNX_OFED's opensm package), then `systemctl enable \
+             --now opensm` (MLNX_OFED: `opensmd`)",
         );
     }
-    for unit in facts.services.iter().filter(|u| u.unit != "opensm" || local_sm) {
+    // Any of OpenSM's units running satisfies `--expect sm=local`: the others (Debian's plain
+    // `opensm` beside a running `opensm@PORT` instance) are not judged.
+    let running: Vec<&str> = sm_units.iter().filter(|u| runs(u)).map(|u| u.unit.as_str()).collect();
+    for unit in &facts.services {
+        if services::is_sm_unit(&unit.unit) && (!local_sm || (!running.is_empty() && !running.contains(&unit.unit.as_str()))) {
+            continue;
+        }
         service(unit, sheet);
     }
+}
+
+fn runs(status: &UnitStatus) -> bool {
+    matches!(status.active, ActiveState::Active | ActiveState::Reloading | ActiveState::Activating)
 }
 
 fn service(status: &UnitStatus, sheet: &mut Sheet) {
@@ -393,14 +406,14 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
     }
     match status.active {
         ActiveState::Active | ActiveState::Reloading | ActiveState::Activating => sheet.pass(FindingId::StackService, unit, observed, expected),
-        _ if unit == "opensm" => sheet.fail(
+        _ if services::is_sm_unit(unit) => sheet.fail(
             FindingId::StackService,
             unit,
             observed,
             expected,
             Severity::Error,
-            "opensm starts at boot but is not running: this node's fabric has no subnet manager from it",
-            "systemctl start opensm; journalctl -u opensm -b",
+            format!("{unit} starts at boot but is not running: this node's fabric has no subnet manager from it"),
+            format!("systemctl start {unit}; journalctl -u {unit} -b"),
         ),
         // Started on demand (rdma-ndd by udev when a device appears), or a one-shot not yet run.
         _ => sheet.skip(FindingId::StackService, unit, observed),

@@ -118,7 +118,8 @@ fn peermem(tree: &PciTree, sheet: &mut Sheet) {
 
 fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     let id = FindingId::GpuAffinity;
-    let numa = |n: Option<i32>| n.map_or("?".to_string(), |n| n.to_string());
+    // The NUMA nodes where both are known (an unknown one is not printed as a value).
+    let numa = |a: Option<i32>, b: Option<i32>| a.zip(b).map_or(String::new(), |(a, b)| format!(", numa {a}/{b}"));
     let mut users: BTreeMap<&str, Vec<&Pairing>> = tree.nics.iter().map(|n| (n.bdf.as_str(), Vec::new())).collect();
     for p in pairings {
         let Some(nic) = &p.nic else {
@@ -126,7 +127,7 @@ fn affinity(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             continue;
         };
         users.entry(nic.bdf.as_str()).or_default().push(p);
-        let observed = format!("{} {}, numa {}/{}", nic_label(&nic.name, &nic.bdf), nic.relation.name(), numa(p.gpu_numa), numa(nic.numa));
+        let observed = format!("{} {}{}", nic_label(&nic.name, &nic.bdf), nic.relation.name(), numa(p.gpu_numa, nic.numa));
         if nic.relation == Relation::Sys {
             sheet.fail(
                 id,
@@ -346,18 +347,39 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
     };
     let want_w = min_opt(max_w.map(f64::from), slot.0.map(f64::from)).map(|w| w as u32);
     let want_s = min_opt(max_s, slot.1);
+    // Unknown is not a pass: a figure neither sysfs nor config space gives is a skip.
+    let missing: Vec<&str> = [
+        (cur_w.is_none(), "current_link_width"),
+        (cur_s.is_none(), "current_link_speed"),
+        (want_w.is_none(), "max_link_width"),
+        (want_s.is_none(), "max_link_speed"),
+    ]
+    .into_iter()
+    .filter_map(|(absent, file)| absent.then_some(file))
+    .collect();
+    if !missing.is_empty() {
+        sheet.skip(id, &gpu.bdf, format!("GPU {}'s link is not readable: {} absent (and not in config space)", gpu.bdf, missing.join(", ")));
+        return;
+    }
     let observed = describe_link(cur_w, cur_s);
     let expected = describe_link(want_w, want_s);
-    let numa = gpu.numa_node.map_or("?".into(), |n| n.to_string());
+    let numa = gpu.numa_node.map_or(String::new(), |n| format!(" (numa {n})"));
     if let (Some(c), Some(w)) = (cur_w, want_w) {
         if c < w {
+            // Below what both ends support is a fault (0.4); with the slot's figures unknown it
+            // may be the slot, and stays a warning.
+            let (severity, both) = if slot.0.is_some() {
+                (Severity::Error, "both the card and the slot support")
+            } else {
+                (Severity::Warning, "the card supports (the slot's figures are not readable)")
+            };
             sheet.fail(
                 id,
                 &gpu.bdf,
                 observed.clone(),
                 Some(expected),
-                Severity::Warning,
-                format!("GPU {}'s PCIe link trained at {observed}, narrower than card and slot support (numa {numa})", gpu.bdf),
+                severity,
+                format!("GPU {}'s PCIe link trained at {observed}, narrower than {both}: a seating, riser or lane fault{numa}", gpu.bdf),
                 "reseat the GPU (or its baseboard cable), check BIOS bifurcation for the slot; `lspci -vv -s <bdf>` LnkSta and \
                  `nvidia-smi -q -d PCI` show the same; a lane-degraded link halves host<->GPU and GPUDirect bandwidth",
             );

@@ -5,6 +5,8 @@ pub mod driver_rules;
 pub mod expect;
 pub mod gpu_rules;
 mod node_rules;
+mod pci_link_rules;
+pub mod pcie_rules;
 mod phy_rules;
 mod port_rules;
 mod qos_counters;

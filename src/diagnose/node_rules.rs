@@ -5,8 +5,7 @@ use super::{Input, Severity, Sheet};
 use crate::outcome::FindingId;
 use std::collections::BTreeMap;
 
-/// The PCIe link files a device's `pci.link` and `pcie.bound` read.
-const PCI_FILES: [&str; 4] = ["device/current_link_speed", "device/current_link_width", "device/max_link_speed", "device/max_link_width"];
+use super::pci_link_rules::PCI_FILES;
 
 pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     let inv = input.inventory;
@@ -34,6 +33,11 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         // An unreadable fw_ver is not a version: not judged, not compared.
         if let Some(file) = unread.device(&d.name, &["fw_ver"]) {
             sheet.skip(FindingId::DeviceFw, &d.name, why(file));
+            continue;
+        }
+        // An empty fw_ver (Soft-RoCE has no firmware) is no version to compare or pass.
+        if d.fw_ver.trim().is_empty() {
+            sheet.skip(FindingId::DeviceFw, &d.name, format!("{} reports no firmware version (fw_ver is empty: a software device has none)", d.name));
             continue;
         }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));
@@ -78,38 +82,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     }
 
     // PCIe: a x16 card trained at x8 (or Gen3 instead of Gen4) caps bandwidth below line rate.
-    for d in &inv.devices {
-        let Some(pci) = &d.pci else { continue };
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
-            continue;
-        }
-        if let Some(file) = unread.device(&d.name, &PCI_FILES) {
-            sheet.skip(FindingId::PciLink, &d.name, why(file));
-            continue;
-        }
-        let width_low = matches!((pci.current_width, pci.max_width), (Some(c), Some(m)) if c < m);
-        let speed_low = match (&pci.current_speed, &pci.max_speed) {
-            (Some(c), Some(m)) => pcie_gts(c).zip(pcie_gts(m)).is_some_and(|(c, m)| c < m),
-            _ => false,
-        };
-        let observed =
-            format!("x{} {}", pci.current_width.map_or("?".into(), |w| w.to_string()), pci.current_speed.clone().unwrap_or_else(|| "?".into()));
-        let best = format!("x{} {}", pci.max_width.map_or("?".into(), |w| w.to_string()), pci.max_speed.clone().unwrap_or_else(|| "?".into()));
-        if width_low || speed_low {
-            sheet.fail(
-                FindingId::PciLink,
-                &d.name,
-                observed.clone(),
-                Some(best),
-                Severity::Warning,
-                format!("{}'s PCIe link trained at {observed}, below what the card supports", d.name),
-                "reseat the card in a full-width slot of the right generation, check BIOS slot bifurcation/speed settings; \
-                 `lspci -vv` LnkSta shows the same",
-            );
-        } else {
-            sheet.pass(FindingId::PciLink, &d.name, observed, Some(best));
-        }
-    }
+    super::pci_link_rules::run(input, unread, sheet);
 }
 
 /// How many RDMA devices the node has, against `--expect devices=N`; and a node that cannot say
@@ -169,11 +142,6 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
     }
 }
 
-/// "16.0 GT/s PCIe" -> 16.0; "8 GT/s" -> 8.0.
-fn pcie_gts(text: &str) -> Option<f64> {
-    text.split_whitespace().next()?.parse().ok()
-}
-
 /// The device (and port) an unreadable sysfs path belongs to, else `node`.
 fn unreadable_subject(path: &str) -> String {
     let parts: Vec<&str> = path.split('/').collect();
@@ -193,6 +161,10 @@ fn pcie_bound(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
             continue;
         }
         let Some(pci) = &d.pci else { continue };
+        // A link trained below what both its ends can do is `pci.link`'s error, the cause.
+        if super::pci_link_rules::fault(pci) {
+            continue;
+        }
         let Some(usable) = pci.usable_gbps else { continue };
         let Some((port, rate)) = d.ports.iter().filter_map(|p| p.rate_gbps.map(|r| (p.port, r))).max_by(|a, b| a.1.total_cmp(&b.1)) else {
             continue;

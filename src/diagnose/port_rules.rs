@@ -263,6 +263,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
         ),
         (Some(want), Some(_)) => sheet.pass(FindingId::LinkRate, s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),
         (Some(_), None) => sheet.skip(FindingId::LinkRate, s, "rate unknown"),
+        (None, None) if port.rate_gbps.is_none() && port.nominal_gbps.is_none() => sheet.skip(FindingId::LinkRate, s, "rate not readable"),
         (None, _) => sheet.pass(FindingId::LinkRate, s, observed_rate, None),
     }
     if let Some(want) = expect.speed {
@@ -341,6 +342,18 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                 n.duplex.clone().unwrap_or_else(|| "?".into()),
                 n.mtu.map_or("?".into(), |m| m.to_string())
             );
+            // A passing row says only what was read (unknown is not printed as a value there).
+            let read = [
+                n.operstate.clone(),
+                n.carrier.map(|c| format!("carrier={}", u8::from(c))),
+                n.speed_mbps.map(|m| format!("{m} Mb/s")),
+                n.duplex.clone(),
+                n.mtu.map(|m| format!("mtu {m}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>()
+            .join(" ");
             if !up || n.carrier == Some(false) {
                 sheet.fail(
                     FindingId::RoceNetdev,
@@ -362,7 +375,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
                     "autonegotiation failed: check the switch port settings and the cable",
                 );
             } else {
-                sheet.pass(FindingId::RoceNetdev, s, observed, Some("up, carrier".into()));
+                sheet.pass(FindingId::RoceNetdev, s, read, Some("up, carrier".into()));
             }
         }
     }
@@ -466,8 +479,14 @@ fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
             None => return,
         }
     };
-    let observed =
-        if ib { format!("{} {}", port.width, port.speed) } else { port.rate_gbps.map_or("unknown".into(), |r| format!("{} Gb/s", gbps(r))) };
+    let observed = match (ib, port.rate_gbps) {
+        (true, _) => format!("{} {}", port.width, port.speed),
+        (false, Some(r)) => format!("{} Gb/s", gbps(r)),
+        (false, None) => {
+            sheet.skip(FindingId::LinkTrained, s, "the link's rate is not readable (no netdev speed)");
+            return;
+        }
+    };
     let Some(what) = port.trained_low() else {
         sheet.pass(FindingId::LinkTrained, s, observed, Some(best));
         return;

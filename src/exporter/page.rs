@@ -31,6 +31,8 @@ pub struct Reading {
     pub report: Option<Report>,
     /// The GPU (PCI address) each NIC serves, from the GPU↔NIC pairing, where the node has GPUs.
     pub gpu_of: BTreeMap<String, String>,
+    /// PCIe health (AER counters), when it was read.
+    pub pcie: Option<crate::probe::pcie::PcieHealth>,
 }
 
 /// The exporter's own figures, beside the reading.
@@ -85,6 +87,14 @@ pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
     }
     if let Some(report) = &reading.report {
         write_report(&mut f, report);
+    }
+    // AER: each file's TOTAL_ERR_* row always, the other rows where they counted something.
+    for func in reading.pcie.iter().flat_map(|p| &p.functions) {
+        for (severity, file) in &func.aer {
+            for (row, n) in std::iter::once((severity.total_row(), file.count())).chain(file.nonzero()) {
+                f.set(&metrics::PCIE_AER, &[("function", func.bdf.as_str()), ("severity", severity.name()), ("row", row)], n as f64);
+            }
+        }
     }
     f.render(format)
 }

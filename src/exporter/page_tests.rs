@@ -214,6 +214,7 @@ fn every_fixed_family_of_the_table_can_appear() {
     for phy in ["roce-cx7-dark-lane", "roce-bnxt-clean", "roce-cx6dx-fec-lane"] {
         all.push_str(&render(&reading_of(phy), &stats(), Exposition::Text));
     }
+    all.push_str(&render(&with_aer(), &stats(), Exposition::Text));
     // The table also holds what only `--format prom` of the commands writes (0.3).
     for m in metrics::TABLE.iter().filter(|m| m.exporter) {
         if m.name == "fabcheck_port_mtu_bytes" || m.name == "fabcheck_port_supported_rate_bytes_per_second" {
@@ -221,6 +222,30 @@ fn every_fixed_family_of_the_table_can_appear() {
         }
         assert!(all.contains(&format!("# TYPE {} ", m.name)), "{} never written", m.name);
     }
+}
+
+/// hdr-ib-healthy with the AER counters of its first NIC's function (Linux 6.x rows).
+fn with_aer() -> Reading {
+    use crate::probe::pcie::aer::{parse, AerSeverity};
+    use crate::probe::pcie::{DevlinkRead, FunctionHealth, PcieHealth, Role};
+    let mut reading = reading_of("hdr-ib-healthy");
+    let mut aer = BTreeMap::new();
+    aer.insert(AerSeverity::Correctable, parse("RxErr 2\nBadTLP 0\nBadDLLP 1\nTOTAL_ERR_COR 3\n"));
+    aer.insert(AerSeverity::Fatal, parse("Undefined 0\nCmpltTO 0\nTOTAL_ERR_FATAL 0\n"));
+    let function = FunctionHealth { bdf: "0000:17:00.0".into(), role: Role::Nic { name: "mlx5_0".into() }, aer, unreadable: vec![], mlx5: None };
+    reading.pcie = Some(PcieHealth { functions: vec![function], nics: vec![], devlink: DevlinkRead::NotLooked, tree: true, live: false });
+    reading
+}
+
+#[test]
+fn aer_counters_are_written_per_function_with_their_totals() {
+    let page = render(&with_aer(), &stats(), Exposition::Text);
+    let series = |severity: &str, row: &str| format!(r#"function="0000:17:00.0",severity="{severity}",row="{row}""#);
+    assert_eq!(value(&page, "fabcheck_pcie_aer_errors_total", &series("correctable", "TOTAL_ERR_COR")), 3.0);
+    assert_eq!(value(&page, "fabcheck_pcie_aer_errors_total", &series("correctable", "RxErr")), 2.0);
+    assert_eq!(value(&page, "fabcheck_pcie_aer_errors_total", &series("fatal", "TOTAL_ERR_FATAL")), 0.0, "a total is written at 0");
+    assert!(!page.contains(r#"row="BadTLP""#), "a row at 0 is left out");
+    assert!(page.contains("# TYPE fabcheck_pcie_aer_errors_total counter"));
 }
 
 fn with_phy(phy: Phy) -> Reading {

@@ -93,13 +93,16 @@ pub fn read_node(source: &Source) -> Reading {
     let expect = Expectations::default();
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &Scope::default() });
     let mut gpu_of = std::collections::BTreeMap::new();
-    if let Some(tree) = crate::gpu::pci::read(&root) {
-        for pairing in diagnose::gpu_rules::apply(&mut report, &tree) {
+    let tree = crate::gpu::pci::read(&root);
+    if let Some(tree) = &tree {
+        for pairing in diagnose::gpu_rules::apply(&mut report, tree) {
             if let Some(nic) = pairing.nic {
                 gpu_of.insert(nic.name, pairing.gpu);
             }
         }
     }
+    let pcie = crate::gpu::pcie_health::read(source, &inventory, tree.as_ref());
+    diagnose::pcie_rules::apply(&mut report, &pcie, None);
     if live && inventory.devices.is_empty() {
         report.findings.insert(
             0,
@@ -115,7 +118,7 @@ pub fn read_node(source: &Source) -> Reading {
         report.verdict = Verdict::Fail;
     }
     let counters = inventory.ports().map(|(d, p)| read_counters(&root, &d.name, p.port)).collect();
-    Reading { inventory: Some(inventory), error: None, counters, report: Some(report), gpu_of }
+    Reading { inventory: Some(inventory), error: None, counters, report: Some(report), gpu_of, pcie: Some(pcie) }
 }
 
 /// The counter files of one port (`counters/` and `hw_counters/`), each read bounded; a file

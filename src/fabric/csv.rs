@@ -9,8 +9,9 @@
 use std::path::Path;
 use std::time::Instant;
 
-/// Larger files are refused (a 10k-host plan is well under 2 MiB).
-pub const MAX_BYTES: u64 = 16 << 20;
+/// Larger files are refused: a 10k-host plan is well under 2 MiB; 0.4 takes up to 256 MiB, as
+/// for `--topology` (a 100,000-node fabric's cabling).
+pub const MAX_BYTES: u64 = 256 << 20;
 /// The longest record (a node description is at most 64 bytes; four of them fit many times).
 pub const MAX_RECORD: usize = 4096;
 /// Records parsed between two looks at the deadline.

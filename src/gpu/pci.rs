@@ -174,6 +174,11 @@ impl PciTree {
 }
 
 impl Function {
+    /// The function's folder, relative to the tree's root (where its `config` is).
+    pub fn dir(&self) -> &Path {
+        Path::new(&self.config_file).parent().unwrap_or(Path::new(""))
+    }
+
     pub fn is_gpu(&self) -> bool {
         let vendor = self.vendor.or_else(|| self.config.parsed().map(|c| c.vendor));
         let class = self.class.or_else(|| self.config.parsed().map(|c| c.class));

@@ -116,6 +116,7 @@ finding_ids! {
     FabricTopologyMiswired = "fabric.topology.miswired",
     FabricUnreachable = "fabric.unreachable",
     PcieAer = "pcie.aer",
+    DevlinkHealth = "devlink.health",
     RoceQos = "roce.qos",
     PairQos = "pair.qos",
 }

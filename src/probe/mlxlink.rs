@@ -6,11 +6,17 @@
 //! (`tests/fixtures/capture-sysfs.sh`). The parser is pure and tolerant: the JSON has moved
 //! between tool versions (per-lane figures as `"0,0,0,0"`, as a list, or as `{"values": [...]}`),
 //! and a figure it lacks is "not readable", never zero.
+//!
+//! Two post-FEC figures: `Symbol Errors`/`Symbol BER` (InfiniBand only, after FEC and the
+//! physical-layer retransmission: what applications see on HDR and faster) and `Effective
+//! Physical Errors`/`BER` (after FEC: the application-visible figure on EDR and slower, and on
+//! Ethernet). The port's speed chooses which fills `phy` ([`BerFigure::for_port`]), and `phy`
+//! says which it holds.
 
 use super::fec::FecMode;
 use super::fw_query::{find_program, queried, valid_bdf};
 use super::model::Inventory;
-use super::phy::Phy;
+use super::phy::{BerFigure, Phy};
 use super::Source;
 use serde_json::Value;
 use std::path::Path;
@@ -33,6 +39,9 @@ pub struct LinkBer {
     pub raw_ber: Option<f64>,
     pub effective_ber: Option<f64>,
     pub effective_errors: Option<u64>,
+    /// `Symbol Errors` / `Symbol BER` (InfiniBand; HDR and faster's application-visible figure).
+    pub symbol_errors: Option<u64>,
+    pub symbol_ber: Option<f64>,
     pub lane_errors: Vec<u64>,
     /// The FEC the link runs, from `Operational Info`'s `FEC` (`Standard_RS-FEC - (544,514)`,
     /// `Firecode_FEC`, `No_FEC`).
@@ -51,6 +60,8 @@ pub fn parse_json(text: &str) -> Option<LinkBer> {
         raw_ber: field("Raw Physical BER").and_then(ber_value),
         effective_ber: field("Effective Physical BER").and_then(ber_value),
         effective_errors: field("Effective Physical Errors").and_then(count),
+        symbol_errors: field("Symbol Errors").and_then(count),
+        symbol_ber: field("Symbol BER").and_then(ber_value),
         lane_errors: field("Raw Physical Errors Per Lane").map(lanes).unwrap_or_default(),
     };
     (ber != LinkBer::default()).then_some(ber)
@@ -163,7 +174,8 @@ pub fn attach(inventory: &mut Inventory, source: &Source) {
         let Some(ber) = text.as_deref().and_then(parse_json) else { continue };
         // One PCI function is one port of the card: its first port is the one mlxlink reads.
         if let Some(port) = inventory.devices[*i].ports.iter_mut().find(|p| p.port == 1) {
-            fill(port.phy.get_or_insert_with(Phy::default), &ber);
+            let applies = BerFigure::for_port(port.link_layer, port.speed);
+            fill(port.phy.get_or_insert_with(Phy::default), &ber, applies);
         }
     }
 }
@@ -174,12 +186,22 @@ fn bundle_report(root: &Path, bdf: &str) -> Option<String> {
     bundle.read_text(&Path::new("tools/mlxlink").join(format!("{bdf}.json")), REPORT_CAP).ok()
 }
 
-/// What `mlxlink` adds to a port's `phy`: only the figures not known already.
-pub fn fill(phy: &mut Phy, ber: &LinkBer) {
+/// What `mlxlink` adds to a port's `phy`: only the figures not known already. `applies`: the
+/// post-FEC figure the port's speed makes the application-visible one; where the report lacks
+/// it (an MFT that prints no `Symbol BER`), the other is taken and `phy` says which it is.
+pub fn fill(phy: &mut Phy, ber: &LinkBer, applies: BerFigure) {
     phy.fec = phy.fec.or(ber.fec);
     phy.ber_raw = phy.ber_raw.or(ber.raw_ber);
-    phy.ber_effective = phy.ber_effective.or(ber.effective_ber);
-    phy.symbol_errors = phy.symbol_errors.or(ber.effective_errors);
+    let symbol = ber.symbol_ber.is_some() || ber.symbol_errors.is_some();
+    let (rate, errors, figure) = match applies {
+        BerFigure::Symbol if symbol => (ber.symbol_ber, ber.symbol_errors, BerFigure::Symbol),
+        _ => (ber.effective_ber, ber.effective_errors, BerFigure::Effective),
+    };
+    if phy.ber_effective.is_none() && phy.symbol_errors.is_none() && (rate.is_some() || errors.is_some()) {
+        phy.ber_effective_figure = Some(figure);
+    }
+    phy.ber_effective = phy.ber_effective.or(rate);
+    phy.symbol_errors = phy.symbol_errors.or(errors);
     if phy.lane_errors.is_empty() {
         phy.lane_errors = ber.lane_errors.clone();
     }
@@ -248,11 +270,43 @@ mod tests {
     fn mlxlink_fills_only_what_is_unknown() {
         let ber = parse_json(MFT).unwrap();
         let mut known = Phy { ber_raw: Some(1e-7), lane_errors: vec![1, 2, 3, 4], ..Phy::default() };
-        fill(&mut known, &ber);
+        fill(&mut known, &ber, BerFigure::Effective);
         assert_eq!((known.ber_raw, known.lane_errors.as_slice()), (Some(1e-7), &[1, 2, 3, 4][..]), "ethtool's figures stand");
-        assert_eq!(known.ber_effective, Some(0.0));
+        assert_eq!((known.ber_effective, known.ber_effective_figure), (Some(0.0), Some(BerFigure::Effective)));
         let mut empty = Phy::default();
-        fill(&mut empty, &ber);
+        fill(&mut empty, &ber, BerFigure::Effective);
         assert_eq!((empty.ber_raw, empty.symbol_errors, empty.lane_errors.len()), (Some(3e-9), Some(0), 4));
+    }
+
+    /// MFT 4.2x `mlxlink -d 0000:3b:00.0 -c --json` on a ConnectX-7 at 4X NDR (InfiniBand): the
+    /// `Symbol` rows come first on InfiniBand (mstflint's `prepareBerInfo`), beside the
+    /// effective ones and the per-lane raw BER of 7 nm adapters.
+    const NDR: &str = r#"{"result":{"output":{
+        "Operational Info":{"State":"Active","Physical state":"LinkUp","Speed":"IB-NDR","Width":"4x","FEC":"Standard_RS-FEC - (544,514)"},
+        "Physical Counters and BER Info":{"Time Since Last Clear [Min]":"2880.0","Symbol Errors":"1874","Symbol BER":"4E-11",
+          "Effective Physical Errors":"0","Effective Physical BER":"15E-255","Raw Physical Errors Per Lane":"30211,28873,31007,29554",
+          "Raw Physical BER Per Lane":"2E-9,2E-9,2E-9,2E-9","Raw Physical BER":"2E-9","Link Down Counter":"0","Link Error Recovery Counter":"0"}}},
+        "status":{"code":0,"message":"Success"}}"#;
+
+    #[test]
+    fn on_hdr_and_faster_the_symbol_figures_are_the_ones_taken() {
+        use crate::port::{LinkLayer, Speed};
+        let ber = parse_json(NDR).unwrap();
+        assert_eq!((ber.symbol_errors, ber.symbol_ber, ber.effective_errors, ber.effective_ber), (Some(1874), Some(4e-11), Some(0), Some(0.0)));
+        assert_eq!(BerFigure::for_port(LinkLayer::InfiniBand, Speed::Ndr), BerFigure::Symbol);
+        assert_eq!(BerFigure::for_port(LinkLayer::InfiniBand, Speed::Hdr), BerFigure::Symbol);
+        assert_eq!(BerFigure::for_port(LinkLayer::InfiniBand, Speed::Edr), BerFigure::Effective);
+        assert_eq!(BerFigure::for_port(LinkLayer::Ethernet, Speed::Ndr), BerFigure::Effective, "mlxlink has no symbol rows on Ethernet");
+        let mut ndr = Phy::default();
+        fill(&mut ndr, &ber, BerFigure::Symbol);
+        assert_eq!((ndr.ber_effective, ndr.symbol_errors, ndr.ber_effective_figure), (Some(4e-11), Some(1874), Some(BerFigure::Symbol)));
+        // An EDR port, or a report without the symbol rows: the effective figures, said as such.
+        let mut edr = Phy::default();
+        fill(&mut edr, &ber, BerFigure::Effective);
+        assert_eq!((edr.ber_effective, edr.symbol_errors, edr.ber_effective_figure), (Some(0.0), Some(0), Some(BerFigure::Effective)));
+        let old = parse_json(MFT).unwrap();
+        let mut hdr = Phy::default();
+        fill(&mut hdr, &old, BerFigure::Symbol);
+        assert_eq!(hdr.ber_effective_figure, Some(BerFigure::Effective));
     }
 }

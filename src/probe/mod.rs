@@ -16,6 +16,7 @@ pub mod module;
 pub mod module_hex;
 pub mod ofed;
 pub mod partner;
+pub mod pcie;
 pub mod peer_portinfo;
 pub mod phy;
 pub mod qos;

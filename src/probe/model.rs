@@ -66,6 +66,19 @@ pub struct PciLink {
     /// What the link carries after encoding and TLP overhead, Gb/s (`probe::capacity`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usable_gbps: Option<f64>,
+    /// The port at the other end of the link (the function's parent bridge in the PCI tree):
+    /// what it can do bounds what the link can train at. `None` where the tree does not say (a
+    /// bundle that copied `device` as a plain folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<UpstreamPort>,
+}
+
+/// The upstream port of a PCIe link, as sysfs gives it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct UpstreamPort {
+    pub address: String,
+    pub max_speed: Option<String>,
+    pub max_width: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -43,6 +43,40 @@ pub struct Phy {
     /// Why the module could not be read (not root, no module), when it could not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub module_unreadable: Option<String>,
+    /// Which of mlxlink's post-FEC figures `ber_effective` and `symbol_errors` hold: `symbol`
+    /// (`Symbol BER`, what applications see on InfiniBand HDR and faster, after FEC and
+    /// retransmission) or `effective` (`Effective Physical BER`, EDR and slower, and Ethernet);
+    /// absent when they come from ethtool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ber_effective_figure: Option<BerFigure>,
+}
+
+/// mlxlink's two post-FEC figures (see [`Phy::ber_effective_figure`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BerFigure {
+    Symbol,
+    Effective,
+}
+
+impl BerFigure {
+    /// The figure that applies to a port: NVIDIA's ibdiagnet documentation ("Bit Error Rate
+    /// (BER)"): "For NDR/HDR/EDR links, symbol errors (NDR/HDR) or effective errors (EDR) are
+    /// the actual errors seen by the application level after error correction". mlxlink prints
+    /// the symbol figures on InfiniBand only (mstflint `mlxlink_commander.cpp`, `prepareBerInfo`).
+    pub fn for_port(link_layer: LinkLayer, speed: crate::port::Speed) -> BerFigure {
+        match (link_layer, speed.data_lane_gbps()) {
+            (LinkLayer::InfiniBand, Some(lane)) if lane >= 50.0 => BerFigure::Symbol,
+            _ => BerFigure::Effective,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BerFigure::Symbol => "symbol BER",
+            BerFigure::Effective => "effective BER",
+        }
+    }
 }
 
 /// Time limit of one `ethtool` child (a module read goes over I2C: up to a second).
@@ -138,5 +172,6 @@ pub fn assemble(
         lanes,
         lane_gbps,
         module_unreadable,
+        ber_effective_figure: None,
     }
 }

@@ -8,8 +8,43 @@
 use serde::{Deserialize, Serialize};
 
 /// Units looked at: MLNX_OFED's driver loader, the node-description daemon, RHEL 7's `rdma`,
-/// and OpenSM (judged only where `--expect sm=local`).
-pub const UNITS: [&str; 4] = ["openibd", "rdma-ndd", "rdma", "opensm"];
+/// and OpenSM (judged only where `--expect sm=local`) under each of its names: `opensm`
+/// (rdma-core's, Debian's), `opensmd` (MLNX_OFED's, a SysV script `systemd-sysv-generator`
+/// turns into a unit) and the instances of Debian's template `opensm@.service` (one per port,
+/// `opensm@0xGUID`), which [`parse_instances`] finds.
+pub const UNITS: [&str; 5] = ["openibd", "rdma-ndd", "rdma", "opensm", "opensmd"];
+
+/// The template whose instances run one OpenSM per port.
+pub const SM_TEMPLATE: &str = "opensm@";
+
+/// Whether a unit is a subnet manager's: any of them running satisfies `--expect sm=local`.
+pub fn is_sm_unit(unit: &str) -> bool {
+    unit == "opensm" || unit == "opensmd" || unit.strip_prefix(SM_TEMPLATE).is_some_and(|i| !i.is_empty())
+}
+
+/// Whether `name` can be a unit's name to ask about and a bundle's file name: systemd's unit
+/// name characters (letters, digits, `:_.-@\`), at most 128 of them, no `..`.
+pub fn valid_unit_name(name: &str) -> bool {
+    (1..=128).contains(&name.len()) && !name.contains("..") && name.bytes().all(|b| b.is_ascii_alphanumeric() || b":_.-@\\".contains(&b))
+}
+
+/// The `opensm@` instances in `systemctl list-units --all --plain --no-legend --full
+/// 'opensm@*'` (`opensm@0x248a0703002d3a1c.service loaded active running OpenSM ...`), each
+/// without its `.service`; the template itself and anything else is left out.
+pub fn parse_instances(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = text
+        .lines()
+        .take(256)
+        .filter_map(|l| l.split_whitespace().find(|w| w.starts_with(SM_TEMPLATE)))
+        .filter_map(|w| w.strip_suffix(".service"))
+        .filter(|u| is_sm_unit(u) && valid_unit_name(u))
+        .map(str::to_string)
+        .collect();
+    out.sort();
+    out.dedup();
+    out.truncate(16);
+    out
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -162,6 +197,24 @@ mod tests {
         assert!(st.file.starts_at_boot());
         let f = parse_show("opensm", "LoadState=loaded\nActiveState=failed\nSubState=failed\nUnitFileState=enabled\n").unwrap();
         assert_eq!(f.active, ActiveState::Failed);
+    }
+
+    #[test]
+    fn opensm_under_every_name() {
+        for unit in ["opensm", "opensmd", "opensm@0x248a0703002d3a1c"] {
+            assert!(is_sm_unit(unit), "{unit}");
+        }
+        for unit in ["opensm@", "openibd", "opensmd2"] {
+            assert!(!is_sm_unit(unit), "{unit}");
+        }
+        // `systemctl list-units --all --plain --no-legend --full 'opensm@*'` on Debian 12.
+        let listing = "opensm@0x248a0703002d3a1c.service loaded active   running OpenSM for port 0x248a0703002d3a1c\n\
+                       opensm@0x248a0703002d3a1d.service loaded inactive dead    OpenSM for port 0x248a0703002d3a1d\n";
+        assert_eq!(parse_instances(listing), vec!["opensm@0x248a0703002d3a1c", "opensm@0x248a0703002d3a1d"]);
+        // A leading marker column (`●` of a failed unit) and junk are tolerated.
+        assert_eq!(parse_instances("● opensm@0xab.service loaded failed failed OpenSM\nopensm@../../etc.service x\n"), vec!["opensm@0xab"]);
+        assert_eq!(parse_instances("0 loaded units listed.\n"), Vec::<String>::new());
+        assert!(!valid_unit_name("opensm@a/b") && valid_unit_name("opensm@0x1"));
     }
 
     #[test]

@@ -58,11 +58,17 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
             };
             facts.services_read = Path::new("/run/systemd/system").is_dir() && fw_query::find_program("systemctl").is_some();
             if facts.services_read {
+                // Debian's per-port OpenSM instances (`opensm@0xGUID`) beside the fixed units.
+                let instances = run("systemctl", &["list-units", "--all", "--plain", "--no-legend", "--full", "opensm@*"])
+                    .map(|out| services::parse_instances(&out))
+                    .unwrap_or_default();
                 facts.services = services::UNITS
                     .iter()
+                    .map(|u| u.to_string())
+                    .chain(instances)
                     .filter_map(|u| {
-                        let out = run("systemctl", &["show", u, "-p", "LoadState,ActiveState,SubState,UnitFileState"])?;
-                        services::parse_show(u, &out)
+                        let out = run("systemctl", &["show", &u, "-p", "LoadState,ActiveState,SubState,UnitFileState"])?;
+                        services::parse_show(&u, &out)
                     })
                     .collect();
             }
@@ -95,7 +101,22 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
                 .or_else(|| modules.iter().find_map(|m| m.on_disk.as_ref()?.tree_release().map(str::to_string)));
             let ofed = OfedFacts { installed: text("ofed_info.txt").as_deref().and_then(ofed::parse_ofed_info_s), kernel, modules };
             let services_read = tools.join("systemctl").is_dir();
-            let services = services::UNITS.iter().filter_map(|u| services::parse_show(u, &text(&format!("systemctl/{u}.txt"))?)).collect();
+            // The fixed units, then every saved `opensm@INSTANCE.txt` (Debian's per-port OpenSM).
+            let mut instances: Vec<String> = bundle
+                .list_dir(Path::new("tools/systemctl"))
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|n| n.into_string().ok()?.strip_suffix(".txt").map(str::to_string))
+                .filter(|u| services::is_sm_unit(u) && u.starts_with(services::SM_TEMPLATE) && services::valid_unit_name(u))
+                .collect();
+            instances.sort();
+            instances.truncate(16);
+            let services = services::UNITS
+                .iter()
+                .map(|u| u.to_string())
+                .chain(instances)
+                .filter_map(|u| services::parse_show(&u, &text(&format!("systemctl/{u}.txt"))?))
+                .collect();
             let ip = text("ip-addr.txt");
             let ipoib = ipoib_states(inventory, root, |netdev| ip.as_deref().map(|t| ipoib::addresses_in_ip_output(t, netdev)));
             StackFacts { looked: true, live: false, firmware, ofed, services, services_read, ipoib }

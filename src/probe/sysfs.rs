@@ -10,7 +10,7 @@
 //! netdev MTU the same way the kernel derives it.
 
 use super::catype;
-use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable};
+use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable, UpstreamPort};
 use crate::port::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
 use crate::sys::beneath::Tree;
 use crate::sys::fs::{ReadError, SYSFS_CAP};
@@ -441,12 +441,17 @@ impl SysfsRoot {
         if !self.exists(&dir.join("vendor")) {
             return None;
         }
-        let address = self
-            .tree
-            .resolve(self.inside(&dir))
-            .ok()
-            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
-            .filter(|a| a.contains(':'));
+        let real = self.tree.resolve(self.inside(&dir)).ok();
+        let address = real.as_ref().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
+        // The folder above the function's, when it is a PCI function too: the link's other end.
+        let upstream = real.as_ref().and_then(|p| p.parent()).filter(|_| address.is_some()).and_then(|parent| {
+            let name = parent.file_name()?.to_str()?;
+            crate::probe::fw_query::valid_bdf(name).then(|| UpstreamPort {
+                address: name.to_string(),
+                max_speed: self.read_trim(&self.root.join(parent).join("max_link_speed")),
+                max_width: self.read_trim(&self.root.join(parent).join("max_link_width")).and_then(|s| s.parse().ok()),
+            })
+        });
         let current_speed = self.read_trim(&dir.join("current_link_speed"));
         let current_width: Option<u32> = self.read_trim(&dir.join("current_link_width")).and_then(|s| s.parse().ok());
         let usable_gbps = match (&current_speed, current_width) {
@@ -459,6 +464,7 @@ impl SysfsRoot {
             _ => None,
         };
         Some(PciLink {
+            upstream,
             usable_gbps,
             address,
             numa_node: self.read_trim(&dir.join("numa_node")).and_then(|s| s.parse().ok()),

@@ -141,10 +141,18 @@ pub fn read_prefix(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError
     Ok(Some(out))
 }
 
-/// The bytes of regular file `path`, at most `cap` of them.
+/// The bytes of regular file `path`, at most `cap` of them. A file whose size is past the cap
+/// is refused before it is read (a 256 MiB `--topology` cap must not read 256 MiB to say no);
+/// the read itself still stops past the cap, for files that say a smaller size (procfs, 0).
 pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     let file = open_regular(path)?;
-    let mut out = Vec::new();
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    if size > cap {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });
+    }
+    // Room for what the file says it holds (and the one byte that tells a longer file), so a
+    // large file is not copied through a doubling buffer.
+    let mut out = Vec::with_capacity(usize::try_from(size.min(cap).saturating_add(1)).unwrap_or(0));
     file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(path, e))?;
     if out.len() as u64 > cap {
         return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });

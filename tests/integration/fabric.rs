@@ -91,7 +91,7 @@ fn plan_and_rail_map_are_checked_before_any_mad() {
     std::fs::write(dir.join("columns.csv"), "a_node,a_port,b_node\nleaf1,1,h1\n").unwrap();
     std::fs::write(dir.join("twice.csv"), format!("{header}leaf1,1,\"h1, rack 2\",1\nleaf1,1,h2,1\n")).unwrap();
     std::fs::write(dir.join("binary.csv"), [header.as_bytes(), b"leaf1,1,h\xff\x00,1\n"].concat()).unwrap();
-    std::fs::File::create(dir.join("huge.csv")).unwrap().set_len(17 << 20).unwrap();
+    std::fs::File::create(dir.join("huge.csv")).unwrap().set_len((256 << 20) + 1).unwrap();
     nix::unistd::mkfifo(&dir.join("fifo.csv"), nix::sys::stat::Mode::S_IRWXU).unwrap();
     std::fs::write(dir.join("rails.csv"), "host,device,rail\ngpu1,mlx5_0,zero\n").unwrap();
     std::fs::write(dir.join("ok.csv"), format!("{header}leaf1,1,h1,1\n")).unwrap();

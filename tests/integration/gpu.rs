@@ -117,9 +117,11 @@ fn hgx_nic_on_the_other_socket_is_named_per_gpu() {
 #[test]
 fn consumer_phb_layout() {
     let (out, doc) = check_fixture("gpu-consumer-phb");
-    assert_eq!(findings(&doc), expect(&[("pcie.link", "warning", "0000:02:00.0")]));
-    assert_eq!(out.status.code(), Some(0));
-    assert!(message(&doc, "pcie.link", "0000:02:00.0").contains("x8"));
+    // Narrower than both the card and the slot (0.4): a seating or lane fault, an error.
+    assert_eq!(findings(&doc), expect(&[("pcie.link", "error", "0000:02:00.0")]));
+    assert_eq!(out.status.code(), Some(1));
+    let link = message(&doc, "pcie.link", "0000:02:00.0");
+    assert!(link.contains("x8") && link.contains("both the card and the slot"), "{link}");
     for c in gpu_checks(&doc, "gpu.affinity") {
         assert!(c["observed"].as_str().unwrap().contains("mlx5_0 (0000:03:00.0) PHB"), "{c}");
     }
@@ -422,7 +424,7 @@ fn unseen_shape_names_blocking_bridge_missing_module_and_distant_nic() {
             ("gpu.peermem", "error", "node"),
             ("pcie.acs", "error", "0002:44:02.0"),
             ("gpu.affinity", "warning", "0002:c1:00.0"),
-            ("pcie.link", "warning", "0002:c1:00.0"),
+            ("pcie.link", "error", "0002:c1:00.0"),
         ])
     );
     assert_eq!(out.status.code(), Some(1));

@@ -30,6 +30,7 @@ mod protocol;
 mod rails;
 mod serve_hardening;
 mod shell;
+mod unknown_sweep;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

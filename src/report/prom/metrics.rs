@@ -131,6 +131,11 @@ pub const MODULE_RX_POWER: Metric = gauge(
 pub const MODULE_TX_POWER: Metric =
     gauge("fabcheck_port_module_tx_power_watts", "lane", "Optical power the module sends on the lane, in watts (1 mW is 0 dBm; a dark lane is 0).");
 pub const MODULE_TX_BIAS: Metric = gauge("fabcheck_port_module_tx_bias_amperes", "lane", "Laser bias current of the lane, in amperes.");
+pub const PCIE_AER: Metric = counter(
+    "fabcheck_pcie_aer_errors_total",
+    "function,severity,row",
+    "AER errors the kernel counted on a PCI function (NIC, GPU, bridge between them) since boot: row TOTAL_ERR_* is its ERR_* messages, other rows (named as the kernel names them) only where non-zero.",
+);
 pub const VERDICT: Metric =
     gauge("fabcheck_verdict_pass", "", "1 when the last check (or the run) passed, 0 when it failed.").also_in_formats("command");
 pub const CHECK: Metric = gauge(
@@ -203,6 +208,7 @@ pub const TABLE: &[Metric] = &[
     MODULE_RX_POWER,
     MODULE_TX_POWER,
     MODULE_TX_BIAS,
+    PCIE_AER,
     VERDICT,
     CHECK,
     FINDING,
