@@ -9,7 +9,7 @@
 
 use fabcheck::diagnose::pcie_rules;
 use fabcheck::outcome::{Report, Verdict};
-use fabcheck::probe::pcie::{DevlinkRead, PcieHealth, Role};
+use fabcheck::probe::pci::health::{DevlinkRead, PcieHealth, Role};
 use std::path::Path;
 
 fn main() {
@@ -22,7 +22,7 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let Some(tree) = fabcheck::gpu::pci::read(root) else {
+    let Some(tree) = fabcheck::probe::pci::read(root) else {
         eprintln!("{} has no bus/pci/devices", root.display());
         std::process::exit(1);
     };
@@ -30,7 +30,7 @@ fn main() {
         Some(device) => Role::Bridge { below: vec![device.clone()], link_of: vec![device] },
         None => Role::Nic { name: format!("device {bdf}") },
     };
-    let Some(function) = fabcheck::gpu::pcie_health::read_function(root, &tree, bdf, role) else {
+    let Some(function) = fabcheck::probe::pci::health::read::read_function(root, &tree, bdf, role) else {
         eprintln!("{bdf} is not in the PCI tree of {}", root.display());
         std::process::exit(1);
     };

@@ -190,7 +190,7 @@ fn perf_error(e: &PerfError) -> Reply {
 fn rails_reply(spec: &crate::model::rails::RailSpec) -> Reply {
     match probe::test_inventory(None) {
         Ok(inventory) => {
-            let tree = crate::gpu::pci::read(Path::new("/sys"));
+            let tree = crate::probe::pci::read(Path::new("/sys"));
             match crate::gpu::rails::resolve(spec, &crate::gpu::rails::candidates(&inventory), tree.as_ref(), None) {
                 Ok(rails) => {
                     let shared = tree.as_ref().map(|t| crate::gpu::rails::shared_uplinks(t, &rails)).unwrap_or_default();

@@ -42,11 +42,11 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         crate::fabric::local::enrich(&mut inventory);
     }
     // NVIDIA ports: the BERs mlxlink computes, where it is installed (or the bundle saved it).
-    probe::mlxlink::attach(&mut inventory, &source);
+    probe::phy::mlxlink::attach(&mut inventory, &source);
     // The PCI tree (GPU readiness, PCIe health): the bundle's, or the live /sys.
-    let tree = crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys")));
+    let tree = crate::probe::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys")));
     // A soak window's PCIe counters: read at its start, here, and again at its end.
-    let pcie_start = soak.map(|_| crate::gpu::pcie_health::read(&source, &inventory, tree.as_ref()));
+    let pcie_start = soak.map(|_| crate::probe::pci::health::read::read(&source, &inventory, tree.as_ref()));
     let soaked = match soak {
         // Nothing to soak on a node without devices: the checklist says why at once.
         Some(duration) if !inventory.devices.is_empty() => {
@@ -54,10 +54,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         _ => None,
     };
-    let pcie = crate::gpu::pcie_health::read(&source, &inventory, tree.as_ref());
+    let pcie = crate::probe::pci::health::read::read(&source, &inventory, tree.as_ref());
     let host_facts = if live { Some(host::gather(&host::live_root())) } else { None };
     // Firmware configuration (into the inventory, which `port.link_layer` reads), OFED, units, IPoIB.
-    let stack_facts = probe::stack_facts::gather(&mut inventory, &source);
+    let stack_facts = probe::stack::gather(&mut inventory, &source);
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &scope });
     if let Some(window) = &soaked {
         super::soak::say_window(&mut report, window);

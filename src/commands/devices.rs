@@ -13,11 +13,11 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let mut inv = probe::inventory(&source, args.device.as_deref()).map_err(Failure::from)?;
     // Each adapter's firmware configuration (`fw_config`), when it can be read.
-    probe::fw_query::attach(&mut inv, &source);
+    probe::stack::fw_query::attach(&mut inv, &source);
     let human = !(args.json || report::machine());
     // GPU affinity, only in the human view, only on nodes (or bundles) with NVIDIA GPUs.
     let gpu_table = human
-        .then(|| crate::gpu::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))))
+        .then(|| crate::probe::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))))
         .flatten()
         .map(|tree| report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
     let view = report::devices::DevicesReport { doc: report::devices::json_doc(&inv), inventory: &inv, gpu_table };

@@ -102,7 +102,7 @@ mod tests {
         // Wall time only as a generous bound: the window was waited out, not skipped.
         assert!(soaked.seconds >= 0.3 && soaked.seconds < 30.0, "{}", soaked.seconds);
         let window = inventory.devices[0].ports[0].soak.as_ref().expect("the window is on the port");
-        assert_eq!(window.of("link_downed"), Some(crate::probe::soak::Change::Rose(2)));
+        assert_eq!(window.of("link_downed"), Some(crate::probe::window::Change::Rose(2)));
         let mut report = Report { verdict: crate::outcome::Verdict::Pass, checks: vec![], findings: vec![] };
         say_window(&mut report, &soaked);
         assert!(report.findings[0].message.contains("apart (soak window)"), "{:?}", report.findings);

@@ -5,11 +5,11 @@ use super::apply;
 use crate::diagnose::{run, Expectations, Input, Scope};
 use crate::outcome::FindingId;
 use crate::outcome::{Check, Finding, Report, Severity, Status, Verdict};
-use crate::probe::fw_query::FwSummary;
-use crate::probe::ipoib::{IpoibMode, IpoibState};
-use crate::probe::ofed::{self, LoadedModule, ModuleState, OfedFacts};
-use crate::probe::services::parse_show;
-use crate::probe::stack_facts::StackFacts;
+use crate::probe::stack::fw_query::FwSummary;
+use crate::probe::stack::ipoib::{IpoibMode, IpoibState};
+use crate::probe::stack::ofed::{self, LoadedModule, ModuleState, OfedFacts};
+use crate::probe::stack::services::parse_show;
+use crate::probe::stack::StackFacts;
 use crate::probe::{self, Inventory, Source};
 use std::path::Path;
 
@@ -17,7 +17,7 @@ fn fixture(name: &str) -> (Inventory, StackFacts) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
     let source = Source::Sysfs(root);
     let mut inventory = probe::inventory(&source, None).expect("fixture inventory");
-    let facts = probe::stack_facts::gather(&mut inventory, &source);
+    let facts = probe::stack::gather(&mut inventory, &source);
     (inventory, facts)
 }
 

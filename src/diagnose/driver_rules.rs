@@ -1,19 +1,20 @@
 //! The seed's driver stack and firmware configuration: firmware changes waiting for a cold
 //! boot (`fw.pending`), OFED installed but the inbox modules running (`stack.ofed`), the
 //! stack's units at boot (`stack.service`), IPoIB interfaces (`ipoib`). Pure: facts in
-//! (`probe::stack_facts`), checks and findings out. What was not read is said as `info`, never
+//! (`probe::stack`), checks and findings out. What was not read is said as `info`, never
 //! as a failure: none of these tools is required.
 
 use super::expect::SmPlace;
 use super::{Expectations, Report, Scope, Severity, Sheet, Verdict};
 use crate::outcome::FindingId;
 use crate::port::LinkLayer;
-use crate::probe::firmware::{self, LinkType};
-use crate::probe::ipoib::IpoibState;
-use crate::probe::ofed::{self, ModuleOrigin, ModuleState, OfedFacts};
-use crate::probe::services::{self, ActiveState, UnitFileState, UnitStatus};
-use crate::probe::stack_facts::StackFacts;
-use crate::probe::{fw_query, Device, Inventory};
+use crate::probe::stack::firmware::{self, LinkType};
+use crate::probe::stack::fw_query;
+use crate::probe::stack::ipoib::IpoibState;
+use crate::probe::stack::ofed::{self, ModuleOrigin, ModuleState, OfedFacts};
+use crate::probe::stack::services::{self, ActiveState, UnitFileState, UnitStatus};
+use crate::probe::stack::StackFacts;
+use crate::probe::{Device, Inventory};
 
 /// Adds the driver-stack checks and findings to `report`.
 pub fn apply(report: &mut Report, inventory: &Inventory, facts: &StackFacts, expect: &Expectations, scope: &Scope) {

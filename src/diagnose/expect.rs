@@ -1,7 +1,7 @@
 //! What the operator says the node should be: `--expect KEY=VALUE` and profile files.
 
 use crate::port::{LinkLayer, Mtu, PortState, Speed, Width};
-use crate::probe::ipoib::IpoibMode;
+use crate::probe::stack::ipoib::IpoibMode;
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

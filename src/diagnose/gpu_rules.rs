@@ -6,10 +6,10 @@
 //! trained at what card and slot support). A node without NVIDIA GPUs gets none of them.
 
 use super::{Report, Severity, Sheet};
-use crate::gpu::config::{self, speed_gts, PortType};
-use crate::gpu::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use crate::gpu::topology::{self, Pairing, Relation};
 use crate::outcome::FindingId;
+use crate::probe::pci::config::{self, speed_gts, PortType};
+use crate::probe::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use std::collections::BTreeMap;
 
 /// The stack's module checks over a bundle's `module/` (names of the modules it holds); the
@@ -407,8 +407,8 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::pci::{Modules, Nic, SysfsLink};
     use crate::outcome::Verdict;
+    use crate::probe::pci::{Modules, Nic, SysfsLink};
 
     fn gpu(bdf: &str, cur: (u32, &str), max: (u32, &str)) -> Function {
         Function {

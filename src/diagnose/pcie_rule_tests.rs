@@ -3,8 +3,8 @@
 
 use super::*;
 use crate::outcome::{Status, Verdict};
-use crate::probe::pcie::devlink::parse_health;
-use crate::probe::pcie::mlx5::Mlx5Pcie;
+use crate::probe::pci::health::devlink::parse_health;
+use crate::probe::pci::health::mlx5::Mlx5Pcie;
 use std::collections::BTreeMap;
 
 const COR_CLEAN: &str = "RxErr 0\nBadTLP 0\nBadDLLP 0\nRollover 0\nTimeout 0\nNonFatalErr 0\nCorrIntErr 0\nHeaderOF 0\nTOTAL_ERR_COR 0\n";

@@ -10,9 +10,9 @@
 
 use super::{Report, Severity, Sheet};
 use crate::outcome::FindingId;
-use crate::probe::pcie::aer::{self, AerSeverity};
-use crate::probe::pcie::devlink::{Reporter, ReporterState};
-use crate::probe::pcie::{window, DevlinkRead, FunctionHealth, FunctionWindow, PcieHealth, Rise, Role};
+use crate::probe::pci::health::aer::{self, AerSeverity};
+use crate::probe::pci::health::devlink::{Reporter, ReporterState};
+use crate::probe::pci::health::{window, DevlinkRead, FunctionHealth, FunctionWindow, PcieHealth, Rise, Role};
 
 /// Lifetime correctable errors above which a function is a warning: a healthy link counts a
 /// handful over months (link training, a hot reset); thousands are a link that replays.

@@ -9,10 +9,10 @@
 use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::port::{LinkLayer, PhysState};
-use crate::probe::fec::FecMode;
-use crate::probe::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
+use crate::probe::phy::fec::FecMode;
+use crate::probe::phy::module::{Direction, Figure, FlagLevel, Media, Module, DARK_DBM};
 use crate::probe::phy::{BerFigure, Phy};
-use crate::probe::soak::{Change, PortWindow, FEC_UNCORRECTABLE, SYMBOL_ERRORS};
+use crate::probe::window::{Change, PortWindow, FEC_UNCORRECTABLE, SYMBOL_ERRORS};
 use crate::probe::Port;
 
 /// Lane rate (Gb/s) from which lanes are PAM4 and RS(544,514) is required: IEEE 802.3 clauses
@@ -424,7 +424,7 @@ fn module(phy: &Phy, netdev: &str, s: &str, sheet: &mut Sheet) {
 }
 
 /// `Rx power low alarm`, `temperature high warning`, `Rx loss of signal`.
-fn flag_words(f: &crate::probe::module::ModuleFlag) -> String {
+fn flag_words(f: &crate::probe::phy::module::ModuleFlag) -> String {
     if f.figure == Figure::RxLos {
         return f.figure.words().to_string();
     }
@@ -509,7 +509,7 @@ mod tests {
         assert_eq!(f.len(), 1);
         assert!(f[0].message.contains("lane 3 Rx power -20.00 dBm"), "{}", f[0].message);
         let flagged = Module {
-            flags: vec![crate::probe::module::ModuleFlag { figure: Figure::RxLos, level: FlagLevel::Alarm, direction: None, lane: Some(2) }],
+            flags: vec![crate::probe::phy::module::ModuleFlag { figure: Figure::RxLos, level: FlagLevel::Alarm, direction: None, lane: Some(2) }],
             ..dark
         };
         let f = module_findings(&port_with(flagged));

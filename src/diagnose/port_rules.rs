@@ -466,7 +466,7 @@ fn counters(port: &Port, s: &str, sheet: &mut Sheet) {
 /// read, a port below its own best is a warning that points at `--expect rate=` (which
 /// `link.rate` judges), never an error: `fabcheck fabric` judges every link from both ends.
 fn trained(port: &Port, s: &str, sheet: &mut Sheet) {
-    use crate::probe::partner::{LinkPartner, PartnerUnknown};
+    use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
     let ib = port.link_layer == LinkLayer::InfiniBand;
     let best = if ib {
         match (port.width_supported, port.speed_supported) {

@@ -7,7 +7,7 @@ use super::qos_rules::{Issue, PAUSE_ERROR, PAUSE_WARN};
 use super::Severity;
 use crate::probe::qos::counters::{PerPrio, PAUSE_STORM_ERROR, PAUSE_STORM_WARNING, RX_DISCARDS_PHY};
 use crate::probe::qos::{PortQos, Priority};
-use crate::probe::soak::{Change, PortWindow};
+use crate::probe::window::{Change, PortWindow};
 use crate::probe::Port;
 
 /// Judges the window where there is one, else the lifetime totals. `p`: the RoCE priority,

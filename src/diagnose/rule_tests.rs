@@ -5,7 +5,7 @@
 use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
 use crate::port::GidType;
 use crate::probe::host::{self, HostFacts, UverbsFile};
-use crate::probe::partner::{LinkPartner, PartnerUnknown};
+use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
 use crate::probe::{self, Inventory};
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@ use super::phy_rules::EFFECTIVE_BER_LIMIT;
 use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::port::LinkLayer;
-use crate::probe::soak::{Change, PortWindow, LINK_DOWN_EVENTS};
+use crate::probe::window::{Change, PortWindow, LINK_DOWN_EVENTS};
 use crate::probe::Port;
 
 /// Error counters of `counters/` named when they rise during a window.

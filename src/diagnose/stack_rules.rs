@@ -103,7 +103,7 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
     }
 
     // The stack's units (`stack.service`) are judged in `driver_rules`, from what
-    // `probe::stack_facts` reads of them.
+    // `probe::stack` reads of them.
 
     let needed = MEMLOCK_NEEDED;
     match host.memlock_soft {

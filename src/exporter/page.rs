@@ -4,7 +4,7 @@
 
 use crate::outcome::{Report, Severity, Verdict};
 use crate::port::{LinkLayer, PhysState, PortState};
-use crate::probe::module::{Media, Module, DARK_DBM};
+use crate::probe::phy::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
 use crate::probe::{Device, Inventory, Port};
 use crate::report::prom::metrics::{self, CounterDir, Kind};
@@ -32,7 +32,7 @@ pub struct Reading {
     /// The GPU (PCI address) each NIC serves, from the GPU↔NIC pairing, where the node has GPUs.
     pub gpu_of: BTreeMap<String, String>,
     /// PCIe health (AER counters), when it was read.
-    pub pcie: Option<crate::probe::pcie::PcieHealth>,
+    pub pcie: Option<crate::probe::pci::health::PcieHealth>,
 }
 
 /// The exporter's own figures, beside the reading.

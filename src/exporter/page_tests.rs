@@ -1,7 +1,7 @@
 use super::*;
 use crate::outcome::FindingId;
 use crate::outcome::{Check, Finding, Status};
-use crate::probe::sysfs::SysfsRoot;
+use crate::probe::tree::SysfsRoot;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -226,8 +226,8 @@ fn every_fixed_family_of_the_table_can_appear() {
 
 /// hdr-ib-healthy with the AER counters of its first NIC's function (Linux 6.x rows).
 fn with_aer() -> Reading {
-    use crate::probe::pcie::aer::{parse, AerSeverity};
-    use crate::probe::pcie::{DevlinkRead, FunctionHealth, PcieHealth, Role};
+    use crate::probe::pci::health::aer::{parse, AerSeverity};
+    use crate::probe::pci::health::{DevlinkRead, FunctionHealth, PcieHealth, Role};
     let mut reading = reading_of("hdr-ib-healthy");
     let mut aer = BTreeMap::new();
     aer.insert(AerSeverity::Correctable, parse("RxErr 2\nBadTLP 0\nBadDLLP 1\nTOTAL_ERR_COR 3\n"));
@@ -260,8 +260,8 @@ fn with_phy(phy: Phy) -> Reading {
 
 #[test]
 fn the_physical_layer_is_written_per_port_and_per_lane() {
-    use crate::probe::fec::FecMode;
-    use crate::probe::module::{Media, Module, DARK_DBM};
+    use crate::probe::phy::fec::FecMode;
+    use crate::probe::phy::module::{Media, Module, DARK_DBM};
     let module = Module {
         kind: Some("OSFP".into()),
         vendor: Some("NVIDIA".into()),

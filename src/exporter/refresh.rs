@@ -93,7 +93,7 @@ pub fn read_node(source: &Source) -> Reading {
     let expect = Expectations::default();
     let mut report = diagnose::run(&Input { inventory: &inventory, host: host_facts.as_ref(), expect: &expect, scope: &Scope::default() });
     let mut gpu_of = std::collections::BTreeMap::new();
-    let tree = crate::gpu::pci::read(&root);
+    let tree = crate::probe::pci::read(&root);
     if let Some(tree) = &tree {
         for pairing in diagnose::gpu_rules::apply(&mut report, tree) {
             if let Some(nic) = pairing.nic {
@@ -101,7 +101,7 @@ pub fn read_node(source: &Source) -> Reading {
             }
         }
     }
-    let pcie = crate::gpu::pcie_health::read(source, &inventory, tree.as_ref());
+    let pcie = crate::probe::pci::health::read::read(source, &inventory, tree.as_ref());
     diagnose::pcie_rules::apply(&mut report, &pcie, None);
     if live && inventory.devices.is_empty() {
         report.findings.insert(

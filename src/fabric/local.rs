@@ -8,7 +8,7 @@
 
 use super::decode::{self, ExtSpeedsCounters};
 use crate::port::{LinkLayer, Speed, Width};
-use crate::probe::fec::FecMode;
+use crate::probe::phy::fec::FecMode;
 use crate::probe::phy::Phy;
 use crate::probe::Inventory;
 use fabcheck_verbs::mad::{find_local_port, MadPort};
@@ -51,8 +51,8 @@ pub fn enrich(inventory: &mut Inventory) {
 
 /// The peer port's enabled width and speed (NodeInfo one hop out names the port the cable
 /// enters, PortInfo of that port says what it enables), or why not.
-fn peer(mad: &MadPort) -> crate::probe::partner::LinkPartner {
-    use crate::probe::partner::{LinkPartner, PartnerUnknown};
+fn peer(mad: &MadPort) -> crate::probe::phy::partner::LinkPartner {
+    use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
     let unknown = LinkPartner::Unknown { why: PartnerUnknown::NoPeerPortInfo };
     let Ok(node) = mad.peer_node_info() else { return unknown };
     let (_, _, _, peer_port) = decode::node_info(&node);
@@ -87,8 +87,8 @@ pub fn ib_phy(c: &ExtSpeedsCounters, speed: Speed, width: Width) -> Phy {
 }
 
 /// What a peer's PortInfo enables (and supports), as a link partner.
-pub fn partner_of(info: &super::model::PortInfo) -> crate::probe::partner::LinkPartner {
-    use crate::probe::partner::{LinkPartner, PartnerUnknown};
+pub fn partner_of(info: &super::model::PortInfo) -> crate::probe::phy::partner::LinkPartner {
+    use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
     let width = info.width_supported.intersect(info.width_enabled).best().or(info.width_enabled.best());
     let speed = info.speed_supported.intersect(info.speed_enabled).best().or(info.speed_enabled.best());
     match (width, speed) {
@@ -123,7 +123,7 @@ mod tests {
     }
     use crate::fabric::model::{SpeedSet, WidthSet};
     use crate::port::{PhysState, PortState, Speed, Width};
-    use crate::probe::partner::LinkPartner;
+    use crate::probe::phy::partner::LinkPartner;
 
     fn info(width_enabled: u8, width_supported: u8, speed_enabled: u32, speed_supported: u32) -> crate::fabric::model::PortInfo {
         crate::fabric::model::PortInfo {

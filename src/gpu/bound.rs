@@ -18,8 +18,8 @@
 //! config space (Link Capabilities, Link Status). Unknown design figures give no bound: the
 //! side is then judged against its NIC and link alone, never against a guess.
 
-use super::config::speed_gts;
-use super::pci::{Function, PciTree};
+use crate::probe::pci::config::speed_gts;
+use crate::probe::pci::{Function, PciTree};
 
 /// A PCIe link's width (lanes) and speed (GT/s).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -107,7 +107,7 @@ pub const GPU_BOUND_REMEDY: &str = "the GPU's PCIe link (card and slot maximum) 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::pci::{ConfigRead, SysfsLink};
+    use crate::probe::pci::{ConfigRead, SysfsLink};
 
     fn function(bdf: &str, chain: &[&str], cur: (u32, &str), max: (u32, &str)) -> Function {
         Function {

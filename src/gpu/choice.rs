@@ -10,10 +10,10 @@
 //! With `--rails` every rail has its own NIC: [`nearest`] takes one NIC and is called once
 //! per rail, as NCCL gives each rank the GPU nearest its NIC.
 
-use super::pci::{Function, PciTree};
 use super::topology::{path, Relation};
 use crate::model::{BusId, GpuUse, MemPath};
 use crate::outcome::FindingId;
+use crate::probe::pci::{Function, PciTree};
 
 /// A GPU as CUDA lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

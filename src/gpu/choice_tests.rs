@@ -1,7 +1,7 @@
 //! GPU choice and registration explanations on the HGX fixture trees (tests/fixtures/gpu-hgx-*).
 
 use super::*;
-use crate::gpu::pci;
+use crate::probe::pci;
 use std::path::Path;
 
 fn tree(name: &str) -> PciTree {

@@ -5,8 +5,5 @@
 
 pub mod bound;
 pub mod choice;
-pub mod config;
-pub mod pci;
-pub mod pcie_health;
 pub mod rails;
 pub mod topology;

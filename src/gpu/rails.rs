@@ -3,11 +3,11 @@
 //! k-th GPU's own NIC (GPU PCI order, what NCCL sees with `CUDA_DEVICE_ORDER=PCI_BUS_ID`), not
 //! `mlx5_k` — on DGX H100 storage NICs sit between the compute NICs in `mlx5_N` order.
 
-use super::pci::PciTree;
 use super::topology::{self, Relation};
 use crate::model::rails::{Rail, RailName, RailSpec};
 use crate::port::{LinkLayer, PortState};
-use crate::probe::sysfs::natural_key;
+use crate::probe::pci::PciTree;
+use crate::probe::tree::natural_key;
 use crate::probe::Inventory;
 use std::cmp::Ordering;
 
@@ -175,7 +175,7 @@ pub fn shared_uplinks(tree: &PciTree, rails: &[Rail]) -> Vec<SharedUplink> {
             .chain
             .iter()
             .enumerate()
-            .find(|(depth, bdf)| *depth > 0 && topology::port_type(tree, bdf, *depth) == super::config::PortType::SwitchUpstream)
+            .find(|(depth, bdf)| *depth > 0 && topology::port_type(tree, bdf, *depth) == crate::probe::pci::config::PortType::SwitchUpstream)
         else {
             continue;
         };

@@ -1,7 +1,7 @@
 //! Rail order on the HGX fixtures and on a DGX H100-like layout built from them.
 
 use super::*;
-use crate::probe::sysfs::SysfsRoot;
+use crate::probe::tree::SysfsRoot;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::{Path, PathBuf};
@@ -13,7 +13,7 @@ fn fixture(name: &str) -> PathBuf {
 /// The rails of `spec` on the tree at `root`, as `device:port`.
 fn rails(root: &Path, spec: &RailSpec) -> Vec<String> {
     let ports = candidates(&SysfsRoot::at(root).inventory());
-    let tree = crate::gpu::pci::read(root);
+    let tree = crate::probe::pci::read(root);
     resolve(spec, &ports, tree.as_ref(), None).unwrap().iter().map(|r| format!("{}:{}", r.device, r.port)).collect()
 }
 
@@ -100,7 +100,7 @@ fn hgx_auto_is_gpu_order() {
     let want = names(&["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_7"]);
     assert_eq!(rails(&root, &RailSpec::Auto), want);
     let ports = candidates(&SysfsRoot::at(&root).inventory());
-    let tree = crate::gpu::pci::read(&root).unwrap();
+    let tree = crate::probe::pci::read(&root).unwrap();
     let got = resolve(&RailSpec::Auto, &ports, Some(&tree), None).unwrap();
     // Each rail names the GPU it serves, in ascending GPU PCI order.
     let gpus: Vec<&str> = got.iter().map(|r| r.gpu.as_deref().expect("a GPU per rail")).collect();
@@ -182,7 +182,7 @@ fn without_gpus_pci_address_then_natural_name() {
 
 #[test]
 fn nics_behind_one_switch_share_its_uplink() {
-    use crate::gpu::pci::{ConfigRead, Function, Nic, SysfsLink};
+    use crate::probe::pci::{ConfigRead, Function, Nic, SysfsLink};
     let function = |bdf: &str, chain: &[&str], speed: &str, width: u32| Function {
         bdf: bdf.into(),
         host_bridge: "pci0000:00".into(),
@@ -231,7 +231,7 @@ fn nics_behind_one_switch_share_its_uplink() {
     // HGX: one NIC per switch.
     let root = fixture("gpu-hgx-healthy");
     let ports = candidates(&SysfsRoot::at(&root).inventory());
-    let hgx = crate::gpu::pci::read(&root).unwrap();
+    let hgx = crate::probe::pci::read(&root).unwrap();
     let rails = resolve(&RailSpec::Auto, &ports, Some(&hgx), None).unwrap();
     assert!(shared_uplinks(&hgx, &rails).is_empty());
 }

@@ -10,8 +10,8 @@
 //! a downstream port is counted with the upstream port above it: GPU and NIC under two slots
 //! of one switch are PIX, as NVIDIA's tools report HGX boards.
 
-use super::config::PortType;
-use super::pci::{Function, Nic, PciTree};
+use crate::probe::pci::config::PortType;
+use crate::probe::pci::{Function, Nic, PciTree};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -162,8 +162,8 @@ pub fn pair(tree: &PciTree) -> Vec<Pairing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::config::{build, parse, Link};
-    use crate::gpu::pci::{ConfigRead, SysfsLink};
+    use crate::probe::pci::config::{build, parse, Link};
+    use crate::probe::pci::{ConfigRead, SysfsLink};
 
     fn function(bdf: &str, host_bridge: &str, chain: &[&str], numa: i32, config: ConfigRead) -> Function {
         let (vendor, class) = match bdf.chars().last() {

@@ -10,8 +10,8 @@
 
 use super::PerfError;
 use crate::gpu::choice::{self, CudaGpu, Pick};
-use crate::gpu::pci::PciTree;
 use crate::model::{GpuUse, MemChoice, MemPath, TestKind};
+use crate::probe::pci::PciTree;
 use fabcheck_verbs::{self as verbs, Access, DeviceBuffer, Gpu, MemoryRegion, ProtectionDomain, RegPath, VerbsError};
 use std::path::Path;
 
@@ -75,7 +75,7 @@ fn host(pd: &ProtectionDomain, len: usize, access: Access, relaxed: bool, numa: 
 
 fn cuda(pd: &ProtectionDomain, nic: &str, len: usize, access: Access, mem: MemChoice, relaxed: bool) -> Result<Registered, PerfError> {
     let gpus = gpus()?;
-    let tree = crate::gpu::pci::read(Path::new("/sys"));
+    let tree = crate::probe::pci::read(Path::new("/sys"));
     let pick = choose(tree.as_ref(), nic, &gpus, mem)?;
     let gpu = Gpu::open(u32::from(pick.ordinal)).map_err(PerfError::NoCuda)?;
     let attempt = |access: Access| -> Result<(MemoryRegion, RegPath), VerbsError> {
@@ -139,7 +139,7 @@ mod tests {
         let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None, link_fault: None };
         let e = VerbsError::RegMr { len: 65536, source: std::io::Error::from_raw_os_error(libc::EINVAL) };
         let tree = PciTree {
-            modules: Some(crate::gpu::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) }),
+            modules: Some(crate::probe::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()) }),
             ..PciTree::default()
         };
         let err = registration_failed(e, Some(&tree), "mlx5_2", &pick);

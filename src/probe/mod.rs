@@ -2,29 +2,18 @@
 
 pub mod capacity;
 pub mod catype;
-pub mod ethtool_stats;
-pub mod fec;
-pub mod firmware;
-pub mod fw_cache;
-pub mod fw_query;
 pub mod host;
-pub mod ipoib;
 pub mod live;
-pub mod mlxlink;
 pub mod model;
-pub mod module;
-pub mod module_hex;
-pub mod ofed;
-pub mod partner;
-pub mod pcie;
-pub mod peer_portinfo;
+pub mod pci;
 pub mod phy;
 pub mod qos;
-pub mod services;
 pub mod soak;
-pub mod stack_facts;
+pub mod stack;
 pub mod sysfs;
 pub mod tool;
+pub mod tree;
+pub mod window;
 
 pub use model::{Device, Gid, Inventory, NetdevState, Port};
 

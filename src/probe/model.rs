@@ -51,7 +51,7 @@ pub struct Device {
     /// nodes, and any whose change waits for the next cold boot (`mlxconfig -e query`); `null`
     /// when not read (no tool, not root, not captured, another vendor).
     #[serde(default)]
-    pub fw_config: Option<super::firmware::FwConfig>,
+    pub fw_config: Option<super::stack::firmware::FwConfig>,
 }
 
 /// The PCIe link the adapter sits on: a card in a x8 slot cannot feed a 200G port.
@@ -133,13 +133,13 @@ pub struct Port {
     /// What the other end of the link enables (RoCE: ethtool's link partner modes;
     /// InfiniBand: the peer's PortInfo), or why that is not known; `None` where not looked at.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub partner: Option<super::partner::LinkPartner>,
+    pub partner: Option<super::phy::partner::LinkPartner>,
     /// The physical layer (FEC, bit errors, the module): `null` where nothing was readable.
     #[serde(default)]
     pub phy: Option<super::phy::Phy>,
     /// `check --soak`: what the counters did over the window (live only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub soak: Option<super::soak::PortWindow>,
+    pub soak: Option<super::window::PortWindow>,
     /// RoCE: the QoS set-up (trust, DSCP table, PFC, ETS, buffers, ECN, CNPs, rdma_cm's
     /// default ToS, per-priority counters), each part `null` where not read; absent where not
     /// looked at (InfiniBand, a test's preparation).

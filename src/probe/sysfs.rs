@@ -1,21 +1,17 @@
-//! Reads the inventory from a sysfs tree: the live `/sys`, or a captured copy laid out as
-//! `ROOT/class/infiniband/...` and `ROOT/class/net/...` (links may be plain folders).
-//!
-//! Every path is resolved inside the root (`sys::beneath`): a link or a `..` that leads out of
-//! it is refused and named as unreadable, and netdev names read from the tree are checked before
-//! they become paths.
+//! Reads the inventory from a sysfs tree ([`SysfsRoot`]: the live `/sys`, or a captured copy
+//! laid out as `ROOT/class/infiniband/...` and `ROOT/class/net/...`; links may be plain
+//! folders), through the tree's bounded readers.
 //!
 //! Sysfs lacks a few things verbs has (the active MTU of an InfiniBand port, the maximum MTU,
 //! the LMC on some kernels): those stay `None`. For RoCE the active MTU is derived from the
 //! netdev MTU the same way the kernel derives it.
 
 use super::catype;
-use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, Unreadable, UpstreamPort};
+use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, UpstreamPort};
+use super::tree::valid_netdev_name;
+pub use super::tree::SysfsRoot;
 use crate::port::{self, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Speed, Width};
-use crate::sys::beneath::Tree;
-use crate::sys::fs::{ReadError, SYSFS_CAP};
-use std::cell::RefCell;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Error counters copied into the inventory when present.
 const COUNTERS: [&str; 7] = [
@@ -28,121 +24,11 @@ const COUNTERS: [&str; 7] = [
     "local_link_integrity_errors",
 ];
 
-/// The sysfs tree to read.
-#[derive(Debug, Clone)]
-pub struct SysfsRoot {
-    root: PathBuf,
-    /// The same root, read from the inside only.
-    tree: Tree,
-    /// Files that exist but could not be read, gathered while the tree is walked.
-    unreadable: RefCell<Vec<Unreadable>>,
-}
-
 impl SysfsRoot {
-    /// The live system.
-    pub fn live() -> Self {
-        SysfsRoot::at("/sys")
-    }
-
-    pub fn at(root: impl Into<PathBuf>) -> Self {
-        let root = root.into();
-        SysfsRoot { tree: Tree::new(root.clone()), root, unreadable: RefCell::new(Vec::new()) }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.root
-    }
-
-    pub fn ib_class(&self) -> PathBuf {
-        self.root.join("class/infiniband")
-    }
-
-    fn net_class(&self) -> PathBuf {
-        self.root.join("class/net")
-    }
-
-    /// Names of the RDMA devices, in natural order (mlx5_2 before mlx5_10).
-    pub fn device_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.list(&self.ib_class()).into_iter().filter_map(|n| n.into_string().ok()).collect();
-        names.sort_by_key(|n| natural_key(n));
-        names
-    }
-
     /// The whole inventory from this tree.
     pub fn inventory(&self) -> Inventory {
         let devices = self.device_names().iter().map(|name| self.device(name)).collect();
         Inventory { devices, source: format!("sysfs:{}", self.root.display()), unreadable: self.take_unreadable() }
-    }
-
-    /// The files found unreadable so far (and forgets them).
-    pub fn take_unreadable(&self) -> Vec<Unreadable> {
-        std::mem::take(&mut *self.unreadable.borrow_mut())
-    }
-
-    fn note(&self, err: ReadError) {
-        let path = err.path().display().to_string();
-        let mut list = self.unreadable.borrow_mut();
-        if list.len() < 256 && !list.iter().any(|u| u.path == path) {
-            list.push(Unreadable { path, error: err.to_string() });
-        }
-    }
-
-    /// `path` (built by joining onto the root) as a path inside the tree.
-    fn inside<'a>(&self, path: &'a Path) -> &'a Path {
-        // A path not under the root stays absolute, and the tree refuses it.
-        path.strip_prefix(&self.root).unwrap_or(path)
-    }
-
-    fn exists(&self, path: &Path) -> bool {
-        self.tree.exists(self.inside(path))
-    }
-
-    /// An attribute's text, trimmed; `None` when absent, and noted when present but unreadable.
-    fn read_trim(&self, path: &Path) -> Option<String> {
-        match self.tree.read_text(self.inside(path), SYSFS_CAP) {
-            Ok(text) => Some(text.trim().to_string()),
-            Err(e) if e.is_no_value() => None,
-            Err(e) => {
-                self.note(e);
-                None
-            }
-        }
-    }
-
-    fn read_numbered(&self, path: &Path) -> Option<u32> {
-        port::parse_numbered(&self.read_trim(path)?)
-    }
-
-    fn read_hex(&self, path: &Path) -> Option<u32> {
-        let text = self.read_trim(path)?;
-        let digits = text.strip_prefix("0x").unwrap_or(&text);
-        u32::from_str_radix(digits, 16).ok()
-    }
-
-    /// A netdev name read from file `path`, if it is one (noted as unreadable when it is not: a
-    /// `../../../sys/class/net/lo` there would otherwise become a path).
-    fn read_netdev_name(&self, path: &Path) -> Option<String> {
-        let name = self.read_trim(path).filter(|s| !s.is_empty())?;
-        if valid_netdev_name(&name) {
-            return Some(name);
-        }
-        let shown: String = name.chars().flat_map(char::escape_default).take(80).collect();
-        self.note(ReadError::Invalid { path: path.to_path_buf(), why: format!("'{shown}', not a network interface name") });
-        None
-    }
-
-    fn list(&self, dir: &Path) -> Vec<std::ffi::OsString> {
-        self.tree.list_dir(self.inside(dir)).unwrap_or_else(|e| {
-            self.note(e);
-            Vec::new()
-        })
-    }
-
-    /// Directory entries that are plain numbers (port numbers, GID indexes), sorted.
-    fn list_numbered(&self, dir: &Path) -> Vec<u32> {
-        let mut numbers: Vec<u32> = self.list(dir).into_iter().filter_map(|n| n.to_str()?.parse().ok()).collect();
-        numbers.sort_unstable();
-        numbers
     }
 
     fn read_counters(&self, dir: &Path) -> Vec<Counter> {
@@ -269,7 +155,7 @@ impl SysfsRoot {
         // Live, `probe::live` reads the physical layer and the QoS set-up once (and only for
         // `check`/`devices`).
         if !self.is_live() {
-            let stats = super::phy::complete(self, &mut port);
+            let stats = super::phy::read::complete(self, &mut port);
             if full {
                 super::qos::read::attach(self, device, &mut port, stats.as_deref());
             }
@@ -280,72 +166,13 @@ impl SysfsRoot {
         port
     }
 
-    /// The fastest link mode `ethtool IFACE` lists as supported: run live, or read from a
-    /// bundle's `ethtool/IFACE.txt` (tests/fixtures/capture-sysfs.sh saves it).
-    pub fn ethtool_supported_mbps(&self, netdev: &str) -> Option<u32> {
-        super::capacity::ethtool_max_supported_mbps(&self.ethtool_report(netdev)?)
-    }
-
-    /// The `ethtool IFACE` report: run live (once per process), or a bundle's `ethtool/IFACE.txt`.
-    pub fn ethtool_report(&self, netdev: &str) -> Option<String> {
-        if !crate::model::valid_device_name(netdev) {
-            return None;
-        }
-        if self.is_live() {
-            remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))
-        } else {
-            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
-        }
-    }
-
     /// A bundle's `tools/peer_portinfo/DEV-PORT.txt` (`smpquery -D portinfo 0,PORT`), decoded.
-    pub fn peer_portinfo(&self, device: &str, port: u32) -> Option<super::partner::LinkPartner> {
+    pub fn peer_portinfo(&self, device: &str, port: u32) -> Option<super::phy::partner::LinkPartner> {
         if !crate::model::valid_device_name(device) {
             return None;
         }
         let text = self.read_trim(&self.root.join("tools/peer_portinfo").join(format!("{device}-{port}.txt")))?;
-        Some(super::peer_portinfo::parse_smpquery_portinfo(&text))
-    }
-
-    /// Whether this is the live `/sys` (tool reports come from running the tool).
-    pub fn is_live(&self) -> bool {
-        self.root == Path::new("/sys")
-    }
-
-    /// A bundle's saved tool report `ethtool/FILE` (`ens2np0.stats.txt`), through the bounded
-    /// reader (at most [`super::phy::REPORT_CAP`] bytes); `None` when absent, and noted when
-    /// present but unreadable. `file` is built from a validated netdev name.
-    pub fn bundle_report(&self, file: &str) -> Option<String> {
-        if file.contains('/') || file.starts_with('.') {
-            return None;
-        }
-        match self.tree.read_text(self.inside(&self.root.join("ethtool").join(file)), super::phy::REPORT_CAP) {
-            Ok(text) => Some(text),
-            Err(e) if e.is_no_value() => None,
-            Err(e) => {
-                self.note(e);
-                None
-            }
-        }
-    }
-
-    /// A file at `rel` under the root (a path built from validated names: the QoS reader's
-    /// `dcb/IF.json`, `config/rdma_cm/...`, `class/net/IF/ecn/...`), through the bundle reader,
-    /// at most `cap` bytes; `None` when absent, and noted when present but unreadable.
-    pub fn read_rel(&self, rel: &str, cap: u64) -> Option<String> {
-        match self.tree.read_text(Path::new(rel), cap) {
-            Ok(text) => Some(text),
-            Err(e) if e.is_no_value() => None,
-            Err(e) => {
-                self.note(e);
-                None
-            }
-        }
-    }
-
-    /// Whether `rel` under the root is a directory (inside the tree).
-    pub fn rel_is_dir(&self, rel: &str) -> bool {
-        self.tree.is_dir(Path::new(rel))
+        Some(super::phy::peer_portinfo::parse_smpquery_portinfo(&text))
     }
 
     fn gids(&self, port_dir: &Path, link_layer: LinkLayer) -> Vec<Gid> {
@@ -446,7 +273,7 @@ impl SysfsRoot {
         // The folder above the function's, when it is a PCI function too: the link's other end.
         let upstream = real.as_ref().and_then(|p| p.parent()).filter(|_| address.is_some()).and_then(|parent| {
             let name = parent.file_name()?.to_str()?;
-            crate::probe::fw_query::valid_bdf(name).then(|| UpstreamPort {
+            crate::probe::stack::fw_query::valid_bdf(name).then(|| UpstreamPort {
                 address: name.to_string(),
                 max_speed: self.read_trim(&self.root.join(parent).join("max_link_speed")),
                 max_width: self.read_trim(&self.root.join(parent).join("max_link_width")).and_then(|s| s.parse().ok()),
@@ -459,7 +286,7 @@ impl SysfsRoot {
             (Some(s), Some(w)) => super::capacity::pcie_usable_gbps(
                 s,
                 w,
-                crate::sys::fs::read_prefix(&dir.join("config"), 256).ok().flatten().and_then(|b| crate::gpu::config::max_payload(&b)),
+                crate::sys::fs::read_prefix(&dir.join("config"), 256).ok().flatten().and_then(|b| crate::probe::pci::config::max_payload(&b)),
             ),
             _ => None,
         };
@@ -473,54 +300,5 @@ impl SysfsRoot {
             max_speed: self.read_trim(&dir.join("max_link_speed")),
             max_width: self.read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
         })
-    }
-}
-
-/// The output of a command about a netdev, run once per process: an agent prepares many tests
-/// on the same port, and a netdev's supported modes do not change under it.
-fn remembered(program: &'static str, netdev: &str, run: impl FnOnce() -> Option<String>) -> Option<String> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    type Outputs = HashMap<(&'static str, String), Option<String>>;
-    static SEEN: OnceLock<Mutex<Outputs>> = OnceLock::new();
-    let seen = SEEN.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(known) = seen.lock().ok().and_then(|m| m.get(&(program, netdev.to_string())).cloned()) {
-        return known;
-    }
-    let out = run();
-    if let Ok(mut m) = seen.lock() {
-        m.insert((program, netdev.to_string()), out.clone());
-    }
-    out
-}
-
-/// Whether `name` can be a network interface's name, as the kernel's `dev_valid_name` has it
-/// (1 to 15 bytes, not `.` or `..`, no `/`, `:` or white space), in printable ASCII.
-pub fn valid_netdev_name(name: &str) -> bool {
-    (1..16).contains(&name.len()) && name != "." && name != ".." && name.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
-}
-
-/// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.
-pub(crate) fn natural_key(name: &str) -> (String, u64) {
-    let digits: String = name.chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
-    let stem = name[..name.len() - digits.len()].to_string();
-    (stem, digits.parse().unwrap_or(0))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn natural_order() {
-        let mut names = vec!["mlx5_10", "mlx5_2", "mlx5_1", "rxe0"];
-        names.sort_by_key(|n| natural_key(n));
-        assert_eq!(names, vec!["mlx5_1", "mlx5_2", "mlx5_10", "rxe0"]);
-    }
-
-    #[test]
-    fn missing_root_is_empty_not_an_error() {
-        let inv = SysfsRoot::at("/nonexistent/fabcheck").inventory();
-        assert!(inv.devices.is_empty());
     }
 }

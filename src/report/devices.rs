@@ -62,7 +62,7 @@ pub fn human(inv: &Inventory) -> String {
 
 /// The firmware configuration on one line: each parameter's current value, and the next
 /// boot's where it differs (the change is pending).
-fn fw_config(out: &mut String, config: &crate::probe::firmware::FwConfig) {
+fn fw_config(out: &mut String, config: &crate::probe::stack::firmware::FwConfig) {
     let shown: Vec<String> = config
         .iter()
         .map(|(name, p)| {

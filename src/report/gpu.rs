@@ -1,8 +1,8 @@
 //! The GPU affinity table of `fabcheck devices`: every GPU, its nearest RDMA NIC and how they
 //! are connected, in `nvidia-smi topo -m`'s words, with NUMA nodes and the GPU's PCIe link.
 
-use crate::gpu::pci::PciTree;
 use crate::gpu::topology::Pairing;
+use crate::probe::pci::PciTree;
 use std::fmt::Write;
 
 pub fn affinity_table(tree: &PciTree, pairings: &[Pairing]) -> String {
@@ -24,7 +24,7 @@ pub fn affinity_table(tree: &PciTree, pairings: &[Pairing]) -> String {
             )
         });
         let (nic, nic_numa, relation) = match &p.nic {
-            Some(n) => (crate::gpu::pci::nic_label(&n.name, &n.bdf), numa(n.numa), n.relation.name()),
+            Some(n) => (crate::probe::pci::nic_label(&n.name, &n.bdf), numa(n.numa), n.relation.name()),
             None => ("none".to_string(), "-".to_string(), "-"),
         };
         let _ = writeln!(out, "  {:<14} {:<5} {:<24} {:<5} {:<9} {link}", p.gpu, numa(p.gpu_numa), nic, nic_numa, relation);

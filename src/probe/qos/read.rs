@@ -8,8 +8,8 @@
 //! not followed). The `ethtool -S` report is the one `probe::phy` already read.
 
 use super::{counters, dcb_json, ecn, mlnx_qos, rdma_cm, Asked, PortQos, Tool, Unread};
-use crate::probe::sysfs::SysfsRoot;
 use crate::probe::tool::{self, ToolError};
+use crate::probe::tree::SysfsRoot;
 use std::time::Duration;
 
 /// A `dcb` child's limit (it answers from netlink at once).
@@ -25,7 +25,7 @@ pub fn attach(tree: &SysfsRoot, device: &str, port: &mut crate::probe::Port, sta
     if port.link_layer != crate::port::LinkLayer::Ethernet || !crate::model::valid_device_name(device) {
         return;
     }
-    let Some(netdev) = port.netdev.clone().filter(|n| crate::probe::sysfs::valid_netdev_name(n)) else { return };
+    let Some(netdev) = port.netdev.clone().filter(|n| crate::probe::tree::valid_netdev_name(n)) else { return };
     let q = self::port(tree, device, port.port, &netdev, stats);
     if let Some(state) = port.netdev_state.as_mut() {
         let bytes = |v: Option<Vec<super::Priority>>| v.map(|v| v.into_iter().map(u8::from).collect());
@@ -88,7 +88,7 @@ fn bundle_dcb(tree: &SysfsRoot, netdev: &str) -> PortQos {
 /// `mlnx_qos -i IF`: run live, or a bundle's `tools/mlnx_qos/IF.txt`.
 fn mlnx(tree: &SysfsRoot, netdev: &str) -> PortQos {
     let text = if tree.is_live() {
-        match crate::probe::fw_query::find_program("mlnx_qos") {
+        match crate::probe::stack::fw_query::find_program("mlnx_qos") {
             None => Err(Unread::NotInstalled),
             Some(path) => tool::run(&path.to_string_lossy(), &["-i", netdev], MLNX_QOS_LIMIT, ANSWER_CAP).map_err(unread),
         }
@@ -107,7 +107,7 @@ fn mlnx(tree: &SysfsRoot, netdev: &str) -> PortQos {
 /// Each `dcb -j OBJECT show dev IF`, live. The first answer that says the netdev has no DCB
 /// ends the asking.
 fn live_dcb(netdev: &str) -> PortQos {
-    let Some(program) = crate::probe::fw_query::find_program("dcb") else { return asked(Tool::Dcb, Unread::NotInstalled) };
+    let Some(program) = crate::probe::stack::fw_query::find_program("dcb") else { return asked(Tool::Dcb, Unread::NotInstalled) };
     let program = program.to_string_lossy().into_owned();
     let ask = |object: &str| tool::run(&program, &["-j", object, "show", "dev", netdev], DCB_LIMIT, ANSWER_CAP).map_err(unread);
     let pfc = match ask("pfc") {
@@ -123,10 +123,10 @@ fn live_dcb(netdev: &str) -> PortQos {
 /// Only the PFC of `netdev`, live: `dcb -j pfc show`, else `mlnx_qos -i` (what `pair.qos` needs
 /// around each test).
 pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
-    if !crate::probe::sysfs::valid_netdev_name(netdev) {
+    if !crate::probe::tree::valid_netdev_name(netdev) {
         return None;
     }
-    if let Some(program) = crate::probe::fw_query::find_program("dcb") {
+    if let Some(program) = crate::probe::stack::fw_query::find_program("dcb") {
         let text = tool::run(&program.to_string_lossy(), &["-j", "pfc", "show", "dev", netdev], DCB_LIMIT, ANSWER_CAP);
         match text.ok().as_deref().and_then(dcb_json::answer) {
             Some(pfc) => return dcb_json::from_answers(Some(&pfc), None, None, None, None).pfc,
@@ -134,7 +134,7 @@ pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
             None => return None,
         }
     }
-    let path = crate::probe::fw_query::find_program("mlnx_qos")?;
+    let path = crate::probe::stack::fw_query::find_program("mlnx_qos")?;
     tool::run(&path.to_string_lossy(), &["-i", netdev], MLNX_QOS_LIMIT, ANSWER_CAP).ok().as_deref().and_then(mlnx_qos::parse)?.pfc
 }
 

@@ -5,12 +5,12 @@
 
 use super::counters;
 use crate::model::traffic::{NoCounters, PrioTraffic};
-use crate::probe::sysfs::SysfsRoot;
 use crate::probe::tool::{self, ToolError};
+use crate::probe::tree::SysfsRoot;
 use std::time::{Duration, Instant};
 
 const ETHTOOL_LIMIT: Duration = Duration::from_secs(3);
-const STATS_CAP: u64 = crate::probe::phy::REPORT_CAP;
+const STATS_CAP: u64 = crate::probe::tree::REPORT_CAP;
 /// How long a port's PFC read is reused.
 const PFC_TTL: Duration = Duration::from_secs(60);
 
@@ -24,7 +24,7 @@ pub struct Snapshot {
 /// Reads `device` port `port`'s counters now (live).
 pub fn snapshot(device: &str, port: u8) -> Snapshot {
     let sysfs = SysfsRoot::live();
-    let Some(netdev) = sysfs.port_netdev(device, u32::from(port), &[]).filter(|n| crate::probe::sysfs::valid_netdev_name(n)) else {
+    let Some(netdev) = sysfs.port_netdev(device, u32::from(port), &[]).filter(|n| crate::probe::tree::valid_netdev_name(n)) else {
         return Snapshot { bytes: Err(NoCounters::NoNetdev), pfc: None };
     };
     let bytes = match tool::run("ethtool", &["-S", &netdev], ETHTOOL_LIMIT, STATS_CAP) {

@@ -7,6 +7,7 @@
 pub mod aer;
 pub mod devlink;
 pub mod mlx5;
+pub mod read;
 
 use aer::{AerFile, AerSeverity};
 use serde::Serialize;

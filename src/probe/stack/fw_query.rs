@@ -3,11 +3,11 @@
 //! (`fw_cache`); in a bundle, `tools/mlxconfig/BDF.txt`. Never required: what could not be read
 //! is said (`FwSummary`), and `check` reports it as "not read", never as a failure.
 
-use super::catype;
 use super::firmware::{self, FwConfig};
 use super::fw_cache::FwCache;
-use super::model::{Device, Inventory};
-use super::Source;
+use crate::probe::catype;
+use crate::probe::model::{Device, Inventory};
+use crate::probe::Source;
 use std::path::Path;
 use std::time::Duration;
 
@@ -137,7 +137,7 @@ fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Op
     }
     let Some((tool, program)) = tool else { return Err("neither mlxconfig nor mstconfig is installed".into()) };
     let output =
-        super::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP as usize)
+        crate::probe::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP as usize)
             .ok_or_else(|| format!("`{tool} -d {bdf} -e query` did not answer within {} s", QUERY_DEADLINE.as_secs()))?;
     let config = firmware::parse_query(&output).ok_or_else(|| {
         let said = output.lines().find(|l| l.contains("-E-")).map(str::trim).unwrap_or("no configuration table");
@@ -166,7 +166,7 @@ mod tests {
 
     fn pending_fixture() -> (Inventory, std::path::PathBuf) {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/cx7-link-type-pending");
-        (super::super::inventory(&Source::Sysfs(root.clone()), None).unwrap(), root)
+        (crate::probe::inventory(&Source::Sysfs(root.clone()), None).unwrap(), root)
     }
 
     #[test]

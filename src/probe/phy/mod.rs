@@ -4,16 +4,20 @@
 //! `.module.hex.txt`, read through the sysfs tree's bounded reader). Judged in
 //! `diagnose::phy_rules`; shown per port as `phy` in `devices --json`.
 
-use super::ethtool_stats::{parse_ethtool_stats, PhyCounters};
-use super::fec::{parse_show_fec, FecMode};
-use super::model::Port;
-use super::module::{parse_module_text, Module};
-use super::partner::{ethernet_partner, parse_ethtool_modes};
-use super::sysfs::SysfsRoot;
-use super::tool::{self, ToolError};
+pub mod ethtool_stats;
+pub mod fec;
+pub mod mlxlink;
+pub mod module;
+pub mod module_hex;
+pub mod partner;
+pub mod peer_portinfo;
+pub mod read;
+
 use crate::port::LinkLayer;
+use ethtool_stats::PhyCounters;
+use fec::FecMode;
+use module::Module;
 use serde::{Deserialize, Serialize};
-use std::time::Duration;
 
 /// The physical-layer figures of a port; `null` where not readable.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -79,69 +83,10 @@ impl BerFigure {
     }
 }
 
-/// Time limit of one `ethtool` child (a module read goes over I2C: up to a second).
-const TOOL_LIMIT: Duration = Duration::from_secs(3);
-/// Largest report kept (mlx5's `ethtool -S` with many channels runs to a few hundred KiB).
-pub const REPORT_CAP: u64 = 1 << 20;
-
-/// Where the reports come from: run the tool, or a bundle's saved file.
-fn report(tree: &SysfsRoot, netdev: &str, file: &str, program_args: &[&[&str]]) -> Result<String, ToolError> {
-    if !tree.is_live() {
-        return tree.bundle_report(&format!("{netdev}.{file}")).ok_or(ToolError::Failed("not in the bundle".into()));
-    }
-    let mut last = Err(ToolError::NotInstalled);
-    for args in program_args {
-        last = tool::run("ethtool", args, TOOL_LIMIT, REPORT_CAP);
-        if last.is_ok() || matches!(last, Err(ToolError::NotInstalled | ToolError::NotPermitted)) {
-            break;
-        }
-    }
-    last
-}
-
-/// Fills `partner` and `phy` of an Ethernet port from what `ethtool` says (live or saved), and
-/// returns the `ethtool -S` report (the QoS reader takes its per-priority counters from it).
-pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
-    if port.link_layer != LinkLayer::Ethernet {
-        return None;
-    }
-    let netdev = port.netdev.clone().filter(|n| crate::model::valid_device_name(n))?;
-    let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
-    if let Some(modes) = &modes {
-        port.partner = Some(ethernet_partner(modes));
-    }
-    let n = netdev.as_str();
-    let stats_text = report(tree, n, "stats.txt", &[&["-S", n]]).ok();
-    let stats = stats_text.as_deref().map(parse_ethtool_stats).unwrap_or_default();
-    let fec = report(tree, n, "fec.txt", &[&["-I", "--show-fec", n], &["--show-fec", n]]).ok().map(|r| parse_show_fec(&r));
-    let text = report(tree, n, "module.txt", &[&["-m", n]]);
-    // A refusal (not root) or a timeout would only repeat itself.
-    let hex = match &text {
-        Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)) if tree.is_live() => Err(e.clone()),
-        _ => report(tree, n, "module.hex.txt", &[&["-m", n, "hex", "on"]]),
-    };
-    let module_unreadable = match (&text, &hex) {
-        (Err(e @ (ToolError::NotPermitted | ToolError::TimedOut)), _) if tree.is_live() => Some(e.words("ethtool -m")),
-        _ => None,
-    };
-    let bytes = hex.as_ref().ok().and_then(|h| super::module_hex::decode(&super::module_hex::parse_hex_dump(h)));
-    let module = super::module_hex::merge(bytes, text.as_ref().ok().and_then(|t| parse_module_text(t)));
-    if stats.is_empty() && fec.is_none() && module.is_none() && module_unreadable.is_none() {
-        return stats_text;
-    }
-    let lanes = modes.as_ref().and_then(|m| m.lanes).or_else(|| port.width.lanes());
-    let lane_gbps = match (port.rate_gbps, lanes) {
-        (Some(rate), Some(l)) if l > 0 => Some(rate / f64::from(l)),
-        _ => None,
-    };
-    port.phy = Some(assemble(stats, fec, module, lanes, lane_gbps, module_unreadable));
-    stats_text
-}
-
 /// The figures from the parsed reports (pure).
 pub fn assemble(
     stats: PhyCounters,
-    fec: Option<super::fec::FecReport>,
+    fec: Option<fec::FecReport>,
     module: Option<Module>,
     lanes: Option<u32>,
     lane_gbps: Option<f64>,

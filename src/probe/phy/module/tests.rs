@@ -2,14 +2,14 @@
 //! RHEL 9 (6.2) print it, and the same modules' bytes.
 
 use super::*;
-use crate::probe::module_hex::{decode, merge, parse_hex_dump};
+use crate::probe::phy::module_hex::{decode, merge, parse_hex_dump};
 
-const SFF8636_ETHTOOL_5: &str = include_str!("../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.txt");
-const SFF8636_HEX: &str = include_str!("../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.hex.txt");
-const CMIS_DARK_LANE: &str = include_str!("../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.txt");
-const CMIS_DARK_LANE_HEX: &str = include_str!("../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.hex.txt");
-const DAC_ETHTOOL_6: &str = include_str!("../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.txt");
-const DAC_HEX: &str = include_str!("../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.hex.txt");
+const SFF8636_ETHTOOL_5: &str = include_str!("../../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.txt");
+const SFF8636_HEX: &str = include_str!("../../../../tests/fixtures/roce-cx6dx-fec-lane/ethtool/ens2np0.module.hex.txt");
+const CMIS_DARK_LANE: &str = include_str!("../../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.txt");
+const CMIS_DARK_LANE_HEX: &str = include_str!("../../../../tests/fixtures/roce-cx7-dark-lane/ethtool/ens2np0.module.hex.txt");
+const DAC_ETHTOOL_6: &str = include_str!("../../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.txt");
+const DAC_HEX: &str = include_str!("../../../../tests/fixtures/roce-cx6dx-dac/ethtool/ens2np0.module.hex.txt");
 
 fn close(a: Option<f64>, b: f64) -> bool {
     a.is_some_and(|a| (a - b).abs() < 0.02)

@@ -9,9 +9,9 @@
 //! in a bundle their outputs are `ethtool/IF.stats.txt` and `tools/devlink-health.json`
 //! (`tests/fixtures/capture-sysfs.sh`). Nothing here is required: what cannot be read is said.
 
-use super::pci::PciTree;
-use crate::probe::pcie::aer::{self, AerSeverity};
-use crate::probe::pcie::{devlink, mlx5, DevlinkRead, FunctionHealth, PcieHealth, Role};
+use crate::probe::pci::health::aer::{self, AerSeverity};
+use crate::probe::pci::health::{devlink, mlx5, DevlinkRead, FunctionHealth, PcieHealth, Role};
+use crate::probe::pci::PciTree;
 use crate::probe::{Inventory, Source};
 use crate::sys::beneath::Tree;
 use std::collections::{BTreeMap, BTreeSet};
@@ -37,7 +37,7 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
         .devices
         .iter()
         .filter_map(|d| Some((d.name.clone(), d.pci.as_ref()?.address.clone()?)))
-        .filter(|(_, bdf)| crate::probe::fw_query::valid_bdf(bdf))
+        .filter(|(_, bdf)| crate::probe::stack::fw_query::valid_bdf(bdf))
         .collect();
     let mut functions = match tree {
         Some(tree) => from_tree(tree, &files),
@@ -50,7 +50,7 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
             d.ports
                 .iter()
                 .filter(|p| p.link_layer == crate::port::LinkLayer::Ethernet)
-                .find_map(|p| p.netdev.clone().filter(|n| crate::probe::sysfs::valid_netdev_name(n)))
+                .find_map(|p| p.netdev.clone().filter(|n| crate::probe::tree::valid_netdev_name(n)))
         });
         if let Some(netdev) = netdev {
             let counters = ethtool_stats(source, &files, &netdev).map(|r| mlx5::parse_ethtool(&r)).filter(|c| !c.is_empty());
@@ -65,11 +65,11 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
 fn from_tree(tree: &PciTree, files: &Tree) -> Vec<FunctionHealth> {
     let mut out = Vec::new();
     let label = |bdf: &str| match tree.nics.iter().find(|n| n.bdf == bdf) {
-        Some(n) => super::pci::nic_label(&n.name, &n.bdf),
+        Some(n) => crate::probe::pci::nic_label(&n.name, &n.bdf),
         None => format!("GPU {bdf}"),
     };
     let mut below: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
-    let endpoints: Vec<(&super::pci::Function, Role)> = tree
+    let endpoints: Vec<(&crate::probe::pci::Function, Role)> = tree
         .nics
         .iter()
         .filter_map(|n| Some((tree.function(&n.bdf)?, Role::Nic { name: n.name.clone() })))
@@ -175,7 +175,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gpu-hgx-healthy");
         let source = Source::Sysfs(root.clone());
         let inventory = crate::probe::inventory(&source, None).unwrap();
-        let tree = super::super::pci::read(&root).unwrap();
+        let tree = crate::probe::pci::read(&root).unwrap();
         let health = read(&source, &inventory, Some(&tree));
         let count = |want: fn(&Role) -> bool| health.functions.iter().filter(|f| want(&f.role)).count();
         assert_eq!(count(|r| matches!(r, Role::Nic { .. })), 8);

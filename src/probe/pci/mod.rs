@@ -8,7 +8,10 @@
 //! or a link pointing out of the tree becomes a [`Problem`] naming the file instead of a
 //! silently missing device.
 
-use super::config::{self, ConfigSpace};
+pub mod config;
+pub mod health;
+
+use config::ConfigSpace;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

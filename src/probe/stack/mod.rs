@@ -9,14 +9,21 @@
 //! `tools/mlxconfig/BDF.txt`, what `capture-sysfs.sh` saves); a bundle without `tools/`
 //! predates them and is judged as before.
 
-use super::fw_query::{self, FwSummary};
-use super::ipoib::{self, IpoibMode, IpoibState};
-use super::model::Inventory;
-use super::ofed::{self, LoadedModule, ModuleState, OfedFacts};
-use super::services::{self, UnitStatus};
-use super::Source;
+pub mod firmware;
+pub mod fw_cache;
+pub mod fw_query;
+pub mod ipoib;
+pub mod ofed;
+pub mod services;
+
 use crate::port::{LinkLayer, PortState};
+use crate::probe::model::Inventory;
+use crate::probe::Source;
 use crate::sys::fs::{read_text, SYSFS_CAP};
+use fw_query::FwSummary;
+use ipoib::{IpoibMode, IpoibState};
+use ofed::{LoadedModule, ModuleState, OfedFacts};
+use services::UnitStatus;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -128,7 +135,7 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
 /// installed or does not answer.
 fn run(program: &str, args: &[&str]) -> Option<String> {
     let path: PathBuf = fw_query::find_program(program)?;
-    super::host::command_output(&path.to_string_lossy(), args, TOOL_DEADLINE)
+    crate::probe::host::command_output(&path.to_string_lossy(), args, TOOL_DEADLINE)
 }
 
 /// `ROOT/module/NAME/{version,srcversion}` of a loaded module; `None` when it is not loaded.

@@ -14,10 +14,10 @@
 //! says which it holds.
 
 use super::fec::FecMode;
-use super::fw_query::{find_program, queried, valid_bdf};
-use super::model::Inventory;
-use super::phy::{BerFigure, Phy};
-use super::Source;
+use super::{BerFigure, Phy};
+use crate::probe::model::Inventory;
+use crate::probe::stack::fw_query::{find_program, queried, valid_bdf};
+use crate::probe::Source;
 use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
@@ -163,7 +163,7 @@ pub fn attach(inventory: &mut Inventory, source: &Source) {
         (Source::Live, Some(tool)) => std::thread::scope(|scope| {
             let asked: Vec<_> = wanted
                 .iter()
-                .map(|(_, bdf)| scope.spawn(move || super::tool::run(tool, &["-d", bdf, "-c", "--json"], TOOL_LIMIT, REPORT_CAP).ok()))
+                .map(|(_, bdf)| scope.spawn(move || crate::probe::tool::run(tool, &["-d", bdf, "-c", "--json"], TOOL_LIMIT, REPORT_CAP).ok()))
                 .collect();
             asked.into_iter().map(|h| h.join().ok().flatten()).collect()
         }),
