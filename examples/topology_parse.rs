@@ -23,7 +23,7 @@ fn main() {
     let deadline_s: u64 = args.next().and_then(|s| s.parse().ok()).unwrap_or(60);
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     let started = Instant::now();
-    let topology = match fabcheck::fabric::topology::load_until(path.as_ref(), Some(started + Duration::from_secs(deadline_s))) {
+    let topology = match fabcheck::fabric::design::topology::load_until(path.as_ref(), Some(started + Duration::from_secs(deadline_s))) {
         Ok(t) => t,
         Err(e) => {
             eprintln!("{e}: {}", e.remedy());

@@ -19,6 +19,7 @@ pub mod error;
 pub mod exporter;
 pub mod fabric;
 pub mod gpu;
+pub mod mad;
 pub mod mesh;
 pub mod model;
 pub mod outcome;

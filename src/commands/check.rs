@@ -39,7 +39,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     if live {
         // InfiniBand ports: what they support (PortInfo), whether their SM answers (SMInfo),
         // their partner and FEC counters.
-        crate::fabric::local::enrich(&mut inventory);
+        crate::probe::local_mads::enrich(&mut inventory);
     }
     // NVIDIA ports: the BERs mlxlink computes, where it is installed (or the bundle saved it).
     probe::phy::mlxlink::attach(&mut inventory, &source);

@@ -2,8 +2,9 @@
 
 use crate::cli::FabricArgs;
 use crate::error::{Failure, Outcome, Stop};
-use crate::fabric::discover::{self, Probe};
-use crate::fabric::{design, duplicate, judge, plan, rails, report, topology, FabricExpect};
+use crate::fabric::design::{duplicate, plan, rails, tiers, topology};
+use crate::fabric::discovery::discover::{self, Probe};
+use crate::fabric::{judge, report, FabricExpect};
 use crate::outcome::FindingId;
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
 use std::path::PathBuf;
@@ -118,7 +119,7 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     };
     let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
     // Fabric design (#32).
-    judgement.extend(design::rules(&fabric, &config.expect));
+    judgement.extend(tiers::rules(&fabric, &config.expect));
     judgement.extend(duplicate::rules(&fabric));
     if config.rails.is_some() {
         judgement.extend(rails::rules(&fabric, rail_map.as_ref()));
@@ -130,19 +131,19 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::outcome::Severity::Info);
     let routes = tables
         .read
-        .then(|| crate::fabric::route_judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::route::fresh_seed), uneven));
+        .then(|| crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), uneven));
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
     }
     // fabric.pkey: each host port's partitions against its switch port's.
     if tables.read {
-        judgement.findings.extend(crate::fabric::pkey::judge(&fabric, &tables));
-        judgement.findings.extend(crate::fabric::pkey::unread(&fabric, &tables));
+        judgement.findings.extend(crate::fabric::routes::pkey::judge(&fabric, &tables));
+        judgement.findings.extend(crate::fabric::routes::pkey::unread(&fabric, &tables));
     }
     // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
-    judgement.findings.extend(crate::fabric::phy::judge(&fabric, &tables));
+    judgement.findings.extend(crate::fabric::counters::phy::judge(&fabric, &tables));
     if let Some(w) = &window {
-        judgement.findings.extend(crate::fabric::phy::congestion(&fabric, w.seconds, &w.sample_ticks));
+        judgement.findings.extend(crate::fabric::counters::phy::congestion(&fabric, w.seconds, &w.sample_ticks));
     }
     judgement.findings.sort_by_key(|f| f.severity);
     let view = report::FabricReport {
@@ -169,7 +170,7 @@ fn soak(
     fabric: &mut crate::fabric::Fabric,
     window: std::time::Duration,
     started: std::time::Instant,
-) -> Result<crate::fabric::soak::FabricWindow, Failure> {
+) -> Result<crate::fabric::counters::soak::FabricWindow, Failure> {
     crate::sys::os::catch_termination();
     let opened = std::time::Instant::now();
     let mut interrupted = false;
@@ -185,14 +186,14 @@ fn soak(
     let probe = Probe { sample_ticks: true, ..config.probe.clone() };
     let (mut end, end_tables) = with_deadline(&probe, left.max(std::time::Duration::from_secs(1)))?;
     let seconds = opened.elapsed().as_secs_f64();
-    let mut w = crate::fabric::soak::window(fabric, &mut end, seconds, interrupted);
+    let mut w = crate::fabric::counters::soak::window(fabric, &mut end, seconds, interrupted);
     w.sample_ticks = end_tables.sample_ticks;
     *fabric = end;
     Ok(w)
 }
 
 /// Says the window (and what it could not judge) as info findings.
-fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak::FabricWindow) {
+fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::counters::soak::FabricWindow) {
     use crate::outcome::{Finding, Severity};
     judgement.findings.push(Finding {
         id: FindingId::SoakWindow,
@@ -221,7 +222,7 @@ fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::soak:
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck
 /// umad device (or simulator) must still not hang the run. On the deadline the process
 /// exits (exit 2) and takes the stuck thread with it.
-fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<(crate::fabric::Fabric, crate::fabric::model::Tables), Failure> {
+fn with_deadline(probe: &Probe, deadline: std::time::Duration) -> Result<(crate::fabric::Fabric, crate::fabric::discovery::model::Tables), Failure> {
     let (tx, rx) = std::sync::mpsc::channel();
     let probe = probe.clone();
     std::thread::Builder::new()

@@ -112,7 +112,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
 
 /// `--topology FILE`: ibnetdiscover output (a large fabric's runs to megabytes).
 fn read_topology(path: &std::path::Path) -> Result<Topology, Failure> {
-    let cabling = crate::fabric::topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    let cabling = crate::fabric::design::topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
     Topology::from_cabling(&cabling).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
 }
 

@@ -42,7 +42,7 @@ pub fn run(inventory: &mut Inventory, window: Duration, read: impl FnOnce() -> R
         std::thread::sleep(Duration::from_millis(100).min(window.saturating_sub(start.elapsed())));
     }
     let mut end = read()?;
-    crate::fabric::local::enrich(&mut end);
+    crate::probe::local_mads::enrich(&mut end);
     let seconds = start.elapsed().as_secs_f64();
     crate::probe::soak::apply(inventory, &mut end, seconds, interrupted);
     *inventory = end;

@@ -534,7 +534,7 @@ mod tests {
     /// An HDR port's PortExtendedSpeedsCounters, read by `check` over MADs (fabric::local).
     #[test]
     fn an_infiniband_ports_fec_counters_are_judged_and_its_weak_lane_named() {
-        use crate::fabric::decode::ExtSpeedsCounters;
+        use crate::mad::attributes::ExtSpeedsCounters;
         let mut port = port_with(Module::default());
         port.link_layer = LinkLayer::InfiniBand;
         port.netdev = None;
@@ -544,7 +544,7 @@ mod tests {
             uncorrectable_blocks: 3,
             ..ExtSpeedsCounters::default()
         };
-        port.phy = Some(crate::fabric::local::ib_phy(&c, crate::port::Speed::Hdr, crate::port::Width::X4));
+        port.phy = Some(crate::probe::local_mads::ib_phy(&c, crate::port::Speed::Hdr, crate::port::Width::X4));
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
         let find = |id: &str| sheet.findings.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}: {:#?}", sheet.findings));

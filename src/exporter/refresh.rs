@@ -87,7 +87,7 @@ pub fn read_node(source: &Source) -> Reading {
         }
     };
     if live {
-        crate::fabric::local::enrich(&mut inventory);
+        crate::probe::local_mads::enrich(&mut inventory);
     }
     let host_facts = live.then(|| host::gather(&host::live_root()));
     let expect = Expectations::default();

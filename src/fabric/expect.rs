@@ -1,6 +1,6 @@
 //! What the operator expects of the subnet: `fabcheck fabric --expect KEY=VALUE`.
 
-use super::model::ErrorCounter;
+use crate::mad::attributes::ErrorCounter;
 use crate::port::{Speed, Width};
 
 /// Expectations and error-counter thresholds, with sane defaults.

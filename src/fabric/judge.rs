@@ -2,10 +2,11 @@
 //! expected topology, and error counters. Pure: a `Fabric` (and optional `Topology`) in,
 //! findings with cause and remedy out, in the same shape as `check`.
 
-use super::expect::FabricExpect;
-use super::links::{end_name, node_name, Index, Link, LinkKey};
-use super::model::{ErrorCounter, Fabric, Gap, Guid, Node, NodeType, SmState};
-use super::topology::{NodeKey, Topology};
+use crate::fabric::design::topology::{NodeKey, Topology};
+use crate::fabric::discovery::links::{end_name, node_name, Index, Link, LinkKey};
+use crate::fabric::discovery::model::{Fabric, Gap, Node};
+use crate::fabric::expect::FabricExpect;
+use crate::mad::attributes::{ErrorCounter, Guid, NodeType, SmState};
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity};
 use crate::port::{link_rate, PhysState, PortState, Speed, Width};

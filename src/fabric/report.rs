@@ -1,9 +1,10 @@
 //! Output of `fabcheck fabric`: the `fabcheck.fabric.v1` JSON document and the human form
 //! (a line per problem, then an `iblinkinfo`-like table per switch with problems marked).
 
-use super::judge::Judgement;
-use super::links::{end_name, node_name, End, Index};
-use super::model::{Counters, ErrorCounter, Fabric, Guid, NodeType, SmInfo, SmState};
+use crate::fabric::discovery::links::{end_name, node_name, End, Index};
+use crate::fabric::discovery::model::Fabric;
+use crate::fabric::judge::Judgement;
+use crate::mad::attributes::{Counters, ErrorCounter, Guid, NodeType, SmInfo, SmState};
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::port::{PhysState, PortState, Speed, Width};
 use crate::units::rate as gbps;
@@ -22,7 +23,7 @@ pub struct FabricDoc {
     pub links: Vec<LinkDoc>,
     pub findings: Vec<Finding>,
     /// Added: the port fabcheck ran from, and how long discovery and judging took.
-    pub local: super::model::LocalView,
+    pub local: crate::fabric::discovery::model::LocalView,
     pub elapsed_ms: u64,
 }
 
@@ -46,7 +47,7 @@ pub struct NodeDoc {
     /// Fabric design (#32), switches only: the tier (`leaf`, `spine`, `core`, `unknown`), the
     /// cabling that decided it, and a leaf's host-facing over spine-facing bandwidth.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tier: Option<super::design::Tier>,
+    pub tier: Option<crate::fabric::design::tiers::Tier>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tier_reason: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -125,8 +126,8 @@ pub fn document(fabric: &Fabric, j: &Judgement, elapsed_ms: u64) -> FabricDoc {
         state: m.state,
         standby: fabric.others.iter().filter(|o| o.state != SmState::Master || o.guid != m.guid).cloned().collect(),
     });
-    let tiers = super::design::tiers(&index);
-    let over = super::design::oversubscription(&index, &tiers);
+    let tiers = crate::fabric::design::tiers::tiers(&index);
+    let over = crate::fabric::design::tiers::oversubscription(&index, &tiers);
     let nodes = fabric
         .nodes
         .iter()
@@ -223,8 +224,8 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
         }
     }
     let index = Index::new(fabric);
-    let tiers = super::design::tiers(&index);
-    let over = super::design::oversubscription(&index, &tiers);
+    let tiers = crate::fabric::design::tiers::tiers(&index);
+    let over = crate::fabric::design::tiers::oversubscription(&index, &tiers);
     let mut switches: Vec<_> = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).collect();
     switches.sort_by_key(|n| node_name(n));
     for sw in switches {
@@ -312,7 +313,7 @@ struct WithRoutes<'a, D: Serialize> {
     #[serde(flatten)]
     doc: D,
     #[serde(skip_serializing_if = "Option::is_none")]
-    routes: Option<&'a super::route_judge::RouteFigures>,
+    routes: Option<&'a crate::fabric::routes::judge::RouteFigures>,
 }
 
 /// `fabric`'s result: what was discovered and judged, and how long it took.
@@ -321,7 +322,7 @@ pub struct FabricReport<'a> {
     pub judgement: &'a Judgement,
     pub elapsed_ms: u64,
     /// `fabric.route`'s figures, when the forwarding tables were read.
-    pub routes: Option<&'a super::route_judge::RouteFigures>,
+    pub routes: Option<&'a crate::fabric::routes::judge::RouteFigures>,
 }
 
 impl crate::report::Document for FabricReport<'_> {
@@ -359,7 +360,7 @@ impl crate::report::Document for FabricReport<'_> {
 
 /// The route walk in one line (and each leaf's uplink load): what was walked, and the seed
 /// that repeats a sample.
-fn routes_line(r: &super::route_judge::RouteFigures) -> String {
+fn routes_line(r: &crate::fabric::routes::judge::RouteFigures) -> String {
     let walked = match r.seed {
         Some(seed) => format!("{} of {} host pairs walked (a sample: --seed {seed} repeats it)", r.walked, r.pairs),
         None => format!("{} host pairs walked (every pair)", r.walked),

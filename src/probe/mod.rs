@@ -4,6 +4,7 @@ pub mod capacity;
 pub mod catype;
 pub mod host;
 pub mod live;
+pub mod local_mads;
 pub mod model;
 pub mod pci;
 pub mod phy;

@@ -2,8 +2,9 @@
 //! produce (HDR, NDR, XDR; 2X).
 
 use super::*;
-use crate::fabric::model::{Counters, LocalView, Port, PortInfo, SmInfo, SpeedSet, WidthSet};
-use crate::fabric::topology;
+use crate::fabric::design::topology;
+use crate::fabric::discovery::model::{LocalView, Port};
+use crate::mad::attributes::{Counters, PortInfo, SmInfo, SpeedSet, WidthSet};
 
 const W1: u8 = 1;
 const W4: u8 = 2;

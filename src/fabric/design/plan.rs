@@ -6,9 +6,9 @@
 //! A node is named by its node description (`"node01 mlx5_0"`, `leaf1`) or by its node GUID as
 //! `0x` and 16 hex digits (`0x0002c90300a1b2c3`), as `ibnetdiscover` prints it.
 
-use super::csv::{self, CsvError, Table};
-use super::model::Guid;
-use super::topology::{ExpectedLink, ExpectedNode, NodeKey, Topology};
+use crate::fabric::design::csv::{self, CsvError, Table};
+use crate::fabric::design::topology::{ExpectedLink, ExpectedNode, NodeKey, Topology};
+use crate::mad::attributes::Guid;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn judged_as_a_topology_is() {
-        use crate::fabric::fixture::Build;
+        use crate::fabric::discovery::fixture::Build;
         use crate::fabric::{judge, FabricExpect};
         let mut b = Build::new();
         b.switch("leaf1");

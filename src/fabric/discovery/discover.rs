@@ -2,8 +2,9 @@
 //! `Fabric`. Every query is bounded by the configured timeout and retry limit; a node that
 //! does not answer becomes a `Gap`, never a hang.
 
-use super::decode;
-use super::model::{Counters, Fabric, Gap, Guid, LocalView, Node, NodeType, Port, SmInfo, Tables};
+use crate::fabric::discovery::model::{Fabric, Gap, LocalView, Node, Port, Tables};
+use crate::mad::attributes::{Counters, Guid, NodeType, SmInfo};
+use crate::mad::decode;
 use crate::port::PortState;
 use fabcheck_verbs::mad::{self, DiscoverConfig, MadError, MadPort, RawNode};
 use std::collections::HashSet;
@@ -152,7 +153,7 @@ fn read_tables(raw: &[RawNode], port: &MadPort, budget: &mut Budget) -> Tables {
 }
 
 /// One switch's table; Ok(None) when the switch stopped answering, Err when the budget ran out.
-fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<super::model::Lft>, String> {
+fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<crate::fabric::discovery::model::Lft>, String> {
     let Some(path) = mad::DrPath::new(&node.dr_path) else { return Ok(None) };
     let mut ports = Vec::with_capacity(usize::from(top) + 1);
     for block in 0..=top / 64 {
@@ -163,7 +164,7 @@ fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Re
         }
     }
     ports.truncate(usize::from(top) + 1);
-    Ok(Some(super::model::Lft { ports }))
+    Ok(Some(crate::fabric::discovery::model::Lft { ports }))
 }
 
 /// One port's P_Keys (non-zero entries of the first blocks); Ok(None) when it did not answer.
@@ -240,9 +241,9 @@ fn other_sms(fabric: &Fabric, port: &MadPort) -> Vec<SmInfo> {
 /// What the PerfMgt agents said beyond each port's PortCounters.
 struct Perf {
     /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered.
-    phy: std::collections::BTreeMap<(Guid, u8), decode::ExtSpeedsCounters>,
+    phy: std::collections::BTreeMap<(Guid, u8), crate::mad::attributes::ExtSpeedsCounters>,
     /// PortSamplesControl Tick of the nodes with a waiting port (`probe.sample_ticks`).
-    ticks: std::collections::BTreeMap<Guid, super::model::TickRead>,
+    ticks: std::collections::BTreeMap<Guid, crate::fabric::discovery::model::TickRead>,
 }
 
 /// PortCounters (and PortCountersExtended) of every linked port, both ends of each cable.
@@ -265,7 +266,7 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, probe: &Probe) -> Perf {
             continue;
         }
         let mut ext_ok = true;
-        let mut agent = Agent::default();
+        let mut agent = crate::mad::agent::Agent::default();
         for p in node.ports.iter_mut().filter(|p| p.number != 0 && p.remote.is_some()) {
             if p.lid == 0 {
                 continue;
@@ -295,7 +296,7 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, probe: &Probe) -> Perf {
         }
         // One waiting port asks for the node: its PerfMgt agent's Tick is the node's. Not a
         // port whose LID an SM answers behind (see `TickRead::SmBehind`).
-        use super::model::TickRead;
+        use crate::fabric::discovery::model::TickRead;
         let sm_behind = |lid: u16| node.ports.iter().any(|q| q.lid == lid && q.info.capability_mask & decode::CAP_IS_SM != 0);
         let mut waiting = node.ports.iter().filter(|p| p.lid != 0 && p.counters.is_some_and(|c| c.xmit_wait > 0)).peekable();
         if waiting.peek().is_none() {
@@ -318,55 +319,4 @@ fn read_counters(fabric: &mut Fabric, port: &MadPort, probe: &Probe) -> Perf {
     }
     fabric.gaps.extend(gaps);
     perf
-}
-
-/// What a node's PerfMgt agent answers, from its ClassPortInfo: asked once, when first
-/// needed, since an agent lacking an optional attribute may pass the query on (ibsim hands it
-/// to OpenSM, which dies) or fill it with junk.
-#[derive(Default)]
-pub(super) struct Agent {
-    /// CapabilityMask and CapabilityMask2; None inside: the agent did not answer.
-    caps: Option<Option<(u16, u32)>>,
-    /// The agent said it has PortExtendedSpeedsCounters and then did not answer them.
-    speeds_failed: bool,
-}
-
-impl Agent {
-    fn caps(&mut self, port: &MadPort, lid: u16) -> Option<(u16, u32)> {
-        *self.caps.get_or_insert_with(|| {
-            port.pma_class_port_info(lid).ok().map(|cpi| (decode::pma_capability_mask(&cpi), decode::pma_capability_mask2(&cpi)))
-        })
-    }
-
-    /// Whether PortCountersExtended carries the additional 64-bit counters (PortXmitWait).
-    fn additional_ext_counters(&mut self, port: &MadPort, lid: u16) -> bool {
-        self.caps(port, lid).is_some_and(|(_, mask2)| mask2 & decode::PMA_CAP2_ADDITIONAL_EXT_COUNTERS != 0)
-    }
-
-    /// The PortExtendedSpeedsCounters of an FDR-or-faster port, in the layout its speed
-    /// uses, where the agent says it has them.
-    pub(super) fn ext_speeds_counters(
-        &mut self,
-        port: &MadPort,
-        lid: u16,
-        number: u8,
-        speed: crate::port::Speed,
-    ) -> Option<decode::ExtSpeedsCounters> {
-        use crate::port::Speed;
-        let rs_fec = matches!(speed, Speed::Hdr | Speed::Ndr | Speed::Xdr);
-        if self.speeds_failed || (!rs_fec && !matches!(speed, Speed::Fdr | Speed::Edr)) {
-            return None;
-        }
-        let (mask, _) = self.caps(port, lid)?;
-        if mask & decode::PMA_CAP_RSFEC_COUNTERS == 0 {
-            return None;
-        }
-        match port.port_ext_speeds_counters(lid, number) {
-            Ok(raw) => Some(decode::ext_speeds_counters(&raw, rs_fec)),
-            Err(_) => {
-                self.speeds_failed = true;
-                None
-            }
-        }
-    }
 }

@@ -10,9 +10,10 @@
 //! - NICs with the adapter's default description (`MT4129 ConnectX7 Mellanox Technologies`):
 //!   rdma-ndd is not running there, so no tool can say which host they are in. A warning.
 
-use super::judge::Noted;
-use super::links::{end_name, Index};
-use super::model::{Fabric, Guid, NodeType};
+use crate::fabric::discovery::links::{end_name, Index};
+use crate::fabric::discovery::model::Fabric;
+use crate::fabric::judge::Noted;
+use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::Severity;
 use std::collections::{BTreeMap, BTreeSet};
@@ -147,7 +148,7 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
 mod tests {
     use super::*;
 
-    use crate::fabric::fixture::Build;
+    use crate::fabric::discovery::fixture::Build;
 
     fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
         noted.iter().map(|n| (n.finding.id.to_string(), n.finding.severity, n.finding.subject.to_string())).collect()

@@ -13,7 +13,7 @@
 //! The file is untrusted input: it must be a regular file (checked before opening, so a FIFO
 //! cannot hang the run), is read through a size cap, and every line is bounded.
 
-use super::model::Guid;
+use crate::mad::attributes::Guid;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Instant;

@@ -1,7 +1,9 @@
 //! Constructed fabrics for the design rules' tests: nodes by name, cables between them, every
 //! trained link 4X HDR (200 Gb/s) unless said otherwise.
 
-use super::model::{Fabric, Guid, LocalView, Node, NodeType, Port, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
+use crate::fabric::discovery::model::{Fabric, LocalView, Node, Port};
+
+use crate::mad::attributes::{Guid, NodeType, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
 use crate::port::{PhysState, PortState, Speed, Width};
 
 pub fn hdr() -> PortInfo {

@@ -4,9 +4,10 @@
 //! window). Pure. The FEC figures are lifetime ones (since the counters were last cleared):
 //! said as such, and at most a warning.
 
-use super::decode::ExtSpeedsCounters;
-use super::links::{end_name, Index};
-use super::model::{Fabric, Guid, Tables, TickRead};
+use crate::fabric::discovery::links::{end_name, Index};
+use crate::fabric::discovery::model::{Fabric, Tables, TickRead};
+use crate::mad::attributes::ExtSpeedsCounters;
+use crate::mad::attributes::Guid;
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity};
 use crate::port::Width;
@@ -122,7 +123,7 @@ fn waited(wait: u64, seconds: f64, tick: Option<TickRead>, speed: crate::port::S
             return Waited::Ticks { why: "the node's PortSamplesControl did not answer, so the tick's length is not known" };
         }
     };
-    let Some(tick_ns) = super::decode::xmit_wait_tick_ns(tick, speed) else {
+    let Some(tick_ns) = crate::mad::decode::xmit_wait_tick_ns(tick, speed) else {
         return Waited::Ticks { why: "the port's speed is not known, so the tick's length is not either" };
     };
     let share = wait as f64 * tick_ns * 1e-9 / seconds.max(0.001);
@@ -187,11 +188,12 @@ pub fn congestion(fabric: &Fabric, seconds: f64, ticks: &std::collections::BTree
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::model::{Counters, LocalView, Node, NodeType, Port};
+    use crate::fabric::discovery::model::{LocalView, Node, Port};
+    use crate::mad::attributes::{Counters, NodeType};
     use crate::port::PortState;
 
     fn fabric() -> Fabric {
-        let mut info = crate::fabric::decode::port_info(&[0u8; 64], &[0u8; 64]);
+        let mut info = crate::mad::decode::port_info(&[0u8; 64], &[0u8; 64]);
         info.width_active = Width::X4;
         let port = |number, remote, wait| Port {
             number,

@@ -11,10 +11,11 @@
 //! core. So the rules compare within each connected group of the bipartite graph of the two
 //! tiers, never across groups.
 
-use super::expect::FabricExpect;
-use super::judge::Noted;
-use super::links::{node_name, Index};
-use super::model::{Fabric, Guid, NodeType};
+use crate::fabric::discovery::links::{node_name, Index};
+use crate::fabric::discovery::model::Fabric;
+use crate::fabric::expect::FabricExpect;
+use crate::fabric::judge::Noted;
+use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::Severity;
 use crate::units::rate as gbps;
@@ -377,4 +378,5 @@ fn plural(t: Tier) -> &'static str {
 }
 
 #[cfg(test)]
+#[path = "tiers_tests.rs"]
 mod tests;

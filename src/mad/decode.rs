@@ -2,7 +2,7 @@
 //! libibmad's field table `fields.c`). Pure functions over byte slices, tested on captured
 //! and constructed payloads, including the speeds the simulator cannot produce (FDR..XDR).
 
-use super::model::{Counters, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
+use super::attributes::{Counters, ExtSpeedsCounters, PortInfo, SmInfo, SmState, SpeedSet, WidthSet};
 use crate::port::{PhysState, PortState, Speed, Width};
 
 /// Reads `width` bits starting `offset` bits from the start of `buf`, most significant bit
@@ -106,7 +106,7 @@ pub fn node_info(ni: &[u8]) -> (u8, u8, u64, u8) {
 pub fn sm_info(lid: u16, raw: &[u8]) -> SmInfo {
     SmInfo {
         lid,
-        guid: super::model::Guid(be_u64(raw, 0)),
+        guid: crate::mad::attributes::Guid(be_u64(raw, 0)),
         activity: be_bits(raw, 128, 32) as u32,
         priority: be_bits(raw, 160, 4) as u8,
         state: SmState::from_raw(be_bits(raw, 164, 4) as u8),
@@ -173,24 +173,6 @@ pub fn pma_capability_mask2(class_port_info: &[u8]) -> u32 {
 /// CapabilityMask2 bit IsAdditionalPortCountersExtendedSupported: PortCountersExtended also
 /// carries the 64-bit error counters and PortXmitWait.
 pub const PMA_CAP2_ADDITIONAL_EXT_COUNTERS: u32 = 1 << 1;
-
-/// PortExtendedSpeedsCounters (PerfMgt 0x1F), FDR and faster: FEC and per-lane figures.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct ExtSpeedsCounters {
-    /// The RS-FEC layout (HDR and up: per-lane corrected symbols, port-wide blocks), else the
-    /// FDR/EDR Firecode one (per-lane corrected and uncorrectable blocks).
-    pub rs_fec: bool,
-    pub sync_header_errors: u64,
-    pub unknown_blocks: u64,
-    /// Per lane (12): corrected symbols (RS-FEC) or corrected blocks (Firecode).
-    pub lane_corrected: Vec<u64>,
-    /// Per lane (12, Firecode layout only; zeros with RS-FEC): ErrorDetectionCounterLaneN.
-    pub lane_errors_detected: Vec<u64>,
-    pub corrected_blocks: u64,
-    pub uncorrectable_blocks: u64,
-    /// PortFECCorrectedSymbolCtr (RS-FEC layout only).
-    pub corrected_symbols: Option<u64>,
-}
 
 /// Decodes the 192-byte PerfMgt data area of PortExtendedSpeedsCounters in the layout the
 /// port's FEC uses (libibmad's IB_PESC_* and IB_PESC_RSFEC_* fields).

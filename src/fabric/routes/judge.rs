@@ -4,9 +4,10 @@
 //! the figures (pairs walked, the seed of a sample, each leaf's uplink load) for the report.
 //! Pure.
 
-use super::links::{end_name, node_name};
-use super::model::{Fabric, Guid, Lft, NodeType, Tables};
-use super::route::{self, Host, Outcome, Tiers, Walker};
+use crate::fabric::discovery::links::{end_name, node_name};
+use crate::fabric::discovery::model::{Fabric, Lft, Tables};
+use crate::fabric::routes::route::{self, Host, Outcome, Tiers, Walker};
+use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity};
 use crate::port::PortState;

@@ -1,7 +1,9 @@
 //! Links (cables) derived from the discovered ports: each once, switch end first, named
 //! by node description and port as `leaf1[7] <-> spine1[1]`.
 
-use super::model::{Fabric, Guid, Node, NodeType, Port};
+use crate::fabric::discovery::model::{Fabric, Node, Port};
+
+use crate::mad::attributes::{Guid, NodeType};
 use std::collections::{HashMap, HashSet};
 
 /// One end of a link.

@@ -7,7 +7,9 @@
 //! entry pointing at a port that is not ACTIVE), at a CA that does not own the LID, at a
 //! switch it already passed (a loop), or at a switch whose table was not read.
 
-use super::model::{Fabric, Guid, Lft, Node, NodeType, Tables};
+use crate::fabric::discovery::model::{Fabric, Lft, Node, Tables};
+
+use crate::mad::attributes::{Guid, NodeType};
 use crate::port::PortState;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 

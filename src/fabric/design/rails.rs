@@ -9,10 +9,11 @@
 //! leaves of rail k are its leaf group. A leaf holding as many NICs of two rails has no rail
 //! (a warning): its NICs are not judged.
 
-use super::csv::{self, CsvError};
-use super::judge::Noted;
-use super::links::{end_name, node_name, Index};
-use super::model::{Fabric, Guid, NodeType};
+use crate::fabric::design::csv::{self, CsvError};
+use crate::fabric::discovery::links::{end_name, node_name, Index};
+use crate::fabric::discovery::model::Fabric;
+use crate::fabric::judge::Noted;
+use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::Severity;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -225,7 +226,7 @@ mod tests {
         assert_eq!(rail_of_description("gpu01 mlx5_"), None);
     }
 
-    use crate::fabric::fixture::Build;
+    use crate::fabric::discovery::fixture::Build;
 
     /// 2 leaves (rail 0, rail 1) under a spine, 3 hosts with NICs mlx5_0 and mlx5_1.
     fn railed() -> Build {

@@ -1,7 +1,7 @@
 //! Tiers and fat-tree rules on constructed fabrics.
 
 use super::*;
-use crate::fabric::fixture::{fat_tree, Build};
+use crate::fabric::discovery::fixture::{fat_tree, Build};
 
 fn found(noted: &[Noted]) -> Vec<(String, Severity, String)> {
     noted.iter().map(|n| (n.finding.id.to_string(), n.finding.severity, n.finding.subject.to_string())).collect()

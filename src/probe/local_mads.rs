@@ -6,7 +6,8 @@
 //! without the MAD libraries or access to /dev/infiniband/umad*, `check` judges what verbs and
 //! sysfs say.
 
-use super::decode::{self, ExtSpeedsCounters};
+use crate::mad::attributes::ExtSpeedsCounters;
+use crate::mad::decode;
 use crate::port::{LinkLayer, Speed, Width};
 use crate::probe::phy::fec::FecMode;
 use crate::probe::phy::Phy;
@@ -63,7 +64,7 @@ fn peer(mad: &MadPort) -> crate::probe::phy::partner::LinkPartner {
 /// The port's PortExtendedSpeedsCounters, FDR and faster, where its PerfMgt agent says it has
 /// them (as `fabric` asks them), as a `phy`.
 fn fec_counters(mad: &MadPort, lid: u16, port: u8, speed: Speed, width: Width) -> Option<Phy> {
-    let c = super::discover::Agent::default().ext_speeds_counters(mad, lid, port, speed)?;
+    let c = crate::mad::agent::Agent::default().ext_speeds_counters(mad, lid, port, speed)?;
     Some(ib_phy(&c, speed, width))
 }
 
@@ -87,7 +88,7 @@ pub fn ib_phy(c: &ExtSpeedsCounters, speed: Speed, width: Width) -> Phy {
 }
 
 /// What a peer's PortInfo enables (and supports), as a link partner.
-pub fn partner_of(info: &super::model::PortInfo) -> crate::probe::phy::partner::LinkPartner {
+pub fn partner_of(info: &crate::mad::attributes::PortInfo) -> crate::probe::phy::partner::LinkPartner {
     use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
     let width = info.width_supported.intersect(info.width_enabled).best().or(info.width_enabled.best());
     let speed = info.speed_supported.intersect(info.speed_enabled).best().or(info.speed_enabled.best());
@@ -121,12 +122,12 @@ mod tests {
         let edr = ib_phy(&ExtSpeedsCounters { rs_fec: false, ..c }, Speed::Edr, Width::X4);
         assert_eq!((edr.fec, edr.lane_gbps), (None, Some(25.0)));
     }
-    use crate::fabric::model::{SpeedSet, WidthSet};
+    use crate::mad::attributes::{SpeedSet, WidthSet};
     use crate::port::{PhysState, PortState, Speed, Width};
     use crate::probe::phy::partner::LinkPartner;
 
-    fn info(width_enabled: u8, width_supported: u8, speed_enabled: u32, speed_supported: u32) -> crate::fabric::model::PortInfo {
-        crate::fabric::model::PortInfo {
+    fn info(width_enabled: u8, width_supported: u8, speed_enabled: u32, speed_supported: u32) -> crate::mad::attributes::PortInfo {
+        crate::mad::attributes::PortInfo {
             lid: 0,
             sm_lid: 0,
             lmc: 0,

@@ -4,7 +4,9 @@
 //! PerfMgr for instance) or sits at its maximum (PortCounters saturate: 16, 8 or 4 bits) is
 //! said and left out (0), not judged. Pure: both reads come in.
 
-use super::model::{Counters, Fabric};
+use crate::fabric::discovery::model::Fabric;
+
+use crate::mad::attributes::Counters;
 
 /// What the window was, and what could not be judged in it.
 #[derive(Debug, Clone, PartialEq)]
@@ -14,7 +16,7 @@ pub struct FabricWindow {
     /// `node description port N: counter ...` for each counter said, not judged.
     pub not_judged: Vec<String>,
     /// PortSamplesControl Tick of the nodes that waited, read at the window's end.
-    pub sample_ticks: std::collections::BTreeMap<super::model::Guid, super::model::TickRead>,
+    pub sample_ticks: std::collections::BTreeMap<crate::mad::attributes::Guid, crate::fabric::discovery::model::TickRead>,
 }
 
 type Field = (&'static str, u64, fn(&mut Counters) -> &mut u64);
@@ -74,10 +76,11 @@ pub fn window(start: &Fabric, end: &mut Fabric, seconds: f64, interrupted: bool)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::model::{Guid, LocalView, Node, NodeType, Port};
+    use crate::fabric::discovery::model::{LocalView, Node, Port};
+    use crate::mad::attributes::{Guid, NodeType};
 
     fn fabric(symbol: u64, downed: u64) -> Fabric {
-        let info = crate::fabric::decode::port_info(&[0u8; 64], &[0u8; 64]);
+        let info = crate::mad::decode::port_info(&[0u8; 64], &[0u8; 64]);
         let counters = Counters { symbol_error: symbol, link_downed: downed, ..Counters::default() };
         let port = Port { number: 1, guid: Guid(2), lid: 1, info, remote: None, counters: Some(counters) };
         let node = Node { guid: Guid(1), node_type: NodeType::Ca, description: "n01 mlx5_0".into(), num_ports: 1, ports: vec![port] };

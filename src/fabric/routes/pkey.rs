@@ -6,8 +6,9 @@
 //! A P_Key's low 15 bits name the partition, its top bit the membership (1 full, 0 limited).
 //! A switch port with an empty table is not enforcing (the SM did not configure it): not judged.
 
-use super::links::end_name;
-use super::model::{Fabric, Guid, NodeType, Tables};
+use crate::fabric::discovery::links::end_name;
+use crate::fabric::discovery::model::{Fabric, Tables};
+use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity};
 use std::collections::BTreeMap;
@@ -132,11 +133,11 @@ pub fn unread(fabric: &Fabric, tables: &Tables) -> Option<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fabric::model::{LocalView, Node, Port};
+    use crate::fabric::discovery::model::{LocalView, Node, Port};
     use crate::port::PortState;
 
     fn fabric() -> Fabric {
-        let info = crate::fabric::decode::port_info(&[0u8; 64], &[0u8; 64]);
+        let info = crate::mad::decode::port_info(&[0u8; 64], &[0u8; 64]);
         let port = |number, remote| Port { number, guid: Guid(number.into()), lid: 1, info: info.clone(), remote: Some(remote), counters: None };
         let leaf =
             Node { guid: Guid(0x10), node_type: NodeType::Switch, description: "leaf1".into(), num_ports: 8, ports: vec![port(3, (Guid(0x100), 1))] };
