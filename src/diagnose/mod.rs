@@ -4,12 +4,14 @@
 pub mod driver_rules;
 pub mod expect;
 pub mod gpu_rules;
+mod limits;
 mod node_rules;
 mod pci_link_rules;
 pub mod pcie_rules;
 mod phy_rules;
 mod port_rules;
 mod qos_counters;
+mod qos_issue;
 pub mod qos_pair;
 mod qos_rules;
 mod soak_rules;

@@ -26,9 +26,7 @@ pub const RAW_BER_LIMIT_KP4: f64 = 2.4e-4;
 pub const RAW_BER_LIMIT_KR4: f64 = 5e-5;
 /// A warning from a tenth of the limit: less than a decade of margin left.
 pub const RAW_BER_MARGIN: f64 = 0.1;
-/// Post-FEC BER objective of Ethernet and InfiniBand links (IEEE 802.3 BER objective, IBTA
-/// vol. 2 "effective BER"; ibdiagnet's default --ber_thresh): 1e-12.
-pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
+use super::limits::EFFECTIVE_BER_LIMIT;
 /// A lane with more than this share of the port's corrected errors is named.
 pub const LANE_SHARE: f64 = 0.5;
 /// Below this many errors in all, a lane's share is noise, not a pattern.

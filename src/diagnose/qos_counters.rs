@@ -3,7 +3,8 @@
 //! priority spent paused. Lifetime figures are at most warnings (they may be old); what rose
 //! in a window is judged as now.
 
-use super::qos_rules::{Issue, PAUSE_ERROR, PAUSE_WARN};
+use super::limits::{PAUSE_ERROR, PAUSE_WARN};
+use super::qos_issue::Issue;
 use super::Severity;
 use crate::probe::qos::counters::{PerPrio, PAUSE_STORM_ERROR, PAUSE_STORM_WARNING, RX_DISCARDS_PHY};
 use crate::probe::qos::{PortQos, Priority};

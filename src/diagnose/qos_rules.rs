@@ -14,22 +14,7 @@ use crate::probe::qos::priority::{self, Derived, DscpFrom, Tagging};
 use crate::probe::qos::{list, PortQos, Priority, Tool, Trust, Tsa, Unread};
 use crate::probe::{Device, Port};
 
-/// A priority paused for this share of a soak window or more could send for less than half of
-/// it: an error. fabcheck's threshold: below it the share is said, from `PAUSE_WARN` a warning.
-pub(super) const PAUSE_ERROR: f64 = 0.5;
-/// A twentieth of the window paused: congestion worth a look (a warning).
-pub(super) const PAUSE_WARN: f64 = 0.05;
-
-/// One problem found, before it becomes a row or a note.
-pub(super) struct Issue {
-    pub severity: Severity,
-    pub message: String,
-    pub remedy: String,
-}
-
-fn issue(severity: Severity, message: impl Into<String>, remedy: impl Into<String>) -> Issue {
-    Issue { severity, message: message.into(), remedy: remedy.into() }
-}
+use super::qos_issue::{issue, Issue};
 
 pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let netdev = port.netdev.as_deref().unwrap_or("<netdev>");

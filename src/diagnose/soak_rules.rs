@@ -4,7 +4,7 @@
 //! cleared or sits at its maximum is said, not judged. Ethernet BER and FEC over the window are
 //! judged by `phy_rules` from the window's figures.
 
-use super::phy_rules::EFFECTIVE_BER_LIMIT;
+use super::limits::EFFECTIVE_BER_LIMIT;
 use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::port::LinkLayer;

@@ -14,13 +14,15 @@ pub mod heatmap;
 mod page;
 pub mod pattern;
 pub mod rails;
+mod report;
 mod run;
 pub mod schedule;
 mod spool;
 mod text;
 pub mod topology;
 
-pub use doc::{MeshDoc, MeshReport, PairRecord, PatternDoc, Timing, Unreachable};
+pub use doc::{MeshDoc, PairRecord, PatternDoc, Timing, Unreachable};
+pub use report::MeshReport;
 pub use run::{run, MeshRun};
 
 use crate::control::endpoint::EndpointSpec;

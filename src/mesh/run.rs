@@ -5,8 +5,9 @@
 //! the result: the run returns a [`MeshRun`] and `report::output` delivers it.
 
 use super::analysis::{self, Criteria, PairMeasure, Suspect};
-use super::doc::{MeshDoc, MeshReport, PairRecord, PatternDoc, Timing, Unreachable};
+use super::doc::{MeshDoc, PairRecord, PatternDoc, Timing, Unreachable};
 use super::pattern::{self, Layout, Pattern};
+use super::report::MeshReport;
 use super::text::Counts;
 use super::{csv, heatmap, page, schedule, spool, MeshConfig};
 use crate::control::drive::{drive, Job};

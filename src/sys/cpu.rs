@@ -28,15 +28,10 @@ pub fn parse_cpulist(text: &str) -> Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
-/// Fewest CPUs a host must offer before a loop is pinned without being asked. Measured on a
-/// 2-vCPU Soft-RoCE guest: a pinned poller cannot move out of the way of kernel work that runs
-/// on its CPU (rxe's tasklets, ksoftirqd), and pinning both ends made latency 6-30% worse.
-pub const MIN_AUTO_POOL: usize = 4;
-
 /// The CPU for the `slot`th loop on a host: the adapter's local CPUs this thread may use (all
 /// it may use when none of them is, or when the adapter names none), the `slot`th of them,
 /// wrapping. Two ends on one host get slots 0 and 1, so distinct CPUs. `None` (not pinned)
-/// when that pool has fewer than [`MIN_AUTO_POOL`] CPUs. One loop's case of the host's one
+/// when that pool has fewer than [`super::cpu_plan::MIN_AUTO_POOL`] CPUs. One loop's case of the host's one
 /// allocator, [`super::cpu_plan::plan`].
 pub fn choose(local: &[usize], allowed: &[usize], slot: usize) -> Option<usize> {
     match super::cpu_plan::plan(&[local.to_vec()], allowed, &[], slot) {

@@ -1,0 +1,13 @@
+//! Thresholds that more than one rule file judges by, with their sources (docs/checks.md
+//! lists every threshold): kept apart so the rule files that share them import this, not each
+//! other.
+
+/// Post-FEC BER objective of Ethernet and InfiniBand links (IEEE 802.3 BER objective, IBTA
+/// vol. 2 "effective BER"; ibdiagnet's default --ber_thresh): 1e-12.
+pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
+
+/// A priority paused for this share of a soak window or more could send for less than half of
+/// it: an error. fabcheck's threshold: below it the share is said, from `PAUSE_WARN` a warning.
+pub const PAUSE_ERROR: f64 = 0.5;
+/// A twentieth of the window paused: congestion worth a look (a warning).
+pub const PAUSE_WARN: f64 = 0.05;
