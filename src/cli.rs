@@ -519,6 +519,13 @@ pub struct ExporterArgs {
     /// Read a captured sysfs tree (DIR/class/infiniband, DIR/class/net) instead of this node.
     #[arg(long, value_name = "DIR")]
     pub sysfs_root: Option<PathBuf>,
+    /// What the checklist's series are judged against, as `check --expect` (repeatable):
+    /// the exporter says what `check` with the same expectations says.
+    #[arg(long = "expect", value_name = "KEY=VALUE")]
+    pub expect: Vec<String>,
+    /// Expectations from a profile file, as `check --profile`.
+    #[arg(long, value_name = "FILE")]
+    pub profile: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

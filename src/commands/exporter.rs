@@ -24,5 +24,6 @@ pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
         Some(root) => Source::Sysfs(root.clone()),
         None => Source::Live,
     };
-    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, limits: exporter::http::Limits::default() })
+    let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
+    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, expect, limits: exporter::http::Limits::default() })
 }

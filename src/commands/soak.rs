@@ -1,17 +1,17 @@
-//! `--soak DURATION` on `check`: the window itself (live only): read, wait (SIGINT ends it
-//! early), read again, and hand both reads to `probe::soak` (pure) to diff.
+//! `--soak DURATION` on `check`: the window itself (live only): the node read at its start,
+//! a wait (SIGINT ends it early), the node read again, and both reads handed to `probe::soak`
+//! (pure) to diff; `diagnose::node::judge` says the window.
 
 use crate::error::Failure;
-use crate::outcome::FindingId;
-use crate::outcome::{Finding, Report, Severity};
-use crate::probe::{Inventory, ProbeError};
+use crate::probe::node::NodeRead;
 use std::time::{Duration, Instant};
 
-/// What the window was.
+/// What the window was, and the node as read at its end (each port's window on it).
 pub struct Soaked {
     pub asked: Duration,
     pub seconds: f64,
     pub interrupted: bool,
+    pub end: NodeRead,
 }
 
 /// The window asked for, validated: a bundle has no second read, so `--soak` is live only.
@@ -28,46 +28,23 @@ pub fn window(text: Option<&str>, live: bool) -> Result<Option<Duration>, Failur
     Ok(Some(duration))
 }
 
-/// Waits the window out (or until SIGINT/SIGTERM), reads the inventory again, and leaves in
-/// `inventory` the second read with each port's window.
-pub fn run(inventory: &mut Inventory, window: Duration, read: impl FnOnce() -> Result<Inventory, ProbeError>) -> Result<Soaked, Failure> {
+/// Waits the window out (or until SIGINT/SIGTERM), reads the node again, and sets each port's
+/// window on the end read from what `start` read.
+pub fn run(start: &NodeRead, window: Duration, read: impl FnOnce() -> Result<NodeRead, Failure>) -> Result<Soaked, Failure> {
     crate::sys::os::catch_termination();
-    let start = Instant::now();
+    let began = Instant::now();
     let mut interrupted = false;
-    while start.elapsed() < window {
+    while began.elapsed() < window {
         if crate::sys::os::interrupted() {
             interrupted = true;
             break;
         }
-        std::thread::sleep(Duration::from_millis(100).min(window.saturating_sub(start.elapsed())));
+        std::thread::sleep(Duration::from_millis(100).min(window.saturating_sub(began.elapsed())));
     }
     let mut end = read()?;
-    crate::probe::local_mads::enrich(&mut end);
-    let seconds = start.elapsed().as_secs_f64();
-    crate::probe::soak::apply(inventory, &mut end, seconds, interrupted);
-    *inventory = end;
-    Ok(Soaked { asked: window, seconds, interrupted })
-}
-
-/// Says the window in the output (an info finding on the node).
-pub fn say_window(report: &mut Report, soaked: &Soaked) {
-    let message = if soaked.interrupted {
-        format!(
-            "soak window interrupted after {:.0} s of {} s: counters read at its start and when it ended, rates judged over what was seen",
-            soaked.seconds,
-            soaked.asked.as_secs()
-        )
-    } else {
-        format!("counters read {:.0} s apart (soak window): rates over the window are judged, not lifetime totals", soaked.seconds)
-    };
-    report.findings.push(Finding {
-        id: FindingId::SoakWindow,
-        severity: Severity::Info,
-        subject: "node".into(),
-        message,
-        remedy: "a longer window (--soak 1h) catches rarer errors and flaps".into(),
-        about: None,
-    });
+    let seconds = began.elapsed().as_secs_f64();
+    crate::probe::soak::apply(&start.inventory, &mut end.inventory, seconds, interrupted);
+    Ok(Soaked { asked: window, seconds, interrupted, end })
 }
 
 /// An interrupted window is a run that could not finish (exit 2), after its report.
@@ -88,12 +65,12 @@ mod tests {
     fn a_window_reads_twice_and_leaves_the_second_read_with_its_window() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ib-4x-at-1x");
         let source = crate::probe::Source::Sysfs(root);
-        let mut inventory = crate::probe::inventory(&source, None).unwrap();
+        let start = crate::probe::node::read(&source, None).unwrap();
         let mut reads = 0;
-        let soaked = run(&mut inventory, Duration::from_millis(300), || {
+        let soaked = run(&start, Duration::from_millis(300), || {
             reads += 1;
-            let mut end = crate::probe::inventory(&source, None)?;
-            end.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "link_downed").unwrap().value += 2;
+            let mut end = crate::probe::node::read(&source, None)?;
+            end.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "link_downed").unwrap().value += 2;
             Ok(end)
         })
         .unwrap();
@@ -101,11 +78,13 @@ mod tests {
         assert!(!soaked.interrupted);
         // Wall time only as a generous bound: the window was waited out, not skipped.
         assert!(soaked.seconds >= 0.3 && soaked.seconds < 30.0, "{}", soaked.seconds);
-        let window = inventory.devices[0].ports[0].soak.as_ref().expect("the window is on the port");
+        let window = soaked.end.inventory.devices[0].ports[0].soak.as_ref().expect("the window is on the port");
         assert_eq!(window.of("link_downed"), Some(crate::probe::window::Change::Rose(2)));
-        let mut report = Report { verdict: crate::outcome::Verdict::Pass, checks: vec![], findings: vec![] };
-        say_window(&mut report, &soaked);
-        assert!(report.findings[0].message.contains("apart (soak window)"), "{:?}", report.findings);
+        let said = crate::diagnose::node::Window { asked: soaked.asked, seconds: soaked.seconds, interrupted: false, pcie_start: &start.pcie };
+        let judged = crate::diagnose::node::judge(&soaked.end, &Default::default(), &Default::default(), Some(&said));
+        let note = judged.report.findings.iter().find(|f| f.id == "soak.window").expect("the window is said");
+        assert!(note.message.contains("apart (soak window)"), "{note:?}");
+        assert!(judged.report.findings.iter().any(|f| f.id == "link.flap"), "{:#?}", judged.report.findings);
         assert!(interrupted(&soaked).is_none());
     }
 

@@ -5,6 +5,7 @@ pub mod driver_rules;
 pub mod expect;
 pub mod gpu_rules;
 mod limits;
+pub mod node;
 mod node_rules;
 mod pci_link_rules;
 pub mod pcie_rules;

@@ -21,6 +21,8 @@ pub struct ExporterConfig {
     pub listen: SocketAddr,
     pub interval: Duration,
     pub source: Source,
+    /// What the checklist is judged against (`--expect`, `--profile`), as `check`'s is.
+    pub expect: crate::diagnose::Expectations,
     pub limits: http::Limits,
 }
 
@@ -38,7 +40,7 @@ pub fn run(config: &ExporterConfig) -> Result<Outcome, Failure> {
     let shelf: serve::Shelf = Arc::new(RwLock::new(refresh::starting_pages(config.interval)));
     {
         let shelf = Arc::clone(&shelf);
-        let refresh = refresh::Refresh { source: config.source.clone(), interval: config.interval };
+        let refresh = refresh::Refresh { source: config.source.clone(), interval: config.interval, expect: config.expect.clone() };
         std::thread::Builder::new()
             .name("fabcheck-refresh".into())
             .spawn(move || refresh::run(&refresh, &shelf, &crate::sys::os::interrupted))

@@ -9,10 +9,13 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 fn reading_of(name: &str) -> Reading {
-    let root = fixture(name);
-    let inventory = SysfsRoot::at(&root).inventory();
+    let tree = SysfsRoot::at(fixture(name));
+    let inventory = tree.inventory();
     assert!(!inventory.devices.is_empty(), "fixture {name} has no devices");
-    let counters = inventory.ports().map(|(d, p)| crate::exporter::refresh::read_counters(&root, &d.name, p.port)).collect();
+    let counters = inventory
+        .ports()
+        .map(|(d, p)| PortCounters { device: d.name.clone(), port: p.port, values: crate::probe::counters::read(&tree, &d.name, p.port) })
+        .collect();
     Reading { inventory: Some(inventory), counters, ..Reading::default() }
 }
 

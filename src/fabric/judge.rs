@@ -213,7 +213,7 @@ const LANE_FAULT: &str = "a cable, connector or lane fault: reseat the cable at 
 
 fn wl(width: Width, speed: Speed) -> String {
     match link_rate(width, speed) {
-        Some(r) => format!("{width} {speed} ({} Gb/s)", crate::diagnose::gbps(r.data_gbps)),
+        Some(r) => format!("{width} {speed} ({} Gb/s)", crate::units::rate(r.data_gbps)),
         None => format!("{width} {speed}"),
     }
 }

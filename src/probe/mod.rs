@@ -2,10 +2,12 @@
 
 pub mod capacity;
 pub mod catype;
+pub mod counters;
 pub mod host;
 pub mod live;
 pub mod local_mads;
 pub mod model;
+pub mod node;
 pub mod pci;
 pub mod phy;
 pub mod qos;

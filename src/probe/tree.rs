@@ -169,7 +169,12 @@ impl SysfsRoot {
     /// `dcb/IF.json`, `config/rdma_cm/...`, `class/net/IF/ecn/...`), through the bundle reader,
     /// at most `cap` bytes; `None` when absent, and noted when present but unreadable.
     pub fn read_rel(&self, rel: &str, cap: u64) -> Option<String> {
-        match self.tree.read_text(Path::new(rel), cap) {
+        self.read_rel_path(Path::new(rel), cap)
+    }
+
+    /// A file at `rel` (a path) under the root, as [`SysfsRoot::read_rel`].
+    pub fn read_rel_path(&self, rel: &Path, cap: u64) -> Option<String> {
+        match self.tree.read_text(rel, cap) {
             Ok(text) => Some(text),
             Err(e) if e.is_no_value() => None,
             Err(e) => {
@@ -177,6 +182,11 @@ impl SysfsRoot {
                 None
             }
         }
+    }
+
+    /// The names in the directory `rel` under the root (inside the tree); none when it is not one.
+    pub fn list_rel(&self, rel: &Path) -> Vec<std::ffi::OsString> {
+        self.tree.list_dir(rel).unwrap_or_default()
     }
 
     /// Whether `rel` under the root is a directory (inside the tree).

@@ -1,9 +1,9 @@
 //! `fabcheck devices`: the inventory, as a person reads it and as the contract's JSON.
 
-use crate::diagnose::gbps;
 use crate::port::LinkLayer;
 use crate::probe::{Device, Inventory, Port};
 use crate::report::one_line as l;
+use crate::units::rate as gbps;
 use serde::Serialize;
 use std::fmt::Write;
 

@@ -16,16 +16,22 @@ use std::time::{Duration, Instant};
 const START: Duration = Duration::from_secs(30);
 
 /// A running exporter, killed when dropped.
-struct Exporter {
+pub(crate) struct Exporter {
     child: Child,
     addr: SocketAddr,
 }
 
 impl Exporter {
     fn start(root: &Path) -> Exporter {
+        Exporter::start_with(root, &[])
+    }
+
+    /// An exporter of the bundle at `root`, with more flags (`--expect`), after its first read.
+    pub(crate) fn start_with(root: &Path, extra: &[&str]) -> Exporter {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
             .args(["exporter", "--listen", "127.0.0.1:0", "--interval", "1", "--sysfs-root"])
             .arg(root)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -51,7 +57,7 @@ impl Exporter {
         self.child.id()
     }
 
-    fn metrics(&self) -> String {
+    pub(crate) fn metrics(&self) -> String {
         let (status, body) = get(self.addr, "/metrics", "");
         assert_eq!(status, "HTTP/1.1 200 OK", "{body}");
         body

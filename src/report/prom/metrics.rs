@@ -264,23 +264,7 @@ pub fn markdown() -> String {
     out
 }
 
-/// Which folder of `ports/N/` a counter comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CounterDir {
-    /// `counters/`: the IBTA PortCounters (and PortCountersExtended) the kernel keeps.
-    Ibta,
-    /// `hw_counters/`: the driver's own (mlx5's `out_of_sequence`, rxe's `rcvd_pkts`...).
-    Hardware,
-}
-
-impl CounterDir {
-    pub fn folder(self) -> &'static str {
-        match self {
-            CounterDir::Ibta => "counters",
-            CounterDir::Hardware => "hw_counters",
-        }
-    }
-}
+pub use crate::probe::counters::CounterDir;
 
 /// The family a sysfs counter file is exported as.
 #[derive(Debug, Clone, PartialEq)]
