@@ -9,8 +9,12 @@ use super::{fabcheck, fixtures_dir, json};
 use std::collections::BTreeSet;
 
 /// `(id, subject, passed)` of each row that has a series, and `(id, severity, subject)` of each
+/// finding.
+type Said = (BTreeSet<(String, String, bool)>, BTreeSet<(String, String, String)>);
+
+/// `(id, subject, passed)` of each row that has a series, and `(id, severity, subject)` of each
 /// finding, as check's JSON says them.
-fn of_check(root: &str, args: &[String]) -> (BTreeSet<(String, String, bool)>, BTreeSet<(String, String, String)>) {
+fn of_check(root: &str, args: &[String]) -> Said {
     let mut full = vec!["check", "--json", "--sysfs-root", root];
     full.extend(args.iter().map(String::as_str));
     let out = fabcheck(&full);
@@ -67,7 +71,7 @@ fn series(page: &str, name: &str) -> Vec<(std::collections::BTreeMap<String, Str
 }
 
 /// The same, as the exporter's page says them.
-fn of_exporter(page: &str) -> (BTreeSet<(String, String, bool)>, BTreeSet<(String, String, String)>) {
+fn of_exporter(page: &str) -> Said {
     let get = |l: &std::collections::BTreeMap<String, String>, k: &str| l.get(k).cloned().unwrap_or_default();
     let rows = series(page, "fabcheck_check_pass").into_iter().map(|(l, v)| (get(&l, "id"), get(&l, "subject"), v == 1.0)).collect();
     let findings = series(page, "fabcheck_finding").into_iter().map(|(l, _)| (get(&l, "id"), get(&l, "severity"), get(&l, "subject"))).collect();
