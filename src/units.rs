@@ -87,9 +87,29 @@ pub fn serialize_opt_6dp<S: Serializer>(value: &Option<f64>, s: S) -> Result<S::
     }
 }
 
+/// The median of the finite figures in `v` (the mean of the middle two when their count is
+/// even), `None` when there is none: the one median the mesh's analysis, its heat map and the
+/// rails' sibling comparison use.
+pub fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn median_of_finite_figures() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(vec![4.0, 1.0, f64::NAN, 2.0, 3.0]), Some(2.5));
+        assert_eq!(median(vec![f64::INFINITY]), None);
+    }
 
     #[test]
     fn rounding_happens_at_the_edge() {

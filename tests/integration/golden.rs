@@ -217,7 +217,7 @@ fn pair_mesh_rails_and_fabric_documents_print_as_they_printed_before() {
 
 /// Runs the fake agents once and keeps each run's JSON document.
 fn record_documents(dir: &Path) {
-    use super::mesh_scale::{FakeCluster, Knobs};
+    use super::fake_cluster::{FakeCluster, Knobs};
     use std::process::Command;
     std::fs::create_dir_all(dir).unwrap();
     let keep = |name: &str, args: &[String]| {

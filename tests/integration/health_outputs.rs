@@ -5,7 +5,7 @@
 //! comes from Debian's `prometheus`, `xmllint` from `libxml2-utils` (tests/deps.sh); a missing
 //! tool fails the test, saying what to install.
 
-use super::mesh_scale::{FakeCluster, Knobs};
+use super::fake_cluster::{FakeCluster, Knobs};
 use super::{fabcheck, fixtures_dir};
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -294,7 +294,7 @@ fn sighup_stops_a_mesh_like_sigterm() {
 
 #[test]
 fn a_mesh_stopped_by_sighup_reports_the_pairs_it_measured() {
-    use super::mesh_scale::{host, FakeCluster, Knobs};
+    use super::fake_cluster::{host, FakeCluster, Knobs};
     // The schedule of six endpoints, from a healthy run: the last pair measured is in the last
     // round, so a hang there leaves the rounds before it measured when the signal comes.
     let healthy = FakeCluster::healthy(6);

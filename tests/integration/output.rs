@@ -3,7 +3,7 @@
 //! pipe; `--output` to a FIFO, a symlink, a long name, a 0600 file. Everything in temporary
 //! directories: no device node of the host is ever a target (a FIFO stands for one).
 
-use super::mesh_scale::{FakeCluster, Knobs};
+use super::fake_cluster::{FakeCluster, Knobs};
 use super::{fabcheck, fixtures_dir, json};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};

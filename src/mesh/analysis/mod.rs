@@ -28,6 +28,7 @@ mod prose;
 pub use capacity::slow_ports;
 pub use drift::config_drift;
 
+use crate::units::median;
 use crate::units::sig3 as fmt;
 use prose::Symptoms;
 use serde::{Deserialize, Serialize};
@@ -184,16 +185,6 @@ impl Criteria {
 pub fn medians(measures: &[PairMeasure]) -> (Option<f64>, Option<f64>) {
     let ok = || measures.iter().filter(|m| !m.failed);
     (median(ok().filter_map(|m| m.bw_gbps).collect()), median(ok().filter_map(|m| m.lat_us).collect()))
-}
-
-pub(super) fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
 }
 
 /// Bandwidth short of what it should be: of the expected rate when known, else of the median.

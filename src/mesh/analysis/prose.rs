@@ -1,6 +1,7 @@
 //! The words of a suspect's reason: what its bad pairs have in common, with figures (pure).
 
-use super::{laggy, median, slow, Criteria, PairMeasure};
+use super::{laggy, slow, Criteria, PairMeasure};
+use crate::units::median;
 use crate::units::sig3 as fmt;
 
 /// What the bad pairs of a group (a node's, a link's) have in common, in words.

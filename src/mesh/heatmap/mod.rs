@@ -184,16 +184,6 @@ fn trim_zeros(d: &[u8]) -> &[u8] {
     &d[z.min(d.len().saturating_sub(1))..]
 }
 
-fn median(mut v: Vec<f64>) -> Option<f64> {
-    v.retain(|x| x.is_finite());
-    if v.is_empty() {
-        return None;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 })
-}
-
 const STYLE: &str = "body{font-family:'DejaVu Sans',Helvetica,Arial,sans-serif;margin:24px;color:#111;background:#fff}
 h1{font-size:20px;margin:0 0 6px} h2{font-size:16px;margin:22px 0 6px}
 .verdict{font-size:18px;font-weight:bold;margin:6px 0} .verdict.fail{color:#000;background:#ffe08a;padding:2px 8px;display:inline-block}

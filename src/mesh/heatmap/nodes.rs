@@ -2,6 +2,7 @@
 //! every node, and the worst pairs.
 
 use super::*;
+use crate::units::median;
 
 /// One node's figures over the pairs of its endpoints.
 #[derive(Debug, Clone, Default)]

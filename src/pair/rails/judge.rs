@@ -44,17 +44,6 @@ fn entry<T>(keyed: &mut Keyed<T>, key: (TestKind, Direction, u32)) -> &mut Vec<T
     &mut keyed[pos].1
 }
 
-/// The median of `values` (not empty).
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let n = values.len();
-    if n % 2 == 1 {
-        values[n / 2]
-    } else {
-        (values[n / 2 - 1] + values[n / 2]) / 2.0
-    }
-}
-
 /// The headline figure of a result for sibling comparison: bandwidth, or latency p50.
 fn figure(r: &TestResult) -> Option<f64> {
     if r.error.is_some() {
@@ -135,8 +124,8 @@ fn siblings(rails: &[RailRun], threshold: RailThreshold) -> Vec<Finding> {
             continue;
         }
         for &(i, x) in &values {
-            let mut others: Vec<f64> = values.iter().filter(|(j, _)| *j != i).map(|(_, v)| *v).collect();
-            let m = median(&mut others);
+            let others: Vec<f64> = values.iter().filter(|(j, _)| *j != i).map(|(_, v)| *v).collect();
+            let m = crate::units::median(others).unwrap_or(f64::NAN);
             let (bad, words) = if test.is_latency() {
                 (
                     x > threshold.lat_factor * m,
@@ -210,8 +199,8 @@ fn lossy(rails: &[RailRun]) -> Vec<Finding> {
     }
     let mut findings = Vec::new();
     for (i, (run, (errors, which))) in ran.iter().enumerate() {
-        let mut others: Vec<f64> = ran.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, (_, (e, _)))| *e as f64).collect();
-        let m = median(&mut others);
+        let others: Vec<f64> = ran.iter().enumerate().filter(|(j, _)| *j != i).map(|(_, (_, (e, _)))| *e as f64).collect();
+        let m = crate::units::median(others).unwrap_or(f64::NAN);
         if *errors < LOSSY_MIN || (*errors as f64) < (LOSSY_FACTOR as f64) * m.max(1.0) {
             continue;
         }
