@@ -4,6 +4,7 @@
 // Doc comments here are the `--help` text people read, not rustdoc: brackets mean "optional".
 #![allow(rustdoc::broken_intra_doc_links)]
 
+use crate::model::Unparsed;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
@@ -183,7 +184,7 @@ pub struct MemFlags {
     pub mem: crate::model::MemChoice,
 }
 
-fn parse_mem(text: &str) -> Result<crate::model::MemChoice, String> {
+fn parse_mem(text: &str) -> Result<crate::model::MemChoice, Unparsed> {
     crate::model::MemChoice::parse(text)
 }
 

@@ -4,6 +4,7 @@
 //! takes a duration takes every spelling, so `--timeout 5m` works where `--soak 5m` does.
 //! Pure: clap calls these as value parsers, `commands/` calls [`duration`] for string flags.
 
+use crate::model::Unparsed;
 use std::time::Duration;
 
 /// The longest duration any flag accepts: a bound, so `99999999h` is an error, not an overflow.
@@ -11,7 +12,7 @@ const MAX_SECONDS: f64 = 1e9;
 
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), with or
 /// without `B` or `iB` (`64KB`, `64KiB`), as perftest users write them.
-pub fn parse_size(text: &str) -> Result<u32, String> {
+pub fn parse_size(text: &str) -> Result<u32, Unparsed> {
     let bad = || format!("'{text}' is not a size (a number of bytes, or with K, M, G: 64K, 64KB, 1MiB)");
     let t = text.trim();
     let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
@@ -26,20 +27,20 @@ pub fn parse_size(text: &str) -> Result<u32, String> {
         "K" | "KI" => 10,
         "M" | "MI" => 20,
         "G" | "GI" => 30,
-        _ => return Err(bad()),
+        _ => return Err(bad().into()),
     };
     let n: u64 = digits.parse().map_err(|_| bad())?;
-    n.checked_shl(shift).filter(|&v| v >> shift == n).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| format!("'{text}' is too large"))
+    n.checked_shl(shift).filter(|&v| v >> shift == n).and_then(|v| u32::try_from(v).ok()).ok_or_else(|| format!("'{text}' is too large").into())
 }
 
 /// A duration: a bare number of seconds (`90`, `2.5`), or one or more figures each with its unit
 /// (`500ms`, `5s`, `2m`, `1h30m`, `1h 30m`, `1d`): `us`, `ms`, `s`/`sec`, `m`/`min`,
 /// `h`/`hr`, `d`. Zero is allowed here; each flag says whether it takes it.
-pub fn duration(text: &str) -> Result<Duration, String> {
+pub fn duration(text: &str) -> Result<Duration, Unparsed> {
     let bad = || format!("'{text}' is not a duration (seconds, or with a unit: 500ms, 5s, 2m, 1h30m)");
     let t = text.trim();
     if t.is_empty() {
-        return Err(bad());
+        return Err(bad().into());
     }
     let mut seconds = 0.0;
     if let Ok(bare) = t.parse::<f64>() {
@@ -58,7 +59,7 @@ pub fn duration(text: &str) -> Result<Duration, String> {
                 "m" | "min" | "mins" => 60.0,
                 "h" | "hr" | "hrs" => 3600.0,
                 "d" => 86_400.0,
-                _ => return Err(bad()),
+                _ => return Err(bad().into()),
             };
             let value: f64 = number.parse().map_err(|_| bad())?;
             seconds += value * scale;
@@ -66,16 +67,16 @@ pub fn duration(text: &str) -> Result<Duration, String> {
         }
     }
     if !(seconds.is_finite() && seconds >= 0.0) {
-        return Err(bad());
+        return Err(bad().into());
     }
     if seconds > MAX_SECONDS {
-        return Err(format!("'{text}' is too long"));
+        return Err(format!("'{text}' is too long").into());
     }
     Ok(Duration::from_secs_f64(seconds))
 }
 
 /// `-D`/`--duration`: in seconds, as 0.2's flag held them (range checked by `pair`).
-pub fn parse_seconds(text: &str) -> Result<f64, String> {
+pub fn parse_seconds(text: &str) -> Result<f64, Unparsed> {
     duration(text).map(|d| d.as_secs_f64())
 }
 
@@ -85,24 +86,24 @@ pub fn window(text: &str) -> Option<Duration> {
 }
 
 /// Whole seconds from 0 to a day (`--timeout`, `--idle-timeout`: 0 has a meaning there).
-pub fn seconds_up_to_a_day(text: &str) -> Result<u64, String> {
+pub fn seconds_up_to_a_day(text: &str) -> Result<u64, Unparsed> {
     whole_seconds(text, 0)
 }
 
 /// Whole seconds from 1 to a day (`--deadline`, `--interval`).
-pub fn seconds_1_to_a_day(text: &str) -> Result<u64, String> {
+pub fn seconds_1_to_a_day(text: &str) -> Result<u64, Unparsed> {
     whole_seconds(text, 1)
 }
 
-fn whole_seconds(text: &str, min: u64) -> Result<u64, String> {
+fn whole_seconds(text: &str, min: u64) -> Result<u64, Unparsed> {
     const DAY: u64 = 86_400;
     let d = duration(text)?;
     if d.subsec_nanos() != 0 {
-        return Err(format!("'{text}': give whole seconds (5, 5s, 2m)"));
+        return Err(format!("'{text}': give whole seconds (5, 5s, 2m)").into());
     }
     let s = d.as_secs();
     if s < min || s > DAY {
-        return Err(format!("'{text}' is not in {min}s..1d ({min}..{DAY} seconds)"));
+        return Err(format!("'{text}' is not in {min}s..1d ({min}..{DAY} seconds)").into());
     }
     Ok(s)
 }

@@ -2,6 +2,7 @@
 //! `localhost`, `[user@]host` (ssh) or `tcp://host:port` (a running `fabcheck serve`).
 //! Pure parsing; anything that could reach a shell or an ssh option is refused here.
 
+use crate::model::Unparsed;
 use std::fmt;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +48,7 @@ impl fmt::Display for EndpointSpec {
 }
 
 /// Parses an endpoint, refusing anything that is not plainly a host, device and port.
-pub fn parse(text: &str) -> Result<EndpointSpec, String> {
+pub fn parse(text: &str) -> Result<EndpointSpec, Unparsed> {
     let text = text.trim();
     if text.is_empty() {
         return Err("empty endpoint".into());
@@ -74,7 +75,7 @@ pub fn parse(text: &str) -> Result<EndpointSpec, String> {
     Ok(EndpointSpec { host, device, port })
 }
 
-fn parse_host(text: &str) -> Result<HostSpec, String> {
+fn parse_host(text: &str) -> Result<HostSpec, Unparsed> {
     if let Some(rest) = text.strip_prefix("tcp://") {
         let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
             let (h, p) = v6.split_once("]:").ok_or_else(|| format!("'{text}': write IPv6 as tcp://[addr]:port"))?;
@@ -84,10 +85,10 @@ fn parse_host(text: &str) -> Result<HostSpec, String> {
         };
         let port: u16 = port.parse().map_err(|_| format!("'{text}': '{port}' is not a port number"))?;
         if port == 0 {
-            return Err(format!("'{text}': port 0 is not a port"));
+            return Err(format!("'{text}': port 0 is not a port").into());
         }
         if !valid_hostname(host) && host.parse::<std::net::IpAddr>().is_err() {
-            return Err(format!("'{text}': '{host}' is not a host name or address"));
+            return Err(format!("'{text}': '{host}' is not a host name or address").into());
         }
         return Ok(HostSpec::Tcp { host: host.to_string(), port });
     }
@@ -100,11 +101,11 @@ fn parse_host(text: &str) -> Result<HostSpec, String> {
     };
     if let Some(u) = user {
         if u.is_empty() || u.starts_with('-') || !u.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-            return Err(format!("'{text}': '{u}' is not a user name"));
+            return Err(format!("'{text}': '{u}' is not a user name").into());
         }
     }
     if !valid_hostname(host) {
-        return Err(format!("'{text}' is not a host name (letters, digits, '.', '-', '_'; no spaces or shell characters)"));
+        return Err(format!("'{text}' is not a host name (letters, digits, '.', '-', '_'; no spaces or shell characters)").into());
     }
     Ok(HostSpec::Ssh { user: user.map(str::to_string), host: host.to_string() })
 }

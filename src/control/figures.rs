@@ -14,8 +14,21 @@ pub const MAX_LATENCY_US: f64 = 1e7;
 /// The MTUs InfiniBand and RoCE define, in bytes.
 pub const MTUS: [u32; 5] = [256, 512, 1024, 2048, 4096];
 
+/// A figure no adapter or link can report: what it was, and the range believed.
+#[derive(Debug, Clone, Copy, PartialEq, thiserror::Error)]
+pub enum Implausible {
+    #[error("an MTU of {0} bytes (one of 256, 512, 1024, 2048, 4096)")]
+    Mtu(u32),
+    #[error("a {name} of {value} Gb/s (more than 0, at most {MAX_RATE_GBPS})")]
+    Rate { name: &'static str, value: f64 },
+    #[error("a latency {name} of {value} us (more than 0, at most {MAX_LATENCY_US})")]
+    Latency { name: &'static str, value: f64 },
+    #[error("a latency stdev of {0} us (0 to {MAX_LATENCY_US})")]
+    Stdev(f64),
+}
+
 /// `Err` names the first figure out of range.
-pub fn check(reply: &Reply) -> Result<(), String> {
+pub fn check(reply: &Reply) -> Result<(), Implausible> {
     match reply {
         Reply::Ready { endpoint } => check_endpoint(endpoint),
         Reply::Done { result } => check_result(result),
@@ -23,34 +36,34 @@ pub fn check(reply: &Reply) -> Result<(), String> {
     }
 }
 
-fn check_endpoint(e: &Endpoint) -> Result<(), String> {
+fn check_endpoint(e: &Endpoint) -> Result<(), Implausible> {
     if !MTUS.contains(&e.mtu) {
-        return Err(format!("an MTU of {} bytes (one of 256, 512, 1024, 2048, 4096)", e.mtu));
+        return Err(Implausible::Mtu(e.mtu));
     }
     rate("rate_gbps", e.rate_gbps)?;
     rate("pcie_gbps", e.pcie_gbps)
 }
 
-fn check_result(r: &RunResult) -> Result<(), String> {
+fn check_result(r: &RunResult) -> Result<(), Implausible> {
     rate("peak_gbps", r.peak_gbps)?;
     if let Some(lat) = &r.lat {
         for (name, v) in
             [("min", lat.min), ("p50", lat.p50), ("p90", lat.p90), ("p99", lat.p99), ("p999", lat.p999), ("max", lat.max), ("mean", lat.mean)]
         {
             if !(v > 0.0 && v <= MAX_LATENCY_US) {
-                return Err(format!("a latency {name} of {v} us (more than 0, at most {MAX_LATENCY_US})"));
+                return Err(Implausible::Latency { name, value: v });
             }
         }
         if !(lat.stdev >= 0.0 && lat.stdev <= MAX_LATENCY_US) {
-            return Err(format!("a latency stdev of {} us (0 to {MAX_LATENCY_US})", lat.stdev));
+            return Err(Implausible::Stdev(lat.stdev));
         }
     }
     Ok(())
 }
 
-fn rate(name: &str, value: Option<f64>) -> Result<(), String> {
+fn rate(name: &'static str, value: Option<f64>) -> Result<(), Implausible> {
     match value {
-        Some(v) if !(v > 0.0 && v <= MAX_RATE_GBPS) => Err(format!("a {name} of {v} Gb/s (more than 0, at most {MAX_RATE_GBPS})")),
+        Some(v) if !(v > 0.0 && v <= MAX_RATE_GBPS) => Err(Implausible::Rate { name, value: v }),
         _ => Ok(()),
     }
 }
@@ -75,10 +88,10 @@ mod tests {
         assert_eq!(check(&done(190.0)), Ok(()));
         assert_eq!(check(&lat(1.9)), Ok(()));
         for bad in [1e308, -5.0, 0.0, f64::NAN, 3200.5] {
-            assert!(check(&done(bad)).unwrap_err().contains("peak_gbps"), "{bad}");
+            assert!(check(&done(bad)).unwrap_err().to_string().contains("peak_gbps"), "{bad}");
         }
         for bad in [1e308, -1e308, 0.0, -1.0, 1.1e7] {
-            assert!(check(&lat(bad)).unwrap_err().contains("p50"), "{bad}");
+            assert!(check(&lat(bad)).unwrap_err().to_string().contains("p50"), "{bad}");
         }
     }
 
@@ -92,9 +105,9 @@ mod tests {
         };
         assert_eq!(check(&endpoint(1024, "100.0")), Ok(()));
         assert_eq!(check(&endpoint(4096, "null")), Ok(()));
-        assert!(check(&endpoint(0, "100.0")).unwrap_err().contains("MTU of 0"));
+        assert!(check(&endpoint(0, "100.0")).unwrap_err().to_string().contains("MTU of 0"));
         assert!(check(&endpoint(1500, "100.0")).is_err());
-        assert!(check(&endpoint(1024, "-5")).unwrap_err().contains("rate_gbps"));
+        assert!(check(&endpoint(1024, "-5")).unwrap_err().to_string().contains("rate_gbps"));
         assert!(check(&endpoint(1024, "1e308")).is_err());
     }
 

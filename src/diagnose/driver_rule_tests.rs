@@ -124,7 +124,7 @@ fn firmware_not_read_is_info_never_a_failure() {
         firmware: FwSummary {
             looked: true,
             tool: None,
-            unread: vec![("mlx5_0".into(), "the bundle has no tools/mlxconfig/0000:17:00.0.txt".into())],
+            unread: vec![("mlx5_0".into(), crate::probe::stack::fw_query::FwUnread::NotInBundle("0000:17:00.0.txt".into()))],
         },
         ..Default::default()
     };

@@ -1,6 +1,7 @@
 //! What the operator expects of the subnet: `fabcheck fabric --expect KEY=VALUE`.
 
 use crate::mad::attributes::ErrorCounter;
+use crate::model::Unparsed;
 use crate::port::{Speed, Width};
 
 /// Expectations and error-counter thresholds, with sane defaults.
@@ -45,7 +46,7 @@ impl FabricExpect {
     }
 
     /// Applies one `KEY=VALUE`.
-    pub fn set(&mut self, text: &str) -> Result<(), String> {
+    pub fn set(&mut self, text: &str) -> Result<(), Unparsed> {
         let (key, value) = text.split_once('=').ok_or_else(|| format!("'{text}' is not KEY=VALUE"))?;
         let key = key.trim().to_ascii_lowercase();
         let value = value.trim();
@@ -83,12 +84,12 @@ impl FabricExpect {
 }
 
 /// `2`, `2.5` or `2:1`: a ratio above zero.
-fn ratio(value: &str) -> Result<f64, String> {
+fn ratio(value: &str) -> Result<f64, Unparsed> {
     let (num, den) = value.split_once(':').unwrap_or((value, "1"));
     let parse = |t: &str| t.trim().parse::<f64>().ok().filter(|v| v.is_finite() && *v > 0.0);
     match (parse(num), parse(den)) {
         (Some(n), Some(d)) => Ok(n / d),
-        _ => Err(format!("oversubscription: '{value}' is not a ratio above 0 (2, 2.5 or 2:1)")),
+        _ => Err(format!("oversubscription: '{value}' is not a ratio above 0 (2, 2.5 or 2:1)").into()),
     }
 }
 

@@ -18,6 +18,7 @@
 //!
 //! `--rounds N` keeps the first N rounds of any pattern.
 
+use crate::model::Unparsed;
 use std::collections::BTreeSet;
 
 /// Rounds of a shift pattern when `--rounds` is not given: 8 shifts, 16 partners per endpoint.
@@ -37,15 +38,15 @@ pub enum Pattern {
 
 impl Pattern {
     /// `all-pairs`, `shift`, `ring` or `random:K` (K from 1 to 64).
-    pub fn parse(text: &str) -> Result<Pattern, String> {
+    pub fn parse(text: &str) -> Result<Pattern, Unparsed> {
         match text {
             "all-pairs" => Ok(Pattern::AllPairs),
             "shift" => Ok(Pattern::Shift),
             "ring" => Ok(Pattern::Ring),
             _ => match text.strip_prefix("random:").map(str::parse::<usize>) {
                 Some(Ok(k)) if (1..=64).contains(&k) => Ok(Pattern::Random { k }),
-                Some(_) => Err(format!("--pattern {text}: K in random:K is a number of partners, 1..64")),
-                None => Err(format!("unknown --pattern {text}: use all-pairs, shift, ring or random:K")),
+                Some(_) => Err(format!("--pattern {text}: K in random:K is a number of partners, 1..64").into()),
+                None => Err(format!("unknown --pattern {text}: use all-pairs, shift, ring or random:K").into()),
             },
         }
     }

@@ -14,6 +14,7 @@
 //! The interface is kept narrow (`leaf_of`, `leaf_name`, `uplinks`) so that a full
 //! ibnetdiscover model can take this one's place.
 
+use crate::model::Unparsed;
 use std::collections::HashMap;
 
 /// A leaf switch, by its index in [`Topology`].
@@ -40,14 +41,14 @@ struct Leaf {
 impl Topology {
     /// Parses ibnetdiscover's output with `fabric`'s parser (the one reader of that format); a
     /// topology with no switch that has a CA on it is an error (the wrong file, most likely).
-    pub fn parse(text: &str) -> Result<Topology, String> {
+    pub fn parse(text: &str) -> Result<Topology, Unparsed> {
         let cabling = crate::fabric::design::topology::parse("--topology", text).map_err(|e| e.to_string())?;
         Topology::from_cabling(&cabling)
     }
 
     /// Leaves (switches with a CA on them, in the order the file first cables one), their hosts
     /// (the first word of the CA's description) and their uplinks (the switches they lead to).
-    pub fn from_cabling(cabling: &crate::fabric::design::topology::Topology) -> Result<Topology, String> {
+    pub fn from_cabling(cabling: &crate::fabric::design::topology::Topology) -> Result<Topology, Unparsed> {
         let mut topo = Topology::default();
         let node = |id: &str| cabling.nodes.get(id);
         let is_switch = |id: &str| node(id).is_some_and(|n| n.is_switch);

@@ -1,22 +1,24 @@
 //! Device names and `NAME[:PORT]` as users write them (`--device`, endpoints).
 
+use super::Unparsed;
+
 /// Splits `NAME[:PORT]`.
-pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), String> {
+pub fn parse_device_port(text: &str) -> Result<(String, Option<u32>), Unparsed> {
     let (name, port) = match text.rsplit_once(':') {
         Some((name, port)) => {
             if port.is_empty() || !port.bytes().all(|b| b.is_ascii_digit()) {
-                return Err(format!("'{text}': port must be a number, as in mlx5_0:1"));
+                return Err(format!("'{text}': port must be a number, as in mlx5_0:1").into());
             }
             let port = match port.parse::<u32>() {
                 Ok(p @ 1..=255) => p,
-                _ => return Err(format!("'{text}': port {port} is out of range (1..255)")),
+                _ => return Err(format!("'{text}': port {port} is out of range (1..255)").into()),
             };
             (name, Some(port))
         }
         None => (text, None),
     };
     if !valid_device_name(name) {
-        return Err(format!("'{name}' is not a device name (letters, digits, '_' and '-', as `fabcheck devices` lists them)"));
+        return Err(format!("'{name}' is not a device name (letters, digits, '_' and '-', as `fabcheck devices` lists them)").into());
     }
     Ok((name.to_string(), port))
 }

@@ -1,6 +1,7 @@
 //! Which way a test's traffic goes between the pair's two ends, A and B.
 
 use super::Role;
+use crate::model::Unparsed;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -39,14 +40,14 @@ impl Direction {
 
     /// `--direction`: ab, ba, both (each way), bidi, all (each way and bidi). The JSON's
     /// `a->b` / `b->a` are accepted too, but unquoted they are shell redirections.
-    pub fn parse_list(text: &str) -> Result<Vec<Direction>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<Direction>, Unparsed> {
         Ok(match text {
             "a->b" | "ab" => vec![Direction::AtoB],
             "b->a" | "ba" => vec![Direction::BtoA],
             "both" => vec![Direction::AtoB, Direction::BtoA],
             "bidi" => vec![Direction::Bidi],
             "all" => vec![Direction::AtoB, Direction::BtoA, Direction::Bidi],
-            other => return Err(format!("--direction '{other}': one of ab, ba, both, bidi, all")),
+            other => return Err(format!("--direction '{other}': one of ab, ba, both, bidi, all").into()),
         })
     }
 }

@@ -33,6 +33,39 @@ pub enum SpecError {
     PkeyIndex,
 }
 
+/// A value as a person wrote it (a flag, an endpoint, a profile, hostfile or plan line) that is
+/// not what it should be, in the words that say what it should be. Nothing acts on it but the
+/// printing: the command line says it, `--profile` names the line, a plan the row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unparsed(pub String);
+
+impl From<String> for Unparsed {
+    fn from(words: String) -> Unparsed {
+        Unparsed(words)
+    }
+}
+
+impl From<&str> for Unparsed {
+    fn from(words: &str) -> Unparsed {
+        Unparsed(words.to_string())
+    }
+}
+
+/// The words, to read or search (`err.contains(..)` in tests).
+impl std::ops::Deref for Unparsed {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<Unparsed> for String {
+    fn from(e: Unparsed) -> String {
+        e.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,6 +4,7 @@
 //! agent loads is its own environment's business (`FABCHECK_CUDA_LIBRARY`), never the
 //! controller's.
 
+use crate::model::Unparsed;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -31,7 +32,7 @@ impl MemChoice {
 
     /// Parses `host`, `cuda` (the nearest GPU, as `cuda:auto`), `cuda:N`, `cuda:BUSID`,
     /// `cuda:auto`. A bus id has a colon; an ordinal is digits only.
-    pub fn parse(text: &str) -> Result<MemChoice, String> {
+    pub fn parse(text: &str) -> Result<MemChoice, Unparsed> {
         match text.trim() {
             "host" => Ok(MemChoice::Host),
             "cuda" | "cuda:auto" => Ok(MemChoice::CudaAuto),
@@ -41,7 +42,7 @@ impl MemChoice {
                     Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => n.parse::<u16>().ok().map(MemChoice::Cuda),
                     _ => None,
                 };
-                choice.ok_or_else(|| format!("--mem {other:?}: {EXPECTED}"))
+                choice.ok_or_else(|| format!("--mem {other:?}: {EXPECTED}").into())
             }
         }
     }

@@ -13,7 +13,7 @@ pub mod traffic;
 
 pub use device::{parse_device_port, valid_device_name};
 pub use direction::Direction;
-pub use invalid::SpecError;
+pub use invalid::{SpecError, Unparsed};
 pub use memory::{BusId, GpuUse, MemChoice, MemPath};
 
 pub use crate::port::LinkLayer;
@@ -74,7 +74,7 @@ impl TestKind {
     }
 
     /// Parses `--tests`: names and the groups `lat`, `bw`, `all`, comma separated.
-    pub fn parse_list(text: &str) -> Result<Vec<TestKind>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<TestKind>, Unparsed> {
         let mut out = Vec::new();
         for word in text.split(',').map(str::trim).filter(|w| !w.is_empty()) {
             let add: Vec<TestKind> = match word {

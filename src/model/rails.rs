@@ -3,6 +3,7 @@
 //! because only the node knows which NIC serves which GPU.
 
 use super::device::parse_device_port;
+use crate::model::Unparsed;
 use serde::{Deserialize, Serialize};
 
 /// Most rails one end may have: an HGX/DGX node has 8 compute NICs; 32 leaves room for
@@ -36,7 +37,7 @@ pub enum RailSpec {
 impl RailSpec {
     /// Parses `--rails`. A list must name each port once (two rails on one port would measure
     /// one link twice and call it two).
-    pub fn parse(text: &str) -> Result<RailSpec, String> {
+    pub fn parse(text: &str) -> Result<RailSpec, Unparsed> {
         let t = text.trim();
         match t {
             "auto" => return Ok(RailSpec::Auto),
@@ -47,23 +48,23 @@ impl RailSpec {
         if t.bytes().all(|b| b.is_ascii_digit()) {
             return match t.parse::<u16>() {
                 Ok(n) if (1..=MAX_RAILS as u16).contains(&n) => Ok(RailSpec::Count(n)),
-                _ => Err(format!("--rails {t}: a count is 1 to {MAX_RAILS}")),
+                _ => Err(format!("--rails {t}: a count is 1 to {MAX_RAILS}").into()),
             };
         }
         let mut names: Vec<RailName> = Vec::new();
         for part in t.split(',').map(str::trim) {
             if part.is_empty() {
-                return Err(format!("--rails '{t}': an empty entry (two commas, or one at an end)"));
+                return Err(format!("--rails '{t}': an empty entry (two commas, or one at an end)").into());
             }
             let (device, port) = parse_device_port(part).map_err(|e| format!("--rails: {e}"))?;
             let name = RailName { device, port };
             if names.iter().any(|n| n.device == name.device && (n.port == name.port || n.port.is_none() || name.port.is_none())) {
-                return Err(format!("--rails '{t}': {part} is named twice; each rail is one port"));
+                return Err(format!("--rails '{t}': {part} is named twice; each rail is one port").into());
             }
             names.push(name);
         }
         if names.len() > MAX_RAILS {
-            return Err(format!("--rails: {} rails named, at most {MAX_RAILS}", names.len()));
+            return Err(format!("--rails: {} rails named, at most {MAX_RAILS}", names.len()).into());
         }
         Ok(RailSpec::List(names))
     }
@@ -103,10 +104,10 @@ impl Default for RailThreshold {
 impl RailThreshold {
     /// `PCT` from 1 to 99: bandwidth must reach PCT% of the sibling median, latency may be at
     /// most 100/PCT times it (50 gives the defaults, 50% and 2x).
-    pub fn parse(text: &str) -> Result<RailThreshold, String> {
+    pub fn parse(text: &str) -> Result<RailThreshold, Unparsed> {
         let pct = text.trim().trim_end_matches('%').parse::<f64>().map_err(|_| format!("--rail-threshold '{text}': a percentage, as in 50"))?;
         if !(1.0..=99.0).contains(&pct) {
-            return Err(format!("--rail-threshold {pct}: from 1 to 99 (percent of the sibling median)"));
+            return Err(format!("--rail-threshold {pct}: from 1 to 99 (percent of the sibling median)").into());
         }
         Ok(RailThreshold { bw_fraction: pct / 100.0, lat_factor: 100.0 / pct })
     }

@@ -23,6 +23,7 @@ use crate::control::protocol::{CmRole, Endpoint, Target};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
 use crate::model::Conditions;
+use crate::model::Unparsed;
 use crate::outcome::loss::Loss;
 use crate::outcome::FindingId;
 use crate::progress::{Event, Figure, Progress};
@@ -72,7 +73,7 @@ pub enum CpuChoice {
 
 impl CpuChoice {
     /// `auto`, `none`, `N` (both ends, each on its own host) or `A,B`.
-    pub fn parse(text: &str) -> Result<CpuChoice, String> {
+    pub fn parse(text: &str) -> Result<CpuChoice, Unparsed> {
         let cpu = |s: &str| s.trim().parse::<u16>().map_err(|_| format!("--cpu '{text}': '{s}' is not a CPU number"));
         match text.trim() {
             "auto" => Ok(CpuChoice::Auto),

@@ -2,6 +2,7 @@
 
 use crate::control::protocol::{Role, TestKind, TestSpec};
 use crate::model::Direction;
+use crate::model::Unparsed;
 
 /// Settings from the command line that shape the plan.
 #[derive(Debug, Clone)]
@@ -76,14 +77,14 @@ pub fn duration_note(plan: &[PlannedTest]) -> Option<String> {
     })
 }
 
-pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, String> {
+pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, Unparsed> {
     if input.qps == 0 || input.qps > crate::control::protocol::MAX_QPS {
-        return Err(format!("--qps must be 1..{}", crate::control::protocol::MAX_QPS));
+        return Err(format!("--qps must be 1..{}", crate::control::protocol::MAX_QPS).into());
     }
     let mut out = Vec::new();
     for &test in &input.tests {
         let sizes = match (input.size, input.sweep) {
-            (Some(max), true) if max < 2 => return Err(format!("--sweep up to --size {max}: give at least 2 bytes")),
+            (Some(max), true) if max < 2 => return Err(format!("--sweep up to --size {max}: give at least 2 bytes").into()),
             (Some(max), true) => sweep_up_to(max),
             (Some(size), false) => vec![size],
             (None, true) => sweep_sizes(),

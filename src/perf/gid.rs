@@ -30,28 +30,39 @@ pub fn choose(gids: &[Gid], link_layer: LinkLayer) -> Option<&Gid> {
 /// inside the GID (IPv4-mapped, or a global IPv6 GID). InfiniBand: the port's IPoIB interface's
 /// address (IPv4 first, then global IPv6), as rdma_cm over InfiniBand (NVMe-oF, Lustre o2ib,
 /// MPI) uses it. `Err` says why there is none.
-pub fn cm_address(link_layer: LinkLayer, gid: Option<Ipv6Addr>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, String> {
+pub fn cm_address(link_layer: LinkLayer, gid: Option<Ipv6Addr>, ipoib: Option<(&str, &[IpAddr])>) -> Result<IpAddr, NoCmAddress> {
     if link_layer == LinkLayer::InfiniBand {
-        let Some((netdev, addrs)) = ipoib else {
-            return Err("--cm on InfiniBand addresses the port through its IPoIB interface, and this port has none \
-                        (load ib_ipoib; the interface is ibN or ibpXsY)"
-                .into());
-        };
+        let Some((netdev, addrs)) = ipoib else { return Err(NoCmAddress::NoIpoib) };
         let global_v6 = |a: &&IpAddr| matches!(a, IpAddr::V6(v6) if port::gid_scope(&v6.octets()) == GidScope::Ipv6Global);
         return addrs
             .iter()
             .find(|a| matches!(a, IpAddr::V4(v4) if !v4.is_loopback() && !v4.is_link_local()))
             .or_else(|| addrs.iter().find(global_v6))
             .copied()
-            .ok_or_else(|| format!("--cm on InfiniBand needs an IP address on the port's IPoIB interface {netdev}, which has none"));
+            .ok_or_else(|| NoCmAddress::IpoibWithoutAddress(netdev.to_string()));
     }
-    let v6 = gid.ok_or_else(|| "no GID to take an address from".to_string())?;
+    let v6 = gid.ok_or(NoCmAddress::NoGid)?;
     let raw = v6.octets();
     match (v6.to_ipv4_mapped(), port::gid_scope(&raw)) {
         (Some(v4), _) => Ok(IpAddr::V4(v4)),
         (None, GidScope::Ipv6Global) => Ok(IpAddr::V6(v6)),
-        _ => Err("--cm needs a routable address on the port, and its GID is link-local".into()),
+        _ => Err(NoCmAddress::LinkLocalGid),
     }
+}
+
+/// Why a port has no address rdma_cm can bind to.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NoCmAddress {
+    #[error(
+        "--cm on InfiniBand addresses the port through its IPoIB interface, and this port has none (load ib_ipoib; the interface is ibN or ibpXsY)"
+    )]
+    NoIpoib,
+    #[error("--cm on InfiniBand needs an IP address on the port's IPoIB interface {0}, which has none")]
+    IpoibWithoutAddress(String),
+    #[error("no GID to take an address from")]
+    NoGid,
+    #[error("--cm needs a routable address on the port, and its GID is link-local")]
+    LinkLocalGid,
 }
 
 #[cfg(test)]
@@ -131,7 +142,7 @@ mod tests {
         assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs))), Ok(IpAddr::from([10, 12, 0, 7])), "IPv4 first");
         assert_eq!(cm_address(ib, port_gid, Some(("ib0", &addrs[..2]))), Ok("2001:db8::7".parse().unwrap()), "then global IPv6");
         let err = cm_address(ib, port_gid, Some(("ib0", &addrs[..1]))).unwrap_err();
-        assert!(err.contains("IPoIB interface ib0"), "{err}");
-        assert!(cm_address(ib, port_gid, None).unwrap_err().contains("ib_ipoib"));
+        assert!(err.to_string().contains("IPoIB interface ib0"), "{err}");
+        assert!(cm_address(ib, port_gid, None).unwrap_err().to_string().contains("ib_ipoib"));
     }
 }

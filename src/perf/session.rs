@@ -371,7 +371,8 @@ fn cm_bind(
 ) -> Result<CmState, PerfError> {
     let addrs = port.netdev.as_deref().map(|n| (n, crate::sys::io::interface_addresses(n)));
     let ipoib = addrs.as_ref().map(|(n, a)| (*n, a.as_slice()));
-    let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib).map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why })?;
+    let ip = gid::cm_address(port.link_layer, chosen_gid, ipoib)
+        .map_err(|why| PerfError::NoCmAddress { subject: subject.into(), why: why.to_string() })?;
     let channel = CmChannel::new()?;
     let mut id = CmId::new(&channel)?;
     if let Some(tos) = tos {
@@ -398,7 +399,7 @@ fn place(device: &str, conditions: &Conditions, slot: Option<u8>) -> Result<(Opt
     let before = cpu::current();
     match cpu::pin(want) {
         Ok(()) => Ok((u16::try_from(want).ok(), before)),
-        Err(why) if conditions.cpu.is_some() => Err(PerfError::Cpu { why, allowed: cpu::format_cpulist(&cpu::allowed()) }),
+        Err(why) if conditions.cpu.is_some() => Err(PerfError::Cpu { why: why.to_string(), allowed: cpu::format_cpulist(&cpu::allowed()) }),
         Err(why) => {
             tracing::debug!(%why, "not pinned");
             Ok((None, None))

@@ -292,29 +292,29 @@ pub struct StreamedFile {
     path: PathBuf,
     what: &'static str,
     flag: &'static str,
-    out: Result<AtomicFile, String>,
+    out: Result<AtomicFile, WriteError>,
 }
 
 impl StreamedFile {
     pub fn create(path: &Path, what: &'static str, flag: &'static str) -> StreamedFile {
-        let out = AtomicFile::create(path).map_err(|e| e.to_string());
+        let out = AtomicFile::create(path);
         StreamedFile { path: path.to_path_buf(), what, flag, out }
     }
 
     pub fn write(&mut self, text: &str) {
         if let Ok(f) = &mut self.out {
             if let Err(e) = f.write_all(text.as_bytes()) {
-                self.out = Err(WriteError { path: self.path.clone(), doing: "write", source: e }.to_string());
+                self.out = Err(WriteError { path: self.path.clone(), doing: "write", source: e });
             }
         }
     }
 
     /// Renames the file into place; as [`side_file`] when it cannot be.
     pub fn finish(self, pass: bool) -> Result<(), Failure> {
-        let done = self.out.and_then(|f| f.commit().map_err(|e| e.to_string()));
+        let done = self.out.and_then(|f| f.commit());
         match done {
             Ok(()) => Ok(()),
-            Err(e) => side_file_failed(&self.path, self.what, self.flag, &e, pass),
+            Err(e) => side_file_failed(&self.path, self.what, self.flag, &e.to_string(), pass),
         }
     }
 }

@@ -1,6 +1,7 @@
 //! CPU placement of a measured loop: which CPUs are near an adapter (sysfs), which this thread
 //! may use, the choice (pure), and pinning the calling thread (`sched_setaffinity` via nix).
 
+use crate::model::Unparsed;
 use crate::sys::fs::{read_text, SYSFS_CAP};
 use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
 use nix::unistd::Pid;
@@ -8,7 +9,7 @@ use std::path::Path;
 
 /// Parses a kernel CPU list (`0-3,8-11`, `5`, `0,2,4`, empty) into ascending, distinct CPU
 /// numbers. Refuses anything else (reversed ranges, stray text), so a bad sysfs file is noticed.
-pub fn parse_cpulist(text: &str) -> Result<Vec<usize>, String> {
+pub fn parse_cpulist(text: &str) -> Result<Vec<usize>, Unparsed> {
     let mut cpus = Vec::new();
     for part in text.trim().split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let number = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("'{part}' is not a CPU or a range of CPUs"));
@@ -16,7 +17,7 @@ pub fn parse_cpulist(text: &str) -> Result<Vec<usize>, String> {
             Some((lo, hi)) => {
                 let (lo, hi) = (number(lo)?, number(hi)?);
                 if lo > hi || hi - lo > 1 << 16 {
-                    return Err(format!("'{part}' is not a range of CPUs"));
+                    return Err(format!("'{part}' is not a range of CPUs").into());
                 }
                 cpus.extend(lo..=hi);
             }
@@ -79,10 +80,19 @@ pub fn current() -> Option<CpuSet> {
 
 /// Pins the calling thread (not the process: an agent's reader thread stays where it was) to
 /// `cpu`. Fails when the CPU does not exist, is offline or is outside the allowed set.
-pub fn pin(cpu: usize) -> Result<(), String> {
+pub fn pin(cpu: usize) -> Result<(), PinError> {
     let mut set = CpuSet::new();
-    set.set(cpu).map_err(|_| format!("CPU {cpu} is beyond the {} this system handles", CpuSet::count()))?;
-    sched_setaffinity(Pid::from_raw(0), &set).map_err(|e| format!("cannot run on CPU {cpu}: {e}"))
+    set.set(cpu).map_err(|_| PinError::Beyond { cpu, count: CpuSet::count() })?;
+    sched_setaffinity(Pid::from_raw(0), &set).map_err(|source| PinError::Refused { cpu, source })
+}
+
+/// Why a thread could not be pinned to a CPU.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PinError {
+    #[error("CPU {cpu} is beyond the {count} this system handles")]
+    Beyond { cpu: usize, count: usize },
+    #[error("cannot run on CPU {cpu}: {source}")]
+    Refused { cpu: usize, source: nix::errno::Errno },
 }
 
 /// Puts back an affinity saved by [`current`] (best effort).

@@ -9,6 +9,7 @@
 use crate::fabric::design::csv::{self, CsvError, Table};
 use crate::fabric::design::topology::{ExpectedLink, ExpectedNode, NodeKey, Topology};
 use crate::mad::attributes::Guid;
+use crate::model::Unparsed;
 use std::collections::HashMap;
 use std::path::Path;
 use std::time::Instant;
@@ -81,7 +82,7 @@ pub fn from_table(table: &Table) -> Result<Topology, CsvError> {
 }
 
 /// `0x` and 16 hex digits is a node GUID; anything else a node description.
-fn node_key(name: &str) -> Result<NodeKey, String> {
+fn node_key(name: &str) -> Result<NodeKey, Unparsed> {
     let Some(hex) = name.strip_prefix("0x").or_else(|| name.strip_prefix("0X")) else {
         return Ok(NodeKey { guid: None, description: name.to_string() });
     };

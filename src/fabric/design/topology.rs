@@ -14,6 +14,7 @@
 //! cannot hang the run), is read through a size cap, and every line is bounded.
 
 use crate::mad::attributes::Guid;
+use crate::model::Unparsed;
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::time::Instant;
@@ -138,7 +139,7 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
         }
         if line.starts_with('[') {
             let node = current.clone().ok_or_else(|| err("a port line outside a node record".into()))?;
-            let (port, remote, remote_port, desc) = parse_port_line(line).map_err(&err)?;
+            let (port, remote, remote_port, desc) = parse_port_line(line).map_err(|e| err(e.0))?;
             let local_ports = topo.nodes.get(&node).map_or(0, |n| n.ports);
             if port > local_ports {
                 return Err(err(format!("port {port} but node \"{node}\" has {local_ports} ports")));
@@ -227,7 +228,7 @@ fn bracketed(text: &str) -> Option<(u8, &str)> {
 }
 
 /// Skips an optional `(hexguid)`.
-fn skip_parenthesised(text: &str) -> Result<&str, String> {
+fn skip_parenthesised(text: &str) -> Result<&str, Unparsed> {
     let text = text.trim_start();
     match text.strip_prefix('(') {
         Some(inner) => {
@@ -240,7 +241,7 @@ fn skip_parenthesised(text: &str) -> Result<&str, String> {
 
 type PortLine = (u8, String, u8, Option<String>);
 
-fn parse_port_line(line: &str) -> Result<PortLine, String> {
+fn parse_port_line(line: &str) -> Result<PortLine, Unparsed> {
     let (port, rest) = bracketed(line).ok_or("a port line starts with [N], N in 0..255")?;
     let rest = skip_parenthesised(rest)?;
     let (remote, rest) = quoted(rest.trim_start()).ok_or("the remote end must be a quoted node id: [1] \"leaf1\"[7]")?;
@@ -251,7 +252,7 @@ fn parse_port_line(line: &str) -> Result<PortLine, String> {
     let rest = skip_parenthesised(rest)?;
     let rest = rest.trim_start();
     if !(rest.is_empty() || rest.starts_with('#') || rest.split_whitespace().all(|w| w.contains('='))) {
-        return Err(format!("unexpected '{}' after the remote port", clip(rest)));
+        return Err(format!("unexpected '{}' after the remote port", clip(rest)).into());
     }
     Ok((port, remote, remote_port, comment_description(rest)))
 }

@@ -2,7 +2,7 @@
 //! `Fabric`. Every query is bounded by the configured timeout and retry limit; a node that
 //! does not answer becomes a `Gap`, never a hang.
 
-use crate::fabric::discovery::model::{Fabric, Gap, LocalView, Node, Port, Tables};
+use crate::fabric::discovery::model::{BudgetSpent, Fabric, Gap, LocalView, Node, Port, Tables};
 use crate::mad::attributes::{Counters, Guid, NodeType, SmInfo};
 use crate::mad::decode;
 use crate::port::PortState;
@@ -84,12 +84,12 @@ struct Budget {
 
 impl Budget {
     /// Takes one SMP from the budget, or says why there is none left.
-    fn take(&mut self) -> Result<(), String> {
+    fn take(&mut self) -> Result<(), BudgetSpent> {
         if self.mads >= self.max {
-            return Err(format!("the budget of {} SMPs for forwarding and partition tables was spent", self.max));
+            return Err(BudgetSpent::Smps(self.max));
         }
         if std::time::Instant::now() >= self.until {
-            return Err("the time left by --deadline for forwarding and partition tables ran out".into());
+            return Err(BudgetSpent::Deadline);
         }
         self.mads += 1;
         Ok(())
@@ -153,7 +153,7 @@ fn read_tables(raw: &[RawNode], port: &MadPort, budget: &mut Budget) -> Tables {
 }
 
 /// One switch's table; Ok(None) when the switch stopped answering, Err when the budget ran out.
-fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<crate::fabric::discovery::model::Lft>, String> {
+fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<crate::fabric::discovery::model::Lft>, BudgetSpent> {
     let Some(path) = mad::DrPath::new(&node.dr_path) else { return Ok(None) };
     let mut ports = Vec::with_capacity(usize::from(top) + 1);
     for block in 0..=top / 64 {
@@ -168,7 +168,7 @@ fn read_lft(node: &RawNode, top: u16, port: &MadPort, budget: &mut Budget) -> Re
 }
 
 /// One port's P_Keys (non-zero entries of the first blocks); Ok(None) when it did not answer.
-fn read_pkeys(path: &[u8], table_port: u8, cap: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<Vec<u16>>, String> {
+fn read_pkeys(path: &[u8], table_port: u8, cap: u16, port: &MadPort, budget: &mut Budget) -> Result<Option<Vec<u16>>, BudgetSpent> {
     let Some(path) = mad::DrPath::new(path) else { return Ok(None) };
     let blocks = cap.div_ceil(32).clamp(1, MAX_PKEY_BLOCKS);
     let mut keys = Vec::new();

@@ -80,6 +80,15 @@ impl Fabric {
 
 // --- Tables read after discovery: forwarding (fabric.route) and partitions (fabric.pkey) ---
 
+/// Why the tables were read only in part: the SMPs or the time `--deadline` left ran out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum BudgetSpent {
+    #[error("the budget of {0} SMPs for forwarding and partition tables was spent")]
+    Smps(u64),
+    #[error("the time left by --deadline for forwarding and partition tables ran out")]
+    Deadline,
+}
+
 /// One switch's linear forwarding table: the out port for each destination LID (the index);
 /// [`Lft::NONE`] where the SM set no route. LIDs past the table's end have none either.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -113,7 +122,7 @@ pub struct Tables {
     /// SMPs sent for these tables.
     pub mads: u64,
     /// Why reading stopped before the end (the MAD budget or the time left), if it did.
-    pub cut_short: Option<String>,
+    pub cut_short: Option<BudgetSpent>,
     /// PortExtendedSpeedsCounters of the FDR-and-faster ports that answered (lifetime
     /// figures, from the first read of a run): `phy.fec`, `phy.ber`.
     pub phy: std::collections::BTreeMap<(Guid, u8), crate::mad::attributes::ExtSpeedsCounters>,

@@ -20,6 +20,7 @@ use crate::control::reach::{reach_all, token_for, Reach};
 use crate::error::Failure;
 use crate::model::rails::{Rail, RailSpec, RailThreshold};
 use crate::model::LinkLayer;
+use crate::model::Unparsed;
 use crate::outcome::FindingId;
 use crate::outcome::Severity;
 use crate::progress::Progress;
@@ -37,20 +38,22 @@ pub struct RailsConfig {
 
 impl RailsConfig {
     /// `--rails`, `--rail-threshold` and `--cpu` as given.
-    pub fn parse(rails: &str, threshold: Option<&str>, cpu: Option<&str>) -> Result<RailsConfig, String> {
+    pub fn parse(rails: &str, threshold: Option<&str>, cpu: Option<&str>) -> Result<RailsConfig, Unparsed> {
         let spec = RailSpec::parse(rails)?;
         let threshold = threshold.map_or(Ok(RailThreshold::default()), RailThreshold::parse)?;
         let cpus = match cpu.and_then(|c| c.split_once(':')) {
             None => None,
             Some((a, b)) => {
-                let list = |text: &str| -> Result<Vec<u16>, String> {
+                let list = |text: &str| -> Result<Vec<u16>, Unparsed> {
                     text.split(',')
-                        .map(|c| c.trim().parse::<u16>().map_err(|_| format!("--cpu '{}': '{c}' is not a CPU number", cpu.unwrap_or_default())))
+                        .map(|c| {
+                            c.trim().parse::<u16>().map_err(|_| format!("--cpu '{}': '{c}' is not a CPU number", cpu.unwrap_or_default()).into())
+                        })
                         .collect()
                 };
                 let (a, b) = (list(a)?, list(b)?);
                 if a.len() != b.len() {
-                    return Err(format!("--cpu: {} CPUs for A and {} for B; give one per rail on each end", a.len(), b.len()));
+                    return Err(format!("--cpu: {} CPUs for A and {} for B; give one per rail on each end", a.len(), b.len()).into());
                 }
                 Some([a, b])
             }

@@ -11,6 +11,7 @@
 pub mod config;
 pub mod health;
 
+use crate::sys::fs::ReadError;
 use config::ConfigSpace;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -278,8 +279,8 @@ pub fn read(root: &Path) -> Option<PciTree> {
         let present = GPU_MODULES.iter().filter(|m| module_dir.join(m).exists()).map(|m| m.to_string()).collect();
         let taint = match reader.text(&module_dir.join("nvidia/taint")) {
             Ok(text) => text,
-            Err(what) => {
-                tree.problems.push(Problem { area: Area::Module, bdf: None, path: "module/nvidia/taint".into(), what });
+            Err(e) => {
+                tree.problems.push(Problem { area: Area::Module, bdf: None, path: "module/nvidia/taint".into(), what: e.reason() });
                 None
             }
         };
@@ -366,8 +367,8 @@ impl Reader<'_> {
     fn function(&self, bdf: &str, host_bridge: String, chain: Vec<String>, dir: &Path, read_config: bool, problems: &mut Vec<Problem>) -> Function {
         let mut read = |file: &str, area: Area| match self.text(&dir.join(file)) {
             Ok(v) => v,
-            Err(what) => {
-                problems.push(Problem { area, bdf: Some(bdf.to_string()), path: self.relative(&dir.join(file)), what });
+            Err(e) => {
+                problems.push(Problem { area, bdf: Some(bdf.to_string()), path: self.relative(&dir.join(file)), what: e.reason() });
                 None
             }
         };
@@ -390,34 +391,29 @@ impl Reader<'_> {
                 Ok(space) => ConfigRead::Parsed(space),
                 Err(defect) => ConfigRead::Bad(format!("{}: {defect}", self.relative(&config_path))),
             },
-            Err(what) => ConfigRead::Bad(format!("{}: {what}", self.relative(&config_path))),
+            Err(e) => ConfigRead::Bad(format!("{}: {}", self.relative(&config_path), e.reason())),
         };
         let config_file = self.relative(&config_path);
         Function { bdf: bdf.to_string(), host_bridge, chain, vendor, device, class, numa_node, link, config, config_file }
     }
 
     /// A text attribute, trimmed; `Ok(None)` when absent (as a failed read leaves it in a capture).
-    fn text(&self, path: &Path) -> Result<Option<String>, String> {
+    fn text(&self, path: &Path) -> Result<Option<String>, ReadError> {
         Ok(self.bounded(path, TEXT_LIMIT)?.map(|b| String::from_utf8_lossy(&b).trim().to_string()))
     }
 
     /// At most `limit` bytes of regular file `path` (under the root), read inside the tree: a
     /// link out of it, or a `..` above it, is refused. `Ok(None)` when it does not exist.
-    fn bounded(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
+    fn bounded(&self, path: &Path, limit: u64) -> Result<Option<Vec<u8>>, ReadError> {
         let Some(rel) = path.strip_prefix(self.root).or_else(|_| path.strip_prefix(self.given)).ok() else {
-            return Err(format!("{} is not inside the tree being read", path.display()));
+            return Err(ReadError::OutsideRoot { path: path.to_path_buf(), why: "not under the root being read".into() });
         };
         match self.tree.read_bytes(rel, limit) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.is_not_found() => Ok(None),
-            Err(e) => Err(e.reason()),
+            Err(e) => Err(e),
         }
     }
-}
-
-/// Reads at most `limit` bytes of a regular file. `Ok(None)` when it does not exist.
-pub fn bounded(path: &Path, limit: u64) -> Result<Option<Vec<u8>>, String> {
-    crate::sys::fs::read_prefix(path, limit).map_err(|e| e.reason())
 }
 
 fn io_what(e: &std::io::Error) -> String {

@@ -47,10 +47,19 @@ impl Priority {
     }
 }
 
+/// A number outside the range a priority or a DSCP has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("{what} {value} is not 0..{max}")]
+pub struct OutOfRange {
+    pub what: &'static str,
+    pub value: u8,
+    pub max: u8,
+}
+
 impl TryFrom<u8> for Priority {
-    type Error = String;
-    fn try_from(value: u8) -> Result<Self, String> {
-        Priority::new(value).ok_or_else(|| format!("priority {value} is not 0..7"))
+    type Error = OutOfRange;
+    fn try_from(value: u8) -> Result<Self, OutOfRange> {
+        Priority::new(value).ok_or(OutOfRange { what: "priority", value, max: 7 })
     }
 }
 
@@ -98,9 +107,9 @@ impl Dscp {
 }
 
 impl TryFrom<u8> for Dscp {
-    type Error = String;
-    fn try_from(value: u8) -> Result<Self, String> {
-        Dscp::new(value).ok_or_else(|| format!("DSCP {value} is not 0..63"))
+    type Error = OutOfRange;
+    fn try_from(value: u8) -> Result<Self, OutOfRange> {
+        Dscp::new(value).ok_or(OutOfRange { what: "DSCP", value, max: 63 })
     }
 }
 

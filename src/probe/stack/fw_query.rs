@@ -24,7 +24,28 @@ pub struct FwSummary {
     /// Live: the tool that answered (`mlxconfig` or `mstconfig`); `None` when neither is installed.
     pub tool: Option<&'static str>,
     /// Devices whose configuration was not read, and why.
-    pub unread: Vec<(String, String)>,
+    pub unread: Vec<(String, FwUnread)>,
+}
+
+/// Why a device's firmware configuration was not read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FwUnread {
+    #[error("its PCI address is not in the bundle")]
+    AddressNotInBundle,
+    #[error("its PCI address is unknown")]
+    AddressUnknown,
+    #[error("tools/mlxconfig/{0} holds no configuration table")]
+    NoTable(String),
+    #[error("the bundle has no tools/mlxconfig/{0}")]
+    NotInBundle(String),
+    #[error("{0}")]
+    Read(#[from] crate::sys::fs::ReadError),
+    #[error("neither mlxconfig nor mstconfig is installed")]
+    NoTool,
+    #[error("`{tool} -d {bdf} -e query` did not answer within {seconds} s")]
+    NoAnswer { tool: &'static str, bdf: String, seconds: u64 },
+    #[error("`{tool} -d {bdf} -e query` printed {said} (it needs root)")]
+    Refused { tool: &'static str, bdf: String, said: String },
 }
 
 /// The adapters a firmware query applies to: NVIDIA/Mellanox physical functions.
@@ -81,17 +102,17 @@ fn attach_bundle(inventory: &mut Inventory, root: &Path) -> FwSummary {
             Some(bdf) => format!("{bdf}.txt"),
             None if files.len() == 1 => files[0].clone(),
             None => {
-                summary.unread.push((device.name.clone(), "its PCI address is not in the bundle".into()));
+                summary.unread.push((device.name.clone(), FwUnread::AddressNotInBundle));
                 continue;
             }
         };
         match bundle.read_text(&rel.join(&file), TOOL_OUTPUT_CAP) {
             Ok(text) => match firmware::parse_query(&text) {
                 Some(all) => device.fw_config = Some(firmware::reported(&all)),
-                None => summary.unread.push((device.name.clone(), format!("tools/mlxconfig/{file} holds no configuration table"))),
+                None => summary.unread.push((device.name.clone(), FwUnread::NoTable(file.clone()))),
             },
-            Err(e) if e.is_not_found() => summary.unread.push((device.name.clone(), format!("the bundle has no tools/mlxconfig/{file}"))),
-            Err(e) => summary.unread.push((device.name.clone(), e.to_string())),
+            Err(e) if e.is_not_found() => summary.unread.push((device.name.clone(), FwUnread::NotInBundle(file.clone()))),
+            Err(e) => summary.unread.push((device.name.clone(), FwUnread::Read(e))),
         }
     }
     summary
@@ -105,10 +126,10 @@ fn attach_live(inventory: &mut Inventory) -> FwSummary {
     }
     let cache = FwCache::live();
     // Both functions of a dual-port card hold the same configuration: one query per card.
-    let mut by_card: Vec<(String, Result<FwConfig, String>)> = Vec::new();
+    let mut by_card: Vec<(String, Result<FwConfig, FwUnread>)> = Vec::new();
     for device in inventory.devices.iter_mut().filter(|d| queried(d)) {
         let Some(bdf) = device.pci.as_ref().and_then(|p| p.address.clone()).filter(|a| valid_bdf(a)) else {
-            summary.unread.push((device.name.clone(), "its PCI address is unknown".into()));
+            summary.unread.push((device.name.clone(), FwUnread::AddressUnknown));
             continue;
         };
         let card = bdf[..10].to_string();
@@ -129,19 +150,19 @@ fn attach_live(inventory: &mut Inventory) -> FwSummary {
 }
 
 /// One card's table: from this boot's cache, else from the tool.
-fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Option<&FwCache>) -> Result<FwConfig, String> {
+fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Option<&FwCache>) -> Result<FwConfig, FwUnread> {
     if let Some((_, output)) = cache.and_then(|c| c.get(bdf)) {
         if let Some(config) = firmware::parse_query(&output) {
             return Ok(config);
         }
     }
-    let Some((tool, program)) = tool else { return Err("neither mlxconfig nor mstconfig is installed".into()) };
+    let Some((tool, program)) = tool else { return Err(FwUnread::NoTool) };
     let output =
         crate::probe::host::command_output_capped(&program.to_string_lossy(), &["-d", bdf, "-e", "query"], QUERY_DEADLINE, TOOL_OUTPUT_CAP as usize)
-            .ok_or_else(|| format!("`{tool} -d {bdf} -e query` did not answer within {} s", QUERY_DEADLINE.as_secs()))?;
+            .ok_or_else(|| FwUnread::NoAnswer { tool, bdf: bdf.to_string(), seconds: QUERY_DEADLINE.as_secs() })?;
     let config = firmware::parse_query(&output).ok_or_else(|| {
         let said = output.lines().find(|l| l.contains("-E-")).map(str::trim).unwrap_or("no configuration table");
-        format!("`{tool} -d {bdf} -e query` printed {said} (it needs root)")
+        FwUnread::Refused { tool, bdf: bdf.to_string(), said: said.to_string() }
     })?;
     if let Some(cache) = cache {
         cache.put(bdf, tool, &output);
@@ -191,7 +212,8 @@ mod tests {
         inv.devices[0].pci.as_mut().unwrap().address = Some("0000:b1:00.0".into());
         let summary = attach_bundle(&mut inv, &root);
         assert!(inv.devices[0].fw_config.is_none());
-        assert_eq!(summary.unread, vec![("mlx5_0".to_string(), "the bundle has no tools/mlxconfig/0000:b1:00.0.txt".to_string())]);
+        assert_eq!(summary.unread, vec![("mlx5_0".to_string(), FwUnread::NotInBundle("0000:b1:00.0.txt".into()))]);
+        assert_eq!(summary.unread[0].1.to_string(), "the bundle has no tools/mlxconfig/0000:b1:00.0.txt");
     }
 
     #[test]

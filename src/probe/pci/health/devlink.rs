@@ -44,7 +44,7 @@ impl Reporter {
 const MAX_REPORTERS: usize = 1024;
 
 /// Parses `devlink -j health show`; `Err` names what is wrong with the text.
-pub fn parse_health(text: &str) -> Result<Vec<Reporter>, String> {
+pub fn parse_health(text: &str) -> Result<Vec<Reporter>, crate::model::Unparsed> {
     let doc: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
     let Some(handles) = doc.get("health").and_then(Value::as_object) else {
         return Err("no \"health\" object (is it `devlink -j health show`?)".into());
