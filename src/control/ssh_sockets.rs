@@ -42,10 +42,7 @@ impl Places {
 
     /// The directories to try, each named as a person would name it.
     fn candidates(&self) -> Vec<(String, Option<PathBuf>)> {
-        vec![
-            ("$XDG_RUNTIME_DIR".to_string(), self.runtime_dir.clone()),
-            ("~/.ssh".to_string(), self.home.as_ref().map(|h| h.join(".ssh"))),
-        ]
+        vec![("$XDG_RUNTIME_DIR".to_string(), self.runtime_dir.clone()), ("~/.ssh".to_string(), self.home.as_ref().map(|h| h.join(".ssh")))]
     }
 }
 
@@ -57,13 +54,23 @@ pub enum Unfit {
     Missing,
     NotADirectory,
     /// A directory on the way (itself or one above it) belongs to another user.
-    Owner { dir: PathBuf, uid: u32 },
+    Owner {
+        dir: PathBuf,
+        uid: u32,
+    },
     /// A directory on the way may be written by others and is not sticky.
-    Writable { dir: PathBuf, mode: u32 },
+    Writable {
+        dir: PathBuf,
+        mode: u32,
+    },
     /// The path would not fit a Unix socket's.
-    TooLong { len: usize },
+    TooLong {
+        len: usize,
+    },
     /// The folder made in it is not what was made (a link, another owner, another mode).
-    Swapped { dir: PathBuf },
+    Swapped {
+        dir: PathBuf,
+    },
     Io(String),
 }
 
@@ -132,7 +139,10 @@ impl SocketDir {
                 // Never a panic on a full or closed stderr (`eprintln!` would be).
                 let _ = std::io::Write::write_fmt(
                     &mut std::io::stderr(),
-                    format_args!("fabcheck: ssh logins are not shared, each agent session logs in on its own: {none}\n  what to do: {}\n", none.remedy()),
+                    format_args!(
+                        "fabcheck: ssh logins are not shared, each agent session logs in on its own: {none}\n  what to do: {}\n",
+                        none.remedy()
+                    ),
                 );
                 None
             }
