@@ -2,6 +2,7 @@
 //! document. Pure: the command prints what these return.
 
 use super::{Comparison, Difference, Figure};
+use crate::diagnose::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
@@ -22,22 +23,30 @@ impl Source {
         let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_string);
         Source { file: file.to_string(), schema: text("schema"), host: text("host"), time: text("time") }
     }
+
+    /// The source of a document as read.
+    pub fn of_meta(file: &str, meta: &super::read::Meta) -> Source {
+        Source { file: file.to_string(), schema: meta.schema.clone(), host: meta.host.clone(), time: meta.time.clone() }
+    }
 }
 
 /// The `fabcheck.compare.v1` document.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompareDoc<'a> {
     pub schema: &'static str,
-    pub verdict: &'static str,
+    pub verdict: Verdict,
     pub baseline: &'a Source,
     pub current: &'a Source,
     #[serde(flatten)]
     pub comparison: &'a Comparison,
+    /// `host`, `fabcheck_version`, `time` when written by the output path.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<&'a crate::report::document::Stamp>,
 }
 
 pub fn doc<'a>(baseline: &'a Source, current: &'a Source, comparison: &'a Comparison) -> CompareDoc<'a> {
-    let verdict = if comparison.regressions.is_empty() { "pass" } else { "fail" };
-    CompareDoc { schema: SCHEMA, verdict, baseline, current, comparison }
+    let verdict = if comparison.regressions.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    CompareDoc { schema: SCHEMA, verdict, baseline, current, comparison, stamp: None }
 }
 
 fn figure(f: Figure, v: Option<f64>) -> String {
@@ -53,8 +62,8 @@ fn row(d: &Difference) -> [String; 8] {
     };
     [
         d.key.subject(),
-        d.key.test.clone(),
-        d.key.direction.clone(),
+        d.key.test.to_string(),
+        d.key.direction.to_string(),
         d.key.size.to_string(),
         d.key.figure.unit().to_string(),
         figure(d.key.figure, d.baseline),
@@ -69,11 +78,22 @@ pub fn human(baseline: &Source, current: &Source, c: &Comparison) -> String {
     let when = |s: &Source| s.time.clone().map(|t| format!(" ({t})")).unwrap_or_default();
     let _ = writeln!(out, "baseline {}{}  ->  {}{}", baseline.file, when(baseline), current.file, when(current));
     let header = ["PAIR", "TEST", "DIR", "SIZE", "FIGURE", "BASELINE", "NEW", "CHANGE"].map(str::to_string);
-    let rows: Vec<[String; 8]> = std::iter::once(header).chain(c.differences.iter().map(row)).collect();
-    let widths: Vec<usize> = (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    for r in &rows {
-        let cells: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    // Two passes over the rows, each made and dropped at once: the widths, then the lines (a
+    // table of millions of figures is never held as cells).
+    let rows = || std::iter::once(header.clone()).chain(c.differences.iter().map(row));
+    let mut widths = [0usize; 8];
+    for r in rows() {
+        for (w, cell) in widths.iter_mut().zip(&r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in rows() {
+        let mut line = String::new();
+        for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
+            let sep = if i == 0 { "" } else { "  " };
+            let _ = write!(line, "{sep}{cell:<w$}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for node in &c.slowed {
         let _ = writeln!(out, "slowed since the baseline: {} ({} of its {} pairs regressed)", node.endpoint, node.regressed_pairs, node.pairs);
@@ -113,5 +133,17 @@ impl crate::report::Document for CompareReport<'_> {
 
     fn value(&self) -> Result<Value, String> {
         crate::report::document::to_value(&doc(self.baseline, self.current, self.comparison))
+    }
+
+    /// Streamed: a comparison of two large meshes has millions of differences, never held as
+    /// a JSON tree.
+    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::document::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
+        let mut d = doc(self.baseline, self.current, self.comparison);
+        d.stamp = Some(stamp);
+        if let Some(v) = verdict {
+            d.verdict = v;
+        }
+        serde_json::to_writer_pretty(&mut *out, &d)?;
+        out.write_all(b"\n")
     }
 }
