@@ -251,8 +251,8 @@ mod tests {
         assert!(in_first_800_ms <= 29, "{in_first_800_ms} judged in 0.8 s");
         // Right tokens give their turn back: controllers never wait for each other.
         let mut g = Guesses::default();
-        for k in 0..100 {
-            let t = g.turn(sources[k], t0);
+        for (k, &source) in sources.iter().enumerate().take(100) {
+            let t = g.turn(source, t0);
             assert_eq!(t.at, t0, "{k}");
             g.right(&t);
         }

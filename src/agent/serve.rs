@@ -2,9 +2,9 @@
 //!
 //! The accept loop is a thin adapter over pure parts: the places before and after
 //! authentication ([`admission`]), the hello deadline from accept ([`hello`]), when a hello is
-//! judged ([`guesses`]), the token's comparison ([`token`]), what is logged of wrong tokens
-//! ([`token_log`]), registered memory shared by all sessions ([`budget`](super::budget)), and the
-//! request state machine ([`machine`](super::machine)). Before a valid hello nothing about this
+//! judged ([`guesses`](super::guesses)), the token's comparison ([`token`]), what is logged of wrong tokens
+//! ([`token_log`](super::token_log)), registered memory shared by all sessions
+//! ([`budget`](super::budget)), and the request state machine ([`machine`](super::machine)). Before a valid hello nothing about this
 //! node is said; only sessions that said one count against `--max-sessions`. SIGINT, SIGTERM and
 //! SIGHUP end it (exit 0).
 

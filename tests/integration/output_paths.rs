@@ -122,7 +122,7 @@ fn dev_stdout_opened_for_append_is_appended_to() {
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     let text = std::fs::read_to_string(&log).unwrap();
     assert!(text.starts_with(&earlier), "the log's beginning was written over");
-    assert!(is_check_document(text[earlier.len()..].as_bytes()), "the document follows: {}", &text[earlier.len()..]);
+    assert!(is_check_document(&text.as_bytes()[earlier.len()..]), "the document follows: {}", &text[earlier.len()..]);
     std::fs::remove_dir_all(&dir).ok();
 }
 
