@@ -7,11 +7,13 @@
 //! out ("busy" 40 times of 40). Now:
 //! - authenticated sessions have their [`SESSIONS`] places ("busy" beyond, as the contract
 //!   says), and only a valid hello takes one;
-//! - connections before that are [`PRE_AUTH`] at most, [`PER_SOURCE`] of them from one /24 or
-//!   /64; a new one beyond either evicts a connection that has not sent its whole hello yet (of
-//!   its own source when that source is full): one that has sent nothing at all first, the
-//!   oldest first. Idle sockets make room; a controller speaks at once, so it is never the one
-//!   evicted while silent ones are there, and once its hello is in it is not evictable;
+//! - a connection that has said nothing has no place at all: the accept loop holds it
+//!   (`lobby`) until it speaks, so idle sockets that reconnect never take or contest one;
+//! - connections that have spoken and are not authenticated yet are [`PRE_AUTH`] at most,
+//!   [`PER_SOURCE`] of them from one /24 or /64; a new one beyond either evicts a connection
+//!   that has not sent its whole hello yet (of its own source when that source is full): one
+//!   with nothing waiting to be read first, the oldest first (a dribbler before a controller,
+//!   whose hello arrives whole); once its hello is in, a connection is not evictable;
 //! - only when every such place holds a whole hello waiting for its judgement (each waits at
 //!   most its turn: `guesses`) is a new connection told busy.
 //!

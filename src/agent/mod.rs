@@ -4,7 +4,8 @@
 //!
 //! The decisions are pure and tested without devices or sockets: the request state machine
 //! (`machine`), the registered-memory budget (`budget`), the hello deadline (`hello`), the
-//! places before and after authentication (`admission`), when a hello is judged (`guesses`),
+//! connections that have said nothing yet (`lobby`), the places before and after
+//! authentication (`admission`), when a hello is judged (`guesses`),
 //! the token's comparison (`token`) and what is logged of wrong ones (`token_log`). `session`
 //! and `serve` are the I/O around them; `session` is where the agent meets `perf`, which the
 //! controller side (`control`) never imports.
@@ -13,6 +14,7 @@ pub mod admission;
 pub mod budget;
 pub mod guesses;
 pub mod hello;
+pub mod lobby;
 pub mod machine;
 pub mod serve;
 pub mod session;

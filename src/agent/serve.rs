@@ -1,6 +1,7 @@
 //! `fabcheck serve`: the agent on a TCP port, for controllers that reach it as `tcp://`.
 //!
-//! The accept loop is a thin adapter over pure parts: the places before and after
+//! The accept loop is a thin adapter over pure parts: connections that have said nothing yet
+//! ([`lobby`](super::lobby): a descriptor each, no thread), the places before and after
 //! authentication ([`admission`]), the hello deadline from accept ([`hello`]), when a hello is
 //! judged ([`guesses`](super::guesses)), the token's comparison ([`token`]), what is logged of wrong tokens
 //! ([`token_log`](super::token_log)), registered memory shared by all sessions
@@ -12,6 +13,7 @@ use super::admission::{self, Admission, Arrival, Busy, ConnId};
 use super::budget::{Budget, Limits};
 use super::guesses::{Guesses, Source};
 use super::hello::{self, HelloError};
+use super::lobby::Lobby;
 use super::machine::Machine;
 use super::session::{self, AgentOptions};
 use super::token;
@@ -117,45 +119,50 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
         budget: Budget::new(config.registered),
         idle_timeout: config.idle_timeout,
     });
+    // Silent connections are held here, a descriptor each; a few thousand fit.
+    crate::sys::io::raise_open_files(4096);
+    let mut lobby: Lobby<(TcpStream, SocketAddr)> = Lobby::default();
     let mut readiness: Vec<Readiness> = Vec::new();
     while !shared.used_up() {
         if crate::sys::os::interrupted() {
             say(&format!("fabcheck serve: stopped by {}", crate::sys::os::termination_signal().unwrap_or("a signal")));
             return Ok(Outcome::Pass);
         }
-        if let Some(summary) = lock(&shared.log).tick(Instant::now()) {
+        let now = Instant::now();
+        if let Some(summary) = lock(&shared.log).tick(now) {
             say(&summary);
         }
-        let _ = crate::sys::io::wait(&[(listener.as_fd(), Interest::Read)], TICK, &mut readiness);
-        let (mut stream, peer) = match listener.accept() {
-            Ok(s) => s,
-            Err(_) => continue,
-        };
-        let accepted = Instant::now();
-        let Ok(closer) = stream.set_nonblocking(false).and_then(|()| stream.try_clone()) else { continue };
-        let id = match lock(&shared.admission).arrive(Source::of(peer.ip()), accepted, closer, has_spoken) {
-            Arrival::Busy(why) => {
-                refuse_busy(&mut stream, why);
+        for (_, (mut stream, _)) in lobby.expired(now, HELLO_DEADLINE) {
+            refuse_late(&mut stream);
+        }
+        let mut fds = vec![(listener.as_fd(), Interest::Read)];
+        fds.extend(lobby.iter().map(|(s, _)| (s.as_fd(), Interest::Read)));
+        let timeout = lobby.next_expiry(HELLO_DEADLINE).map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        let _ = crate::sys::io::wait(&fds, timeout, &mut readiness);
+        let listening = readiness.first().is_some_and(|r| r.readable);
+        let ready: Vec<bool> = readiness.iter().skip(1).map(|r| r.readable).collect();
+        drop(fds);
+        // Those that spoke ask for a place; those that closed without a word are dropped here.
+        for (accepted, (stream, peer)) in lobby.take(&ready) {
+            if has_spoken(&stream) {
+                place(&shared, stream, peer, accepted);
+            }
+        }
+        while listening {
+            let (mut stream, peer) = match listener.accept() {
+                Ok(s) => s,
+                Err(_) => break,
+            };
+            if lock(&shared.admission).counts().1 >= MAX_CONNECTIONS {
+                refuse_busy(&mut stream, Busy::Sessions);
                 continue;
             }
-            Arrival::Admitted { id, evicted } => {
-                if let Some(evicted) = evicted {
-                    // Its thread's read ends at once, and the thread with it.
-                    let _ = evicted.shutdown(std::net::Shutdown::Both);
-                }
-                id
+            if stream.set_nonblocking(false).is_err() {
+                continue;
             }
-        };
-        tracing::info!(%peer, "controller connected");
-        shared.active.fetch_add(1, Ordering::SeqCst);
-        let shared = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            if let Err(why) = handle(&stream, peer, accepted, Place { shared: &shared, id, authenticated: false }) {
-                tracing::info!(%peer, %why, "connection ended");
-            }
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-        });
+            // The oldest silent one makes room: closed, having said nothing.
+            drop(lobby.push(Instant::now(), (stream, peer)));
+        }
     }
     // Connections still saying hello are refused within their deadline.
     let until = Instant::now() + HELLO_DEADLINE + Duration::from_secs(1);
@@ -163,6 +170,39 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(Outcome::Pass)
+}
+
+/// A connection that has spoken takes a place (or is told why not) and gets its thread.
+fn place(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, accepted: Instant) {
+    let Ok(closer) = stream.try_clone() else { return };
+    let id = match lock(&shared.admission).arrive(Source::of(peer.ip()), accepted, closer, has_spoken) {
+        Arrival::Busy(why) => return refuse_busy(&mut stream, why),
+        Arrival::Admitted { id, evicted } => {
+            if let Some(evicted) = evicted {
+                // Its thread's read ends at once, and the thread with it.
+                let _ = evicted.shutdown(std::net::Shutdown::Both);
+            }
+            id
+        }
+    };
+    tracing::info!(%peer, "controller connected");
+    shared.active.fetch_add(1, Ordering::SeqCst);
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || {
+        if let Err(why) = handle(&stream, peer, accepted, Place { shared: &shared, id, authenticated: false }) {
+            tracing::info!(%peer, %why, "connection ended");
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+    });
+}
+
+/// A connection that said nothing within [`HELLO_DEADLINE`] of accept: told so, and closed.
+fn refuse_late(stream: &mut TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let late = Reply::Error { cause: format!("no hello within {} s", HELLO_DEADLINE.as_secs()), remedy: "the controller must speak first".into() };
+    let _ = stream.write_all(protocol::encode(&late).as_bytes());
+    linger(stream);
 }
 
 /// Whether a connection has bytes waiting: it began its hello (looked at without reading or

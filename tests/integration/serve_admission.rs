@@ -24,7 +24,7 @@ fn bye(s: &mut TcpStream) {
     assert_eq!(send(s, serde_json::json!({"v": 1, "type": "bye"}))["type"], "bye");
 }
 
-/// Keeps `n` idle connections open from 127.0.0.1, each replaced within 20 ms of serve dropping
+/// Keeps `n` idle connections open from 127.0.0.1, each replaced within 2 ms of serve dropping
 /// it, until the flag is lowered.
 fn idle_sockets(serve: &Serve, n: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<usize> {
     let port = serve.port;
@@ -49,7 +49,7 @@ fn idle_sockets(serve: &Serve, n: usize, stop: Arc<AtomicBool>) -> std::thread::
                     reopened += 1;
                 }
             }
-            std::thread::sleep(Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(2));
         }
         reopened
     })
