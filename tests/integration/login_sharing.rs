@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 fn scratch(name: &str, mode: u32) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("fc-login-{}-{name}", std::process::id()));
+    // Short: 0.3 shared no login when the socket path came to more than 90 bytes.
+    let dir = std::env::temp_dir().join(format!("fcl{}{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
