@@ -148,20 +148,8 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
                 place(&shared, stream, peer, accepted);
             }
         }
-        while listening {
-            let (mut stream, peer) = match listener.accept() {
-                Ok(s) => s,
-                Err(_) => break,
-            };
-            if lock(&shared.admission).counts().1 >= MAX_CONNECTIONS {
-                refuse_busy(&mut stream, Busy::Sessions);
-                continue;
-            }
-            if stream.set_nonblocking(false).is_err() {
-                continue;
-            }
-            // The oldest silent one makes room: closed, having said nothing.
-            drop(lobby.push(Instant::now(), (stream, peer)));
+        if listening {
+            accept_all(&listener, &shared, &mut lobby);
         }
     }
     // Connections still saying hello are refused within their deadline.
@@ -170,6 +158,20 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(Outcome::Pass)
+}
+
+/// Takes every waiting connection into the lobby (or, with every authenticated place taken,
+/// says busy at once); the oldest silent one makes room, closed having said nothing.
+fn accept_all(listener: &TcpListener, shared: &Shared, lobby: &mut Lobby<(TcpStream, SocketAddr)>) {
+    while let Ok((mut stream, peer)) = listener.accept() {
+        if lock(&shared.admission).counts().1 >= MAX_CONNECTIONS {
+            refuse_busy(&mut stream, Busy::Sessions);
+            continue;
+        }
+        if stream.set_nonblocking(false).is_ok() {
+            drop(lobby.push(Instant::now(), (stream, peer)));
+        }
+    }
 }
 
 /// A connection that has spoken takes a place (or is told why not) and gets its thread.
