@@ -1,28 +1,35 @@
 //! `fabcheck serve`: the agent on a TCP port, for controllers that reach it as `tcp://`.
 //!
-//! The accept loop is a thin adapter over pure parts: the hello deadline from accept
-//! ([`hello`]), wrong tokens slowed per source ([`guesses`]),
-//! registered memory shared by all sessions ([`budget`](super::budget)), and the request
-//! state machine ([`machine`](super::machine)). Before a valid hello nothing about this node is
-//! said; only sessions that said one count against `--max-sessions`.
+//! The accept loop is a thin adapter over pure parts: connections that have said nothing yet
+//! ([`lobby`](super::lobby): a descriptor each, no thread), the places before and after
+//! authentication ([`admission`]), the hello deadline from accept ([`hello`]), when a hello is
+//! judged ([`guesses`](super::guesses)), the token's comparison ([`token`]), what is logged of wrong tokens
+//! ([`token_log`](super::token_log)), registered memory shared by all sessions
+//! ([`budget`](super::budget)), and the request state machine ([`machine`](super::machine)). Before a valid hello nothing about this
+//! node is said; only sessions that said one count against `--max-sessions`. SIGINT, SIGTERM and
+//! SIGHUP end it (exit 0).
 
+use super::admission::{self, Admission, Arrival, Busy, ConnId};
 use super::budget::{Budget, Limits};
-use super::guesses::{self, Guesses};
+use super::guesses::{Guesses, Source};
 use super::hello::{self, HelloError};
+use super::lobby::Lobby;
 use super::machine::Machine;
 use super::session::{self, AgentOptions};
+use super::token;
+use super::token_log::{TokenLog, Wrong};
 use crate::control::protocol::{self, Reply, Request, HELLO_MAX};
 use crate::error::{Failure, Outcome};
 use crate::sys::io::{Interest, Readiness};
 use std::io::{BufReader, Write};
-use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Connections served at once; more are answered "serve is busy" (each may hold verbs resources).
-pub const MAX_CONNECTIONS: usize = 16;
+/// Controllers served at once; more are answered "serve is busy" (each may hold verbs resources).
+pub const MAX_CONNECTIONS: usize = admission::SESSIONS;
 /// A connection must have sent a whole hello this long after accept, or it is dropped: silent
 /// or dribbling peers cannot hold slots.
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
@@ -30,7 +37,7 @@ pub const HELLO_DEADLINE: Duration = Duration::from_secs(5);
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 /// A controller that takes no reply for this long is gone.
 const WRITE_DEADLINE: Duration = Duration::from_secs(30);
-/// How often the accept loop looks at whether `--max-sessions` is used up.
+/// How often the accept loop looks at signals, `--max-sessions` and the wrong-token log.
 const TICK: Duration = Duration::from_millis(100);
 
 /// `fabcheck serve`, validated.
@@ -54,9 +61,13 @@ struct Shared {
     claimed: AtomicUsize,
     /// Of those, sessions that have ended.
     ended: AtomicUsize,
-    /// Connections open, authenticated or not.
+    /// Connection threads running, authenticated or not.
     active: AtomicUsize,
+    /// The places; each pending connection's handle is a clone of its socket, shut down when
+    /// it is evicted.
+    admission: Mutex<Admission<TcpStream>>,
     guesses: Mutex<Guesses>,
+    log: Mutex<TokenLog>,
     budget: Arc<Budget>,
     idle_timeout: Option<Duration>,
 }
@@ -76,6 +87,11 @@ impl Shared {
     }
 }
 
+/// A line on serve's stderr. Not `eprintln!`: a full or closed stderr must not kill the server.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
 pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
     let addr = config.listen;
     if !addr.ip().is_loopback() && config.token.is_none() {
@@ -87,70 +103,169 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
     let listener =
         TcpListener::bind(addr).map_err(|e| Failure::new(format!("cannot listen on {addr}: {e}"), "pick a free port, or stop what holds it"))?;
     listener.set_nonblocking(true).map_err(|e| Failure::new(format!("cannot set up {addr}: {e}"), "rerun"))?;
-    // Not `eprintln!`: a full or closed stderr must not kill the server.
-    let _ = writeln!(std::io::stderr(), "fabcheck serve: listening on {addr}{}", if config.token.is_some() { " (token required)" } else { "" });
+    // SIGHUP (the login that started it closed), SIGTERM and SIGINT end serve as one: the loop
+    // below sees the flag within a tick (0.3 never caught them: SIGHUP was exit 129).
+    crate::sys::os::catch_termination();
+    say(&format!("fabcheck serve: listening on {addr}{}", if config.token.is_some() { " (token required)" } else { "" }));
     let shared = Arc::new(Shared {
         token: config.token.clone(),
         max_sessions: config.max_sessions,
         claimed: AtomicUsize::new(0),
         ended: AtomicUsize::new(0),
         active: AtomicUsize::new(0),
+        admission: Mutex::new(Admission::default()),
         guesses: Mutex::new(Guesses::default()),
+        log: Mutex::new(TokenLog::default()),
         budget: Budget::new(config.registered),
         idle_timeout: config.idle_timeout,
     });
+    // Silent connections are held here, a descriptor each; a few thousand fit.
+    crate::sys::io::raise_open_files(4096);
+    let mut lobby: Lobby<(TcpStream, SocketAddr)> = Lobby::default();
     let mut readiness: Vec<Readiness> = Vec::new();
     while !shared.used_up() {
         if crate::sys::os::interrupted() {
-            break;
+            say(&format!("fabcheck serve: stopped by {}", crate::sys::os::termination_signal().unwrap_or("a signal")));
+            return Ok(Outcome::Pass);
         }
-        let _ = crate::sys::io::wait(&[(listener.as_fd(), Interest::Read)], TICK, &mut readiness);
-        let (mut stream, peer) = match listener.accept() {
-            Ok(s) => s,
-            Err(_) => continue,
-        };
-        let accepted = Instant::now();
-        if stream.set_nonblocking(false).is_err() {
-            continue;
+        let now = Instant::now();
+        if let Some(summary) = lock(&shared.log).tick(now) {
+            say(&summary);
         }
-        if shared.active.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
-            refuse_busy(&mut stream);
-            continue;
+        for (_, (mut stream, _)) in lobby.expired(now, HELLO_DEADLINE) {
+            refuse_late(&mut stream);
         }
-        tracing::info!(%peer, "controller connected");
-        shared.active.fetch_add(1, Ordering::SeqCst);
-        let shared = Arc::clone(&shared);
-        std::thread::spawn(move || {
-            if let Err(why) = handle(&stream, peer, accepted, &shared) {
-                tracing::info!(%peer, %why, "connection ended");
+        let mut fds = vec![(listener.as_fd(), Interest::Read)];
+        fds.extend(lobby.iter().map(|(s, _)| (s.as_fd(), Interest::Read)));
+        let timeout = lobby.next_expiry(HELLO_DEADLINE).map_or(TICK, |t| t.saturating_duration_since(now).min(TICK));
+        let _ = crate::sys::io::wait(&fds, timeout, &mut readiness);
+        let listening = readiness.first().is_some_and(|r| r.readable);
+        let ready: Vec<bool> = readiness.iter().skip(1).map(|r| r.readable).collect();
+        drop(fds);
+        // Those that spoke ask for a place; those that closed without a word are dropped here.
+        for (accepted, (stream, peer)) in lobby.take(&ready) {
+            if has_spoken(&stream) {
+                place(&shared, stream, peer, accepted);
             }
-            let _ = stream.shutdown(std::net::Shutdown::Both);
-            shared.active.fetch_sub(1, Ordering::SeqCst);
-        });
+        }
+        if listening {
+            accept_all(&listener, &shared, &mut lobby);
+        }
     }
     // Connections still saying hello are refused within their deadline.
     let until = Instant::now() + HELLO_DEADLINE + Duration::from_secs(1);
-    while shared.active.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+    while shared.active.load(Ordering::SeqCst) > 0 && Instant::now() < until && !crate::sys::os::interrupted() {
         std::thread::sleep(Duration::from_millis(20));
     }
     Ok(Outcome::Pass)
 }
 
-/// Over the cap: say so (a controller prints "serve is busy"), and close. The reply is one
-/// short line that the socket buffer takes at once; the write cannot hold the accept loop.
-fn refuse_busy(stream: &mut TcpStream) {
-    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-    let busy = Reply::Error {
-        cause: format!("serve is busy: it serves at most {MAX_CONNECTIONS} controllers at once and all are taken"),
-        remedy: "wait for a running pair or mesh to finish, or start another `fabcheck serve --listen` on another port".into(),
+/// Takes every waiting connection into the lobby (or, with every authenticated place taken,
+/// says busy at once); the oldest silent one makes room, closed having said nothing.
+fn accept_all(listener: &TcpListener, shared: &Shared, lobby: &mut Lobby<(TcpStream, SocketAddr)>) {
+    while let Ok((mut stream, peer)) = listener.accept() {
+        if lock(&shared.admission).counts().1 >= MAX_CONNECTIONS {
+            refuse_busy(&mut stream, Busy::Sessions);
+            continue;
+        }
+        if stream.set_nonblocking(false).is_ok() {
+            drop(lobby.push(Instant::now(), (stream, peer)));
+        }
+    }
+}
+
+/// A connection that has spoken takes a place (or is told why not) and gets its thread.
+fn place(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, accepted: Instant) {
+    let Ok(closer) = stream.try_clone() else { return };
+    let id = match lock(&shared.admission).arrive(Source::of(peer.ip()), accepted, closer, has_spoken) {
+        Arrival::Busy(why) => return refuse_busy(&mut stream, why),
+        Arrival::Admitted { id, evicted } => {
+            if let Some(evicted) = evicted {
+                // Its thread's read ends at once, and the thread with it.
+                let _ = evicted.shutdown(std::net::Shutdown::Both);
+            }
+            id
+        }
     };
-    let _ = stream.write_all(protocol::encode(&busy).as_bytes());
+    tracing::info!(%peer, "controller connected");
+    shared.active.fetch_add(1, Ordering::SeqCst);
+    let shared = Arc::clone(shared);
+    std::thread::spawn(move || {
+        if let Err(why) = handle(&stream, peer, accepted, Place { shared: &shared, id, authenticated: false }) {
+            tracing::info!(%peer, %why, "connection ended");
+        }
+        let _ = stream.shutdown(std::net::Shutdown::Both);
+        shared.active.fetch_sub(1, Ordering::SeqCst);
+    });
+}
+
+/// A connection that said nothing within [`HELLO_DEADLINE`] of accept: told so, and closed.
+fn refuse_late(stream: &mut TcpStream) {
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let late = Reply::Error { cause: format!("no hello within {} s", HELLO_DEADLINE.as_secs()), remedy: "the controller must speak first".into() };
+    let _ = stream.write_all(protocol::encode(&late).as_bytes());
+    linger(stream);
+}
+
+/// Whether a connection has bytes waiting: it began its hello (looked at without reading or
+/// waiting, so its own thread reads them still).
+fn has_spoken(stream: &TcpStream) -> bool {
+    let mut byte = [std::mem::MaybeUninit::<u8>::uninit()];
+    socket2::SockRef::from(stream).recv_with_flags(&mut byte, libc::MSG_PEEK | libc::MSG_DONTWAIT).is_ok_and(|n| n > 0)
+}
+
+/// No place: say so (a controller prints "serve is busy"), and close. The reply is one short
+/// line that the socket buffer takes at once; the write cannot hold the accept loop.
+fn refuse_busy(stream: &mut TcpStream, why: Busy) {
+    let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+    let (cause, remedy) = match why {
+        Busy::Sessions => (
+            format!("serve is busy: it serves at most {MAX_CONNECTIONS} controllers at once and all are taken"),
+            "wait for a running pair or mesh to finish, or start another `fabcheck serve --listen` on another port".to_string(),
+        ),
+        Busy::Judging => (
+            format!("serve is busy: {} connections are waiting for their hello to be judged", admission::PRE_AUTH),
+            "retry in a few seconds; if it lasts, someone is guessing the token (serve's log says from where)".to_string(),
+        ),
+        Busy::SourceJudging(source) => (
+            format!("serve is busy: {} connections from {source} are waiting for their hello to be judged", admission::PER_SOURCE),
+            format!("retry in a few seconds; if it lasts, something on {source} is guessing the token (serve's log says more)"),
+        ),
+    };
+    let _ = stream.write_all(protocol::encode(&Reply::Error { cause, remedy }).as_bytes());
     let _ = stream.shutdown(std::net::Shutdown::Both);
 }
 
-/// One controller: a whole hello within [`HELLO_DEADLINE`] of accept (with the token when one
-/// is set), then the agent.
-fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shared) -> Result<(), String> {
+/// A connection's place in the admission, given back however its thread ends.
+struct Place<'a> {
+    shared: &'a Shared,
+    id: ConnId,
+    authenticated: bool,
+}
+
+impl Place<'_> {
+    /// Its hello was valid: an authenticated place, if one is left.
+    fn authenticate(&mut self) -> bool {
+        self.authenticated = lock(&self.shared.admission).authenticated(self.id);
+        self.authenticated
+    }
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let mut admission = lock(&self.shared.admission);
+        if self.authenticated {
+            admission.session_ended();
+        } else {
+            admission.left(self.id);
+        }
+    }
+}
+
+/// One controller: a whole hello within [`HELLO_DEADLINE`] of accept, judged in its turn (with
+/// the token when one is set), then the agent.
+fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, mut place: Place<'_>) -> Result<(), String> {
+    let shared = place.shared;
     let _ = stream.set_nodelay(true);
     stream.set_write_timeout(Some(WRITE_DEADLINE)).map_err(|e| e.to_string())?;
     let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
@@ -172,30 +287,14 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
         }
         Err(HelloError::Io(e)) => return Err(e.to_string()),
     };
+    if !lock(&shared.admission).hello_in(place.id) {
+        return Err("evicted before its hello was in".into());
+    }
     match protocol::decode::<Request>(&line) {
         Ok(Request::Hello { token: offered }) => {
             if let Some(want) = &shared.token {
-                // A slowed address's hello is read (so the refusal arrives whole) but not judged.
-                let admitted = lock(&shared.guesses).admit(peer.ip(), Instant::now());
-                if let Err(wait) = admitted {
-                    return Err(refuse(
-                        &mut writer,
-                        &format!("too many wrong tokens from {}: serve takes one guess a second from it", peer.ip()),
-                        &format!(
-                            "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file), and retry in {} ms",
-                            wait.as_millis().max(1)
-                        ),
-                    ));
-                }
-                if !offered.as_deref().is_some_and(|t| constant_time_eq(t.as_bytes(), want.as_bytes())) {
-                    wrong_token(shared, peer.ip());
-                    return Err(refuse(
-                        &mut writer,
-                        "the agent refused the token",
-                        "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file)",
-                    ));
-                }
-                lock(&shared.guesses).succeeded(peer.ip());
+                judge(shared, peer, offered.as_deref().unwrap_or(""), want)
+                    .map_err(|why| refuse(&mut writer, why, "give the token `fabcheck serve` was started with (FABCHECK_TOKEN or --token-file)"))?;
             }
         }
         Ok(_) => return Err(refuse(&mut writer, "say hello with the shared token first", "use `fabcheck pair` or `mesh` to talk to serve")),
@@ -209,6 +308,14 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
             "start `fabcheck serve` again, without --max-sessions to serve any number",
         ));
     }
+    if !place.authenticate() {
+        shared.claimed.fetch_sub(1, Ordering::SeqCst);
+        return Err(refuse(
+            &mut writer,
+            &format!("serve is busy: it serves at most {MAX_CONNECTIONS} controllers at once and all are taken"),
+            "wait for a running pair or mesh to finish, or start another `fabcheck serve --listen` on another port",
+        ));
+    }
     let host = crate::sys::os::hostname();
     let served = writer.write_all(protocol::encode(&Machine::hello(&host)).as_bytes()).map_err(|e| e.to_string()).and_then(|()| {
         // Tests may run for minutes with the controller silent: no read deadline from here on
@@ -219,6 +326,29 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, shared: &Shar
     });
     shared.ended.fetch_add(1, Ordering::SeqCst);
     served
+}
+
+/// Waits for the hello's turn, then compares the token; a wrong one is logged (rate-limited)
+/// and counted. `Err`: the refusal's cause.
+fn judge(shared: &Shared, peer: SocketAddr, offered: &str, want: &str) -> Result<(), &'static str> {
+    let turn = lock(&shared.guesses).turn(peer.ip(), Instant::now());
+    // The wait is bounded by the places: at most PER_SOURCE turns of its source, and PRE_AUTH
+    // of the cap, are ahead of it.
+    let wait = turn.at.saturating_duration_since(Instant::now());
+    if !wait.is_zero() {
+        std::thread::sleep(wait);
+    }
+    if token::same(offered.as_bytes(), want.as_bytes()) {
+        lock(&shared.guesses).right(&turn);
+        return Ok(());
+    }
+    let now = Instant::now();
+    let (in_a_row, paced) = lock(&shared.guesses).wrong(&turn, now);
+    let lines = lock(&shared.log).wrong(Wrong { ip: peer.ip(), source: turn.source, in_a_row, paced }, now);
+    for line in lines {
+        say(&line);
+    }
+    Err("the agent refused the token")
 }
 
 /// Ends the stream after a refusal so that the refusal arrives: closing a socket with unread
@@ -239,23 +369,8 @@ fn linger(stream: &TcpStream) {
     }
 }
 
-/// Logged on serve's stderr (an operator sees guessing), and counted for the slow-down.
-fn wrong_token(shared: &Shared, ip: IpAddr) {
-    let n = lock(&shared.guesses).failed(ip, Instant::now());
-    let slowed = if n >= guesses::FREE { "; slowed to one guess a second" } else { "" };
-    let _ = writeln!(std::io::stderr(), "fabcheck serve: wrong token from {ip} ({n} in a row{slowed})");
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-/// Compares without an early exit, so the time taken says nothing about how much matched.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 pub fn agent_stdio() -> Result<Outcome, Failure> {

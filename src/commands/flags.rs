@@ -54,19 +54,68 @@ fn token_on_command_line() -> bool {
 
 fn token_file(path: &Path) -> Result<Option<String>, Failure> {
     let remedy = "keep the token in a file only its owner can read: `install -m 600 /dev/null FILE`, then write the token into it";
-    let meta = std::fs::metadata(path).map_err(|e| Failure::new(format!("cannot read the token file {}: {e}", path.display()), remedy))?;
-    if meta.mode() & 0o077 != 0 {
-        return Err(Failure::new(
-            format!("the token file {} is readable by others (mode {:o})", path.display(), meta.mode() & 0o777),
-            format!("chmod 600 {}", path.display()),
-        ));
+    let (text, meta) = crate::sys::fs::read_text_and_meta(path, 4096)
+        .map_err(|e| Failure::new(format!("cannot read the token file {}: {}", path.display(), e.reason()), remedy))?;
+    if let Some(problem) = token_file_problem(meta.uid(), meta.mode(), nix::unistd::geteuid().as_raw()) {
+        let fix = match problem {
+            TokenFileProblem::Owner(_) => format!("chown {} {} && chmod 600 {}", nix::unistd::geteuid(), path.display(), path.display()),
+            _ => format!("chmod 600 {}", path.display()),
+        };
+        return Err(Failure::new(format!("the token file {} {problem}", path.display()), fix));
     }
-    let text = read_text(path, 4096).map_err(|e| Failure::new(format!("cannot read the token file: {e}"), remedy))?;
     let token = text.trim();
     if token.is_empty() {
         return Err(Failure::new(format!("the token file {} is empty", path.display()), remedy));
     }
     Ok(Some(token.to_string()))
+}
+
+/// Why a token file cannot be trusted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TokenFileProblem {
+    /// Another user owns it, and so chooses the token a root serve accepts (issue #46 item 2).
+    Owner(u32),
+    /// Others may write it.
+    Writable(u32),
+    /// Others may read it.
+    Readable(u32),
+}
+
+impl std::fmt::Display for TokenFileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenFileProblem::Owner(uid) => write!(f, "belongs to user {uid}, not to the user running fabcheck ({})", nix::unistd::geteuid()),
+            TokenFileProblem::Writable(mode) => write!(f, "may be written by others (mode {:o})", mode & 0o777),
+            TokenFileProblem::Readable(mode) => write!(f, "is readable by others (mode {:o})", mode & 0o777),
+        }
+    }
+}
+
+/// The file must be this user's, and neither writable nor readable by anyone else.
+fn token_file_problem(uid: u32, mode: u32, euid: u32) -> Option<TokenFileProblem> {
+    if uid != euid {
+        Some(TokenFileProblem::Owner(uid))
+    } else if mode & 0o022 != 0 {
+        Some(TokenFileProblem::Writable(mode))
+    } else if mode & 0o077 != 0 {
+        Some(TokenFileProblem::Readable(mode))
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod token_file_tests {
+    use super::{token_file_problem, TokenFileProblem};
+
+    #[test]
+    fn only_the_users_own_private_file_is_trusted() {
+        assert_eq!(token_file_problem(0, 0o100600, 0), None);
+        assert_eq!(token_file_problem(1000, 0o100400, 1000), None);
+        assert_eq!(token_file_problem(65534, 0o100600, 0), Some(TokenFileProblem::Owner(65534)), "another user's, even 0600");
+        assert_eq!(token_file_problem(0, 0o100620, 0), Some(TokenFileProblem::Writable(0o100620)));
+        assert_eq!(token_file_problem(0, 0o100640, 0), Some(TokenFileProblem::Readable(0o100640)));
+    }
 }
 
 /// The test conditions the flags ask for.

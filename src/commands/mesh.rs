@@ -40,18 +40,28 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
 
 /// `mesh`'s flags as a validated run.
 pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
-    let mut texts = args.endpoints.clone();
+    // Each endpoint with the hostfile line it came from, if it did.
+    let mut texts: Vec<(String, Option<usize>)> = args.endpoints.iter().map(|e| (e.clone(), None)).collect();
     if let Some(path) = &args.hostfile {
         let text = read_text(path, TEXT_FILE_CAP)
             .map_err(|e| Failure::new(format!("cannot read hostfile: {e}"), "give a readable file, one endpoint per line"))?;
-        texts.extend(text.lines().map(|l| l.split('#').next().unwrap_or("").trim()).filter(|l| !l.is_empty()).map(str::to_string));
+        let lines = text.lines().enumerate().map(|(i, l)| (l.split('#').next().unwrap_or("").trim(), i + 1));
+        texts.extend(lines.filter(|(l, _)| !l.is_empty()).map(|(l, n)| (l.to_string(), Some(n))));
     }
     if texts.len() < 2 {
         return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
     }
     let mut specs = Vec::new();
-    for t in &texts {
-        let mut spec = endpoint::parse(t).map_err(Failure::usage)?;
+    for (t, line) in &texts {
+        let mut spec = endpoint::parse(t).map_err(|e| match (line, &args.hostfile) {
+            // Never the line itself: `--hostfile /etc/shadow` under sudo would show a password
+            // hash (issue #46 item 6); the line number is enough to find a typo.
+            (Some(n), Some(path)) => Failure::usage(format!(
+                "--hostfile {}: line {n} is not an endpoint (HOST[/DEVICE[:PORT]], [USER@]HOST or tcp://HOST:PORT); the line is not shown",
+                path.display()
+            )),
+            _ => Failure::usage(e),
+        })?;
         if spec.device.is_none() {
             if let Some(d) = &args.device {
                 let (device, port) = crate::model::parse_device_port(d).map_err(Failure::usage)?;

@@ -1,6 +1,7 @@
 //! Baselines: today's `pair` or `mesh` figures against an accepted document of the same
-//! command, as pure functions of the two JSON documents. `fabcheck compare` prints what they
-//! find (`render`); `pair --baseline` and `mesh --baseline` call [`regressions`] for their
+//! command, as pure functions of the two documents, read by `read` (typed and streamed: memory
+//! in proportion to the figures, not to a JSON tree). `fabcheck compare` prints what they find
+//! (`render`); `pair --baseline` and `mesh --baseline` call [`compare_docs`] for their
 //! `pair.regression` finding and `regression` suspect reason.
 //!
 //! A figure is matched by test, direction, size and the two endpoints: the port GUID where
@@ -8,11 +9,14 @@
 //! agent ports still matches). Bandwidth and message rate more than PCT below the baseline,
 //! or a latency p50 more than PCT above it, is a regression.
 
+pub mod read;
 pub mod render;
 
+use read::{Doc, Figures, Meta};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 /// The default `--regression`.
 pub const DEFAULT_PCT: f64 = 5.0;
@@ -92,13 +96,53 @@ impl Figure {
     }
 }
 
+/// A name in a key (an endpoint, a test, a direction), shared by every key that has it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Name(Arc<str>);
+
+impl Name {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for Name {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Name {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for Name {
+    fn eq(&self, other: &str) -> bool {
+        &*self.0 == other
+    }
+}
+
+impl PartialEq<&str> for Name {
+    fn eq(&self, other: &&str) -> bool {
+        &*self.0 == *other
+    }
+}
+
+impl PartialEq<String> for Name {
+    fn eq(&self, other: &String) -> bool {
+        &*self.0 == other.as_str()
+    }
+}
+
 /// What one figure is of: the two endpoints (in a fixed order), test, direction and size.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Key {
-    pub a: String,
-    pub b: String,
-    pub test: String,
-    pub direction: String,
+    pub a: Name,
+    pub b: Name,
+    pub test: Name,
+    pub direction: Name,
     pub size: u64,
     pub figure: Figure,
 }
@@ -137,9 +181,10 @@ pub struct Regression {
 /// An endpoint most of whose pairs regressed: the node that slowed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SlowedNode {
+    // In the order the document writes its keys (sorted, as 0.3 wrote them).
     pub endpoint: String,
-    pub regressed_pairs: usize,
     pub pairs: usize,
+    pub regressed_pairs: usize,
 }
 
 /// Everything `compare` finds.
@@ -154,20 +199,22 @@ pub struct Comparison {
 
 /// The command both documents are of, or why they cannot be compared.
 pub fn command_of(old: &Value, new: &Value) -> Result<Command, CompareError> {
+    let meta = |v: &Value| Meta { schema: v.get("schema").and_then(Value::as_str).map(str::to_string), ..Meta::default() };
+    commands(&meta(old), &meta(new))
+}
+
+/// [`command_of`] for documents as read.
+pub fn commands(old: &Meta, new: &Meta) -> Result<Command, CompareError> {
     let old_cmd = schema_command(old, "baseline")?;
     let new_cmd = schema_command(new, "new")?;
     if old_cmd != new_cmd {
-        return Err(CompareError::Mismatch { old: schema(old).unwrap_or_default(), new: schema(new).unwrap_or_default() });
+        return Err(CompareError::Mismatch { old: old.schema.clone().unwrap_or_default(), new: new.schema.clone().unwrap_or_default() });
     }
     Ok(old_cmd)
 }
 
-fn schema(doc: &Value) -> Option<String> {
-    doc.get("schema")?.as_str().map(str::to_string)
-}
-
-fn schema_command(doc: &Value, which: &'static str) -> Result<Command, CompareError> {
-    let schema = schema(doc).ok_or(CompareError::NoSchema { which })?;
+fn schema_command(doc: &Meta, which: &'static str) -> Result<Command, CompareError> {
+    let schema = doc.schema.clone().ok_or(CompareError::NoSchema { which })?;
     if let Some((_, cmd)) = SCHEMAS.iter().find(|(s, _)| *s == schema) {
         return Ok(*cmd);
     }
@@ -185,31 +232,77 @@ pub fn regressions(baseline: &Value, current: &Value, pct: f64) -> Result<Vec<Re
     Ok(compare(baseline, current, pct)?.regressions)
 }
 
-/// Every figure of both documents side by side, the regressions, and the nodes that slowed.
+/// [`compare_docs`] of two documents in memory.
 pub fn compare(baseline: &Value, current: &Value, pct: f64) -> Result<Comparison, CompareError> {
-    let command = command_of(baseline, current)?;
-    let use_guid = has_guids(baseline, command) && has_guids(current, command);
-    let old = figures(baseline, command, use_guid);
-    let new = figures(current, command, use_guid);
-    let baseline_time = baseline.get("time").and_then(Value::as_str).map(str::to_string);
-    let keys: BTreeSet<&Key> = old.keys().chain(new.keys()).collect();
-    let mut differences = Vec::new();
+    compare_docs(&Doc::from_value(baseline), &Doc::from_value(current), pct)
+}
+
+/// Every figure of both documents side by side, the regressions, and the nodes that slowed.
+pub fn compare_docs(baseline: &Doc, current: &Doc, pct: f64) -> Result<Comparison, CompareError> {
+    let command = commands(&baseline.meta, &current.meta)?;
+    let (old_pair, new_pair);
+    let (old, new): (&Figures, &Figures) = match command {
+        Command::Pair => {
+            let use_guid = baseline.has_guids() && current.has_guids();
+            old_pair = baseline.pair_figures(use_guid);
+            new_pair = current.pair_figures(use_guid);
+            (&old_pair, &new_pair)
+        }
+        Command::Mesh => (baseline.mesh_figures(), current.mesh_figures()),
+    };
+    let baseline_time = baseline.meta.time.clone();
+    let mut differences = Vec::with_capacity(old.entries.len().max(new.entries.len()));
     let mut regressions = Vec::new();
-    for key in keys {
-        let (b, c) = (old.get(key).copied(), new.get(key).copied());
+    let key = |f: &Figures, e: &read::Entry| Key {
+        a: f.names.name(e.a),
+        b: f.names.name(e.b),
+        test: f.names.name(e.test),
+        direction: f.names.name(e.direction),
+        size: e.size,
+        figure: e.figure,
+    };
+    // Both in key order: one pass, each figure with its match (or none).
+    let (mut i, mut j) = (0, 0);
+    while i < old.entries.len() || j < new.entries.len() {
+        let order = match (old.entries.get(i), new.entries.get(j)) {
+            (Some(x), Some(y)) => cross_order(old, x, new, y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        let (k, b, c) = match order {
+            std::cmp::Ordering::Less => {
+                i += 1;
+                (key(old, &old.entries[i - 1]), Some(old.entries[i - 1].value), None)
+            }
+            std::cmp::Ordering::Greater => {
+                j += 1;
+                (key(new, &new.entries[j - 1]), None, Some(new.entries[j - 1].value))
+            }
+            std::cmp::Ordering::Equal => {
+                i += 1;
+                j += 1;
+                (key(new, &new.entries[j - 1]), Some(old.entries[i - 1].value), Some(new.entries[j - 1].value))
+            }
+        };
         let change_pct = match (b, c) {
             (Some(b), Some(c)) if b != 0.0 => Some((c - b) / b * 100.0),
             _ => None,
         };
-        let regression = change_pct.is_some_and(|ch| if key.figure.higher_is_better() { ch < -pct } else { ch > pct });
+        let regression = change_pct.is_some_and(|ch| if k.figure.higher_is_better() { ch < -pct } else { ch > pct });
         if let (true, Some(b), Some(c), Some(ch)) = (regression, b, c, change_pct) {
-            let message = words(key, b, c, ch, baseline_time.as_deref());
-            regressions.push(Regression { key: key.clone(), baseline: b, current: c, change_pct: ch, baseline_time: baseline_time.clone(), message });
+            let message = words(&k, b, c, ch, baseline_time.as_deref());
+            regressions.push(Regression { key: k.clone(), baseline: b, current: c, change_pct: ch, baseline_time: baseline_time.clone(), message });
         }
-        differences.push(Difference { key: key.clone(), baseline: b, current: c, change_pct, regression });
+        differences.push(Difference { key: k, baseline: b, current: c, change_pct, regression });
     }
     let slowed = if command == Command::Mesh { slowed_nodes(&differences) } else { Vec::new() };
     Ok(Comparison { command, regression_pct: pct, differences, regressions, slowed })
+}
+
+/// The order of two figures' keys from two documents (names compared as text).
+fn cross_order(f: &Figures, x: &read::Entry, g: &Figures, y: &read::Entry) -> std::cmp::Ordering {
+    let (n, m) = (|id| f.names.get(id), |id| g.names.get(id));
+    (n(x.a), n(x.b), n(x.test), n(x.direction), x.size, x.figure).cmp(&(m(y.a), m(y.b), m(y.test), m(y.direction), y.size, y.figure))
 }
 
 /// The finding's words: both figures and the baseline's time.
@@ -251,120 +344,6 @@ fn slowed_nodes(differences: &[Difference]) -> Vec<SlowedNode> {
         .collect();
     slowed.sort_by(|x, y| y.regressed_pairs.cmp(&x.regressed_pairs).then(x.endpoint.cmp(&y.endpoint)));
     slowed
-}
-
-/// Whether every side of a pair document names its port GUID (mesh records do not).
-fn has_guids(doc: &Value, command: Command) -> bool {
-    command == Command::Pair && ["a", "b"].iter().all(|s| guid(&doc[*s]).is_some())
-}
-
-fn guid(side: &Value) -> Option<&str> {
-    ["port_guid", "guid"].iter().find_map(|k| side.get(*k)?.as_str()).filter(|g| !g.is_empty())
-}
-
-/// A pair document's side as an endpoint name: `guid:G`, else `host/device:port`.
-fn side_name(side: &Value, use_guid: bool) -> String {
-    if use_guid {
-        if let Some(g) = guid(side) {
-            return format!("guid:{g}");
-        }
-    }
-    let host = side["host"].as_str().unwrap_or("?");
-    let device = side["device"].as_str().unwrap_or("?");
-    match side["port"].as_u64() {
-        Some(p) => format!("{host}/{device}:{p}"),
-        None => format!("{host}/{device}"),
-    }
-}
-
-/// Every figure of a document, by key.
-fn figures(doc: &Value, command: Command, use_guid: bool) -> BTreeMap<Key, f64> {
-    let mut out = BTreeMap::new();
-    match command {
-        Command::Pair => {
-            let (a, b) = (side_name(&doc["a"], use_guid), side_name(&doc["b"], use_guid));
-            add_results(&mut out, &a, &b, &doc["results"]);
-            // With --rails, each rail's results are under `rails`.
-            for rail in doc["rails"].as_array().into_iter().flatten() {
-                let (a, b) = (side_name(&rail["a"], use_guid), side_name(&rail["b"], use_guid));
-                add_results(&mut out, &a, &b, &rail["results"]);
-            }
-        }
-        Command::Mesh => {
-            let hosts = mesh_hosts(doc);
-            // Records in order: a retest or zoom-in record of a pair replaces its first one.
-            for record in doc["pairs"].as_array().into_iter().flatten() {
-                let a = mesh_endpoint(record, "a", &hosts);
-                let b = mesh_endpoint(record, "b", &hosts);
-                add_results(&mut out, &a, &b, &record["results"]);
-            }
-        }
-    }
-    out
-}
-
-fn add_results(out: &mut BTreeMap<Key, f64>, a: &str, b: &str, results: &Value) {
-    for r in results.as_array().into_iter().flatten() {
-        if r.get("error").is_some_and(|e| !e.is_null()) {
-            continue;
-        }
-        let (Some(test), Some(direction), Some(size)) = (r["test"].as_str(), r["direction"].as_str(), r["size"].as_u64()) else { continue };
-        // One order for the two ends, so a run with the ends swapped still matches.
-        let (first, second, direction) = if a <= b { (a, b, direction.to_string()) } else { (b, a, swapped(direction)) };
-        let figures = [
-            (Figure::Bandwidth, r["bw_gbps"].as_f64()),
-            (Figure::MessageRate, r["msg_rate_mpps"].as_f64()),
-            (Figure::LatencyP50, r["lat_us"]["p50"].as_f64()),
-        ];
-        for (figure, value) in figures {
-            if let Some(v) = value.filter(|v| v.is_finite()) {
-                let key = Key { a: first.to_string(), b: second.to_string(), test: test.to_string(), direction: direction.clone(), size, figure };
-                out.insert(key, v);
-            }
-        }
-    }
-}
-
-fn swapped(direction: &str) -> String {
-    match direction {
-        "a->b" => "b->a".into(),
-        "b->a" => "a->b".into(),
-        other => other.into(),
-    }
-}
-
-/// The host each mesh endpoint's agent reported, where the document says: a top-level
-/// `hosts` map (endpoint -> host) or `endpoints` written as `{"endpoint","host"}` objects.
-fn mesh_hosts(doc: &Value) -> BTreeMap<String, String> {
-    let mut hosts = BTreeMap::new();
-    if let Some(map) = doc["hosts"].as_object() {
-        for (endpoint, host) in map {
-            if let Some(h) = host.as_str() {
-                hosts.insert(endpoint.clone(), h.to_string());
-            }
-        }
-    }
-    for e in doc["endpoints"].as_array().into_iter().flatten() {
-        let name = e.get("endpoint").or_else(|| e.get("name")).and_then(Value::as_str);
-        if let (Some(name), Some(host)) = (name, e.get("host").and_then(Value::as_str)) {
-            hosts.insert(name.to_string(), host.to_string());
-        }
-    }
-    hosts
-}
-
-/// A mesh record's end as host/device: the agent's reported host (`a_host` on the record, or
-/// the document's host map) with the device of the endpoint as given; else the endpoint as
-/// given.
-fn mesh_endpoint(record: &Value, side: &str, hosts: &BTreeMap<String, String>) -> String {
-    let given = record[side].as_str().unwrap_or("?");
-    let reported = record.get(format!("{side}_host")).and_then(Value::as_str).map(str::to_string).or_else(|| hosts.get(given).cloned());
-    let Some(host) = reported else { return given.to_string() };
-    match crate::control::endpoint::parse(given).ok().and_then(|e| e.device.map(|d| (d, e.port))) {
-        Some((device, Some(port))) => format!("{host}/{device}:{port}"),
-        Some((device, None)) => format!("{host}/{device}"),
-        None => host,
-    }
 }
 
 #[cfg(test)]

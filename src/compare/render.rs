@@ -2,18 +2,20 @@
 //! document. Pure: the command prints what these return.
 
 use super::{Comparison, Difference, Figure};
+use crate::outcome::Verdict;
 use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write;
 
 pub const SCHEMA: &str = "fabcheck.compare.v1";
 
-/// Which document a comparison read: its schema and stamp, when it has them.
+/// Which document a comparison read: its schema and stamp, when it has them. (Fields in the
+/// order the document writes its keys: sorted, as 0.3 wrote them.)
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Source {
     pub file: String,
-    pub schema: Option<String>,
     pub host: Option<String>,
+    pub schema: Option<String>,
     pub time: Option<String>,
 }
 
@@ -22,22 +24,118 @@ impl Source {
         let text = |k: &str| doc.get(k).and_then(Value::as_str).map(str::to_string);
         Source { file: file.to_string(), schema: text("schema"), host: text("host"), time: text("time") }
     }
+
+    /// The source of a document as read.
+    pub fn of_meta(file: &str, meta: &super::read::Meta) -> Source {
+        Source { file: file.to_string(), schema: meta.schema.clone(), host: meta.host.clone(), time: meta.time.clone() }
+    }
 }
 
-/// The `fabcheck.compare.v1` document.
-#[derive(Debug, Clone, Serialize)]
+/// The `fabcheck.compare.v1` document. Written streamed (a comparison of two large meshes
+/// has millions of differences, never held as a JSON tree), its keys sorted at every level as
+/// 0.3 wrote them ([`Serialize`] below names them in that order).
+#[derive(Debug, Clone)]
 pub struct CompareDoc<'a> {
     pub schema: &'static str,
-    pub verdict: &'static str,
+    pub verdict: Verdict,
     pub baseline: &'a Source,
     pub current: &'a Source,
-    #[serde(flatten)]
     pub comparison: &'a Comparison,
+    /// `host`, `fabcheck_version`, `time` when written by the output path.
+    pub stamp: Option<&'a crate::report::document::Stamp>,
+}
+
+impl Serialize for CompareDoc<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let c = self.comparison;
+        let mut m = s.serialize_map(None)?;
+        m.serialize_entry("baseline", self.baseline)?;
+        m.serialize_entry("command", &c.command)?;
+        m.serialize_entry("current", self.current)?;
+        m.serialize_entry("differences", &Sorted(&c.differences))?;
+        if let Some(stamp) = self.stamp {
+            m.serialize_entry("fabcheck_version", stamp.fabcheck_version)?;
+            m.serialize_entry("host", &stamp.host)?;
+        }
+        m.serialize_entry("regression_pct", &c.regression_pct)?;
+        m.serialize_entry("regressions", &Sorted(&c.regressions))?;
+        m.serialize_entry("schema", self.schema)?;
+        m.serialize_entry("slowed", &c.slowed)?;
+        if let Some(stamp) = self.stamp {
+            m.serialize_entry("time", &stamp.time)?;
+        }
+        m.serialize_entry("verdict", &self.verdict)?;
+        m.end()
+    }
+}
+
+/// A list of differences or regressions, each written with its keys sorted (its key's fields
+/// among its own).
+struct Sorted<'a, T>(&'a [T]);
+
+impl<T: SortedKeys> Serialize for Sorted<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for item in self.0 {
+            seq.serialize_element(&SortedItem(item))?;
+        }
+        seq.end()
+    }
+}
+
+struct SortedItem<'a, T>(&'a T);
+
+trait SortedKeys {
+    fn write<M: serde::ser::SerializeMap>(&self, m: &mut M) -> Result<(), M::Error>;
+}
+
+impl<T: SortedKeys> Serialize for SortedItem<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(None)?;
+        self.0.write(&mut m)?;
+        m.end()
+    }
+}
+
+impl SortedKeys for Difference {
+    fn write<M: serde::ser::SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        let k = &self.key;
+        m.serialize_entry("a", &k.a)?;
+        m.serialize_entry("b", &k.b)?;
+        m.serialize_entry("baseline", &self.baseline)?;
+        m.serialize_entry("change_pct", &self.change_pct)?;
+        m.serialize_entry("current", &self.current)?;
+        m.serialize_entry("direction", &k.direction)?;
+        m.serialize_entry("figure", &k.figure)?;
+        m.serialize_entry("regression", &self.regression)?;
+        m.serialize_entry("size", &k.size)?;
+        m.serialize_entry("test", &k.test)
+    }
+}
+
+impl SortedKeys for super::Regression {
+    fn write<M: serde::ser::SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
+        let k = &self.key;
+        m.serialize_entry("a", &k.a)?;
+        m.serialize_entry("b", &k.b)?;
+        m.serialize_entry("baseline", &self.baseline)?;
+        m.serialize_entry("baseline_time", &self.baseline_time)?;
+        m.serialize_entry("change_pct", &self.change_pct)?;
+        m.serialize_entry("current", &self.current)?;
+        m.serialize_entry("direction", &k.direction)?;
+        m.serialize_entry("figure", &k.figure)?;
+        m.serialize_entry("message", &self.message)?;
+        m.serialize_entry("size", &k.size)?;
+        m.serialize_entry("test", &k.test)
+    }
 }
 
 pub fn doc<'a>(baseline: &'a Source, current: &'a Source, comparison: &'a Comparison) -> CompareDoc<'a> {
-    let verdict = if comparison.regressions.is_empty() { "pass" } else { "fail" };
-    CompareDoc { schema: SCHEMA, verdict, baseline, current, comparison }
+    let verdict = if comparison.regressions.is_empty() { Verdict::Pass } else { Verdict::Fail };
+    CompareDoc { schema: SCHEMA, verdict, baseline, current, comparison, stamp: None }
 }
 
 fn figure(f: Figure, v: Option<f64>) -> String {
@@ -53,8 +151,8 @@ fn row(d: &Difference) -> [String; 8] {
     };
     [
         d.key.subject(),
-        d.key.test.clone(),
-        d.key.direction.clone(),
+        d.key.test.to_string(),
+        d.key.direction.to_string(),
         d.key.size.to_string(),
         d.key.figure.unit().to_string(),
         figure(d.key.figure, d.baseline),
@@ -69,11 +167,22 @@ pub fn human(baseline: &Source, current: &Source, c: &Comparison) -> String {
     let when = |s: &Source| s.time.clone().map(|t| format!(" ({t})")).unwrap_or_default();
     let _ = writeln!(out, "baseline {}{}  ->  {}{}", baseline.file, when(baseline), current.file, when(current));
     let header = ["PAIR", "TEST", "DIR", "SIZE", "FIGURE", "BASELINE", "NEW", "CHANGE"].map(str::to_string);
-    let rows: Vec<[String; 8]> = std::iter::once(header).chain(c.differences.iter().map(row)).collect();
-    let widths: Vec<usize> = (0..8).map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0)).collect();
-    for r in &rows {
-        let cells: Vec<String> = r.iter().zip(&widths).map(|(cell, w)| format!("{cell:<w$}")).collect();
-        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    // Two passes over the rows, each made and dropped at once: the widths, then the lines (a
+    // table of millions of figures is never held as cells).
+    let rows = || std::iter::once(header.clone()).chain(c.differences.iter().map(row));
+    let mut widths = [0usize; 8];
+    for r in rows() {
+        for (w, cell) in widths.iter_mut().zip(&r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in rows() {
+        let mut line = String::new();
+        for (i, (cell, w)) in r.iter().zip(&widths).enumerate() {
+            let sep = if i == 0 { "" } else { "  " };
+            let _ = write!(line, "{sep}{cell:<w$}");
+        }
+        let _ = writeln!(out, "{}", line.trim_end());
     }
     for node in &c.slowed {
         let _ = writeln!(out, "slowed since the baseline: {} ({} of its {} pairs regressed)", node.endpoint, node.regressed_pairs, node.pairs);
@@ -115,24 +224,15 @@ impl crate::report::Document for CompareReport<'_> {
         human(self.baseline, self.current, self.comparison)
     }
 
-    fn write_json(
-        &self,
-        out: &mut dyn std::io::Write,
-        stamp: &crate::report::Stamp,
-        verdict: Option<crate::outcome::Verdict>,
-    ) -> std::io::Result<()> {
-        crate::report::json::write_sorted(out, &doc(self.baseline, self.current, self.comparison), stamp, verdict)
-    }
-
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
         let c = self.comparison;
         for d in &c.differences {
             let regression = c.regressions.iter().find(|r| r.key == d.key).map(|r| r.message.as_str());
             sink.difference(&crate::report::sink::DifferenceLine {
-                a: &d.key.a,
-                b: &d.key.b,
-                test: &d.key.test,
-                direction: &d.key.direction,
+                a: d.key.a.as_str(),
+                b: d.key.b.as_str(),
+                test: d.key.test.as_str(),
+                direction: d.key.direction.as_str(),
                 size: d.key.size,
                 figure: d.key.figure.name(),
                 change_pct: d.change_pct,
@@ -144,5 +244,17 @@ impl crate::report::Document for CompareReport<'_> {
             sink.slowed(&crate::report::sink::SlowedLine { endpoint: &s.endpoint, regressed_pairs: s.regressed_pairs, pairs: s.pairs });
         }
         Ok(())
+    }
+
+    /// Streamed: a comparison of two large meshes has millions of differences, never held as
+    /// a JSON tree.
+    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::document::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
+        let mut d = doc(self.baseline, self.current, self.comparison);
+        d.stamp = Some(stamp);
+        if let Some(v) = verdict {
+            d.verdict = v;
+        }
+        serde_json::to_writer_pretty(&mut *out, &d)?;
+        out.write_all(b"\n")
     }
 }

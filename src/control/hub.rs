@@ -11,7 +11,8 @@ use super::figures;
 use super::lines::LineBuffer;
 use super::link::{self, Channel, LaunchOptions, Launcher, ReadOutcome};
 use super::protocol::{self, Reply, Request};
-use super::ssh_share::{Logins, Open, SocketDir};
+use super::ssh_share::{Logins, Open};
+use super::ssh_sockets::SocketDir;
 use crate::outcome::loss::{Loss, LossKind};
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
@@ -20,8 +21,7 @@ use std::os::fd::AsFd;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
-/// Index of an agent channel in its hub.
-pub type LinkId = usize;
+pub use super::link_id::LinkId;
 
 #[derive(Debug)]
 pub enum HubEvent {
@@ -115,8 +115,8 @@ pub struct Hub {
     /// which exits when its last session does, or is killed by `close_all`).
     reaping: Vec<(Child, Option<Instant>)>,
     logins: Logins,
-    /// This run's ssh control sockets; made at the first ssh session (`None` inside: none
-    /// could be made, and every session logs in on its own).
+    /// This run's ssh control sockets; made at the first ssh session (`None` inside: there is
+    /// no private place for them, said once, and every session logs in on its own).
     sockets: Option<Option<SocketDir>>,
     /// What the last wait found, slot by slot.
     readiness: Vec<Readiness>,
@@ -198,7 +198,7 @@ impl Hub {
                     Some(u) => format!("{u}@{host}"),
                     None => host,
                 };
-                let sockets = self.sockets.get_or_insert_with(SocketDir::create);
+                let sockets = self.sockets.get_or_insert_with(SocketDir::for_this_run);
                 let how = if sockets.is_some() { self.logins.open(&destination, id) } else { Open::Alone };
                 if how == Open::Wait {
                     link.state = State::Waiting;

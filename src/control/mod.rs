@@ -10,6 +10,8 @@ pub mod figures;
 pub mod hub;
 pub mod lines;
 pub mod link;
+pub mod link_id;
 pub mod protocol;
 pub mod reach;
 pub mod ssh_share;
+pub mod ssh_sockets;

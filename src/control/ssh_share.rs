@@ -5,7 +5,7 @@
 //! authentication per session, all at once: on a slow or busy node (an emulated guest, a BMC
 //! serial console, a node under load) eight logins at once miss the hello deadline. So the
 //! first session to a destination logs in as an OpenSSH multiplexing master
-//! (`ControlMaster=auto`, its socket in a private folder of this run), the others to that
+//! (`ControlMaster=auto`, its socket in a private folder of this run: `ssh_sockets`), the others to that
 //! destination wait until it is up and then open their sessions over it: one login per host,
 //! each rail still its own agent process with its own context, PD, CQ and QPs.
 //!
@@ -14,18 +14,12 @@
 //! hub never kills a master's child early. Beyond [`SHARED_PER_LOGIN`] sessions (sshd's
 //! `MaxSessions` is 10 by default) a session logs in on its own.
 
-use super::hub::LinkId;
+use super::link_id::LinkId;
 use std::collections::HashMap;
-use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
 
 /// Sessions opened over one login besides the master's own (sshd's default `MaxSessions` 10
 /// counts the master's session too).
 pub const SHARED_PER_LOGIN: usize = 8;
-
-/// Longest control socket path kept (a Unix socket path holds 108 bytes; ssh adds a suffix
-/// while it binds).
-const MAX_SOCKET_PATH: usize = 90;
 
 /// How to open an ssh link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -109,59 +103,9 @@ impl Logins {
     }
 }
 
-/// The private folder of this run's control sockets (0700, a fresh name), removed with it.
-#[derive(Debug)]
-pub struct SocketDir {
-    path: PathBuf,
-}
-
-impl SocketDir {
-    /// A new folder under the temporary directory; `None` when none can be made or its path is
-    /// too long for a socket (sessions then log in on their own).
-    pub fn create() -> Option<SocketDir> {
-        let base = std::env::temp_dir();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-        for attempt in 0..8u32 {
-            let path = base.join(format!("fabcheck-ssh-{}-{:08x}", std::process::id(), nanos.wrapping_add(attempt.wrapping_mul(0x9e37_79b9))));
-            // %C is 40 hex digits.
-            if path.as_os_str().len() + 41 > MAX_SOCKET_PATH {
-                return None;
-            }
-            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Some(SocketDir { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(_) => return None,
-            }
-        }
-        None
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// The `-o` options of an ssh session opened as `how`.
-    pub fn options(&self, how: Open) -> Vec<String> {
-        match how {
-            Open::Master | Open::Shared => {
-                vec!["ControlMaster=auto".into(), format!("ControlPath={}/%C", self.path.display()), "ControlPersist=no".into()]
-            }
-            Open::Alone | Open::Wait => vec!["ControlMaster=no".into(), "ControlPath=none".into()],
-        }
-    }
-}
-
-impl Drop for SocketDir {
-    fn drop(&mut self) {
-        // A master that was killed leaves its socket behind.
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_first_session_logs_in_and_the_others_wait_then_share() {
@@ -208,18 +152,5 @@ mod tests {
         assert_eq!(logins.open("n1", 101), Open::Alone);
         logins.closed(3);
         assert_eq!(logins.open("n1", 101), Open::Shared, "a closed session made room");
-    }
-
-    #[test]
-    fn the_socket_folder_is_private_and_removed() {
-        let dir = SocketDir::create().expect("a socket folder under the temporary directory");
-        let path = dir.path().to_path_buf();
-        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-        assert_eq!(mode & 0o777, 0o700);
-        assert!(dir.options(Open::Shared).iter().any(|o| o == &format!("ControlPath={}/%C", path.display())));
-        assert_eq!(dir.options(Open::Alone), ["ControlMaster=no", "ControlPath=none"]);
-        std::fs::write(path.join("left-behind"), b"").unwrap();
-        drop(dir);
-        assert!(!path.exists());
     }
 }

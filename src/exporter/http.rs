@@ -19,9 +19,16 @@ pub struct Limits {
     pub request_time: Duration,
     /// From accept to the last byte of the answer (a client that does not read is dropped).
     pub connection_time: Duration,
-    /// Connections held at once; a new one beyond it evicts the oldest that has not yet
-    /// sent a whole request, so idle sockets cannot starve the scraper.
+    /// From the answer being ready to its last byte: a client that asks and does not read is
+    /// dropped (issue #46 item 3: 64 of them held every connection for `connection_time`).
+    pub write_time: Duration,
+    /// Connections held at once; a new one beyond it evicts the one stuck longest (see
+    /// [`Conn::stuck_since`]), so idle sockets and clients that never read cannot starve the
+    /// scraper.
     pub max_connections: usize,
+    /// Connections held at once from one address; a new one beyond it evicts that address's
+    /// connection stuck longest.
+    pub max_per_address: usize,
 }
 
 impl Default for Limits {
@@ -31,7 +38,9 @@ impl Default for Limits {
             max_headers: 64,
             request_time: Duration::from_secs(5),
             connection_time: Duration::from_secs(15),
+            write_time: Duration::from_secs(10),
             max_connections: 64,
+            max_per_address: 8,
         }
     }
 }
@@ -213,12 +222,21 @@ fn refusal(status: Status) -> String {
     format!("{} {why}\n", status.line())
 }
 
+/// An answer on its way: the bytes sent so far, when it was ready, when bytes last went out.
+#[derive(Debug)]
+struct Sending {
+    response: Response,
+    sent: usize,
+    ready: Instant,
+    progress: Instant,
+}
+
 /// One connection's state: bytes in until a request (or a refusal), then the answer out.
 #[derive(Debug)]
 pub struct Conn {
     opened: Instant,
     received: Vec<u8>,
-    answer: Option<(Response, usize)>,
+    answer: Option<Sending>,
 }
 
 /// What the connection wants next.
@@ -238,13 +256,21 @@ impl Conn {
         self.opened
     }
 
+    /// Since when it has been waiting on its client: from accept while its request is not in,
+    /// from the last bytes that went out once it is answered. A scraper is served the moment
+    /// its request is in, so the connection stuck longest is never a scraper's.
+    pub fn stuck_since(&self) -> Instant {
+        self.answer.as_ref().map_or(self.opened, |a| a.progress)
+    }
+
     /// Whether a whole request (or a refusal) is in, so it is no longer an idle socket.
     pub fn answered(&self) -> bool {
         self.answer.is_some()
     }
 
-    /// Takes bytes the client sent; `pages` is asked for only once a request is complete.
-    pub fn receive(&mut self, bytes: &[u8], limits: &Limits, pages: impl FnOnce() -> Pages) {
+    /// Takes bytes the client sent at `now`; `pages` is asked for only once a request is
+    /// complete.
+    pub fn receive(&mut self, bytes: &[u8], limits: &Limits, now: Instant, pages: impl FnOnce() -> Pages) {
         if self.answer.is_some() {
             return;
         }
@@ -253,7 +279,7 @@ impl Conn {
         let parsed = parse(&self.received, limits);
         if parsed != Parsed::Incomplete {
             self.received = Vec::new();
-            self.answer = Some((respond(parsed, &pages()), 0));
+            self.answer = Some(Sending { response: respond(parsed, &pages()), sent: 0, ready: now, progress: now });
         }
     }
 
@@ -269,39 +295,61 @@ impl Conn {
     /// The bytes still to send.
     pub fn pending(&self) -> &[u8] {
         match &self.answer {
-            Some((r, sent)) => r.chunk(*sent),
+            Some(a) => a.response.chunk(a.sent),
             None => &[],
         }
     }
 
-    /// Records `n` bytes sent.
-    pub fn sent(&mut self, n: usize) {
-        if let Some((_, sent)) = &mut self.answer {
-            *sent += n;
+    /// Records `n` bytes sent at `now`.
+    pub fn sent(&mut self, n: usize, now: Instant) {
+        if let Some(a) = &mut self.answer {
+            a.sent += n;
+            if n > 0 {
+                a.progress = now;
+            }
         }
     }
 
     /// The status of the answer, once there is one.
     pub fn status(&self) -> Option<Status> {
-        self.answer.as_ref().map(|(r, _)| r.status)
+        self.answer.as_ref().map(|a| a.response.status)
     }
 
     /// What to do with the connection at `now`: a client whose request is not in within
-    /// `request_time` is answered 408, one that has not taken its answer within
-    /// `connection_time` is dropped.
+    /// `request_time` is answered 408, one that has not taken its answer within `write_time`
+    /// of it being ready, or within `connection_time` of accept, is dropped.
     pub fn tick(&mut self, now: Instant, limits: &Limits) -> Want {
         let age = now.saturating_duration_since(self.opened);
         if self.answer.is_none() && age > limits.request_time {
             self.received = Vec::new();
-            self.answer = Some((refuse(Status::RequestTimeout), 0));
+            self.answer = Some(Sending { response: refuse(Status::RequestTimeout), sent: 0, ready: now, progress: now });
         }
         match &self.answer {
-            Some((r, sent)) if *sent >= r.total_len() => Want::Close,
+            Some(a) if a.sent >= a.response.total_len() => Want::Close,
             Some(_) if age > limits.connection_time => Want::Close,
+            Some(a) if now.saturating_duration_since(a.ready) > limits.write_time => Want::Close,
             Some(_) => Want::Write,
             None => Want::Read,
         }
     }
+}
+
+/// Which held connection a new one from `from` replaces, given each held one's address and
+/// [`Conn::stuck_since`]: none while there is room; at the per-address cap the one of that
+/// address stuck longest; at the overall cap the one stuck longest of all. A connection is
+/// always taken: what is evicted is what waited longest on its client, never a scrape being
+/// served.
+pub fn make_room(held: &[(std::net::IpAddr, Instant)], from: std::net::IpAddr, limits: &Limits) -> Option<usize> {
+    let longest = |same_address: bool| {
+        held.iter().enumerate().filter(|(_, (ip, _))| !same_address || *ip == from).min_by_key(|(_, (_, since))| *since).map(|(i, _)| i)
+    };
+    if held.iter().filter(|(ip, _)| *ip == from).count() >= limits.max_per_address {
+        return longest(true);
+    }
+    if held.len() >= limits.max_connections {
+        return longest(false);
+    }
+    None
 }
 
 #[cfg(test)]

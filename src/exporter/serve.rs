@@ -3,10 +3,10 @@
 //! scrape is answered from the last finished page and never waits on sysfs: the reads happen
 //! on the refresh thread.
 
-use super::http::{Conn, Limits, Pages, Want};
+use super::http::{self, Conn, Limits, Pages, Want};
 use crate::sys::io::{self, Interest};
 use std::io::{ErrorKind, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::{IpAddr, TcpListener, TcpStream};
 use std::os::fd::AsFd;
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
@@ -21,7 +21,7 @@ pub type Shelf = Arc<RwLock<Pages>>;
 /// Serves until `stop()` says so.
 pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn Fn() -> bool) -> std::io::Result<()> {
     listener.set_nonblocking(true)?;
-    let mut conns: Vec<(TcpStream, Conn)> = Vec::new();
+    let mut conns: Vec<(TcpStream, IpAddr, Conn)> = Vec::new();
     let mut ready = Vec::new();
     let mut scratch = vec![0u8; 4096];
     // After an accept error (EMFILE: out of descriptors) the listener stays readable; it is
@@ -33,7 +33,7 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
         if listening {
             fds.push((listener.as_fd(), Interest::Read));
         }
-        for (stream, conn) in &conns {
+        for (stream, _, conn) in &conns {
             let interest = if conn.answered() { Interest::Write } else { Interest::Read };
             fds.push((stream.as_fd(), interest));
         }
@@ -42,15 +42,15 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
         let listener_ready = listening && ready.first().is_some_and(|r| r.readable);
         let now = Instant::now();
         let mut close = vec![false; conns.len()];
-        for (i, (stream, conn)) in conns.iter_mut().enumerate() {
+        for (i, (stream, _, conn)) in conns.iter_mut().enumerate() {
             let r = ready.get(i + offset).copied().unwrap_or_default();
             if r.readable && !conn.answered() {
-                close[i] = read_some(stream, conn, &mut scratch, limits, shelf);
+                close[i] = read_some(stream, conn, &mut scratch, limits, shelf, now);
             } else if r.readable {
                 drain(stream, &mut scratch);
             }
             if !close[i] && conn.answered() && (r.writable || r.readable) {
-                close[i] = write_some(stream, conn);
+                close[i] = write_some(stream, conn, now);
             }
             if !close[i] {
                 close[i] = conn.tick(now, limits) == Want::Close;
@@ -73,14 +73,14 @@ pub fn serve(listener: &TcpListener, shelf: &Shelf, limits: &Limits, stop: &dyn 
     Ok(())
 }
 
-/// Takes every waiting connection. At the cap, the oldest connection that has not sent a whole
-/// request makes room (idle sockets must not lock the scraper out); when every held connection
-/// is being answered, the new one is closed at once. The error when accepting failed
-/// (EMFILE and friends: the rest stay in the backlog until connections close).
-fn accept_all(listener: &TcpListener, conns: &mut Vec<(TcpStream, Conn)>, limits: &Limits, now: Instant) -> Option<String> {
+/// Takes every waiting connection. At a cap (per address, or in all) the held connection that
+/// has waited longest on its client makes room ([`http::make_room`]): idle sockets and clients
+/// that ask and never read must not lock the scraper out (issue #46 item 3). The error when
+/// accepting failed (EMFILE and friends: the rest stay in the backlog until connections close).
+fn accept_all(listener: &TcpListener, conns: &mut Vec<(TcpStream, IpAddr, Conn)>, limits: &Limits, now: Instant) -> Option<String> {
     loop {
-        let stream = match listener.accept() {
-            Ok((stream, _)) => stream,
+        let (stream, from) = match listener.accept() {
+            Ok((stream, peer)) => (stream, peer.ip()),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return None,
             Err(e) if e.kind() == ErrorKind::Interrupted || e.kind() == ErrorKind::ConnectionAborted => continue,
             Err(e) => return Some(e.to_string()),
@@ -88,24 +88,21 @@ fn accept_all(listener: &TcpListener, conns: &mut Vec<(TcpStream, Conn)>, limits
         if stream.set_nonblocking(true).is_err() {
             continue;
         }
-        if conns.len() >= limits.max_connections {
-            let idle = conns.iter().enumerate().filter(|(_, (_, c))| !c.answered()).min_by_key(|(_, (_, c))| c.opened()).map(|(i, _)| i);
-            match idle {
-                Some(i) => drop(conns.remove(i)),
-                None => continue,
-            }
+        let held: Vec<(IpAddr, Instant)> = conns.iter().map(|(_, ip, c)| (*ip, c.stuck_since())).collect();
+        if let Some(i) = http::make_room(&held, from, limits) {
+            drop(conns.remove(i));
         }
-        conns.push((stream, Conn::new(now)));
+        conns.push((stream, from, Conn::new(now)));
     }
 }
 
 /// Reads what the client sent; true when the connection is to be closed.
-fn read_some(stream: &mut TcpStream, conn: &mut Conn, scratch: &mut [u8], limits: &Limits, shelf: &Shelf) -> bool {
+fn read_some(stream: &mut TcpStream, conn: &mut Conn, scratch: &mut [u8], limits: &Limits, shelf: &Shelf, now: Instant) -> bool {
     loop {
         match stream.read(scratch) {
             Ok(0) => return conn.end_of_input() == Want::Close,
             Ok(n) => {
-                conn.receive(&scratch[..n], limits, || current(shelf));
+                conn.receive(&scratch[..n], limits, now, || current(shelf));
                 if conn.answered() {
                     drain(stream, scratch);
                     return false;
@@ -130,7 +127,7 @@ fn drain(stream: &mut TcpStream, scratch: &mut [u8]) {
 }
 
 /// Writes what the socket takes of the answer; true when the connection is to be closed.
-fn write_some(stream: &mut TcpStream, conn: &mut Conn) -> bool {
+fn write_some(stream: &mut TcpStream, conn: &mut Conn, now: Instant) -> bool {
     loop {
         let pending = conn.pending();
         if pending.is_empty() {
@@ -138,7 +135,7 @@ fn write_some(stream: &mut TcpStream, conn: &mut Conn) -> bool {
         }
         match stream.write(pending) {
             Ok(0) => return true,
-            Ok(n) => conn.sent(n),
+            Ok(n) => conn.sent(n, now),
             Err(e) if e.kind() == ErrorKind::WouldBlock => return false,
             Err(e) if e.kind() == ErrorKind::Interrupted => continue,
             Err(_) => return true,

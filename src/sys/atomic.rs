@@ -6,21 +6,33 @@
 //! over it: node_exporter's textfile collector and a CI job see the old content or the new, never
 //! a mix. The temporary file is created exclusively (`O_CREAT|O_EXCL|O_NOFOLLOW`, mode 0600) with
 //! a short random name, so a symlink or file planted at a guessed name is never followed or
-//! adopted, and a target name near NAME_MAX still fits. Its mode becomes the target's (an
-//! existing file keeps its mode; a new one gets 0666 less the umask) before the rename; the data
-//! and then the directory are synced.
+//! adopted, and a target name near NAME_MAX still fits. Its mode is set before the rename (the
+//! caller's own file keeps its mode, less any set-id bit; a file another user owns gives way to
+//! 0644; a new one gets 0666 less the umask); the data and then the directory are synced.
 //!
-//! What is never renamed over: a character device (`/dev/null`, a terminal), a FIFO, or
-//! `/dev/stdout`-like paths: they are written directly, as a shell redirection would. A
-//! symbolic link to a regular file (or a dangling one) is refused: following it would let
-//! whoever planted it choose which file a root run replaces, and replacing the link itself
-//! would silently break whoever made it. A block device, a directory or a socket is refused.
+//! What is never renamed over: a character device (`/dev/null`, a terminal) or a FIFO, written
+//! directly as a shell redirection would, but opened without blocking: a FIFO nobody reads is
+//! refused after [`READER_WAIT`], and a reader that takes nothing for [`STALL`] ends the write
+//! (0.3 waited for ever); and `/dev/stdout` or `/dev/stderr`, written through this process's own
+//! descriptor at its own offset. A symbolic link to a regular file (or a dangling one) is
+//! refused: following it would let whoever planted it choose which file a root run replaces,
+//! and replacing the link itself would silently break whoever made it. A block device, a
+//! directory or a socket is refused. Which path is which, and the mode a replaced file gets,
+//! is `sys::target`'s judgement.
 
+use super::target::{self, Kind};
 use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
+use std::os::fd::AsFd;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long a FIFO is given to have a reader before the write is refused.
+pub const READER_WAIT: Duration = Duration::from_secs(5);
+/// How long a FIFO's or device's reader may take nothing before the write fails.
+pub const STALL: Duration = Duration::from_secs(30);
 
 /// Why a file could not be written, naming the path at fault (the target, or the temporary file
 /// or directory beside it) and what was being done.
@@ -46,37 +58,67 @@ impl std::error::Error for WriteError {
 }
 
 impl WriteError {
-    fn new(path: &Path, doing: &'static str, source: io::Error) -> WriteError {
+    pub(super) fn new(path: &Path, doing: &'static str, source: io::Error) -> WriteError {
         WriteError { path: path.to_path_buf(), doing, source }
     }
 }
 
 /// A file being written: a temporary file to rename into place on [`AtomicFile::commit`], or a
-/// device or FIFO written directly. Dropped without `commit`, the temporary file is removed.
+/// device, FIFO or own stream written directly. Dropped without `commit`, the temporary file is
+/// removed.
 pub struct AtomicFile {
     target: PathBuf,
-    out: io::BufWriter<File>,
-    /// The temporary file and the mode the result gets; `None` when written directly.
-    staged: Option<(PathBuf, u32)>,
+    out: io::BufWriter<Paced>,
+    /// The temporary file, the path it replaces and the mode the result gets; `None` when
+    /// written directly.
+    staged: Option<(PathBuf, PathBuf, u32)>,
     committed: bool,
 }
 
-/// How a target path is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Temporary file and rename; the mode the result gets.
-    Replace(u32),
-    /// Opened and written in place (a character device, a FIFO, `/dev/stdout`).
-    Direct,
+/// A file written with a deadline: a write that would block waits for room at most `stall`.
+struct Paced {
+    file: File,
+    stall: Duration,
 }
+
+impl Write for Paced {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        loop {
+            match self.file.write(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut ready = Vec::new();
+                    let n = crate::sys::io::wait(&[(self.file.as_fd(), crate::sys::io::Interest::Write)], self.stall, &mut ready)?;
+                    if n == 0 {
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, format!("its reader took nothing for {} s", self.stall.as_secs())));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                other => return other,
+            }
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// The deadlines of a direct write.
+#[derive(Debug, Clone, Copy)]
+struct Deadlines {
+    reader: Duration,
+    stall: Duration,
+}
+
+const DEADLINES: Deadlines = Deadlines { reader: READER_WAIT, stall: STALL };
 
 /// Whether `path` could be written as [`AtomicFile`] would (its kind, and for a regular file a
 /// directory to put the temporary file in), without creating anything: a run that takes an
 /// hour says at once that its `--output` is a symlink or in a missing directory. The write
 /// itself checks again.
 pub fn precheck(path: &Path) -> Result<(), WriteError> {
-    if let Kind::Replace(_) = kind(path)? {
-        let dir = directory_of(path);
+    if let Kind::Replace { path, .. } = target::judge(path)? {
+        let dir = directory_of(&path);
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => {}
             Ok(_) => return Err(WriteError::new(&dir, "create a temporary file in", io::Error::other("it is not a directory"))),
@@ -96,7 +138,7 @@ pub fn write(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
 /// [`write()`], the result readable by its owner only (0600): a cache of root's tool output.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let mut file = AtomicFile::create(path)?;
-    if let Some((_, mode)) = &mut file.staged {
+    if let Some((_, _, mode)) = &mut file.staged {
         *mode = 0o600;
     }
     file.write_all(bytes).map_err(|e| WriteError::new(path, "write", e))?;
@@ -107,22 +149,20 @@ impl AtomicFile {
     /// Opens `path` for writing: decides how (see the module's doc), and creates the temporary
     /// file or opens the device.
     pub fn create(path: &Path) -> Result<AtomicFile, WriteError> {
-        match kind(path)? {
-            Kind::Direct => {
-                let file = OpenOptions::new().write(true).open(path).map_err(|e| WriteError::new(path, "open", e))?;
-                Ok(AtomicFile { target: path.to_path_buf(), out: io::BufWriter::with_capacity(1 << 16, file), staged: None, committed: false })
+        AtomicFile::create_with(path, DEADLINES)
+    }
+
+    fn create_with(path: &Path, deadlines: Deadlines) -> Result<AtomicFile, WriteError> {
+        let (file, staged) = match target::judge(path)? {
+            Kind::Own(fd) => (super::stdio::own_stream(fd).map_err(|e| WriteError::new(path, "write", e))?, None),
+            Kind::Direct(at) => (open_direct(&at, deadlines.reader)?, None),
+            Kind::Replace { path: at, mode } => {
+                let (tmp, file) = create_temp(&directory_of(&at))?;
+                (file, Some((tmp, at, mode)))
             }
-            Kind::Replace(mode) => {
-                let dir = directory_of(path);
-                let (tmp, file) = create_temp(&dir)?;
-                Ok(AtomicFile {
-                    target: path.to_path_buf(),
-                    out: io::BufWriter::with_capacity(1 << 16, file),
-                    staged: Some((tmp, mode)),
-                    committed: false,
-                })
-            }
-        }
+        };
+        let out = io::BufWriter::with_capacity(1 << 16, Paced { file, stall: deadlines.stall });
+        Ok(AtomicFile { target: path.to_path_buf(), out, staged, committed: false })
     }
 
     /// The path asked for.
@@ -131,22 +171,40 @@ impl AtomicFile {
     }
 
     /// Flushes, and for a regular file: sets the mode, syncs, renames the temporary file over the
-    /// target and syncs the directory.
+    /// file it replaces and syncs the directory.
     pub fn commit(mut self) -> Result<(), WriteError> {
         let target = self.target.clone();
         self.out.flush().map_err(|e| WriteError::new(&target, "write", e))?;
-        let Some((tmp, mode)) = self.staged.clone() else {
+        let Some((tmp, at, mode)) = self.staged.clone() else {
             self.committed = true;
             return Ok(());
         };
-        let file = self.out.get_ref();
+        let file = &self.out.get_ref().file;
         file.set_permissions(std::fs::Permissions::from_mode(mode)).map_err(|e| WriteError::new(&tmp, "set the mode of", e))?;
         file.sync_all().map_err(|e| WriteError::new(&tmp, "sync", e))?;
-        std::fs::rename(&tmp, &target).map_err(|e| WriteError::new(&target, "rename the temporary file over", e))?;
+        std::fs::rename(&tmp, &at).map_err(|e| WriteError::new(&at, "rename the temporary file over", e))?;
         self.committed = true;
         // The rename is durable once the directory is: a crash after this keeps the new file.
-        let dir = directory_of(&target);
+        let dir = directory_of(&at);
         File::open(&dir).and_then(|d| d.sync_all()).map_err(|e| WriteError::new(&dir, "sync the directory", e))
+    }
+}
+
+/// Opens a character device or a FIFO for writing without blocking: a FIFO with no reader is
+/// tried again until `reader_wait` has passed, then refused.
+fn open_direct(path: &Path, reader_wait: Duration) -> Result<File, WriteError> {
+    let until = crate::sys::time::deadline(Instant::now(), reader_wait);
+    loop {
+        let opened = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC).open(path);
+        match opened {
+            Ok(file) => return Ok(file),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
+                let why = format!("no process has it open for reading (waited {} s)", reader_wait.as_secs_f64());
+                return Err(WriteError::new(path, "open", io::Error::other(why)));
+            }
+            Err(e) => return Err(WriteError::new(path, "open", e)),
+        }
     }
 }
 
@@ -162,7 +220,7 @@ impl Write for AtomicFile {
 
 impl Drop for AtomicFile {
     fn drop(&mut self) {
-        if let (false, Some((tmp, _))) = (self.committed, &self.staged) {
+        if let (false, Some((tmp, _, _))) = (self.committed, &self.staged) {
             let _ = std::fs::remove_file(tmp);
         }
     }
@@ -171,63 +229,6 @@ impl Drop for AtomicFile {
 /// The directory a path's file lives in (`.` for a bare name).
 fn directory_of(path: &Path) -> PathBuf {
     path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new(".")).to_path_buf()
-}
-
-/// Paths that name one of this process's open descriptors: always written directly.
-fn is_descriptor_path(path: &Path) -> bool {
-    let text = path.to_string_lossy();
-    matches!(text.as_ref(), "/dev/stdout" | "/dev/stderr") || text.starts_with("/dev/fd/") || text.starts_with("/proc/self/fd/")
-}
-
-/// How `path` is to be written, from what is there now (not following a final symlink, then
-/// following it to say what it points at).
-fn kind(path: &Path) -> Result<Kind, WriteError> {
-    if is_descriptor_path(path) {
-        return Ok(Kind::Direct);
-    }
-    let here = match std::fs::symlink_metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Kind::Replace(0o666 & !umask())),
-        Err(e) => return Err(WriteError::new(path, "inspect", e)),
-    };
-    let ft = here.file_type();
-    if ft.is_file() {
-        return Ok(Kind::Replace(here.permissions().mode() & 0o7777));
-    }
-    if ft.is_char_device() || ft.is_fifo() {
-        return Ok(Kind::Direct);
-    }
-    if ft.is_symlink() {
-        // A link to a device or a FIFO is written through, as `>` would; to anything else it is
-        // refused (see the module's doc).
-        let pointed = std::fs::metadata(path).ok().map(|m| m.file_type());
-        if pointed.is_some_and(|t| t.is_char_device() || t.is_fifo()) {
-            return Ok(Kind::Direct);
-        }
-        let to = std::fs::read_link(path).map(|p| p.display().to_string()).unwrap_or_else(|_| "?".into());
-        return Err(WriteError::new(
-            path,
-            "replace",
-            io::Error::other(format!("it is a symbolic link (to {to}); give the file's own path, fabcheck does not write through links")),
-        ));
-    }
-    let what = if ft.is_dir() {
-        "a directory"
-    } else if ft.is_block_device() {
-        "a block device"
-    } else {
-        "not a regular file"
-    };
-    Err(WriteError::new(path, "write", io::Error::other(format!("it is {what}"))))
-}
-
-/// The process's umask (from /proc/self/status; 022 where that is not readable), for the mode a
-/// new file gets. Read, not set: setting it to read it would race with other threads.
-fn umask() -> u32 {
-    crate::sys::fs::read_text(Path::new("/proc/self/status"), crate::sys::fs::SYSFS_CAP)
-        .ok()
-        .and_then(|s| s.lines().find_map(|l| l.strip_prefix("Umask:").and_then(|v| u32::from_str_radix(v.trim(), 8).ok())))
-        .unwrap_or(0o022)
 }
 
 /// A fresh temporary file in `dir`: created exclusively, not following links, mode 0600, named
@@ -264,7 +265,7 @@ fn temp_name(attempt: u32) -> OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::fs::symlink;
+    use std::os::unix::fs::{symlink, FileTypeExt};
 
     fn scratch(tag: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("fabcheck-atomic-{tag}-{}", std::process::id()));
@@ -335,7 +336,7 @@ mod tests {
         assert_eq!(std::fs::metadata(&kept).unwrap().permissions().mode() & 0o7777, 0o600);
         let fresh = dir.join("fresh.json");
         write(&fresh, b"new").unwrap();
-        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777, 0o666 & !umask());
+        assert_eq!(std::fs::metadata(&fresh).unwrap().permissions().mode() & 0o7777, 0o666 & !target::umask());
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -362,6 +363,44 @@ mod tests {
         let _ = io::Read::read_to_string(&mut reader, &mut text);
         assert_eq!(text, "through the pipe\n");
         assert_eq!(entries(&dir), ["pipe"]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_fifo_nobody_reads_is_refused_after_the_wait() {
+        // Issue #46 item 4: the open blocked for ever.
+        let dir = scratch("no-reader");
+        let fifo = dir.join("pipe");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        let quick = Deadlines { reader: Duration::from_millis(200), stall: Duration::from_millis(200) };
+        let err = AtomicFile::create_with(&fifo, quick).err().expect("refused").to_string();
+        assert!(err.contains("no process has it open for reading"), "{err}");
+        // A reader that takes nothing: the write ends when the pipe is full and it stays so.
+        let _reader = OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+        let mut file = AtomicFile::create_with(&fifo, quick).unwrap();
+        let wrote = file.write_all(&vec![b'x'; 4 << 20]).and_then(|()| file.flush());
+        let err = wrote.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut, "{err}");
+        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_file_another_user_planted_gives_way_to_0644() {
+        // Issue #46 item 4: as root, nobody's 6777 file was replaced keeping 6777. (The
+        // judgement is unit-tested for every user in `sys::target`; this is the write.)
+        if !nix::unistd::geteuid().is_root() {
+            assert_eq!(target::replacement_mode(65534, 0o106777, nix::unistd::geteuid().as_raw()), 0o644);
+            return;
+        }
+        let dir = scratch("planted-mode");
+        let path = dir.join("out.prom");
+        std::fs::write(&path, "theirs").unwrap();
+        std::os::unix::fs::chown(&path, Some(65534), Some(65534)).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o6777)).unwrap();
+        write(&path, b"ours").unwrap();
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!((std::os::unix::fs::MetadataExt::uid(&meta), meta.permissions().mode() & 0o7777), (0, 0o644));
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -160,6 +160,28 @@ pub fn read_bytes(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     Ok(out)
 }
 
+/// The text of regular file `path`, at most `cap` bytes, and the metadata of the file that
+/// was read (from the open descriptor: what was judged is what was read).
+pub fn read_text_and_meta(path: &Path, cap: u64) -> Result<(String, fs::Metadata), ReadError> {
+    let file = open_regular(path)?;
+    let meta = file.metadata().map_err(|e| ReadError::io(path, e))?;
+    let mut out = Vec::new();
+    file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(path, e))?;
+    if out.len() as u64 > cap {
+        return Err(ReadError::TooLarge { path: path.to_path_buf(), cap });
+    }
+    let text = String::from_utf8(out).map_err(|_| ReadError::NotText { path: path.to_path_buf() })?;
+    Ok((text, meta))
+}
+
+/// A regular file opened for reading (checked and opened as every read here is), and its size:
+/// for a reader that streams it.
+pub fn open_for_reading(path: &Path) -> Result<(File, u64), ReadError> {
+    let file = open_regular(path)?;
+    let len = file.metadata().map_err(|e| ReadError::io(path, e))?.len();
+    Ok((file, len))
+}
+
 /// The text of regular file `path`, at most `cap` bytes.
 pub fn read_text(path: &Path, cap: u64) -> Result<String, ReadError> {
     String::from_utf8(read_bytes(path, cap)?).map_err(|_| ReadError::NotText { path: path.to_path_buf() })

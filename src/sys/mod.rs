@@ -1,5 +1,5 @@
 //! The operating system beyond verbs: poll sets, sockets, signals, interface addresses,
-//! process limits, CPU affinity, and files written atomically (atomic). Safe code over `nix`, `socket2` and `signal-hook`; the verbs crate holds
+//! process limits, CPU affinity, and the files fabcheck writes (atomic; how each path is written: target). Safe code over `nix`, `socket2` and `signal-hook`; the verbs crate holds
 //! fabcheck's only `unsafe`.
 
 pub mod atomic;
@@ -11,4 +11,5 @@ pub mod fs;
 pub mod io;
 pub mod os;
 pub mod stdio;
+pub mod target;
 pub mod time;

@@ -1,7 +1,7 @@
 //! Process limits that decide whether memory can be registered, and termination signals.
 
 use nix::sys::resource::{getrlimit, Resource, RLIM_INFINITY};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 /// RLIMIT_MEMLOCK (soft, hard) in bytes; `None` means unlimited (or unknown).
@@ -25,6 +25,12 @@ fn interrupted_flag() -> &'static Arc<AtomicBool> {
     FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
+/// The number of the last termination signal caught (0: none).
+fn last_signal() -> &'static Arc<AtomicUsize> {
+    static LAST: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+    LAST.get_or_init(|| Arc::new(AtomicUsize::new(0)))
+}
+
 /// The signals that stop a run cleanly: Ctrl-C, `kill`, and SIGHUP, which a closed login session
 /// (an ssh connection that dropped, a closed terminal) sends: by default it would kill the
 /// controller at once (exit 129) and lose the results of a mesh that ran for hours.
@@ -34,7 +40,9 @@ pub const TERMINATION_SIGNALS: [i32; 3] = [signal_hook::consts::SIGINT, signal_h
 /// its agents to stop, report what it has, and exit 2, leaving nothing running.
 pub fn catch_termination() {
     for signal in TERMINATION_SIGNALS {
-        if let Err(e) = signal_hook::flag::register(signal, Arc::clone(interrupted_flag())) {
+        let caught = signal_hook::flag::register_usize(signal, Arc::clone(last_signal()), signal as usize)
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(interrupted_flag())));
+        if let Err(e) = caught {
             tracing::warn!(signal, error = %e, "cannot catch the signal; it will end fabcheck at once");
         }
     }
@@ -43,6 +51,16 @@ pub fn catch_termination() {
 /// Whether SIGINT, SIGTERM or SIGHUP arrived since `catch_termination`.
 pub fn interrupted() -> bool {
     interrupted_flag().load(Ordering::SeqCst)
+}
+
+/// The name of the termination signal that arrived (`SIGHUP`, `SIGINT`, `SIGTERM`), if one did.
+pub fn termination_signal() -> Option<&'static str> {
+    match last_signal().load(Ordering::SeqCst) as i32 {
+        signal_hook::consts::SIGINT => Some("SIGINT"),
+        signal_hook::consts::SIGTERM => Some("SIGTERM"),
+        signal_hook::consts::SIGHUP => Some("SIGHUP"),
+        _ => None,
+    }
 }
 
 /// This node's name (`/proc/sys/kernel/hostname`), or `localhost`.
@@ -63,6 +81,7 @@ mod tests {
             assert!(!super::interrupted());
             signal_hook::low_level::raise(signal_hook::consts::SIGHUP).unwrap();
             assert!(super::interrupted(), "SIGHUP must set the flag");
+            assert_eq!(super::termination_signal(), Some("SIGHUP"));
             return;
         }
         let out = std::process::Command::new(std::env::current_exe().unwrap())

@@ -7,7 +7,7 @@
 //! runtime does and what a shell's `> /dev/null` (write-only) does not. `<> /dev/null` on
 //! stdout looks the same and is taken as closed too.
 
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::sync::OnceLock;
 
 static STDOUT_CLOSED: OnceLock<bool> = OnceLock::new();
@@ -20,6 +20,19 @@ pub fn note_stdout() {
 /// Whether stdout was closed when the process started (false when never asked).
 pub fn stdout_closed() -> bool {
     STDOUT_CLOSED.get().copied().unwrap_or(false)
+}
+
+/// This process's own stdout (1) or stderr (2) as a file to write to: a duplicate of the
+/// descriptor, sharing its offset and flags, so `--output /dev/stdout >> log` appends after what
+/// the log holds (0.3 reopened `/dev/stdout`, at offset 0, and wrote over the log's start).
+pub fn own_stream(fd: u32) -> std::io::Result<std::fs::File> {
+    let owned = match fd {
+        1 if stdout_closed() => return Err(std::io::Error::from_raw_os_error(libc::EBADF)),
+        1 => std::io::stdout().as_fd().try_clone_to_owned()?,
+        2 => std::io::stderr().as_fd().try_clone_to_owned()?,
+        _ => return Err(std::io::Error::other(format!("descriptor {fd} is not stdout or stderr"))),
+    };
+    Ok(std::fs::File::from(owned))
 }
 
 fn closed_at_start(fd: i32) -> bool {

@@ -234,3 +234,74 @@ fn pair_baseline_flag_adds_a_regression_warning_naming_both_figures() {
     assert!(json(&out)["findings"].as_array().unwrap().iter().all(|f| f["id"] != "pair.regression"), "{}", text(&out));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A mesh document of `endpoints` endpoints, every pair once, each with a bandwidth and a
+/// latency result (about 600 bytes a pair, as `mesh --json` writes them); `scale` multiplies
+/// the figures.
+pub(super) fn large_mesh_doc(path: &Path, endpoints: usize, scale: f64) {
+    use std::io::Write as _;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let name = |i: usize| format!("tcp://10.{}.{}.{}:18515/mlx5_0", i / 65536, i / 256 % 256, i % 256);
+    write!(out, "{{\"schema\":\"fabcheck.mesh.v1\",\"time\":\"2026-12-01T00:00:00Z\",\"host\":\"ctl\",\"verdict\":\"pass\",\"endpoints\":[").unwrap();
+    for i in 0..endpoints {
+        write!(out, "{}\"{}\"", if i == 0 { "" } else { "," }, name(i)).unwrap();
+    }
+    write!(out, "],\"hosts\":{{").unwrap();
+    for i in 0..endpoints {
+        write!(out, "{}\"{}\":\"n{i:05}\"", if i == 0 { "" } else { "," }, name(i)).unwrap();
+    }
+    write!(out, "}},\"pairs\":[").unwrap();
+    let mut first = true;
+    for a in 0..endpoints {
+        for b in a + 1..endpoints {
+            let bw = scale * (90.0 + ((a * 7 + b * 13) % 100) as f64 / 10.0);
+            let lat = 1.5 + ((a + b) % 10) as f64 / 100.0;
+            write!(
+                out,
+                "{}{{\"a\":\"{}\",\"b\":\"{}\",\"verdict\":\"pass\",\"results\":[{{\"test\":\"write_bw\",\"direction\":\"a->b\",\"size\":65536,\"iterations\":5000,\"qps\":1,\"bw_gbps\":{bw:.3},\"peak_gbps\":{:.3},\"msg_rate_mpps\":{:.6}}},{{\"test\":\"send_lat\",\"direction\":\"a->b\",\"size\":2,\"iterations\":1000,\"qps\":1,\"lat_us\":{{\"min\":{:.3},\"p50\":{lat:.3},\"p90\":{:.3},\"p99\":{:.3},\"p999\":{:.3},\"max\":{:.3},\"mean\":{lat:.3},\"stdev\":0.021}}}}]}}",
+                if first { "" } else { "," },
+                name(a),
+                name(b),
+                bw * 1.01,
+                bw / 0.524288 / 1000.0,
+                lat - 0.1,
+                lat + 0.1,
+                lat + 0.3,
+                lat + 0.9,
+                lat + 4.0,
+            )
+            .unwrap();
+            first = false;
+        }
+    }
+    write!(out, "],\"suspects\":[]}}").unwrap();
+    out.flush().unwrap();
+}
+
+#[test]
+fn comparing_large_documents_takes_memory_in_proportion() {
+    // Regression (issue #46 item 5): compare parsed both documents into serde_json::Value trees:
+    // 8.8 GB and 36 s for a 230 MB document. Two 13 MB documents (250 endpoints, 31,125 pairs)
+    // must now be compared within an address space of 320 MiB (this build takes about 70 MB;
+    // 0.3 ran out: `memory allocation of 3014656 bytes failed`). benches/compare-memory.sh
+    // measures the 230 MB case.
+    let dir = scratch("large");
+    let (old, new) = (dir.join("old.json"), dir.join("new.json"));
+    large_mesh_doc(&old, 250, 1.0);
+    large_mesh_doc(&new, 250, 0.5);
+    let size = std::fs::metadata(&old).unwrap().len();
+    assert!(size > 12 << 20, "{size} bytes");
+    let out = Command::new("prlimit")
+        .arg(format!("--as={}", 320u64 << 20))
+        .arg(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["compare", "--json"])
+        .args([&old, &new])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run prlimit (util-linux)");
+    assert_eq!(out.status.code(), Some(1), "every bandwidth halved is a regression: {}", String::from_utf8_lossy(&out.stderr));
+    let doc = json(&out);
+    assert_eq!(doc["regressions"].as_array().map(Vec::len), Some(31_125 * 2), "bandwidth and message rate of every pair");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -10,9 +10,9 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 /// A token long enough for serve (16 bytes or more).
-const TOKEN: &str = "0123456789abcdef-serve-tests";
+pub(super) const TOKEN: &str = "0123456789abcdef-serve-tests";
 
-fn scratch(name: &str) -> PathBuf {
+pub(super) fn scratch(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("fabcheck-serve-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
@@ -20,14 +20,14 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// A `fabcheck serve` on a free loopback port, its stderr in a file; killed on drop.
-struct Serve {
-    child: Child,
-    port: u16,
+pub(super) struct Serve {
+    pub(super) child: Child,
+    pub(super) port: u16,
     log: PathBuf,
 }
 
 impl Serve {
-    fn start(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Serve {
+    pub(super) fn start(name: &str, extra: &[&str], env: &[(&str, &str)]) -> Serve {
         let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let log = scratch(name).join("serve.log");
         let mut command = Command::new(env!("CARGO_BIN_EXE_fabcheck"));
@@ -45,18 +45,18 @@ impl Serve {
         serve
     }
 
-    fn log(&self) -> String {
+    pub(super) fn log(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
-    fn connect(&self) -> TcpStream {
+    pub(super) fn connect(&self) -> TcpStream {
         let s = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         s
     }
 
     /// Waits (bounded) for serve to exit on its own.
-    fn exit_code(&mut self, limit: Duration) -> Option<i32> {
+    pub(super) fn exit_code(&mut self, limit: Duration) -> Option<i32> {
         let start = Instant::now();
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -75,20 +75,20 @@ impl Drop for Serve {
     }
 }
 
-fn read_reply(s: &TcpStream) -> serde_json::Value {
+pub(super) fn read_reply(s: &TcpStream) -> serde_json::Value {
     let mut line = String::new();
     BufReader::new(s).read_line(&mut line).expect("a reply, not a hang");
     serde_json::from_str(&line).unwrap_or_else(|e| panic!("not a reply ({e}): {line:?}"))
 }
 
-fn send(s: &mut TcpStream, request: serde_json::Value) -> serde_json::Value {
+pub(super) fn send(s: &mut TcpStream, request: serde_json::Value) -> serde_json::Value {
     let mut line = request.to_string();
     line.push('\n');
     s.write_all(line.as_bytes()).unwrap();
     read_reply(s)
 }
 
-fn hello(s: &mut TcpStream, token: Option<&str>) -> serde_json::Value {
+pub(super) fn hello(s: &mut TcpStream, token: Option<&str>) -> serde_json::Value {
     send(s, serde_json::json!({"v": 1, "type": "hello", "token": token}))
 }
 
@@ -100,7 +100,7 @@ fn closed(s: &TcpStream) -> bool {
 
 /// Runs `fabcheck serve` with these flags and environment, killed (and failing) if it is still
 /// running after 30 s: a serve that accepted what it should refuse would listen forever.
-fn serve_refusal(args: &[&str], env: &[(&str, &str)]) -> Output {
+pub(super) fn serve_refusal(args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_fabcheck"));
     command.arg("serve").args(args).env_remove("FABCHECK_TOKEN").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     for (k, v) in env {
@@ -119,7 +119,7 @@ fn serve_refusal(args: &[&str], env: &[(&str, &str)]) -> Output {
     child.wait_with_output().unwrap()
 }
 
-fn assert_exit2(out: &Output, needle: &str) {
+pub(super) fn assert_exit2(out: &Output, needle: &str) {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "stderr: {err}");
     assert!(err.contains(needle), "stderr lacks '{needle}': {err}");
@@ -180,33 +180,22 @@ fn short_blank_and_oversized_tokens_are_refused_and_a_command_line_token_warns()
 
 #[test]
 fn wrong_tokens_are_logged_and_slowed_per_source() {
-    // Regression (issue #27 item 6): 5,000+ wrong hellos a second, unlogged. Now after 5
-    // wrong tokens an address gets one guess a second: 40 guesses as fast as they go are
-    // judged at most 5 + (seconds taken + 1) times.
+    // Regression (issue #27 item 6): 5,000+ wrong hellos a second, unlogged. After 5 wrong
+    // tokens from a source (its /24) each of its hellos waits its turn, one a second, and is
+    // then judged (0.3 refused them unjudged, the right token too: issue #46 item 2).
     let serve = Serve::start("guessing", &["--token", TOKEN], &[]);
     let start = Instant::now();
-    let (mut judged, mut slowed) = (0, 0);
-    for k in 0..40 {
+    for k in 0..8 {
         let mut s = serve.connect();
         let reply = hello(&mut s, Some(&format!("wrong-token-number-{k:03}")));
-        let cause = reply["cause"].as_str().unwrap_or_default().to_string();
-        if cause == "the agent refused the token" {
-            judged += 1;
-        } else if cause.starts_with("too many wrong tokens from 127.0.0.1") {
-            slowed += 1;
-            assert!(reply["remedy"].as_str().unwrap().contains("retry in"), "{reply}");
-        } else {
-            panic!("unexpected reply {reply}");
-        }
+        assert_eq!(reply["cause"], "the agent refused the token", "guess {k}: {reply}");
     }
-    let secs = start.elapsed().as_secs();
-    assert!(judged >= 5 && judged <= 5 + secs + 1, "{judged} guesses judged in {secs} s");
-    assert!(slowed > 0);
+    // Three of them waited for their turn (a lower bound: a slow machine only adds to it).
+    assert!(start.elapsed() >= Duration::from_secs(2), "8 guesses judged in {:?}", start.elapsed());
     let log = serve.log();
-    assert!(log.contains("wrong token from 127.0.0.1 (1 in a row)"), "{log}");
-    assert!(log.contains("(5 in a row; slowed to one guess a second)"), "{log}");
-    // The right token still gets in once its guess is due.
-    std::thread::sleep(Duration::from_millis(1100));
+    assert!(log.contains("wrong token from 127.0.0.1 (1 in a row from 127.0.0.0/24)"), "{log}");
+    assert!(log.contains("(5 in a row from 127.0.0.0/24; 127.0.0.0/24 is paced to one guess a second)"), "{log}");
+    // The right token gets in after its turn, and clears the source.
     let mut s = serve.connect();
     assert_eq!(hello(&mut s, Some(TOKEN))["type"], "hello");
 }

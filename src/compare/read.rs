@@ -1,0 +1,385 @@
+//! A pair or mesh document as `compare` needs it: its schema and stamp, and its figures keyed
+//! by endpoints, test, direction and size, in little memory (issue #46 item 5).
+//!
+//! 0.3 parsed each document into a `serde_json::Value` tree and keyed every figure by four
+//! `String`s: a 230 MB mesh document took 8.8 GB and 36 s. Here a document is read from a
+//! stream by typed serde: the top-level fields compare does not use are skipped unread
+//! (`IgnoredAny`), a mesh's pair records are taken one at a time (each a small tree, dropped at
+//! once), and what is kept of each figure is a fixed-size entry whose names are interned (each
+//! endpoint, test and direction stored once). A pair document is small and is kept as its
+//! sides and results, since whether its ports are matched by GUID depends on both documents.
+
+use super::{Figure, Name};
+use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
+use serde::Deserialize;
+use serde_json::Value;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+/// Names stored once each.
+#[derive(Debug, Default)]
+pub struct Names {
+    all: Vec<Arc<str>>,
+    index: HashMap<Arc<str>, u32>,
+}
+
+impl Names {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
+        }
+        let arc: Arc<str> = Arc::from(name);
+        let id = self.all.len() as u32;
+        self.all.push(Arc::clone(&arc));
+        self.index.insert(arc, id);
+        id
+    }
+
+    pub fn get(&self, id: u32) -> &str {
+        &self.all[id as usize]
+    }
+
+    pub fn name(&self, id: u32) -> Name {
+        Name(Arc::clone(&self.all[id as usize]))
+    }
+}
+
+/// One figure: its key (names by id, the two ends in a fixed order) and its value.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    pub a: u32,
+    pub b: u32,
+    pub test: u32,
+    pub direction: u32,
+    pub size: u64,
+    pub figure: Figure,
+    pub value: f64,
+}
+
+/// Every figure of a document, in key order, one per key (a later record's replaces an
+/// earlier one's: a retest or zoom-in stands for its pair).
+#[derive(Debug, Default)]
+pub struct Figures {
+    pub names: Names,
+    pub entries: Vec<Entry>,
+}
+
+impl Figures {
+    /// The order of keys: by the names' text, then size and figure (as `Key`'s `Ord`).
+    pub fn order(&self, x: &Entry, y: &Entry) -> std::cmp::Ordering {
+        let n = |id| self.names.get(id);
+        (n(x.a), n(x.b), n(x.test), n(x.direction), x.size, x.figure).cmp(&(n(y.a), n(y.b), n(y.test), n(y.direction), y.size, y.figure))
+    }
+
+    /// Sorts, keeping the last figure of each key.
+    fn finish(mut self) -> Figures {
+        let mut entries = std::mem::take(&mut self.entries);
+        // Stable: equal keys stay in document order, and the last of each run is kept.
+        entries.sort_by(|x, y| self.order(x, y));
+        let mut kept: Vec<Entry> = Vec::with_capacity(entries.len());
+        for e in entries {
+            match kept.last_mut() {
+                Some(last) if self.order(last, &e).is_eq() => *last = e,
+                _ => kept.push(e),
+            }
+        }
+        kept.shrink_to_fit();
+        self.entries = kept;
+        self
+    }
+
+    /// The figures of one result between ends `a` and `b` (as named), if it completed.
+    fn add_result(&mut self, a: u32, b: u32, r: &Value) {
+        let Some((test, direction, size, figures)) = figures_of(r) else { return };
+        // One order for the two ends, so a run with the ends swapped still matches.
+        let (first, second, direction) = if self.names.get(a) <= self.names.get(b) { (a, b, direction) } else { (b, a, swapped(direction)) };
+        let (test, direction) = (self.names.id(test), self.names.id(direction));
+        for (figure, value) in figures {
+            self.entries.push(Entry { a: first, b: second, test, direction, size, figure, value });
+        }
+    }
+}
+
+/// What a result holds: test, direction, size and its figures; `None` when it failed or does
+/// not say what it is.
+fn figures_of(r: &Value) -> Option<(&str, &str, u64, impl Iterator<Item = (Figure, f64)>)> {
+    if r.get("error").is_some_and(|e| !e.is_null()) {
+        return None;
+    }
+    let (test, direction, size) = (r["test"].as_str()?, r["direction"].as_str()?, r["size"].as_u64()?);
+    let figures = [
+        (Figure::Bandwidth, r["bw_gbps"].as_f64()),
+        (Figure::MessageRate, r["msg_rate_mpps"].as_f64()),
+        (Figure::LatencyP50, r["lat_us"]["p50"].as_f64()),
+    ];
+    Some((test, direction, size, figures.into_iter().filter_map(|(f, v)| v.filter(|v| v.is_finite()).map(|v| (f, v)))))
+}
+
+fn swapped(direction: &str) -> &str {
+    match direction {
+        "a->b" => "b->a",
+        "b->a" => "a->b",
+        other => other,
+    }
+}
+
+/// The schema and stamp of a document.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Meta {
+    pub schema: Option<String>,
+    pub host: Option<String>,
+    pub time: Option<String>,
+}
+
+/// A document as compare reads it.
+#[derive(Debug, Default)]
+pub struct Doc {
+    pub meta: Meta,
+    /// A pair document's sides and results (`Null` where absent).
+    pair: PairParts,
+    /// A mesh document's figures.
+    mesh: Figures,
+}
+
+#[derive(Debug, Default)]
+struct PairParts {
+    a: Value,
+    b: Value,
+    results: Value,
+    rails: Value,
+}
+
+/// The top level as read: what compare uses, every other field skipped unread.
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct Top {
+    #[serde(deserialize_with = "text")]
+    schema: Option<String>,
+    #[serde(deserialize_with = "text")]
+    host: Option<String>,
+    #[serde(deserialize_with = "text")]
+    time: Option<String>,
+    a: Value,
+    b: Value,
+    results: Value,
+    rails: Value,
+    hosts: Value,
+    endpoints: Value,
+    pairs: Records,
+}
+
+/// A string, or `None` for any other value (as `Value::as_str` reads it).
+fn text<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match Value::deserialize(d)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    })
+}
+
+/// A mesh's pair records, taken one at a time: the ends as given and as reported, and each
+/// figure against its record.
+#[derive(Default)]
+struct Records {
+    names: Names,
+    ends: Vec<Ends>,
+    figures: Vec<(u32, Entry)>,
+}
+
+/// A record's ends: the endpoints as given, and the hosts their agents reported, if the record
+/// says (`u32::MAX`: it does not).
+#[derive(Clone, Copy)]
+struct Ends {
+    a: u32,
+    b: u32,
+    a_host: u32,
+    b_host: u32,
+}
+
+const NONE: u32 = u32::MAX;
+
+impl<'de> Deserialize<'de> for Records {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Records, D::Error> {
+        struct Each;
+        impl<'de> Visitor<'de> for Each {
+            type Value = Records;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a list of pair records")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Records, A::Error> {
+                let mut out = Records::default();
+                while let Some(record) = seq.next_element::<Value>()? {
+                    out.add(&record);
+                }
+                Ok(out)
+            }
+            // Anything else where the records should be: no records (as 0.3 read it).
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Records, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Records::default())
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+            fn visit_unit<E>(self) -> Result<Records, E> {
+                Ok(Records::default())
+            }
+        }
+        d.deserialize_any(Each)
+    }
+}
+
+impl Records {
+    /// One record: its ends as given, and its figures against them, as the record has them
+    /// (named and ordered once the document's host map is known).
+    fn add(&mut self, record: &Value) {
+        let mut side = |key: &str| self.names.id(record[key].as_str().unwrap_or("?"));
+        let (a, b) = (side("a"), side("b"));
+        let mut host = |key: &str| record.get(key).and_then(Value::as_str).map_or(NONE, |h| self.names.id(h));
+        let ends = Ends { a, b, a_host: host("a_host"), b_host: host("b_host") };
+        let index = self.ends.len() as u32;
+        self.ends.push(ends);
+        for r in record["results"].as_array().into_iter().flatten() {
+            let Some((test, direction, size, figures)) = figures_of(r) else { continue };
+            let (test, direction) = (self.names.id(test), self.names.id(direction));
+            for (figure, value) in figures {
+                self.figures.push((index, Entry { a, b, test, direction, size, figure, value }));
+            }
+        }
+    }
+
+    /// The figures keyed by the ends as [`mesh_endpoint`] names them, in one order.
+    fn into_figures(self, hosts: &BTreeMap<String, String>) -> Figures {
+        let Records { names, ends, figures } = self;
+        let mut out = Figures { names: Names::default(), entries: Vec::with_capacity(figures.len()) };
+        let mut named: HashMap<(u32, u32), u32> = HashMap::new();
+        let mut name = |out: &mut Figures, given: u32, host: u32| {
+            *named.entry((given, host)).or_insert_with(|| {
+                let reported = (host != NONE).then(|| names.get(host).to_string()).or_else(|| hosts.get(names.get(given)).cloned());
+                out.names.id(&mesh_endpoint(names.get(given), reported))
+            })
+        };
+        for (record, e) in figures {
+            let ends = ends[record as usize];
+            let (a, b) = (name(&mut out, ends.a, ends.a_host), name(&mut out, ends.b, ends.b_host));
+            let direction = names.get(e.direction);
+            let (first, second, direction) = if out.names.get(a) <= out.names.get(b) { (a, b, direction) } else { (b, a, swapped(direction)) };
+            let (test, direction) = (out.names.id(names.get(e.test)), out.names.id(direction));
+            out.entries.push(Entry { a: first, b: second, test, direction, ..e });
+        }
+        out.finish()
+    }
+}
+
+/// A mesh record's end as host/device: the agent's reported host with the device of the
+/// endpoint as given; else the endpoint as given.
+fn mesh_endpoint(given: &str, reported: Option<String>) -> String {
+    let Some(host) = reported else { return given.to_string() };
+    match crate::control::endpoint::parse(given).ok().and_then(|e| e.device.map(|d| (d, e.port))) {
+        Some((device, Some(port))) => format!("{host}/{device}:{port}"),
+        Some((device, None)) => format!("{host}/{device}"),
+        None => host,
+    }
+}
+
+/// The host each mesh endpoint's agent reported, where the document says: a top-level
+/// `hosts` map (endpoint -> host) or `endpoints` written as `{"endpoint","host"}` objects.
+fn mesh_hosts(hosts: &Value, endpoints: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if let Some(map) = hosts.as_object() {
+        for (endpoint, host) in map {
+            if let Some(h) = host.as_str() {
+                out.insert(endpoint.clone(), h.to_string());
+            }
+        }
+    }
+    for e in endpoints.as_array().into_iter().flatten() {
+        let name = e.get("endpoint").or_else(|| e.get("name")).and_then(Value::as_str);
+        if let (Some(name), Some(host)) = (name, e.get("host").and_then(Value::as_str)) {
+            out.insert(name.to_string(), host.to_string());
+        }
+    }
+    out
+}
+
+impl Doc {
+    /// Reads a document from `reader` (buffered by the caller or not: it is read in large
+    /// pieces).
+    pub fn read(reader: impl std::io::Read) -> serde_json::Result<Doc> {
+        let mut de = serde_json::Deserializer::from_reader(std::io::BufReader::with_capacity(1 << 16, reader));
+        let top = Top::deserialize(&mut de)?;
+        de.end()?;
+        Ok(Doc::from_top(top))
+    }
+
+    /// A document already in memory (this run's own, for `--baseline`): read the same way.
+    pub fn from_value(value: &Value) -> Doc {
+        Top::deserialize(value).map(Doc::from_top).unwrap_or_default()
+    }
+
+    fn from_top(top: Top) -> Doc {
+        let hosts = mesh_hosts(&top.hosts, &top.endpoints);
+        Doc {
+            meta: Meta { schema: top.schema, host: top.host, time: top.time },
+            pair: PairParts { a: top.a, b: top.b, results: top.results, rails: top.rails },
+            mesh: top.pairs.into_figures(&hosts),
+        }
+    }
+
+    /// Whether every side of this pair document names its port GUID.
+    pub fn has_guids(&self) -> bool {
+        [&self.pair.a, &self.pair.b].iter().all(|s| guid(s).is_some())
+    }
+
+    /// A mesh document's figures.
+    pub fn mesh_figures(&self) -> &Figures {
+        &self.mesh
+    }
+
+    /// A pair document's figures, its ports named by GUID or by host and device.
+    pub fn pair_figures(&self, use_guid: bool) -> Figures {
+        let mut out = Figures::default();
+        let add = |out: &mut Figures, a: &Value, b: &Value, results: &Value| {
+            let (a, b) = (out.names.id(&side_name(a, use_guid)), out.names.id(&side_name(b, use_guid)));
+            for r in results.as_array().into_iter().flatten() {
+                out.add_result(a, b, r);
+            }
+        };
+        add(&mut out, &self.pair.a, &self.pair.b, &self.pair.results);
+        // With --rails, each rail's results are under `rails`.
+        for rail in self.pair.rails.as_array().into_iter().flatten() {
+            add(&mut out, &rail["a"], &rail["b"], &rail["results"]);
+        }
+        out.finish()
+    }
+}
+
+fn guid(side: &Value) -> Option<&str> {
+    ["port_guid", "guid"].iter().find_map(|k| side.get(*k)?.as_str()).filter(|g| !g.is_empty())
+}
+
+/// A pair document's side as an endpoint name: `guid:G`, else `host/device:port`.
+fn side_name(side: &Value, use_guid: bool) -> String {
+    if use_guid {
+        if let Some(g) = guid(side) {
+            return format!("guid:{g}");
+        }
+    }
+    let host = side["host"].as_str().unwrap_or("?");
+    let device = side["device"].as_str().unwrap_or("?");
+    match side["port"].as_u64() {
+        Some(p) => format!("{host}/{device}:{p}"),
+        None => format!("{host}/{device}"),
+    }
+}
