@@ -27,8 +27,9 @@ it says so and exits 0. If this kernel has no RDMA support it says so and exits 
 apt-get) under qemu TCG with a small busybox initramfs, mounts the host's / read-only over virtio-9p,
 chroots into it (tmpfs on /tmp and /run, devtmpfs on /dev), creates rxe0 and runs CMD there in the
 current directory. CMD's stdout and stderr come back live; the script exits with CMD's status.
-Host files under /tmp are NOT visible in the guest (tmpfs there): keep scripts and executables in
-the checkout, target/ or /var/tmp.
+The current directory (the checkout) is shared on its own and mounted at its own path, so a clone
+under /tmp works too; other host files under /tmp or /run are NOT visible in the guest (tmpfs
+there) unless a --share holds them (a CARGO_TARGET_DIR outside the checkout, say).
 
 VM options:
   --guests 1|2      1 (default): one guest, veth pair va(198.18.0.1)/vb(198.18.0.2), rxe0 on va;
@@ -41,6 +42,7 @@ VM options:
                     one guest, veth pairs va/vb, va1/vb1, ...; two guests, N links eth0..ethN-1
                     (one qemu socket each). In the guest FABCHECK_VM_RAILS=N, FABCHECK_VM_RAIL_DEVS
                     and FABCHECK_VM_RAIL_NETDEVS (space-separated, in rail order) are set.
+  --share DIR       also share DIR, read-only, mounted at its own path in the guest(s) (repeatable)
   --timeout SECS    kill the guest(s) and exit 124 after SECS (default 1800, $FABCHECK_VM_TIMEOUT)
   --mem MB          guest memory (default 1024, $FABCHECK_VM_MEM)
   --smp N           vCPUs per guest (default 2 with one guest, 1 each with two; $FABCHECK_VM_SMP)
@@ -270,6 +272,7 @@ main() {
 	MEM=${FABCHECK_VM_MEM:-1024}
 	SMP=${FABCHECK_VM_SMP:-}
 	RAILS=""
+	SHARES=()
 	while [[ $# -gt 0 ]]; do
 		case $1 in
 		-h | --help) usage; exit 0 ;;
@@ -284,6 +287,7 @@ main() {
 		--smp) [[ $# -ge 2 ]] || die "--smp needs a value"; SMP=$2; shift ;;
 		--peer-cmd) [[ $# -ge 2 ]] || die "--peer-cmd needs a value"; peer_cmd=$2; shift ;;
 		--rails) [[ $# -ge 2 ]] || die "--rails needs a value"; RAILS=$2; shift ;;
+		--share) [[ $# -ge 2 ]] || die "--share needs a directory"; SHARES+=("$2"); shift ;;
 		--verbose) export FABCHECK_VM_VERBOSE=1 ;;
 		--keep) export FABCHECK_VM_KEEP=1 ;;
 		--) shift; break ;;

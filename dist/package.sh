@@ -325,6 +325,12 @@ dpkg-deb --root-owner-group -Zxz --build "$dbg_root" "$dbgsym" >/dev/null
 
 # .rpm: rpmbuild packs the same tree; no automatic requirements (only glibc, stated).
 rpm_root=$work/rpm-root
+# spec_sh_word STRING: STRING as one word of a spec's shell section: single-quoted, `%` doubled
+# (rpm expands macros first). $work lies in the target directory: its path may hold a space.
+spec_sh_word() {
+	local s=${1//\'/\'\\\'\'}
+	printf "'%s'" "${s//%/%%}"
+}
 layout "$rpm_root/usr" share/zsh/site-functions /usr
 mkdir -p "$work/rpm/SPECS"
 {
@@ -357,8 +363,8 @@ libibverbs, librdmacm and the MAD libraries are loaded at run time:
 without rdma-core it still runs and says what to install.
 
 %install
-mkdir -p %{buildroot}
-cp -a $rpm_root/. %{buildroot}/
+mkdir -p "%{buildroot}"
+cp -a $(spec_sh_word "$rpm_root/.") "%{buildroot}/"
 
 %files
 EOF
@@ -383,6 +389,13 @@ cp "$work/rpm/RPMS/x86_64/fabcheck-$version-1.x86_64.rpm" "$rpm"
 # --- verification -----------------------------------------------------------------------------------
 # Every command's manual page (the hidden agent and manpage have none).
 man_pages=(fabcheck fabcheck-check fabcheck-devices fabcheck-pair fabcheck-mesh fabcheck-serve fabcheck-fabric fabcheck-exporter fabcheck-compare fabcheck-completions)
+# systemd_word PATH: PATH as the executable of a unit's ExecStart= (systemd.syntax(7), "Quoting"):
+# in double quotes, `\` and `"` escaped, `%` doubled (a specifier otherwise).
+systemd_word() {
+	local s=${1//\\/\\\\}
+	s=${s//\"/\\\"}
+	printf '"%s"' "${s//%/%%}"
+}
 # verify LABEL PREFIX [INSTALLED]: the unpacked binary runs, checks a captured tree, and every file
 # is there; the exporter's unit runs INSTALLED/bin/fabcheck (default /usr).
 verify() {
@@ -430,7 +443,11 @@ verify() {
 		if command -v systemd-analyze >/dev/null; then
 			local scratch
 			scratch=$(mktemp -d "$work/unit.XXXXXX")
-			sed "s|^ExecStart=$installed/bin/fabcheck |ExecStart=$p/bin/fabcheck |" "$unit" >"$scratch/fabcheck-exporter.service"
+			# The unpacked binary's path is the tree's (a clone's may hold a space, a `|` or
+			# an `&`): never spliced into a sed expression; one word of ExecStart= in quotes.
+			FROM="ExecStart=$installed/bin/fabcheck " TO="ExecStart=$(systemd_word "$p/bin/fabcheck") " \
+				awk 'index($0, ENVIRON["FROM"]) == 1 { $0 = ENVIRON["TO"] substr($0, length(ENVIRON["FROM"]) + 1) } { print }' \
+				"$unit" >"$scratch/fabcheck-exporter.service"
 			out=$(MANPATH=$p/share/man systemd-analyze verify "$scratch/fabcheck-exporter.service" 2>&1) ||
 				fail "$label: systemd-analyze verify fabcheck-exporter.service: $out"
 			[[ -z $out ]] || fail "$label: systemd-analyze verify fabcheck-exporter.service says: $out"

@@ -33,6 +33,29 @@ ran=()
 echo "== gates: fmt, clippy, doc, unsafe, shellcheck, MSRV" >&2
 tests/gates.sh
 
+# Every tier from here on runs from a copy of the tree at a path that holds what a user's clone
+# may: a directory named `fabcheck` (git clone's default: it once matched every scratch directory's
+# absolute path in dist/package.sh), a space (tests that spliced the checkout's path into a shell
+# line, a sed expression or a systemd unit broke on one), a parent reached through a symlink, and,
+# where this checkout lies there, /tmp, which the guests of the Soft-RoCE tiers do not see. Its
+# target directory is this checkout's, through a symlink: nothing is built twice (cargo names a
+# workspace's artifacts by paths inside it).
+checkout=$PWD
+copy_tree() { # DIR: the files git would build from (tracked, and untracked but not ignored), no .git
+	git -C "$checkout" ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
+		[[ -e $checkout/$f || -L $checkout/$f ]] && printf '%s\0' "$f"
+	done | tar -C "$checkout" --null -T - -cf - | tar -C "$1" -xf -
+}
+clone_base="$checkout/target/clone-path"
+rm -rf "$clone_base"
+mkdir -p "$clone_base/scratch dir/fabcheck"
+ln -s "scratch dir" "$clone_base/via-link"
+tree="$clone_base/via-link/fabcheck"
+copy_tree "$tree"
+ln -s "$checkout/target" "$tree/target"
+cd "$tree"
+echo "run-all: the tiers run from $tree (a copy of $checkout)" >&2
+
 echo "== host tier" >&2
 host_skip=()
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ] && [ -n "$(ls -A /sys/class/infiniband 2>/dev/null)" ]; then
@@ -53,24 +76,13 @@ pkg_start=$(date +%s)
 # A well-formed maintainer of the test packages (the packages take theirs from configuration), and
 # the reproducibility check: the binary rebuilt from a copy of the tree elsewhere, byte-identical.
 # Its own target directory (the release build is another profile and target anyway), which also
-# proves the script follows CARGO_TARGET_DIR.
-# The tree it packages is a copy at a path that holds what a user's clone may: a directory
-# named `fabcheck` (git clone's default: it once matched every scratch directory's absolute
-# path), a space, and a parent reached through a symlink.
-pkg_base="$PWD/target/package"
-rm -rf "$pkg_base/scratch dir" "$pkg_base/via-link"
-mkdir -p "$pkg_base/scratch dir/fabcheck"
-ln -s "scratch dir" "$pkg_base/via-link"
-pkg_tree="$pkg_base/via-link/fabcheck"
-git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do
-	[[ -e $f || -L $f ]] && printf '%s\0' "$f"
-done | tar --null -T - -cf - | tar -C "$pkg_tree" -xf -
-# The copy is not a git checkout: the packages take the commit and its date from this one.
-pkg_epoch=$(git log -1 --format=%ct)
+# proves the script follows CARGO_TARGET_DIR. The tree it packages is the copy above (no checkout
+# of its own: the packages take the commit and its date from this one).
+pkg_target="$checkout/target/package/target"
+pkg_epoch=$(git -C "$checkout" log -1 --format=%ct)
 FABCHECK_MAINTAINER="${FABCHECK_MAINTAINER:-fabcheck CI <ci@fabcheck.example.org>}" FABCHECK_REPRO_CHECK=1 \
-	SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$pkg_epoch}" FABCHECK_GIT_COMMIT="$(git rev-parse --short=12 HEAD)" \
-	CARGO_TARGET_DIR="$pkg_base/target" "$pkg_tree/dist/package.sh"
-rm -rf "$pkg_base/scratch dir" "$pkg_base/via-link"
+	SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$pkg_epoch}" FABCHECK_GIT_COMMIT="$(git -C "$checkout" rev-parse --short=12 HEAD)" \
+	CARGO_TARGET_DIR="$pkg_target" "$tree/dist/package.sh"
 ran+=("packages ($(( $(date +%s) - pkg_start )) s)")
 
 echo "== ibsim tier: fabcheck fabric against simulated InfiniBand subnets" >&2
@@ -79,27 +91,38 @@ require_tests "ibsim tier" "$logs/ibsim.log"
 
 echo "== Soft-RoCE tier" >&2
 # The build's diagnostics stay on stderr: a compile error must be seen, not just "could not build".
-# The rxe test binary itself: cargo also lists the fabcheck binary it builds, in any order.
-rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json | { grep '"name":"rxe"' || true; } |
-	sed -n 's/.*"executable":"\([^"]*\)".*/\1/p' | tail -n 1)
+# The rxe test binary itself: cargo also lists the fabcheck binary it builds, in any order (read as
+# JSON: a path may hold what a pattern over the text would not take).
+rxe_bin=$(cargo test --locked --test rxe --no-run --message-format=json | python3 -c '
+import json, sys
+exes = [m["executable"] for m in map(json.loads, sys.stdin)
+        if m.get("reason") == "compiler-artifact" and m.get("executable") and m["target"]["name"] == "rxe"]
+print(exes[-1] if exes else "")')
 [ -x "$rxe_bin" ] || { echo "run-all: could not build the rxe test binary" >&2; exit 1; }
 cargo build --locked --bin fabcheck
-fabcheck="$PWD/target/debug/fabcheck"
+target_dir=$(cargo metadata --locked --no-deps --format-version 1 | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+fabcheck="$target_dir/debug/fabcheck"
+[ -x "$fabcheck" ] || { echo "run-all: no $fabcheck" >&2; exit 1; }
+# The guests mount the current directory (the copy) at its own path; the target directory lies
+# outside it (a symlink to this checkout's, or CARGO_TARGET_DIR): shared as well.
+vm_share=(--share "$target_dir")
 if [ "${FABCHECK_RXE_NATIVE:-0}" = 1 ]; then
 	tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
 	require_tests "Soft-RoCE tier" "$logs/rxe.log"
 	echo "run-all: FABCHECK_RXE_NATIVE=1: the two-host and rails tiers were NOT run (they need two guests)" >&2
 else
-	./soft-roce-setup.sh --vm --timeout 2400 -- tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
+	./soft-roce-setup.sh --vm "${vm_share[@]}" --timeout 2400 -- tests/rxe/run.sh "$rxe_bin" 2>&1 | tee "$logs/rxe.log"
 	require_tests "Soft-RoCE tier" "$logs/rxe.log"
 	echo "== two hosts: two guests joined by 4 virtual links (rails), agents as fabcheck serve and over ssh" >&2
 	FABCHECK_SSHD_DIR=$(tests/rxe/sshd.sh prepare "${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}/sshd")
 	export FABCHECK_SSHD_DIR
 	# The same boot runs the rails tier (tests/rxe/rails.rs through tests/rxe/run.sh --rails, last
 	# in two-hosts.sh): rail 0 is the link the two-host tests use, rails 1-3 are three more.
+	# The peer command is a bash line in guest 2: the paths in it quoted (a clone's may hold a space).
+	peer_cmd="tests/rxe/sshd.sh serve $(printf %q "$FABCHECK_SSHD_DIR") && exec $(printf %q "$fabcheck") serve --listen 198.18.0.2:18515 --max-sessions 4"
 	two_hosts() {
-		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm --guests 2 --rails 4 --timeout 1500 \
-			--peer-cmd "tests/rxe/sshd.sh serve $FABCHECK_SSHD_DIR && exec $fabcheck serve --listen 198.18.0.2:18515 --max-sessions 4" \
+		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 --timeout 1500 \
+			--peer-cmd "$peer_cmd" \
 			-- tests/rxe/two-hosts.sh "$fabcheck" "$rxe_bin" 2>&1 | tee "$logs/two-hosts.log"
 	}
 	# The emulated link between the two guests has once dropped mid-run (guest 2 unreachable:

@@ -5,6 +5,8 @@
 #
 # Flags for `fabcheck check` come from the command line, else from FABCHECK_CHECK_ARGS, which
 # /etc/default/fabcheck-healthcheck may set (e.g. FABCHECK_CHECK_ARGS="--profile /etc/fabcheck/hdr.profile").
+# As a string it is split at blanks; set there as an array, each element stays one flag or value
+# (a path that holds a space: FABCHECK_CHECK_ARGS=(--profile "/etc/fabcheck/hdr fabric.profile")).
 # FABCHECK names the binary (default: fabcheck on PATH), SCONTROL scontrol's, NODENAME the Slurm
 # node name (default: the short host name). FABCHECK_HEALTHCHECK_DRY_RUN=1 prints the scontrol
 # command instead of running it. Exits 0 when the node is healthy, 1 when it drained it.
@@ -19,6 +21,8 @@ node=${NODENAME:-$(hostname -s)}
 
 if [[ $# -gt 0 ]]; then
 	args=("$@")
+elif [[ $(declare -p FABCHECK_CHECK_ARGS 2>/dev/null) == "declare -a"* ]]; then
+	args=("${FABCHECK_CHECK_ARGS[@]}")
 else
 	read -r -a args <<<"${FABCHECK_CHECK_ARGS:-}"
 fi

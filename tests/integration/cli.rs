@@ -152,6 +152,45 @@ fn with_fake_srun(args: &[&str], log: &std::path::Path) -> std::process::Output 
     with_fake("fake-slurm", "FAKE_SRUN_LOG", args, log)
 }
 
+/// What `--remote-fabcheck` takes: letters, digits and `/._-+` (fabcheck refuses a path that
+/// the remote login shell would split or expand, src/control/link.rs).
+fn is_plain(path: &str) -> bool {
+    !path.is_empty() && !path.starts_with('-') && path.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+}
+
+/// This build's binary at a path `--remote-fabcheck` takes: its own, or, where the checkout's
+/// path holds a space or the like (`/tmp/a b/fabcheck`), a link to it in a scratch directory of
+/// its own (removed on drop).
+struct RemoteBin {
+    path: String,
+    scratch: Option<std::path::PathBuf>,
+}
+
+impl RemoteBin {
+    fn new(tag: &str) -> RemoteBin {
+        let bin = env!("CARGO_BIN_EXE_fabcheck");
+        if is_plain(bin) {
+            return RemoteBin { path: bin.to_string(), scratch: None };
+        }
+        let dir = std::env::temp_dir().join(format!("fabcheck-remote-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("fabcheck");
+        std::os::unix::fs::symlink(bin, &link).unwrap();
+        let path = link.display().to_string();
+        assert!(is_plain(&path), "neither the checkout's binary nor {path} is a path --remote-fabcheck takes (TMPDIR?)");
+        RemoteBin { path, scratch: Some(dir) }
+    }
+}
+
+impl Drop for RemoteBin {
+    fn drop(&mut self) {
+        if let Some(dir) = &self.scratch {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// Both agents of a pair answered hello (over the stand-in's stdio) and then failed on the
 /// device no host has, with the cause this host's libibverbs gives: one of them is named.
 fn assert_failed_after_hello(err: &str, hosts: [&str; 2]) {
@@ -169,7 +208,8 @@ fn assert_failed_after_hello(err: &str, hosts: [&str; 2]) {
 fn ssh_transport_builds_a_safe_command_and_names_the_host() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-ssh-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let remote = RemoteBin::new("ssh");
+    let bin = remote.path.as_str();
     let a = format!("alice@node07/{NO_SUCH_DEVICE}");
     let b = format!("node08/{NO_SUCH_DEVICE}");
     let out = with_fake_ssh(&["pair", &a, &b, "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
@@ -180,6 +220,14 @@ fn ssh_transport_builds_a_safe_command_and_names_the_host() {
     let mut lines: Vec<&str> = calls.lines().collect();
     lines.sort();
     assert_eq!(lines, [format!("alice@node07 {bin} agent"), format!("node08 {bin} agent")], "{calls}");
+    std::fs::remove_file(&log).ok();
+
+    // A path the remote shell would split (a clone under `/tmp/a b`) is refused before ssh runs.
+    let out = with_fake_ssh(&["pair", &a, &b, "--remote-fabcheck", "/tmp/a b/fabcheck", "--tests", "send_lat"], &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("--remote-fabcheck '/tmp/a b/fabcheck' is not a plain path"), "{err}");
+    assert!(std::fs::read_to_string(&log).unwrap_or_default().is_empty(), "ssh ran");
     std::fs::remove_file(&log).ok();
 }
 
@@ -198,7 +246,8 @@ fn ssh_failure_is_exit_2_naming_the_host() {
 fn srun_launcher_starts_one_task_per_node() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-{}.log", std::process::id()));
     let _ = std::fs::remove_file(&log);
-    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let remote = RemoteBin::new("srun");
+    let bin = remote.path.as_str();
     let (a, b) = (format!("n01/{NO_SUCH_DEVICE}"), format!("n02/{NO_SUCH_DEVICE}"));
     let out = with_fake_srun(&["pair", &a, &b, "--launcher", "srun", "--remote-fabcheck", bin, "--tests", "send_lat"], &log);
     let err = String::from_utf8_lossy(&out.stderr);

@@ -123,9 +123,19 @@ fn tempdir(label: &str) -> PathBuf {
 
 // --- Slurm ------------------------------------------------------------------------------------
 
+/// Where fabcheck-healthcheck.sh finds `check`'s flags: `--sysfs-root TREE`.
+enum CheckArgs<'a> {
+    /// `/etc/default/fabcheck-healthcheck` (here a scratch file) setting `FABCHECK_CHECK_ARGS` as
+    /// an array: a path that holds a space (the checkout's may) stays one word.
+    Conf(&'a str),
+    /// `FABCHECK_CHECK_ARGS` as a string from the environment, split at blanks: the fixture named
+    /// relative to the fixtures directory, where the script runs.
+    Env(&'a str),
+}
+
 /// Runs contrib/slurm/fabcheck-healthcheck.sh with a fake `scontrol` that logs its arguments and
 /// reports `reason` as the node's current drain reason: (exit code, scontrol calls).
-fn healthcheck(tree: &str, reason: &str, label: &str) -> (i32, Vec<String>) {
+fn healthcheck(args: CheckArgs, reason: &str, label: &str) -> (i32, Vec<String>) {
     let dir = tempdir(label);
     let log = dir.join("scontrol.log");
     let fake = dir.join("scontrol");
@@ -136,16 +146,26 @@ fn healthcheck(tree: &str, reason: &str, label: &str) -> (i32, Vec<String>) {
     )
     .unwrap();
     std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let out = Command::new(repo().join("contrib/slurm/fabcheck-healthcheck.sh"))
+    let mut command = Command::new(repo().join("contrib/slurm/fabcheck-healthcheck.sh"));
+    command
         .env("FABCHECK", env!("CARGO_BIN_EXE_fabcheck"))
         .env("SCONTROL", &fake)
         .env("SCONTROL_LOG", &log)
         .env("FAKE_REASON", reason)
         .env("NODENAME", "n17")
-        .env("FABCHECK_HEALTHCHECK_CONF", dir.join("absent"))
-        .env("FABCHECK_CHECK_ARGS", format!("--sysfs-root {tree}"))
-        .output()
-        .unwrap();
+        .env_remove("FABCHECK_CHECK_ARGS");
+    match args {
+        CheckArgs::Conf(tree) => {
+            let conf = dir.join("fabcheck-healthcheck");
+            std::fs::write(&conf, format!("FABCHECK_CHECK_ARGS=(--sysfs-root {})\n", crate::sh_quote(tree))).unwrap();
+            command.env("FABCHECK_HEALTHCHECK_CONF", conf);
+        }
+        CheckArgs::Env(name) => {
+            command.env("FABCHECK_HEALTHCHECK_CONF", dir.join("absent")).env("FABCHECK_CHECK_ARGS", format!("--sysfs-root {name}"));
+            command.current_dir(crate::fixtures_dir());
+        }
+    }
+    let out = command.output().unwrap();
     let calls = std::fs::read_to_string(&log).unwrap_or_default().lines().filter(|l| !l.starts_with("show ")).map(str::to_string).collect();
     let _ = std::fs::remove_dir_all(&dir);
     (out.status.code().unwrap_or(-1), calls)
@@ -154,17 +174,19 @@ fn healthcheck(tree: &str, reason: &str, label: &str) -> (i32, Vec<String>) {
 #[test]
 fn slurm_healthcheck_drains_with_the_first_error_and_resumes_only_its_own_drains() {
     let failing = fixture("ib-init-no-sm");
-    let (code, calls) = healthcheck(&failing, "", "slurm-fail");
-    assert_eq!(code, 1, "{calls:?}");
     let oneline = stdout(&crate::fabcheck(&["check", "--sysfs-root", &failing, "--format", "oneline"]));
-    assert_eq!(calls, vec![format!("update NodeName=n17 State=DRAIN Reason={}", oneline.trim_end())]);
+    let drain = vec![format!("update NodeName=n17 State=DRAIN Reason={}", oneline.trim_end())];
+    let (code, calls) = healthcheck(CheckArgs::Conf(&failing), "", "slurm-fail");
+    assert_eq!((code, calls), (1, drain.clone()));
+    let (code, calls) = healthcheck(CheckArgs::Env("ib-init-no-sm"), "", "slurm-fail-env");
+    assert_eq!((code, calls), (1, drain), "the flags as a string in the environment");
 
     let healthy = fixture("hdr-ib-healthy");
-    let (code, calls) = healthcheck(&healthy, "", "slurm-ok");
+    let (code, calls) = healthcheck(CheckArgs::Conf(&healthy), "", "slurm-ok");
     assert_eq!((code, calls.len()), (0, 0), "a healthy, undrained node is left alone: {calls:?}");
-    let (code, calls) = healthcheck(&healthy, "fabcheck check FAIL: mlx5_0/1: port.state: port INIT", "slurm-resume");
+    let (code, calls) = healthcheck(CheckArgs::Conf(&healthy), "fabcheck check FAIL: mlx5_0/1: port.state: port INIT", "slurm-resume");
     assert_eq!((code, calls), (0, vec!["update NodeName=n17 State=RESUME".to_string()]), "its own drain is undone");
-    let (code, calls) = healthcheck(&healthy, "DIMM errors, ticket 4711", "slurm-admin");
+    let (code, calls) = healthcheck(CheckArgs::Conf(&healthy), "DIMM errors, ticket 4711", "slurm-admin");
     assert_eq!((code, calls.len()), (0, 0), "an admin's drain stays: {calls:?}");
 }
 

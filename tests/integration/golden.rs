@@ -4,7 +4,9 @@
 //! --test integration golden`), review the diff, and say why in the commit.
 //!
 //! Only what cannot be the same twice is normalised: the stamp (`host`, `time`,
-//! `fabcheck_version`), JUnit's `hostname` and `timestamp`, the prom page's run timestamp.
+//! `fabcheck_version`), JUnit's `hostname` and `timestamp`, the prom page's run timestamp, and
+//! the checkout's own path (a fixture's `source`, the files `compare` read), which is `CHECKOUT`
+//! in the golden files: they hold the same bytes from a clone anywhere.
 
 use super::{fabcheck, fixtures_dir};
 use std::path::{Path, PathBuf};
@@ -17,8 +19,23 @@ fn recording() -> bool {
     std::env::var_os("FABCHECK_GOLDEN_RECORD").is_some_and(|v| v == "1")
 }
 
-/// The parts of an output that differ from run to run, replaced by fixed words.
+/// What the checkout's path is in the golden files.
+const CHECKOUT: &str = "CHECKOUT";
+
+/// The checkout's path replaced by `CHECKOUT`: as written (the human format) and as a JSON
+/// string holds it (a path with a quote or a backslash is escaped there). The longer form first.
+fn without_checkout(text: &str) -> String {
+    let dir = env!("CARGO_MANIFEST_DIR");
+    let escaped = serde_json::to_string(dir).unwrap();
+    let escaped = &escaped[1..escaped.len() - 1];
+    let (long, short) = if escaped.len() > dir.len() { (escaped, dir) } else { (dir, escaped) };
+    text.replace(long, CHECKOUT).replace(short, CHECKOUT)
+}
+
+/// The parts of an output that differ from run to run or from clone to clone, replaced by fixed
+/// words.
 pub fn normalise(text: &str) -> String {
+    let text = without_checkout(text);
     let mut out = String::with_capacity(text.len());
     for line in text.split_inclusive('\n') {
         let trimmed = line.trim_start();

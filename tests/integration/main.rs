@@ -51,6 +51,13 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures")
 }
 
+/// `text` as one word of a POSIX shell line: a path spliced into a script (the checkout's may
+/// hold a space, `/tmp/a b/fabcheck`) stays one word. Pass paths as arguments where the shell
+/// line can take them (`sh -c '... "$1"' sh PATH`); this is for lines that cannot.
+pub fn sh_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
 /// The endpoint a fake agent answers `prepare` with: `device`/`port` of `host` set up for
 /// `spec` (one QP number per QP, a buffer of the test's size), addressed as a healthy node is.
 /// The fake nodes of `rails` and `mesh_scale` share it.

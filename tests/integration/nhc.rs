@@ -13,8 +13,11 @@ fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// A scratch NHC configuration directory: `nhc.conf` with one line, `scripts/` with NHC's own
-/// common.nhc and fabcheck's snippet.
+/// A scratch NHC installation: `conf/nhc.conf` with one line, `conf/scripts/` with NHC's own
+/// common.nhc and fabcheck's snippet, and copies of NHC's helpers and of the fake Slurm tools.
+/// NHC runs those by unquoted variables (`eval $OFFLINE_NODE ...`, `exec $SLURM_SCONTROL ...`),
+/// as it may where they are installed (/usr/libexec/nhc): from the checkout, whose path may hold
+/// a space (`/tmp/a b/fabcheck`), it would split them.
 struct Nhc {
     dir: PathBuf,
 }
@@ -27,15 +30,29 @@ impl Nhc {
         std::fs::copy(repo().join("tests/nhc/scripts/common.nhc"), dir.join("conf/scripts/common.nhc")).unwrap();
         std::fs::copy(repo().join("contrib/nhc/fabcheck.nhc"), dir.join("conf/scripts/fabcheck.nhc")).unwrap();
         std::fs::write(dir.join("conf/nhc.conf"), format!("* || {conf_line}\n")).unwrap();
-        Nhc { dir }
+        for sub in ["helpers", "fake"] {
+            std::fs::create_dir_all(dir.join(sub)).unwrap();
+            for entry in std::fs::read_dir(repo().join("tests/nhc").join(sub)).unwrap() {
+                let entry = entry.unwrap();
+                // std::fs::copy keeps the mode: they stay executable.
+                std::fs::copy(entry.path(), dir.join(sub).join(entry.file_name())).unwrap();
+            }
+        }
+        let nhc = Nhc { dir };
+        assert!(
+            !nhc.dir.display().to_string().contains(char::is_whitespace),
+            "NHC cannot run from {} (its helpers are run by unquoted variables): set TMPDIR to a path without spaces",
+            nhc.dir.display()
+        );
+        nhc
     }
 
     /// NHC's command line and environment (the fake Slurm tools by their NHC variables).
     fn command(&self, program: &str) -> Command {
         let mut c = Command::new(program);
         c.env("FAKE_SCONTROL_LOG", self.dir.join("scontrol.log"))
-            .env("SLURM_SCONTROL", repo().join("tests/nhc/fake/scontrol"))
-            .env("SLURM_SINFO", repo().join("tests/nhc/fake/sinfo"))
+            .env("SLURM_SCONTROL", self.dir.join("fake/scontrol"))
+            .env("SLURM_SINFO", self.dir.join("fake/sinfo"))
             .env_remove("FABCHECK")
             .env_remove("FABCHECK_TOKEN");
         c
@@ -54,7 +71,8 @@ impl Nhc {
             "-t".into(),
             "120".into(),
             "NHC_RM=slurm".into(),
-            format!("HELPERDIR={}", repo().join("tests/nhc/helpers").display()),
+            // NHC `eval`s each VAR=VALUE argument.
+            format!("HELPERDIR={}", quoted(&self.dir.join("helpers").display().to_string())),
         ]
     }
 
@@ -102,7 +120,7 @@ fn tree(name: &str) -> String {
 /// A path as one word of an `nhc.conf` line, which NHC evaluates as shell: the checkout may lie
 /// under a directory whose name has a space.
 fn quoted(path: &str) -> String {
-    format!("'{}'", path.replace('\'', "'\\''"))
+    super::sh_quote(path)
 }
 
 fn oneline(tree: &str) -> String {
@@ -156,7 +174,7 @@ fn a_reason_with_quotes_dollars_and_backticks_drains_whole_and_runs_nothing() {
 fn a_run_that_cannot_run_drains_with_its_cause_from_stdout() {
     let empty = std::env::temp_dir().join(format!("fabcheck-nhc-empty-tree-{}", std::process::id()));
     std::fs::create_dir_all(&empty).unwrap();
-    let nhc = Nhc::new("exit2", &format!("check_fabcheck --sysfs-root {}", empty.display()));
+    let nhc = Nhc::new("exit2", &format!("check_fabcheck --sysfs-root {}", quoted(&empty.display().to_string())));
     let out = nhc.run(&fabcheck_bin());
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     let reason = nhc.drained_with(&out);

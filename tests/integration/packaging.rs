@@ -51,6 +51,14 @@ fn every_command_has_a_manual_page_that_renders_without_warnings() {
     let _ = std::fs::remove_dir_all(man1.parent().unwrap());
 }
 
+/// A path as the executable of a unit's `ExecStart=` (systemd.syntax(7), "Quoting"): in double
+/// quotes (the checkout's path may hold a space), `%` doubled (a specifier otherwise), `\` and
+/// `"` escaped. (systemd refuses an executable whose name holds a quote or a backslash however it
+/// is written: such a checkout cannot have its unit verified.)
+fn systemd_word(path: &str) -> String {
+    format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\"").replace('%', "%%"))
+}
+
 #[test]
 fn the_exporter_unit_is_hardened_listens_on_loopback_and_systemd_accepts_it() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib/systemd/fabcheck-exporter.service");
@@ -80,7 +88,7 @@ fn the_exporter_unit_is_hardened_listens_on_loopback_and_systemd_accepts_it() {
     }
     let man1 = pages("unit");
     let dir = man1.parent().unwrap().to_path_buf();
-    let local = unit.replace("ExecStart=/usr/bin/fabcheck ", &format!("ExecStart={} ", env!("CARGO_BIN_EXE_fabcheck")));
+    let local = unit.replace("ExecStart=/usr/bin/fabcheck ", &format!("ExecStart={} ", systemd_word(env!("CARGO_BIN_EXE_fabcheck"))));
     std::fs::write(dir.join("fabcheck-exporter.service"), local).unwrap();
     let out = Command::new("systemd-analyze")
         .arg("verify")

@@ -1,7 +1,7 @@
 //! The shell an operator meets (issue #35): completions that offer values and no hidden command,
 //! run in a real bash; colour only on a terminal (through a pseudo-terminal from `script(1)`).
 
-use super::{fabcheck, fixtures_dir};
+use super::{fabcheck, fixtures_dir, sh_quote};
 use std::process::Command;
 
 /// What bash's completion of fabcheck offers for `words` (the last one being completed), with the
@@ -9,7 +9,8 @@ use std::process::Command;
 fn bash_completes(words: &[&str], devices_dir: &str) -> Vec<String> {
     let script = String::from_utf8(fabcheck(&["completions", "bash"]).stdout).unwrap();
     assert!(script.contains("/sys/class/infiniband"), "the bash script does not list devices from sysfs");
-    let script = script.replace("/sys/class/infiniband", devices_dir);
+    // One word in the script's `ls`: the checkout's path may hold a space.
+    let script = script.replace("/sys/class/infiniband", &sh_quote(devices_dir));
     let words: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
     let driver = format!(
         "{script}\nCOMP_WORDS=({words}); COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)); COMP_LINE=\"${{COMP_WORDS[*]}}\"; COMP_POINT=${{#COMP_LINE}}\n\
@@ -46,7 +47,8 @@ fn bash_completes_commands_without_the_hidden_ones_and_values_of_flags() {
 /// what the terminal received, and the exit code.
 fn on_a_terminal(env: &[(&str, &str)]) -> (String, Option<i32>) {
     let tree = fixtures_dir().join("ib-down-polling");
-    let command = format!("{} check --sysfs-root {}", env!("CARGO_BIN_EXE_fabcheck"), tree.display());
+    // script(1) hands the command to a shell: the paths quoted, the checkout's may hold a space.
+    let command = format!("{} check --sysfs-root {}", sh_quote(env!("CARGO_BIN_EXE_fabcheck")), sh_quote(&tree.display().to_string()));
     let mut script = Command::new("script");
     script.args(["-q", "-e", "-c", &command, "/dev/null"]).env_remove("NO_COLOR").env("TERM", "xterm");
     for (k, v) in env {
@@ -72,7 +74,8 @@ fn colour_on_a_terminal_none_with_no_color_or_in_a_pipe() {
     assert_eq!(plain.replace("\r\n", "\n"), piped, "the words on a terminal and in a pipe are the same");
     // A machine format on a terminal is never coloured.
     let tree = fixtures_dir().join("ib-down-polling");
-    let command = format!("{} check --sysfs-root {} --format oneline", env!("CARGO_BIN_EXE_fabcheck"), tree.display());
+    let command =
+        format!("{} check --sysfs-root {} --format oneline", sh_quote(env!("CARGO_BIN_EXE_fabcheck")), sh_quote(&tree.display().to_string()));
     let out = Command::new("script").args(["-q", "-e", "-c", &command, "/dev/null"]).env_remove("NO_COLOR").output().unwrap();
     assert!(!String::from_utf8_lossy(&out.stdout).contains('\x1b'));
 }

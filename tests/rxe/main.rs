@@ -40,6 +40,37 @@ pub fn bin() -> String {
     std::env::var("FABCHECK_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_fabcheck").to_string())
 }
 
+/// What `--remote-fabcheck` takes: letters, digits and `/._-+` (fabcheck refuses a path the
+/// remote login shell would split or expand, src/control/link.rs).
+fn is_plain(path: &str) -> bool {
+    !path.is_empty() && !path.starts_with('-') && path.chars().all(|c| c.is_ascii_alphanumeric() || "/._-+".contains(c))
+}
+
+/// `bin()` at a path `--remote-fabcheck` takes, for agents started over ssh or srun: the one in
+/// `FABCHECK_REMOTE_BIN` (tests/rxe/two-hosts.sh copies the binary to one plain path on both
+/// guests), else `bin()` itself where its path is plain, else a link to it in this guest's /tmp
+/// (a checkout under `/tmp/a b`): enough for the stand-ins for ssh and srun, which start the agent
+/// here.
+pub fn remote_bin() -> String {
+    if let Ok(path) = std::env::var("FABCHECK_REMOTE_BIN") {
+        return path;
+    }
+    let bin = bin();
+    if is_plain(&bin) {
+        return bin;
+    }
+    static LINK: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    LINK.get_or_init(|| {
+        let dir = std::path::PathBuf::from(format!("/tmp/fabcheck-remote-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let link = dir.join("fabcheck");
+        std::os::unix::fs::symlink(&bin, &link).unwrap();
+        link.display().to_string()
+    })
+    .clone()
+}
+
 pub fn fabcheck(args: &[&str]) -> Output {
     Command::new(bin()).args(args).output().expect("run fabcheck")
 }

@@ -343,7 +343,7 @@ fn mesh_of_four_endpoints_on_one_device() {
 fn pair_through_fake(fake_dir: &str, endpoints: [&str; 2], extra: &[&str]) -> Value {
     let fake = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(fake_dir);
     let out = Command::new(super::bin())
-        .args(["pair", endpoints[0], endpoints[1], "--remote-fabcheck", &super::bin()])
+        .args(["pair", endpoints[0], endpoints[1], "--remote-fabcheck", &super::remote_bin()])
         .args(["--tests", "send_lat,write_bw", "--iters", "100", "--direction", "ab", "--json"])
         .args(extra)
         .env("PATH", format!("{}:{}", fake.display(), std::env::var("PATH").unwrap_or_default()))

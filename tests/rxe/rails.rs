@@ -233,7 +233,8 @@ fn assert_mismatch(out: &Output, a: usize, b: usize) {
 }
 
 /// Guest 1 to guest 2 over the N links of `--guests 2 --rails N`, over ssh (two-hosts.sh puts
-/// the client and its key on PATH; guest 2 runs sshd).
+/// the client and its key on PATH, and the binary at one plain path on both guests in
+/// `FABCHECK_REMOTE_BIN`; guest 2 runs sshd).
 pub mod two_hosts {
     use super::*;
 
@@ -253,7 +254,7 @@ pub mod two_hosts {
     /// `pair localhost root@PEER --rails auto --json EXTRA`: its output, unread.
     fn pair_across_raw(extra: &[&str]) -> Output {
         let peer = peer();
-        let bin = super::super::bin();
+        let bin = super::super::remote_bin();
         let mut args = vec!["pair", "localhost", &peer, "--rails", "auto", "--remote-fabcheck", &bin, "--json", "--stall-timeout-ms", STALL_MS];
         args.extend_from_slice(extra);
         fabcheck(&args)
@@ -335,7 +336,7 @@ pub mod two_hosts {
         let _serial = require_rxe();
         let rails = rails();
         let peer = peer();
-        let bin = super::super::bin();
+        let bin = super::super::remote_bin();
         let out = fabcheck(&[
             "mesh",
             "--rails",

@@ -64,15 +64,29 @@ PY
 : "${FABCHECK_SSHD_DIR:?the unpacked sshd and keys (tests/rxe/sshd.sh prepare) are passed in FABCHECK_SSHD_DIR}"
 PATH=$(tests/rxe/sshd.sh client "$FABCHECK_SSHD_DIR"):$PATH
 export PATH
+# The agents' binary at one plain path on both guests: --remote-fabcheck takes letters, digits and
+# /._-+ only (the remote shell would split a checkout's path such as `/tmp/a b/fabcheck`). Each
+# guest copies it from the checkout it mounts at the same path (guest 2 over ssh), to its own /tmp.
+# The rails tests (tests/rxe/rails.rs) find it in FABCHECK_REMOTE_BIN.
+remote_dir=/tmp/fabcheck-remote-bin
+FABCHECK_REMOTE_BIN=$remote_dir/fabcheck
+export FABCHECK_REMOTE_BIN
+shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+mkdir -p "$remote_dir"
+cp "$bin" "$FABCHECK_REMOTE_BIN"
+ssh -T -o BatchMode=yes "root@$b" "mkdir -p $remote_dir && cp $(shq "$bin") $FABCHECK_REMOTE_BIN" ||
+	{ echo "two-hosts: cannot copy $bin to $FABCHECK_REMOTE_BIN on the peer guest" >&2; exit 1; }
 set +e
-"$bin" pair localhost/rxe0 "root@$b/rxe0" --remote-fabcheck "$bin" --tests send_lat,write_bw --iters 40 --direction both --json >/tmp/ssh-pair.json
+"$bin" pair localhost/rxe0 "root@$b/rxe0" --remote-fabcheck "$FABCHECK_REMOTE_BIN" --tests send_lat,write_bw --iters 40 --direction both --json >/tmp/ssh-pair.json
 rc_pair=$?
-"$bin" mesh localhost/rxe0 "root@$b/rxe0" "tcp://$b:18515/rxe0" localhost/rxe0 --remote-fabcheck "$bin" \
+"$bin" mesh localhost/rxe0 "root@$b/rxe0" "tcp://$b:18515/rxe0" localhost/rxe0 --remote-fabcheck "$FABCHECK_REMOTE_BIN" \
 	--tests write_bw,send_lat --iters 40 --json >/tmp/ssh-mesh.json
 rc_mesh=$?
 set -e
-# Every process whose command line is exactly "BIN agent": agents left behind.
-agents_cmd="for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\$f 2>/dev/null; echo; done | grep -c '^$bin agent \$' || true"
+# Every process whose command line is "<some path>/fabcheck agent": agents left behind, started
+# by ssh (the copy) or here (the checkout's binary, by the path it runs from). No path in the
+# pattern: the checkout's may hold what grep or the remote shell would read as their own.
+agents_cmd="for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\$f 2>/dev/null; echo; done | grep -c '/fabcheck agent \$' || true"
 left_here=$(sh -c "$agents_cmd")
 left_there=$(ssh -T -o BatchMode=yes "root@$b" "$agents_cmd")
 python3 - "$rc_pair" "$rc_mesh" "$left_here" "$left_there" <<'PY'

@@ -207,17 +207,30 @@ mount -t devpts -o newinstance,ptmxmode=0666 devpts /newroot/dev/pts || die "dev
 mount -t tmpfs -o mode=1777 tmpfs /newroot/dev/shm || die "tmpfs on /dev/shm"
 mount9p fcrun $OUT cache=none
 SHARE_OK=1
-# The directory the command runs in (the checkout), shared on its own and mounted at its own
-# path: visible even where the host's / is not (under /tmp, which is a tmpfs here).
-CWD=$(cat "$OUT/cwd") || die "no cwd file in the run share"
-case $CWD in /*) ;; *) die "cwd '$CWD' is not absolute" ;; esac
-[ -d "/newroot$CWD" ] || mkdir -p "/newroot$CWD" || die "cannot make $CWD in the guest"
-mount9p fccwd "/newroot$CWD" ro,cache=loose
-say "filesystems mounted"
-
 # the host's tools, found on PATH inside the chroot (an absolute path, so busybox does not run its
 # own applet of the same name instead)
 C() { chroot /newroot /usr/bin/env "$@"; }
+# The directories the command needs (the one it runs in, the checkout, and each --share DIR), each
+# shared on its own and mounted at its own physical path: visible even where the host's / is not
+# (under /tmp or /run, tmpfs here). $OUT/mounts: TAG<tab>PATH, shorter paths first (a share inside
+# another is mounted after it). $OUT/aliases: PATH<tab>ALIAS, the path the host reached one by (a
+# symlink on the way), made to lead there where it does not already (a symlink under /tmp).
+TAB=$(printf '\t')
+while IFS=$TAB read -r tag dir; do
+	case $dir in /*) ;; *) die "share path '$dir' is not absolute" ;; esac
+	[ -d "/newroot$dir" ] || mkdir -p "/newroot$dir" || die "cannot make $dir in the guest"
+	mount9p "$tag" "/newroot$dir" ro,cache=loose
+done <"$OUT/mounts"
+while IFS=$TAB read -r dir alias; do
+	C test -d "$alias" && continue
+	real=""
+	C mkdir -p "$alias" && real=$(C realpath "$alias")
+	if [ -z "$real" ] || ! mount -o bind "/newroot$dir" "/newroot$real"; then
+		die "cannot make $alias lead to $dir in the guest"
+	fi
+done <"$OUT/aliases"
+say "filesystems mounted"
+
 run() {
 	err=$(C "$@" 2>&1) || die "$*: $err"
 }
@@ -448,6 +461,34 @@ write_cmd_script() {
 
 QEMU_PIDS=()
 AUX_PIDS=()
+VIRTFS=()
+SHARE_PHYS=()
+
+# prepare_shares RUN DIR...: the directories the guest mounts at their own paths (the current one
+# first, as fccwd; then fcshare1...): their -virtfs options in VIRTFS, their physical paths in
+# SHARE_PHYS, and RUN/mounts and RUN/aliases for the guest's init (see there).
+prepare_shares() {
+	local run=$1 d given phys k=0 tag
+	local -a lines=()
+	shift
+	: >"$run/aliases"
+	for d in "$@"; do
+		[[ -d $d ]] || die "--share $d: not a directory"
+		given=$(CDPATH='' cd "$d" && pwd) || die "cannot enter $d"
+		phys=$(CDPATH='' cd "$d" && pwd -P) || die "cannot enter $d"
+		[[ $given$phys != *[$'\t\n']* ]] || die "$(printf '%q' "$phys"): a tab or a newline in the path of a directory the guest needs"
+		case $phys/ in
+		/proc/* | /sys/* | /dev/* | /run/*) die "$phys is a kernel or runtime filesystem: the guest cannot share it (run from the checkout)" ;;
+		esac
+		if ((k == 0)); then tag=fccwd; else tag=fcshare$k; fi
+		k=$((k + 1))
+		SHARE_PHYS+=("$phys")
+		VIRTFS+=(-virtfs "local,path=${phys//,/,,},mount_tag=$tag,security_model=none,readonly=on,multidevs=remap")
+		lines+=("$tag"$'\t'"$phys")
+		[[ $given == "$phys" ]] || printf '%s\t%s\n' "$phys" "$given" >>"$run/aliases"
+	done
+	printf '%s\n' "${lines[@]}" | awk -F'\t' '{ print length($2) "\t" $0 }' | sort -n | cut -f 2- >"$run/mounts"
+}
 RUN=""
 RUN_OK=0
 
@@ -483,7 +524,7 @@ start_qemu() {
 		-device virtserialport,chardev=err,name=fabcheck.stderr \
 		-virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
 		-virtfs "local,path=$RUN,mount_tag=fcrun,security_model=none,multidevs=remap" \
-		-virtfs "local,path=${PWD//,/,,},mount_tag=fccwd,security_model=none,readonly=on,multidevs=remap" \
+		"${VIRTFS[@]}" \
 		"$@" </dev/null >/dev/null 2>"$RUN/qemu.$name.stderr" &
 	QPID=$!
 	QEMU_PIDS+=("$QPID")
@@ -532,7 +573,18 @@ vm_main() {
 	mkdir -p "$CACHE/runs"
 	find "$CACHE/runs" -mindepth 1 -maxdepth 1 -mtime +2 -exec rm -rf {} + 2>/dev/null || true
 	RUN=$(mktemp -d "$CACHE/runs/$(date +%Y%m%d-%H%M%S).XXXXXX")
-	printf '%s' "$PWD" >"$RUN/cwd"
+	prepare_shares "$RUN" "$PWD" "${SHARES[@]}"
+	# A file CMD names that the guest would not see (under the host's /tmp or /run, outside every
+	# share: a CARGO_TARGET_DIR there) fails here, by name, rather than as "not found" in the guest.
+	local arg phys share seen
+	for arg in "$@"; do
+		[[ $arg == /* && ( -e $arg || -L $arg ) ]] || continue
+		phys=$(readlink -f -- "$arg") || continue
+		case $phys/ in /tmp/* | /run/* | /dev/shm/*) ;; *) continue ;; esac
+		seen=0
+		for share in "${SHARE_PHYS[@]}"; do [[ $phys/ == "$share"/* ]] && seen=1; done
+		((seen)) || die "$arg is hidden in the guest (its /tmp and /run are tmpfs) and lies outside the current directory: --share a directory that holds it"
+	done
 	trap vm_cleanup EXIT
 	trap 'say "interrupted; stopping the guest"; exit 130' INT
 	trap 'say "terminated; stopping the guest"; exit 143' TERM HUP
