@@ -168,6 +168,13 @@ pub struct ConditionFlags {
     /// Expectations from a file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Path MTU of the test's queue pairs, as perftest's -m: 256, 512, 1024, 2048 or 4096, at
+    /// most the ports' active MTU (the default).
+    #[arg(short = 'm', long, value_name = "BYTES", value_parser = values::parse_mtu, hide_short_help = true)]
+    pub mtu: Option<u32>,
+    /// Accepted as perftest's --report_gbits and ignored: fabcheck reports Gb/s already.
+    #[arg(long = "report_gbits", alias = "report-gbits", hide = true)]
+    pub report_gbits: bool,
     #[command(flatten)]
     pub mem: MemFlags,
 }
@@ -251,6 +258,13 @@ pub struct PairArgs {
     /// Bandwidth directions: ab (A sends), ba, both, bidi, all (default all; latency runs ab).
     #[arg(long, value_name = "DIR")]
     pub direction: Option<String>,
+    /// Both directions at once, as perftest's -b (= --direction bidi).
+    #[arg(short = 'b', long, conflicts_with = "direction", hide_short_help = true)]
+    pub bidirectional: bool,
+    /// The port of tcp://HOST endpoints that name none (perftest's -p; `fabcheck serve`
+    /// listens on 18515 unless told otherwise).
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), hide_short_help = true)]
+    pub tcp_port: Option<u16>,
     /// Fail if typical (p50) latency exceeds this, in microseconds.
     #[arg(long, value_name = "US", help_heading = "Judgement")]
     pub max_lat_us: Option<f64>,
@@ -338,8 +352,15 @@ pub struct MeshArgs {
     #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u32>,
     /// Measured iterations per test and pair (default 1000 latency, 5000 bandwidth).
-    #[arg(short = 'n', long, value_name = "N")]
+    #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
     pub iters: Option<u64>,
+    /// Run each test of each pair for this long instead of a count: seconds, or with a unit
+    /// (500ms, 5s, 2m). Bidirectional send_bw runs by count.
+    #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+    /// Refused with the reason: a mesh measures one size per pair (sweep one pair with `pair -a`).
+    #[arg(short = 'a', long, hide = true)]
+    pub sweep: bool,
     /// Queue pairs for bandwidth tests.
     #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
@@ -352,6 +373,13 @@ pub struct MeshArgs {
     /// Bandwidth directions per pair: ab, ba, both, bidi, all.
     #[arg(long, default_value = "ab", value_name = "DIR")]
     pub direction: String,
+    /// Both directions at once, as perftest's -b (= --direction bidi).
+    #[arg(short = 'b', long, conflicts_with = "direction", hide_short_help = true)]
+    pub bidirectional: bool,
+    /// The port of tcp://HOST endpoints that name none (perftest's -p; `fabcheck serve`
+    /// listens on 18515 unless told otherwise).
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), hide_short_help = true)]
+    pub tcp_port: Option<u16>,
     /// A pair passes bandwidth at this percentage of the expected link rate.
     #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,

@@ -14,9 +14,11 @@ fn main() -> ExitCode {
     let long_version: &'static str = Box::leak(fabcheck::commands::long_version().into_boxed_str());
     let parsed = Cli::command().long_version(long_version).try_get_matches().and_then(|m| {
         let name = m.subcommand_name().unwrap_or("fabcheck").to_string();
-        Cli::from_arg_matches(&m).map(|cli| (cli, name))
+        // The command's own `--json` (not every command has one).
+        let json_flag = m.subcommand().and_then(|(_, sub)| sub.try_get_one::<bool>("json").ok().flatten().copied()).unwrap_or(false);
+        Cli::from_arg_matches(&m).map(|cli| (cli, name, json_flag))
     });
-    let (cli, command_name) = match parsed {
+    let (cli, command_name, json_flag) = match parsed {
         Ok(parsed) => parsed,
         // `--help`, `--version` (exit 0) or a usage error (exit 2); a help text that cannot be
         // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
@@ -26,7 +28,7 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose);
-    fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning);
+    fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning, json_flag);
     // The outcome already holds `--fail-on`: the document's verdict decided it.
     let ran = fabcheck::report::output::precheck().map_err(Stop::Delivery).and_then(|()| fabcheck::commands::run(cli.command));
     let failure = match ran {
@@ -39,7 +41,7 @@ fn main() -> ExitCode {
     };
     // A health check that reads stdout (NHC, Slurm) still gets one line with the cause; a
     // textfile collector's `--output` gets `fabcheck_up 0` instead of the last run's verdict.
-    fabcheck::report::output::deliver_failure(&command_name, &failure.cause);
+    fabcheck::report::output::deliver_failure(&command_name, &failure.cause, &failure.remedy);
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
     to_stderr(&format!("fabcheck: {}", fabcheck::report::printable(&failure.cause)));
     to_stderr(&format!("  what to do: {}", fabcheck::report::printable(&failure.remedy)));

@@ -10,6 +10,14 @@ use std::time::Duration;
 /// The longest duration any flag accepts: a bound, so `99999999h` is an error, not an overflow.
 const MAX_SECONDS: f64 = 1e9;
 
+/// perftest's -m: an InfiniBand MTU, 256..4096 bytes, a power of two (`2K` as a size is 2048).
+pub fn parse_mtu(text: &str) -> Result<u32, Unparsed> {
+    match parse_size(text)? {
+        m @ (256 | 512 | 1024 | 2048 | 4096) => Ok(m),
+        m => Err(format!("MTU {m}: give 256, 512, 1024, 2048 or 4096 (the IBTA MTUs)").into()),
+    }
+}
+
 /// A size in bytes: a number, or with K, M or G (binary: 64K = 65536, 1M = 1048576), with or
 /// without `B` or `iB` (`64KB`, `64KiB`), as perftest users write them.
 pub fn parse_size(text: &str) -> Result<u32, Unparsed> {

@@ -119,6 +119,17 @@ mod token_file_tests {
 }
 
 /// The test conditions the flags ask for.
+/// `-D`/`--duration` (seconds, from the flag's parser) in milliseconds: more than 0, at most an hour.
+pub fn duration_ms(seconds: Option<f64>) -> Result<Option<u64>, Failure> {
+    match seconds {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
+            Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))
+        }
+        Some(s) => Ok(Some((s * 1000.0).round().max(1.0) as u64)),
+        None => Ok(None),
+    }
+}
+
 pub fn conditions(flags: &ConditionFlags) -> Conditions {
     Conditions {
         tclass: flags.tclass,
@@ -126,6 +137,7 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
         pkey_index: flags.pkey_index,
         relaxed_ordering: !flags.no_relaxed_ordering,
         mem: flags.mem.mem,
+        mtu: flags.mtu,
         ..Conditions::default()
     }
 }

@@ -1,6 +1,6 @@
 //! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
 
-use super::flags::{conditions, expectations, launch_options};
+use super::flags::{conditions, duration_ms, expectations, launch_options};
 use crate::cli::MeshArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome, Stop};
@@ -53,7 +53,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     }
     let mut specs = Vec::new();
     for (t, line) in &texts {
-        let mut spec = endpoint::parse(t).map_err(|e| match (line, &args.hostfile) {
+        let mut spec = endpoint::parse_with_tcp_port(t, args.tcp_port).map_err(|e| match (line, &args.hostfile) {
             // Never the line itself: `--hostfile /etc/shadow` under sudo would show a password
             // hash (issue #46 item 6); the line number is enough to find a typo.
             (Some(n), Some(path)) => Failure::usage(format!(
@@ -77,14 +77,21 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     if !(args.threshold > 0.0 && args.threshold <= 100.0) {
         return Err(Failure::usage("--threshold is a percentage, 1..100"));
     }
+    if args.sweep {
+        return Err(Failure::usage(
+            "mesh measures one size per pair and judges it against the link: sweep the sizes of one pair with `fabcheck pair A B -a`",
+        ));
+    }
+    let duration_ms = duration_ms(args.duration)?;
+    let direction = if args.bidirectional { "bidi" } else { &args.direction };
     let plan = plan::build(&PlanInput {
         tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
         size: args.size,
         sweep: false,
         iters: args.iters,
-        duration_ms: None,
+        duration_ms,
         qps: args.qps,
-        directions: Some(Direction::parse_list(&args.direction).map_err(Failure::usage)?),
+        directions: Some(Direction::parse_list(direction).map_err(Failure::usage)?),
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
@@ -104,7 +111,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None, expect: expectations(&args.conditions)? },
         conditions: conditions(&args.conditions),
         gid_index: args.agents.gid_index,
-        timeout: Duration::from_secs(args.agents.timeout.max(1)),
+        timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
         fanout: args.fanout as usize,
         html: args.html.clone(),
         csv: args.csv.clone(),

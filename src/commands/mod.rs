@@ -19,8 +19,8 @@ use crate::cli::{Command, FormatFlag};
 use crate::report::Format;
 
 /// Where results go and in which format, from the global flags (`--json` on a command still
-/// means JSON).
-pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, fail_on_warning: bool) {
+/// means JSON: `json_flag`).
+pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, fail_on_warning: bool, json_flag: bool) {
     let format = match format {
         FormatFlag::Human => Format::Human,
         FormatFlag::Json => Format::Json,
@@ -28,7 +28,7 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, 
         FormatFlag::Prom => Format::Prom,
         FormatFlag::Junit => Format::Junit,
     };
-    crate::report::output::configure(format, output, fail_on_warning);
+    crate::report::output::configure(format, output, fail_on_warning, json_flag);
 }
 use crate::error::{Outcome, Stop};
 

@@ -1,6 +1,6 @@
 //! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
 
-use super::flags::{conditions, expectations, launch_options};
+use super::flags::{conditions, duration_ms, expectations, launch_options};
 use crate::cli::PairArgs;
 use crate::control::{endpoint, link};
 use crate::error::{Failure, Outcome, Stop};
@@ -31,7 +31,8 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
 
 /// `pair`'s flags as a validated run.
 pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
-    let mut endpoints = [endpoint::parse(&args.a).map_err(Failure::usage)?, endpoint::parse(&args.b).map_err(Failure::usage)?];
+    let parse = |text: &str| endpoint::parse_with_tcp_port(text, args.tcp_port).map_err(Failure::usage);
+    let mut endpoints = [parse(&args.a)?, parse(&args.b)?];
     if let Some(text) = &args.device {
         let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
         for e in &mut endpoints {
@@ -47,13 +48,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
             e.port = args.ib_port;
         }
     }
-    let duration_ms = match args.duration {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
-            return Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))
-        }
-        Some(s) => Some((s * 1000.0).round().max(1.0) as u64),
-        None => None,
-    };
+    let duration_ms = duration_ms(args.duration)?;
     if !(args.threshold > 0.0 && args.threshold <= 100.0) {
         return Err(Failure::usage("--threshold is a percentage, 1..100"));
     }
@@ -61,7 +56,8 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         return Err(Failure::usage("--max-lat-us must be a positive number"));
     }
     let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
-    let directions = args.direction.as_deref().map(Direction::parse_list).transpose().map_err(Failure::usage)?;
+    let direction = if args.bidirectional { Some("bidi") } else { args.direction.as_deref() };
+    let directions = direction.map(Direction::parse_list).transpose().map_err(Failure::usage)?;
     let plan = plan::build(&PlanInput {
         tests,
         size: args.size,
@@ -78,6 +74,9 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),
         None => None,
     };
+    if args.cm && args.conditions.mtu.is_some() {
+        return Err(Failure::usage("-m with --cm: rdma_cm sets the path MTU from its path record; drop -m, or --cm to set it"));
+    }
     if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some()) {
         return Err(Failure::usage("--rails does not combine with --cm, --csv or --svg yet: run those on one rail (pair A/DEV B/DEV)"));
     }
@@ -150,6 +149,28 @@ mod tests {
         assert_eq!(swept.plan.last().unwrap().spec.size, 65536);
         assert_eq!(parsed(&["-s", "1MiB", "--tests", "write_bw"]).unwrap().plan[0].spec.size, 1 << 20);
         assert_eq!(parsed(&["--timeout", "5m", "-D", "1s"]).unwrap().test_timeout, Duration::from_secs(301));
+    }
+
+    /// Issue #45: the rest of perftest's habits. `--report_gbits` is accepted (fabcheck reports
+    /// Gb/s), `-b` is bidirectional, `-p` the port of tcp:// agents that name none, `-m` caps
+    /// the path MTU (an IBTA MTU only, and not with rdma_cm, which sets its own).
+    #[test]
+    fn perftest_habits_of_0_4() {
+        assert!(parsed(&["--report_gbits"]).is_ok() && parsed(&["--report-gbits"]).is_ok());
+        let bidi = parsed(&["-b", "--tests", "write_bw"]).unwrap();
+        assert!(bidi.plan.iter().all(|t| t.direction == Direction::Bidi) && !bidi.plan.is_empty());
+        assert!(Cli::try_parse_from(["fabcheck", "pair", "a", "b", "-b", "--direction", "ab"]).is_err(), "-b is a direction");
+        let argv = ["fabcheck", "pair", "tcp://n1", "tcp://[fd00::2]", "-p", "9000"];
+        let Command::Pair(args) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };
+        let config = configure(&args).unwrap();
+        assert_eq!(config.endpoints.iter().map(|e| e.host.to_string()).collect::<Vec<_>>(), ["tcp://n1:9000", "tcp://[fd00::2]:9000"]);
+        let argv = ["fabcheck", "pair", "tcp://n1", "tcp://n2:18515"];
+        let Command::Pair(args) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };
+        assert!(configure(&args).unwrap_err().to_string().contains("-p PORT"));
+        assert_eq!(parsed(&["-m", "2048"]).unwrap().conditions.mtu, Some(2048));
+        assert_eq!(parsed(&["-m", "4K"]).unwrap().conditions.mtu, Some(4096));
+        assert!(Cli::try_parse_from(["fabcheck", "pair", "a", "b", "-m", "1500"]).is_err(), "1500 is no IBTA MTU");
+        assert!(parsed(&["-m", "1024", "-R"]).is_err());
     }
 
     #[test]

@@ -49,6 +49,11 @@ impl fmt::Display for EndpointSpec {
 
 /// Parses an endpoint, refusing anything that is not plainly a host, device and port.
 pub fn parse(text: &str) -> Result<EndpointSpec, Unparsed> {
+    parse_with_tcp_port(text, None)
+}
+
+/// As [`parse`], with the port of a `tcp://HOST` endpoint that names none (perftest's -p).
+pub fn parse_with_tcp_port(text: &str, tcp_port: Option<u16>) -> Result<EndpointSpec, Unparsed> {
     let text = text.trim();
     if text.is_empty() {
         return Err("empty endpoint".into());
@@ -64,7 +69,7 @@ pub fn parse(text: &str) -> Result<EndpointSpec, Unparsed> {
             None => (text, None),
         }
     };
-    let host = parse_host(host_part)?;
+    let host = parse_host(host_part, tcp_port)?;
     let (device, port) = match device_part {
         None => (None, None),
         Some(d) => {
@@ -75,13 +80,20 @@ pub fn parse(text: &str) -> Result<EndpointSpec, Unparsed> {
     Ok(EndpointSpec { host, device, port })
 }
 
-fn parse_host(text: &str) -> Result<HostSpec, Unparsed> {
+fn parse_host(text: &str, default_port: Option<u16>) -> Result<HostSpec, Unparsed> {
     if let Some(rest) = text.strip_prefix("tcp://") {
-        let (host, port) = if let Some(v6) = rest.strip_prefix('[') {
-            let (h, p) = v6.split_once("]:").ok_or_else(|| format!("'{text}': write IPv6 as tcp://[addr]:port"))?;
-            (h, p)
-        } else {
-            rest.rsplit_once(':').ok_or_else(|| format!("'{text}': tcp endpoints need a port, as in tcp://node07:18515"))?
+        let default = default_port.map(|p| p.to_string());
+        let (host, port) = match (rest.strip_prefix('['), default.as_deref()) {
+            (Some(v6), default) => match (v6.split_once("]:"), v6.strip_suffix(']'), default) {
+                (Some((h, p)), _, _) => (h, p),
+                (None, Some(h), Some(p)) => (h, p),
+                _ => return Err(format!("'{text}': write IPv6 as tcp://[addr]:port").into()),
+            },
+            // A bare IPv6 address has colons of its own: it needs brackets.
+            (None, Some(p)) if !rest.contains(':') => (rest, p),
+            (None, _) => {
+                rest.rsplit_once(':').ok_or_else(|| format!("'{text}': tcp endpoints need a port, as in tcp://node07:18515 (or give -p PORT)"))?
+            }
         };
         let port: u16 = port.parse().map_err(|_| format!("'{text}': '{port}' is not a port number"))?;
         if port == 0 {

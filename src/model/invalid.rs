@@ -31,6 +31,8 @@ pub enum SpecError {
     ServiceLevel,
     #[error("P_Key index must be 0..127")]
     PkeyIndex,
+    #[error("MTU must be 256, 512, 1024, 2048 or 4096")]
+    Mtu,
 }
 
 /// A value as a person wrote it (a flag, an endpoint, a profile, hostfile or plan line) that is

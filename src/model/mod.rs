@@ -280,6 +280,10 @@ pub struct Conditions {
     /// Where the buffers live (`--mem`); in an endpoint, `cuda:auto` resolved to its ordinal.
     #[serde(default, skip_serializing_if = "MemChoice::is_host")]
     pub mem: MemChoice,
+    /// The queue pairs' path MTU at most this (perftest's -m; 256..4096, a power of two).
+    /// `None`: the smaller of the two ports' active MTUs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
 }
 
 impl Conditions {
@@ -294,6 +298,9 @@ impl Conditions {
         }
         if self.pkey_index.is_some_and(|p| p > 127) {
             return Err(SpecError::PkeyIndex);
+        }
+        if self.mtu.is_some_and(|m| !matches!(m, 256 | 512 | 1024 | 2048 | 4096)) {
+            return Err(SpecError::Mtu);
         }
         Ok(())
     }

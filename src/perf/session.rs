@@ -278,7 +278,8 @@ impl Session {
             (None, LinkLayer::Ethernet) => return Err(PerfError::BadPeer("peer sent no GID for a RoCE connection".into())),
             _ => None,
         };
-        let mtu = self.local.mtu.min(peer.mtu);
+        // perftest's -m caps it; the ports' active MTUs bound it (a larger one is never asked).
+        let mtu = self.local.mtu.min(peer.mtu).min(self.local.conditions.mtu.unwrap_or(u32::MAX));
         let mtu_enum = Mtu::at_most(mtu).to_verbs();
         let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
         for (i, qp) in self.qps.iter_mut().enumerate() {

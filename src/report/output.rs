@@ -30,6 +30,9 @@ struct Settings {
     format: Format,
     output: Option<PathBuf>,
     fail_on_warning: bool,
+    /// The command's own `--json` was given: a run that cannot run still writes its JSON
+    /// error document.
+    json_flag: bool,
 }
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
@@ -38,11 +41,11 @@ static SETTINGS: OnceLock<Settings> = OnceLock::new();
 /// interrupted, a side file) has said its verdict, and [`deliver_failure`] leaves it in place.
 static DELIVERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Sets the format, the output file and whether warnings fail the run, for this process (the
-/// first call wins).
-pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool) {
+/// Sets the format, the output file, whether warnings fail the run and whether the command's
+/// own `--json` was given, for this process (the first call wins).
+pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool, json_flag: bool) {
     crate::sys::stdio::note_stdout();
-    let _ = SETTINGS.set(Settings { format, output, fail_on_warning });
+    let _ = SETTINGS.set(Settings { format, output, fail_on_warning, json_flag });
 }
 
 /// `--fail-on warning`: a warning fails the run (its document's verdict too).
@@ -104,12 +107,13 @@ pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery>
 
 /// A run that could not run (exit 2), said in the machine format a health check reads, so no
 /// consumer keeps the last run's verdict: `oneline` prints `fabcheck COMMAND ERROR: CAUSE` on
-/// stdout, `prom` writes `fabcheck_up 0` and the cause and `junit` a suite with one error case,
-/// each to `--output` (replacing the last run's file) or stdout. JSON and the human view say
-/// nothing more (the cause is on stderr). A destination that cannot take it is left as it is:
+/// stdout, `prom` writes `fabcheck_up 0` and the cause, `junit` a suite with one error case and
+/// JSON (`--format json` or the command's `--json`) a document of the command's schema with
+/// `verdict` `error` and the cause and remedy, each to `--output` (replacing the last run's file)
+/// or stdout. The human view says nothing more (the cause is on stderr). A destination that cannot take it is left as it is:
 /// the exit code and stderr already tell. After a delivered document (a run interrupted after
 /// its report) only `oneline`'s line is added: the document already says what was seen.
-pub fn deliver_failure(command: &str, cause: &str) {
+pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
     let settings = SETTINGS.get().cloned().unwrap_or_default();
     if settings.format != Format::Oneline && DELIVERED.load(std::sync::atomic::Ordering::Relaxed) {
         return;
@@ -121,7 +125,15 @@ pub fn deliver_failure(command: &str, cause: &str) {
         }
         Format::Prom => super::prom::error_page(command, cause, now_unix()),
         Format::Junit => super::junit::error_document(command, cause, &Stamp::now()),
-        Format::Human | Format::Json => return,
+        Format::Json => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
+            Some(text) => text,
+            None => return,
+        },
+        Format::Human if settings.json_flag => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
+            Some(text) => text,
+            None => return,
+        },
+        Format::Human => return,
     };
     if let Ok(mut sink) = Writer::open(settings.output.as_deref()) {
         if sink.write_all(text.as_bytes()).is_ok() {

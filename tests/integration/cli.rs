@@ -129,7 +129,10 @@ fn devices_on_this_host_are_listed_or_their_absence_explained() {
         }
         host => {
             assert_eq!(out.status.code(), Some(2), "{host:?}: {err}");
-            assert!(out.stdout.is_empty(), "no document when it cannot run");
+            // The JSON error document, with the cause stderr says.
+            let doc = super::json(&out);
+            assert_eq!((doc["schema"].as_str(), doc["verdict"].as_str()), (Some("fabcheck.devices.v1"), Some("error")), "{doc}");
+            assert!(err.contains(doc["error"]["cause"].as_str().unwrap()), "{doc}\n{err}");
             assert!(err.starts_with(&format!("fabcheck: {}", host.agent_cause(""))), "{host:?}: {err}");
             assert!(err.contains("what to do:") && err.contains("rdma_rxe"), "{err}");
         }

@@ -212,10 +212,26 @@ fn a_run_that_cannot_run_replaces_a_stale_pass_with_up_0_and_its_cause() {
     let doc = std::fs::read_to_string(&xml).unwrap();
     junit("exit 2 junit", &doc, &dir);
     assert!(doc.contains("errors=\"1\"") && doc.contains("no-such-tree"), "{doc}");
-    // JSON and the human view are unchanged: nothing written.
+    // JSON too (`--json` and `--format json`): the check schema's document with verdict
+    // `error` and the same cause and remedy as stderr, replacing the last run's pass.
     let json = dir.join("x.json");
-    let out = fabcheck(&["check", "--sysfs-root", gone.to_str().unwrap(), "--json", "--output", json.to_str().unwrap()]);
+    for flags in [&["--json"][..], &["--format", "json"][..]] {
+        std::fs::write(&json, "{\"verdict\":\"pass\"}").unwrap();
+        let mut args = vec!["check", "--sysfs-root", gone.to_str().unwrap(), "--output", json.to_str().unwrap()];
+        args.extend_from_slice(flags);
+        let out = fabcheck(&args);
+        assert_eq!(out.status.code(), Some(2));
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        assert_eq!((doc["schema"].as_str(), doc["verdict"].as_str()), (Some("fabcheck.check.v1"), Some("error")), "{flags:?}: {doc}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let cause = doc["error"]["cause"].as_str().unwrap();
+        assert!(cause.contains("no-such-tree") && stderr.contains(cause), "{doc}\n{stderr}");
+        assert!(stderr.contains(doc["error"]["remedy"].as_str().unwrap()), "{doc}\n{stderr}");
+        assert!(doc["host"].is_string() && doc["time"].is_string() && doc["fabcheck_version"].is_string(), "{doc}");
+    }
+    // The human view is unchanged: nothing written on stdout.
+    let out = fabcheck(&["check", "--sysfs-root", gone.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(!json.exists());
+    assert!(out.stdout.is_empty());
     std::fs::remove_dir_all(&dir).ok();
 }
