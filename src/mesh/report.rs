@@ -24,11 +24,36 @@ pub struct MeshReport {
 }
 
 impl MeshReport {
+    /// Which figures of each pair its latest measure found bad, judged as the analysis judged
+    /// them: against the first pass's medians (a retest holds only bad pairs).
+    fn blames(&self) -> impl Fn(&str, &str) -> crate::outcome::PairBlame + '_ {
+        let index: std::collections::HashMap<&str, usize> = self.doc.endpoints.iter().enumerate().map(|(i, e)| (e.as_str(), i)).collect();
+        let first = &self.measured[..self.counts.first.min(self.measured.len())];
+        let (mb, ml) = super::analysis::medians(first);
+        let mut latest: std::collections::HashMap<(usize, usize), &PairMeasure> = std::collections::HashMap::new();
+        for m in &self.measured {
+            latest.insert((m.a.min(m.b), m.a.max(m.b)), m);
+        }
+        move |a, b| match (index.get(a), index.get(b)) {
+            (Some(&a), Some(&b)) => latest.get(&(a.min(b), a.max(b))).map(|m| super::analysis::blame(m, &self.criteria, mb, ml)).unwrap_or_default(),
+            _ => Default::default(),
+        }
+    }
+
     /// A mesh document read back (its pair records in memory), to be printed again: the
     /// machine formats and the JSON; its human view has no measures to draw.
     pub fn replay(mut doc: MeshDoc) -> MeshReport {
-        let pairs = spool::Pairs::Memory(std::mem::take(&mut doc.pairs));
-        MeshReport { doc, pairs, counts: Counts::default(), measured: Vec::new(), criteria: Criteria::default(), quiet: false }
+        let records = std::mem::take(&mut doc.pairs);
+        // The measures again from the records, the first pass first (as a run keeps them), so
+        // the printers judge each pair's figures as the run did.
+        let index: std::collections::HashMap<&str, usize> = doc.endpoints.iter().enumerate().map(|(i, e)| (e.as_str(), i)).collect();
+        let measure_of =
+            |r: &PairRecord| Some(super::run::measure(*index.get(r.a.as_str())?, *index.get(r.b.as_str())?, &r.results, r.error.is_some()));
+        let first: Vec<PairMeasure> = records.iter().filter(|r| !r.retest && !r.zoom).filter_map(measure_of).collect();
+        let later: Vec<PairMeasure> = records.iter().filter(|r| r.retest || r.zoom).filter_map(measure_of).collect();
+        let counts = Counts { first: first.len(), ..Counts::default() };
+        let measured = first.into_iter().chain(later).collect();
+        MeshReport { doc, pairs: spool::Pairs::Memory(records), counts, measured, criteria: Criteria::default(), quiet: false }
     }
 
     /// The document as it is serialised: the same keys in the same order as 0.2's, then the
@@ -106,13 +131,17 @@ impl Document for MeshReport {
         use crate::outcome::{Finding, FindingId, Severity};
         use crate::report::sink::{MeshPairLine, MeshTally};
         let doc = &self.doc;
+        // Endpoints by the host their agent said, as the terminal names them (the JSON keeps
+        // the address, with the host beside it).
+        let names = super::names::Names::of_doc(doc);
         for s in &doc.suspects {
             let severity = if s.is_error() { Severity::Error } else { Severity::Warning };
-            sink.finding(&Finding::new(FindingId::MeshSuspect, severity, s.subject.as_str(), s.reason.clone(), ""));
+            sink.finding(&Finding::new(FindingId::MeshSuspect, severity, names.subject(&s.subject), s.reason.clone(), ""));
         }
         for u in &doc.unreachable {
-            sink.finding(&Finding::new(FindingId::MeshUnreachable, Severity::Error, u.endpoint.as_str(), u.error.clone(), ""));
+            sink.finding(&Finding::new(FindingId::MeshUnreachable, Severity::Error, names.of(&u.endpoint), u.error.clone(), ""));
         }
+        let blame = self.blames();
         let mut latest: Vec<PairRecord> = Vec::new();
         let mut at: std::collections::HashMap<(String, String), usize> = std::collections::HashMap::new();
         let mut railed = false;
@@ -128,7 +157,9 @@ impl Document for MeshReport {
             }
         })?;
         for p in &latest {
-            sink.mesh_pair(&MeshPairLine { a: &p.a, b: &p.b, rail: p.rail, verdict: p.verdict, results: &p.results, error: p.error.as_deref() });
+            let (a, b) = (names.of(&p.a), names.of(&p.b));
+            let blame = blame(&p.a, &p.b);
+            sink.mesh_pair(&MeshPairLine { a: &a, b: &b, rail: p.rail, verdict: p.verdict, results: &p.results, error: p.error.as_deref(), blame });
         }
         let mut kinds: Vec<(&str, usize)> = ["node", "link", "switch", "uplink", "config"].into_iter().map(|k| (k, 0)).collect();
         if railed {

@@ -270,6 +270,7 @@ fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeas
         verdict: doc.verdict,
         params: &params,
         endpoints: &run.names,
+        names: super::names::Names::new(&run.names, &doc.hosts),
         nodes,
         cells: &cells,
         bw,
@@ -564,7 +565,7 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
 
 /// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
 /// the first latency test's p50.
-fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
+pub(super) fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
     let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
     let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
     let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));

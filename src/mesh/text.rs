@@ -4,6 +4,9 @@
 
 use super::analysis::{self, Criteria, PairMeasure};
 use super::doc::MeshDoc;
+#[cfg(test)]
+use super::names::display_name;
+use super::names::Names;
 use super::MATRIX_MAX;
 use crate::outcome::Verdict;
 use std::collections::HashMap;
@@ -30,64 +33,13 @@ fn bw_matrix(n: usize, measured: &[PairMeasure]) -> Vec<Vec<Option<f64>>> {
     m
 }
 
-/// How the human view names an endpoint: the host its agent reported and the device
-/// (`n07/mlx5_3`), then the address as given where that differs (`fake02
-/// (tcp://10.0.3.7:18515)`), so two agents on one host stay apart. Without a reported host, the
-/// endpoint as given.
-pub fn display_name(endpoint: &str, host: Option<&str>) -> String {
-    let Some(host) = host.filter(|h| !h.is_empty()) else { return endpoint.to_string() };
-    // `localhost/rxe0#2`: the repeat's number stays on the name.
-    let (given, nth) = match endpoint.rsplit_once('#') {
-        Some((base, n)) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => (base, format!("#{n}")),
-        _ => (endpoint, String::new()),
-    };
-    let device = crate::control::endpoint::parse(given).ok().and_then(|spec| {
-        spec.device.map(|d| match spec.port {
-            Some(p) => format!("{d}:{p}"),
-            None => d,
-        })
-    });
-    let name = match device {
-        Some(d) => format!("{host}/{d}{nth}"),
-        None => format!("{host}{nth}"),
-    };
-    if name == endpoint {
-        name
-    } else {
-        format!("{name} ({endpoint})")
-    }
-}
-
-/// The endpoints' human names, and a suspect's subject in them (`A<->B` for a link).
-struct Names<'a> {
-    doc: &'a MeshDoc,
-}
-
-impl Names<'_> {
-    fn of(&self, endpoint: &str) -> String {
-        display_name(endpoint, self.doc.hosts.get(endpoint).map(String::as_str))
-    }
-
-    fn at(&self, i: usize) -> String {
-        self.of(&self.doc.endpoints[i])
-    }
-
-    fn subject(&self, subject: &str) -> String {
-        match subject.split_once("<->") {
-            Some((a, b)) if self.doc.endpoints.iter().any(|e| e == a) => format!("{} <-> {}", self.of(a), self.of(b)),
-            _ if self.doc.endpoints.iter().any(|e| e == subject) => self.of(subject),
-            _ => subject.to_string(),
-        }
-    }
-}
-
 /// The human report: the matrix up to [`MATRIX_MAX`] endpoints, above it per-endpoint
 /// summaries and the worst pairs (the JSON stays complete). `measured`: first pass, zoom-in,
 /// then retests (a later measure of a pair stands for it).
 pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criteria, quiet: bool) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let names = Names { doc };
+    let names = Names::of_doc(doc);
     // What to act on first: the suspects and the endpoints that could not be reached, then the
     // figures.
     for s in &doc.suspects {
@@ -108,7 +60,7 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
         }
         matrix_text(&mut out, &names, &matrix);
     } else {
-        summary_text(&mut out, &names, measured, c);
+        summary_text(&mut out, &names, measured, counts.first, c);
     }
     let (retests, zoomed) = (counts.retest, counts.zoom);
     let pattern = match &doc.pattern {
@@ -148,12 +100,11 @@ fn unmeasured_apart(matrix: &mut [Vec<Option<f64>>], measured: &[PairMeasure]) {
 
 fn matrix_text(out: &mut String, names: &Names<'_>, matrix: &[Vec<Option<f64>>]) {
     use std::fmt::Write;
-    let doc = names.doc;
-    let labels: Vec<String> = (0..doc.endpoints.len()).map(|i| names.at(i)).collect();
+    let labels: Vec<String> = (0..names.len()).map(|i| names.at(i)).collect();
     let width = labels.iter().map(|e| e.chars().count()).max().unwrap_or(4).max(4);
     let _ = writeln!(out, "bandwidth (Gb/s), slowest direction, largest size");
     let _ = write!(out, "{:width$}", "");
-    for j in 0..doc.endpoints.len() {
+    for j in 0..names.len() {
         let _ = write!(out, " {:>8}", format!("[{j}]"));
     }
     let _ = writeln!(out);
@@ -173,11 +124,13 @@ fn matrix_text(out: &mut String, names: &Names<'_>, matrix: &[Vec<Option<f64>>])
 }
 
 /// Per-endpoint summaries (the endpoints with the most bad pairs) and the worst pairs.
-fn summary_text(out: &mut String, names: &Names<'_>, measured: &[PairMeasure], c: &Criteria) {
+fn summary_text(out: &mut String, names: &Names<'_>, measured: &[PairMeasure], first_pass: usize, c: &Criteria) {
     use std::fmt::Write;
-    let doc = names.doc;
-    let n = doc.endpoints.len();
-    let (mb, ml) = analysis::medians(measured);
+    let n = names.len();
+    // The cluster's figures are the first pass's, every pair once: the retest and the zoom-in
+    // measure mostly bad pairs again and would drag the median down. Pairs are judged against
+    // them, as the analysis judged them.
+    let (mb, ml) = analysis::medians(&measured[..first_pass.min(measured.len())]);
     let mut latest: HashMap<(usize, usize), &PairMeasure> = HashMap::with_capacity(measured.len());
     for m in measured {
         latest.insert((m.a.min(m.b), m.a.max(m.b)), m);
@@ -201,7 +154,7 @@ fn summary_text(out: &mut String, names: &Names<'_>, measured: &[PairMeasure], c
     let clean = per.iter().filter(|p| p.0 > 0 && p.1 == 0).count();
     let _ = writeln!(
         out,
-        "{n} endpoints: {clean} with every pair good; median {} Gb/s, {} us",
+        "{n} endpoints: {clean} with every pair good; first pass median {} Gb/s, {} us",
         mb.map_or("-".into(), |v| format!("{v:.1}")),
         ml.map_or("-".into(), |v| format!("{v:.2}"))
     );

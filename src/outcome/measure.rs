@@ -46,3 +46,22 @@ fn rounded_latency<S: serde::Serializer>(value: &Option<LatencySummary>, s: S) -
         None => s.serialize_none(),
     }
 }
+
+/// Which of a mesh pair's figures made it bad: its bandwidth (short of the link or the median),
+/// its latency (an outlier), both, or neither said (a test that failed, an expectation): then
+/// every test of the pair stands for the verdict.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairBlame {
+    pub bandwidth: bool,
+    pub latency: bool,
+}
+
+impl PairBlame {
+    /// Whether a failed pair's `result` is one of the figures that failed it.
+    pub fn names(self, result: &TestResult) -> bool {
+        match (self.bandwidth, self.latency) {
+            (false, false) => true,
+            (bandwidth, latency) => (bandwidth && result.bw_gbps.is_some()) || (latency && result.lat_us.is_some()),
+        }
+    }
+}

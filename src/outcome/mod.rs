@@ -9,7 +9,7 @@ mod measure;
 mod subject;
 
 pub use id::FindingId;
-pub use measure::TestResult;
+pub use measure::{PairBlame, TestResult};
 pub use subject::{RailEnd, Subject};
 
 use serde::{Deserialize, Serialize};

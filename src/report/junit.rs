@@ -76,6 +76,7 @@ struct MeshPair {
     failed: bool,
     results: Vec<TestResult>,
     error: Option<String>,
+    blame: crate::outcome::PairBlame,
 }
 
 /// A figure of `compare` as fed.
@@ -195,8 +196,12 @@ impl JunitPrinter {
                 out.push(Case { class: format!("fabcheck.{command}.pair"), name, failure, skipped: false });
                 continue;
             }
+            // A pair failed by its bandwidth fails its bandwidth cases, not its healthy latency
+            // ones (and the other way round); where no case holds the blamed figure, all do.
+            let named = pair.results.iter().any(|r| pair.blame.names(r));
             for r in &pair.results {
-                let failure = r.error.clone().or_else(|| pair.failed.then(|| format!("the pair {name} failed its verdict (see the suspects)")));
+                let blamed = pair.failed && (!named || pair.blame.names(r));
+                let failure = r.error.clone().or_else(|| blamed.then(|| format!("the pair {name} failed its verdict (see the suspects)")));
                 out.push(Case {
                     class: format!("fabcheck.{command}.{}", r.test),
                     name: format!("{name} {} {} {}", r.test, r.direction, r.size),
@@ -255,6 +260,7 @@ impl Sink for JunitPrinter {
             failed: p.verdict == Verdict::Fail,
             results: p.results.to_vec(),
             error: p.error.map(str::to_string),
+            blame: p.blame,
         });
     }
 

@@ -40,8 +40,16 @@ fn mesh_has_a_testcase_per_pair_and_test() {
     let mut p = JunitPrinter::new(Command::Mesh, false);
     p.finding(&Finding::new(FindingId::MeshSuspect, Severity::Error, "n3", "unreachable & <gone>", ""));
     let bw = [result(TestKind::WriteBw, 65536, None)];
-    p.mesh_pair(&MeshPairLine { a: "n2", b: "n1", rail: None, verdict: Verdict::Pass, results: &bw, error: None });
-    p.mesh_pair(&MeshPairLine { a: "n1", b: "n3", rail: None, verdict: Verdict::Fail, results: &[], error: Some("cannot reach n3") });
+    p.mesh_pair(&MeshPairLine { a: "n2", b: "n1", rail: None, verdict: Verdict::Pass, results: &bw, error: None, blame: Default::default() });
+    p.mesh_pair(&MeshPairLine {
+        a: "n1",
+        b: "n3",
+        rail: None,
+        verdict: Verdict::Fail,
+        results: &[],
+        error: Some("cannot reach n3"),
+        blame: Default::default(),
+    });
     let xml = p.finish(&stamp());
     let got = cases(&xml);
     let names: Vec<(&str, &str, bool)> = got.iter().map(|(c, n, f)| (c.as_str(), n.as_str(), f.is_some())).collect();
@@ -54,6 +62,27 @@ fn mesh_has_a_testcase_per_pair_and_test() {
         ]
     );
     assert!(xml.contains("tests=\"3\" failures=\"2\" errors=\"0\""), "{xml}");
+}
+
+/// Issue #45: a pair failed by its bandwidth fails its bandwidth case, not its healthy latency
+/// case (0.3: 26 failures for 13 slow pairs); a failure the figures do not explain fails both.
+#[test]
+fn a_slow_pair_fails_its_bandwidth_case_only() {
+    let mut bw = result(TestKind::WriteBw, 65536, None);
+    bw.bw_gbps = Some(50.0);
+    let mut lat = result(TestKind::SendLat, 2, None);
+    lat.lat_us = Some(crate::model::LatencySummary { min: 1.0, p50: 1.0, p90: 1.0, p99: 1.0, p999: 1.0, max: 1.0, mean: 1.0, stdev: 0.0 });
+    let results = [bw, lat];
+    let failed = |blame| {
+        let mut p = JunitPrinter::new(Command::Mesh, false);
+        p.mesh_pair(&MeshPairLine { a: "n1", b: "n2", rail: None, verdict: Verdict::Fail, results: &results, error: None, blame });
+        cases(&p.finish(&stamp())).into_iter().filter(|c| c.2.is_some()).map(|c| c.1).collect::<Vec<_>>()
+    };
+    let slow = crate::outcome::PairBlame { bandwidth: true, latency: false };
+    assert_eq!(failed(slow), ["n1 <-> n2 write_bw a->b 65536"]);
+    let laggy = crate::outcome::PairBlame { bandwidth: false, latency: true };
+    assert_eq!(failed(laggy), ["n1 <-> n2 send_lat a->b 2"]);
+    assert_eq!(failed(Default::default()).len(), 2, "unexplained: both stand for the verdict");
 }
 
 #[test]

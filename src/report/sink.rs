@@ -73,6 +73,8 @@ pub struct MeshPairLine<'a> {
     pub verdict: Verdict,
     pub results: &'a [TestResult],
     pub error: Option<&'a str>,
+    /// A failed pair: which of its figures failed it (JUnit fails those tests' cases only).
+    pub blame: crate::outcome::PairBlame,
 }
 
 /// A mesh's counts: suspects of each kind (every kind, 0 where none), unreachable endpoints,

@@ -262,6 +262,6 @@ fn mesh_csv_and_heat_map_parse_and_hold_every_pair() {
     }
     let suspects = by_id("suspects");
     let row: Vec<String> = suspects.descendants().filter(|n| n.has_tag_name("td")).filter_map(|n| n.text()).map(String::from).collect();
-    assert_eq!(&row[..2], ["node".to_string(), slow.clone()]);
+    assert_eq!(&row[..2], ["node".to_string(), format!("fake04 ({slow})")], "named by the host its agent said");
     std::fs::remove_dir_all(&dir).ok();
 }

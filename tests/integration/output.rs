@@ -69,8 +69,11 @@ fn mesh_speaks_prom_junit_and_oneline() {
     series.sort();
     series.dedup();
     assert_eq!(series.len(), all, "no series written twice (a retest stands for its pair)");
-    let slow = &eps[2];
-    assert!(!gauge(&scrape, "fabcheck_bandwidth_gbps", &[("a", eps[0].as_str()), ("b", slow.as_str()), ("size", "65536")]).is_empty(), "{text}");
+    // Issue #45: every artefact names an agent by the host it said in its hello, the address
+    // beside it (the JSON keeps the address, with `hosts`).
+    let name = |i: usize| format!("fake{i:02} ({})", eps[i]);
+    let slow = &name(2);
+    assert!(!gauge(&scrape, "fabcheck_bandwidth_gbps", &[("a", name(0).as_str()), ("b", slow.as_str()), ("size", "65536")]).is_empty(), "{text}");
     assert_eq!(
         gauge(&scrape, "fabcheck_latency_p50_seconds", &[("test", "send_lat")]).len(),
         6,
@@ -87,7 +90,18 @@ fn mesh_speaks_prom_junit_and_oneline() {
     let per_test = |class: &str| cases.iter().filter(|c| c.attribute("classname") == Some(class)).count();
     assert_eq!((per_test("fabcheck.mesh.write_bw"), per_test("fabcheck.mesh.send_lat")), (6, 6), "{text}");
     let failed = |c: &roxmltree::Node| c.children().any(|n| n.has_tag_name("failure"));
-    assert!(cases.iter().filter(|c| c.attribute("name").unwrap().contains(slow.as_str())).all(failed), "the slow node's pairs fail:\n{text}");
+    let of_slow = |class: &str| {
+        cases.iter().filter(|c| c.attribute("name").unwrap().contains(slow.as_str()) && c.attribute("classname") == Some(class)).collect::<Vec<_>>()
+    };
+    assert!(
+        of_slow("fabcheck.mesh.write_bw").iter().all(|c| failed(c)) && of_slow("fabcheck.mesh.write_bw").len() == 3,
+        "the slow node's bandwidth cases fail:\n{text}"
+    );
+    // 0.3 failed the healthy latency case of every slow pair too.
+    assert!(
+        !of_slow("fabcheck.mesh.send_lat").iter().any(|c| failed(c)) && of_slow("fabcheck.mesh.send_lat").len() == 3,
+        "its latency is fine:\n{text}"
+    );
     assert!(cases.iter().any(|c| c.attribute("classname") == Some("fabcheck.mesh.mesh.suspect") && failed(c)));
 
     let out = mesh(eps, &["--format", "oneline"]);

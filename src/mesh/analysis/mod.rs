@@ -204,6 +204,11 @@ pub(super) fn laggy(m: &PairMeasure, c: &Criteria, median_lat: Option<f64>) -> b
     }
 }
 
+/// Which figures of a pair are bad (see [`is_bad`]): bandwidth short, latency an outlier.
+pub fn blame(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>, median_lat: Option<f64>) -> crate::outcome::PairBlame {
+    crate::outcome::PairBlame { bandwidth: slow(m, c, median_bw), latency: laggy(m, c, median_lat) }
+}
+
 /// A bad pair: failed, bandwidth short (see [`Criteria`]) or latency an outlier. Judge a retest
 /// with the first pass's medians: the retest holds only bad pairs, its own median means nothing.
 pub fn is_bad(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>, median_lat: Option<f64>) -> bool {

@@ -38,7 +38,8 @@ pub(super) fn matrix_svg(p: &Page<'_>, kind: &str, scale: &Scale) -> String {
         24 => 8,
         _ => 0,
     };
-    let longest = p.endpoints.iter().map(|e| e.chars().count()).max().unwrap_or(1) + 2;
+    let labels: Vec<String> = (0..n).map(|i| p.names.at(i)).collect();
+    let longest = labels.iter().map(|e| e.chars().count()).max().unwrap_or(1) + 2;
     let text_w = (longest as f64 * 6.6).ceil() as usize + 10;
     let left = text_w + 6;
     let top = (text_w as f64 * 0.72).ceil() as usize + 12;
@@ -52,7 +53,7 @@ pub(super) fn matrix_svg(p: &Page<'_>, kind: &str, scale: &Scale) -> String {
         r#"<svg xmlns="http://www.w3.org/2000/svg" class="matrix {kind}" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="DejaVu Sans, Helvetica, Arial, sans-serif">"#
     );
     svg.push_str(&defs(kind));
-    for (i, e) in p.endpoints.iter().enumerate() {
+    for (i, e) in labels.iter().enumerate() {
         let name = escape(e);
         let (class, label) = if marked[i] { ("lbl suspect", format!("▶ {name}")) } else { ("lbl", name) };
         let y = top + i * cell + cell / 2;
@@ -68,7 +69,7 @@ pub(super) fn matrix_svg(p: &Page<'_>, kind: &str, scale: &Scale) -> String {
                 let _ = write!(svg, r##"<rect class="diag" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#fafafa"/>"##);
                 continue;
             }
-            let (a, b) = (escape(&p.endpoints[i]), escape(&p.endpoints[j]));
+            let (a, b) = (escape(&labels[i]), escape(&labels[j]));
             let Some(c) = cell_of.get(&(i.min(j), i.max(j))) else {
                 let _ = write!(svg, r##"<rect class="cell none" x="{x}" y="{y}" width="{cell}" height="{cell}" fill="#f4f4f4" stroke="#fff"/>"##);
                 continue;

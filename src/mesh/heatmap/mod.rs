@@ -85,6 +85,9 @@ pub struct Page<'a> {
     /// What ran, as (name, value): tests, size, iterations, QPs, directions, pattern...
     pub params: &'a [(String, String)],
     pub endpoints: &'a [String],
+    /// How the page names the endpoints and the suspects' subjects: by the host each agent
+    /// said (`n07/mlx5_3 (tcp://10.0.3.7:18515/mlx5_3)`), as every other artefact does.
+    pub names: crate::mesh::names::Names<'a>,
     /// The node (host) of each endpoint: a large mesh is shown per node, sorted by it.
     pub nodes: &'a [String],
     pub cells: &'a [Cell],
@@ -237,7 +240,7 @@ pub fn html(p: &Page<'_>) -> String {
                 page,
                 "<tr><td title=\"{}\">{kind}</td><td class=\"subject\">{}</td><td>{}</td></tr>",
                 escape(meaning),
-                escape(&s.subject),
+                escape(&p.names.subject(&s.subject)),
                 escape(&s.reason)
             );
         }

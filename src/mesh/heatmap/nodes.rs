@@ -158,7 +158,7 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
             page,
             "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
             escape(&names[k]),
-            escape(&f.endpoints.iter().map(|&i| p.endpoints[i].as_str()).collect::<Vec<_>>().join(", ")),
+            escape(&f.endpoints.iter().map(|&i| p.names.at(i)).collect::<Vec<_>>().join(", ")),
             f.pairs,
             f.bad
         );
@@ -186,7 +186,7 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
     if !worst.is_empty() {
         page.push_str("<table class=\"worst\" id=\"worst\">\n<tr><th>pair</th><th>Gb/s</th><th>us</th><th>result</th></tr>\n");
         for c in worst.iter().take(WORST_ROWS) {
-            let pair = format!("{} <-> {}", p.endpoints[c.a.min(n - 1)], p.endpoints[c.b.min(n - 1)]);
+            let pair = format!("{} <-> {}", p.names.at(c.a.min(n - 1)), p.names.at(c.b.min(n - 1)));
             let _ = writeln!(
                 page,
                 "<tr><td class=\"subject\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td></tr>",

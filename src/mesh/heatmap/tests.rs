@@ -2,6 +2,9 @@
 
 use super::*;
 
+/// No agent said its host: the endpoints are named as given.
+static NO_HOSTS: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+
 fn bw_scale() -> Scale {
     Scale { reference: 200.0, basis: "the expected capacity".into(), pass_share: 0.9, higher_is_better: true, unit: "Gb/s" }
 }
@@ -28,6 +31,7 @@ fn page<'a>(endpoints: &'a [String], cells: &'a [Cell], suspects: &'a [Suspect],
         verdict: Verdict::Fail,
         params,
         endpoints,
+        names: crate::mesh::names::Names::new(endpoints, &NO_HOSTS),
         nodes: endpoints,
         cells,
         bw: Some(bw_scale()),

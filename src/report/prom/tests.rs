@@ -48,9 +48,17 @@ fn mesh_has_a_series_per_pair_test_and_direction_and_suspect_counts() {
         ..bw(0.0)
     };
     let (first, second) = ([lat, bw(90.0)], [bw(190.0)]);
-    p.mesh_pair(&MeshPairLine { a: "n1", b: "n2", rail: None, verdict: Verdict::Pass, results: &[bw(191.0)], error: None });
-    p.mesh_pair(&MeshPairLine { a: "n1", b: "n3", rail: None, verdict: Verdict::Pass, results: &second, error: None });
-    p.mesh_pair(&MeshPairLine { a: "n2", b: "n3", rail: None, verdict: Verdict::Fail, results: &first, error: None });
+    p.mesh_pair(&MeshPairLine {
+        a: "n1",
+        b: "n2",
+        rail: None,
+        verdict: Verdict::Pass,
+        results: &[bw(191.0)],
+        error: None,
+        blame: Default::default(),
+    });
+    p.mesh_pair(&MeshPairLine { a: "n1", b: "n3", rail: None, verdict: Verdict::Pass, results: &second, error: None, blame: Default::default() });
+    p.mesh_pair(&MeshPairLine { a: "n2", b: "n3", rail: None, verdict: Verdict::Fail, results: &first, error: None, blame: Default::default() });
     p.mesh_tally(&MeshTally { suspects: vec![("node", 0), ("link", 1)], unreachable: 0, endpoints: 3 });
     let s = scrape(&p.finish(1.0));
     let pair = [("a", "n1"), ("b", "n2"), ("test", "write_bw"), ("direction", "a->b"), ("size", "65536")];
