@@ -200,7 +200,7 @@ fn assert_failed_after_hello(err: &str, hosts: [&str; 2]) {
     let cause = host_rdma().agent_cause(NO_SUCH_DEVICE);
     // The run's error is the last `fabcheck:` line (a warning may come first: where no private
     // directory can hold ssh's control sockets, logins are not shared, and stderr says so).
-    let error = err.lines().filter(|l| l.starts_with("fabcheck: ")).last().unwrap_or("");
+    let error = err.lines().rfind(|l| l.starts_with("fabcheck: ")).unwrap_or("");
     assert!(
         hosts.iter().any(|h| error.starts_with(&format!("fabcheck: {h}: {cause}"))),
         "want '<{}|{}>: {cause}' ({:?}): {err}",
