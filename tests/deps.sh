@@ -8,6 +8,7 @@
 # to render the man pages, python3-venv for zig and cargo-zigbuild from PyPI, lintian and rpmlint.
 # The exporter's tests: prometheus (the server, and promtool for `check metrics` and `test rules`).
 # JUnit output: libxml2-utils (xmllint --schema against tests/schemas/junit-10.xsd).
+# JSON output: python3-jsonschema (tests/schemas/validate.py against docs/schemas/).
 # The Soft-RoCE tier's wire check of --tclass (the guest runs the host's binaries): tcpdump.
 set -euo pipefail
 packages=(
@@ -16,7 +17,7 @@ packages=(
 	libibumad-dev libibmad-dev libibnetdisc-dev ibsim-utils opensm
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 	binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint
-	prometheus libxml2-utils tcpdump
+	prometheus libxml2-utils python3-jsonschema tcpdump
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -35,6 +35,7 @@ mod phy;
 mod properties;
 mod protocol;
 mod rails;
+mod schemas;
 mod serve_admission;
 mod serve_hardening;
 mod shell;
