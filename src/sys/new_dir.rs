@@ -1,6 +1,8 @@
 //! A new directory filled from the inside: what `fabcheck bundle DIR` writes its capture into.
 //! Like every file fabcheck writes (`sys::atomic`), nothing planted is ever followed: DIR must be
-//! new or empty (a symbolic link is refused, even to an empty directory); it is opened once
+//! new or empty (a symbolic link is refused, even to an empty directory); the capture is made in
+//! a temporary directory beside it and renamed to DIR at the end (`finish`), so DIR is a whole
+//! bundle or none. That directory is opened once
 //! (`O_DIRECTORY|O_NOFOLLOW`) and everything below it is made through the descriptor of its
 //! parent (`/proc/self/fd/N/NAME`, as `sys::beneath` reads), each directory with `mkdir` and
 //! then opened `O_NOFOLLOW`, each file created `O_CREAT|O_EXCL|O_NOFOLLOW`
@@ -8,7 +10,7 @@
 //! or file planted while the capture runs, in a DIR that others can write) is an error naming
 //! it, and nothing is written through it.
 //!
-//! A DIR made here is mode 0700: a capture holds host names, GUIDs, MACs and addresses, to be
+//! The DIR made here is mode 0700: a capture holds host names, GUIDs, MACs and addresses, to be
 //! reviewed before it is shared. What is below it gets 0755 and 0644 (less the umask).
 
 use super::atomic::{create_new, temp_name, WriteError};
@@ -27,6 +29,42 @@ pub struct NewDir {
     dirs: HashMap<PathBuf, File>,
     /// Every file and link made so far, by its path inside.
     made: HashSet<PathBuf>,
+    /// The directory filled, beside `path`, renamed to it at the end.
+    temp: PathBuf,
+    finished: bool,
+}
+
+impl Drop for NewDir {
+    /// A capture that did not finish leaves nothing behind.
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_dir_all(&self.temp);
+        }
+    }
+}
+
+/// `path` is absent, or an empty directory that is not a symbolic link.
+fn check_target(path: &Path) -> Result<(), WriteError> {
+    let fail = |doing, e| WriteError::new(path, doing, e);
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            Err(fail("write into", io::Error::other("it is a symbolic link; give a new directory, fabcheck does not write through links")))
+        }
+        Ok(meta) if !meta.is_dir() => Err(fail("write into", io::Error::other("it exists and is not a directory"))),
+        Ok(_) => {
+            let dir = open_dir(path).map_err(|e| fail("open", e))?;
+            let mut entries = std::fs::read_dir(through(&dir, ".".as_ref())).map_err(|e| fail("list", e))?;
+            if entries.next().is_some() {
+                return Err(fail(
+                    "write into",
+                    io::Error::other("it exists and is not empty; give a new or empty directory (a bundle is never mixed with other files)"),
+                ));
+            }
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(fail("inspect", e)),
+    }
 }
 
 fn through(dir: &File, name: &std::ffi::OsStr) -> PathBuf {
@@ -53,26 +91,45 @@ fn names(rel: &Path) -> io::Result<Vec<&std::ffi::OsStr>> {
 }
 
 impl NewDir {
-    /// Makes `path` (mode 0700), or takes it when it is an empty directory (not a link to one).
+    /// Checks that `path` can take a bundle (absent, or an empty directory that is not a link),
+    /// and makes the temporary directory beside it (mode 0700) that is filled and then renamed
+    /// to `path` by [`NewDir::finish`]: a reader never sees half a bundle at `path`.
     pub fn create(path: &Path) -> Result<NewDir, WriteError> {
         let fail = |doing, e| WriteError::new(path, doing, e);
-        match std::fs::symlink_metadata(path) {
-            Ok(meta) if meta.file_type().is_symlink() => {
-                return Err(fail("write into", io::Error::other("it is a symbolic link; give a new directory, fabcheck does not write through links")))
+        check_target(path)?;
+        let parent = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let base = path.file_name().ok_or_else(|| fail("write into", io::Error::other("it names no directory")))?;
+        let mut made = None;
+        for attempt in 0..16u32 {
+            let mut name = std::ffi::OsString::from(".");
+            name.push(base);
+            name.push(".");
+            name.push(temp_name(attempt));
+            let temp = parent.join(name);
+            match std::fs::DirBuilder::new().mode(0o700).create(&temp) {
+                Ok(()) => {
+                    made = Some(temp);
+                    break;
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(fail("create a temporary directory beside", e)),
             }
-            Ok(meta) if !meta.is_dir() => return Err(fail("write into", io::Error::other("it exists and is not a directory"))),
-            Ok(_) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                std::fs::DirBuilder::new().mode(0o700).create(path).map_err(|e| fail("create", e))?;
-            }
-            Err(e) => return Err(fail("inspect", e)),
         }
-        let dir = open_dir(path).map_err(|e| fail("open", e))?;
-        let mut entries = std::fs::read_dir(through(&dir, ".".as_ref())).map_err(|e| fail("list", e))?;
-        if entries.next().is_some() {
-            return Err(fail("write into", io::Error::other("it exists and is not empty; give a new or empty directory (a bundle is never mixed with other files)")));
-        }
-        Ok(NewDir { path: path.to_path_buf(), dirs: HashMap::from([(PathBuf::new(), dir)]), made: HashSet::new() })
+        let temp = made.ok_or_else(|| fail("create a temporary directory beside", io::Error::other("every temporary name tried was taken")))?;
+        let dir = open_dir(&temp).map_err(|e| fail("open", e))?;
+        Ok(NewDir { path: path.to_path_buf(), temp, dirs: HashMap::from([(PathBuf::new(), dir)]), made: HashSet::new(), finished: false })
+    }
+
+    /// Renames the filled directory to its name (an empty directory there is replaced; anything
+    /// else there now is refused and the temporary directory removed).
+    pub fn finish(mut self) -> Result<(), WriteError> {
+        check_target(&self.path)?;
+        std::fs::rename(&self.temp, &self.path).map_err(|e| WriteError::new(&self.path, "rename the capture to", e))?;
+        self.finished = true;
+        Ok(())
     }
 
     /// The directory, as it was named.
@@ -194,20 +251,24 @@ mod tests {
         let dir = scratch("made");
         let out = dir.join("bundle");
         let mut b = NewDir::create(&out).unwrap();
-        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o700);
+        assert!(!out.exists(), "nothing at the name until the capture is whole");
         b.write_new(Path::new("class/infiniband/mlx5_0/fw_ver"), b"20.1\n").unwrap();
         b.make_dirs(Path::new("devices/pci0000:00/0000:00:01.0")).unwrap();
         b.link(Path::new("bus/pci/devices/0000:00:01.0"), Path::new("../../../devices/pci0000:00/0000:00:01.0")).unwrap();
         b.write_complete(Path::new("fabcheck-bundle.json"), b"{}\n").unwrap();
-        assert_eq!(std::fs::read_to_string(out.join("class/infiniband/mlx5_0/fw_ver")).unwrap(), "20.1\n");
-        assert!(out.join("bus/pci/devices/0000:00:01.0").is_dir(), "the link resolves inside");
         assert!(b.has(Path::new("class/infiniband/mlx5_0/fw_ver")) && b.has(Path::new("devices/pci0000:00")));
-        let names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
-        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
         for bad in ["../escape", "/etc/x", "a/../b"] {
             assert!(b.write_new(Path::new(bad), b"x").is_err(), "{bad}");
         }
+        b.finish().unwrap();
+        assert_eq!(std::fs::metadata(&out).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(std::fs::read_to_string(out.join("class/infiniband/mlx5_0/fw_ver")).unwrap(), "20.1\n");
+        assert!(out.join("bus/pci/devices/0000:00:01.0").is_dir(), "the link resolves inside");
+        let names: Vec<_> = std::fs::read_dir(&out).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        assert!(!names.iter().any(|n| n.ends_with(".tmp")), "{names:?}");
         assert!(!dir.join("escape").exists());
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(left, vec![std::ffi::OsString::from("bundle")], "no temporary directory left");
         std::fs::remove_dir_all(&dir).ok();
     }
 
@@ -215,12 +276,16 @@ mod tests {
     fn an_existing_directory_must_be_empty_and_not_a_link() {
         let dir = scratch("existing");
         std::fs::create_dir(dir.join("empty")).unwrap();
-        assert!(NewDir::create(&dir.join("empty")).is_ok());
+        let b = NewDir::create(&dir.join("empty")).unwrap();
+        drop(b);
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "an unfinished capture leaves nothing");
+        NewDir::create(&dir.join("empty")).unwrap().finish().unwrap();
         std::fs::create_dir(dir.join("full")).unwrap();
         std::fs::write(dir.join("full/precious"), "keep").unwrap();
         let err = NewDir::create(&dir.join("full")).unwrap_err().to_string();
         assert!(err.contains("not empty"), "{err}");
-        symlink(dir.join("empty"), dir.join("link")).unwrap();
+        std::fs::create_dir(dir.join("empty2")).unwrap();
+        symlink(dir.join("empty2"), dir.join("link")).unwrap();
         let err = NewDir::create(&dir.join("link")).unwrap_err().to_string();
         assert!(err.contains("symbolic link"), "{err}");
         std::fs::write(dir.join("file"), "x").unwrap();
@@ -239,8 +304,8 @@ mod tests {
         let mut b = NewDir::create(&out).unwrap();
         b.make_dirs(Path::new("class")).unwrap();
         // Another user plants a link at a file's name, and one at a folder's name.
-        symlink(&victim, out.join("class/fw_ver")).unwrap();
-        symlink(dir.join("elsewhere"), out.join("class/net")).unwrap();
+        symlink(&victim, b.temp.join("class/fw_ver")).unwrap();
+        symlink(dir.join("elsewhere"), b.temp.join("class/net")).unwrap();
         let err = b.write_new(Path::new("class/fw_ver"), b"evil\n").unwrap_err().to_string();
         assert!(err.contains("already taken"), "{err}");
         let err = b.write_new(Path::new("class/net/va/mtu"), b"1500\n").unwrap_err().to_string();

@@ -110,6 +110,23 @@ pub struct Skipped {
     pub why: String,
 }
 
+/// The manifest as written: its stamp (`host`, `fabcheck_version`, `time`) first, then the rest.
+pub fn manifest_json(m: &Manifest) -> String {
+    let mut map = serde_json::Map::new();
+    map.insert("schema".into(), m.schema.into());
+    map.insert("host".into(), m.origin.host.clone().into());
+    map.insert("fabcheck_version".into(), m.origin.fabcheck_version.clone().into());
+    map.insert("time".into(), m.origin.time.clone().into());
+    if let Ok(serde_json::Value::Object(rest)) = serde_json::to_value(m) {
+        for (k, v) in rest {
+            map.entry(k).or_insert(v);
+        }
+    }
+    let mut text = serde_json::to_string_pretty(&serde_json::Value::Object(map)).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
 /// What of the manifest is read back.
 #[derive(Deserialize)]
 struct Stamped {
