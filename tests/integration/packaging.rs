@@ -47,7 +47,7 @@ fn every_command_has_a_manual_page_that_renders_without_warnings() {
         assert!(out.status.success() && warnings.is_empty(), "{}: {warnings}", page.display());
         rendered += 1;
     }
-    assert_eq!(rendered, 10, "fabcheck.1 and nine command pages");
+    assert_eq!(rendered, 11, "fabcheck.1 and ten command pages");
     let _ = std::fs::remove_dir_all(man1.parent().unwrap());
 }
 
