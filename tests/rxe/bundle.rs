@@ -28,6 +28,8 @@ fn round_trip(tag: &str) -> (serde_json::Value, serde_json::Value) {
     assert!(out.status.success(), "bundle: {}", String::from_utf8_lossy(&out.stderr));
     let manifest: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("fabcheck-bundle.json")).unwrap()).unwrap();
     let guest = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap().trim().to_string();
+    // What each tool gave, in the log: a tool that ran to its limit shows here.
+    eprintln!("bundle {tag}: {} s; tools: {}", manifest["seconds"], manifest["tools"]);
     assert_eq!(manifest["host"], guest.as_str());
     assert_eq!(manifest["tools_run"], true, "{manifest}");
     assert!(manifest["tools"].as_array().unwrap().iter().any(|t| t["file"] == "tools/uname-r.txt" && t["saved"] == true), "{manifest}");

@@ -85,11 +85,16 @@ impl Capture {
         }
     }
 
-    /// The netdevs of the RDMA devices (`class/infiniband/*/device/net/*`), checked as names.
+    /// The netdevs of the RDMA devices (`class/infiniband/*/device/net/*`, and the `parent` a
+    /// software device such as rxe names), checked as names.
     fn rdma_netdevs(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         for dev in self.names(Path::new("class/infiniband")) {
-            for nd in self.names(&Path::new("class/infiniband").join(&dev).join("device/net")) {
+            let dir = Path::new("class/infiniband").join(&dev);
+            let parent = self.src.read_text(&dir.join("parent"), 64).ok().map(|p| p.trim().to_string());
+            let mut names = self.names(&dir.join("device/net"));
+            names.extend(parent);
+            for nd in names {
                 if valid_netdev_name(&nd) && !out.contains(&nd) {
                     out.push(nd);
                 }
@@ -158,9 +163,12 @@ impl Capture {
     /// the one before (as capture-sysfs.sh wrote them).
     fn module_hex(&mut self, nd: &str, file: &Path, limit: Duration) -> Result<(), WriteError> {
         let command = format!("ethtool -m {nd} hex on (offset 128 length 128; page 0x11 for CMIS)");
-        let Ran::Output { mut bytes, .. } = self.run_tool("ethtool", &["-m", nd, "hex", "on"], limit) else {
-            self.record(command, file, false, Some("ethtool -m hex gave no dump".into()));
-            return Ok(());
+        let mut bytes = match self.run_tool("ethtool", &["-m", nd, "hex", "on"], limit) {
+            Ran::Output { bytes, .. } => bytes,
+            Ran::Missing(why) => {
+                self.record(command, file, false, Some(why));
+                return Ok(());
+            }
         };
         let id = String::from_utf8_lossy(&bytes)
             .lines()
