@@ -83,6 +83,9 @@ pub enum Command {
     /// The differences between two pair or mesh JSON documents; exit 1 on a regression.
     #[command(after_long_help = examples::COMPARE)]
     Compare(CompareArgs),
+    /// Capture this node for `--sysfs-root` (sysfs, the tools' outputs, a manifest) into a new DIR.
+    #[command(after_long_help = examples::BUNDLE)]
+    Bundle(BundleArgs),
     /// Print a shell completion script: `fabcheck completions bash > /etc/bash_completion.d/fabcheck`.
     Completions(CompletionsArgs),
     /// Agent speaking the control protocol on stdin/stdout (started by `pair` over ssh or locally).
@@ -106,6 +109,17 @@ pub struct CompletionsArgs {
     /// bash, zsh or fish (also elvish, powershell).
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct BundleArgs {
+    /// The new directory to write (absent, or an empty directory; never a symbolic link).
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Read this tree in bundle layout instead of the live /sys and run no tool (for tests; a
+    /// bundle's own manifest names its host).
+    #[arg(long, value_name = "ROOT", hide = true)]
+    pub from_root: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -8,6 +8,14 @@ Examples:
   fabcheck check --sysfs-root bundle/ --format json   a support bundle from another node
   fabcheck check --soak 10m                        judge the counters over a 10-minute window";
 
+pub const BUNDLE: &str = "\
+Examples:
+  sudo fabcheck bundle /tmp/node07-bundle         capture this node (as root: config space, mlxconfig, mlxlink)
+  fabcheck check --sysfs-root /tmp/node07-bundle  the checklist of the node captured, stamped with its host
+
+The bundle holds host names, GUIDs, MACs and addresses: review it before you share it.
+DIR/fabcheck-bundle.json says what was captured and what was not, and why.";
+
 pub const PAIR: &str = "\
 Examples:
   fabcheck pair node07 node08                      every test, ssh to both nodes

@@ -15,6 +15,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         None => Scope::default(),
     };
+    let origin = super::bundle::origin(args.sysfs_root.as_deref())?;
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let soak = super::soak::window(args.soak.as_deref(), matches!(source, Source::Live))?;
     let read = || probe::node::read(&source, scope.device.as_deref()).map_err(Failure::from);
@@ -37,7 +38,7 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         _ => (node::judge(&start, &expect, &scope, None), None),
     };
-    let doc = report::check::CheckDoc { schema: report::check::SCHEMA, report: &judged.report, gpus: &judged.gpus };
+    let doc = report::check::CheckDoc { schema: report::check::SCHEMA, report: &judged.report, gpus: &judged.gpus, origin };
     let outcome = report::output::deliver(&doc, args.json)?;
     // A soak window cut short by SIGINT: the report above judged what it saw; the run is exit 2.
     if let Some(interrupted) = interrupted {

@@ -10,6 +10,7 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
             return Err(Failure::usage(format!("'{name}' is not a device name")).into());
         }
     }
+    let origin = super::bundle::origin(args.sysfs_root.as_deref())?;
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let mut inv = probe::inventory(&source, args.device.as_deref()).map_err(Failure::from)?;
     // Each adapter's firmware configuration (`fw_config`), when it can be read.
@@ -20,6 +21,6 @@ pub fn run(args: &DevicesArgs) -> Result<Outcome, Stop> {
         .then(|| crate::probe::pci::read(args.sysfs_root.as_deref().unwrap_or(std::path::Path::new("/sys"))))
         .flatten()
         .map(|tree| report::gpu::affinity_table(&tree, &crate::gpu::topology::pair(&tree)));
-    let view = report::devices::DevicesReport { doc: report::devices::json_doc(&inv), inventory: &inv, gpu_table };
+    let view = report::devices::DevicesReport { doc: report::devices::json_doc(&inv), inventory: &inv, gpu_table, origin };
     Ok(report::output::deliver(&view, args.json)?)
 }

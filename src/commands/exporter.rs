@@ -18,7 +18,7 @@ pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
         Some(root) if !root.join("class/infiniband").is_dir() => {
             return Err(Failure::new(
                 format!("--sysfs-root {} holds no class/infiniband", root.display()),
-                "point --sysfs-root at the folder that holds class/infiniband (see tests/fixtures/capture-sysfs.sh)",
+                "point --sysfs-root at the folder that holds class/infiniband (make one with `fabcheck bundle DIR`)",
             ))
         }
         Some(root) => Source::Sysfs(root.clone()),

@@ -1,6 +1,7 @@
 //! One function per command: turn validated flags into work and an outcome.
 
 mod baseline;
+mod bundle;
 mod check;
 mod compare;
 pub mod completions;
@@ -44,6 +45,7 @@ pub fn run(command: Command) -> Result<Outcome, Stop> {
         Command::Serve(args) => Ok(serve::run(&args)?),
         Command::Exporter(args) => Ok(exporter::run(&args)?),
         Command::Compare(args) => compare::run(&args),
+        Command::Bundle(args) => bundle::run(&args),
         Command::Completions(args) => {
             // Into memory first: clap_complete panics on a write error (`> /dev/full`, `| true`).
             crate::report::output::to_stdout(&completions::script(args.shell))?;

@@ -110,7 +110,7 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
             None,
             Severity::Info,
             format!("firmware configuration of {device} not read: {why}"),
-            "run `check` as root with mstflint or NVIDIA MFT installed (a bundle: capture it with tests/fixtures/capture-sysfs.sh as root)",
+            "run `check` as root with mstflint or NVIDIA MFT installed (a bundle: capture it with `fabcheck bundle DIR` as root)",
         );
     }
     let mut cards: Vec<String> = Vec::new();

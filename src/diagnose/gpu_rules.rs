@@ -63,7 +63,7 @@ fn problems(tree: &PciTree, sheet: &mut Sheet) {
             &subject,
             Severity::Warning,
             format!("cannot read {}: {}; the GPU checks go without it", p.path, p.what),
-            "fix or re-capture that file (tests/fixtures/capture-sysfs.sh, as root); a symlink loop or a non-regular file \
+            "fix or re-capture that file (`fabcheck bundle DIR`, as root); a symlink loop or a non-regular file \
              in a bundle means it was not copied from sysfs as it is",
         );
     }
@@ -223,7 +223,7 @@ impl AcsUnknown {
             }
             AcsUnknown::Unusable(_) => {
                 "the config file is damaged or was not copied as sysfs gives it: re-capture it as root \
-                 (tests/fixtures/capture-sysfs.sh), or read ACSCtl on the node with `lspci -vvv -s <bdf>`"
+                 (`fabcheck bundle DIR`), or read ACSCtl on the node with `lspci -vvv -s <bdf>`"
             }
         }
     }

@@ -19,7 +19,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
             Severity::Error,
             format!("{}: what it holds is unknown, and checks that need it cannot be trusted", u.error),
             "run fabcheck as root, or fix the file's permissions; for a captured bundle, capture it again as root \
-             (tests/fixtures/capture-sysfs.sh), copying files rather than links",
+             (`fabcheck bundle DIR`), copying files rather than links",
         );
     }
     devices_count(input, sheet);
@@ -104,7 +104,7 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
             Severity::Error,
             format!("the RDMA devices cannot be listed: {}", u.error),
             "run fabcheck as root, or fix the permissions of class/infiniband; for a bundle, capture it again as root \
-             (tests/fixtures/capture-sysfs.sh)",
+             (`fabcheck bundle DIR`)",
         );
     } else if count == 0 && input.host.is_some() {
         let no_rdma_core = input.host.is_some_and(|h| matches!(h.libibverbs, crate::probe::host::LibraryState::Missing(_)));

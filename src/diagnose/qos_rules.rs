@@ -55,7 +55,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
             super::qos_counters::lifetime_or_window(port, q, None, netdev, &mut issues);
             let hint = match unknown {
                 priority::Unknown::Trust => format!(
-                    "; read it with `mlnx_qos -i {netdev}` or `dcb -j app show dev {netdev}` (a bundle: re-capture it with capture-sysfs.sh, which saves both)"
+                    "; read it with `mlnx_qos -i {netdev}` or `dcb -j app show dev {netdev}` (a bundle: re-capture it with `fabcheck bundle DIR`, which saves both)"
                 ),
                 priority::Unknown::Dscp => format!(
                     "; say it with --expect roce_dscp=N (NCCL_IB_TC >> 2), or set rdma_cm's (`echo 106 > /sys/kernel/config/rdma_cm/{}/ports/{}/default_roce_tos`)",
@@ -157,7 +157,7 @@ fn not_read(q: &PortQos, netdev: &str, soft: bool) -> String {
     }
     let bundle = q.asked.iter().any(|a| a.unread == Some(Unread::NotInBundle));
     let install = if bundle {
-        format!("capture the node with tests/fixtures/capture-sysfs.sh (it saves dcb/{netdev}.json and tools/mlnx_qos/{netdev}.txt)")
+        format!("capture the node with `fabcheck bundle DIR` (it saves dcb/{netdev}.json and tools/mlnx_qos/{netdev}.txt)")
     } else {
         "install iproute2 5.11 or later (`dcb`) or NVIDIA's mlnx-tools (`mlnx_qos`, with MLNX_OFED/DOCA), and run as root".into()
     };

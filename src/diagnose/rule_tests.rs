@@ -382,7 +382,7 @@ fn roce_qos_not_read_is_skip_and_pfc_off_everywhere_is_an_error() {
     for id in ["roce.qos", "roce.lossless"] {
         let c = check(&r, id, "mlx5_0/1");
         assert_eq!(c.status, Status::Skip, "{c:?}");
-        assert!(c.observed.contains("capture-sysfs.sh"), "{c:?}");
+        assert!(c.observed.contains("fabcheck bundle DIR"), "{c:?}");
     }
     // PFC read and off on every priority: whatever priority RoCE rides is lossy.
     inv.devices[0].ports[0].qos = Some(crate::probe::qos::PortQos { pfc: Some([false; 8]), ..Default::default() });

@@ -1,5 +1,6 @@
 //! The inventory of RDMA devices and ports, from live verbs or from a sysfs tree.
 
+pub mod bundle;
 pub mod capacity;
 pub mod catype;
 pub mod counters;
@@ -72,7 +73,7 @@ impl ProbeError {
             }
             ProbeError::Verbs(VerbsError::OpenDevice { .. }) => "check permissions on /dev/infiniband/uverbs* and that ib_uverbs is loaded".into(),
             ProbeError::Verbs(_) => "run `fabcheck check` for the node's bring-up checklist".into(),
-            ProbeError::EmptySysfs(_) => "point --sysfs-root at the folder that holds class/infiniband (see tests/fixtures/capture-sysfs.sh)".into(),
+            ProbeError::EmptySysfs(_) => "point --sysfs-root at the folder that holds class/infiniband (make one with `fabcheck bundle DIR`)".into(),
         }
     }
 }

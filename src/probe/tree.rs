@@ -126,7 +126,7 @@ impl SysfsRoot {
     }
 
     /// The fastest link mode `ethtool IFACE` lists as supported: run live, or read from a
-    /// bundle's `ethtool/IFACE.txt` (tests/fixtures/capture-sysfs.sh saves it).
+    /// bundle's `ethtool/IFACE.txt` (`fabcheck bundle DIR` saves it).
     pub fn ethtool_supported_mbps(&self, netdev: &str) -> Option<u32> {
         super::capacity::ethtool_max_supported_mbps(&self.ethtool_report(netdev)?)
     }

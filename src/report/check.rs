@@ -15,6 +15,9 @@ pub struct CheckDoc<'a> {
     /// Each GPU and its nearest RDMA NIC (an addition; absent on nodes without NVIDIA GPUs).
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     pub gpus: &'a [crate::gpu::topology::Pairing],
+    /// The bundle read, when its manifest names its host (the stamp's host).
+    #[serde(skip)]
+    pub origin: Option<crate::probe::bundle::Origin>,
 }
 
 pub fn human(report: &Report) -> String {
@@ -64,6 +67,10 @@ pub fn human(report: &Report) -> String {
 }
 
 impl crate::report::Document for CheckDoc<'_> {
+    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
+        self.origin.as_ref()
+    }
+
     fn command(&self) -> crate::report::Command {
         crate::report::Command::Check
     }

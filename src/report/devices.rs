@@ -135,9 +135,15 @@ pub struct DevicesReport<'a> {
     pub doc: DevicesDoc<'a>,
     pub inventory: &'a Inventory,
     pub gpu_table: Option<String>,
+    /// The bundle read, when its manifest names its host.
+    pub origin: Option<crate::probe::bundle::Origin>,
 }
 
 impl crate::report::Document for DevicesReport<'_> {
+    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
+        self.origin.as_ref()
+    }
+
     fn command(&self) -> crate::report::Command {
         crate::report::Command::Devices
     }

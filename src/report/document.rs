@@ -18,6 +18,16 @@ pub struct Stamp {
 }
 
 impl Stamp {
+    /// The host a document is about: a bundle's origin (its manifest's host), else this one;
+    /// this build, now.
+    pub fn of(origin: Option<&crate::probe::bundle::Origin>) -> Stamp {
+        let stamp = Stamp::now();
+        match origin {
+            Some(o) => Stamp { host: o.host.clone(), ..stamp },
+            None => stamp,
+        }
+    }
+
     /// This host, this build, now.
     pub fn now() -> Stamp {
         let secs = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
@@ -35,6 +45,12 @@ pub trait Document {
 
     /// Whether any finding is a warning (`--fail-on warning` then fails the run).
     fn has_warning(&self) -> bool;
+
+    /// The bundle it was read from, when that names its host (`--sysfs-root` with a manifest):
+    /// the stamp then names that host, not the one it is read on.
+    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
+        None
+    }
 
     /// The human view (control characters are escaped when it is written).
     fn human(&self) -> String;

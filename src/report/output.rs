@@ -145,7 +145,7 @@ pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
 /// The document in `format`, written to `out`. A document that cannot be produced (its
 /// serialisation failed: the spool) is an `io::Error` of kind `Other` from before the first byte.
 fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mut dyn Write) -> io::Result<()> {
-    let stamp = Stamp::now();
+    let stamp = Stamp::of(doc.origin());
     let fail_on_warning = fail_on_warning();
     let text = match format {
         Format::Human => return out.write_all(super::printable(&doc.human()).as_bytes()),

@@ -248,12 +248,20 @@ fn create_temp(dir: &Path) -> Result<(PathBuf, File), WriteError> {
 
 /// Creates `path` as a new file: never an existing one, never through a symlink.
 fn create_exclusive(path: &Path) -> io::Result<File> {
-    OpenOptions::new().write(true).create_new(true).mode(0o600).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
+    create_new(path, 0o600)
+}
+
+/// Creates `path` as a new file with `mode` (less the umask): `O_CREAT|O_EXCL|O_NOFOLLOW`, so a
+/// file or link planted at the name is refused, never followed or adopted. The safe creation
+/// every file fabcheck writes goes through (a temporary file here, each file of a bundle in
+/// `sys::new_dir`).
+pub(super) fn create_new(path: &Path, mode: u32) -> io::Result<File> {
+    OpenOptions::new().write(true).create_new(true).mode(mode).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path)
 }
 
 /// A name no one can guess ahead: the process id, the time and a counter, through the
 /// standard library's randomly keyed hasher.
-fn temp_name(attempt: u32) -> OsString {
+pub(super) fn temp_name(attempt: u32) -> OsString {
     use std::hash::{BuildHasher, Hasher};
     let mut h = std::collections::hash_map::RandomState::new().build_hasher();
     h.write_u32(std::process::id());

@@ -166,6 +166,16 @@ impl Tree {
 
     /// The bytes of regular file `rel`, at most `cap` of them (as [`super::fs::read_bytes`]).
     pub fn read_bytes(&self, rel: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+        match self.read_prefix(rel, cap)? {
+            (_, true) => Err(ReadError::TooLarge { path: self.root.join(rel), cap }),
+            (out, false) => Ok(out),
+        }
+    }
+
+    /// The first `cap` bytes of regular file `rel`, and whether there was more (a bundle keeps
+    /// the start of a file over its cap and says so). Anything but a regular file (a FIFO, a
+    /// device, a socket) is refused before it is opened.
+    pub fn read_prefix(&self, rel: &Path, cap: u64) -> Result<(Vec<u8>, bool), ReadError> {
         let shown = self.root.join(rel);
         let walked = self.walk(rel, true)?;
         let Some((_, meta)) = &walked.last else {
@@ -186,10 +196,9 @@ impl Tree {
         }
         let mut out = Vec::new();
         file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(&shown, e))?;
-        if out.len() as u64 > cap {
-            return Err(ReadError::TooLarge { path: shown, cap });
-        }
-        Ok(out)
+        let more = out.len() as u64 > cap;
+        out.truncate(usize::try_from(cap).unwrap_or(usize::MAX));
+        Ok((out, more))
     }
 
     /// The text of regular file `rel`, at most `cap` bytes.

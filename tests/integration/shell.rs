@@ -27,7 +27,7 @@ fn bash_completes_commands_without_the_hidden_ones_and_values_of_flags() {
     let devices = fixtures_dir().join("hdr-ib-healthy/class/infiniband");
     let devices = devices.to_str().unwrap();
     let commands = bash_completes(&["fabcheck", ""], devices);
-    for visible in ["devices", "check", "pair", "mesh", "exporter", "compare", "completions"] {
+    for visible in ["devices", "check", "pair", "mesh", "exporter", "compare", "bundle", "completions"] {
         assert!(commands.iter().any(|c| c == visible), "{visible} not offered: {commands:?}");
     }
     assert!(!commands.iter().any(|c| c == "agent" || c == "manpage"), "a hidden command is offered: {commands:?}");

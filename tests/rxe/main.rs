@@ -3,6 +3,7 @@
 //! `cargo test --test rxe --no-run`, run by tests/rxe/run.sh. Not part of plain
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
+mod bundle;
 mod check;
 mod cuda_double;
 mod devices;

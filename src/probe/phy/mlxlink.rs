@@ -3,7 +3,7 @@
 //! BER since the counters were last cleared, effective errors and raw errors per lane. Never
 //! required: without the tool (or root), a port keeps what ethtool or the MADs said. Live, a
 //! bounded child per PCI function; in a bundle, `tools/mlxlink/BDF.json`
-//! (`tests/fixtures/capture-sysfs.sh`). The parser is pure and tolerant: the JSON has moved
+//! (`fabcheck bundle DIR`). The parser is pure and tolerant: the JSON has moved
 //! between tool versions (per-lane figures as `"0,0,0,0"`, as a list, or as `{"values": [...]}`),
 //! and a figure it lacks is "not readable", never zero.
 //!

@@ -5,7 +5,7 @@
 //! the identity. CMIS (QSFP-DD, OSFP): lower page the module monitors, upper page 00h the
 //! identity, page 11h the per-lane monitors and flags. ethtool over netlink dumps 128 bytes
 //! per call, so a bundle may hold several dumps; a line `# page 0x11` (written by
-//! `capture-sysfs.sh`) says the dumps after it are of that page's upper half.
+//! `fabcheck bundle`) says the dumps after it are of that page's upper half.
 
 use super::module::{form_factor, mw_to_dbm, Direction, Figure, FlagLevel, Lanes, Media, Module, ModuleFlag};
 use std::collections::BTreeMap;

@@ -5,7 +5,7 @@
 //! `NCCL_IB_TC`.
 
 /// Where the attribute is, relative to the sysfs root (live: `/sys`, configfs mounted at
-/// `/sys/kernel/config`) or to a bundle (`config/...`, what capture-sysfs.sh saves).
+/// `/sys/kernel/config`) or to a bundle (`config/...`, what `fabcheck bundle` saves).
 pub fn path(live: bool, device: &str, port: u32) -> String {
     let base = if live { "kernel/config" } else { "config" };
     format!("{base}/rdma_cm/{device}/ports/{port}/default_roce_tos")

@@ -6,7 +6,7 @@
 //! Live, every tool is a bounded child (deadline, output cap) and optional: a missing tool
 //! leaves its part unread, and `check` says so. In a bundle the same outputs are files
 //! (`tools/ofed_info.txt`, `tools/modinfo/MODULE.txt`, `tools/systemctl/UNIT.txt`,
-//! `tools/mlxconfig/BDF.txt`, what `capture-sysfs.sh` saves); a bundle without `tools/`
+//! `tools/mlxconfig/BDF.txt`, what `fabcheck bundle` saves); a bundle without `tools/`
 //! predates them and is judged as before.
 
 pub mod firmware;

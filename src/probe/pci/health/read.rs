@@ -7,7 +7,7 @@
 //! Every file is read through the tree's bounded reader (`sys::beneath`, 4 KiB each); live, the
 //! tools are bounded children (`probe::tool`: 3 s for ethtool, 5 s for devlink, 1 MiB each);
 //! in a bundle their outputs are `ethtool/IF.stats.txt` and `tools/devlink-health.json`
-//! (`tests/fixtures/capture-sysfs.sh`). Nothing here is required: what cannot be read is said.
+//! (`fabcheck bundle DIR`). Nothing here is required: what cannot be read is said.
 
 use crate::probe::pci::health::aer::{self, AerSeverity};
 use crate::probe::pci::health::{devlink, mlx5, DevlinkRead, FunctionHealth, PcieHealth, Role};
