@@ -90,6 +90,11 @@ fn documents_written_now_and_error_documents_are_valid() {
         }
         files.push(path);
     }
+    // A bundle's manifest (captured from a fixture, no tools run).
+    let bundle = dir.join("bundle");
+    let out = fabcheck(&["bundle", bundle.to_str().unwrap(), "--from-root", fixture]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    files.push(bundle.join("fabcheck-bundle.json"));
     assert_valid("documents written now", &files);
     std::fs::remove_dir_all(&dir).ok();
 }
