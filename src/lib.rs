@@ -29,5 +29,6 @@ pub mod port;
 pub mod probe;
 pub mod progress;
 pub mod report;
+pub mod sanitise;
 pub mod sys;
 pub mod units;

@@ -43,8 +43,8 @@ fn main() -> ExitCode {
     // textfile collector's `--output` gets `fabcheck_up 0` instead of the last run's verdict.
     fabcheck::report::output::deliver_failure(&command_name, &failure.cause, &failure.remedy);
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
-    to_stderr(&format!("fabcheck: {}", fabcheck::report::printable(&failure.cause)));
-    to_stderr(&format!("  what to do: {}", fabcheck::report::printable(&failure.remedy)));
+    to_stderr(&format!("fabcheck: {}", fabcheck::sanitise::printable(&failure.cause)));
+    to_stderr(&format!("  what to do: {}", fabcheck::sanitise::printable(&failure.remedy)));
     ExitCode::from(2)
 }
 

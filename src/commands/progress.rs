@@ -32,7 +32,7 @@ struct Stderr {
 
 impl Progress for Stderr {
     fn event(&mut self, event: &Event<'_>) {
-        let line = crate::report::printable(&event.to_string()).into_owned();
+        let line = crate::sanitise::printable(&event.to_string()).into_owned();
         let mut err = std::io::stderr().lock();
         let _ = if self.status_line {
             self.shown = true;

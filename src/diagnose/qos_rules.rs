@@ -141,8 +141,8 @@ fn not_read(q: &PortQos, netdev: &str, soft: bool) -> String {
                 Unread::NotPermitted => "refused (run as root)".into(),
                 Unread::TimedOut => "did not answer in time".into(),
                 Unread::NotInBundle => "not in the bundle".into(),
-                Unread::Unparsed(w) => format!("answered with nothing it reads ('{}')", crate::report::printable(w)),
-                Unread::Failed(w) => format!("failed ('{}')", crate::report::printable(w)),
+                Unread::Unparsed(w) => format!("answered with nothing it reads ('{}')", crate::sanitise::printable(w)),
+                Unread::Failed(w) => format!("failed ('{}')", crate::sanitise::printable(w)),
             };
             Some(format!("{}: {why}", a.tool.name()))
         })
@@ -174,7 +174,7 @@ fn tagging(port: &Port) -> Tagging {
         return Tagging::Untagged;
     }
     match routable.iter().flatten().next() {
-        Some(other) => Tagging::Tagged(crate::report::printable(other).into_owned()),
+        Some(other) => Tagging::Tagged(crate::sanitise::printable(other).into_owned()),
         None if port.gids.iter().any(|g| g.netdev.as_deref() == Some(own)) => Tagging::Untagged,
         None => Tagging::Unknown,
     }

@@ -14,7 +14,7 @@ use super::report::PairDoc;
 use crate::outcome::TestResult;
 use crate::outcome::Verdict;
 use crate::report::csv;
-use crate::report::escape_xml as escape;
+use crate::sanitise::xml as escape;
 use crate::units;
 use std::fmt::Write;
 

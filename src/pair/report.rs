@@ -59,7 +59,7 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
                 out,
                 "   memory {} ({path}{})",
                 s.mem,
-                s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::report::one_line(g)))
+                s.gpu.as_deref().map_or(String::new(), |g| format!(", GPU {}", crate::sanitise::one_line(g)))
             );
         }
     }
@@ -124,7 +124,7 @@ fn rails_human(doc: &PairDoc, quiet: bool) -> String {
         let _ = writeln!(out);
     }
     for f in findings {
-        let _ = writeln!(out, "{:<7} {:<22} {}", format!("{:?}", f.severity).to_uppercase(), f.id, crate::report::one_line(&f.message));
+        let _ = writeln!(out, "{:<7} {:<22} {}", format!("{:?}", f.severity).to_uppercase(), f.id, crate::sanitise::one_line(&f.message));
         let _ = writeln!(out, "        what to do: {}", f.remedy);
     }
     let _ = writeln!(out);

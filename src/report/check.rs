@@ -1,7 +1,7 @@
 //! `fabcheck check`: failures first with their remedy, then a compact list of what passed.
 
 use crate::outcome::{Report, Severity, Status, Verdict};
-use crate::report::one_line as l;
+use crate::sanitise::one_line as l;
 use serde::Serialize;
 use std::fmt::Write;
 

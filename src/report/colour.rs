@@ -3,7 +3,7 @@
 //! Never in a pipe or a file, never with `NO_COLOR` set (no-color.org) or `TERM=dumb`, and never
 //! in a machine format: scripts that grep `FAIL` see the bytes they always saw.
 //!
-//! Painted after the document is made printable (`report::printable`), so an escape sequence can
+//! Painted after the document is made printable (`sanitise::printable`), so an escape sequence can
 //! only be one this module wrote: a value from outside had its control characters escaped first.
 
 /// SGR sequences: bold red, yellow, cyan, green, dim; and the reset.

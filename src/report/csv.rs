@@ -2,16 +2,8 @@
 //! comma, a quote or a line break, its quotes doubled), for the side files of `pair --csv` and
 //! `mesh --csv`.
 
-use std::borrow::Cow;
-
-/// One field, quoted when it must be.
-pub fn field(text: &str) -> Cow<'_, str> {
-    if text.contains([',', '"', '\n', '\r']) {
-        Cow::Owned(format!("\"{}\"", text.replace('"', "\"\"")))
-    } else {
-        Cow::Borrowed(text)
-    }
-}
+/// One field, quoted when it must be, never a formula ([`crate::sanitise::csv_field`]).
+pub use crate::sanitise::csv_field as field;
 
 /// One line of fields, with its line end.
 pub fn row<S: AsRef<str>>(fields: &[S]) -> String {

@@ -2,7 +2,7 @@
 
 use crate::port::LinkLayer;
 use crate::probe::{Device, Inventory, Port};
-use crate::report::one_line as l;
+use crate::sanitise::one_line as l;
 use crate::units::rate as gbps;
 use serde::Serialize;
 use std::fmt::Write;

@@ -13,26 +13,7 @@ use crate::outcome::{Check, Finding, Severity, Status, Subject, TestResult, Verd
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
-/// Text for XML content and attribute values. Control characters other than tab, newline and
-/// carriage return, and the non-characters XML 1.0 forbids (U+FFFE, U+FFFF), are written as
-/// `\u{..}` escapes: a device named `mlx5_\u{ffff}` cannot make the document invalid.
-pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c if (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) || matches!(c, '\u{fffe}' | '\u{ffff}') => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
-}
+use crate::sanitise::xml as esc;
 
 struct Case {
     class: String,

@@ -26,7 +26,7 @@ impl OnelinePrinter {
             (_, Some(f)) if f.severity == Severity::Warning => format!("fabcheck {command} PASS (warning {}: {}: {})", f.subject, f.id, f.message),
             _ => format!("fabcheck {command} PASS"),
         };
-        format!("{}\n", eval_safe(&line))
+        format!("{}\n", crate::sanitise::for_eval(&line))
     }
 }
 
@@ -46,22 +46,7 @@ impl Sink for OnelinePrinter {
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
 /// could not run), so a health check that reads stdout still has the cause.
 pub fn error_line(command: &str, cause: &str) -> String {
-    format!("{}\n", eval_safe(&format!("fabcheck {command} ERROR: {cause}")))
-}
-
-/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, apostrophes, `$`,
-/// backticks and backslashes are replaced by `_`, control characters by a space (replaced, not
-/// escaped: an escape is one more thing a consumer's quoting can get wrong).
-pub fn eval_safe(text: &str) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| match c {
-            '\'' | '"' | '`' | '$' | '\\' => '_',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
-    line.trim_end().to_string()
+    format!("{}\n", crate::sanitise::for_eval(&format!("fabcheck {command} ERROR: {cause}")))
 }
 
 #[cfg(test)]

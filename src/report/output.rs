@@ -95,7 +95,7 @@ pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery>
     let format = chosen(json_flag);
     // The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
     let written = if format == Format::Human && settings.output.is_none() && super::colour::for_stdout() {
-        sink.write_all(super::colour::paint(&super::printable(&doc.human())).as_bytes())
+        sink.write_all(super::colour::paint(&crate::sanitise::printable(&doc.human())).as_bytes())
     } else {
         render(doc, format, verdict, &mut sink)
     };
@@ -148,7 +148,7 @@ fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mu
     let stamp = Stamp::of(doc.origin());
     let fail_on_warning = fail_on_warning();
     let text = match format {
-        Format::Human => return out.write_all(super::printable(&doc.human()).as_bytes()),
+        Format::Human => return out.write_all(crate::sanitise::printable(&doc.human()).as_bytes()),
         Format::Json => return doc.write_json(out, &stamp, verdict),
         Format::Oneline => {
             let mut printer = super::oneline::OnelinePrinter::new(doc.command());

@@ -28,7 +28,7 @@ const TILES_PER_ROW: usize = 40;
 const WORST_ROWS: usize = 50;
 
 /// Escapes text for HTML and SVG, in content and in attribute values.
-pub use crate::report::escape_xml as escape;
+pub use crate::sanitise::xml as escape;
 
 /// One measured pair, as the map shows it: its latest measure (a retest stands for the pair).
 #[derive(Debug, Clone, PartialEq)]

@@ -79,7 +79,7 @@ pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize],
             }
             let Some(t) = r.results.iter().find(|t| (t.test, t.direction, t.size) == (test, direction, size)) else { continue };
             let result = if let Some(e) = &t.error {
-                format!("FAILED: {}", crate::report::one_line(e))
+                format!("FAILED: {}", crate::sanitise::one_line(e))
             } else if let Some(l) = &t.lat_us {
                 format!("p50 {} us  p99 {} us", units::three(l.p50), units::three(l.p99))
             } else {

@@ -171,7 +171,7 @@ impl Sink for PromPrinter {
 pub fn error_page(command: &str, cause: &str, now_unix: f64) -> String {
     let mut f = Families::new(Order::ByName, Repeat::Replace);
     f.set(&metrics::UP, &[("command", command)], 0.0);
-    f.set(&metrics::RUN_ERROR, &[("command", command), ("cause", &super::oneline::eval_safe(cause))], 1.0);
+    f.set(&metrics::RUN_ERROR, &[("command", command), ("cause", &crate::sanitise::for_eval(cause))], 1.0);
     f.set(&metrics::LAST_RUN, &[("command", command)], now_unix);
     f.render(Exposition::Text)
 }
