@@ -1,12 +1,12 @@
 //! fabcheck: a verbs-level RDMA fabric validator.
 //!
 //! Layers, bottom up: the `fabcheck-verbs` crate (the only unsafe code: libibverbs, librdmacm,
-//! the MAD libraries and the CUDA-free TSC, loaded at run time) -> `sys` (the OS in safe code),
-//! `model` (what a test is) and `probe` (the inventory) -> `diagnose` (pure rules) and `gpu` ->
-//! `perf` (the measured loops), `control` (the controller's side of agents: protocol, links,
-//! the hub) and `agent` (an agent's side: `serve` and the per-session state machine) -> `pair`,
-//! `mesh`, `fabric`, `compare`, `exporter` -> `report` (every document and every writer) ->
-//! `commands` (flags to runs) -> `main.rs`. `docs/architecture.md` draws it.
+//! the MAD libraries, CUDA and the TSC, loaded at run time) -> the leaves `units`, `sanitise`,
+//! `port` -> `model` -> `outcome` (the one vocabulary of results) and `sys` -> `mad` -> `probe`
+//! (everything read off a node; `probe::node::read` the one node read) -> `gpu` -> `diagnose`
+//! (pure rules) -> `report` (the printers) -> `perf`, `control`, `agent` -> `pair`, `mesh`,
+//! `fabric`, `compare`, `exporter` -> `commands` (flags to runs) -> `main.rs`.
+//! `docs/architecture.md` draws it.
 #![deny(unsafe_code)]
 
 pub mod agent;

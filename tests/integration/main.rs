@@ -2,6 +2,7 @@
 //! One binary, a module per topic.
 
 mod agreement;
+mod architecture;
 mod bundle;
 mod cli;
 mod compare;
