@@ -69,8 +69,12 @@ fn a_healthy_hdr_node_has_every_port_figure() {
     let words: f64 =
         std::fs::read_to_string(fixture("hdr-ib-healthy/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data")).unwrap().trim().parse().unwrap();
     assert!(words > 0.0, "the fixture's port_xmit_data is 0: the test would prove nothing");
-    assert_eq!(value(&page, "fabcheck_port_xmit_data_bytes_total", &port), words * 4.0);
+    assert_eq!(value(&page, "fabcheck_port_data_transmitted_bytes_total", &port), words * 4.0);
     assert!(page.contains("# TYPE fabcheck_port_symbol_error_total counter\n"), "{page}");
+    // node_exporter's names, HELP that says what is counted and where from.
+    assert!(page.contains("# HELP fabcheck_port_errors_received_total Packets received with an error"), "{page}");
+    assert!(page.contains("# TYPE fabcheck_port_discards_transmitted_total counter\n"), "{page}");
+    assert!(!page.contains("fabcheck_port_port_") && !page.contains("fabcheck_port_xmit_data_bytes_total"), "0.3's stuttering names:\n{page}");
     // Without a check, no verdict is claimed.
     assert!(!page.contains("fabcheck_verdict_pass"));
 }
@@ -95,6 +99,7 @@ fn every_series_is_unique_and_every_port_series_names_its_port() {
 fn rxe_hw_counters_are_their_own_families() {
     let page = render(&reading_of("rxe-veth"), &stats(), Exposition::Text);
     assert!(page.contains("# TYPE fabcheck_port_hw_rcvd_pkts_total counter"), "{page}");
+    assert!(page.contains("# HELP fabcheck_port_hw_rcvd_pkts_total The port's counter file hw_counters/rcvd_pkts,"), "{page}");
     assert!(!page.contains("lifespan"), "{page}");
 }
 
