@@ -30,7 +30,46 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, 
     };
     crate::report::output::configure(format, output, fail_on_warning);
 }
-use crate::error::{Outcome, Stop};
+use crate::error::{Failure, Outcome, Stop};
+
+/// A global flag (`Cli`'s), for saying which ones were given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Global {
+    Format,
+    Output,
+    FailOn,
+}
+
+impl Global {
+    pub const ALL: [Global; 3] = [Global::Format, Global::Output, Global::FailOn];
+
+    /// clap's id of the flag (the field of `Cli`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Global::Format => "format",
+            Global::Output => "output",
+            Global::FailOn => "fail_on",
+        }
+    }
+
+    /// The flag as a person types it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Global::Format => "--format",
+            Global::Output => "--output",
+            Global::FailOn => "--fail-on",
+        }
+    }
+}
+
+/// The global flags given to a command that does not honour them, refused (exit 2) rather than
+/// ignored: `exporter --format junit` would otherwise serve its page as if nothing was said.
+pub fn refuse_ignored(command: &Command, given: &[Global]) -> Result<(), Failure> {
+    match command {
+        Command::Exporter(_) => exporter::refuse_globals(given),
+        _ => Ok(()),
+    }
+}
 
 /// Runs a command. Its result went to stdout or `--output` when this returns `Ok`; `main` maps
 /// the outcome, or why there is none, to the exit code.

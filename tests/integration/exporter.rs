@@ -318,6 +318,20 @@ fn bad_flags_are_exit_2_naming_the_flag() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--listen 'nowhere'"), "{}", String::from_utf8_lossy(&out.stderr));
     let out = super::fabcheck(&["exporter", "--sysfs-root", "/nonexistent"]);
     assert_eq!(out.status.code(), Some(2));
+    // Global flags the exporter does not honour are refused, not served as if unsaid; the
+    // refusal is on stderr only, in no format the exporter does not write.
+    let root = fixtures_dir().join("rxe-veth");
+    for (flags, flag) in [(["--format", "junit"], "--format"), (["--output", "page.txt"], "--output"), (["--fail-on", "warning"], "--fail-on")] {
+        let mut args = vec!["exporter", "--listen", "127.0.0.1:0", "--sysfs-root", root.to_str().unwrap()];
+        args.extend(flags);
+        let out = super::fabcheck(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(&format!("exporter does not take {flag}:")), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let out = super::fabcheck(&["--format", "prom", "exporter", "--sysfs-root", root.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "a global flag before the command: {}", String::from_utf8_lossy(&out.stderr));
     let busy = TcpListener::bind("127.0.0.1:0").unwrap();
     let taken = busy.local_addr().unwrap().to_string();
     let out = super::fabcheck(&["exporter", "--listen", &taken, "--sysfs-root", fixtures_dir().join("rxe-veth").to_str().unwrap()]);
