@@ -3,6 +3,7 @@
 
 use clap::{CommandFactory, FromArgMatches};
 use fabcheck::cli::{Cli, FailOn};
+use fabcheck::commands::Global;
 use fabcheck::error::{Outcome, Stop};
 use fabcheck::report::output::to_stderr;
 use std::process::ExitCode;
@@ -16,9 +17,14 @@ fn main() -> ExitCode {
         let name = m.subcommand_name().unwrap_or("fabcheck").to_string();
         // The command's own `--json` (not every command has one).
         let json_flag = m.subcommand().and_then(|(_, sub)| sub.try_get_one::<bool>("json").ok().flatten().copied()).unwrap_or(false);
-        Cli::from_arg_matches(&m).map(|cli| (cli, name, json_flag))
+        // Globals are propagated to the subcommand's matches; their source says whether the
+        // person typed them or clap filled in the default.
+        let matches = m.subcommand().map_or(&m, |(_, sub)| sub);
+        let given: Vec<Global> =
+            Global::ALL.into_iter().filter(|g| matches.value_source(g.id()) == Some(clap::parser::ValueSource::CommandLine)).collect();
+        Cli::from_arg_matches(&m).map(|cli| (cli, name, json_flag, given))
     });
-    let (cli, command_name, json_flag) = match parsed {
+    let (cli, command_name, json_flag, given) = match parsed {
         Ok(parsed) => parsed,
         // `--help`, `--version` (exit 0) or a usage error (exit 2); a help text that cannot be
         // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
@@ -28,9 +34,17 @@ fn main() -> ExitCode {
         }
     };
     init_logging(cli.verbose);
-    fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning, json_flag);
+    // A global flag the command ignores is refused before any output is configured: the
+    // refusal is said on stderr only, in no format the command does not write.
+    let refused = fabcheck::commands::refuse_ignored(&cli.command, &given);
+    if refused.is_ok() {
+        fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning, json_flag);
+    }
     // The outcome already holds `--fail-on`: the document's verdict decided it.
-    let ran = fabcheck::report::output::precheck().map_err(Stop::Delivery).and_then(|()| fabcheck::commands::run(cli.command));
+    let ran = refused
+        .map_err(Stop::Failure)
+        .and_then(|()| fabcheck::report::output::precheck().map_err(Stop::Delivery))
+        .and_then(|()| fabcheck::commands::run(cli.command));
     let failure = match ran {
         Ok(Outcome::Pass) => return ExitCode::from(0),
         Ok(Outcome::Fail) => return ExitCode::from(1),

@@ -7,6 +7,22 @@ use crate::probe::Source;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+/// The exporter writes no document: it serves its page over HTTP, in the exposition the scraper
+/// asks for, and its check's rows are judged as `check` judges them without `--fail-on`. So
+/// `--format`, `--output` and `--fail-on` would change nothing, and are refused.
+pub fn refuse_globals(given: &[super::Global]) -> Result<(), Failure> {
+    match given.first() {
+        None => Ok(()),
+        Some(flag) => Err(Failure::new(
+            format!(
+                "exporter does not take {}: it serves its page at /metrics (Prometheus text, or OpenMetrics when the scraper asks), and writes no document",
+                flag.flag()
+            ),
+            "drop the flag; for one page in a file use `fabcheck check --format prom --output FILE`, or `curl http://ADDR:PORT/metrics`",
+        )),
+    }
+}
+
 pub fn run(args: &ExporterArgs) -> Result<Outcome, Failure> {
     exporter::run(&configure(args)?)
 }

@@ -31,7 +31,75 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, 
     };
     crate::report::output::configure(format, output, fail_on_warning, json_flag);
 }
-use crate::error::{Outcome, Stop};
+use crate::error::{Failure, Outcome, Stop};
+
+/// A global flag (`Cli`'s), for saying which ones were given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Global {
+    Format,
+    Output,
+    FailOn,
+}
+
+impl Global {
+    pub const ALL: [Global; 3] = [Global::Format, Global::Output, Global::FailOn];
+
+    /// clap's id of the flag (the field of `Cli`).
+    pub fn id(self) -> &'static str {
+        match self {
+            Global::Format => "format",
+            Global::Output => "output",
+            Global::FailOn => "fail_on",
+        }
+    }
+
+    /// The flag as a person types it.
+    pub fn flag(self) -> &'static str {
+        match self {
+            Global::Format => "--format",
+            Global::Output => "--output",
+            Global::FailOn => "--fail-on",
+        }
+    }
+}
+
+/// The global flags given to a command that does not honour them, refused (exit 2) rather than
+/// ignored: `exporter --format junit` would otherwise serve its page as if nothing was said.
+pub fn refuse_ignored(command: &Command, given: &[Global]) -> Result<(), Failure> {
+    // What each command writes instead of a document in `--format` (a command that writes
+    // one takes them all).
+    let instead = match command {
+        Command::Exporter(_) => return exporter::refuse_globals(given),
+        Command::Serve(_) => "serves agents on its port and writes no document",
+        Command::Agent(_) => "speaks the control protocol on stdin and stdout",
+        Command::Bundle(_) => "writes its capture into DIR (and its account on stderr)",
+        Command::Completions(_) => "prints a completion script",
+        Command::Manpage(_) => "prints the manual page (or writes it with --dir)",
+        _ => return Ok(()),
+    };
+    match given.first() {
+        None => Ok(()),
+        Some(flag) => Err(Failure::usage(format!("{} does not take {}: it {instead}", command_name(command), flag.flag()))),
+    }
+}
+
+/// A command's name as a person types it.
+fn command_name(command: &Command) -> &'static str {
+    match command {
+        Command::Devices(_) => "devices",
+        Command::Check(_) => "check",
+        Command::Fabric(_) => "fabric",
+        Command::Pair(_) => "pair",
+        Command::Mesh(_) => "mesh",
+        Command::Serve(_) => "serve",
+        Command::Exporter(_) => "exporter",
+        Command::Compare(_) => "compare",
+        Command::Bundle(_) => "bundle",
+        Command::Completions(_) => "completions",
+        Command::Agent(_) => "agent",
+        Command::Manpage(_) => "manpage",
+    }
+}
 
 /// Runs a command. Its result went to stdout or `--output` when this returns `Ok`; `main` maps
 /// the outcome, or why there is none, to the exit code.

@@ -2,7 +2,7 @@
 //! counters, the check's report) and the exporter's own figures. Written once per read by the
 //! refresh thread; a scrape only copies the finished text.
 
-use crate::outcome::{Report, Severity, Verdict};
+use crate::outcome::{FindingId, Report, Severity, Subject, Verdict};
 use crate::port::{LinkLayer, PhysState, PortState};
 use crate::probe::phy::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
@@ -115,10 +115,11 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
             f.set(&metrics::PCIE_USABLE, &[("device", &d.name)], bytes_per_second(usable));
         }
     }
+    let trained = trained_low(reading.report.as_ref());
     for (d, p) in inventory.ports() {
         let labels =
             PortLabels { device: d.name.clone(), port: p.port.to_string(), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
-        write_port(f, d, p, &labels);
+        write_port(f, d, p, &labels, trained.get(&Subject::port(&d.name, p.port)).copied());
         if let Some(phy) = &p.phy {
             write_phy(f, phy, &labels);
         }
@@ -132,7 +133,7 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
     }
 }
 
-fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels) {
+fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels, trained_low: Option<bool>) {
     let (width, speed) = (p.width.name(), p.speed.name());
     f.set(&metrics::PORT_INFO, &labels.with(&[("link_layer", &p.link_layer.name()), ("width", &width), ("speed", &speed)]), 1.0);
     f.set(&metrics::PORT_STATE, &labels.with(&[]), f64::from(p.state.raw()));
@@ -147,7 +148,9 @@ fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels) {
     if let Some(best) = supported_gbps(p) {
         f.set(&metrics::PORT_SUPPORTED, &labels.with(&[]), bytes_per_second(best));
     }
-    f.set(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(p.trained_low().is_some()));
+    if let Some(low) = trained_low {
+        f.set(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(low));
+    }
     if let Some(mtu) = p.active_mtu {
         f.set(&metrics::PORT_MTU, &labels.with(&[]), f64::from(mtu));
     }
@@ -228,6 +231,16 @@ fn dbm_to_watts(dbm: f64) -> f64 {
     } else {
         10f64.powf(dbm / 10.0) / 1000.0
     }
+}
+
+/// check's `link.trained` per port: `true` where it failed (trained below what both ends
+/// support and enable), `false` where it passed, a warning included (a port at what its partner
+/// offers, or whose partner could not be read). A port whose row was skipped, or that has none,
+/// is not in it: unknown is not "not low". The same rows as `fabcheck_check_pass`
+/// ([`check_series`]), so the two cannot disagree.
+fn trained_low(report: Option<&Report>) -> BTreeMap<Subject, bool> {
+    let rows = report.map(|r| check_series(&r.checks, false)).unwrap_or_default();
+    rows.into_iter().filter(|(id, _, _)| *id == FindingId::LinkTrained).map(|(_, subject, pass)| (subject, !pass)).collect()
 }
 
 /// The fastest link the port supports, Gb/s: Ethernet from ethtool, InfiniBand from its

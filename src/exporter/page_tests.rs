@@ -69,8 +69,12 @@ fn a_healthy_hdr_node_has_every_port_figure() {
     let words: f64 =
         std::fs::read_to_string(fixture("hdr-ib-healthy/class/infiniband/mlx5_0/ports/1/counters/port_xmit_data")).unwrap().trim().parse().unwrap();
     assert!(words > 0.0, "the fixture's port_xmit_data is 0: the test would prove nothing");
-    assert_eq!(value(&page, "fabcheck_port_xmit_data_bytes_total", &port), words * 4.0);
+    assert_eq!(value(&page, "fabcheck_port_data_transmitted_bytes_total", &port), words * 4.0);
     assert!(page.contains("# TYPE fabcheck_port_symbol_error_total counter\n"), "{page}");
+    // node_exporter's names, HELP that says what is counted and where from.
+    assert!(page.contains("# HELP fabcheck_port_errors_received_total Packets received with an error"), "{page}");
+    assert!(page.contains("# TYPE fabcheck_port_discards_transmitted_total counter\n"), "{page}");
+    assert!(!page.contains("fabcheck_port_port_") && !page.contains("fabcheck_port_xmit_data_bytes_total"), "0.3's stuttering names:\n{page}");
     // Without a check, no verdict is claimed.
     assert!(!page.contains("fabcheck_verdict_pass"));
 }
@@ -95,6 +99,7 @@ fn every_series_is_unique_and_every_port_series_names_its_port() {
 fn rxe_hw_counters_are_their_own_families() {
     let page = render(&reading_of("rxe-veth"), &stats(), Exposition::Text);
     assert!(page.contains("# TYPE fabcheck_port_hw_rcvd_pkts_total counter"), "{page}");
+    assert!(page.contains("# HELP fabcheck_port_hw_rcvd_pkts_total The port's counter file hw_counters/rcvd_pkts,"), "{page}");
     assert!(!page.contains("lifespan"), "{page}");
 }
 
@@ -193,7 +198,7 @@ fn every_fixed_family_of_the_table_can_appear() {
     reading.error = Some("x".into());
     reading.report = Some(Report { verdict: Verdict::Pass, checks: vec![], findings: vec![] });
     let mut all = render(&reading, &stats(), Exposition::Text);
-    all.push_str(&render(&reading_of("roce-trained-low"), &stats(), Exposition::Text));
+    all.push_str(&judged_page("roce-trained-low"));
     let page_with_checks = {
         let mut r = reading_of("hdr-ib-healthy");
         r.report = Some(Report {
@@ -249,6 +254,35 @@ fn aer_counters_are_written_per_function_with_their_totals() {
     assert_eq!(value(&page, "fabcheck_pcie_aer_errors_total", &series("fatal", "TOTAL_ERR_FATAL")), 0.0, "a total is written at 0");
     assert!(!page.contains(r#"row="BadTLP""#), "a row at 0 is left out");
     assert!(page.contains("# TYPE fabcheck_pcie_aer_errors_total counter"));
+}
+
+/// The page of one read of a fixture, judged as the exporter judges it (the one node read and
+/// checklist, `refresh::read_node`).
+fn judged_page(name: &str) -> String {
+    let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture(name)), &Default::default());
+    assert!(reading.report.is_some(), "{name}: {:?}", reading.error);
+    render(&reading, &stats(), Exposition::Text)
+}
+
+/// `fabcheck_port_trained_below_supported` is check's link.trained: a 400G NIC at the 200G its
+/// switch port offers passes (0), though it runs below what it supports itself; one below what
+/// its partner offers too fails (1); a port link.trained did not judge has no series.
+#[test]
+fn trained_below_supported_is_what_link_trained_says() {
+    let port = r#"device="mlx5_0",port="1",netdev="ens2np0""#;
+    let partner_limited = judged_page("roce-trained-low");
+    assert!(
+        value(&partner_limited, "fabcheck_port_rate_bytes_per_second", port)
+            < value(&partner_limited, "fabcheck_port_supported_rate_bytes_per_second", port)
+    );
+    assert_eq!(value(&partner_limited, "fabcheck_check_pass", r#"id="link.trained",subject="mlx5_0/1""#), 1.0);
+    assert_eq!(value(&partner_limited, "fabcheck_port_trained_below_supported", port), 0.0);
+    let low = judged_page("roce-trained-low-400g-partner");
+    assert_eq!(value(&low, "fabcheck_check_pass", r#"id="link.trained",subject="mlx5_0/1""#), 0.0);
+    assert_eq!(value(&low, "fabcheck_port_trained_below_supported", port), 1.0);
+    // Without a check there is no judgment to say.
+    let unjudged = render(&reading_of("roce-trained-low"), &stats(), Exposition::Text);
+    assert!(!unjudged.contains("fabcheck_port_trained_below_supported{"), "{unjudged}");
 }
 
 fn with_phy(phy: Phy) -> Reading {

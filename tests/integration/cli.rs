@@ -280,3 +280,30 @@ fn srun_failure_is_exit_2_with_slurms_words() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("srun starts agents as you"));
     std::fs::remove_file(&log).ok();
 }
+
+/// Issue #45: a global flag a command ignores is refused (exit 2, on stderr, nothing on stdout),
+/// not accepted silently: the commands that write no document in `--format`.
+#[test]
+fn global_flags_a_command_ignores_are_refused() {
+    let dir = std::env::temp_dir().join(format!("fabcheck-ignored-{}", std::process::id()));
+    let bundle = dir.join("b");
+    let bundle = bundle.to_str().unwrap();
+    let runs: [(&[&str], &str); 5] = [
+        (&["serve", "--format", "json"], "serve does not take --format"),
+        (&["agent", "--output", "x"], "agent does not take --output"),
+        (&["bundle", bundle, "--format", "json"], "bundle does not take --format"),
+        (&["completions", "bash", "--fail-on", "warning"], "completions does not take --fail-on"),
+        (&["--format", "junit", "manpage"], "manpage does not take --format"),
+    ];
+    for (args, said) in runs {
+        let out = fabcheck(args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(said), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    assert!(!dir.join("b").exists(), "nothing captured");
+    // A command that writes a document takes them all.
+    let out = fabcheck(&["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0));
+}

@@ -2,6 +2,7 @@
 //! One binary, a module per topic.
 
 mod agreement;
+mod alerts;
 mod architecture;
 mod bundle;
 mod cli;

@@ -95,8 +95,11 @@ pub const PORT_SUPPORTED: Metric =
     gauge("fabcheck_port_supported_rate_bytes_per_second", "", "Data rate of the fastest link the port supports, when it says.").also_in_formats("");
 pub const PORT_CAPACITY: Metric =
     gauge("fabcheck_port_capacity_bytes_per_second", "", "What traffic through the port can reach: the smaller of the link rate and the PCIe link.");
-pub const PORT_TRAINED_LOW: Metric =
-    gauge("fabcheck_port_trained_below_supported", "", "1 when the link trained below the width or speed the port supports.");
+pub const PORT_TRAINED_LOW: Metric = gauge(
+    "fabcheck_port_trained_below_supported",
+    "",
+    "1 when check's link.trained fails on the port: the link trained below what both of its ends support and enable (a port at what its partner offers is 0); no series where link.trained was not judged.",
+);
 pub const PORT_MTU: Metric = gauge("fabcheck_port_mtu_bytes", "", "Active MTU of the port, when the source says.");
 // The physical layer (`Port.phy`, Ethernet ports with ethtool reports), each written only where
 // the figure was read. Data counts are bytes, optical power watts, bias amperes.
@@ -245,7 +248,8 @@ pub const DEPRECATED: &[Deprecated] = &[
     Deprecated { old: "fabcheck_latency_p99_us", new: LATENCY_P99, written: false },
 ];
 
-/// The table as docs/ci.md shows it (Markdown), and the deprecated names after it.
+/// The tables as docs/ci.md shows them (Markdown): the fixed families, the deprecated names,
+/// then the counter files whose meaning is known and the families they are written as.
 pub fn markdown() -> String {
     let cell = |labels: &str| labels.split(',').filter(|l| !l.is_empty()).map(|l| format!("`{}`", l.trim())).collect::<Vec<_>>().join(", ");
     let mut out = String::from(
@@ -260,6 +264,14 @@ pub fn markdown() -> String {
     for d in DEPRECATED {
         let written = if d.written { "yes, beside the new name (same value in the old unit)" } else { "no: promtool refuses `_us`" };
         out.push_str(&format!("| `{}` | `{}` | {written} |\n", d.old, d.new.name));
+    }
+    out.push_str(
+        "\nThe counter files of `ports/N/` (exporter only), named as node_exporter's infiniband collector names them \
+         (`node_infiniband_X` is `fabcheck_port_X`, less a doubled `port_`):\n\n\
+         | file | metric (counter) | what |\n|---|---|---|\n",
+    );
+    for k in KNOWN {
+        out.push_str(&format!("| `{}/{}` | `{}` | {} |\n", k.dir.folder(), k.file, k.name, k.help));
     }
     out
 }
@@ -276,23 +288,94 @@ pub struct CounterMetric {
     pub help: String,
 }
 
-/// The data counters: they count 4-byte words (IBTA PortXmitData/PortRcvData), exported in bytes.
-const WORD_COUNTERS: [(&str, &str, &str); 2] = [
-    ("port_xmit_data", "fabcheck_port_xmit_data_bytes_total", "Bytes sent through the port (counters/port_xmit_data x 4)."),
-    ("port_rcv_data", "fabcheck_port_rcv_data_bytes_total", "Bytes received through the port (counters/port_rcv_data x 4)."),
+/// A counter file whose meaning is known, under the name node_exporter's infiniband collector
+/// gives it (`node_infiniband_port_errors_received_total` is `fabcheck_port_errors_received_total`,
+/// `node_infiniband_symbol_error_total` is `fabcheck_port_symbol_error_total`): a dashboard or a
+/// rule written for one reads the other with the prefix changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Known {
+    pub dir: CounterDir,
+    pub file: &'static str,
+    pub name: &'static str,
+    pub scale: u64,
+    pub help: &'static str,
+}
+
+const fn ibta(file: &'static str, name: &'static str, help: &'static str) -> Known {
+    Known { dir: CounterDir::Ibta, file, name, scale: 1, help }
+}
+
+const fn hw(file: &'static str, name: &'static str, help: &'static str) -> Known {
+    Known { dir: CounterDir::Hardware, file, name, scale: 1, help }
+}
+
+/// The counter files of `counters/` (the IBTA PortCounters and PortCountersExtended the kernel
+/// keeps) and of mlx5's `hw_counters/` that node_exporter's infiniband collector maps, in its
+/// names. Each HELP says what is counted and which file it is read from.
+pub const KNOWN: &[Known] = &[
+    ibta("excessive_buffer_overrun_errors", "fabcheck_port_excessive_buffer_overrun_errors_total", "Times the port's receive buffer overran in OverrunErrors consecutive flow-control update periods (counters/excessive_buffer_overrun_errors)."),
+    ibta("link_downed", "fabcheck_port_link_downed_total", "Times the link failed to recover from an error state and went down (counters/link_downed)."),
+    ibta("link_error_recovery", "fabcheck_port_link_error_recovery_total", "Times the link recovered from an error state by retraining (counters/link_error_recovery)."),
+    ibta("local_link_integrity_errors", "fabcheck_port_local_link_integrity_errors_total", "Times the local physical errors exceeded the LocalPhyErrors threshold (counters/local_link_integrity_errors)."),
+    ibta("multicast_rcv_packets", "fabcheck_port_multicast_packets_received_total", "Multicast packets received, errors included (counters/multicast_rcv_packets)."),
+    ibta("multicast_xmit_packets", "fabcheck_port_multicast_packets_transmitted_total", "Multicast packets sent, errors included (counters/multicast_xmit_packets)."),
+    ibta("port_rcv_constraint_errors", "fabcheck_port_constraint_errors_received_total", "Packets received and discarded by partition-key or raw-packet enforcement (counters/port_rcv_constraint_errors)."),
+    ibta("port_xmit_constraint_errors", "fabcheck_port_constraint_errors_transmitted_total", "Packets not sent because of partition-key or raw-packet enforcement (counters/port_xmit_constraint_errors)."),
+    Known { scale: 4, ..ibta("port_rcv_data", "fabcheck_port_data_received_bytes_total", "Bytes received on all VLs (counters/port_rcv_data, which counts 4-byte words, times 4).") },
+    Known { scale: 4, ..ibta("port_xmit_data", "fabcheck_port_data_transmitted_bytes_total", "Bytes sent on all VLs (counters/port_xmit_data, which counts 4-byte words, times 4).") },
+    ibta("port_rcv_discards", "fabcheck_port_discards_received_total", "Inbound packets the port discarded because it was down or congested (counters/port_rcv_discards)."),
+    ibta("port_xmit_discards", "fabcheck_port_discards_transmitted_total", "Outbound packets the port discarded because it was down or congested (counters/port_xmit_discards)."),
+    ibta("port_rcv_errors", "fabcheck_port_errors_received_total", "Packets received with an error: malformed, a bad CRC, or while the link was not up (counters/port_rcv_errors)."),
+    ibta("port_rcv_packets", "fabcheck_port_packets_received_total", "Packets received on all VLs, errors included (counters/port_rcv_packets)."),
+    ibta("port_xmit_packets", "fabcheck_port_packets_transmitted_total", "Packets sent on all VLs, errors included (counters/port_xmit_packets)."),
+    ibta("port_rcv_remote_physical_errors", "fabcheck_port_receive_remote_physical_errors_total", "Packets received that the sender marked bad with an EBP delimiter (counters/port_rcv_remote_physical_errors)."),
+    ibta("port_rcv_switch_relay_errors", "fabcheck_port_receive_switch_relay_errors_total", "Packets received that a switch could not forward (counters/port_rcv_switch_relay_errors)."),
+    ibta("port_xmit_wait", "fabcheck_port_transmit_wait_total", "Ticks during which the port had data to send but sent none, for want of flow-control credits (counters/port_xmit_wait)."),
+    ibta("symbol_error", "fabcheck_port_symbol_error_total", "Minor link errors (symbol errors) detected on any of the port's physical lanes (counters/symbol_error)."),
+    ibta("unicast_rcv_packets", "fabcheck_port_unicast_packets_received_total", "Unicast packets received, errors included (counters/unicast_rcv_packets)."),
+    ibta("unicast_xmit_packets", "fabcheck_port_unicast_packets_transmitted_total", "Unicast packets sent, errors included (counters/unicast_xmit_packets)."),
+    ibta("VL15_dropped", "fabcheck_port_vl15_dropped_total", "Subnet-management (VL15) packets received and dropped for lack of buffers (counters/VL15_dropped)."),
+    hw("duplicate_request", "fabcheck_port_duplicate_requests_packets_total", "Requests received that had already been executed, sent again by the requester (hw_counters/duplicate_request)."),
+    hw("implied_nak_seq_err", "fabcheck_port_implied_nak_seq_errors_total", "Times the requester got an ACK with a PSN beyond the one expected for an RDMA read or atomic response (hw_counters/implied_nak_seq_err)."),
+    hw("local_ack_timeout_err", "fabcheck_port_local_ack_timeout_errors_total", "Times a QP's ACK timer expired at the sender, within the retry limit (hw_counters/local_ack_timeout_err)."),
+    hw("np_cnp_sent", "fabcheck_port_np_cnp_packets_sent_total", "Congestion notification packets sent by the port as notification point, for ECN-marked RoCE v2 packets (hw_counters/np_cnp_sent)."),
+    hw("np_ecn_marked_roce_packets", "fabcheck_port_np_ecn_marked_roce_packets_received_total", "RoCE v2 packets received with ECN congestion experienced marked (hw_counters/np_ecn_marked_roce_packets)."),
+    hw("out_of_buffer", "fabcheck_port_out_of_buffer_drops_total", "Packets dropped because their QP had no receive WQE posted (hw_counters/out_of_buffer)."),
+    hw("out_of_sequence", "fabcheck_port_out_of_sequence_packets_received_total", "Packets received out of sequence (hw_counters/out_of_sequence)."),
+    hw("packet_seq_err", "fabcheck_port_packet_sequence_errors_total", "NAK sequence error packets received, within the QP's retry limit (hw_counters/packet_seq_err)."),
+    hw("req_cqe_error", "fabcheck_port_req_cqes_errors_total", "Completions with an error at the requester (hw_counters/req_cqe_error)."),
+    hw("req_cqe_flush_error", "fabcheck_port_req_cqes_flush_errors_total", "Completions flushed with an error at the requester (hw_counters/req_cqe_flush_error)."),
+    hw("req_remote_access_errors", "fabcheck_port_req_remote_access_errors_total", "Remote access errors the requester got (hw_counters/req_remote_access_errors)."),
+    hw("req_remote_invalid_request", "fabcheck_port_req_remote_invalid_request_errors_total", "Remote invalid request errors the requester got (hw_counters/req_remote_invalid_request)."),
+    hw("resp_cqe_error", "fabcheck_port_resp_cqes_errors_total", "Completions with an error at the responder (hw_counters/resp_cqe_error)."),
+    hw("resp_cqe_flush_error", "fabcheck_port_resp_cqes_flush_errors_total", "Completions flushed with an error at the responder (hw_counters/resp_cqe_flush_error)."),
+    hw("resp_local_length_error", "fabcheck_port_resp_local_length_errors_total", "Local length errors at the responder: a message longer than the receive buffer (hw_counters/resp_local_length_error)."),
+    hw("resp_remote_access_errors", "fabcheck_port_resp_remote_access_errors_total", "Remote access errors at the responder (hw_counters/resp_remote_access_errors)."),
+    hw("rnr_nak_retry_err", "fabcheck_port_rnr_nak_retry_packets_received_total", "Receiver-not-ready NAKs received, within the QP's retry limit (hw_counters/rnr_nak_retry_err)."),
+    hw("roce_adp_retrans", "fabcheck_port_roce_adp_retransmits_total", "Adaptive retransmissions of RoCE traffic (hw_counters/roce_adp_retrans)."),
+    hw("roce_adp_retrans_to", "fabcheck_port_roce_adp_retransmits_timeout_total", "Times RoCE traffic timed out under adaptive retransmission (hw_counters/roce_adp_retrans_to)."),
+    hw("roce_slow_restart", "fabcheck_port_roce_slow_restart_used_total", "Times RoCE slow restart was used (hw_counters/roce_slow_restart)."),
+    hw("roce_slow_restart_cnps", "fabcheck_port_roce_slow_restart_cnps_total", "Congestion notification packets RoCE slow restart generated (hw_counters/roce_slow_restart_cnps)."),
+    hw("roce_slow_restart_trans", "fabcheck_port_roce_slow_restart_total", "Times RoCE slow restart changed state to slow restart (hw_counters/roce_slow_restart_trans)."),
+    hw("rp_cnp_handled", "fabcheck_port_rp_cnp_packets_handled_total", "Congestion notification packets the port handled as reaction point, slowing its sending (hw_counters/rp_cnp_handled)."),
+    hw("rp_cnp_ignored", "fabcheck_port_rp_cnp_ignored_packets_received_total", "Congestion notification packets the port received and ignored: rising when congestion control is off on the adapter (hw_counters/rp_cnp_ignored)."),
+    hw("rx_atomic_requests", "fabcheck_port_rx_atomic_requests_total", "Atomic requests received (hw_counters/rx_atomic_requests)."),
+    hw("rx_dct_connect", "fabcheck_port_rx_dct_connect_requests_total", "Connection requests received for DC targets (hw_counters/rx_dct_connect)."),
+    hw("rx_icrc_encapsulated", "fabcheck_port_rx_icrc_encapsulated_errors_total", "RoCE packets received with an ICRC error (hw_counters/rx_icrc_encapsulated)."),
+    hw("rx_read_requests", "fabcheck_port_rx_read_requests_total", "RDMA read requests received (hw_counters/rx_read_requests)."),
+    hw("rx_write_requests", "fabcheck_port_rx_write_requests_total", "RDMA write requests received (hw_counters/rx_write_requests)."),
 ];
 
 /// Files in `hw_counters/` that are settings, not counters.
 const NOT_COUNTERS: [&str; 1] = ["lifespan"];
 
-/// The family for counter file `file` of `dir`: one family per counter, `_total`, in bytes
-/// for the data counters. `None` for a file that is not a counter, or whose name cannot be
-/// made a metric name.
+/// The family for counter file `file` of `dir`: the known ones ([`KNOWN`]) under node_exporter's
+/// names, any other as `fabcheck_port_FILE_total` (`counters/`) or `fabcheck_port_hw_FILE_total`
+/// (`hw_counters/`) with a HELP naming the file. `None` for a file that is not a counter, or
+/// whose name cannot be made a metric name, or would be another family's.
 pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
-    if dir == CounterDir::Ibta {
-        if let Some((_, name, help)) = WORD_COUNTERS.iter().find(|(f, _, _)| *f == file) {
-            return Some(CounterMetric { name: name.to_string(), scale: 4, help: help.to_string() });
-        }
+    if let Some(k) = KNOWN.iter().find(|k| k.dir == dir && k.file == file) {
+        return Some(CounterMetric { name: k.name.to_string(), scale: k.scale, help: k.help.to_string() });
     }
     if dir == CounterDir::Hardware && NOT_COUNTERS.contains(&file) {
         return None;
@@ -306,11 +389,14 @@ pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
     let family = format!("{prefix}{stem}");
     // OpenMetrics names a counter family without `_total`: a file called `state` would be a
     // second `fabcheck_port_state` family beside the gauge, and the page would not parse.
-    // Nor may it be one of the table's counter families (`phy_symbol_errors` in a hostile tree).
-    if TABLE.iter().any(|m| m.name == family || m.name.strip_suffix("_total") == Some(family.as_str())) {
+    // Nor may it be one of the table's counter families (`phy_symbol_errors` in a hostile tree),
+    // or a known file's (a file `errors_received` would merge into port_rcv_errors' family).
+    let taken = |name: &str| name == family || name.strip_suffix("_total") == Some(family.as_str());
+    if TABLE.iter().any(|m| taken(m.name)) || KNOWN.iter().any(|k| taken(k.name)) {
         return None;
     }
-    Some(CounterMetric { name: format!("{family}_total"), scale: 1, help: format!("The port's {}/{file} counter.", dir.folder()) })
+    let help = format!("The port's counter file {}/{file}, as the driver counts it (fabcheck knows no more of its meaning).", dir.folder());
+    Some(CounterMetric { name: format!("{family}_total"), scale: 1, help })
 }
 
 /// A file name as a metric-name part: lower case, anything but `[a-z0-9_]` made `_`; `None`
@@ -330,22 +416,23 @@ mod tests {
     #[test]
     fn names_follow_the_conventions() {
         let mut seen = std::collections::BTreeSet::new();
-        for m in TABLE {
-            assert!(m.name.starts_with("fabcheck_"), "{}", m.name);
-            assert!(m.name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{}", m.name);
-            assert_eq!(m.kind == Kind::Counter, m.name.ends_with("_total"), "{}", m.name);
-            assert!(!m.help.is_empty() && !m.help.contains('\n'));
-            assert!(seen.insert(m.name), "{} twice", m.name);
+        let known = KNOWN.iter().map(|k| (k.name, Kind::Counter, k.help));
+        for (name, kind, help) in TABLE.iter().map(|m| (m.name, m.kind, m.help)).chain(known) {
+            assert!(name.starts_with("fabcheck_"), "{name}");
+            assert!(name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'), "{name}");
+            assert_eq!(kind == Kind::Counter, name.ends_with("_total"), "{name}");
+            assert!(!help.is_empty() && !help.contains('\n'));
+            assert!(seen.insert(name), "{name} twice");
         }
     }
 
-    /// docs/ci.md's table is [`markdown`]'s, byte for byte. `FABCHECK_BLESS_DOCS=1 cargo test
-    /// --lib exporter::metrics` writes it there after a change to the table.
+    /// docs/ci.md's tables are [`markdown`]'s, byte for byte. `FABCHECK_BLESS_DOCS=1 cargo test
+    /// --lib report::prom::metrics` writes them there after a change to the table.
     #[test]
     fn docs_ci_md_shows_exactly_this_table() {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/ci.md");
         let doc = std::fs::read_to_string(&path).unwrap();
-        let (begin, end) = ("<!-- metric table: src/exporter/metrics.rs, markdown() -->\n", "<!-- end of the metric table -->");
+        let (begin, end) = ("<!-- metric table: src/report/prom/metrics.rs, markdown() -->\n", "<!-- end of the metric table -->");
         let start = doc.find(begin).expect("docs/ci.md marks the metric table") + begin.len();
         let len = doc[start..].find(end).expect("docs/ci.md marks the table's end");
         if std::env::var_os("FABCHECK_BLESS_DOCS").is_some() {
@@ -364,15 +451,28 @@ mod tests {
     }
 
     #[test]
-    fn data_counters_are_bytes_and_others_keep_their_name() {
+    fn counters_take_node_exporters_names_and_the_data_counters_are_bytes() {
         let data = counter_metric(CounterDir::Ibta, "port_xmit_data").unwrap();
-        assert_eq!((data.name.as_str(), data.scale), ("fabcheck_port_xmit_data_bytes_total", 4));
+        assert_eq!((data.name.as_str(), data.scale), ("fabcheck_port_data_transmitted_bytes_total", 4));
         let rcv = counter_metric(CounterDir::Ibta, "port_rcv_data").unwrap();
-        assert_eq!((rcv.name.as_str(), rcv.scale), ("fabcheck_port_rcv_data_bytes_total", 4));
-        assert_eq!(counter_metric(CounterDir::Ibta, "symbol_error").unwrap().name, "fabcheck_port_symbol_error_total");
-        assert_eq!(counter_metric(CounterDir::Hardware, "link_downed").unwrap().name, "fabcheck_port_hw_link_downed_total");
+        assert_eq!((rcv.name.as_str(), rcv.scale), ("fabcheck_port_data_received_bytes_total", 4));
+        let named = |dir, file| counter_metric(dir, file).unwrap().name;
+        assert_eq!(named(CounterDir::Ibta, "port_rcv_errors"), "fabcheck_port_errors_received_total");
+        assert_eq!(named(CounterDir::Ibta, "port_xmit_discards"), "fabcheck_port_discards_transmitted_total");
+        assert_eq!(named(CounterDir::Ibta, "port_xmit_wait"), "fabcheck_port_transmit_wait_total");
+        assert_eq!(named(CounterDir::Ibta, "symbol_error"), "fabcheck_port_symbol_error_total");
+        assert_eq!(named(CounterDir::Ibta, "VL15_dropped"), "fabcheck_port_vl15_dropped_total");
+        assert_eq!(named(CounterDir::Hardware, "out_of_sequence"), "fabcheck_port_out_of_sequence_packets_received_total");
+        // Unknown files keep 0.3's names, with a HELP that names the file.
+        let other = counter_metric(CounterDir::Hardware, "link_downed").unwrap();
+        assert_eq!(other.name, "fabcheck_port_hw_link_downed_total");
+        assert!(other.help.contains("hw_counters/link_downed"), "{}", other.help);
         // In hw_counters the data counters are the driver's own, not 4-byte words.
         assert_eq!(counter_metric(CounterDir::Hardware, "port_xmit_data").unwrap().scale, 1);
+        for k in KNOWN {
+            assert!(k.help.ends_with(&format!("({}/{}).", k.dir.folder(), k.file)) || k.scale == 4, "{} names its file", k.name);
+            assert!(k.help.contains(&format!("{}/{}", k.dir.folder(), k.file)), "{} names its file", k.name);
+        }
     }
 
     #[test]
@@ -386,5 +486,7 @@ mod tests {
         assert_eq!(counter_metric(CounterDir::Ibta, "Active"), None);
         assert_eq!(counter_metric(CounterDir::Ibta, "phy_symbol_errors"), None, "would merge into the phy family");
         assert_eq!(counter_metric(CounterDir::Ibta, "phy_fec_info"), None, "would clash with the info gauge in OpenMetrics");
+        assert_eq!(counter_metric(CounterDir::Ibta, "errors_received"), None, "would merge into port_rcv_errors' family");
+        assert_eq!(counter_metric(CounterDir::Hardware, "VL15_dropped").unwrap().name, "fabcheck_port_hw_vl15_dropped_total");
     }
 }
