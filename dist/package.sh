@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds target/dist/: the portable binary (glibc 2.28 and later: RHEL 8, Ubuntu 20.04, Debian 11)
 # as fabcheck-VERSION-x86_64-linux-gnu.tar.gz, a .deb and an .rpm, each with the binary, the man
-# pages, bash/zsh/fish completions, the docs and the contrib files (NHC, Slurm, Kubernetes), plus
+# pages, bash/zsh/fish completions, the docs and the contrib files (NHC, Slurm, Prometheus, Kubernetes), plus
 # the binary's separate debug file and SHA256SUMS. Then verifies its own output: every package
 # unpacked (the .deb also installed into and removed from a scratch dpkg root) runs, renders its
 # man page and passes a check of a captured sysfs tree; the binary needs no newer glibc than 2.28,
@@ -241,6 +241,9 @@ layout() {
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/k8s" contrib/k8s/*.yaml contrib/k8s/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/docker" contrib/docker/Dockerfile
+	install -D -m 0644 -t "$p/share/fabcheck/contrib/prometheus" contrib/prometheus/fabcheck.rules.yml \
+		contrib/prometheus/fabcheck.rules.test.yml contrib/prometheus/alertmanager-inhibit.yml \
+		contrib/prometheus/grafana-dashboard.json contrib/prometheus/exporter-daemonset.yaml
 	# The exporter's unit, installed but neither enabled nor started (no maintainer script):
 	# `systemctl enable --now fabcheck-exporter` is the operator's choice.
 	install -D -m 0644 contrib/systemd/fabcheck-exporter.service "$p/lib/systemd/system/fabcheck-exporter.service"
@@ -456,7 +459,8 @@ verify() {
 		fi
 	fi
 	for f in doc/fabcheck/README.md doc/fabcheck/LICENSE doc/fabcheck/docs/contract.md doc/fabcheck/docs/ci.md \
-		fabcheck/soft-roce-setup.sh fabcheck/contrib/nhc/fabcheck.nhc fabcheck/contrib/slurm/fabcheck-healthcheck.sh; do
+		fabcheck/soft-roce-setup.sh fabcheck/contrib/nhc/fabcheck.nhc fabcheck/contrib/slurm/fabcheck-healthcheck.sh \
+		fabcheck/contrib/prometheus/fabcheck.rules.yml fabcheck/contrib/prometheus/alertmanager-inhibit.yml; do
 		[[ -s $p/share/$f ]] || fail "$label: share/$f missing"
 	done
 	say "$label: ok"
