@@ -129,7 +129,10 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
     let first = passes.run(plan, Stage::First)?;
-    let criteria = Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, ..Criteria::default() };
+    // With `--topology`, latency against the pairs of the same hop count (inside a leaf, across
+    // the spine), from the first pass as every median.
+    let hops = leaf_of.map(|l| analysis::HopMedians::from_first(l, &first));
+    let criteria = Criteria { capacity_gbps: capacities(passes.agents), bw_fraction: run.pair_criteria.bw_fraction, hops, ..Criteria::default() };
     // An endpoint unreachable on the first pass gets one more chance, as its pairs do.
     for agent in passes.agents.iter_mut().filter(|a| a.error.is_some() && !a.rails_unknown) {
         agent.second_chance = true;

@@ -21,11 +21,13 @@
 //! blamed), the words in `prose`. `config_drift` compares per-endpoint settings (firmware, MTU, rate...) against the majority.
 
 mod capacity;
+mod criteria;
 mod drift;
 mod peel;
 mod prose;
 
 pub use capacity::slow_ports;
+pub use criteria::{pair_capacity, Criteria, HopMedians};
 pub use drift::config_drift;
 
 use crate::units::median;
@@ -130,57 +132,6 @@ impl Suspect {
 /// Subject of the cluster-wide suspect (kind `config`).
 pub const CLUSTER: &str = "cluster";
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct Criteria {
-    /// One rate for every pair whose ends' capacities are not both known (tests, `--expect
-    /// rate`); `None`: such pairs are judged against the cluster's median.
-    pub expected_bw_gbps: Option<f64>,
-    /// What each endpoint (by index) can carry: its link's rate, or its PCIe link's where
-    /// smaller; `None` where unknown or synthesized (Soft-RoCE). A pair is judged against the
-    /// smaller of its own two ends' ([`Criteria::expected_for`]), so one slow port lowers the
-    /// bar only for its own pairs, not the whole mesh's.
-    pub capacity_gbps: Vec<Option<f64>>,
-    /// Share of `expected_bw_gbps` a pair must reach (0.9).
-    pub bw_fraction: f64,
-    /// With no expected rate: share of the cluster's median bandwidth a pair must reach (0.8).
-    pub outlier_fraction: f64,
-    /// A pair's latency above this many times the cluster's median is bad (1.5).
-    pub lat_outlier_factor: f64,
-}
-
-impl Default for Criteria {
-    fn default() -> Self {
-        Criteria { expected_bw_gbps: None, capacity_gbps: Vec::new(), bw_fraction: 0.9, outlier_fraction: 0.8, lat_outlier_factor: 1.5 }
-    }
-}
-
-/// The rate a pair can reach: the smaller capacity of its two ends, when both are known.
-pub fn pair_capacity(a: Option<f64>, b: Option<f64>) -> Option<f64> {
-    Some(a?.min(b?))
-}
-
-impl Criteria {
-    /// The rate pair `(a, b)` is judged against: the smaller capacity of its own two ends when
-    /// both are known, else [`Criteria::expected_bw_gbps`] (`None`: the cluster's median).
-    pub fn expected_for(&self, a: usize, b: usize) -> Option<f64> {
-        let cap = |i: usize| self.capacity_gbps.get(i).copied().flatten();
-        pair_capacity(cap(a), cap(b)).or(self.expected_bw_gbps)
-    }
-
-    /// The rate most pairs are judged against: the largest pair capacity (every pair between
-    /// two full-speed ends), else the one expected rate. What the heat map's colours scale to.
-    pub fn typical_rate(&self) -> Option<f64> {
-        let known: Vec<f64> = self.capacity_gbps.iter().flatten().copied().collect();
-        let pairable = known.len() >= 2;
-        let second_best = pairable.then(|| {
-            let mut k = known.clone();
-            k.sort_by(|x, y| y.total_cmp(x));
-            k[1]
-        });
-        second_best.or(self.expected_bw_gbps)
-    }
-}
-
 /// The median of the non-failed pairs' bandwidth and latency (NaNs ignored).
 pub fn medians(measures: &[PairMeasure]) -> (Option<f64>, Option<f64>) {
     let ok = || measures.iter().filter(|m| !m.failed);
@@ -197,7 +148,10 @@ pub(super) fn slow(m: &PairMeasure, c: &Criteria, median_bw: Option<f64>) -> boo
     }
 }
 
+/// Latency well above the median's: of the pairs of its own hop count when `--topology` gives
+/// them ([`HopMedians`]: a pair across the spine is slower by design), else of all pairs.
 pub(super) fn laggy(m: &PairMeasure, c: &Criteria, median_lat: Option<f64>) -> bool {
+    let median_lat = c.hops.as_ref().and_then(|h| h.median_for(m.a, m.b)).or(median_lat);
     match (m.lat_us, median_lat) {
         (Some(lat), Some(med)) => lat > c.lat_outlier_factor * med,
         _ => false,

@@ -11,11 +11,14 @@ pub(super) struct Symptoms {
     /// The rates the slow pairs were judged against (each pair its own ends' capacity).
     pub(super) expected: Vec<f64>,
     pub(super) laggy: Vec<f64>,
+    /// The latencies the laggy pairs were judged against (with `--topology`, each pair its own
+    /// hop count's median).
+    pub(super) lag_against: Vec<f64>,
 }
 
 impl Symptoms {
     pub(super) fn of<'m>(ms: impl Iterator<Item = &'m PairMeasure>, c: &Criteria, mb: Option<f64>, ml: Option<f64>) -> Symptoms {
-        let mut s = Symptoms { failed: 0, slow: Vec::new(), expected: Vec::new(), laggy: Vec::new() };
+        let mut s = Symptoms { failed: 0, slow: Vec::new(), expected: Vec::new(), laggy: Vec::new(), lag_against: Vec::new() };
         for m in ms {
             if m.failed {
                 s.failed += 1;
@@ -27,6 +30,7 @@ impl Symptoms {
             }
             if laggy(m, c, ml) {
                 s.laggy.extend(m.lat_us);
+                s.lag_against.extend(c.hops.as_ref().and_then(|h| h.median_for(m.a, m.b)).or(ml));
             }
         }
         s
@@ -49,8 +53,12 @@ impl Symptoms {
             };
             parts.push(format!("at ~{} Gb/s vs {against}", fmt(typ)));
         }
-        if let (Some(typ), Some(med)) = (median(self.laggy.clone()), ml) {
-            parts.push(format!("~{} us latency vs cluster median {} us", fmt(typ), fmt(med)));
+        match (median(self.laggy.clone()), c.hops.is_some(), median(self.lag_against.clone()).or(ml)) {
+            (Some(typ), true, Some(med)) => {
+                parts.push(format!("~{} us latency vs {} us, the median of pairs as many hops apart", fmt(typ), fmt(med)))
+            }
+            (Some(typ), false, Some(med)) => parts.push(format!("~{} us latency vs cluster median {} us", fmt(typ), fmt(med))),
+            _ => {}
         }
         parts.join(", ")
     }
