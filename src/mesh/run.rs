@@ -128,6 +128,8 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     });
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
+    // The first pass's rounds, for what ran beside a pair (route collisions).
+    let first_rounds = leaves.as_ref().map(|_| plan.clone());
     let first = passes.run(plan, Stage::First)?;
     // With `--topology`, latency against the pairs of the same hop count (inside a leaf, across
     // the spine), from the first pass as every median.
@@ -160,6 +162,9 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     let counts = Counts { first: first.len(), zoom: zoomed.len(), retest: retested.len(), rails: run.planes.is_some() };
     let analysis_start = Instant::now();
     let mut suspects = analysis::analyse_with(&run.names, &first, &retested, &zoomed, &criteria, leaves.as_ref());
+    if let (Some(leaves), Some(rounds)) = (&leaves, &first_rounds) {
+        analysis::name_route_collisions(&mut suspects, &run.names, rounds, leaves);
+    }
     let drift: Vec<(String, Vec<(String, String)>)> =
         agents.iter().zip(&run.names).filter(|(a, _)| a.error.is_none()).map(|(a, name)| (name.clone(), a.settings.clone())).collect();
     suspects.extend(analysis::config_drift(&drift));

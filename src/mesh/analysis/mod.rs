@@ -21,12 +21,14 @@
 //! blamed), the words in `prose`. `config_drift` compares per-endpoint settings (firmware, MTU, rate...) against the majority.
 
 mod capacity;
+mod collision;
 mod criteria;
 mod drift;
 mod peel;
 mod prose;
 
 pub use capacity::slow_ports;
+pub use collision::name_route_collisions;
 pub use criteria::{pair_capacity, Criteria, HopMedians};
 pub use drift::config_drift;
 
