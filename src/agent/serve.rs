@@ -262,33 +262,50 @@ impl Drop for Place<'_> {
     }
 }
 
+/// How a controller's connection ended other than by its session's end: logged, never sent
+/// further (what the controller was told is in `Refused`).
+#[derive(Debug, thiserror::Error)]
+enum Ended {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("closed before hello")]
+    ClosedBeforeHello,
+    #[error("evicted before its hello was in")]
+    Evicted,
+    /// Refused with this cause, which the controller was told.
+    #[error("{0}")]
+    Refused(String),
+    #[error("{0}")]
+    Session(session::AgentError),
+}
+
 /// One controller: a whole hello within [`HELLO_DEADLINE`] of accept, judged in its turn (with
 /// the token when one is set), then the agent.
-fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, mut place: Place<'_>) -> Result<(), String> {
+fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, mut place: Place<'_>) -> Result<(), Ended> {
     let shared = place.shared;
     let _ = stream.set_nodelay(true);
-    stream.set_write_timeout(Some(WRITE_DEADLINE)).map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
+    stream.set_write_timeout(Some(WRITE_DEADLINE))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
     let mut writer = stream;
     let refuse = |writer: &mut &TcpStream, cause: &str, remedy: &str| {
         let reply = Reply::Error { cause: cause.into(), remedy: remedy.into() };
         let _ = writer.write_all(protocol::encode(&reply).as_bytes());
         linger(writer);
-        cause.to_string()
+        Ended::Refused(cause.to_string())
     };
     let line = match hello::read_hello(&mut reader, accepted, HELLO_DEADLINE, HELLO_MAX, Instant::now) {
         Ok(line) => line,
-        Err(HelloError::Closed) => return Err("closed before hello".into()),
+        Err(HelloError::Closed) => return Err(Ended::ClosedBeforeHello),
         Err(HelloError::Late) => {
             return Err(refuse(&mut writer, &format!("no hello within {} s", HELLO_DEADLINE.as_secs()), "the controller must speak first"));
         }
         Err(HelloError::Invalid(e)) => {
             return Err(refuse(&mut writer, &format!("refused a message: {e}"), "use the same fabcheck version on every node"))
         }
-        Err(HelloError::Io(e)) => return Err(e.to_string()),
+        Err(HelloError::Io(e)) => return Err(Ended::Io(e)),
     };
     if !lock(&shared.admission).hello_in(place.id) {
-        return Err("evicted before its hello was in".into());
+        return Err(Ended::Evicted);
     }
     match protocol::decode::<Request>(&line) {
         Ok(Request::Hello { token: offered }) => {
@@ -317,12 +334,12 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, mut place: Pl
         ));
     }
     let host = crate::sys::os::hostname();
-    let served = writer.write_all(protocol::encode(&Machine::hello(&host)).as_bytes()).map_err(|e| e.to_string()).and_then(|()| {
+    let served = writer.write_all(protocol::encode(&Machine::hello(&host)).as_bytes()).map_err(Ended::Io).and_then(|()| {
         // Tests may run for minutes with the controller silent: no read deadline from here on
         // (a silent controller between tests is bounded by --idle-timeout instead).
-        stream.set_read_timeout(None).map_err(|e| e.to_string())?;
+        stream.set_read_timeout(None)?;
         let options = AgentOptions { host, budget: Some(Arc::clone(&shared.budget)), idle_timeout: shared.idle_timeout };
-        session::run(reader, stream, options).map_err(|e| e.to_string())
+        session::run(reader, stream, options).map_err(Ended::Session)
     });
     shared.ended.fetch_add(1, Ordering::SeqCst);
     served

@@ -17,6 +17,7 @@ use crate::control::hub::{Hub, LinkId};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
 use crate::model::rails::{Rail, RailSpec};
+use crate::outcome::loss::{Loss, LossKind, Unreached};
 use crate::pair::rails::{ask, count_mismatch, too_old};
 
 /// How the rail endpoints of a `--rails` mesh map onto its hosts: endpoint `h * rails + k` is
@@ -59,7 +60,7 @@ pub struct Expansion {
     pub planes: Planes,
     /// Per endpoint: why its host could not say its rails (unreachable, or refused the
     /// question), so it is listed unreachable and none of its pairs runs.
-    pub lost: Vec<Option<String>>,
+    pub lost: Vec<Option<Unreached>>,
 }
 
 /// Asks every host of `run` for its rails and expands the hosts into rail endpoints: their
@@ -82,10 +83,13 @@ pub fn expand(run: &MeshConfig, spec: &RailSpec) -> Result<Expansion, Failure> {
     let asked_names: Vec<String> = asked.iter().map(|&i| run.names[i].clone()).collect();
     let answers = ask::each(&mut hub, &asked_links, &asked_names, spec);
     hub.close_all();
-    let mut nodes: Vec<Result<Vec<Rail>, String>> =
-        reached.iter().map(|r| Err(r.failure.clone().map(|f| Failure::from(f).cause).unwrap_or_default())).collect();
+    let mut nodes: Vec<Result<Vec<Rail>, Loss>> = reached
+        .iter()
+        .zip(&run.names)
+        .map(|(r, name)| Err(r.failure.clone().unwrap_or_else(|| Loss::new(name, LossKind::Internal("not asked for its rails".into())))))
+        .collect();
     for (&i, answer) in asked.iter().zip(answers?) {
-        nodes[i] = answer.map(|(rails, _)| rails).map_err(|f| f.cause);
+        nodes[i] = answer.map(|(rails, _)| rails);
     }
     let known: Vec<usize> = (0..nodes.len()).filter(|&i| nodes[i].is_ok()).collect();
     for &i in known.iter().skip(1) {
@@ -115,7 +119,7 @@ fn host_names(reported: Vec<String>, given: &[String]) -> Vec<String> {
 /// One endpoint per rail of each host, in host order then rail order: the host's spec with the
 /// rail's port, named `HOST/DEV` (`HOST/DEV:PORT` where two rails share a device). A host whose
 /// rails are unknown (`Err`: why) has as many endpoints as the others, `HOST/rail K`, lost.
-fn expand_specs(given: &[EndpointSpec], hosts: &[String], nodes: &[Result<Vec<Rail>, String>]) -> Expansion {
+fn expand_specs(given: &[EndpointSpec], hosts: &[String], nodes: &[Result<Vec<Rail>, Loss>]) -> Expansion {
     let rails = nodes.iter().find_map(|n| n.as_ref().ok()).map_or(1, Vec::len);
     let mut out = Expansion { specs: Vec::new(), names: Vec::new(), planes: Planes { hosts: hosts.to_vec(), rails }, lost: Vec::new() };
     for ((spec, host), node) in given.iter().zip(hosts).zip(nodes) {
@@ -132,7 +136,7 @@ fn expand_specs(given: &[EndpointSpec], hosts: &[String], nodes: &[Result<Vec<Ra
                 for k in 0..rails {
                     out.specs.push(spec.clone());
                     out.names.push(if rails == 1 { host.clone() } else { format!("{host}/rail {k}") });
-                    out.lost.push(Some(format!("its rails are unknown: {why}")));
+                    out.lost.push(Some(Unreached::RailsUnknown(why.clone())));
                 }
             }
         }
@@ -211,13 +215,16 @@ mod tests {
             ["tcp://10.0.0.1:1", "tcp://10.0.0.2:1", "tcp://10.0.0.3:1"].iter().map(|t| crate::control::endpoint::parse(t).unwrap()).collect();
         let node = || Ok(vec![rail(0, "mlx5_0", 1), rail(1, "mlx5_4", 1)]);
         let hosts = ["n1".into(), "n2".into(), "n3".into()];
-        let e = expand_specs(&given, &hosts, &[Err("no answer within 20 s while saying hello".into()), node(), node()]);
+        let silent = Loss::new("n1", LossKind::Timeout { step: crate::outcome::loss::Step::Hello, waited: std::time::Duration::from_secs(20) });
+        let e = expand_specs(&given, &hosts, &[Err(silent), node(), node()]);
         assert_eq!(e.names[..2], ["n1/rail 0", "n1/rail 1"]);
         assert_eq!(e.planes.rails, 2);
-        assert!(e.lost[0].as_deref().unwrap().contains("no answer within 20 s"), "{:?}", e.lost);
+        let said = crate::report::loss::unreached_words(e.lost[0].as_ref().unwrap());
+        assert_eq!(said, "its rails are unknown: n1: no answer within 20 s while saying hello");
         assert!(e.lost[2..].iter().all(Option::is_none));
         // None known: one endpoint per host, each lost.
-        let e = expand_specs(&given[..2], &hosts[..2], &[Err("a".into()), Err("b".into())]);
+        let gone = |who: &str| Loss::new(who, LossKind::Gone { why: "gone".into(), tail: String::new() });
+        let e = expand_specs(&given[..2], &hosts[..2], &[Err(gone("n1")), Err(gone("n2"))]);
         assert_eq!(e.names, ["n1", "n2"]);
         assert_eq!(e.lost.iter().flatten().count(), 2);
     }

@@ -16,6 +16,7 @@ use crate::control::hub::{Hub, LinkId};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
 use crate::model::Direction;
+use crate::outcome::loss::Unreached;
 use crate::outcome::TestResult;
 use crate::outcome::Verdict;
 use crate::pair::sequence::PairSequence;
@@ -47,8 +48,9 @@ struct Agent {
     settings: Vec<(String, String)>,
     rate_gbps: Option<f64>,
     soft: bool,
-    /// Could not be reached: its pairs fail without running.
-    error: Option<String>,
+    /// Could not be reached, and why (typed until the document says it): its pairs fail
+    /// without running.
+    error: Option<Unreached>,
     /// Unreachable, but to be tried once more before the re-tests.
     second_chance: bool,
     /// The host name its agent reported (matched against `--topology`).
@@ -239,7 +241,11 @@ fn nothing_reached(run: &MeshConfig, agents: &[Agent]) -> MeshRun {
 
 /// The endpoints whose agent could not be reached, and why.
 fn unreachable(run: &MeshConfig, agents: &[Agent]) -> Vec<Unreachable> {
-    agents.iter().zip(&run.names).filter_map(|(a, name)| a.error.clone().map(|error| Unreachable { endpoint: name.clone(), error })).collect()
+    agents
+        .iter()
+        .zip(&run.names)
+        .filter_map(|(a, name)| a.error.as_ref().map(|why| Unreachable { endpoint: name.clone(), error: crate::report::loss::unreached_words(why) }))
+        .collect()
 }
 
 /// The `--html` page.
@@ -385,7 +391,7 @@ fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {
-            Some(f) => agent.error = Some(Failure::from(f).cause),
+            Some(loss) => agent.error = Some(Unreached::Lost(loss)),
             None => {
                 agent.reached = true;
                 agent.error = None;
@@ -477,7 +483,13 @@ fn run_round(
             let why = [a, b]
                 .iter()
                 .filter_map(|&i| {
-                    agents[i].error.as_ref().map(|e| if e.contains(&run.names[i]) { e.clone() } else { format!("{}: {e}", run.names[i]) })
+                    agents[i].error.as_ref().map(crate::report::loss::unreached_words).map(|e| {
+                        if e.contains(&run.names[i]) {
+                            e
+                        } else {
+                            format!("{}: {e}", run.names[i])
+                        }
+                    })
                 })
                 .collect::<Vec<_>>()
                 .join("; ");
@@ -522,7 +534,11 @@ fn cpu_slots(run: &MeshConfig, agents: &[Agent]) -> Vec<u8> {
 /// A finished pair's record and headline figures.
 fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
     let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
-    let error = done.could_not_run.map(|f| format!("{} ({})", f.cause, f.remedy));
+    // The record is the document: the loss said in its words, cause and remedy.
+    let error = done.could_not_run.map(|loss| {
+        let (cause, remedy) = crate::report::loss::words(&loss);
+        format!("{cause} ({remedy})")
+    });
     let results = done.results;
     let verdict = match (&sides, &error) {
         (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,

@@ -15,6 +15,9 @@ pub struct Loss {
     /// The agent as the user named it (its label in the hub); empty where no agent is meant.
     pub agent: String,
     pub kind: LossKind,
+    /// What was under way when it happened, in words (`running write_bw a->b 65536 B`): a test's
+    /// step, where the loss was met in one.
+    pub during: Option<String>,
 }
 
 /// The step of a conversation that was under way.
@@ -22,6 +25,11 @@ pub struct Loss {
 pub enum Step {
     Hello,
     Inventory,
+    /// Asking a node for its rails (`pair`/`mesh --rails`).
+    Rails,
+    /// A test's step (preparing, connecting, running, stopping, finishing it): `Loss::during`
+    /// says which.
+    Test,
 }
 
 /// How the agent was started or reached: what a remedy for a start or an exit must name.
@@ -70,9 +78,23 @@ pub enum LossKind {
     Internal(String),
 }
 
+/// Why an endpoint could not be reached: typed until the document says it (`report::loss`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unreached {
+    /// Its agent was lost, or never had: the hub's loss.
+    Lost(Loss),
+    /// `--rails`: its host could not say its rails, so none of its rail endpoints is reached.
+    RailsUnknown(Loss),
+}
+
 impl Loss {
     pub fn new(agent: impl Into<String>, kind: LossKind) -> Loss {
-        Loss { agent: agent.into(), kind }
+        Loss { agent: agent.into(), kind, during: None }
+    }
+
+    /// The loss, met while doing `what`.
+    pub fn during(self, what: impl Into<String>) -> Loss {
+        Loss { during: Some(what.into()), ..self }
     }
 
     /// Whether trying the same agent again may help: the agent or the path to it went away or

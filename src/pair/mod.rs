@@ -127,8 +127,8 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     hub.close_all();
     let [Job { conversation: Told { seq: done, progress, .. }, .. }] = jobs;
     progress.done();
-    if let Some(f) = done.could_not_run {
-        return Err(f);
+    if let Some(loss) = done.could_not_run {
+        return Err(loss.into());
     }
     let Some((ea, eb)) = done.endpoints else {
         return Err(Failure::new("no test reached its endpoints", "see the errors above"));

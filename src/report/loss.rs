@@ -2,11 +2,31 @@
 //! so the controller's state machines carry a kind that can be acted on.
 
 use crate::error::Failure;
-use crate::outcome::loss::{Carrier, Loss, LossKind, Step};
+use crate::outcome::loss::{Carrier, Loss, LossKind, Step, Unreached};
 use std::os::unix::process::ExitStatusExt;
 
 /// What a person reads: the cause (naming the agent) and what to do.
 pub fn words(loss: &Loss) -> (String, String) {
+    let (cause, remedy) = kind_words(loss);
+    match (&loss.during, &loss.kind) {
+        // A test's own refusals, timeouts and protocol errors say their step in their words;
+        // an agent lost in the middle of one says what it was doing.
+        (Some(what), kind) if !matches!(kind, LossKind::Refused { .. } | LossKind::Timeout { .. } | LossKind::Protocol(_)) => {
+            (format!("{cause} (agent lost while {what})"), remedy)
+        }
+        _ => (cause, remedy),
+    }
+}
+
+/// An unreachable endpoint's cause, in the words its document gives it.
+pub fn unreached_words(u: &Unreached) -> String {
+    match u {
+        Unreached::Lost(loss) => words(loss).0,
+        Unreached::RailsUnknown(loss) => format!("its rails are unknown: {}", words(loss).0),
+    }
+}
+
+fn kind_words(loss: &Loss) -> (String, String) {
     let label = &loss.agent;
     match &loss.kind {
         LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
@@ -35,10 +55,17 @@ pub fn words(loss: &Loss) -> (String, String) {
         }
         LossKind::Protocol(why) => (format!("{label}: {why}"), "use the same fabcheck version on every node".into()),
         LossKind::Refused { cause, remedy, .. } => (format!("{label}: {cause}"), remedy.clone()),
+        LossKind::Timeout { step: Step::Rails, waited } => {
+            (format!("{label}: no answer to rails within {} s", waited.as_secs()), "the agent or its host is stuck; check it and rerun".into())
+        }
+        LossKind::Timeout { step: Step::Test, waited } => (
+            format!("{label}: no answer within {} s while {}", waited.as_secs(), loss.during.as_deref().unwrap_or("a test ran")),
+            "the agent or its host is stuck or unreachable; check it (and the fabric) and rerun".into(),
+        ),
         LossKind::Timeout { step, waited } => {
             let what = match step {
-                Step::Hello => "saying hello",
                 Step::Inventory => "reading the inventory",
+                _ => "saying hello",
             };
             (
                 format!("{label}: no answer within {} s while {what}", waited.as_secs()),

@@ -7,6 +7,7 @@ use crate::error::Failure;
 use crate::gpu::rails::SharedUplink;
 use crate::model::rails::{Rail, RailSpec, MAX_RAILS};
 use crate::outcome::loss::Loss;
+use crate::outcome::loss::{LossKind, Step};
 use std::time::{Duration, Instant};
 
 /// How long a node may take to list its ports and read its PCI tree.
@@ -20,7 +21,7 @@ pub struct Ask {
     label: String,
     spec: RailSpec,
     deadline: Option<Instant>,
-    pub answer: Option<Result<NodeRails, Failure>>,
+    pub answer: Option<Result<NodeRails, Loss>>,
 }
 
 impl Conversation for Ask {
@@ -31,15 +32,14 @@ impl Conversation for Ask {
 
     fn on_reply(&mut self, _side: usize, reply: Reply, _now: Instant, act: &mut Actions) {
         let answer = match reply {
-            Reply::Rails { rails, .. } if rails.is_empty() || rails.len() > MAX_RAILS => Err(Failure::new(
-                format!("{}: answered {} rails (1 to {MAX_RAILS} expected)", self.label, rails.len()),
-                "use the same fabcheck version on every node",
-            )),
+            Reply::Rails { rails, .. } if rails.is_empty() || rails.len() > MAX_RAILS => {
+                Err(Loss::new(&self.label, LossKind::Protocol(format!("answered {} rails (1 to {MAX_RAILS} expected)", rails.len()))))
+            }
             Reply::Rails { rails, shared } => Ok((rails, shared)),
-            Reply::Error { cause, remedy } => Err(Failure::new(format!("{}: {cause}", self.label), remedy)),
+            Reply::Error { cause, remedy } => Err(Loss::new(&self.label, LossKind::Refused { step: Step::Rails, cause, remedy })),
             other => {
                 act.discard.push(0);
-                Err(Failure::new(format!("{}: unexpected reply {other:?} to rails", self.label), "use the same fabcheck version on every node"))
+                Err(Loss::new(&self.label, LossKind::Protocol(format!("unexpected reply {other:?} to rails"))))
             }
         };
         self.answer = Some(answer);
@@ -47,16 +47,13 @@ impl Conversation for Ask {
     }
 
     fn on_lost(&mut self, _side: usize, loss: Loss, _now: Instant, _act: &mut Actions) {
-        self.answer = Some(Err(loss.into()));
+        self.answer = Some(Err(loss));
         self.deadline = None;
     }
 
     fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
         act.discard.push(0);
-        self.answer = Some(Err(Failure::new(
-            format!("{}: no answer to rails within {} s", self.label, DEADLINE.as_secs()),
-            "the agent or its host is stuck; check it and rerun",
-        )));
+        self.answer = Some(Err(Loss::new(&self.label, LossKind::Timeout { step: Step::Rails, waited: DEADLINE })));
         self.deadline = None;
     }
 
@@ -73,19 +70,25 @@ impl Conversation for Ask {
 /// cannot say is the error (exit 2).
 pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
     let mut out = each(hub, &links, labels, spec)?.into_iter();
-    let a = out.next().expect("two answers")?;
-    let b = out.next().expect("two answers")?;
+    let a = out.next().expect("two answers").map_err(Failure::from)?;
+    let b = out.next().expect("two answers").map_err(Failure::from)?;
     Ok([a, b])
 }
 
 /// Every node's answer, asked at once (`mesh --rails` asks each of its hosts), in the order of
 /// `links`: a node that cannot say is its own error.
-pub fn each(hub: &mut Hub, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Failure>>, Failure> {
+pub fn each(hub: &mut Hub, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Loss>>, Failure> {
     let mut jobs: Vec<Job<Ask>> = links
         .iter()
         .zip(labels)
         .map(|(&link, label)| Job { links: vec![link], conversation: Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None } })
         .collect();
     drive(hub, &mut jobs, links.len().max(1))?;
-    Ok(jobs.into_iter().map(|j| j.conversation.answer.unwrap_or_else(|| Err(Failure::new("no answer to rails", "rerun")))).collect())
+    Ok(jobs
+        .into_iter()
+        .map(|j| {
+            let label = j.conversation.label.clone();
+            j.conversation.answer.unwrap_or_else(|| Err(Loss::new(label, LossKind::Internal("no answer to rails".into()))))
+        })
+        .collect())
 }

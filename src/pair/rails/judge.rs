@@ -8,6 +8,7 @@ use super::doc::{Aggregate, RailRecord};
 use crate::model::rails::RailThreshold;
 use crate::model::Direction;
 use crate::model::TestKind;
+use crate::outcome::loss::Loss;
 use crate::outcome::TestResult;
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::outcome::{FindingId, Subject};
@@ -30,7 +31,34 @@ pub fn subject(rail: usize, a: &Side, b: &Side) -> Subject {
 pub struct RailRun {
     pub record: RailRecord,
     pub windows: Vec<Option<Window>>,
-    pub unreachable: Option<String>,
+    pub unreachable: Option<Idle>,
+}
+
+/// Why a rail did not run: typed until its finding says it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Idle {
+    /// A port of it is not ACTIVE: (host, device, port) of each.
+    PortsDown(Vec<(String, String, u32)>),
+    /// Its test plan could not run: an agent was lost, refused, or fell silent.
+    NotRun(Loss),
+    /// No test reached its endpoints.
+    NoEndpoints,
+}
+
+impl Idle {
+    /// The reason in words, for the rail's finding.
+    pub fn words(&self) -> String {
+        match self {
+            Idle::PortsDown(ports) => {
+                ports.iter().map(|(host, device, port)| format!("{host}'s {device} port {port} is not ACTIVE")).collect::<Vec<_>>().join("; ")
+            }
+            Idle::NotRun(loss) => {
+                let (cause, remedy) = crate::report::loss::words(loss);
+                format!("{cause} ({remedy})")
+            }
+            Idle::NoEndpoints => "no test reached its endpoints".into(),
+        }
+    }
 }
 
 /// Values per test, direction and size, in the order the tests first came.
@@ -73,7 +101,7 @@ pub fn judge(
                 id: FindingId::PairRailUnreachable,
                 severity: Severity::Error,
                 subject,
-                message: format!("rail {} cannot reach its peer rail: {why}", run.record.rail),
+                message: format!("rail {} cannot reach its peer rail: {}", run.record.rail, why.words()),
                 remedy: "check both ports with `fabcheck check` (state, GID, subnet) and that rail k of A is cabled to the leaf of rail k of B; the other rails still ran".into(),
                 about: None,
             });

@@ -136,7 +136,7 @@ fn an_unreachable_rail_is_named_and_the_others_still_judged() {
     let mut rails: Vec<RailRun> = (0..4).map(|k| rail(k, Some(400.0), "MT4129", vec![bw(390.0)], t0, 0.0)).collect();
     rails[1].record.results.clear();
     rails[1].windows.clear();
-    rails[1].unreachable = Some("n2's mlx5_1 port 1 is not ACTIVE".into());
+    rails[1].unreachable = Some(crate::pair::rails::judge::Idle::PortsDown(vec![("n2".into(), "mlx5_1".into(), 1)]));
     rails[3].record.results[0].bw_gbps = Some(100.0);
     rails[3].windows[0].as_mut().unwrap().bytes = (100.0e9 / 8.0) as u64;
     let (verdict, findings, aggregate) = judge(&rails, &criteria(), RailThreshold::default(), None);

@@ -179,7 +179,7 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
     let mut done_rails = done.rails.into_iter();
     for (k, ends) in rails[0].iter().zip(&rails[1]).enumerate() {
         let ends = [ends.0, ends.1];
-        let idle = |why: String| RailRun {
+        let idle = |why: judge::Idle| RailRun {
             record: RailRecord {
                 rail: k,
                 a: idle_side(&hosts[0], ends[0], config.conditions.mem),
@@ -190,17 +190,14 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
             unreachable: Some(why),
         };
         if !runnable.contains(&k) {
-            let down: Vec<String> = (0..2)
-                .filter(|&s| !ends[s].active)
-                .map(|s| format!("{}'s {} port {} is not ACTIVE", hosts[s], ends[s].device, ends[s].port))
-                .collect();
-            runs.push(idle(down.join("; ")));
+            let down = (0..2).filter(|&s| !ends[s].active).map(|s| (hosts[s].clone(), ends[s].device.clone(), ends[s].port)).collect();
+            runs.push(idle(judge::Idle::PortsDown(down)));
             continue;
         }
         let seq = done_rails.next().expect("one sequence per runnable rail");
         match (&seq.could_not_run, &seq.endpoints) {
-            (Some(f), _) => runs.push(idle(format!("{} ({})", f.cause, f.remedy))),
-            (None, None) => runs.push(idle("no test reached its endpoints".into())),
+            (Some(loss), _) => runs.push(idle(judge::Idle::NotRun(loss.clone()))),
+            (None, None) => runs.push(idle(judge::Idle::NoEndpoints)),
             (None, Some((ea, eb))) => runs.push(RailRun {
                 record: RailRecord { rail: k, a: side(ea), b: side(eb), results: seq.results.clone() },
                 windows: seq.windows.clone(),

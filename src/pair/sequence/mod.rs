@@ -17,8 +17,7 @@
 use super::plan::PlannedTest;
 use crate::control::drive::{Actions, Conversation};
 use crate::control::protocol::{Endpoint, Reply, Request, Role, RunResult, Target};
-use crate::error::Failure;
-use crate::outcome::loss::Loss;
+use crate::outcome::loss::{Loss, LossKind, Step};
 use crate::outcome::TestResult;
 use crate::perf::summary;
 use std::collections::BTreeMap;
@@ -74,14 +73,14 @@ pub struct PairSequence {
     /// starts of a bidirectional test widens the window its figure is computed over.
     running_at: [Option<Instant>; 2],
     /// The current test failed on the fabric; the sides are being stopped and released.
-    failure: Option<Failure>,
+    failure: Option<Loss>,
     deadline: Option<Instant>,
     /// Results so far, in plan order; a failed test's result is the last.
     pub results: Vec<TestResult>,
     /// Both sides' endpoints, from the first test that reached them.
     pub endpoints: Option<(Endpoint, Endpoint)>,
-    /// Why the plan could not run (exit 2).
-    pub could_not_run: Option<Failure>,
+    /// Why the plan could not run (exit 2): typed, the words chosen where it is printed.
+    pub could_not_run: Option<Loss>,
     /// Sides whose channel was discarded (lost or out of step): start them afresh.
     pub discarded: [bool; 2],
     /// Hold each test once connected until released (`pair --rails`).
@@ -319,9 +318,11 @@ impl PairSequence {
             self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
         }
         let failed = self.failure.is_some();
-        if let Some(f) = self.failure.take() {
-            result.error = Some(f.cause);
-            result.remedy = Some(f.remedy);
+        if let Some(loss) = self.failure.take() {
+            // The document's result says why in words.
+            let (cause, remedy) = crate::report::loss::words(&loss);
+            result.error = Some(cause);
+            result.remedy = Some(remedy);
         }
         self.results.push(result);
         failed
@@ -333,8 +334,8 @@ impl PairSequence {
     }
 
     /// The plan cannot go on: both channels are discarded (either side may be mid-step).
-    fn cannot_run(&mut self, failure: Failure, act: &mut Actions) {
-        self.could_not_run = Some(failure);
+    fn cannot_run(&mut self, loss: Loss, act: &mut Actions) {
+        self.could_not_run = Some(loss);
         for side in 0..2 {
             self.discard(side, act);
         }
@@ -361,7 +362,7 @@ impl PairSequence {
     }
 
     /// An agent reported an error for side `side`'s outstanding request.
-    fn on_error(&mut self, owed: Owe, failure: Failure, now: Instant, act: &mut Actions) {
+    fn on_error(&mut self, owed: Owe, failure: Loss, now: Instant, act: &mut Actions) {
         let ran = owed == Owe::Result;
         match self.phase {
             // The run had begun on that side: the fabric failed the test.
@@ -444,22 +445,18 @@ impl Conversation for PairSequence {
             }
             (owed, Reply::Error { cause, remedy }) if owed != Owe::Nothing => {
                 self.owe[side] = Owe::Nothing;
-                let failure = Failure::new(format!("{}: {cause}", self.labels[side]), remedy);
-                self.on_error(owed, failure, now, act);
+                let refused = Loss::new(&self.labels[side], LossKind::Refused { step: Step::Test, cause, remedy });
+                self.on_error(owed, refused, now, act);
             }
             (_, other) => {
-                let f = Failure::new(
-                    format!("{}: unexpected reply {other:?} while {}", self.labels[side], self.what()),
-                    "use the same fabcheck version on every node",
-                );
-                return self.cannot_run(f, act);
+                let odd = Loss::new(&self.labels[side], LossKind::Protocol(format!("unexpected reply {other:?} while {}", self.what())));
+                return self.cannot_run(odd, act);
             }
         }
         self.advance(now, act);
     }
 
     fn on_lost(&mut self, side: usize, loss: Loss, _now: Instant, act: &mut Actions) {
-        let failure = Failure::from(loss);
         if self.phase == Phase::Done {
             return;
         }
@@ -469,8 +466,7 @@ impl Conversation for PairSequence {
             // Already failed on the fabric; the loss only ends the cleanup.
             return self.abandon_failed_test(act);
         }
-        let f = Failure::new(format!("{} (agent lost while {})", failure.cause, what), failure.remedy);
-        self.cannot_run(f, act);
+        self.cannot_run(loss.during(what), act);
     }
 
     fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
@@ -482,11 +478,8 @@ impl Conversation for PairSequence {
         }
         let (verb, limit) = self.step();
         let late = (0..2).find(|&s| self.owe[s] != Owe::Nothing).unwrap_or(0);
-        let f = Failure::new(
-            format!("{}: no answer within {} s while {verb} {}", self.labels[late], limit.as_secs(), self.what()),
-            "the agent or its host is stuck or unreachable; check it (and the fabric) and rerun",
-        );
-        self.cannot_run(f, act);
+        let silent = Loss::new(&self.labels[late], LossKind::Timeout { step: Step::Test, waited: limit }).during(format!("{verb} {}", self.what()));
+        self.cannot_run(silent, act);
     }
 
     fn deadline(&self) -> Option<Instant> {

@@ -227,8 +227,8 @@ fn a_lost_agent_means_the_test_could_not_run() {
     up_to_running(&mut s);
     s.seq.on_lost(1, gone("n2", "the agent exited (signal: 9)"), s.now, &mut s.act);
     assert!(s.seq.is_done());
-    let f = s.seq.could_not_run.as_ref().unwrap();
-    assert_eq!(f.cause, "n2: the agent exited (signal: 9) (agent lost while running write_bw a->b 65536 B)");
+    let f = crate::report::loss::words(s.seq.could_not_run.as_ref().unwrap());
+    assert_eq!(f.0, "n2: the agent exited (signal: 9) (agent lost while running write_bw a->b 65536 B)");
     let mut discarded = s.act.discard.clone();
     discarded.sort();
     assert_eq!(discarded, [0, 1], "the survivor is told to stop too");
@@ -242,17 +242,17 @@ fn silence_bad_devices_and_strange_replies_could_not_run() {
     s.reply(0, Reply::Ready { endpoint: endpoint("a") });
     let limit = s.seq.deadline().unwrap();
     s.seq.on_deadline(limit, &mut s.act);
-    let f = s.seq.could_not_run.as_ref().unwrap();
-    assert_eq!(f.cause, "n2: no answer within 30 s while preparing send_lat a->b 2 B");
+    let f = crate::report::loss::words(s.seq.could_not_run.as_ref().unwrap());
+    assert_eq!(f.0, "n2: no answer within 30 s while preparing send_lat a->b 2 B");
 
     let mut s = Script::new(plan(&[TestKind::SendLat], &[Direction::AtoB]));
     s.reply(1, Reply::Error { cause: "no device 'mlx5_9'".into(), remedy: "see `fabcheck devices`".into() });
-    assert_eq!(s.seq.could_not_run.as_ref().unwrap().cause, "n2: no device 'mlx5_9'");
+    assert_eq!(crate::report::loss::words(s.seq.could_not_run.as_ref().unwrap()).0, "n2: no device 'mlx5_9'");
     assert!(s.seq.results.is_empty());
 
     let mut s = Script::new(plan(&[TestKind::SendLat], &[Direction::AtoB]));
     s.reply(0, Reply::Finished);
-    assert!(s.seq.could_not_run.as_ref().unwrap().cause.contains("unexpected reply"));
+    assert!(crate::report::loss::words(s.seq.could_not_run.as_ref().unwrap()).0.contains("unexpected reply"));
     assert_eq!(s.seq.discarded, [true, true]);
 }
 
@@ -262,7 +262,7 @@ fn a_run_that_never_ends_times_out_at_the_test_timeout() {
     up_to_running(&mut s);
     assert_eq!(s.seq.deadline(), Some(s.now + Duration::from_secs(60)));
     s.seq.on_deadline(s.now + Duration::from_secs(60), &mut s.act);
-    assert_eq!(s.seq.could_not_run.as_ref().unwrap().cause, "n1: no answer within 60 s while running write_bw a->b 65536 B");
+    assert_eq!(crate::report::loss::words(s.seq.could_not_run.as_ref().unwrap()).0, "n1: no answer within 60 s while running write_bw a->b 65536 B");
 }
 
 #[test]
