@@ -9,6 +9,7 @@
 # The exporter's tests: prometheus (the server, and promtool for `check metrics` and `test rules`).
 # JUnit output: libxml2-utils (xmllint --schema against tests/schemas/junit-10.xsd).
 # The Soft-RoCE tier's wire check of --tclass (the guest runs the host's binaries): tcpdump.
+# The two-guest tier's real Slurm (tests/rxe/slurm.sh): slurmctld, slurmd, slurm-client, munge.
 set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
@@ -17,6 +18,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 	binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint
 	prometheus libxml2-utils tcpdump
+	slurmctld slurmd slurm-client munge
 )
 missing=()
 for p in "${packages[@]}"; do
