@@ -12,7 +12,8 @@
 #      SLURM_CONF; /run/slurm/conf leads to it as well, where Slurm's commands look when
 #      SLURM_CONF is unset (slurmd runs HealthCheckProgram with SLURMD_NODENAME alone in its
 #      environment, and NHC's helpers run scontrol and sinfo from there). No cgroups:
-#      proctrack/linuxproc, task/none, select/cons_tres.
+#      proctrack/linuxproc, task/none, select/cons_tres (slurmd's cgroup plugin still loads: a
+#      cgroup2 mounted on /sys/fs/cgroup in each guest, IgnoreSystemd=yes in cgroup.conf).
 #   2. `salloc -N2 fabcheck mesh --launcher srun NODE NODE ...`, and contrib/slurm/fabcheck-mesh.sbatch
 #      under `sbatch -N2 --wait`: a two-node mesh on rxe0, each agent a job step (srun --overlap),
 #      passing; then no agent and no step of the job is left on either node.
@@ -23,7 +24,8 @@
 #      is taken down (its rxe port DOWN; with one rail, its rxe0 deleted), slurmd's health check
 #      drains that node with fabcheck's line as the reason (`scontrol show node`), the other node
 #      stays up; the port comes back and the same program resumes the node.
-#   4. The daemons stopped (`scontrol shutdown`, `munged -s`), none left on either guest.
+#   4. The daemons stopped as an init system stops them (SIGTERM, `munged -s`), none left on
+#      either guest.
 #
 # Every step fails loudly (a daemon that does not start, a node that never registers, a mesh with
 # no pair): nothing passes by finding nothing to test. The daemons' logs are printed on a failure.
@@ -35,7 +37,7 @@
 set -euo pipefail
 
 W=/tmp/fabcheck-slurm
-say() { printf 'slurm: %s\n' "$*" >&2; }
+say() { printf 'slurm: %s %s\n' "$(date +%T)" "$*" >&2; }
 # A word for the remote shell (ssh runs the command line through guest 2's /bin/sh).
 shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
@@ -43,14 +45,28 @@ shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
 
 # Starts this guest's daemons: munged, slurmctld (main only), slurmd. The files are in $W already.
 node_start() {
-	local role=$1 i
+	local role=$1 i f
 	export SLURM_CONF=$W/etc/slurm.conf
 	[[ -r $SLURM_CONF && -r $W/munge/munge.key ]] || { say "no $SLURM_CONF or munge key in this guest"; return 1; }
 	# munged's default socket (/run/munge/munge.socket.2), which Slurm's auth/munge uses: the
 	# directory must be searchable by all; the key's, the log's and the seed's writable by root only.
+	# Names: slurmctld, srun, sbatch and munged look up both nodes' names and their own, and the
+	# guests see the host's /etc/hosts and a name server they cannot reach (each lookup waited
+	# for its timeout: most of a minute a job). A cluster's /etc/hosts, and a resolver that fails
+	# at once, over the host's files in this guest's mount table (undone by `stop`).
+	for f in hosts resolv.conf; do
+		mount --bind "$W/etc/$f" "/etc/$f" || { say "cannot bind $W/etc/$f over /etc/$f in $(hostname)"; return 1; }
+	done
 	mkdir -p /run/munge /run/slurm
 	chmod 755 /run/munge
 	ln -sfn "$W/etc" /run/slurm/conf
+	# slurmd 22.05 loads a cgroup plugin whatever ProctrackType and TaskPlugin say, and fails
+	# without a cgroup filesystem: the guests mount none (no systemd), so cgroup v2 is mounted
+	# here with the system.slice systemd would make, and cgroup.conf says IgnoreSystemd (slurmd
+	# makes its slurmstepd scope there itself).
+	mountpoint -q /sys/fs/cgroup || mount -t cgroup2 cgroup2 /sys/fs/cgroup ||
+		{ say "cannot mount cgroup2 on /sys/fs/cgroup in $(hostname)"; return 1; }
+	mkdir -p /sys/fs/cgroup/system.slice
 	munged --key-file="$W/munge/munge.key" --pid-file="$W/run/munged.pid" \
 		--log-file="$W/log/munged.log" --seed-file="$W/munge/munged.seed" </dev/null >>"$W/log/munged.out" 2>&1 ||
 		{ say "munged did not start on $(hostname):"; tail -n 5 "$W/log/munged.log" "$W/log/munged.out" >&2 2>/dev/null; return 1; }
@@ -69,29 +85,28 @@ node_start() {
 	say "$(hostname): munged$([[ $role == main ]] && echo ', slurmctld'), slurmd started"
 }
 
-# Stops what node_start started here (scontrol shutdown has asked slurmctld and the slurmds to
-# end already, when it could: then they are waited for); fails, naming them, if any daemon had to
-# be killed or is still running.
+# Stops what node_start started here as an init system would (SIGTERM to slurmd and slurmctld,
+# `munged -s`), then waits (a deadline) until none of munged, slurmd, slurmctld or slurmstepd is
+# left in this guest; fails, naming them, if any is.
 node_stop() {
-	local f pid i left="" still
+	local f pid i still
 	for f in slurmd slurmctld; do
 		[[ -s $W/run/$f.pid ]] || continue
 		pid=$(<"$W/run/$f.pid")
-		for ((i = 0; i < 50; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-		if kill -0 "$pid" 2>/dev/null; then
-			kill "$pid" 2>/dev/null || true
-			left+=" $f($pid)"
-		fi
+		kill -TERM "$pid" 2>/dev/null || true
 	done
-	[[ -e /run/munge/munge.socket.2 ]] && { munged -s >/dev/null 2>&1 || left+=" munged"; }
-	for ((i = 0; i < 50; i++)); do
+	[[ -e /run/munge/munge.socket.2 ]] && { munged -s >/dev/null 2>&1 || true; }
+	for ((i = 0; i < 100; i++)); do
 		still=$(pgrep -a -x 'munged|slurmd|slurmctld|slurmstepd' || true)
 		[[ -z $still ]] && break
 		sleep 0.2
 	done
-	[[ -z $still ]] || { say "$(hostname): still running: $(tr '\n' ' ' <<<"$still")"; return 1; }
-	[[ -z $left ]] || { say "$(hostname): had to stop:$left"; return 1; }
-	return 0
+	for f in /etc/resolv.conf /etc/hosts; do
+		while grep -q " $f " /proc/self/mounts; do umount "$f" || break; done
+	done
+	[[ -z $still ]] && return 0
+	say "$(hostname): still running 20 s after the stop: $(tr '\n' ' ' <<<"$still")"
+	return 1
 }
 
 case ${1:-} in
@@ -150,7 +165,6 @@ on_exit() {
 	((rc == 0)) && rc=1
 	say "failed after $((SECONDS - start)) s; the daemons' logs:"
 	dump_logs
-	SLURM_CONF=$W/etc/slurm.conf scontrol shutdown >/dev/null 2>&1 || true
 	"$self" stop >/dev/null 2>&1 || true
 	peer "$(shq "$self") stop" >/dev/null 2>&1 || true
 	exit "$rc"
@@ -166,6 +180,8 @@ chmod 755 "$W" "$W"/{etc,log,run}
 # the checkout's path may hold a space): $W/src is the checkout, so every file below is the
 # checked-in one, read where it lies.
 ln -s "$checkout" "$W/src"
+printf '127.0.0.1 localhost\n%s %s\n%s %s\n' "$a" "$main_node" "$b" "$peer_node" >"$W/etc/hosts"
+printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$W/etc/resolv.conf"
 mungekey --create --keyfile="$W/munge/munge.key" || fail "mungekey could not make a key"
 
 # The operator's health-check lines, from the very file contrib/slurm/README.md documents. Two
@@ -194,7 +210,7 @@ SlurmctldPidFile=$W/run/slurmctld.pid
 SlurmdPidFile=$W/run/slurmd.pid
 SlurmctldLogFile=$W/log/slurmctld.log
 SlurmdLogFile=$W/log/slurmd.log
-# no cgroups in the guests (nothing mounts them): track processes by /proc, bind no task
+# no cgroup limits in the guests: track processes by /proc, bind no task
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
@@ -215,6 +231,12 @@ NodeName=$peer_node NodeAddr=$b CPUs=1 State=UNKNOWN
 PartitionName=fabcheck Nodes=ALL Default=YES MaxTime=30 State=UP
 # contrib/slurm/slurm-healthcheck.conf
 $hc_lines
+EOF
+
+cat >"$W/etc/cgroup.conf" <<EOF
+# generated by tests/rxe/slurm.sh: slurmd's cgroup plugin on guests without systemd
+CgroupPlugin=cgroup/v2
+IgnoreSystemd=yes
 EOF
 
 # HealthCheckProgram: slurmd runs it with no arguments and SLURMD_NODENAME alone in its
@@ -276,7 +298,8 @@ phase "two nodes up: $main_node and $peer_node idle"
 # ---- mesh inside an allocation
 # No agent and no step of the job left on either node once it ended (within a few seconds: the
 # job's steps are killed when it ends).
-left_cmd="for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <\$f 2>/dev/null; echo; done | grep -c -e '/fabcheck agent \$' -e '^slurmstepd' || true"
+# (pgrep: a scan of /proc with one tr per process takes most of a minute in an emulated guest.)
+left_cmd="pgrep -c -f '/fabcheck agent\$|^slurmstepd' || true"
 leftovers() { [[ $(sh -c "$left_cmd") == 0 && $(peer "$left_cmd") == 0 ]]; }
 check_mesh() { # LABEL RC JSON
 	python3 - "$@" "$main_node" "$peer_node" <<'PY'
@@ -313,13 +336,17 @@ if problems:
 print(f"slurm: {label}: verdict {doc['verdict']}", file=sys.stderr)
 PY
 }
+# A job's deadline: the mesh itself takes about 15 s in the emulated guests.
+job_limit=180
 mesh_flags=(--device rxe0 --remote-fabcheck "$agent_bin" --tests "write_bw,send_lat" --iters 40)
 
 # As an operator runs it by hand: salloc runs the controller here, srun starts the agents.
 set +e
-salloc -N2 -t 10 "$bin" mesh --launcher srun "$main_node" "$peer_node" "${mesh_flags[@]}" --json >"$W/job/salloc-mesh.json"
+timeout "$job_limit" salloc -N2 -t 10 "$bin" mesh --launcher srun "$main_node" "$peer_node" "${mesh_flags[@]}" --json >"$W/job/salloc-mesh.json"
 rc=$?
 set -e
+say "salloc: exit $rc"
+((rc != 124)) || fail "salloc did not end within $job_limit s"
 check_mesh "salloc mesh" "$rc" "$W/job/salloc-mesh.json" || fail "salloc -N2 fabcheck mesh --launcher srun did not pass"
 wait_for 20 "no agent or step left after the salloc job" leftovers || fail "agents or steps outlived the salloc job: here $(sh -c "$left_cmd"), guest 2 $(peer "$left_cmd")"
 phase "salloc -N2 fabcheck mesh --launcher srun: passed, nothing left"
@@ -327,10 +354,11 @@ phase "salloc -N2 fabcheck mesh --launcher srun: passed, nothing left"
 # As a batch job, with the operator's script (the controller in the batch step on the first node).
 cd "$W/job"
 set +e
-jobid=$(FABCHECK=$agent_bin sbatch -N2 -t 10 --parsable --wait "$W/src/contrib/slurm/fabcheck-mesh.sbatch" "${mesh_flags[@]}")
+jobid=$(FABCHECK=$agent_bin timeout "$job_limit" sbatch -N2 -t 10 --parsable --wait "$W/src/contrib/slurm/fabcheck-mesh.sbatch" "${mesh_flags[@]}")
 rc=$?
 set -e
 cd "$checkout"
+((rc != 124)) || fail "sbatch --wait did not end within $job_limit s"
 jobid=${jobid%%;*}
 [[ $jobid =~ ^[0-9]+$ ]] || fail "sbatch gave no job id (exit $rc): $jobid"
 say "sbatch job $jobid: exit $rc; its output:"
@@ -390,9 +418,8 @@ drain_and_resume fabcheck-healthcheck ""
 phase "HealthCheckProgram contrib/slurm/fabcheck-healthcheck.sh: drained $peer_node on $fault, resumed it"
 
 # ---- stop
-scontrol shutdown >/dev/null || fail "scontrol shutdown failed"
-"$self" stop || fail "daemons left in guest 1"
 peer "$(shq "$self") stop" || fail "daemons left in guest 2"
+"$self" stop || fail "daemons left in guest 1"
 phase "slurmctld, both slurmds and both munged stopped, none left"
 finished=1
 say "1 passed, 0 failed ($((SECONDS - start)) s in all)"
