@@ -23,7 +23,8 @@
 #      contrib/nhc/fabcheck.nhc, then contrib/slurm/fabcheck-healthcheck.sh: guest 2's last rail
 #      is taken down (its rxe port DOWN; with one rail, its rxe0 deleted), slurmd's health check
 #      drains that node with fabcheck's line as the reason (`scontrol show node`), the other node
-#      stays up; the port comes back and the same program resumes the node.
+#      stays up; the port comes back and the same program resumes the node. Outside these two
+#      tests the program is `true` (NHC every few seconds would starve the emulated guests).
 #   4. The daemons stopped as an init system stops them (SIGTERM, `munged -s`), none left on
 #      either guest.
 #
