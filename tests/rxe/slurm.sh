@@ -397,14 +397,13 @@ resumed() { # NODE
 }
 drain_and_resume() { # PROGRAM LEADER: the drain reason starts with LEADER and fabcheck's line
 	local program=$1 leader=$2 line t
-	peer "$fault_on" || fail "cannot make the fault on guest 2 ($fault_on)"
-	# What the program must say: fabcheck's own line on guest 2, now (the program is still
-	# `true`: nothing else runs there).
-	line=$(peer "$agent_bin check --format oneline" || true)
-	[[ $line == "fabcheck check FAIL: "* ]] || fail "fabcheck check does not fail on guest 2 with $fault: $line"
 	idle "$peer_node" || fail "$peer_node is not idle before $program runs: $(node_state "$peer_node") $(node_reason "$peer_node")"
-	# The program on both nodes from now on: the healthy one must stay up.
-	peer "ln -sfn $program $W/bin/healthcheck" && ln -sfn "$program" "$W/bin/healthcheck"
+	# In one ssh session (each takes seconds in the emulated guests): the fault, then what the
+	# program must say, fabcheck's own line on guest 2 now (the program is still `true`: nothing
+	# else runs there), then the program on guest 2; here too (the healthy node must stay up).
+	line=$(peer "$fault_on >&2 || { echo 'cannot make the fault'; exit 0; }; $agent_bin check --format oneline; ln -sfn $program $W/bin/healthcheck >&2" || true)
+	ln -sfn "$program" "$W/bin/healthcheck"
+	[[ $line == "fabcheck check FAIL: "* ]] || fail "fabcheck check does not fail on guest 2 with $fault ($fault_on): $line"
 	t=$SECONDS
 	wait_for $((6 * hc_interval + 60)) "$peer_node drained by $program" drained "$peer_node" "$leader${line:0:120}" ||
 		fail "$program did not drain $peer_node with fabcheck's line ($leader$line): $(scontrol show node "$peer_node")"
@@ -417,7 +416,8 @@ drain_and_resume() { # PROGRAM LEADER: the drain reason starts with LEADER and f
 	wait_for $((6 * hc_interval + 60)) "$peer_node resumed by $program" resumed "$peer_node" ||
 		fail "$program did not resume $peer_node: $(scontrol show node "$peer_node")"
 	say "$program resumed $peer_node in $((SECONDS - t)) s: $(node_state "$peer_node")"
-	peer "ln -sfn /bin/true $W/bin/healthcheck" && ln -sfn /bin/true "$W/bin/healthcheck"
+	ln -sfn /bin/true "$W/bin/healthcheck"
+	peer "ln -sfn /bin/true $W/bin/healthcheck"
 }
 drain_and_resume nhc "NHC: "
 phase "HealthCheckProgram NHC with contrib/nhc/fabcheck.nhc: drained $peer_node on $fault, resumed it"
