@@ -7,7 +7,9 @@
 #
 #   1. A two-node cluster over rail 0: guest 1 runs slurmctld and slurmd, guest 2 slurmd, each
 #      node named by its host name (fabcheck-vm-main, fabcheck-vm-peer) and reached by its
-#      NodeAddr= (198.18.0.1, .2): no name has to resolve. One munge key, made here and copied to
+#      NodeAddr= (198.18.0.1, .2); the commands and munged still look names up, so each guest
+#      binds an /etc/hosts naming both (and a resolver that fails at once) over the host's,
+#      undone at the stop. One munge key, made here and copied to
 #      guest 2 over ssh with the rest of the directory. slurm.conf is generated here and named by
 #      SLURM_CONF; /run/slurm/conf leads to it as well, where Slurm's commands look when
 #      SLURM_CONF is unset (slurmd runs HealthCheckProgram with SLURMD_NODENAME alone in its
