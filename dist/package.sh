@@ -238,7 +238,8 @@ layout() {
 	install -D -m 0755 soft-roce-setup.sh "$p/share/fabcheck/soft-roce-setup.sh"
 	install -D -m 0644 contrib/nhc/fabcheck.nhc "$p/share/fabcheck/contrib/nhc/fabcheck.nhc"
 	install -D -m 0755 contrib/slurm/fabcheck-healthcheck.sh "$p/share/fabcheck/contrib/slurm/fabcheck-healthcheck.sh"
-	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md
+	install -D -m 0755 contrib/slurm/fabcheck-mesh.sbatch "$p/share/fabcheck/contrib/slurm/fabcheck-mesh.sbatch"
+	install -D -m 0644 -t "$p/share/fabcheck/contrib/slurm" contrib/slurm/README.md contrib/slurm/slurm-healthcheck.conf
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/k8s" contrib/k8s/*.yaml contrib/k8s/README.md
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/docker" contrib/docker/Dockerfile
 	install -D -m 0644 -t "$p/share/fabcheck/contrib/prometheus" contrib/prometheus/fabcheck.rules.yml \
@@ -460,7 +461,8 @@ verify() {
 	fi
 	for f in doc/fabcheck/README.md doc/fabcheck/LICENSE doc/fabcheck/docs/contract.md doc/fabcheck/docs/ci.md \
 		fabcheck/soft-roce-setup.sh fabcheck/contrib/nhc/fabcheck.nhc fabcheck/contrib/slurm/fabcheck-healthcheck.sh \
-		fabcheck/contrib/prometheus/fabcheck.rules.yml fabcheck/contrib/prometheus/alertmanager-inhibit.yml; do
+		fabcheck/contrib/prometheus/fabcheck.rules.yml fabcheck/contrib/prometheus/alertmanager-inhibit.yml \
+		fabcheck/contrib/slurm/fabcheck-mesh.sbatch fabcheck/contrib/slurm/slurm-healthcheck.conf; do
 		[[ -s $p/share/$f ]] || fail "$label: share/$f missing"
 	done
 	say "$label: ok"

@@ -8,7 +8,8 @@
 # As a string it is split at blanks; set there as an array, each element stays one flag or value
 # (a path that holds a space: FABCHECK_CHECK_ARGS=(--profile "/etc/fabcheck/hdr fabric.profile")).
 # FABCHECK names the binary (default: fabcheck on PATH), SCONTROL scontrol's, NODENAME the Slurm
-# node name (default: the short host name). FABCHECK_HEALTHCHECK_DRY_RUN=1 prints the scontrol
+# node name (default: SLURMD_NODENAME, which slurmd sets for its HealthCheckProgram, else the short
+# host name). FABCHECK_HEALTHCHECK_DRY_RUN=1 prints the scontrol
 # command instead of running it. Exits 0 when the node is healthy, 1 when it drained it.
 set -uo pipefail
 
@@ -17,7 +18,7 @@ conf=${FABCHECK_HEALTHCHECK_CONF:-/etc/default/fabcheck-healthcheck}
 [[ -r $conf ]] && . "$conf"
 fabcheck=${FABCHECK:-fabcheck}
 scontrol=${SCONTROL:-scontrol}
-node=${NODENAME:-$(hostname -s)}
+node=${NODENAME:-${SLURMD_NODENAME:-$(hostname -s)}}
 
 if [[ $# -gt 0 ]]; then
 	args=("$@")

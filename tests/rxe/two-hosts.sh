@@ -5,7 +5,8 @@
 # Then the same over real ssh (guest 2 runs sshd, see tests/rxe/sshd.sh): a pair, and a mesh
 # mixing local, ssh and tcp agents on both hosts. On guests booted with `--rails N` (N links, rxeK
 # on ethK), last the rails tests: `tests/rxe/run.sh --rails RXE_TEST_BINARY` (tests/rxe/rails.rs:
-# pair and mesh --rails across the guests over ssh, and pair --rails inside guest 1).
+# pair and mesh --rails across the guests over ssh, and pair --rails inside guest 1). Last, a real
+# two-node Slurm across the guests (tests/rxe/slurm.sh).
 # Usage: tests/rxe/two-hosts.sh FABCHECK_BINARY [RXE_TEST_BINARY]
 set -eu
 bin=$1
@@ -139,3 +140,10 @@ fi
 if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
 	tests/rxe/run.sh --rails "$rxe_bin" --skip rails::two_hosts::a_rate_limited_rail_is_named
 fi
+
+# A real Slurm across the two guests (issue #45, tests/rxe/slurm.sh): slurmctld here, a slurmd in
+# each guest, munge; `mesh --launcher srun` under salloc and under contrib/slurm/fabcheck-mesh.sbatch,
+# and a node drained and resumed by HealthCheckProgram (NHC with contrib/nhc/fabcheck.nhc, then
+# contrib/slurm/fabcheck-healthcheck.sh) on a port taken down. Last: it needs the ssh client and the
+# agents' copy above, and leaves no daemon behind.
+tests/rxe/slurm.sh "$bin" "$FABCHECK_REMOTE_BIN"
