@@ -25,7 +25,7 @@ pub struct Reach {
     deadline: Option<Instant>,
     /// The host name the agent reported.
     pub host: String,
-    /// What the agent says it is (`fabcheck 0.3.0`), and whether it answers `rails`.
+    /// What the agent says it is (`fabcheck 0.4.0`), and whether it answers `rails`.
     pub agent: String,
     pub rails: bool,
     pub inventory: Option<Inventory>,
