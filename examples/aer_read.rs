@@ -1,4 +1,4 @@
-//! Reads one PCI function's AER counters the way `check` does (`gpu::pcie_health`, over the PCI
+//! Reads one PCI function's AER counters the way `check` does (`probe::pci::health`, over the PCI
 //! tree of `ROOT`) and judges them (`diagnose::pcie_rules`), as a NIC's function, or, given the
 //! device below it (`BELOW`), as the bridge at the other end of that device's link: for
 //! `tests/vm/aer.sh`, where qemu raises real AER errors at a `pcie-root-port`. Prints each file's

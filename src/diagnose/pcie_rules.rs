@@ -1,6 +1,6 @@
 //! PCIe health (issue #44): `pcie.aer`, the kernel's AER counters of every RDMA NIC, GPU and
 //! bridge on their paths, with mlx5's PCIe counters named beside the NIC's; `devlink.health`,
-//! the NICs' `devlink health` reporters. Pure: `gpu::pcie_health` reads, this judges.
+//! the NICs' `devlink health` reporters. Pure: `probe::pci::health` reads, this judges.
 //!
 //! Lifetime (counters since boot): a fatal or non-fatal uncorrectable error is an error naming
 //! the function, the row and the count; more than [`CORRECTABLE_LIMIT`] correctable errors a

@@ -1,6 +1,6 @@
 //! What a test is, independent of how it is carried or run: test kinds, roles, the specs an
 //! agent validates, endpoints, targets and results. Nearly a leaf: it imports only the link
-//! layer enum of `probe::decode` (and `units`), so `perf` (which runs tests) and `control`
+//! layer enum of `port` (and `units`), so `perf` (which runs tests) and `control`
 //! (which carries them) both build on it without depending on each other. (0.2 called it
 //! `spec`, which tools and people read as "tests".)
 

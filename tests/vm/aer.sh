@@ -3,7 +3,7 @@
 # an e1000e (an Intel 82574L) behind it, errors injected with qemu's HMP `pcie_aer_inject_error` (a
 # correctable BadTLP, a non-fatal completion timeout) at the root port (qemu's e1000e cannot enable
 # its own error messages: its Device Control reporting bits are not writable), and fabcheck's reader
-# (`gpu::pcie_health` through examples/aer_read.rs, then `pcie_rules`) run in the guest on its live
+# (`probe::pci::health` through examples/aer_read.rs, then `pcie_rules`) run in the guest on its live
 # /sys, naming the function, the rows and the counts, and the device whose link it is.
 #
 # Usage: cargo build --example aer_read && tests/vm/aer.sh

@@ -25,7 +25,7 @@ pub struct DeviceAttributes {
     pub max_qp_init_rd_atom: u32,
 }
 
-/// Raw port attributes: decoding into names happens in `probe::decode`, outside this layer.
+/// Raw port attributes: decoding into names happens in `port`, outside this layer.
 #[derive(Debug, Clone)]
 pub struct PortAttributes {
     pub state: u32,

@@ -1,6 +1,6 @@
 //! `fabric.route`: the SM's linear forwarding tables walked hop by hop between host ports, as
 //! a packet would go (ibdiagnet `-r`'s questions). Pure: a `Fabric` and the tables in, typed
-//! outcomes out; `route_judge` turns them into findings and figures.
+//! outcomes out; `routes::judge` turns them into findings and figures.
 //!
 //! A walk starts at the switch a host port is cabled to and follows each switch's entry for
 //! the destination LID until it reaches a CA port. It ends early at a hole (no entry, or an

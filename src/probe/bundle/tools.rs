@@ -22,16 +22,8 @@ enum Ran {
     Missing(String),
 }
 
-pub(super) fn valid_bdf(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() == 12
-        && b.iter().enumerate().all(|(i, c)| match i {
-            4 | 7 => *c == b':',
-            10 => *c == b'.',
-            11 => (b'0'..=b'7').contains(c),
-            _ => c.is_ascii_hexdigit() && !c.is_ascii_uppercase(),
-        })
-}
+/// The one PCI address check (`probe::stack::fw_query`): only such text becomes an argument.
+pub(super) use crate::probe::stack::fw_query::valid_bdf;
 
 fn valid_device(text: &str) -> bool {
     crate::model::valid_device_name(text)

@@ -375,7 +375,7 @@ fn walk_extended(bytes: &[u8], space: &mut ConfigSpace) {
     }
 }
 
-/// Builders of config-space bytes, for tests here and in `gpu::pci` / `gpu::topology`.
+/// Builders of config-space bytes, for tests here and in `probe::pci` / `gpu::topology`.
 #[cfg(test)]
 pub(crate) mod build {
     use super::*;

@@ -55,8 +55,8 @@ pub fn queried(device: &Device) -> bool {
     mellanox && !device.ca_type.ends_with(" VF")
 }
 
-/// A PCI address as sysfs writes it (`0000:17:00.0`): the only text that reaches the tool's
-/// command line or a file name.
+/// A PCI address as sysfs writes it (`0000:17:00.0`, lowercase hex: the kernel's
+/// `%04x:%02x:%02x.%d`): the only text that reaches a tool's command line or a file name.
 pub fn valid_bdf(text: &str) -> bool {
     let b = text.as_bytes();
     b.len() == 12
@@ -64,7 +64,7 @@ pub fn valid_bdf(text: &str) -> bool {
             4 | 7 => *c == b':',
             10 => *c == b'.',
             11 => (b'0'..=b'7').contains(c),
-            _ => c.is_ascii_hexdigit(),
+            _ => c.is_ascii_hexdigit() && !c.is_ascii_uppercase(),
         })
 }
 

@@ -1,7 +1,7 @@
 //! PCIe health of a node, as plain data (issue #44): the kernel's AER counters of every RDMA
 //! NIC, GPU and bridge on the paths between them (`aer`), mlx5's PCIe counters of `ethtool -S`
 //! (`mlx5`) and `devlink health` reporters (`devlink`). The parsers are pure; the read (over
-//! the PCI tree) is `gpu::pcie_health`, the judgement `diagnose::pcie_rules` (`pcie.aer`,
+//! the PCI tree) is `probe::pci::health`, the judgement `diagnose::pcie_rules` (`pcie.aer`,
 //! `devlink.health`).
 
 pub mod aer;

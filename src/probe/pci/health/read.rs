@@ -1,7 +1,7 @@
 //! Reads the PCIe health of a node (issue #44) into `probe::pcie`'s plain data: the AER
 //! counters (`aer_dev_correctable`, `aer_dev_nonfatal`, `aer_dev_fatal`) of every RDMA NIC's
 //! function, every GPU and every bridge on their paths up to the root complex (the PCI tree,
-//! `gpu::pci`; without one, each NIC's own `class/infiniband/DEV/device` folder), mlx5's PCIe
+//! `probe::pci`; without one, each NIC's own `class/infiniband/DEV/device` folder), mlx5's PCIe
 //! counters from the `ethtool -S` of each NIC's Ethernet netdev, and `devlink -j health show`.
 //!
 //! Every file is read through the tree's bounded reader (`sys::beneath`, 4 KiB each); live, the
