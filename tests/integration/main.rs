@@ -5,6 +5,7 @@ mod agreement;
 mod alerts;
 mod architecture;
 mod bundle;
+mod bundle_links;
 mod cli;
 mod compare;
 mod contrib;

@@ -139,12 +139,14 @@ fn run(program: &str, args: &[&str]) -> Option<String> {
 }
 
 /// `ROOT/module/NAME/{version,srcversion}` of a loaded module; `None` when it is not loaded.
+/// Read inside the tree only (`sys::beneath`): a bundle's attribute that links out is not read.
 fn loaded(sys: &Path, module: &str) -> Option<LoadedModule> {
-    let dir = sys.join("module").join(module);
-    if !dir.is_dir() {
+    let tree = crate::sys::beneath::Tree::new(sys);
+    let dir = Path::new("module").join(module);
+    if !tree.is_dir(&dir) {
         return None;
     }
-    let attr = |name: &str| read_text(&dir.join(name), SYSFS_CAP).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let attr = |name: &str| tree.read_text(&dir.join(name), SYSFS_CAP).ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
     Some(LoadedModule { version: attr("version"), srcversion: attr("srcversion") })
 }
 
