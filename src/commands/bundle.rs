@@ -2,14 +2,15 @@
 
 use crate::cli::BundleArgs;
 use crate::error::{Failure, Outcome, Stop};
-use crate::probe::bundle::capture::{self, CaptureError, Plan};
+use crate::probe::bundle::capture::{CaptureError, Plan, LIMITS};
+use crate::probe::bundle::run as capture;
 use std::time::Duration;
 
 /// How long each tool may run (firmware queries have their own, longer, limit).
 const TOOL_LIMIT: Duration = Duration::from_secs(10);
 
 pub fn run(args: &BundleArgs) -> Result<Outcome, Stop> {
-    let plan = Plan { out: args.dir.clone(), from_root: args.from_root.clone(), limits: capture::LIMITS, tool_limit: TOOL_LIMIT };
+    let plan = Plan { out: args.dir.clone(), from_root: args.from_root.clone(), limits: LIMITS, tool_limit: TOOL_LIMIT };
     let manifest = capture::run(&plan).map_err(|e| match e {
         CaptureError::NoDevices(_) => {
             Failure::new(e.to_string(), "load the RDMA modules (or give --sysfs-root's DIR of a node that has devices), then capture again")

@@ -47,8 +47,7 @@ impl MeshReport {
         // The measures again from the records, the first pass first (as a run keeps them), so
         // the printers judge each pair's figures as the run did.
         let index: std::collections::HashMap<&str, usize> = doc.endpoints.iter().enumerate().map(|(i, e)| (e.as_str(), i)).collect();
-        let measure_of =
-            |r: &PairRecord| Some(super::run::measure(*index.get(r.a.as_str())?, *index.get(r.b.as_str())?, &r.results, r.error.is_some()));
+        let measure_of = |r: &PairRecord| Some(PairMeasure::of(*index.get(r.a.as_str())?, *index.get(r.b.as_str())?, &r.results, r.error.is_some()));
         let first: Vec<PairMeasure> = records.iter().filter(|r| !r.retest && !r.zoom).filter_map(measure_of).collect();
         let later: Vec<PairMeasure> = records.iter().filter(|r| r.retest || r.zoom).filter_map(measure_of).collect();
         let counts = Counts { first: first.len(), ..Counts::default() };

@@ -15,9 +15,7 @@ use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
 use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
-use crate::model::Direction;
 use crate::outcome::loss::Unreached;
-use crate::outcome::TestResult;
 use crate::outcome::Verdict;
 use crate::pair::sequence::PairSequence;
 use crate::pair::{self, verdict};
@@ -553,7 +551,7 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
         _ => Verdict::Fail,
     };
-    let measure = measure(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
+    let measure = PairMeasure::of(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
     let rail = run.planes.as_ref().map(|p| p.rail(a));
     (
         PairRecord {
@@ -569,13 +567,4 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         },
         measure,
     )
-}
-
-/// The headline figures of a pair: the slowest direction's bandwidth at the largest size, and
-/// the first latency test's p50.
-pub(super) fn measure(a: usize, b: usize, results: &[TestResult], failed: bool) -> PairMeasure {
-    let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
-    let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
-    let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
-    PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
 }

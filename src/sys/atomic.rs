@@ -34,34 +34,7 @@ pub const READER_WAIT: Duration = Duration::from_secs(5);
 /// How long a FIFO's or device's reader may take nothing before the write fails.
 pub const STALL: Duration = Duration::from_secs(30);
 
-/// Why a file could not be written, naming the path at fault (the target, or the temporary file
-/// or directory beside it) and what was being done.
-#[derive(Debug)]
-pub struct WriteError {
-    /// The path the error is about (not always the target: a temporary file, its directory).
-    pub path: PathBuf,
-    /// What was being done, in words (`create a temporary file in`, `write`, ...).
-    pub doing: &'static str,
-    pub source: io::Error,
-}
-
-impl std::fmt::Display for WriteError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "cannot {} {}: {}", self.doing, self.path.display(), self.source)
-    }
-}
-
-impl std::error::Error for WriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        Some(&self.source)
-    }
-}
-
-impl WriteError {
-    pub(super) fn new(path: &Path, doing: &'static str, source: io::Error) -> WriteError {
-        WriteError { path: path.to_path_buf(), doing, source }
-    }
-}
+pub use super::write_error::WriteError;
 
 /// A file being written: a temporary file to rename into place on [`AtomicFile::commit`], or a
 /// device, FIFO or own stream written directly. Dropped without `commit`, the temporary file is

@@ -15,3 +15,4 @@ pub mod os;
 pub mod stdio;
 pub mod target;
 pub mod time;
+pub mod write_error;

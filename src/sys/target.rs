@@ -14,7 +14,7 @@
 //! - `/dev/stdout` (and descriptor 1) opened for append was reopened at offset 0: it is now
 //!   written through this process's own stdout, at its own offset.
 
-use super::atomic::WriteError;
+use super::write_error::WriteError;
 use std::io;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};

@@ -50,6 +50,18 @@ pub struct PairMeasure {
     pub failed: bool,
 }
 
+impl PairMeasure {
+    /// The headline figures of a pair's results: the slowest direction's bandwidth at the
+    /// largest size, and the first latency test's p50.
+    pub fn of(a: usize, b: usize, results: &[crate::outcome::TestResult], failed: bool) -> PairMeasure {
+        use crate::model::Direction;
+        let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
+        let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
+        let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
+        PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum SuspectKind {

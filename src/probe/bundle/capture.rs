@@ -9,9 +9,9 @@
 //! and a deadline.
 
 use super::{Area, Limits, Manifest, Origin, Skipped, MANIFEST, SCHEMA};
-use crate::sys::atomic::WriteError;
 use crate::sys::beneath::Tree;
 use crate::sys::new_dir::NewDir;
+use crate::sys::write_error::WriteError;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -264,7 +264,7 @@ impl Capture {
         let mut path = PathBuf::new();
         for part in real.components() {
             path.push(part);
-            let is_function = path.file_name().and_then(|n| n.to_str()).is_some_and(super::tools::valid_bdf);
+            let is_function = path.file_name().and_then(|n| n.to_str()).is_some_and(crate::probe::stack::fw_query::valid_bdf);
             if (path == real || (is_function && real.starts_with("devices"))) && !self.out.has(&path) {
                 self.out.make_dirs(&path)?;
                 for a in PCI_ATTRS.iter().chain(&["config"]) {
@@ -442,8 +442,10 @@ fn origin_of(plan: &Plan, secs: u64) -> Origin {
     }
 }
 
-/// Captures per `plan` and writes the manifest last; the manifest is returned.
-pub fn run(plan: &Plan) -> Result<Manifest, CaptureError> {
+/// Captures the sysfs part per `plan` (and, from a tree, its saved outputs), into a new
+/// directory not yet in place; [`finish`] writes the manifest and puts it there
+/// (`bundle::run`, with the tools between).
+pub(super) fn begin(plan: &Plan) -> Result<Capture, CaptureError> {
     let root = plan.from_root.clone().unwrap_or_else(|| p("/sys"));
     let src = Tree::new(root.clone());
     if !src.is_dir(Path::new("class/infiniband")) {
@@ -478,13 +480,16 @@ pub fn run(plan: &Plan) -> Result<Manifest, CaptureError> {
     c.infiniband()?;
     c.net()?;
     c.rdma_cm(plan.from_root.is_none())?;
-    if plan.from_root.is_none() {
-        super::tools::run_all(&mut c, plan.tool_limit)?;
-    } else {
+    if plan.from_root.is_some() {
         c.saved()?;
     }
+    Ok(c)
+}
+
+/// The manifest, written last, and the directory put in place; the manifest is returned.
+pub(super) fn finish(mut c: Capture) -> Result<Manifest, CaptureError> {
     c.stopped();
-    c.manifest.seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    c.manifest.seconds = (c.started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     let text = super::manifest_json(&c.manifest);
     c.out.write_complete(Path::new(MANIFEST), text.as_bytes())?;
     let Capture { out, manifest, .. } = c;

@@ -12,6 +12,7 @@
 //! documents name.
 
 pub mod capture;
+pub mod run;
 mod tools;
 
 #[cfg(test)]

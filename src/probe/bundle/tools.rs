@@ -9,7 +9,7 @@
 use super::capture::Capture;
 use super::ToolRun;
 use crate::probe::tree::valid_netdev_name;
-use crate::sys::atomic::WriteError;
+use crate::sys::write_error::WriteError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -22,8 +22,7 @@ enum Ran {
     Missing(String),
 }
 
-/// The one PCI address check (`probe::stack::fw_query`): only such text becomes an argument.
-pub(super) use crate::probe::stack::fw_query::valid_bdf;
+use crate::probe::stack::fw_query::valid_bdf;
 
 fn valid_device(text: &str) -> bool {
     crate::model::valid_device_name(text)
