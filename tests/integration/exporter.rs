@@ -22,6 +22,23 @@ pub(crate) struct Exporter {
     addr: SocketAddr,
 }
 
+/// Where a started exporter listens: the address in the first line it says on stderr (read
+/// within `limit`); the rest of its stderr is drained so it never blocks on a full pipe.
+pub(crate) fn listening_address(child: &mut std::process::Child, limit: Duration) -> SocketAddr {
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = BufReader::new(stderr).lines();
+        if let Some(Ok(line)) = lines.next() {
+            let _ = tx.send(line);
+        }
+        for _ in lines {}
+    });
+    let line = rx.recv_timeout(limit).expect("the exporter said where it listens");
+    let addr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).and_then(|a| a.parse().ok());
+    addr.unwrap_or_else(|| panic!("no address in {line:?}"))
+}
+
 impl Exporter {
     fn start(root: &Path) -> Exporter {
         Exporter::start_with(root, &[])
@@ -37,18 +54,7 @@ impl Exporter {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start fabcheck exporter");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stderr).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            for _ in lines {}
-        });
-        let line = rx.recv_timeout(START).expect("the exporter said where it listens");
-        let addr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).and_then(|a| a.parse().ok());
-        let addr = addr.unwrap_or_else(|| panic!("no address in {line:?}"));
+        let addr = listening_address(&mut child, START);
         let exporter = Exporter { child, addr };
         exporter.wait_for(|page| page.contains("\nfabcheck_up 1\n"), "the first read");
         exporter

@@ -8,7 +8,7 @@
 //! by threads that joined it (`setns`).
 
 use super::fixtures_dir;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -33,18 +33,8 @@ impl Isolated {
             .stderr(Stdio::piped())
             .spawn()
             .expect("start the exporter in a network namespace (unshare, util-linux)");
-        let stderr = child.stderr.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut lines = BufReader::new(stderr).lines();
-            if let Some(Ok(line)) = lines.next() {
-                let _ = tx.send(line);
-            }
-            for _ in lines {}
-        });
-        let line = rx.recv_timeout(Duration::from_secs(30)).expect("the exporter said where it listens");
-        let addr = line.split("http://").nth(1).and_then(|s| s.split('/').next()).and_then(|a| a.parse().ok());
-        Isolated { addr: addr.unwrap_or_else(|| panic!("no address in {line:?}")), child }
+        let addr = super::exporter::listening_address(&mut child, Duration::from_secs(30));
+        Isolated { addr, child }
     }
 
     /// Runs `f` on a thread that joined the exporter's network namespace.

@@ -344,3 +344,26 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     let elapsed_ns = (bytes as f64 * 8.0 / gbps).round() as u64;
     RunResult { iterations: iterations * u64::from(spec.qps), bytes, elapsed_ns, peak_gbps: Some(gbps), ..RunResult::default() }
 }
+
+/// `fabcheck ARGS...` with stdout and stderr captured, under the hang guard (no `--json` added).
+pub(crate) fn run_fabcheck(args: &[&str]) -> std::process::Output {
+    use std::process::{Command, Stdio};
+    use std::time::Instant;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(args)
+        .env_remove("FABCHECK_TOKEN")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start fabcheck");
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > HANG_GUARD {
+            let _ = child.kill();
+            panic!("hang guard: fabcheck {args:?} still running after {HANG_GUARD:?}; killed");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}

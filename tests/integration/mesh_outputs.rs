@@ -6,8 +6,8 @@ use super::fake_cluster::*;
 use super::mesh_scale::run_mesh;
 use super::pair_fake::run_pair;
 use std::collections::BTreeMap;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+
+use std::time::Duration;
 
 #[test]
 fn an_unwritable_heat_map_keeps_the_results() {
@@ -20,27 +20,6 @@ fn an_unwritable_heat_map_keeps_the_results() {
     let doc = run.doc();
     assert_eq!(doc["verdict"], "pass", "{doc:#}");
     assert_eq!(doc["pairs"].as_array().map(Vec::len), Some(6), "every pair's results are on stdout");
-}
-
-/// `fabcheck ARGS...` with stdout and stderr captured, under the hang guard (no `--json` added).
-fn run_fabcheck(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .env_remove("FABCHECK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("hang guard: fabcheck {args:?} still running after {HANG_GUARD:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
 }
 
 /// A fresh temporary directory for one test's side files.

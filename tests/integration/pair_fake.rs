@@ -2,31 +2,14 @@
 //! verdict's thresholds, figures no link can carry, latency limits, the GID index.
 
 use super::fake_cluster::*;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
+use std::time::Duration;
 
 /// One `fabcheck pair --json` between two endpoints (fake agents), under the hang guard's limit.
 pub(crate) fn run_pair(endpoints: [&str; 2], extra: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .arg("pair")
-        .args(endpoints)
-        .arg("--json")
-        .args(extra)
-        .env_remove("FABCHECK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck pair");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("hang guard: fabcheck pair still running after {HANG_GUARD:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    let mut args = vec!["pair", endpoints[0], endpoints[1], "--json"];
+    args.extend_from_slice(extra);
+    run_fabcheck(&args)
 }
 
 #[test]

@@ -11,9 +11,9 @@ use fabcheck::probe::{self, Inventory};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// What a healthy rail measures, Gb/s (95% of the fixture's 400 Gb/s NDR ports).
 pub const NORMAL_GBPS: f64 = 380.0;
@@ -147,23 +147,11 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
 }
 
 fn pair(a: &str, b: &str, extra: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        // 10^6 iterations: each rail reports a window of about 1.4 s (the fake does not wait),
-        // so the controller's own skew between the rails' starts is noise in the union.
-        .args(["pair", a, b, "--json", "--tests", "write_bw", "--direction", "ab", "--iters", "1000000"])
-        .args(extra)
-        .env_remove("FABCHECK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck pair");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < HANG_GUARD, "fabcheck pair --rails still running after {HANG_GUARD:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    // 10^6 iterations: each rail reports a window of about 1.4 s (the fake does not wait),
+    // so the controller's own skew between the rails' starts is noise in the union.
+    let mut args = vec!["pair", a, b, "--json", "--tests", "write_bw", "--direction", "ab", "--iters", "1000000"];
+    args.extend_from_slice(extra);
+    super::fake_cluster::run_fabcheck(&args)
 }
 
 fn stderr(out: &Output) -> String {
