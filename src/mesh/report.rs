@@ -155,8 +155,11 @@ impl Document for MeshReport {
                 }
             }
         })?;
+        // Each endpoint's name worked out once, not once per pair (a mesh has n² of them).
+        let named: std::collections::HashMap<&str, String> = doc.endpoints.iter().map(|e| (e.as_str(), names.of(e))).collect();
+        let name = |e: &str| named.get(e).cloned().unwrap_or_else(|| names.of(e));
         for p in &latest {
-            let (a, b) = (names.of(&p.a), names.of(&p.b));
+            let (a, b) = (name(&p.a), name(&p.b));
             let blame = blame(&p.a, &p.b);
             sink.mesh_pair(&MeshPairLine { a: &a, b: &b, rail: p.rail, verdict: p.verdict, results: &p.results, error: p.error.as_deref(), blame });
         }
