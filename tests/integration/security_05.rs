@@ -1,0 +1,142 @@
+//! Issue #58 (security 0.5): counters the kernel did not write are never judged clean, a
+//! launcher that ignores SIGTERM leaves nothing running, and what a launcher says on stderr
+//! reaches the terminal sanitised.
+
+use super::{fixtures_dir, host_rdma, NO_SUCH_DEVICE};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("fabcheck-sec05-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// The hostile strings of the issue: a forged line, a carriage return, a screen clear, an
+/// OSC 52 clipboard write ended by BEL, a non-character, a command substitution, markup.
+pub const HOSTILE: [&str; 8] = [
+    "x\nPASS  forged line",
+    "x\rPASS",
+    "x\u{1b}[2J",
+    "x\u{1b}]52;c;ZXZpbA==\u{7}",
+    "x\u{7}",
+    "x\u{fffe}",
+    "$(id)",
+    "\"<script>alert(1)</script>",
+];
+
+/// No raw control byte (other than the newlines that end lines and tabs) and no line that
+/// starts as a forged verdict.
+pub fn assert_clean(what: &str, text: &str) {
+    for (i, c) in text.chars().enumerate() {
+        assert!(!c.is_control() || c == '\n' || c == '\t', "{what}: raw control {c:?} at {i}: {text:?}");
+        assert!(c != '\u{fffe}', "{what}: raw U+FFFE at {i}: {text:?}");
+    }
+    for line in text.lines() {
+        assert!(!line.starts_with("PASS") && !line.starts_with("FORGED"), "{what}: a forged line {line:?} in {text:?}");
+    }
+}
+
+/// The root port of `pcie-aer-badtlp` counts nothing; its `aer_dev_correctable` replaced by a
+/// file the kernel could not have written is `skip` naming the file, never counted clean.
+#[test]
+fn aer_counts_the_kernel_cannot_write_are_skipped_naming_the_file() {
+    let cases: Vec<(&str, String)> = vec![
+        ("2^64", "RxErr 18446744073709551616\nTOTAL_ERR_COR 0\n".into()),
+        ("1e30", "RxErr 1e30\nTOTAL_ERR_COR 0\n".into()),
+        ("negative", "RxErr -1\nTOTAL_ERR_COR 0\n".into()),
+        ("float", "RxErr 0.5\nTOTAL_ERR_COR 0\n".into()),
+        ("hex", "RxErr 0x10\nTOTAL_ERR_COR 0\n".into()),
+        ("words", "RxErr none\nTOTAL_ERR_COR 0\n".into()),
+        ("65 rows", format!("{}TOTAL_ERR_COR 0\n", "RxErr 0\n".repeat(65))),
+        ("two totals", "RxErr 0\nTOTAL_ERR_COR 0\nTOTAL_ERR_COR 0\n".into()),
+    ];
+    let dir = scratch("aer");
+    for (name, text) in cases {
+        let tree = dir.join(name.replace([' ', '^'], "_"));
+        let ok = Command::new("cp").arg("-a").arg(fixtures_dir().join("pcie-aer-badtlp")).arg(&tree).status().unwrap().success();
+        assert!(ok);
+        let file = tree.join("devices/pci0000:3a/0000:3a:00.0/aer_dev_correctable");
+        std::fs::write(&file, text).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(["check", "--format", "json", "--sysfs-root"]).arg(&tree).output().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{name}: {e}: {}", String::from_utf8_lossy(&out.stderr)));
+        let rows: Vec<&Value> = doc["checks"].as_array().unwrap().iter().filter(|c| c["id"] == "pcie.aer").collect();
+        let port = rows.iter().find(|c| c["subject"] == "0000:3a:00.0").unwrap_or_else(|| panic!("{name}: no pcie.aer row for the port: {rows:?}"));
+        assert_eq!(port["status"], "skip", "{name}: {port}");
+        let observed = port["observed"].as_str().unwrap();
+        assert!(observed.contains("aer_dev_correctable") && observed.contains("not as the kernel writes it"), "{name}: {observed}");
+        // The node's clean count no longer counts that bridge.
+        for row in &rows {
+            if row["status"] == "pass" {
+                assert!(!row["observed"].as_str().unwrap().contains("1 bridge"), "{name}: counted clean: {row}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A stand-in srun that ignores SIGTERM (so does the `sleep` it leaves behind), says hostile
+/// things on stderr, and runs the agent here: the pair fails (no such device), fabcheck exits
+/// 2, and nothing the stand-in started is left running; its words reached the terminal
+/// escaped.
+#[test]
+fn an_srun_that_ignores_sigterm_leaves_nothing_running_and_its_stderr_is_sanitised() {
+    let dir = scratch("srun");
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let pids = dir.join("pids");
+    let script = r#"#!/bin/sh
+# A hostile srun: ignores SIGTERM, leaves a child behind, writes escape sequences to stderr.
+trap '' TERM
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do shift; done
+shift
+sleep 300 &
+echo $! >>"$FAKE_SRUN_PIDS"
+printf 'srun: \033]52;c;ZXZpbA==\007clip\033[2J\rPASS  forged\n' >&2
+printf 'srun: x\nFORGED PASS 0\n' >&2
+"$@"
+wait
+"#;
+    let srun = bin.join("srun");
+    std::fs::write(&srun, script).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let (a, b) = (format!("n01/{NO_SUCH_DEVICE}"), format!("n02/{NO_SUCH_DEVICE}"));
+    let remote = env!("CARGO_BIN_EXE_fabcheck");
+    let started = std::time::Instant::now();
+    let out = Command::new("timeout")
+        .arg("120")
+        .arg(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["pair", &a, &b, "--launcher", "srun", "--tests", "send_lat", "--remote-fabcheck", remote])
+        .env("PATH", &path)
+        .env("FAKE_SRUN_PIDS", &pids)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err} ({:?})", host_rdma());
+    assert!(started.elapsed() < std::time::Duration::from_secs(60), "took {:?}", started.elapsed());
+    assert_clean("stderr", &err);
+    assert_clean("stdout", &String::from_utf8_lossy(&out.stdout));
+    assert!(err.contains("\\u{1b}]52;c;ZXZpbA==\\u{7}clip"), "the escape is shown escaped: {err}");
+    let pids: Vec<i32> = std::fs::read_to_string(&pids).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(pids.len(), 2, "both stand-ins started");
+    for pid in pids {
+        assert!(!running(pid), "the stand-in's child {pid} is still running after fabcheck exited");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether `pid` is a live process (a zombie waiting for its reaper is not).
+fn running(pid: i32) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(Path::new("/proc").join(pid.to_string()).join("stat")) {
+            Err(_) => return false,
+            Ok(stat) if stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z') => return false,
+            Ok(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    true
+}
