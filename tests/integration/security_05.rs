@@ -140,3 +140,31 @@ fn running(pid: i32) -> bool {
     }
     true
 }
+
+/// `--profile` and `--topology` given a file that is not theirs (`/etc/shadow` through sudo)
+/// name the line, never quote it; the hostile strings in such a file reach stderr escaped or
+/// not at all.
+#[test]
+fn profile_and_topology_errors_never_quote_the_file() {
+    let dir = scratch("quote");
+    let secret = dir.join("shadow");
+    std::fs::write(&secret, "root:$6$s3cretHash:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n").unwrap();
+    let hostile = dir.join("hostile");
+    std::fs::write(&hostile, HOSTILE.iter().map(|h| format!("mtu = {h}s3cret\n")).collect::<String>()).unwrap();
+    let root = fixtures_dir().join("hdr-ib-healthy");
+    for file in [&secret, &hostile] {
+        let runs: [Vec<&str>; 2] = [
+            vec!["check", "--sysfs-root", root.to_str().unwrap(), "--profile", file.to_str().unwrap()],
+            vec!["fabric", "--topology", file.to_str().unwrap()],
+        ];
+        for args in runs {
+            let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(&args).output().unwrap();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            assert!(err.contains(":1:"), "{args:?}: the line is named: {err}");
+            assert!(!err.contains("s3cret") && !err.contains("root:"), "{args:?}: quoted: {err}");
+            assert_clean("stderr", &err);
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
