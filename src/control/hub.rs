@@ -384,7 +384,7 @@ impl Hub {
                     }
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
-                            Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
+                            Ok(Some(line)) => match protocol::decode_from_peer::<Reply>(&line) {
                                 Ok(Reply::Hello { .. }) if self.links[id].greeting => self.links[id].greeting = false,
                                 Ok(reply) => match figures::check(&reply) {
                                     Ok(()) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),

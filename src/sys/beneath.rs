@@ -20,6 +20,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Entries of one directory read at most.
+pub const MAX_ENTRIES: usize = 1 << 16;
+
 /// Symbolic links followed in one path before it is called a loop (the kernel's MAXSYMLINKS).
 const MAX_LINKS: usize = 40;
 
@@ -206,12 +209,19 @@ impl Tree {
         String::from_utf8(self.read_bytes(rel, cap)?).map_err(|_| ReadError::NotText { path: self.root.join(rel) })
     }
 
-    /// The entry names of directory `rel` (at most 65,536); a missing directory is empty.
+    /// The entry names of directory `rel` (at most [`MAX_ENTRIES`]); a missing directory is
+    /// empty.
     pub fn list_dir(&self, rel: &Path) -> Result<Vec<OsString>, ReadError> {
+        self.list_dir_counted(rel).map(|(names, _)| names)
+    }
+
+    /// [`list_dir`](Tree::list_dir), with how many entries beyond [`MAX_ENTRIES`] were left out
+    /// (counted, not kept), so a caller can say what it did not read (issue #58).
+    pub fn list_dir_counted(&self, rel: &Path) -> Result<(Vec<OsString>, u64), ReadError> {
         let shown = self.root.join(rel);
         let walked = match self.walk(rel, true) {
             Ok(w) => w,
-            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            Err(e) if e.is_not_found() => return Ok((Vec::new(), 0)),
             Err(e) => return Err(e),
         };
         let dir = match &walked.last {
@@ -221,7 +231,16 @@ impl Tree {
         };
         let path = dir.as_ref().map_or_else(|| walked.handle(), fd_path);
         let entries = fs::read_dir(&path).map_err(|e| ReadError::io(&shown, e))?;
-        Ok(entries.filter_map(|e| e.ok().map(|e| e.file_name())).take(1 << 16).collect())
+        let mut names = Vec::new();
+        let mut left_out = 0u64;
+        for entry in entries.filter_map(Result::ok) {
+            if names.len() < MAX_ENTRIES {
+                names.push(entry.file_name());
+            } else {
+                left_out += 1;
+            }
+        }
+        Ok((names, left_out))
     }
 
     /// What `rel` is, its links followed inside the tree; `None` when it is not there or cannot
