@@ -35,7 +35,7 @@ pub fn assert_clean(what: &str, text: &str) {
         assert!(c != '\u{fffe}', "{what}: raw U+FFFE at {i}: {text:?}");
     }
     for line in text.lines() {
-        assert!(!line.starts_with("PASS") && !line.starts_with("FORGED"), "{what}: a forged line {line:?} in {text:?}");
+        assert!(!line.starts_with("PASS  forged") && !line.starts_with("FORGED"), "{what}: a forged line {line:?} in {text:?}");
     }
 }
 
@@ -165,6 +165,93 @@ fn profile_and_topology_errors_never_quote_the_file() {
             assert!(!err.contains("s3cret") && !err.contains("root:"), "{args:?}: quoted: {err}");
             assert_clean("stderr", &err);
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Agents whose `hello` reports a hostile host name (each of [`HOSTILE`]), through `pair` and
+/// `mesh` in every format: no raw control byte, no forged line, on stdout or stderr.
+#[test]
+fn hostile_names_from_agents_reach_no_printer_raw() {
+    use super::fake_cluster::{run_fabcheck, FakeCluster, Knobs};
+    for round in 0..4 {
+        let mut knobs = vec![Knobs::default(); 2];
+        // The fake splices the name into its hello's JSON as written: give it JSON-escaped, so
+        // what arrives is valid JSON carrying the hostile string.
+        let escaped = |h: &str| serde_json::to_string(h).unwrap().trim_matches('"').to_string();
+        knobs[0].reported_host = Some(escaped(HOSTILE[round]));
+        knobs[1].reported_host = Some(escaped(HOSTILE[round + 4]));
+        let cluster = FakeCluster::start(knobs, std::time::Duration::ZERO);
+        let (a, b) = (cluster.endpoints[0].as_str(), cluster.endpoints[1].as_str());
+        let runs: Vec<Vec<&str>> = vec![
+            vec!["pair", a, b, "--tests", "write_bw"],
+            vec!["pair", a, b, "--tests", "write_bw", "--format", "junit"],
+            vec!["mesh", a, b, "--tests", "write_bw"],
+            vec!["mesh", a, b, "--tests", "write_bw", "--format", "prom"],
+            vec!["mesh", a, b, "--tests", "write_bw", "--format", "junit"],
+            vec!["mesh", a, b, "--tests", "write_bw", "--format", "oneline"],
+            vec!["mesh", a, b, "--tests", "write_bw", "--json"],
+        ];
+        for args in runs {
+            let out = run_fabcheck(&args);
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert!(matches!(out.status.code(), Some(0..=2)), "{args:?}: {stderr}");
+            assert_clean(&format!("{args:?} stdout"), &stdout);
+            assert_clean(&format!("{args:?} stderr"), &stderr);
+            if args.contains(&"junit") {
+                assert!(!stdout.contains("<script>"), "{args:?}: {stdout}");
+            }
+            if args.contains(&"--json") {
+                // The name arrived, and is there escaped (not left out: then nothing was tested).
+                assert!(stdout.contains("\\\\u{"), "{args:?}: the hostile host name is not in the document: {stdout}");
+            }
+        }
+    }
+}
+
+/// `compare` of documents whose test, host and endpoint names and file name hold the hostile
+/// strings, in every format; `bundle` into a DIR so named.
+#[test]
+fn hostile_names_in_compared_documents_and_a_bundle_dir_reach_no_printer_raw() {
+    let dir = scratch("compare");
+    let pairs = |scale: f64| -> Value {
+        let records: Vec<Value> = HOSTILE
+            .iter()
+            .enumerate()
+            .map(|(i, h)| {
+                serde_json::json!({"a": format!("tcp://h{i}:1/{h}"), "b": format!("tcp://g{i}:1/mlx5_0"), "verdict": "pass",
+                    "results": [{"test": format!("write_bw{h}"), "direction": "a->b", "size": 65536, "iterations": 5000, "qps": 1,
+                                 "bw_gbps": 90.0 * scale, "peak_gbps": 91.0 * scale, "msg_rate_mpps": 0.1}]})
+            })
+            .collect();
+        let hosts: serde_json::Map<String, Value> =
+            HOSTILE.iter().enumerate().map(|(i, h)| (format!("tcp://h{i}:1/{h}"), Value::from(format!("n{h}")))).collect();
+        serde_json::json!({"schema": "fabcheck.mesh.v1", "time": format!("2026-12-01T00:00:00Z{}", HOSTILE[0]), "host": HOSTILE[3],
+            "verdict": "pass", "endpoints": [], "hosts": hosts, "pairs": records, "suspects": []})
+    };
+    let old = dir.join("old\u{1b}[2J\nPASS.json");
+    let new = dir.join("new.json");
+    std::fs::write(&old, pairs(1.0).to_string()).unwrap();
+    std::fs::write(&new, pairs(0.5).to_string()).unwrap();
+    let formats: [&[&str]; 5] = [&[], &["--json"], &["--format", "prom"], &["--format", "junit"], &["--format", "oneline"]];
+    for format in formats {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("compare").args(format).arg(&old).arg(&new).output().unwrap();
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert_eq!(out.status.code(), Some(1), "{format:?}: every pair regressed: {stderr}");
+        assert!(!stdout.is_empty() && (format.len() == 2 || stdout.contains("write_bw")), "{format:?}: {stdout}");
+        assert_clean(&format!("compare {format:?} stdout"), &stdout);
+        assert_clean(&format!("compare {format:?} stderr"), &stderr);
+    }
+    for name in HOSTILE {
+        let target = dir.join(format!("bundle{name}").replace('/', "_"));
+        let fixture = fixtures_dir().join("hdr-ib-healthy");
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("bundle").arg(&target).arg("--from-root").arg(&fixture).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{name:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_clean(&format!("bundle {name:?}"), &String::from_utf8_lossy(&out.stderr));
+        // Again into the same, now full, DIR: refused, and said on one line.
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("bundle").arg(&target).arg("--from-root").arg(&fixture).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert_clean(&format!("bundle again {name:?}"), &String::from_utf8_lossy(&out.stderr));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
