@@ -255,3 +255,80 @@ fn hostile_names_in_compared_documents_and_a_bundle_dir_reach_no_printer_raw() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `nobody` plants a FIFO, a link to a device and a link to a directory in a sticky directory:
+/// root's `--output` (at each, and through the directory link) and `bundle` (at each) refuse
+/// with exit 2 and write nothing, neither there nor where the links lead.
+#[test]
+fn outputs_planted_by_another_user_in_a_sticky_directory_are_refused() {
+    use std::os::unix::fs::{lchown, symlink, OpenOptionsExt, PermissionsExt};
+    assert!(nix::unistd::geteuid().is_root(), "this test plants files as another user: run the suite as root");
+    let dir = scratch("planted");
+    let sticky = dir.join("tmp");
+    std::fs::create_dir(&sticky).unwrap();
+    std::fs::set_permissions(&sticky, std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let elsewhere = dir.join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    let fifo = sticky.join("fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o666)).unwrap();
+    let dev = sticky.join("devlink");
+    symlink("/dev/null", &dev).unwrap();
+    let dirlink = sticky.join("dirlink");
+    symlink(&elsewhere, &dirlink).unwrap();
+    for p in [&fifo, &dev, &dirlink] {
+        lchown(p, Some(65534), Some(65534)).unwrap();
+    }
+    // Someone reads the FIFO, so a write through it would succeed and show.
+    let reader = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(&fifo).unwrap();
+    let root = fixtures_dir().join("hdr-ib-healthy");
+    let targets = [fifo.clone(), dev.clone(), dirlink.join("out.json")];
+    for target in &targets {
+        let out = Command::new("timeout")
+            .arg("30")
+            .arg(env!("CARGO_BIN_EXE_fabcheck"))
+            .args(["check", "--json", "--sysfs-root"])
+            .arg(&root)
+            .arg("--output")
+            .arg(target)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", target.display());
+        assert!(err.contains("belongs to user 65534"), "{}: {err}", target.display());
+    }
+    for target in [&fifo, &dev, &dirlink] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).arg("bundle").arg(target).arg("--from-root").arg(&root).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "bundle {}: {err}", target.display());
+        assert!(err.contains("belongs to user 65534"), "bundle {}: {err}", target.display());
+    }
+    let mut got = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut &reader, &mut got);
+    assert!(got.is_empty(), "something was written into the FIFO: {}", String::from_utf8_lossy(&got));
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0, "something was written through the directory link");
+    let names: Vec<String> = std::fs::read_dir(&sticky).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert_eq!(names.len(), 3, "nothing new beside the planted names: {names:?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--output /dev/tty` without a controlling terminal is refused at once, not after the 5 s a
+/// FIFO's reader is waited for.
+#[test]
+fn dev_tty_without_a_terminal_is_refused_at_once() {
+    let root = fixtures_dir().join("hdr-ib-healthy");
+    let started = std::time::Instant::now();
+    let out = Command::new("setsid")
+        .arg("-w")
+        .arg(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["check", "--json", "--sysfs-root"])
+        .arg(&root)
+        .args(["--output", "/dev/tty"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no controlling terminal"), "{err}");
+    // Generous: the FIFO wait it must not take is 5 s.
+    assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}", started.elapsed());
+}
