@@ -177,7 +177,10 @@ impl Tree {
 
     /// The first `cap` bytes of regular file `rel`, and whether there was more (a bundle keeps
     /// the start of a file over its cap and says so). Anything but a regular file (a FIFO, a
-    /// device, a socket) is refused before it is opened.
+    /// device, a socket) is refused before it is opened for reading: the name is opened
+    /// `O_PATH|O_NOFOLLOW` (which opens no device and blocks on no FIFO), its type judged on
+    /// that descriptor, and only then the same inode opened for reading through it (issue #58:
+    /// a file flipped to a device node between the look and the open was opened by root).
     pub fn read_prefix(&self, rel: &Path, cap: u64) -> Result<(Vec<u8>, bool), ReadError> {
         let shown = self.root.join(rel);
         let walked = self.walk(rel, true)?;
@@ -187,16 +190,10 @@ impl Tree {
         if !meta.is_file() {
             return Err(ReadError::NotRegular { path: shown, kind: kind_of(meta) });
         }
-        let file = File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(walked.handle())
-            .map_err(|e| ReadError::io(&shown, e))?;
-        // Swapped for something else between the look and the open: still refused.
-        let opened = file.metadata().map_err(|e| ReadError::io(&shown, e))?;
-        if !opened.is_file() {
-            return Err(ReadError::NotRegular { path: shown, kind: kind_of(&opened) });
-        }
+        let file = open_regular(&walked.handle()).map_err(|e| match e {
+            Opened::Not(kind) => ReadError::NotRegular { path: shown.clone(), kind },
+            Opened::Io(e) => ReadError::io(&shown, e),
+        })?;
         let mut out = Vec::new();
         file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(&shown, e))?;
         let more = out.len() as u64 > cap;
@@ -276,6 +273,35 @@ impl Tree {
     pub fn resolve(&self, rel: &Path) -> Result<PathBuf, ReadError> {
         self.walk(rel, true).map(|w| w.real())
     }
+}
+
+/// Why [`open_regular`] did not give a file.
+enum Opened {
+    Not(&'static str),
+    Io(std::io::Error),
+}
+
+/// `path` (its last component not followed) opened for reading only once the descriptor that
+/// names it says it is a regular file: `O_PATH` first (no device's open routine runs, no FIFO
+/// blocks), `fstat` on it, then the same inode reopened for reading through
+/// `/proc/self/fd/N`, and looked at again.
+fn open_regular(path: &Path) -> Result<File, Opened> {
+    let handle = File::options().read(true).custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path).map_err(Opened::Io)?;
+    let named = handle.metadata().map_err(Opened::Io)?;
+    if !named.is_file() {
+        return Err(Opened::Not(kind_of(&named)));
+    }
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))
+        .map_err(Opened::Io)?;
+    let opened = file.metadata().map_err(Opened::Io)?;
+    use std::os::unix::fs::MetadataExt;
+    if !opened.is_file() || (opened.dev(), opened.ino()) != (named.dev(), named.ino()) {
+        return Err(Opened::Not(kind_of(&opened)));
+    }
+    Ok(file)
 }
 
 #[cfg(test)]

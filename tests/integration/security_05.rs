@@ -332,3 +332,25 @@ fn dev_tty_without_a_terminal_is_refused_at_once() {
     // Generous: the FIFO wait it must not take is 5 s.
     assert!(started.elapsed() < std::time::Duration::from_secs(4), "took {:?}", started.elapsed());
 }
+
+/// A bundle's `class/net/ib0/mode` linked out of it (absolutely, and by a relative link that
+/// climbs out) is not read: the outside file's `connected` never reaches the `ipoib` row.
+#[test]
+fn an_ipoib_mode_linked_out_of_the_bundle_is_not_read() {
+    let dir = scratch("mode");
+    let outside = dir.join("outside-mode");
+    std::fs::write(&outside, "connected\n").unwrap();
+    for (tag, link) in [("absolute", outside.clone()), ("relative", PathBuf::from("../../../../outside-mode"))] {
+        let tree = dir.join(tag);
+        assert!(Command::new("cp").arg("-a").arg(fixtures_dir().join("ofed-consistent")).arg(&tree).status().unwrap().success());
+        let mode = tree.join("class/net/ib0/mode");
+        std::fs::remove_file(&mode).unwrap();
+        std::os::unix::fs::symlink(&link, &mode).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(["check", "--json", "--sysfs-root"]).arg(&tree).output().unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let row = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "ipoib").expect("an ipoib row").clone();
+        let observed = row["observed"].as_str().unwrap();
+        assert!(observed.contains("ib0") && !observed.contains("connected"), "{tag}: the outside file was read: {row}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
