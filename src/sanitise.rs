@@ -99,18 +99,31 @@ pub fn xml(text: &str) -> String {
     out
 }
 
-/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, apostrophes, `$`,
-/// backticks and backslashes are replaced by `_`, control characters by a space (replaced, not
-/// escaped: an escape is one more thing a consumer's quoting can get wrong).
+/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, `$`, backticks
+/// and backslashes are replaced by `_`, control characters by a space (replaced, not escaped:
+/// an escape is one more thing a consumer's quoting can get wrong). An apostrophe is left out,
+/// and a possessive `'s` with it, so the reason stays readable (issue #57: `mlx5_0's port 1`
+/// is `mlx5_0 port 1`, not `mlx5_0_s port 1`).
 pub fn for_eval(text: &str) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| match c {
-            '\'' | '"' | '`' | '$' | '\\' => '_',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
+    let chars: Vec<char> = text.chars().collect();
+    let mut line = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' => {
+                let possessive = i > 0
+                    && chars[i - 1].is_alphanumeric()
+                    && chars.get(i + 1) == Some(&'s')
+                    && chars.get(i + 2).is_none_or(|c| !c.is_alphanumeric());
+                i += if possessive { 2 } else { 1 };
+                continue;
+            }
+            '"' | '`' | '$' | '\\' => line.push('_'),
+            c if c.is_control() || is_hidden(c) => line.push(' '),
+            c => line.push(c),
+        }
+        i += 1;
+    }
     line.trim_end().to_string()
 }
 
@@ -152,7 +165,9 @@ mod tests {
 
     #[test]
     fn an_eval_of_the_line_runs_nothing() {
-        assert_eq!(for_eval("a'b\"c`d$e\\f\ng "), "a_b_c_d_e_f g");
+        assert_eq!(for_eval("a'b\"c`d$e\\f\ng "), "ab_c_d_e_f g");
+        assert_eq!(for_eval("mlx5_0's port 1 isn't up; the kernel's"), "mlx5_0 port 1 isnt up; the kernel");
+        assert_eq!(for_eval("'s'"), "s");
     }
 
     #[test]
