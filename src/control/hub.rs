@@ -14,11 +14,11 @@ use super::protocol::{self, Reply, Request};
 use super::ssh_share::{Logins, Open};
 use super::ssh_sockets::SocketDir;
 use crate::outcome::loss::{Loss, LossKind};
+use crate::sys::child::Leaving;
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use crate::sys::child::Leaving;
 use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 

@@ -174,12 +174,17 @@ impl Expectations {
                         return Err(ExpectError::InProfile {
                             path: path.into(),
                             line: 1,
-                            error: Box::new(ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }.unquoted()),
+                            error: Box::new(
+                                ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }.unquoted(),
+                            ),
                         })
                     }
                 };
-                self.set(&format!("{key}={value}"))
-                    .map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error.unquoted()) })?;
+                self.set(&format!("{key}={value}")).map_err(|error| ExpectError::InProfile {
+                    path: path.into(),
+                    line: 1,
+                    error: Box::new(error.unquoted()),
+                })?;
             }
             return Ok(());
         }

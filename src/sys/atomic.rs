@@ -174,7 +174,11 @@ fn open_direct(path: &Path, reader_wait: Duration) -> Result<File, WriteError> {
             Ok(file) => {
                 let ft = file.metadata().map_err(|e| WriteError::new(path, "inspect", e))?.file_type();
                 if !(ft.is_char_device() || ft.is_fifo()) {
-                    return Err(WriteError::new(path, "write", io::Error::other("it changed between the look and the open (no longer a device or a FIFO)")));
+                    return Err(WriteError::new(
+                        path,
+                        "write",
+                        io::Error::other("it changed between the look and the open (no longer a device or a FIFO)"),
+                    ));
                 }
                 return Ok(file);
             }

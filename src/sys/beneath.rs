@@ -215,6 +215,10 @@ impl Tree {
     /// [`list_dir`](Tree::list_dir), with how many entries beyond [`MAX_ENTRIES`] were left out
     /// (counted, not kept), so a caller can say what it did not read (issue #58).
     pub fn list_dir_counted(&self, rel: &Path) -> Result<(Vec<OsString>, u64), ReadError> {
+        self.list_dir_up_to(rel, MAX_ENTRIES)
+    }
+
+    fn list_dir_up_to(&self, rel: &Path, cap: usize) -> Result<(Vec<OsString>, u64), ReadError> {
         let shown = self.root.join(rel);
         let walked = match self.walk(rel, true) {
             Ok(w) => w,
@@ -231,7 +235,7 @@ impl Tree {
         let mut names = Vec::new();
         let mut left_out = 0u64;
         for entry in entries.filter_map(Result::ok) {
-            if names.len() < MAX_ENTRIES {
+            if names.len() < cap {
                 names.push(entry.file_name());
             } else {
                 left_out += 1;
@@ -383,5 +387,19 @@ mod tests {
         assert!(matches!(t.read_text(Path::new("class/infiniband/mlx5_0/state"), 100), Err(ReadError::NotRegular { kind: "a FIFO", .. })));
         fs::write(dev.join("big"), vec![b'x'; 101]).unwrap();
         assert!(matches!(t.read_text(Path::new("class/infiniband/mlx5_0/big"), 100), Err(ReadError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn entries_beyond_the_cap_are_counted_not_dropped_silently() {
+        let root = scratch("many");
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        for i in 0..5 {
+            std::fs::write(root.join("d").join(format!("f{i}")), "x").unwrap();
+        }
+        let tree = Tree::new(root.clone());
+        let (names, left_out) = tree.list_dir_up_to(Path::new("d"), 3).unwrap();
+        assert_eq!((names.len(), left_out), (3, 2));
+        assert_eq!(tree.list_dir_counted(Path::new("d")).unwrap().1, 0);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

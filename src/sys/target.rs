@@ -86,11 +86,8 @@ fn shared(mode: u32) -> bool {
 /// then along its parent's real path. `bundle DIR` is judged the same (`sys::new_dir`).
 pub fn refuse_planted(path: &Path) -> Result<(), WriteError> {
     let euid = nix::unistd::geteuid().as_raw();
-    let absolute = if path.is_absolute() {
-        path.to_path_buf()
-    } else {
-        std::env::current_dir().map_err(|e| WriteError::new(path, "inspect", e))?.join(path)
-    };
+    let absolute =
+        if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().map_err(|e| WriteError::new(path, "inspect", e))?.join(path) };
     planted_on(&absolute, euid)?;
     if let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) {
         if let Ok(real) = std::fs::canonicalize(parent) {

@@ -16,16 +16,8 @@ fn scratch(tag: &str) -> PathBuf {
 
 /// The hostile strings of the issue: a forged line, a carriage return, a screen clear, an
 /// OSC 52 clipboard write ended by BEL, a non-character, a command substitution, markup.
-pub const HOSTILE: [&str; 8] = [
-    "x\nPASS  forged line",
-    "x\rPASS",
-    "x\u{1b}[2J",
-    "x\u{1b}]52;c;ZXZpbA==\u{7}",
-    "x\u{7}",
-    "x\u{fffe}",
-    "$(id)",
-    "\"<script>alert(1)</script>",
-];
+pub const HOSTILE: [&str; 8] =
+    ["x\nPASS  forged line", "x\rPASS", "x\u{1b}[2J", "x\u{1b}]52;c;ZXZpbA==\u{7}", "x\u{7}", "x\u{fffe}", "$(id)", "\"<script>alert(1)</script>"];
 
 /// No raw control byte (other than the newlines that end lines and tabs) and no line that
 /// starts as a forged verdict.

@@ -158,11 +158,17 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
             }
             continue;
         }
-        let (kind, rest) = line.split_once(char::is_whitespace).ok_or_else(|| err("the line is neither a node nor a port line (not shown: fabcheck never quotes a file's text)".into()))?;
+        let (kind, rest) = line
+            .split_once(char::is_whitespace)
+            .ok_or_else(|| err("the line is neither a node nor a port line (not shown: fabcheck never quotes a file's text)".into()))?;
         let is_switch = match kind.to_ascii_lowercase().as_str() {
             "switch" => true,
             "ca" | "hca" | "rt" | "router" => false,
-            _ => return Err(err("the line is neither a node (Switch, Ca, Hca, Rt) nor a port line (not shown: fabcheck never quotes a file's text)".into())),
+            _ => {
+                return Err(err(
+                    "the line is neither a node (Switch, Ca, Hca, Rt) nor a port line (not shown: fabcheck never quotes a file's text)".into()
+                ))
+            }
         };
         let rest = rest.trim_start();
         let (count, rest) = rest.split_once(char::is_whitespace).ok_or_else(|| err("a node line needs a port count and a quoted id".into()))?;

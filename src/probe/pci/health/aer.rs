@@ -120,10 +120,7 @@ pub fn fault(severity: AerSeverity, text: &str) -> Option<String> {
             return Some(format!("line {} has no row name the kernel would print", i + 1));
         }
         if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) || count.parse::<u64>().is_err() {
-            return Some(format!(
-                "the count on line {} is not a decimal count the kernel prints (digits only, at most 18446744073709551615)",
-                i + 1
-            ));
+            return Some(format!("the count on line {} is not a decimal count the kernel prints (digits only, at most 18446744073709551615)", i + 1));
         }
         if name.starts_with("TOTAL_") {
             totals += 1;

@@ -141,7 +141,9 @@ fn function(bdf: String, role: Role, dir: &Path, files: &Tree) -> FunctionHealth
 /// `ethtool -S NETDEV`: run live, else the bundle's `ethtool/NETDEV.stats.txt`.
 fn ethtool_stats(source: &Source, files: &Tree, netdev: &str) -> Option<String> {
     match source {
-        Source::Live if crate::probe::tree::valid_tool_netdev(netdev) => crate::probe::tool::run("ethtool", &["-S", netdev], ETHTOOL_LIMIT, REPORT_CAP).ok(),
+        Source::Live if crate::probe::tree::valid_tool_netdev(netdev) => {
+            crate::probe::tool::run("ethtool", &["-S", netdev], ETHTOOL_LIMIT, REPORT_CAP).ok()
+        }
         Source::Live => None,
         Source::Sysfs(_) => files.read_text(&Path::new("ethtool").join(format!("{netdev}.stats.txt")), REPORT_CAP).ok(),
     }
