@@ -57,8 +57,10 @@ fn main() -> ExitCode {
     // textfile collector's `--output` gets `fabcheck_up 0` instead of the last run's verdict.
     fabcheck::report::output::deliver_failure(&command_name, &failure.cause, &failure.remedy);
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
-    to_stderr(&format!("fabcheck: {}", fabcheck::sanitise::printable(&failure.cause)));
-    to_stderr(&format!("  what to do: {}", fabcheck::sanitise::printable(&failure.remedy)));
+    // One line each (issue #58): a cause quotes paths, names and peers' words, and a newline in
+    // any of them would forge a line of its own.
+    to_stderr(&format!("fabcheck: {}", fabcheck::sanitise::one_line(&failure.cause)));
+    to_stderr(&format!("  what to do: {}", fabcheck::sanitise::one_line(&failure.remedy)));
     ExitCode::from(2)
 }
 

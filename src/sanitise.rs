@@ -9,6 +9,9 @@
 //! - a CSV cell a spreadsheet opens: [`csv_field`].
 //!
 //! A leaf: it imports nothing of fabcheck.
+//!
+//! Peers' messages are made one-line strings as they arrive ([`json_strings`], in
+//! `control::protocol::decode_from_peer`), so every printer after that holds them safe.
 
 use std::borrow::Cow;
 use std::fmt::Write;
@@ -16,13 +19,47 @@ use std::fmt::Write;
 /// `text` with control characters other than newline and tab written as `\u{..}` escapes
 /// (an escape sequence from a device name cannot move the cursor or clear the screen).
 pub fn printable(text: &str) -> Cow<'_, str> {
-    escaped(text, |c| c.is_control() && c != '\n' && c != '\t')
+    escaped(text, |c| (c.is_control() && c != '\n' && c != '\t') || is_hidden(c))
+}
+
+/// Characters that are not control characters but must not reach a terminal or a document
+/// raw either: the non-characters U+FFFE and U+FFFF (XML forbids them; some terminals take
+/// them as a byte-order mark) and the bidirectional overrides and isolates (U+202A..U+202E,
+/// U+2066..U+2069), which make a line read differently from what it holds.
+fn is_hidden(c: char) -> bool {
+    matches!(c, '\u{fffe}' | '\u{ffff}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 /// A value from outside for one line of human output: every control character, newline and tab
 /// included, written as a `\u{..}` escape, so a name holding a newline cannot forge a line.
 pub fn one_line(text: &str) -> Cow<'_, str> {
-    escaped(text, char::is_control)
+    escaped(text, |c| c.is_control() || is_hidden(c))
+}
+
+/// Every string of a JSON value from a peer (an agent's reply: host and device names, counter
+/// names, error causes), object keys included, made [`one_line`]: whatever a printer, table,
+/// log or document later does with them, none holds a line break, an escape sequence or a
+/// hidden character (issue #58). Applied once, where the message arrives.
+pub fn json_strings(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let Cow::Owned(clean) = one_line(s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(json_strings),
+        Value::Object(map) => {
+            if map.keys().any(|k| matches!(one_line(k), Cow::Owned(_))) {
+                let old = std::mem::take(map);
+                for (k, v) in old {
+                    map.insert(one_line(&k).into_owned(), v);
+                }
+            }
+            map.values_mut().for_each(json_strings);
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
 }
 
 fn escaped(text: &str, escape: impl Fn(char) -> bool) -> Cow<'_, str> {
@@ -62,18 +99,31 @@ pub fn xml(text: &str) -> String {
     out
 }
 
-/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, apostrophes, `$`,
-/// backticks and backslashes are replaced by `_`, control characters by a space (replaced, not
-/// escaped: an escape is one more thing a consumer's quoting can get wrong).
+/// One line that a shell may `eval` (NHC does, for its drain reason): quotes, `$`, backticks
+/// and backslashes are replaced by `_`, control characters by a space (replaced, not escaped:
+/// an escape is one more thing a consumer's quoting can get wrong). An apostrophe is left out,
+/// and a possessive `'s` with it, so the reason stays readable (issue #57: `mlx5_0's port 1`
+/// is `mlx5_0 port 1`, not `mlx5_0_s port 1`).
 pub fn for_eval(text: &str) -> String {
-    let line: String = text
-        .chars()
-        .map(|c| match c {
-            '\'' | '"' | '`' | '$' | '\\' => '_',
-            c if c.is_control() => ' ',
-            c => c,
-        })
-        .collect();
+    let chars: Vec<char> = text.chars().collect();
+    let mut line = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\'' => {
+                let possessive = i > 0
+                    && chars[i - 1].is_alphanumeric()
+                    && chars.get(i + 1) == Some(&'s')
+                    && chars.get(i + 2).is_none_or(|c| !c.is_alphanumeric());
+                i += if possessive { 2 } else { 1 };
+                continue;
+            }
+            '"' | '`' | '$' | '\\' => line.push('_'),
+            c if c.is_control() || is_hidden(c) => line.push(' '),
+            c => line.push(c),
+        }
+        i += 1;
+    }
     line.trim_end().to_string()
 }
 
@@ -115,7 +165,9 @@ mod tests {
 
     #[test]
     fn an_eval_of_the_line_runs_nothing() {
-        assert_eq!(for_eval("a'b\"c`d$e\\f\ng "), "a_b_c_d_e_f g");
+        assert_eq!(for_eval("a'b\"c`d$e\\f\ng "), "ab_c_d_e_f g");
+        assert_eq!(for_eval("mlx5_0's port 1 isn't up; the kernel's"), "mlx5_0 port 1 isnt up; the kernel");
+        assert_eq!(for_eval("'s'"), "s");
     }
 
     #[test]
@@ -127,5 +179,23 @@ mod tests {
         assert_eq!(csv_field("@SUM(A1)"), "'@SUM(A1)");
         assert_eq!(csv_field("-1.5"), "-1.5", "a number stays a number");
         assert_eq!(csv_field("+cmd|' /C calc'!A0"), "'+cmd|' /C calc'!A0");
+    }
+
+    #[test]
+    fn hidden_characters_are_escaped_too() {
+        assert_eq!(one_line("a\u{fffe}b\u{202e}c"), "a\\u{fffe}b\\u{202e}c");
+        assert_eq!(printable("x\u{2066}y\n"), "x\\u{2066}y\n");
+    }
+
+    #[test]
+    fn a_peers_json_holds_no_raw_control_anywhere() {
+        let mut v = serde_json::json!({"host": "n1\nPASS forged", "counters": {"rx\u{1b}]52;c;eA==\u{7}": 1}, "list": ["ok", "\r"], "n": 3});
+        json_strings(&mut v);
+        let text = v.to_string();
+        assert!(!text.contains("\\n") || text.contains("\\\\u{a}"), "{text}");
+        assert_eq!(v["host"], "n1\\u{a}PASS forged");
+        assert_eq!(v["counters"]["rx\\u{1b}]52;c;eA==\\u{7}"], 1);
+        assert_eq!(v["list"][1], "\\u{d}");
+        assert_eq!(v["n"], 3);
     }
 }

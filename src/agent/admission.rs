@@ -28,6 +28,11 @@ pub const SESSIONS: usize = 16;
 pub const PRE_AUTH: usize = 64;
 /// Of those, from one source (/24 or /64).
 pub const PER_SOURCE: usize = 8;
+/// Of those, from one IPv6 /48 (a site that can hand out a fresh /64 per guess).
+pub const PER_WIDE: usize = 16;
+/// Places kept, beyond [`PRE_AUTH`], for sources that presented the right token before
+/// (issue #58: guessers from 96 networks held every place and 0 of 8 controllers got in).
+pub const RESERVED: usize = 16;
 
 /// A connection's name in the admission.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -47,6 +52,8 @@ struct Pending<T> {
     source: Source,
     accepted: Instant,
     stage: Stage,
+    /// In one of the [`RESERVED`] places.
+    reserved: bool,
     handle: T,
 }
 
@@ -90,35 +97,58 @@ impl<T> Admission<T> {
     /// A connection accepted from `source` at `now`; `heard` says whether a held connection
     /// has bytes waiting (it began its hello).
     pub fn arrive(&mut self, source: Source, now: Instant, handle: T, heard: impl Fn(&T) -> bool) -> Arrival<T> {
+        self.arrive_as(source, false, now, handle, heard)
+    }
+
+    /// [`arrive`](Admission::arrive), for a source that presented the right token before
+    /// (`trusted`): when the [`PRE_AUTH`] places are full it takes one of the [`RESERVED`].
+    pub fn arrive_as(&mut self, source: Source, trusted: bool, now: Instant, handle: T, heard: impl Fn(&T) -> bool) -> Arrival<T> {
         if self.sessions >= SESSIONS {
             return Arrival::Busy(Busy::Sessions);
         }
         let mut evicted = None;
         let same = self.pending.iter().filter(|p| p.source == source).count();
+        let wide = source.wide();
+        let same_wide = self.pending.iter().filter(|p| wide.is_some() && p.source.wide() == wide).count();
+        let general = self.pending.iter().filter(|p| !p.reserved).count();
+        let reserved = self.pending.len() - general;
+        let mut in_reserve = false;
         if same >= PER_SOURCE {
-            match self.victim(Some(source), &heard) {
+            match self.victim(|p| p.source == source, &heard) {
                 Some(i) => evicted = Some(self.pending.remove(i).handle),
                 None => return Arrival::Busy(Busy::SourceJudging(source)),
             }
-        } else if self.pending.len() >= PRE_AUTH {
-            match self.victim(None, &heard) {
+        } else if same_wide >= PER_WIDE {
+            match self.victim(|p| p.source.wide() == wide, &heard) {
                 Some(i) => evicted = Some(self.pending.remove(i).handle),
-                None => return Arrival::Busy(Busy::Judging),
+                None => return Arrival::Busy(Busy::SourceJudging(source)),
+            }
+        } else if general >= PRE_AUTH {
+            if trusted && reserved < RESERVED {
+                in_reserve = true;
+            } else {
+                match self.victim(|p| !p.reserved || trusted, &heard) {
+                    Some(i) => {
+                        in_reserve = self.pending[i].reserved;
+                        evicted = Some(self.pending.remove(i).handle);
+                    }
+                    None => return Arrival::Busy(Busy::Judging),
+                }
             }
         }
         let id = ConnId(self.next);
         self.next += 1;
-        self.pending.push(Pending { id, source, accepted: now, stage: Stage::Greeting, handle });
+        self.pending.push(Pending { id, source, accepted: now, stage: Stage::Greeting, reserved: in_reserve, handle });
         Arrival::Admitted { id, evicted }
     }
 
-    /// The connection to evict: of those whose hello is not in (of `source`, if given), one
+    /// The connection to evict: of those whose hello is not in (and that `among` takes), one
     /// that has said nothing before one that has begun, the oldest first.
-    fn victim(&self, source: Option<Source>, heard: &impl Fn(&T) -> bool) -> Option<usize> {
+    fn victim(&self, among: impl Fn(&Pending<T>) -> bool, heard: &impl Fn(&T) -> bool) -> Option<usize> {
         self.pending
             .iter()
             .enumerate()
-            .filter(|(_, p)| p.stage == Stage::Greeting && source.is_none_or(|s| p.source == s))
+            .filter(|(_, p)| p.stage == Stage::Greeting && among(p))
             .min_by_key(|(_, p)| (heard(&p.handle), p.accepted))
             .map(|(i, _)| i)
     }
@@ -262,5 +292,82 @@ mod tests {
         let (id, _) = admitted(a.arrive(source("10.9.0.1"), t0, (), |_| false));
         a.left(id);
         assert_eq!(a.counts(), (0, SESSIONS - 1));
+    }
+
+    /// Issue #58's flood, in memory with injected addresses and clock: 96 wrong hellos from
+    /// rotating /24s of 127.0.0.0/8 hold every place before authentication; 8 controllers that
+    /// were served before (their sources presented the right token) are each admitted to a
+    /// reserved place and judged at once, outside the shared cap.
+    #[test]
+    fn a_flood_from_many_networks_keeps_no_controller_served_before_out() {
+        use crate::agent::guesses::Guesses;
+        let t0 = Instant::now();
+        let mut a: Admission<u32> = Admission::default();
+        let mut g = Guesses::default();
+        let controllers: Vec<IpAddr> = (0..8).map(|c| format!("10.0.{c}.1").parse().unwrap()).collect();
+        for (k, ip) in controllers.iter().enumerate() {
+            let (id, _) = admitted(a.arrive_as(Source::of(*ip), false, t0, k as u32, |_| false));
+            assert!(a.hello_in(id));
+            let turn = g.turn(*ip, t0);
+            g.right(&turn);
+            assert!(a.authenticated(id));
+            a.session_ended();
+        }
+        let t1 = t0 + Duration::from_secs(60);
+        let (mut held, mut busy) = (0, 0);
+        for k in 0..96u32 {
+            let ip: IpAddr = format!("127.{}.{}.9", k / 7, k * 37 % 251).parse().unwrap();
+            match a.arrive_as(Source::of(ip), g.trusted(Source::of(ip), t1), t1, 1000 + k, |_| true) {
+                Arrival::Admitted { id, .. } => {
+                    assert!(a.hello_in(id));
+                    let _turn = g.turn(ip, t1);
+                    held += 1;
+                }
+                Arrival::Busy(_) => busy += 1,
+            }
+        }
+        assert_eq!((held, busy), (PRE_AUTH, 96 - PRE_AUTH), "the guessers hold every general place");
+        let t2 = t1 + Duration::from_millis(10);
+        for (k, ip) in controllers.iter().enumerate() {
+            let source = Source::of(*ip);
+            assert!(g.trusted(source, t2));
+            let (id, evicted) = admitted(a.arrive_as(source, true, t2, 100 + k as u32, |_| true));
+            assert_eq!(evicted, None, "a reserved place, no one's");
+            assert!(a.hello_in(id));
+            let turn = g.turn(*ip, t2);
+            assert_eq!(turn.at, t2, "judged at once, outside the cap the guessers used up");
+            g.right(&turn);
+            assert!(a.authenticated(id), "controller {k} admitted");
+        }
+        assert_eq!(a.counts(), (PRE_AUTH, 8));
+    }
+
+    /// 100 guessers from fresh /64s of one IPv6 /48: they hold at most [`PER_WIDE`] places, so a
+    /// controller never served before, from elsewhere, is admitted, and judged within the cap's
+    /// bound (the 16 guessers' turns ahead of it, at 16 a second).
+    #[test]
+    fn guessers_from_fresh_slash_64s_of_one_slash_48_hold_sixteen_places() {
+        use crate::agent::guesses::{Guesses, GLOBAL_PER_SEC};
+        let t0 = Instant::now();
+        let mut a: Admission<u32> = Admission::default();
+        let mut g = Guesses::default();
+        let mut held = 0;
+        for k in 0..100u32 {
+            let ip: IpAddr = format!("2001:db8:7:{k:x}::1").parse().unwrap();
+            if let Arrival::Admitted { id, .. } = a.arrive_as(Source::of(ip), false, t0, k, |_| true) {
+                assert!(a.hello_in(id));
+                let _ = g.turn(ip, t0);
+                held += 1;
+            }
+        }
+        assert_eq!(held, PER_WIDE);
+        let ip: IpAddr = "2001:db8:99::5".parse().unwrap();
+        let (id, _) = admitted(a.arrive_as(Source::of(ip), false, t0, 500, |_| true));
+        assert!(a.hello_in(id));
+        let turn = g.turn(ip, t0);
+        let bound = Duration::from_secs(1) * PER_WIDE as u32 / GLOBAL_PER_SEC;
+        assert!(turn.at.saturating_duration_since(t0) <= bound, "{:?} > {bound:?}", turn.at.saturating_duration_since(t0));
+        g.right(&turn);
+        assert!(a.authenticated(id));
     }
 }

@@ -27,6 +27,10 @@ pub const GLOBAL_PER_SEC: u32 = 16;
 const MAX_SOURCES: usize = 4096;
 /// A source quiet this long starts afresh.
 const FORGET: Duration = Duration::from_secs(600);
+/// Sources that presented the right token, remembered (the oldest forgotten beyond).
+pub const MAX_TRUSTED: usize = 256;
+/// How long a source that presented the right token stays trusted.
+pub const TRUST_FOR: Duration = Duration::from_secs(24 * 3600);
 
 /// The network a peer is counted in: its /24, or its /64 (an IPv4-mapped IPv6 address is IPv4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -51,6 +55,17 @@ impl Source {
                 Source::V6([s[0], s[1], s[2], s[3]])
             }
             (None, IpAddr::V4(_)) => unreachable!("an IPv4 address is IPv4"),
+        }
+    }
+}
+
+impl Source {
+    /// The wider network an IPv6 source is counted in as well: its /48 (one site's, which may
+    /// hand out a fresh /64 per guess). `None` for IPv4, whose /24 is the widest counted.
+    pub fn wide(&self) -> Option<[u16; 3]> {
+        match self {
+            Source::V4(_) => None,
+            Source::V6([a, b, c, _]) => Some([*a, *b, *c]),
         }
     }
 }
@@ -110,6 +125,10 @@ struct Record {
 pub struct Guesses {
     sources: HashMap<Source, Record>,
     global: Option<Rate>,
+    /// Sources that presented the right token, and when they last did (issue #58): their
+    /// hellos are judged outside the cap all sources share, so guessers from many networks
+    /// cannot keep a controller that was served before waiting.
+    trusted: HashMap<Source, Instant>,
 }
 
 fn global_interval() -> Duration {
@@ -131,6 +150,11 @@ impl Guesses {
                 paced = true;
             }
         }
+        if self.trusted(source, now) {
+            // A source that presented the right token before is judged outside the shared cap
+            // (its own wrong tokens still pace it, as any source's).
+            return Turn { source, at, paced };
+        }
         let global = self.global.get_or_insert(Rate { due: None });
         // The cap is taken at the earliest it allows, even when the source's turn is later:
         // a paced source cannot hold the others up.
@@ -139,13 +163,31 @@ impl Guesses {
         Turn { source, at, paced }
     }
 
+    /// Whether `source` presented the right token within [`TRUST_FOR`] of `now`.
+    pub fn trusted(&self, source: Source, now: Instant) -> bool {
+        self.trusted.get(&source).is_some_and(|&at| now.saturating_duration_since(at) < TRUST_FOR)
+    }
+
+    /// `source` presented the right token at `now`.
+    pub fn trust(&mut self, source: Source, now: Instant) {
+        if self.trusted.len() >= MAX_TRUSTED && !self.trusted.contains_key(&source) {
+            if let Some(oldest) = self.trusted.iter().min_by_key(|(_, at)| **at).map(|(s, _)| *s) {
+                self.trusted.remove(&oldest);
+            }
+        }
+        self.trusted.insert(source, now);
+    }
+
     /// The hello of `turn` had the right token: its turn is given back and its source starts
     /// afresh.
     pub fn right(&mut self, turn: &Turn) {
         if let Some(global) = &mut self.global {
-            global.give_back(global_interval());
+            if !self.trusted.contains_key(&turn.source) {
+                global.give_back(global_interval());
+            }
         }
         self.sources.remove(&turn.source);
+        self.trust(turn.source, turn.at);
     }
 
     /// The hello of `turn` had a wrong token, judged at `now`: the source's wrong tokens in a

@@ -177,7 +177,9 @@ fn accept_all(listener: &TcpListener, shared: &Shared, lobby: &mut Lobby<(TcpStr
 /// A connection that has spoken takes a place (or is told why not) and gets its thread.
 fn place(shared: &Arc<Shared>, mut stream: TcpStream, peer: SocketAddr, accepted: Instant) {
     let Ok(closer) = stream.try_clone() else { return };
-    let id = match lock(&shared.admission).arrive(Source::of(peer.ip()), accepted, closer, has_spoken) {
+    let source = Source::of(peer.ip());
+    let trusted = lock(&shared.guesses).trusted(source, Instant::now());
+    let id = match lock(&shared.admission).arrive_as(source, trusted, accepted, closer, has_spoken) {
         Arrival::Busy(why) => return refuse_busy(&mut stream, why),
         Arrival::Admitted { id, evicted } => {
             if let Some(evicted) = evicted {

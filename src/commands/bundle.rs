@@ -17,10 +17,17 @@ pub fn run(args: &BundleArgs) -> Result<Outcome, Stop> {
         }
         CaptureError::Write(_) => Failure::new(e.to_string(), "give a new directory (or an empty one) that you can write"),
     })?;
-    let shown = args.dir.display();
+    // DIR, the source and the host name are outside text: one line each, escaped (issue #58).
+    let line = |text: &str| crate::sanitise::one_line(text).into_owned();
+    let shown = line(&args.dir.display().to_string());
     let mut text = format!(
         "captured {} files ({} bytes, {} links) of {} on {} into {shown} in {:.1} s\n",
-        manifest.files, manifest.bytes, manifest.links, manifest.source, manifest.origin.host, manifest.seconds
+        manifest.files,
+        manifest.bytes,
+        manifest.links,
+        line(&manifest.source.to_string()),
+        line(&manifest.origin.host),
+        manifest.seconds
     );
     let saved = manifest.tools.iter().filter(|t| t.saved).count();
     if manifest.tools_run {
@@ -31,7 +38,7 @@ pub fn run(args: &BundleArgs) -> Result<Outcome, Stop> {
         text.push_str(&format!("{skipped} files not captured or cut short: see {shown}/{}\n", crate::probe::bundle::MANIFEST));
     }
     if let Some(why) = &manifest.stopped {
-        text.push_str(&format!("incomplete: {why}\n"));
+        text.push_str(&format!("incomplete: {}\n", line(why)));
     }
     text.push_str(&format!("review it before sharing it (host names, GUIDs, addresses); read it with: fabcheck check --sysfs-root {shown}\n"));
     crate::report::output::to_stderr(text.trim_end());

@@ -13,10 +13,14 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, Stop> {
     let old = super::baseline::read_document(&args.old)?;
     let new = super::baseline::read_document(&args.new)?;
     let comparison = compare::compare_docs(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
-    let (old_source, new_source) =
-        (render::Source::of_meta(&args.old.display().to_string(), &old.meta), render::Source::of_meta(&args.new.display().to_string(), &new.meta));
+    let (old_source, new_source) = (render::Source::of_meta(&shown(&args.old), &old.meta), render::Source::of_meta(&shown(&args.new), &new.meta));
     // The documents' figures are no longer needed while the result is written.
     drop((old, new));
     let view = render::CompareReport { baseline: &old_source, current: &new_source, comparison: &comparison };
     Ok(report::output::deliver(&view, args.json)?)
+}
+
+/// A file name as the header shows it: one line (a name may hold a newline or an escape).
+fn shown(path: &std::path::Path) -> String {
+    crate::sanitise::one_line(&path.display().to_string()).into_owned()
 }

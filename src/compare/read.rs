@@ -25,6 +25,9 @@ pub struct Names {
 
 impl Names {
     fn id(&mut self, name: &str) -> u32 {
+        // A document is outside input: a test, host or device name holding a newline or an
+        // escape sequence is kept one line, escaped, for every printer (issue #58).
+        let name = &*crate::sanitise::one_line(name);
         if let Some(&id) = self.index.get(name) {
             return id;
         }
@@ -313,6 +316,11 @@ fn mesh_hosts(hosts: &Value, endpoints: &Value) -> BTreeMap<String, String> {
     out
 }
 
+/// An outside string, one line.
+fn one_line(text: String) -> String {
+    crate::sanitise::one_line(&text).into_owned()
+}
+
 impl Doc {
     /// Reads a document from `reader` (buffered by the caller or not: it is read in large
     /// pieces).
@@ -331,7 +339,7 @@ impl Doc {
     fn from_top(top: Top) -> Doc {
         let hosts = mesh_hosts(&top.hosts, &top.endpoints);
         Doc {
-            meta: Meta { schema: top.schema, host: top.host, time: top.time },
+            meta: Meta { schema: top.schema, host: top.host.map(one_line), time: top.time.map(one_line) },
             pair: PairParts { a: top.a, b: top.b, results: top.results, rails: top.rails },
             mesh: top.pairs.into_figures(&hosts),
         }

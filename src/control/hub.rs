@@ -14,11 +14,12 @@ use super::protocol::{self, Reply, Request};
 use super::ssh_share::{Logins, Open};
 use super::ssh_sockets::SocketDir;
 use crate::outcome::loss::{Loss, LossKind};
+use crate::sys::child::Leaving;
 use crate::sys::io::{self, Interest, Readiness};
 use std::collections::VecDeque;
 use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 pub use super::link_id::LinkId;
@@ -86,6 +87,9 @@ impl Link {
                 Ok(Some(line)) => {
                     // The agent's (or ssh's) own words, attributed. Never a panic when stderr is
                     // full or closed (`eprintln!` would be).
+                    // Sanitised first (issue #58): ssh's, srun's or a peer's words may hold an
+                    // escape sequence (a screen clear, an OSC 52 clipboard write) or a line break.
+                    let line = crate::sanitise::one_line(&line);
                     let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("{}: {line}\n", self.label));
                     self.stderr_tail = line.chars().take(TAIL).collect();
                 }
@@ -113,7 +117,7 @@ pub struct Hub {
     ready: VecDeque<HubEvent>,
     /// Children told to go, each with the time it is killed at (`None`: a shared ssh login,
     /// which exits when its last session does, or is killed by `close_all`).
-    reaping: Vec<(Child, Option<Instant>)>,
+    reaping: Vec<Leaving>,
     logins: Logins,
     /// This run's ssh control sockets; made at the first ssh session (`None` inside: there is
     /// no private place for them, said once, and every session logs in on its own).
@@ -380,7 +384,7 @@ impl Hub {
                     }
                     loop {
                         match self.links[id].inbox.pop(protocol::MAX_LINE) {
-                            Ok(Some(line)) => match protocol::decode::<Reply>(&line) {
+                            Ok(Some(line)) => match protocol::decode_from_peer::<Reply>(&line) {
                                 Ok(Reply::Hello { .. }) if self.links[id].greeting => self.links[id].greeting = false,
                                 Ok(reply) => match figures::check(&reply) {
                                     Ok(()) => self.ready.push_back(HubEvent::Reply(id, Box::new(reply))),
@@ -466,7 +470,7 @@ impl Hub {
                     let failure = explain(&self.links[id], self.opts.launcher, status, &why);
                     if let Some(child) = channel.into_child() {
                         let kill_at = (!self.links[id].master).then_some(now + BYE_GRACE);
-                        self.reaping.push((child, kill_at));
+                        self.reaping.push(Leaving::new(child, kill_at));
                     }
                     self.ready.push_back(HubEvent::Lost(id, failure));
                     self.released(id);
@@ -492,7 +496,7 @@ impl Hub {
         channel.close_write();
         if let Some(child) = channel.into_child() {
             let kill_at = (!link.master).then_some(Instant::now() + BYE_GRACE);
-            self.reaping.push((child, kill_at));
+            self.reaping.push(Leaving::new(child, kill_at));
         }
         self.released(id);
     }
@@ -512,15 +516,7 @@ impl Hub {
     fn reap(&mut self, all: bool) {
         loop {
             let now = Instant::now();
-            self.reaping.retain_mut(|(child, kill_at)| match child.try_wait() {
-                Ok(Some(_)) | Err(_) => false,
-                Ok(None) if kill_at.is_some_and(|at| now >= at) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    false
-                }
-                Ok(None) => true,
-            });
+            self.reaping.retain_mut(|leaving| leaving.poll(now));
             if !all || self.reaping.is_empty() {
                 return;
             }
@@ -535,8 +531,8 @@ impl Hub {
         }
         // Shared logins end with their last session; none outlives the run.
         let last = Instant::now() + BYE_GRACE;
-        for (_, kill_at) in &mut self.reaping {
-            kill_at.get_or_insert(last);
+        for leaving in &mut self.reaping {
+            leaving.term_at.get_or_insert(last);
         }
         self.ready.clear();
         self.reap(true);

@@ -8,6 +8,7 @@ use crate::sys::io;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, Stdio};
 
 /// The environment variable the shared token may come from; scrubbed from every child.
@@ -99,6 +100,9 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
         HostSpec::Tcp { .. } => return Err(Loss::new(label, LossKind::Internal("spawn for a tcp endpoint".into()))),
     };
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own process group: when it is told to go, SIGTERM and then SIGKILL reach whatever it
+    // started too (`sys::child::Leaving`); the controller relays a Ctrl-C itself.
+    command.process_group(0);
     // The token is for `fabcheck serve` only: never inherited by ssh, srun (which would export
     // it to the node) or a local agent (issue #27 item 9).
     command.env_remove(TOKEN_VARIABLE);

@@ -119,6 +119,19 @@ pub fn decode<T: for<'de> Deserialize<'de>>(line: &str) -> Result<T, DecodeError
     Ok(envelope.body)
 }
 
+/// [`decode`] for a message from a peer (an agent's reply): every string in it, object keys
+/// included, made one line by the sanitiser before anything reads it (issue #58), so a host,
+/// device or counter name or an error cause holding a newline or an escape sequence can forge
+/// no line in any printer, table, log or document.
+pub fn decode_from_peer<T: for<'de> Deserialize<'de>>(line: &str) -> Result<T, DecodeError> {
+    if line.len() > MAX_LINE {
+        return Err(DecodeError::TooLong);
+    }
+    let mut value: serde_json::Value = serde_json::from_str(line.trim_end()).map_err(|e| DecodeError::Malformed(e.to_string()))?;
+    crate::sanitise::json_strings(&mut value);
+    decode(&value.to_string())
+}
+
 /// Why `token` cannot be the shared token, if it cannot: too short to resist guessing, or too
 /// long for the hello it travels in (then no controller could ever authenticate).
 pub fn token_problem(token: &str) -> Option<String> {

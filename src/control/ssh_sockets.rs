@@ -67,6 +67,9 @@ pub enum Unfit {
     TooLong {
         len: usize,
     },
+    /// Its path holds a character ssh's `ControlPath` cannot be given (a quote, a backslash,
+    /// a control character, or bytes that are not UTF-8).
+    Unquotable,
     /// The folder made in it is not what was made (a link, another owner, another mode).
     Swapped {
         dir: PathBuf,
@@ -84,6 +87,7 @@ impl std::fmt::Display for Unfit {
             Unfit::Owner { dir, uid } => write!(f, "{} belongs to user {uid}, not to this user or root", dir.display()),
             Unfit::Writable { dir, mode } => write!(f, "{} may be written by others (mode {:o}, not sticky)", dir.display(), mode & 0o7777),
             Unfit::TooLong { len } => write!(f, "is too long for a socket path ({len} bytes with the socket's name, at most {MAX_SOCKET_PATH})"),
+            Unfit::Unquotable => write!(f, "holds a quote, a backslash or a control character, which ssh's ControlPath cannot take"),
             Unfit::Swapped { dir } => write!(f, "{} was not the private folder made there (a link, another owner or mode)", dir.display()),
             Unfit::Io(e) => write!(f, "{e}"),
         }
@@ -174,7 +178,7 @@ impl SocketDir {
         use super::ssh_share::Open;
         match how {
             Open::Master | Open::Shared => {
-                vec!["ControlMaster=auto".into(), format!("ControlPath={}/%C", self.path.display()), "ControlPersist=no".into()]
+                vec!["ControlMaster=auto".into(), control_path(&self.path).unwrap_or_else(|| "ControlPath=none".into()), "ControlPersist=no".into()]
             }
             Open::Alone | Open::Wait => vec!["ControlMaster=no".into(), "ControlPath=none".into()],
         }
@@ -188,10 +192,28 @@ impl Drop for SocketDir {
     }
 }
 
+/// The `ControlPath=` option for sockets in `dir`, as ssh's option parser reads it (issue #58:
+/// an `XDG_RUNTIME_DIR` with a space or `%` broke it): a `%` doubled, since ssh expands `%`
+/// tokens in it (`percent_expand`, readconf.c), and the value in double quotes when it holds
+/// whitespace, which both of ssh's option splitters take as one word (`strdelim` before
+/// OpenSSH 8.7, `argv_split` since). `None` for a path that cannot be said so (a quote, a
+/// backslash, a control character, not UTF-8).
+pub fn control_path(dir: &Path) -> Option<String> {
+    let text = dir.to_str()?;
+    if text.chars().any(|c| c == '"' || c == '\\' || c == '\'' || c.is_control()) {
+        return None;
+    }
+    let value = format!("{}/%C", text.replace('%', "%%"));
+    Some(if value.contains(char::is_whitespace) { format!("ControlPath=\"{value}\"") } else { format!("ControlPath={value}") })
+}
+
 /// Makes the folder in `base` once `base` and the directories above it are safe.
 fn make_in(base: &Path, euid: u32) -> Result<SocketDir, Unfit> {
     if !base.is_absolute() {
         return Err(Unfit::NotAbsolute);
+    }
+    if control_path(base).is_none() {
+        return Err(Unfit::Unquotable);
     }
     let real = match std::fs::canonicalize(base) {
         Ok(p) => p,
@@ -357,5 +379,23 @@ mod tests {
         let err = SocketDir::create_in(&places(Some(long), None)).unwrap_err();
         assert!(matches!(err.tried[0].2, Unfit::TooLong { .. }), "{err}");
         std::fs::remove_dir_all(&root).ok();
+    }
+
+    #[test]
+    fn a_runtime_directory_with_a_space_or_a_percent_is_quoted_for_ssh() {
+        assert_eq!(control_path(Path::new("/run/user/0")).unwrap(), "ControlPath=/run/user/0/%C");
+        assert_eq!(control_path(Path::new("/run/a b/x")).unwrap(), "ControlPath=\"/run/a b/x/%C\"");
+        assert_eq!(control_path(Path::new("/run/100%/x")).unwrap(), "ControlPath=/run/100%%/x/%C");
+        for bad in ["/run/a\"b", "/run/a\\b", "/run/a'b", "/run/a\nb"] {
+            assert_eq!(control_path(Path::new(bad)), None, "{bad:?}");
+        }
+        // The folder is made in such a directory and ssh is given it quoted.
+        let base = scratch("with space %", 0o700);
+        let dir = make_in(&base, euid()).unwrap();
+        let opts = dir.options(Open::Shared);
+        assert!(opts[1].starts_with("ControlPath=\"") && opts[1].contains("space %%"), "{opts:?}");
+        let quoted = scratch("quote", 0o700).join("a\"b");
+        std::fs::create_dir_all(&quoted).unwrap();
+        assert_eq!(make_in(&quoted, euid()).err(), Some(Unfit::Unquotable));
     }
 }

@@ -49,6 +49,27 @@ pub enum ExpectError {
     InProfile { path: String, line: usize, error: Box<ExpectError> },
     #[error("cannot read profile {path}: {error}")]
     Unreadable { path: String, error: String },
+    /// An error about a profile's line, said without its text (issue #58: fabcheck may be
+    /// granted through sudo, and `--profile /etc/shadow` quoted root's entry).
+    #[error("{0}; the line is not shown")]
+    Unquoted(String),
+}
+
+/// The keys a profile may set.
+const KEYS: [&str; 12] = ["rate", "width", "speed", "link_layer", "mtu", "fw", "devices", "state", "ipoib_mode", "sm", "roce_dscp", "ecn"];
+
+impl ExpectError {
+    /// The same error without any text of the line it came from: a key is named only when it
+    /// is one fabcheck knows.
+    fn unquoted(self) -> ExpectError {
+        ExpectError::Unquoted(match self {
+            ExpectError::NotKeyValue(_) => "the line is not KEY = VALUE".into(),
+            ExpectError::UnknownKey(_) => format!("unknown expectation key (known: {})", KEYS.join(", ")),
+            ExpectError::BadValue { key, why, .. } if KEYS.contains(&key.as_str()) => format!("bad value for {key} ({why})"),
+            ExpectError::BadValue { why, .. } => format!("bad value ({why})"),
+            other => return other,
+        })
+    }
 }
 
 impl Expectations {
@@ -153,11 +174,17 @@ impl Expectations {
                         return Err(ExpectError::InProfile {
                             path: path.into(),
                             line: 1,
-                            error: Box::new(ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }),
+                            error: Box::new(
+                                ExpectError::BadValue { key: key.clone(), value: value.to_string(), why: "a string or number" }.unquoted(),
+                            ),
                         })
                     }
                 };
-                self.set(&format!("{key}={value}")).map_err(|error| ExpectError::InProfile { path: path.into(), line: 1, error: Box::new(error) })?;
+                self.set(&format!("{key}={value}")).map_err(|error| ExpectError::InProfile {
+                    path: path.into(),
+                    line: 1,
+                    error: Box::new(error.unquoted()),
+                })?;
             }
             return Ok(());
         }
@@ -167,7 +194,7 @@ impl Expectations {
                 continue;
             }
             let line = line.replacen(':', "=", usize::from(!line.contains('=')));
-            self.set(&line).map_err(|error| ExpectError::InProfile { path: path.into(), line: number + 1, error: Box::new(error) })?;
+            self.set(&line).map_err(|error| ExpectError::InProfile { path: path.into(), line: number + 1, error: Box::new(error.unquoted()) })?;
         }
         Ok(())
     }
@@ -239,6 +266,11 @@ mod tests {
         assert_eq!(j.speed, Some(Speed::Ndr));
         let err = Expectations::default().apply_profile("p", "rate=200\nbogus=1\n").unwrap_err();
         assert!(err.to_string().starts_with("p:2:"), "{err}");
+        // No text of the file is quoted, only known keys named (issue #58).
+        for secret in ["root:$6$s3cret:19000:0", "mtu = s3cret", "s3cret", "{\"s3cret\": 1}", "{\"mtu\": \"s3cret\"}", "= s3cret"] {
+            let err = Expectations::default().apply_profile("p", secret).unwrap_err().to_string();
+            assert!(!err.contains("s3cret") && err.contains("not shown"), "{err}");
+        }
         assert!(Expectations::default().apply_profile("p", "{\"rate\": [1]}").is_err());
         assert!(Expectations::default().apply_profile("p", "{not json").is_err());
     }

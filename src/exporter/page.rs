@@ -124,8 +124,12 @@ fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, sta
             write_phy(f, phy, &labels);
         }
         if let Some(counters) = reading.counters.iter().find(|c| c.device == d.name && c.port == p.port) {
+            // Two files may come to one name (`a-b` and `a.b` are both `a_b`, `x` and
+            // `x_total` both `x_total`): the first is written, never a second series of the
+            // same name and labels, which would make the page fail to parse (issue #58).
+            let mut written = std::collections::HashSet::new();
             for (dir, file, value) in &counters.values {
-                if let Some(m) = metrics::counter_metric(*dir, file) {
+                if let Some(m) = metrics::counter_metric(*dir, file).filter(|m| written.insert(m.name.clone())) {
                     f.set_named(&m.name, Kind::Counter, &m.help, &labels.with(&[]), value.saturating_mul(m.scale) as f64);
                 }
             }

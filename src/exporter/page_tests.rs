@@ -375,3 +375,25 @@ fn a_bundle_with_phy_reports_gives_phy_series() {
         assert!(has(name), "no {name} in\n{page}");
     }
 }
+
+/// Hostile counter file names that come to one metric name, or to an OpenMetrics sample
+/// suffix, make no second series and no clash: every series is unique (issue #58).
+#[test]
+fn hostile_counter_names_make_no_clash() {
+    let mut reading = reading_of("rxe-veth");
+    let hostile = ["evil-name", "evil.name", "EVIL_NAME", "evil_name_total", "x_created", "\u{1b}]52;c;x\u{7}", "a\nb"];
+    for c in &mut reading.counters {
+        for (i, name) in hostile.iter().enumerate() {
+            c.values.push((CounterDir::Hardware, name.to_string(), i as u64));
+        }
+    }
+    let page = render(&reading, &stats(), Exposition::Text);
+    let all = samples(&page);
+    let mut seen = BTreeSet::new();
+    for (name, labels, _) in &all {
+        assert!(seen.insert((name.clone(), labels.clone())), "{name}{{{labels}}} twice");
+        assert!(!name.ends_with("_created") && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{name}");
+    }
+    assert!(page.contains("fabcheck_port_hw_evil_name_total{"), "the first of them is written");
+    assert!(!page.contains('\u{1b}') && !page.contains('\u{7}'), "{page}");
+}

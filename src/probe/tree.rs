@@ -136,10 +136,12 @@ impl SysfsRoot {
         if !crate::model::valid_device_name(netdev) {
             return None;
         }
-        if self.is_live() {
+        if !self.is_live() {
+            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
+        } else if valid_tool_netdev(netdev) {
             remembered("ethtool", netdev, || super::host::command_output("ethtool", &[netdev], std::time::Duration::from_secs(2)))
         } else {
-            self.read_trim(&self.root.join("ethtool").join(format!("{netdev}.txt")))
+            None
         }
     }
 
@@ -219,6 +221,17 @@ pub fn valid_netdev_name(name: &str) -> bool {
     (1..16).contains(&name.len()) && name != "." && name != ".." && name.bytes().all(|b| b.is_ascii_graphic() && b != b'/' && b != b':')
 }
 
+/// Whether `name` may be given to `ethtool`, `mlnx_qos` or `dcb` as a word of their command
+/// line: a valid netdev name that does not begin with `-` (issue #58). The kernel allows a
+/// name like `-s`, and ethtool has no `--`: its first word is an option or a device, and the
+/// word after an option is the device whatever it looks like (ethtool.c, `main`: "a device
+/// name ... which we don't expect to begin with '-'"); mlnx_qos's argparse would read `-i -s`
+/// as two options. Such a netdev is not asked about, and what would have been read from it is
+/// not (said as not read where the tool's answer was wanted).
+pub fn valid_tool_netdev(name: &str) -> bool {
+    valid_netdev_name(name) && !name.starts_with('-')
+}
+
 /// Sort key that orders embedded numbers numerically: mlx5_2 < mlx5_10.
 pub(crate) fn natural_key(name: &str) -> (String, u64) {
     let digits: String = name.chars().rev().take_while(|c| c.is_ascii_digit()).collect::<Vec<_>>().into_iter().rev().collect();
@@ -241,5 +254,14 @@ mod tests {
     fn missing_root_is_empty_not_an_error() {
         let inv = SysfsRoot::at("/nonexistent/fabcheck").inventory();
         assert!(inv.devices.is_empty());
+    }
+
+    #[test]
+    fn a_netdev_that_looks_like_an_option_is_never_a_tools_argument() {
+        assert!(valid_tool_netdev("ens2np0") && valid_tool_netdev("eth-1"));
+        for name in ["-s", "--help", "-i", "-"] {
+            assert!(valid_netdev_name(name), "the kernel allows {name}");
+            assert!(!valid_tool_netdev(name), "{name}");
+        }
     }
 }

@@ -293,7 +293,7 @@ fn side_file_failed(path: &Path, what: &str, flag: &str, error: &str, pass: bool
     if pass {
         return Err(failure);
     }
-    to_stderr(&format!("fabcheck: {}\n  what to do: {}", failure.cause, failure.remedy));
+    to_stderr(&format!("fabcheck: {}\n  what to do: {}", crate::sanitise::one_line(&failure.cause), crate::sanitise::one_line(&failure.remedy)));
     Ok(())
 }
 

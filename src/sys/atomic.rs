@@ -25,7 +25,7 @@ use std::ffi::OsString;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsFd;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -170,7 +170,24 @@ fn open_direct(path: &Path, reader_wait: Duration) -> Result<File, WriteError> {
     loop {
         let opened = OpenOptions::new().write(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC).open(path);
         match opened {
-            Ok(file) => return Ok(file),
+            // Judged on the opened descriptor: what was looked at may have been swapped since.
+            Ok(file) => {
+                let ft = file.metadata().map_err(|e| WriteError::new(path, "inspect", e))?.file_type();
+                if !(ft.is_char_device() || ft.is_fifo()) {
+                    return Err(WriteError::new(
+                        path,
+                        "write",
+                        io::Error::other("it changed between the look and the open (no longer a device or a FIFO)"),
+                    ));
+                }
+                return Ok(file);
+            }
+            // A device that answers ENXIO (`/dev/tty` without a controlling terminal) has no
+            // reader to wait for: said at once (issue #58: it waited 5 s).
+            Err(e) if e.raw_os_error() == Some(libc::ENXIO) && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_char_device()) => {
+                let why = "there is no such terminal or device here (fabcheck has no controlling terminal: /dev/tty names none)";
+                return Err(WriteError::new(path, "open", io::Error::other(why)));
+            }
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) && Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
             Err(e) if e.raw_os_error() == Some(libc::ENXIO) => {
                 let why = format!("no process has it open for reading (waited {} s)", reader_wait.as_secs_f64());

@@ -20,6 +20,9 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
 
+/// Entries of one directory read at most.
+pub const MAX_ENTRIES: usize = 1 << 16;
+
 /// Symbolic links followed in one path before it is called a loop (the kernel's MAXSYMLINKS).
 const MAX_LINKS: usize = 40;
 
@@ -174,7 +177,10 @@ impl Tree {
 
     /// The first `cap` bytes of regular file `rel`, and whether there was more (a bundle keeps
     /// the start of a file over its cap and says so). Anything but a regular file (a FIFO, a
-    /// device, a socket) is refused before it is opened.
+    /// device, a socket) is refused before it is opened for reading: the name is opened
+    /// `O_PATH|O_NOFOLLOW` (which opens no device and blocks on no FIFO), its type judged on
+    /// that descriptor, and only then the same inode opened for reading through it (issue #58:
+    /// a file flipped to a device node between the look and the open was opened by root).
     pub fn read_prefix(&self, rel: &Path, cap: u64) -> Result<(Vec<u8>, bool), ReadError> {
         let shown = self.root.join(rel);
         let walked = self.walk(rel, true)?;
@@ -184,16 +190,10 @@ impl Tree {
         if !meta.is_file() {
             return Err(ReadError::NotRegular { path: shown, kind: kind_of(meta) });
         }
-        let file = File::options()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC)
-            .open(walked.handle())
-            .map_err(|e| ReadError::io(&shown, e))?;
-        // Swapped for something else between the look and the open: still refused.
-        let opened = file.metadata().map_err(|e| ReadError::io(&shown, e))?;
-        if !opened.is_file() {
-            return Err(ReadError::NotRegular { path: shown, kind: kind_of(&opened) });
-        }
+        let file = open_regular(&walked.handle()).map_err(|e| match e {
+            Opened::Not(kind) => ReadError::NotRegular { path: shown.clone(), kind },
+            Opened::Io(e) => ReadError::io(&shown, e),
+        })?;
         let mut out = Vec::new();
         file.take(cap.saturating_add(1)).read_to_end(&mut out).map_err(|e| ReadError::io(&shown, e))?;
         let more = out.len() as u64 > cap;
@@ -206,12 +206,23 @@ impl Tree {
         String::from_utf8(self.read_bytes(rel, cap)?).map_err(|_| ReadError::NotText { path: self.root.join(rel) })
     }
 
-    /// The entry names of directory `rel` (at most 65,536); a missing directory is empty.
+    /// The entry names of directory `rel` (at most [`MAX_ENTRIES`]); a missing directory is
+    /// empty.
     pub fn list_dir(&self, rel: &Path) -> Result<Vec<OsString>, ReadError> {
+        self.list_dir_counted(rel).map(|(names, _)| names)
+    }
+
+    /// [`list_dir`](Tree::list_dir), with how many entries beyond [`MAX_ENTRIES`] were left out
+    /// (counted, not kept), so a caller can say what it did not read (issue #58).
+    pub fn list_dir_counted(&self, rel: &Path) -> Result<(Vec<OsString>, u64), ReadError> {
+        self.list_dir_up_to(rel, MAX_ENTRIES)
+    }
+
+    fn list_dir_up_to(&self, rel: &Path, cap: usize) -> Result<(Vec<OsString>, u64), ReadError> {
         let shown = self.root.join(rel);
         let walked = match self.walk(rel, true) {
             Ok(w) => w,
-            Err(e) if e.is_not_found() => return Ok(Vec::new()),
+            Err(e) if e.is_not_found() => return Ok((Vec::new(), 0)),
             Err(e) => return Err(e),
         };
         let dir = match &walked.last {
@@ -221,7 +232,16 @@ impl Tree {
         };
         let path = dir.as_ref().map_or_else(|| walked.handle(), fd_path);
         let entries = fs::read_dir(&path).map_err(|e| ReadError::io(&shown, e))?;
-        Ok(entries.filter_map(|e| e.ok().map(|e| e.file_name())).take(1 << 16).collect())
+        let mut names = Vec::new();
+        let mut left_out = 0u64;
+        for entry in entries.filter_map(Result::ok) {
+            if names.len() < cap {
+                names.push(entry.file_name());
+            } else {
+                left_out += 1;
+            }
+        }
+        Ok((names, left_out))
     }
 
     /// What `rel` is, its links followed inside the tree; `None` when it is not there or cannot
@@ -257,6 +277,35 @@ impl Tree {
     pub fn resolve(&self, rel: &Path) -> Result<PathBuf, ReadError> {
         self.walk(rel, true).map(|w| w.real())
     }
+}
+
+/// Why [`open_regular`] did not give a file.
+enum Opened {
+    Not(&'static str),
+    Io(std::io::Error),
+}
+
+/// `path` (its last component not followed) opened for reading only once the descriptor that
+/// names it says it is a regular file: `O_PATH` first (no device's open routine runs, no FIFO
+/// blocks), `fstat` on it, then the same inode reopened for reading through
+/// `/proc/self/fd/N`, and looked at again.
+fn open_regular(path: &Path) -> Result<File, Opened> {
+    let handle = File::options().read(true).custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(path).map_err(Opened::Io)?;
+    let named = handle.metadata().map_err(Opened::Io)?;
+    if !named.is_file() {
+        return Err(Opened::Not(kind_of(&named)));
+    }
+    let file = File::options()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))
+        .map_err(Opened::Io)?;
+    let opened = file.metadata().map_err(Opened::Io)?;
+    use std::os::unix::fs::MetadataExt;
+    if !opened.is_file() || (opened.dev(), opened.ino()) != (named.dev(), named.ino()) {
+        return Err(Opened::Not(kind_of(&opened)));
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -338,5 +387,19 @@ mod tests {
         assert!(matches!(t.read_text(Path::new("class/infiniband/mlx5_0/state"), 100), Err(ReadError::NotRegular { kind: "a FIFO", .. })));
         fs::write(dev.join("big"), vec![b'x'; 101]).unwrap();
         assert!(matches!(t.read_text(Path::new("class/infiniband/mlx5_0/big"), 100), Err(ReadError::TooLarge { .. })));
+    }
+
+    #[test]
+    fn entries_beyond_the_cap_are_counted_not_dropped_silently() {
+        let root = scratch("many");
+        std::fs::create_dir_all(root.join("d")).unwrap();
+        for i in 0..5 {
+            std::fs::write(root.join("d").join(format!("f{i}")), "x").unwrap();
+        }
+        let tree = Tree::new(root.clone());
+        let (names, left_out) = tree.list_dir_up_to(Path::new("d"), 3).unwrap();
+        assert_eq!((names.len(), left_out), (3, 2));
+        assert_eq!(tree.list_dir_counted(Path::new("d")).unwrap().1, 0);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -65,6 +65,56 @@ pub fn run_bounded(program: &str, args: &[&str], limit: Duration, cap: usize) ->
     result.map(|f| Finished { status, ..f })
 }
 
+/// How long a launcher child (ssh, srun, a local agent) has after SIGTERM before its process
+/// group gets SIGKILL.
+pub const TERM_GRACE: Duration = Duration::from_secs(2);
+
+/// A launcher child told to go, started in a process group of its own
+/// (`Command::process_group(0)`): at its time it is sent SIGTERM, by group, and
+/// [`TERM_GRACE`] later SIGKILL, by group, so a child that ignores SIGTERM (an `srun` that
+/// traps it) and whatever it started are ended alike; once it has exited, whatever is left
+/// of its group is killed (issue #58: an srun that ignored SIGTERM left its agent running).
+#[derive(Debug)]
+pub struct Leaving {
+    child: Child,
+    /// When it is sent SIGTERM (`None`: not yet decided, a shared ssh login).
+    pub term_at: Option<Instant>,
+    kill_at: Option<Instant>,
+}
+
+impl Leaving {
+    pub fn new(child: Child, term_at: Option<Instant>) -> Leaving {
+        Leaving { child, term_at, kill_at: None }
+    }
+
+    fn group(&self) -> Pid {
+        Pid::from_raw(i32::try_from(self.child.id()).unwrap_or(i32::MAX))
+    }
+
+    /// One look at it at `now`; `false` once it is gone (reaped, its group killed).
+    pub fn poll(&mut self, now: Instant) -> bool {
+        match self.child.try_wait() {
+            Ok(Some(_)) | Err(_) => {
+                // Anything of its group still there is a stray (ESRCH when none is).
+                let _ = killpg(self.group(), Signal::SIGKILL);
+                false
+            }
+            Ok(None) if self.kill_at.is_some_and(|at| now >= at) => {
+                let _ = killpg(self.group(), Signal::SIGKILL);
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                false
+            }
+            Ok(None) if self.kill_at.is_none() && self.term_at.is_some_and(|at| now >= at) => {
+                let _ = killpg(self.group(), Signal::SIGTERM);
+                self.kill_at = Some(super::time::deadline(now, TERM_GRACE));
+                true
+            }
+            Ok(None) => true,
+        }
+    }
+}
+
 /// One of the tool's output pipes, read without blocking, up to its cap.
 struct Pipe {
     file: File,
@@ -210,5 +260,42 @@ mod tests {
         assert_eq!(f.stdout, b"out\n");
         assert_eq!((&f.stderr[..4], f.stderr.len()), (&b"why\n"[..], STDERR_CAP));
         assert!(f.status.is_some_and(|s| s.success()) && !f.timed_out, "{f:?}");
+    }
+
+    #[test]
+    fn a_child_that_ignores_sigterm_and_its_group_are_killed_after_the_grace() {
+        let dir = std::env::temp_dir().join(format!("fabcheck-leaving-{}", std::process::id()));
+        let _ = std::fs::create_dir_all(&dir);
+        let pidfile = dir.join("pid");
+        let script = "trap '' TERM; sleep 300 & echo $! > \"$1\"; wait";
+        let child = Command::new("sh").args(["-c", script, "sh"]).arg(&pidfile).process_group(0).spawn().unwrap();
+        let until = Instant::now() + Duration::from_secs(20);
+        while std::fs::read_to_string(&pidfile).map_or(true, |s| !s.ends_with('\n')) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let grandchild: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+        let start = Instant::now();
+        let mut leaving = Leaving::new(child, Some(start));
+        assert!(leaving.poll(start), "SIGTERM sent, ignored");
+        assert!(leaving.kill_at.is_some());
+        let mut looks = 0;
+        while leaving.poll(Instant::now()) {
+            looks += 1;
+            assert!(Instant::now() < until, "still running after {looks} looks");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let alive = |pid: i32| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+        };
+        let mut gone = false;
+        for _ in 0..200 {
+            if !alive(grandchild) {
+                gone = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(gone, "the grandchild {grandchild} outlived its group's SIGKILL");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -45,6 +45,7 @@ impl Drop for NewDir {
 
 /// `path` is absent, or an empty directory that is not a symbolic link.
 fn check_target(path: &Path) -> Result<(), WriteError> {
+    super::target::refuse_planted(path)?;
     let fail = |doing, e| WriteError::new(path, doing, e);
     match std::fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {

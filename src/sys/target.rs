@@ -66,8 +66,69 @@ pub(super) fn judge(path: &Path) -> Result<Kind, WriteError> {
     match own_descriptor(path, std::process::id()) {
         Some(fd @ (1 | 2)) => Ok(Kind::Own(fd)),
         Some(fd) => descriptor(path, fd),
-        None => judge_path(path),
+        None => {
+            refuse_planted(path)?;
+            judge_path(path)
+        }
     }
+}
+
+/// Whether a directory's mode lets others put names in it: world-writable, or sticky (a shared
+/// directory such as `/tmp`, whose names anyone may have made).
+fn shared(mode: u32) -> bool {
+    mode & 0o002 != 0 || mode & 0o1000 != 0
+}
+
+/// Refuses `path` when it, or a directory or link on the way to it, sits in a sticky or
+/// world-writable directory and belongs to another user (neither this user nor root): a FIFO,
+/// a link to a device or a link to a directory that `nobody` planted in `/tmp` chooses nothing
+/// of what a root run writes (issue #58). Looked at as the path is named (links not followed),
+/// then along its parent's real path. `bundle DIR` is judged the same (`sys::new_dir`).
+pub fn refuse_planted(path: &Path) -> Result<(), WriteError> {
+    let euid = nix::unistd::geteuid().as_raw();
+    let absolute =
+        if path.is_absolute() { path.to_path_buf() } else { std::env::current_dir().map_err(|e| WriteError::new(path, "inspect", e))?.join(path) };
+    planted_on(&absolute, euid)?;
+    if let (Some(parent), Some(name)) = (absolute.parent(), absolute.file_name()) {
+        if let Ok(real) = std::fs::canonicalize(parent) {
+            planted_on(&real.join(name), euid)?;
+        }
+    }
+    Ok(())
+}
+
+/// Each prefix of `path`, in turn: in a shared directory, it must be this user's or root's.
+fn planted_on(path: &Path, euid: u32) -> Result<(), WriteError> {
+    let mut prefix = PathBuf::new();
+    for component in path.components() {
+        let parent = prefix.clone();
+        prefix.push(component);
+        if parent.as_os_str().is_empty() {
+            continue;
+        }
+        let Ok(dir) = std::fs::metadata(&parent) else { return Ok(()) };
+        let here = match std::fs::symlink_metadata(&prefix) {
+            Ok(m) => m,
+            // Nothing there (yet): nothing planted on the way.
+            Err(_) => return Ok(()),
+        };
+        if shared(dir.mode()) && here.uid() != euid && here.uid() != 0 {
+            let what = what(&here);
+            return Err(WriteError::new(
+                path,
+                "write",
+                io::Error::other(format!(
+                    "{} is {what} that belongs to user {}, in {}, which others may write (mode {:o}); fabcheck writes nothing \
+                     another user placed in a shared directory: give a path in a directory of your own",
+                    prefix.display(),
+                    here.uid(),
+                    parent.display(),
+                    dir.mode() & 0o7777
+                )),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Descriptor `fd` (not stdout or stderr): a device or FIFO is written through it; a regular
@@ -137,6 +198,14 @@ fn what(meta: &std::fs::Metadata) -> &'static str {
         "a block device"
     } else if ft.is_socket() {
         "a socket"
+    } else if ft.is_symlink() {
+        "a symbolic link"
+    } else if ft.is_fifo() {
+        "a FIFO"
+    } else if ft.is_char_device() {
+        "a character device"
+    } else if ft.is_file() {
+        "a file"
     } else {
         "not a regular file"
     }

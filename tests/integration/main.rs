@@ -40,6 +40,7 @@ mod properties;
 mod protocol;
 mod rails;
 mod schemas;
+mod security_05;
 mod serve_admission;
 mod serve_hardening;
 mod shell;

@@ -48,13 +48,21 @@ fn a_fifo_nobody_reads_is_refused_not_waited_on_forever() {
 #[test]
 fn a_file_planted_by_another_user_is_replaced_by_roots_own_0644() {
     // Regression (issue #46 item 4): `nobody` planted the target in a sticky directory with mode
-    // 6777; root's run replaced it and the result kept 6777 (setuid, world-writable).
+    // 6777; root's run replaced it and the result kept 6777 (setuid, world-writable). Since 0.5
+    // (issue #58) a file another user owns in a sticky directory is refused outright; in a
+    // directory of root's own it gives way to root's 0644.
     let dir = scratch("planted");
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o1777)).unwrap();
     let target = dir.join("result.json");
     std::fs::write(&target, b"theirs\n").unwrap();
     std::os::unix::fs::chown(&target, Some(65534), Some(65534)).unwrap();
     std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o6777)).unwrap();
+    let out = run_check_to(target.to_str().unwrap());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("belongs to user 65534") && err.contains("which others may write"), "{err}");
+    assert_eq!(std::fs::read(&target).unwrap(), b"theirs\n", "untouched");
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     let out = run_check_to(target.to_str().unwrap());
     assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
     let meta = std::fs::symlink_metadata(&target).unwrap();

@@ -142,10 +142,10 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
             let (port, remote, remote_port, desc) = parse_port_line(line).map_err(|e| err(e.0))?;
             let local_ports = topo.nodes.get(&node).map_or(0, |n| n.ports);
             if port > local_ports {
-                return Err(err(format!("port {port} but node \"{node}\" has {local_ports} ports")));
+                return Err(err(format!("port {port} but node \"{}\" has {local_ports} ports", crate::sanitise::one_line(&node))));
             }
             if let Some(prev) = seen_ports.insert((node.clone(), port), line_no) {
-                return Err(err(format!("port {port} of \"{node}\" is already cabled on line {prev}")));
+                return Err(err(format!("port {port} of \"{}\" is already cabled on line {prev}", crate::sanitise::one_line(&node))));
             }
             if let Some(d) = desc {
                 remote_desc.entry(remote.clone()).or_insert(d);
@@ -158,15 +158,21 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
             }
             continue;
         }
-        let (kind, rest) = line.split_once(char::is_whitespace).ok_or_else(|| err(format!("'{}' is neither a node nor a port line", clip(line))))?;
+        let (kind, rest) = line
+            .split_once(char::is_whitespace)
+            .ok_or_else(|| err("the line is neither a node nor a port line (not shown: fabcheck never quotes a file's text)".into()))?;
         let is_switch = match kind.to_ascii_lowercase().as_str() {
             "switch" => true,
             "ca" | "hca" | "rt" | "router" => false,
-            _ => return Err(err(format!("'{}' is neither a node (Switch, Ca, Hca, Rt) nor a port line", clip(line)))),
+            _ => {
+                return Err(err(
+                    "the line is neither a node (Switch, Ca, Hca, Rt) nor a port line (not shown: fabcheck never quotes a file's text)".into()
+                ))
+            }
         };
         let rest = rest.trim_start();
         let (count, rest) = rest.split_once(char::is_whitespace).ok_or_else(|| err("a node line needs a port count and a quoted id".into()))?;
-        let ports: u8 = count.parse().ok().filter(|&n| n > 0).ok_or_else(|| err(format!("port count '{}' is not 1..255", clip(count))))?;
+        let ports: u8 = count.parse().ok().filter(|&n| n > 0).ok_or_else(|| err("the node's port count is not 1..255".into()))?;
         let (id, rest) = quoted(rest.trim_start()).ok_or_else(|| err("a node id must be quoted: Switch 36 \"leaf1\"".into()))?;
         if id.is_empty() {
             return Err(err("empty node id".into()));
@@ -174,7 +180,7 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
         let description = comment_description(rest).unwrap_or_else(|| id.clone());
         let key = NodeKey { guid: guid_of_id(&id), description };
         if topo.nodes.contains_key(&id) {
-            return Err(err(format!("node \"{id}\" is defined twice")));
+            return Err(err(format!("node \"{}\" is defined twice", crate::sanitise::one_line(&id))));
         }
         topo.nodes.insert(id.clone(), ExpectedNode { id: id.clone(), key, is_switch, ports });
         current = Some(id);
@@ -202,14 +208,6 @@ fn is_setting(line: &str) -> bool {
 
 fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
-}
-
-fn clip(text: &str) -> String {
-    let mut s: String = text.chars().take(40).collect();
-    if s.len() < text.len() {
-        s.push_str("...");
-    }
-    s
 }
 
 /// Splits `"text" rest` into (text, rest).
@@ -252,7 +250,7 @@ fn parse_port_line(line: &str) -> Result<PortLine, Unparsed> {
     let rest = skip_parenthesised(rest)?;
     let rest = rest.trim_start();
     if !(rest.is_empty() || rest.starts_with('#') || rest.split_whitespace().all(|w| w.contains('='))) {
-        return Err(format!("unexpected '{}' after the remote port", clip(rest)).into());
+        return Err("unexpected text after the remote port (not shown)".into());
     }
     Ok((port, remote, remote_port, comment_description(rest)))
 }

@@ -198,10 +198,19 @@ impl Capture {
 
     /// The entry names of source folder `rel`, as text (a name that is not UTF-8 is skipped).
     pub(super) fn names(&mut self, rel: &Path) -> Vec<String> {
-        match self.src.list_dir(rel) {
-            Ok(list) => {
+        match self.src.list_dir_counted(rel) {
+            Ok((list, left_out)) => {
+                let listed = list.len();
                 let mut names: Vec<String> = list.into_iter().filter_map(|n| n.into_string().ok()).collect();
                 names.sort();
+                // What was not read is said, never dropped silently (issue #58).
+                if left_out > 0 {
+                    let max = crate::sys::beneath::MAX_ENTRIES;
+                    self.skip(rel, format!("{left_out} entries beyond the first {max} of the folder were not read"));
+                }
+                if names.len() < listed {
+                    self.skip(rel, format!("{} entries whose names are not UTF-8 were not read", listed - names.len()));
+                }
                 names
             }
             Err(e) => {

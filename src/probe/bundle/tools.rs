@@ -115,8 +115,10 @@ impl Capture {
 
     fn netdev_tools(&mut self, nd: &str, limit: Duration) -> Result<(), WriteError> {
         let e = |suffix: &str| PathBuf::from("ethtool").join(format!("{nd}{suffix}"));
-        self.save(&e(".txt"), "ethtool", &["--", nd], limit)?;
-        self.save(&e(".stats.txt"), "ethtool", &["-S", "--", nd], limit)?;
+        // No `--`: ethtool takes none (ethtool.c `main`: the first word is an option or a
+        // device; after an option, the next word is the device). `nd` never begins with `-`.
+        self.save(&e(".txt"), "ethtool", &[nd], limit)?;
+        self.save(&e(".stats.txt"), "ethtool", &["-S", nd], limit)?;
         if self.save(&e(".fec.txt"), "ethtool", &["-I", "--show-fec", nd], limit)?.is_none() {
             self.manifest.tools.pop();
             self.save(&e(".fec.txt"), "ethtool", &["--show-fec", nd], limit)?;
@@ -237,7 +239,9 @@ pub(super) fn run_all(c: &mut Capture, limit: Duration) -> Result<(), WriteError
     c.area("tools");
     c.save(Path::new("ibstat.txt"), "ibstat", &[], limit)?;
     c.save(Path::new("ibv_devinfo.txt"), "ibv_devinfo", &["-v"], limit)?;
-    for nd in c.rdma_netdevs() {
+    // A netdev that looks like an option (`-s`) is never put on a tool's command line: ethtool
+    // has no `--` (the word after its option is the device, whatever it looks like).
+    for nd in c.rdma_netdevs().into_iter().filter(|nd| crate::probe::tree::valid_tool_netdev(nd)) {
         c.netdev_tools(&nd, limit)?;
     }
     let fw = Capture::first_installed(&["mlxconfig", "mstconfig"]);

@@ -37,7 +37,8 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
     if port.link_layer != LinkLayer::Ethernet {
         return None;
     }
-    let netdev = port.netdev.clone().filter(|n| crate::model::valid_device_name(n))?;
+    let netdev =
+        port.netdev.clone().filter(|n| crate::model::valid_device_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n)))?;
     let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
     if let Some(modes) = &modes {
         port.partner = Some(ethernet_partner(modes));

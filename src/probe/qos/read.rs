@@ -25,7 +25,9 @@ pub fn attach(tree: &SysfsRoot, device: &str, port: &mut crate::probe::Port, sta
     if port.link_layer != crate::port::LinkLayer::Ethernet || !crate::model::valid_device_name(device) {
         return;
     }
-    let Some(netdev) = port.netdev.clone().filter(|n| crate::probe::tree::valid_netdev_name(n)) else { return };
+    // Live, a netdev that looks like an option is never put on dcb's or mlnx_qos's command line.
+    let usable = |n: &String| crate::probe::tree::valid_netdev_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n));
+    let Some(netdev) = port.netdev.clone().filter(usable) else { return };
     let q = self::port(tree, device, port.port, &netdev, stats);
     if let Some(state) = port.netdev_state.as_mut() {
         let bytes = |v: Option<Vec<super::Priority>>| v.map(|v| v.into_iter().map(u8::from).collect());
@@ -123,7 +125,7 @@ fn live_dcb(netdev: &str) -> PortQos {
 /// Only the PFC of `netdev`, live: `dcb -j pfc show`, else `mlnx_qos -i` (what `pair.qos` needs
 /// around each test).
 pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
-    if !crate::probe::tree::valid_netdev_name(netdev) {
+    if !crate::probe::tree::valid_tool_netdev(netdev) {
         return None;
     }
     if let Some(program) = crate::probe::stack::fw_query::find_program("dcb") {

@@ -24,7 +24,7 @@ pub struct Snapshot {
 /// Reads `device` port `port`'s counters now (live).
 pub fn snapshot(device: &str, port: u8) -> Snapshot {
     let sysfs = SysfsRoot::live();
-    let Some(netdev) = sysfs.port_netdev(device, u32::from(port), &[]).filter(|n| crate::probe::tree::valid_netdev_name(n)) else {
+    let Some(netdev) = sysfs.port_netdev(device, u32::from(port), &[]).filter(|n| crate::probe::tree::valid_tool_netdev(n)) else {
         return Snapshot { bytes: Err(NoCounters::NoNetdev), pfc: None };
     };
     let bytes = match tool::run("ethtool", &["-S", &netdev], ETHTOOL_LIMIT, STATS_CAP) {

@@ -160,6 +160,9 @@ fn is_link_local(address: &std::net::IpAddr) -> bool {
 /// The IPoIB interface of every ACTIVE InfiniBand port (a port that is not ACTIVE has its
 /// own finding, and its interface is down because of it).
 fn ipoib_states(inventory: &Inventory, sys: &Path, addresses: impl Fn(&str) -> Option<Vec<String>>) -> Vec<IpoibState> {
+    // Inside the tree only (`sys::beneath`): a bundle's `class/net/ib0/mode` that links out of it
+    // is not read (issue #58).
+    let tree = crate::sys::beneath::Tree::new(sys.to_path_buf());
     inventory
         .ports()
         .filter(|(_, p)| p.link_layer == LinkLayer::InfiniBand && p.state == PortState::Active)
@@ -173,7 +176,7 @@ fn ipoib_states(inventory: &Inventory, sys: &Path, addresses: impl Fn(&str) -> O
                 return None;
             }
             let operstate = state.operstate.clone().unwrap_or_else(|| "unknown".into());
-            let mode = read_text(&sys.join("class/net").join(&state.name).join("mode"), SYSFS_CAP).ok().and_then(|m| IpoibMode::parse(&m));
+            let mode = tree.read_text(&Path::new("class/net").join(&state.name).join("mode"), SYSFS_CAP).ok().and_then(|m| IpoibMode::parse(&m));
             // "unknown" is what a driver that does not track the state shows; the carrier decides.
             let up = match operstate.as_str() {
                 "up" => state.carrier != Some(false),

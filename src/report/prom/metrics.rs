@@ -382,6 +382,11 @@ pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
     }
     let stem = sanitize(file)?;
     let stem = stem.strip_suffix("_total").unwrap_or(&stem).to_string();
+    // A name ending as OpenMetrics' own sample suffixes do (`x_created` beside `x`'s family) is
+    // not a name a driver gives a counter: left out rather than a clash (issue #58).
+    if ["_created", "_bucket", "_count", "_sum", "_info", "_gcount", "_gsum"].iter().any(|s| stem.ends_with(s)) {
+        return None;
+    }
     let prefix = match dir {
         CounterDir::Ibta => "fabcheck_port_",
         CounterDir::Hardware => "fabcheck_port_hw_",
@@ -395,7 +400,11 @@ pub fn counter_metric(dir: CounterDir, file: &str) -> Option<CounterMetric> {
     if TABLE.iter().any(|m| taken(m.name)) || KNOWN.iter().any(|k| taken(k.name)) {
         return None;
     }
-    let help = format!("The port's counter file {}/{file}, as the driver counts it (fabcheck knows no more of its meaning).", dir.folder());
+    let help = format!(
+        "The port's counter file {}/{}, as the driver counts it (fabcheck knows no more of its meaning).",
+        dir.folder(),
+        crate::sanitise::one_line(file)
+    );
     Some(CounterMetric { name: format!("{family}_total"), scale: 1, help })
 }
 

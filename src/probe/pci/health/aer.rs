@@ -68,6 +68,9 @@ pub struct AerFile {
 
 /// Rows read at most (6.x prints 32 uncorrectable ones); a longer file is not the kernel's.
 const MAX_ROWS: usize = 64;
+/// Rows the kernel can print: one per bit of the AER status register
+/// (`AER_MAX_TYPEOF_UNCOR_ERRS` is 32, `AER_MAX_TYPEOF_COR_ERRS` 16).
+const KERNEL_ROWS: usize = 32;
 /// Malformed lines kept for messages.
 const MAX_MALFORMED: usize = 3;
 
@@ -90,7 +93,53 @@ impl AerFile {
     }
 }
 
-/// Parses one `aer_dev_*` file.
+/// Why `text` is not an `aer_dev_*` file as the kernel writes it, or `None` when it is.
+///
+/// `drivers/pci/pcie/aer.c`, `aer_stats_dev_attr`: each row is `"%s %llu\n"` (or
+/// `"%s_bit[%d] %llu\n"`), then one `"TOTAL_%s %llu\n"`. So a count is decimal digits that fit
+/// a `u64` (never signed, fractional, hexadecimal or an exponent), there are at most 32 rows,
+/// and there is exactly one total, the file's last line, named for its severity. A file that is
+/// not this was not written by the kernel, and its counts are not counts: the caller says so
+/// (`pcie.aer` `skip`, naming the file), never judges it clean. No line of the file is quoted,
+/// only its number.
+pub fn fault(severity: AerSeverity, text: &str) -> Option<String> {
+    let lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if lines.is_empty() {
+        return Some("it is empty (the kernel always writes a TOTAL_ERR_* line)".into());
+    }
+    if lines.len() > KERNEL_ROWS + 1 {
+        return Some(format!("it has {} lines; the kernel writes at most {} rows and a total", lines.len(), KERNEL_ROWS));
+    }
+    let mut totals = 0;
+    for (i, line) in lines.iter().enumerate() {
+        let Some((name, count)) = line.rsplit_once(' ') else {
+            return Some(format!("line {} is not NAME COUNT", i + 1));
+        };
+        let name = name.trim_end();
+        if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+            return Some(format!("line {} has no row name the kernel would print", i + 1));
+        }
+        if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) || count.parse::<u64>().is_err() {
+            return Some(format!("the count on line {} is not a decimal count the kernel prints (digits only, at most 18446744073709551615)", i + 1));
+        }
+        if name.starts_with("TOTAL_") {
+            totals += 1;
+            if name != severity.total_row() {
+                return Some(format!("line {} is a total other than {}", i + 1, severity.total_row()));
+            }
+            if i + 1 != lines.len() {
+                return Some(format!("its {} is not its last line", severity.total_row()));
+            }
+        }
+    }
+    match totals {
+        0 => Some(format!("it has no {} line", severity.total_row())),
+        1 => None,
+        n => Some(format!("it has {n} total lines; the kernel writes one")),
+    }
+}
+
+/// Parses one `aer_dev_*` file (leniently: see [`fault`] for whether it is the kernel's).
 pub fn parse(text: &str) -> AerFile {
     let mut file = AerFile::default();
     for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
@@ -212,5 +261,32 @@ mod tests {
         assert_eq!(parse(""), AerFile::default());
         let huge = "x 1\n".repeat(1000);
         assert_eq!(parse(&huge).rows.len(), MAX_ROWS);
+    }
+
+    #[test]
+    fn the_kernels_files_have_no_fault() {
+        assert_eq!(fault(AerSeverity::Correctable, COR_6X), None);
+        assert_eq!(fault(AerSeverity::NonFatal, NONFATAL_515), None);
+        assert_eq!(fault(AerSeverity::Fatal, FATAL_419), None);
+        assert_eq!(fault(AerSeverity::Correctable, "RxErr 0\ndev_cor_errs_bit[9] 4\nTOTAL_ERR_COR 18446744073709551615\n"), None);
+    }
+
+    /// Every count the kernel's `%llu` cannot print, and every shape it does not write: a fault
+    /// naming the line, never a file judged clean (issue #58).
+    #[test]
+    fn counts_the_kernel_cannot_print_are_faults() {
+        let cor = AerSeverity::Correctable;
+        for count in ["18446744073709551616", "1e30", "-1", "0.5", "0x10", "lots", "+3", "１", ""] {
+            let text = format!("RxErr {count}\nTOTAL_ERR_COR 0\n");
+            let why = fault(cor, &text).unwrap_or_else(|| panic!("{count:?} passed"));
+            assert!(why.contains("line 1"), "{count:?}: {why}");
+        }
+        let rows65 = format!("{}TOTAL_ERR_COR 0\n", "RxErr 0\n".repeat(65));
+        assert!(fault(cor, &rows65).unwrap().contains("66 lines"));
+        assert!(fault(cor, "RxErr 0\nTOTAL_ERR_COR 0\nTOTAL_ERR_COR 0\n").unwrap().contains("not its last line"));
+        assert!(fault(cor, "RxErr 0\n").unwrap().contains("no TOTAL_ERR_COR"));
+        assert!(fault(cor, "RxErr 0\nTOTAL_ERR_FATAL 0\n").unwrap().contains("other than TOTAL_ERR_COR"));
+        assert!(fault(cor, "").is_some());
+        assert!(fault(cor, "RxErr\u{1b}[2J 0\nTOTAL_ERR_COR 0\n").is_some());
     }
 }

@@ -123,9 +123,14 @@ fn function(bdf: String, role: Role, dir: &Path, files: &Tree) -> FunctionHealth
     for severity in AerSeverity::ALL {
         let rel = dir.join(severity.file());
         match files.read_text(&rel, AER_CAP) {
-            Ok(text) => {
-                health.aer.insert(severity, aer::parse(&text));
-            }
+            // A file the kernel did not write is not counts: `pcie.aer` skips the function,
+            // naming the file and why, never judges it clean (issue #58).
+            Ok(text) => match aer::fault(severity, &text) {
+                None => {
+                    health.aer.insert(severity, aer::parse(&text));
+                }
+                Some(why) => health.unreadable.push((rel.display().to_string(), format!("not as the kernel writes it: {why}"))),
+            },
             Err(e) if e.is_not_found() => {}
             Err(e) => health.unreadable.push((rel.display().to_string(), e.reason())),
         }
@@ -136,7 +141,10 @@ fn function(bdf: String, role: Role, dir: &Path, files: &Tree) -> FunctionHealth
 /// `ethtool -S NETDEV`: run live, else the bundle's `ethtool/NETDEV.stats.txt`.
 fn ethtool_stats(source: &Source, files: &Tree, netdev: &str) -> Option<String> {
     match source {
-        Source::Live => crate::probe::tool::run("ethtool", &["-S", netdev], ETHTOOL_LIMIT, REPORT_CAP).ok(),
+        Source::Live if crate::probe::tree::valid_tool_netdev(netdev) => {
+            crate::probe::tool::run("ethtool", &["-S", netdev], ETHTOOL_LIMIT, REPORT_CAP).ok()
+        }
+        Source::Live => None,
         Source::Sysfs(_) => files.read_text(&Path::new("ethtool").join(format!("{netdev}.stats.txt")), REPORT_CAP).ok(),
     }
 }
