@@ -135,6 +135,10 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
     }
+    // fabric.creditloop: the routes' channel dependencies, per VL.
+    if tables.read {
+        judgement.findings.extend(crate::fabric::routes::creditloop::judge(&fabric, &tables, &tables.sl2vl));
+    }
     // fabric.pkey: each host port's partitions against its switch port's.
     if tables.read {
         judgement.findings.extend(crate::fabric::routes::pkey::judge(&fabric, &tables));

@@ -142,3 +142,25 @@ fn a_partition_key_changed_on_a_switch_port_is_named() {
         doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "fabric.pkey").filter_map(|f| f["message"].as_str()).collect();
     assert!(said.iter().any(|m| m.contains("hostD[1] holds P_Key 0xffff (the default partition) that its switch port leaf2[2] lacks")), "{said:#?}");
 }
+
+#[test]
+fn a_hole_on_one_lmc_path_names_that_lid_and_switch() {
+    let helper = ibsim_set();
+    let mut sim = Sim::start("route-lmc", &tree_net());
+    // LMC 2: each host port owns four LIDs, each routed apart.
+    sim.start_sm_with(None, 0, &["-R", "minhop", "-l", "2", "-s", "0"]);
+    sim.wait_settled();
+    let doc = sim.json(&[]);
+    assert!(of(&doc, "fabric.route").is_empty(), "{:#?}", findings(&doc));
+    let base = lid_of(&doc, "hostC");
+    assert_eq!(base % 4, 0, "OpenSM aligns an LMC 2 range on four LIDs: {base}");
+    // leaf1 forgets the third LID of hostC's range; the base LID still routes.
+    let third = (base + 2).to_string();
+    set(&sim, &helper, &["lft", "leaf1", &third, "255"]);
+    let doc = sim.json(&[]);
+    assert_eq!(of(&doc, "fabric.route"), vec![("fabric.route".into(), "error".into(), "leaf1".into())], "{:#?}", findings(&doc));
+    let msg = finding(&doc, "fabric.route", "leaf1")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains(&format!("no route (forwarding entry 0xFF) to LID {third} (hostC[1], LMC path 3 of 4)")), "{msg}");
+    assert!(msg.contains("2 of 48 routes (host pairs times LMC paths)"), "{msg}");
+    assert!(errors(&doc).iter().all(|e| e.0 == "fabric.route"), "nothing else blamed: {:#?}", errors(&doc));
+}

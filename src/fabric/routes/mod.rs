@@ -2,6 +2,7 @@
 //! host (`route`) and judged (`judge`), partitions (`pkey`). Pure over the tables `discover`
 //! reads.
 
+pub mod creditloop;
 pub mod judge;
 pub mod pkey;
 pub mod route;
