@@ -73,7 +73,9 @@ type Section = (Vec<String>, Vec<(usize, Vec<String>)>);
 
 fn sections(text: &str) -> Result<BTreeMap<String, Section>, (usize, String)> {
     let mut out: BTreeMap<String, Section> = BTreeMap::new();
-    let mut open: Option<(String, Option<Vec<String>>, Vec<(usize, Vec<String>)>)> = None;
+    // The section being read: its name, header (once read) and records.
+    type Open = (String, Option<Vec<String>>, Vec<(usize, Vec<String>)>);
+    let mut open: Option<Open> = None;
     for (i, raw) in text.lines().enumerate() {
         let line = raw.trim();
         if let Some(name) = line.strip_prefix("START_") {
@@ -175,7 +177,11 @@ pub fn parse(db_csv: &str, sharp_an_info: Option<&str>) -> Result<Capture, (usiz
         for row in &cc.1 {
             let id = guid(&field(row, g, "NodeGUID")?).ok_or((row.0, "NodeGUID is not hex".to_string()))?;
             let settings =
-                cc.0.iter().zip(&row.1).filter(|(h, _)| h.as_str() != "NodeGUID").map(|(h, v)| (one_line(h).into_owned(), one_line(v).into_owned())).collect();
+                cc.0.iter()
+                    .zip(&row.1)
+                    .filter(|(h, _)| h.as_str() != "NodeGUID")
+                    .map(|(h, v)| (one_line(h).into_owned(), one_line(v).into_owned()))
+                    .collect();
             map.insert(id, settings);
         }
         capture.cc = Some(map);

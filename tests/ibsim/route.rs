@@ -170,7 +170,9 @@ fn ring_net() -> String {
     let mut net = String::from("width=15\n\n");
     for i in 0..5 {
         let (next, prev) = ((i + 1) % 5, (i + 4) % 5);
-        net.push_str(&format!("Switch 8 \"sw{i}\"\n[1] \"h{i}\"[1]\n[2] \"sw{next}\"[3]\n[3] \"sw{prev}\"[2]\n\nHca 2 \"h{i}\"\n[1] \"sw{i}\"[1]\n\n"));
+        net.push_str(&format!(
+            "Switch 8 \"sw{i}\"\n[1] \"h{i}\"[1]\n[2] \"sw{next}\"[3]\n[3] \"sw{prev}\"[2]\n\nHca 2 \"h{i}\"\n[1] \"sw{i}\"[1]\n\n"
+        ));
     }
     net
 }
@@ -182,7 +184,8 @@ fn a_ring_routed_by_minhop_has_credit_loops_and_by_updn_none() {
         // updn needs a root on a ring (it finds none by itself and routes nothing): sw0.
         let roots = sim.path("roots");
         let before = sim.json(&[]);
-        let sw0 = before["nodes"].as_array().unwrap().iter().find(|n| n["description"] == "sw0").and_then(|n| n["guid"].as_str()).expect("sw0's GUID");
+        let sw0 =
+            before["nodes"].as_array().unwrap().iter().find(|n| n["description"] == "sw0").and_then(|n| n["guid"].as_str()).expect("sw0's GUID");
         std::fs::write(&roots, format!("{sw0}\n")).unwrap();
         let extra: &[&str] = if engine == "updn" { &["-R", engine, "-a", &roots] } else { &["-R", engine] };
         sim.start_sm_with(None, 0, extra);

@@ -123,7 +123,7 @@ pub fn load_until(path: &Path, deadline: Option<Instant>) -> Result<Topology, To
         }
         let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if index % LINES_PER_DEADLINE_CHECK == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+        if index.is_multiple_of(LINES_PER_DEADLINE_CHECK) && deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(TopologyError::Deadline { path: shown, line: index + 1 });
         }
         if line.len() > MAX_LINE {
@@ -148,7 +148,7 @@ pub fn parse(path: &str, text: &str) -> Result<Topology, TopologyError> {
 pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) -> Result<Topology, TopologyError> {
     let mut parser = Parser::new(path);
     for (index, raw) in text.lines().enumerate() {
-        if index % LINES_PER_DEADLINE_CHECK == 0 && expired() {
+        if index.is_multiple_of(LINES_PER_DEADLINE_CHECK) && expired() {
             return Err(TopologyError::Deadline { path: path.to_string(), line: index + 1 });
         }
         if raw.len() > MAX_LINE {

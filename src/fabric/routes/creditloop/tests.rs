@@ -99,7 +99,15 @@ fn a_ring_routed_shortest_path_has_a_credit_loop_each_way_round() {
 #[test]
 fn the_same_ring_routed_up_and_down_has_none() {
     // The cable sw4 - sw0 is never used: routes run along the line sw0 .. sw4.
-    let line = |at: u64, to: u64| if to == at { 1 } else if to > at { 2 } else { 3 };
+    let line = |at: u64, to: u64| {
+        if to == at {
+            1
+        } else if to > at {
+            2
+        } else {
+            3
+        }
+    };
     let fabric = ring();
     let g = graph(&fabric, &routed(line), &Sl2Vl::new(), 0);
     assert!(g.edges.len() >= 8, "the line's channels are in the graph: {g:?}");
