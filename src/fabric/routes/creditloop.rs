@@ -174,7 +174,7 @@ fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
     out
 }
 
-/// `fabric.creditloop` findings: one error per cycle (up to [`LISTED`]), each naming its links.
+/// `fabric.creditloop` findings: one error per cycle (up to five), each naming its links.
 pub fn judge(fabric: &Fabric, tables: &Tables, sl2vl: &Sl2Vl) -> Vec<Finding> {
     if tables.lfts.is_empty() {
         return Vec::new();
