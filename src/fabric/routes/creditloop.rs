@@ -50,36 +50,61 @@ pub fn graph(fabric: &Fabric, tables: &Tables, sl2vl: &Sl2Vl, sl: u8) -> Graph {
         // Each (switch, in port) is walked once per destination: the rest of its route is the
         // same whichever host it came from.
         let mut done: HashSet<(Guid, u8)> = HashSet::new();
+        // This LID's dependencies (a channel, and the one it waits on next, if any); dropped
+        // whole when its routes loop: a forwarding loop is `fabric.route`'s, not a credit loop.
+        let mut found: Vec<(Channel, Option<Channel>)> = Vec::new();
+        let mut looped = false;
         for &(start, in_port) in &entries {
             let (mut at, mut inp) = (start, in_port);
             let mut held: Option<Channel> = None;
-            // At most one pass over the switches: a forwarding loop is `fabric.route`'s.
-            for _ in 0..=tables.lfts.len() {
-                if !done.insert((at, inp)) {
+            let mut passed: Vec<Guid> = Vec::new();
+            loop {
+                if passed.contains(&at) {
+                    looped = true;
                     break;
                 }
-                let Some(out) = tables.lfts.get(&at).map(|l| l.port_for(lid)).filter(|&o| o != 0 && o != Lft::NONE) else { break };
+                passed.push(at);
+                if !done.insert((at, inp)) {
+                    // Walked already for this LID: link the held channel to where that walk
+                    // went on from here.
+                    if let (Some(prev), Some(out)) = (held, out_port(tables, at, lid)) {
+                        if next(at, out).is_some() {
+                            found.push((prev, Some((at, out, vl(at, inp, out)))));
+                        }
+                    }
+                    break;
+                }
+                let Some(out) = out_port(tables, at, lid) else { break };
                 let Some((peer, peer_port)) = next(at, out) else { break };
                 let channel = (at, out, vl(at, inp, out));
+                found.push((channel, None));
                 if let Some(prev) = held {
-                    g.edges.entry(prev).or_default().insert(channel);
+                    found.push((prev, Some(channel)));
                 }
-                g.edges.entry(channel).or_default();
                 held = Some(channel);
                 (at, inp) = (peer, peer_port);
             }
-            // A (switch, in port) already walked for this LID: link the held channel to where
-            // that walk went on from here.
-            if let Some(prev) = held {
-                if let Some(out) = tables.lfts.get(&at).map(|l| l.port_for(lid)).filter(|&o| o != 0 && o != Lft::NONE) {
-                    if next(at, out).is_some() {
-                        g.edges.entry(prev).or_default().insert((at, out, vl(at, inp, out)));
-                    }
+            if looped {
+                break;
+            }
+        }
+        if !looped {
+            for (from, to) in found {
+                let waits = g.edges.entry(from).or_default();
+                if let Some(to) = to {
+                    waits.insert(to);
+                    g.edges.entry(to).or_default();
                 }
             }
         }
     }
     g
+}
+
+/// The out port of `switch` towards `lid`, if it forwards it to another port (0 is the switch
+/// itself, 0xFF no route).
+fn out_port(tables: &Tables, switch: Guid, lid: u16) -> Option<u8> {
+    tables.lfts.get(&switch).map(|l| l.port_for(lid)).filter(|&o| o != 0 && o != Lft::NONE)
 }
 
 /// The cycles of the graph, one per strongly connected part that has one (Tarjan's
