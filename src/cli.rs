@@ -523,6 +523,10 @@ pub struct FabricArgs {
     /// Each NIC's rail as CSV (header host,device,rail); implies --rails.
     #[arg(long, value_name = "FILE")]
     pub rail_map: Option<PathBuf>,
+    /// An ibdiagnet output directory (`ibdiagnet -r --sharp --congestion_control`): adaptive
+    /// routing, SHARP aggregation nodes and congestion control judged from its files.
+    #[arg(long, value_name = "DIR")]
+    pub ibdiagnet: Option<PathBuf>,
     // fabric.route (issue #32):
     /// Seed of the sample of host pairs whose routes are walked when a fabric has more than
     /// 10,000 pairs (printed with the results, to repeat a sample; default: from the clock).

@@ -104,6 +104,10 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
             None => None,
         },
     };
+    let capture = match &args.ibdiagnet {
+        Some(dir) => Some(crate::fabric::ibdiagnet::load(dir).map_err(|e| Failure::new(e.to_string(), crate::fabric::ibdiagnet::REMEDY))?),
+        None => None,
+    };
     let rail_map = match &config.rails {
         Some(Rails::Map(path)) => Some(rails::load_map(path, Some(deadline)).map_err(|e| Failure::new(e.to_string(), rails::remedy(&e)))?),
         _ => None,
@@ -134,6 +138,14 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         .then(|| crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), uneven));
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
+    }
+    // fabric.creditloop: the routes' channel dependencies, per VL.
+    if tables.read {
+        judgement.findings.extend(crate::fabric::routes::creditloop::judge(&fabric, &tables, &tables.sl2vl));
+    }
+    // fabric.ar, fabric.sharp, fabric.cc: from an ibdiagnet capture.
+    if let Some(capture) = &capture {
+        judgement.findings.extend(crate::fabric::ibdiagnet::judge(capture));
     }
     // fabric.pkey: each host port's partitions against its switch port's.
     if tables.read {

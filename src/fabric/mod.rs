@@ -2,7 +2,8 @@
 //!
 //! In rooms: `discovery` (the subnet over MADs and its typed model: the only I/O), `design`
 //! (the expected cabling and the design rules), `routes` (forwarding tables and partitions),
-//! `counters` (the physical layer and soak windows); `expect` (thresholds), `judge` (the
+//! `counters` (the physical layer and soak windows), `ibdiagnet` (AR, SHARP and CC judged from an
+//! ibdiagnet capture); `expect` (thresholds), `judge` (the
 //! subnet's findings) and `report` (human and JSON output) at the top. The MAD payloads are
 //! decoded below, in `crate::mad`, which `check`'s reads of its own ports share.
 
@@ -10,6 +11,7 @@ pub mod counters;
 pub mod design;
 pub mod discovery;
 pub mod expect;
+pub mod ibdiagnet;
 pub mod judge;
 pub mod report;
 pub mod routes;

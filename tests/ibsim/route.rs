@@ -142,3 +142,66 @@ fn a_partition_key_changed_on_a_switch_port_is_named() {
         doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "fabric.pkey").filter_map(|f| f["message"].as_str()).collect();
     assert!(said.iter().any(|m| m.contains("hostD[1] holds P_Key 0xffff (the default partition) that its switch port leaf2[2] lacks")), "{said:#?}");
 }
+
+#[test]
+fn a_hole_on_one_lmc_path_names_that_lid_and_switch() {
+    let helper = ibsim_set();
+    let mut sim = Sim::start("route-lmc", &tree_net());
+    // LMC 2: each host port owns four LIDs, each routed apart.
+    sim.start_sm_with(None, 0, &["-R", "minhop", "-l", "2", "-s", "0"]);
+    sim.wait_settled();
+    let doc = sim.json(&[]);
+    assert!(of(&doc, "fabric.route").is_empty(), "{:#?}", findings(&doc));
+    let base = lid_of(&doc, "hostC");
+    assert_eq!(base % 4, 0, "OpenSM aligns an LMC 2 range on four LIDs: {base}");
+    // leaf1 forgets the third LID of hostC's range; the base LID still routes.
+    let third = (base + 2).to_string();
+    set(&sim, &helper, &["lft", "leaf1", &third, "255"]);
+    let doc = sim.json(&[]);
+    assert_eq!(of(&doc, "fabric.route"), vec![("fabric.route".into(), "error".into(), "leaf1".into())], "{:#?}", findings(&doc));
+    let msg = finding(&doc, "fabric.route", "leaf1")["message"].as_str().unwrap().to_string();
+    assert!(msg.contains(&format!("no route (forwarding entry 0xFF) to LID {third} (hostC[1], LMC path 3 of 4)")), "{msg}");
+    assert!(msg.contains("2 of 48 routes (host pairs times LMC paths)"), "{msg}");
+    assert!(errors(&doc).iter().all(|e| e.0 == "fabric.route"), "nothing else blamed: {:#?}", errors(&doc));
+}
+
+/// Five switches in a ring (port 2 to the next, port 3 to the previous), one host on each.
+fn ring_net() -> String {
+    let mut net = String::from("width=15\n\n");
+    for i in 0..5 {
+        let (next, prev) = ((i + 1) % 5, (i + 4) % 5);
+        net.push_str(&format!(
+            "Switch 8 \"sw{i}\"\n[1] \"h{i}\"[1]\n[2] \"sw{next}\"[3]\n[3] \"sw{prev}\"[2]\n\nHca 2 \"h{i}\"\n[1] \"sw{i}\"[1]\n\n"
+        ));
+    }
+    net
+}
+
+#[test]
+fn a_ring_routed_by_minhop_has_credit_loops_and_by_updn_none() {
+    for engine in ["minhop", "updn"] {
+        let mut sim = Sim::start(&format!("ring-{engine}"), &ring_net());
+        // updn needs a root on a ring (it finds none by itself and routes nothing): sw0.
+        let roots = sim.path("roots");
+        let before = sim.json(&[]);
+        let sw0 =
+            before["nodes"].as_array().unwrap().iter().find(|n| n["description"] == "sw0").and_then(|n| n["guid"].as_str()).expect("sw0's GUID");
+        std::fs::write(&roots, format!("{sw0}\n")).unwrap();
+        let extra: &[&str] = if engine == "updn" { &["-R", engine, "-a", &roots] } else { &["-R", engine] };
+        sim.start_sm_with(None, 0, extra);
+        sim.wait_settled();
+        let doc = sim.json(&[]);
+        let loops = of(&doc, "fabric.creditloop");
+        eprintln!("-R {engine}: {loops:#?}");
+        if engine == "minhop" {
+            assert_eq!(loops.len(), 2, "one loop each way round the ring: {:#?}", findings(&doc));
+            let msgs: Vec<&str> =
+                doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "fabric.creditloop").filter_map(|f| f["message"].as_str()).collect();
+            assert!(msgs.iter().any(|m| m.contains("5 links") && m.contains("sw0[2] -> sw1[3]") && m.contains("sw4[2] -> sw0[3]")), "{msgs:#?}");
+            assert!(msgs.iter().any(|m| m.contains("sw1[3] -> sw0[2]")), "{msgs:#?}");
+        } else {
+            assert!(loops.is_empty(), "updn is deadlock-free: {:#?}", findings(&doc));
+        }
+        assert!(errors(&doc).iter().all(|e| e.0 == "fabric.creditloop"), "{engine}: nothing else blamed: {:#?}", errors(&doc));
+    }
+}

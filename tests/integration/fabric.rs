@@ -35,6 +35,24 @@ fn topology_input_is_checked_before_any_mad() {
 }
 
 #[test]
+fn an_ibdiagnet_capture_is_checked_before_any_mad() {
+    let dir = temp("ibdiagnet");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    std::fs::create_dir_all(dir.join("bad")).unwrap();
+    std::fs::write(dir.join("bad/ibdiagnet2.db_csv"), "START_NODES\nNodeDesc,NodeType,NodeGUID\n\"leaf1\",2,nothex\nEND_NODES\n").unwrap();
+    for (sub, cause) in [("empty", "cannot read ibdiagnet2.db_csv: no such file"), ("bad", "ibdiagnet2.db_csv line 3: NodeGUID is not hex")] {
+        let path = dir.join(sub).display().to_string();
+        let out = fabcheck(&["fabric", "--ibdiagnet", &path]);
+        assert_eq!(out.status.code(), Some(2), "{sub}");
+        let lines = stderr_lines(&out);
+        assert_eq!(lines.len(), 2, "{sub}: {lines:?}");
+        assert!(lines[0].contains(cause), "{sub}: {lines:?}");
+        assert!(lines[1].contains("ibdiagnet --sharp --congestion_control -r"), "{lines:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn bad_flags_are_usage_errors() {
     for args in [&["fabric", "--expect", "bogus=1"][..], &["fabric", "--expect", "sm_standby=x"], &["fabric", "--ca", "a;b"]] {
         let out = fabcheck(args);

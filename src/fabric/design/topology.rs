@@ -15,7 +15,7 @@
 
 use crate::mad::attributes::Guid;
 use crate::model::Unparsed;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Instant;
 
@@ -88,17 +88,52 @@ pub fn load(path: &Path) -> Result<Topology, TopologyError> {
     load_until(path, None)
 }
 
-/// [`load`], giving up (an error, not a partial topology) once `deadline` has passed.
+/// [`load`], giving up (an error, not a partial topology) once `deadline` has passed. The file
+/// is streamed: one line buffer is reused, so a 45 MiB file is never held whole in memory.
 pub fn load_until(path: &Path, deadline: Option<Instant>) -> Result<Topology, TopologyError> {
-    use crate::sys::fs::{read_text, ReadError};
+    use crate::sys::fs::{open_for_reading, ReadError};
+    use std::io::{BufRead, BufReader, Read};
     let shown = path.display().to_string();
-    let text = read_text(path, MAX_BYTES).map_err(|e| match e {
+    let unreadable = |error: String| TopologyError::Unreadable { path: shown.clone(), error };
+    let (file, size) = open_for_reading(path).map_err(|e| match e {
         ReadError::NotRegular { kind, .. } => TopologyError::NotAFile { path: shown.clone(), kind },
-        ReadError::TooLarge { .. } => TopologyError::TooLarge { path: shown.clone(), limit: MAX_BYTES },
-        ReadError::NotText { .. } => TopologyError::NotText { path: shown.clone() },
         other => TopologyError::Unreadable { path: shown.clone(), error: other.reason() },
     })?;
-    parse_until(&shown, &text, || deadline.is_some_and(|d| Instant::now() >= d))
+    if size > MAX_BYTES {
+        return Err(TopologyError::TooLarge { path: shown, limit: MAX_BYTES });
+    }
+    // The cap holds for files that say a smaller size than they hold.
+    let mut reader = BufReader::with_capacity(1 << 16, file.take(MAX_BYTES + 1));
+    let mut parser = Parser::new(&shown);
+    parser.reserve(size);
+    let mut buf: Vec<u8> = Vec::with_capacity(256);
+    let mut total: u64 = 0;
+    let mut index = 0usize;
+    loop {
+        buf.clear();
+        // At most one byte past the longest line is read into the buffer: a file of one 256 MiB
+        // line is refused after 4 KiB.
+        let n = (&mut reader).take(MAX_LINE as u64 + 2).read_until(b'\n', &mut buf).map_err(|e| unreadable(ReadError::describe(&e)))?;
+        if n == 0 {
+            break;
+        }
+        total += n as u64;
+        if total > MAX_BYTES {
+            return Err(TopologyError::TooLarge { path: shown, limit: MAX_BYTES });
+        }
+        let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if index.is_multiple_of(LINES_PER_DEADLINE_CHECK) && deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(TopologyError::Deadline { path: shown, line: index + 1 });
+        }
+        if line.len() > MAX_LINE {
+            return Err(parser.syntax(index + 1, format!("line longer than {MAX_LINE} characters")));
+        }
+        let line = std::str::from_utf8(line).map_err(|_| TopologyError::NotText { path: shown.clone() })?;
+        parser.line(index + 1, line)?;
+        index += 1;
+    }
+    parser.finish()
 }
 
 /// Parses the text of a topology file; `path` only names it in errors.
@@ -108,67 +143,197 @@ pub fn parse(path: &str, text: &str) -> Result<Topology, TopologyError> {
 
 /// Parses the text of a topology file, asking `expired` every [`LINES_PER_DEADLINE_CHECK`]
 /// lines whether time is up (the caller's clock: tests count the calls). Linear in the file:
-/// every lookup in the per-line loop is a map or set lookup, never a scan of what was parsed.
+/// every lookup in the per-line loop is a hash lookup of an interned name, never a scan of what
+/// was parsed.
 pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) -> Result<Topology, TopologyError> {
-    let mut topo = Topology::default();
-    // Each cable appears at both of its ends: the ends kept so far, to keep it once.
-    let mut cabled: HashSet<((String, u8), (String, u8))> = HashSet::new();
-    let mut current: Option<String> = None;
-    // Remote ends' descriptions from comments, for ids the file never defines as nodes.
-    let mut remote_desc: BTreeMap<String, String> = BTreeMap::new();
-    let mut seen_ports: BTreeMap<(String, u8), usize> = BTreeMap::new();
+    let mut parser = Parser::new(path);
     for (index, raw) in text.lines().enumerate() {
-        let line_no = index + 1;
-        if index % LINES_PER_DEADLINE_CHECK == 0 && expired() {
-            return Err(TopologyError::Deadline { path: path.to_string(), line: line_no });
+        if index.is_multiple_of(LINES_PER_DEADLINE_CHECK) && expired() {
+            return Err(TopologyError::Deadline { path: path.to_string(), line: index + 1 });
         }
-        let err = |why: String| TopologyError::Syntax { path: path.to_string(), line: line_no, why };
         if raw.len() > MAX_LINE {
-            return Err(err(format!("line longer than {MAX_LINE} characters")));
+            return Err(parser.syntax(index + 1, format!("line longer than {MAX_LINE} characters")));
         }
+        parser.line(index + 1, raw)?;
+    }
+    parser.finish()
+}
+
+/// A node id seen in the file (defined by a node line, or only named as a cable's far end).
+struct Interned {
+    id: String,
+    /// Set by its node line: (key, is_switch, ports).
+    defined: Option<(NodeKey, bool, u8)>,
+    /// The first description a far end's comment gives it, while it is not defined.
+    remote_desc: Option<String>,
+}
+
+/// Where a port is cabled: the far end (interned node, port) and the line that said so.
+#[derive(Clone, Copy)]
+struct Cabled {
+    remote: (u32, u8),
+    line: usize,
+}
+
+/// A multiply-rotate hasher (FxHash's step) for the parser's maps: SipHash took a third of the
+/// parse of a 100,000-node file. Keyed per process (a random start from `RandomState`), so a
+/// crafted file cannot aim collisions at a known function; the worst it can do is slow one
+/// run, which `--deadline` bounds.
+#[derive(Clone)]
+struct FastHash(u64);
+
+impl Default for FastHash {
+    fn default() -> Self {
+        use std::hash::BuildHasher;
+        FastHash(std::collections::hash_map::RandomState::new().hash_one(0x5eed_u64) | 1)
+    }
+}
+
+impl std::hash::BuildHasher for FastHash {
+    type Hasher = FastHasher;
+    fn build_hasher(&self) -> FastHasher {
+        FastHasher(self.0)
+    }
+}
+
+struct FastHasher(u64);
+
+impl FastHasher {
+    #[inline]
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl std::hash::Hasher for FastHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.add(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let mut tail = [0u8; 8];
+        let rest = chunks.remainder();
+        tail[..rest.len()].copy_from_slice(rest);
+        self.add(u64::from_le_bytes(tail) ^ ((rest.len() as u64) << 59));
+    }
+    #[inline]
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_u32(&mut self, n: u32) {
+        self.add(u64::from(n));
+    }
+    #[inline]
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+    #[inline]
+    fn finish(&self) -> u64 {
+        // Fold the high bits down: hashbrown takes its bucket from the low bits and its tag
+        // from the top seven.
+        self.0 ^ (self.0 >> 32)
+    }
+}
+
+/// The parser's state between lines. Node ids are interned once (an index per id), so the
+/// per-line work allocates only for a name seen for the first time.
+struct Parser<'p> {
+    path: &'p str,
+    index: std::collections::HashMap<Box<str>, u32, FastHash>,
+    nodes: Vec<Interned>,
+    /// Every port line's (node, port) and far end: duplicates, and the cable's other end.
+    ports: std::collections::HashMap<(u32, u8), Cabled, FastHash>,
+    links: Vec<((u32, u8), (u32, u8))>,
+    current: Option<u32>,
+}
+
+impl<'p> Parser<'p> {
+    fn new(path: &'p str) -> Parser<'p> {
+        Parser { path, index: Default::default(), nodes: Vec::new(), ports: Default::default(), links: Vec::new(), current: None }
+    }
+
+    /// Room for what a file of `bytes` holds, by ibnetdiscover's line lengths (about 75 bytes a
+    /// port line, 400 a node record): a large file is not parsed through doubling tables.
+    fn reserve(&mut self, bytes: u64) {
+        let lines = usize::try_from(bytes / 75).unwrap_or(0);
+        self.ports.reserve(lines);
+        self.links.reserve(lines / 2);
+        self.nodes.reserve(lines / 5);
+        self.index.reserve(lines / 5);
+    }
+
+    fn syntax(&self, line: usize, why: String) -> TopologyError {
+        TopologyError::Syntax { path: self.path.to_string(), line, why }
+    }
+
+    fn intern(&mut self, id: &str) -> u32 {
+        if let Some(&i) = self.index.get(id) {
+            return i;
+        }
+        let i = u32::try_from(self.nodes.len()).unwrap_or(u32::MAX);
+        self.index.insert(id.into(), i);
+        self.nodes.push(Interned { id: id.to_string(), defined: None, remote_desc: None });
+        i
+    }
+
+    fn line(&mut self, line_no: usize, raw: &str) -> Result<(), TopologyError> {
+        let err = |why: String| TopologyError::Syntax { path: self.path.to_string(), line: line_no, why };
         let line = raw.trim();
         if line.is_empty() {
-            current = None;
-            continue;
+            self.current = None;
+            return Ok(());
         }
         if line.starts_with('#') || is_setting(line) {
-            continue;
+            return Ok(());
         }
         if line.starts_with("include ") || line.starts_with("do ") {
             return Err(err(format!("'{}' is an ibsim directive, not cabling: give the expanded file", first_word(line))));
         }
         if line.starts_with('[') {
-            let node = current.clone().ok_or_else(|| err("a port line outside a node record".into()))?;
+            let node = self.current.ok_or_else(|| err("a port line outside a node record".into()))?;
             let (port, remote, remote_port, desc) = parse_port_line(line).map_err(|e| err(e.0))?;
-            let local_ports = topo.nodes.get(&node).map_or(0, |n| n.ports);
+            let local_ports = self.nodes[node as usize].defined.as_ref().map_or(0, |d| d.2);
             if port > local_ports {
-                return Err(err(format!("port {port} but node \"{}\" has {local_ports} ports", crate::sanitise::one_line(&node))));
+                return Err(err(format!(
+                    "port {port} but node \"{}\" has {local_ports} ports",
+                    crate::sanitise::one_line(&self.nodes[node as usize].id)
+                )));
             }
-            if let Some(prev) = seen_ports.insert((node.clone(), port), line_no) {
-                return Err(err(format!("port {port} of \"{}\" is already cabled on line {prev}", crate::sanitise::one_line(&node))));
+            if let Some(prev) = self.ports.get(&(node, port)) {
+                return Err(err(format!(
+                    "port {port} of \"{}\" is already cabled on line {}",
+                    crate::sanitise::one_line(&self.nodes[node as usize].id),
+                    prev.line
+                )));
             }
+            let remote = self.intern(remote);
             if let Some(d) = desc {
-                remote_desc.entry(remote.clone()).or_insert(d);
+                let far = &mut self.nodes[remote as usize];
+                if far.defined.is_none() && far.remote_desc.is_none() {
+                    far.remote_desc = Some(d.to_string());
+                }
             }
-            let link = ExpectedLink { a: (node, port), b: (remote, remote_port) };
             // Each cable appears at both of its ends; keep it once.
-            if !cabled.contains(&(link.b.clone(), link.a.clone())) {
-                cabled.insert((link.a.clone(), link.b.clone()));
-                topo.links.push(link);
+            let seen_from_far = self.ports.get(&(remote, remote_port)).is_some_and(|c| c.remote == (node, port));
+            self.ports.insert((node, port), Cabled { remote: (remote, remote_port), line: line_no });
+            if !seen_from_far {
+                self.links.push(((node, port), (remote, remote_port)));
             }
-            continue;
+            return Ok(());
         }
         let (kind, rest) = line
             .split_once(char::is_whitespace)
             .ok_or_else(|| err("the line is neither a node nor a port line (not shown: fabcheck never quotes a file's text)".into()))?;
-        let is_switch = match kind.to_ascii_lowercase().as_str() {
-            "switch" => true,
-            "ca" | "hca" | "rt" | "router" => false,
-            _ => {
-                return Err(err(
-                    "the line is neither a node (Switch, Ca, Hca, Rt) nor a port line (not shown: fabcheck never quotes a file's text)".into()
-                ))
-            }
+        let is_switch = if kind.eq_ignore_ascii_case("switch") {
+            true
+        } else if ["ca", "hca", "rt", "router"].iter().any(|k| kind.eq_ignore_ascii_case(k)) {
+            false
+        } else {
+            return Err(err(
+                "the line is neither a node (Switch, Ca, Hca, Rt) nor a port line (not shown: fabcheck never quotes a file's text)".into()
+            ));
         };
         let rest = rest.trim_start();
         let (count, rest) = rest.split_once(char::is_whitespace).ok_or_else(|| err("a node line needs a port count and a quoted id".into()))?;
@@ -177,27 +342,54 @@ pub fn parse_until(path: &str, text: &str, mut expired: impl FnMut() -> bool) ->
         if id.is_empty() {
             return Err(err("empty node id".into()));
         }
-        let description = comment_description(rest).unwrap_or_else(|| id.clone());
-        let key = NodeKey { guid: guid_of_id(&id), description };
-        if topo.nodes.contains_key(&id) {
-            return Err(err(format!("node \"{}\" is defined twice", crate::sanitise::one_line(&id))));
+        let description = comment_description(rest).unwrap_or(id).to_string();
+        let key = NodeKey { guid: guid_of_id(id), description };
+        let i = self.intern(id);
+        let node = &mut self.nodes[i as usize];
+        if node.defined.is_some() {
+            return Err(err(format!("node \"{}\" is defined twice", crate::sanitise::one_line(id))));
         }
-        topo.nodes.insert(id.clone(), ExpectedNode { id: id.clone(), key, is_switch, ports });
-        current = Some(id);
+        node.defined = Some((key, is_switch, ports));
+        node.remote_desc = None;
+        self.current = Some(i);
+        Ok(())
     }
-    if topo.nodes.is_empty() {
-        return Err(TopologyError::Empty { path: path.to_string() });
-    }
-    // Ends that name ids the file never defines (a partial file) still get a key.
-    for link in &topo.links {
-        let id = &link.b.0;
-        if !topo.nodes.contains_key(id) {
-            let description = remote_desc.get(id).cloned().unwrap_or_else(|| id.clone());
-            let key = NodeKey { guid: guid_of_id(id), description };
-            topo.nodes.insert(id.clone(), ExpectedNode { id: id.clone(), key, is_switch: id.starts_with("S-"), ports: link.b.1 });
+
+    /// The parsed topology, in the public shape (ids as strings, nodes by id).
+    fn finish(self) -> Result<Topology, TopologyError> {
+        let Parser { path, index, mut nodes, ports, links, .. } = self;
+        drop((index, ports));
+        if nodes.iter().all(|n| n.defined.is_none()) {
+            return Err(TopologyError::Empty { path: path.to_string() });
         }
+        // Ends that name ids the file never defines (a partial file) still get a key; their port
+        // count is the port of the first cable naming them.
+        let mut undefined_ports: Vec<Option<u8>> = vec![None; nodes.len()];
+        for &(_, (b, port)) in &links {
+            if nodes[b as usize].defined.is_none() {
+                undefined_ports[b as usize].get_or_insert(port);
+            }
+        }
+        let links = links
+            .into_iter()
+            .map(|((a, ap), (b, bp))| ExpectedLink { a: (nodes[a as usize].id.clone(), ap), b: (nodes[b as usize].id.clone(), bp) })
+            .collect();
+        let mut out = BTreeMap::new();
+        for (i, node) in nodes.drain(..).enumerate() {
+            let Interned { id, defined, remote_desc } = node;
+            let (key, is_switch, ports) = match defined {
+                Some(d) => d,
+                None => {
+                    // A far end is interned only with its cable, so it always has a port.
+                    let Some(port) = undefined_ports[i] else { continue };
+                    let description = remote_desc.unwrap_or_else(|| id.clone());
+                    (NodeKey { guid: guid_of_id(&id), description }, id.starts_with("S-"), port)
+                }
+            };
+            out.insert(id.clone(), ExpectedNode { id, key, is_switch, ports });
+        }
+        Ok(Topology { nodes: out, links })
     }
-    Ok(topo)
 }
 
 /// `vendid=0x2c9`, `switchguid=0x...(...)`, ibsim's `width=15`: settings, not cabling.
@@ -211,10 +403,10 @@ fn first_word(line: &str) -> &str {
 }
 
 /// Splits `"text" rest` into (text, rest).
-fn quoted(text: &str) -> Option<(String, &str)> {
+fn quoted(text: &str) -> Option<(&str, &str)> {
     let inner = text.strip_prefix('"')?;
     let end = inner.find('"')?;
-    Some((inner[..end].to_string(), &inner[end + 1..]))
+    Some((&inner[..end], &inner[end + 1..]))
 }
 
 /// `[N]` at the start: (N, rest).
@@ -237,9 +429,9 @@ fn skip_parenthesised(text: &str) -> Result<&str, Unparsed> {
     }
 }
 
-type PortLine = (u8, String, u8, Option<String>);
+type PortLine<'a> = (u8, &'a str, u8, Option<&'a str>);
 
-fn parse_port_line(line: &str) -> Result<PortLine, Unparsed> {
+fn parse_port_line(line: &str) -> Result<PortLine<'_>, Unparsed> {
     let (port, rest) = bracketed(line).ok_or("a port line starts with [N], N in 0..255")?;
     let rest = skip_parenthesised(rest)?;
     let (remote, rest) = quoted(rest.trim_start()).ok_or("the remote end must be a quoted node id: [1] \"leaf1\"[7]")?;
@@ -256,7 +448,7 @@ fn parse_port_line(line: &str) -> Result<PortLine, Unparsed> {
 }
 
 /// The first quoted string after `#`: the node description in ibnetdiscover comments.
-fn comment_description(rest: &str) -> Option<String> {
+fn comment_description(rest: &str) -> Option<&str> {
     let comment = rest.split_once('#')?.1;
     let start = comment.find('"')?;
     quoted(&comment[start..]).map(|(d, _)| d)
@@ -393,6 +585,27 @@ Ca	2 "H-0000000000100003"		# "Hca2"
         std::fs::write(dir.join("t.net"), &text).unwrap();
         assert!(matches!(load_until(&dir.join("t.net"), Some(std::time::Instant::now())), Err(TopologyError::Deadline { line: 1, .. })));
         assert!(load_until(&dir.join("t.net"), None).is_ok());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn the_streamed_file_reads_as_the_text_does() {
+        let dir = std::env::temp_dir().join(format!("fabcheck-topo-stream-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let text = big_fabric(30, 40);
+        let file = dir.join("t.net");
+        std::fs::write(&file, &text).unwrap();
+        let streamed = load(&file).unwrap();
+        assert_eq!(streamed, parse("t", &text).unwrap());
+        assert_eq!(streamed.links.len(), 1200);
+        // CRLF line ends and a last line without one.
+        std::fs::write(&file, IBNETDISCOVER.replace('\n', "\r\n").trim_end()).unwrap();
+        assert_eq!(load(&file).unwrap(), parse("t", IBNETDISCOVER).unwrap());
+        // A line past the bound is named by its number, read no further than the bound.
+        std::fs::write(&file, format!("# c\nSwitch 8 \"{}\"\n", "x".repeat(1 << 20))).unwrap();
+        assert!(matches!(load(&file), Err(TopologyError::Syntax { line: 2, .. })));
+        std::fs::write(&file, b"Switch 8 \"a\xff\"\n").unwrap();
+        assert!(matches!(load(&file), Err(TopologyError::NotText { .. })));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

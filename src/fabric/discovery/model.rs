@@ -119,6 +119,9 @@ pub struct Tables {
     pub pkeys: std::collections::BTreeMap<(Guid, u8), Vec<u16>>,
     /// Ports whose P_KeyTable did not answer.
     pub pkey_unread: Vec<(Guid, u8)>,
+    /// Switches' SL to VL maps per (switch, in port, out port), where read: `fabric.creditloop`
+    /// puts each hop on the VL they give (SL 0 to VL 0 where not read).
+    pub sl2vl: crate::fabric::routes::creditloop::Sl2Vl,
     /// SMPs sent for these tables.
     pub mads: u64,
     /// Why reading stopped before the end (the MAD budget or the time left), if it did.

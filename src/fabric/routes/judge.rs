@@ -66,9 +66,11 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) 
     let mut long: Vec<(Host, Host, Vec<Guid>, usize)> = Vec::new();
     let mut longest = 0;
     let mut from_leaf: HashMap<Guid, HashMap<Guid, usize>> = HashMap::new();
-    for &(i, j) in &pairs {
-        let (src, dst) = (&hosts[i], &hosts[j]);
-        let trouble = match walker.walk(src, dst.lid) {
+    let mut walks = 0usize;
+    let hosts_ref = &hosts;
+    for (src, dst, lid) in pairs.iter().flat_map(|&(i, j)| hosts_ref[j].lids().map(move |lid| (&hosts_ref[i], &hosts_ref[j], lid))) {
+        walks += 1;
+        let trouble = match walker.walk(src, lid) {
             Outcome::Delivered { switches } => {
                 longest = longest.max(switches.len());
                 let shortest = match (switches.first(), switches.last()) {
@@ -88,12 +90,14 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) 
             Outcome::Unread { at } => Trouble::Unread(at),
         };
         let entry = troubles.entry(trouble).or_default();
-        entry.0.insert(dst.lid);
+        entry.0.insert(lid);
         entry.1 += 1;
     }
-    let names = Names { fabric, hosts: hosts.iter().map(|h| (h.lid, *h)).collect() };
-    for (trouble, (lids, walks)) in &troubles {
-        findings.push(names.trouble(trouble, lids, *walks, pairs.len()));
+    let names = Names { fabric, hosts: hosts.iter().flat_map(|h| h.lids().map(move |l| (l, *h))).collect() };
+    // With LMC each pair is walked once per destination LID: said as routes, not pairs.
+    let what = if walks == pairs.len() { "host pairs" } else { "routes (host pairs times LMC paths)" };
+    for (trouble, (lids, hits)) in &troubles {
+        findings.push(names.trouble(trouble, lids, *hits, walks, what));
     }
     if let Some(f) = long_routes(&names, &long, &tiers) {
         findings.push(f);
@@ -171,6 +175,7 @@ impl Names<'_> {
 
     fn lid(&self, lid: u16) -> String {
         match self.hosts.get(&lid) {
+            Some(h) if h.lmc > 0 => format!("LID {lid} ({}, LMC path {} of {})", self.end((h.node, h.port)), lid - h.lid + 1, 1u32 << h.lmc.min(7)),
             Some(h) => format!("LID {lid} ({})", self.end((h.node, h.port))),
             None => format!("LID {lid}"),
         }
@@ -184,8 +189,8 @@ impl Names<'_> {
         shown.join(", ")
     }
 
-    fn trouble(&self, trouble: &Trouble, lids: &BTreeSet<u16>, walks: usize, walked: usize) -> Finding {
-        let hit = format!("{walks} of {walked} host pairs walked end here");
+    fn trouble(&self, trouble: &Trouble, lids: &BTreeSet<u16>, walks: usize, walked: usize, what: &str) -> Finding {
+        let hit = format!("{walks} of {walked} {what} walked end here");
         let (severity, subject, message, remedy) = match trouble {
             Trouble::NoEntry(at) => (
                 Severity::Error,

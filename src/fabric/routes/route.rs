@@ -2,6 +2,10 @@
 //! a packet would go (ibdiagnet `-r`'s questions). Pure: a `Fabric` and the tables in, typed
 //! outcomes out; `routes::judge` turns them into findings and figures.
 //!
+//! Every LID of a destination's LMC range is walked (ibdiagnet `-r` does the same): with LMC
+//! the SM routes each LID of a port apart, and a hole on one of those paths is invisible from
+//! the base LID.
+//!
 //! A walk starts at the switch a host port is cabled to and follows each switch's entry for
 //! the destination LID until it reaches a CA port. It ends early at a hole (no entry, or an
 //! entry pointing at a port that is not ACTIVE), at a CA that does not own the LID, at a
@@ -22,8 +26,18 @@ pub struct Host {
     pub node: Guid,
     pub port: u8,
     pub lid: u16,
+    /// Its LMC: it owns `lid .. lid + 2^lmc - 1`, each LID one path the SM may route apart.
+    pub lmc: u8,
     /// The node and port at the other end of its cable (where its packets enter the fabric).
     pub peer: (Guid, u8),
+}
+
+impl Host {
+    /// Every LID of its LMC range, base LID first (what `fabric.route` walks to).
+    pub fn lids(&self) -> impl Iterator<Item = u16> {
+        let count = 1u32 << self.lmc.min(7);
+        (u32::from(self.lid)..u32::from(self.lid) + count).filter_map(|l| u16::try_from(l).ok())
+    }
 }
 
 /// Where one walk ended.
@@ -130,7 +144,7 @@ pub fn hosts(fabric: &Fabric) -> Vec<Host> {
         .filter(|n| n.node_type == NodeType::Ca)
         .flat_map(|n| n.ports.iter().map(move |p| (n, p)))
         .filter(|(_, p)| p.number != 0 && p.info.state == PortState::Active && p.info.lid != 0 && holders.get(&p.info.lid) == Some(&1))
-        .filter_map(|(n, p)| Some(Host { node: n.guid, port: p.number, lid: p.info.lid, peer: p.remote? }))
+        .filter_map(|(n, p)| Some(Host { node: n.guid, port: p.number, lid: p.info.lid, lmc: p.info.lmc, peer: p.remote? }))
         .collect();
     hosts.sort_by_key(|h| (h.node, h.port));
     hosts

@@ -149,6 +149,41 @@ fn a_missing_entry_is_a_hole_at_that_switch() {
     );
 }
 
+/// The tree with LMC 1 on hostC (LIDs 12 and 14): its second path routed over the other
+/// spine, as OpenSM spreads an LMC range.
+fn tree_with_lmc() -> Net {
+    let mut net = tree();
+    let host_c = net.f.nodes.iter_mut().find(|n| n.guid == Guid(0x300)).unwrap();
+    host_c.ports[0].info.lid = 14;
+    host_c.ports[0].info.lmc = 1;
+    host_c.ports[0].lid = 14;
+    net.route(L1, &[(14, 6), (15, 5)]);
+    net.route(L2, &[(14, 1), (15, 1)]);
+    for s in [S1, S2] {
+        net.route(s, &[(14, 2), (15, 2)]);
+    }
+    net
+}
+
+#[test]
+fn every_lid_of_an_lmc_range_is_walked_and_a_hole_on_one_path_named() {
+    let (figures, findings) = tree_with_lmc().judge();
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert_eq!((figures.hosts, figures.pairs, figures.walked), (4, 12, 12));
+    // The base LID's route is whole; the second path's entry at leaf1 is a hole.
+    let mut net = tree_with_lmc();
+    net.route(L1, &[(15, Lft::NONE)]);
+    let (_, findings) = net.judge();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let (id, severity, subject, message) = &findings[0];
+    assert_eq!((id.as_str(), *severity, subject.as_str()), ("fabric.route", Severity::Error, "leaf1"));
+    assert_eq!(
+        message,
+        "leaf1 has no route (forwarding entry 0xFF) to LID 15 (hostC[1], LMC path 2 of 2): packets to them are dropped there; \
+         2 of 15 routes (host pairs times LMC paths) walked end here"
+    );
+}
+
 #[test]
 fn an_entry_past_the_table_top_is_a_hole_too() {
     let mut net = tree();
