@@ -1,5 +1,5 @@
 //! `accept --format junit`: one `<testsuite>` per stage (contract 0.5): `check` a case per node
-//! (failed: its errors; unreachable: an error case naming why), `drift` a case per key that
+//! (failed: its errors; unreachable: counted as an error, naming why), `drift` a case per key that
 //! differs (failed on an error drift). Valid against tests/schemas/junit-10.xsd.
 
 use super::report::{AcceptDoc, NodeVerdict};
@@ -67,8 +67,11 @@ pub fn render(doc: &AcceptDoc, stamp: &Stamp) -> String {
                 (Some(text), _) => {
                     let _ = writeln!(out, "{open}>\n      <failure message=\"{0}\">{0}</failure>\n    </testcase>", x(text));
                 }
+                // Counted as an error; held in a `<failure>` as report/junit.rs does (the
+                // schema's `<errors>` element is a plural no consumer reads).
                 (None, Some(text)) => {
-                    let _ = writeln!(out, "{open}>\n      <error message=\"{0}\">{0}</error>\n    </testcase>", x(text));
+                    let text = format!("unreachable: {text}");
+                    let _ = writeln!(out, "{open}>\n      <failure message=\"{0}\">{0}</failure>\n    </testcase>", x(&text));
                 }
                 (None, None) => {
                     let _ = writeln!(out, "{open}/>");

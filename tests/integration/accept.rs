@@ -61,7 +61,9 @@ impl Drop for Fleet {
 /// node01..node07 served from bundles (node03 firmware 28.36.1010, node05 PFC on 4, node06
 /// netdev MTU 1500), and an eighth endpoint where nothing listens.
 fn fleet() -> Fleet {
-    let dir = std::env::temp_dir().join(format!("fabcheck-accept-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let dir = std::env::temp_dir().join(format!("fabcheck-accept-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let fixture = fixtures_dir().join("roce-qos-healthy-cx7");
     let mut fleet = Fleet { dir: dir.clone(), serves: Vec::new(), endpoints: Vec::new() };
