@@ -160,7 +160,8 @@ impl AcceptDoc {
                 let _ = writeln!(out, "  {tag} {} {} [{}]: {}", f.id, l(&f.subject.to_string()), action::of(f), l(&f.message));
             }
         }
-        let stages: Vec<String> = self.stages.iter().map(|s| format!("{} {}", s.name, if s.verdict == Verdict::Pass { "pass" } else { "FAIL" })).collect();
+        let stages: Vec<String> =
+            self.stages.iter().map(|s| format!("{} {}", s.name, if s.verdict == Verdict::Pass { "pass" } else { "FAIL" })).collect();
         let failed = self.drain.len();
         let _ = writeln!(
             out,

@@ -49,7 +49,10 @@ fn bundle(root: &Path) -> Result<(PathBuf, String), Failure> {
             let name = std::fs::canonicalize(root).ok().and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()));
             name.filter(|n| crate::probe::bundle::valid_host(n)).ok_or_else(|| {
                 Failure::new(
-                    format!("--sysfs-root {}: its name is no host name and it has no manifest", crate::sanitise::printable(&root.display().to_string())),
+                    format!(
+                        "--sysfs-root {}: its name is no host name and it has no manifest",
+                        crate::sanitise::printable(&root.display().to_string())
+                    ),
                     "name the directory after its host (letters, digits, '.', '-', '_'), or capture it with `fabcheck bundle`",
                 )
             })?

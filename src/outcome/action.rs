@@ -92,7 +92,9 @@ pub fn action(id: FindingId) -> Action {
         F::MeshUnreachable | F::DevlinkHealth | F::AcceptUnreachable => A::Reboot,
         F::FabricErrors | F::FabricLinkDown | F::FabricLinkSpeed | F::FabricLinkWidth | F::FabricRail => A::ReplaceCable,
         F::FabricTopologyMissing | F::FabricTopologyMiswired => A::ReplaceCable,
-        F::FabricCongestion | F::FabricDesign | F::FabricLid | F::FabricLinkState | F::FabricPkey | F::FabricRoute | F::FabricSm => A::ContactFabricTeam,
+        F::FabricCongestion | F::FabricDesign | F::FabricLid | F::FabricLinkState | F::FabricPkey | F::FabricRoute | F::FabricSm => {
+            A::ContactFabricTeam
+        }
         F::FabricTopologyExtra | F::FabricUnreachable => A::ContactFabricTeam,
         // Not used for a finding: a drift's action is its key's check's (see `of`).
         F::AcceptDrift => A::FixConfig,

@@ -118,8 +118,15 @@ impl Serialize for Finding {
             remedy: &'a str,
             action: action::Action,
         }
-        Written { id: self.id, severity: self.severity, subject: &self.subject, message: &self.message, remedy: &self.remedy, action: action::of(self) }
-            .serialize(s)
+        Written {
+            id: self.id,
+            severity: self.severity,
+            subject: &self.subject,
+            message: &self.message,
+            remedy: &self.remedy,
+            action: action::of(self),
+        }
+        .serialize(s)
     }
 }
 

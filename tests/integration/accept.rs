@@ -143,8 +143,12 @@ fn level_1_names_the_drifted_and_unreachable_nodes_and_drains_exactly_the_failed
     assert_eq!(doc["level"], 1);
 
     // Every node is there, named by its bundle (the directory's name) or, unreached, its endpoint.
-    let verdicts: Vec<(String, String)> =
-        doc["nodes"].as_array().unwrap().iter().map(|n| (n["host"].as_str().unwrap().to_string(), n["verdict"].as_str().unwrap().to_string())).collect();
+    let verdicts: Vec<(String, String)> = doc["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| (n["host"].as_str().unwrap().to_string(), n["verdict"].as_str().unwrap().to_string()))
+        .collect();
     let want: Vec<(String, String)> = [
         ("node01", "pass"),
         ("node02", "pass"),
@@ -193,11 +197,16 @@ fn level_1_names_the_drifted_and_unreachable_nodes_and_drains_exactly_the_failed
     assert!(mtu["message"].as_str().unwrap().contains("1024 (netdev 1500) here, 4096 (netdev 9000) on 6 of 7 nodes"), "{mtu}");
 
     // The drain list: exactly the failed nodes, each with its action.
-    let drain: Vec<(String, String)> =
-        doc["drain"].as_array().unwrap().iter().map(|d| (d["host"].as_str().unwrap().to_string(), d["action"].as_str().unwrap().to_string())).collect();
+    let drain: Vec<(String, String)> = doc["drain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["host"].as_str().unwrap().to_string(), d["action"].as_str().unwrap().to_string()))
+        .collect();
     let want = [("node03", "update-firmware"), ("node05", "fix-config"), (unreachable.as_str(), "reboot")];
     assert_eq!(drain, want.map(|(h, a)| (h.to_string(), a.to_string())));
-    let stages: Vec<(&str, &str)> = doc["stages"].as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["verdict"].as_str().unwrap())).collect();
+    let stages: Vec<(&str, &str)> =
+        doc["stages"].as_array().unwrap().iter().map(|s| (s["name"].as_str().unwrap(), s["verdict"].as_str().unwrap())).collect();
     assert_eq!(stages, [("check", "fail"), ("drift", "fail")]);
 
     // The HTML page: one page with the node table and the drift.
