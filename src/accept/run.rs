@@ -17,6 +17,9 @@ use crate::outcome::{Finding, FindingId, Severity, Subject};
 use crate::sanitise::one_line;
 use std::time::Duration;
 
+/// One node's answer: its judged checklist and drift facts, or why it could not be had.
+pub type Answer = Result<(crate::outcome::Report, Vec<Fact>), Loss>;
+
 pub struct AcceptConfig {
     pub specs: Vec<EndpointSpec>,
     /// Each endpoint's name in the report until its agent says its host (`unique_names`).
@@ -61,7 +64,7 @@ pub fn level1(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<Acce
     }
     hub.close_all();
     progress.nodes("drift", total, total);
-    let answers: Vec<(String, Result<(crate::outcome::Report, Vec<Fact>), Loss>)> = jobs
+    let answers: Vec<(String, Answer)> = jobs
         .into_iter()
         .zip(&config.names)
         .map(|(job, name)| {
@@ -91,7 +94,7 @@ fn reported_host(said: &str, endpoint: &str) -> String {
 /// The answers (or losses) of every node, in order, judged: each node's checklist, the drift over
 /// the nodes that answered, the drain list. Two endpoints that say the same host keep both
 /// (the second is `HOST#2`), so no node hides another.
-pub fn judge(answers: Vec<(String, Result<(crate::outcome::Report, Vec<Fact>), Loss>)>, fail_on_warning: bool) -> AcceptDoc {
+pub fn judge(answers: Vec<(String, Answer)>, fail_on_warning: bool) -> AcceptDoc {
     let mut seen_names = std::collections::BTreeMap::<String, usize>::new();
     let answers: Vec<_> = answers
         .into_iter()
