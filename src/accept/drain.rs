@@ -16,7 +16,9 @@ pub fn in_allocation(env: impl Fn(&str) -> Option<String>) -> bool {
 
 /// scontrol's arguments for one node.
 pub fn arguments(entry: &DrainEntry) -> Vec<String> {
-    let reason = crate::sanitise::one_line(&format!("fabcheck accept: {} {}", entry.action, entry.reason)).into_owned();
+    // One line: a control character (a newline from outside) becomes a space; apostrophes stay.
+    let reason: String =
+        format!("fabcheck accept: {} {}", entry.action, entry.reason).chars().map(|c| if c.is_control() { ' ' } else { c }).collect();
     vec!["update".into(), format!("nodename={}", entry.host), "state=drain".into(), format!("reason={reason}")]
 }
 
