@@ -72,12 +72,12 @@ pub fn run(args: &AcceptArgs) -> Result<Outcome, Stop> {
 /// `accept`'s flags as a validated run: mesh's endpoints, hostfile and launchers.
 pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
     if args.level > 1 {
-        let what =
-            if args.level == 2 { "level 2 (pair --rails between ring neighbours, fabric)" } else { "level 3 needs `fabcheck collective`, and" };
-        return Err(Failure::new(
-            format!("accept --level {}: {what} is not in this build", args.level),
-            "run --level 1 (check and drift); docs/accept.md says what each level adds",
-        ));
+        let cause = if args.level == 2 {
+            "accept --level 2 (pair --rails between ring neighbours, fabric) is not in this build"
+        } else {
+            "level 3 needs `fabcheck collective`, not in this build"
+        };
+        return Err(Failure::new(cause, "run --level 1 (check on every node and drift); docs/accept.md says what each level adds"));
     }
     let mut texts: Vec<(String, Option<usize>)> = args.endpoints.iter().map(|e| (e.clone(), None)).collect();
     if let Some(path) = &args.hostfile {
