@@ -288,3 +288,25 @@ fn a_bundle_agent_refuses_verbs_tests_and_levels_not_built_are_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(String::from_utf8_lossy(&out.stderr).contains("serves a bundle"), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[test]
+fn an_agent_that_cannot_answer_check_is_named_with_its_version_never_dropped() {
+    // The fake agents speak the protocol but answer `check` with an error, as an agent older
+    // than 0.5 refuses a request it cannot read.
+    let cluster = super::fake_cluster::FakeCluster::healthy(2);
+    let mut args = vec!["accept", "--json"];
+    args.extend(cluster.endpoints.iter().map(String::as_str));
+    let out = super::fake_cluster::run_fabcheck(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "nobody answered: {stderr}");
+    assert!(stderr.contains("no node answered check"), "{stderr}");
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    for n in nodes {
+        assert_eq!(n["verdict"], "unreachable", "{n}");
+        let message = n["findings"][0]["message"].as_str().unwrap();
+        assert!(message.contains("(fabcheck fake) did not answer check"), "{message}");
+        assert!(n["findings"][0]["remedy"].as_str().unwrap().contains("fabcheck 0.5 or later"), "{n}");
+    }
+}
