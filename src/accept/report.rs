@@ -178,3 +178,43 @@ impl AcceptDoc {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outcome::{FindingId, Subject};
+
+    fn f(id: FindingId, severity: Severity, subject: &str) -> Finding {
+        Finding::new(id, severity, Subject::Text(subject.into()), "m", "r")
+    }
+
+    #[test]
+    fn the_drain_list_is_exactly_the_failed_nodes_with_their_worst_findings_action() {
+        let seen = vec![
+            ("a".to_string(), Seen::Checked(vec![f(FindingId::FwPending, Severity::Info, "mlx5_0")])),
+            (
+                "b".to_string(),
+                Seen::Checked(vec![f(FindingId::PhyModule, Severity::Error, "mlx5_0/1"), f(FindingId::LinkErrors, Severity::Error, "x")]),
+            ),
+            ("c".to_string(), Seen::Checked(vec![f(FindingId::AcceptDrift, Severity::Warning, "mtu mlx5_0/1")])),
+            ("d".to_string(), Seen::Unreachable(f(FindingId::AcceptUnreachable, Severity::Error, "node"))),
+        ];
+        let doc = build(1, seen, Vec::new(), Default::default(), false);
+        let drain: Vec<(&str, Action)> = doc.drain.iter().map(|d| (d.host.as_str(), d.action)).collect();
+        assert_eq!(drain, [("b", Action::ReplaceOptic), ("d", Action::Reboot)]);
+        assert!(doc.drain[0].reason.ends_with("(+1 more)"), "{}", doc.drain[0].reason);
+        let verdicts: Vec<NodeVerdict> = doc.nodes.iter().map(|n| n.verdict).collect();
+        assert_eq!(verdicts, [NodeVerdict::Pass, NodeVerdict::Fail, NodeVerdict::Pass, NodeVerdict::Unreachable]);
+        assert_eq!(doc.verdict, Verdict::Fail);
+        assert_eq!(doc.oneline().lines().count(), 2);
+    }
+
+    #[test]
+    fn fail_on_warning_drains_a_node_with_a_warning() {
+        let seen = vec![("c".to_string(), Seen::Checked(vec![f(FindingId::AcceptDrift, Severity::Warning, "mtu mlx5_0/1")]))];
+        let doc = build(1, seen, Vec::new(), Default::default(), true);
+        assert_eq!(doc.drain.len(), 1);
+        assert_eq!(doc.drain[0].action, Action::FixConfig);
+        assert_eq!(doc.stages[1].verdict, Verdict::Fail);
+    }
+}
