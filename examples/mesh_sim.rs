@@ -505,6 +505,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             let rails = (0..count).map(|k| Rail { rail: k, device: rail_device(k), port: port.port, active: true, bdf: None, gpu: None }).collect();
             send(conn, &Reply::Rails { rails, shared: Vec::new() });
         }
+        Request::Check => send(conn, &error("mesh_sim has no node to check")),
         Request::Bye => {
             send(conn, &Reply::Bye);
             conn.closed = true;

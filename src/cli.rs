@@ -77,6 +77,9 @@ pub enum Command {
     Mesh(MeshArgs),
     /// Agent that `pair` reaches as tcp://host:port.
     Serve(ServeArgs),
+    /// Fleet acceptance: every node's checklist through its agent, the drift across nodes, one
+    /// report and a drain list.
+    Accept(AcceptArgs),
     /// Prometheus endpoint for this node: port states, rates, counters and the check's verdict.
     #[command(after_long_help = examples::EXPORTER)]
     Exporter(ExporterArgs),
@@ -449,6 +452,40 @@ pub struct MeshArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct AcceptArgs {
+    /// Endpoints: HOST, USER@HOST or tcp://HOST[:PORT], as for `mesh` (a device is ignored: the
+    /// whole node is checked).
+    pub endpoints: Vec<String>,
+    /// Read endpoints from FILE, one per line ('#' starts a comment).
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<PathBuf>,
+    /// 1: check on every node + drift. 2 and 3 (pair --rails, fabric, mesh, collective) are not
+    /// in this build: exit 2 saying so.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
+    pub level: u8,
+    /// The port of tcp://HOST endpoints that name none.
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), hide_short_help = true)]
+    pub tcp_port: Option<u16>,
+    /// Nodes asked at once; all are driven from one thread.
+    #[arg(long, default_value_t = 32, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub fanout: u64,
+    #[command(flatten)]
+    pub agents: AgentFlags,
+    /// Inside a Slurm allocation: `scontrol update nodename=HOST state=drain reason=...` for each
+    /// failed node (outside one: exit 2).
+    #[arg(long)]
+    pub drain: bool,
+    /// Write one HTML page: the stages, the node table, the drift, the drain list.
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub progress: ProgressFlags,
+    /// One JSON document on stdout (schema fabcheck.accept.v1).
+    #[arg(long, help_heading = "Output")]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ServeArgs {
     /// Address to listen on. Anything but loopback needs a token.
     #[arg(long, default_value = "127.0.0.1:18515", value_name = "ADDR:PORT")]
@@ -471,11 +508,19 @@ pub struct ServeArgs {
     /// Seconds (or 5m, 1h) a session may stay silent between tests before serve ends it (0: never).
     #[arg(long, value_name = "SECS", default_value_t = 300, value_parser = values::seconds_up_to_a_day)]
     pub idle_timeout: u64,
+    /// Answer `check` and `devices` from this bundle (its manifest's host, else the directory's
+    /// name, is the host); verbs tests against it are refused (offline `accept`, tests).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
 }
 
-/// `fabcheck agent` takes no flags: it speaks the protocol on stdin/stdout.
+/// `fabcheck agent` speaks the protocol on stdin/stdout.
 #[derive(Debug, Args)]
-pub struct AgentArgs {}
+pub struct AgentArgs {
+    /// Answer `check` and `devices` from this bundle instead of the live node (as `serve --sysfs-root`).
+    #[arg(long, value_name = "DIR")]
+    pub sysfs_root: Option<PathBuf>,
+}
 
 #[derive(Debug, Args)]
 pub struct FabricArgs {

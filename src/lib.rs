@@ -9,6 +9,7 @@
 //! `docs/architecture.md` draws it.
 #![deny(unsafe_code)]
 
+pub mod accept;
 pub mod agent;
 pub mod cli;
 pub mod commands;

@@ -29,6 +29,8 @@ pub enum Step {
     Run,
     /// End the conversation (after the steps before it).
     End,
+    /// Read and judge the node (or the bundle served) and reply with the check.
+    Check,
 }
 
 pub struct Machine {
@@ -37,11 +39,18 @@ pub struct Machine {
     budget: Option<Arc<Budget>>,
     reservation: Option<Reservation>,
     prepared: bool,
+    /// Serving a bundle (`--sysfs-root`): it answers `check`, `devices`; no verbs test.
+    bundle: bool,
 }
 
 impl Machine {
     pub fn new(host: impl Into<String>, budget: Option<Arc<Budget>>) -> Machine {
-        Machine { host: host.into(), budget, reservation: None, prepared: false }
+        Machine { host: host.into(), budget, reservation: None, prepared: false, bundle: false }
+    }
+
+    /// An agent answering from a bundle (`serve --sysfs-root`).
+    pub fn serving_bundle(self) -> Machine {
+        Machine { bundle: true, ..self }
     }
 
     /// The hello a controller is greeted with.
@@ -53,6 +62,11 @@ impl Machine {
         match request {
             Request::Hello { .. } => vec![Step::Reply(Machine::hello(&self.host))],
             Request::Inventory => vec![Step::Inventory],
+            Request::Check => vec![Step::Check],
+            Request::Rails { .. } | Request::Prepare { .. } if self.bundle => vec![Step::Reply(error(
+                "this agent serves a bundle (--sysfs-root): it answers check and devices, and runs no verbs test",
+                "test with an agent on the live node (`fabcheck serve` without --sysfs-root)",
+            ))],
             Request::Rails { spec } => vec![Step::Rails(spec)],
             Request::Prepare { target, spec } => {
                 self.close();
@@ -178,6 +192,17 @@ mod tests {
         assert_eq!(m.on_request(Request::Finish), [Step::Close, Step::Reply(Reply::Finished)]);
         assert!(matches!(&m.on_request(Request::Connect { peer: dummy_endpoint() })[..], [Step::Reply(Reply::Error { .. })]));
         assert_eq!(m.on_request(Request::Bye), [Step::Close, Step::Reply(Reply::Bye), Step::End]);
+    }
+
+    #[test]
+    fn a_bundle_agent_answers_check_and_refuses_verbs_tests() {
+        let mut m = Machine::new("n1", None).serving_bundle();
+        assert_eq!(m.on_request(Request::Check), [Step::Check]);
+        assert_eq!(m.on_request(Request::Inventory), [Step::Inventory]);
+        assert!(matches!(&m.on_request(prepare(4096))[..], [Step::Reply(Reply::Error { cause, .. })] if cause.contains("serves a bundle")));
+        let rails = Request::Rails { spec: crate::model::rails::RailSpec::Count(1) };
+        assert!(matches!(&m.on_request(rails)[..], [Step::Reply(Reply::Error { .. })]));
+        assert_eq!(Machine::new("n1", None).on_request(Request::Check), [Step::Check]);
     }
 
     #[test]

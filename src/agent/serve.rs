@@ -51,6 +51,9 @@ pub struct ServeConfig {
     pub registered: Limits,
     /// `None`: sessions never time out.
     pub idle_timeout: Option<Duration>,
+    /// `--sysfs-root DIR`: the bundle served and the host name it gives (its manifest's, else
+    /// the directory's name).
+    pub bundle: Option<(std::path::PathBuf, String)>,
 }
 
 /// What the connection threads share with the accept loop.
@@ -70,6 +73,7 @@ struct Shared {
     log: Mutex<TokenLog>,
     budget: Arc<Budget>,
     idle_timeout: Option<Duration>,
+    bundle: Option<(std::path::PathBuf, String)>,
 }
 
 impl Shared {
@@ -118,6 +122,7 @@ pub fn serve(config: &ServeConfig) -> Result<Outcome, Failure> {
         log: Mutex::new(TokenLog::default()),
         budget: Budget::new(config.registered),
         idle_timeout: config.idle_timeout,
+        bundle: config.bundle.clone(),
     });
     // Silent connections are held here, a descriptor each; a few thousand fit.
     crate::sys::io::raise_open_files(4096);
@@ -335,12 +340,13 @@ fn handle(stream: &TcpStream, peer: SocketAddr, accepted: Instant, mut place: Pl
             "wait for a running pair or mesh to finish, or start another `fabcheck serve --listen` on another port",
         ));
     }
-    let host = crate::sys::os::hostname();
+    let host = shared.bundle.as_ref().map_or_else(crate::sys::os::hostname, |(_, host)| host.clone());
     let served = writer.write_all(protocol::encode(&Machine::hello(&host)).as_bytes()).map_err(Ended::Io).and_then(|()| {
         // Tests may run for minutes with the controller silent: no read deadline from here on
         // (a silent controller between tests is bounded by --idle-timeout instead).
         stream.set_read_timeout(None)?;
-        let options = AgentOptions { host, budget: Some(Arc::clone(&shared.budget)), idle_timeout: shared.idle_timeout };
+        let sysfs_root = shared.bundle.as_ref().map(|(root, _)| root.clone());
+        let options = AgentOptions { host, budget: Some(Arc::clone(&shared.budget)), idle_timeout: shared.idle_timeout, sysfs_root };
         session::run(reader, stream, options).map_err(Ended::Session)
     });
     shared.ended.fetch_add(1, Ordering::SeqCst);
@@ -392,8 +398,9 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-pub fn agent_stdio() -> Result<Outcome, Failure> {
-    let options = AgentOptions { host: crate::sys::os::hostname(), budget: None, idle_timeout: None };
+pub fn agent_stdio(bundle: Option<(std::path::PathBuf, String)>) -> Result<Outcome, Failure> {
+    let host = bundle.as_ref().map_or_else(crate::sys::os::hostname, |(_, host)| host.clone());
+    let options = AgentOptions { host, budget: None, idle_timeout: None, sysfs_root: bundle.map(|(root, _)| root) };
     let stdin = BufReader::new(std::io::stdin());
     session::run(stdin, std::io::stdout().lock(), options).map_err(|e| {
         Failure::new(format!("agent: {e}"), "the controller went away or speaks another version; use the same fabcheck on every node")

@@ -23,6 +23,8 @@ pub struct AgentOptions {
     pub budget: Option<Arc<Budget>>,
     /// Between tests, a controller silent this long is gone (serve); `None`: wait forever.
     pub idle_timeout: Option<Duration>,
+    /// `--sysfs-root DIR`: answers `check` and `devices` from this bundle, runs no verbs test.
+    pub sysfs_root: Option<std::path::PathBuf>,
 }
 
 /// Requests read ahead of the one being served. A peer that floods requests and reads no
@@ -60,6 +62,9 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
     std::thread::spawn(move || read_requests(reader, &tx, &reader_signals));
 
     let mut machine = Machine::new(options.host.clone(), options.budget.clone());
+    if options.sysfs_root.is_some() {
+        machine = machine.serving_bundle();
+    }
     let mut session: Option<Session> = None;
     let reply = |writer: &mut W, r: &Reply| -> std::io::Result<()> {
         writer.write_all(protocol::encode(r).as_bytes())?;
@@ -90,8 +95,13 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                     let _ = reply(&mut writer, &r);
                 }
                 Step::Reply(r) => reply(&mut writer, &r)?,
+                Step::Check => reply(&mut writer, &crate::accept::answer::check(options.sysfs_root.as_deref()))?,
                 Step::Inventory => {
-                    let r = match probe::test_inventory(None) {
+                    let read = match &options.sysfs_root {
+                        Some(root) => probe::inventory(&probe::Source::Sysfs(root.clone()), None),
+                        None => probe::test_inventory(None),
+                    };
+                    let r = match read {
                         Ok(inventory) => Reply::Inventory { inventory },
                         Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
                     };

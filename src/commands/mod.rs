@@ -1,5 +1,6 @@
 //! One function per command: turn validated flags into work and an outcome.
 
+mod accept;
 mod baseline;
 mod bundle;
 mod check;
@@ -92,6 +93,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Pair(_) => "pair",
         Command::Mesh(_) => "mesh",
         Command::Serve(_) => "serve",
+        Command::Accept(_) => "accept",
         Command::Exporter(_) => "exporter",
         Command::Compare(_) => "compare",
         Command::Bundle(_) => "bundle",
@@ -111,6 +113,7 @@ pub fn run(command: Command) -> Result<Outcome, Stop> {
         Command::Pair(args) => pair::run(&args),
         Command::Mesh(args) => mesh::run(&args),
         Command::Serve(args) => Ok(serve::run(&args)?),
+        Command::Accept(args) => accept::run(&args),
         Command::Exporter(args) => Ok(exporter::run(&args)?),
         Command::Compare(args) => compare::run(&args),
         Command::Bundle(args) => bundle::run(&args),
@@ -119,7 +122,7 @@ pub fn run(command: Command) -> Result<Outcome, Stop> {
             crate::report::output::to_stdout(&completions::script(args.shell))?;
             Ok(Outcome::Pass)
         }
-        Command::Agent(_) => Ok(serve::agent()?),
+        Command::Agent(args) => Ok(serve::agent(&args)?),
         Command::Manpage(args) => manpage::run(&args),
     }
 }

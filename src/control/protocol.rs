@@ -43,6 +43,9 @@ pub enum Request {
     Stop,
     Finish,
     Bye,
+    /// The node's checklist and its drift facts (0.5, `accept`). An older agent refuses it as
+    /// a message it cannot read; the controller then names the agent's version.
+    Check,
 }
 
 /// Agent -> controller.
@@ -74,6 +77,11 @@ pub enum Reply {
         result: RunResult,
     },
     Finished,
+    /// The answer to `check`: the node judged as `fabcheck check` judges it, and its drift facts.
+    Check {
+        report: crate::outcome::Report,
+        facts: Vec<crate::accept::facts::Fact>,
+    },
     Error {
         cause: String,
         remedy: String,
@@ -186,6 +194,7 @@ mod tests {
             Request::Stop,
             Request::Finish,
             Request::Bye,
+            Request::Check,
         ];
         for r in reqs {
             let line = encode(&r);

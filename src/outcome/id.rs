@@ -125,6 +125,8 @@ finding_ids! {
     DevlinkHealth = "devlink.health",
     RoceQos = "roce.qos",
     PairQos = "pair.qos",
+    AcceptDrift = "accept.drift",
+    AcceptUnreachable = "accept.unreachable",
 }
 
 impl FindingId {

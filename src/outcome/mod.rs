@@ -3,6 +3,7 @@
 //! lost. A leaf: rules (`diagnose`, `fabric`, `pair`, `mesh`) produce these values, the printers
 //! (`report`) write them, and neither side needs the other's modules to name them.
 
+pub mod action;
 mod id;
 pub mod loss;
 mod measure;
@@ -51,7 +52,9 @@ pub struct Check {
     pub expected: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Written with its `action` (0.5), from [`action::of`]: never stored, so it cannot disagree
+/// with the table. Read back without it (older documents have none).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Finding {
     pub id: FindingId,
     pub severity: Severity,
@@ -101,6 +104,29 @@ impl Report {
             };
         }
         self.verdict = if self.findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    }
+}
+
+impl Serialize for Finding {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Written<'a> {
+            id: FindingId,
+            severity: Severity,
+            subject: &'a Subject,
+            message: &'a str,
+            remedy: &'a str,
+            action: action::Action,
+        }
+        Written {
+            id: self.id,
+            severity: self.severity,
+            subject: &self.subject,
+            message: &self.message,
+            remedy: &self.remedy,
+            action: action::of(self),
+        }
+        .serialize(s)
     }
 }
 

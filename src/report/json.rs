@@ -36,6 +36,7 @@ pub fn schema_of(command: &str) -> Option<&'static str> {
         "mesh" => "fabcheck.mesh.v1",
         "fabric" => "fabcheck.fabric.v1",
         "compare" => "fabcheck.compare.v1",
+        "accept" => "fabcheck.accept.v1",
         _ => return None,
     })
 }

@@ -105,6 +105,17 @@ pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery>
     Ok(outcome)
 }
 
+/// Writes a document a command renders itself (`accept`: its own formats) to `--output` or
+/// stdout, as [`deliver`] writes the others.
+pub fn deliver_text(text: &str) -> Result<(), Delivery> {
+    let settings = SETTINGS.get().cloned().unwrap_or_default();
+    let mut sink = Writer::open(settings.output.as_deref())?;
+    sink.write_all(text.as_bytes()).map_err(|e| sink.failure(e))?;
+    sink.finish()?;
+    DELIVERED.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(())
+}
+
 /// A run that could not run (exit 2), said in the machine format a health check reads, so no
 /// consumer keeps the last run's verdict: `oneline` prints `fabcheck COMMAND ERROR: CAUSE` on
 /// stdout, `prom` writes `fabcheck_up 0` and the cause, `junit` a suite with one error case and

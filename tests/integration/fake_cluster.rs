@@ -316,6 +316,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 send_line(r#"{"v":1,"type":"finished"}"#.into())?;
             }
             Request::Rails { .. } => send(&error("this fake agent has no rails"))?,
+            Request::Check => send(&error("this fake agent has no node to check"))?,
             Request::Bye => {
                 send_line(r#"{"v":1,"type":"bye"}"#.into())?;
                 return Ok(());

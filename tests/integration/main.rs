@@ -1,6 +1,7 @@
 //! Host-tier integration tests: the CLI as users and CI drive it, with no RDMA device.
 //! One binary, a module per topic.
 
+mod accept;
 mod agreement;
 mod alerts;
 mod architecture;

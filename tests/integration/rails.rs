@@ -141,6 +141,7 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
                 (spec, passive_running) = (None, false);
                 send(&Reply::Finished)?;
             }
+            Request::Check => send(&error("this fake agent has no node to check"))?,
             Request::Bye => return send(&Reply::Bye),
         }
     }

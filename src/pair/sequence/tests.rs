@@ -91,6 +91,7 @@ fn kind(r: &Request) -> &'static str {
         Request::Stop => "stop",
         Request::Finish => "finish",
         Request::Bye => "bye",
+        Request::Check => "check",
     }
 }
 
