@@ -46,7 +46,9 @@ impl Sink for OnelinePrinter {
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
 /// could not run), so a health check that reads stdout still has the cause.
 pub fn error_line(command: &str, cause: &str) -> String {
-    format!("{}\n", crate::sanitise::for_eval(&format!("fabcheck {command} ERROR: {cause}")))
+    // A command line refused before any command was named is `fabcheck ERROR: ...`.
+    let who = if command == "fabcheck" { "fabcheck".to_string() } else { format!("fabcheck {command}") };
+    format!("{}\n", crate::sanitise::for_eval(&format!("{who} ERROR: {cause}")))
 }
 
 #[cfg(test)]

@@ -119,6 +119,9 @@ pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
         return;
     }
     let text = match settings.format {
+        // With `--output` the file gets the line (a `fabcheck check PASS` left there would be
+        // read as this run's, issue #58); else stdout.
+        Format::Oneline if settings.output.is_some() => super::oneline::error_line(command, cause),
         Format::Oneline => {
             let _ = to_stdout(super::oneline::error_line(command, cause).as_bytes());
             return;
@@ -133,6 +136,15 @@ pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
             Some(text) => text,
             None => return,
         },
+        // The human view with `--output`: the file says the run could not run, so the last
+        // run's text is not read as this one's.
+        Format::Human if settings.output.is_some() => {
+            format!(
+                "fabcheck {command}: could not run: {}\n  what to do: {}\n",
+                crate::sanitise::printable(cause),
+                crate::sanitise::printable(remedy)
+            )
+        }
         Format::Human => return,
     };
     if let Ok(mut sink) = Writer::open(settings.output.as_deref()) {

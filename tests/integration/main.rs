@@ -31,6 +31,7 @@ mod mesh_patterns;
 mod mesh_rails;
 mod mesh_scale;
 mod nhc;
+mod operators;
 mod output;
 mod output_paths;
 mod packaging;
