@@ -37,6 +37,9 @@ pub enum Launcher {
     /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
     /// over srun's stdio: no ssh keys, no open port, no token.
     Srun,
+    /// `kubectl exec -i POD -- fabcheck agent` in the fabcheck DaemonSet's pod on each node
+    /// (endpoints are Kubernetes node names; contrib/k8s/).
+    Kubectl,
 }
 
 #[derive(Debug, Parser)]
@@ -140,8 +143,8 @@ pub struct CheckArgs {
     /// Only this device, or one port of it.
     #[arg(long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
-    /// What the node should be: rate, width, speed, link_layer, mtu, fw, devices, state.
-    #[arg(long = "expect", value_name = "KEY=VALUE")]
+    /// What the node should be, KEY=VALUE (every key: --help).
+    #[arg(long = "expect", value_name = "KEY=VALUE", long_help = crate::diagnose::expect::help())]
     pub expect: Vec<String>,
     /// A file of the same KEY=VALUE lines (or a JSON object).
     #[arg(long, value_name = "FILE")]
@@ -175,9 +178,9 @@ pub struct ConditionFlags {
     /// Register buffers without relaxed ordering (perftest and fabcheck use it by default).
     #[arg(long, hide_short_help = true)]
     pub no_relaxed_ordering: bool,
-    /// What the link should be (as `check --expect`: rate, width, speed, link_layer, mtu...);
-    /// an endpoint short of it fails the pair.
-    #[arg(long, value_name = "KEY=VALUE")]
+    /// What the link should be (as `check --expect`; every key: --help); an endpoint short of
+    /// it fails the pair.
+    #[arg(long, value_name = "KEY=VALUE", long_help = crate::diagnose::expect::help())]
     pub expect: Vec<String>,
     /// Expectations from a file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
@@ -259,9 +262,13 @@ pub struct AgentFlags {
     /// fabcheck's path on ssh or srun hosts.
     #[arg(long, default_value = "fabcheck", value_name = "PATH", hide_short_help = true)]
     pub remote_fabcheck: String,
-    /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
+    /// How `[user@]host` endpoints get their agent: ssh, srun inside a Slurm allocation, or
+    /// kubectl (endpoints are node names; the agent runs in the fabcheck DaemonSet's pod).
     #[arg(long, value_enum, default_value = "ssh")]
     pub launcher: Launcher,
+    /// With --launcher kubectl: the label selector of the fabcheck DaemonSet's pods.
+    #[arg(long, value_name = "SELECTOR", default_value = "app=fabcheck-agent", hide_short_help = true)]
+    pub k8s_selector: String,
 }
 
 #[derive(Debug, Args)]
@@ -610,6 +617,9 @@ pub struct CompareArgs {
     /// than PCT above it, is a regression.
     #[arg(long, default_value = "5", value_name = "PCT")]
     pub regression: f64,
+    /// Only what regressed: the figures that did not are left out (every format).
+    #[arg(long)]
+    pub regressions: bool,
     /// One JSON document on stdout (schema fabcheck.compare.v1).
     #[arg(long)]
     pub json: bool,

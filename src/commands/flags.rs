@@ -19,7 +19,9 @@ pub fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
         launcher: match flags.launcher {
             Launcher::Ssh => link::Launcher::Ssh,
             Launcher::Srun => link::Launcher::Srun,
+            Launcher::Kubectl => link::Launcher::Kubectl,
         },
+        k8s_selector: flags.k8s_selector.clone(),
     })
 }
 

@@ -36,6 +36,9 @@ fn kind_words(loss: &Loss) -> (String, String) {
             format!("{label}: cannot start the agent: {}", strip_controls(detail)),
             match carrier {
                 Carrier::Srun { .. } => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
+                Carrier::Kubectl { .. } => {
+                    "install kubectl with a context that may get and exec pods, deploy contrib/k8s/daemonset.yaml, and name nodes as `kubectl get nodes` does"
+                }
                 Carrier::Ssh { .. } => "install openssh-client",
                 Carrier::Local | Carrier::Tcp => "check the fabcheck binary",
             }
@@ -104,6 +107,10 @@ fn exited(label: &str, carrier: &Carrier, s: &std::process::ExitStatus, tail: &s
         Carrier::Srun { node } => (
             format!("{label}: srun or the agent exited ({s}){tail}"),
             format!("check that `srun --nodes=1 --nodelist={node} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
+        ),
+        Carrier::Kubectl { node } => (
+            format!("{label}: kubectl exec or the agent exited ({s}){tail}"),
+            format!("check that `kubectl get pods -l app=fabcheck-agent --field-selector spec.nodeName={node}` lists a Running pod and that fabcheck is on its PATH (or --remote-fabcheck)"),
         ),
         Carrier::Ssh { login } => (
             format!("{label}: ssh or the remote agent exited ({s}){tail}"),

@@ -41,6 +41,14 @@ impl Sink for OnelinePrinter {
             *slot = Some(f.clone());
         }
     }
+
+    /// `compare`: the first regression is the line's subject (issue #57: its oneline said only FAIL).
+    fn difference(&mut self, d: &super::sink::DifferenceLine<'_>) {
+        if let (true, None, Some(words)) = (d.regressed, &self.error, d.regression) {
+            let subject = format!("{} <-> {} {} {} {}", d.a, d.b, d.test, d.direction, d.size);
+            self.error = Some(Finding::new(crate::outcome::FindingId::PairRegression, Severity::Error, subject, words, ""));
+        }
+    }
 }
 
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run

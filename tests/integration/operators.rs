@@ -91,3 +91,46 @@ fn a_mesh_where_no_test_could_run_is_one_cause_in_every_format() {
     let junit = mesh("junit");
     assert!(junit.contains("errors=\"1\"") && junit.contains("tests=\"1\""), "{junit}");
 }
+
+/// Issue #57: `compare` printed every unchanged figure and its oneline said only FAIL.
+#[test]
+fn compare_regressions_lists_only_what_regressed_and_oneline_names_the_first() {
+    let dir = scratch("compare");
+    let (old, new) = (dir.join("old.json"), dir.join("new.json"));
+    super::compare::large_mesh_doc(&old, 4, 1.0);
+    super::compare::large_mesh_doc(&new, 4, 0.5);
+    let (old, new) = (old.to_str().unwrap(), new.to_str().unwrap());
+    let out = run_fabcheck(&["compare", "--regressions", old, new]);
+    assert_eq!(out.status.code(), Some(1));
+    let said = String::from_utf8_lossy(&out.stdout);
+    let rows: Vec<&str> = said.lines().filter(|l| l.contains("<->")).collect();
+    assert_eq!(rows.len(), 12, "the bandwidth and message rate of each of the 6 pairs: {said}");
+    assert!(rows.iter().all(|r| r.contains("write_bw") && r.contains("REGRESSION")), "{said}");
+    // By default the unchanged latency figures are counted, not listed.
+    let out = run_fabcheck(&["compare", old, new]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(!said.lines().any(|l| l.contains("send_lat")), "{said}");
+    assert!(said.contains("as in the baseline (not listed"), "{said}");
+    let out = run_fabcheck(&["compare", "--regressions", "--format", "oneline", old, new]);
+    let line = String::from_utf8_lossy(&out.stdout);
+    assert!(line.starts_with("fabcheck compare FAIL: ") && line.contains("pair.regression") && line.contains("write_bw"), "{line}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Issue #57: `sudo fabcheck bundle`'s remedy named `--sysfs-root`, which bundle refuses. Every
+/// flag a remedy of bundle names must be one bundle accepts.
+#[test]
+fn bundles_remedy_names_only_flags_bundle_accepts() {
+    let dir = scratch("bundle");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = run_fabcheck(&["bundle", dir.join("out").to_str().unwrap(), "--from-root", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let remedy = stderr.lines().find(|l| l.contains("what to do:")).unwrap_or_else(|| panic!("{stderr}"));
+    let help = String::from_utf8_lossy(&run_fabcheck(&["bundle", "--help"]).stdout).into_owned();
+    for flag in remedy.split(|c: char| !(c.is_ascii_alphanumeric() || c == '-')).filter(|w| w.starts_with("--")) {
+        assert!(help.contains(flag), "the remedy names {flag}, which bundle does not take: {remedy}");
+    }
+    std::fs::remove_dir_all(&dir).ok();
+}
