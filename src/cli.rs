@@ -159,6 +159,10 @@ pub struct CheckArgs {
     /// rates, not lifetime totals (live only; SIGINT ends the window early, exit 2).
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
+    /// With --format oneline: cut the line to at most N bytes (node-problem-detector's
+    /// max_output_length is 80).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(16..))]
+    pub max_len: Option<u16>,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.

@@ -75,6 +75,9 @@ fn refused_line(e: &clap::Error) {
     let salvaged = fabcheck::commands::usage::salvage(&args, &names);
     let (cause, remedy) = fabcheck::commands::usage::cause_and_remedy(e, &salvaged.command);
     fabcheck::report::output::configure(salvaged.format, salvaged.output, false, salvaged.json);
+    if let Some(max) = salvaged.max_len {
+        fabcheck::report::output::limit_oneline(max);
+    }
     fabcheck::report::output::deliver_failure(&salvaged.command, &cause, &remedy);
     to_stderr(&format!("  what to do: {}", fabcheck::sanitise::printable(&remedy)));
 }

@@ -7,6 +7,9 @@ use crate::probe::{self, ProbeError, Source};
 use crate::report;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
+    if let Some(max) = args.max_len {
+        crate::report::output::limit_oneline(usize::from(max));
+    }
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
     let scope = match &args.device {
         Some(text) => {

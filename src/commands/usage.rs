@@ -16,13 +16,15 @@ pub struct Salvaged {
     pub output: Option<PathBuf>,
     /// The command's own `--json` was given.
     pub json: bool,
+    /// `--max-len N`, when given with a number.
+    pub max_len: Option<usize>,
 }
 
 /// Reads `--format`, `--output`, `--json` and the subcommand from arguments clap refused
 /// (`args` without the program's name). A value clap would refuse (`--format promm`) is left at
 /// its default: the error then goes where it can.
 pub fn salvage(args: &[OsString], commands: &[&str]) -> Salvaged {
-    let mut out = Salvaged { command: "fabcheck".into(), format: Format::Human, output: None, json: false };
+    let mut out = Salvaged { command: "fabcheck".into(), format: Format::Human, output: None, json: false, max_len: None };
     let mut named = false;
     let mut iter = args.iter().map(|a| a.to_string_lossy().into_owned());
     while let Some(arg) = iter.next() {
@@ -41,6 +43,7 @@ pub fn salvage(args: &[OsString], commands: &[&str]) -> Salvaged {
             }
             "--output" => out.output = inline.or_else(|| iter.next()).filter(|v| !v.is_empty()).map(PathBuf::from),
             "--json" => out.json = true,
+            "--max-len" => out.max_len = inline.or_else(|| iter.next()).and_then(|v| v.parse().ok()).filter(|&n| n >= 16),
             _ if !named && !arg.starts_with('-') => {
                 named = true;
                 if commands.contains(&arg.as_str()) {
@@ -168,7 +171,7 @@ mod tests {
     #[test]
     fn a_refused_line_still_says_where_its_error_goes() {
         let s = salvage(&args(&["check", "--format", "prom", "--outptu", "x", "--output=/tmp/f.prom"]), COMMANDS);
-        assert_eq!(s, Salvaged { command: "check".into(), format: Format::Prom, output: Some("/tmp/f.prom".into()), json: false });
+        assert_eq!(s, Salvaged { command: "check".into(), format: Format::Prom, output: Some("/tmp/f.prom".into()), json: false, max_len: None });
         let s = salvage(&args(&["--format=oneline", "chekc", "--json"]), COMMANDS);
         assert_eq!((s.command.as_str(), s.format, s.json), ("fabcheck", Format::Oneline, true));
         // A value given to --output is not taken for the subcommand.

@@ -51,6 +51,17 @@ impl Sink for OnelinePrinter {
     }
 }
 
+/// `line` (one line, ending in a newline) cut to at most `max` bytes before its newline, at a
+/// character boundary (`check --max-len`: node-problem-detector keeps 80).
+pub fn cut(line: &str, max: usize) -> String {
+    let text = line.strip_suffix('\n').unwrap_or(line);
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n", text[..end].trim_end())
+}
+
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
 /// could not run), so a health check that reads stdout still has the cause.
 pub fn error_line(command: &str, cause: &str) -> String {
