@@ -267,7 +267,9 @@ fn unreachable(run: &MeshConfig, agents: &[Agent]) -> Vec<Unreachable> {
 
 /// The `--html` page.
 fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeasure], measured: &[PairMeasure], criteria: &Criteria) -> String {
-    let params = page::params(run, doc.pattern.as_ref());
+    let mut params = page::params(run, doc.pattern.as_ref());
+    // Stamped (issue #57): a page saved and mailed still says when and by what it was made.
+    params.push(page::stamp_row(&crate::report::document::Stamp::now()));
     let (mb, ml) = analysis::medians(first);
     let cells = page::cells(measured, criteria, mb, ml);
     let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| page::bw_scale(criteria, mb)).flatten();

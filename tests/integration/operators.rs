@@ -134,3 +134,27 @@ fn bundles_remedy_names_only_flags_bundle_accepts() {
     }
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Issue #57: the heat map had no date or version; a PASS summary did not count skipped checks.
+#[test]
+fn the_heat_map_is_stamped_and_the_summary_counts_skipped_checks() {
+    let dir = scratch("stamp");
+    let cluster = FakeCluster::healthy(3);
+    let html = dir.join("mesh.html");
+    let mut args = vec!["mesh", "--no-progress", "--html", html.to_str().unwrap()];
+    args.extend(cluster.endpoints.iter().map(String::as_str));
+    let out = run_fabcheck(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let page = std::fs::read_to_string(&html).unwrap();
+    let stamp = format!(" by fabcheck {} on ", env!("CARGO_PKG_VERSION"));
+    let row = page.lines().find(|l| l.contains("<th>run</th>")).unwrap_or_else(|| panic!("no run row"));
+    assert!(row.contains(&stamp) && row.contains("T") && row.contains("Z by"), "{row}");
+    let fixture = super::fixtures_dir().join("ib-disabled");
+    let out = run_fabcheck(&["check", "--sysfs-root", fixture.to_str().unwrap()]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    let skipped = said.lines().filter(|l| l.starts_with("skip ")).count();
+    assert!(skipped > 0, "the fixture has skipped checks: {said}");
+    let summary = said.lines().last().unwrap();
+    assert!(summary.ends_with(&format!(", {skipped} skipped")), "{summary}");
+    std::fs::remove_dir_all(&dir).ok();
+}
