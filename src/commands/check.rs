@@ -35,7 +35,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     // soak on a node without devices: the checklist says why at once.
     let (judged, interrupted) = match soak {
         Some(asked) if !start.inventory.devices.is_empty() => {
-            let soaked = super::soak::run(&start, asked, read)?;
+            // On a terminal, the window's progress on stderr (issue #57).
+            let quiet = crate::cli::ProgressFlags { progress: false, no_progress: false, quiet: false };
+            let soaked = super::soak::run(&start, asked, read, &mut *super::progress::sink(&quiet))?;
             let window = Window { asked, seconds: soaked.seconds, interrupted: soaked.interrupted, pcie_start: &start.pcie };
             (node::judge(&soaked.end, &expect, &scope, Some(&window)), super::soak::interrupted(&soaked))
         }
