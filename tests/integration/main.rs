@@ -10,6 +10,7 @@ mod cli;
 mod compare;
 mod contrib;
 mod cuda;
+mod doc_examples;
 mod driver_stack;
 mod exporter;
 mod exporter_hardening;
