@@ -168,7 +168,9 @@ mod tests {
         let read = || {
             let mut now = crate::probe::node::read(&source, None)?;
             now.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "symbol_error").unwrap().value += 3;
-            now.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "port_xmit_data").map(|c| c.value += 1000);
+            if let Some(c) = now.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "port_xmit_data") {
+                c.value += 1000;
+            }
             Ok(now)
         };
         run_paced(&start, Duration::from_millis(400), read, &mut said, (Duration::ZERO, Duration::ZERO)).unwrap();
