@@ -29,8 +29,12 @@ pub fn unreached_words(u: &Unreached) -> String {
 fn kind_words(loss: &Loss) -> (String, String) {
     let label = &loss.agent;
     match &loss.kind {
-        LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
-        LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
+        LossKind::SrunWithUser => {
+            (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), "drop the user@ from the endpoint, or use --launcher ssh".into())
+        }
+        LossKind::BadRemotePath(path) => {
+            (format!("--remote-fabcheck '{path}' is not a plain path"), "give --remote-fabcheck a plain path (letters, digits and /._-+)".into())
+        }
         LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
         LossKind::NotStarted { carrier, detail } => (
             format!("{label}: cannot start the agent: {}", strip_controls(detail)),
@@ -78,10 +82,6 @@ fn kind_words(loss: &Loss) -> (String, String) {
         LossKind::Interrupted => ("interrupted".into(), "the agents were told to stop; nothing is left running".into()),
         LossKind::Internal(what) => (format!("internal error: {what}"), "report a bug".into()),
     }
-}
-
-fn usage() -> String {
-    Failure::usage("").remedy
 }
 
 /// The last words of a child's stderr (ssh's `Permission denied\r\n`), with its control
@@ -185,7 +185,7 @@ mod tests {
         let f = failure("n1", LossKind::Gone { why: "the agent exited or the connection closed".into(), tail: String::new() });
         assert_eq!(f.remedy, "the agent died or its host went away; check it and rerun");
         let f = failure("n1", LossKind::SrunWithUser);
-        assert_eq!(f.remedy, "see `fabcheck --help` and docs/");
+        assert_eq!(f.remedy, "drop the user@ from the endpoint, or use --launcher ssh");
         assert_eq!(failure("", LossKind::Interrupted).cause, "interrupted");
     }
 
