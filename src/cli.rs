@@ -37,6 +37,9 @@ pub enum Launcher {
     /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
     /// over srun's stdio: no ssh keys, no open port, no token.
     Srun,
+    /// `kubectl exec -i POD -- fabcheck agent` in the fabcheck DaemonSet's pod on each node
+    /// (endpoints are Kubernetes node names; contrib/k8s/).
+    Kubectl,
 }
 
 #[derive(Debug, Parser)]
@@ -143,8 +146,8 @@ pub struct CheckArgs {
     /// Only this device, or one port of it.
     #[arg(long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
-    /// What the node should be: rate, width, speed, link_layer, mtu, fw, devices, state.
-    #[arg(long = "expect", value_name = "KEY=VALUE")]
+    /// What the node should be, KEY=VALUE (every key: --help).
+    #[arg(long = "expect", value_name = "KEY=VALUE", long_help = crate::diagnose::expect::help())]
     pub expect: Vec<String>,
     /// A file of the same KEY=VALUE lines (or a JSON object).
     #[arg(long, value_name = "FILE")]
@@ -159,6 +162,10 @@ pub struct CheckArgs {
     /// rates, not lifetime totals (live only; SIGINT ends the window early, exit 2).
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
+    /// With --format oneline: cut the line to at most N bytes (node-problem-detector's
+    /// max_output_length is 80).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(16..))]
+    pub max_len: Option<u16>,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
@@ -167,10 +174,10 @@ pub struct CheckArgs {
 pub struct ConditionFlags {
     /// RoCE traffic class of the test's packets (DSCP << 2), so it runs in the lossless class
     /// the fabric is built for; also rdma_cm's ToS with --cm.
-    #[arg(long, value_name = "N", hide_short_help = true)]
+    #[arg(short = 'T', long, value_name = "N", hide_short_help = true)]
     pub tclass: Option<u8>,
     /// InfiniBand service level (0..15).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15), hide_short_help = true)]
+    #[arg(short = 'S', long, value_name = "N", value_parser = clap::value_parser!(u8).range(0..=15), hide_short_help = true)]
     pub sl: Option<u8>,
     /// P_Key index of the test's queue pairs.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=127), hide_short_help = true)]
@@ -178,9 +185,9 @@ pub struct ConditionFlags {
     /// Register buffers without relaxed ordering (perftest and fabcheck use it by default).
     #[arg(long, hide_short_help = true)]
     pub no_relaxed_ordering: bool,
-    /// What the link should be (as `check --expect`: rate, width, speed, link_layer, mtu...);
-    /// an endpoint short of it fails the pair.
-    #[arg(long, value_name = "KEY=VALUE")]
+    /// What the link should be (as `check --expect`; every key: --help); an endpoint short of
+    /// it fails the pair.
+    #[arg(long, value_name = "KEY=VALUE", long_help = crate::diagnose::expect::help())]
     pub expect: Vec<String>,
     /// Expectations from a file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
@@ -206,6 +213,33 @@ pub struct MemFlags {
     /// libcuda.so.1 on the agents.
     #[arg(long, value_name = "host|cuda|cuda:BUSID|cuda:N|cuda:auto", default_value = "host", value_parser = parse_mem)]
     pub mem: crate::model::MemChoice,
+    /// perftest's --use_cuda N (= --mem cuda:N).
+    #[arg(long = "use_cuda", alias = "use-cuda", value_name = "N", hide = true, conflicts_with_all = ["mem", "use_cuda_bus_id"], value_parser = parse_cuda_ordinal)]
+    pub use_cuda: Option<crate::model::MemChoice>,
+    /// perftest's --use_cuda_bus_id B (= --mem cuda:B).
+    #[arg(long = "use_cuda_bus_id", alias = "use-cuda-bus-id", value_name = "BUSID", hide = true, conflicts_with = "mem", value_parser = parse_cuda_bus)]
+    pub use_cuda_bus_id: Option<crate::model::MemChoice>,
+}
+
+impl MemFlags {
+    /// `--mem`, or perftest's `--use_cuda`/`--use_cuda_bus_id` spelling of it.
+    pub fn choice(&self) -> crate::model::MemChoice {
+        self.use_cuda.or(self.use_cuda_bus_id).unwrap_or(self.mem)
+    }
+}
+
+fn parse_cuda_ordinal(text: &str) -> Result<crate::model::MemChoice, Unparsed> {
+    match text.bytes().all(|b| b.is_ascii_digit()) {
+        true => crate::model::MemChoice::parse(&format!("cuda:{text}")),
+        false => Err(Unparsed(format!("{text}: give a CUDA device ordinal (0, 1...)"))),
+    }
+}
+
+fn parse_cuda_bus(text: &str) -> Result<crate::model::MemChoice, Unparsed> {
+    match text.contains(':') {
+        true => crate::model::MemChoice::parse(&format!("cuda:{text}")),
+        false => Err(Unparsed(format!("{text}: give a GPU's PCI address (0000:1a:00.0)"))),
+    }
 }
 
 fn parse_mem(text: &str) -> Result<crate::model::MemChoice, Unparsed> {
@@ -235,9 +269,13 @@ pub struct AgentFlags {
     /// fabcheck's path on ssh or srun hosts.
     #[arg(long, default_value = "fabcheck", value_name = "PATH", hide_short_help = true)]
     pub remote_fabcheck: String,
-    /// How `[user@]host` endpoints get their agent: ssh, or srun inside a Slurm allocation.
+    /// How `[user@]host` endpoints get their agent: ssh, srun inside a Slurm allocation, or
+    /// kubectl (endpoints are node names; the agent runs in the fabcheck DaemonSet's pod).
     #[arg(long, value_enum, default_value = "ssh")]
     pub launcher: Launcher,
+    /// With --launcher kubectl: the label selector of the fabcheck DaemonSet's pods.
+    #[arg(long, value_name = "SELECTOR", default_value = "app=fabcheck-agent", hide_short_help = true)]
+    pub k8s_selector: String,
 }
 
 #[derive(Debug, Args)]
@@ -247,7 +285,7 @@ pub struct PairArgs {
     /// Second endpoint.
     pub b: String,
     /// Device (and port) for endpoints that name none.
-    #[arg(short = 'd', long, value_name = "NAME[:PORT]")]
+    #[arg(short = 'd', long, visible_alias = "ib-dev", value_name = "NAME[:PORT]")]
     pub device: Option<String>,
     /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
     #[arg(long, default_value = "all", value_name = "LIST")]
@@ -257,7 +295,7 @@ pub struct PairArgs {
     #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
     pub size: Option<u32>,
     /// Every power of two from 2 B to 8 MiB (with -s, up to that size, as perftest's -a).
-    #[arg(short = 'a', long)]
+    #[arg(short = 'a', long, alias = "all")]
     pub sweep: bool,
     /// Measured iterations per test (default 1000 latency, 5000 bandwidth).
     #[arg(short = 'n', long, value_name = "N", conflicts_with = "duration")]
@@ -267,7 +305,7 @@ pub struct PairArgs {
     #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Queue pairs for bandwidth tests.
-    #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'q', long, alias = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
@@ -295,7 +333,7 @@ pub struct PairArgs {
     /// Connect through librdmacm (rdma_cm), as MPI, NCCL and storage do, instead of the
     /// out-of-band exchange: A connects, B listens. RoCE: the GID's address; InfiniBand: the
     /// port's IPoIB address (the interface needs one). -R as perftest's.
-    #[arg(short = 'R', long)]
+    #[arg(short = 'R', long, alias = "rdma_cm")]
     pub cm: bool,
     /// Accepted as perftest's -F and ignored: fabcheck never warns about the CPU's frequency
     /// (its clock is calibrated over each loop).
@@ -363,7 +401,7 @@ pub struct MeshArgs {
     #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
     pub tests: String,
     /// Device (and port) for endpoints that name none.
-    #[arg(short = 'd', long, value_name = "NAME[:PORT]")]
+    #[arg(short = 'd', long, visible_alias = "ib-dev", value_name = "NAME[:PORT]")]
     pub device: Option<String>,
     /// Message size in bytes, or with K, M, G (binary) (default 2 for latency, 64K for bandwidth).
     #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]
@@ -376,10 +414,10 @@ pub struct MeshArgs {
     #[arg(short = 'D', long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
     /// Refused with the reason: a mesh measures one size per pair (sweep one pair with `pair -a`).
-    #[arg(short = 'a', long, hide = true)]
+    #[arg(short = 'a', long, alias = "all", hide = true)]
     pub sweep: bool,
     /// Queue pairs for bandwidth tests.
-    #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'q', long, alias = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
@@ -632,6 +670,9 @@ pub struct CompareArgs {
     /// than PCT above it, is a regression.
     #[arg(long, default_value = "5", value_name = "PCT")]
     pub regression: f64,
+    /// Only what regressed: the figures that did not are left out (every format).
+    #[arg(long)]
+    pub regressions: bool,
     /// One JSON document on stdout (schema fabcheck.compare.v1).
     #[arg(long)]
     pub json: bool,

@@ -13,8 +13,26 @@ impl Failure {
         Failure { cause: cause.into(), remedy: remedy.into() }
     }
 
+    /// A command line that cannot run as given. The remedy names the flag the cause names
+    /// (issue #57: ten of them ended in a generic "see --help").
     pub fn usage(cause: impl Into<String>) -> Self {
-        Failure::new(cause, "see `fabcheck --help` and docs/")
+        let cause = cause.into();
+        let remedy = usage_remedy(&cause);
+        Failure { cause, remedy }
+    }
+}
+
+/// What to do about a usage error: change the flag its cause names, as the cause says.
+fn usage_remedy(cause: &str) -> String {
+    let words = cause.split(|c: char| c.is_whitespace() || ",:;'`()=".contains(c));
+    let flag = words.into_iter().find(|w| {
+        let long = w.len() > 2 && w.starts_with("--") && w[2..].chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let short = w.len() == 2 && w.starts_with('-') && w[1..].chars().all(|c| c.is_ascii_alphabetic());
+        long || short
+    });
+    match flag {
+        Some(flag) => format!("change {flag} as said above (`fabcheck COMMAND --help` describes {flag})"),
+        None => "correct the command line as said above (`fabcheck COMMAND --help` lists the flags)".into(),
     }
 }
 
@@ -102,5 +120,26 @@ impl From<Failure> for Stop {
 impl From<Delivery> for Stop {
     fn from(d: Delivery) -> Self {
         Stop::Delivery(d)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue #57: a usage error's remedy names the flag to change, not a generic "see --help".
+    #[test]
+    fn a_usage_error_names_the_flag_to_change() {
+        for (cause, flag) in [
+            ("--threshold is a percentage, 1..100", "--threshold"),
+            ("-m with --cm: rdma_cm sets the path MTU from its path record", "-m"),
+            ("--expect nope=1: unknown expectation key", "--expect"),
+            ("--listen 'x' is not ADDR:PORT (e.g. 127.0.0.1:9879)", "--listen"),
+        ] {
+            let remedy = Failure::usage(cause).remedy;
+            assert!(remedy.starts_with(&format!("change {flag} as said above")), "{cause}: {remedy}");
+        }
+        let remedy = Failure::usage("mesh needs at least two endpoints").remedy;
+        assert!(!remedy.contains("see `fabcheck --help` and docs/"), "{remedy}");
     }
 }

@@ -30,7 +30,11 @@ fn main() -> ExitCode {
         // written (`--help | true`, `> /dev/full`) is exit 2, as any lost result.
         Err(e) => {
             let code = u8::try_from(e.exit_code()).unwrap_or(2);
-            return if e.print().is_ok() { ExitCode::from(code) } else { ExitCode::from(2) };
+            let printed = e.print().is_ok();
+            if code == 2 {
+                refused_line(&e);
+            }
+            return if printed { ExitCode::from(code) } else { ExitCode::from(2) };
         }
     };
     init_logging(cli.verbose);
@@ -62,6 +66,22 @@ fn main() -> ExitCode {
     to_stderr(&format!("fabcheck: {}", fabcheck::sanitise::one_line(&failure.cause)));
     to_stderr(&format!("  what to do: {}", fabcheck::sanitise::one_line(&failure.remedy)));
     ExitCode::from(2)
+}
+
+/// A usage error (exit 2 before any work): the `--format` document of an error still goes to
+/// stdout or `--output`, so a stale PASS never survives a misspelled flag.
+fn refused_line(e: &clap::Error) {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
+    let cli = Cli::command();
+    let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
+    let salvaged = fabcheck::commands::usage::salvage(&args, &names);
+    let (cause, remedy) = fabcheck::commands::usage::cause_and_remedy(e, &salvaged.command);
+    fabcheck::report::output::configure(salvaged.format, salvaged.output, false, salvaged.json);
+    if let Some(max) = salvaged.max_len {
+        fabcheck::report::output::limit_oneline(max);
+    }
+    fabcheck::report::output::deliver_failure(&salvaged.command, &cause, &remedy);
+    to_stderr(&format!("  what to do: {}", fabcheck::sanitise::printable(&remedy)));
 }
 
 fn init_logging(verbose: u8) {

@@ -62,6 +62,9 @@ pub enum Event<'a> {
     /// `pair`: a test at one size finished, in every direction it runs (`step` of `steps`:
     /// in a sweep, a step is a size).
     Test { step: usize, steps: usize, test: TestKind, size: u32, figures: &'a [Figure] },
+    /// `check --soak`, `fabric --soak`: the window so far and the error counters that rose in
+    /// it (`None`: not read until the window's end).
+    Soak { elapsed: Duration, window: Duration, risen: Option<&'a [String]> },
 }
 
 impl fmt::Display for Event<'_> {
@@ -76,6 +79,15 @@ impl fmt::Display for Event<'_> {
                     Stage::Zoom => ("zoom-in round", "bad"),
                 };
                 write!(f, "{stage} {round}/{rounds}, {bad} {bad_word} so far")
+            }
+            Event::Soak { elapsed, window, risen } => {
+                write!(f, "soak window {} of {}, {} left", short(*elapsed), short(*window), short(window.saturating_sub(*elapsed)))?;
+                match risen {
+                    None => write!(f, "; counters are judged at its end"),
+                    Some([]) => write!(f, "; nothing has risen so far"),
+                    Some(list) if list.len() <= 3 => write!(f, "; risen so far: {}", list.join(", ")),
+                    Some(list) => write!(f, "; risen so far: {} (+{} more)", list[..3].join(", "), list.len() - 3),
+                }
             }
             Event::Test { step, steps, test, size, figures } => {
                 write!(f, "[{step}/{steps}] {} {} B:", test.name(), size)?;
@@ -120,7 +132,7 @@ impl Pace {
         let progress = match event {
             Event::Round { stage, round, rounds, .. } => Some((Some(*stage), *round, *rounds)),
             Event::Test { step, steps, .. } => Some((None, *step, *steps)),
-            Event::Reached { .. } => None,
+            Event::Reached { .. } | Event::Soak { .. } => None,
         };
         let mut said = format!("{} elapsed", short(elapsed));
         if let Some((pass, done, total)) = progress {

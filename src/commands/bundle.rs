@@ -13,7 +13,7 @@ pub fn run(args: &BundleArgs) -> Result<Outcome, Stop> {
     let plan = Plan { out: args.dir.clone(), from_root: args.from_root.clone(), limits: LIMITS, tool_limit: TOOL_LIMIT };
     let manifest = capture::run(&plan).map_err(|e| match e {
         CaptureError::NoDevices(_) => {
-            Failure::new(e.to_string(), "load the RDMA modules (or give --sysfs-root's DIR of a node that has devices), then capture again")
+            Failure::new(e.to_string(), "load the RDMA modules (`modprobe mlx5_ib`; Soft-RoCE: `rdma link add`), then capture again; bundle captures this node only (no flag reads another's)")
         }
         CaptureError::Write(_) => Failure::new(e.to_string(), "give a new directory (or an empty one) that you can write"),
     })?;

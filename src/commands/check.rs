@@ -7,6 +7,9 @@ use crate::probe::{self, ProbeError, Source};
 use crate::report;
 
 pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
+    if let Some(max) = args.max_len {
+        crate::report::output::limit_oneline(usize::from(max));
+    }
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
     let scope = match &args.device {
         Some(text) => {
@@ -32,7 +35,9 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     // soak on a node without devices: the checklist says why at once.
     let (judged, interrupted) = match soak {
         Some(asked) if !start.inventory.devices.is_empty() => {
-            let soaked = super::soak::run(&start, asked, read)?;
+            // On a terminal, the window's progress on stderr (issue #57).
+            let quiet = crate::cli::ProgressFlags { progress: false, no_progress: false, quiet: false };
+            let soaked = super::soak::run(&start, asked, read, &mut *super::progress::sink(&quiet))?;
             let window = Window { asked, seconds: soaked.seconds, interrupted: soaked.interrupted, pcie_start: &start.pcie };
             (node::judge(&soaked.end, &expect, &scope, Some(&window)), super::soak::interrupted(&soaked))
         }

@@ -12,7 +12,11 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, Stop> {
     }
     let old = super::baseline::read_document(&args.old)?;
     let new = super::baseline::read_document(&args.new)?;
-    let comparison = compare::compare_docs(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    let mut comparison = compare::compare_docs(&old, &new, args.regression).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    // `--regressions`: only what regressed, in every format.
+    if args.regressions {
+        comparison.differences.retain(|d| d.regression);
+    }
     let (old_source, new_source) = (render::Source::of_meta(&shown(&args.old), &old.meta), render::Source::of_meta(&shown(&args.new), &new.meta));
     // The documents' figures are no longer needed while the result is written.
     drop((old, new));

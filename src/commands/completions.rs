@@ -56,11 +56,13 @@ fn offered(device_names: bool) -> clap::Command {
 /// Attaches the words each flag of `sub` takes (only where `sub` has that flag and it takes a value).
 fn with_values(mut sub: clap::Command, device_names: bool) -> clap::Command {
     let tests: Vec<&'static str> = TestKind::ALL.iter().map(|t| t.name()).chain(["lat", "bw", "all"]).collect();
-    let expect: &[&'static str] = if sub.get_name() == "fabric" {
-        &["sm_standby=", "nodes=", "switches=", "width=", "speed=", "oversubscription=", "symbol_error=", "link_downed=", "port_rcv_errors="]
+    // From the parsers' own key tables: fabric offers only what fabric takes.
+    let expect: Vec<String> = if sub.get_name() == "fabric" {
+        crate::fabric::expect::FabricExpect::all_keys().into_iter().map(|k| format!("{k}=")).collect()
     } else {
-        &["rate=", "width=", "speed=", "link_layer=infiniband", "link_layer=ethernet", "mtu=", "fw=", "devices=", "state=ACTIVE"]
+        crate::diagnose::expect::KEYS.iter().map(|(k, _)| format!("{k}=")).collect()
     };
+    let expect: Vec<&'static str> = expect.into_iter().map(|s| &*Box::leak(s.into_boxed_str())).collect();
     let devices: &[&'static str] = &[DEVICES];
     let words: [(&str, &[&'static str]); 8] = [
         ("tests", &tests),
@@ -68,7 +70,7 @@ fn with_values(mut sub: clap::Command, device_names: bool) -> clap::Command {
         ("pattern", &["all-pairs", "shift", "ring", "random:"]),
         ("mem", &["host", "cuda", "cuda:auto"]),
         ("rails", &["auto", "all"]),
-        ("expect", expect),
+        ("expect", &expect),
         ("device", if device_names { devices } else { &[] }),
         ("ca", if device_names { devices } else { &[] }),
     ];
@@ -87,6 +89,27 @@ mod tests {
 
     fn text(shell: Shell) -> String {
         String::from_utf8(script(shell)).unwrap()
+    }
+
+    /// Issue #57: `check --help`, completion and docs/checks.md listed 8 of the 12 keys. Each
+    /// comes from `KEYS`, and every entry of `KEYS` is one the parser takes.
+    #[test]
+    fn the_expect_key_table_is_the_parsers_and_help_and_docs_list_it_all() {
+        let keys = crate::diagnose::expect::KEYS;
+        assert!(keys.len() >= 12);
+        for (key, example) in keys {
+            assert!(crate::diagnose::expect::Expectations::default().set(&format!("{key}={example}")).is_ok(), "{key}={example}");
+        }
+        let err = crate::diagnose::expect::Expectations::default().set("nope=1").unwrap_err().to_string();
+        let help = Cli::command().find_subcommand_mut("check").unwrap().render_long_help().to_string();
+        let pair_help = Cli::command().find_subcommand_mut("pair").unwrap().render_long_help().to_string();
+        let docs = include_str!("../../docs/checks.md");
+        for (key, _) in keys {
+            assert!(err.contains(key), "the unknown-key error omits {key}: {err}");
+            assert!(help.contains(&format!("{key}=")), "check --help omits {key}");
+            assert!(pair_help.contains(&format!("{key}=")), "pair --help omits {key}");
+            assert!(docs.contains(&format!("| `{key}` |")), "docs/checks.md's expectation table omits {key}");
+        }
     }
 
     #[test]
@@ -108,11 +131,34 @@ mod tests {
     fn flags_offer_their_values_and_devices_come_from_sysfs() {
         for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
             let script = text(shell);
-            for word in ["send_lat", "write_bw", "bidi", "all-pairs", "link_layer=infiniband", "sm_standby=", "oneline"] {
+            for word in ["send_lat", "write_bw", "bidi", "all-pairs", "link_layer=", "sm_standby=", "oneline"] {
                 assert!(script.contains(word), "{shell}: no {word}");
             }
             assert!(script.contains(DEVICES_DIR), "{shell}: -d does not list {DEVICES_DIR}");
             assert!(!script.contains(DEVICES), "{shell}: the placeholder was left in");
+        }
+        // Issue #57: every key the parsers take, and fabric never offers a key it refuses.
+        let bash = text(Shell::Bash);
+        for (key, _) in crate::diagnose::expect::KEYS {
+            assert!(bash.contains(&format!("{key}=")), "check --expect {key}= not offered");
+        }
+        let fabric = with_values(Cli::command().find_subcommand("fabric").unwrap().clone(), false);
+        let offered: Vec<String> = fabric
+            .get_arguments()
+            .find(|a| a.get_id() == "expect")
+            .unwrap()
+            .get_possible_values()
+            .iter()
+            .map(|v| v.get_name().trim_end_matches('=').to_string())
+            .collect();
+        assert!(offered.len() >= 15 && !offered.iter().any(|k| k == "port_rcv_errors"), "{offered:?}");
+        for key in offered {
+            let value = match key.as_str() {
+                "width" => "4X",
+                "speed" => "HDR",
+                _ => "1",
+            };
+            assert!(crate::fabric::expect::FabricExpect::default().set(&format!("{key}={value}")).is_ok(), "fabric refuses the offered {key}=");
         }
         // Elsewhere no command is run: no placeholder, no device list.
         let elvish = text(Shell::Elvish);

@@ -186,13 +186,24 @@ fn soak(
     crate::sys::os::catch_termination();
     let opened = std::time::Instant::now();
     let mut interrupted = false;
+    // On a terminal, the window's time gone and left (issue #57); the subnet's counters are
+    // read once more at its end, not during it (a whole-fabric sweep of MADs per read).
+    let flags = crate::cli::ProgressFlags { progress: false, no_progress: false, quiet: false };
+    let mut progress = super::progress::sink(&flags);
+    let mut said = std::time::Duration::ZERO;
     while opened.elapsed() < window {
         if crate::sys::os::interrupted() {
             interrupted = true;
             break;
         }
+        let elapsed = opened.elapsed();
+        if elapsed >= said + std::time::Duration::from_secs(1) {
+            said = elapsed;
+            progress.event(&crate::progress::Event::Soak { elapsed, window, risen: None });
+        }
         std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
     }
+    progress.done();
     let left = config.deadline.saturating_sub(started.elapsed());
     // The second read also asks the nodes that waited for their PortXmitWait unit.
     let probe = Probe { sample_ticks: true, ..config.probe.clone() };

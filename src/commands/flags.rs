@@ -19,7 +19,9 @@ pub fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
         launcher: match flags.launcher {
             Launcher::Ssh => link::Launcher::Ssh,
             Launcher::Srun => link::Launcher::Srun,
+            Launcher::Kubectl => link::Launcher::Kubectl,
         },
+        k8s_selector: flags.k8s_selector.clone(),
     })
 }
 
@@ -136,7 +138,7 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
         sl: flags.sl,
         pkey_index: flags.pkey_index,
         relaxed_ordering: !flags.no_relaxed_ordering,
-        mem: flags.mem.mem,
+        mem: flags.mem.choice(),
         mtu: flags.mtu,
         ..Conditions::default()
     }
@@ -182,5 +184,9 @@ mod mem_tests {
         assert_eq!(parsed(&["fabcheck", "pair", "a", "b", "--mem", "cuda:2"]), MemChoice::Cuda(2));
         assert_eq!(parsed(&["fabcheck", "mesh", "a", "b", "c", "--mem", "cuda:auto"]), MemChoice::CudaAuto);
         assert_eq!(parsed(&["fabcheck", "mesh", "a", "b", "--mem", "cuda"]), MemChoice::CudaAuto);
+        // perftest's spellings (issue #57).
+        assert_eq!(parsed(&["fabcheck", "pair", "a", "b", "--use_cuda", "1"]), MemChoice::Cuda(1));
+        assert!(matches!(parsed(&["fabcheck", "mesh", "a", "b", "--use_cuda_bus_id", "0000:1a:00.0"]), MemChoice::CudaBus(_)));
+        assert!(Cli::try_parse_from(["fabcheck", "pair", "a", "b", "--use_cuda", "1", "--mem", "cuda:2"]).is_err());
     }
 }

@@ -23,6 +23,12 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
     if let Some(baseline) = &baseline {
         regression_suspects(&mut run.report, baseline)?;
     }
+    // No test could run: one cause (exit 2) in every format, no matrix of pairs that never ran.
+    if run.nothing_ran {
+        if let Some(failure) = run.could_not_run {
+            return Err(failure.into());
+        }
+    }
     // The results first: a side file that cannot be written must not throw the run away.
     let outcome = crate::report::output::deliver(&run.report, json)?;
     if let Some(failure) = run.could_not_run {

@@ -16,6 +16,7 @@ mod pair;
 mod progress;
 mod serve;
 mod soak;
+pub mod usage;
 
 use crate::cli::{Command, FormatFlag};
 use crate::report::Format;

@@ -169,7 +169,10 @@ pub fn human(baseline: &Source, current: &Source, c: &Comparison) -> String {
     let header = ["PAIR", "TEST", "DIR", "SIZE", "FIGURE", "BASELINE", "NEW", "CHANGE"].map(str::to_string);
     // Two passes over the rows, each made and dropped at once: the widths, then the lines (a
     // table of millions of figures is never held as cells).
-    let rows = || std::iter::once(header.clone()).chain(c.differences.iter().map(row));
+    // A figure unchanged (to the table's 0.1%) is counted, not listed (issue #57: every
+    // unchanged figure buried the ones that moved); JSON keeps them all.
+    let shown = |d: &&Difference| d.regression || d.change_pct.is_none_or(|p| (p * 10.0).round() != 0.0);
+    let rows = || std::iter::once(header.clone()).chain(c.differences.iter().filter(shown).map(row));
     let mut widths = [0usize; 8];
     for r in rows() {
         for (w, cell) in widths.iter_mut().zip(&r) {
@@ -183,6 +186,10 @@ pub fn human(baseline: &Source, current: &Source, c: &Comparison) -> String {
             let _ = write!(line, "{sep}{cell:<w$}");
         }
         let _ = writeln!(out, "{}", line.trim_end());
+    }
+    let unchanged = c.differences.iter().filter(|d| !shown(d)).count();
+    if unchanged > 0 {
+        let _ = writeln!(out, "{} as in the baseline (not listed; --json has every figure)", crate::units::count(unchanged, "figure"));
     }
     for node in &c.slowed {
         let _ = writeln!(out, "slowed since the baseline: {} ({} of its {} pairs regressed)", node.endpoint, node.regressed_pairs, node.pairs);

@@ -581,6 +581,7 @@ mod tests {
             token: Some(token.clone()),
             connect_timeout: Duration::from_secs(5),
             launcher: Launcher::Ssh,
+            k8s_selector: String::new(),
         };
         let mut hub = Hub::new(opts);
         let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");

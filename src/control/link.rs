@@ -22,6 +22,9 @@ pub enum Launcher {
     /// `srun --nodes=1 --nodelist=host ... fabcheck agent` inside a Slurm allocation, speaking
     /// over srun's stdio: no ssh keys, no open port, no token.
     Srun,
+    /// `kubectl exec -i POD -- fabcheck agent` in the fabcheck DaemonSet's pod on the node
+    /// (`super::kubectl`).
+    Kubectl,
 }
 
 /// How an agent at `host` is carried with this launcher, as a loss names it.
@@ -30,6 +33,7 @@ pub fn carrier(host: &HostSpec, launcher: Launcher) -> Carrier {
         (HostSpec::Local, _) => Carrier::Local,
         (HostSpec::Tcp { .. }, _) => Carrier::Tcp,
         (HostSpec::Ssh { host, .. }, Launcher::Srun) => Carrier::Srun { node: host.clone() },
+        (HostSpec::Ssh { host, .. }, Launcher::Kubectl) => Carrier::Kubectl { node: host.clone() },
         (ssh @ HostSpec::Ssh { .. }, Launcher::Ssh) => Carrier::Ssh { login: ssh.to_string() },
     }
 }
@@ -38,6 +42,14 @@ pub fn carrier(host: &HostSpec, launcher: Launcher) -> Carrier {
 pub fn validate(launcher: Launcher, host: &HostSpec, label: &str) -> Result<(), Loss> {
     if let (Launcher::Srun, HostSpec::Ssh { user: Some(_), .. }) = (launcher, host) {
         return Err(Loss::new(label, LossKind::SrunWithUser));
+    }
+    if let (Launcher::Kubectl, HostSpec::Ssh { user, host }) = (launcher, host) {
+        let detail = match user {
+            Some(_) => "kubectl endpoints are node names: drop the user@".to_string(),
+            None if !super::kubectl::valid_name(host) => format!("'{host}' is not a Kubernetes node name"),
+            None => return Ok(()),
+        };
+        return Err(Loss::new(label, LossKind::NotStarted { carrier: Carrier::Kubectl { node: host.clone() }, detail }));
     }
     Ok(())
 }
@@ -50,6 +62,8 @@ pub struct LaunchOptions {
     pub token: Option<String>,
     pub connect_timeout: std::time::Duration,
     pub launcher: Launcher,
+    /// `--k8s-selector`: the label of the DaemonSet's pods (`--launcher kubectl`).
+    pub k8s_selector: String,
 }
 
 /// An open channel to an agent.
@@ -80,6 +94,14 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
                 .arg("--")
                 .arg(&opts.remote_fabcheck)
                 .arg("agent");
+            c
+        }
+        HostSpec::Ssh { user, host } if opts.launcher == Launcher::Kubectl => {
+            validate(opts.launcher, &HostSpec::Ssh { user: user.clone(), host: host.clone() }, label)?;
+            let pod = super::kubectl::find_pod(host, &opts.k8s_selector)
+                .map_err(|detail| Loss::new(label, LossKind::NotStarted { carrier: Carrier::Kubectl { node: host.clone() }, detail }))?;
+            let mut c = Command::new("kubectl");
+            c.args(super::kubectl::exec_args(&pod, &opts.remote_fabcheck));
             c
         }
         HostSpec::Ssh { user, host } => {

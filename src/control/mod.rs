@@ -8,6 +8,7 @@ pub mod drive;
 pub mod endpoint;
 pub mod figures;
 pub mod hub;
+pub mod kubectl;
 pub mod lines;
 pub mod link;
 pub mod link_id;

@@ -37,11 +37,38 @@ pub enum SmPlace {
     Remote,
 }
 
+/// Every `--expect` key [`Expectations::set`] takes, with an example value: the one table
+/// `check --help`, shell completion and docs/checks.md are derived from (tested against `set`).
+pub const KEYS: &[(&str, &str)] = &[
+    ("rate", "200"),
+    ("width", "4X"),
+    ("speed", "HDR"),
+    ("link_layer", "infiniband"),
+    ("mtu", "4096"),
+    ("fw", "20.39.1002"),
+    ("devices", "8"),
+    ("state", "ACTIVE"),
+    ("ipoib_mode", "connected"),
+    ("sm", "remote"),
+    ("roce_dscp", "26"),
+    ("ecn", "on"),
+];
+
+/// The keys, comma-separated (`rate, width, ...`).
+pub fn key_list() -> String {
+    KEYS.iter().map(|(k, _)| *k).collect::<Vec<_>>().join(", ")
+}
+
+/// `--expect`'s help: every key of [`KEYS`].
+pub fn help() -> String {
+    format!("What the node should be, KEY=VALUE (repeatable): {}.", KEYS.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", "))
+}
+
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ExpectError {
     #[error("'{0}' is not KEY=VALUE")]
     NotKeyValue(String),
-    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn)")]
+    #[error("unknown expectation key '{0}' (known: {})", key_list())]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
     BadValue { key: String, value: String, why: &'static str },
@@ -55,17 +82,14 @@ pub enum ExpectError {
     Unquoted(String),
 }
 
-/// The keys a profile may set.
-const KEYS: [&str; 12] = ["rate", "width", "speed", "link_layer", "mtu", "fw", "devices", "state", "ipoib_mode", "sm", "roce_dscp", "ecn"];
-
 impl ExpectError {
     /// The same error without any text of the line it came from: a key is named only when it
     /// is one fabcheck knows.
     fn unquoted(self) -> ExpectError {
         ExpectError::Unquoted(match self {
             ExpectError::NotKeyValue(_) => "the line is not KEY = VALUE".into(),
-            ExpectError::UnknownKey(_) => format!("unknown expectation key (known: {})", KEYS.join(", ")),
-            ExpectError::BadValue { key, why, .. } if KEYS.contains(&key.as_str()) => format!("bad value for {key} ({why})"),
+            ExpectError::UnknownKey(_) => format!("unknown expectation key (known: {})", key_list()),
+            ExpectError::BadValue { key, why, .. } if KEYS.iter().any(|(k, _)| *k == key.as_str()) => format!("bad value for {key} ({why})"),
             ExpectError::BadValue { why, .. } => format!("bad value ({why})"),
             other => return other,
         })

@@ -45,6 +45,14 @@ impl FabricExpect {
         self.thresholds.iter().find(|(c, _)| *c == counter).map_or(counter.default_threshold(), |&(_, v)| v)
     }
 
+    /// The keys [`FabricExpect::set`] takes besides the error counters' (`ErrorCounter::key`).
+    pub const KEYS: &'static [&'static str] = &["sm_standby", "nodes", "switches", "width", "speed", "oversubscription"];
+
+    /// Every key `set` takes: [`FabricExpect::KEYS`], then each error counter's threshold.
+    pub fn all_keys() -> Vec<&'static str> {
+        Self::KEYS.iter().copied().chain(ErrorCounter::ALL.iter().map(|c| c.key())).collect()
+    }
+
     /// Applies one `KEY=VALUE`.
     pub fn set(&mut self, text: &str) -> Result<(), Unparsed> {
         let (key, value) = text.split_once('=').ok_or_else(|| format!("'{text}' is not KEY=VALUE"))?;

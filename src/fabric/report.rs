@@ -175,10 +175,21 @@ pub fn document(fabric: &Fabric, j: &Judgement, elapsed_ms: u64) -> FabricDoc {
 /// How many findings of one id are printed before the rest are summed up.
 const PER_ID: usize = 8;
 
-pub fn human(fabric: &Fabric, j: &Judgement) -> String {
+/// The findings in words: one entry per cause with its subjects and a count, at most
+/// [`PER_ID`] entries of an id, the rest summed up.
+fn findings_text(findings: &[crate::outcome::Finding]) -> String {
     let mut out = String::new();
     let mut shown: BTreeMap<(&str, Severity), usize> = BTreeMap::new();
-    for f in &j.findings {
+    // One entry per cause (issue #57: one warning repeated on every link): findings of the same
+    // id, severity, message and remedy are said once, with their subjects and a count.
+    let mut causes: Vec<(&crate::outcome::Finding, Vec<String>)> = Vec::new();
+    for f in findings {
+        match causes.iter_mut().find(|(c, _)| c.id == f.id && c.severity == f.severity && c.message == f.message && c.remedy == f.remedy) {
+            Some((_, subjects)) => subjects.push(f.subject.to_string()),
+            None => causes.push((f, vec![f.subject.to_string()])),
+        }
+    }
+    for (f, subjects) in &causes {
         let n = shown.entry((f.id.as_str(), f.severity)).or_default();
         *n += 1;
         if *n > PER_ID {
@@ -189,7 +200,14 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
             Severity::Warning => "WARN",
             Severity::Info => "INFO",
         };
-        let _ = writeln!(out, "{tag}  {:<24} {}", f.id, f.subject);
+        let subject = match subjects.as_slice() {
+            [one] => one.clone(),
+            [a, b, c] => format!("{a}, {b}, {c} (3x)"),
+            [a, b] => format!("{a}, {b} (2x)"),
+            [a, b, c, rest @ ..] => format!("{a}, {b}, {c} and {} more ({}x)", rest.len(), subjects.len()),
+            [] => String::new(),
+        };
+        let _ = writeln!(out, "{tag}  {:<24} {subject}", f.id);
         let _ = writeln!(out, "      {}", f.message);
         let _ = writeln!(out, "      what to do: {}", f.remedy);
     }
@@ -203,6 +221,11 @@ pub fn human(fabric: &Fabric, j: &Judgement) -> String {
             );
         }
     }
+    out
+}
+
+pub fn human(fabric: &Fabric, j: &Judgement) -> String {
+    let mut out = findings_text(&j.findings);
     if !j.findings.is_empty() {
         let _ = writeln!(out);
     }
@@ -374,4 +397,22 @@ fn routes_line(r: &crate::fabric::routes::judge::RouteFigures) -> String {
         let _ = writeln!(out, "  uplinks of {}: {} (port:destinations)", leaf.leaf, loads.join(" "));
     }
     out
+}
+
+#[cfg(test)]
+mod words_tests {
+    use super::*;
+    use crate::outcome::{Finding, FindingId};
+
+    /// Issue #57: `fabric` repeated one warning on every link; it is one entry with a count.
+    #[test]
+    fn one_warning_per_cause_with_a_count() {
+        let same = |s: &str| Finding::new(FindingId::FabricLinkWidth, Severity::Warning, s, "link trained at 2X of 4X", "reseat the cable");
+        let other = Finding::new(FindingId::FabricLinkWidth, Severity::Warning, "sw1/9", "link trained at 1X of 4X", "reseat the cable");
+        let findings: Vec<Finding> = ["sw1/1", "sw1/2", "sw1/3", "sw1/4", "sw1/5"].into_iter().map(same).chain([other]).collect();
+        let text = findings_text(&findings);
+        assert_eq!(text.matches("link trained at 2X of 4X").count(), 1, "{text}");
+        assert!(text.contains("sw1/1, sw1/2, sw1/3 and 2 more (5x)"), "{text}");
+        assert!(text.contains("link trained at 1X of 4X"), "{text}");
+    }
 }

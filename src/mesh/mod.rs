@@ -11,6 +11,7 @@ pub mod analysis;
 pub mod csv;
 pub mod doc;
 pub mod heatmap;
+mod idle;
 pub mod names;
 mod page;
 pub mod pattern;

@@ -9,6 +9,11 @@ use crate::pair::plan::PlannedTest;
 use crate::units;
 use std::collections::HashMap;
 
+/// The heat map's stamp row: when, by which fabcheck, on which host.
+pub(super) fn stamp_row(stamp: &crate::report::document::Stamp) -> (String, String) {
+    ("run".into(), format!("{} by fabcheck {} on {}", stamp.time, stamp.fabcheck_version, stamp.host))
+}
+
 /// The run's parameters as the heat map shows them.
 pub(super) fn params(run: &MeshConfig, pattern: Option<&PatternDoc>) -> Vec<(String, String)> {
     let mut tests: Vec<&PlannedTest> = Vec::new();

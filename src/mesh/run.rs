@@ -35,6 +35,9 @@ pub struct MeshRun {
     /// `--html`.
     pub html: Option<SideFile>,
     pub could_not_run: Option<Failure>,
+    /// No test could run (no agent had a device, every pair failed before a result): the
+    /// document is not delivered, only the one cause of `could_not_run` (exit 2, every format).
+    pub nothing_ran: bool,
 }
 
 /// One endpoint's agent: its channel in the hub and what its inventory says.
@@ -124,7 +127,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         file.write(&csv::header_for(run.planes.is_some()));
         file
     });
-    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0 };
+    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, ran: 0, first_error: None };
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
     // The first pass's rounds, for what ran beside a pair (route collisions).
     let first_rounds = leaves.as_ref().map(|_| plan.clone());
@@ -203,15 +206,25 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         flag: "--html",
         bytes: heat_map(&run, &doc, &nodes, &first, &measured, &criteria).into_bytes(),
     });
-    let Records { spool, csv, .. } = records;
+    let Records { spool, csv, ran, first_error, .. } = records;
     let report = MeshReport { doc, pairs: spool.into_pairs(), counts, measured, criteria, quiet: run.quiet };
+    let pairs = counts.first + counts.retest + counts.zoom;
+    if ran == 0 && pairs > 0 && !interrupted {
+        return Ok(MeshRun {
+            report,
+            csv: None,
+            html: None,
+            could_not_run: Some(super::idle::no_pair(counts.first, first_error.as_deref())),
+            nothing_ran: true,
+        });
+    }
     let could_not_run = interrupted.then(|| {
         Failure::new(
             format!("interrupted after {} of the pairs were measured: the report above covers those", counts.first + counts.retest + counts.zoom),
             "run the mesh again (under nohup, tmux or a batch job, so a closed login session does not stop it)",
         )
     });
-    Ok(MeshRun { report, csv, html, could_not_run })
+    Ok(MeshRun { report, csv, html, could_not_run, nothing_ran: false })
 }
 
 /// No endpoint could be reached: nothing ran (exit 2), and the document still names every
@@ -238,11 +251,9 @@ fn nothing_reached(run: &MeshConfig, agents: &[Agent]) -> MeshRun {
         criteria: Criteria::default(),
         quiet: run.quiet,
     };
-    let failure = Failure::new(
-        format!("no endpoint could be reached, so no pair could run (first: {first})"),
-        "check that the hosts are up and reachable (ssh, or `fabcheck serve` for tcp://) and that fabcheck is installed there",
-    );
-    MeshRun { report, csv: None, html: None, could_not_run: Some(failure) }
+    let losses: Vec<&Unreached> = agents.iter().filter_map(|a| a.error.as_ref()).collect();
+    let failure = super::idle::no_endpoint(&losses, &first);
+    MeshRun { report, csv: None, html: None, could_not_run: Some(failure), nothing_ran: true }
 }
 
 /// The endpoints whose agent could not be reached, and why.
@@ -256,7 +267,9 @@ fn unreachable(run: &MeshConfig, agents: &[Agent]) -> Vec<Unreachable> {
 
 /// The `--html` page.
 fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeasure], measured: &[PairMeasure], criteria: &Criteria) -> String {
-    let params = page::params(run, doc.pattern.as_ref());
+    let mut params = page::params(run, doc.pattern.as_ref());
+    // Stamped (issue #57): a page saved and mailed still says when and by what it was made.
+    params.push(page::stamp_row(&crate::report::document::Stamp::now()));
     let (mb, ml) = analysis::medians(first);
     let cells = page::cells(measured, criteria, mb, ml);
     let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| page::bw_scale(criteria, mb)).flatten();
@@ -292,11 +305,19 @@ struct Records {
     spool: spool::Spool,
     csv: Option<StreamedFile>,
     bad: usize,
+    /// Records with at least one result, and the first error of one without.
+    ran: usize,
+    first_error: Option<String>,
 }
 
 impl Records {
     fn push(&mut self, record: PairRecord) {
         self.bad += usize::from(record.verdict != Verdict::Pass);
+        if !record.results.is_empty() {
+            self.ran += 1;
+        } else if self.first_error.is_none() {
+            self.first_error.clone_from(&record.error);
+        }
         if let Some(csv) = &mut self.csv {
             csv.write(&csv::rows(&record));
         }

@@ -41,6 +41,8 @@ pub enum Carrier {
     Ssh { login: String },
     /// `srun --nodelist=NODE ... fabcheck agent` inside a Slurm allocation.
     Srun { node: String },
+    /// `kubectl exec -i POD -- fabcheck agent` in the DaemonSet's pod on NODE.
+    Kubectl { node: String },
     /// A running `fabcheck serve` over TCP.
     Tcp,
 }

@@ -118,15 +118,16 @@ fn rails_human(doc: &PairDoc, quiet: bool) -> String {
         })
         .map(|r| r.rail)
         .collect();
-    let mut out = super::rails::doc::table(&doc.rails, &doc.aggregate, &bad, quiet);
+    let subject = |r: &super::rails::doc::RailRecord| super::rails::judge::subject(r.rail, &r.a, &r.b);
+    let rows = super::rails::words::bad_rows(&doc.rails, &bad, &doc.findings, subject);
+    let mut out = super::rails::doc::table(&doc.rails, &doc.aggregate, &bad, &rows, quiet);
     let findings: Vec<&Finding> = doc.findings.iter().filter(|f| !quiet || f.severity != crate::outcome::Severity::Info).collect();
     if !findings.is_empty() {
         let _ = writeln!(out);
     }
-    for f in findings {
-        let _ = writeln!(out, "{:<7} {:<22} {}", format!("{:?}", f.severity).to_uppercase(), f.id, crate::sanitise::one_line(&f.message));
-        let _ = writeln!(out, "        what to do: {}", f.remedy);
-    }
+    // One line per cause, naming its rails (issue #57).
+    let rail_of = |s: &crate::outcome::Subject| doc.rails.iter().find(|r| subject(r) == *s).map(|r| r.rail);
+    out.push_str(&super::rails::words::finding_lines(&findings, rail_of));
     let _ = writeln!(out);
     let verdict = if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" };
     let _ = writeln!(out, "{verdict} ({})", super::rails::doc::summary(doc.rails.len(), &bad, doc.verdict));

@@ -55,9 +55,12 @@ pub fn human(report: &Report) -> String {
     }
     let errors = report.findings.iter().filter(|f| f.severity == Severity::Error).count();
     let warnings = report.findings.iter().filter(|f| f.severity == Severity::Warning).count();
+    // Skipped checks counted (issue #57): a PASS of 16 checks, 9 of them skipped, says so.
+    let skipped = report.checks.iter().filter(|c| c.status == Status::Skip).count();
+    let skipped = if skipped > 0 { format!(", {skipped} skipped") } else { String::new() };
     let _ = writeln!(
         out,
-        "\n{}: {}, {}, {}",
+        "\n{}: {}, {}, {}{skipped}",
         if report.verdict == Verdict::Pass { "PASS" } else { "FAIL" },
         crate::units::count(report.checks.len(), "check"),
         crate::units::count(errors, "error"),

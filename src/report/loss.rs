@@ -29,13 +29,20 @@ pub fn unreached_words(u: &Unreached) -> String {
 fn kind_words(loss: &Loss) -> (String, String) {
     let label = &loss.agent;
     match &loss.kind {
-        LossKind::SrunWithUser => (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), usage()),
-        LossKind::BadRemotePath(path) => (format!("--remote-fabcheck '{path}' is not a plain path"), usage()),
+        LossKind::SrunWithUser => {
+            (format!("{label}: srun starts agents as you; drop the user@ or use --launcher ssh"), "drop the user@ from the endpoint, or use --launcher ssh".into())
+        }
+        LossKind::BadRemotePath(path) => {
+            (format!("--remote-fabcheck '{path}' is not a plain path"), "give --remote-fabcheck a plain path (letters, digits and /._-+)".into())
+        }
         LossKind::NoOwnBinary(e) => (format!("cannot find this fabcheck binary: {e}"), "run fabcheck by its path".into()),
         LossKind::NotStarted { carrier, detail } => (
             format!("{label}: cannot start the agent: {}", strip_controls(detail)),
             match carrier {
                 Carrier::Srun { .. } => "run inside a Slurm allocation (salloc, sbatch) where srun is on the PATH",
+                Carrier::Kubectl { .. } => {
+                    "install kubectl with a context that may get and exec pods, deploy contrib/k8s/daemonset.yaml, and name nodes as `kubectl get nodes` does"
+                }
                 Carrier::Ssh { .. } => "install openssh-client",
                 Carrier::Local | Carrier::Tcp => "check the fabcheck binary",
             }
@@ -77,10 +84,6 @@ fn kind_words(loss: &Loss) -> (String, String) {
     }
 }
 
-fn usage() -> String {
-    Failure::usage("").remedy
-}
-
 /// The last words of a child's stderr (ssh's `Permission denied\r\n`), with its control
 /// characters stripped, not escaped: a literal `\u{d}` in an error helps no one.
 fn tail_text(tail: &str) -> String {
@@ -104,6 +107,10 @@ fn exited(label: &str, carrier: &Carrier, s: &std::process::ExitStatus, tail: &s
         Carrier::Srun { node } => (
             format!("{label}: srun or the agent exited ({s}){tail}"),
             format!("check that `srun --nodes=1 --nodelist={node} --overlap fabcheck --version` works here (inside the allocation, the node in it, fabcheck on its PATH or --remote-fabcheck)"),
+        ),
+        Carrier::Kubectl { node } => (
+            format!("{label}: kubectl exec or the agent exited ({s}){tail}"),
+            format!("check that `kubectl get pods -l app=fabcheck-agent --field-selector spec.nodeName={node}` lists a Running pod and that fabcheck is on its PATH (or --remote-fabcheck)"),
         ),
         Carrier::Ssh { login } => (
             format!("{label}: ssh or the remote agent exited ({s}){tail}"),
@@ -178,7 +185,7 @@ mod tests {
         let f = failure("n1", LossKind::Gone { why: "the agent exited or the connection closed".into(), tail: String::new() });
         assert_eq!(f.remedy, "the agent died or its host went away; check it and rerun");
         let f = failure("n1", LossKind::SrunWithUser);
-        assert_eq!(f.remedy, "see `fabcheck --help` and docs/");
+        assert_eq!(f.remedy, "drop the user@ from the endpoint, or use --launcher ssh");
         assert_eq!(failure("", LossKind::Interrupted).cause, "interrupted");
     }
 

@@ -41,12 +41,33 @@ impl Sink for OnelinePrinter {
             *slot = Some(f.clone());
         }
     }
+
+    /// `compare`: the first regression is the line's subject (issue #57: its oneline said only FAIL).
+    fn difference(&mut self, d: &super::sink::DifferenceLine<'_>) {
+        if let (true, None, Some(words)) = (d.regressed, &self.error, d.regression) {
+            let subject = format!("{} <-> {} {} {} {}", d.a, d.b, d.test, d.direction, d.size);
+            self.error = Some(Finding::new(crate::outcome::FindingId::PairRegression, Severity::Error, subject, words, ""));
+        }
+    }
+}
+
+/// `line` (one line, ending in a newline) cut to at most `max` bytes before its newline, at a
+/// character boundary (`check --max-len`: node-problem-detector keeps 80).
+pub fn cut(line: &str, max: usize) -> String {
+    let text = line.strip_suffix('\n').unwrap_or(line);
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n", text[..end].trim_end())
 }
 
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
 /// could not run), so a health check that reads stdout still has the cause.
 pub fn error_line(command: &str, cause: &str) -> String {
-    format!("{}\n", crate::sanitise::for_eval(&format!("fabcheck {command} ERROR: {cause}")))
+    // A command line refused before any command was named is `fabcheck ERROR: ...`.
+    let who = if command == "fabcheck" { "fabcheck".to_string() } else { format!("fabcheck {command}") };
+    format!("{}\n", crate::sanitise::for_eval(&format!("{who} ERROR: {cause}")))
 }
 
 #[cfg(test)]

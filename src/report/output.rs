@@ -37,6 +37,22 @@ struct Settings {
 
 static SETTINGS: OnceLock<Settings> = OnceLock::new();
 
+/// `check --max-len`: the oneline line's most bytes.
+static MAX_LEN: OnceLock<usize> = OnceLock::new();
+
+/// Cuts `--format oneline`'s line to `max` bytes for this process (the first call wins).
+pub fn limit_oneline(max: usize) {
+    let _ = MAX_LEN.set(max);
+}
+
+/// The oneline line as `--max-len` allows.
+fn limited(line: String) -> String {
+    match MAX_LEN.get() {
+        Some(&max) => super::oneline::cut(&line, max),
+        None => line,
+    }
+}
+
 /// Whether a document was delivered: a run that then ends with exit 2 (a mesh or soak window
 /// interrupted, a side file) has said its verdict, and [`deliver_failure`] leaves it in place.
 static DELIVERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -130,8 +146,11 @@ pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
         return;
     }
     let text = match settings.format {
+        // With `--output` the file gets the line (a `fabcheck check PASS` left there would be
+        // read as this run's, issue #58); else stdout.
+        Format::Oneline if settings.output.is_some() => limited(super::oneline::error_line(command, cause)),
         Format::Oneline => {
-            let _ = to_stdout(super::oneline::error_line(command, cause).as_bytes());
+            let _ = to_stdout(limited(super::oneline::error_line(command, cause)).as_bytes());
             return;
         }
         Format::Prom => super::prom::error_page(command, cause, now_unix()),
@@ -144,6 +163,15 @@ pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
             Some(text) => text,
             None => return,
         },
+        // The human view with `--output`: the file says the run could not run, so the last
+        // run's text is not read as this one's.
+        Format::Human if settings.output.is_some() => {
+            format!(
+                "fabcheck {command}: could not run: {}\n  what to do: {}\n",
+                crate::sanitise::printable(cause),
+                crate::sanitise::printable(remedy)
+            )
+        }
         Format::Human => return,
     };
     if let Ok(mut sink) = Writer::open(settings.output.as_deref()) {
@@ -164,7 +192,7 @@ fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mu
         Format::Oneline => {
             let mut printer = super::oneline::OnelinePrinter::new(doc.command());
             doc.feed(&mut printer)?;
-            printer.finish(verdict)
+            limited(printer.finish(verdict))
         }
         Format::Prom => {
             let mut printer = super::prom::PromPrinter::new(doc.command(), verdict, fail_on_warning);

@@ -267,6 +267,50 @@ fn srun_launcher_starts_one_task_per_node() {
     std::fs::remove_file(&log).ok();
 }
 
+/// Issue #57: `--launcher kubectl`, tested as srun is: the stand-in `kubectl` (tests/fake-k8s)
+/// checks both argument vectors (the pod lookup on the node, then `exec -i POD -- fabcheck
+/// agent`) and runs the agent, which says hello over kubectl's stdio.
+#[test]
+fn kubectl_launcher_finds_the_daemonsets_pod_on_each_node() {
+    let log = std::env::temp_dir().join(format!("fabcheck-fake-kubectl-{}.log", std::process::id()));
+    let _ = std::fs::remove_file(&log);
+    let remote = RemoteBin::new("kubectl");
+    let bin = remote.path.as_str();
+    let (a, b) = (format!("gpu-01/{NO_SUCH_DEVICE}"), format!("gpu-02/{NO_SUCH_DEVICE}"));
+    let args = ["pair", &a, &b, "--launcher", "kubectl", "--k8s-selector", "app=fab", "--remote-fabcheck", bin, "--tests", "send_lat"];
+    let out = with_fake("fake-k8s", "FAKE_KUBECTL_LOG", &args, &log);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_failed_after_hello(&err, ["gpu-01", "gpu-02"]);
+    let calls = std::fs::read_to_string(&log).unwrap_or_default();
+    let mut lines: Vec<&str> = calls.lines().collect();
+    lines.sort();
+    assert_eq!(
+        lines,
+        [
+            format!("exec fabcheck-agent-gpu-01 {bin} agent"),
+            format!("exec fabcheck-agent-gpu-02 {bin} agent"),
+            "get gpu-01 app=fab".into(),
+            "get gpu-02 app=fab".into()
+        ],
+        "{calls}"
+    );
+    // A node without the DaemonSet's pod, an API server that refuses, a name kubectl would
+    // take for an option: exit 2 naming the node and what to do.
+    for (node, said) in [
+        ("empty-node", "no pod labelled app=fabcheck-agent runs on node empty-node"),
+        ("api-down", "kubectl get pods failed"),
+        ("Bad_Node", "is not a Kubernetes node name"),
+        ("alice@gpu-01", "drop the user@"),
+    ] {
+        let out = with_fake("fake-k8s", "FAKE_KUBECTL_LOG", &["pair", node, "gpu-02", "--launcher", "kubectl", "--tests", "send_lat"], &log);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{node}: {err}");
+        assert!(err.contains(said) && err.contains("what to do:"), "{node}: {err}");
+    }
+    std::fs::remove_file(&log).ok();
+}
+
 #[test]
 fn srun_failure_is_exit_2_with_slurms_words() {
     let log = std::env::temp_dir().join(format!("fabcheck-fake-srun-d-{}.log", std::process::id()));

@@ -414,3 +414,64 @@ fn dockerfile_is_multi_stage_pinned_and_ends_in_fabcheck() {
     let ignore = read("contrib/docker/Dockerfile.dockerignore");
     assert!(ignore.lines().any(|l| l == "target") && ignore.lines().any(|l| l == "!target/dist"), "{ignore}");
 }
+
+// --- node-problem-detector and the kubectl launcher (issue #57) -------------------------------
+
+/// Seconds of an NPD duration (`300s`, `2m`).
+fn npd_seconds(text: &str) -> u64 {
+    match text.strip_suffix('s') {
+        Some(n) => n.parse().unwrap(),
+        None => text.strip_suffix('m').and_then(|n| n.parse::<u64>().ok()).map(|m| m * 60).unwrap_or_else(|| panic!("not a duration: {text}")),
+    }
+}
+
+/// NPD's custom-plugin contract (kubernetes/node-problem-detector, pkg/custompluginmonitor):
+/// exit 0 OK, 1 NonOK, 2 Unknown, stdout cut to max_output_length. The shipped config runs the
+/// command the contract names; that command, run here on fixtures, exits 0/1/2 for a healthy
+/// node, a failing one and one that cannot be read, prints one line of at most 80 bytes, and
+/// ends well within the rule's timeout, which is within the plugin's and its interval.
+#[test]
+fn the_node_problem_detector_plugin_maps_exit_codes_cuts_at_80_and_has_a_timeout() {
+    let docs = documents("contrib/k8s/npd-fabcheck.yaml");
+    assert_eq!(s(&docs[0]["kind"], "kind"), "ConfigMap");
+    let config: serde_json::Value = serde_json::from_str(s(&docs[0]["data"]["fabcheck-plugin.json"], "plugin json")).unwrap();
+    assert_eq!(config["plugin"], "custom");
+    let max = config["pluginConfig"]["max_output_length"].as_u64().unwrap();
+    assert_eq!(max, 80);
+    let rule = &config["rules"][0];
+    let args: Vec<String> = rule["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()).collect();
+    assert_eq!(args, ["check", "--format", "oneline", "--max-len", "80"]);
+    assert_eq!(rule["condition"], config["conditions"][0]["type"], "the rule sets the condition it declares");
+    let timeout = npd_seconds(rule["timeout"].as_str().unwrap());
+    assert!(timeout <= npd_seconds(config["pluginConfig"]["timeout"].as_str().unwrap()));
+    assert!(timeout < npd_seconds(config["pluginConfig"]["invoke_interval"].as_str().unwrap()), "a run ends before the next starts");
+    let fixtures = repo().join("tests/fixtures");
+    for (root, code, status, starts) in [
+        (fixtures.join("hdr-ib-healthy"), 0, "OK", "fabcheck check PASS"),
+        (fixtures.join("ib-down-polling"), 1, "NonOK", "fabcheck check FAIL"),
+        (fixtures.join("no-such-fixture"), 2, "Unknown", "fabcheck check ERROR"),
+    ] {
+        let start = std::time::Instant::now();
+        let mut argv = args.clone();
+        argv.extend(["--sysfs-root".to_string(), root.display().to_string()]);
+        let out = Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(&argv).output().unwrap();
+        assert!(start.elapsed().as_secs() < timeout, "{status}: slower than the plugin's timeout");
+        assert_eq!(out.status.code(), Some(code), "{status}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = stdout(&out);
+        assert_eq!(text.lines().count(), 1, "{status}: {text}");
+        let line = text.trim_end_matches('\n');
+        assert!(line.len() as u64 <= max, "{status}: {} bytes: {line}", line.len());
+        assert!(line.starts_with(starts), "{status}: {line}");
+    }
+}
+
+/// `--launcher kubectl` finds the agent's pod by `--k8s-selector` (default `app=fabcheck-agent`):
+/// both shipped DaemonSets label their pods with it.
+#[test]
+fn the_daemonsets_pods_carry_the_kubectl_launchers_default_selector() {
+    for rel in ["contrib/k8s/agents.yaml", "contrib/k8s/agents-rdma-shared-dev.yaml"] {
+        let ds = &documents(rel)[1];
+        assert_eq!(ds["spec"]["template"]["metadata"]["labels"]["app"].as_str(), Some("fabcheck-agent"), "{rel}");
+    }
+    assert_eq!(fabcheck::control::kubectl::DEFAULT_SELECTOR, "app=fabcheck-agent");
+}

@@ -72,6 +72,9 @@ pub(crate) struct Knobs {
     pub(crate) hang_with: Option<String>,
     /// The host name this agent's `hello` reports instead of its own (two agents of one host).
     pub(crate) reported_host: Option<String>,
+    /// The agent answers hello but has no RDMA device: its inventory is refused, as a real
+    /// agent's is when libibverbs lists none.
+    pub(crate) no_device: bool,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
@@ -247,6 +250,9 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
             Request::Hello { .. } => {
                 let host = fabric.knobs.get(me).and_then(|k| k.reported_host.clone()).unwrap_or_else(|| me.to_string());
                 send_line(format!(r#"{{"v":1,"type":"hello","agent":"fabcheck fake","host":"{host}"}}"#))?
+            }
+            Request::Inventory if fabric.knobs.get(me).is_some_and(|k| k.no_device) => {
+                send(&error(&format!("{me}: libibverbs lists no RDMA device")))?;
             }
             Request::Inventory => send(&Reply::Inventory { inventory: fabric.inventory.clone() })?,
             Request::Prepare { target, spec: s } => {

@@ -220,6 +220,28 @@ fn one_degraded_nic_is_named_as_its_rail() {
     assert!(text.contains("FAIL (4 rails, bad: 3)"), "{text}");
 }
 
+/// Issue #57: `<- bad rail` also marked the slow rail's healthy latency rows, and the findings
+/// repeated without their rail. Only the bad row is marked; every finding line names its rail.
+#[test]
+fn only_the_bad_rows_of_a_bad_rail_are_marked_and_findings_name_their_rail() {
+    let (a, b) = (start("nodeA", Knobs { slow: Some("mlx5_3".into()), ..Knobs::default() }), start("nodeB", Knobs::default()));
+    let human = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+        .args(["pair", &a, &b, "--tests", "write_bw,send_lat", "--direction", "ab", "--iters", "1000000", "--rails", "4"])
+        .env_remove("FABCHECK_TOKEN")
+        .env_remove("FABCHECK_FORMAT")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert_eq!(human.status.code(), Some(1), "{text}");
+    let rail3: Vec<&str> = text.lines().filter(|l| l.split_whitespace().nth(3) == Some("3")).collect();
+    assert!(rail3.iter().any(|l| l.starts_with("send_lat")), "a latency row of rail 3: {text}");
+    for row in rail3 {
+        assert_eq!(row.contains("<- bad rail"), row.starts_with("write_bw"), "{row}\n{text}");
+    }
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("ERROR")).collect();
+    assert!(!errors.is_empty() && errors.iter().all(|l| l.contains("rail 3")), "{text}");
+}
+
 #[test]
 fn a_port_that_is_down_is_an_unreachable_rail_and_the_others_run() {
     let (a, b) = (start("nodeA", Knobs::default()), start("nodeB", Knobs { down: Some("mlx5_5".into()), ..Knobs::default() }));

@@ -302,7 +302,16 @@ pub fn analyse_with(
     if let (Some(leaves), false) = (leaves, cluster_wide) {
         by_leaf = leaf_groups(leaves, &peeled, &judged);
         for (l, members) in &by_leaf {
-            out.push(leaf_suspect(leaves, *l, members, &judged, &peeled, c, mb, ml));
+            let leaf = leaf_suspect(leaves, *l, members, &judged, &peeled, c, mb, ml);
+            let uplink = leaf.kind == SuspectKind::Uplink;
+            out.push(leaf);
+            // A slow node inside a leaf whose uplinks are slow too (issue #57): bad with every
+            // partner on its own leaf, where the leaf's other pairs are fine.
+            if uplink {
+                for e in slow_inside_leaf(leaves, *l, members, &judged, &peeled) {
+                    out.push(node_suspect(endpoints, e, &judged, &peeled, c, mb, ml));
+                }
+            }
         }
     }
     for e in peeled.blamed_in_order() {
@@ -453,6 +462,22 @@ fn leaf_groups(leaves: &Leaves, peeled: &peel::Peeled, judged: &Classified<'_>) 
         b.sort_unstable();
     }
     blamed.into_iter().enumerate().filter(|(l, b)| b.len() >= 2 && b.len() * 3 >= members[*l] * 2).collect()
+}
+
+/// The members of an uplink leaf that are bad with every partner on their own leaf (at least
+/// two measured), while a pair of the leaf without them is fine: slow nodes the leaf's slow
+/// uplinks would otherwise hide.
+fn slow_inside_leaf(leaves: &Leaves, l: usize, members: &[usize], judged: &Classified<'_>, peeled: &peel::Peeled) -> Vec<usize> {
+    let on_leaf = |e: usize| leaves.of.get(e).copied().flatten() == Some(l);
+    members
+        .iter()
+        .copied()
+        .filter(|&e| {
+            let inside: Vec<(usize, usize)> = peeled.pairs_of(e).into_iter().filter(|k| on_leaf(if k.0 == e { k.1 } else { k.0 })).collect();
+            let fine_without = judged.pairs.keys().any(|&k| k.0 != e && k.1 != e && on_leaf(k.0) && on_leaf(k.1) && !judged.is_bad(k));
+            inside.len() >= 2 && inside.iter().all(|&k| judged.is_bad(k)) && fine_without
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -328,6 +328,27 @@ fn a_leaf_slow_across_the_spine_and_fine_inside_is_an_uplink() {
     assert_eq!(plain.iter().filter(|s| s.kind == SuspectKind::Node).count(), 4, "{plain:?}");
 }
 
+/// Issue #57: a slow node (5) inside a leaf (leaf1) whose uplinks are also slow was never named:
+/// bad in all its pairs, it was folded into the uplink suspect.
+#[test]
+fn a_slow_node_inside_a_leaf_with_slow_uplinks_is_named() {
+    let leaf = |e: usize| e / 4;
+    let slow = |a: usize, b: usize| (leaf(a) != leaf(b) && (leaf(a) == 1 || leaf(b) == 1)) || a == 5 || b == 5;
+    // 16 endpoints on 4 leaves: 51 of the 120 pairs slow, judged against the median.
+    let leaves = Leaves {
+        of: (0..16).map(|e| Some(e / 4)).collect(),
+        names: (0..4).map(|l| format!("leaf{l}")).collect(),
+        uplinks: vec![vec!["spine0".into()]; 4],
+    };
+    let first = mesh(16, |a, b| slow(a, b).then(|| m(a, b, 57.0, 1.9)));
+    let c = crit();
+    let retest = rerun(&first, &c, |a, b| m(a, b, 57.0, 1.9));
+    let s = analyse_with(&names(16), &first, &retest, &[], &c, Some(&leaves));
+    assert!(s.iter().any(|s| s.kind == SuspectKind::Uplink && s.subject == "leaf1<->spine0"), "{s:?}");
+    let nodes: Vec<&str> = s.iter().filter(|s| s.kind == SuspectKind::Node).map(|s| s.subject.as_str()).collect();
+    assert_eq!(nodes, [names(16)[5].as_str()], "{s:?}");
+}
+
 #[test]
 fn a_leaf_slow_inside_too_is_a_switch() {
     let first = mesh(12, |a, b| (a / 4 == 1 || b / 4 == 1).then(|| m(a, b, 57.0, 1.9)));

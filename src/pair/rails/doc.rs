@@ -41,9 +41,9 @@ fn six_places<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error
     s.serialize_f64(units::round(*value, 6))
 }
 
-/// The human table: per test one line per rail and the node total, a bad rail marked `<-`
-/// (a rail some error finding names).
-pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize], quiet: bool) -> String {
+/// The human table: per test one line per rail and the node total, a bad rail's bad rows
+/// (`bad_rows`, `words::bad_rows`) marked `<-`.
+pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize], bad_rows: &[super::words::Row], quiet: bool) -> String {
     let mut out = String::new();
     if !quiet {
         for r in rails {
@@ -85,7 +85,7 @@ pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize],
             } else {
                 format!("{} Gb/s  {}", t.bw_gbps.map_or("?".into(), units::measured_gbps), t.msg_rate_mpps.map_or("?".into(), units::msg_rate))
             };
-            let mark = if bad { "  <- bad rail" } else { "" };
+            let mark = if bad_rows.contains(&(r.rail, test, direction, size)) { "  <- bad rail" } else { "" };
             let _ = writeln!(out, "{:<10} {:<5} {:>8} {:<8} {result}{mark}", test, direction, size, r.rail);
         }
         if let Some(g) = aggregate.iter().find(|g| (g.test, g.direction, g.size) == (test, direction, size)) {

@@ -8,6 +8,7 @@ pub mod ask;
 pub mod doc;
 pub mod judge;
 pub mod lockstep;
+pub mod words;
 
 use super::report::{self, PairDoc};
 use super::sequence::PairSequence;

@@ -260,7 +260,7 @@ pub fn markdown() -> String {
         let format = m.format_labels.map_or("—".to_string(), cell);
         out.push_str(&format!("| `{}` | {} | {exporter} | {format} | {} |\n", m.name, m.kind.name(), m.help));
     }
-    out.push_str("\n| 0.2 name (deprecated, removed in 0.4) | use | still written in 0.3 |\n|---|---|---|\n");
+    out.push_str("\n| 0.2 name (deprecated) | use | still written |\n|---|---|---|\n");
     for d in DEPRECATED {
         let written = if d.written { "yes, beside the new name (same value in the old unit)" } else { "no: promtool refuses `_us`" };
         out.push_str(&format!("| `{}` | `{}` | {written} |\n", d.old, d.new.name));

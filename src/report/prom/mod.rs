@@ -47,7 +47,7 @@ impl PromPrinter {
     fn rate(&mut self, metric: &Metric, labels: &[(&str, &str)], gbps: f64) {
         self.families.set(metric, labels, bytes_per_second(gbps));
         for old in metrics::DEPRECATED.iter().filter(|d| d.written && d.new == *metric) {
-            let help = format!("Deprecated since 0.3, removed in 0.4: {} in Gb/s; use {}.", metric.help, metric.name);
+            let help = format!("Deprecated since 0.3: {} in Gb/s; use {}.", metric.help, metric.name);
             self.families.set_named(old.old, metrics::Kind::Gauge, &help, labels, gbps);
         }
     }
