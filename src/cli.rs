@@ -266,6 +266,17 @@ pub struct PairArgs {
     /// Queue pairs for bandwidth tests.
     #[arg(short = 'q', long, default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// atomic_lat/atomic_bw: fetch_add or cmp_swap (perftest's --atomic_type).
+    #[arg(long, value_name = "OP", default_value = "fetch_add", value_parser = crate::model::AtomicOp::parse, alias = "atomic_type")]
+    pub atomic: crate::model::AtomicOp,
+    /// Inline bytes asked of each QP (0 turns inline off, as NCCL runs); default: inline where
+    /// the message fits (perftest's --inline_size).
+    #[arg(long, value_name = "N", alias = "inline_size", value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::model::MAX_INLINE)))]
+    pub inline: Option<u32>,
+    /// Send queue depth of the bandwidth tests (perftest's --tx-depth; default 128, less for
+    /// big messages).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192))]
+    pub tx_depth: Option<u32>,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,

@@ -96,6 +96,8 @@ finding_ids! {
     PairWriteBw = "pair.write_bw",
     PairReadBw = "pair.read_bw",
     PairSendBw = "pair.send_bw",
+    PairAtomicLat = "pair.atomic_lat",
+    PairAtomicBw = "pair.atomic_bw",
     MeshSuspect = "mesh.suspect",
     MeshUnreachable = "mesh.unreachable",
     FabricCongestion = "fabric.congestion",
@@ -132,6 +134,8 @@ impl FindingId {
             TestKind::WriteBw => FindingId::PairWriteBw,
             TestKind::ReadBw => FindingId::PairReadBw,
             TestKind::SendBw => FindingId::PairSendBw,
+            TestKind::AtomicLat => FindingId::PairAtomicLat,
+            TestKind::AtomicBw => FindingId::PairAtomicBw,
         }
     }
 

@@ -216,9 +216,12 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw, Role::Passive) | (TestKind::ReadLat, _) => idle_until_stop(signals),
+        (TestKind::AtomicLat, Role::Active) => latency::atomic_active(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::AtomicBw, Role::Passive) | (TestKind::ReadLat | TestKind::AtomicLat, _) => {
+            idle_until_stop(signals)
+        }
         (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw, _) => bandwidth::send(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw | TestKind::AtomicBw, _) => bandwidth::send(session, signals),
     }?;
     let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     result.counter_deltas = counters::deltas(&counters_before, &counters_after);
@@ -227,6 +230,14 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         crate::probe::qos::traffic::window(&before, &after)
     });
     Ok(result)
+}
+
+/// The work request an atomic test posts.
+fn atomic_op(op: crate::model::AtomicOp) -> verbs::SendOp {
+    match op {
+        crate::model::AtomicOp::FetchAdd => verbs::SendOp::FetchAdd,
+        crate::model::AtomicOp::CmpSwap => verbs::SendOp::CmpSwap,
+    }
 }
 
 /// The passive side of a one-sided test: the adapter does the work, we wait to be told. Sleeps

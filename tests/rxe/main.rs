@@ -11,6 +11,7 @@ mod exporter;
 mod faults;
 mod mesh_patterns;
 mod pair;
+mod parity;
 mod qos;
 mod rails;
 

@@ -25,6 +25,8 @@ pub enum VerbsError {
     RegMr { len: usize, source: io::Error },
     #[error("a work request of {len} bytes at offset {offset} does not fit a {region}-byte memory region")]
     OutOfBounds { offset: usize, len: u32, region: usize },
+    #[error("an atomic work request moves one 8-byte word at an 8-byte aligned address, not {len} bytes at {addr:#x}")]
+    AtomicOperand { addr: u64, len: u32 },
     #[error("a work-request list needs at least one work request")]
     EmptyList,
     #[error("cannot allocate a {len}-byte buffer")]
