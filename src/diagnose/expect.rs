@@ -25,6 +25,8 @@ pub struct Expectations {
     pub roce_dscp: Option<crate::probe::qos::Dscp>,
     /// `ecn=on`: ECN/DCQCN off on the RoCE priority is an error, not a warning.
     pub ecn: Option<bool>,
+    /// `ibgda=on`: the node is meant for GPU-initiated RDMA; `gpu.ibgda` short of it is an error.
+    pub ibgda: Option<bool>,
 }
 
 /// Where the subnet manager is expected to run.
@@ -41,7 +43,7 @@ pub enum SmPlace {
 pub enum ExpectError {
     #[error("'{0}' is not KEY=VALUE")]
     NotKeyValue(String),
-    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn)")]
+    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn, ibgda)")]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
     BadValue { key: String, value: String, why: &'static str },
@@ -124,6 +126,13 @@ impl Expectations {
             }
             "ecn" => {
                 self.ecn = Some(match value.to_ascii_lowercase().as_str() {
+                    "on" | "1" | "yes" | "true" => true,
+                    "off" | "0" | "no" | "false" => false,
+                    _ => return Err(bad("on or off")),
+                });
+            }
+            "ibgda" => {
+                self.ibgda = Some(match value.to_ascii_lowercase().as_str() {
                     "on" | "1" | "yes" | "true" => true,
                     "off" | "0" | "no" | "false" => false,
                     _ => return Err(bad("on or off")),

@@ -4,6 +4,7 @@
 pub mod driver_rules;
 pub mod expect;
 pub mod gpu_rules;
+pub mod ibgda_rules;
 mod limits;
 pub mod node;
 mod node_rules;

@@ -71,6 +71,7 @@ finding_ids! {
     Ipoib = "ipoib",
     GpuAffinity = "gpu.affinity",
     GpuPeermem = "gpu.peermem",
+    GpuIbgda = "gpu.ibgda",
     SoakCounters = "soak.counters",
     SoakWindow = "soak.window",
     SysfsUnreadable = "sysfs.unreadable",
