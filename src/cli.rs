@@ -277,6 +277,10 @@ pub struct PairArgs {
     /// big messages).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192))]
     pub tx_depth: Option<u32>,
+    /// Sleep on a completion channel instead of busy polling (perftest's -e/--use_event); write
+    /// latency still watches its buffer, where no completion announces the data.
+    #[arg(long, alias = "use_event")]
+    pub events: bool,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,

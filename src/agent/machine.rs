@@ -158,6 +158,7 @@ mod tests {
             stall_timeout_ms: 1000,
             atomic: crate::model::AtomicOp::FetchAdd,
             inline: None,
+            events: false,
         }
     }
 

@@ -151,6 +151,7 @@ mod tests {
             stall_timeout_ms: 5000,
             atomic: crate::model::AtomicOp::FetchAdd,
             inline: None,
+            events: false,
         }
     }
 

@@ -167,6 +167,10 @@ pub struct TestSpec {
     /// default (inline where the message fits the provider's limit, as perftest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inline: Option<u32>,
+    /// Wait for completions on a completion channel instead of busy polling (`--events`,
+    /// perftest's `-e`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub events: bool,
 }
 
 impl TestSpec {

@@ -166,6 +166,7 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         stall_timeout_ms: input.stall_timeout_ms,
         atomic: AtomicOp::FetchAdd,
         inline: None,
+        events: false,
     }
 }
 
@@ -178,6 +179,8 @@ pub struct Tuning {
     /// Send queue depth of the bandwidth tests (perftest's `-t`); the completion interval and
     /// post list shrink to fit under it. Latency tests keep one round trip in flight.
     pub tx_depth: Option<u32>,
+    /// Completion events instead of busy polling (perftest's `-e`).
+    pub events: bool,
 }
 
 /// Applies `tuning` to every test of the plan, and re-checks each spec's limits.
@@ -185,6 +188,7 @@ pub fn tune(plan: &mut [PlannedTest], tuning: &Tuning) -> Result<(), Unparsed> {
     for t in plan.iter_mut() {
         t.spec.atomic = tuning.atomic;
         t.spec.inline = tuning.inline;
+        t.spec.events = tuning.events;
         if let Some(depth) = tuning.tx_depth.filter(|_| !t.spec.test.is_latency()) {
             // cq_mod and post_list are powers of two: the largest not above the depth (half of
             // it where it can be, so a completion comes before the queue is full) divides both.
@@ -296,10 +300,10 @@ mod tests {
     fn tuning_reaches_every_spec_and_keeps_it_valid() {
         for depth in [1, 2, 3, 7, 16, 100, 128, 8192] {
             let mut plan = build(&input()).unwrap();
-            let tuning = Tuning { atomic: AtomicOp::CmpSwap, inline: Some(0), tx_depth: Some(depth) };
+            let tuning = Tuning { atomic: AtomicOp::CmpSwap, inline: Some(0), tx_depth: Some(depth), events: true };
             tune(&mut plan, &tuning).unwrap_or_else(|e| panic!("--tx-depth {depth}: {e}"));
             for t in &plan {
-                assert_eq!((t.spec.atomic, t.spec.inline), (AtomicOp::CmpSwap, Some(0)));
+                assert_eq!((t.spec.atomic, t.spec.inline, t.spec.events), (AtomicOp::CmpSwap, Some(0), true));
                 if t.spec.test.is_latency() {
                     assert!(t.spec.tx_depth <= 64, "{t:?}");
                 } else {

@@ -158,6 +158,10 @@ fn stream(
         }
         if progressed {
             guard.progress();
+        } else if receiver.is_none() {
+            // Nothing completed: sleep on the send CQ's channel with --events (a bidirectional
+            // send_bw also reaps receives, so it keeps polling both).
+            super::wait_for_completion(&mut s.send_cq, &mut guard, signals, "waiting for send completions")?;
         } else {
             guard.idle(signals, "waiting for send completions")?;
         }
@@ -186,7 +190,7 @@ fn drain_receives(s: &mut Session, rx: &mut Receiver, signals: &Signals) -> Resu
         if reap_receives(s, rx)? {
             guard.progress();
         } else {
-            guard.idle(signals, "waiting for the peer's sends")?;
+            super::wait_for_completion(&mut s.recv_cq, &mut guard, signals, "waiting for the peer's sends")?;
         }
     }
     Ok(())

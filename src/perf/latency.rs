@@ -75,7 +75,7 @@ fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
     Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
 }
 
-/// Waits for one completion on `cq`, busy polling.
+/// Waits for one completion on `cq`: busy polling, or (`--events`) sleeping on its channel.
 macro_rules! wait_one {
     ($cq:expr, $wc:expr, $guard:expr, $signals:expr, $what:expr) => {{
         loop {
@@ -86,7 +86,7 @@ macro_rules! wait_one {
                 $guard.progress();
                 break;
             }
-            $guard.idle($signals, $what)?;
+            super::wait_for_completion(&mut $cq, &mut $guard, $signals, $what)?;
         }
     }};
 }
@@ -158,7 +158,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
             if signals.stopped() {
                 break 'outer;
             }
-            guard.idle(signals, "waiting for the peer's ping")?;
+            super::wait_for_completion(&mut s.recv_cq, &mut guard, signals, "waiting for the peer's ping")?;
         }
         // Answer first: the re-post (64 receives are posted) stays out of the peer's round trip.
         let slot = wc[0].wr_id().slot as usize;

@@ -254,6 +254,28 @@ fn idle_until_stop(signals: &Signals) -> Result<RunResult, PerfError> {
     Ok(RunResult::default())
 }
 
+/// How long one sleep on a completion channel lasts at most (`--events`): a stop or an abort
+/// is seen within it, and the stall limit is judged after each.
+pub(crate) const EVENT_SLICE: Duration = Duration::from_millis(100);
+
+/// `--events`: sleeps on `cq`'s channel until a completion is announced or a slice passes;
+/// the stall limit and an abort are judged after a slice with none. Busy polling otherwise.
+#[inline(always)]
+pub(crate) fn wait_for_completion(
+    cq: &mut verbs::CompletionQueue,
+    guard: &mut StallGuard,
+    signals: &Signals,
+    what: &'static str,
+) -> Result<(), PerfError> {
+    if !cq.has_channel() {
+        return guard.idle(signals, what);
+    }
+    if cq.wait_event(EVENT_SLICE)? {
+        return Ok(());
+    }
+    guard.slept(signals, what)
+}
+
 /// Tracks "no progress for too long" cheaply inside busy loops. An abort is checked every 1024
 /// idle spins; the monotonic clock only after about 2^24 TSC ticks of idleness (5-20 ms at any
 /// usual TSC rate; every 16384 spins where the loops do not use the TSC). Measured on Soft-RoCE
@@ -280,6 +302,19 @@ impl StallGuard {
         self.idle_spins = 0;
         self.idle_since = None;
         self.tsc_mark = None;
+    }
+
+    /// After a sleep on a completion channel that saw nothing: errors once the limit passes or
+    /// an abort arrives.
+    pub(crate) fn slept(&mut self, signals: &Signals, what: &'static str) -> Result<(), PerfError> {
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > self.limit {
+            return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
+        }
+        Ok(())
     }
 
     /// Call on an idle spin; errors once the limit passes or an abort arrives.

@@ -9,7 +9,7 @@ use crate::port::{LinkLayer, Mtu, PortState};
 use crate::probe;
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
+    Access, CmChannel, CmEvent, CmId, CompletionChannel, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
     RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
@@ -181,8 +181,17 @@ impl Session {
             TestKind::SendBw => RX_DEPTH,
             _ => 1,
         };
-        let send_cq = CompletionQueue::new(&ctx, send_depth * qps_n + 16)?;
-        let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
+        // --events: each CQ its own completion channel (a wait takes whatever its channel
+        // holds), armed before any traffic.
+        let (send_cq, recv_cq) = if spec.events {
+            let mut send_cq = CompletionQueue::with_channel(&ctx, send_depth * qps_n + 16, &CompletionChannel::new(&ctx)?)?;
+            let mut recv_cq = CompletionQueue::with_channel(&ctx, recv_depth * qps_n + 16, &CompletionChannel::new(&ctx)?)?;
+            send_cq.arm()?;
+            recv_cq.arm()?;
+            (send_cq, recv_cq)
+        } else {
+            (CompletionQueue::new(&ctx, send_depth * qps_n + 16)?, CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?)
+        };
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
         let buffer_len = (size as usize) * 2;
         let access = buffer_access(spec.test, spec.role);
