@@ -30,6 +30,8 @@ Rows run only when named (--tests), issue #55:
   atomic_lat  fabcheck atomic_lat p50     vs ib_atomic_lat t_typical  8 B      target ratio <= 1.00
   atomic_bw   fabcheck atomic_bw Gb/s+Mpps vs ib_atomic_bw BW, MsgRate 8 B     target ratio >= 1.00
   send_lat_noinline  fabcheck send_lat --inline 0 vs ib_send_lat (-I 0 matched) 2 B
+  send_lat_events    fabcheck send_lat --events   vs ib_send_lat -e          2 B
+  send_bw_events     fabcheck send_bw --events    vs ib_send_bw -e           64 KiB
 
 Options:
   --rounds N            rounds (default 5, at least 1; use 5 or more); the order of the tools
@@ -133,13 +135,13 @@ fi
 
 # Rows: name fabcheck-test size perftest-tool kind(lat|bw|rate)
 declare -A ROW_TEST=([send_lat]=send_lat [write_lat]=write_lat [read_lat]=read_lat [write_bw]=write_bw [write_bw_64]=write_bw [read_bw]=read_bw [send_bw]=send_bw
-	[atomic_lat]=atomic_lat [atomic_bw]=atomic_bw [send_lat_noinline]=send_lat)
+	[atomic_lat]=atomic_lat [atomic_bw]=atomic_bw [send_lat_noinline]=send_lat [send_lat_events]=send_lat [send_bw_events]=send_bw)
 declare -A ROW_SIZE=([send_lat]=2 [write_lat]=2 [read_lat]=2 [write_bw]=65536 [write_bw_64]=64 [read_bw]=65536 [send_bw]=65536
-	[atomic_lat]=8 [atomic_bw]=8 [send_lat_noinline]=2)
+	[atomic_lat]=8 [atomic_bw]=8 [send_lat_noinline]=2 [send_lat_events]=2 [send_bw_events]=65536)
 declare -A ROW_TOOL=([send_lat]=ib_send_lat [write_lat]=ib_write_lat [read_lat]=ib_read_lat [write_bw]=ib_write_bw [write_bw_64]=ib_write_bw [read_bw]=ib_read_bw [send_bw]=ib_send_bw
-	[atomic_lat]=ib_atomic_lat [atomic_bw]=ib_atomic_bw [send_lat_noinline]=ib_send_lat)
+	[atomic_lat]=ib_atomic_lat [atomic_bw]=ib_atomic_bw [send_lat_noinline]=ib_send_lat [send_lat_events]=ib_send_lat [send_bw_events]=ib_send_bw)
 # fabcheck's extra flags per row (perftest's matched flags follow them in perftest_flags).
-declare -A ROW_FABCHECK_EXTRA=([send_lat_noinline]="--inline 0")
+declare -A ROW_FABCHECK_EXTRA=([send_lat_noinline]="--inline 0" [send_lat_events]="--events" [send_bw_events]="--events")
 ROWS=()
 IFS=, read -r -a _wanted <<<"$TESTS"
 for r in "${_wanted[@]}"; do
@@ -256,6 +258,8 @@ fabcheck_run() { # row out-file
 perftest_flags() {
 	local row=$1 mode=$2 size=${ROW_SIZE[$1]} flags=(-F)
 	is_lat "$row" || flags+=(--report_gbits)
+	# The *_events rows: completion channels on both tools, whatever the mode.
+	[[ $row != *_events ]] || flags+=(-e)
 	if [[ $mode == matched ]] && is_lat "$row"; then
 		# fabcheck's latency loops: busy polling (perftest's default; no --use_event), a send
 		# completion every 16th send (perftest: every send, its tx depth being 1) and 2 B sends

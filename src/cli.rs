@@ -156,6 +156,10 @@ pub struct CheckArgs {
     /// rates, not lifetime totals (live only; SIGINT ends the window early, exit 2).
     #[arg(long, value_name = "DURATION")]
     pub soak: Option<String>,
+    /// How far back the kernel log is read for link downs and ups, mlx5 health events and AER
+    /// lines (`link.flap`): 10m, 24h, 7d; a bundle's tools/dmesg.txt up to its last line.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = values::duration)]
+    pub since: std::time::Duration,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.

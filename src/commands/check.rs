@@ -38,6 +38,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         _ => (node::judge(&start, &expect, &scope, None), None),
     };
+    let mut judged = judged;
+    kernel_log(&mut judged, &start, &source, args.since, &expect);
     let doc = report::check::CheckDoc { schema: report::check::SCHEMA, report: &judged.report, gpus: &judged.gpus, origin };
     let outcome = report::output::deliver(&doc, args.json)?;
     // A soak window cut short by SIGINT: the report above judged what it saw; the run is exit 2.
@@ -45,4 +47,41 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         return Err(interrupted.into());
     }
     Ok(outcome)
+}
+
+/// `link.flap` from the kernel log over `--since`: live, dmesg (or journalctl -k) up to now; a
+/// bundle, its `tools/dmesg.txt` up to its last line (a bundle without one is not judged).
+fn kernel_log(
+    judged: &mut node::Judged,
+    read: &probe::node::NodeRead,
+    source: &Source,
+    since: std::time::Duration,
+    expect: &crate::diagnose::Expectations,
+) {
+    use crate::diagnose::flap_rules::LogWindow;
+    use crate::probe::kernel_log;
+    let seconds = since.as_secs().max(1);
+    match source {
+        Source::Live => {
+            let end = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            let window = LogWindow { end, seconds };
+            match kernel_log::read_live() {
+                Ok(text) => node::judge_kernel_log(judged, &read.inventory, Ok(&kernel_log::parse(&text)), window, expect),
+                Err(why) => node::judge_kernel_log(judged, &read.inventory, Err(&crate::sanitise::one_line(&why)), window, expect),
+            }
+        }
+        Source::Sysfs(root) => {
+            let path = root.join("tools/dmesg.txt");
+            if !path.exists() {
+                return;
+            }
+            let (log, why) = match crate::sys::fs::read_text(&path, kernel_log::LOG_CAP as u64) {
+                Ok(text) => (Some(kernel_log::parse(&text)), String::new()),
+                Err(e) => (None, format!("tools/dmesg.txt: {}", e.reason())),
+            };
+            let end = log.as_ref().and_then(|l| l.last).unwrap_or(0);
+            let window = LogWindow { end, seconds };
+            node::judge_kernel_log(judged, &read.inventory, log.as_ref().ok_or(why.as_str()), window, expect);
+        }
+    }
 }

@@ -27,6 +27,8 @@ pub struct Expectations {
     pub ecn: Option<bool>,
     /// `ibgda=on`: the node is meant for GPU-initiated RDMA; `gpu.ibgda` short of it is an error.
     pub ibgda: Option<bool>,
+    /// `flaps=N`: link downs a port may have in `check --since`'s window (default 0).
+    pub flaps: Option<u32>,
 }
 
 /// Where the subnet manager is expected to run.
@@ -43,7 +45,7 @@ pub enum SmPlace {
 pub enum ExpectError {
     #[error("'{0}' is not KEY=VALUE")]
     NotKeyValue(String),
-    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn, ibgda)")]
+    #[error("unknown expectation key '{0}' (known: rate, width, speed, link_layer, mtu, fw, devices, state, ipoib_mode, sm, roce_dscp, ecn, ibgda, flaps)")]
     UnknownKey(String),
     #[error("bad value for {key}: '{value}' ({why})")]
     BadValue { key: String, value: String, why: &'static str },
@@ -131,6 +133,7 @@ impl Expectations {
                     _ => return Err(bad("on or off")),
                 });
             }
+            "flaps" => self.flaps = Some(value.parse().map_err(|_| bad("a count of link downs, e.g. 0"))?),
             "ibgda" => {
                 self.ibgda = Some(match value.to_ascii_lowercase().as_str() {
                     "on" | "1" | "yes" | "true" => true,

@@ -12,7 +12,7 @@
 //! Informational unless the operator says the node is meant for it (`--expect ibgda=on`): most
 //! GPU nodes run NCCL over CPU-proxied RDMA and need neither setting.
 
-use super::{Sheet, Severity};
+use super::{Severity, Sheet};
 use crate::outcome::{FindingId, Report};
 use crate::probe::pci::{Modules, PciTree};
 
@@ -77,13 +77,23 @@ fn judge(modules: Option<&Modules>, required: bool, sheet: &mut Sheet) {
     };
     let Some(text) = modules.nvidia_params.as_deref() else {
         let (observed, why) = if modules.has("nvidia") {
-            ("the nvidia driver's parameters are not readable", "/proc/driver/nvidia/params was not read (a bundle without proc/driver/nvidia/params)")
+            (
+                "the nvidia driver's parameters are not readable",
+                "/proc/driver/nvidia/params was not read (a bundle without proc/driver/nvidia/params)",
+            )
         } else {
             ("no nvidia driver loaded", "the nvidia driver is not loaded")
         };
         if required {
-            sheet.fail(id, "node", observed, Some(EXPECTED.into()), severity, format!("GPU-initiated RDMA (IBGDA) cannot be judged: {why}"),
-                "load the NVIDIA driver; re-capture the bundle with this fabcheck (`fabcheck bundle DIR`) so it keeps proc/driver/nvidia/params");
+            sheet.fail(
+                id,
+                "node",
+                observed,
+                Some(EXPECTED.into()),
+                severity,
+                format!("GPU-initiated RDMA (IBGDA) cannot be judged: {why}"),
+                "load the NVIDIA driver; re-capture the bundle with this fabcheck (`fabcheck bundle DIR`) so it keeps proc/driver/nvidia/params",
+            );
         } else {
             sheet.skip(id, "node", observed);
         }

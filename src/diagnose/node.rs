@@ -50,6 +50,18 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
     Judged { report, gpus }
 }
 
+/// `check`'s last step, after [`judge`]: `link.flap` from the kernel log over `window` (the
+/// exporter and a soak's counters do not read the log). `log`: the log, or why it was not read.
+pub fn judge_kernel_log(
+    judged: &mut Judged,
+    inventory: &crate::probe::Inventory,
+    log: Result<&crate::probe::kernel_log::KernelLog, &str>,
+    window: super::flap_rules::LogWindow,
+    expect: &Expectations,
+) {
+    super::flap_rules::apply(&mut judged.report, inventory, log, window, expect.flaps.unwrap_or(0));
+}
+
 /// The window in the output: an info finding on the node.
 fn window_finding(w: &Window<'_>) -> Finding {
     let message = if w.interrupted {

@@ -107,7 +107,9 @@ impl TestKind {
                 "bw" => TestKind::ALL.into_iter().filter(|t| !t.is_latency()).collect(),
                 "all" => TestKind::ALL.to_vec(),
                 name => vec![TestKind::from_name(name).ok_or_else(|| {
-                    format!("unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw atomic_lat atomic_bw, groups lat bw all)")
+                    format!(
+                        "unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw atomic_lat atomic_bw, groups lat bw all)"
+                    )
                 })?],
             };
             for t in add {

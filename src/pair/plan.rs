@@ -1,8 +1,8 @@
 //! Which tests run, at which sizes, in which directions, with what settings (pure).
 
 use crate::control::protocol::{Role, TestKind, TestSpec};
-use crate::model::{AtomicOp, Direction, ATOMIC_SIZE};
 use crate::model::Unparsed;
+use crate::model::{AtomicOp, Direction, ATOMIC_SIZE};
 
 /// Settings from the command line that shape the plan.
 #[derive(Debug, Clone)]

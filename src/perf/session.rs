@@ -9,8 +9,8 @@ use crate::port::{LinkLayer, Mtu, PortState};
 use crate::probe;
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionChannel, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
-    RtsParams,
+    Access, CmChannel, CmEvent, CmId, CompletionChannel, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory,
+    QueuePair, RecvList, RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;

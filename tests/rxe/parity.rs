@@ -3,7 +3,7 @@
 //! the 1.8x sanity bound of `pair::every_test_is_within_sanity_bounds_of_its_perftest_peer`
 //! (a unit slip or a round trip reported one-way shows as 2x or more). benches/compare.sh
 //! measures the ratios over rounds (rows atomic_lat, atomic_bw, send_lat_noinline,
-//! send_lat_events, write_bw_events).
+//! send_lat_events, send_bw_events).
 //!
 //! perftest's atomic tools move 8 bytes and refuse another size (`DEF_SIZE_ATOMIC`), so they get
 //! no `-s`; their columns are read's: latency `#bytes #iterations t_min ...` (t_min, index 2,
@@ -46,11 +46,12 @@ fn atomics_inline_off_and_events_are_within_sanity_bounds_of_perftest() {
         Case { name: "send_lat --inline 0", test: "send_lat", ours: &["--inline", "0"], tool: "ib_send_lat", theirs: "-s 2", size: 2, column: 2 },
         // Completion channels (perftest's -e) on both tools: each side sleeps in poll(2).
         Case { name: "send_lat --events", test: "send_lat", ours: &["--events"], tool: "ib_send_lat", theirs: "-s 2 -e", size: 2, column: 2 },
+        // perftest takes -e for sends only ("Events feature not available on WRITE verb").
         Case {
-            name: "write_bw --events",
-            test: "write_bw",
+            name: "send_bw --events",
+            test: "send_bw",
             ours: &["--events", "--size", "65536"],
-            tool: "ib_write_bw",
+            tool: "ib_send_bw",
             theirs: "-s 65536 -e",
             size: 65536,
             column: 4,
