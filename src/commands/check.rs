@@ -61,6 +61,10 @@ fn kernel_log(
     use crate::diagnose::flap_rules::LogWindow;
     use crate::probe::kernel_log;
     let seconds = since.as_secs().max(1);
+    // No RDMA port, nothing of the log is about one.
+    if read.inventory.devices.is_empty() {
+        return;
+    }
     match source {
         Source::Live => {
             let end = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);

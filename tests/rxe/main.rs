@@ -9,6 +9,7 @@ mod cuda_double;
 mod devices;
 mod exporter;
 mod faults;
+mod flap;
 mod mesh_patterns;
 mod pair;
 mod parity;
