@@ -250,7 +250,8 @@ pub struct PairArgs {
     /// Device (and port) for endpoints that name none.
     #[arg(short = 'd', long, value_name = "NAME[:PORT]")]
     pub device: Option<String>,
-    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
+    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all;
+    /// atomic_lat atomic_bw (ib_atomic_lat/ib_atomic_bw) only when named.
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub tests: String,
     /// Message size in bytes, or with K, M, G (binary: 64K = 64KB = 65536) (default 2 for
