@@ -27,7 +27,7 @@ fn since_bounds_the_window_and_names_each_time() {
             .starts_with("1 link down in the kernel log's last 2 h (2 events in all): 2026-12-04T05:51:18Z link down, 2026-12-04T05:51:24Z link up"),
         "{message}"
     );
-    assert_eq!(rows[0]["subject"], "ens2np0");
+    assert_eq!(rows[0]["subject"], "mlx5_0/1");
     // Ten minutes before the last line: nothing of the RDMA port.
     let (code, rows) = flap(&["--since", "10m"]);
     assert!(rows.is_empty(), "{rows:?}");

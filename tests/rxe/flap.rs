@@ -22,8 +22,9 @@ fn a_down_and_up_of_the_netdev_is_a_flap_with_its_time() {
     std::thread::sleep(std::time::Duration::from_secs(2));
     let out = fabcheck(&["check", "--json", "--device", DEVICE, "--since", "10m"]);
     let doc = json(&out);
-    let flap = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "link.flap" && f["subject"] == DEVICE);
-    let flap = flap.unwrap_or_else(|| panic!("no link.flap on {DEVICE}: {}", doc["findings"]));
+    let port = format!("{DEVICE}/1");
+    let flap = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "link.flap" && f["subject"] == port.as_str());
+    let flap = flap.unwrap_or_else(|| panic!("no link.flap on {port}: {}", doc["findings"]));
     eprintln!("{flap}");
     assert_eq!(flap["severity"], "error", "{flap}");
     assert_eq!(out.status.code(), Some(1));
