@@ -159,7 +159,9 @@ mod tests {
 2026-12-04T10:30:00,000000+00:00 e1000e 0000:00:1f.6 eno1: NIC Link is Down
 ";
 
-    fn judged(allowed: u32, window_s: u64) -> (Vec<(String, crate::outcome::Status)>, Vec<(String, Severity, String)>) {
+    type Rows = (Vec<(String, crate::outcome::Status)>, Vec<(String, Severity, String)>);
+
+    fn judged(allowed: u32, window_s: u64) -> Rows {
         let log = kernel_log::parse(LOG);
         let end = kernel_log::iso_seconds("2026-12-04T11:00:00+00:00").unwrap();
         let mut sheet = Sheet::default();

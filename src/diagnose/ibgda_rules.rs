@@ -151,7 +151,9 @@ mod tests {
         Modules { present: present.iter().map(|m| m.to_string()).collect(), nvidia_taint: Some("O".into()), nvidia_params: params.map(String::from) }
     }
 
-    fn judged(m: Option<&Modules>, required: bool) -> (Vec<(crate::outcome::Status, String)>, Vec<(Severity, String)>) {
+    type Rows = (Vec<(crate::outcome::Status, String)>, Vec<(Severity, String)>);
+
+    fn judged(m: Option<&Modules>, required: bool) -> Rows {
         let mut sheet = Sheet::default();
         judge(m, required, &mut sheet);
         (
