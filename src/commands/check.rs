@@ -58,34 +58,12 @@ fn kernel_log(
     since: std::time::Duration,
     expect: &crate::diagnose::Expectations,
 ) {
-    use crate::diagnose::flap_rules::LogWindow;
-    use crate::probe::kernel_log;
-    let seconds = since.as_secs().max(1);
     // No RDMA port, nothing of the log is about one.
     if read.inventory.devices.is_empty() {
         return;
     }
-    match source {
-        Source::Live => {
-            let end = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
-            let window = LogWindow { end, seconds };
-            match kernel_log::read_live() {
-                Ok(text) => node::judge_kernel_log(judged, &read.inventory, Ok(&kernel_log::parse(&text)), window, expect),
-                Err(why) => node::judge_kernel_log(judged, &read.inventory, Err(&crate::sanitise::one_line(&why)), window, expect),
-            }
-        }
-        Source::Sysfs(root) => {
-            let path = root.join("tools/dmesg.txt");
-            if !path.exists() {
-                return;
-            }
-            let (log, why) = match crate::sys::fs::read_text(&path, kernel_log::LOG_CAP as u64) {
-                Ok(text) => (Some(kernel_log::parse(&text)), String::new()),
-                Err(e) => (None, format!("tools/dmesg.txt: {}", e.reason())),
-            };
-            let end = log.as_ref().and_then(|l| l.last).unwrap_or(0);
-            let window = LogWindow { end, seconds };
-            node::judge_kernel_log(judged, &read.inventory, log.as_ref().ok_or(why.as_str()), window, expect);
-        }
+    if let Some((log, end)) = probe::kernel_log::read(source) {
+        let window = crate::diagnose::flap_rules::LogWindow { end, seconds: since.as_secs().max(1) };
+        node::judge_kernel_log(judged, &read.inventory, log.as_ref().map_err(String::as_str), window, expect);
     }
 }

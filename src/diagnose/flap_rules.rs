@@ -17,6 +17,9 @@ pub struct LogWindow {
     pub seconds: u64,
 }
 
+/// `check --since`'s default window (24 h), which the exporter judges over too.
+pub const DEFAULT_WINDOW_S: u64 = 24 * 3600;
+
 /// Most events listed in one finding (the count says the rest).
 const LISTED: usize = 20;
 

@@ -182,6 +182,30 @@ fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// The kernel log of `source` and the Unix second its window ends at: a live node's log up to
+/// now; a bundle's `tools/dmesg.txt` (read inside the bundle, never through a link out of it) up
+/// to its last line. `None`: a bundle without one (not judged). `Err`: why it was not read.
+pub fn read(source: &super::Source) -> Option<(Result<KernelLog, String>, i64)> {
+    match source {
+        super::Source::Live => {
+            let end = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            Some((read_live().map(|text| parse(&text)).map_err(|why| crate::sanitise::one_line(&why).into_owned()), end))
+        }
+        super::Source::Sysfs(root) => {
+            let tree = crate::sys::beneath::Tree::new(root.clone());
+            match tree.read_text(std::path::Path::new("tools/dmesg.txt"), LOG_CAP as u64) {
+                Err(e) if e.is_not_found() => None,
+                Err(e) => Some((Err(format!("tools/dmesg.txt: {}", e.reason())), 0)),
+                Ok(text) => {
+                    let log = parse(&text);
+                    let end = log.last.unwrap_or(0);
+                    Some((Ok(log), end))
+                }
+            }
+        }
+    }
+}
+
 /// This node's kernel log: dmesg (ISO times), else journalctl -k; `Err` with why neither could.
 pub fn read_live() -> Result<String, String> {
     let limit = std::time::Duration::from_secs(20);
