@@ -26,6 +26,13 @@ setting: `row=NAME fabcheck=MEDIAN perftest=MEDIAN ratio=MEDIAN_RATIO` (NAME: th
   read_bw     fabcheck read_bw   Gb/s     vs ib_read_bw   BW average  64 KiB   target ratio >= 1.00
   send_bw     fabcheck send_bw   Gb/s     vs ib_send_bw   BW average  64 KiB   target ratio >= 1.00
 
+Rows run only when named (--tests), issue #55:
+  atomic_lat  fabcheck atomic_lat p50     vs ib_atomic_lat t_typical  8 B      target ratio <= 1.00
+  atomic_bw   fabcheck atomic_bw Gb/s+Mpps vs ib_atomic_bw BW, MsgRate 8 B     target ratio >= 1.00
+  send_lat_noinline  fabcheck send_lat --inline 0 vs ib_send_lat (-I 0 matched) 2 B
+  send_lat_events    fabcheck send_lat --events   vs ib_send_lat -e          2 B
+  send_bw_events     fabcheck send_bw --events    vs ib_send_bw -e           64 KiB
+
 Options:
   --rounds N            rounds (default 5, at least 1; use 5 or more); the order of the tools
                         alternates between rounds
@@ -127,9 +134,14 @@ if [[ $DEVICE == *:* ]]; then
 fi
 
 # Rows: name fabcheck-test size perftest-tool kind(lat|bw|rate)
-declare -A ROW_TEST=([send_lat]=send_lat [write_lat]=write_lat [read_lat]=read_lat [write_bw]=write_bw [write_bw_64]=write_bw [read_bw]=read_bw [send_bw]=send_bw)
-declare -A ROW_SIZE=([send_lat]=2 [write_lat]=2 [read_lat]=2 [write_bw]=65536 [write_bw_64]=64 [read_bw]=65536 [send_bw]=65536)
-declare -A ROW_TOOL=([send_lat]=ib_send_lat [write_lat]=ib_write_lat [read_lat]=ib_read_lat [write_bw]=ib_write_bw [write_bw_64]=ib_write_bw [read_bw]=ib_read_bw [send_bw]=ib_send_bw)
+declare -A ROW_TEST=([send_lat]=send_lat [write_lat]=write_lat [read_lat]=read_lat [write_bw]=write_bw [write_bw_64]=write_bw [read_bw]=read_bw [send_bw]=send_bw
+	[atomic_lat]=atomic_lat [atomic_bw]=atomic_bw [send_lat_noinline]=send_lat [send_lat_events]=send_lat [send_bw_events]=send_bw)
+declare -A ROW_SIZE=([send_lat]=2 [write_lat]=2 [read_lat]=2 [write_bw]=65536 [write_bw_64]=64 [read_bw]=65536 [send_bw]=65536
+	[atomic_lat]=8 [atomic_bw]=8 [send_lat_noinline]=2 [send_lat_events]=2 [send_bw_events]=65536)
+declare -A ROW_TOOL=([send_lat]=ib_send_lat [write_lat]=ib_write_lat [read_lat]=ib_read_lat [write_bw]=ib_write_bw [write_bw_64]=ib_write_bw [read_bw]=ib_read_bw [send_bw]=ib_send_bw
+	[atomic_lat]=ib_atomic_lat [atomic_bw]=ib_atomic_bw [send_lat_noinline]=ib_send_lat [send_lat_events]=ib_send_lat [send_bw_events]=ib_send_bw)
+# fabcheck's extra flags per row (perftest's matched flags follow them in perftest_flags).
+declare -A ROW_FABCHECK_EXTRA=([send_lat_noinline]="--inline 0" [send_lat_events]="--events" [send_bw_events]="--events")
 ROWS=()
 IFS=, read -r -a _wanted <<<"$TESTS"
 for r in "${_wanted[@]}"; do
@@ -227,6 +239,8 @@ fabcheck_run() { # row out-file
 	((REMOTE == 0)) || { a=$HOST_A; b=$HOST_B; }
 	args+=("$a" "$b" --device "$DEVICE" --tests "${ROW_TEST[$row]}" --size "${ROW_SIZE[$row]}"
 		--iters "$(row_iters "$row")" --direction ab --json)
+	# shellcheck disable=SC2206 # the row's extra flags are words by design
+	[[ -z ${ROW_FABCHECK_EXTRA[$row]:-} ]] || args+=(${ROW_FABCHECK_EXTRA[$row]})
 	[[ -z $GID_INDEX ]] || args+=(--gid-index "$GID_INDEX")
 	[[ -z $CPU ]] || args+=(--cpu "$CPU")
 	[[ -z $REMOTE_FABCHECK ]] || args+=(--remote-fabcheck "$REMOTE_FABCHECK")
@@ -244,6 +258,8 @@ fabcheck_run() { # row out-file
 perftest_flags() {
 	local row=$1 mode=$2 size=${ROW_SIZE[$1]} flags=(-F)
 	is_lat "$row" || flags+=(--report_gbits)
+	# The *_events rows: completion channels on both tools, whatever the mode.
+	[[ $row != *_events ]] || flags+=(-e)
 	if [[ $mode == matched ]] && is_lat "$row"; then
 		# fabcheck's latency loops: busy polling (perftest's default; no --use_event), a send
 		# completion every 16th send (perftest: every send, its tx depth being 1) and 2 B sends
@@ -251,7 +267,9 @@ perftest_flags() {
 		# there it prints "Disabling it" and runs without). Write and read latency signal every
 		# WR in perftest whatever -Q says.
 		[[ ${ROW_TEST[$row]} != send_lat ]] || flags+=(-t 64 -Q 16)
-		[[ ${ROW_TEST[$row]} == read_lat ]] || flags+=(-I 220)
+		# Reads and atomics carry nothing inline (perftest forces 0); --inline 0 rows ask 0.
+		if [[ $row == send_lat_noinline ]]; then flags+=(-I 0)
+		elif [[ ${ROW_TEST[$row]} != read_lat && ${ROW_TEST[$row]} != atomic_lat ]]; then flags+=(-I 220); fi
 	elif [[ $mode == matched ]]; then
 		# fabcheck's queue: depth, completion every cq_mod, chains of post_list WRs. perftest
 		# insists that its CQ moderation divides its post list, so it gets -Q = post list.
@@ -261,9 +279,9 @@ perftest_flags() {
 		((pl <= 1)) || flags+=(-l "$pl")
 		# fabcheck inlines sends and writes up to 220 B (perftest: 0 in bandwidth tests; and
 		# always 0 on devices it does not know, rxe among them).
-		if [[ $row != read_bw ]] && ((size <= 220)); then flags+=(-I 220); fi
-		# fabcheck keeps 16 reads outstanding (perftest: the device maximum, 128 on rxe).
-		[[ $row != read_bw ]] || flags+=(-o 16)
+		if [[ $row != read_bw && $row != atomic_bw ]] && ((size <= 220)); then flags+=(-I 220); fi
+		# fabcheck keeps 16 reads or atomics outstanding (perftest: the device maximum, 128 on rxe).
+		[[ $row != read_bw && $row != atomic_bw ]] || flags+=(-o 16)
 	fi
 	printf '%s\n' "${flags[@]}"
 }

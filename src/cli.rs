@@ -166,6 +166,10 @@ pub struct CheckArgs {
     /// max_output_length is 80).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(16..))]
     pub max_len: Option<u16>,
+    /// How far back the kernel log is read for link downs and ups, mlx5 health events and AER
+    /// lines (`link.flap`): 10m, 24h, 7d; a bundle's tools/dmesg.txt up to its last line.
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = values::duration)]
+    pub since: std::time::Duration,
 }
 
 /// The conditions of `pair` and `mesh` tests: what the fabric sees of their traffic.
@@ -287,7 +291,8 @@ pub struct PairArgs {
     /// Device (and port) for endpoints that name none.
     #[arg(short = 'd', long, visible_alias = "ib-dev", value_name = "NAME[:PORT]")]
     pub device: Option<String>,
-    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all.
+    /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all;
+    /// atomic_lat atomic_bw (ib_atomic_lat/ib_atomic_bw) only when named.
     #[arg(long, default_value = "all", value_name = "LIST")]
     pub tests: String,
     /// Message size in bytes, or with K, M, G (binary: 64K = 64KB = 65536) (default 2 for
@@ -307,6 +312,21 @@ pub struct PairArgs {
     /// Queue pairs for bandwidth tests.
     #[arg(short = 'q', long, alias = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// atomic_lat/atomic_bw: fetch_add or cmp_swap (perftest's --atomic_type).
+    #[arg(long, value_name = "OP", default_value = "fetch_add", value_parser = crate::model::AtomicOp::parse, alias = "atomic_type")]
+    pub atomic: crate::model::AtomicOp,
+    /// Inline bytes asked of each QP (0 turns inline off, as NCCL runs); default: inline where
+    /// the message fits (perftest's --inline_size).
+    #[arg(long, value_name = "N", alias = "inline_size", value_parser = clap::value_parser!(u32).range(0..=i64::from(crate::model::MAX_INLINE)))]
+    pub inline: Option<u32>,
+    /// Send queue depth of the bandwidth tests (perftest's --tx-depth; default 128, less for
+    /// big messages).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=8192))]
+    pub tx_depth: Option<u32>,
+    /// Sleep on a completion channel instead of busy polling (perftest's -e/--use_event); write
+    /// latency still watches its buffer, where no completion announces the data.
+    #[arg(long, alias = "use_event")]
+    pub events: bool,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,

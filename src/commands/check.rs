@@ -43,6 +43,8 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         }
         _ => (node::judge(&start, &expect, &scope, None), None),
     };
+    let mut judged = judged;
+    kernel_log(&mut judged, &start, &source, args.since, &expect);
     let doc = report::check::CheckDoc { schema: report::check::SCHEMA, report: &judged.report, gpus: &judged.gpus, origin };
     let outcome = report::output::deliver(&doc, args.json)?;
     // A soak window cut short by SIGINT: the report above judged what it saw; the run is exit 2.
@@ -50,4 +52,23 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
         return Err(interrupted.into());
     }
     Ok(outcome)
+}
+
+/// `link.flap` from the kernel log over `--since`: live, dmesg (or journalctl -k) up to now; a
+/// bundle, its `tools/dmesg.txt` up to its last line (a bundle without one is not judged).
+fn kernel_log(
+    judged: &mut node::Judged,
+    read: &probe::node::NodeRead,
+    source: &Source,
+    since: std::time::Duration,
+    expect: &crate::diagnose::Expectations,
+) {
+    // No RDMA port, nothing of the log is about one.
+    if read.inventory.devices.is_empty() {
+        return;
+    }
+    if let Some((log, end)) = probe::kernel_log::read(source) {
+        let window = crate::diagnose::flap_rules::LogWindow { end, seconds: since.as_secs().max(1) };
+        node::judge_kernel_log(judged, &read.inventory, log.as_ref().map_err(String::as_str), window, expect);
+    }
 }

@@ -58,7 +58,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
     let direction = if args.bidirectional { Some("bidi") } else { args.direction.as_deref() };
     let directions = direction.map(Direction::parse_list).transpose().map_err(Failure::usage)?;
-    let plan = plan::build(&PlanInput {
+    let mut plan = plan::build(&PlanInput {
         tests,
         size: args.size,
         sweep: args.sweep,
@@ -69,6 +69,8 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    plan::tune(&mut plan, &plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events })
+        .map_err(Failure::usage)?;
     let rails = match &args.rails {
         Some(spec) => Some(pair::rails::RailsConfig::parse(spec, args.rail_threshold.as_deref(), args.cpu.as_deref()).map_err(Failure::usage)?),
         None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),

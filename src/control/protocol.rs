@@ -170,6 +170,9 @@ mod tests {
             cq_mod: 32,
             post_list: 8,
             stall_timeout_ms: 5000,
+            atomic: crate::model::AtomicOp::FetchAdd,
+            inline: None,
+            events: false,
         }
     }
 

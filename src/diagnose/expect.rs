@@ -25,6 +25,10 @@ pub struct Expectations {
     pub roce_dscp: Option<crate::probe::qos::Dscp>,
     /// `ecn=on`: ECN/DCQCN off on the RoCE priority is an error, not a warning.
     pub ecn: Option<bool>,
+    /// `ibgda=on`: the node is meant for GPU-initiated RDMA; `gpu.ibgda` short of it is an error.
+    pub ibgda: Option<bool>,
+    /// `flaps=N`: link downs a port may have in `check --since`'s window (default 0).
+    pub flaps: Option<u32>,
 }
 
 /// Where the subnet manager is expected to run.
@@ -52,6 +56,8 @@ pub const KEYS: &[(&str, &str)] = &[
     ("sm", "remote"),
     ("roce_dscp", "26"),
     ("ecn", "on"),
+    ("ibgda", "on"),
+    ("flaps", "0"),
 ];
 
 /// The keys, comma-separated (`rate, width, ...`).
@@ -169,6 +175,14 @@ impl Expectations {
             }
             "ecn" => {
                 self.ecn = Some(match value.to_ascii_lowercase().as_str() {
+                    "on" | "1" | "yes" | "true" => true,
+                    "off" | "0" | "no" | "false" => false,
+                    _ => return Err(bad("on or off")),
+                });
+            }
+            "flaps" => self.flaps = Some(value.parse().map_err(|_| bad("a count of link downs, e.g. 0"))?),
+            "ibgda" => {
+                self.ibgda = Some(match value.to_ascii_lowercase().as_str() {
                     "on" | "1" | "yes" | "true" => true,
                     "off" | "0" | "no" | "false" => false,
                     _ => return Err(bad("on or off")),

@@ -439,7 +439,11 @@ mod tests {
         PciTree {
             functions: functions.into_iter().map(|f| (f.bdf.clone(), f)).collect(),
             nics: Vec::new(),
-            modules: Some(Modules { present: modules.iter().map(|m| m.to_string()).collect(), nvidia_taint: taint.map(String::from) }),
+            modules: Some(Modules {
+                present: modules.iter().map(|m| m.to_string()).collect(),
+                nvidia_taint: taint.map(String::from),
+                nvidia_params: None,
+            }),
             problems: Vec::new(),
         }
     }

@@ -3,7 +3,9 @@
 
 pub mod driver_rules;
 pub mod expect;
+pub mod flap_rules;
 pub mod gpu_rules;
+pub mod ibgda_rules;
 mod limits;
 pub mod node;
 mod node_rules;

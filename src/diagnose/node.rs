@@ -2,7 +2,7 @@
 //! the exporter and a `--soak` window's end all judge by. Pure: the read and the expectations
 //! in, the report (settled) and the GPU pairings out.
 
-use super::{driver_rules, gpu_rules, pcie_rules, run, Expectations, Input, Scope};
+use super::{driver_rules, gpu_rules, ibgda_rules, pcie_rules, run, Expectations, Input, Scope};
 use crate::gpu::topology::Pairing;
 use crate::outcome::{Finding, FindingId, Report, Severity};
 use crate::probe::node::NodeRead;
@@ -39,6 +39,8 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
     }
     // GPU node readiness, from the PCI tree: the bundle's, or the live /sys.
     let gpus = node.pci.as_ref().map(|tree| gpu_rules::apply(&mut report, tree)).unwrap_or_default();
+    // GPU-initiated RDMA's driver settings (info unless --expect ibgda=on).
+    ibgda_rules::apply(&mut report, node.pci.as_ref(), expect.ibgda == Some(true));
     // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
     let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds });
     pcie_rules::apply(&mut report, &node.pcie, pcie_window.as_ref());
@@ -46,6 +48,18 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
     driver_rules::apply(&mut report, inventory, &node.stack, expect, scope);
     report.settle();
     Judged { report, gpus }
+}
+
+/// `check`'s last step, after [`judge`]: `link.flap` from the kernel log over `window` (the
+/// exporter and a soak's counters do not read the log). `log`: the log, or why it was not read.
+pub fn judge_kernel_log(
+    judged: &mut Judged,
+    inventory: &crate::probe::Inventory,
+    log: Result<&crate::probe::kernel_log::KernelLog, &str>,
+    window: super::flap_rules::LogWindow,
+    expect: &Expectations,
+) {
+    super::flap_rules::apply(&mut judged.report, inventory, log, window, expect.flaps.unwrap_or(0));
 }
 
 /// The window in the output: an info finding on the node.

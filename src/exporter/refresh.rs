@@ -74,7 +74,14 @@ pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
             return Reading { error: Some(format!("{}; {}", failure.cause, failure.remedy)), ..Reading::default() };
         }
     };
-    let judged = node::judge(&read, expect, &Scope::default(), None);
+    let mut judged = node::judge(&read, expect, &Scope::default(), None);
+    // link.flap from the kernel log over check's default window (24 h), as `check` says it.
+    if !read.inventory.devices.is_empty() {
+        if let Some((log, end)) = probe::kernel_log::read(source) {
+            let window = crate::diagnose::flap_rules::LogWindow { end, seconds: crate::diagnose::flap_rules::DEFAULT_WINDOW_S };
+            node::judge_kernel_log(&mut judged, &read.inventory, log.as_ref().map_err(String::as_str), window, expect);
+        }
+    }
     let gpu_of = judged.gpus.iter().filter_map(|p| p.nic.as_ref().map(|nic| (nic.name.clone(), p.gpu.clone()))).collect();
     let tree = match source {
         Source::Sysfs(root) => SysfsRoot::at(root),

@@ -2,7 +2,7 @@
 //! which limit was hit without reading the words (the words are what the agent and the plan
 //! have always said, and stay so).
 
-use super::{MAX_DURATION_MS, MAX_ITERS, MAX_QPS, MAX_SIZE};
+use super::{MAX_DURATION_MS, MAX_INLINE, MAX_ITERS, MAX_QPS, MAX_SIZE};
 
 /// The limits [`super::TestSpec::validate`] and [`super::Conditions::validate`] enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -33,6 +33,10 @@ pub enum SpecError {
     PkeyIndex,
     #[error("MTU must be 256, 512, 1024, 2048 or 4096")]
     Mtu,
+    #[error("atomic tests move 8 bytes per operation")]
+    AtomicSize,
+    #[error("inline data must be 0..{MAX_INLINE} bytes")]
+    Inline,
 }
 
 /// A value as a person wrote it (a flag, an endpoint, a profile, hostfile or plan line) that is
@@ -89,6 +93,8 @@ mod tests {
             (SpecError::StallTimeout, "stall timeout must be 1 ms..600 s".into()),
             (SpecError::ServiceLevel, "service level must be 0..15".into()),
             (SpecError::PkeyIndex, "P_Key index must be 0..127".into()),
+            (SpecError::AtomicSize, "atomic tests move 8 bytes per operation".into()),
+            (SpecError::Inline, "inline data must be 0..1024 bytes".into()),
         ];
         for (error, words) in cases {
             assert_eq!(error.to_string(), words, "{error:?}");

@@ -4,6 +4,7 @@
 //! (which carries them) both build on it without depending on each other. (0.2 called it
 //! `spec`, which tools and people read as "tests".)
 
+mod atomic;
 pub mod device;
 mod direction;
 mod invalid;
@@ -11,6 +12,7 @@ pub mod memory;
 pub mod rails;
 pub mod traffic;
 
+pub use atomic::{AtomicOp, ATOMIC_SIZE};
 pub use device::{parse_device_port, valid_device_name};
 pub use direction::Direction;
 pub use invalid::{SpecError, Unparsed};
@@ -23,6 +25,9 @@ use serde::{Deserialize, Serialize};
 pub const MAX_SIZE: u32 = 64 << 20;
 /// Most queue pairs per test.
 pub const MAX_QPS: u32 = 64;
+/// Most inline bytes a test may ask (`--inline`): above every provider's limit (mlx5 takes
+/// up to ~900, rxe 240 by default); a QP that cannot take the figure asked runs without.
+pub const MAX_INLINE: u32 = 1024;
 /// Most iterations per test.
 pub const MAX_ITERS: u64 = 100_000_000;
 /// Longest duration per test.
@@ -38,10 +43,17 @@ pub enum TestKind {
     WriteBw,
     ReadBw,
     SendBw,
+    /// ib_atomic_lat: one 8-byte atomic in flight, the full round trip.
+    AtomicLat,
+    /// ib_atomic_bw: a stream of 8-byte atomics (a message rate, not a link test).
+    AtomicBw,
 }
 
 impl TestKind {
+    /// The tests of the groups `lat`, `bw` and `all` (the default plan).
     pub const ALL: [TestKind; 6] = [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
+    /// Tests run only when named: the atomics measure the adapter's atomic unit, not the link.
+    pub const NAMED_ONLY: [TestKind; 2] = [TestKind::AtomicLat, TestKind::AtomicBw];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -51,6 +63,8 @@ impl TestKind {
             TestKind::WriteBw => "write_bw",
             TestKind::ReadBw => "read_bw",
             TestKind::SendBw => "send_bw",
+            TestKind::AtomicLat => "atomic_lat",
+            TestKind::AtomicBw => "atomic_bw",
         }
     }
 
@@ -62,15 +76,26 @@ impl TestKind {
             TestKind::WriteBw => "ib_write_bw",
             TestKind::ReadBw => "ib_read_bw",
             TestKind::SendBw => "ib_send_bw",
+            TestKind::AtomicLat => "ib_atomic_lat",
+            TestKind::AtomicBw => "ib_atomic_bw",
         }
     }
 
     pub fn is_latency(self) -> bool {
-        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat)
+        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat | TestKind::AtomicLat)
+    }
+
+    pub fn is_atomic(self) -> bool {
+        matches!(self, TestKind::AtomicLat | TestKind::AtomicBw)
+    }
+
+    /// Latency reported as the whole round trip (perftest's read and atomic latency), not half.
+    pub fn full_round_trip(self) -> bool {
+        matches!(self, TestKind::ReadLat | TestKind::AtomicLat)
     }
 
     pub fn from_name(name: &str) -> Option<TestKind> {
-        TestKind::ALL.into_iter().find(|t| t.name() == name)
+        TestKind::ALL.into_iter().chain(TestKind::NAMED_ONLY).find(|t| t.name() == name)
     }
 
     /// Parses `--tests`: names and the groups `lat`, `bw`, `all`, comma separated.
@@ -82,7 +107,9 @@ impl TestKind {
                 "bw" => TestKind::ALL.into_iter().filter(|t| !t.is_latency()).collect(),
                 "all" => TestKind::ALL.to_vec(),
                 name => vec![TestKind::from_name(name).ok_or_else(|| {
-                    format!("unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw, groups lat bw all)")
+                    format!(
+                        "unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw atomic_lat atomic_bw, groups lat bw all)"
+                    )
                 })?],
             };
             for t in add {
@@ -135,6 +162,17 @@ pub struct TestSpec {
     pub post_list: u32,
     /// Seconds without progress before the agent gives up on a peer.
     pub stall_timeout_ms: u64,
+    /// `atomic_lat`/`atomic_bw`: the operation (absent in older controllers' specs: fetch-and-add).
+    #[serde(default, skip_serializing_if = "AtomicOp::is_default")]
+    pub atomic: AtomicOp,
+    /// Inline bytes asked of the QP (`--inline N`; 0 turns inline off); `None`: fabcheck's
+    /// default (inline where the message fits the provider's limit, as perftest).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<u32>,
+    /// Wait for completions on a completion channel instead of busy polling (`--events`,
+    /// perftest's `-e`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub events: bool,
 }
 
 impl TestSpec {
@@ -148,6 +186,12 @@ impl TestSpec {
         }
         if self.qps == 0 || self.qps > MAX_QPS {
             return Err(SpecError::QpCount);
+        }
+        if self.test.is_atomic() && self.size != ATOMIC_SIZE {
+            return Err(SpecError::AtomicSize);
+        }
+        if self.inline.is_some_and(|n| n > MAX_INLINE) {
+            return Err(SpecError::Inline);
         }
         if self.test.is_latency() && self.qps != 1 {
             return Err(SpecError::LatencyWithManyQps);

@@ -89,6 +89,8 @@ pub fn action(id: FindingId) -> Action {
         F::PairAggregate | F::PairBw | F::PairCongestion | F::PairLatency | F::PairRegression | F::PairTail => A::ContactFabricTeam,
         F::PairSendLat | F::PairWriteLat | F::PairReadLat | F::PairWriteBw | F::PairReadBw | F::PairSendBw => A::ContactFabricTeam,
         F::MeshSuspect => A::ContactFabricTeam,
+        F::PairAtomicLat | F::PairAtomicBw => A::ContactFabricTeam,
+        F::GpuIbgda => A::FixConfig,
         F::MeshUnreachable | F::DevlinkHealth | F::AcceptUnreachable => A::Reboot,
         F::FabricErrors | F::FabricLinkDown | F::FabricLinkSpeed | F::FabricLinkWidth | F::FabricRail => A::ReplaceCable,
         F::FabricTopologyMissing | F::FabricTopologyMiswired => A::ReplaceCable,

@@ -71,6 +71,7 @@ finding_ids! {
     Ipoib = "ipoib",
     GpuAffinity = "gpu.affinity",
     GpuPeermem = "gpu.peermem",
+    GpuIbgda = "gpu.ibgda",
     SoakCounters = "soak.counters",
     SoakWindow = "soak.window",
     SysfsUnreadable = "sysfs.unreadable",
@@ -96,6 +97,8 @@ finding_ids! {
     PairWriteBw = "pair.write_bw",
     PairReadBw = "pair.read_bw",
     PairSendBw = "pair.send_bw",
+    PairAtomicLat = "pair.atomic_lat",
+    PairAtomicBw = "pair.atomic_bw",
     MeshSuspect = "mesh.suspect",
     MeshUnreachable = "mesh.unreachable",
     FabricCongestion = "fabric.congestion",
@@ -140,6 +143,8 @@ impl FindingId {
             TestKind::WriteBw => FindingId::PairWriteBw,
             TestKind::ReadBw => FindingId::PairReadBw,
             TestKind::SendBw => FindingId::PairSendBw,
+            TestKind::AtomicLat => FindingId::PairAtomicLat,
+            TestKind::AtomicBw => FindingId::PairAtomicBw,
         }
     }
 

@@ -1,8 +1,8 @@
 //! Which tests run, at which sizes, in which directions, with what settings (pure).
 
 use crate::control::protocol::{Role, TestKind, TestSpec};
-use crate::model::Direction;
 use crate::model::Unparsed;
+use crate::model::{AtomicOp, Direction, ATOMIC_SIZE};
 
 /// Settings from the command line that shape the plan.
 #[derive(Debug, Clone)]
@@ -84,6 +84,8 @@ pub fn build(input: &PlanInput) -> Result<Vec<PlannedTest>, Unparsed> {
     let mut out = Vec::new();
     for &test in &input.tests {
         let sizes = match (input.size, input.sweep) {
+            // An atomic is one 64-bit word: --size and --sweep shape the other tests.
+            _ if test.is_atomic() => vec![ATOMIC_SIZE],
             (Some(max), true) if max < 2 => return Err(format!("--sweep up to --size {max}: give at least 2 bytes").into()),
             (Some(max), true) => sweep_up_to(max),
             (Some(size), false) => vec![size],
@@ -136,7 +138,7 @@ pub fn bw_queue(size: u32) -> (u32, u32, u32) {
 }
 
 fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
-    let (default_iters, tx_depth, cq_mod, post_list) = if test == TestKind::ReadLat {
+    let (default_iters, tx_depth, cq_mod, post_list) = if test.full_round_trip() {
         // One read in flight, every one signaled: a send queue of one, as perftest's latency
         // QPs. The 64 of the other latency tests leaves room for 16 unsignaled WRs; here it
         // only made the provider walk a larger ring (1% on Soft-RoCE, docs/performance.md).
@@ -162,7 +164,43 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         cq_mod,
         post_list,
         stall_timeout_ms: input.stall_timeout_ms,
+        atomic: AtomicOp::FetchAdd,
+        inline: None,
+        events: false,
     }
+}
+
+/// perftest's per-QP knobs, applied to a built plan: `--atomic`, `--inline N`, `--tx-depth N`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tuning {
+    pub atomic: AtomicOp,
+    /// Inline bytes asked (0: off); `None`: fabcheck's default.
+    pub inline: Option<u32>,
+    /// Send queue depth of the bandwidth tests (perftest's `-t`); the completion interval and
+    /// post list shrink to fit under it. Latency tests keep one round trip in flight.
+    pub tx_depth: Option<u32>,
+    /// Completion events instead of busy polling (perftest's `-e`).
+    pub events: bool,
+}
+
+/// Applies `tuning` to every test of the plan, and re-checks each spec's limits.
+pub fn tune(plan: &mut [PlannedTest], tuning: &Tuning) -> Result<(), Unparsed> {
+    for t in plan.iter_mut() {
+        t.spec.atomic = tuning.atomic;
+        t.spec.inline = tuning.inline;
+        t.spec.events = tuning.events;
+        if let Some(depth) = tuning.tx_depth.filter(|_| !t.spec.test.is_latency()) {
+            // cq_mod and post_list are powers of two: the largest not above the depth (half of
+            // it where it can be, so a completion comes before the queue is full) divides both.
+            let half = (depth / 2).max(1);
+            let fit = 1u32 << (31 - half.leading_zeros());
+            t.spec.tx_depth = depth;
+            t.spec.cq_mod = t.spec.cq_mod.min(fit);
+            t.spec.post_list = t.spec.post_list.min(t.spec.cq_mod);
+        }
+        t.spec.validate().map_err(|e| format!("{} at {} bytes: {e}", t.spec.test.name(), t.spec.size))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -236,6 +274,46 @@ mod tests {
         assert_eq!(duration_note(&build(&input()).unwrap()), None, "nothing to say without --duration");
         d.tests = vec![TestKind::WriteBw];
         assert_eq!(duration_note(&build(&d).unwrap()), None, "nothing ran by count");
+    }
+
+    /// Atomics move one 64-bit word whatever --size and --sweep say (perftest's atomic tools
+    /// refuse another size); atomic_lat keeps one in flight, as read_lat.
+    #[test]
+    fn atomics_are_eight_bytes_and_not_in_the_groups() {
+        let mut i = input();
+        i.tests = vec![TestKind::AtomicLat, TestKind::AtomicBw];
+        i.size = Some(65536);
+        i.sweep = true;
+        let plan = build(&i).unwrap();
+        assert!(plan.iter().all(|t| t.spec.size == ATOMIC_SIZE), "{plan:?}");
+        assert_eq!(plan.iter().filter(|t| t.spec.test == TestKind::AtomicLat).count(), 1);
+        let lat = plan.iter().find(|t| t.spec.test == TestKind::AtomicLat).unwrap();
+        assert_eq!((lat.spec.tx_depth, lat.spec.cq_mod, lat.spec.post_list), (1, 1, 1));
+        assert!(!TestKind::parse_list("all").unwrap().iter().any(|t| t.is_atomic()));
+        assert_eq!(TestKind::parse_list("atomic_bw,atomic_lat").unwrap(), [TestKind::AtomicBw, TestKind::AtomicLat]);
+    }
+
+    /// --tx-depth N: the bandwidth queue is N deep with its completion interval and post list
+    /// shrunk to fit (valid for every N); latency queues keep their shape; --inline and
+    /// --atomic reach every spec.
+    #[test]
+    fn tuning_reaches_every_spec_and_keeps_it_valid() {
+        for depth in [1, 2, 3, 7, 16, 100, 128, 8192] {
+            let mut plan = build(&input()).unwrap();
+            let tuning = Tuning { atomic: AtomicOp::CmpSwap, inline: Some(0), tx_depth: Some(depth), events: true };
+            tune(&mut plan, &tuning).unwrap_or_else(|e| panic!("--tx-depth {depth}: {e}"));
+            for t in &plan {
+                assert_eq!((t.spec.atomic, t.spec.inline, t.spec.events), (AtomicOp::CmpSwap, Some(0), true));
+                if t.spec.test.is_latency() {
+                    assert!(t.spec.tx_depth <= 64, "{t:?}");
+                } else {
+                    assert_eq!(t.spec.tx_depth, depth);
+                    assert!(t.spec.cq_mod <= depth.div_ceil(2).max(1), "{t:?}");
+                }
+            }
+        }
+        let mut plan = build(&input()).unwrap();
+        assert!(tune(&mut plan, &Tuning { inline: Some(crate::model::MAX_INLINE + 1), ..Tuning::default() }).is_err());
     }
 
     #[test]

@@ -22,11 +22,13 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
     let (op, local_offset) = match spec.test {
         TestKind::WriteBw => (SendOp::Write, spec.size as usize),
         TestKind::ReadBw => (SendOp::Read, 0),
+        // The old values fetched back land in the first half, as a read's data.
+        TestKind::AtomicBw => (super::atomic_op(spec.atomic), 0),
         _ => (SendOp::Send, spec.size as usize),
     };
     let remote = s.remote.as_ref().map(|r| RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len });
     let post_list = spec.post_list as usize;
-    let inline = s.inline && op != SendOp::Read;
+    let inline = s.inline && op != SendOp::Read && !op.is_atomic();
     let mut lists: Vec<SendList> = (0..s.qps.len())
         .map(|q| {
             let mut list = SendList::new(post_list, op, &s.mr, local_offset, spec.size, remote, inline)?;
@@ -156,6 +158,10 @@ fn stream(
         }
         if progressed {
             guard.progress();
+        } else if receiver.is_none() {
+            // Nothing completed: sleep on the send CQ's channel with --events (a bidirectional
+            // send_bw also reaps receives, so it keeps polling both).
+            super::wait_for_completion(&mut s.send_cq, &mut guard, signals, "waiting for send completions")?;
         } else {
             guard.idle(signals, "waiting for send completions")?;
         }
@@ -184,7 +190,7 @@ fn drain_receives(s: &mut Session, rx: &mut Receiver, signals: &Signals) -> Resu
         if reap_receives(s, rx)? {
             guard.progress();
         } else {
-            guard.idle(signals, "waiting for the peer's sends")?;
+            super::wait_for_completion(&mut s.recv_cq, &mut guard, signals, "waiting for the peer's sends")?;
         }
     }
     Ok(())

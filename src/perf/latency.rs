@@ -36,7 +36,7 @@ fn plan(session: &Session) -> Plan {
 
 /// After the loop: samples from ticks to nanoseconds, then the summary.
 fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
-    let halve = test != TestKind::ReadLat;
+    let halve = !test.full_round_trip();
     let ns_per_tick = clock.ns_per_tick();
     if ns_per_tick != 1.0 {
         for s in &mut plan.samples {
@@ -75,7 +75,7 @@ fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
     Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
 }
 
-/// Waits for one completion on `cq`, busy polling.
+/// Waits for one completion on `cq`: busy polling, or (`--events`) sleeping on its channel.
 macro_rules! wait_one {
     ($cq:expr, $wc:expr, $guard:expr, $signals:expr, $what:expr) => {{
         loop {
@@ -86,7 +86,7 @@ macro_rules! wait_one {
                 $guard.progress();
                 break;
             }
-            $guard.idle($signals, $what)?;
+            super::wait_for_completion(&mut $cq, &mut $guard, $signals, $what)?;
         }
     }};
 }
@@ -158,7 +158,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
             if signals.stopped() {
                 break 'outer;
             }
-            guard.idle(signals, "waiting for the peer's ping")?;
+            super::wait_for_completion(&mut s.recv_cq, &mut guard, signals, "waiting for the peer's ping")?;
         }
         // Answer first: the re-post (64 receives are posted) stays out of the peer's round trip.
         let slot = wc[0].wr_id().slot as usize;
@@ -247,10 +247,23 @@ pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
 }
 
 pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    one_sided_active(s, signals, SendOp::Read)
+}
+
+/// ib_atomic_lat: one atomic in flight, each signaled, timed as the full round trip; the
+/// value fetched back lands in this side's buffer.
+pub fn atomic_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+    let op = super::atomic_op(s.spec.atomic);
+    one_sided_active(s, signals, op)
+}
+
+/// The requester's loop of a one-sided round trip (a read or an atomic): post one, wait for
+/// its completion.
+fn one_sided_active(s: &mut Session, signals: &Signals, op: SendOp) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
     let mut plan = plan(s);
     let remote = remote(s)?;
-    let mut read = SendList::new(1, SendOp::Read, &s.mr, 0, size, Some(remote), false)?;
+    let mut read = SendList::new(1, op, &s.mr, 0, size, Some(remote), false)?;
     read.set_signaled(0, true);
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
@@ -260,7 +273,7 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
     while i < plan.total {
         let t0 = clock.ticks();
         read.post(qp, 1)?;
-        wait_one!(s.send_cq, wc, guard, signals, "waiting for a read to complete");
+        wait_one!(s.send_cq, wc, guard, signals, "waiting for a read or atomic to complete");
         let t1 = clock.ticks();
         record(&mut plan, i, t0, t1);
         i += 1;
@@ -271,5 +284,5 @@ pub fn read_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
             return Err(PerfError::Aborted);
         }
     }
-    Ok(finish(TestKind::ReadLat, plan, &clock))
+    Ok(finish(s.spec.test, plan, &clock))
 }

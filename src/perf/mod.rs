@@ -216,9 +216,12 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         (TestKind::WriteLat, Role::Active) => latency::write_active(session, signals),
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw, Role::Passive) | (TestKind::ReadLat, _) => idle_until_stop(signals),
+        (TestKind::AtomicLat, Role::Active) => latency::atomic_active(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::AtomicBw, Role::Passive) | (TestKind::ReadLat | TestKind::AtomicLat, _) => {
+            idle_until_stop(signals)
+        }
         (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals),
-        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw, _) => bandwidth::send(session, signals),
+        (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw | TestKind::AtomicBw, _) => bandwidth::send(session, signals),
     }?;
     let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     result.counter_deltas = counters::deltas(&counters_before, &counters_after);
@@ -227,6 +230,14 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         crate::probe::qos::traffic::window(&before, &after)
     });
     Ok(result)
+}
+
+/// The work request an atomic test posts.
+fn atomic_op(op: crate::model::AtomicOp) -> verbs::SendOp {
+    match op {
+        crate::model::AtomicOp::FetchAdd => verbs::SendOp::FetchAdd,
+        crate::model::AtomicOp::CmpSwap => verbs::SendOp::CmpSwap,
+    }
 }
 
 /// The passive side of a one-sided test: the adapter does the work, we wait to be told. Sleeps
@@ -241,6 +252,28 @@ fn idle_until_stop(signals: &Signals) -> Result<RunResult, PerfError> {
         signals.wait(Duration::from_secs(1));
     }
     Ok(RunResult::default())
+}
+
+/// How long one sleep on a completion channel lasts at most (`--events`): a stop or an abort
+/// is seen within it, and the stall limit is judged after each.
+pub(crate) const EVENT_SLICE: Duration = Duration::from_millis(100);
+
+/// `--events`: sleeps on `cq`'s channel until a completion is announced or a slice passes;
+/// the stall limit and an abort are judged after a slice with none. Busy polling otherwise.
+#[inline(always)]
+pub(crate) fn wait_for_completion(
+    cq: &mut verbs::CompletionQueue,
+    guard: &mut StallGuard,
+    signals: &Signals,
+    what: &'static str,
+) -> Result<(), PerfError> {
+    if !cq.has_channel() {
+        return guard.idle(signals, what);
+    }
+    if cq.wait_event(EVENT_SLICE)? {
+        return Ok(());
+    }
+    guard.slept(signals, what)
 }
 
 /// Tracks "no progress for too long" cheaply inside busy loops. An abort is checked every 1024
@@ -269,6 +302,19 @@ impl StallGuard {
         self.idle_spins = 0;
         self.idle_since = None;
         self.tsc_mark = None;
+    }
+
+    /// After a sleep on a completion channel that saw nothing: errors once the limit passes or
+    /// an abort arrives.
+    pub(crate) fn slept(&mut self, signals: &Signals, what: &'static str) -> Result<(), PerfError> {
+        if signals.aborted() {
+            return Err(PerfError::Aborted);
+        }
+        let since = *self.idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() > self.limit {
+            return Err(PerfError::Stalled { what, waited_ms: self.limit.as_millis() as u64 });
+        }
+        Ok(())
     }
 
     /// Call on an idle spin; errors once the limit passes or an abort arrives.

@@ -9,8 +9,8 @@ use crate::port::{LinkLayer, Mtu, PortState};
 use crate::probe;
 use crate::sys::cpu;
 use fabcheck_verbs::{
-    Access, CmChannel, CmEvent, CmId, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList,
-    RtsParams,
+    Access, CmChannel, CmEvent, CmId, CompletionChannel, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory,
+    QueuePair, RecvList, RtsParams,
 };
 use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
@@ -90,6 +90,10 @@ pub fn buffer_access(test: TestKind, role: Role) -> Access {
             }
             a
         }
+        // The target lends its word to atomics (the verbs spec asks LOCAL_WRITE with
+        // REMOTE_ATOMIC); the initiator's buffer takes the value fetched back.
+        TestKind::AtomicLat | TestKind::AtomicBw if serves => Access::LOCAL_WRITE | Access::REMOTE_ATOMIC,
+        TestKind::AtomicLat | TestKind::AtomicBw => Access::LOCAL_WRITE,
     }
 }
 
@@ -100,6 +104,7 @@ fn qp_access(test: TestKind, role: Role) -> Access {
         TestKind::WriteLat => Access::REMOTE_WRITE,
         TestKind::WriteBw if serves => Access::REMOTE_WRITE,
         TestKind::ReadLat | TestKind::ReadBw if serves => Access::REMOTE_READ,
+        TestKind::AtomicLat | TestKind::AtomicBw if serves => Access::REMOTE_ATOMIC,
         _ => Access::NONE,
     }
 }
@@ -176,8 +181,17 @@ impl Session {
             TestKind::SendBw => RX_DEPTH,
             _ => 1,
         };
-        let send_cq = CompletionQueue::new(&ctx, send_depth * qps_n + 16)?;
-        let recv_cq = CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?;
+        // --events: each CQ its own completion channel (a wait takes whatever its channel
+        // holds), armed before any traffic.
+        let (send_cq, recv_cq) = if spec.events {
+            let mut send_cq = CompletionQueue::with_channel(&ctx, send_depth * qps_n + 16, &CompletionChannel::new(&ctx)?)?;
+            let mut recv_cq = CompletionQueue::with_channel(&ctx, recv_depth * qps_n + 16, &CompletionChannel::new(&ctx)?)?;
+            send_cq.arm()?;
+            recv_cq.arm()?;
+            (send_cq, recv_cq)
+        } else {
+            (CompletionQueue::new(&ctx, send_depth * qps_n + 16)?, CompletionQueue::new(&ctx, recv_depth * qps_n + 16)?)
+        };
         // Two halves: [0, size) receives (what the peer sends or writes), [size, 2*size) sends.
         let buffer_len = (size as usize) * 2;
         let access = buffer_access(spec.test, spec.role);
@@ -188,19 +202,22 @@ impl Session {
             conditions.mem = MemChoice::Cuda(gpu.ordinal);
         }
         let mr = registered.region;
-        // Inline copies the payload with the CPU: never from GPU memory.
-        let want_inline = spec.test != TestKind::ReadLat && spec.test != TestKind::ReadBw && spec.size <= INLINE_WANTED && mr.host_visible();
+        // Inline copies the payload with the CPU: never from GPU memory, never for what the
+        // adapter writes back (reads, atomics); `--inline N` asks N bytes (0: off).
+        let inline_wanted = spec.inline.unwrap_or(INLINE_WANTED);
+        let moves_out = !matches!(spec.test, TestKind::ReadLat | TestKind::ReadBw) && !spec.test.is_atomic();
+        let want_inline = moves_out && inline_wanted > 0 && spec.size <= inline_wanted && mr.host_visible();
         let mut qps = Vec::new();
         let mut inline = want_inline;
         // GPU memory: QPs that never scatter received data into a CQE (mlx5: libmlx5 would copy
         // it to the GPU address with the CPU; see fabcheck_verbs' mlx5.rs).
         let memory = if mr.host_visible() { QpMemory::Host } else { QpMemory::Device };
         let qp_config =
-            QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
+            QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { inline_wanted } else { 0 }, memory };
         // With rdma_cm the QPs are made when the connection is (Session::connect).
         for _ in 0..if cm.is_some() { 0 } else { qps_n } {
             let config =
-                QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { INLINE_WANTED } else { 0 }, memory };
+                QpConfig { max_send_wr: send_depth, max_recv_wr: recv_depth, max_inline_data: if inline { inline_wanted } else { 0 }, memory };
             let qp = match QueuePair::new_rc(&pd, &send_cq, &recv_cq, config) {
                 Ok(qp) => qp,
                 Err(_) if inline => {

@@ -5,6 +5,7 @@ pub mod capacity;
 pub mod catype;
 pub mod counters;
 pub mod host;
+pub mod kernel_log;
 pub mod live;
 pub mod local_mads;
 pub mod model;

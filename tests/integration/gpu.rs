@@ -98,9 +98,30 @@ fn hgx_without_peermem_is_an_error() {
 #[test]
 fn hgx_dmabuf_with_the_open_module_is_info() {
     let (out, doc) = check_fixture("gpu-hgx-dmabuf");
-    assert_eq!(findings(&doc), expect(&[("gpu.peermem", "info", "node")]));
+    assert_eq!(findings(&doc), expect(&[("gpu.ibgda", "info", "node"), ("gpu.peermem", "info", "node")]));
     assert_eq!(out.status.code(), Some(0));
     assert!(message(&doc, "gpu.peermem", "node").contains("dma-buf"));
+}
+
+/// `gpu.ibgda` (issue #55): the healthy HGX's driver has PeerMappingOverride=1 and
+/// EnableStreamMemOPs=1 (pass, nothing said); the dma-buf one runs the driver's defaults: info,
+/// an error with `--expect ibgda=on`, naming both settings and the modprobe line.
+#[test]
+fn ibgda_settings_pass_and_their_absence_fails_only_when_expected() {
+    let (_, doc) = check_fixture("gpu-hgx-healthy");
+    let ibgda = gpu_checks(&doc, "gpu.ibgda");
+    assert_eq!(ibgda.len(), 1, "{}", doc["checks"]);
+    assert_eq!(ibgda[0]["status"], "pass", "{}", ibgda[0]);
+    assert!(ibgda[0]["observed"].as_str().unwrap().contains("PeerMappingOverride=1"), "{}", ibgda[0]);
+    let dir = fixtures_dir().join("gpu-hgx-dmabuf");
+    let out = fabcheck(&["check", "--json", "--sysfs-root", dir.to_str().unwrap(), "--expect", "ibgda=on"]);
+    let doc = json(&out);
+    assert_eq!(findings(&doc), expect(&[("gpu.ibgda", "error", "node"), ("gpu.peermem", "info", "node")]));
+    assert_eq!(out.status.code(), Some(1));
+    let text = message(&doc, "gpu.ibgda", "node");
+    for needle in ["doorbells", "EnableStreamMemOPs", "NVreg_RegistryDwords=\"PeerMappingOverride=1;\""] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
 }
 
 #[test]

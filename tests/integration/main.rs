@@ -26,6 +26,7 @@ mod gpu;
 mod hardening;
 mod health_outputs;
 mod inputs;
+mod link_flap;
 mod loading;
 mod login_sharing;
 mod mesh_outputs;

@@ -54,7 +54,7 @@ fn an_unknown_perftest_flag_names_fabchecks_equivalent() {
     let out = run_fabcheck(&["pair", "a", "b", "--tos", "106"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--tos is perftest's; fabcheck's equivalent is --tclass (-T)"), "{out:?}");
-    let out = run_fabcheck(&["pair", "a", "b", "--tx-depth", "128"]);
+    let out = run_fabcheck(&["pair", "a", "b", "--rx-depth", "128"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("fabcheck has no equivalent"), "{out:?}");
 }
 

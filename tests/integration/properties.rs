@@ -39,8 +39,8 @@ proptest! {
 
     #[test]
     fn validate_accepts_exactly_the_specs_within_limits(
-        test in prop::sample::select(TestKind::ALL.to_vec()),
-        size in prop::sample::select(vec![0u32, 1, 2, 65536, MAX_SIZE, MAX_SIZE + 1, u32::MAX]),
+        test in prop::sample::select(TestKind::ALL.into_iter().chain(TestKind::NAMED_ONLY).collect::<Vec<_>>()),
+        size in prop::sample::select(vec![0u32, 1, 2, 8, 65536, MAX_SIZE, MAX_SIZE + 1, u32::MAX]),
         iters in prop::sample::select(vec![0u64, 1, 1000, MAX_ITERS, MAX_ITERS + 1, u64::MAX]),
         warmup in prop::sample::select(vec![0u64, 100, MAX_ITERS, MAX_ITERS + 1]),
         duration_ms in prop::sample::select(vec![None, Some(0u64), Some(1), Some(MAX_DURATION_MS), Some(MAX_DURATION_MS + 1)]),
@@ -51,11 +51,12 @@ proptest! {
         stall in prop::sample::select(vec![0u64, 1, 5000, 600_000, 600_001]),
     ) {
         let spec = TestSpec {
-            test, role: Role::Active, size, iters, warmup, duration_ms, qps, tx_depth, cq_mod, post_list, stall_timeout_ms: stall,
+            test, role: Role::Active, size, iters, warmup, duration_ms, qps, tx_depth, cq_mod, post_list, stall_timeout_ms: stall, atomic: Default::default(), inline: None, events: false,
         };
         let model = (1..=MAX_SIZE).contains(&size)
             && (1..=MAX_QPS).contains(&qps)
             && (!test.is_latency() || qps == 1)
+            && (!test.is_atomic() || size == 8)
             && (duration_ms.is_some() || (1..=MAX_ITERS).contains(&iters))
             && warmup <= MAX_ITERS
             && duration_ms.is_none_or(|ms| (1..=MAX_DURATION_MS).contains(&ms))

@@ -9,8 +9,10 @@ mod cuda_double;
 mod devices;
 mod exporter;
 mod faults;
+mod flap;
 mod mesh_patterns;
 mod pair;
+mod parity;
 mod qos;
 mod rails;
 

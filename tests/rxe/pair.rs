@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// `fabcheck pair localhost localhost --device rxe0 --json EXTRA`, its document read as the
 /// contract states it (explicit keys, no defaults filled in).
-fn pair(extra: &[&str]) -> (std::process::Output, Value) {
+pub(crate) fn pair(extra: &[&str]) -> (std::process::Output, Value) {
     let mut args = vec!["pair", "localhost", "localhost", "--device", DEVICE, "--json"];
     args.extend_from_slice(extra);
     let out = fabcheck(&args);
@@ -57,7 +57,7 @@ fn results(doc: &Value) -> &Vec<Value> {
     doc["results"].as_array().unwrap_or_else(|| panic!("no results array: {doc}"))
 }
 
-fn result<'a>(doc: &'a Value, test: &str, direction: &str) -> &'a Value {
+pub(crate) fn result<'a>(doc: &'a Value, test: &str, direction: &str) -> &'a Value {
     results(doc).iter().find(|r| r["test"] == test && r["direction"] == direction).unwrap_or_else(|| panic!("{test} {direction} missing: {doc}"))
 }
 

@@ -17,7 +17,8 @@ use std::time::{Duration, Instant};
 #[test]
 fn roce_qos_is_skip_on_soft_roce_not_pass() {
     let _serial = require_rxe();
-    let out = fabcheck(&["check", "--json", "--device", DEVICE]);
+    // --since 1s: other tests of the tier flap va (link.flap from the kernel log).
+    let out = fabcheck(&["check", "--json", "--device", DEVICE, "--since", "1s"]);
     let doc = json(&out);
     assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
     for id in ["roce.qos", "roce.lossless"] {

@@ -9,7 +9,48 @@ use std::sync::Arc;
 
 pub(crate) struct CqInner {
     pub(crate) cq: *mut sys::ibv_cq,
+    /// The completion channel its events go to (`--events`); outlives the CQ.
+    channel: Option<Arc<ChannelInner>>,
     _ctx: Arc<ContextInner>,
+}
+
+/// A completion channel (perftest's `-e`): a file descriptor that becomes readable when an
+/// armed CQ gets a completion, so a waiting side sleeps in poll(2) instead of spinning.
+pub struct CompletionChannel {
+    inner: Arc<ChannelInner>,
+}
+
+struct ChannelInner {
+    ch: *mut sys::ibv_comp_channel,
+    _ctx: Arc<ContextInner>,
+}
+
+// SAFETY: the channel is a file descriptor and its struct; it is read (get_cq_event) only
+// through `CompletionQueue::wait_event`, which takes `&mut` of the one CQ that owns the read,
+// and destroyed once, at the last drop (after every CQ on it, which hold an Arc).
+unsafe impl Send for ChannelInner {}
+// SAFETY: as above; shared holders only keep the pointer alive.
+unsafe impl Sync for ChannelInner {}
+
+impl Drop for ChannelInner {
+    fn drop(&mut self) {
+        // SAFETY: ch came from ibv_create_comp_channel; the CQs on it hold an Arc, so they are gone.
+        let rc = unsafe { dl::ibv_destroy_comp_channel(self.ch) };
+        if rc != 0 {
+            tracing::warn!(rc, "ibv_destroy_comp_channel failed");
+        }
+    }
+}
+
+impl CompletionChannel {
+    pub fn new(ctx: &Context) -> Result<Self, VerbsError> {
+        // SAFETY: ctx is open.
+        let ch = unsafe { dl::ibv_create_comp_channel(ctx.inner.ctx) };
+        if ch.is_null() {
+            return Err(VerbsError::CreateCompChannel { source: last_os_error() });
+        }
+        Ok(CompletionChannel { inner: Arc::new(ChannelInner { ch, _ctx: ctx.inner.clone() }) })
+    }
 }
 
 // SAFETY: the CQ may be destroyed or polled from any thread (libibverbs ties it to no thread).
@@ -133,7 +174,68 @@ impl CompletionQueue {
         if cq.is_null() {
             return Err(VerbsError::CreateCq { cqe, source: last_os_error() });
         }
-        Ok(CompletionQueue { inner: Arc::new(CqInner { cq, _ctx: ctx.inner.clone() }), cqe })
+        Ok(CompletionQueue { inner: Arc::new(CqInner { cq, channel: None, _ctx: ctx.inner.clone() }), cqe })
+    }
+
+    /// A CQ whose completions, once armed ([`CompletionQueue::arm`]), raise an event on `channel`.
+    /// One CQ per channel: [`CompletionQueue::wait_event`] takes whatever event the channel has.
+    pub fn with_channel(ctx: &Context, cqe: u32, channel: &CompletionChannel) -> Result<Self, VerbsError> {
+        // SAFETY: ctx is open; the channel is alive (and held by the CQ from here on).
+        let cq = unsafe { dl::ibv_create_cq(ctx.inner.ctx, cqe as i32, std::ptr::null_mut(), channel.inner.ch, 0) };
+        if cq.is_null() {
+            return Err(VerbsError::CreateCq { cqe, source: last_os_error() });
+        }
+        Ok(CompletionQueue { inner: Arc::new(CqInner { cq, channel: Some(channel.inner.clone()), _ctx: ctx.inner.clone() }), cqe })
+    }
+
+    /// Whether this CQ reports to a completion channel.
+    #[inline(always)]
+    pub fn has_channel(&self) -> bool {
+        self.inner.channel.is_some()
+    }
+
+    /// Asks for an event at the next completion (`ibv_req_notify_cq`). Poll once more after
+    /// arming: a completion that came in before it raises no event.
+    pub fn arm(&mut self) -> Result<(), VerbsError> {
+        // SAFETY: the CQ is alive; `&mut self`: no other thread uses it.
+        let rc = unsafe { sys::ibv_req_notify_cq(self.inner.cq, 0) };
+        if rc != 0 {
+            return Err(VerbsError::CqEvent { source: std::io::Error::from_raw_os_error(rc.abs()) });
+        }
+        Ok(())
+    }
+
+    /// Sleeps until the channel has an event or `timeout` passes; an event is taken,
+    /// acknowledged at once (so the CQ can always be destroyed) and the CQ armed again before
+    /// the caller polls, so no completion goes unannounced (perftest's `ctx_notify_events`).
+    /// The CQ must have been armed once before the traffic. `Ok(false)`: the time passed.
+    /// Without a channel it returns at once with `Ok(true)` (the caller polls).
+    pub fn wait_event(&mut self, timeout: std::time::Duration) -> Result<bool, VerbsError> {
+        let Some(channel) = &self.inner.channel else { return Ok(true) };
+        // SAFETY: the channel struct is alive (held through self.inner); its fd field is plain data.
+        let fd = unsafe { (*channel.ch).fd };
+        let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+        // SAFETY: one valid pollfd, its count 1.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n < 0 {
+            let e = last_os_error();
+            return if e.kind() == std::io::ErrorKind::Interrupted { Ok(false) } else { Err(VerbsError::CqEvent { source: e }) };
+        }
+        if n == 0 {
+            return Ok(false);
+        }
+        let mut cq: *mut sys::ibv_cq = std::ptr::null_mut();
+        let mut context: *mut std::os::raw::c_void = std::ptr::null_mut();
+        // SAFETY: the channel is readable, so this does not block; both out-pointers are ours.
+        let rc = unsafe { dl::ibv_get_cq_event(channel.ch, &mut cq, &mut context) };
+        if rc != 0 {
+            return Err(VerbsError::CqEvent { source: last_os_error() });
+        }
+        // SAFETY: the event named a CQ of this channel (this one: one CQ per channel), alive.
+        unsafe { dl::ibv_ack_cq_events(cq, 1) };
+        self.arm()?;
+        Ok(true)
     }
 
     pub fn capacity(&self) -> u32 {

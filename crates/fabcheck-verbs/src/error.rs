@@ -25,6 +25,12 @@ pub enum VerbsError {
     RegMr { len: usize, source: io::Error },
     #[error("a work request of {len} bytes at offset {offset} does not fit a {region}-byte memory region")]
     OutOfBounds { offset: usize, len: u32, region: usize },
+    #[error("ibv_create_comp_channel failed: {source}")]
+    CreateCompChannel { source: std::io::Error },
+    #[error("waiting for a completion event failed: {source}")]
+    CqEvent { source: std::io::Error },
+    #[error("an atomic work request moves one 8-byte word at an 8-byte aligned address, not {len} bytes at {addr:#x}")]
+    AtomicOperand { addr: u64, len: u32 },
     #[error("a work-request list needs at least one work request")]
     EmptyList,
     #[error("cannot allocate a {len}-byte buffer")]
@@ -77,7 +83,9 @@ impl VerbsError {
             | VerbsError::ModifyQp { source, .. }
             | VerbsError::PostSend { source }
             | VerbsError::PostRecv { source }
-            | VerbsError::Cm { source, .. } => source.raw_os_error(),
+            | VerbsError::Cm { source, .. }
+            | VerbsError::CreateCompChannel { source }
+            | VerbsError::CqEvent { source } => source.raw_os_error(),
             _ => None,
         }
     }

@@ -92,7 +92,7 @@ pub mod tsc;
 mod wr_id;
 
 pub use cm::{CmChannel, CmEvent, CmId};
-pub use cq::{status, status_text, CompletionQueue, WorkCompletion};
+pub use cq::{status, status_text, CompletionChannel, CompletionQueue, WorkCompletion};
 pub use cuda::{
     cuda_available, cuda_devices, dmabuf_range, CudaDevice, DeviceBuffer, DmabufExport, DmabufRange, Gpu, CUDA_INSTALL_HINT, LIBCUDA,
     LIBRARY_ENV as CUDA_LIBRARY_ENV,

@@ -124,6 +124,10 @@ library! {
     fn ibv_dereg_mr(mr: *mut sys::ibv_mr) -> c_int;
     fn ibv_create_cq(context: *mut sys::ibv_context, cqe: c_int, cq_context: *mut c_void, channel: *mut sys::ibv_comp_channel, comp_vector: c_int) -> *mut sys::ibv_cq;
     fn ibv_destroy_cq(cq: *mut sys::ibv_cq) -> c_int;
+    fn ibv_create_comp_channel(context: *mut sys::ibv_context) -> *mut sys::ibv_comp_channel;
+    fn ibv_destroy_comp_channel(channel: *mut sys::ibv_comp_channel) -> c_int;
+    fn ibv_get_cq_event(channel: *mut sys::ibv_comp_channel, cq: *mut *mut sys::ibv_cq, cq_context: *mut *mut c_void) -> c_int;
+    fn ibv_ack_cq_events(cq: *mut sys::ibv_cq, nevents: std::os::raw::c_uint);
     fn ibv_create_qp(pd: *mut sys::ibv_pd, qp_init_attr: *mut sys::ibv_qp_init_attr) -> *mut sys::ibv_qp;
     fn ibv_modify_qp(qp: *mut sys::ibv_qp, attr: *mut sys::ibv_qp_attr, attr_mask: c_int) -> c_int;
     fn ibv_destroy_qp(qp: *mut sys::ibv_qp) -> c_int;

@@ -19,6 +19,9 @@ impl Access {
     pub const LOCAL_WRITE: Access = Access(sys::ibv_access_flags::IBV_ACCESS_LOCAL_WRITE.0);
     pub const REMOTE_WRITE: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_WRITE.0);
     pub const REMOTE_READ: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_READ.0);
+    /// Atomics may target the region (the target of atomic_lat/atomic_bw only; the verbs
+    /// spec requires LOCAL_WRITE with it).
+    pub const REMOTE_ATOMIC: Access = Access(sys::ibv_access_flags::IBV_ACCESS_REMOTE_ATOMIC.0);
     pub const NONE: Access = Access(0);
     /// `IBV_ACCESS_RELAXED_ORDERING` (`IBV_ACCESS_OPTIONAL_FIRST`): the adapter may reorder its
     /// PCIe writes into the buffer. An optional flag: where unsupported it is ignored.

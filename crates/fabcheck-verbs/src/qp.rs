@@ -329,7 +329,24 @@ pub enum SendOp {
     /// gets a receive completion (write latency on GPU memory waits on it: the CPU cannot
     /// poll GPU memory).
     WriteImm,
+    /// 64-bit fetch-and-add at the remote address (adds 1, as perftest's `ATOMIC_ADD_VALUE`);
+    /// the value before lands in the local scatter entry.
+    FetchAdd,
+    /// 64-bit compare-and-swap at the remote address (swap value 0, as perftest's
+    /// `ATOMIC_SWAP_VALUE`; compare 0); the value before lands in the local scatter entry.
+    CmpSwap,
 }
+
+impl SendOp {
+    pub fn is_atomic(self) -> bool {
+        matches!(self, SendOp::FetchAdd | SendOp::CmpSwap)
+    }
+}
+
+/// perftest's operands (`perftest_resources.h`): what a fetch-and-add adds and a
+/// compare-and-swap writes.
+const ATOMIC_ADD_VALUE: u64 = 1;
+const ATOMIC_SWAP_VALUE: u64 = 0;
 
 /// A fixed list of send work requests, built once and posted many times: the measured loop
 /// only flips flags and posts, it never builds, allocates or formats.
@@ -369,10 +386,16 @@ impl SendList {
             SendOp::Write => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE,
             SendOp::Read => sys::ibv_wr_opcode::IBV_WR_RDMA_READ,
             SendOp::WriteImm => sys::ibv_wr_opcode::IBV_WR_RDMA_WRITE_WITH_IMM,
+            SendOp::FetchAdd => sys::ibv_wr_opcode::IBV_WR_ATOMIC_FETCH_AND_ADD,
+            SendOp::CmpSwap => sys::ibv_wr_opcode::IBV_WR_ATOMIC_CMP_AND_SWP,
         };
-        // Inline copies the payload with the CPU when posting: never from GPU memory.
+        if op.is_atomic() && (len != 8 || !addr.is_multiple_of(8) || remote.is_some_and(|r| !r.addr.is_multiple_of(8))) {
+            return Err(VerbsError::AtomicOperand { addr, len });
+        }
+        // Inline copies the payload with the CPU when posting: never from GPU memory, and
+        // never for what the adapter writes back (a read's data, an atomic's old value).
         let inline = inline && mr.host_visible();
-        let flags = if inline && op != SendOp::Read { sys::ibv_send_flags::IBV_SEND_INLINE.0 } else { 0 };
+        let flags = if inline && op != SendOp::Read && !op.is_atomic() { sys::ibv_send_flags::IBV_SEND_INLINE.0 } else { 0 };
         let mut wrs: Box<[sys::ibv_send_wr]> = (0..count)
             .map(|i| {
                 // SAFETY: plain old data.
@@ -381,8 +404,13 @@ impl SendList {
                 wr.num_sge = 1;
                 wr.opcode = opcode;
                 wr.send_flags = flags;
-                if let Some(r) = remote {
-                    wr.wr.rdma = sys::rdma_t { remote_addr: r.addr, rkey: r.rkey };
+                match remote {
+                    Some(r) if op.is_atomic() => {
+                        let compare_add = if op == SendOp::FetchAdd { ATOMIC_ADD_VALUE } else { 0 };
+                        wr.wr.atomic = sys::atomic_t { remote_addr: r.addr, compare_add, swap: ATOMIC_SWAP_VALUE, rkey: r.rkey };
+                    }
+                    Some(r) => wr.wr.rdma = sys::rdma_t { remote_addr: r.addr, rkey: r.rkey },
+                    None => {}
                 }
                 wr
             })
@@ -415,7 +443,7 @@ impl SendList {
     /// Sets the remote address of one WR (bandwidth tests walk the peer's buffer).
     #[inline(always)]
     pub fn set_remote_addr(&mut self, index: usize, addr: u64) {
-        // Writing a union field is safe; the WR was built with the rdma arm.
+        // Writing a union field is safe; the rdma and atomic arms both begin with remote_addr.
         self.wrs[index].wr.rdma.remote_addr = addr;
     }
 

@@ -45,6 +45,7 @@ const MODULES: &[&str] = &[
     "nvidia",
     "nvidia_peermem",
     "nv_peer_mem",
+    "gdrdrv",
 ];
 const MODULE_ATTRS: &[&str] = &["taint", "version", "srcversion"];
 const NET_ATTRS: &[&str] = &["mtu", "operstate", "carrier", "speed", "duplex", "address", "type", "dev_port", "ifindex", "mode"];
@@ -410,6 +411,30 @@ impl Capture {
         Ok(())
     }
 
+    /// The NVIDIA driver's parameters (`gpu.ibgda`): live `/proc/driver/nvidia/params`, kept at
+    /// `proc/driver/nvidia/params` in the bundle; absent without the driver.
+    fn nvidia_params(&mut self, live: bool) -> Result<(), WriteError> {
+        let rel = p(crate::probe::pci::NVIDIA_PARAMS);
+        if !live {
+            if self.src.exists(&rel) {
+                self.copy_same(&rel)?;
+            }
+            return Ok(());
+        }
+        let from = p("/").join(&rel);
+        if !from.exists() {
+            return Ok(());
+        }
+        self.area("proc/driver/nvidia");
+        match crate::sys::fs::read_text(&from, self.manifest.limits.sysfs_file_bytes) {
+            Ok(text) => self.put(&rel, text.as_bytes()),
+            Err(e) => {
+                self.skip(&from, e.reason());
+                Ok(())
+            }
+        }
+    }
+
     /// A source bundle's saved outputs, copied as they are (each capped at the report cap).
     fn saved(&mut self) -> Result<(), WriteError> {
         self.area("saved outputs");
@@ -489,6 +514,7 @@ pub(super) fn begin(plan: &Plan) -> Result<Capture, CaptureError> {
     c.infiniband()?;
     c.net()?;
     c.rdma_cm(plan.from_root.is_none())?;
+    c.nvidia_params(plan.from_root.is_none())?;
     if plan.from_root.is_some() {
         c.saved()?;
     }

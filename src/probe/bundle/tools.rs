@@ -264,6 +264,12 @@ pub(super) fn run_all(c: &mut Capture, limit: Duration) -> Result<(), WriteError
     c.save(Path::new("tools/devlink-health.json"), "devlink", &["-j", "health", "show"], limit)?;
     c.save(Path::new("tools/ip-addr.txt"), "ip", &["-o", "addr", "show"], limit)?;
     c.save(Path::new("tools/uname-r.txt"), "uname", &["-r"], limit)?;
+    // The kernel log with wall-clock times (`check --since`'s link.flap), capped at the report
+    // cap as every tool's output; journalctl -k where dmesg is restricted.
+    let dmesg = Path::new("tools/dmesg.txt");
+    if c.save(dmesg, "dmesg", &["--time-format=iso", "--kernel"], limit)?.is_none() {
+        c.save(dmesg, "journalctl", &["-k", "-o", "short-iso", "--no-pager", "--since", "-7d"], limit)?;
+    }
     c.peer_portinfo(limit)?;
     Ok(())
 }

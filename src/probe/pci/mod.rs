@@ -20,6 +20,8 @@ use std::path::{Component, Path, PathBuf};
 
 /// Most bytes read from a text attribute.
 const TEXT_LIMIT: u64 = 256;
+/// `/proc/driver/nvidia/params`: some 40 lines of `Name: value` (2 KiB); room for long registry strings.
+const PARAMS_LIMIT: u64 = 64 << 10;
 /// NVIDIA's PCI vendor ID.
 pub const NVIDIA_VENDOR: u16 = 0x10de;
 /// Class codes (base, sub) of NVIDIA GPUs: 3D controller, VGA controller.
@@ -29,7 +31,10 @@ const INFINIBAND_CLASS: u32 = 0x0207;
 const ETHERNET_CLASS: u32 = 0x0200;
 const MELLANOX_VENDOR: u32 = 0x15b3;
 /// Modules whose presence the GPU checks read from `module/`.
-pub const GPU_MODULES: [&str; 3] = ["nvidia", "nvidia_peermem", "nv_peer_mem"];
+pub const GPU_MODULES: [&str; 4] = ["nvidia", "nvidia_peermem", "nv_peer_mem", "gdrdrv"];
+/// The NVIDIA driver's parameters: `/proc/driver/nvidia/params` on a node, this path under a
+/// bundle's root (`gpu.ibgda`).
+pub const NVIDIA_PARAMS: &str = "proc/driver/nvidia/params";
 
 /// One PCI function.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -106,6 +111,9 @@ pub struct Modules {
     pub present: Vec<String>,
     /// `module/nvidia/taint`: "PO" for the proprietary driver, "O" for the open kernel modules.
     pub nvidia_taint: Option<String>,
+    /// The driver's parameters (`/proc/driver/nvidia/params`; a bundle's `proc/driver/nvidia/params`).
+    #[serde(skip)]
+    pub nvidia_params: Option<String>,
 }
 
 impl Modules {
@@ -284,7 +292,21 @@ pub fn read(root: &Path) -> Option<PciTree> {
                 None
             }
         };
-        tree.modules = Some(Modules { present, nvidia_taint: taint });
+        // /sys's parameters are under /proc; a bundle keeps them under its own root.
+        let params = if root == Path::new("/sys") {
+            crate::sys::fs::read_text(&Path::new("/").join(NVIDIA_PARAMS), PARAMS_LIMIT).map(Some)
+        } else {
+            reader.bounded(&root.join(NVIDIA_PARAMS), PARAMS_LIMIT).map(|b| b.map(|b| String::from_utf8_lossy(&b).into_owned()))
+        };
+        let nvidia_params = match params {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => None,
+            Err(e) => {
+                tree.problems.push(Problem { area: Area::Module, bdf: None, path: NVIDIA_PARAMS.into(), what: e.reason() });
+                None
+            }
+        };
+        tree.modules = Some(Modules { present, nvidia_taint: taint, nvidia_params });
     }
     Some(tree)
 }
