@@ -15,6 +15,7 @@ mod qos_counters;
 mod qos_issue;
 pub mod qos_pair;
 mod qos_rules;
+mod qos_source;
 mod soak_rules;
 mod stack_rules;
 mod unreadable;

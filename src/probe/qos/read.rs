@@ -7,7 +7,7 @@
 //! `class/net/IF/ecn/...`), read inside the bundle only (`sys::beneath`: a link out of it is
 //! not followed). The `ethtool -S` report is the one `probe::phy` already read.
 
-use super::{counters, dcb_json, ecn, mlnx_qos, rdma_cm, Asked, PortQos, Tool, Unread};
+use super::{counters, dcb_json, ecn, mlnx_qos, pause, rdma_cm, traffic_class, Asked, PortQos, Tool, Unread};
 use crate::probe::tool::{self, ToolError};
 use crate::probe::tree::SysfsRoot;
 use std::time::Duration;
@@ -60,9 +60,51 @@ pub fn port(tree: &SysfsRoot, device: &str, port: u32, netdev: &str, stats: Opti
         q.cnp_802p_prio = tree.read_rel(&format!("{ecn_dir}/roce_np/cnp_802p_prio"), 64).as_deref().and_then(ecn::cnp_priority);
         q.cnp_dscp = tree.read_rel(&format!("{ecn_dir}/roce_np/cnp_dscp"), 64).as_deref().and_then(ecn::cnp_dscp);
     }
-    q.default_roce_tos = tree.read_rel(&rdma_cm::path(tree.is_live(), device, port), 64).as_deref().and_then(rdma_cm::parse_tos);
+    q.default_roce_tos = if tree.is_live() {
+        live_default_roce_tos(tree, device, port)
+    } else {
+        tree.read_rel(&rdma_cm::path(false, device, port), 64).as_deref().and_then(rdma_cm::parse_tos)
+    };
+    q.traffic_class = tree.read_rel(&traffic_class::path(device, port), 4096).as_deref().and_then(traffic_class::parse).and_then(|o| match o {
+        traffic_class::Override::Global(tos) => Some(tos),
+        traffic_class::Override::None => None,
+    });
     q.counters = stats.and_then(counters::parse);
+    q.global_pause = global_pause(tree, netdev).or_else(|| q.counters.as_ref().and_then(pause::from_counters));
     q
+}
+
+/// `ethtool -a IF` live, or a bundle's `ethtool/IF.pause.txt`.
+fn global_pause(tree: &SysfsRoot, netdev: &str) -> Option<pause::GlobalPause> {
+    let text = if tree.is_live() {
+        tool::run("ethtool", &["-a", netdev], DCB_LIMIT, ANSWER_CAP).ok()?
+    } else {
+        tree.bundle_report(&format!("{netdev}.pause.txt"))?
+    };
+    pause::parse(&text)
+}
+
+/// rdma_cm's default ToS, live. Its configfs group exists only while someone made it: where it
+/// is missing (and configfs has rdma_cm), make it, read the value and remove the group again,
+/// as mlnx-tools' `cma_roce_tos` does (`mkdir`, `echo`, `rmdir`); without root the mkdir is
+/// refused and the value stays unknown.
+fn live_default_roce_tos(tree: &SysfsRoot, device: &str, port: u32) -> Option<u8> {
+    let rel = rdma_cm::path(true, device, port);
+    if let Some(text) = tree.read_rel(&rel, 64) {
+        return rdma_cm::parse_tos(&text);
+    }
+    let base = tree.path().join("kernel/config/rdma_cm");
+    if !base.is_dir() {
+        return None;
+    }
+    let group = base.join(device);
+    if group.exists() || std::fs::create_dir(&group).is_err() {
+        return None;
+    }
+    let value = tree.read_rel(&rel, 64).as_deref().and_then(rdma_cm::parse_tos);
+    // The group was ours: leave configfs as it was.
+    let _ = std::fs::remove_dir(&group);
+    value
 }
 
 /// The `dcb -j` answers of a bundle (`dcb/IF.json`), else a 0.3 bundle's `dcb/IF.pfc.txt`.
