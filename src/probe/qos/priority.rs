@@ -249,7 +249,7 @@ mod tests {
         moved[32] = Priority::new(0);
         moved[34] = Priority::new(4);
         let remapped = PortQos { dscp2prio: Some(moved), ..q };
-        assert_eq!(default_tclass(None, &remapped), (136, Source::Pfc), "a DSCP the table maps to 4: 34");
+        assert_eq!(default_tclass(None, &remapped), (132, Source::Pfc), "the first DSCP the table maps to 4: 33");
     }
 
     #[test]
