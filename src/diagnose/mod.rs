@@ -8,6 +8,7 @@ mod limits;
 pub mod node;
 mod node_rules;
 mod pci_link_rules;
+pub mod pci_path_rules;
 pub mod pcie_rules;
 mod phy_rules;
 mod port_rules;

@@ -2,7 +2,7 @@
 //! the exporter and a `--soak` window's end all judge by. Pure: the read and the expectations
 //! in, the report (settled) and the GPU pairings out.
 
-use super::{driver_rules, gpu_rules, pcie_rules, run, Expectations, Input, Scope};
+use super::{driver_rules, gpu_rules, pci_path_rules, pcie_rules, run, Expectations, Input, Scope};
 use crate::gpu::topology::Pairing;
 use crate::outcome::{Finding, FindingId, Report, Severity};
 use crate::probe::node::NodeRead;
@@ -39,6 +39,10 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
     }
     // GPU node readiness, from the PCI tree: the bundle's, or the live /sys.
     let gpus = node.pci.as_ref().map(|tree| gpu_rules::apply(&mut report, tree)).unwrap_or_default();
+    // Every link above each NIC and GPU (switch uplinks included).
+    if let Some(tree) = &node.pci {
+        pci_path_rules::apply(&mut report, tree);
+    }
     // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
     let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds });
     pcie_rules::apply(&mut report, &node.pcie, pcie_window.as_ref());

@@ -283,6 +283,10 @@ impl SysfsRoot {
                 address: name.to_string(),
                 max_speed: self.read_trim(&self.root.join(parent).join("max_link_speed")),
                 max_width: self.read_trim(&self.root.join(parent).join("max_link_width")).and_then(|s| s.parse().ok()),
+                target_gts: crate::sys::fs::read_prefix(&self.root.join(parent).join("config"), 256)
+                    .ok()
+                    .flatten()
+                    .and_then(|b| crate::probe::pci::config::target_speed(&b)),
             })
         });
         let current_speed = self.read_trim(&dir.join("current_link_speed"));
