@@ -106,6 +106,16 @@ pub struct Modules {
     pub present: Vec<String>,
     /// `module/nvidia/taint`: "PO" for the proprietary driver, "O" for the open kernel modules.
     pub nvidia_taint: Option<String>,
+    /// The running kernel's release (`uname -r`), where the node read knows it: dma-buf export
+    /// of GPU memory needs 5.12 or later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
+/// The (major, minor) of a kernel release (`5.15.0-105-generic` -> (5, 15)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 impl Modules {
@@ -284,7 +294,7 @@ pub fn read(root: &Path) -> Option<PciTree> {
                 None
             }
         };
-        tree.modules = Some(Modules { present, nvidia_taint: taint });
+        tree.modules = Some(Modules { present, nvidia_taint: taint, kernel: None });
     }
     Some(tree)
 }
