@@ -53,6 +53,9 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
             s.mtu.map_or("?".into(), |m| m.to_string()),
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
+        if let (Some(tos), Some(source)) = (s.tclass, s.tclass_source) {
+            let _ = writeln!(out, "   tclass {tos} (DSCP {}) from {}", tos >> 2, source.words());
+        }
         if !s.mem.is_host() {
             let path = s.mem_path.map_or("?", |p| p.name());
             let _ = writeln!(

@@ -22,28 +22,7 @@ pub enum DscpFrom {
 }
 
 /// Which source named RoCE's class (the contract's `tclass_source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
-    Expect,
-    TrafficClass,
-    RdmaCm,
-    /// No DSCP source; PFC is on exactly one priority, taken as RoCE's.
-    Pfc,
-    None,
-}
-
-impl Source {
-    /// The contract's spelling.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Expect => "expect",
-            Source::TrafficClass => "traffic_class",
-            Source::RdmaCm => "rdma_cm",
-            Source::Pfc => "pfc",
-            Source::None => "none",
-        }
-    }
-}
+pub use crate::model::TclassSource as Source;
 
 impl DscpFrom {
     pub fn source(self) -> Source {

@@ -65,13 +65,37 @@ pub fn port(tree: &SysfsRoot, device: &str, port: u32, netdev: &str, stats: Opti
     } else {
         tree.read_rel(&rdma_cm::path(false, device, port), 64).as_deref().and_then(rdma_cm::parse_tos)
     };
-    q.traffic_class = tree.read_rel(&traffic_class::path(device, port), 4096).as_deref().and_then(traffic_class::parse).and_then(|o| match o {
-        traffic_class::Override::Global(tos) => Some(tos),
-        traffic_class::Override::None => None,
-    });
+    q.traffic_class = read_traffic_class(tree, device, port);
     q.counters = stats.and_then(counters::parse);
     q.global_pause = global_pause(tree, netdev).or_else(|| q.counters.as_ref().and_then(pause::from_counters));
     q
+}
+
+/// The ToS `pair` sends with on this node's `device` port `port` when no `--tclass` was
+/// given: the port's RoCE DSCP from its live set-up (`priority::default_tclass`), and where it
+/// came from.
+pub fn default_tclass_live(device: &str, port_num: u32, netdev: Option<&str>) -> (u8, super::priority::Source) {
+    let Some(netdev) = netdev.filter(|n| crate::probe::tree::valid_netdev_name(n) && crate::model::valid_device_name(device)) else {
+        return (0, super::priority::Source::None);
+    };
+    let tree = SysfsRoot::live();
+    // The two ToS sources are two small reads; the whole set-up (dcb, mlnx_qos) only where
+    // neither says, for the one-PFC-priority rule.
+    let cheap = PortQos {
+        traffic_class: read_traffic_class(&tree, device, port_num),
+        default_roce_tos: live_default_roce_tos(&tree, device, port_num),
+        ..PortQos::default()
+    };
+    let q = if cheap.traffic_class.is_some() || cheap.default_roce_tos.is_some() { cheap } else { port(&tree, device, port_num, netdev, None) };
+    super::priority::default_tclass(None, &q)
+}
+
+/// MLNX_OFED's per-port ToS override, where one is set.
+fn read_traffic_class(tree: &SysfsRoot, device: &str, port: u32) -> Option<u8> {
+    match tree.read_rel(&traffic_class::path(device, port), 4096).as_deref().and_then(traffic_class::parse)? {
+        traffic_class::Override::Global(tos) => Some(tos),
+        traffic_class::Override::None => None,
+    }
 }
 
 /// `ethtool -a IF` live, or a bundle's `ethtool/IF.pause.txt`.
