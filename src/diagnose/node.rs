@@ -44,7 +44,7 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
         pci_path_rules::apply(&mut report, tree);
     }
     // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
-    let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds });
+    let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds, tree: node.pci.as_ref() });
     pcie_rules::apply(&mut report, &node.pcie, pcie_window.as_ref());
     // Last: it also says where a pending firmware change explains the findings above.
     driver_rules::apply(&mut report, inventory, &node.stack, expect, scope);
