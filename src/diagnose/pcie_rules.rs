@@ -73,7 +73,7 @@ pub(super) fn run(health: &PcieHealth, soak: Option<&PcieSoak<'_>>, sheet: &mut 
         let start = soak.and_then(|s| s.start.functions.iter().find(|g| g.bdf == f.bdf));
         let w = start.map(|s| window(s, f));
         let bits = soak.and_then(|s| window_bits(s.tree, &f.bdf, s.seconds));
-        if judge(f, w.as_ref(), soak.map(|s| s.seconds), bits, sheet) {
+        if judge(f, w.as_ref(), (soak.map(|s| s.seconds), bits, health.uptime_s), sheet) {
             clean[match f.role {
                 Role::Nic { .. } => 0,
                 Role::Gpu => 1,
@@ -164,7 +164,7 @@ fn remedy(f: &FunctionHealth, rows: &[&str]) -> String {
 }
 
 /// One function's row; `true` when it is clean (folded into the node's row).
-fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, bits: Option<f64>, sheet: &mut Sheet) -> bool {
+fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, (seconds, bits, uptime): (Option<f64>, Option<f64>, Option<u64>), sheet: &mut Sheet) -> bool {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let mut rows_named: Vec<String> = Vec::new();
     let mut observed: Vec<String> = Vec::new();
@@ -176,7 +176,7 @@ fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, b
     let words = seconds.map(window_words);
     match (w, &words) {
         (Some(w), Some(words)) => window_problems(f, w, (words, bits), &mut problems, &mut rows_named, &mut observed),
-        _ => lifetime_problems(f, &mut problems, &mut rows_named),
+        _ => lifetime_problems(f, uptime, &mut problems, &mut rows_named),
     }
     if let Some((netdev, c)) = &f.mlx5 {
         let counters: Vec<String> = c.counters().into_iter().filter(|(_, v)| *v > 0).map(|(n, v)| format!("{n} {v}")).collect();
@@ -238,13 +238,23 @@ fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, b
     false
 }
 
-fn lifetime_problems(f: &FunctionHealth, problems: &mut Vec<(Severity, String)>, rows_named: &mut Vec<String>) {
+fn lifetime_problems(f: &FunctionHealth, uptime: Option<u64>, problems: &mut Vec<(Severity, String)>, rows_named: &mut Vec<String>) {
+    // A lifetime count is history (info with the span it covers); only a rise in a `--soak`
+    // window is a warning or an error (issue #51).
+    let span = crate::probe::pci::health::read::uptime_words(uptime);
     for severity in [AerSeverity::Fatal, AerSeverity::NonFatal] {
         let Some(file) = f.aer.get(&severity).filter(|file| file.count() > 0) else { continue };
         let rows = file.nonzero();
         rows_named.extend(rows.iter().map(|(r, _)| r.to_string()));
         let listing = if rows.is_empty() { format!("{} {}", severity.total_row(), file.count()) } else { rows_text(&rows) };
-        problems.push((Severity::Error, format!("{} {} uncorrectable errors since boot: {listing}", file.count(), uncorrectable(severity))));
+        problems.push((
+            Severity::Info,
+            format!(
+                "{} {} uncorrectable errors {span}: {listing} (a lifetime count: `check --soak 10m` says whether they still happen)",
+                file.count(),
+                uncorrectable(severity)
+            ),
+        ));
     }
     if let Some(file) = f.aer.get(&AerSeverity::Correctable).filter(|file| file.count() > CORRECTABLE_LIMIT) {
         let rows = file.nonzero();
@@ -293,7 +303,7 @@ fn window_problems(
                 if let Some(file) = f.aer.get(&severity).filter(|file| file.count() > 0 && severity != AerSeverity::Correctable) {
                     rows_named.extend(file.nonzero().iter().map(|(r, _)| r.to_string()));
                     problems.push((
-                        Severity::Warning,
+                        Severity::Info,
                         format!(
                             "{} {} uncorrectable errors before the window, none during it: {}",
                             file.count(),
