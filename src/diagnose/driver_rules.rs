@@ -397,7 +397,10 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
             observed,
             Some("active (running), enabled".into()),
             Severity::Error,
-            format!("{unit} is active ({}) but its daemon is not running: this node's fabric has no subnet manager from it (--expect sm=local)", status.sub),
+            format!(
+                "{unit} is active ({}) but its daemon is not running: this node's fabric has no subnet manager from it (--expect sm=local)",
+                status.sub
+            ),
             format!("systemctl restart {unit}; journalctl -u {unit} -b (and /var/log/opensm.log) for why OpenSM exited"),
         );
         return;

@@ -181,7 +181,12 @@ mod tests {
             max_speed: Some(max.1.into()),
             max_width: Some(max.0),
             usable_gbps: None,
-            upstream: up.map(|(w, s)| UpstreamPort { address: "0000:3a:00.0".into(), max_speed: Some(s.into()), max_width: Some(w), target_gts: None }),
+            upstream: up.map(|(w, s)| UpstreamPort {
+                address: "0000:3a:00.0".into(),
+                max_speed: Some(s.into()),
+                max_width: Some(w),
+                target_gts: None,
+            }),
         }
     }
 

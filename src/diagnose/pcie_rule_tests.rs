@@ -34,7 +34,14 @@ fn root_port(bdf: &str, of: &str) -> FunctionHealth {
 }
 
 fn health(functions: Vec<FunctionHealth>) -> PcieHealth {
-    PcieHealth { functions, nics: vec![("mlx5_0".into(), "0000:3b:00.0".into())], devlink: DevlinkRead::NotLooked, tree: true, live: false, uptime_s: None }
+    PcieHealth {
+        functions,
+        nics: vec![("mlx5_0".into(), "0000:3b:00.0".into())],
+        devlink: DevlinkRead::NotLooked,
+        tree: true,
+        live: false,
+        uptime_s: None,
+    }
 }
 
 fn judged(h: &PcieHealth, soak: Option<&PcieSoak<'_>>) -> Report {

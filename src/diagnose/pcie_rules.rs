@@ -164,7 +164,12 @@ fn remedy(f: &FunctionHealth, rows: &[&str]) -> String {
 }
 
 /// One function's row; `true` when it is clean (folded into the node's row).
-fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, (seconds, bits, uptime): (Option<f64>, Option<f64>, Option<u64>), sheet: &mut Sheet) -> bool {
+fn judge(
+    f: &FunctionHealth,
+    w: Option<&FunctionWindow>,
+    (seconds, bits, uptime): (Option<f64>, Option<f64>, Option<u64>),
+    sheet: &mut Sheet,
+) -> bool {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let mut rows_named: Vec<String> = Vec::new();
     let mut observed: Vec<String> = Vec::new();
@@ -331,7 +336,10 @@ fn window_problems(
 /// a warning above a tenth of it, an info below. Without the link's figures: a warning.
 fn correctable_rate(n: u64, bits: Option<f64>, words: &str, listing: &str) -> (Severity, String) {
     let Some(bits) = bits.filter(|b| *b > 0.0) else {
-        return (Severity::Warning, format!("{n} correctable errors during the {words} window{listing} (the link's rate is not known, so not judged as a BER)"));
+        return (
+            Severity::Warning,
+            format!("{n} correctable errors during the {words} window{listing} (the link's rate is not known, so not judged as a BER)"),
+        );
     };
     let ber = n as f64 / bits;
     let severity = if ber > PCIE_BER {

@@ -324,7 +324,11 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, post: &PostFec, tools: &Tools, s:
             sheet.fail(FindingId::PhyBer, s, observed, None, severity, message, remedy);
         }
         None if unjudged_raw => {
-            sheet.skip(FindingId::PhyBer, s, format!("{observed}; the raw BER is not judged: the FEC mode is not known, so neither is what it corrects"));
+            sheet.skip(
+                FindingId::PhyBer,
+                s,
+                format!("{observed}; the raw BER is not judged: the FEC mode is not known, so neither is what it corrects"),
+            );
         }
         None => {
             if let Some((lane, share)) = lane {

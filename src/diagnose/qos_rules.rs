@@ -46,7 +46,11 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
                 Some(on) if on.is_empty() => {
                     let (m, r) = (
                         format!("PFC is off on every priority of {netdev}: whichever priority RoCE rides is lossy (which one is not known: {why})"),
-                        format!("{}; and set RoCE's DSCP: {}", enable_pfc(q, Priority::new(3).expect("3 is a priority"), netdev), set_dscp(&device.name, port.port)),
+                        format!(
+                            "{}; and set RoCE's DSCP: {}",
+                            enable_pfc(q, Priority::new(3).expect("3 is a priority"), netdev),
+                            set_dscp(&device.name, port.port)
+                        ),
                     );
                     issues.push(issue(Severity::Error, m.clone(), r));
                     Row::SameCause(format!("PFC on priorities none: {m}"))

@@ -5,8 +5,8 @@
 
 use super::qos_issue::{issue, Issue};
 use super::Severity;
-use crate::probe::qos::priority::{Derived, DscpFrom};
 use crate::probe::qos::pause::PauseFrom;
+use crate::probe::qos::priority::{Derived, DscpFrom};
 use crate::probe::qos::{Dscp, PortQos};
 
 /// The notes about the DSCP's source, pushed onto `issues`.

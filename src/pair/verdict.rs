@@ -441,7 +441,11 @@ mod tests {
         assert_eq!(v, Verdict::Fail, "89% of the link at --threshold 90");
         assert_eq!(f.len(), 1, "{f:?}");
         assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.bw", Severity::Error));
-        assert!(f[0].message.contains("is 89% of the 200 Gb/s link (needs 89.4%: 90% of what the link's payload can carry, 99.4% payload at MTU 4096)"), "{}", f[0].message);
+        assert!(
+            f[0].message.contains("is 89% of the 200 Gb/s link (needs 89.4%: 90% of what the link's payload can carry, 99.4% payload at MTU 4096)"),
+            "{}",
+            f[0].message
+        );
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 182.0)], &at_90);
         assert_eq!(v, Verdict::Pass, "91% of the link at --threshold 90: {f:?}");
         assert!(f.is_empty(), "{f:?}");

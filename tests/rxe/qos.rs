@@ -70,7 +70,8 @@ fn pair_qos_says_soft_roce_has_no_priority_counters() {
 /// fields (`tos 0x..`) of what it captured, and the pair's document.
 fn capture_pair(b: &str, extra: &[&str]) -> (Vec<String>, serde_json::Value) {
     let (lines, doc) = capture_lines(b, extra);
-    let tos: Vec<String> = lines.iter().filter_map(|l| l.split_once("(tos ").map(|(_, rest)| rest.split([',', ')']).next().unwrap_or("").to_string())).collect();
+    let tos: Vec<String> =
+        lines.iter().filter_map(|l| l.split_once("(tos ").map(|(_, rest)| rest.split([',', ')']).next().unwrap_or("").to_string())).collect();
     (tos, doc)
 }
 

@@ -217,7 +217,12 @@ mod tests {
 
     #[test]
     fn no_source_and_one_pfc_priority_is_taken_as_roce_s() {
-        let q = PortQos { trust: Some(Trust::Dscp), dscp2prio: Some(table()), pfc: Some([false, false, false, false, true, false, false, false]), ..PortQos::default() };
+        let q = PortQos {
+            trust: Some(Trust::Dscp),
+            dscp2prio: Some(table()),
+            pfc: Some([false, false, false, false, true, false, false, false]),
+            ..PortQos::default()
+        };
         let d = derive(&q, None, &Tagging::Untagged).unwrap();
         assert_eq!((d.priority, d.from_pfc), (Priority(4), true));
         assert_eq!(default_tclass(None, &q), (128, Source::Pfc), "DSCP 32 (class selector 4)");
