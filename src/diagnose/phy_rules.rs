@@ -222,6 +222,8 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
             "bit errors beyond what the FEC corrects: clean or replace the cable/optic at both ends, and see phy.ber and \
              phy.module for the lane",
         ),
+        // An unknown FEC is never a pass (issue #51): which code runs, and what it corrects, is not known.
+        _ if mode.is_none() => sheet.skip(FindingId::PhyFec, s, format!("{observed}: the FEC mode is not known ({})", tools.fec)),
         _ => sheet.pass(FindingId::PhyFec, s, observed, None),
     }
 }

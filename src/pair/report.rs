@@ -106,7 +106,7 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
     if !out.is_empty() {
         let _ = writeln!(out);
     }
-    if let Some((e, mtu)) = super::verdict::payload_efficiency(&doc.a, &doc.b) {
+    if let (Some((e, mtu)), false) = (super::verdict::payload_efficiency(&doc.a, &doc.b), quiet) {
         let _ = writeln!(out, "bandwidth judged against the payload the link carries at MTU {mtu}: {:.1}% of its rate", 100.0 * e);
     }
     let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
