@@ -41,7 +41,7 @@ fn main() {
     for (path, why) in &function.unreadable {
         println!("unreadable {path}: {why}");
     }
-    let health = PcieHealth { functions: vec![function], nics: Vec::new(), devlink: DevlinkRead::NotLooked, tree: true, live: true };
+    let health = PcieHealth { functions: vec![function], nics: Vec::new(), devlink: DevlinkRead::NotLooked, tree: true, live: true, uptime_s: None };
     let mut report = Report { verdict: Verdict::Pass, checks: Vec::new(), findings: Vec::new() };
     pcie_rules::apply(&mut report, &health, None);
     for f in &report.findings {

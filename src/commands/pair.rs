@@ -99,12 +99,19 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     for e in &endpoints {
         link::validate(launch.launcher, &e.host, &e.host.to_string())?;
     }
+    let expect = expectations(&args.conditions)?;
+    let mut asked = conditions(&args.conditions);
+    // `--expect roce_dscp=N` without --tclass: both ends send that DSCP (else each its own).
+    if let (None, Some(dscp)) = (asked.tclass, expect.roce_dscp) {
+        asked.tclass = Some(dscp.get() << 2);
+        asked.tclass_source = Some(crate::model::TclassSource::Expect);
+    }
     Ok(PairConfig {
         endpoints,
         plan,
         launch,
-        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect: expectations(&args.conditions)? },
-        conditions: conditions(&args.conditions),
+        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect },
+        conditions: asked,
         cpu,
         gid_index: args.agents.gid_index,
         cm: args.cm,

@@ -294,11 +294,17 @@ fn any_running_opensm_unit_is_the_local_sm() {
     // MLNX_OFED: `opensmd`, a SysV script systemd runs as a generated unit; no `opensm` unit.
     let mlnx = units(&[
         ("opensm", "LoadState=not-found\nActiveState=inactive\nSubState=dead\nUnitFileState=\n"),
-        ("opensmd", "LoadState=loaded\nActiveState=active\nSubState=exited\nUnitFileState=generated\n"),
+        ("opensmd", "LoadState=loaded\nActiveState=active\nSubState=running\nUnitFileState=generated\n"),
     ]);
     let r = only_driver(&mlnx, &expect(&["sm=local"]));
     none_of(&r, "stack.service");
     assert_eq!(check(&r, "stack.service", "opensmd").status, Status::Pass);
+    // `active (exited)`: the unit is up and the daemon is gone: no SM (issue #51).
+    let exited = units(&[("opensmd", "LoadState=loaded\nActiveState=active\nSubState=exited\nUnitFileState=generated\n")]);
+    let r = only_driver(&exited, &expect(&["sm=local"]));
+    let f = finding(&r, "stack.service", "opensmd");
+    assert_eq!(f.severity, Severity::Error);
+    assert!(f.message.contains("active (exited)") && f.remedy.contains("systemctl restart opensmd"), "{f:?}");
     // Debian: the plain unit stopped, one per-port instance of opensm@.service running.
     let debian = units(&[
         ("opensm", "LoadState=loaded\nActiveState=inactive\nSubState=dead\nUnitFileState=disabled\n"),

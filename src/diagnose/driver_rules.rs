@@ -364,7 +364,14 @@ fn services(facts: &StackFacts, expect: &Expectations, sheet: &mut Sheet) {
 }
 
 fn runs(status: &UnitStatus) -> bool {
-    matches!(status.active, ActiveState::Active | ActiveState::Reloading | ActiveState::Activating)
+    matches!(status.active, ActiveState::Active | ActiveState::Reloading | ActiveState::Activating) && !sm_exited(status)
+}
+
+/// An SM unit that systemd calls active while its daemon is gone: `active (exited)` (a SysV
+/// script's generated unit, or `RemainAfterExit=yes`, whose process ended). An SM is a daemon:
+/// only `running` is one (systemd.service(5), "SubState").
+fn sm_exited(status: &UnitStatus) -> bool {
+    services::is_sm_unit(&status.unit) && status.active == ActiveState::Active && status.sub != "running"
 }
 
 fn service(status: &UnitStatus, sheet: &mut Sheet) {
@@ -380,6 +387,21 @@ fn service(status: &UnitStatus, sheet: &mut Sheet) {
             Severity::Error,
             format!("the {unit} service failed ({})", unit_role(unit)),
             format!("systemctl status {unit}; journalctl -u {unit} -b"),
+        );
+        return;
+    }
+    if sm_exited(status) {
+        sheet.fail(
+            FindingId::StackService,
+            unit,
+            observed,
+            Some("active (running), enabled".into()),
+            Severity::Error,
+            format!(
+                "{unit} is active ({}) but its daemon is not running: this node's fabric has no subnet manager from it (--expect sm=local)",
+                status.sub
+            ),
+            format!("systemctl restart {unit}; journalctl -u {unit} -b (and /var/log/opensm.log) for why OpenSM exited"),
         );
         return;
     }

@@ -238,6 +238,23 @@ impl Expectations {
     }
 }
 
+/// The one judge of `--expect rate=N`, for `check`'s `link.rate` and `pair`'s capacity alike:
+/// on InfiniBand the expectation is the nominal rate `ibstat` prints (56 for 4X FDR, whose data
+/// rate is 54.5), worked out from the data rate where only that is known; on Ethernet the
+/// netdev's speed. Returns the figure judged when it is below `want`.
+pub fn rate_below(want: f64, ib: bool, data_gbps: Option<f64>, nominal_gbps: Option<f64>) -> Option<f64> {
+    rate_judged(ib, data_gbps, nominal_gbps).filter(|j| *j + 0.01 < want)
+}
+
+/// The figure `--expect rate=N` is compared with (see [`rate_below`]).
+pub fn rate_judged(ib: bool, data_gbps: Option<f64>, nominal_gbps: Option<f64>) -> Option<f64> {
+    if ib {
+        nominal_gbps.or_else(|| data_gbps.and_then(crate::port::nominal_of_data)).or(data_gbps)
+    } else {
+        data_gbps.or(nominal_gbps)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -311,5 +328,15 @@ mod tests {
         }
         assert!(Expectations::default().apply_profile("p", "{\"rate\": [1]}").is_err());
         assert!(Expectations::default().apply_profile("p", "{not json").is_err());
+    }
+
+    #[test]
+    fn one_judge_of_the_rate_in_check_and_pair() {
+        // 4X FDR: nominal 56, data 54.5. check knows both; pair knows the data rate only.
+        assert_eq!(rate_below(56.0, true, Some(54.5), Some(56.0)), None);
+        assert_eq!(rate_below(56.0, true, Some(54.5), None), None, "pair's side: 54.5 is 4X FDR, 56 nominal");
+        assert_eq!(rate_below(100.0, true, Some(54.5), None), Some(56.0));
+        assert_eq!(rate_below(400.0, false, Some(200.0), None), Some(200.0));
+        assert_eq!(rate_below(200.0, false, Some(200.0), Some(200.0)), None);
     }
 }

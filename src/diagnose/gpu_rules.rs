@@ -83,6 +83,23 @@ fn peermem(tree: &PciTree, sheet: &mut Sheet) {
     // The open kernel modules export GPU memory as dma-buf (kernel 5.12+, NCCL 2.13+): they
     // carry no proprietary taint ('P').
     let open_driver = driver && modules.nvidia_taint.as_deref().is_some_and(|t| !t.contains('P'));
+    // dma-buf import of GPU memory into RDMA needs kernel 5.12 (ib_umem_dmabuf_get, Linux 5.12).
+    let old_kernel = modules.kernel.as_deref().filter(|k| crate::probe::pci::kernel_version(k).is_some_and(|v| v < (5, 12)));
+    if let (true, Some(kernel)) = (open_driver, old_kernel) {
+        sheet.fail(
+            id,
+            "node",
+            format!("open nvidia kernel module, kernel {kernel}, no nvidia_peermem"),
+            Some("nvidia_peermem or dma-buf".into()),
+            Severity::Error,
+            format!(
+                "nvidia_peermem is not loaded and the dma-buf path is not there: the open NVIDIA kernel module exports GPU memory as \
+                 dma-buf, but RDMA can import dma-buf only from Linux 5.12 (this node runs {kernel}): the NIC cannot register GPU memory"
+            ),
+            "`modprobe nvidia-peermem` (persistent in /etc/modules-load.d/), or run kernel 5.12 or later",
+        );
+        return;
+    }
     if open_driver {
         sheet.fail(
             id,
@@ -443,6 +460,7 @@ mod tests {
                 present: modules.iter().map(|m| m.to_string()).collect(),
                 nvidia_taint: taint.map(String::from),
                 nvidia_params: None,
+                kernel: None,
             }),
             problems: Vec::new(),
         }
@@ -468,6 +486,14 @@ mod tests {
         assert!(legacy.checks.iter().any(|c| c.id == "gpu.peermem" && c.observed == "nv_peer_mem loaded"));
         let open = judge(&node(vec![g()], &["nvidia"], Some("OE")));
         assert_eq!(ids(&open), vec![("gpu.peermem", Severity::Info, "node".to_string())]);
+        // dma-buf needs kernel 5.12 as well as the open modules.
+        let mut old = node(vec![g()], &["nvidia"], Some("OE"));
+        old.modules.as_mut().unwrap().kernel = Some("5.4.0-150-generic".into());
+        let report = judge(&old);
+        assert_eq!(ids(&report), vec![("gpu.peermem", Severity::Error, "node".to_string())]);
+        assert!(report.findings[0].message.contains("5.12") && report.findings[0].message.contains("5.4.0-150-generic"));
+        old.modules.as_mut().unwrap().kernel = Some("5.15.0-105-generic".into());
+        assert_eq!(ids(&judge(&old)), vec![("gpu.peermem", Severity::Info, "node".to_string())]);
         let mut no_modules = node(vec![g()], &[], None);
         no_modules.modules = None;
         let report = judge(&no_modules);

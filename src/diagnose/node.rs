@@ -2,7 +2,7 @@
 //! the exporter and a `--soak` window's end all judge by. Pure: the read and the expectations
 //! in, the report (settled) and the GPU pairings out.
 
-use super::{driver_rules, gpu_rules, ibgda_rules, pcie_rules, run, Expectations, Input, Scope};
+use super::{driver_rules, gpu_rules, ibgda_rules, pci_path_rules, pcie_rules, run, Expectations, Input, Scope};
 use crate::gpu::topology::Pairing;
 use crate::outcome::{Finding, FindingId, Report, Severity};
 use crate::probe::node::NodeRead;
@@ -41,8 +41,12 @@ pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Opti
     let gpus = node.pci.as_ref().map(|tree| gpu_rules::apply(&mut report, tree)).unwrap_or_default();
     // GPU-initiated RDMA's driver settings (info unless --expect ibgda=on).
     ibgda_rules::apply(&mut report, node.pci.as_ref(), expect.ibgda == Some(true));
+    // Every link above each NIC and GPU (switch uplinks included).
+    if let Some(tree) = &node.pci {
+        pci_path_rules::apply(&mut report, tree);
+    }
     // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
-    let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds });
+    let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds, tree: node.pci.as_ref() });
     pcie_rules::apply(&mut report, &node.pcie, pcie_window.as_ref());
     // Last: it also says where a pending firmware change explains the findings above.
     driver_rules::apply(&mut report, inventory, &node.stack, expect, scope);

@@ -23,6 +23,9 @@ pub(super) enum Verdict {
     AtBest { want: String },
     /// Trained below it. `both`: whether the upstream port's figures were known.
     Below { want: String, both: bool },
+    /// At full width and at the speed the upstream port's Link Control 2 Target Link Speed
+    /// allows, below what both ends could do: a slot capped on purpose (firmware, BIOS).
+    Capped { want: String, target: f64 },
 }
 
 /// `16.0 GT/s PCIe` -> 16.0; `8 GT/s` -> 8.0; `Unknown` -> none.
@@ -55,6 +58,12 @@ pub(super) fn verdict(pci: &PciLink) -> Verdict {
     };
     let want_w = up_w.map_or(max_w, |w| w.min(max_w));
     let want = format!("x{want_w} {want_s_text}");
+    let target = up.and_then(|u| u.target_gts);
+    if cur_w >= want_w && cur_s + 0.01 < want_s && both {
+        if let Some(target) = target.filter(|t| *t <= cur_s + 0.01) {
+            return Verdict::Capped { want, target };
+        }
+    }
     if cur_w < want_w || cur_s + 0.01 < want_s {
         Verdict::Below { want, both }
     } else {
@@ -91,6 +100,24 @@ fn link(d: &Device, pci: &PciLink, sheet: &mut Sheet) {
             sheet.skip(FindingId::PciLink, &d.name, format!("the PCIe link's figures are not readable: {} absent", missing.join(", ")));
         }
         Verdict::AtBest { want } => sheet.pass(FindingId::PciLink, &d.name, observed, Some(want)),
+        Verdict::Capped { want, target } => {
+            let up = pci.upstream.as_ref().map_or("<port>", |u| u.address.as_str());
+            sheet.pass(FindingId::PciLink, &d.name, observed.clone(), Some(format!("{want}, or the {target:.1} GT/s {up}'s Link Control 2 allows")));
+            sheet.note(
+                FindingId::PcieBound,
+                &d.name,
+                Severity::Info,
+                format!(
+                    "{}'s PCIe link runs at {observed}, below {want} both ends can do, because the port above it ({up}) is capped on \
+                     purpose: its Link Control 2 Target Link Speed is {target:.1} GT/s (set by the firmware or BIOS), not a seating fault",
+                    d.name
+                ),
+                format!(
+                    "if the cap is not wanted, raise the slot's link speed in the BIOS/firmware setup; `lspci -vv -s {up}` shows LnkCtl2 \
+                     'Target Link Speed'"
+                ),
+            );
+        }
         Verdict::Below { want, both: true } => {
             let up = pci.upstream.as_ref().map_or("<port>", |u| u.address.as_str());
             let upstream =
@@ -154,7 +181,12 @@ mod tests {
             max_speed: Some(max.1.into()),
             max_width: Some(max.0),
             usable_gbps: None,
-            upstream: up.map(|(w, s)| UpstreamPort { address: "0000:3a:00.0".into(), max_speed: Some(s.into()), max_width: Some(w) }),
+            upstream: up.map(|(w, s)| UpstreamPort {
+                address: "0000:3a:00.0".into(),
+                max_speed: Some(s.into()),
+                max_width: Some(w),
+                target_gts: None,
+            }),
         }
     }
 
@@ -181,6 +213,23 @@ mod tests {
         assert_eq!(verdict(&pci((8, GEN4), (16, GEN4), Some((8, GEN4)))), Verdict::AtBest { want: "x8 16.0 GT/s PCIe".into() });
         // Older kernels write `8 GT/s`.
         assert_eq!(verdict(&pci((16, "8 GT/s"), (16, "8 GT/s"), None)), Verdict::AtBest { want: "x16 8 GT/s".into() });
+    }
+
+    #[test]
+    fn a_firmware_cap_on_the_upstream_port_is_not_a_fault() {
+        // A Gen5 card in a Gen5 slot whose Link Control 2 targets Gen4, trained Gen4 x16.
+        let mut capped = pci((16, GEN4), (16, GEN5), Some((16, GEN5)));
+        assert!(fault(&capped), "without the target speed it reads as a fault");
+        capped.upstream.as_mut().unwrap().target_gts = Some(16.0);
+        assert_eq!(verdict(&capped), Verdict::Capped { want: "x16 32.0 GT/s PCIe".into(), target: 16.0 });
+        assert!(!fault(&capped));
+        // The cap explains the speed, never a lost lane; nor a link below the cap.
+        let mut narrow = pci((8, GEN4), (16, GEN5), Some((16, GEN5)));
+        narrow.upstream.as_mut().unwrap().target_gts = Some(16.0);
+        assert!(fault(&narrow));
+        let mut below = pci((16, GEN3), (16, GEN5), Some((16, GEN5)));
+        below.upstream.as_mut().unwrap().target_gts = Some(16.0);
+        assert!(fault(&below));
     }
 
     #[test]

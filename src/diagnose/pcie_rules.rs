@@ -26,6 +26,22 @@ const EXPECTED: &str = "no uncorrectable errors, at most 1000 correctable";
 pub struct PcieSoak<'a> {
     pub start: &'a PcieHealth,
     pub seconds: f64,
+    /// The PCI tree (each function's trained link), to judge correctable errors as a rate.
+    pub tree: Option<&'a crate::probe::pci::PciTree>,
+}
+
+/// The PCIe Base spec's bit error ratio a link must hold (every generation: 1e-12): correctable
+/// errors above it in a window are an error, above a tenth of it a warning.
+pub const PCIE_BER: f64 = 1e-12;
+
+/// Bits a function's link carried in `seconds` at its trained width and speed (8b/10b below
+/// 8 GT/s, 128b/130b from 8 GT/s), where the tree says them.
+fn window_bits(tree: Option<&crate::probe::pci::PciTree>, bdf: &str, seconds: f64) -> Option<f64> {
+    let f = tree?.function(bdf)?;
+    let gts: f64 = f.link.current_speed.as_deref()?.split_whitespace().next()?.parse().ok()?;
+    let width = f64::from(f.link.current_width.filter(|w| *w > 0)?);
+    let encoding = if gts < 8.0 { 0.8 } else { 128.0 / 130.0 };
+    Some(gts * 1e9 * width * encoding * seconds)
 }
 
 /// Judges `health` and adds the rows and findings to `report`.
@@ -56,7 +72,8 @@ pub(super) fn run(health: &PcieHealth, soak: Option<&PcieSoak<'_>>, sheet: &mut 
         }
         let start = soak.and_then(|s| s.start.functions.iter().find(|g| g.bdf == f.bdf));
         let w = start.map(|s| window(s, f));
-        if judge(f, w.as_ref(), soak.map(|s| s.seconds), sheet) {
+        let bits = soak.and_then(|s| window_bits(s.tree, &f.bdf, s.seconds));
+        if judge(f, w.as_ref(), (soak.map(|s| s.seconds), bits, health.uptime_s), sheet) {
             clean[match f.role {
                 Role::Nic { .. } => 0,
                 Role::Gpu => 1,
@@ -147,7 +164,12 @@ fn remedy(f: &FunctionHealth, rows: &[&str]) -> String {
 }
 
 /// One function's row; `true` when it is clean (folded into the node's row).
-fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, sheet: &mut Sheet) -> bool {
+fn judge(
+    f: &FunctionHealth,
+    w: Option<&FunctionWindow>,
+    (seconds, bits, uptime): (Option<f64>, Option<f64>, Option<u64>),
+    sheet: &mut Sheet,
+) -> bool {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let mut rows_named: Vec<String> = Vec::new();
     let mut observed: Vec<String> = Vec::new();
@@ -158,8 +180,8 @@ fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, s
     }
     let words = seconds.map(window_words);
     match (w, &words) {
-        (Some(w), Some(words)) => window_problems(f, w, words, &mut problems, &mut rows_named, &mut observed),
-        _ => lifetime_problems(f, &mut problems, &mut rows_named),
+        (Some(w), Some(words)) => window_problems(f, w, (words, bits), &mut problems, &mut rows_named, &mut observed),
+        _ => lifetime_problems(f, uptime, &mut problems, &mut rows_named),
     }
     if let Some((netdev, c)) = &f.mlx5 {
         let counters: Vec<String> = c.counters().into_iter().filter(|(_, v)| *v > 0).map(|(n, v)| format!("{n} {v}")).collect();
@@ -221,13 +243,23 @@ fn judge(f: &FunctionHealth, w: Option<&FunctionWindow>, seconds: Option<f64>, s
     false
 }
 
-fn lifetime_problems(f: &FunctionHealth, problems: &mut Vec<(Severity, String)>, rows_named: &mut Vec<String>) {
+fn lifetime_problems(f: &FunctionHealth, uptime: Option<u64>, problems: &mut Vec<(Severity, String)>, rows_named: &mut Vec<String>) {
+    // A lifetime count is history (info with the span it covers); only a rise in a `--soak`
+    // window is a warning or an error (issue #51).
+    let span = crate::probe::pci::health::read::uptime_words(uptime);
     for severity in [AerSeverity::Fatal, AerSeverity::NonFatal] {
         let Some(file) = f.aer.get(&severity).filter(|file| file.count() > 0) else { continue };
         let rows = file.nonzero();
         rows_named.extend(rows.iter().map(|(r, _)| r.to_string()));
         let listing = if rows.is_empty() { format!("{} {}", severity.total_row(), file.count()) } else { rows_text(&rows) };
-        problems.push((Severity::Error, format!("{} {} uncorrectable errors since boot: {listing}", file.count(), uncorrectable(severity))));
+        problems.push((
+            Severity::Info,
+            format!(
+                "{} {} uncorrectable errors {span}: {listing} (a lifetime count: `check --soak 10m` says whether they still happen)",
+                file.count(),
+                uncorrectable(severity)
+            ),
+        ));
     }
     if let Some(file) = f.aer.get(&AerSeverity::Correctable).filter(|file| file.count() > CORRECTABLE_LIMIT) {
         let rows = file.nonzero();
@@ -246,7 +278,7 @@ fn lifetime_problems(f: &FunctionHealth, problems: &mut Vec<(Severity, String)>,
 fn window_problems(
     f: &FunctionHealth,
     w: &FunctionWindow,
-    words: &str,
+    (words, bits): (&str, Option<f64>),
     problems: &mut Vec<(Severity, String)>,
     rows_named: &mut Vec<String>,
     observed: &mut Vec<String>,
@@ -264,7 +296,11 @@ fn window_problems(
                 };
                 let listing = if rows.is_empty() { String::new() } else { format!(": {}", rows_text(&rows)) };
                 risen.push(format!("+{n} {}", severity.name()));
-                problems.push((Severity::Error, format!("{n} {kind} errors during the {words} window{listing}")));
+                if severity == AerSeverity::Correctable {
+                    problems.push(correctable_rate(*n, bits, words, &listing));
+                } else {
+                    problems.push((Severity::Error, format!("{n} {kind} errors during the {words} window{listing}")));
+                }
             }
             Some(Rise::Reset) => problems
                 .push((Severity::Info, format!("the {} counters went down during the window (cleared by a reset): not judged", severity.name()))),
@@ -272,7 +308,7 @@ fn window_problems(
                 if let Some(file) = f.aer.get(&severity).filter(|file| file.count() > 0 && severity != AerSeverity::Correctable) {
                     rows_named.extend(file.nonzero().iter().map(|(r, _)| r.to_string()));
                     problems.push((
-                        Severity::Warning,
+                        Severity::Info,
                         format!(
                             "{} {} uncorrectable errors before the window, none during it: {}",
                             file.count(),
@@ -293,6 +329,32 @@ fn window_problems(
         }
     }
     observed.insert(0, if risen.is_empty() { format!("none rose in {words}") } else { format!("{} in {words}", risen.join(", ")) });
+}
+
+/// Correctable errors over a window, judged as a bit error ratio against the link's bits
+/// (PCIe Base spec: 1e-12; about one error a second at Gen5 x16 is within it): an error above,
+/// a warning above a tenth of it, an info below. Without the link's figures: a warning.
+fn correctable_rate(n: u64, bits: Option<f64>, words: &str, listing: &str) -> (Severity, String) {
+    let Some(bits) = bits.filter(|b| *b > 0.0) else {
+        return (
+            Severity::Warning,
+            format!("{n} correctable errors during the {words} window{listing} (the link's rate is not known, so not judged as a BER)"),
+        );
+    };
+    let ber = n as f64 / bits;
+    let severity = if ber > PCIE_BER {
+        Severity::Error
+    } else if ber > PCIE_BER / 10.0 {
+        Severity::Warning
+    } else {
+        Severity::Info
+    };
+    let against = match severity {
+        Severity::Error => "above the PCIe Base spec's 1e-12",
+        Severity::Warning => "within the PCIe Base spec's 1e-12 but above a tenth of it",
+        Severity::Info => "within the PCIe Base spec's 1e-12",
+    };
+    (severity, format!("{n} correctable errors during the {words} window{listing}: a bit error ratio of {ber:.1e}, {against}"))
 }
 
 /// A window in words, as the port rules say theirs: `10 s`, `5 min`, `1 h`.

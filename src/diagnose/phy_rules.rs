@@ -222,6 +222,8 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
             "bit errors beyond what the FEC corrects: clean or replace the cable/optic at both ends, and see phy.ber and \
              phy.module for the lane",
         ),
+        // An unknown FEC is never a pass (issue #51): which code runs, and what it corrects, is not known.
+        _ if mode.is_none() => sheet.skip(FindingId::PhyFec, s, format!("{observed}: the FEC mode is not known ({})", tools.fec)),
         _ => sheet.pass(FindingId::PhyFec, s, observed, None),
     }
 }
@@ -229,13 +231,18 @@ fn fec(phy: &Phy, window: Option<&PortWindow>, tools: &Tools, s: &str, sheet: &m
 fn ber(phy: &Phy, window: Option<&PortWindow>, post: &PostFec, tools: &Tools, s: &str, sheet: &mut Sheet) {
     let mut problems: Vec<(Severity, String)> = Vec::new();
     let limit = match phy.fec {
-        Some(FecMode::Rs544) => Some(RAW_BER_LIMIT_KP4),
+        Some(FecMode::Rs544 | FecMode::Rs546Plr | FecMode::Interleaved) => Some(RAW_BER_LIMIT_KP4),
         Some(FecMode::Rs528 | FecMode::Rs | FecMode::Llrs) => Some(RAW_BER_LIMIT_KR4),
         _ => None,
     };
     let mut observed: Vec<String> = Vec::new();
+    // A raw BER whose FEC is not known is not judged, and never a pass (issue #51).
+    let mut unjudged_raw = false;
     if let Some(raw) = phy.ber_raw {
         observed.push(format!("raw BER {}", ber_text(raw)));
+        if phy.fec.is_none() {
+            unjudged_raw = true;
+        }
         if let Some(limit) = limit {
             if raw > limit {
                 problems.push((
@@ -317,6 +324,13 @@ fn ber(phy: &Phy, window: Option<&PortWindow>, post: &PostFec, tools: &Tools, s:
                 ),
             };
             sheet.fail(FindingId::PhyBer, s, observed, None, severity, message, remedy);
+        }
+        None if unjudged_raw => {
+            sheet.skip(
+                FindingId::PhyBer,
+                s,
+                format!("{observed}; the raw BER is not judged: the FEC mode is not known, so neither is what it corrects"),
+            );
         }
         None => {
             if let Some((lane, share)) = lane {

@@ -243,10 +243,11 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
         (None, Some(nominal)) => format!("{} Gb/s nominal", gbps(nominal)),
         (None, None) => "unknown".into(),
     };
-    // On Ethernet the netdev's speed is the rate (a RoCE driver's width x speed is a label).
-    let judged = if ib { port.nominal_gbps } else { port.rate_gbps.or(port.nominal_gbps) };
+    // On Ethernet the netdev's speed is the rate (a RoCE driver's width x speed is a label);
+    // on InfiniBand the nominal rate. The one judge of `--expect rate=N` (pair's too).
+    let judged = super::expect::rate_judged(ib, port.rate_gbps, port.nominal_gbps);
     match (expect.rate, judged) {
-        (Some(want), Some(nominal)) if nominal + 0.01 < want => sheet.fail(
+        (Some(want), Some(nominal)) if super::expect::rate_below(want, ib, port.rate_gbps, port.nominal_gbps).is_some() => sheet.fail(
             FindingId::LinkRate,
             s,
             format!("{observed_rate}, {} {}", port.width, port.speed),

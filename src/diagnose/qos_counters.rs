@@ -53,9 +53,10 @@ fn lifetime(q: &PortQos, p: Option<Priority>, netdev: &str, issues: &mut Vec<Iss
         });
     }
     if let Some(p) = p {
+        // A lifetime discard count is history (info); a rise in a `--soak` window is judged.
         if let Some(n) = c.get(PerPrio::RxBufDiscard, p.index()).filter(|&n| n > 0) {
             issues.push(Issue {
-                severity: Severity::Warning,
+                severity: Severity::Info,
                 message: format!(
                     "{n} packets of RoCE's priority {p} were discarded for lack of receive buffer ({}) {old}",
                     PerPrio::RxBufDiscard.name(p.get())
@@ -66,7 +67,7 @@ fn lifetime(q: &PortQos, p: Option<Priority>, netdev: &str, issues: &mut Vec<Iss
     }
     if let Some(n) = c.rx_discards_phy.filter(|&n| n > 0) {
         issues.push(Issue {
-            severity: Severity::Warning,
+            severity: Severity::Info,
             message: format!(
                 "{n} packets were discarded at the port for lack of receive buffer ({RX_DISCARDS_PHY}, any priority: a lossy priority's drops count here too) {old}"
             ),

@@ -23,8 +23,10 @@ pub struct PairEnd {
     pub name: String,
     pub roce: bool,
     pub soft_roce: bool,
-    /// The ToS the tests ran with (`--tclass`).
+    /// The ToS the tests ran with (`--tclass`, or the end's RoCE DSCP's).
     pub tclass: Option<u8>,
+    /// Where that ToS came from when no `--tclass` was given.
+    pub tclass_source: Option<crate::model::TclassSource>,
 }
 
 /// One test's traffic on both ends (`None`: an older agent, or no RoCE port).
@@ -114,9 +116,10 @@ fn end_findings(end: &PairEnd, r: &Rode, subject: &str) -> Vec<Finding> {
             "on ConnectX ports `ethtool -S IF | grep prio` shows them; `fabcheck check` on the node judges the lossless set-up (roce.qos)".into(),
         )];
     }
-    let tclass = match end.tclass {
-        Some(t) => format!("the tests ran with --tclass {t} (DSCP {})", t >> 2),
-        None => "the tests ran without --tclass (ToS 0, DSCP 0)".into(),
+    let tclass = match (end.tclass, end.tclass_source) {
+        (Some(t), Some(source)) => format!("the tests ran with ToS {t} (DSCP {}) from {}", t >> 2, source.words()),
+        (Some(t), None) => format!("the tests ran with --tclass {t} (DSCP {})", t >> 2),
+        (None, _) => "the tests ran without --tclass (ToS 0, DSCP 0)".into(),
     };
     let pfc_on: Option<Vec<Priority>> = r.pfc.map(|pfc| Priority::all().filter(|p| pfc[p.index()]).collect());
     let mut out = Vec::new();
@@ -169,7 +172,7 @@ mod tests {
     use super::*;
 
     fn end(name: &str, soft: bool) -> PairEnd {
-        PairEnd { name: name.into(), roce: true, soft_roce: soft, tclass: Some(106) }
+        PairEnd { name: name.into(), roce: true, soft_roce: soft, tclass: Some(106), tclass_source: None }
     }
 
     fn traffic(p: usize, bytes: u64, pfc_on: &[usize]) -> PrioTraffic {

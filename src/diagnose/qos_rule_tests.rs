@@ -57,7 +57,22 @@ fn an_expected_dscp_on_a_priority_without_pfc_fails_naming_it() {
         f[0].remedy
     );
     assert!(f[0].remedy.contains("pair --tclass 184"), "DSCP 46 << 2: {}", f[0].remedy);
-    assert_eq!(status(&r, "roce.lossless"), Status::Fail);
+    // One fault, one error: the lossless row names roce.qos's cause without a finding of its own.
+    assert_eq!(status(&r, "roce.lossless"), Status::Skip);
+    assert!(findings(&r, "roce.lossless").is_empty());
+    // rdma_cm's 106 rides lossy priority 3 while the expected DSCP's priority has PFC: a warning naming rdma_cm.
+    let mut inv = healthy();
+    qos(&mut inv).pfc = Some([false, false, false, false, false, true, false, false]);
+    let r = judge(&inv, &expect(&["roce_dscp=46"]));
+    let f = findings(&r, "roce.qos");
+    assert!(f.iter().any(|f| f.severity == Severity::Warning && f.message.contains("rdma_cm's default_roce_tos 106")), "{f:#?}");
+    assert!(f.iter().all(|f| f.severity != Severity::Error), "{f:#?}");
+    // The traffic_class override replaces rdma_cm's value on every QP: no warning then.
+    let mut inv = healthy();
+    qos(&mut inv).pfc = Some([false, false, false, false, false, true, false, false]);
+    qos(&mut inv).traffic_class = Some(184);
+    let r = judge(&inv, &Expectations::default());
+    assert_eq!(status(&r, "roce.qos"), Status::Pass, "{:#?}", r.findings);
 }
 
 #[test]
@@ -76,11 +91,10 @@ fn a_class_without_a_share_and_a_buffer_without_room_are_errors() {
     let mut inv = healthy();
     qos(&mut inv).buffer_size = Some([130_944, 0, 0, 0, 0, 0, 0, 0]);
     let r = judge(&inv, &Expectations::default());
-    for id in ["roce.qos", "roce.lossless"] {
-        let f = findings(&r, id);
-        assert_eq!(f.len(), 1, "{id}: {f:#?}");
-        assert!(f[0].message.contains("receive buffer 1 is 0 bytes"), "{}", f[0].message);
-    }
+    let f = findings(&r, "roce.qos");
+    assert_eq!(f.len(), 1, "{f:#?}");
+    assert!(f[0].message.contains("receive buffer 1 is 0 bytes"), "{}", f[0].message);
+    assert!(findings(&r, "roce.lossless").is_empty(), "one fault, one error");
 }
 
 #[test]
@@ -138,12 +152,19 @@ fn soft_roce_and_a_netdev_without_dcb_skip_naming_why() {
 fn an_unknown_priority_is_skip_with_what_would_tell_it() {
     let mut inv = healthy();
     qos(&mut inv).default_roce_tos = None;
+    // No DSCP source, PFC on exactly one priority: that one is judged, with a warning.
+    let r = judge(&inv, &Expectations::default());
+    assert_eq!(status(&r, "roce.qos"), Status::Warn);
+    let f = findings(&r, "roce.qos");
+    assert!(f[0].message.contains("priority 3, the one with PFC") && f[0].message.contains("NCCL_IB_TC"), "{}", f[0].message);
+    // PFC on two: which one is RoCE's is not known.
+    qos(&mut inv).pfc = Some([false, false, false, true, true, false, false, false]);
     let r = judge(&inv, &Expectations::default());
     let row = r.checks.iter().find(|c| c.id == "roce.qos").unwrap();
     assert_eq!(row.status, Status::Skip);
     assert!(row.observed.contains("--expect roce_dscp=N") && row.observed.contains("default_roce_tos"), "{}", row.observed);
     let lossless = r.checks.iter().find(|c| c.id == "roce.lossless").unwrap();
-    assert_eq!((lossless.status, lossless.observed.starts_with("PFC on priorities 3;")), (Status::Skip, true), "{lossless:?}");
+    assert_eq!((lossless.status, lossless.observed.starts_with("PFC on priorities 3,4;")), (Status::Skip, true), "{lossless:?}");
     // The expectation alone is enough.
     assert_eq!(status(&judge(&inv, &expect(&["roce_dscp=26"])), "roce.qos"), Status::Pass);
     // Tagged RoCE on a PCP port: the tag's priority is not the port's to say.

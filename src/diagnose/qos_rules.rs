@@ -39,13 +39,21 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
         Err(unknown) => {
             let why = unknown.words();
             let row = match q.pfc_priorities() {
+                Some(on) if on.is_empty() && q.global_pause.is_some_and(|g| g.on()) => {
+                    issues.push(super::qos_source::global_pause_warning(q, netdev));
+                    Row::Pass("PFC off, IEEE 802.3x global pause on (every priority lossless)".into(), "a lossless RoCE priority".into())
+                }
                 Some(on) if on.is_empty() => {
                     let (m, r) = (
                         format!("PFC is off on every priority of {netdev}: whichever priority RoCE rides is lossy (which one is not known: {why})"),
-                        format!("{}; and say RoCE's DSCP: `--expect roce_dscp=N`, or rdma_cm's default ToS (`echo 106 > /sys/kernel/config/rdma_cm/{}/ports/{}/default_roce_tos`)", enable_pfc(q, Priority::new(3).expect("3 is a priority"), netdev), device.name, port.port),
+                        format!(
+                            "{}; and set RoCE's DSCP: {}",
+                            enable_pfc(q, Priority::new(3).expect("3 is a priority"), netdev),
+                            set_dscp(&device.name, port.port)
+                        ),
                     );
-                    issues.push(issue(Severity::Error, m.clone(), r.clone()));
-                    Row::Fail("PFC on priorities none".into(), "PFC on the RoCE priority".into(), issue(Severity::Error, m, r))
+                    issues.push(issue(Severity::Error, m.clone(), r));
+                    Row::SameCause(format!("PFC on priorities none: {m}"))
                 }
                 on => {
                     let on = on.map_or("unknown".into(), |on| list(&on));
@@ -57,10 +65,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
                 priority::Unknown::Trust => format!(
                     "; read it with `mlnx_qos -i {netdev}` or `dcb -j app show dev {netdev}` (a bundle: re-capture it with `fabcheck bundle DIR`, which saves both)"
                 ),
-                priority::Unknown::Dscp => format!(
-                    "; say it with --expect roce_dscp=N (NCCL_IB_TC >> 2), or set rdma_cm's (`echo 106 > /sys/kernel/config/rdma_cm/{}/ports/{}/default_roce_tos`)",
-                    device.name, port.port
-                ),
+                priority::Unknown::Dscp => format!("; say it with --expect roce_dscp=N (NCCL_IB_TC >> 2), or set it: {}", set_dscp(&device.name, port.port)),
                 _ => String::new(),
             };
             emit_or_skip(sheet, s, issues, &format!("the RoCE priority is not known: {why}{hint}"));
@@ -70,6 +75,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
     };
     let p = d.priority;
     let lossless_row = lossless(q, &d, netdev, &mut issues);
+    super::qos_source::notes(q, &d, &device.name, port.port, &mut issues);
     class(q, p, netdev, &mut issues);
     ecn(q, p, netdev, expect, &mut issues);
     cnp(q, &d, netdev, &mut issues);
@@ -89,9 +95,7 @@ fn write_row(sheet: &mut Sheet, s: &str, row: Row) {
     match row {
         Row::Skip(why) => sheet.skip(FindingId::RoceLossless, s, why),
         Row::Pass(observed, expected) => sheet.pass(FindingId::RoceLossless, s, observed, Some(expected)),
-        Row::Fail(observed, expected, issue) => {
-            sheet.fail(FindingId::RoceLossless, s, observed, Some(expected), issue.severity, issue.message, issue.remedy);
-        }
+        Row::SameCause(why) => sheet.skip(FindingId::RoceLossless, s, format!("see roce.qos: {why}")),
     }
 }
 
@@ -99,7 +103,8 @@ fn write_row(sheet: &mut Sheet, s: &str, row: Row) {
 enum Row {
     Skip(String),
     Pass(String, String),
-    Fail(String, String, Issue),
+    /// roce.qos's error is this row's cause: named here, not counted twice.
+    SameCause(String),
 }
 
 /// Writes the issues as the row and its notes (the worst first), or a pass.
@@ -187,10 +192,15 @@ fn lossless(q: &PortQos, d: &Derived, netdev: &str, issues: &mut Vec<Issue>) -> 
     let on = q.pfc_priorities().unwrap_or_default();
     match q.pfc_on(p) {
         None => Row::Skip(format!("RoCE rides {}; PFC was not read", d.words())),
+        Some(false) if on.is_empty() && q.global_pause.is_some_and(|g| g.on()) => {
+            issues.push(super::qos_source::global_pause_warning(q, netdev));
+            Row::Pass(format!("priority {p}: PFC off, IEEE 802.3x global pause on (every priority lossless)"), expected)
+        }
         Some(false) => {
             let (message, remedy) = pfc_off(q, d, netdev, &on);
-            issues.push(issue(Severity::Error, message.clone(), remedy.clone()));
-            Row::Fail(format!("PFC on priorities {}", list(&on)), expected, issue(Severity::Error, message, remedy))
+            issues.push(issue(Severity::Error, message.clone(), remedy));
+            // One fault, one error: roce.qos carries it; this row names the same cause.
+            Row::SameCause(format!("PFC on priorities {}: {message} (the error is roce.qos's)", list(&on)))
         }
         Some(true) => match (q.buffer_lossless(p), q.buffer_of(p)) {
             (Some(false), Some((buffer, size))) => {
@@ -202,11 +212,11 @@ fn lossless(q: &PortQos, d: &Derived, netdev: &str, issues: &mut Vec<Issue>) -> 
                 let remedy = format!(
                     "give buffer {buffer} room above its xoff threshold (`mlnx_qos -i {netdev} --buffer_size S0,...,S7`, or `dcb buffer set dev {netdev} buffer-size {buffer}:SIZE`), or map priority {p} to a lossless buffer (`mlnx_qos -i {netdev} --prio2buffer ...`, `dcb buffer set dev {netdev} prio-buffer {p}:B`)"
                 );
-                issues.push(issue(Severity::Error, message.clone(), remedy.clone()));
-                Row::Fail(format!("PFC on priority {p}; buffer {buffer} lossy"), expected, issue(Severity::Error, message, remedy))
+                issues.push(issue(Severity::Error, message.clone(), remedy));
+                Row::SameCause(format!("PFC on priority {p}; buffer {buffer} lossy: {message}"))
             }
             (Some(true), Some((buffer, _))) => Row::Pass(format!("priority {p}: PFC on, receive buffer {buffer} lossless"), expected),
-            _ => Row::Pass(format!("priority {p}: PFC on (receive buffers not read)"), expected),
+            _ => Row::Skip(format!("priority {p}: PFC on; whether its receive buffer is lossless is not known (receive buffers not read)")),
         },
     }
 }
@@ -217,11 +227,7 @@ fn pfc_off(q: &PortQos, d: &Derived, netdev: &str, on: &[Priority]) -> (String, 
     let p = d.priority;
     let pfc_words = if on.is_empty() { "PFC is off on every priority".to_string() } else { format!("PFC is on {}", list(on)) };
     // The ToS to test with: rdma_cm's own (106: DSCP 26 with ECT(0), as NCCL_IB_TC), else the DSCP's.
-    let tclass = match d.dscp {
-        Some((_, DscpFrom::DefaultRoceTos(tos))) => u16::from(tos),
-        Some((dscp, DscpFrom::Expected)) => u16::from(dscp.get()) << 2,
-        None => 106,
-    };
+    let tclass = d.dscp.map_or(106, |(dscp, from)| from.tos(dscp));
     let class_note = format!("; then run tests in that class with `fabcheck pair --tclass {tclass}`");
     match (d.trust, d.dscp) {
         (Trust::Pcp, dscp) => {
@@ -243,6 +249,7 @@ fn pfc_off(q: &PortQos, d: &Derived, netdev: &str, on: &[Priority]) -> (String, 
         (Trust::Dscp, Some((dscp, from))) => {
             let from_words = match from {
                 DscpFrom::Expected => String::new(),
+                DscpFrom::TrafficClass(tos) => format!(" (MLNX_OFED's traffic_class, Global tclass={tos})"),
                 DscpFrom::DefaultRoceTos(tos) => format!(" (rdma_cm's default_roce_tos {tos})"),
             };
             let default = dscp.default_priority();
@@ -275,6 +282,14 @@ fn pfc_off(q: &PortQos, d: &Derived, netdev: &str, on: &[Priority]) -> (String, 
         }
         (Trust::Dscp, None) => (format!("RoCE rides priority {p}, which has no PFC ({pfc_words})"), enable_pfc(q, p, netdev)),
     }
+}
+
+/// How to set RoCE's DSCP on a port: MLNX_OFED's per-port override, or rdma_cm's default ToS
+/// (its configfs group made first: it exists only once made).
+fn set_dscp(device: &str, port: u32) -> String {
+    format!(
+        "`echo 106 > /sys/class/infiniband/{device}/tc/{port}/traffic_class` (MLNX_OFED: every QP of the port), or rdma_cm's default ToS: `mkdir -p /sys/kernel/config/rdma_cm/{device} && echo 106 > /sys/kernel/config/rdma_cm/{device}/ports/{port}/default_roce_tos` (or `cma_roce_tos -d {device} -t 106`)"
+    )
 }
 
 /// The commands that turn PFC on for `p`, keeping the priorities already on.

@@ -241,7 +241,8 @@ fn with_aer() -> Reading {
     aer.insert(AerSeverity::Correctable, parse("RxErr 2\nBadTLP 0\nBadDLLP 1\nTOTAL_ERR_COR 3\n"));
     aer.insert(AerSeverity::Fatal, parse("Undefined 0\nCmpltTO 0\nTOTAL_ERR_FATAL 0\n"));
     let function = FunctionHealth { bdf: "0000:17:00.0".into(), role: Role::Nic { name: "mlx5_0".into() }, aer, unreadable: vec![], mlx5: None };
-    reading.pcie = Some(PcieHealth { functions: vec![function], nics: vec![], devlink: DevlinkRead::NotLooked, tree: true, live: false });
+    reading.pcie =
+        Some(PcieHealth { functions: vec![function], nics: vec![], devlink: DevlinkRead::NotLooked, tree: true, live: false, uptime_s: None });
     reading
 }
 

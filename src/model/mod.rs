@@ -300,6 +300,36 @@ pub struct Target {
     pub cpu_slot: Option<u8>,
 }
 
+/// Which source named the ToS a RoCE test ran with when no `--tclass` was given (contract
+/// 0.5: `traffic_class|rdma_cm|expect|pfc|none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TclassSource {
+    /// MLNX_OFED's per-port override `tc/PORT/traffic_class`.
+    TrafficClass,
+    /// rdma_cm's `default_roce_tos`.
+    RdmaCm,
+    /// `--expect roce_dscp=N`.
+    Expect,
+    /// No DSCP source; the one priority with PFC.
+    Pfc,
+    /// Nothing: ToS 0.
+    None,
+}
+
+impl TclassSource {
+    /// Where it came from, in words.
+    pub fn words(self) -> &'static str {
+        match self {
+            TclassSource::TrafficClass => "MLNX_OFED's traffic_class",
+            TclassSource::RdmaCm => "rdma_cm's default_roce_tos",
+            TclassSource::Expect => "--expect roce_dscp",
+            TclassSource::Pfc => "the one priority with PFC",
+            TclassSource::None => "no source: ToS 0",
+        }
+    }
+}
+
 /// What the fabric sees of a test's traffic, as users set it with perftest's flags: the RoCE
 /// traffic class (the lossless class the fabric is built for), the InfiniBand service level,
 /// the P_Key index, and relaxed ordering of the buffers (perftest's default).
@@ -308,6 +338,10 @@ pub struct Conditions {
     /// RoCE: the GRH traffic class (DSCP << 2 | ECN); rdma_cm's ToS. `None`: 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tclass: Option<u8>,
+    /// Where a `tclass` no `--tclass` gave came from: the port's RoCE DSCP (an agent fills it
+    /// in for its own end), or `--expect roce_dscp` (the controller).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass_source: Option<TclassSource>,
     /// InfiniBand service level (0..15).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sl: Option<u8>,

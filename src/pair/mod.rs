@@ -198,6 +198,7 @@ fn qos_findings(
         roce: s.link_layer == crate::model::LinkLayer::Ethernet,
         soft_roce: crate::probe::catype::CaKind::of(&s.ca_type).is_software(),
         tclass: s.tclass,
+        tclass_source: s.tclass_source,
     });
     let tests: Vec<TestTraffic<'_>> = results
         .iter()
@@ -357,6 +358,7 @@ pub(crate) fn side(e: &Endpoint) -> Side {
         ca_type: e.ca_type.clone(),
         mtu: Some(e.mtu),
         tclass: e.conditions.tclass,
+        tclass_source: e.conditions.tclass_source,
         sl: e.conditions.sl,
         cpu: e.conditions.cpu,
         pcie_gbps: e.pcie_gbps,

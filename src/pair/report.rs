@@ -53,6 +53,9 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
             s.mtu.map_or("?".into(), |m| m.to_string()),
             s.rate_gbps.map_or(String::new(), |r| format!("link {} Gb/s", gbps(r)))
         );
+        if let (Some(tos), Some(source)) = (s.tclass, s.tclass_source) {
+            let _ = writeln!(out, "   tclass {tos} (DSCP {}) from {}", tos >> 2, source.words());
+        }
         if !s.mem.is_host() {
             let path = s.mem_path.map_or("?", |p| p.name());
             let _ = writeln!(
@@ -102,6 +105,9 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
     }
     if !out.is_empty() {
         let _ = writeln!(out);
+    }
+    if let (Some((e, mtu)), false) = (super::verdict::payload_efficiency(&doc.a, &doc.b), quiet) {
+        let _ = writeln!(out, "bandwidth judged against the payload the link carries at MTU {mtu}: {:.1}% of its rate", 100.0 * e);
     }
     let _ = writeln!(out, "{}", if doc.verdict == Verdict::Pass { "PASS" } else { "FAIL" });
     out

@@ -16,9 +16,12 @@ pub struct Side {
     pub rate_gbps: Option<f64>,
     pub ca_type: String,
     pub mtu: Option<u32>,
-    /// RoCE traffic class the test ran in (`--tclass`).
+    /// RoCE traffic class the test ran in (`--tclass`, else this end's RoCE DSCP's ToS).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tclass: Option<u8>,
+    /// Where `tclass` came from when no `--tclass` was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tclass_source: Option<crate::model::TclassSource>,
     /// InfiniBand service level (`--sl`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sl: Option<u8>,
@@ -61,6 +64,7 @@ pub(crate) fn test_side() -> Side {
         ca_type: "MT4123".into(),
         mtu: Some(4096),
         tclass: None,
+        tclass_source: None,
         sl: None,
         cpu: None,
         pcie_gbps: None,

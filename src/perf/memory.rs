@@ -139,7 +139,12 @@ mod tests {
         let pick = Pick { ordinal: 2, pci: "0000:52:00.0".into(), relation: None, pcie_gbps: None, affinity: None, link_fault: None };
         let e = VerbsError::RegMr { len: 65536, source: std::io::Error::from_raw_os_error(libc::EINVAL) };
         let tree = PciTree {
-            modules: Some(crate::probe::pci::Modules { present: vec!["nvidia".into()], nvidia_taint: Some("PO".into()), nvidia_params: None }),
+            modules: Some(crate::probe::pci::Modules {
+                present: vec!["nvidia".into()],
+                nvidia_taint: Some("PO".into()),
+                nvidia_params: None,
+                kernel: None,
+            }),
             ..PciTree::default()
         };
         let err = registration_failed(e, Some(&tree), "mlx5_2", &pick);

@@ -124,6 +124,13 @@ impl Session {
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
         let (device, port) = pick_port(&inv, target)?;
+        // RoCE without --tclass: this end's own RoCE DSCP (traffic_class, rdma_cm), so the
+        // test's bytes ride the class NCCL's do (contract 0.5).
+        if port.link_layer == LinkLayer::Ethernet && conditions.tclass.is_none() {
+            let (tos, source) = crate::probe::qos::read::default_tclass_live(&device.name, port.port, port.netdev.as_deref());
+            conditions.tclass = Some(tos);
+            conditions.tclass_source = Some(source);
+        }
         // Pinned before anything is allocated, so buffers and queues land on the loop's NUMA node.
         let (pinned, unpin) = place(&device.name, &conditions, target.cpu_slot)?;
         conditions.cpu = pinned;

@@ -14,7 +14,7 @@ mod rate;
 
 pub use gid::{format_gid, format_guid, gid_is_zero, gid_scope, parse_gid, GidScope, GidType};
 pub use mtu::{mtu_bytes, roce_mtu_for_netdev_mtu, Mtu, RoceHeaders};
-pub use rate::{link_rate, parse_sysfs_rate, Rate};
+pub use rate::{link_rate, nominal_of_data, parse_sysfs_rate, Rate};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;

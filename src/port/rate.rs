@@ -72,6 +72,19 @@ pub fn link_rate(width: Width, speed: Speed) -> Option<Rate> {
     Some(Rate { data_gbps: round1(lanes * speed.data_lane_gbps()?), nominal_gbps: round1(lanes * speed.nominal_lane_gbps()?) })
 }
 
+/// The nominal rate (`ibstat`'s figure) of an InfiniBand data rate, where some width at some
+/// speed carries exactly it (54.5 -> 56, 4X FDR); the largest where several do.
+pub fn nominal_of_data(data_gbps: f64) -> Option<f64> {
+    let speeds = [Speed::Sdr, Speed::Ddr, Speed::Qdr, Speed::Fdr10, Speed::Fdr, Speed::Edr, Speed::Hdr, Speed::Ndr, Speed::Xdr];
+    let widths = [Width::X1, Width::X2, Width::X4, Width::X8, Width::X12];
+    speeds
+        .iter()
+        .flat_map(|s| widths.iter().filter_map(move |w| link_rate(*w, *s)))
+        .filter(|r| (r.data_gbps - round1(data_gbps)).abs() < 0.05)
+        .map(|r| r.nominal_gbps)
+        .reduce(f64::max)
+}
+
 fn round1(value: f64) -> f64 {
     (value * 10.0).round() / 10.0
 }

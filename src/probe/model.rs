@@ -79,6 +79,10 @@ pub struct UpstreamPort {
     pub address: String,
     pub max_speed: Option<String>,
     pub max_width: Option<u32>,
+    /// Its Link Control 2 Target Link Speed, GT/s, where its `config` was readable: a slot
+    /// capped below both ends' maximum on purpose (`pcie.bound` info, not a fault).
+    #[serde(skip)]
+    pub target_gts: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]

@@ -60,10 +60,14 @@ pub fn read(source: &Source, only: Option<&str>) -> Result<NodeRead, ProbeError>
         Source::Sysfs(root) => root.clone(),
         Source::Live => Path::new("/sys").to_path_buf(),
     };
-    let pci = super::pci::read(&root);
+    let mut pci = super::pci::read(&root);
     let pcie = health::read::read(source, &inventory, pci.as_ref());
     let host = live.then(|| host::gather(&host::live_root()));
     let stack = super::stack::gather(&mut inventory, source);
+    // gpu.peermem's dma-buf path depends on the kernel (5.12+).
+    if let Some(modules) = pci.as_mut().and_then(|t| t.modules.as_mut()) {
+        modules.kernel = stack.ofed.kernel.clone();
+    }
     let bundle_modules = match source {
         Source::Sysfs(root) => bundle_modules(root),
         Source::Live => None,

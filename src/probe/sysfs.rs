@@ -269,7 +269,13 @@ impl SysfsRoot {
             return None;
         }
         let real = self.tree.resolve(self.inside(&dir)).ok();
-        let address = real.as_ref().and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string)).filter(|a| a.contains(':'));
+        // A bundle's `device` may be a plain folder (no link to follow): then the kernel's
+        // `uevent` names the function (`PCI_SLOT_NAME=%s`, drivers/pci/pci-driver.c pci_uevent).
+        let address = real
+            .as_ref()
+            .and_then(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_string))
+            .filter(|a| a.contains(':'))
+            .or_else(|| self.read_trim(&dir.join("uevent")).as_deref().and_then(slot_name));
         // The folder above the function's, when it is a PCI function too: the link's other end.
         let upstream = real.as_ref().and_then(|p| p.parent()).filter(|_| address.is_some()).and_then(|parent| {
             let name = parent.file_name()?.to_str()?;
@@ -277,6 +283,10 @@ impl SysfsRoot {
                 address: name.to_string(),
                 max_speed: self.read_trim(&self.root.join(parent).join("max_link_speed")),
                 max_width: self.read_trim(&self.root.join(parent).join("max_link_width")).and_then(|s| s.parse().ok()),
+                target_gts: crate::sys::fs::read_prefix(&self.root.join(parent).join("config"), 256)
+                    .ok()
+                    .flatten()
+                    .and_then(|b| crate::probe::pci::config::target_speed(&b)),
             })
         });
         let current_speed = self.read_trim(&dir.join("current_link_speed"));
@@ -301,4 +311,15 @@ impl SysfsRoot {
             max_width: self.read_trim(&dir.join("max_link_width")).and_then(|s| s.parse().ok()),
         })
     }
+}
+
+/// `PCI_SLOT_NAME` of a PCI function's `uevent` (`0000:17:00.0`), where it is a valid address.
+fn slot_name(uevent: &str) -> Option<String> {
+    uevent
+        .lines()
+        .take(64)
+        .find_map(|l| l.trim().strip_prefix("PCI_SLOT_NAME="))
+        .map(str::trim)
+        .filter(|a| crate::probe::stack::fw_query::valid_bdf(a))
+        .map(str::to_string)
 }

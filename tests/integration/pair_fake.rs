@@ -33,7 +33,10 @@ fn pair_threshold_90_fails_at_89_percent_with_exit_1_and_passes_at_91() {
         if want_exit == 1 {
             assert_eq!(findings, [("pair.bw", "error")], "{doc:#}");
             let message = doc["findings"][0]["message"].as_str().unwrap();
-            assert!(message.contains("89% of the 200 Gb/s link (needs 90%)"), "{message}");
+            assert!(
+                message.contains("89% of the 200 Gb/s link (needs ") && message.contains("90% of what the link's payload can carry"),
+                "{message}"
+            );
         } else {
             assert_eq!(findings, [], "{doc:#}");
         }

@@ -103,6 +103,7 @@ fn idle_side(host: &str, rail: &Rail, mem: crate::model::MemChoice) -> Side {
         ca_type: String::new(),
         mtu: None,
         tclass: None,
+        tclass_source: None,
         sl: None,
         cpu: None,
         pcie_gbps: None,

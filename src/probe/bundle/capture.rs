@@ -335,6 +335,11 @@ impl Capture {
                 for t in PORT_TABLES {
                     self.copy_table(&pdir.join(t), &pdir.join(t))?;
                 }
+                // MLNX_OFED's per-port ToS override (roce.qos's DSCP source after --expect).
+                let tc = dir.join("tc").join(&port).join("traffic_class");
+                if self.src.exists(&tc) {
+                    self.copy_same(&tc)?;
+                }
             }
             self.device(&dir)?;
         }
@@ -402,7 +407,26 @@ impl Capture {
     fn rdma_cm(&mut self, live: bool) -> Result<(), WriteError> {
         self.area("config/rdma_cm");
         let from = if live { p("kernel/config/rdma_cm") } else { p("config/rdma_cm") };
-        for dev in self.names(&from) {
+        // Live, a device's group exists only once made: make each missing one for the copy and
+        // remove it again, as mlnx-tools' cma_roce_tos does (root only; refused otherwise).
+        let mut made = Vec::new();
+        if live && self.src.is_dir(&from) {
+            for dev in self.names(Path::new("class/infiniband")) {
+                let group = p("/sys").join(&from).join(&dev);
+                if crate::model::valid_device_name(&dev) && !group.exists() && std::fs::create_dir(&group).is_ok() {
+                    made.push(group);
+                }
+            }
+        }
+        let copied = self.rdma_cm_groups(&from);
+        for group in made {
+            let _ = std::fs::remove_dir(&group);
+        }
+        copied
+    }
+
+    fn rdma_cm_groups(&mut self, from: &Path) -> Result<(), WriteError> {
+        for dev in self.names(from) {
             for port in self.names(&from.join(&dev).join("ports")) {
                 let rel = p(&dev).join("ports").join(&port).join("default_roce_tos");
                 self.copy(&from.join(&rel), &p("config/rdma_cm").join(&rel))?;

@@ -124,6 +124,8 @@ impl Capture {
             self.save(&e(".fec.txt"), "ethtool", &["--show-fec", nd], limit)?;
         }
         self.save(&e(".module.txt"), "ethtool", &["-m", nd], limit)?;
+        // Global pause (IEEE 802.3x), for roce.qos: `ethtool -a` (netlink/pause.c's text).
+        self.save(&e(".pause.txt"), "ethtool", &["-a", nd], limit)?;
         self.module_hex(nd, &e(".module.hex.txt"), limit)?;
         // dcb/IF.json: the five `dcb -j OBJECT show dev IF` answers as members of one object.
         let mut members = Vec::new();

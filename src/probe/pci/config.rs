@@ -133,6 +133,11 @@ pub struct PcieCap {
     /// function sends, which sets how much of the link is payload. `None` when not read or
     /// reserved.
     pub max_payload: Option<u16>,
+    /// Link Control 2's Target Link Speed (capability + 0x30, bits 3:0; PCIe Base spec 7.5.3.19):
+    /// on a downstream port, the fastest speed the link may train to, which firmware lowers
+    /// to cap a slot on purpose. `None` when the bytes are not there or the field is 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target_speed: Option<u8>,
 }
 
 /// The ACS extended capability: what the port can do and what is enabled.
@@ -318,6 +323,7 @@ fn parse_pcie(bytes: &[u8], offset: usize, space: &mut ConfigSpace) -> PcieCap {
         link_cap,
         link_status,
         max_payload: u16_at(bytes, offset + 0x08).and_then(|control| max_payload_bytes((control >> 5) & 0x7)),
+        target_speed: u16_at(bytes, offset + 0x30).map(|v| (v & 0xf) as u8).filter(|s| *s > 0),
     }
 }
 
@@ -331,6 +337,12 @@ fn max_payload_bytes(code: u16) -> Option<u16> {
 /// them (an unprivileged read of `config` stops at 64 bytes, before it).
 pub fn max_payload(bytes: &[u8]) -> Option<u16> {
     parse(bytes).ok()?.pcie?.max_payload
+}
+
+/// The Link Control 2 Target Link Speed (GT/s) a port's config bytes hold, when its PCI
+/// Express capability is in them (an unprivileged read stops at 64 bytes; a bundle keeps 256).
+pub fn target_speed(bytes: &[u8]) -> Option<f64> {
+    speed_gts(parse(bytes).ok()?.pcie?.target_speed?)
 }
 
 /// The extended list: 32-bit headers (ID 15:0, version 19:16, next 31:20) from 0x100.

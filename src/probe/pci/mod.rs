@@ -114,6 +114,16 @@ pub struct Modules {
     /// The driver's parameters (`/proc/driver/nvidia/params`; a bundle's `proc/driver/nvidia/params`).
     #[serde(skip)]
     pub nvidia_params: Option<String>,
+    /// The running kernel's release (`uname -r`), where the node read knows it: dma-buf export
+    /// of GPU memory needs 5.12 or later.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel: Option<String>,
+}
+
+/// The (major, minor) of a kernel release (`5.15.0-105-generic` -> (5, 15)).
+pub fn kernel_version(release: &str) -> Option<(u32, u32)> {
+    let mut parts = release.trim().split(|c: char| !c.is_ascii_digit());
+    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
 }
 
 impl Modules {
@@ -306,7 +316,7 @@ pub fn read(root: &Path) -> Option<PciTree> {
                 None
             }
         };
-        tree.modules = Some(Modules { present, nvidia_taint: taint, nvidia_params });
+        tree.modules = Some(Modules { present, nvidia_taint: taint, nvidia_params, kernel: None });
     }
     Some(tree)
 }

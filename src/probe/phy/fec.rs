@@ -26,9 +26,17 @@ pub enum FecMode {
     /// RS(544,514), "KP4": PAM4 lanes of 50G and more.
     #[serde(rename = "RS-544")]
     Rs544,
-    /// Low-latency RS(272,257+1) (25G/50G Ethernet Consortium).
+    /// Low-latency RS(272,257+1) (25G/50G Ethernet Consortium; InfiniBand HDR's LL-FEC),
+    /// which mlxlink names `Standard LL RS-FEC - RS(271,257)` or `(272,257+1)`.
     #[serde(rename = "LLRS")]
     Llrs,
+    /// RS(546,516) with physical-layer retransmission (mlxlink `... (546,516)+PLR`: InfiniBand
+    /// NDR/XDR): a KP4-strength code whose uncorrectable codewords are sent again.
+    #[serde(rename = "RS-546+PLR")]
+    Rs546Plr,
+    /// Two RS(544,514) codewords interleaved (mlxlink `Interleaved_Standard_RS-FEC (544,514)`).
+    #[serde(rename = "RS-544-interleaved")]
+    Interleaved,
 }
 
 impl FecMode {
@@ -51,6 +59,8 @@ impl fmt::Display for FecMode {
             FecMode::Rs528 => "RS-528",
             FecMode::Rs544 => "RS-544",
             FecMode::Llrs => "LLRS",
+            FecMode::Rs546Plr => "RS-546+PLR",
+            FecMode::Interleaved => "RS-544-interleaved",
         })
     }
 }

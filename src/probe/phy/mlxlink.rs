@@ -78,13 +78,19 @@ fn find_section<'a>(v: &'a Value, depth: u32, name: &str) -> Option<&'a serde_js
     object.values().find_map(|child| find_section(child, depth + 1, name))
 }
 
-/// mlxlink's FEC words: `Standard_RS-FEC - (544,514)`, `Standard LL RS-FEC - (272,257+1)`,
-/// `RS-FEC (528,514)`, `Firecode_FEC`, `No_FEC`; anything else is not read.
+/// mlxlink's FEC words (its `Operational Info` `FEC` line, mlxlink's user manual "FEC"
+/// modes): `Standard_RS-FEC - (544,514)`, `RS-FEC (544,514)`, `Interleaved_Standard_RS-FEC
+/// (544,514)`, `Standard_RS-FEC - (546,516)+PLR`, `Standard LL RS-FEC - RS(271,257)` and
+/// `(272,257+1)`, `RS-FEC (528,514)`, `Firecode_FEC`, `No_FEC`; anything else is not read.
 fn fec_mode(text: &str) -> Option<FecMode> {
     let t = text.to_ascii_lowercase();
-    Some(if t.contains("544") {
+    Some(if t.contains("546") || t.contains("plr") {
+        FecMode::Rs546Plr
+    } else if t.contains("interleaved") {
+        FecMode::Interleaved
+    } else if t.contains("544") {
         FecMode::Rs544
-    } else if t.contains("272") {
+    } else if t.contains("272") || t.contains("271") || t.contains("ll rs") || t.contains("ll_rs") || t.contains("ll-fec") {
         FecMode::Llrs
     } else if t.contains("528") {
         FecMode::Rs528
@@ -243,6 +249,11 @@ mod tests {
             ("Firecode_FEC", Some(FecMode::BaseR)),
             ("No_FEC", Some(FecMode::Off)),
             ("Standard LL RS-FEC - (272,257+1)", Some(FecMode::Llrs)),
+            ("Standard LL RS-FEC - RS(271,257)", Some(FecMode::Llrs)),
+            ("Standard_RS-FEC - (546,516)+PLR", Some(FecMode::Rs546Plr)),
+            ("Interleaved_Standard_RS-FEC (544,514)", Some(FecMode::Interleaved)),
+            ("RS-FEC (544,514)", Some(FecMode::Rs544)),
+            ("Reserved_FEC_17", None),
             ("Auto", None),
         ] {
             assert_eq!(fec_mode(words), mode, "{words}");

@@ -26,6 +26,12 @@ pub struct PrioCounters {
     pub rx_discards_phy: Option<u64>,
     pub pause_storm_warning_events: Option<u64>,
     pub pause_storm_error_events: Option<u64>,
+    /// IEEE 802.3x global pause frames received and sent (`rx_global_pause`,
+    /// `tx_global_pause`: mlx5 prints them with the per-priority counters, counters.rst).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_global_pause: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tx_global_pause: Option<u64>,
 }
 
 /// One counter of a priority, by its ethtool name's middle (`rx_prio3_pause_duration`).
@@ -70,6 +76,8 @@ impl PerPrio {
 pub const RX_DISCARDS_PHY: &str = "rx_discards_phy";
 pub const PAUSE_STORM_WARNING: &str = "tx_pause_storm_warning_events";
 pub const PAUSE_STORM_ERROR: &str = "tx_pause_storm_error_events";
+pub const RX_GLOBAL_PAUSE: &str = "rx_global_pause";
+pub const TX_GLOBAL_PAUSE: &str = "tx_global_pause";
 
 impl PrioCounters {
     fn slot(&mut self, which: PerPrio) -> &mut [Option<u64>; 8] {
@@ -116,6 +124,8 @@ impl PrioCounters {
             (RX_DISCARDS_PHY, self.rx_discards_phy),
             (PAUSE_STORM_WARNING, self.pause_storm_warning_events),
             (PAUSE_STORM_ERROR, self.pause_storm_error_events),
+            (RX_GLOBAL_PAUSE, self.rx_global_pause),
+            (TX_GLOBAL_PAUSE, self.tx_global_pause),
         ] {
             if let Some(v) = v {
                 out.push((name.to_string(), v));
@@ -137,6 +147,8 @@ pub fn parse(report: &str) -> Option<PrioCounters> {
             RX_DISCARDS_PHY => &mut c.rx_discards_phy,
             PAUSE_STORM_WARNING => &mut c.pause_storm_warning_events,
             PAUSE_STORM_ERROR => &mut c.pause_storm_error_events,
+            RX_GLOBAL_PAUSE => &mut c.rx_global_pause,
+            TX_GLOBAL_PAUSE => &mut c.tx_global_pause,
             other => {
                 let Some((which, p)) = per_prio(other) else { continue };
                 &mut c.slot(which)[p]

@@ -14,10 +14,12 @@ pub mod counters;
 pub mod dcb_json;
 pub mod ecn;
 pub mod mlnx_qos;
+pub mod pause;
 pub mod priority;
 pub mod rdma_cm;
 pub mod read;
 pub mod traffic;
+pub mod traffic_class;
 
 pub use counters::PrioCounters;
 
@@ -267,6 +269,13 @@ pub struct PortQos {
     pub cnp_dscp: Option<Dscp>,
     /// rdma_cm's `default_roce_tos` of this port (configfs), where it is set.
     pub default_roce_tos: Option<u8>,
+    /// MLNX_OFED's per-port ToS override (`tc/PORT/traffic_class`, `Global tclass=N`), where
+    /// one is set: it wins over every QP's own ToS, rdma_cm's included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic_class: Option<u8>,
+    /// IEEE 802.3x global pause (`ethtool -a IF`), where it was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub global_pause: Option<pause::GlobalPause>,
     /// The per-priority and pause counters of `ethtool -S`.
     pub counters: Option<PrioCounters>,
 }
@@ -289,6 +298,8 @@ impl PortQos {
         self.cnp_802p_prio = self.cnp_802p_prio.or(other.cnp_802p_prio);
         self.cnp_dscp = self.cnp_dscp.or(other.cnp_dscp);
         self.default_roce_tos = self.default_roce_tos.or(other.default_roce_tos);
+        self.traffic_class = self.traffic_class.or(other.traffic_class);
+        self.global_pause = self.global_pause.or(other.global_pause);
         self.counters = self.counters.or(other.counters);
         self
     }
@@ -331,7 +342,9 @@ impl PortQos {
         let buffer = map[p.index()];
         let size = *sizes.get(usize::from(buffer))?;
         let pfc_fills = Priority::all().any(|q| map[q.index()] == buffer && pfc[q.index()]);
-        Some(size > 0 && pfc_fills)
+        // With no PFC at all, global pause makes the port's buffer lossless (port_buffer.c).
+        let paused = !pfc.contains(&true) && self.global_pause.is_some_and(|g| g.on());
+        Some(size > 0 && (pfc_fills || paused))
     }
 
     /// The receive buffer `p` fills and its size, if known.

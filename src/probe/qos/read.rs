@@ -7,7 +7,7 @@
 //! `class/net/IF/ecn/...`), read inside the bundle only (`sys::beneath`: a link out of it is
 //! not followed). The `ethtool -S` report is the one `probe::phy` already read.
 
-use super::{counters, dcb_json, ecn, mlnx_qos, rdma_cm, Asked, PortQos, Tool, Unread};
+use super::{counters, dcb_json, ecn, mlnx_qos, pause, rdma_cm, traffic_class, Asked, PortQos, Tool, Unread};
 use crate::probe::tool::{self, ToolError};
 use crate::probe::tree::SysfsRoot;
 use std::time::Duration;
@@ -62,9 +62,79 @@ pub fn port(tree: &SysfsRoot, device: &str, port: u32, netdev: &str, stats: Opti
         q.cnp_802p_prio = tree.read_rel(&format!("{ecn_dir}/roce_np/cnp_802p_prio"), 64).as_deref().and_then(ecn::cnp_priority);
         q.cnp_dscp = tree.read_rel(&format!("{ecn_dir}/roce_np/cnp_dscp"), 64).as_deref().and_then(ecn::cnp_dscp);
     }
-    q.default_roce_tos = tree.read_rel(&rdma_cm::path(tree.is_live(), device, port), 64).as_deref().and_then(rdma_cm::parse_tos);
+    q.default_roce_tos = if tree.is_live() {
+        live_default_roce_tos(tree, device, port)
+    } else {
+        tree.read_rel(&rdma_cm::path(false, device, port), 64).as_deref().and_then(rdma_cm::parse_tos)
+    };
+    q.traffic_class = read_traffic_class(tree, device, port);
     q.counters = stats.and_then(counters::parse);
+    q.global_pause = global_pause(tree, netdev).or_else(|| q.counters.as_ref().and_then(pause::from_counters));
     q
+}
+
+/// The ToS `pair` sends with on this node's `device` port `port` when no `--tclass` was
+/// given: the port's RoCE DSCP from its live set-up (`priority::default_tclass`), and where it
+/// came from.
+pub fn default_tclass_live(device: &str, port_num: u32, netdev: Option<&str>) -> (u8, super::priority::Source) {
+    let Some(netdev) = netdev.filter(|n| crate::probe::tree::valid_netdev_name(n) && crate::model::valid_device_name(device)) else {
+        return (0, super::priority::Source::None);
+    };
+    let tree = SysfsRoot::live();
+    // The two ToS sources are two small reads; the whole set-up (dcb, mlnx_qos) only where
+    // neither says, for the one-PFC-priority rule.
+    let cheap = PortQos {
+        traffic_class: read_traffic_class(&tree, device, port_num),
+        default_roce_tos: live_default_roce_tos(&tree, device, port_num),
+        ..PortQos::default()
+    };
+    let q = if cheap.traffic_class.is_some() || cheap.default_roce_tos.is_some() { cheap } else { port(&tree, device, port_num, netdev, None) };
+    super::priority::default_tclass(None, &q)
+}
+
+/// MLNX_OFED's per-port ToS override, where one is set.
+fn read_traffic_class(tree: &SysfsRoot, device: &str, port: u32) -> Option<u8> {
+    match tree.read_rel(&traffic_class::path(device, port), 4096).as_deref().and_then(traffic_class::parse)? {
+        traffic_class::Override::Global(tos) => Some(tos),
+        traffic_class::Override::None => None,
+    }
+}
+
+/// `ethtool -a IF` live, or a bundle's `ethtool/IF.pause.txt`.
+fn global_pause(tree: &SysfsRoot, netdev: &str) -> Option<pause::GlobalPause> {
+    let text = if tree.is_live() {
+        // Never a netdev that ethtool would read as an option (issue #58: ethtool takes no `--`).
+        if !crate::probe::tree::valid_tool_netdev(netdev) {
+            return None;
+        }
+        tool::run("ethtool", &["-a", netdev], DCB_LIMIT, ANSWER_CAP).ok()?
+    } else {
+        tree.bundle_report(&format!("{netdev}.pause.txt"))?
+    };
+    pause::parse(&text)
+}
+
+/// rdma_cm's default ToS, live. Its configfs group exists only while someone made it: where it
+/// is missing (and configfs has rdma_cm), make it, read the value and remove the group again,
+/// as mlnx-tools' `cma_roce_tos` does (`mkdir`, `echo`, `rmdir`); without root the mkdir is
+/// refused and the value stays unknown.
+fn live_default_roce_tos(tree: &SysfsRoot, device: &str, port: u32) -> Option<u8> {
+    let rel = rdma_cm::path(true, device, port);
+    if let Some(text) = tree.read_rel(&rel, 64) {
+        return rdma_cm::parse_tos(&text);
+    }
+    let base = tree.path().join("kernel/config/rdma_cm");
+    if !base.is_dir() {
+        return None;
+    }
+    let group = base.join(device);
+    if group.exists() || std::fs::create_dir(&group).is_err() {
+        return None;
+    }
+    let value = tree.read_rel(&rel, 64).as_deref().and_then(rdma_cm::parse_tos);
+    // The group was ours: leave configfs as it was.
+    let _ = std::fs::remove_dir(&group);
+    value
 }
 
 /// The `dcb -j` answers of a bundle (`dcb/IF.json`), else a 0.3 bundle's `dcb/IF.pfc.txt`.

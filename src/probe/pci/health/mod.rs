@@ -85,6 +85,9 @@ pub struct PcieHealth {
     /// The live node, not a bundle: a bundle without any AER file predates their capture and
     /// is judged without them; a live node without them has a kernel that keeps none.
     pub live: bool,
+    /// Seconds since boot, live (`/proc/uptime`): the span the lifetime counters cover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_s: Option<u64>,
 }
 
 /// What one counter did between two reads.

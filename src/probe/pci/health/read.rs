@@ -58,7 +58,24 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
         }
     }
     let live = matches!(source, Source::Live);
-    PcieHealth { functions, nics, devlink: devlink_health(source, &root, &files), tree: tree.is_some(), live }
+    let uptime_s = if live { uptime_s() } else { None };
+    PcieHealth { functions, nics, devlink: devlink_health(source, &root, &files), tree: tree.is_some(), live, uptime_s }
+}
+
+/// Seconds since boot (`/proc/uptime`'s first figure): what a lifetime counter covers.
+pub fn uptime_s() -> Option<u64> {
+    let text = crate::sys::fs::read_text(std::path::Path::new("/proc/uptime"), 128).ok()?;
+    text.split_whitespace().next()?.parse::<f64>().ok().filter(|s| s.is_finite() && *s >= 0.0).map(|s| s as u64)
+}
+
+/// A lifetime's span in words: `over 3 d 4 h of uptime`, or `since boot` where it is not known.
+pub fn uptime_words(uptime_s: Option<u64>) -> String {
+    match uptime_s {
+        Some(s) if s >= 86_400 => format!("over {} d {} h of uptime", s / 86_400, s % 86_400 / 3600),
+        Some(s) if s >= 3600 => format!("over {} h {} min of uptime", s / 3600, s % 3600 / 60),
+        Some(s) => format!("over {} min of uptime", s / 60),
+        None => "since boot (uptime not known)".into(),
+    }
 }
 
 /// NICs, GPUs and the bridges above them, from the PCI tree.
