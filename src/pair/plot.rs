@@ -408,7 +408,7 @@ mod tests {
             size,
             iterations: 100,
             qps: 1,
-            lat_us: lat.map(|p50| LatencySummary { min: p50, p50, p90: p50, p99: p50 * 2.0, p999: p50 * 3.0, max: p50 * 4.0, mean: p50, stdev: 0.1 }),
+            lat_us: lat.map(|p50| LatencySummary { min: p50, p50, p90: p50, p99: p50 * 2.0, p999: p50 * 3.0, max: p50 * 4.0, mean: p50, stdev: 0.1, preempt: None }),
             bw_gbps: bw,
             peak_gbps: bw,
             msg_rate_mpps: bw.map(|b| b / 8.0),
