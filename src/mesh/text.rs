@@ -56,7 +56,13 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
             continue;
         }
         said.push((m.a.min(m.b), m.a.max(m.b)));
-        let _ = writeln!(out, "PREEMPTED {} <-> {}: latency not judged: preempted ({}), no link blamed for it", names.at(m.a), names.at(m.b), p.describe());
+        let _ = writeln!(
+            out,
+            "PREEMPTED {} <-> {}: latency not judged: preempted ({}), no link blamed for it",
+            names.at(m.a),
+            names.at(m.b),
+            p.describe()
+        );
     }
     if !quiet && !out.is_empty() {
         let _ = writeln!(out);
@@ -230,7 +236,8 @@ mod tests {
         let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
         assert!(text.starts_with("bandwidth (Gb/s)"), "{text}");
         let gaps = crate::perf::preempt::Preempt { gaps: 3, gap_ns: 24_000_000, elapsed_ns: 100_000_000 };
-        let measured = [PairMeasure { preempted: Some(gaps), ..measured[0].clone() }, PairMeasure { a: 1, b: 0, preempted: Some(gaps), ..measured[0].clone() }];
+        let measured =
+            [PairMeasure { preempted: Some(gaps), ..measured[0].clone() }, PairMeasure { a: 1, b: 0, preempted: Some(gaps), ..measured[0].clone() }];
         let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
         let said: Vec<&str> = text.lines().filter(|l| l.starts_with("PREEMPTED")).collect();
         assert_eq!(

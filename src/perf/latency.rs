@@ -8,10 +8,10 @@
 //! trip), read latency as the full round trip, as perftest reports them.
 
 use super::clock::LoopClock;
+use super::preempt::Gaps;
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
-use super::preempt::Gaps;
 use crate::model::{LatencySummary, RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
@@ -34,7 +34,13 @@ fn plan(session: &Session) -> Plan {
         Some(_) => (u64::MAX, DURATION_SAMPLE_CAP),
         None => (spec.warmup + spec.iters, spec.iters as usize),
     };
-    Plan { total, warmup: spec.warmup, duration: spec.duration_ms.map(Duration::from_millis), samples: Vec::with_capacity(cap), gaps: Gaps::default() }
+    Plan {
+        total,
+        warmup: spec.warmup,
+        duration: spec.duration_ms.map(Duration::from_millis),
+        samples: Vec::with_capacity(cap),
+        gaps: Gaps::default(),
+    }
 }
 
 /// After the loop: samples from ticks to nanoseconds, then the summary.
@@ -48,15 +54,7 @@ fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
     }
     let elapsed_ns = clock.started().elapsed().as_nanos() as u64;
     let lat = summary::latency(&plan.samples, halve).map(|l| LatencySummary { preempt: plan.gaps.summary(ns_per_tick, elapsed_ns), ..l });
-    RunResult {
-        iterations: plan.samples.len() as u64,
-        bytes: 0,
-        elapsed_ns,
-        lat,
-        peak_gbps: None,
-        counter_deltas: Vec::new(),
-        prio_traffic: None,
-    }
+    RunResult { iterations: plan.samples.len() as u64, bytes: 0, elapsed_ns, lat, peak_gbps: None, counter_deltas: Vec::new(), prio_traffic: None }
 }
 
 /// Stores one round trip, in ticks (a store into the pre-sized buffer), and counts the gap

@@ -139,7 +139,8 @@ mod tests {
 
     #[test]
     fn an_older_agents_result_has_none() {
-        let lat: crate::model::LatencySummary = serde_json::from_str(r#"{"min":1,"p50":2,"p90":3,"p99":4,"p999":5,"max":6,"mean":2,"stdev":1}"#).unwrap();
+        let lat: crate::model::LatencySummary =
+            serde_json::from_str(r#"{"min":1,"p50":2,"p90":3,"p99":4,"p999":5,"max":6,"mean":2,"stdev":1}"#).unwrap();
         assert_eq!(lat.preempt, None);
     }
 }
