@@ -499,7 +499,10 @@ fn the_kubectl_mesh_job_has_its_rbac_and_runs_fabchecks_own_command_line() {
     rules.sort();
     assert_eq!(rules, [("pods".to_string(), vec!["get".to_string(), "list".to_string()]), ("pods/exec".to_string(), vec!["create".to_string()])]);
     let binding = &docs[2];
-    assert_eq!((s(&binding["roleRef"]["kind"], "roleRef"), s(&binding["roleRef"]["name"], "roleRef")), ("Role", s(&docs[1]["metadata"]["name"], "role")));
+    assert_eq!(
+        (s(&binding["roleRef"]["kind"], "roleRef"), s(&binding["roleRef"]["name"], "roleRef")),
+        ("Role", s(&docs[1]["metadata"]["name"], "role"))
+    );
     assert_eq!((s(&binding["subjects"][0]["kind"], "subject"), s(&binding["subjects"][0]["name"], "subject")), ("ServiceAccount", account));
 
     let pod = &docs[3]["spec"]["template"]["spec"];
