@@ -480,7 +480,7 @@ fn a_preempted_pairs_latency_is_not_blamed_on_a_link() {
     let loaded = |preempt: Option<Preempt>| {
         mesh(4, |a, b| {
             let p = PairMeasure::of(a, b, &[result(8000.0, preempt)], false);
-            ((a, b) == (0, 1) || (a, b) == (2, 3)).then(|| PairMeasure { bw_gbps: Some(195.0), ..p })
+            ((a, b) == (0, 1) || (a, b) == (2, 3)).then_some(PairMeasure { bw_gbps: Some(195.0), ..p })
         })
     };
     let blamed = loaded(None);
