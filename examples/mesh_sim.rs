@@ -516,7 +516,17 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
 fn active_result(spec: &TestSpec, gbps: f64, us: f64) -> RunResult {
     let iterations = spec.iters;
     if spec.test.is_latency() {
-        let lat = LatencySummary { min: us - 0.1, p50: us, p90: us + 0.05, p99: us + 0.1, p999: us + 0.4, max: us + 1.0, mean: us, stdev: 0.05 };
+        let lat = LatencySummary {
+            min: us - 0.1,
+            p50: us,
+            p90: us + 0.05,
+            p99: us + 0.1,
+            p999: us + 0.4,
+            max: us + 1.0,
+            mean: us,
+            stdev: 0.05,
+            preempt: None,
+        };
         let elapsed_ns = (iterations as f64 * 2.0 * us * 1000.0) as u64;
         return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
     }

@@ -79,7 +79,7 @@ mod tests {
     }
 
     fn lat(p50: f64) -> Reply {
-        let l = LatencySummary { min: 1.0, p50, p90: 2.0, p99: 2.0, p999: 2.0, max: 3.0, mean: 1.5, stdev: 0.1 };
+        let l = LatencySummary { min: 1.0, p50, p90: 2.0, p99: 2.0, p999: 2.0, max: 3.0, mean: 1.5, stdev: 0.1, preempt: None };
         Reply::Done { result: RunResult { iterations: 10, bytes: 20, elapsed_ns: 20_000, lat: Some(l), ..RunResult::default() } }
     }
 

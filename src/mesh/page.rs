@@ -109,7 +109,7 @@ mod tests {
     use super::*;
 
     fn m(a: usize, b: usize, bw: f64) -> PairMeasure {
-        PairMeasure { a, b, bw_gbps: Some(bw), lat_us: None, failed: false }
+        PairMeasure { a, b, bw_gbps: Some(bw), lat_us: None, failed: false, preempted: None }
     }
 
     #[test]

@@ -532,7 +532,7 @@ fn run_round(
                 rail: run.planes.as_ref().map(|p| p.rail(a)),
                 judged_against_gbps: None,
             };
-            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }));
+            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }));
         }
     }
     drive(hub, &mut jobs, usize::MAX)?;

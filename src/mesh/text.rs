@@ -48,6 +48,22 @@ pub fn human(doc: &MeshDoc, counts: Counts, measured: &[PairMeasure], c: &Criter
     for u in &doc.unreachable {
         let _ = writeln!(out, "UNREACHABLE {}: {}", names.of(&u.endpoint), u.error);
     }
+    // A pair whose latency loop lost its CPU: said, and blamed on no link.
+    let mut said: Vec<(usize, usize)> = Vec::new();
+    for m in measured {
+        let Some(p) = m.preempted else { continue };
+        if said.contains(&(m.a.min(m.b), m.a.max(m.b))) {
+            continue;
+        }
+        said.push((m.a.min(m.b), m.a.max(m.b)));
+        let _ = writeln!(
+            out,
+            "PREEMPTED {} <-> {}: latency not judged: preempted ({}), no link blamed for it",
+            names.at(m.a),
+            names.at(m.b),
+            p.describe()
+        );
+    }
     if !quiet && !out.is_empty() {
         let _ = writeln!(out);
     }
@@ -211,7 +227,7 @@ mod tests {
             pattern: None,
             timing: None,
         };
-        let measured = [PairMeasure { a: 0, b: 1, bw_gbps: Some(50.0), lat_us: None, failed: false }];
+        let measured = [PairMeasure { a: 0, b: 1, bw_gbps: Some(50.0), lat_us: None, failed: false, preempted: None }];
         let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
         let first = text.lines().next().unwrap();
         assert_eq!(first, "SUSPECT link   n01 (tcp://10.0.0.1:1) <-> n02 (tcp://10.0.0.2:1)  slow", "{text}");
@@ -219,5 +235,15 @@ mod tests {
         doc.suspects.clear();
         let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
         assert!(text.starts_with("bandwidth (Gb/s)"), "{text}");
+        let gaps = crate::perf::preempt::Preempt { gaps: 3, gap_ns: 24_000_000, elapsed_ns: 100_000_000 };
+        let measured =
+            [PairMeasure { preempted: Some(gaps), ..measured[0].clone() }, PairMeasure { a: 1, b: 0, preempted: Some(gaps), ..measured[0].clone() }];
+        let text = human(&doc, Counts { first: 1, ..Counts::default() }, &measured, &Criteria::default(), false);
+        let said: Vec<&str> = text.lines().filter(|l| l.starts_with("PREEMPTED")).collect();
+        assert_eq!(
+            said,
+            ["PREEMPTED n01 (tcp://10.0.0.1:1) <-> n02 (tcp://10.0.0.2:1): latency not judged: preempted (3 gaps, 24 ms), no link blamed for it"],
+            "once per pair, either way round: {text}"
+        );
     }
 }

@@ -404,9 +404,18 @@ pub struct LatencySummary {
     pub max: f64,
     pub mean: f64,
     pub stdev: f64,
+    /// The loop lost its CPU between iterations (see [`crate::perf::preempt`]); absent when it
+    /// did not, and from an older agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempt: Option<crate::perf::preempt::Preempt>,
 }
 
 impl LatencySummary {
+    /// Preempted beyond the bound: these figures time the scheduler, not the link.
+    pub fn spoiled(&self) -> Option<crate::perf::preempt::Preempt> {
+        self.preempt.filter(|p| p.spoils())
+    }
+
     /// Every figure to three decimals (a nanosecond), as documents show them.
     pub fn rounded(&self) -> LatencySummary {
         let r = |v: f64| crate::units::round(v, 3);
@@ -419,6 +428,7 @@ impl LatencySummary {
             max: r(self.max),
             mean: r(self.mean),
             stdev: r(self.stdev),
+            preempt: self.preempt,
         }
     }
 }

@@ -175,6 +175,10 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     }
     for r in results.iter().filter(|r| r.error.is_none()) {
         let Some(lat) = &r.lat_us else { continue };
+        if let Some(p) = lat.spoiled() {
+            findings.push(preempted(&subject, r, &p));
+            continue;
+        }
         if let Some(max) = criteria.max_lat_us {
             if lat.p50 > max {
                 findings.push(Finding {
@@ -347,6 +351,21 @@ fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut V
     }
 }
 
+/// A latency sample set whose loop lost its CPU (see [`crate::perf::preempt`]): said, not
+/// judged, and not blamed on the link.
+fn preempted(subject: &str, r: &TestResult, p: &crate::perf::preempt::Preempt) -> Finding {
+    Finding {
+        id: FindingId::PairLatency,
+        severity: Severity::Info,
+        subject: subject.to_string().into(),
+        message: format!("{} {}: latency not judged: preempted ({})", r.test, r.direction, p.describe()),
+        remedy: "the busy-polling loop lost its CPU (more pollers than CPUs, or a noisy host): rerun on an idle host, or \
+                 with fewer agents per host, or with --events"
+            .into(),
+        about: Some(r.key()),
+    }
+}
+
 fn bw_remedy(a: &Side, b: &Side) -> String {
     let mut causes = vec![
         "the adapter's PCIe link or slot (run `fabcheck check`: pci.link)",
@@ -425,7 +444,7 @@ mod tests {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
         let mut r = bw("send_lat", "a->b", 2, 0.0);
         r.bw_gbps = None;
-        r.lat_us = Some(LatencySummary { min: 1.0, p50: 6.0, p90: 7.0, p99: 8.0, p999: 200.0, max: 300.0, mean: 6.5, stdev: 1.0 });
+        r.lat_us = Some(LatencySummary { min: 1.0, p50: 6.0, p90: 7.0, p99: 8.0, p999: 200.0, max: 300.0, mean: 6.5, stdev: 1.0, preempt: None });
         r.counters.insert("a:out_of_sequence".into(), 4);
         let (v, f) = judge(&a, &b, &[r], &criteria());
         assert_eq!(v, Verdict::Fail);
@@ -465,8 +484,17 @@ mod tests {
         let lat = |p50: f64| {
             let mut r = bw("send_lat", "a->b", 2, 0.0);
             r.bw_gbps = None;
-            r.lat_us =
-                Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
+            r.lat_us = Some(LatencySummary {
+                min: p50 - 0.2,
+                p50,
+                p90: p50 + 0.1,
+                p99: p50 + 0.2,
+                p999: p50 + 0.5,
+                max: p50 + 1.0,
+                mean: p50,
+                stdev: 0.1,
+                preempt: None,
+            });
             r
         };
         let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0), expect: Default::default() };
@@ -506,9 +534,33 @@ mod tests {
     fn lat(p50: f64) -> TestResult {
         let mut r = bw("send_lat", "a->b", 2, 0.0);
         r.bw_gbps = None;
-        r.lat_us =
-            Some(LatencySummary { min: p50 - 0.2, p50, p90: p50 + 0.1, p99: p50 + 0.2, p999: p50 + 0.5, max: p50 + 1.0, mean: p50, stdev: 0.1 });
+        r.lat_us = Some(LatencySummary {
+            min: p50 - 0.2,
+            p50,
+            p90: p50 + 0.1,
+            p99: p50 + 0.2,
+            p999: p50 + 0.5,
+            max: p50 + 1.0,
+            mean: p50,
+            stdev: 0.1,
+            preempt: None,
+        });
         r
+    }
+
+    #[test]
+    fn a_preempted_latency_is_said_not_judged() {
+        let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
+        let mut r = lat(8000.0);
+        let gaps = crate::perf::preempt::Preempt { gaps: 40, gap_ns: 320_000_000, elapsed_ns: 1_000_000_000 };
+        r.lat_us = r.lat_us.map(|l| LatencySummary { preempt: Some(gaps), ..l });
+        let (v, f) = judge(&a, &b, std::slice::from_ref(&r), &criteria());
+        assert_ne!(v, Verdict::Fail, "{f:?}");
+        assert_eq!(ids(&f), vec![(FindingId::PairLatency.to_string(), Severity::Info)]);
+        assert_eq!(f[0].message, "send_lat a->b: latency not judged: preempted (40 gaps, 320 ms)");
+        // Preempted below the bound: judged as usual.
+        r.lat_us = r.lat_us.map(|l| LatencySummary { preempt: Some(crate::perf::preempt::Preempt { gap_ns: 1_000_000, ..gaps }), ..l });
+        assert_eq!(judge(&a, &b, &[r], &criteria()).0, Verdict::Fail);
     }
 
     fn ids(findings: &[Finding]) -> Vec<(String, Severity)> {

@@ -8,10 +8,11 @@
 //! trip), read latency as the full round trip, as perftest reports them.
 
 use super::clock::LoopClock;
+use super::preempt::Gaps;
 use super::session::Session;
 use super::summary;
 use super::{PerfError, Signals, StallGuard};
-use crate::model::{RunResult, TestKind};
+use crate::model::{LatencySummary, RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,8 @@ struct Plan {
     warmup: u64,
     duration: Option<Duration>,
     samples: Vec<u64>,
+    /// Gaps between iterations (preemption, see [`super::preempt`]).
+    gaps: Gaps,
 }
 
 fn plan(session: &Session) -> Plan {
@@ -31,7 +34,13 @@ fn plan(session: &Session) -> Plan {
         Some(_) => (u64::MAX, DURATION_SAMPLE_CAP),
         None => (spec.warmup + spec.iters, spec.iters as usize),
     };
-    Plan { total, warmup: spec.warmup, duration: spec.duration_ms.map(Duration::from_millis), samples: Vec::with_capacity(cap) }
+    Plan {
+        total,
+        warmup: spec.warmup,
+        duration: spec.duration_ms.map(Duration::from_millis),
+        samples: Vec::with_capacity(cap),
+        gaps: Gaps::default(),
+    }
 }
 
 /// After the loop: samples from ticks to nanoseconds, then the summary.
@@ -43,20 +52,17 @@ fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
             *s = (*s as f64 * ns_per_tick).round() as u64;
         }
     }
-    RunResult {
-        iterations: plan.samples.len() as u64,
-        bytes: 0,
-        elapsed_ns: clock.started().elapsed().as_nanos() as u64,
-        lat: summary::latency(&plan.samples, halve),
-        peak_gbps: None,
-        counter_deltas: Vec::new(),
-        prio_traffic: None,
-    }
+    let elapsed_ns = clock.started().elapsed().as_nanos() as u64;
+    let lat = summary::latency(&plan.samples, halve).map(|l| LatencySummary { preempt: plan.gaps.summary(ns_per_tick, elapsed_ns), ..l });
+    RunResult { iterations: plan.samples.len() as u64, bytes: 0, elapsed_ns, lat, peak_gbps: None, counter_deltas: Vec::new(), prio_traffic: None }
 }
 
-/// Stores one round trip, in ticks (a store into the pre-sized buffer, nothing else).
+/// Stores one round trip, in ticks (a store into the pre-sized buffer), and counts the gap
+/// since the previous one's end when it is a preemption's (a compare and two adds).
 #[inline(always)]
 fn record(plan: &mut Plan, i: u64, t0: u64, t1: u64) {
+    plan.gaps.start(t0);
+    plan.gaps.end(t1);
     if i >= plan.warmup && plan.samples.len() < plan.samples.capacity() {
         plan.samples.push(t1.wrapping_sub(t0));
     }

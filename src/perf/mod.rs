@@ -11,6 +11,7 @@ pub mod counters;
 pub mod gid;
 pub mod latency;
 pub mod memory;
+pub mod preempt;
 pub mod session;
 pub mod summary;
 

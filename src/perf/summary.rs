@@ -31,6 +31,7 @@ pub fn latency(samples_ns: &[u64], halve: bool) -> Option<LatencySummary> {
         max: us(max as f64),
         mean: us(hist.mean()),
         stdev: us(hist.stdev()),
+        preempt: None,
     })
 }
 

@@ -71,7 +71,8 @@ fn a_slow_pair_fails_its_bandwidth_case_only() {
     let mut bw = result(TestKind::WriteBw, 65536, None);
     bw.bw_gbps = Some(50.0);
     let mut lat = result(TestKind::SendLat, 2, None);
-    lat.lat_us = Some(crate::model::LatencySummary { min: 1.0, p50: 1.0, p90: 1.0, p99: 1.0, p999: 1.0, max: 1.0, mean: 1.0, stdev: 0.0 });
+    lat.lat_us =
+        Some(crate::model::LatencySummary { min: 1.0, p50: 1.0, p90: 1.0, p99: 1.0, p999: 1.0, max: 1.0, mean: 1.0, stdev: 0.0, preempt: None });
     let results = [bw, lat];
     let failed = |blame| {
         let mut p = JunitPrinter::new(Command::Mesh, false);

@@ -475,3 +475,49 @@ fn the_daemonsets_pods_carry_the_kubectl_launchers_default_selector() {
     }
     assert_eq!(fabcheck::control::kubectl::DEFAULT_SELECTOR, "app=fabcheck-agent");
 }
+
+/// Issue #57: the mesh Job over `--launcher kubectl`: its service account may get and list pods
+/// and create pods/exec (what `kubectl get pods` and `kubectl exec -i` need), nothing more; the
+/// init container puts kubectl on the mesh's PATH and writes the node names it reads.
+#[test]
+fn the_kubectl_mesh_job_has_its_rbac_and_runs_fabchecks_own_command_line() {
+    let docs = documents("contrib/k8s/mesh-kubectl-job.yaml");
+    let kinds: Vec<&str> = docs.iter().map(|d| s(&d["kind"], "kind")).collect();
+    assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "Job"]);
+    assert!(docs.iter().all(|d| d["metadata"]["namespace"] == "fabcheck"), "one namespace, the agents'");
+    let account = s(&docs[0]["metadata"]["name"], "service account");
+    let mut rules: Vec<(String, Vec<String>)> = docs[1]["rules"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .flat_map(|r| {
+            assert_eq!(strings(&r["apiGroups"], "apiGroups"), [""], "the core group only");
+            let verbs = strings(&r["verbs"], "verbs");
+            strings(&r["resources"], "resources").into_iter().map(move |res| (res, verbs.clone()))
+        })
+        .collect();
+    rules.sort();
+    assert_eq!(rules, [("pods".to_string(), vec!["get".to_string(), "list".to_string()]), ("pods/exec".to_string(), vec!["create".to_string()])]);
+    let binding = &docs[2];
+    assert_eq!(
+        (s(&binding["roleRef"]["kind"], "roleRef"), s(&binding["roleRef"]["name"], "roleRef")),
+        ("Role", s(&docs[1]["metadata"]["name"], "role"))
+    );
+    assert_eq!((s(&binding["subjects"][0]["kind"], "subject"), s(&binding["subjects"][0]["name"], "subject")), ("ServiceAccount", account));
+
+    let pod = &docs[3]["spec"]["template"]["spec"];
+    assert_eq!(s(&pod["serviceAccountName"], "serviceAccountName"), account);
+    assert!(matches!(s(&pod["restartPolicy"], "restartPolicy"), "Never" | "OnFailure"));
+    let containers = check_pod(pod, "kubectl Job");
+    let (_, mesh) = containers.iter().find(|(n, _)| n == "mesh").expect("a mesh container");
+    assert_eq!((mesh[0].as_str(), flag(mesh, "--launcher")), ("mesh", "kubectl"));
+    let selector = flag(mesh, "--k8s-selector");
+    assert_eq!(selector, fabcheck::control::kubectl::DEFAULT_SELECTOR);
+    let (_, init) = containers.iter().find(|(n, _)| n == "nodes").expect("a nodes init container");
+    let script = init.join(" ");
+    assert!(script.contains(&format!("-l {selector}")) && script.contains(".spec.nodeName"), "{script}");
+    assert!(script.contains(&format!("> {}", flag(mesh, "--hostfile"))), "{script}");
+    let path = pod["containers"][0]["env"].as_sequence().unwrap().iter().find(|e| e["name"] == "PATH").expect("PATH set");
+    assert!(s(&path["value"], "PATH").starts_with("/tools:") && script.contains("/tools/kubectl"), "kubectl on the mesh's PATH: {script}");
+    assert!(pod["containers"][0]["volumeMounts"].as_sequence().unwrap().iter().any(|m| m["mountPath"] == "/tools"));
+}

@@ -75,6 +75,9 @@ pub(crate) struct Knobs {
     /// The agent answers hello but has no RDMA device: its inventory is refused, as a real
     /// agent's is when libibverbs lists none.
     pub(crate) no_device: bool,
+    /// The latency loop of a test with this host is preempted: 8 ms, and its gaps reported
+    /// (a loaded host: more busy pollers than CPUs).
+    pub(crate) preempted_with: Option<String>,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
@@ -112,6 +115,12 @@ impl Fabric {
             gbps *= SLOW_SHARE;
         }
         gbps
+    }
+
+    /// Whether the latency loops between two hosts lose their CPU.
+    fn preempted(&self, a: &str, b: &str) -> bool {
+        let knobs = |h: &str| self.knobs.get(h).cloned().unwrap_or_default();
+        knobs(a).preempted_with.as_deref() == Some(b) || knobs(b).preempted_with.as_deref() == Some(a)
     }
 
     /// Whether the test between two hosts hangs.
@@ -296,7 +305,10 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     return Ok(());
                 } else {
                     std::thread::sleep(fabric.done_delay);
-                    let result = active_result(s, fabric.gbps(me, p));
+                    let mut result = active_result(s, fabric.gbps(me, p));
+                    if fabric.preempted(me, p) {
+                        result.lat = result.lat.map(preempted);
+                    }
                     if s.test.is_latency() {
                         send(&Reply::Done { result })?;
                     } else {
@@ -341,7 +353,17 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     let iterations = spec.iters;
     if spec.test.is_latency() {
         let us = LAT_P50_US;
-        let lat = LatencySummary { min: us - 0.1, p50: us, p90: us + 0.05, p99: us + 0.1, p999: us + 0.4, max: us + 1.0, mean: us, stdev: 0.05 };
+        let lat = LatencySummary {
+            min: us - 0.1,
+            p50: us,
+            p90: us + 0.05,
+            p99: us + 0.1,
+            p999: us + 0.4,
+            max: us + 1.0,
+            mean: us,
+            stdev: 0.05,
+            preempt: None,
+        };
         // Round trips of twice the one-way latency.
         let elapsed_ns = (iterations as f64 * 2.0 * us * 1000.0) as u64;
         return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
@@ -350,6 +372,12 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     // bytes * 8 / elapsed_ns = Gb/s.
     let elapsed_ns = (bytes as f64 * 8.0 / gbps).round() as u64;
     RunResult { iterations: iterations * u64::from(spec.qps), bytes, elapsed_ns, peak_gbps: Some(gbps), ..RunResult::default() }
+}
+
+/// A latency profile of a loop that lost its CPU: ~8 ms, a quarter of its time in gaps.
+fn preempted(l: LatencySummary) -> LatencySummary {
+    let gaps = fabcheck::perf::preempt::Preempt { gaps: 30, gap_ns: 240_000_000, elapsed_ns: 1_000_000_000 };
+    LatencySummary { p50: 8000.0, p90: 8000.0, p99: 8000.0, p999: 8000.0, max: 8000.0, mean: 8000.0, preempt: Some(gaps), ..l }
 }
 
 /// `fabcheck ARGS...` with stdout and stderr captured, under the hang guard (no `--json` added).

@@ -92,6 +92,26 @@ fn a_mesh_where_no_test_could_run_is_one_cause_in_every_format() {
     assert!(junit.contains("errors=\"1\"") && junit.contains("tests=\"1\""), "{junit}");
 }
 
+/// Issue #57: on a loaded host two pairs of a four-endpoint mesh showed ~8 ms latency and were
+/// blamed as bad links; their loops saw the gaps between their iterations, and the mesh says so.
+#[test]
+fn a_mesh_says_a_preempted_pairs_latency_and_blames_no_link() {
+    use super::fake_cluster::host;
+    let mut knobs = vec![Knobs::default(); 4];
+    knobs[0].preempted_with = Some(host(1));
+    knobs[2].preempted_with = Some(host(3));
+    let cluster = FakeCluster::start(knobs, Duration::ZERO);
+    let mut args = vec!["mesh", "--no-progress", "--tests", "write_bw,send_lat"];
+    args.extend(cluster.endpoints.iter().map(String::as_str));
+    let out = run_fabcheck(&args);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said: Vec<&str> = stdout.lines().filter(|l| l.starts_with("PREEMPTED")).collect();
+    assert_eq!(said.len(), 2, "{stdout}");
+    assert!(said.iter().all(|l| l.contains("latency not judged: preempted (30 gaps, 240 ms)")), "{stdout}");
+    assert!(!stdout.contains("SUSPECT"), "{stdout}");
+}
+
 /// Issue #57: `compare` printed every unchanged figure and its oneline said only FAIL.
 #[test]
 fn compare_regressions_lists_only_what_regressed_and_oneline_names_the_first() {

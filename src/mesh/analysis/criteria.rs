@@ -104,7 +104,7 @@ mod tests {
     use crate::mesh::analysis::is_bad;
 
     fn lat(a: usize, b: usize, us: f64) -> PairMeasure {
-        PairMeasure { a, b, bw_gbps: None, lat_us: Some(us), failed: false }
+        PairMeasure { a, b, bw_gbps: None, lat_us: Some(us), failed: false, preempted: None }
     }
 
     /// Issue #44: six endpoints on one leaf and one on another; pairs across the spine take

@@ -48,6 +48,10 @@ pub struct PairMeasure {
     pub bw_gbps: Option<f64>,
     pub lat_us: Option<f64>,
     pub failed: bool,
+    /// The latency loop lost its CPU beyond the bound ([`crate::perf::preempt`]): `lat_us` is
+    /// then `None`, the pair's latency not judged and no link blamed for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preempted: Option<crate::perf::preempt::Preempt>,
 }
 
 impl PairMeasure {
@@ -57,8 +61,9 @@ impl PairMeasure {
         use crate::model::Direction;
         let largest = results.iter().filter(|r| r.bw_gbps.is_some()).map(|r| r.size).max();
         let bw = results.iter().filter(|r| Some(r.size) == largest && r.direction != Direction::Bidi).filter_map(|r| r.bw_gbps).reduce(f64::min);
-        let lat = results.iter().find_map(|r| r.lat_us.map(|l| l.p50));
-        PairMeasure { a, b, bw_gbps: bw, lat_us: lat, failed }
+        let lat = results.iter().find_map(|r| r.lat_us);
+        let preempted = lat.and_then(|l| l.spoiled());
+        PairMeasure { a, b, bw_gbps: bw, lat_us: lat.filter(|_| preempted.is_none()).map(|l| l.p50), failed, preempted }
     }
 }
 

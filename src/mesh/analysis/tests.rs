@@ -9,11 +9,11 @@ fn names(n: usize) -> Vec<String> {
 }
 
 fn m(a: usize, b: usize, bw: f64, lat: f64) -> PairMeasure {
-    PairMeasure { a, b, bw_gbps: Some(bw), lat_us: Some(lat), failed: false }
+    PairMeasure { a, b, bw_gbps: Some(bw), lat_us: Some(lat), failed: false, preempted: None }
 }
 
 fn failed(a: usize, b: usize) -> PairMeasure {
-    PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true }
+    PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }
 }
 
 /// A healthy n-endpoint mesh with a little jitter, then `tweak` per pair.
@@ -454,4 +454,39 @@ fn one_slow_port_does_not_hide_a_slow_link_elsewhere() {
     let warned = slow_ports(&names(8), &c, &s);
     assert_eq!(warned.len(), 1);
     assert_eq!((warned[0].subject.as_str(), warned[0].is_error()), ("n6/mlx5_0", false));
+}
+
+/// Two pairs of a loaded host at 8 ms, their loops preempted: not retested, no link blamed.
+#[test]
+fn a_preempted_pairs_latency_is_not_blamed_on_a_link() {
+    use crate::model::{Direction, LatencySummary, TestKind};
+    use crate::perf::preempt::Preempt;
+    let result = |p50: f64, preempt: Option<Preempt>| crate::outcome::TestResult {
+        test: TestKind::SendLat,
+        direction: Direction::AtoB,
+        size: 2,
+        iterations: 1000,
+        qps: 1,
+        lat_us: Some(LatencySummary { min: p50, p50, p90: p50, p99: p50, p999: p50, max: p50, mean: p50, stdev: 0.0, preempt }),
+        bw_gbps: None,
+        peak_gbps: None,
+        msg_rate_mpps: None,
+        counters: Default::default(),
+        error: None,
+        remedy: None,
+    };
+    let gaps = Preempt { gaps: 30, gap_ns: 240_000_000, elapsed_ns: 1_000_000_000 };
+    let c = Criteria::default();
+    let loaded = |preempt: Option<Preempt>| {
+        mesh(4, |a, b| {
+            let p = PairMeasure::of(a, b, &[result(8000.0, preempt)], false);
+            ((a, b) == (0, 1) || (a, b) == (2, 3)).then_some(PairMeasure { bw_gbps: Some(195.0), ..p })
+        })
+    };
+    let blamed = loaded(None);
+    assert_eq!(to_retest(&blamed, &c), vec![(0, 1), (2, 3)], "not preempted: 8 ms is an outlier");
+    let said = loaded(Some(gaps));
+    assert!(to_retest(&said, &c).is_empty(), "{said:?}");
+    let p = said.iter().find(|m| (m.a, m.b) == (0, 1)).unwrap();
+    assert_eq!((p.lat_us, p.preempted), (None, Some(gaps)));
 }

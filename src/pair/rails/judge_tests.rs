@@ -34,7 +34,7 @@ fn bw(gbps: f64) -> TestResult {
 }
 
 fn lat(p50: f64) -> TestResult {
-    let l = LatencySummary { min: p50, p50, p90: p50, p99: p50, p999: p50, max: p50, mean: p50, stdev: 0.0 };
+    let l = LatencySummary { min: p50, p50, p90: p50, p99: p50, p999: p50, max: p50, mean: p50, stdev: 0.0, preempt: None };
     TestResult { test: TestKind::SendLat, size: 2, lat_us: Some(l), bw_gbps: None, peak_gbps: None, msg_rate_mpps: None, ..bw(0.0) }
 }
 

@@ -42,7 +42,7 @@ fn mesh_has_a_series_per_pair_test_and_direction_and_suspect_counts() {
     p.finding(&Finding::new(FindingId::MeshSuspect, Severity::Error, "n1 <-> n2", "flaky", ""));
     let lat = TestResult {
         test: TestKind::SendLat,
-        lat_us: Some(LatencySummary { min: 1.0, p50: 1.9, p90: 2.0, p99: 2.5, p999: 3.0, max: 4.0, mean: 2.0, stdev: 0.1 }),
+        lat_us: Some(LatencySummary { min: 1.0, p50: 1.9, p90: 2.0, p99: 2.5, p999: 3.0, max: 4.0, mean: 2.0, stdev: 0.1, preempt: None }),
         bw_gbps: None,
         size: 2,
         ..bw(0.0)
