@@ -97,7 +97,11 @@ wait
     std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).unwrap();
     let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
     let (a, b) = (format!("n01/{NO_SUCH_DEVICE}"), format!("n02/{NO_SUCH_DEVICE}"));
-    let remote = env!("CARGO_BIN_EXE_fabcheck");
+    // `--remote-fabcheck` takes a plain path only (src/control/link.rs); the checkout's may hold
+    // a space (run-all's copy does): a link to it in the scratch directory, whose path is plain.
+    let link = dir.join("fabcheck");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_fabcheck"), &link).unwrap();
+    let remote = link.to_str().unwrap();
     let started = std::time::Instant::now();
     let out = Command::new("timeout")
         .arg("120")
