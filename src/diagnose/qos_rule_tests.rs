@@ -2,6 +2,7 @@
 //! roce-qos-healthy-cx7), each trap made by changing one figure of its read set-up.
 
 use super::{run, Expectations, Finding, Input, Report, Scope, Severity, Status};
+use crate::outcome::FindingId;
 use crate::probe::qos::{Dscp, PortQos, TcSched, Tool, Tsa, Unread};
 use crate::probe::{self, Inventory};
 use std::path::Path;
@@ -57,9 +58,15 @@ fn an_expected_dscp_on_a_priority_without_pfc_fails_naming_it() {
         f[0].remedy
     );
     assert!(f[0].remedy.contains("pair --tclass 184"), "DSCP 46 << 2: {}", f[0].remedy);
-    // One fault, one error: the lossless row names roce.qos's cause without a finding of its own.
-    assert_eq!(status(&r, "roce.lossless"), Status::Skip);
+    // One fault, one error: the lossless row fails naming roce.qos's cause, without a finding
+    // of its own (settled again, it stays failed).
+    assert_eq!(status(&r, "roce.lossless"), Status::Fail);
     assert!(findings(&r, "roce.lossless").is_empty());
+    let row = r.checks.iter().find(|c| c.id == "roce.lossless").unwrap();
+    assert!(row.observed.starts_with("see roce.qos: ") && row.cause == Some(FindingId::RoceQos), "{row:?}");
+    let mut again = r.clone();
+    again.settle();
+    assert_eq!(status(&again, "roce.lossless"), Status::Fail);
     // rdma_cm's 106 rides lossy priority 3 while the expected DSCP's priority has PFC: a warning naming rdma_cm.
     let mut inv = healthy();
     qos(&mut inv).pfc = Some([false, false, false, false, false, true, false, false]);
