@@ -219,3 +219,22 @@ fn a_soak_window_judges_pauses_storms_and_discards_on_the_roce_priority() {
         assert!(f[0].message.contains("RoCE's priority 3 was paused for") && f[0].message.contains("7 pause frames"), "{}", f[0].message);
     }
 }
+
+#[test]
+fn lifetime_discards_are_info_with_the_uptime_they_cover() {
+    let mut inv = healthy();
+    let c = qos(&mut inv).counters.as_mut().expect("the bundle's ethtool -S was read");
+    (c.rx_buf_discard[3], c.rx_discards_phy) = (Some(7), Some(9));
+    // A bundle: no uptime, "since boot".
+    let r = judge(&inv, &Expectations::default());
+    let f = findings(&r, "roce.qos");
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert!(f.iter().all(|f| f.severity == Severity::Info && f.message.contains("lifetime figures, since boot")), "{f:#?}");
+    assert_eq!(status(&r, "roce.qos"), Status::Pass);
+    // Live: the uptime the node was read with (/proc/uptime).
+    qos(&mut inv).uptime_s = Some(3 * 86_400 + 4 * 3600);
+    let r = judge(&inv, &Expectations::default());
+    let f = findings(&r, "roce.qos");
+    assert!(f.iter().any(|f| f.message.starts_with("7 packets of RoCE's priority 3")), "{f:#?}");
+    assert!(f.iter().all(|f| f.message.contains("lifetime figures, over 3 d 4 h of uptime: since the driver loaded")), "{f:#?}");
+}
