@@ -181,7 +181,14 @@ fn ofed_installed_with_the_inbox_module_names_the_dkms_remedy() {
     // stack.distribution names what runs, not what is installed.
     let mut report = Report {
         verdict: Verdict::Pass,
-        checks: vec![Check { id: FindingId::StackDistribution, subject: "node".into(), status: Status::Pass, observed: OFED.into(), expected: None }],
+        checks: vec![Check {
+            id: FindingId::StackDistribution,
+            subject: "node".into(),
+            status: Status::Pass,
+            observed: OFED.into(),
+            expected: None,
+            cause: None,
+        }],
         findings: Vec::new(),
     };
     let inbox = ofed_module("/lib/modules/5.15.0-91-generic/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko", None, "AAA", RUNNING, None);

@@ -54,11 +54,18 @@ pub(crate) struct Sheet {
 
 impl Sheet {
     pub(crate) fn pass(&mut self, id: FindingId, subject: impl Into<Subject>, observed: impl Into<String>, expected: Option<String>) {
-        self.checks.push(Check { id, subject: subject.into(), status: Status::Pass, observed: observed.into(), expected });
+        self.checks.push(Check { id, subject: subject.into(), status: Status::Pass, observed: observed.into(), expected, cause: None });
     }
 
     pub(crate) fn skip(&mut self, id: FindingId, subject: impl Into<Subject>, why: impl Into<String>) {
-        self.checks.push(Check { id, subject: subject.into(), status: Status::Skip, observed: why.into(), expected: None });
+        self.checks.push(Check { id, subject: subject.into(), status: Status::Skip, observed: why.into(), expected: None, cause: None });
+    }
+
+    /// A check that fails by another check's finding on the same subject (one fault, one
+    /// error): no finding of its own; [`Report::settle`] gives it the status of `cause`'s finding.
+    pub(crate) fn fail_by(&mut self, id: FindingId, subject: impl Into<Subject>, observed: impl Into<String>, cause: FindingId) {
+        let (subject, observed) = (subject.into(), observed.into());
+        self.checks.push(Check { id, subject, status: Status::Fail, observed, expected: None, cause: Some(cause) });
     }
 
     /// A check and the finding that explains it: its status follows the severity (error `fail`,
@@ -80,7 +87,7 @@ impl Sheet {
             Severity::Info => Status::Pass,
         };
         let subject = subject.into();
-        self.checks.push(Check { id, subject: subject.clone(), status, observed: observed.into(), expected });
+        self.checks.push(Check { id, subject: subject.clone(), status, observed: observed.into(), expected, cause: None });
         self.note(id, subject, severity, message, remedy);
     }
 

@@ -22,7 +22,11 @@ pub const PAM4_LANE_GBPS: f64 = 40.0;
 /// target (IEEE 802.3bs/cd: the KP4 FEC is specified for a 2.4e-4 input BER).
 pub const RAW_BER_LIMIT_KP4: f64 = 2.4e-4;
 /// The same for RS(528,514) on 25G NRZ lanes (IEEE 802.3by: 5e-5, the "worst BER of 5x10^-5"
-/// SFF-8024 names for cables that need RS-FEC).
+/// SFF-8024 names for cables that need RS-FEC). Also LL RS-FEC's, RS(272,257+1) (mlxlink's
+/// `RS(271,257)`): derived, not cited. The 25G/50G Ethernet Consortium's LL-FEC specification
+/// defines the code (t = 7 ten-bit symbols over 2720 bits) but states no input BER, nor do
+/// IEEE 802.3ck/df or NVIDIA's mlxlink documents; RS(528,514) corrects the same 7 symbols over
+/// 5280 bits, so judging LL-FEC at its 5e-5 is conservative (docs/checks.md, "pre-FEC BER").
 pub const RAW_BER_LIMIT_KR4: f64 = 5e-5;
 /// A warning from a tenth of the limit: less than a decade of margin left.
 pub const RAW_BER_MARGIN: f64 = 0.1;

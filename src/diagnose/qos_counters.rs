@@ -37,7 +37,11 @@ fn discard_remedy(netdev: &str, p: Priority) -> String {
 
 fn lifetime(q: &PortQos, p: Option<Priority>, netdev: &str, issues: &mut Vec<Issue>) {
     let Some(c) = &q.counters else { return };
-    let old = "(lifetime figures, since the driver loaded or the counters were cleared; `check --soak 10m` judges what rises)";
+    // The uptime bounds what a lifetime figure covers (`/proc/uptime`; "since boot" in a bundle).
+    let old = format!(
+        "(lifetime figures, {}: since the driver loaded or the counters were cleared; `check --soak 10m` judges what rises)",
+        crate::probe::pci::health::read::uptime_words(q.uptime_s)
+    );
     let storms: Vec<String> = [(PAUSE_STORM_ERROR, c.pause_storm_error_events), (PAUSE_STORM_WARNING, c.pause_storm_warning_events)]
         .iter()
         .filter_map(|(name, v)| v.filter(|&n| n > 0).map(|n| format!("{name} {n}")))

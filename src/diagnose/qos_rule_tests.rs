@@ -2,6 +2,7 @@
 //! roce-qos-healthy-cx7), each trap made by changing one figure of its read set-up.
 
 use super::{run, Expectations, Finding, Input, Report, Scope, Severity, Status};
+use crate::outcome::FindingId;
 use crate::probe::qos::{Dscp, PortQos, TcSched, Tool, Tsa, Unread};
 use crate::probe::{self, Inventory};
 use std::path::Path;
@@ -57,9 +58,15 @@ fn an_expected_dscp_on_a_priority_without_pfc_fails_naming_it() {
         f[0].remedy
     );
     assert!(f[0].remedy.contains("pair --tclass 184"), "DSCP 46 << 2: {}", f[0].remedy);
-    // One fault, one error: the lossless row names roce.qos's cause without a finding of its own.
-    assert_eq!(status(&r, "roce.lossless"), Status::Skip);
+    // One fault, one error: the lossless row fails naming roce.qos's cause, without a finding
+    // of its own (settled again, it stays failed).
+    assert_eq!(status(&r, "roce.lossless"), Status::Fail);
     assert!(findings(&r, "roce.lossless").is_empty());
+    let row = r.checks.iter().find(|c| c.id == "roce.lossless").unwrap();
+    assert!(row.observed.starts_with("see roce.qos: ") && row.cause == Some(FindingId::RoceQos), "{row:?}");
+    let mut again = r.clone();
+    again.settle();
+    assert_eq!(status(&again, "roce.lossless"), Status::Fail);
     // rdma_cm's 106 rides lossy priority 3 while the expected DSCP's priority has PFC: a warning naming rdma_cm.
     let mut inv = healthy();
     qos(&mut inv).pfc = Some([false, false, false, false, false, true, false, false]);
@@ -211,4 +218,23 @@ fn a_soak_window_judges_pauses_storms_and_discards_on_the_roce_priority() {
         assert_eq!(f[0].severity, want, "{us} us: {f:#?}");
         assert!(f[0].message.contains("RoCE's priority 3 was paused for") && f[0].message.contains("7 pause frames"), "{}", f[0].message);
     }
+}
+
+#[test]
+fn lifetime_discards_are_info_with_the_uptime_they_cover() {
+    let mut inv = healthy();
+    let c = qos(&mut inv).counters.as_mut().expect("the bundle's ethtool -S was read");
+    (c.rx_buf_discard[3], c.rx_discards_phy) = (Some(7), Some(9));
+    // A bundle: no uptime, "since boot".
+    let r = judge(&inv, &Expectations::default());
+    let f = findings(&r, "roce.qos");
+    assert_eq!(f.len(), 2, "{f:#?}");
+    assert!(f.iter().all(|f| f.severity == Severity::Info && f.message.contains("lifetime figures, since boot")), "{f:#?}");
+    assert_eq!(status(&r, "roce.qos"), Status::Pass);
+    // Live: the uptime the node was read with (/proc/uptime).
+    qos(&mut inv).uptime_s = Some(3 * 86_400 + 4 * 3600);
+    let r = judge(&inv, &Expectations::default());
+    let f = findings(&r, "roce.qos");
+    assert!(f.iter().any(|f| f.message.starts_with("7 packets of RoCE's priority 3")), "{f:#?}");
+    assert!(f.iter().all(|f| f.message.contains("lifetime figures, over 3 d 4 h of uptime: since the driver loaded")), "{f:#?}");
 }

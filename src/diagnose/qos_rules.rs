@@ -95,7 +95,7 @@ fn write_row(sheet: &mut Sheet, s: &str, row: Row) {
     match row {
         Row::Skip(why) => sheet.skip(FindingId::RoceLossless, s, why),
         Row::Pass(observed, expected) => sheet.pass(FindingId::RoceLossless, s, observed, Some(expected)),
-        Row::SameCause(why) => sheet.skip(FindingId::RoceLossless, s, format!("see roce.qos: {why}")),
+        Row::SameCause(why) => sheet.fail_by(FindingId::RoceLossless, s, format!("see roce.qos: {why}"), FindingId::RoceQos),
     }
 }
 

@@ -388,9 +388,10 @@ fn roce_qos_not_read_is_skip_and_pfc_off_everywhere_is_an_error() {
     inv.devices[0].ports[0].qos = Some(crate::probe::qos::PortQos { pfc: Some([false; 8]), ..Default::default() });
     let r = diagnose(&inv, None, &Expectations::default());
     assert!(finding(&r, "roce.qos", "mlx5_0/1").message.contains("PFC is off on every priority of ens2np0"));
-    // One fault, one error: roce.lossless names roce.qos's cause, not a second finding.
+    // One fault, one error: roce.lossless fails naming roce.qos's cause, not a second finding.
     no_finding(&r, "roce.lossless");
     assert!(check(&r, "roce.lossless", "mlx5_0/1").observed.starts_with("see roce.qos: PFC on priorities none"));
+    assert_eq!(check(&r, "roce.lossless", "mlx5_0/1").status, Status::Fail);
     assert_eq!(r.verdict, Verdict::Fail);
     // With global pause on, every priority is lossless: a warning, not "RoCE is lossy".
     let pause = crate::probe::qos::pause::GlobalPause { rx: true, tx: true, from: crate::probe::qos::pause::PauseFrom::Ethtool };

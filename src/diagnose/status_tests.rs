@@ -51,7 +51,14 @@ fn a_device_without_a_readable_port_fails_devices_count() {
 
 #[test]
 fn rows_follow_their_findings_in_one_place() {
-    let check = |id: &str, status| Check { id: FindingId::parse(id).unwrap(), subject: "s".into(), status, observed: "o".into(), expected: None };
+    let check = |id: &str, status| Check {
+        id: FindingId::parse(id).unwrap(),
+        subject: "s".into(),
+        status,
+        observed: "o".into(),
+        expected: None,
+        cause: None,
+    };
     let finding = |id: &str, severity| Finding {
         id: FindingId::parse(id).unwrap(),
         severity,

@@ -144,7 +144,7 @@ fn a_read_that_failed_is_up_0_with_its_cause() {
 #[test]
 fn the_check_verdict_rows_and_findings_are_written_once_each() {
     let mut reading = reading_of("hdr-ib-healthy");
-    let check = |status| Check { id: FindingId::PortState, subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None };
+    let check = |status| Check { id: FindingId::PortState, subject: "mlx5_0/1".into(), status, observed: "x".into(), expected: None, cause: None };
     let finding = |severity| Finding {
         id: FindingId::PortState,
         severity,
@@ -170,8 +170,14 @@ fn the_check_verdict_rows_and_findings_are_written_once_each() {
 #[test]
 fn a_passing_row_with_an_error_finding_of_its_id_and_subject_fails() {
     let mut reading = reading_of("hdr-ib-healthy");
-    let row =
-        |id: &str| Check { id: FindingId::parse(id).unwrap(), subject: "node".into(), status: Status::Pass, observed: "0".into(), expected: None };
+    let row = |id: &str| Check {
+        id: FindingId::parse(id).unwrap(),
+        subject: "node".into(),
+        status: Status::Pass,
+        observed: "0".into(),
+        expected: None,
+        cause: None,
+    };
     let error = Finding {
         id: FindingId::DevicesCount,
         severity: Severity::Error,
@@ -203,7 +209,14 @@ fn every_fixed_family_of_the_table_can_appear() {
         let mut r = reading_of("hdr-ib-healthy");
         r.report = Some(Report {
             verdict: Verdict::Pass,
-            checks: vec![Check { id: FindingId::PortState, subject: "b".into(), status: Status::Pass, observed: "".into(), expected: None }],
+            checks: vec![Check {
+                id: FindingId::PortState,
+                subject: "b".into(),
+                status: Status::Pass,
+                observed: "".into(),
+                expected: None,
+                cause: None,
+            }],
             findings: vec![Finding {
                 id: FindingId::PortState,
                 severity: Severity::Info,

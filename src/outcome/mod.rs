@@ -50,6 +50,12 @@ pub struct Check {
     pub observed: String,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub expected: Option<String>,
+    /// The check whose finding (on this row's subject) is this row's cause too: the row takes
+    /// that finding's status in [`Report::settle`] without a finding of its own (one fault, one
+    /// error: `roce.lossless` fails by `roce.qos`'s). Not in the document: the row's status and
+    /// observed text (which names that check) say it.
+    #[serde(skip)]
+    pub cause: Option<FindingId>,
 }
 
 /// Written with its `action` (0.5), from [`action::of`]: never stored, so it cannot disagree
@@ -86,7 +92,8 @@ impl Report {
     /// Makes the rows, the order of the findings and the verdict follow from the findings: the
     /// one place a check's status is decided. A row is `fail` when an error finding has its id
     /// and subject, `warn` when its worst such finding is a warning, `pass` when only info (or
-    /// nothing) is said about it; a row that was skipped and has no finding stays `skip`.
+    /// nothing) is said about it; a row that was skipped and has no finding stays `skip`. A row
+    /// with a [`Check::cause`] counts that check's findings on its subject as its own.
     /// Called after the rules run and again by anything that adds findings afterwards.
     pub fn settle(&mut self) {
         use std::collections::HashMap;
@@ -96,7 +103,9 @@ impl Report {
             worst.entry((f.id, &f.subject)).and_modify(|s| *s = (*s).min(f.severity)).or_insert(f.severity);
         }
         for c in &mut self.checks {
-            c.status = match (worst.get(&(c.id, &c.subject)), c.status) {
+            let own = worst.get(&(c.id, &c.subject)).copied();
+            let by = c.cause.and_then(|id| worst.get(&(id, &c.subject)).copied());
+            c.status = match (own.into_iter().chain(by).min(), c.status) {
                 (Some(Severity::Error), _) => Status::Fail,
                 (Some(Severity::Warning), _) => Status::Warn,
                 (Some(Severity::Info), Status::Skip) | (None, Status::Skip) => Status::Skip,

@@ -62,6 +62,10 @@ pub fn read(source: &Source, only: Option<&str>) -> Result<NodeRead, ProbeError>
     };
     let mut pci = super::pci::read(&root);
     let pcie = health::read::read(source, &inventory, pci.as_ref());
+    // The RoCE discard counters are lifetime figures too: said with the uptime they cover.
+    for q in inventory.devices.iter_mut().flat_map(|d| d.ports.iter_mut()).filter_map(|p| p.qos.as_mut()) {
+        q.uptime_s = pcie.uptime_s;
+    }
     let host = live.then(|| host::gather(&host::live_root()));
     let stack = super::stack::gather(&mut inventory, source);
     // gpu.peermem's dma-buf path depends on the kernel (5.12+).

@@ -132,6 +132,7 @@ fn non_characters_and_controls_cannot_break_the_document() {
         status: Status::Pass,
         observed: String::new(),
         expected: None,
+        cause: None,
     };
     p.check(&row);
     let xml = p.finish(&stamp());

@@ -118,17 +118,18 @@ fn alerts_on_the_page_of(fixture: &str, fires: &[(&str, &str, &str)]) -> String 
 
 /// roce-trained-low: a 400G NIC on a 200G switch port, which `check` passes. Nothing fires about
 /// its rate; what fires is exactly the rows check fails on that bundle (its lossless set-up: one
-/// fault, one error, roce.qos's; roce.lossless names the same cause without failing twice).
+/// fault, one error, roce.qos's; roce.lossless's row fails by that finding, naming the same
+/// cause without a second finding, so both rows are 0 and both alert).
 #[test]
 fn a_partner_limited_port_raises_nothing_about_its_rate() {
-    let page = alerts_on_the_page_of("roce-trained-low", &[("roce.qos", "mlx5_0", "1")]);
+    let page = alerts_on_the_page_of("roce-trained-low", &[("roce.lossless", "mlx5_0", "1"), ("roce.qos", "mlx5_0", "1")]);
     assert!(page.contains("fabcheck_check_pass{id=\"link.trained\",subject=\"mlx5_0/1\"} 1\n"), "{page}");
     assert!(page.contains("fabcheck_port_trained_below_supported{device=\"mlx5_0\",port=\"1\",netdev=\"ens2np0\"} 0\n"), "{page}");
     let check = super::fabcheck(&["check", "--format", "prom", "--sysfs-root", fixtures_dir().join("roce-trained-low").to_str().unwrap()]);
     let failing: Vec<&str> =
         std::str::from_utf8(&check.stdout).unwrap().lines().filter(|l| l.starts_with("fabcheck_check_pass{") && l.ends_with(" 0")).collect();
-    assert_eq!(failing.len(), 1, "check fails other rows than the alerts say: {failing:?}");
-    assert!(failing.iter().all(|l| l.contains("id=\"roce.qos\"")), "{failing:?}");
+    assert_eq!(failing.len(), 2, "check fails other rows than the alerts say: {failing:?}");
+    assert!(failing.iter().all(|l| l.contains("id=\"roce.qos\"") || l.contains("id=\"roce.lossless\"")), "{failing:?}");
 }
 
 /// ib-init-no-sm: port.state (INIT), port.lid and port.sm fail, the verdict fails, the port is

@@ -515,8 +515,8 @@ fn roce_qos_names_the_roce_priority_in_each_trap() {
         if !extra.is_empty() {
             assert_eq!(out.status.code(), Some(1), "{fixture} {extra:?}");
             let row = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "roce.lossless").unwrap();
-            // One fault, one error (issue #51): the row names roce.qos's cause and has no finding of its own.
-            assert_eq!(row["status"].as_str(), Some("skip"), "{row}");
+            // One fault, one error (issue #51): the row fails naming roce.qos's cause, with no finding of its own.
+            assert_eq!(row["status"].as_str(), Some("fail"), "{row}");
             assert!(row["observed"].as_str().unwrap().starts_with("see roce.qos: PFC on priorities 3: DSCP 46 maps to priority 5"), "{row}");
             assert!(findings.iter().all(|f| f["id"] != "roce.lossless"), "{findings:?}");
         }

@@ -278,6 +278,10 @@ pub struct PortQos {
     pub global_pause: Option<pause::GlobalPause>,
     /// The per-priority and pause counters of `ethtool -S`.
     pub counters: Option<PrioCounters>,
+    /// Seconds since boot when the node was read (`/proc/uptime`, live only; the PCIe health
+    /// read's figure): the most the lifetime counters above can cover. Not in the document.
+    #[serde(skip)]
+    pub uptime_s: Option<u64>,
 }
 
 impl PortQos {

@@ -92,7 +92,7 @@ fn figures_are_in_base_units_from_the_table() {
 
 #[test]
 fn the_checklist_series_pass_warn_unless_asked_skip_none_and_a_repeat_that_fails_fails() {
-    let row = |id, subject: &str, status| Check { id, subject: subject.into(), status, observed: String::new(), expected: None };
+    let row = |id, subject: &str, status| Check { id, subject: subject.into(), status, observed: String::new(), expected: None, cause: None };
     let checks = [
         row(FindingId::PortState, "mlx5_0/1", Status::Pass),
         row(FindingId::PcieBound, "mlx5_0", Status::Warn),
