@@ -148,7 +148,12 @@ mod tests {
     const DEFAULTS: &str = "ResmanDebugLevel: 4294967295\nEnableStreamMemOPs: 0\nRegistryDwords: \"\"\nRmMsg: \"\"\n";
 
     fn modules(present: &[&str], params: Option<&str>) -> Modules {
-        Modules { present: present.iter().map(|m| m.to_string()).collect(), nvidia_taint: Some("O".into()), nvidia_params: params.map(String::from), kernel: None }
+        Modules {
+            present: present.iter().map(|m| m.to_string()).collect(),
+            nvidia_taint: Some("O".into()),
+            nvidia_params: params.map(String::from),
+            kernel: None,
+        }
     }
 
     type Rows = (Vec<(crate::outcome::Status, String)>, Vec<(Severity, String)>);
