@@ -315,8 +315,10 @@ impl<'de> Deserialize<'de> for Rails {
 
 impl Each for Rails {
     fn add(&mut self, mut rail: Value) {
-        let results = Results::deserialize(rail["results"].take()).unwrap_or_default();
-        self.0.push((rail["a"].take(), rail["b"].take(), results));
+        // `get_mut`: a rail that is not an object (outside input) has no sides and no results.
+        let mut take = |key: &str| rail.get_mut(key).map(Value::take).unwrap_or_default();
+        let results = Results::deserialize(take("results")).unwrap_or_default();
+        self.0.push((take("a"), take("b"), results));
     }
 }
 
