@@ -71,7 +71,7 @@ pub fn cut(line: &str, max: usize) -> String {
     // The room and the character after it (a space there means `head` ends at a whole word).
     let reach = &text[..text[end..].chars().next().map_or(end, |c| end + c.len_utf8())];
     // A clause boundary: the punctuation, a space after it, both within the room.
-    let clause = reach.match_indices([';', ':', ',']).map(|(i, _)| i).filter(|&i| i < end && text[i + 1..].starts_with(' ')).next_back();
+    let clause = reach.match_indices([';', ':', ',']).map(|(i, _)| i).rfind(|&i| i < end && text[i + 1..].starts_with(' '));
     // A word boundary: a space at or just after the room's end.
     let word = reach.rfind(' ');
     let kept = match (clause, word) {
