@@ -197,7 +197,7 @@ fn slurm_healthcheck_drains_with_the_first_error_and_resumes_only_its_own_drains
 fn slurm_drain_reason_leads_with_the_subject_and_is_cut_at_a_clause() {
     let dir = tempdir("slurm-long");
     let clause = "the physical link is up but no subnet manager answered on this port";
-    let message = format!("port INIT: {}", vec![clause; 6].join("; "));
+    let message = format!("port INIT: {}", [clause; 6].join("; "));
     let stub = dir.join("fabcheck");
     std::fs::write(&stub, format!("#!/bin/bash\necho 'fabcheck check FAIL: mlx5_0/1: port.state: {message}'\nexit 1\n")).unwrap();
     let fake = dir.join("scontrol");
