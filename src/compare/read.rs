@@ -6,8 +6,10 @@
 //! stream by typed serde: the top-level fields compare does not use are skipped unread
 //! (`IgnoredAny`), a mesh's pair records are taken one at a time (each a small tree, dropped at
 //! once), and what is kept of each figure is a fixed-size entry whose names are interned (each
-//! endpoint, test and direction stored once). A pair document is small and is kept as its
-//! sides and results, since whether its ports are matched by GUID depends on both documents.
+//! endpoint, test and direction stored once). A pair document's results are read the same way,
+//! one at a time into entries (issue #58: kept as a `Value` tree, two 120 MB pair documents took
+//! 2.5 GB, now 0.8 GB); only its sides are kept whole, since whether its ports are matched by
+//! GUID depends on both documents.
 
 use super::{Figure, Name};
 use serde::de::{Deserializer, IgnoredAny, SeqAccess, Visitor};
@@ -90,17 +92,6 @@ impl Figures {
         self.entries = kept;
         self
     }
-
-    /// The figures of one result between ends `a` and `b` (as named), if it completed.
-    fn add_result(&mut self, a: u32, b: u32, r: &Value) {
-        let Some((test, direction, size, figures)) = figures_of(r) else { return };
-        // One order for the two ends, so a run with the ends swapped still matches.
-        let (first, second, direction) = if self.names.get(a) <= self.names.get(b) { (a, b, direction) } else { (b, a, swapped(direction)) };
-        let (test, direction) = (self.names.id(test), self.names.id(direction));
-        for (figure, value) in figures {
-            self.entries.push(Entry { a: first, b: second, test, direction, size, figure, value });
-        }
-    }
 }
 
 /// What a result holds: test, direction, size and its figures; `None` when it failed or does
@@ -148,8 +139,8 @@ pub struct Doc {
 struct PairParts {
     a: Value,
     b: Value,
-    results: Value,
-    rails: Value,
+    results: Results,
+    rails: Rails,
 }
 
 /// The top level as read: what compare uses, every other field skipped unread.
@@ -164,8 +155,8 @@ struct Top {
     time: Option<String>,
     a: Value,
     b: Value,
-    results: Value,
-    rails: Value,
+    results: Results,
+    rails: Rails,
     hosts: Value,
     endpoints: Value,
     pairs: Records,
@@ -200,46 +191,134 @@ struct Ends {
 
 const NONE: u32 = u32::MAX;
 
+/// What a list in a document is read into one element at a time, each a small tree dropped at
+/// once; anything but a list where the list should be reads as none (as 0.3 read it).
+trait Each: Default {
+    fn add(&mut self, element: Value);
+}
+
+/// Deserializes an [`Each`] from a list, streaming.
+fn each<'de, T: Each, D: Deserializer<'de>>(d: D) -> Result<T, D::Error> {
+    struct Visit<T>(std::marker::PhantomData<T>);
+    impl<'de, T: Each> Visitor<'de> for Visit<T> {
+        type Value = T;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+            let mut out = T::default();
+            while let Some(element) = seq.next_element::<Value>()? {
+                out.add(element);
+            }
+            Ok(out)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<T, A::Error> {
+            while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+            Ok(T::default())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<T, E> {
+            Ok(T::default())
+        }
+        fn visit_unit<E>(self) -> Result<T, E> {
+            Ok(T::default())
+        }
+    }
+    d.deserialize_any(Visit(std::marker::PhantomData))
+}
+
 impl<'de> Deserialize<'de> for Records {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Records, D::Error> {
-        struct Each;
-        impl<'de> Visitor<'de> for Each {
-            type Value = Records;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a list of pair records")
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Records, A::Error> {
-                let mut out = Records::default();
-                while let Some(record) = seq.next_element::<Value>()? {
-                    out.add(&record);
-                }
-                Ok(out)
-            }
-            // Anything else where the records should be: no records (as 0.3 read it).
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Records, A::Error> {
-                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Records::default())
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Records, E> {
-                Ok(Records::default())
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Records, E> {
-                Ok(Records::default())
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Records, E> {
-                Ok(Records::default())
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Records, E> {
-                Ok(Records::default())
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Records, E> {
-                Ok(Records::default())
-            }
-            fn visit_unit<E>(self) -> Result<Records, E> {
-                Ok(Records::default())
-            }
+        each(d)
+    }
+}
+
+impl Each for Records {
+    fn add(&mut self, record: Value) {
+        Records::add(self, &record);
+    }
+}
+
+/// A pair document's results, read one at a time as they stream by (issue #58: kept as one
+/// `Value` tree, two 120 MB pair documents took 2.5 GB): each figure with its test and
+/// direction as written (interned), its ends named later, by GUID or by host, which depends on
+/// both documents.
+#[derive(Debug, Default)]
+struct Results {
+    names: Vec<Box<str>>,
+    index: HashMap<Box<str>, u32>,
+    /// Entries whose `a` and `b` are unset (0).
+    figures: Vec<Entry>,
+}
+
+impl Results {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.index.get(name) {
+            return id;
         }
-        d.deserialize_any(Each)
+        let id = self.names.len() as u32;
+        self.names.push(name.into());
+        self.index.insert(name.into(), id);
+        id
+    }
+
+    /// These figures between ends `a` and `b` (as named in `out`), into `out`.
+    fn add_to(&self, out: &mut Figures, a: u32, b: u32) {
+        // One order for the two ends, so a run with the ends swapped still matches.
+        let swap = out.names.get(a) > out.names.get(b);
+        let (first, second) = if swap { (b, a) } else { (a, b) };
+        for e in &self.figures {
+            let direction = &*self.names[e.direction as usize];
+            let direction = if swap { swapped(direction) } else { direction };
+            let (test, direction) = (out.names.id(&self.names[e.test as usize]), out.names.id(direction));
+            out.entries.push(Entry { a: first, b: second, test, direction, ..*e });
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Results {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Results, D::Error> {
+        each(d)
+    }
+}
+
+impl Each for Results {
+    fn add(&mut self, r: Value) {
+        let Some((test, direction, size, figures)) = figures_of(&r) else { return };
+        let (test, direction) = (self.id(test), self.id(direction));
+        for (figure, value) in figures {
+            self.figures.push(Entry { a: 0, b: 0, test, direction, size, figure, value });
+        }
+    }
+}
+
+/// `pair --rails`: each rail's sides and results, one rail at a time.
+#[derive(Debug, Default)]
+struct Rails(Vec<(Value, Value, Results)>);
+
+impl<'de> Deserialize<'de> for Rails {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Rails, D::Error> {
+        each(d)
+    }
+}
+
+impl Each for Rails {
+    fn add(&mut self, mut rail: Value) {
+        // `get_mut`: a rail that is not an object (outside input) has no sides and no results.
+        let mut take = |key: &str| rail.get_mut(key).map(Value::take).unwrap_or_default();
+        let results = Results::deserialize(take("results")).unwrap_or_default();
+        self.0.push((take("a"), take("b"), results));
     }
 }
 
@@ -358,16 +437,14 @@ impl Doc {
     /// A pair document's figures, its ports named by GUID or by host and device.
     pub fn pair_figures(&self, use_guid: bool) -> Figures {
         let mut out = Figures::default();
-        let add = |out: &mut Figures, a: &Value, b: &Value, results: &Value| {
+        let add = |out: &mut Figures, a: &Value, b: &Value, results: &Results| {
             let (a, b) = (out.names.id(&side_name(a, use_guid)), out.names.id(&side_name(b, use_guid)));
-            for r in results.as_array().into_iter().flatten() {
-                out.add_result(a, b, r);
-            }
+            results.add_to(out, a, b);
         };
         add(&mut out, &self.pair.a, &self.pair.b, &self.pair.results);
         // With --rails, each rail's results are under `rails`.
-        for rail in self.pair.rails.as_array().into_iter().flatten() {
-            add(&mut out, &rail["a"], &rail["b"], &rail["results"]);
+        for (a, b, results) in &self.pair.rails.0 {
+            add(&mut out, a, b, results);
         }
         out.finish()
     }

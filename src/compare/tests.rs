@@ -212,6 +212,22 @@ fn what_is_kept_of_a_figure_is_small_and_shapes_compare_does_not_know_are_no_fig
         let doc = read::Doc::read(odd.as_bytes()).unwrap();
         assert!(doc.mesh_figures().entries.is_empty(), "{odd}");
     }
+    // A pair document's results and rails stream the same way (issue #58): odd shapes are none.
+    for odd in [
+        r#"{"schema":"fabcheck.pair.v1","results":{"x":1},"rails":"no"}"#,
+        r#"{"schema":"fabcheck.pair.v1","results":7,"rails":[5,{"a":{},"results":"no"}]}"#,
+        r#"{"schema":"fabcheck.pair.v1","results":[5,"x",{"test":"write_bw"}],"rails":{}}"#,
+    ] {
+        let doc = read::Doc::read(odd.as_bytes()).unwrap();
+        assert!(doc.pair_figures(false).entries.is_empty(), "{odd}");
+    }
+    let pair = r#"{"schema":"fabcheck.pair.v1","a":{"host":"n2","device":"d"},"b":{"host":"n1","device":"d"},
+        "results":[{"test":"write_bw","direction":"a->b","size":8,"bw_gbps":1.5}],
+        "rails":[{"a":{"host":"n1","device":"e"},"b":{"host":"n2","device":"e"},"results":[{"test":"send_lat","direction":"a->b","size":2,"lat_us":{"p50":2.0}}]}]}"#;
+    let figures = read::Doc::read(pair.as_bytes()).unwrap().pair_figures(false);
+    let keys: Vec<_> =
+        figures.entries.iter().map(|e| (figures.names.get(e.a), figures.names.get(e.b), figures.names.get(e.direction), e.value)).collect();
+    assert_eq!(keys, [("n1/d", "n2/d", "b->a", 1.5), ("n1/e", "n2/e", "a->b", 2.0)], "the ends in one order, the direction swapped with them");
     assert!(read::Doc::read(&b"{not json"[..]).unwrap_err().is_syntax());
     assert!(read::Doc::read(&b"{\"schema\":\"fabcheck.mesh.v1\"} trailing"[..]).is_err(), "one document, nothing after it");
 }

@@ -51,15 +51,39 @@ impl Sink for OnelinePrinter {
     }
 }
 
-/// `line` (one line, ending in a newline) cut to at most `max` bytes before its newline, at a
-/// character boundary (`check --max-len`: node-problem-detector keeps 80).
+/// `line` (one line, ending in a newline) cut to at most `max` bytes before its newline
+/// (`check --max-len`: node-problem-detector keeps 80). A line that does not fit ends at a clause
+/// boundary (before a `;`, `:` or `,` that a space follows) when that keeps at least half of it,
+/// else after a whole word, then `...`: never mid-word (issue #57: drain reasons were cut
+/// mid-clause). One word longer than the room is cut at a character boundary.
 pub fn cut(line: &str, max: usize) -> String {
+    const ELLIPSIS: &str = "...";
     let text = line.strip_suffix('\n').unwrap_or(line);
-    let mut end = text.len().min(max);
+    if text.len() <= max {
+        return format!("{text}\n");
+    }
+    let room = max.saturating_sub(ELLIPSIS.len());
+    let mut end = room.min(text.len());
     while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{}\n", text[..end].trim_end())
+    let head = &text[..end];
+    // The room and the character after it (a space there means `head` ends at a whole word).
+    let reach = &text[..text[end..].chars().next().map_or(end, |c| end + c.len_utf8())];
+    // A clause boundary: the punctuation, a space after it, both within the room.
+    let clause = reach.match_indices([';', ':', ',']).map(|(i, _)| i).rfind(|&i| i < end && text[i + 1..].starts_with(' '));
+    // A word boundary: a space at or just after the room's end.
+    let word = reach.rfind(' ');
+    let kept = match (clause, word) {
+        (Some(c), _) if c * 2 >= room => &text[..c],
+        (_, Some(w)) if w > 0 => &text[..w],
+        _ => head,
+    };
+    let kept = kept.trim_end().trim_end_matches([';', ':', ',']);
+    if max < ELLIPSIS.len() {
+        return format!("{head}\n");
+    }
+    format!("{kept}{ELLIPSIS}\n")
 }
 
 /// `fabcheck COMMAND ERROR: CAUSE`, the one line `--format oneline` prints on exit 2 (the run
@@ -94,6 +118,31 @@ mod tests {
         assert_eq!(line(Command::Check, Verdict::Pass, &findings[..1]), "fabcheck check PASS (warning mlx5_0: pcie.bound: w)\n");
         let suspect = Finding::new(FindingId::MeshSuspect, Severity::Error, "n3/mlx5_0", "slow", "");
         assert_eq!(line(Command::Mesh, Verdict::Fail, &[suspect]), "fabcheck mesh FAIL: n3/mlx5_0: mesh.suspect: slow\n");
+    }
+
+    #[test]
+    fn a_cut_ends_at_a_clause_or_a_word_with_an_ellipsis() {
+        let line = "fabcheck check FAIL: mlx5_0/1: port.state: port INIT: the physical link is up but no subnet manager answered; start opensm\n";
+        // Fits: unchanged.
+        assert_eq!(cut(line, 500), line);
+        assert_eq!(cut(line, line.len() - 1), line);
+        // Before the `;`: the clause boundary keeps more than half.
+        let at = line.find(';').unwrap();
+        assert_eq!(cut(line, at + 5), format!("{}...\n", &line[..at]));
+        // node-problem-detector's 80: the last clause that keeps half (0.4 ended mid-word).
+        assert_eq!(cut(line, 80), "fabcheck check FAIL: mlx5_0/1: port.state: port INIT...\n");
+        // No clause boundary late enough: after a whole word.
+        let words = "fabcheck check FAIL: x: port.state: the physical link is up but no subnet manager answered\n";
+        assert_eq!(cut(words, 80), "fabcheck check FAIL: x: port.state: the physical link is up but no subnet...\n");
+        for max in 12..line.len() - 1 {
+            let out = cut(line, max);
+            assert!(out.len() <= max + 1, "{max}: {out:?}");
+            let body = out.trim_end().strip_suffix("...").unwrap_or_else(|| panic!("{max}: {out:?}"));
+            let next = line[body.len()..].chars().next();
+            assert!(matches!(next, Some(' ' | ';' | ':' | ',')), "{max}: mid-word {out:?}");
+        }
+        // One word longer than the room: cut at a character boundary, still one line.
+        assert_eq!(cut("\u{e9}\u{e9}\u{e9}\u{e9}\n", 6), "\u{e9}...\n");
     }
 
     #[test]

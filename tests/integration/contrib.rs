@@ -76,11 +76,11 @@ fn nhc_check_passes_a_healthy_node_and_dies_with_the_first_error_of_a_failing_on
         let dies: Vec<&String> = lines.iter().filter(|l| l.starts_with("DIE ")).collect();
         assert_eq!(dies.len(), 1, "{tree}: die must be called once: {lines:?}");
         let message = dies[0].strip_prefix("DIE 1|").unwrap_or_else(|| panic!("die 1 MESSAGE expected: {}", dies[0]));
-        // One line, exactly what --format oneline prints, naming the first error.
+        // One line, what --format oneline prints with the subject first, naming the first error.
         let oneline = stdout(&crate::fabcheck(&["check", "--sysfs-root", &tree, "--format", "oneline"]));
-        assert_eq!(format!("{message}\n"), oneline, "{tree}");
+        assert_eq!(message, crate::nhc::drain_reason(&oneline), "{tree}");
         let (subject, id) = first_error(&tree);
-        assert!(message.starts_with(&format!("fabcheck check FAIL: {subject}: {id}: ")), "{tree}: {message}");
+        assert!(message.starts_with(&format!("fabcheck: {subject} {id}: ")), "{tree}: {message}");
     }
 
     // A warning is logged, not fatal, unless the node's line asks for it (--fail-on warning).
@@ -91,7 +91,7 @@ fn nhc_check_passes_a_healthy_node_and_dies_with_the_first_error_of_a_failing_on
     assert!(lines.iter().any(|l| l.starts_with("LOG check_fabcheck: fabcheck check PASS (warning mlx5_1/1: port.mtu:")), "{lines:?}");
     let (lines, status) = nhc(&["--sysfs-root", &warned, "--fail-on", "warning"]);
     assert_eq!(status, "1", "{lines:?}");
-    assert!(lines.iter().any(|l| l.starts_with("DIE 1|fabcheck check FAIL: mlx5_1/1: port.mtu: active MTU 1024")), "{lines:?}");
+    assert!(lines.iter().any(|l| l.starts_with("DIE 1|fabcheck: mlx5_1/1 port.mtu: active MTU 1024")), "{lines:?}");
 
     // fabcheck cannot run at all (no devices in the tree): NHC still dies, with fabcheck's cause.
     let empty = tempdir("nhc-empty");
@@ -175,7 +175,7 @@ fn healthcheck(args: CheckArgs, reason: &str, label: &str) -> (i32, Vec<String>)
 fn slurm_healthcheck_drains_with_the_first_error_and_resumes_only_its_own_drains() {
     let failing = fixture("ib-init-no-sm");
     let oneline = stdout(&crate::fabcheck(&["check", "--sysfs-root", &failing, "--format", "oneline"]));
-    let drain = vec![format!("update NodeName=n17 State=DRAIN Reason={}", oneline.trim_end())];
+    let drain = vec![format!("update NodeName=n17 State=DRAIN Reason={}", crate::nhc::drain_reason(&oneline))];
     let (code, calls) = healthcheck(CheckArgs::Conf(&failing), "", "slurm-fail");
     assert_eq!((code, calls), (1, drain.clone()));
     let (code, calls) = healthcheck(CheckArgs::Env("ib-init-no-sm"), "", "slurm-fail-env");
@@ -188,6 +188,41 @@ fn slurm_healthcheck_drains_with_the_first_error_and_resumes_only_its_own_drains
     assert_eq!((code, calls), (0, vec!["update NodeName=n17 State=RESUME".to_string()]), "its own drain is undone");
     let (code, calls) = healthcheck(CheckArgs::Conf(&healthy), "DIMM errors, ticket 4711", "slurm-admin");
     assert_eq!((code, calls.len()), (0, 0), "an admin's drain stays: {calls:?}");
+}
+
+/// Issue #57: a long first error drains with the subject first and is cut at 250 characters
+/// where a clause or a word ends, with an ellipsis (0.4 cut it mid-word after the same 21
+/// characters of every reason).
+#[test]
+fn slurm_drain_reason_leads_with_the_subject_and_is_cut_at_a_clause() {
+    let dir = tempdir("slurm-long");
+    let clause = "the physical link is up but no subnet manager answered on this port";
+    let message = format!("port INIT: {}", [clause; 6].join("; "));
+    let stub = dir.join("fabcheck");
+    std::fs::write(&stub, format!("#!/bin/bash\necho 'fabcheck check FAIL: mlx5_0/1: port.state: {message}'\nexit 1\n")).unwrap();
+    let fake = dir.join("scontrol");
+    std::fs::write(&fake, "#!/usr/bin/env bash\n[[ $1 == show ]] || printf '%s\\n' \"$*\" >> \"$SCONTROL_LOG\"\nexit 0\n").unwrap();
+    for f in [&stub, &fake] {
+        std::fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    }
+    let log = dir.join("scontrol.log");
+    let out = Command::new(repo().join("contrib/slurm/fabcheck-healthcheck.sh"))
+        .env("FABCHECK", &stub)
+        .env("SCONTROL", &fake)
+        .env("SCONTROL_LOG", &log)
+        .env("NODENAME", "n17")
+        .env("FABCHECK_HEALTHCHECK_CONF", dir.join("absent"))
+        .env_remove("FABCHECK_CHECK_ARGS")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let call = std::fs::read_to_string(&log).unwrap();
+    let reason = call.trim_end().strip_prefix("update NodeName=n17 State=DRAIN Reason=").unwrap_or_else(|| panic!("{call}"));
+    assert!(reason.starts_with("fabcheck: mlx5_0/1 port.state: port INIT: the physical link"), "{reason}");
+    assert!(reason.len() <= 250 && reason.len() > 125, "{}: {reason}", reason.len());
+    let kept = reason.strip_suffix("...").unwrap_or_else(|| panic!("no ellipsis: {reason}"));
+    assert!(kept.ends_with(clause), "cut where a clause ends: {reason}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // --- Kubernetes ---------------------------------------------------------------------------------

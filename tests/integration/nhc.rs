@@ -123,6 +123,16 @@ fn quoted(path: &str) -> String {
     super::sh_quote(path)
 }
 
+/// The drain reason the contrib scripts make of a oneline `fabcheck check FAIL: SUBJECT: ID: MESSAGE`:
+/// `fabcheck: SUBJECT ID: MESSAGE`, the subject first (issue #57); any other line as it is.
+pub(crate) fn drain_reason(line: &str) -> String {
+    let line = line.trim_end();
+    match line.strip_prefix("fabcheck check FAIL: ").and_then(|rest| rest.split_once(": ")) {
+        Some((subject, rest)) if rest.contains(": ") => format!("fabcheck: {subject} {rest}"),
+        _ => line.to_string(),
+    }
+}
+
 fn oneline(tree: &str) -> String {
     let out = super::fabcheck(&["check", "--sysfs-root", tree, "--format", "oneline"]);
     String::from_utf8(out.stdout).unwrap().trim_end().to_string()
@@ -140,7 +150,7 @@ fn a_healthy_node_is_left_alone_and_a_failing_one_drained_with_fabchecks_line() 
         let nhc = Nhc::new(fixture, &format!("check_fabcheck --sysfs-root {}", quoted(&failing)));
         let out = nhc.run(&fabcheck_bin());
         assert_eq!(out.status.code(), Some(1), "{fixture}: {}", said(&out));
-        assert_eq!(nhc.drained_with(&out), oneline(&failing), "{fixture}: the drain reason is fabcheck's line");
+        assert_eq!(nhc.drained_with(&out), drain_reason(&oneline(&failing)), "{fixture}: the drain reason is fabcheck's line, subject first");
     }
     // ofed-inbox-loaded's first error says "the kernel's inbox mlx5_core": 0.2's apostrophe
     // was a syntax error in NHC's eval, and the node was never drained; 0.4 wrote `kernel_s`,
@@ -165,7 +175,7 @@ fn a_reason_with_quotes_dollars_and_backticks_drains_whole_and_runs_nothing() {
     let out = nhc.run(&stub);
     assert_eq!(out.status.code(), Some(1), "{}", said(&out));
     let reason = nhc.drained_with(&out);
-    let want: String = line.chars().map(|c| if "'\"`$\\".contains(c) { '_' } else { c }).collect();
+    let want: String = drain_reason(&line).chars().map(|c| if "'\"`$\\".contains(c) { '_' } else { c }).collect();
     assert_eq!(reason, want, "the reason arrives whole, its shell characters replaced");
     assert!(!pwned.exists(), "NHC's eval ran a command from the reason");
     let _ = std::fs::remove_dir_all(&dir);
@@ -216,7 +226,7 @@ fn the_snippet_finds_fabcheck_in_usr_local_bin_under_nhcs_path() {
         if want_exit == 0 {
             assert!(nhc.scontrol_calls().is_empty(), "{text}");
         } else {
-            assert_eq!(nhc.drained_with(&out), oneline(&tree(fixture)), "found /usr/local/bin/fabcheck and ran it");
+            assert_eq!(nhc.drained_with(&out), drain_reason(&oneline(&tree(fixture))), "found /usr/local/bin/fabcheck and ran it");
         }
     }
     let _ = std::fs::remove_dir_all(&bin);

@@ -400,8 +400,8 @@ drained() { # NODE REASON_PREFIX
 resumed() { # NODE
 	idle "$1" && [[ -z $(node_reason "$1") ]]
 }
-drain_and_resume() { # PROGRAM LEADER: the drain reason starts with LEADER and fabcheck's line
-	local program=$1 leader=$2 line t
+drain_and_resume() { # PROGRAM LEADER: the drain reason starts with LEADER and fabcheck's line, subject first
+	local program=$1 leader=$2 line reason rest t
 	idle "$peer_node" || fail "$peer_node is not idle before $program runs: $(node_state "$peer_node") $(node_reason "$peer_node")"
 	# In one ssh session (each takes seconds in the emulated guests): the fault, then what the
 	# program must say, fabcheck's own line on guest 2 now (the program is still `true`: nothing
@@ -409,9 +409,12 @@ drain_and_resume() { # PROGRAM LEADER: the drain reason starts with LEADER and f
 	line=$(peer "$fault_on >&2 || { echo 'cannot make the fault'; exit 0; }; $agent_bin check --format oneline; ln -sfn $program $W/bin/healthcheck >&2" || true)
 	ln -sfn "$program" "$W/bin/healthcheck"
 	[[ $line == "fabcheck check FAIL: "* ]] || fail "fabcheck check does not fail on guest 2 with $fault ($fault_on): $line"
+	# The reason the contrib scripts make of it (issue #57): `fabcheck: SUBJECT ID: MESSAGE`.
+	rest=${line#fabcheck check FAIL: }
+	reason="fabcheck: ${rest%%: *} ${rest#*: }"
 	t=$SECONDS
-	wait_for $((6 * hc_interval + 60)) "$peer_node drained by $program" drained "$peer_node" "$leader${line:0:120}" ||
-		fail "$program did not drain $peer_node with fabcheck's line ($leader$line): $(scontrol show node "$peer_node")"
+	wait_for $((6 * hc_interval + 60)) "$peer_node drained by $program" drained "$peer_node" "$leader${reason:0:120}" ||
+		fail "$program did not drain $peer_node with fabcheck's line ($leader$reason): $(scontrol show node "$peer_node")"
 	say "$program drained $peer_node in $((SECONDS - t)) s; scontrol show node $peer_node:"
 	scontrol show node "$peer_node" | grep -E '^ *(NodeName|State|Reason)=' | sed 's/^/  /' >&2
 	idle "$main_node" || fail "$main_node is not up while only $peer_node failed: $(node_state "$main_node") $(node_reason "$main_node")"
