@@ -7,9 +7,9 @@
 //! each gets a warning saying the fleet is split (never an error: which side is wrong is the
 //! operator's call).
 
-use super::facts::Fact;
 use crate::outcome::action::DriftKind;
 use crate::outcome::{Finding, FindingId, Severity, Subject};
+use crate::probe::facts::Fact;
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -4,7 +4,6 @@
 //! is `unreachable` in the report, never dropped.
 
 use super::drift::{self, NodeFacts};
-use super::facts::Fact;
 use super::report::{self, AcceptDoc, Seen};
 use super::talk::CheckTalk;
 use crate::control::drive::{drive, Job};
@@ -14,6 +13,7 @@ use crate::control::link::LaunchOptions;
 use crate::control::reach::token_for;
 use crate::outcome::loss::Loss;
 use crate::outcome::{Finding, FindingId, Severity, Subject};
+use crate::probe::facts::Fact;
 use crate::sanitise::one_line;
 use std::time::Duration;
 

@@ -2,12 +2,12 @@
 //! deadline. A conversation for [`drive`](crate::control::drive), so a thousand nodes are asked
 //! from one thread, `window` at a time. Pure: replies in, requests out.
 
-use super::facts::Fact;
 use crate::control::drive::{Actions, Conversation};
 use crate::control::protocol::{Reply, Request};
 use crate::control::reach::deadline;
 use crate::outcome::loss::{Loss, LossKind, Step};
 use crate::outcome::Report;
+use crate::probe::facts::Fact;
 use std::time::{Duration, Instant};
 
 pub struct CheckTalk {

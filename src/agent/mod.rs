@@ -12,6 +12,7 @@
 
 pub mod admission;
 pub mod budget;
+pub mod check_answer;
 pub mod guesses;
 pub mod hello;
 pub mod lobby;

@@ -95,7 +95,7 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                     let _ = reply(&mut writer, &r);
                 }
                 Step::Reply(r) => reply(&mut writer, &r)?,
-                Step::Check => reply(&mut writer, &crate::accept::answer::check(options.sysfs_root.as_deref()))?,
+                Step::Check => reply(&mut writer, &super::check_answer::check(options.sysfs_root.as_deref()))?,
                 Step::Inventory => {
                     let read = match &options.sysfs_root {
                         Some(root) => probe::inventory(&probe::Source::Sysfs(root.clone()), None),

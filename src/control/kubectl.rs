@@ -60,7 +60,8 @@ pub fn parse_pod(output: &str, node: &str, selector: &str) -> Result<String, Str
 }
 
 /// Runs the lookup: the pod of the DaemonSet on `node`, or why not (kubectl's own words).
-pub fn find_pod(node: &str, selector: &str) -> Result<String, String> {
+/// `hidden` is the variable the lookup must not inherit (the agent token: kubectl never needs it).
+pub fn find_pod(node: &str, selector: &str, hidden: &str) -> Result<String, String> {
     if !valid_name(node) {
         return Err(format!("'{}' is not a Kubernetes node name", crate::sanitise::printable(node)));
     }
@@ -72,7 +73,7 @@ pub fn find_pod(node: &str, selector: &str) -> Result<String, String> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .env_remove(super::link::TOKEN_VARIABLE)
+        .env_remove(hidden)
         .spawn()
         .map_err(|e| format!("cannot run kubectl: {e}"))?;
     let start = Instant::now();

@@ -98,7 +98,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
         }
         HostSpec::Ssh { user, host } if opts.launcher == Launcher::Kubectl => {
             validate(opts.launcher, &HostSpec::Ssh { user: user.clone(), host: host.clone() }, label)?;
-            let pod = super::kubectl::find_pod(host, &opts.k8s_selector)
+            let pod = super::kubectl::find_pod(host, &opts.k8s_selector, TOKEN_VARIABLE)
                 .map_err(|detail| Loss::new(label, LossKind::NotStarted { carrier: Carrier::Kubectl { node: host.clone() }, detail }))?;
             let mut c = Command::new("kubectl");
             c.args(super::kubectl::exec_args(&pod, &opts.remote_fabcheck));

@@ -80,7 +80,7 @@ pub enum Reply {
     /// The answer to `check`: the node judged as `fabcheck check` judges it, and its drift facts.
     Check {
         report: crate::outcome::Report,
-        facts: Vec<crate::accept::facts::Fact>,
+        facts: Vec<crate::probe::facts::Fact>,
     },
     Error {
         cause: String,

@@ -9,6 +9,7 @@ pub mod device;
 mod direction;
 mod invalid;
 pub mod memory;
+pub mod preempt;
 pub mod rails;
 pub mod traffic;
 
@@ -404,15 +405,15 @@ pub struct LatencySummary {
     pub max: f64,
     pub mean: f64,
     pub stdev: f64,
-    /// The loop lost its CPU between iterations (see [`crate::perf::preempt`]); absent when it
+    /// The loop lost its CPU between iterations (counted by `perf::preempt`); absent when it
     /// did not, and from an older agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preempt: Option<crate::perf::preempt::Preempt>,
+    pub preempt: Option<preempt::Preempt>,
 }
 
 impl LatencySummary {
     /// Preempted beyond the bound: these figures time the scheduler, not the link.
-    pub fn spoiled(&self) -> Option<crate::perf::preempt::Preempt> {
+    pub fn spoiled(&self) -> Option<preempt::Preempt> {
         self.preempt.filter(|p| p.spoils())
     }
 

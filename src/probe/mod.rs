@@ -4,6 +4,7 @@ pub mod bundle;
 pub mod capacity;
 pub mod catype;
 pub mod counters;
+pub mod facts;
 pub mod host;
 pub mod kernel_log;
 pub mod live;

@@ -105,6 +105,10 @@ impl Lft {
     }
 }
 
+/// Each switch's SL to VL maps: `(switch, in port, out port)` -> VL of each SL 0..15 (what
+/// `fabric.creditloop` follows a hop's VL by).
+pub type Sl2Vl = std::collections::BTreeMap<(Guid, u8, u8), [u8; 16]>;
+
 /// The tables read after discovery, with what reading them cost. Empty when not read (no
 /// master SM: nothing is routed yet).
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -121,7 +125,7 @@ pub struct Tables {
     pub pkey_unread: Vec<(Guid, u8)>,
     /// Switches' SL to VL maps per (switch, in port, out port), where read: `fabric.creditloop`
     /// puts each hop on the VL they give (SL 0 to VL 0 where not read).
-    pub sl2vl: crate::fabric::routes::creditloop::Sl2Vl,
+    pub sl2vl: Sl2Vl,
     /// SMPs sent for these tables.
     pub mads: u64,
     /// Why reading stopped before the end (the MAD budget or the time left), if it did.

@@ -25,8 +25,7 @@ pub type Channel = (Guid, u8, u8);
 /// Cycles reported before the rest are counted (a bad engine makes many).
 const LISTED: usize = 5;
 
-/// Each switch's SL to VL maps: `(switch, in port, out port)` -> VL of each SL 0..15.
-pub type Sl2Vl = BTreeMap<(Guid, u8, u8), [u8; 16]>;
+pub use crate::fabric::discovery::model::Sl2Vl;
 
 /// The dependency graph: each channel and the channels it waits on.
 #[derive(Debug, Default)]

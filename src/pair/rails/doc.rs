@@ -10,6 +10,9 @@ use crate::units;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write;
 
+/// A row of the table: rail, test, direction, size (`words::bad_rows` names the marked ones).
+pub type Row = (usize, TestKind, Direction, u32);
+
 /// One rail: its two sides and its results, as `pair` gives them for one link.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RailRecord {
@@ -43,7 +46,7 @@ fn six_places<S: serde::Serializer>(value: &f64, s: S) -> Result<S::Ok, S::Error
 
 /// The human table: per test one line per rail and the node total, a bad rail's bad rows
 /// (`bad_rows`, `words::bad_rows`) marked `<-`.
-pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize], bad_rows: &[super::words::Row], quiet: bool) -> String {
+pub fn table(rails: &[RailRecord], aggregate: &[Aggregate], bad_rails: &[usize], bad_rows: &[Row], quiet: bool) -> String {
     let mut out = String::new();
     if !quiet {
         for r in rails {

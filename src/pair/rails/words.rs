@@ -2,13 +2,9 @@
 //! `<- bad rail` mark goes on those, not on the rail's healthy rows), and the findings said one
 //! line per cause with the rails it holds for and a count, each line naming its rail. Pure.
 
-use super::doc::RailRecord;
-use crate::model::{Direction, TestKind};
+use super::doc::{RailRecord, Row};
 use crate::outcome::{Finding, Severity, Subject};
 use std::fmt::Write;
-
-/// A row of the table: rail, test, direction, size.
-pub type Row = (usize, TestKind, Direction, u32);
 
 /// The rows to mark: of each bad rail, those an error finding names (its test, direction and
 /// size, as `judge` and the pair verdict word them) or that failed; a bad rail none of whose rows is named has all marked.

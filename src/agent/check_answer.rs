@@ -18,7 +18,7 @@ pub fn check(sysfs_root: Option<&Path>) -> Reply {
         Ok(node) => {
             let judged = crate::diagnose::node::judge(&node, &Expectations::default(), &Scope::default(), None);
             let root = sysfs_root.unwrap_or(Path::new("/sys"));
-            let facts = super::facts::gather(&node, gpu_driver(root));
+            let facts = crate::probe::facts::gather(&node, gpu_driver(root));
             Reply::Check { report: judged.report, facts }
         }
         Err(e) => Reply::Error { cause: e.to_string(), remedy: e.remedy() },
