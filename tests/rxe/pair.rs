@@ -393,7 +393,13 @@ fn test_conditions_are_applied_and_shown() {
     let (out, doc) = pair(&["--tests", "write_bw", "--iters", "100", "--no-relaxed-ordering"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(doc["relaxed_ordering"], false, "{doc}");
-    assert!(doc["a"].get("tclass").is_none(), "no class asked, none shown: {doc}");
+    // 0.5 (issue #51): with no --tclass each side runs at its port's RoCE DSCP and says where
+    // it came from (none here: the guest sets no override, rdma_cm's group is not configured).
+    for side in ["a", "b"] {
+        assert!(doc[side]["tclass"].as_u64().is_some_and(|t| t <= 255), "{side}: the class used is shown: {doc}");
+        let source = doc[side]["tclass_source"].as_str().unwrap_or_default();
+        assert!(["traffic_class", "rdma_cm", "expect", "pfc", "none"].contains(&source), "{side}: tclass_source {source:?}: {doc}");
+    }
 }
 
 #[test]
