@@ -92,7 +92,7 @@ fn capture_lines(b: &str, extra: &[&str]) -> (Vec<String>, serde_json::Value) {
     args.extend_from_slice(extra);
     let out = fabcheck(&args);
     let doc = json(&out);
-    assert_eq!(out.status.code(), Some(0), "{}", doc["findings"]);
+    assert_eq!(out.status.code(), Some(0), "{}: {}", doc["findings"], String::from_utf8_lossy(&out.stderr));
     let start = Instant::now();
     while dump.try_wait().unwrap().is_none() && start.elapsed() < Duration::from_secs(20) {
         std::thread::sleep(Duration::from_millis(100));
