@@ -481,22 +481,6 @@ mod tests {
     #[test]
     fn max_latency_is_judged_on_p50() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
-        let lat = |p50: f64| {
-            let mut r = bw("send_lat", "a->b", 2, 0.0);
-            r.bw_gbps = None;
-            r.lat_us = Some(LatencySummary {
-                min: p50 - 0.2,
-                p50,
-                p90: p50 + 0.1,
-                p99: p50 + 0.2,
-                p999: p50 + 0.5,
-                max: p50 + 1.0,
-                mean: p50,
-                stdev: 0.1,
-                preempt: None,
-            });
-            r
-        };
         let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0), expect: Default::default() };
         let (v, f) = judge(&a, &b, &[lat(2.0)], &c);
         assert_eq!(v, Verdict::Pass, "{f:?}");
