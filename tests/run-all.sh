@@ -119,9 +119,10 @@ else
 	# The same boot runs the rails tier (tests/rxe/rails.rs through tests/rxe/run.sh --rails, last
 	# in two-hosts.sh): rail 0 is the link the two-host tests use, rails 1-3 are three more.
 	# The peer command is a bash line in guest 2: the paths in it quoted (a clone's may hold a space).
-	# --max-sessions: the sessions the tier opens to guest 2's serve (the two-host pair, the mesh's tcp
-	# endpoint, qos::two_hosts' three pairs); it exits after the last, so nothing is left running.
-	peer_cmd="tests/rxe/sshd.sh serve $(printf %q "$FABCHECK_SSHD_DIR") && exec $(printf %q "$fabcheck") serve --listen 198.18.0.2:18515 --max-sessions 5"
+	# --max-sessions: every session the tier opens to guest 2's serve (the two-host pair, the mesh's
+	# with its tcp endpoint, qos::two_hosts' three pairs: 6 in all); it exits after the last, so
+	# nothing is left running. A test that adds a session there raises it.
+	peer_cmd="tests/rxe/sshd.sh serve $(printf %q "$FABCHECK_SSHD_DIR") && exec $(printf %q "$fabcheck") serve --listen 198.18.0.2:18515 --max-sessions 6"
 	two_hosts() {
 		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 --timeout 1500 \
 			--peer-cmd "$peer_cmd" \
