@@ -4,26 +4,12 @@
 
 use super::*;
 use crate::fabric::discovery::model::{LocalView, Node, Port};
-use crate::mad::attributes::{PortInfo, SpeedSet, WidthSet};
-use crate::port::{PhysState, Speed, Width};
+use crate::mad::attributes::PortInfo;
 
 const N: u64 = 5;
 
 fn info(lid: u16) -> PortInfo {
-    PortInfo {
-        lid,
-        sm_lid: 1,
-        lmc: 0,
-        capability_mask: 0,
-        state: PortState::Active,
-        phys_state: PhysState::LinkUp,
-        width_active: Width::X4,
-        width_enabled: WidthSet(2),
-        width_supported: WidthSet(2),
-        speed_active: Speed::Hdr,
-        speed_enabled: SpeedSet(Speed::Hdr.raw()),
-        speed_supported: SpeedSet(Speed::Hdr.raw()),
-    }
+    PortInfo { lid, ..crate::fabric::discovery::fixture::hdr() }
 }
 
 fn sw(i: u64) -> Guid {

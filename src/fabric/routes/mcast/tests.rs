@@ -3,27 +3,15 @@
 
 use super::*;
 use crate::fabric::discovery::model::{LocalView, Node, Port};
-use crate::mad::attributes::{PortInfo, SpeedSet, WidthSet};
-use crate::port::{PhysState, Speed, Width};
+use crate::mad::attributes::PortInfo;
+use crate::port::PortState;
 
 const BROADCAST: &str = "ff12:401b:ffff:0000:0000:0000:ffff:ffff";
 const MLID: u16 = 0xc000;
 
 fn port(number: u8, guid: u64, remote: Option<(u64, u8)>) -> Port {
-    let info = PortInfo {
-        lid: 0,
-        sm_lid: 1,
-        lmc: 0,
-        capability_mask: 0,
-        state: if remote.is_some() || number == 0 { PortState::Active } else { PortState::Down },
-        phys_state: PhysState::LinkUp,
-        width_active: Width::X4,
-        width_enabled: WidthSet(2),
-        width_supported: WidthSet(2),
-        speed_active: Speed::Hdr,
-        speed_enabled: SpeedSet(Speed::Hdr.raw()),
-        speed_supported: SpeedSet(Speed::Hdr.raw()),
-    };
+    let state = if remote.is_some() || number == 0 { PortState::Active } else { PortState::Down };
+    let info = PortInfo { state, ..crate::fabric::discovery::fixture::hdr() };
     Port { number, guid: Guid(guid), lid: 0, info, remote: remote.map(|(g, p)| (Guid(g), p)), counters: None }
 }
 
