@@ -8,7 +8,6 @@
 //! `cargo build --example aer_read && target/debug/examples/aer_read /sys 0000:00:02.0 [0000:01:00.0]`
 
 use fabcheck::diagnose::pcie_rules;
-use fabcheck::outcome::{Report, Verdict};
 use fabcheck::probe::pci::health::{DevlinkRead, PcieHealth, Role};
 use std::path::Path;
 
@@ -42,8 +41,7 @@ fn main() {
         println!("unreadable {path}: {why}");
     }
     let health = PcieHealth { functions: vec![function], nics: Vec::new(), devlink: DevlinkRead::NotLooked, tree: true, live: true, uptime_s: None };
-    let mut report = Report { verdict: Verdict::Pass, checks: Vec::new(), findings: Vec::new() };
-    pcie_rules::apply(&mut report, &health, None);
+    let report = pcie_rules::judge_alone(&health);
     for f in &report.findings {
         println!("finding {} {:?} {}: {}", f.id, f.severity, f.subject, f.message);
     }

@@ -6,11 +6,16 @@
 //! - `ibsim_set pkey NODE PORT INDEX VALUE`: entry INDEX (block 0) of the P_KeyTable of NODE's
 //!   port PORT (a switch port, or the CA port discovery reached) becomes VALUE (hex or decimal).
 //!
+//! - `ibsim_set mft NODE MLID PORTS`: the switch's MFT entry for MLID lists PORTS (comma
+//!   separated, ports 0..15; `-` for none);
+//! - `ibsim_set vlarb NODE PORT VL WEIGHT`: every entry for VL in the low-priority
+//!   VLArbitrationTable (block 1) of NODE's port PORT (0 on a CA) gets WEIGHT.
+//!
 //! Prints `NODE LID N: port OLD -> NEW` / `NODE port P pkey[I]: OLD -> NEW` as the node
 //! answered. Run under `LD_PRELOAD=libumad2sim.so` with the simulator's `IBSIM_SOCKNAME`;
 //! `tests/ibsim/route.rs` builds it (`cargo build --example ibsim_set`).
 
-use fabcheck_verbs::mad::{self, DiscoverConfig, DrPath, MadPort, SmpTable};
+use fabcheck_verbs::mad::{self, DiscoverConfig, DrPath, MadPort, QosTable, SmpTable};
 use std::process::ExitCode;
 
 fn number(text: &str) -> Result<u32, String> {
@@ -53,7 +58,39 @@ fn run(args: &[String]) -> Result<String, String> {
             let answer = port.set_table_block(&path, table, &block).map_err(|e| e.to_string())?;
             Ok(format!("{name} port {at} pkey[{index}]: {old:#06x} -> {:#06x}", u16::from_be_bytes([answer[2 * index], answer[2 * index + 1]])))
         }
-        _ => Err("usage: ibsim_set lft NODE LID PORT | ibsim_set pkey NODE PORT INDEX VALUE".into()),
+        [kind, name, mlid, ports] if kind == "mft" => {
+            let node = find(name)?;
+            let mlid = number(mlid)?.checked_sub(0xc000).filter(|m| *m < 0x4000).ok_or("MLID is 0xc000..0xffff")?;
+            let mut mask = 0u16;
+            for p in ports.split(',').filter(|p| *p != "-") {
+                mask |= 1 << number(p)?.min(15);
+            }
+            let path = DrPath::new(&node.dr_path).ok_or("the route to it is too long")?;
+            let table = QosTable::MulticastForwarding { block: (mlid / 32) as u16, position: 0 };
+            let mut block = port.qos_block(&path, table).map_err(|e| e.to_string())?;
+            let at = 2 * (mlid % 32) as usize;
+            let old = u16::from_be_bytes([block[at], block[at + 1]]);
+            block[at..at + 2].copy_from_slice(&mask.to_be_bytes());
+            let answer = port.set_qos_block(&path, table, &block).map_err(|e| e.to_string())?;
+            Ok(format!("{name} MLID {:#06x}: mask {old:#06x} -> {:#06x}", mlid + 0xc000, u16::from_be_bytes([answer[at], answer[at + 1]])))
+        }
+        [kind, name, at, vl, weight] if kind == "vlarb" => {
+            let node = find(name)?;
+            let at = u8::try_from(number(at)?).map_err(|_| "PORT is 0..255")?;
+            let (vl, weight) = (number(vl)? as u8 & 0xf, u8::try_from(number(weight)?).map_err(|_| "WEIGHT is 0..255")?);
+            let path = DrPath::new(&node.dr_path).ok_or("the route to it is too long")?;
+            let table = QosTable::VlArbitration { block: 1, port: if node.switch_info.is_some() { at } else { 0 } };
+            let mut block = port.qos_block(&path, table).map_err(|e| e.to_string())?;
+            let mut changed = 0;
+            for entry in block.chunks_exact_mut(2).filter(|e| e[0] & 0xf == vl) {
+                entry[1] = weight;
+                changed += 1;
+            }
+            let answer = port.set_qos_block(&path, table, &block).map_err(|e| e.to_string())?;
+            let now: Vec<u8> = answer.chunks_exact(2).filter(|e| e[0] & 0xf == vl).map(|e| e[1]).collect();
+            Ok(format!("{name} port {at} VL {vl}: {changed} low-priority entries, weights now {now:?}"))
+        }
+        _ => Err("usage: ibsim_set lft NODE LID PORT | pkey NODE PORT INDEX VALUE | mft NODE MLID PORTS | vlarb NODE PORT VL WEIGHT".into()),
     }
 }
 

@@ -421,7 +421,9 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
         }
     };
     match request {
-        Request::Hello { .. } => send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: fabric.o.rails > 0 }),
+        Request::Hello { .. } => {
+            send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: fabric.o.rails > 0, collective: false })
+        }
         Request::Inventory => conn.output.extend_from_slice(fabric.inventory_line.as_bytes()),
         Request::Prepare { spec, target } => {
             conn.passive_running = false;
@@ -506,6 +508,7 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
             send(conn, &Reply::Rails { rails, shared: Vec::new() });
         }
         Request::Check => send(conn, &error("mesh_sim has no node to check")),
+        Request::PrepareMember { .. } | Request::ConnectHops { .. } => send(conn, &error("mesh_sim runs no collective")),
         Request::Bye => {
             send(conn, &Reply::Bye);
             conn.closed = true;

@@ -6,6 +6,7 @@ use fabcheck::cli::{Cli, FailOn};
 use fabcheck::commands::Global;
 use fabcheck::error::{Outcome, Stop};
 use fabcheck::report::output::to_stderr;
+use fabcheck::report::Output;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -41,14 +42,15 @@ fn main() -> ExitCode {
     // A global flag the command ignores is refused before any output is configured: the
     // refusal is said on stderr only, in no format the command does not write.
     let refused = fabcheck::commands::refuse_ignored(&cli.command, &given);
-    if refused.is_ok() {
-        fabcheck::commands::configure_output(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning, json_flag);
-    }
+    let out = match refused {
+        Ok(()) => fabcheck::commands::output_settings(cli.format, cli.output.clone(), cli.fail_on == FailOn::Warning, json_flag),
+        Err(_) => Output::default(),
+    };
     // The outcome already holds `--fail-on`: the document's verdict decided it.
     let ran = refused
         .map_err(Stop::Failure)
-        .and_then(|()| fabcheck::report::output::precheck().map_err(Stop::Delivery))
-        .and_then(|()| fabcheck::commands::run(cli.command));
+        .and_then(|()| out.precheck().map_err(Stop::Delivery))
+        .and_then(|()| fabcheck::commands::run(cli.command, &out));
     let failure = match ran {
         Ok(Outcome::Pass) => return ExitCode::from(0),
         Ok(Outcome::Fail) => return ExitCode::from(1),
@@ -59,7 +61,7 @@ fn main() -> ExitCode {
     };
     // A health check that reads stdout (NHC, Slurm) still gets one line with the cause; a
     // textfile collector's `--output` gets `fabcheck_up 0` instead of the last run's verdict.
-    fabcheck::report::output::deliver_failure(&command_name, &failure.cause, &failure.remedy);
+    out.deliver_failure(&command_name, &failure.cause, &failure.remedy);
     // Never a panic, even with stderr full or closed: exit 2 is what the caller must see.
     // One line each (issue #58): a cause quotes paths, names and peers' words, and a newline in
     // any of them would forge a line of its own.
@@ -76,11 +78,11 @@ fn refused_line(e: &clap::Error) {
     let names: Vec<&str> = cli.get_subcommands().map(|c| c.get_name()).collect();
     let salvaged = fabcheck::commands::usage::salvage(&args, &names);
     let (cause, remedy) = fabcheck::commands::usage::cause_and_remedy(e, &salvaged.command);
-    fabcheck::report::output::configure(salvaged.format, salvaged.output, false, salvaged.json);
+    let out = Output::new(salvaged.format, salvaged.output, false, salvaged.json);
     if let Some(max) = salvaged.max_len {
-        fabcheck::report::output::limit_oneline(max);
+        out.limit_oneline(max);
     }
-    fabcheck::report::output::deliver_failure(&salvaged.command, &cause, &remedy);
+    out.deliver_failure(&salvaged.command, &cause, &remedy);
     to_stderr(&format!("  what to do: {}", fabcheck::sanitise::printable(&remedy)));
 }
 

@@ -94,7 +94,7 @@ pub fn build(
     let drift_failed = nodes.iter().flat_map(|n| &n.findings).any(|f| f.id == crate::outcome::FindingId::AcceptDrift && fails(f.severity));
     let verdict = |failed: bool| if failed { Verdict::Fail } else { Verdict::Pass };
     let stages = vec![
-        Stage { name: "check", verdict: verdict(check_failed), document: crate::report::check::SCHEMA },
+        Stage { name: "check", verdict: verdict(check_failed), document: crate::outcome::CHECK_SCHEMA },
         Stage { name: "drift", verdict: verdict(drift_failed), document: SCHEMA },
     ];
     let drain = nodes.iter().filter_map(drain_entry).collect::<Vec<_>>();

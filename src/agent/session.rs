@@ -9,6 +9,8 @@ use super::budget::Budget;
 use super::machine::{Machine, Step};
 use crate::control::lines;
 use crate::control::protocol::{self, Reply, Request};
+use crate::perf::member::MemberSession;
+use crate::perf::member_wire::MemberError;
 use crate::perf::{self, session::Session, PerfError, Signals};
 use crate::probe;
 use crossbeam::channel::{self, RecvTimeoutError};
@@ -66,6 +68,8 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
         machine = machine.serving_bundle();
     }
     let mut session: Option<Session> = None;
+    // A collective member's hops (0.5): held beside the pair test's session, one or the other.
+    let mut member: Option<MemberSession> = None;
     let reply = |writer: &mut W, r: &Reply| -> std::io::Result<()> {
         writer.write_all(protocol::encode(r).as_bytes())?;
         writer.flush()
@@ -108,7 +112,43 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                     reply(&mut writer, &r)?;
                 }
                 Step::Rails(spec) => reply(&mut writer, &rails_reply(&spec))?,
-                Step::Close => session = None,
+                Step::Close => {
+                    session = None;
+                    member = None;
+                }
+                Step::OpenMember { target, plan, stall_timeout_ms } => {
+                    let r = match MemberSession::open(&target, &plan, stall_timeout_ms, &options.host) {
+                        Ok(m) => {
+                            let hops = m.local().to_vec();
+                            member = Some(m);
+                            Reply::MemberReady { hops }
+                        }
+                        Err(e) => perf_error(&e),
+                    };
+                    machine.opened(member.is_some());
+                    reply(&mut writer, &r)?;
+                }
+                Step::ConnectMember(peers) => {
+                    let r = match member.as_mut().map(|m| m.connect(&peers)) {
+                        Some(Ok(())) => Reply::Connected,
+                        Some(Err(e)) => perf_error(&e),
+                        None => Reply::Error {
+                            cause: "connect_hops before prepare_member".into(),
+                            remedy: "controller bug: prepare the member first".into(),
+                        },
+                    };
+                    reply(&mut writer, &r)?;
+                }
+                Step::RunMember => {
+                    let Some(m) = member.as_mut() else { continue };
+                    signals.reset();
+                    let r = match perf::member_wire::run(m, &signals) {
+                        Ok(result) => Reply::MemberDone { result },
+                        Err(MemberError::Aborted) => return Ok(()),
+                        Err(MemberError::Failed { cause, remedy }) => Reply::Error { cause, remedy },
+                    };
+                    reply(&mut writer, &r)?;
+                }
                 Step::Open { target, spec } => {
                     let r = match Session::open(&target, &spec, &options.host) {
                         Ok(s) => {
@@ -134,7 +174,9 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                 Step::Run => {
                     let Some(s) = session.as_mut() else { continue };
                     signals.reset();
-                    let r = match perf::run(s, &signals) {
+                    // `--report-every`: the figures of each interval, as `progress` replies.
+                    let mut progress = |interval| reply(&mut writer, &Reply::Progress { interval });
+                    let r = match perf::report_every::run(s, &signals, &mut progress) {
                         Ok(result) => Reply::Done { result },
                         Err(PerfError::Aborted) => return Ok(()),
                         Err(e) => perf_error(&e),

@@ -30,6 +30,12 @@ Examples:
   fabcheck mesh --hostfile nodes.txt --pattern shift --rounds 8 --topology fabric.ibnd
   fabcheck mesh --hostfile nodes.txt --launcher srun --baseline last.json --json";
 
+pub const COLLECTIVE: &str = "\
+Examples:
+  fabcheck collective --hostfile nodes.txt --op allreduce --rails all --size 256M
+  fabcheck collective n01 n02 n03 n04 --op incast:3 --size 64M
+  fabcheck collective --hostfile nodes.txt --op allreduce --topology fabric.ibnd --bisect";
+
 pub const FABRIC: &str = "\
 Examples:
   fabcheck fabric                                  the subnet seen from the first active port
@@ -48,7 +54,7 @@ Examples:
 
 /// Every example line (the command line, without the comment after it), for the tests.
 pub fn command_lines() -> Vec<Vec<String>> {
-    [CHECK, PAIR, MESH, FABRIC, EXPORTER, COMPARE]
+    [CHECK, PAIR, MESH, COLLECTIVE, FABRIC, EXPORTER, COMPARE]
         .iter()
         .flat_map(|text| text.lines().skip(1))
         .map(|line| {

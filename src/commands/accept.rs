@@ -13,9 +13,10 @@ use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::io::{IsTerminal, Write};
 use std::time::Duration;
 
-pub fn run(args: &AcceptArgs) -> Result<Outcome, Stop> {
-    let config = configure(args)?;
-    let format = output::chosen(args.json);
+pub fn run(args: &AcceptArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
+    let mut config = configure(args)?;
+    config.fail_on_warning = out.fail_on_warning();
+    let format = out.chosen(args.json);
     if format == Format::Prom {
         return Err(Failure::usage("accept writes no Prometheus page: use --format json, junit, oneline or human").into());
     }
@@ -44,7 +45,7 @@ pub fn run(args: &AcceptArgs) -> Result<Outcome, Stop> {
         Format::Junit => junit::render(&doc, &stamp),
         Format::Human | Format::Prom => doc.human(),
     };
-    output::deliver_text(&crate::sanitise::printable(&text))?;
+    out.deliver_text(&crate::sanitise::printable(&text))?;
     let pass = doc.verdict == Verdict::Pass;
     if let Some(path) = &args.html {
         output::side_file(path, "the HTML page", "--html", html::render(&doc, &stamp).as_bytes(), pass)?;
@@ -111,7 +112,8 @@ pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
         launch,
         check_limit: Duration::from_secs(args.agents.timeout.max(1)),
         window: args.fanout as usize,
-        fail_on_warning: output::fail_on_warning(),
+        // `--fail-on`, a global flag: `run` sets it.
+        fail_on_warning: false,
     })
 }
 

@@ -4,11 +4,10 @@ use crate::diagnose::Scope;
 use crate::error::{Failure, Outcome, Stop};
 use crate::model::parse_device_port;
 use crate::probe::{self, ProbeError, Source};
-use crate::report;
 
-pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
+pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
     if let Some(max) = args.max_len {
-        crate::report::output::limit_oneline(usize::from(max));
+        out.limit_oneline(usize::from(max));
     }
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
     let scope = match &args.device {
@@ -33,20 +32,26 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     }
     // `--soak`: the node read again at the window's end, judged over what rose in it. Nothing to
     // soak on a node without devices: the checklist says why at once.
-    let (judged, interrupted) = match soak {
+    let soaked = match soak {
         Some(asked) if !start.inventory.devices.is_empty() => {
             // On a terminal, the window's progress on stderr (issue #57).
             let quiet = crate::cli::ProgressFlags { progress: false, no_progress: false, quiet: false };
-            let soaked = super::soak::run(&start, asked, read, &mut *super::progress::sink(&quiet))?;
-            let window = Window { asked, seconds: soaked.seconds, interrupted: soaked.interrupted, pcie_start: &start.pcie };
-            (node::judge(&soaked.end, &expect, &scope, Some(&window)), super::soak::interrupted(&soaked))
+            Some((asked, super::soak::run(&start, asked, read, &mut *super::progress::sink(&quiet))?))
         }
-        _ => (node::judge(&start, &expect, &scope, None), None),
+        _ => None,
     };
-    let mut judged = judged;
-    kernel_log(&mut judged, &start, &source, args.since, &expect);
-    let doc = report::check::CheckDoc { schema: report::check::SCHEMA, report: &judged.report, gpus: &judged.gpus, origin };
-    let outcome = report::output::deliver(&doc, args.json)?;
+    // The kernel log up to now (after the soak window, so it holds the window's flaps).
+    let log = kernel_log(&start, &source, args.since);
+    let log = log.as_ref().map(|(log, window)| node::Log { log: log.as_ref().map_err(String::as_str), window: *window });
+    let (judged, interrupted) = match &soaked {
+        Some((asked, soaked)) => {
+            let window = Window { asked: *asked, seconds: soaked.seconds, interrupted: soaked.interrupted, pcie_start: &start.pcie };
+            (node::judge_with_log(&soaked.end, &expect, &scope, Some(&window), log.as_ref()), super::soak::interrupted(soaked))
+        }
+        None => (node::judge_with_log(&start, &expect, &scope, None, log.as_ref()), None),
+    };
+    let doc = super::check_doc::CheckDoc { schema: crate::outcome::CHECK_SCHEMA, report: &judged.report, gpus: &judged.gpus, origin };
+    let outcome = out.deliver(&doc, args.json)?;
     // A soak window cut short by SIGINT: the report above judged what it saw; the run is exit 2.
     if let Some(interrupted) = interrupted {
         return Err(interrupted.into());
@@ -54,21 +59,17 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, Stop> {
     Ok(outcome)
 }
 
-/// `link.flap` from the kernel log over `--since`: live, dmesg (or journalctl -k) up to now; a
+/// The kernel log for `link.flap` over `--since`: live, dmesg (or journalctl -k) up to now; a
 /// bundle, its `tools/dmesg.txt` up to its last line (a bundle without one is not judged).
 fn kernel_log(
-    judged: &mut node::Judged,
     read: &probe::node::NodeRead,
     source: &Source,
     since: std::time::Duration,
-    expect: &crate::diagnose::Expectations,
-) {
+) -> Option<(Result<probe::kernel_log::KernelLog, String>, crate::diagnose::flap_rules::LogWindow)> {
     // No RDMA port, nothing of the log is about one.
     if read.inventory.devices.is_empty() {
-        return;
+        return None;
     }
-    if let Some((log, end)) = probe::kernel_log::read(source) {
-        let window = crate::diagnose::flap_rules::LogWindow { end, seconds: since.as_secs().max(1) };
-        node::judge_kernel_log(judged, &read.inventory, log.as_ref().map_err(String::as_str), window, expect);
-    }
+    let (log, end) = probe::kernel_log::read(source)?;
+    Some((log, crate::diagnose::flap_rules::LogWindow { end, seconds: since.as_secs().max(1) }))
 }

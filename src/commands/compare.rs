@@ -4,9 +4,8 @@
 use crate::cli::CompareArgs;
 use crate::compare::{self, render};
 use crate::error::{Failure, Outcome, Stop};
-use crate::report;
 
-pub fn run(args: &CompareArgs) -> Result<Outcome, Stop> {
+pub fn run(args: &CompareArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
     if !(args.regression.is_finite() && args.regression >= 0.0) {
         return Err(Failure::usage(format!("--regression {} is not a percentage (0 or more)", args.regression)).into());
     }
@@ -21,7 +20,7 @@ pub fn run(args: &CompareArgs) -> Result<Outcome, Stop> {
     // The documents' figures are no longer needed while the result is written.
     drop((old, new));
     let view = render::CompareReport { baseline: &old_source, current: &new_source, comparison: &comparison };
-    Ok(report::output::deliver(&view, args.json)?)
+    Ok(out.deliver(&view, args.json)?)
 }
 
 /// A file name as the header shows it: one line (a name may hold a newline or an escape).

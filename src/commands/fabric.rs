@@ -82,7 +82,8 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
         },
         topology: args.topology.clone(),
         expect,
-        json: args.json || crate::report::machine(),
+        // A machine `--format` wants the document too: `run` adds it.
+        json: args.json,
         deadline,
         soak,
         plan: args.plan.clone(),
@@ -91,8 +92,9 @@ pub fn configure(args: &FabricArgs) -> Result<FabricConfig, Failure> {
     })
 }
 
-pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
-    let config = configure(args)?;
+pub fn run(args: &FabricArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
+    let mut config = configure(args)?;
+    config.json |= out.machine();
     let started = std::time::Instant::now();
     // --deadline covers the whole run: reading the topology file, then discovery.
     let deadline = crate::sys::time::deadline(started, config.deadline);
@@ -132,16 +134,24 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         say_window(&mut judgement, w);
     }
     // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
-    let uneven = judgement.findings.iter().any(|f| f.id == "fabric.design" && f.severity != crate::outcome::Severity::Info);
+    let uneven = judgement.findings.iter().any(|f| f.id == FindingId::FabricDesign && f.severity != crate::outcome::Severity::Info);
     let routes = tables
         .read
         .then(|| crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), uneven));
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
     }
-    // fabric.creditloop: the routes' channel dependencies, per VL.
+    // fabric.creditloop: the routes' channel dependencies, per VL; fabric.mcast: the MFTs'
+    // trees; fabric.vl: SLs on VLs without arbitration weight (and tables not answered).
     if tables.read {
-        judgement.findings.extend(crate::fabric::routes::creditloop::judge(&fabric, &tables, &tables.sl2vl));
+        use crate::fabric::routes::{creditloop, mcast, vl};
+        // SL2VL maps read in part would put some hops on their VL and others on VL 0.
+        let whole = if tables.qos.cut_short.is_none() { tables.sl2vl.clone() } else { Default::default() };
+        judgement.findings.extend(creditloop::judge(&fabric, &tables, &whole));
+        let groups = mcast::groups_from_mfts(&fabric, &tables.qos.mfts);
+        judgement.findings.extend(mcast::judge(&fabric, &groups, &tables.qos.mfts));
+        judgement.findings.extend(vl::judge(&fabric, &vl::ports(&tables)));
+        judgement.findings.extend(vl::unanswered(&fabric, &tables));
     }
     // fabric.ar, fabric.sharp, fabric.cc: from an ibdiagnet capture.
     if let Some(capture) = &capture {
@@ -164,7 +174,7 @@ pub fn run(args: &FabricArgs) -> Result<Outcome, Stop> {
         elapsed_ms: started.elapsed().as_millis() as u64,
         routes: routes.as_ref().map(|(figures, _)| figures),
     };
-    let outcome = crate::report::output::deliver(&view, config.json)?;
+    let outcome = out.deliver(&view, config.json)?;
     if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
         return Err(Failure::new(
             format!("the soak window was interrupted after {:.0} s", w.seconds),
@@ -183,27 +193,13 @@ fn soak(
     window: std::time::Duration,
     started: std::time::Instant,
 ) -> Result<crate::fabric::counters::soak::FabricWindow, Failure> {
-    crate::sys::os::catch_termination();
     let opened = std::time::Instant::now();
-    let mut interrupted = false;
-    // On a terminal, the window's time gone and left (issue #57); the subnet's counters are
-    // read once more at its end, not during it (a whole-fabric sweep of MADs per read).
+    // On a terminal, the window's time gone and left and what has risen so far (issue #57):
+    // the port counters are read again every READ_EVERY (one MAD per port, no discovery).
     let flags = crate::cli::ProgressFlags { progress: false, no_progress: false, quiet: false };
     let mut progress = super::progress::sink(&flags);
-    let mut said = std::time::Duration::ZERO;
-    while opened.elapsed() < window {
-        if crate::sys::os::interrupted() {
-            interrupted = true;
-            break;
-        }
-        let elapsed = opened.elapsed();
-        if elapsed >= said + std::time::Duration::from_secs(1) {
-            said = elapsed;
-            progress.event(&crate::progress::Event::Soak { elapsed, window, risen: None });
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
-    }
-    progress.done();
+    let read = || discover::reread_counters(fabric, &config.probe).ok();
+    let interrupted = wait_window(fabric, window, read, progress.as_mut(), (SAY_EVERY, READ_EVERY));
     let left = config.deadline.saturating_sub(started.elapsed());
     // The second read also asks the nodes that waited for their PortXmitWait unit.
     let probe = Probe { sample_ticks: true, ..config.probe.clone() };
@@ -213,6 +209,49 @@ fn soak(
     w.sample_ticks = end_tables.sample_ticks;
     *fabric = end;
     Ok(w)
+}
+
+/// How often a soak window says its progress, and reads the port counters for it.
+const SAY_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+const READ_EVERY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits out the soak window (SIGINT ends it early: true), saying its progress at the pace
+/// given `(say, read)`: every `say` the time gone and left, with what has risen since `start`
+/// as of the last `read` that answered.
+fn wait_window(
+    start: &crate::fabric::Fabric,
+    window: std::time::Duration,
+    mut read: impl FnMut() -> Option<crate::fabric::Fabric>,
+    progress: &mut dyn crate::progress::Progress,
+    (say_every, read_every): (std::time::Duration, std::time::Duration),
+) -> bool {
+    use std::time::Duration;
+    crate::sys::os::catch_termination();
+    let opened = std::time::Instant::now();
+    let (mut said, mut read_at) = (Duration::ZERO, Duration::ZERO);
+    let mut risen: Option<Vec<String>> = None;
+    let mut interrupted = false;
+    while opened.elapsed() < window {
+        if crate::sys::os::interrupted() {
+            interrupted = true;
+            break;
+        }
+        let elapsed = opened.elapsed();
+        // Not in the window's last half-pace: the end read comes then anyway.
+        if elapsed >= read_at + read_every && window.saturating_sub(elapsed) > read_every / 2 {
+            read_at = elapsed;
+            if let Some(now) = read() {
+                risen = Some(crate::fabric::counters::soak::risen(start, &now));
+            }
+        }
+        if elapsed >= said + say_every {
+            said = elapsed;
+            progress.event(&crate::progress::Event::Soak { elapsed, window, risen: risen.as_deref() });
+        }
+        std::thread::sleep(Duration::from_millis(100).min(window.saturating_sub(opened.elapsed())));
+    }
+    progress.done();
+    interrupted
 }
 
 /// Says the window (and what it could not judge) as info findings.
@@ -279,4 +318,48 @@ fn mad_failure(err: MadError) -> Failure {
         _ => "retry with a longer --timeout-ms".into(),
     };
     Failure::new(err.to_string(), remedy)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::discovery::model::{LocalView, Node, Port};
+    use crate::mad::attributes::{Counters, Guid, NodeType};
+
+    fn fabric(symbol: u64) -> crate::fabric::Fabric {
+        let info = crate::mad::decode::port_info(&[0u8; 64], &[0u8; 64]);
+        let counters = Counters { symbol_error: symbol, xmit_wait: symbol, ..Counters::default() };
+        let port = Port { number: 7, guid: Guid(2), lid: 3, info, remote: None, counters: Some(counters) };
+        let node = Node { guid: Guid(1), node_type: NodeType::Switch, description: "leaf1".into(), num_ports: 8, ports: vec![port] };
+        crate::fabric::Fabric {
+            local: LocalView { ca: "mlx5_0".into(), port: 1, lid: 1, sm_lid: 1, state: crate::port::PortState::Active },
+            nodes: vec![node],
+            master: None,
+            others: vec![],
+            gaps: vec![],
+            counters_read: true,
+        }
+    }
+
+    /// Issue #57: `fabric --soak` was a silent window. It says its time and what has risen so
+    /// far (the pace injected: every turn says and reads; the reads counted, not timed).
+    #[test]
+    fn a_soak_window_says_what_has_risen_so_far() {
+        let start = fabric(100);
+        let mut reads = 0;
+        let read = || {
+            reads += 1;
+            Some(fabric(112))
+        };
+        let mut said: Vec<String> = Vec::new();
+        let window = std::time::Duration::from_millis(400);
+        let interrupted = wait_window(&start, window, read, &mut said, (std::time::Duration::ZERO, std::time::Duration::ZERO));
+        assert!(!interrupted);
+        assert!(reads >= 1 && !said.is_empty(), "{reads} reads, said {said:?}");
+        assert!(said[0].starts_with("soak window ") && said[0].ends_with("; risen so far: leaf1 port 7 SymbolErrorCounter +12"), "{said:?}");
+        // A read that does not answer leaves the line without a judgement of the counters.
+        let mut said: Vec<String> = Vec::new();
+        wait_window(&start, window, || None, &mut said, (std::time::Duration::ZERO, std::time::Duration::ZERO));
+        assert!(said[0].ends_with("; counters are judged at its end"), "{said:?}");
+    }
 }

@@ -121,15 +121,31 @@ mod token_file_tests {
 }
 
 /// The test conditions the flags ask for.
-/// `-D`/`--duration` (seconds, from the flag's parser) in milliseconds: more than 0, at most an hour.
+/// `-D`/`--duration` (seconds, from the flag's parser) in milliseconds: more than 0, at most 7
+/// days (a burn-in; `crate::model::MAX_DURATION_MS`).
 pub fn duration_ms(seconds: Option<f64>) -> Result<Option<u64>, Failure> {
+    let most = (crate::model::MAX_DURATION_MS / 1000) as f64;
     match seconds {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 3600.0) => {
-            Err(Failure::usage(format!("--duration {s}: give more than 0 and at most 3600 seconds")))
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= most) => {
+            Err(Failure::usage(format!("--duration {s}: give more than 0 and at most {most} seconds (7 days)")))
         }
         Some(s) => Ok(Some((s * 1000.0).round().max(1.0) as u64)),
         None => Ok(None),
     }
+}
+
+/// `--report-every SECS` in milliseconds (0.1 s .. 7 days), and where its records go: a line
+/// per interval on stderr in human mode (and whenever no `--progress-json` file takes them),
+/// a JSON record per line in `--progress-json FILE`.
+pub fn burn_in(flags: &crate::cli::BurnInFlags, json: bool) -> Result<(Option<u64>, Option<crate::progress_record::LiveOutput>), Failure> {
+    let Some(secs) = flags.report_every else { return Ok((None, None)) };
+    let ms = (secs * 1000.0).round();
+    let (least, most) = (crate::model::MIN_REPORT_EVERY_MS as f64, crate::model::MAX_DURATION_MS as f64);
+    if !(ms.is_finite() && (least..=most).contains(&ms)) {
+        return Err(Failure::usage(format!("--report-every {secs}: give at least 0.1 and at most 604800 seconds (7 days)")));
+    }
+    let out = crate::progress_record::LiveOutput { lines: !json || flags.progress_json.is_none(), json: flags.progress_json.clone() };
+    Ok((Some(ms as u64), Some(out)))
 }
 
 pub fn conditions(flags: &ConditionFlags) -> Conditions {
@@ -189,4 +205,52 @@ mod mem_tests {
         assert!(matches!(parsed(&["fabcheck", "mesh", "a", "b", "--use_cuda_bus_id", "0000:1a:00.0"]), MemChoice::CudaBus(_)));
         assert!(Cli::try_parse_from(["fabcheck", "pair", "a", "b", "--use_cuda", "1", "--mem", "cuda:2"]).is_err());
     }
+}
+
+/// The endpoints a fleet command was given, on its command line and in `--hostfile` (one per
+/// line, `#` comments), each parsed; `-d NAME[:PORT]` and `-i PORT` fill what an endpoint leaves
+/// out. A bad hostfile line is named by its number, never shown: `--hostfile /etc/shadow` under
+/// sudo would show a password hash (issue #46 item 6).
+pub struct EndpointFlags<'a> {
+    pub command: &'a str,
+    pub endpoints: &'a [String],
+    pub hostfile: Option<&'a Path>,
+    pub tcp_port: Option<u16>,
+    pub device: Option<&'a str>,
+    pub ib_port: Option<u32>,
+}
+
+pub fn endpoints(given: &EndpointFlags<'_>) -> Result<Vec<crate::control::endpoint::EndpointSpec>, Failure> {
+    let mut texts: Vec<(String, Option<usize>)> = given.endpoints.iter().map(|e| (e.clone(), None)).collect();
+    if let Some(path) = given.hostfile {
+        let text = read_text(path, crate::sys::fs::TEXT_FILE_CAP)
+            .map_err(|e| Failure::new(format!("cannot read hostfile: {e}"), "give a readable file, one endpoint per line"))?;
+        let lines = text.lines().enumerate().map(|(i, l)| (l.split('#').next().unwrap_or("").trim(), i + 1));
+        texts.extend(lines.filter(|(l, _)| !l.is_empty()).map(|(l, n)| (l.to_string(), Some(n))));
+    }
+    if texts.len() < 2 {
+        return Err(Failure::usage(format!("{} needs at least two endpoints (arguments or --hostfile)", given.command)));
+    }
+    let mut specs = Vec::with_capacity(texts.len());
+    for (t, line) in &texts {
+        let mut spec = crate::control::endpoint::parse_with_tcp_port(t, given.tcp_port).map_err(|e| match (line, given.hostfile) {
+            (Some(n), Some(path)) => Failure::usage(format!(
+                "--hostfile {}: line {n} is not an endpoint (HOST[/DEVICE[:PORT]], [USER@]HOST or tcp://HOST:PORT); the line is not shown",
+                path.display()
+            )),
+            _ => Failure::usage(e),
+        })?;
+        if spec.device.is_none() {
+            if let Some(d) = given.device {
+                let (device, port) = crate::model::parse_device_port(d).map_err(Failure::usage)?;
+                spec.device = Some(device);
+                spec.port = port;
+            }
+        }
+        if spec.port.is_none() {
+            spec.port = given.ib_port;
+        }
+        specs.push(spec);
+    }
+    Ok(specs)
 }

@@ -2,7 +2,7 @@
 
 use super::flags::{conditions, duration_ms, expectations, launch_options};
 use crate::cli::MeshArgs;
-use crate::control::{endpoint, link};
+use crate::control::link;
 use crate::error::{Failure, Outcome, Stop};
 use crate::mesh::pattern::Pattern;
 use crate::mesh::topology::Topology;
@@ -11,11 +11,15 @@ use crate::model::Direction;
 use crate::model::TestKind;
 use crate::pair::plan::{self, PlanInput};
 use crate::pair::verdict;
-use crate::sys::fs::{read_text, TEXT_FILE_CAP};
 use std::time::Duration;
 
-pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
-    let config = configure(args)?;
+pub fn run(args: &MeshArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
+    let mut config = configure(args)?;
+    config.json |= out.machine();
+    // A machine format on stdout and a records file: the interval lines stay off stderr.
+    if let Some(live) = config.live.as_mut().filter(|l| l.json.is_some()) {
+        live.lines &= !config.json;
+    }
     // Read and checked before any pair runs: a wrong baseline is exit 2 at once.
     let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.mesh.v1")?;
     let json = config.json;
@@ -30,7 +34,7 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
         }
     }
     // The results first: a side file that cannot be written must not throw the run away.
-    let outcome = crate::report::output::deliver(&run.report, json)?;
+    let outcome = out.deliver(&run.report, json)?;
     if let Some(failure) = run.could_not_run {
         return Err(failure.into());
     }
@@ -46,40 +50,14 @@ pub fn run(args: &MeshArgs) -> Result<Outcome, Stop> {
 
 /// `mesh`'s flags as a validated run.
 pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
-    // Each endpoint with the hostfile line it came from, if it did.
-    let mut texts: Vec<(String, Option<usize>)> = args.endpoints.iter().map(|e| (e.clone(), None)).collect();
-    if let Some(path) = &args.hostfile {
-        let text = read_text(path, TEXT_FILE_CAP)
-            .map_err(|e| Failure::new(format!("cannot read hostfile: {e}"), "give a readable file, one endpoint per line"))?;
-        let lines = text.lines().enumerate().map(|(i, l)| (l.split('#').next().unwrap_or("").trim(), i + 1));
-        texts.extend(lines.filter(|(l, _)| !l.is_empty()).map(|(l, n)| (l.to_string(), Some(n))));
-    }
-    if texts.len() < 2 {
-        return Err(Failure::usage("mesh needs at least two endpoints (arguments or --hostfile)"));
-    }
-    let mut specs = Vec::new();
-    for (t, line) in &texts {
-        let mut spec = endpoint::parse_with_tcp_port(t, args.tcp_port).map_err(|e| match (line, &args.hostfile) {
-            // Never the line itself: `--hostfile /etc/shadow` under sudo would show a password
-            // hash (issue #46 item 6); the line number is enough to find a typo.
-            (Some(n), Some(path)) => Failure::usage(format!(
-                "--hostfile {}: line {n} is not an endpoint (HOST[/DEVICE[:PORT]], [USER@]HOST or tcp://HOST:PORT); the line is not shown",
-                path.display()
-            )),
-            _ => Failure::usage(e),
-        })?;
-        if spec.device.is_none() {
-            if let Some(d) = &args.device {
-                let (device, port) = crate::model::parse_device_port(d).map_err(Failure::usage)?;
-                spec.device = Some(device);
-                spec.port = port;
-            }
-        }
-        if spec.port.is_none() {
-            spec.port = args.ib_port;
-        }
-        specs.push(spec);
-    }
+    let specs = super::flags::endpoints(&super::flags::EndpointFlags {
+        command: "mesh",
+        endpoints: &args.endpoints,
+        hostfile: args.hostfile.as_deref(),
+        tcp_port: args.tcp_port,
+        device: args.device.as_deref(),
+        ib_port: args.ib_port,
+    })?;
     if !(args.threshold > 0.0 && args.threshold <= 100.0) {
         return Err(Failure::usage("--threshold is a percentage, 1..100"));
     }
@@ -90,7 +68,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     }
     let duration_ms = duration_ms(args.duration)?;
     let direction = if args.bidirectional { "bidi" } else { &args.direction };
-    let plan = plan::build(&PlanInput {
+    let mut plan = plan::build(&PlanInput {
         tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
         size: args.size,
         sweep: false,
@@ -101,6 +79,11 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
+    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
+    let json = args.json;
+    // `--report-every`: the interval rides in every spec; the rest of the tuning is pair's.
+    let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
+    plan.iter_mut().for_each(|t| t.spec.report_every_ms = report_every_ms);
     let rails = args.rails.as_deref().map(crate::model::rails::RailSpec::parse).transpose().map_err(Failure::usage)?;
     if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
         return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
@@ -121,7 +104,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         fanout: args.fanout as usize,
         html: args.html.clone(),
         csv: args.csv.clone(),
-        json: args.json || crate::report::machine(),
+        json,
         quiet: args.progress.quiet,
         pattern: args.pattern.as_deref().map(Pattern::parse).transpose().map_err(Failure::usage)?,
         rounds: args.rounds.map(|r| r as usize),
@@ -130,6 +113,7 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         intra_leaf: args.intra_leaf,
         rails,
         planes: None,
+        live,
     })
 }
 

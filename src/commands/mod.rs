@@ -4,9 +4,12 @@ mod accept;
 mod baseline;
 mod bundle;
 mod check;
+mod check_doc;
+mod collective;
 mod compare;
 pub mod completions;
 mod devices;
+mod devices_doc;
 mod exporter;
 mod fabric;
 mod flags;
@@ -19,11 +22,11 @@ mod soak;
 pub mod usage;
 
 use crate::cli::{Command, FormatFlag};
-use crate::report::Format;
+use crate::report::{Format, Output};
 
 /// Where results go and in which format, from the global flags (`--json` on a command still
-/// means JSON: `json_flag`).
-pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, fail_on_warning: bool, json_flag: bool) {
+/// means JSON: `json_flag`): the value `main` hands to [`run`].
+pub fn output_settings(format: FormatFlag, output: Option<std::path::PathBuf>, fail_on_warning: bool, json_flag: bool) -> Output {
     let format = match format {
         FormatFlag::Human => Format::Human,
         FormatFlag::Json => Format::Json,
@@ -31,7 +34,7 @@ pub fn configure_output(format: FormatFlag, output: Option<std::path::PathBuf>, 
         FormatFlag::Prom => Format::Prom,
         FormatFlag::Junit => Format::Junit,
     };
-    crate::report::output::configure(format, output, fail_on_warning, json_flag);
+    Output::new(format, output, fail_on_warning, json_flag)
 }
 use crate::error::{Failure, Outcome, Stop};
 
@@ -93,6 +96,7 @@ fn command_name(command: &Command) -> &'static str {
         Command::Fabric(_) => "fabric",
         Command::Pair(_) => "pair",
         Command::Mesh(_) => "mesh",
+        Command::Collective(_) => "collective",
         Command::Serve(_) => "serve",
         Command::Accept(_) => "accept",
         Command::Exporter(_) => "exporter",
@@ -106,17 +110,18 @@ fn command_name(command: &Command) -> &'static str {
 
 /// Runs a command. Its result went to stdout or `--output` when this returns `Ok`; `main` maps
 /// the outcome, or why there is none, to the exit code.
-pub fn run(command: Command) -> Result<Outcome, Stop> {
+pub fn run(command: Command, out: &Output) -> Result<Outcome, Stop> {
     match command {
-        Command::Devices(args) => devices::run(&args),
-        Command::Check(args) => check::run(&args),
-        Command::Fabric(args) => fabric::run(&args),
-        Command::Pair(args) => pair::run(&args),
-        Command::Mesh(args) => mesh::run(&args),
+        Command::Devices(args) => devices::run(&args, out),
+        Command::Check(args) => check::run(&args, out),
+        Command::Fabric(args) => fabric::run(&args, out),
+        Command::Pair(args) => pair::run(&args, out),
+        Command::Mesh(args) => mesh::run(&args, out),
+        Command::Collective(args) => collective::run(&args, out),
         Command::Serve(args) => Ok(serve::run(&args)?),
-        Command::Accept(args) => accept::run(&args),
+        Command::Accept(args) => accept::run(&args, out),
         Command::Exporter(args) => Ok(exporter::run(&args)?),
-        Command::Compare(args) => compare::run(&args),
+        Command::Compare(args) => compare::run(&args, out),
         Command::Bundle(args) => bundle::run(&args),
         Command::Completions(args) => {
             // Into memory first: clap_complete panics on a write error (`> /dev/full`, `| true`).

@@ -10,8 +10,13 @@ use crate::pair::plan::{self, PlanInput};
 use crate::pair::{self, verdict, CpuChoice, PairConfig};
 use std::time::Duration;
 
-pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
-    let config = configure(args)?;
+pub fn run(args: &PairArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
+    let mut config = configure(args)?;
+    config.json |= out.machine();
+    // A machine format on stdout and a records file: the interval lines stay off stderr.
+    if let Some(live) = config.live.as_mut().filter(|l| l.json.is_some()) {
+        live.lines &= !config.json;
+    }
     // Read and checked before any test runs: a wrong baseline is exit 2 at once.
     let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.pair.v1")?;
     let json = config.json;
@@ -20,13 +25,34 @@ pub fn run(args: &PairArgs) -> Result<Outcome, Stop> {
         let comparison = baseline.compare(&run.report)?;
         run.report.doc.findings.extend(comparison.regressions.iter().map(super::baseline::finding));
     }
-    let outcome = crate::report::output::deliver(&run.report, json)?;
+    let outcome = out.deliver(&run.report, json)?;
+    // Stopped by a signal: the document of what ran is out; the run is exit 2.
+    if let Some(failure) = run.interrupted {
+        return Err(failure.into());
+    }
     // The side files after the results, so one that cannot be written loses nothing else.
     let pass = run.report.doc.verdict == crate::outcome::Verdict::Pass;
     for file in &run.side_files {
         file.write(pass)?;
     }
     Ok(outcome)
+}
+
+/// `--validate`: a fresh seed for the run's pattern (said in any `pair.data` finding), when the
+/// plan has a test it checks on host memory.
+fn validate_seed(args: &PairArgs) -> Result<Option<u64>, Failure> {
+    if !args.validate {
+        return Ok(None);
+    }
+    if !args.conditions.mem.choice().is_host() {
+        return Err(Failure::usage("--validate checks host memory only: drop --mem, or --validate"));
+    }
+    let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
+    if !tests.into_iter().any(pair::data::checked) {
+        return Err(Failure::usage("--validate checks send_bw, write_bw and read_bw: name one in --tests"));
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    Ok(Some(now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)))
 }
 
 /// `pair`'s flags as a validated run.
@@ -69,8 +95,13 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
-    plan::tune(&mut plan, &plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events })
-        .map_err(Failure::usage)?;
+    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
+    let json = args.json;
+    let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
+    let validate_seed = validate_seed(args)?;
+    let tuning =
+        plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events, report_every_ms, validate_seed };
+    plan::tune(&mut plan, &tuning).map_err(Failure::usage)?;
     let rails = match &args.rails {
         Some(spec) => Some(pair::rails::RailsConfig::parse(spec, args.rail_threshold.as_deref(), args.cpu.as_deref()).map_err(Failure::usage)?),
         None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),
@@ -79,8 +110,10 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     if args.cm && args.conditions.mtu.is_some() {
         return Err(Failure::usage("-m with --cm: rdma_cm sets the path MTU from its path record; drop -m, or --cm to set it"));
     }
-    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some()) {
-        return Err(Failure::usage("--rails does not combine with --cm, --csv or --svg yet: run those on one rail (pair A/DEV B/DEV)"));
+    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some() || live.is_some()) {
+        return Err(Failure::usage(
+            "--rails does not combine with --cm, --csv, --svg or --report-every yet: run those on one rail (pair A/DEV B/DEV)",
+        ));
     }
     let per_rail_cpus = rails.as_ref().is_some_and(|r| r.cpus.is_some());
     let cpu = match args.cpu.as_deref() {
@@ -116,11 +149,12 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         gid_index: args.agents.gid_index,
         cm: args.cm,
         test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
-        json: args.json || crate::report::machine(),
+        json,
         quiet: args.progress.quiet,
         csv: args.csv.clone(),
         svg: args.svg.clone(),
         rails,
+        live,
     })
 }
 
@@ -149,7 +183,8 @@ mod tests {
         assert_eq!(timed.plan.iter().filter(|t| t.spec.duration_ms == Some(5000)).count(), 11);
         assert_eq!(parsed(&["-D", "2m"]).unwrap().plan[0].spec.duration_ms, Some(120_000));
         assert_eq!(parsed(&["--duration", "1m30s"]).unwrap().plan[0].spec.duration_ms, Some(90_000));
-        assert!(parsed(&["-D", "2h"]).is_err(), "at most an hour per test");
+        assert_eq!(parsed(&["-D", "2h"]).unwrap().plan[0].spec.duration_ms, Some(7_200_000), "a burn-in: up to 7 days");
+        assert!(parsed(&["-D", "8d"]).is_err(), "at most 7 days per test");
         assert!(parsed(&["-R"]).unwrap().cm);
         assert!(!parsed(&[]).unwrap().cm);
         assert!(parsed(&["-F", "-R", "-D", "5s"]).is_ok());

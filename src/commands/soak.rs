@@ -124,6 +124,7 @@ pub fn interrupted(soaked: &Soaked) -> Option<Failure> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::outcome::FindingId;
 
     #[test]
     fn a_window_reads_twice_and_leaves_the_second_read_with_its_window() {
@@ -151,9 +152,9 @@ mod tests {
         assert_eq!(window.of("link_downed"), Some(crate::probe::window::Change::Rose(2)));
         let said = crate::diagnose::node::Window { asked: soaked.asked, seconds: soaked.seconds, interrupted: false, pcie_start: &start.pcie };
         let judged = crate::diagnose::node::judge(&soaked.end, &Default::default(), &Default::default(), Some(&said));
-        let note = judged.report.findings.iter().find(|f| f.id == "soak.window").expect("the window is said");
+        let note = judged.report.findings.iter().find(|f| f.id == FindingId::SoakWindow).expect("the window is said");
         assert!(note.message.contains("apart (soak window)"), "{note:?}");
-        assert!(judged.report.findings.iter().any(|f| f.id == "link.flap"), "{:#?}", judged.report.findings);
+        assert!(judged.report.findings.iter().any(|f| f.id == FindingId::LinkFlap), "{:#?}", judged.report.findings);
         assert!(interrupted(&soaked).is_none());
     }
 

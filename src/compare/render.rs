@@ -232,12 +232,13 @@ impl crate::report::Document for CompareReport<'_> {
     }
 
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        use crate::outcome::{Measure, Subject, Tally};
         let c = self.comparison;
         for d in &c.differences {
             let regression = c.regressions.iter().find(|r| r.key == d.key).map(|r| r.message.as_str());
-            sink.difference(&crate::report::sink::DifferenceLine {
-                a: d.key.a.as_str(),
-                b: d.key.b.as_str(),
+            let subject = Subject::Pair { a: d.key.a.to_string(), b: d.key.b.to_string() };
+            sink.measure(&Measure::Change {
+                subject: &subject,
                 test: d.key.test.as_str(),
                 direction: d.key.direction.as_str(),
                 size: d.key.size,
@@ -248,7 +249,7 @@ impl crate::report::Document for CompareReport<'_> {
             });
         }
         for s in &c.slowed {
-            sink.slowed(&crate::report::sink::SlowedLine { endpoint: &s.endpoint, regressed_pairs: s.regressed_pairs, pairs: s.pairs });
+            sink.tally(&Tally::Slowed { endpoint: Subject::Text(s.endpoint.to_string()), regressed: s.regressed_pairs, pairs: s.pairs });
         }
         Ok(())
     }

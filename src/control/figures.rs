@@ -32,7 +32,42 @@ pub fn check(reply: &Reply) -> Result<(), Implausible> {
     match reply {
         Reply::Ready { endpoint } => check_endpoint(endpoint),
         Reply::Done { result } => check_result(result),
+        Reply::Progress { interval } => check_interval(interval),
+        Reply::MemberDone { result } => check_member(result),
         _ => Ok(()),
+    }
+}
+
+/// A `--report-every` interval: a rate of 0 is a stalled interval, not an implausible one.
+fn check_interval(i: &crate::model::Interval) -> Result<(), Implausible> {
+    if let Some(v) = i.gbps.filter(|v| !(*v >= 0.0 && *v <= MAX_RATE_GBPS)) {
+        return Err(Implausible::Rate { name: "interval gbps", value: v });
+    }
+    if let Some(lat) = &i.lat_us {
+        latencies(&[("p50", lat.p50), ("p99", lat.p99), ("max", lat.max)])?;
+    }
+    Ok(())
+}
+
+/// A collective member's figures: each hop's rate and step times.
+fn check_member(r: &crate::model::collective::MemberResult) -> Result<(), Implausible> {
+    for h in &r.hops {
+        if !(h.gbps >= 0.0 && h.gbps <= MAX_RATE_GBPS) {
+            return Err(Implausible::Rate { name: "hop gbps", value: h.gbps });
+        }
+        if let Some(s) = &h.step_us {
+            latencies(&[("step p50", s.p50), ("step p99", s.p99), ("step max", s.max)])?;
+        }
+    }
+    Ok(())
+}
+
+/// Interval and step figures come from histogram buckets, whose lowest reads 0: 0 is a figure,
+/// a negative, NaN or beyond-belief one is not.
+fn latencies(figures: &[(&'static str, f64)]) -> Result<(), Implausible> {
+    match figures.iter().find(|(_, v)| !(*v >= 0.0 && *v <= MAX_LATENCY_US)) {
+        Some(&(name, value)) => Err(Implausible::Latency { name, value }),
+        None => Ok(()),
     }
 }
 
@@ -81,6 +116,28 @@ mod tests {
     fn lat(p50: f64) -> Reply {
         let l = LatencySummary { min: 1.0, p50, p90: 2.0, p99: 2.0, p999: 2.0, max: 3.0, mean: 1.5, stdev: 0.1, preempt: None };
         Reply::Done { result: RunResult { iterations: 10, bytes: 20, elapsed_ns: 20_000, lat: Some(l), ..RunResult::default() } }
+    }
+
+    #[test]
+    fn a_progress_interval_or_a_member_result_out_of_range_is_refused() {
+        let interval = |gbps| Reply::Progress { interval: crate::model::Interval { t_ms: 1000, gbps: Some(gbps), lat_us: None } };
+        assert_eq!(check(&interval(0.0)), Ok(()), "a stalled interval is a figure");
+        assert!(check(&interval(-1.0)).is_err());
+        assert!(check(&interval(f64::NAN)).is_err());
+        assert!(check(&interval(1e308)).is_err());
+        let member = |gbps| {
+            let hop = crate::model::collective::HopResult { hop: crate::model::collective::HopId(0), chunks: 1, bytes: 1, step_us: None, gbps };
+            let result = crate::model::collective::MemberResult {
+                member: crate::model::collective::MemberId(0),
+                elapsed_ns: 1,
+                iterations: 1,
+                hops: vec![hop],
+                counter_deltas: Vec::new(),
+            };
+            Reply::MemberDone { result }
+        };
+        assert_eq!(check(&member(12.5)), Ok(()));
+        assert!(check(&member(-3.0)).is_err());
     }
 
     #[test]

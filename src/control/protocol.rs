@@ -46,6 +46,34 @@ pub enum Request {
     /// The node's checklist and its drift facts (0.5, `accept`). An older agent refuses it as
     /// a message it cannot read; the controller then names the agent's version.
     Check,
+    /// Prepare this agent's part of a collective (0.5): one QP per hop of `plan` on `target`'s
+    /// port, a registered ring per inbound hop. Answered `member_ready`. An agent says it
+    /// understands this in its hello (`collective`).
+    PrepareMember {
+        target: Target,
+        plan: crate::model::collective::MemberPlan,
+        /// No progress on any hop for this long fails the run, naming the hop (0: the default).
+        #[serde(default)]
+        stall_timeout_ms: u64,
+    },
+    /// The far end of each of the member's hops (one endpoint per hop id); answered `connected`.
+    /// `run` then runs the plan (answered `running`, then `member_done`); `stop` ends it early.
+    ConnectHops {
+        peers: Vec<HopPeer>,
+    },
+}
+
+pub use crate::model::member_wire::{
+    check_member_plan, check_member_result, match_hops, member_bytes, HopPeer, MemberWireError, MAX_MEMBER_BYTES, MAX_MEMBER_STALL_MS, RING_SLOTS,
+};
+
+/// An agent whose hello does not say `collective` (fabcheck older than 0.5) cannot run one:
+/// the controller's exit-2 words, naming the agent's version and host.
+pub fn collective_refusal(agent: &str, host: &str) -> (String, String) {
+    (
+        format!("the agent on {host} is {agent}, which runs no collective (fabcheck 0.5 or later does)"),
+        "install the same fabcheck version (0.5 or later) on every node".into(),
+    )
 }
 
 /// Agent -> controller.
@@ -58,6 +86,10 @@ pub enum Reply {
         /// Answers `rails` (fabcheck 0.3 and later); absent from older agents' hellos.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         rails: bool,
+        /// Runs collective members (`prepare_member`, fabcheck 0.5 and later); absent from
+        /// older agents' hellos.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        collective: bool,
     },
     Inventory {
         inventory: crate::probe::Inventory,
@@ -73,8 +105,21 @@ pub enum Reply {
     },
     Connected,
     Running,
+    /// The running test's figures over the last interval (`--report-every`; only to a
+    /// controller that asked, with the spec's `report_every_ms`), before its `done`.
+    Progress {
+        interval: crate::model::Interval,
+    },
     Done {
         result: RunResult,
+    },
+    /// The answer to `prepare_member`: this member's end of each of its hops (0.5).
+    MemberReady {
+        hops: Vec<HopPeer>,
+    },
+    /// A collective member's measurements, after `run` (0.5).
+    MemberDone {
+        result: crate::model::collective::MemberResult,
     },
     Finished,
     /// The answer to `check`: the node judged as `fabcheck check` judges it, and its drift facts.
@@ -173,6 +218,8 @@ mod tests {
             atomic: crate::model::AtomicOp::FetchAdd,
             inline: None,
             events: false,
+            report_every_ms: None,
+            validate_seed: None,
         }
     }
 
@@ -204,6 +251,90 @@ mod tests {
             assert!(line.ends_with('\n') && line.contains("\"v\":1"));
             assert_eq!(decode::<Request>(&line).unwrap(), r);
         }
+    }
+
+    fn member_plan() -> crate::model::collective::MemberPlan {
+        use crate::model::collective::{Hop, HopId, MemberId, MemberPlan, Step};
+        let out = Hop { id: HopId(1), from: MemberId(1), to: MemberId(2) };
+        let inb = Hop { id: HopId(0), from: MemberId(0), to: MemberId(1) };
+        let steps = vec![Step::once(vec![], vec![0]), Step::once(vec![0], vec![0]), Step::once(vec![0], vec![])];
+        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10 }
+    }
+
+    fn hop_peer(hop: u32, qpns: Vec<u32>) -> HopPeer {
+        let mut endpoint: Endpoint = serde_json::from_value(serde_json::json!({
+            "host": "n2", "device": "rxe0", "port": 1, "lid": 0, "gid_index": null, "gid": null, "qpns": [], "psn": 1,
+            "addr": 4096, "rkey": 7, "len": 524288, "mtu": 1024, "link_layer": "Ethernet", "rate_gbps": null, "ca_type": "x", "max_rd_atomic": 1
+        }))
+        .unwrap();
+        endpoint.qpns = qpns;
+        HopPeer { hop: crate::model::collective::HopId(hop), endpoint }
+    }
+
+    #[test]
+    fn collective_messages_travel_the_wire_unchanged() {
+        let target = Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None };
+        for r in [
+            Request::PrepareMember { target, plan: member_plan(), stall_timeout_ms: 2000 },
+            Request::ConnectHops { peers: vec![hop_peer(0, vec![17]), hop_peer(1, vec![18])] },
+        ] {
+            assert_eq!(decode::<Request>(&encode(&r)).unwrap(), r);
+        }
+        let done = Reply::MemberDone {
+            result: crate::model::collective::MemberResult {
+                member: crate::model::collective::MemberId(1),
+                elapsed_ns: 5,
+                iterations: 10,
+                hops: vec![],
+                counter_deltas: vec![],
+            },
+        };
+        assert_eq!(decode_from_peer::<Reply>(&encode(&done)).unwrap(), done);
+        // A 0.4 agent's hello says nothing of collectives: it reads as false.
+        let old = "{\"v\":1,\"type\":\"hello\",\"agent\":\"fabcheck 0.4.2\",\"host\":\"n1\",\"rails\":true}";
+        assert!(matches!(decode_from_peer::<Reply>(old).unwrap(), Reply::Hello { collective: false, rails: true, .. }));
+        let (cause, remedy) = collective_refusal("fabcheck 0.4.2", "n1");
+        assert!(cause.contains("n1") && cause.contains("fabcheck 0.4.2") && remedy.contains("0.5"), "{cause} / {remedy}");
+    }
+
+    #[test]
+    fn a_member_plan_off_the_wire_is_bounded() {
+        let plan = member_plan();
+        assert_eq!(check_member_plan(&plan, 1000), Ok(()));
+        assert_eq!(member_bytes(&plan), 65536 * u64::from(RING_SLOTS) + 65536);
+        let mut p = plan.clone();
+        p.iters = 0;
+        assert_eq!(check_member_plan(&p, 0), Err(MemberWireError::Iters(0)));
+        p.iters = MAX_ITERS + 1;
+        assert!(check_member_plan(&p, 0).is_err());
+        assert_eq!(check_member_plan(&plan, MAX_MEMBER_STALL_MS + 1), Err(MemberWireError::Stall(MAX_MEMBER_STALL_MS + 1)));
+        let mut p = plan.clone();
+        p.inbound = (0..1000).map(|i| crate::model::collective::Hop { id: crate::model::collective::HopId(i), ..plan.inbound[0] }).collect();
+        p.chunk_bytes = MAX_SIZE;
+        assert!(matches!(check_member_plan(&p, 0), Err(MemberWireError::TooLarge(_))));
+        let mut p = plan;
+        p.steps[1].wait = vec![4];
+        assert!(matches!(check_member_plan(&p, 0), Err(MemberWireError::Plan(_))));
+    }
+
+    #[test]
+    fn every_hop_gets_exactly_one_endpoint_of_one_qp() {
+        let plan = member_plan();
+        let both = [hop_peer(0, vec![17]), hop_peer(1, vec![18])];
+        let got = match_hops(&plan, &both).unwrap();
+        assert_eq!(got.iter().map(|e| e.qpns[0]).collect::<Vec<_>>(), [18, 17], "outbound first, then inbound");
+        assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18])]), Err(MemberWireError::MissingHop(0)));
+        assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18]), hop_peer(1, vec![18])]), Err(MemberWireError::DuplicateHop(1)));
+        assert_eq!(match_hops(&plan, &[hop_peer(9, vec![18])]), Err(MemberWireError::UnknownHop(9)));
+        assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0)));
+        use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
+        let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0 };
+        let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![] };
+        assert_eq!(check_member_result(&plan, &r), Ok(()));
+        r.hops.push(hop(0));
+        assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::UnknownHop(0)), "an inbound hop has no sender's figures here");
+        r.member = MemberId(3);
+        assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::WrongMember(3)));
     }
 
     #[test]

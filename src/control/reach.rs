@@ -28,6 +28,8 @@ pub struct Reach {
     /// What the agent says it is (`fabcheck 0.4.0`), and whether it answers `rails`.
     pub agent: String,
     pub rails: bool,
+    /// Whether the agent runs collective members (fabcheck 0.5 and later).
+    pub collective: bool,
     pub inventory: Option<Inventory>,
     pub failure: Option<Loss>,
 }
@@ -51,6 +53,7 @@ impl Reach {
             host: String::new(),
             agent: String::new(),
             rails: false,
+            collective: false,
             inventory: None,
             failure: None,
         }
@@ -82,10 +85,11 @@ impl Conversation for Reach {
                 let step = if self.state == State::Hello { Step::Hello } else { Step::Inventory };
                 self.fail(Loss::new(self.label.clone(), LossKind::Refused { step, cause, remedy }), act)
             }
-            (State::Hello, Reply::Hello { host, agent, rails }) => {
+            (State::Hello, Reply::Hello { host, agent, rails, collective }) => {
                 self.host = host;
                 self.agent = agent;
                 self.rails = rails;
+                self.collective = collective;
                 if self.want_inventory {
                     act.send(0, Request::Inventory);
                     self.step(State::Inventory, deadline::INVENTORY, now);
@@ -171,7 +175,7 @@ mod tests {
         r.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
         act.sends.clear();
-        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false }, now, &mut act);
+        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false, collective: false }, now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
         assert!(!r.is_done());
         r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);

@@ -5,7 +5,8 @@
 //! as a failure: none of these tools is required.
 
 use super::expect::SmPlace;
-use super::{Expectations, Report, Scope, Severity, Sheet, Verdict};
+use super::facts::{cold_boot_remedy, pci_of};
+use super::{Expectations, Scope, Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::port::LinkLayer;
 use crate::probe::stack::firmware::{self, LinkType};
@@ -16,38 +17,19 @@ use crate::probe::stack::services::{self, ActiveState, UnitFileState, UnitStatus
 use crate::probe::stack::StackFacts;
 use crate::probe::{Device, Inventory};
 
-/// Adds the driver-stack checks and findings to `report`.
-pub fn apply(report: &mut Report, inventory: &Inventory, facts: &StackFacts, expect: &Expectations, scope: &Scope) {
-    let mut sheet = Sheet::default();
+/// The driver-stack checks and findings: pending firmware, OFED's modules, the stack's units,
+/// IPoIB.
+pub(super) fn run(inventory: &Inventory, facts: &StackFacts, expect: &Expectations, scope: &Scope, sheet: &mut Sheet) {
     let in_scope = |device: &str| scope.device.as_deref().is_none_or(|d| d == device);
     // A bundle without tools/ predates them: only its sysfs part (IPoIB) is judged.
     if facts.looked {
-        firmware_pending(inventory, facts, &in_scope, &mut sheet);
-        ofed_modules(&facts.ofed, facts.live, &mut sheet);
-        services(facts, expect, &mut sheet);
+        firmware_pending(inventory, facts, &in_scope, sheet);
+        ofed_modules(&facts.ofed, facts.live, sheet);
+        services(facts, expect, sheet);
     }
     for state in facts.ipoib.iter().filter(|s| in_scope(s.port.split('/').next().unwrap_or(""))) {
-        ipoib(state, expect, &mut sheet);
+        ipoib(state, expect, sheet);
     }
-    explain_by_pending_firmware(report, inventory);
-    name_what_runs(report, &facts.ofed);
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.findings.sort_by_key(|f| f.severity);
-    if report.findings.iter().any(|f| f.severity == Severity::Error) {
-        report.verdict = Verdict::Fail;
-    }
-}
-
-fn pci_of(device: &Device) -> String {
-    device.pci.as_ref().and_then(|p| p.address.clone()).unwrap_or_else(|| "<pci-address>".into())
-}
-
-fn cold_boot_remedy(pci: &str) -> String {
-    format!(
-        "power cycle the node (a cold reboot: power off, then on) or run `mlxfwreset -d {pci} reset` where the card supports it; \
-         a warm reboot does not apply firmware configuration"
-    )
 }
 
 /// What the firmware says of a port's type, for `port.link_layer`: the state in words, and a
@@ -163,60 +145,6 @@ fn firmware_pending(inventory: &Inventory, facts: &StackFacts, in_scope: &dyn Fn
                 pending.iter().map(|(n, p)| format!("{n}={}", p.current.as_ref().map_or("?", |v| v.label()))).collect::<Vec<_>>().join(" ")
             ),
         );
-    }
-}
-
-/// The pending changes among `names` on each adapter, in words (`mlx5_0: NUM_OF_VFS 0 -> 16`).
-fn pending_among(inventory: &Inventory, names: &[&str]) -> Vec<(String, String)> {
-    inventory
-        .devices
-        .iter()
-        .filter_map(|d| {
-            let config = d.fw_config.as_ref()?;
-            let changes: Vec<String> = config
-                .iter()
-                .filter(|(n, p)| names.contains(&n.as_str()) && p.pending())
-                .map(|(n, p)| format!("{n} {} -> {}", p.current.as_ref().map_or("?", |v| v.label()), p.next_boot.as_ref().map_or("?", |v| v.label())))
-                .collect();
-            (!changes.is_empty()).then(|| (pci_of(d), format!("{}: {}", d.name, changes.join(", "))))
-        })
-        .collect()
-}
-
-/// Findings of other rules that a pending firmware change explains say so: fewer devices than
-/// expected while SR-IOV waits for a cold boot (the VFs are not there yet), ACS on a GPU/NIC
-/// path while ATS (which lets translated peer-to-peer requests through) waits for one.
-fn explain_by_pending_firmware(report: &mut Report, inventory: &Inventory) {
-    let sriov = pending_among(inventory, &["SRIOV_EN", "NUM_OF_VFS"]);
-    let ats = pending_among(inventory, &["ATS_ENABLED"]);
-    for finding in report.findings.iter_mut().filter(|f| f.severity != Severity::Info) {
-        if finding.id == "devices.count" && !sriov.is_empty() {
-            let said: Vec<&str> = sriov.iter().map(|(_, s)| s.as_str()).collect();
-            finding.message =
-                format!("{}; SR-IOV changes wait for a cold boot ({}): the virtual functions appear only then", finding.message, said.join("; "));
-            finding.remedy = cold_boot_remedy(&sriov[0].0);
-        } else if finding.id == "pcie.acs" && !ats.is_empty() {
-            let said: Vec<&str> = ats.iter().map(|(_, s)| s.as_str()).collect();
-            finding.message = format!(
-                "{}; an ATS change waits for a cold boot ({}): GPUDirect RDMA through an ACS-enabled switch relies on ATS",
-                finding.message,
-                said.join("; ")
-            );
-        }
-    }
-}
-
-/// `stack.distribution` names the stack that runs: with OFED installed but the kernel's inbox
-/// modules loaded, that is the inbox stack (and `stack.ofed` says why).
-fn name_what_runs(report: &mut Report, facts: &OfedFacts) {
-    let Some(installed) = &facts.installed else { return };
-    let inbox: Vec<&str> =
-        facts.modules.iter().filter(|m| m.on_disk.as_ref().is_some_and(|d| d.origin() == ModuleOrigin::Inbox)).map(|m| m.name.as_str()).collect();
-    if inbox.is_empty() {
-        return;
-    }
-    for check in report.checks.iter_mut().filter(|c| c.id == "stack.distribution") {
-        check.observed = format!("the kernel's inbox {} ({installed} installed, not running)", inbox.join(", "));
     }
 }
 

@@ -246,6 +246,37 @@ pub fn rate_below(want: f64, ib: bool, data_gbps: Option<f64>, nominal_gbps: Opt
     rate_judged(ib, data_gbps, nominal_gbps).filter(|j| *j + 0.01 < want)
 }
 
+/// An expectation a port misses: the one judgment of `--expect rate|link_layer|mtu`, worded by
+/// `check` (`link.rate`, `port.link_layer`, `port.mtu`/`roce.mtu`) and `pair` (`pair.capacity`,
+/// `pair.mtu`) alike.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Miss {
+    /// The rate judged (nominal on InfiniBand, see [`rate_below`]) is below the expected one.
+    Rate { got: f64, want: f64 },
+    /// The port runs another link layer.
+    LinkLayer { got: LinkLayer, want: LinkLayer },
+    /// The active MTU is below the expected one.
+    Mtu { got: u32, want: u32 },
+}
+
+impl Expectations {
+    /// `--expect rate=N` of a port at `data_gbps` (`nominal_gbps` where sysfs says it).
+    pub fn rate_miss(&self, ib: bool, data_gbps: Option<f64>, nominal_gbps: Option<f64>) -> Option<Miss> {
+        let want = self.rate?;
+        rate_below(want, ib, data_gbps, nominal_gbps).map(|got| Miss::Rate { got, want })
+    }
+
+    /// `--expect link_layer=...` of a port running `got`.
+    pub fn link_layer_miss(&self, got: LinkLayer) -> Option<Miss> {
+        self.link_layer.filter(|want| *want != got).map(|want| Miss::LinkLayer { got, want })
+    }
+
+    /// `--expect mtu=N` of a port whose active MTU is `got`.
+    pub fn mtu_miss(&self, got: u32) -> Option<Miss> {
+        self.mtu.filter(|want| got < *want).map(|want| Miss::Mtu { got, want })
+    }
+}
+
 /// The figure `--expect rate=N` is compared with (see [`rate_below`]).
 pub fn rate_judged(ib: bool, data_gbps: Option<f64>, nominal_gbps: Option<f64>) -> Option<f64> {
     if ib {
@@ -338,5 +369,22 @@ mod tests {
         assert_eq!(rate_below(100.0, true, Some(54.5), None), Some(56.0));
         assert_eq!(rate_below(400.0, false, Some(200.0), None), Some(200.0));
         assert_eq!(rate_below(200.0, false, Some(200.0), Some(200.0)), None);
+    }
+
+    #[test]
+    fn one_miss_per_expectation_for_check_and_pair_alike() {
+        let mut e = Expectations::default();
+        assert_eq!((e.rate_miss(true, Some(54.5), None), e.link_layer_miss(LinkLayer::Ethernet), e.mtu_miss(1024)), (None, None, None));
+        for kv in ["rate=100", "link_layer=infiniband", "mtu=4096"] {
+            e.set(kv).unwrap();
+        }
+        // Pair's end knows the data rate only; check's port the nominal too: one answer.
+        assert_eq!(e.rate_miss(true, Some(54.5), None), Some(Miss::Rate { got: 56.0, want: 100.0 }));
+        assert_eq!(e.rate_miss(true, Some(54.5), Some(56.0)), e.rate_miss(true, Some(54.5), None));
+        assert_eq!(e.rate_miss(true, Some(96.97), Some(100.0)), None);
+        assert_eq!(e.link_layer_miss(LinkLayer::Ethernet), Some(Miss::LinkLayer { got: LinkLayer::Ethernet, want: LinkLayer::InfiniBand }));
+        assert_eq!(e.link_layer_miss(LinkLayer::InfiniBand), None);
+        assert_eq!(e.mtu_miss(1024), Some(Miss::Mtu { got: 1024, want: 4096 }));
+        assert_eq!(e.mtu_miss(4096), None);
     }
 }

@@ -5,7 +5,7 @@
 //! (`probe::kernel_log`) and the window in, checks and findings out.
 
 use super::{Severity, Sheet};
-use crate::outcome::{FindingId, Report};
+use crate::outcome::FindingId;
 use crate::probe::kernel_log::{Event, EventKind, KernelLog};
 use crate::probe::Inventory;
 use std::collections::BTreeMap;
@@ -22,16 +22,6 @@ pub const DEFAULT_WINDOW_S: u64 = 24 * 3600;
 
 /// Most events listed in one finding (the count says the rest).
 const LISTED: usize = 20;
-
-/// Adds `link.flap` rows for the window: per port (netdev or device) with events, or one pass
-/// for the node; `log`: the log, or why it could not be read.
-pub fn apply(report: &mut Report, inventory: &Inventory, log: Result<&KernelLog, &str>, window: LogWindow, allowed_downs: u32) {
-    let mut sheet = Sheet::default();
-    judge(inventory, log, window, allowed_downs, &mut sheet);
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.settle();
-}
 
 fn span(seconds: u64) -> String {
     match seconds {
@@ -69,7 +59,9 @@ fn subject_of(e: &Event, inventory: &Inventory) -> Option<String> {
     None
 }
 
-fn judge(inventory: &Inventory, log: Result<&KernelLog, &str>, window: LogWindow, allowed: u32, sheet: &mut Sheet) {
+/// `link.flap` rows for the window: per port (netdev or device) with events, or one pass for
+/// the node; `log`: the log, or why it could not be read.
+pub(super) fn judge(inventory: &Inventory, log: Result<&KernelLog, &str>, window: LogWindow, allowed: u32, sheet: &mut Sheet) {
     let id = FindingId::LinkFlap;
     let over = span(window.seconds);
     let log = match log {

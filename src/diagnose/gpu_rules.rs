@@ -5,37 +5,14 @@
 //! GPU has a near NIC, in `nvidia-smi topo -m`'s words) and `pcie.link` (each GPU's link
 //! trained at what card and slot support). A node without NVIDIA GPUs gets none of them.
 
-use super::{Report, Severity, Sheet};
+use super::{Severity, Sheet};
 use crate::gpu::topology::{self, Pairing, Relation};
 use crate::outcome::FindingId;
 use crate::probe::pci::config::{self, speed_gts, PortType};
 use crate::probe::pci::{nic_label, Area, ConfigRead, Function, PciTree};
 use std::collections::BTreeMap;
 
-/// The stack's module checks over a bundle's `module/` (names of the modules it holds); the
-/// rest of the stack (device files, libraries, limits) is not in a bundle.
-pub fn apply_bundle_modules(report: &mut Report, inventory: &crate::probe::Inventory, modules: &[String]) {
-    let mut sheet = Sheet::default();
-    super::stack_rules::modules(inventory, modules, &mut sheet);
-    merge(report, sheet);
-}
-
-fn merge(report: &mut Report, sheet: Sheet) {
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.settle();
-}
-
-/// Runs the GPU rules over `tree` and adds their checks and findings to `report`; returns
-/// the GPU/NIC pairing they judged.
-pub fn apply(report: &mut Report, tree: &PciTree) -> Vec<Pairing> {
-    let mut sheet = Sheet::default();
-    let pairings = topology::pair(tree);
-    run(tree, &pairings, &mut sheet);
-    merge(report, sheet);
-    pairings
-}
-
+/// The GPU rules over `tree`, for the GPU/NIC `pairings` of it (`gpu::topology::pair`).
 pub(super) fn run(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
     if tree.gpus().is_empty() {
         return;
@@ -295,13 +272,13 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             format!("ACS control {}", acs.describe_control()),
             Some("RR CR EC off".into()),
             Severity::Error,
-            format!(
+            sheet.facts.pcie_acs(format!(
                 "ACS P2P redirect ({redirected}) is enabled on {bridge} ({}), on the path of {}: peer-to-peer TLPs between \
                  GPU and NIC go up through the root complex (and the IOMMU) instead of across the switch, so GPUDirect RDMA \
                  runs at a fraction of its bandwidth, or fails",
                 kind.name(),
                 pairs.join("; ")
-            ),
+            )),
             format!(
                 "disable ACS redirect on that port: in the BIOS (PCIe ACS / P2P settings, often tied to VT-d/IOMMU), at boot \
                  with `setpci -s {bridge} ECAP_ACS+0x6.w=0000` (a unit that runs before the GPU driver loads), or with the \
@@ -317,7 +294,7 @@ fn acs(tree: &PciTree, pairings: &[Pairing], sheet: &mut Sheet) {
             "unknown".to_string(),
             Some("RR CR EC off".into()),
             Severity::Warning,
-            format!("cannot tell whether ACS redirects GPU<->NIC peer-to-peer traffic on {subject}: {}", why.describe()),
+            sheet.facts.pcie_acs(format!("cannot tell whether ACS redirects GPU<->NIC peer-to-peer traffic on {subject}: {}", why.describe())),
             why.remedy(),
         );
     }
@@ -424,7 +401,7 @@ fn link(tree: &PciTree, gpu: &Function, sheet: &mut Sheet) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::Verdict;
+    use crate::outcome::{Report, Verdict};
     use crate::probe::pci::{Modules, Nic, SysfsLink};
 
     fn gpu(bdf: &str, cur: (u32, &str), max: (u32, &str)) -> Function {
@@ -443,9 +420,9 @@ mod tests {
     }
 
     fn judge(tree: &PciTree) -> Report {
-        let mut report = Report { verdict: Verdict::Pass, checks: Vec::new(), findings: Vec::new() };
-        apply(&mut report, tree);
-        report
+        let mut sheet = Sheet::default();
+        run(tree, &topology::pair(tree), &mut sheet);
+        sheet.finish()
     }
 
     fn ids(report: &Report) -> Vec<(&str, Severity, String)> {
@@ -483,7 +460,7 @@ mod tests {
         assert_eq!(missing_driver.verdict, Verdict::Fail);
         let legacy = judge(&node(vec![g()], &["nvidia", "nv_peer_mem"], Some("PO")));
         assert!(legacy.findings.is_empty());
-        assert!(legacy.checks.iter().any(|c| c.id == "gpu.peermem" && c.observed == "nv_peer_mem loaded"));
+        assert!(legacy.checks.iter().any(|c| c.id == FindingId::GpuPeermem && c.observed == "nv_peer_mem loaded"));
         let open = judge(&node(vec![g()], &["nvidia"], Some("OE")));
         assert_eq!(ids(&open), vec![("gpu.peermem", Severity::Info, "node".to_string())]);
         // dma-buf needs kernel 5.12 as well as the open modules.
@@ -498,7 +475,7 @@ mod tests {
         no_modules.modules = None;
         let report = judge(&no_modules);
         assert!(report.findings.is_empty());
-        assert!(report.checks.iter().any(|c| c.id == "gpu.peermem" && c.status == crate::outcome::Status::Skip));
+        assert!(report.checks.iter().any(|c| c.id == FindingId::GpuPeermem && c.status == crate::outcome::Status::Skip));
     }
 
     #[test]
@@ -510,7 +487,7 @@ mod tests {
             ids(&report),
             vec![("pcie.link", Severity::Warning, "0000:1b:00.0".to_string()), ("pcie.link", Severity::Info, "0000:43:00.0".to_string())]
         );
-        assert!(report.checks.iter().any(|c| c.id == "gpu.affinity" && c.status == crate::outcome::Status::Skip), "no NIC to pair");
+        assert!(report.checks.iter().any(|c| c.id == FindingId::GpuAffinity && c.status == crate::outcome::Status::Skip), "no NIC to pair");
     }
 
     #[test]
@@ -523,7 +500,7 @@ mod tests {
         slot.chain.clear();
         let report = judge(&node(vec![card, slot], &["nvidia", "nvidia_peermem"], Some("PO")));
         assert!(report.findings.is_empty(), "{:?}", report.findings);
-        let link = report.checks.iter().find(|c| c.id == "pcie.link").unwrap();
+        let link = report.checks.iter().find(|c| c.id == FindingId::PcieLink).unwrap();
         assert_eq!(link.expected.as_deref(), Some("x8 16.0 GT/s"));
     }
 }

@@ -13,7 +13,7 @@
 //! GPU nodes run NCCL over CPU-proxied RDMA and need neither setting.
 
 use super::{Severity, Sheet};
-use crate::outcome::{FindingId, Report};
+use crate::outcome::FindingId;
 use crate::probe::pci::{Modules, PciTree};
 
 /// What `/proc/driver/nvidia/params` says, as far as IBGDA asks.
@@ -56,14 +56,10 @@ fn parse_dword(text: &str) -> Option<u32> {
     }
 }
 
-/// Adds `gpu.ibgda` to `report` for a node with NVIDIA GPUs; `required`: `--expect ibgda=on`.
-pub fn apply(report: &mut Report, tree: Option<&PciTree>, required: bool) {
+/// `gpu.ibgda` for a node with NVIDIA GPUs; `required`: `--expect ibgda=on`.
+pub(super) fn run(tree: Option<&PciTree>, required: bool, sheet: &mut Sheet) {
     let Some(tree) = tree.filter(|t| !t.gpus().is_empty()) else { return };
-    let mut sheet = Sheet::default();
-    judge(tree.modules.as_ref(), required, &mut sheet);
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.settle();
+    judge(tree.modules.as_ref(), required, sheet);
 }
 
 const EXPECTED: &str = "PeerMappingOverride=1 or gdrdrv; EnableStreamMemOPs=1";

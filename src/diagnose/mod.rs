@@ -3,6 +3,7 @@
 
 pub mod driver_rules;
 pub mod expect;
+mod facts;
 pub mod flap_rules;
 pub mod gpu_rules;
 pub mod ibgda_rules;
@@ -45,14 +46,34 @@ pub struct Input<'a> {
     pub scope: &'a Scope,
 }
 
-/// Accumulates checks and findings while the rules run.
+/// Accumulates checks and findings while the rules run, over the facts that word them.
 #[derive(Default)]
 pub(crate) struct Sheet {
     checks: Vec<Check>,
     findings: Vec<Finding>,
+    /// Facts several rules word their findings by (pending firmware, the stack that runs).
+    facts: facts::Facts,
 }
 
 impl Sheet {
+    /// An empty sheet over `facts`.
+    pub(crate) fn over(facts: facts::Facts) -> Sheet {
+        Sheet { facts, ..Sheet::default() }
+    }
+
+    /// The one place a sheet becomes a report: each check's status follows its findings and the
+    /// verdict the errors ([`Report::settle`]); a node whose devices cannot be counted says so
+    /// first (the one-line format quotes the first error), the stack findings after it say why.
+    pub(crate) fn finish(self) -> Report {
+        let mut report = Report { verdict: Verdict::Pass, checks: self.checks, findings: self.findings };
+        report.settle();
+        if let Some(i) = report.findings.iter().position(|f| f.id == FindingId::DevicesCount && f.severity == Severity::Error) {
+            let first = report.findings.remove(i);
+            report.findings.insert(0, first);
+        }
+        report
+    }
+
     pub(crate) fn pass(&mut self, id: FindingId, subject: impl Into<Subject>, observed: impl Into<String>, expected: Option<String>) {
         self.checks.push(Check { id, subject: subject.into(), status: Status::Pass, observed: observed.into(), expected, cause: None });
     }
@@ -104,30 +125,29 @@ impl Sheet {
     }
 }
 
-/// Runs every rule.
+/// Runs the rules of the inventory alone (no PCI tree, stack facts or log): what a test of
+/// those rules judges. A node's whole checklist is [`node::judge`].
 pub fn run(input: &Input<'_>) -> Report {
     let mut sheet = Sheet::default();
+    inventory_rules(input, &mut sheet);
+    sheet.finish()
+}
+
+/// The inventory's rule families, in order: the stack (live only), the node, then each port
+/// in scope (its state and expectations, then its PHY).
+pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
     if let Some(host) = input.host {
-        stack_rules::run(input.inventory, host, &mut sheet);
+        stack_rules::run(input.inventory, host, sheet);
     }
     let unread = unreadable::Unread::of(input.inventory);
-    node_rules::run(input, &unread, &mut sheet);
+    node_rules::run(input, &unread, sheet);
     for (device, port) in input.inventory.ports() {
         if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
-        port_rules::run(device, port, input.expect, &unread, &mut sheet);
-        phy_rules::run(port, &format!("{}/{}", device.name, port.port), &mut sheet);
+        port_rules::run(device, port, input.expect, &unread, sheet);
+        phy_rules::run(port, &format!("{}/{}", device.name, port.port), sheet);
     }
-    let mut report = Report { verdict: Verdict::Pass, checks: sheet.checks, findings: sheet.findings };
-    report.settle();
-    // A node whose devices cannot be counted says so first (the one-line format quotes the
-    // first error); the stack findings after it say why.
-    if let Some(i) = report.findings.iter().position(|f| f.id == FindingId::DevicesCount && f.severity == Severity::Error) {
-        let first = report.findings.remove(i);
-        report.findings.insert(0, first);
-    }
-    report
 }
 
 /// Why a port cannot carry traffic, and what to do: the `port.state` rule's words, for

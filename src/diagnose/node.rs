@@ -2,9 +2,13 @@
 //! the exporter and a `--soak` window's end all judge by. Pure: the read and the expectations
 //! in, the report (settled) and the GPU pairings out.
 
-use super::{driver_rules, gpu_rules, ibgda_rules, pci_path_rules, pcie_rules, run, Expectations, Input, Scope};
-use crate::gpu::topology::Pairing;
+use super::facts::Facts;
+use super::flap_rules::LogWindow;
+use super::{driver_rules, flap_rules, gpu_rules, ibgda_rules, inventory_rules, pci_path_rules, pcie_rules, stack_rules};
+use super::{Expectations, Input, Scope, Sheet};
+use crate::gpu::topology::{self, Pairing};
 use crate::outcome::{Finding, FindingId, Report, Severity};
+use crate::probe::kernel_log::KernelLog;
 use crate::probe::node::NodeRead;
 use crate::probe::pci::health::PcieHealth;
 use std::time::Duration;
@@ -18,6 +22,12 @@ pub struct Window<'a> {
     pub pcie_start: &'a PcieHealth,
 }
 
+/// The kernel log over a window (`check --since`), or why it was not read.
+pub struct Log<'a> {
+    pub log: Result<&'a KernelLog, &'a str>,
+    pub window: LogWindow,
+}
+
 /// What the checklist says of a node.
 #[derive(Debug, Clone)]
 pub struct Judged {
@@ -26,44 +36,81 @@ pub struct Judged {
     pub gpus: Vec<Pairing>,
 }
 
-/// Judges `node` against `expect`, within `scope`, over `window` when there was one.
-pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Option<&Window<'_>>) -> Judged {
-    let inventory = &node.inventory;
-    let mut report = run(&Input { inventory, host: node.host.as_ref(), expect, scope });
-    if let Some(w) = window {
-        report.findings.push(window_finding(w));
-    }
-    // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
-    if let Some(modules) = &node.bundle_modules {
-        gpu_rules::apply_bundle_modules(&mut report, inventory, modules);
-    }
-    // GPU node readiness, from the PCI tree: the bundle's, or the live /sys.
-    let gpus = node.pci.as_ref().map(|tree| gpu_rules::apply(&mut report, tree)).unwrap_or_default();
-    // GPU-initiated RDMA's driver settings (info unless --expect ibgda=on).
-    ibgda_rules::apply(&mut report, node.pci.as_ref(), expect.ibgda == Some(true));
-    // Every link above each NIC and GPU (switch uplinks included).
-    if let Some(tree) = &node.pci {
-        pci_path_rules::apply(&mut report, tree);
-    }
-    // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
-    let pcie_window = window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds, tree: node.pci.as_ref() });
-    pcie_rules::apply(&mut report, &node.pcie, pcie_window.as_ref());
-    // Last: it also says where a pending firmware change explains the findings above.
-    driver_rules::apply(&mut report, inventory, &node.stack, expect, scope);
-    report.settle();
-    Judged { report, gpus }
+/// Everything the families read: the node, what is expected of it, and what it was read over.
+struct Node<'a> {
+    read: &'a NodeRead,
+    expect: &'a Expectations,
+    scope: &'a Scope,
+    window: Option<&'a Window<'a>>,
+    log: Option<&'a Log<'a>>,
+    pairings: &'a [Pairing],
 }
 
-/// `check`'s last step, after [`judge`]: `link.flap` from the kernel log over `window` (the
-/// exporter and a soak's counters do not read the log). `log`: the log, or why it was not read.
-pub fn judge_kernel_log(
-    judged: &mut Judged,
-    inventory: &crate::probe::Inventory,
-    log: Result<&crate::probe::kernel_log::KernelLog, &str>,
-    window: super::flap_rules::LogWindow,
-    expect: &Expectations,
-) {
-    super::flap_rules::apply(&mut judged.report, inventory, log, window, expect.flaps.unwrap_or(0));
+/// A rule family: what it judges of the node, written on the sheet.
+type Family = fn(&Node<'_>, &mut Sheet);
+
+/// Every rule family, in the one order `check`, the exporter and a `--soak` window's end judge
+/// by (the order of the rows and of the findings within a severity).
+const FAMILIES: &[(&str, Family)] = &[
+    // The stack (live), the node, each port and its PHY.
+    ("inventory", |n, sheet| {
+        inventory_rules(&Input { inventory: &n.read.inventory, host: n.read.host.as_ref(), expect: n.expect, scope: n.scope }, sheet)
+    }),
+    ("soak window", |n, sheet| {
+        if let Some(w) = n.window {
+            sheet.findings.push(window_finding(w));
+        }
+    }),
+    // A bundle's module/ (captured with the PCI tree) gets the stack's module checks.
+    ("bundle modules", |n, sheet| {
+        if let Some(modules) = &n.read.bundle_modules {
+            stack_rules::modules(&n.read.inventory, modules, sheet);
+        }
+    }),
+    // GPU node readiness, from the PCI tree: the bundle's, or the live /sys.
+    ("gpu", |n, sheet| {
+        if let Some(tree) = &n.read.pci {
+            gpu_rules::run(tree, n.pairings, sheet);
+        }
+    }),
+    // GPU-initiated RDMA's driver settings (info unless --expect ibgda=on).
+    ("gpu.ibgda", |n, sheet| ibgda_rules::run(n.read.pci.as_ref(), n.expect.ibgda == Some(true), sheet)),
+    // Every link above each NIC and GPU (switch uplinks included).
+    ("pci path", |n, sheet| {
+        if let Some(tree) = &n.read.pci {
+            pci_path_rules::run(tree, sheet);
+        }
+    }),
+    // PCIe health: AER, mlx5's PCIe counters, devlink health; over the window when soaked.
+    ("pcie health", |n, sheet| {
+        let soak = n.window.map(|w| pcie_rules::PcieSoak { start: w.pcie_start, seconds: w.seconds, tree: n.read.pci.as_ref() });
+        pcie_rules::run(&n.read.pcie, soak.as_ref(), sheet);
+    }),
+    // Pending firmware, OFED's modules, the stack's units, IPoIB.
+    ("driver stack", |n, sheet| driver_rules::run(&n.read.inventory, &n.read.stack, n.expect, n.scope, sheet)),
+    // link.flap from the kernel log (`check` reads it; a soak's counters do not).
+    ("kernel log", |n, sheet| {
+        if let Some(log) = n.log {
+            flap_rules::judge(&n.read.inventory, log.log, log.window, n.expect.flaps.unwrap_or(0), sheet);
+        }
+    }),
+];
+
+/// Judges `node` against `expect`, within `scope`, over `window` when there was one.
+pub fn judge(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Option<&Window<'_>>) -> Judged {
+    judge_with_log(node, expect, scope, window, None)
+}
+
+/// [`judge`], with the kernel log over its window (`link.flap`) when it was read.
+pub fn judge_with_log(node: &NodeRead, expect: &Expectations, scope: &Scope, window: Option<&Window<'_>>, log: Option<&Log<'_>>) -> Judged {
+    let pairings = node.pci.as_ref().map(topology::pair).unwrap_or_default();
+    let facts = Facts::of(&node.inventory, &node.stack.ofed);
+    let mut sheet = Sheet::over(facts);
+    let n = Node { read: node, expect, scope, window, log, pairings: &pairings };
+    for (_, family) in FAMILIES {
+        family(&n, &mut sheet);
+    }
+    Judged { report: sheet.finish(), gpus: pairings }
 }
 
 /// The window in the output: an info finding on the node.

@@ -95,51 +95,41 @@ fn devices_count(input: &Input<'_>, sheet: &mut Sheet) {
     let expected = input.expect.devices.map(|n| n.to_string());
     let unlistable = inv.unreadable.iter().find(|u| u.path.ends_with("class/infiniband"));
     let portless: Vec<&str> = inv.devices.iter().filter(|d| d.ports.is_empty()).map(|d| d.name.as_str()).collect();
-    if let Some(u) = unlistable {
-        sheet.fail(
-            FindingId::DevicesCount,
-            "node",
-            observed,
-            expected,
-            Severity::Error,
+    let (message, remedy) = if let Some(u) = unlistable {
+        (
             format!("the RDMA devices cannot be listed: {}", u.error),
             "run fabcheck as root, or fix the permissions of class/infiniband; for a bundle, capture it again as root \
-             (`fabcheck bundle DIR`)",
-        );
+             (`fabcheck bundle DIR`)"
+                .to_string(),
+        )
     } else if count == 0 && input.host.is_some() {
         let no_rdma_core = input.host.is_some_and(|h| matches!(h.libibverbs, crate::probe::host::LibraryState::Missing(_)));
-        let (message, remedy) = if no_rdma_core {
+        if no_rdma_core {
             ("no RDMA devices can be listed: rdma-core (libibverbs) is not installed".to_string(), fabcheck_verbs::INSTALL_HINT.to_string())
         } else {
             ("no RDMA devices found".to_string(), crate::probe::ProbeError::NoDevices.remedy())
-        };
-        sheet.fail(FindingId::DevicesCount, "node", observed, expected, Severity::Error, message, remedy);
+        }
     } else if !portless.is_empty() {
-        sheet.fail(
-            FindingId::DevicesCount,
-            "node",
-            observed,
-            expected,
-            Severity::Error,
+        (
             format!("{} has no port that can be read: the device is there but nothing about it can be checked", portless.join(", ")),
             "see the sysfs.unreadable findings; check dmesg for the driver's errors (mlx5_core) and reload it, or capture the \
-             bundle again as root",
-        );
+             bundle again as root"
+                .to_string(),
+        )
     } else {
         match input.expect.devices {
-            Some(want) if count != want => sheet.fail(
-                FindingId::DevicesCount,
-                "node",
-                observed,
-                expected,
-                Severity::Error,
+            Some(want) if count != want => (
                 format!("{count} RDMA devices present, {want} expected"),
                 "a missing adapter: check `lspci -d 15b3:`, dmesg for mlx5_core errors, and that SR-IOV or a firmware \
-                 update did not rename or hide functions",
+                 update did not rename or hide functions"
+                    .to_string(),
             ),
-            _ => sheet.pass(FindingId::DevicesCount, "node", observed, expected),
+            _ => return sheet.pass(FindingId::DevicesCount, "node", observed, expected),
         }
-    }
+    };
+    // SR-IOV waiting for a cold boot explains fewer devices: the virtual functions appear then.
+    let (message, remedy) = sheet.facts.devices_count(message, remedy);
+    sheet.fail(FindingId::DevicesCount, "node", observed, expected, Severity::Error, message, remedy);
 }
 
 /// The device (and port) an unreadable sysfs path belongs to, else `node`.

@@ -8,21 +8,13 @@
 //! GPU's own) is `pci.link`'s or `pcie.link`'s already. Only what is wrong is written (a healthy
 //! path adds no rows). Pure: the PCI tree in, rows and findings out.
 
-use super::{Report, Severity, Sheet};
+use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::probe::pci::config::{speed_gts, PortType};
 use crate::probe::pci::{nic_label, Function, PciTree};
 use std::collections::BTreeSet;
 
-/// Judges the links above every NIC and GPU of `tree` and adds what is wrong to `report`.
-pub fn apply(report: &mut Report, tree: &PciTree) {
-    let mut sheet = Sheet::default();
-    run(tree, &mut sheet);
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.settle();
-}
-
+/// Judges the links above every NIC and GPU of `tree`.
 pub(super) fn run(tree: &PciTree, sheet: &mut Sheet) {
     let mut targets: Vec<(String, &Function)> =
         tree.nics.iter().filter_map(|n| tree.function(&n.bdf).map(|f| (nic_label(&n.name, &n.bdf), f))).collect();

@@ -2,7 +2,7 @@
 //! kernel's own file shapes (6.x short rows, 4.19 long ones).
 
 use super::*;
-use crate::outcome::{Status, Verdict};
+use crate::outcome::{Report, Status, Verdict};
 use crate::probe::pci::health::devlink::parse_health;
 use crate::probe::pci::health::mlx5::Mlx5Pcie;
 use std::collections::BTreeMap;
@@ -45,9 +45,9 @@ fn health(functions: Vec<FunctionHealth>) -> PcieHealth {
 }
 
 fn judged(h: &PcieHealth, soak: Option<&PcieSoak<'_>>) -> Report {
-    let mut report = Report { verdict: Verdict::Pass, checks: vec![], findings: vec![] };
-    apply(&mut report, h, soak);
-    report
+    let mut sheet = Sheet::default();
+    run(h, soak, &mut sheet);
+    sheet.finish()
 }
 
 fn keys(r: &Report) -> Vec<(&str, Severity, String)> {
@@ -55,7 +55,7 @@ fn keys(r: &Report) -> Vec<(&str, Severity, String)> {
 }
 
 fn row<'a>(r: &'a Report, subject: &str) -> &'a crate::outcome::Check {
-    r.checks.iter().find(|c| c.id == "pcie.aer" && c.subject == subject).unwrap_or_else(|| panic!("no pcie.aer {subject}: {:#?}", r.checks))
+    r.checks.iter().find(|c| c.id == FindingId::PcieAer && c.subject == subject).unwrap_or_else(|| panic!("no pcie.aer {subject}: {:#?}", r.checks))
 }
 
 #[test]

@@ -8,7 +8,7 @@
 //! correctable errors that rose in it, is an error; lifetime totals that did not rise are said,
 //! not failed. Thresholds and sources: docs/checks.md ("PCIe health").
 
-use super::{Report, Severity, Sheet};
+use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::probe::pci::health::aer::{self, AerSeverity};
 use crate::probe::pci::health::devlink::{Reporter, ReporterState};
@@ -44,15 +44,15 @@ fn window_bits(tree: Option<&crate::probe::pci::PciTree>, bdf: &str, seconds: f6
     Some(gts * 1e9 * width * encoding * seconds)
 }
 
-/// Judges `health` and adds the rows and findings to `report`.
-pub fn apply(report: &mut Report, health: &PcieHealth, soak: Option<&PcieSoak<'_>>) {
+/// The PCIe health family alone, as its own report: for a tool that reads only that
+/// (`examples/aer_read.rs`); a node's checklist runs it in `diagnose::node`'s list.
+pub fn judge_alone(health: &PcieHealth) -> crate::outcome::Report {
     let mut sheet = Sheet::default();
-    run(health, soak, &mut sheet);
-    report.checks.extend(sheet.checks);
-    report.findings.extend(sheet.findings);
-    report.settle();
+    run(health, None, &mut sheet);
+    sheet.finish()
 }
 
+/// Judges `health` (over the soak window when there was one).
 pub(super) fn run(health: &PcieHealth, soak: Option<&PcieSoak<'_>>, sheet: &mut Sheet) {
     let mut clean = [0usize; 3];
     let mut absent: Vec<&FunctionHealth> = Vec::new();

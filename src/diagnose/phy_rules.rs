@@ -512,7 +512,7 @@ mod tests {
     fn module_findings(port: &Port) -> Vec<crate::outcome::Finding> {
         let mut sheet = Sheet::default();
         run(port, "mlx5_0/1", &mut sheet);
-        sheet.findings.into_iter().filter(|f| f.id == "phy.module").collect()
+        sheet.findings.into_iter().filter(|f| f.id == FindingId::PhyModule).collect()
     }
 
     #[test]
@@ -538,13 +538,13 @@ mod tests {
         port.phy.as_mut().unwrap().fec = Some(FecMode::Off);
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
-        let f = sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap();
+        let f = sheet.findings.iter().find(|f| f.id == FindingId::PhyFec).unwrap();
         assert_eq!(f.severity, Severity::Error, "100G lanes are PAM4: {f:?}");
         let phy = port.phy.as_mut().unwrap();
         phy.lane_gbps = Some(25.0);
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
-        assert_eq!(sheet.findings.iter().find(|f| f.id == "phy.fec").unwrap().severity, Severity::Info);
+        assert_eq!(sheet.findings.iter().find(|f| f.id == FindingId::PhyFec).unwrap().severity, Severity::Info);
     }
 
     /// An HDR port's PortExtendedSpeedsCounters, read by `check` over MADs (fabric::local).
@@ -563,15 +563,15 @@ mod tests {
         port.phy = Some(crate::probe::local_mads::ib_phy(&c, crate::port::Speed::Hdr, crate::port::Width::X4));
         let mut sheet = Sheet::default();
         run(&port, "mlx5_0/1", &mut sheet);
-        let find = |id: &str| sheet.findings.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}: {:#?}", sheet.findings));
-        let fec = find("phy.fec");
+        let find = |id: FindingId| sheet.findings.iter().find(|f| f.id == id).unwrap_or_else(|| panic!("no {id}: {:#?}", sheet.findings));
+        let fec = find(FindingId::PhyFec);
         assert_eq!(fec.severity, Severity::Warning, "a lifetime total is a warning: {fec:?}");
         assert!(fec.message.contains("3 FEC codewords") && fec.message.contains("lifetime"), "{}", fec.message);
-        let ber = find("phy.ber");
+        let ber = find(FindingId::PhyBer);
         assert_eq!(ber.severity, Severity::Info);
         assert!(ber.message.contains("lane 2 carries"), "{}", ber.message);
         assert!(!ber.remedy.contains("ethtool"), "no netdev on InfiniBand: {}", ber.remedy);
-        let module = sheet.checks.iter().find(|c| c.id == "phy.module").unwrap();
+        let module = sheet.checks.iter().find(|c| c.id == FindingId::PhyModule).unwrap();
         assert!(module.observed.contains("mlxlink"), "{module:?}");
     }
 

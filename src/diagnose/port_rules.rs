@@ -49,7 +49,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
         super::qos_rules::run(device, port, expect, s, sheet);
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {
-            Some(mtu) if mtu < want => sheet.fail(
+            Some(mtu) if expect.mtu_miss(mtu).is_some() => sheet.fail(
                 FindingId::PortMtu,
                 s,
                 mtu.to_string(),
@@ -181,7 +181,7 @@ fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {
 
 fn link_layer(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let Some(want) = expect.link_layer else { return };
-    if port.link_layer == want {
+    if expect.link_layer_miss(port.link_layer).is_none() {
         sheet.pass(FindingId::PortLinkLayer, s, port.link_layer.to_string(), Some(want.to_string()));
         return;
     }
@@ -247,7 +247,7 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
     // on InfiniBand the nominal rate. The one judge of `--expect rate=N` (pair's too).
     let judged = super::expect::rate_judged(ib, port.rate_gbps, port.nominal_gbps);
     match (expect.rate, judged) {
-        (Some(want), Some(nominal)) if super::expect::rate_below(want, ib, port.rate_gbps, port.nominal_gbps).is_some() => sheet.fail(
+        (Some(want), Some(nominal)) if expect.rate_miss(ib, port.rate_gbps, port.nominal_gbps).is_some() => sheet.fail(
             FindingId::LinkRate,
             s,
             format!("{observed_rate}, {} {}", port.width, port.speed),
@@ -396,7 +396,7 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
     };
     let netdev_text = netdev_mtu.map_or(String::new(), |m| format!(" (netdev {netdev} mtu {m})"));
     if let Some(want) = expect.mtu {
-        if active < want {
+        if expect.mtu_miss(active).is_some() {
             let need = headers.netdev_mtu_for(want);
             sheet.fail(
                 FindingId::RoceMtu,

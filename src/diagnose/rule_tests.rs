@@ -2,7 +2,8 @@
 //! subject, status, observed, expected; finding severity) on inventories taken from the captured
 //! fixtures and altered one field at a time, and host facts gathered from a fake root.
 
-use super::{run, Check, Expectations, Finding, Input, Report, Scope, Severity, Status, Verdict};
+use super::{run, Check, Expectations, Finding, FindingId, Input, Report, Scope, Severity, Status, Verdict};
+use crate::outcome::Family;
 use crate::port::GidType;
 use crate::probe::host::{self, HostFacts, UverbsFile};
 use crate::probe::phy::partner::{LinkPartner, PartnerUnknown};
@@ -27,20 +28,20 @@ fn diagnose(inv: &Inventory, host: Option<&HostFacts>, expect: &Expectations) ->
 }
 
 /// The one check with this id and subject.
-fn check<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Check {
+fn check<'a>(r: &'a Report, id: FindingId, subject: &str) -> &'a Check {
     let found: Vec<&Check> = r.checks.iter().filter(|c| c.id == id && c.subject == subject).collect();
     assert_eq!(found.len(), 1, "want one {id} check on {subject}, got {found:?}\nall: {:#?}", r.checks);
     found[0]
 }
 
 /// The one finding with this id and subject.
-fn finding<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Finding {
+fn finding<'a>(r: &'a Report, id: FindingId, subject: &str) -> &'a Finding {
     let found: Vec<&Finding> = r.findings.iter().filter(|f| f.id == id && f.subject == subject).collect();
     assert_eq!(found.len(), 1, "want one {id} finding on {subject}, got {found:?}\nall: {:#?}", r.findings);
     found[0]
 }
 
-fn no_finding(r: &Report, id: &str) {
+fn no_finding(r: &Report, id: FindingId) {
     assert!(r.findings.iter().all(|f| f.id != id), "unexpected {id}: {:#?}", r.findings);
 }
 
@@ -86,14 +87,14 @@ fn stack_healthy_node_passes_every_stack_check() {
     assert_eq!(facts.rdma_core_version.as_deref(), Some("44.0"));
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
     assert_eq!(r.verdict, Verdict::Pass, "{:#?}", r.findings);
-    assert_check(check(&r, "stack.modules", "node"), Status::Pass, "ib_core ib_uverbs rdma_ucm rdma_cm mlx5_core mlx5_ib", None);
-    let uverbs = check(&r, "stack.uverbs", "node");
+    assert_check(check(&r, FindingId::StackModules, "node"), Status::Pass, "ib_core ib_uverbs rdma_ucm rdma_cm mlx5_core mlx5_ib", None);
+    let uverbs = check(&r, FindingId::StackUverbs, "node");
     assert_eq!(uverbs.status, Status::Pass);
     let files: Vec<&str> = uverbs.observed.split(' ').map(|p| p.rsplit('/').next().unwrap()).collect();
     assert_eq!(files, ["uverbs0", "uverbs1"], "{uverbs:?}");
-    assert_check(check(&r, "stack.distribution", "node"), Status::Pass, "rdma-core 44.0", None);
-    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "unlimited", Some(">= 64 MiB"));
-    assert!(r.findings.iter().all(|f| f.id.family() != "stack"), "{:#?}", r.findings);
+    assert_check(check(&r, FindingId::StackDistribution, "node"), Status::Pass, "rdma-core 44.0", None);
+    assert_check(check(&r, FindingId::StackMemlock, "node"), Status::Pass, "unlimited", Some(">= 64 MiB"));
+    assert!(r.findings.iter().all(|f| f.id.family() != Family::Stack), "{:#?}", r.findings);
 }
 
 #[test]
@@ -102,15 +103,15 @@ fn stack_modules_missing_core_and_driver_fail() {
     let facts = gathered("mods", &["ib_core", "rdma_ucm", "mlx5_core"], &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
     assert_eq!(r.verdict, Verdict::Fail);
-    assert_check(check(&r, "stack.modules", "node"), Status::Fail, "ib_core rdma_ucm mlx5_core", Some("ib_uverbs mlx5_ib"));
-    let f = finding(&r, "stack.modules", "node");
+    assert_check(check(&r, FindingId::StackModules, "node"), Status::Fail, "ib_core rdma_ucm mlx5_core", Some("ib_uverbs mlx5_ib"));
+    let f = finding(&r, FindingId::StackModules, "node");
     assert_eq!(f.severity, Severity::Error);
     assert!(f.remedy.starts_with("modprobe ib_uverbs mlx5_ib"), "{}", f.remedy);
     // rdma_ucm missing is only an info note, not a failure.
     let facts = gathered("ucm", &["ib_core", "ib_uverbs", "mlx5_core", "mlx5_ib"], &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_eq!(check(&r, "stack.modules", "node").status, Status::Pass);
-    assert_eq!(finding(&r, "stack.modules", "node").severity, Severity::Info);
+    assert_eq!(check(&r, FindingId::StackModules, "node").status, Status::Pass);
+    assert_eq!(finding(&r, FindingId::StackModules, "node").severity, Severity::Info);
     assert_eq!(r.verdict, Verdict::Pass);
 }
 
@@ -118,8 +119,8 @@ fn stack_modules_missing_core_and_driver_fail() {
 fn stack_uverbs_missing_or_unopenable_fails() {
     let facts = gathered("nouverbs", &ALL_MLX5, &[], Some("libibverbs.so.1.14.44.0"));
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.uverbs", "node"), Status::Fail, "no /dev/infiniband/uverbs*", Some("one per device"));
-    assert_eq!(finding(&r, "stack.uverbs", "node").severity, Severity::Error);
+    assert_check(check(&r, FindingId::StackUverbs, "node"), Status::Fail, "no /dev/infiniband/uverbs*", Some("one per device"));
+    assert_eq!(finding(&r, FindingId::StackUverbs, "node").severity, Severity::Error);
     assert_eq!(r.verdict, Verdict::Fail);
 
     let mut facts = gathered("locked", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
@@ -128,8 +129,8 @@ fn stack_uverbs_missing_or_unopenable_fails() {
         UverbsFile { path: "/dev/infiniband/uverbs1".into(), accessible: false },
     ];
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.uverbs", "node"), Status::Fail, "1 of 2 openable", Some("read/write"));
-    assert_eq!(finding(&r, "stack.uverbs", "node").severity, Severity::Error);
+    assert_check(check(&r, FindingId::StackUverbs, "node"), Status::Fail, "1 of 2 openable", Some("read/write"));
+    assert_eq!(finding(&r, FindingId::StackUverbs, "node").severity, Severity::Error);
 }
 
 #[test]
@@ -137,8 +138,8 @@ fn stack_distribution_unknown_warns_and_ofed_wins_over_rdma_core() {
     let facts = gathered("nolib", &ALL_MLX5, &["uverbs0"], None);
     assert_eq!(facts.rdma_core_version, None);
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.distribution", "node"), Status::Warn, "unknown", None);
-    assert_eq!(finding(&r, "stack.distribution", "node").severity, Severity::Warning);
+    assert_check(check(&r, FindingId::StackDistribution, "node"), Status::Warn, "unknown", None);
+    assert_eq!(finding(&r, FindingId::StackDistribution, "node").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass, "a warning does not fail the node");
 
     let root = fake_root("ofed", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
@@ -147,7 +148,7 @@ fn stack_distribution_unknown_warns_and_ofed_wins_over_rdma_core() {
     let facts = host::gather(&root);
     std::fs::remove_dir_all(&root).ok();
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.distribution", "node"), Status::Pass, "MLNX_OFED_LINUX-23.10-1.1.9.0", None);
+    assert_check(check(&r, FindingId::StackDistribution, "node"), Status::Pass, "MLNX_OFED_LINUX-23.10-1.1.9.0", None);
 }
 
 #[test]
@@ -156,7 +157,7 @@ fn stack_service_is_no_longer_judged_from_host_facts() {
     // installed); host facts carry no units, and the host rules make no such check.
     let facts = gathered("svc", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert!(r.checks.iter().all(|c| c.id != "stack.service"));
+    assert!(r.checks.iter().all(|c| c.id != FindingId::StackService));
 }
 
 #[test]
@@ -164,22 +165,22 @@ fn stack_memlock_low_is_an_error_for_users_and_info_for_root() {
     let mut facts = gathered("memlock", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
     facts.memlock_soft = Some(64 << 10);
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.memlock", "node"), Status::Fail, "64 KiB", Some(">= 64 MiB"));
-    assert_eq!(finding(&r, "stack.memlock", "node").severity, Severity::Error);
+    assert_check(check(&r, FindingId::StackMemlock, "node"), Status::Fail, "64 KiB", Some(">= 64 MiB"));
+    assert_eq!(finding(&r, FindingId::StackMemlock, "node").severity, Severity::Error);
     facts.is_root = true;
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "64 KiB", Some(">= 64 MiB"));
-    assert_eq!(finding(&r, "stack.memlock", "node").severity, Severity::Info);
+    assert_check(check(&r, FindingId::StackMemlock, "node"), Status::Pass, "64 KiB", Some(">= 64 MiB"));
+    assert_eq!(finding(&r, FindingId::StackMemlock, "node").severity, Severity::Info);
     facts.memlock_soft = Some(64 << 20);
     facts.is_root = false;
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.memlock", "node"), Status::Pass, "64 MiB", Some(">= 64 MiB"));
+    assert_check(check(&r, FindingId::StackMemlock, "node"), Status::Pass, "64 MiB", Some(">= 64 MiB"));
 }
 
 #[test]
 fn stack_rules_are_skipped_for_a_captured_tree() {
     let r = diagnose(&fixture("hdr-ib-healthy"), None, &Expectations::default());
-    assert!(r.checks.iter().all(|c| c.id.family() != "stack"), "{:#?}", r.checks);
+    assert!(r.checks.iter().all(|c| c.id.family() != Family::Stack), "{:#?}", r.checks);
 }
 
 // ---------------------------------------------------------------- node_rules
@@ -188,25 +189,25 @@ fn stack_rules_are_skipped_for_a_captured_tree() {
 fn devices_count_matches_or_fails() {
     let inv = fixture("hdr-ib-healthy");
     let r = diagnose(&inv, None, &expect(&["devices=2"]));
-    assert_check(check(&r, "devices.count", "node"), Status::Pass, "2", Some("2"));
+    assert_check(check(&r, FindingId::DevicesCount, "node"), Status::Pass, "2", Some("2"));
     let r = diagnose(&inv, None, &expect(&["devices=3"]));
-    assert_check(check(&r, "devices.count", "node"), Status::Fail, "2", Some("3"));
-    assert_eq!(finding(&r, "devices.count", "node").severity, Severity::Error);
+    assert_check(check(&r, FindingId::DevicesCount, "node"), Status::Fail, "2", Some("3"));
+    assert_eq!(finding(&r, FindingId::DevicesCount, "node").severity, Severity::Error);
     assert_eq!(r.verdict, Verdict::Fail);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "devices.count", "node"), Status::Pass, "2", None);
+    assert_check(check(&r, FindingId::DevicesCount, "node"), Status::Pass, "2", None);
 }
 
 #[test]
 fn expected_firmware_is_checked_per_device() {
     let inv = fixture("hdr-ib-healthy");
     let r = diagnose(&inv, None, &expect(&["fw=20.39.1002"]));
-    assert_check(check(&r, "device.fw", "mlx5_0"), Status::Pass, "20.39.1002", Some("20.39.1002"));
+    assert_check(check(&r, FindingId::DeviceFw, "mlx5_0"), Status::Pass, "20.39.1002", Some("20.39.1002"));
     assert_eq!(r.verdict, Verdict::Pass);
     let r = diagnose(&inv, None, &expect(&["fw=20.40.1000"]));
     for dev in ["mlx5_0", "mlx5_1"] {
-        assert_check(check(&r, "device.fw", dev), Status::Fail, "20.39.1002", Some("20.40.1000"));
-        assert_eq!(finding(&r, "device.fw", dev).severity, Severity::Error);
+        assert_check(check(&r, FindingId::DeviceFw, dev), Status::Fail, "20.39.1002", Some("20.40.1000"));
+        assert_eq!(finding(&r, FindingId::DeviceFw, dev).severity, Severity::Error);
     }
     assert_eq!(r.verdict, Verdict::Fail);
 }
@@ -214,28 +215,28 @@ fn expected_firmware_is_checked_per_device() {
 #[test]
 fn mixed_firmware_names_both_devices() {
     let r = diagnose(&fixture("fw-mismatch"), None, &Expectations::default());
-    let c = check(&r, "device.fw", "mlx5_0,mlx5_1");
+    let c = check(&r, FindingId::DeviceFw, "mlx5_0,mlx5_1");
     assert_eq!((c.status, c.expected.as_deref()), (Status::Fail, Some("one version per adapter type")));
     assert!(c.observed.contains("mlx5_0=") && c.observed.contains("mlx5_1="), "{c:?}");
-    assert_eq!(finding(&r, "device.fw", "mlx5_0,mlx5_1").severity, Severity::Error);
+    assert_eq!(finding(&r, FindingId::DeviceFw, "mlx5_0,mlx5_1").severity, Severity::Error);
 }
 
 #[test]
 fn pci_link_below_capability_warns() {
     let mut inv = fixture("hdr-ib-healthy");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_check(check(&r, FindingId::PciLink, "mlx5_0"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
     let pci = inv.devices[0].pci.as_mut().expect("the fixture has a PCI link");
     pci.current_width = Some(8);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Warn, "x8 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
-    assert_eq!(finding(&r, "pci.link", "mlx5_0").severity, Severity::Warning);
-    assert_check(check(&r, "pci.link", "mlx5_1"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_check(check(&r, FindingId::PciLink, "mlx5_0"), Status::Warn, "x8 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_eq!(finding(&r, FindingId::PciLink, "mlx5_0").severity, Severity::Warning);
+    assert_check(check(&r, FindingId::PciLink, "mlx5_1"), Status::Pass, "x16 16.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
     let pci = inv.devices[0].pci.as_mut().unwrap();
     pci.current_width = Some(16);
     pci.current_speed = Some("8.0 GT/s PCIe".into());
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "pci.link", "mlx5_0"), Status::Warn, "x16 8.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
+    assert_check(check(&r, FindingId::PciLink, "mlx5_0"), Status::Warn, "x16 8.0 GT/s PCIe", Some("x16 16.0 GT/s PCIe"));
 }
 
 // ---------------------------------------------------------------- port_rules
@@ -244,19 +245,19 @@ fn pci_link_below_capability_warns() {
 fn link_speed_below_expectation_fails() {
     let inv = fixture("hdr-ib-healthy");
     let r = diagnose(&inv, None, &expect(&["speed=HDR"]));
-    assert_check(check(&r, "link.speed", "mlx5_0/1"), Status::Pass, "HDR", Some("HDR"));
+    assert_check(check(&r, FindingId::LinkSpeed, "mlx5_0/1"), Status::Pass, "HDR", Some("HDR"));
     let r = diagnose(&inv, None, &expect(&["speed=NDR"]));
-    assert_check(check(&r, "link.speed", "mlx5_0/1"), Status::Fail, "HDR", Some("NDR"));
-    assert_eq!(finding(&r, "link.speed", "mlx5_0/1").severity, Severity::Error);
+    assert_check(check(&r, FindingId::LinkSpeed, "mlx5_0/1"), Status::Fail, "HDR", Some("NDR"));
+    assert_eq!(finding(&r, FindingId::LinkSpeed, "mlx5_0/1").severity, Severity::Error);
     assert_eq!(r.verdict, Verdict::Fail);
 }
 
 #[test]
 fn link_width_and_rate_on_a_lane_down_port() {
     let r = diagnose(&fixture("ib-4x-at-1x"), None, &expect(&["rate=200"]));
-    assert_check(check(&r, "link.width", "mlx5_0/1"), Status::Fail, "1X", Some("4X"));
-    assert_eq!(finding(&r, "link.width", "mlx5_0/1").severity, Severity::Error);
-    let rate = check(&r, "link.rate", "mlx5_0/1");
+    assert_check(check(&r, FindingId::LinkWidth, "mlx5_0/1"), Status::Fail, "1X", Some("4X"));
+    assert_eq!(finding(&r, FindingId::LinkWidth, "mlx5_0/1").severity, Severity::Error);
+    let rate = check(&r, FindingId::LinkRate, "mlx5_0/1");
     assert_eq!((rate.status, rate.expected.as_deref()), (Status::Fail, Some("200 Gb/s")));
     assert!(rate.observed.starts_with("50 Gb/s"), "{rate:?}");
 }
@@ -266,13 +267,13 @@ fn infiniband_port_mtu_against_expectation() {
     let mut inv = fixture("hdr-ib-healthy");
     // sysfs does not hold an IB port's active MTU: skipped, not passed.
     let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
-    assert_eq!(check(&r, "port.mtu", "mlx5_0/1").status, Status::Skip);
+    assert_eq!(check(&r, FindingId::PortMtu, "mlx5_0/1").status, Status::Skip);
     inv.devices[0].ports[0].active_mtu = Some(2048);
     inv.devices[1].ports[0].active_mtu = Some(4096);
     let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
-    assert_check(check(&r, "port.mtu", "mlx5_0/1"), Status::Fail, "2048", Some("4096"));
-    assert_eq!(finding(&r, "port.mtu", "mlx5_0/1").severity, Severity::Error);
-    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Pass, "4096", Some("4096"));
+    assert_check(check(&r, FindingId::PortMtu, "mlx5_0/1"), Status::Fail, "2048", Some("4096"));
+    assert_eq!(finding(&r, FindingId::PortMtu, "mlx5_0/1").severity, Severity::Error);
+    assert_check(check(&r, FindingId::PortMtu, "mlx5_1/1"), Status::Pass, "4096", Some("4096"));
     assert_eq!(r.verdict, Verdict::Fail);
 }
 
@@ -280,12 +281,12 @@ fn infiniband_port_mtu_against_expectation() {
 fn roce_v1_only_gids_warn() {
     let mut inv = fixture("roce-healthy-cx7");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_eq!(check(&r, "roce.gid", "mlx5_0/1").status, Status::Pass);
+    assert_eq!(check(&r, FindingId::RoceGid, "mlx5_0/1").status, Status::Pass);
     inv.devices[0].ports[0].gids.retain(|g| g.gid_type == GidType::RoceV1);
     assert!(!inv.devices[0].ports[0].gids.is_empty());
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "roce.gid", "mlx5_0/1"), Status::Warn, "routable GIDs are RoCE v1 only", Some("routable RoCE v2 GID"));
-    assert_eq!(finding(&r, "roce.gid", "mlx5_0/1").severity, Severity::Warning);
+    assert_check(check(&r, FindingId::RoceGid, "mlx5_0/1"), Status::Warn, "routable GIDs are RoCE v1 only", Some("routable RoCE v2 GID"));
+    assert_eq!(finding(&r, FindingId::RoceGid, "mlx5_0/1").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass);
 }
 
@@ -293,35 +294,35 @@ fn roce_v1_only_gids_warn() {
 fn half_duplex_netdev_warns() {
     let mut inv = fixture("roce-healthy-cx7");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_eq!(check(&r, "roce.netdev", "mlx5_0/1").status, Status::Pass);
+    assert_eq!(check(&r, FindingId::RoceNetdev, "mlx5_0/1").status, Status::Pass);
     inv.devices[0].ports[0].netdev_state.as_mut().expect("netdev state").duplex = Some("half".into());
     let r = diagnose(&inv, None, &Expectations::default());
-    let c = check(&r, "roce.netdev", "mlx5_0/1");
+    let c = check(&r, FindingId::RoceNetdev, "mlx5_0/1");
     assert_eq!((c.status, c.expected.as_deref()), (Status::Warn, Some("full duplex")), "{c:?}");
     assert!(c.observed.contains(" half "), "{c:?}");
-    assert_eq!(finding(&r, "roce.netdev", "mlx5_0/1").severity, Severity::Warning);
+    assert_eq!(finding(&r, FindingId::RoceNetdev, "mlx5_0/1").severity, Severity::Warning);
 }
 
 #[test]
 fn roce_mtu_blames_the_port_left_at_1500() {
     let inv = fixture("roce-mtu-mismatch");
     let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
-    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Fail, "1024 (netdev ens1f1np1 mtu 1500)", Some("4096"));
-    assert_eq!(finding(&r, "roce.mtu", "mlx5_1/1").severity, Severity::Error);
-    assert_check(check(&r, "roce.mtu", "mlx5_0/1"), Status::Pass, "4096 (netdev ens1f0np0 mtu 9000)", Some("4096"));
+    assert_check(check(&r, FindingId::RoceMtu, "mlx5_1/1"), Status::Fail, "1024 (netdev ens1f1np1 mtu 1500)", Some("4096"));
+    assert_eq!(finding(&r, FindingId::RoceMtu, "mlx5_1/1").severity, Severity::Error);
+    assert_check(check(&r, FindingId::RoceMtu, "mlx5_0/1"), Status::Pass, "4096 (netdev ens1f0np0 mtu 9000)", Some("4096"));
     assert_eq!(r.findings.iter().filter(|f| f.severity == Severity::Error).count(), 1, "{:#?}", r.findings);
     // Without an expectation: an active MTU above what the netdev carries is a warning.
     let mut inv = inv;
     inv.devices[1].ports[0].active_mtu = Some(4096);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "roce.mtu", "mlx5_1/1"), Status::Warn, "4096 (netdev ens1f1np1 mtu 1500)", Some("<= 1024"));
-    assert_eq!(finding(&r, "roce.mtu", "mlx5_1/1").severity, Severity::Warning);
+    assert_check(check(&r, FindingId::RoceMtu, "mlx5_1/1"), Status::Warn, "4096 (netdev ens1f1np1 mtu 1500)", Some("<= 1024"));
+    assert_eq!(finding(&r, FindingId::RoceMtu, "mlx5_1/1").severity, Severity::Warning);
 }
 
 #[test]
 fn link_error_counters_warn_and_one_link_downed_does_not() {
     let r = diagnose(&fixture("ib-4x-at-1x"), None, &Expectations::default());
-    let f = finding(&r, "link.errors", "mlx5_0/1");
+    let f = finding(&r, FindingId::LinkErrors, "mlx5_0/1");
     assert_eq!(f.severity, Severity::Warning);
     assert!(f.message.contains("symbol_error=4821") && f.message.contains("link_downed=3"), "{}", f.message);
     let mut inv = fixture("ib-4x-at-1x");
@@ -329,10 +330,10 @@ fn link_error_counters_warn_and_one_link_downed_does_not() {
         c.value = if c.name == "link_downed" { 1 } else { 0 };
     }
     let r = diagnose(&inv, None, &Expectations::default());
-    no_finding(&r, "link.errors");
+    no_finding(&r, FindingId::LinkErrors);
     inv.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "link_downed").unwrap().value = 2;
     let r = diagnose(&inv, None, &Expectations::default());
-    assert!(finding(&r, "link.errors", "mlx5_0/1").message.contains("link_downed=2"));
+    assert!(finding(&r, FindingId::LinkErrors, "mlx5_0/1").message.contains("link_downed=2"));
 }
 
 // ---------------------------------------------------------------- capacity (issue 13)
@@ -348,30 +349,30 @@ fn an_hdr_card_trained_at_edr_fails_without_any_expectation() {
     p.partner = Some(LinkPartner::Enabled { width: crate::port::Width::X4, speed: crate::port::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
     assert_eq!(r.verdict, Verdict::Fail);
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "4X EDR", Some("4X HDR"));
-    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
-    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("speed EDR of HDR"));
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Fail, "4X EDR", Some("4X HDR"));
+    assert_eq!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").severity, Severity::Error);
+    assert!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").message.contains("speed EDR of HDR"));
     // The other port, at its best, passes; a port that says nothing is not judged.
     inv.devices[1].ports[0].speed_supported = Some(crate::port::Speed::Hdr);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_1/1"), Status::Pass, "4X HDR", Some("4X HDR"));
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_1/1"), Status::Pass, "4X HDR", Some("4X HDR"));
     let r = diagnose(&fixture("hdr-ib-healthy"), None, &Expectations::default());
-    assert!(r.checks.iter().all(|c| c.id != "link.trained"), "nothing known, nothing judged");
+    assert!(r.checks.iter().all(|c| c.id != FindingId::LinkTrained), "nothing known, nothing judged");
 }
 
 #[test]
 fn ports_at_different_mtus_warn_without_an_expectation() {
     let mut inv = fixture("roce-mtu-mismatch");
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "port.mtu", "mlx5_1/1"), Status::Warn, "1024", Some("4096"));
-    assert_eq!(finding(&r, "port.mtu", "mlx5_1/1").severity, Severity::Warning);
+    assert_check(check(&r, FindingId::PortMtu, "mlx5_1/1"), Status::Warn, "1024", Some("4096"));
+    assert_eq!(finding(&r, FindingId::PortMtu, "mlx5_1/1").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass, "a warning");
     // With --expect mtu each port is judged on its own instead, once.
     let r = diagnose(&inv, None, &expect(&["mtu=4096"]));
-    no_finding(&r, "port.mtu");
+    no_finding(&r, FindingId::PortMtu);
     // The same MTU everywhere: nothing to say.
     inv.devices[1].ports[0].active_mtu = Some(4096);
-    no_finding(&diagnose(&inv, None, &Expectations::default()), "port.mtu");
+    no_finding(&diagnose(&inv, None, &Expectations::default()), FindingId::PortMtu);
 }
 
 #[test]
@@ -379,7 +380,7 @@ fn roce_qos_not_read_is_skip_and_pfc_off_everywhere_is_an_error() {
     // Nothing read: both rows skip (never pass), saying what to capture.
     let mut inv = fixture("roce-healthy-cx7");
     let r = diagnose(&inv, None, &Expectations::default());
-    for id in ["roce.qos", "roce.lossless"] {
+    for id in [FindingId::RoceQos, FindingId::RoceLossless] {
         let c = check(&r, id, "mlx5_0/1");
         assert_eq!(c.status, Status::Skip, "{c:?}");
         assert!(c.observed.contains("fabcheck bundle DIR"), "{c:?}");
@@ -387,18 +388,18 @@ fn roce_qos_not_read_is_skip_and_pfc_off_everywhere_is_an_error() {
     // PFC read and off on every priority: whatever priority RoCE rides is lossy.
     inv.devices[0].ports[0].qos = Some(crate::probe::qos::PortQos { pfc: Some([false; 8]), ..Default::default() });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert!(finding(&r, "roce.qos", "mlx5_0/1").message.contains("PFC is off on every priority of ens2np0"));
+    assert!(finding(&r, FindingId::RoceQos, "mlx5_0/1").message.contains("PFC is off on every priority of ens2np0"));
     // One fault, one error: roce.lossless fails naming roce.qos's cause, not a second finding.
-    no_finding(&r, "roce.lossless");
-    assert!(check(&r, "roce.lossless", "mlx5_0/1").observed.starts_with("see roce.qos: PFC on priorities none"));
-    assert_eq!(check(&r, "roce.lossless", "mlx5_0/1").status, Status::Fail);
+    no_finding(&r, FindingId::RoceLossless);
+    assert!(check(&r, FindingId::RoceLossless, "mlx5_0/1").observed.starts_with("see roce.qos: PFC on priorities none"));
+    assert_eq!(check(&r, FindingId::RoceLossless, "mlx5_0/1").status, Status::Fail);
     assert_eq!(r.verdict, Verdict::Fail);
     // With global pause on, every priority is lossless: a warning, not "RoCE is lossy".
     let pause = crate::probe::qos::pause::GlobalPause { rx: true, tx: true, from: crate::probe::qos::pause::PauseFrom::Ethtool };
     inv.devices[0].ports[0].qos.as_mut().unwrap().global_pause = Some(pause);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_eq!(finding(&r, "roce.qos", "mlx5_0/1").severity, Severity::Warning);
-    assert!(finding(&r, "roce.qos", "mlx5_0/1").message.contains("global pause"));
+    assert_eq!(finding(&r, FindingId::RoceQos, "mlx5_0/1").severity, Severity::Warning);
+    assert!(finding(&r, FindingId::RoceQos, "mlx5_0/1").message.contains("global pause"));
     assert_eq!(r.verdict, Verdict::Pass);
 }
 
@@ -408,12 +409,12 @@ fn an_sm_that_is_not_master_or_silent_fails_port_sm() {
     let mut inv = fixture("hdr-ib-healthy");
     inv.devices[0].ports[0].sm_state = Some("MASTER".into());
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "port.sm", "mlx5_0/1"), Status::Pass, "0x1 MASTER", None);
+    assert_check(check(&r, FindingId::PortSm, "mlx5_0/1"), Status::Pass, "0x1 MASTER", None);
     for state in ["NO ANSWER", "STANDBY"] {
         inv.devices[0].ports[0].sm_state = Some(state.into());
         let r = diagnose(&inv, None, &Expectations::default());
-        assert_check(check(&r, "port.sm", "mlx5_0/1"), Status::Fail, &format!("0x1 {state}"), Some("MASTER"));
-        assert_eq!(finding(&r, "port.sm", "mlx5_0/1").severity, Severity::Error);
+        assert_check(check(&r, FindingId::PortSm, "mlx5_0/1"), Status::Fail, &format!("0x1 {state}"), Some("MASTER"));
+        assert_eq!(finding(&r, FindingId::PortSm, "mlx5_0/1").severity, Severity::Error);
         assert_eq!(r.verdict, Verdict::Fail);
     }
 }
@@ -428,8 +429,8 @@ fn portinfo_width_below_what_the_port_supports_fails_link_trained() {
     p.speed_supported = Some(crate::port::Speed::Hdr);
     p.partner = Some(LinkPartner::Enabled { width: crate::port::Width::X4, speed: crate::port::Speed::Hdr });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
-    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("width 1X of 4X"));
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Fail, "1X HDR", Some("4X HDR"));
+    assert!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").message.contains("width 1X of 4X"));
 }
 
 #[test]
@@ -438,12 +439,12 @@ fn stack_rdma_core_fails_without_libibverbs_warns_without_librdmacm_and_says_not
     let mut facts = gathered("libs", &ALL_MLX5, &["uverbs0"], Some("libibverbs.so.1.14.44.0"));
     assert_eq!(facts.libibverbs, LibraryState::NotChecked, "a fake root (like a bundle) is not this process");
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert!(r.checks.iter().all(|c| c.id != "stack.rdma_core"));
+    assert!(r.checks.iter().all(|c| c.id != FindingId::StackRdmaCore));
 
     facts.libibverbs = LibraryState::Missing("libibverbs.so.1 cannot be loaded (no such file)".into());
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.rdma_core", "node"), Status::Fail, "libibverbs missing", Some("libibverbs.so.1 and librdmacm.so.1"));
-    let f = finding(&r, "stack.rdma_core", "node");
+    assert_check(check(&r, FindingId::StackRdmaCore, "node"), Status::Fail, "libibverbs missing", Some("libibverbs.so.1 and librdmacm.so.1"));
+    let f = finding(&r, FindingId::StackRdmaCore, "node");
     assert_eq!(f.severity, Severity::Error);
     assert!(f.message.starts_with("rdma-core (libibverbs) is not installed: libibverbs.so.1 cannot be loaded"), "{}", f.message);
     assert!(f.remedy.contains("apt install rdma-core") && f.remedy.contains("dnf install") && f.remedy.contains("DOCA"), "{}", f.remedy);
@@ -452,12 +453,12 @@ fn stack_rdma_core_fails_without_libibverbs_warns_without_librdmacm_and_says_not
     facts.libibverbs = LibraryState::Loaded;
     facts.librdmacm = LibraryState::Missing("librdmacm.so.1 cannot be loaded (no such file)".into());
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_eq!(finding(&r, "stack.rdma_core", "node").severity, Severity::Warning);
+    assert_eq!(finding(&r, FindingId::StackRdmaCore, "node").severity, Severity::Warning);
     assert_eq!(r.verdict, Verdict::Pass, "verbs work; only rdma_cm connections do not");
 
     facts.librdmacm = LibraryState::Loaded;
     let r = diagnose(&fixture("hdr-ib-healthy"), Some(&facts), &Expectations::default());
-    assert_check(check(&r, "stack.rdma_core", "node"), Status::Pass, "libibverbs.so.1, librdmacm.so.1 load", None);
+    assert_check(check(&r, FindingId::StackRdmaCore, "node"), Status::Pass, "libibverbs.so.1, librdmacm.so.1 load", None);
 }
 
 // ---------------------------------------------------------------- link partner (issue 30)
@@ -471,21 +472,21 @@ fn an_ib_port_below_its_own_best_is_a_warning_when_the_peer_is_unknown_and_passe
     (p.width, p.speed) = (Width::X2, Speed::Ndr);
     (p.width_supported, p.speed_supported) = (Some(Width::X4), Some(Speed::Ndr));
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Warn, "2X NDR", Some("4X NDR"));
-    let f = finding(&r, "link.trained", "mlx5_0/1");
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Warn, "2X NDR", Some("4X NDR"));
+    let f = finding(&r, FindingId::LinkTrained, "mlx5_0/1");
     assert_eq!(f.severity, Severity::Warning, "no peer PortInfo: never an error");
     assert!(f.message.contains("PortInfo") && f.remedy.contains("--expect rate="), "{f:?}");
     assert_eq!(r.verdict, Verdict::Pass);
     // The switch port enables 2X: the split cable is the design.
     inv.devices[0].ports[0].partner = Some(LinkPartner::Enabled { width: Width::X2, speed: Speed::Ndr });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
     // The switch port enables 4X NDR and the link runs 2X: a lane fault.
     inv.devices[0].ports[0].partner = Some(LinkPartner::Enabled { width: Width::X4, speed: Speed::Ndr });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "2X NDR", Some("4X NDR"));
-    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
-    assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains("both ends enable"));
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Fail, "2X NDR", Some("4X NDR"));
+    assert_eq!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").severity, Severity::Error);
+    assert!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").message.contains("both ends enable"));
 }
 
 #[test]
@@ -494,24 +495,24 @@ fn a_roce_port_is_judged_against_the_fastest_mode_both_ends_advertise() {
     let inv = fixture("roce-trained-low");
     assert_eq!(inv.devices[0].ports[0].partner, Some(LinkPartner::Common { gbps: 200.0 }));
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "200 Gb/s", Some("200 Gb/s"));
-    no_finding(&r, "link.trained");
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Pass, "200 Gb/s", Some("200 Gb/s"));
+    no_finding(&r, FindingId::LinkTrained);
     // --expect rate= still fails a link slower than the operator expects.
     let r = diagnose(&inv, None, &expect(&["rate=400"]));
-    assert_eq!(check(&r, "link.rate", "mlx5_0/1").status, Status::Fail);
+    assert_eq!(check(&r, FindingId::LinkRate, "mlx5_0/1").status, Status::Fail);
     assert_eq!(r.verdict, Verdict::Fail);
     // A partner that offers 400G too: the link is below both ends.
     let mut inv = fixture("roce-trained-low");
     inv.devices[0].ports[0].partner = Some(LinkPartner::Common { gbps: 400.0 });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Fail, "200 Gb/s", Some("400 Gb/s"));
-    assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Error);
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Fail, "200 Gb/s", Some("400 Gb/s"));
+    assert_eq!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").severity, Severity::Error);
     // Partner not readable: a warning.
     for why in [PartnerUnknown::NotReported, PartnerUnknown::AutonegOff, PartnerUnknown::NoLine] {
         inv.devices[0].ports[0].partner = Some(LinkPartner::Unknown { why });
         let r = diagnose(&inv, None, &Expectations::default());
-        assert_eq!(finding(&r, "link.trained", "mlx5_0/1").severity, Severity::Warning, "{why:?}");
-        assert!(finding(&r, "link.trained", "mlx5_0/1").message.contains(why.words()));
+        assert_eq!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").severity, Severity::Warning, "{why:?}");
+        assert!(finding(&r, FindingId::LinkTrained, "mlx5_0/1").message.contains(why.words()));
     }
 }
 
@@ -526,6 +527,6 @@ fn a_2x_split_port_passes_when_the_bundles_peer_portinfo_enables_2x() {
     let p = &mut inv.devices[0].ports[0];
     (p.width_supported, p.speed_supported) = (Some(Width::X4), Some(Speed::Ndr));
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_check(check(&r, "link.trained", "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
-    no_finding(&r, "link.trained");
+    assert_check(check(&r, FindingId::LinkTrained, "mlx5_0/1"), Status::Pass, "2X NDR", Some("2X NDR"));
+    no_finding(&r, FindingId::LinkTrained);
 }

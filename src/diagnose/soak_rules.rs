@@ -106,7 +106,7 @@ fn ib_symbol_errors(port: &Port, window: &PortWindow, w: &str, s: &str, sheet: &
 #[cfg(test)]
 mod tests {
     use crate::diagnose::{run, Expectations, Input, Scope};
-    use crate::outcome::{Severity, Status};
+    use crate::outcome::{FindingId, Severity, Status};
     use crate::probe::soak::apply;
     use crate::probe::{self, Inventory};
     use std::path::Path;
@@ -129,10 +129,10 @@ mod tests {
         let mut end = start.clone();
         apply(&start, &mut end, 10.0, false);
         let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
-        let ber = r.checks.iter().find(|c| c.id == "phy.ber").unwrap();
+        let ber = r.checks.iter().find(|c| c.id == FindingId::PhyBer).unwrap();
         assert_eq!(ber.status, Status::Pass, "nothing rose in the window: {ber:?}");
-        assert!(r.findings.iter().all(|f| f.id != "phy.ber" && f.id != "link.flap"), "{:#?}", r.findings);
-        let flap = r.checks.iter().find(|c| c.id == "link.flap").unwrap();
+        assert!(r.findings.iter().all(|f| f.id != FindingId::PhyBer && f.id != FindingId::LinkFlap), "{:#?}", r.findings);
+        let flap = r.checks.iter().find(|c| c.id == FindingId::LinkFlap).unwrap();
         assert_eq!((flap.status, flap.observed.as_str()), (Status::Pass, "0 link-down events in 10 s"));
 
         // Raised during the window: 3 symbol errors and a link-down.
@@ -142,10 +142,10 @@ mod tests {
         counter(&mut end, "link_downed", downed + 1);
         apply(&start, &mut end, 10.0, false);
         let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
-        let f = r.findings.iter().find(|f| f.id == "phy.ber").unwrap();
+        let f = r.findings.iter().find(|f| f.id == FindingId::PhyBer).unwrap();
         assert_eq!(f.severity, Severity::Error, "3 errors in 10 s at 50 Gb/s is a BER of 6e-12: {f:?}");
         assert!(f.message.contains("3 symbol errors during the 10 s window"), "{}", f.message);
-        let f = r.findings.iter().find(|f| f.id == "link.flap").unwrap();
+        let f = r.findings.iter().find(|f| f.id == FindingId::LinkFlap).unwrap();
         assert!(f.message.contains("went down 1 time during the 10 s window"), "{}", f.message);
     }
 
@@ -159,10 +159,10 @@ mod tests {
         counter(&mut before, "symbol_error", 40);
         apply(&before, &mut end, 10.0, false);
         let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
-        let note = r.findings.iter().find(|f| f.id == "soak.counters").unwrap();
+        let note = r.findings.iter().find(|f| f.id == FindingId::SoakCounters).unwrap();
         assert_eq!(note.severity, Severity::Info);
         assert!(note.message.contains("symbol_error went down") && note.message.contains("link_downed sits at its maximum"), "{}", note.message);
-        assert!(r.findings.iter().all(|f| f.id != "link.flap" && f.id != "phy.ber"), "{:#?}", r.findings);
+        assert!(r.findings.iter().all(|f| f.id != FindingId::LinkFlap && f.id != FindingId::PhyBer), "{:#?}", r.findings);
     }
 
     #[test]
@@ -178,9 +178,9 @@ mod tests {
         assert_eq!(phy.ber_effective, Some(0.0), "no symbol errors in the window");
         let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
         // The lifetime symbol errors and uncorrectable codewords are no longer judged.
-        let fec = r.checks.iter().find(|c| c.id == "phy.fec").unwrap();
+        let fec = r.checks.iter().find(|c| c.id == FindingId::PhyFec).unwrap();
         assert_eq!(fec.status, Status::Pass, "{fec:?}");
-        let ber = r.findings.iter().find(|f| f.id == "phy.ber").unwrap();
+        let ber = r.findings.iter().find(|f| f.id == FindingId::PhyBer).unwrap();
         assert_eq!(ber.severity, Severity::Warning, "1e-5 is within RS-528's 5e-5 but under a decade of margin: {ber:?}");
         assert!(ber.message.contains("lane 2"), "{}", ber.message);
     }

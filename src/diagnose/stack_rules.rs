@@ -88,18 +88,20 @@ fn stack(host: &HostFacts, sheet: &mut Sheet) {
         (None, Some(v)) => format!("rdma-core {v}"),
         (None, None) => "unknown".into(),
     };
+    // OFED installed but the kernel's inbox modules loaded: the stack that runs is named.
+    let observed = sheet.facts.running.clone().unwrap_or_else(|| stack.clone());
     if stack == "unknown" {
         sheet.fail(
             FindingId::StackDistribution,
             node,
-            stack,
+            observed,
             None,
             Severity::Warning,
             "neither rdma-core's libibverbs nor MLNX_OFED/DOCA was found",
             "install rdma-core (apt install rdma-core ibverbs-providers / dnf install rdma-core libibverbs) or NVIDIA DOCA-OFED",
         );
     } else {
-        sheet.pass(FindingId::StackDistribution, node, stack, None);
+        sheet.pass(FindingId::StackDistribution, node, observed, None);
     }
 
     // The stack's units (`stack.service`) are judged in `driver_rules`, from what

@@ -2,6 +2,7 @@
 //! (issue #28 item 1): each test here fails on 0.2's code.
 
 use super::{run, Check, Expectations, Finding, FindingId, Input, Report, Scope, Severity, Status, Verdict};
+use crate::outcome::Family;
 use crate::probe::host::HostFacts;
 use crate::probe::{self, Inventory};
 use std::path::Path;
@@ -15,7 +16,7 @@ fn diagnose(inv: &Inventory, host: Option<&HostFacts>, expect: &Expectations) ->
     run(&Input { inventory: inv, host, expect, scope: &Scope::default() })
 }
 
-fn row<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Check {
+fn row<'a>(r: &'a Report, id: FindingId, subject: &str) -> &'a Check {
     r.checks.iter().find(|c| c.id == id && c.subject == subject).unwrap_or_else(|| panic!("no {id} row on {subject}: {:#?}", r.checks))
 }
 
@@ -23,19 +24,19 @@ fn row<'a>(r: &'a Report, id: &str, subject: &str) -> &'a Check {
 fn a_live_node_without_devices_fails_devices_count() {
     let host = HostFacts::default();
     let r = diagnose(&Inventory::default(), Some(&host), &Expectations::default());
-    let c = row(&r, "devices.count", "node");
+    let c = row(&r, FindingId::DevicesCount, "node");
     assert_eq!((c.status, c.observed.as_str()), (Status::Fail, "0"), "{c:?}");
-    let f: Vec<&Finding> = r.findings.iter().filter(|f| f.id == "devices.count").collect();
+    let f: Vec<&Finding> = r.findings.iter().filter(|f| f.id == FindingId::DevicesCount).collect();
     assert_eq!(f.len(), 1, "{f:?}");
     assert_eq!((f[0].severity, f[0].message.as_str()), (Severity::Error, "no RDMA devices found"));
     assert_eq!(r.verdict, Verdict::Fail);
     // Said first, as 0.2 did (the one-line format quotes the first error), the stack's after it.
-    assert_eq!(r.findings[0].id, "devices.count", "{:#?}", r.findings);
-    assert!(r.findings.iter().any(|f| f.id.family() == "stack" && f.severity == Severity::Error), "{:#?}", r.findings);
+    assert_eq!(r.findings[0].id, FindingId::DevicesCount, "{:#?}", r.findings);
+    assert!(r.findings.iter().any(|f| f.id.family() == Family::Stack && f.severity == Severity::Error), "{:#?}", r.findings);
     // A bundle (no host facts) with no device is refused earlier (exit 2); the rule does not
     // invent a finding for it.
     let r = diagnose(&Inventory::default(), None, &Expectations::default());
-    assert_eq!(row(&r, "devices.count", "node").status, Status::Pass);
+    assert_eq!(row(&r, FindingId::DevicesCount, "node").status, Status::Pass);
 }
 
 #[test]
@@ -43,9 +44,9 @@ fn a_device_without_a_readable_port_fails_devices_count() {
     let mut inv = fixture("hdr-ib-healthy");
     inv.devices[1].ports.clear();
     let r = diagnose(&inv, None, &Expectations::default());
-    let c = row(&r, "devices.count", "node");
+    let c = row(&r, FindingId::DevicesCount, "node");
     assert_eq!(c.status, Status::Fail, "{c:?}");
-    let f = r.findings.iter().find(|f| f.id == "devices.count").expect("devices.count finding");
+    let f = r.findings.iter().find(|f| f.id == FindingId::DevicesCount).expect("devices.count finding");
     assert!(f.message.contains(&inv.devices[1].name), "{f:?}");
 }
 
@@ -96,7 +97,7 @@ fn rows_follow_their_findings_in_one_place() {
 fn a_warning_row_is_warn_not_fail() {
     // Two ports at different MTUs: a warning, so the row is `warn` and the verdict passes.
     let r = diagnose(&fixture("roce-mtu-mismatch"), None, &Expectations::default());
-    let c = row(&r, "port.mtu", "mlx5_1/1");
+    let c = row(&r, FindingId::PortMtu, "mlx5_1/1");
     assert_eq!(c.status, Status::Warn, "{c:?}");
     assert!(r.checks.iter().all(|c| c.status != Status::Fail), "{:#?}", r.checks);
 }
@@ -110,14 +111,14 @@ fn a_4184_byte_roce_mtu_fails_expect_4096() {
     let mut expect = Expectations::default();
     expect.set("mtu=4096").unwrap();
     let r = diagnose(&inv, None, &expect);
-    let c = row(&r, "roce.mtu", "mlx5_0/1");
+    let c = row(&r, FindingId::RoceMtu, "mlx5_0/1");
     assert_eq!(c.status, Status::Fail, "{c:?}");
     assert!(c.observed.starts_with("2048 "), "{c:?}");
-    let f = r.findings.iter().find(|f| f.id == "roce.mtu").expect("roce.mtu finding");
+    let f = r.findings.iter().find(|f| f.id == FindingId::RoceMtu).expect("roce.mtu finding");
     assert!(f.remedy.contains("at least 4192"), "{}", f.remedy);
     // 4192 carries 4096.
     inv.devices[0].ports[0].netdev_state.as_mut().unwrap().mtu = Some(4192);
-    assert_eq!(row(&diagnose(&inv, None, &expect), "roce.mtu", "mlx5_0/1").status, Status::Pass);
+    assert_eq!(row(&diagnose(&inv, None, &expect), FindingId::RoceMtu, "mlx5_0/1").status, Status::Pass);
 }
 
 #[test]
@@ -130,7 +131,7 @@ fn rxe_keeps_its_own_header_allowance() {
     port.netdev_state.as_mut().expect("netdev state").mtu = Some(4180);
     port.active_mtu = Some(4096);
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_eq!(row(&r, "roce.mtu", &format!("{}/1", inv.devices[0].name)).status, Status::Pass, "{:#?}", r.findings);
+    assert_eq!(row(&r, FindingId::RoceMtu, &format!("{}/1", inv.devices[0].name)).status, Status::Pass, "{:#?}", r.findings);
 }
 
 #[test]
@@ -141,7 +142,7 @@ fn an_unlistable_device_class_fails_devices_count() {
         error: "cannot read /sys/class/infiniband: permission denied".into(),
     });
     let r = diagnose(&inv, None, &Expectations::default());
-    assert_eq!(row(&r, "devices.count", "node").status, Status::Fail);
-    let f = r.findings.iter().find(|f| f.id == "devices.count").expect("devices.count finding");
+    assert_eq!(row(&r, FindingId::DevicesCount, "node").status, Status::Fail);
+    let f = r.findings.iter().find(|f| f.id == FindingId::DevicesCount).expect("devices.count finding");
     assert!(f.message.contains("cannot be listed") && f.message.contains("permission denied"), "{f:?}");
 }

@@ -2,14 +2,15 @@
 //! counters, the check's report) and the exporter's own figures. Written once per read by the
 //! refresh thread; a scrape only copies the finished text.
 
-use crate::outcome::{FindingId, Report, Severity, Subject, Verdict};
+use crate::outcome::{Figure, FindingId, Measure, Report, Severity, Subject, Tally, Verdict};
 use crate::port::{LinkLayer, PhysState, PortState};
+use crate::probe::counters::CounterDir;
 use crate::probe::phy::module::{Media, Module, DARK_DBM};
 use crate::probe::phy::Phy;
 use crate::probe::{Device, Inventory, Port};
-use crate::report::prom::metrics::{self, CounterDir, Kind};
 pub use crate::report::prom::Exposition;
-use crate::report::prom::{bytes_per_second, check_series, flag, severity_name, Families, Order, Repeat};
+use crate::report::prom::{bytes_per_second, check_series, flag, PromPrinter};
+use crate::report::Sink;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The counter files of one port, as read.
@@ -47,154 +48,174 @@ pub struct Stats {
     pub seen: BTreeSet<String>,
 }
 
-/// The port labels: `device`, `port`, and `netdev`/`gpu` where they are known.
+/// What the page is written through: the prom printer, fed each figure as a typed reading.
+struct Page<'p> {
+    sink: &'p mut dyn Sink,
+}
+
+impl Page<'_> {
+    /// One figure about `subject`, with `labels` beyond the subject's.
+    fn put(&mut self, subject: &Subject, labels: &[(&'static str, &str)], figure: Figure<'_>, value: f64) {
+        self.sink.measure(&Measure::Reading { subject, labels, figure, value });
+    }
+
+    /// One figure of the node (or of the exporter).
+    fn node(&mut self, labels: &[(&'static str, &str)], figure: Figure<'_>, value: f64) {
+        self.put(&Subject::Node, labels, figure, value);
+    }
+}
+
+/// A port's subject and its labels beyond `device` and `port`: `netdev`/`gpu` where known.
 struct PortLabels {
-    device: String,
-    port: String,
+    subject: Subject,
     netdev: Option<String>,
     gpu: Option<String>,
 }
 
 impl PortLabels {
-    fn with<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut labels = vec![("device", self.device.as_str()), ("port", self.port.as_str())];
+    fn with<'a>(&'a self, extra: &[(&'static str, &'a str)]) -> Vec<(&'static str, &'a str)> {
+        let mut labels = Vec::new();
         if let Some(n) = &self.netdev {
-            labels.push(("netdev", n));
+            labels.push(("netdev", n.as_str()));
         }
         if let Some(g) = &self.gpu {
-            labels.push(("gpu", g));
+            labels.push(("gpu", g.as_str()));
         }
         labels.extend_from_slice(extra);
         labels
     }
+
+    fn put(&self, page: &mut Page<'_>, extra: &[(&'static str, &str)], figure: Figure<'_>, value: f64) {
+        page.put(&self.subject, &self.with(extra), figure, value);
+    }
 }
 
-/// The whole page.
+/// The whole page: the prom printer ([`PromPrinter::exporter`]) fed what the reading found.
 pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
-    let mut f = Families::new(Order::AsAdded, Repeat::KeepFirst);
-    f.set(&metrics::UP, &[], flag(reading.inventory.is_some()));
-    f.set(&metrics::BUILD_INFO, &[("version", env!("CARGO_PKG_VERSION"))], 1.0);
+    let mut printer = PromPrinter::exporter();
+    let mut page = Page { sink: &mut printer };
+    page.node(&[], Figure::Up, flag(reading.inventory.is_some()));
+    page.node(&[("version", env!("CARGO_PKG_VERSION"))], Figure::BuildInfo, 1.0);
     if let Some(error) = &reading.error {
-        f.set(&metrics::REFRESH_ERROR, &[("cause", error)], 1.0);
+        page.node(&[("cause", error)], Figure::RefreshError, 1.0);
     }
-    f.set(&metrics::LAST_REFRESH, &[], stats.refreshed_unix_s);
-    f.set(&metrics::REFRESH_DURATION, &[], stats.duration_s);
-    f.set(&metrics::INTERVAL, &[], stats.interval_s);
-    f.set(&metrics::REFRESHES, &[], stats.refreshes as f64);
-    f.set(&metrics::REFRESH_FAILURES, &[], stats.failures as f64);
+    page.node(&[], Figure::LastRefresh, stats.refreshed_unix_s);
+    page.node(&[], Figure::RefreshDuration, stats.duration_s);
+    page.node(&[], Figure::Interval, stats.interval_s);
+    page.node(&[], Figure::Refreshes, stats.refreshes as f64);
+    page.node(&[], Figure::RefreshFailures, stats.failures as f64);
     if let Some(inventory) = &reading.inventory {
-        write_devices(&mut f, reading, inventory, stats);
+        write_devices(&mut page, reading, inventory, stats);
     }
     if let Some(report) = &reading.report {
-        write_report(&mut f, report);
+        write_report(&mut page, report);
     }
     // AER: each file's TOTAL_ERR_* row always, the other rows where they counted something.
     for func in reading.pcie.iter().flat_map(|p| &p.functions) {
+        let subject = Subject::Function(func.bdf.clone());
         for (severity, file) in &func.aer {
             for (row, n) in std::iter::once((severity.total_row(), file.count())).chain(file.nonzero()) {
-                f.set(&metrics::PCIE_AER, &[("function", func.bdf.as_str()), ("severity", severity.name()), ("row", row)], n as f64);
+                page.put(&subject, &[("severity", severity.name()), ("row", row)], Figure::PcieAer, n as f64);
             }
         }
     }
-    f.render(format)
+    printer.finish_page(format)
 }
 
-fn write_devices(f: &mut Families, reading: &Reading, inventory: &Inventory, stats: &Stats) {
-    f.set(&metrics::DEVICES, &[], inventory.devices.len() as f64);
+fn write_devices(page: &mut Page<'_>, reading: &Reading, inventory: &Inventory, stats: &Stats) {
+    page.node(&[], Figure::Devices, inventory.devices.len() as f64);
     for name in &stats.seen {
-        f.set(&metrics::DEVICE_PRESENT, &[("device", name)], flag(inventory.device(name).is_some()));
+        page.put(&Subject::device(name), &[], Figure::DevicePresent, flag(inventory.device(name).is_some()));
     }
     for d in &inventory.devices {
         if !stats.seen.contains(&d.name) {
-            f.set(&metrics::DEVICE_PRESENT, &[("device", &d.name)], 1.0);
+            page.put(&Subject::device(&d.name), &[], Figure::DevicePresent, 1.0);
         }
     }
     for d in &inventory.devices {
-        f.set(&metrics::DEVICE_INFO, &[("device", &d.name), ("ca_type", &d.ca_type), ("fw_ver", &d.fw_ver), ("node_guid", &d.node_guid)], 1.0);
+        let device = Subject::device(&d.name);
+        page.put(&device, &[("ca_type", &d.ca_type), ("fw_ver", &d.fw_ver), ("node_guid", &d.node_guid)], Figure::DeviceInfo, 1.0);
         if let Some(usable) = d.pci.as_ref().and_then(|p| p.usable_gbps) {
-            f.set(&metrics::PCIE_USABLE, &[("device", &d.name)], bytes_per_second(usable));
+            page.put(&device, &[], Figure::PcieUsable, bytes_per_second(usable));
         }
     }
     let trained = trained_low(reading.report.as_ref());
     for (d, p) in inventory.ports() {
-        let labels =
-            PortLabels { device: d.name.clone(), port: p.port.to_string(), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
-        write_port(f, d, p, &labels, trained.get(&Subject::port(&d.name, p.port)).copied());
+        let labels = PortLabels { subject: Subject::port(&d.name, p.port), netdev: p.netdev.clone(), gpu: reading.gpu_of.get(&d.name).cloned() };
+        write_port(page, d, p, &labels, trained.get(&labels.subject).copied());
         if let Some(phy) = &p.phy {
-            write_phy(f, phy, &labels);
+            write_phy(page, phy, &labels);
         }
         if let Some(counters) = reading.counters.iter().find(|c| c.device == d.name && c.port == p.port) {
             // Two files may come to one name (`a-b` and `a.b` are both `a_b`, `x` and
-            // `x_total` both `x_total`): the first is written, never a second series of the
-            // same name and labels, which would make the page fail to parse (issue #58).
-            let mut written = std::collections::HashSet::new();
+            // `x_total` both `x_total`): the first is written (the page keeps a series' first
+            // reading), never a second series of the same name and labels, which would make
+            // the page fail to parse (issue #58).
             for (dir, file, value) in &counters.values {
-                if let Some(m) = metrics::counter_metric(*dir, file).filter(|m| written.insert(m.name.clone())) {
-                    f.set_named(&m.name, Kind::Counter, &m.help, &labels.with(&[]), value.saturating_mul(m.scale) as f64);
-                }
+                labels.put(page, &[], Figure::Counter { dir: *dir, file, count: *value }, 0.0);
             }
         }
     }
 }
 
-fn write_port(f: &mut Families, d: &Device, p: &Port, labels: &PortLabels, trained_low: Option<bool>) {
+fn write_port(page: &mut Page<'_>, d: &Device, p: &Port, labels: &PortLabels, trained_low: Option<bool>) {
     let (width, speed) = (p.width.name(), p.speed.name());
-    f.set(&metrics::PORT_INFO, &labels.with(&[("link_layer", &p.link_layer.name()), ("width", &width), ("speed", &speed)]), 1.0);
-    f.set(&metrics::PORT_STATE, &labels.with(&[]), f64::from(p.state.raw()));
-    f.set(&metrics::PORT_ACTIVE, &labels.with(&[]), flag(p.state == PortState::Active));
-    f.set(&metrics::PORT_PHYS_STATE, &labels.with(&[]), f64::from(p.phys_state.raw()));
-    f.set(&metrics::PORT_LINK_UP, &labels.with(&[]), flag(p.phys_state == PhysState::LinkUp));
+    labels.put(page, &[("link_layer", &p.link_layer.name()), ("width", &width), ("speed", &speed)], Figure::PortInfo, 1.0);
+    labels.put(page, &[], Figure::PortState, f64::from(p.state.raw()));
+    labels.put(page, &[], Figure::PortActive, flag(p.state == PortState::Active));
+    labels.put(page, &[], Figure::PortPhysState, f64::from(p.phys_state.raw()));
+    labels.put(page, &[], Figure::PortLinkUp, flag(p.phys_state == PhysState::LinkUp));
     if let Some(rate) = p.rate_gbps {
-        f.set(&metrics::PORT_RATE, &labels.with(&[]), bytes_per_second(rate));
+        labels.put(page, &[], Figure::PortRate, bytes_per_second(rate));
         let pcie = d.pci.as_ref().and_then(|x| x.usable_gbps);
-        f.set(&metrics::PORT_CAPACITY, &labels.with(&[]), bytes_per_second(crate::probe::capacity::capacity(rate, pcie).gbps));
+        labels.put(page, &[], Figure::PortCapacity, bytes_per_second(crate::probe::capacity::capacity(rate, pcie).gbps));
     }
     if let Some(best) = supported_gbps(p) {
-        f.set(&metrics::PORT_SUPPORTED, &labels.with(&[]), bytes_per_second(best));
+        labels.put(page, &[], Figure::PortSupported, bytes_per_second(best));
     }
     if let Some(low) = trained_low {
-        f.set(&metrics::PORT_TRAINED_LOW, &labels.with(&[]), flag(low));
+        labels.put(page, &[], Figure::PortTrainedLow, flag(low));
     }
     if let Some(mtu) = p.active_mtu {
-        f.set(&metrics::PORT_MTU, &labels.with(&[]), f64::from(mtu));
+        labels.put(page, &[], Figure::PortMtu, f64::from(mtu));
     }
 }
 
 /// The physical layer's figures as the inventory read them (the refresh thread ran ethtool or
 /// read the bundle's reports; a scrape never does). A figure not read has no series.
-fn write_phy(f: &mut Families, phy: &Phy, labels: &PortLabels) {
+fn write_phy(page: &mut Page<'_>, phy: &Phy, labels: &PortLabels) {
     if let Some(mode) = phy.fec {
-        f.set(&metrics::PHY_FEC_INFO, &labels.with(&[("mode", &mode.to_string())]), 1.0);
+        labels.put(page, &[("mode", &mode.to_string())], Figure::PhyFecInfo, 1.0);
     }
-    let gauges = [(&metrics::PHY_BER_RAW, phy.ber_raw), (&metrics::PHY_BER_EFFECTIVE, phy.ber_effective)];
-    for (metric, value) in gauges {
+    let gauges = [(Figure::PhyBerRaw, phy.ber_raw), (Figure::PhyBerEffective, phy.ber_effective)];
+    for (figure, value) in gauges {
         if let Some(v) = value.filter(|v| v.is_finite()) {
-            f.set(metric, &labels.with(&[]), v);
+            labels.put(page, &[], figure, v);
         }
     }
     let counts = [
-        (&metrics::PHY_SYMBOL_ERRORS, phy.symbol_errors.map(|n| n as f64)),
-        (&metrics::PHY_CORRECTED_BITS, phy.corrected_bits.map(|n| n as f64)),
-        (&metrics::PHY_RECEIVED, phy.received_bits.map(|n| n as f64 / 8.0)),
-        (&metrics::PHY_FEC_CORRECTED, phy.fec_corrected_blocks.map(|n| n as f64)),
-        (&metrics::PHY_FEC_UNCORRECTABLE, phy.fec_uncorrectable_blocks.map(|n| n as f64)),
-        (&metrics::PHY_LINK_DOWN, phy.link_down_events.map(|n| n as f64)),
+        (Figure::PhySymbolErrors, phy.symbol_errors.map(|n| n as f64)),
+        (Figure::PhyCorrectedBits, phy.corrected_bits.map(|n| n as f64)),
+        (Figure::PhyReceived, phy.received_bits.map(|n| n as f64 / 8.0)),
+        (Figure::PhyFecCorrected, phy.fec_corrected_blocks.map(|n| n as f64)),
+        (Figure::PhyFecUncorrectable, phy.fec_uncorrectable_blocks.map(|n| n as f64)),
+        (Figure::PhyLinkDown, phy.link_down_events.map(|n| n as f64)),
     ];
-    for (metric, value) in counts {
+    for (figure, value) in counts {
         if let Some(v) = value {
-            f.set(metric, &labels.with(&[]), v);
+            labels.put(page, &[], figure, v);
         }
     }
     for (i, errors) in phy.lane_errors.iter().enumerate() {
         let lane = (i + 1).to_string();
-        f.set(&metrics::PHY_LANE_ERRORS, &labels.with(&[("lane", &lane)]), *errors as f64);
+        labels.put(page, &[("lane", &lane)], Figure::PhyLaneErrors, *errors as f64);
     }
     if let Some(m) = &phy.module {
-        write_module(f, m, labels);
+        write_module(page, m, labels);
     }
 }
 
-fn write_module(f: &mut Families, m: &Module, labels: &PortLabels) {
+fn write_module(page: &mut Page<'_>, m: &Module, labels: &PortLabels) {
     let media = m.media.map(|x| match x {
         Media::Copper => "copper",
         Media::Optical => "optical",
@@ -206,22 +227,22 @@ fn write_module(f: &mut Families, m: &Module, labels: &PortLabels) {
         ("serial", m.serial.as_deref()),
         ("media", media),
     ];
-    let identity: Vec<(&str, &str)> = identity.into_iter().filter_map(|(k, v)| Some((k, v.filter(|v| !v.is_empty())?))).collect();
-    f.set(&metrics::MODULE_INFO, &labels.with(&identity), 1.0);
+    let identity: Vec<(&'static str, &str)> = identity.into_iter().filter_map(|(k, v)| Some((k, v.filter(|v| !v.is_empty())?))).collect();
+    labels.put(page, &identity, Figure::ModuleInfo, 1.0);
     if let Some(t) = m.temperature_c.filter(|t| t.is_finite()) {
-        f.set(&metrics::MODULE_TEMPERATURE, &labels.with(&[]), t);
+        labels.put(page, &[], Figure::ModuleTemperature, t);
     }
     let lanes = [
-        (&metrics::MODULE_RX_POWER, m.rx_power_dbm.as_deref(), dbm_to_watts as fn(f64) -> f64),
-        (&metrics::MODULE_TX_POWER, m.tx_power_dbm.as_deref(), dbm_to_watts),
-        (&metrics::MODULE_TX_BIAS, m.tx_bias_ma.as_deref(), |ma| ma / 1000.0),
+        (Figure::ModuleRxPower, m.rx_power_dbm.as_deref(), dbm_to_watts as fn(f64) -> f64),
+        (Figure::ModuleTxPower, m.tx_power_dbm.as_deref(), dbm_to_watts),
+        (Figure::ModuleTxBias, m.tx_bias_ma.as_deref(), |ma| ma / 1000.0),
     ];
-    for (metric, values, convert) in lanes {
+    for (figure, values, convert) in lanes {
         for (i, value) in values.unwrap_or_default().iter().enumerate() {
             // A lane the module does not report has no series.
             if let Some(v) = value.filter(|v| v.is_finite()) {
                 let lane = (i + 1).to_string();
-                f.set(metric, &labels.with(&[("lane", &lane)]), convert(v));
+                labels.put(page, &[("lane", &lane)], figure, convert(v));
             }
         }
     }
@@ -257,19 +278,15 @@ fn supported_gbps(p: &Port) -> Option<f64> {
     Some(f64::from(lanes) * p.speed_supported?.data_lane_gbps()?)
 }
 
-fn write_report(f: &mut Families, report: &Report) {
-    f.set(&metrics::VERDICT, &[], flag(report.verdict == Verdict::Pass));
-    // The same series as `check --format prom` (a skipped row has none), from the same function.
-    for (id, subject, pass) in check_series(&report.checks, false) {
-        f.set(&metrics::CHECK, &[("id", id.as_str()), ("subject", &subject.to_string())], flag(pass));
-    }
-    for finding in &report.findings {
-        let severity = severity_name(finding.severity);
-        f.set(&metrics::FINDING, &[("id", finding.id.as_str()), ("severity", severity), ("subject", &finding.subject.to_string())], 1.0);
-    }
+/// The check's verdict, its checklist (the same series as `check --format prom`: a skipped row
+/// has none), each finding once, and how many of each severity.
+fn write_report(page: &mut Page<'_>, report: &Report) {
+    page.node(&[], Figure::Verdict, flag(report.verdict == Verdict::Pass));
+    report.checks.iter().for_each(|c| page.sink.check(c));
+    report.findings.iter().for_each(|f| page.sink.finding(f));
     for severity in [Severity::Error, Severity::Warning, Severity::Info] {
         let count = report.findings.iter().filter(|x| x.severity == severity).count();
-        f.set(&metrics::FINDINGS, &[("severity", severity_name(severity))], count as f64);
+        page.sink.tally(&Tally::Findings { severity, count });
     }
 }
 

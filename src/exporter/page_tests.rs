@@ -2,6 +2,7 @@ use super::*;
 use crate::outcome::FindingId;
 use crate::outcome::{Check, Finding, Status};
 use crate::probe::tree::SysfsRoot;
+use crate::report::prom::metrics;
 use std::path::PathBuf;
 
 fn fixture(name: &str) -> PathBuf {
@@ -410,4 +411,13 @@ fn hostile_counter_names_make_no_clash() {
     }
     assert!(page.contains("fabcheck_port_hw_evil_name_total{"), "the first of them is written");
     assert!(!page.contains('\u{1b}') && !page.contains('\u{7}'), "{page}");
+}
+
+/// The exporter judges the kernel log with the node, as `check` does (one ordered list of rule
+/// families, the log's among them): the flapping fixture's link.flap is on its page's report.
+#[test]
+fn the_exporter_judges_the_kernel_log_with_the_node() {
+    let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture("roce-cx7-link-flaps")), &Default::default());
+    let report = reading.report.expect("the fixture is judged");
+    assert!(report.findings.iter().any(|f| f.id == crate::outcome::FindingId::LinkFlap), "{:#?}", report.findings);
 }

@@ -74,14 +74,12 @@ pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
             return Reading { error: Some(format!("{}; {}", failure.cause, failure.remedy)), ..Reading::default() };
         }
     };
-    let mut judged = node::judge(&read, expect, &Scope::default(), None);
-    // link.flap from the kernel log over check's default window (24 h), as `check` says it.
-    if !read.inventory.devices.is_empty() {
-        if let Some((log, end)) = probe::kernel_log::read(source) {
-            let window = crate::diagnose::flap_rules::LogWindow { end, seconds: crate::diagnose::flap_rules::DEFAULT_WINDOW_S };
-            node::judge_kernel_log(&mut judged, &read.inventory, log.as_ref().map_err(String::as_str), window, expect);
-        }
-    }
+    // link.flap from the kernel log over check's default window (24 h), judged with the node
+    // as `check` judges it.
+    let log = if read.inventory.devices.is_empty() { None } else { probe::kernel_log::read(source) };
+    let window = |end| crate::diagnose::flap_rules::LogWindow { end, seconds: crate::diagnose::flap_rules::DEFAULT_WINDOW_S };
+    let log = log.as_ref().map(|(log, end)| node::Log { log: log.as_ref().map_err(String::as_str), window: window(*end) });
+    let judged = node::judge_with_log(&read, expect, &Scope::default(), None, log.as_ref());
     let gpu_of = judged.gpus.iter().filter_map(|p| p.nic.as_ref().map(|nic| (nic.name.clone(), p.gpu.clone()))).collect();
     let tree = match source {
         Source::Sysfs(root) => SysfsRoot::at(root),

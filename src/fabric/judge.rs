@@ -12,43 +12,7 @@ use crate::outcome::{Finding, Severity};
 use crate::port::{link_rate, PhysState, PortState, Speed, Width};
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-/// Findings, sorted errors first, and which link ends each finding touches (for the table).
-#[derive(Debug, Clone, Default)]
-pub struct Judgement {
-    pub findings: Vec<Finding>,
-    /// (node, port) -> ids of findings about that port.
-    pub marks: HashMap<(Guid, u8), Vec<FindingId>>,
-}
-
-// --- Fabric design (#32): findings from the rules in design.rs, rails.rs and duplicate.rs.
-
-/// A finding of a rule outside this file, with the link ends it marks in the table.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Noted {
-    pub finding: Finding,
-    pub ends: Vec<(Guid, u8)>,
-}
-
-impl Noted {
-    pub fn new(id: FindingId, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) -> Noted {
-        Noted { finding: Finding::new(id, severity, subject, message, remedy), ends: ends.to_vec() }
-    }
-}
-
-impl Judgement {
-    /// Adds findings of other rules, keeping the order errors first.
-    pub fn extend(&mut self, noted: Vec<Noted>) {
-        for n in noted {
-            for end in &n.ends {
-                self.marks.entry(*end).or_default().push(n.finding.id);
-            }
-            self.findings.push(n.finding);
-        }
-        self.findings.sort_by_key(|f| f.severity);
-    }
-}
-
-// --- end of fabric design.
+use crate::fabric::judgement::Judgement;
 
 struct Sheet {
     j: Judgement,

@@ -3,7 +3,7 @@
 
 use crate::fabric::discovery::links::{end_name, node_name, End, Index};
 use crate::fabric::discovery::model::Fabric;
-use crate::fabric::judge::Judgement;
+use crate::fabric::judgement::Judgement;
 use crate::mad::attributes::{Counters, ErrorCounter, Guid, NodeType, SmInfo, SmState};
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::port::{PhysState, PortState, Speed, Width};
@@ -376,7 +376,7 @@ impl crate::report::Document for FabricReport<'_> {
 
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
         self.judgement.findings.iter().for_each(|f| sink.finding(f));
-        sink.links(Index::new(self.fabric).links.len());
+        sink.tally(&crate::outcome::Tally::Links(Index::new(self.fabric).links.len()));
         Ok(())
     }
 }

@@ -76,7 +76,7 @@ fn a_failed_registration_is_explained_by_the_gpu_findings() {
     assert_eq!(ids("gpu-hgx-no-peermem", "mlx5_0", "0000:1b:00.0", MemPath::Peermem), ["gpu.peermem"]);
     assert_eq!(ids("gpu-hgx-no-peermem", "mlx5_0", "0000:1b:00.0", MemPath::Dmabuf), Vec::<&str>::new(), "dma-buf does not need peermem");
     let acs = explain_registration(Some(&tree("gpu-hgx-acs-on")), "mlx5_0", "0000:1b:00.0", MemPath::Peermem);
-    assert_eq!(acs.iter().map(|c| c.id).collect::<Vec<_>>(), ["pcie.acs"]);
+    assert_eq!(acs.iter().map(|c| c.id).collect::<Vec<_>>(), [FindingId::PcieAcs]);
     assert!(acs[0].text.contains("0000:17:00.0") && acs[0].text.contains("0000:17:03.0"), "{}", acs[0].text);
     assert_eq!(ids("gpu-hgx-nic-other-socket", "mlx5_4", "0000:1b:00.0", MemPath::Peermem), ["gpu.affinity"]);
     assert_eq!(ids("gpu-hgx-healthy", "mlx5_0", "0000:1b:00.0", MemPath::Peermem), Vec::<&str>::new(), "nothing wrong: the errno is all there is");

@@ -6,4 +6,5 @@
 pub mod bound;
 pub mod choice;
 pub mod rails;
+pub mod table;
 pub mod topology;

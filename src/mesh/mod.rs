@@ -73,6 +73,8 @@ pub struct MeshConfig {
     /// With `--rails`: how the rail endpoints map onto the hosts. Filled by `run` from the
     /// hosts' answers (the specs and names are then the rails'); `None` without `--rails`.
     pub planes: Option<rails::Planes>,
+    /// `--report-every`: where each interval's figures go (the plan's specs carry the interval).
+    pub live: Option<crate::progress_record::LiveOutput>,
 }
 
 /// Endpoint names, with `#2`, `#3`... on repeats (`localhost/rxe0` given four times is four

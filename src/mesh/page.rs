@@ -2,7 +2,7 @@
 //! colours are judged against, and each measured pair once.
 
 use super::analysis::{self, Criteria, PairMeasure};
-use super::doc::PatternDoc;
+use super::doc::{MeshDoc, PatternDoc};
 use super::heatmap;
 use super::MeshConfig;
 use crate::pair::plan::PlannedTest;
@@ -102,6 +102,47 @@ pub(super) fn cells(measured: &[PairMeasure], c: &Criteria, median_bw: Option<f6
         }
     }
     out
+}
+
+/// The `--html` page.
+pub(super) fn heat_map(
+    run: &MeshConfig,
+    doc: &MeshDoc,
+    nodes: &[String],
+    first: &[PairMeasure],
+    measured: &[PairMeasure],
+    criteria: &Criteria,
+) -> String {
+    let mut params = params(run, doc.pattern.as_ref());
+    // Stamped (issue #57): a page saved and mailed still says when and by what it was made.
+    params.push(stamp_row(&crate::report::document::Stamp::now()));
+    let (mb, ml) = analysis::medians(first);
+    let cells = cells(measured, criteria, mb, ml);
+    let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| bw_scale(criteria, mb)).flatten();
+    let lat = ml.filter(|_| cells.iter().any(|c| c.lat_us.is_some())).map(|m| heatmap::Scale {
+        reference: m,
+        basis: "the median pair's latency".into(),
+        pass_share: 1.0 / criteria.lat_outlier_factor,
+        higher_is_better: false,
+        unit: "us",
+    });
+    let title = match &run.planes {
+        Some(p) => format!("fabcheck mesh: {} hosts, {} rails each", p.hosts.len(), p.rails),
+        None => format!("fabcheck mesh: {} endpoints", run.names.len()),
+    };
+    let page = heatmap::Page {
+        title: &title,
+        verdict: doc.verdict,
+        params: &params,
+        endpoints: &run.names,
+        names: super::names::Names::new(&run.names, &doc.hosts),
+        nodes,
+        cells: &cells,
+        bw,
+        lat,
+        suspects: &doc.suspects,
+    };
+    heatmap::html(&page)
 }
 
 #[cfg(test)]

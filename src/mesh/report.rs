@@ -127,15 +127,13 @@ impl Document for MeshReport {
     /// each pair's latest measure (a retest or zoom-in stands for the first pass's) in the order
     /// the pairs were first measured, and the counts.
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> io::Result<()> {
-        use crate::outcome::{Finding, FindingId, Severity};
-        use crate::report::sink::{MeshPairLine, MeshTally};
+        use crate::outcome::{Finding, FindingId, Measure, Severity, Subject, SuspectKind, Tally};
         let doc = &self.doc;
         // Endpoints by the host their agent said, as the terminal names them (the JSON keeps
         // the address, with the host beside it).
         let names = super::names::Names::of_doc(doc);
         for s in &doc.suspects {
-            let severity = if s.is_error() { Severity::Error } else { Severity::Warning };
-            sink.finding(&Finding::new(FindingId::MeshSuspect, severity, names.subject(&s.subject), s.reason.clone(), ""));
+            sink.finding(&s.finding(names.subject(&s.subject)));
         }
         for u in &doc.unreachable {
             sink.finding(&Finding::new(FindingId::MeshUnreachable, Severity::Error, names.of(&u.endpoint), u.error.clone(), ""));
@@ -159,22 +157,34 @@ impl Document for MeshReport {
         let named: std::collections::HashMap<&str, String> = doc.endpoints.iter().map(|e| (e.as_str(), names.of(e))).collect();
         let name = |e: &str| named.get(e).cloned().unwrap_or_else(|| names.of(e));
         for p in &latest {
-            let (a, b) = (name(&p.a), name(&p.b));
+            let subject = Subject::Pair { a: name(&p.a), b: name(&p.b) };
             let blame = blame(&p.a, &p.b);
-            sink.mesh_pair(&MeshPairLine { a: &a, b: &b, rail: p.rail, verdict: p.verdict, results: &p.results, error: p.error.as_deref(), blame });
+            sink.measure(&Measure::MeshPair {
+                subject: &subject,
+                rail: p.rail,
+                verdict: p.verdict,
+                results: &p.results,
+                error: p.error.as_deref(),
+                blame,
+            });
         }
-        let mut kinds: Vec<(&str, usize)> = ["node", "link", "switch", "uplink", "config"].into_iter().map(|k| (k, 0)).collect();
+        let mut kinds: Vec<(SuspectKind, usize)> =
+            [SuspectKind::Node, SuspectKind::Link, SuspectKind::Switch, SuspectKind::Uplink, SuspectKind::Config]
+                .into_iter()
+                .map(|k| (k, 0))
+                .collect();
         if railed {
-            kinds.push(("rail", 0));
+            kinds.push((SuspectKind::Rail, 0));
         }
         for s in &doc.suspects {
-            let kind = s.kind.name();
-            match kinds.iter_mut().find(|(k, _)| *k == kind) {
+            match kinds.iter_mut().find(|(k, _)| *k == s.kind) {
                 Some(k) => k.1 += 1,
-                None => kinds.push((kind, 1)),
+                None => kinds.push((s.kind, 1)),
             }
         }
-        sink.mesh_tally(&MeshTally { suspects: kinds, unreachable: doc.unreachable.len(), endpoints: doc.endpoints.len() });
+        kinds.into_iter().for_each(|(kind, count)| sink.tally(&Tally::Suspects { kind, count }));
+        sink.tally(&Tally::Unreachable(doc.unreachable.len()));
+        sink.tally(&Tally::Endpoints(doc.endpoints.len()));
         Ok(())
     }
 }

@@ -9,7 +9,7 @@ use super::doc::{MeshDoc, PairRecord, PatternDoc, Timing, Unreachable};
 use super::pattern::{self, Layout, Pattern};
 use super::report::MeshReport;
 use super::text::Counts;
-use super::{csv, heatmap, page, schedule, spool, MeshConfig};
+use super::{csv, page, schedule, spool, MeshConfig};
 use crate::control::drive::{drive, Job};
 use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::{Hub, LinkId};
@@ -128,7 +128,8 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         file
     });
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, ran: 0, first_error: None };
-    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false };
+    let live = open_live(&run)?;
+    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false, live };
     // The first pass's rounds, for what ran beside a pair (route collisions).
     let first_rounds = leaves.as_ref().map(|_| plan.clone());
     let first = passes.run(plan, Stage::First)?;
@@ -204,7 +205,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         path: path.clone(),
         what: "the heat map",
         flag: "--html",
-        bytes: heat_map(&run, &doc, &nodes, &first, &measured, &criteria).into_bytes(),
+        bytes: page::heat_map(&run, &doc, &nodes, &first, &measured, &criteria).into_bytes(),
     });
     let Records { spool, csv, ran, first_error, .. } = records;
     let report = MeshReport { doc, pairs: spool.into_pairs(), counts, measured, criteria, quiet: run.quiet };
@@ -265,38 +266,12 @@ fn unreachable(run: &MeshConfig, agents: &[Agent]) -> Vec<Unreachable> {
         .collect()
 }
 
-/// The `--html` page.
-fn heat_map(run: &MeshConfig, doc: &MeshDoc, nodes: &[String], first: &[PairMeasure], measured: &[PairMeasure], criteria: &Criteria) -> String {
-    let mut params = page::params(run, doc.pattern.as_ref());
-    // Stamped (issue #57): a page saved and mailed still says when and by what it was made.
-    params.push(page::stamp_row(&crate::report::document::Stamp::now()));
-    let (mb, ml) = analysis::medians(first);
-    let cells = page::cells(measured, criteria, mb, ml);
-    let bw = cells.iter().any(|c| c.bw_gbps.is_some()).then(|| page::bw_scale(criteria, mb)).flatten();
-    let lat = ml.filter(|_| cells.iter().any(|c| c.lat_us.is_some())).map(|m| heatmap::Scale {
-        reference: m,
-        basis: "the median pair's latency".into(),
-        pass_share: 1.0 / criteria.lat_outlier_factor,
-        higher_is_better: false,
-        unit: "us",
-    });
-    let title = match &run.planes {
-        Some(p) => format!("fabcheck mesh: {} hosts, {} rails each", p.hosts.len(), p.rails),
-        None => format!("fabcheck mesh: {} endpoints", run.names.len()),
-    };
-    let page = heatmap::Page {
-        title: &title,
-        verdict: doc.verdict,
-        params: &params,
-        endpoints: &run.names,
-        names: super::names::Names::new(&run.names, &doc.hosts),
-        nodes,
-        cells: &cells,
-        bw,
-        lat,
-        suspects: &doc.suspects,
-    };
-    heatmap::html(&page)
+/// `--report-every`: the records' writer, shared by the rounds, and when the run began.
+fn open_live(run: &MeshConfig) -> Result<Option<(crate::pair::live::Shared, Instant)>, Failure> {
+    let Some(out) = &run.live else { return Ok(None) };
+    let recorder =
+        crate::progress_record::Recorder::open(out).map_err(|why| Failure::new(why, "give --progress-json a path in a writable directory"))?;
+    Ok(Some((std::rc::Rc::new(std::cell::RefCell::new(recorder)), Instant::now())))
 }
 
 /// The pair records as they come: into the spool (for the JSON), the `--csv` file, and the
@@ -335,6 +310,8 @@ struct Passes<'a, 'p> {
     progress: &'a mut (dyn Progress + 'p),
     /// A termination signal stopped a pass: the rest is skipped and the report says so.
     interrupted: bool,
+    /// `--report-every`: the run's recorder and its start.
+    live: Option<(crate::pair::live::Shared, Instant)>,
 }
 
 impl Passes<'_, '_> {
@@ -344,7 +321,7 @@ impl Passes<'_, '_> {
         let (total, before) = (rounds.len(), self.records.bad);
         let mut measures = Vec::new();
         for (i, round) in rounds.into_iter().enumerate() {
-            let done = match run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest) {
+            let done = match run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest, self.live.as_ref()) {
                 Ok(done) => done,
                 // Stopped by a signal: the pairs of the rounds before stand; this round's do not.
                 Err(_) if crate::sys::os::interrupted() => {
@@ -477,6 +454,7 @@ fn run_round(
     agents: &mut [Agent],
     round: &[(usize, usize)],
     retest: bool,
+    live: Option<&(crate::pair::live::Shared, Instant)>,
 ) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
     // Agents whose channel an earlier pair discarded are reached again (a restarted node may
     // come back).
@@ -503,7 +481,8 @@ fn run_round(
                 target
             });
             let labels = [run.names[a].clone(), run.names[b].clone()];
-            let conversation = PairSequence::new(run.plan.clone(), targets, labels, run.timeout);
+            let seq = PairSequence::new(run.plan.clone(), targets, labels.clone(), run.timeout);
+            let conversation = crate::pair::live::Reporting::new(seq, live.map(|(r, t)| (r, *t)), labels);
             jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
             pairs.push((a, b));
         } else {
@@ -537,7 +516,7 @@ fn run_round(
     }
     drive(hub, &mut jobs, usize::MAX)?;
     for ((a, b), job) in pairs.into_iter().zip(jobs) {
-        let done = job.conversation;
+        let done = job.conversation.seq;
         for (i, discarded) in [a, b].into_iter().zip(done.discarded) {
             if discarded {
                 agents[i].reached = false;

@@ -2,7 +2,7 @@
 //! which limit was hit without reading the words (the words are what the agent and the plan
 //! have always said, and stay so).
 
-use super::{MAX_DURATION_MS, MAX_INLINE, MAX_ITERS, MAX_QPS, MAX_SIZE};
+use super::{MAX_DURATION_MS, MAX_INLINE, MAX_ITERS, MAX_QPS, MAX_SIZE, MIN_REPORT_EVERY_MS};
 
 /// The limits [`super::TestSpec::validate`] and [`super::Conditions::validate`] enforce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -37,6 +37,8 @@ pub enum SpecError {
     AtomicSize,
     #[error("inline data must be 0..{MAX_INLINE} bytes")]
     Inline,
+    #[error("the progress interval must be {MIN_REPORT_EVERY_MS} ms..{} s", MAX_DURATION_MS / 1000)]
+    ReportEvery,
 }
 
 /// A value as a person wrote it (a flag, an endpoint, a profile, hostfile or plan line) that is
@@ -87,7 +89,7 @@ mod tests {
             (SpecError::LatencyWithManyQps, "latency tests use one QP".into()),
             (SpecError::Iterations, "iterations must be 1..100000000".into()),
             (SpecError::Warmup, "warm-up too long".into()),
-            (SpecError::Duration, "duration must be 1 ms..3600 s".into()),
+            (SpecError::Duration, "duration must be 1 ms..604800 s".into()),
             (SpecError::Depth, "tx_depth must be 1..8192 and cq_mod 1..tx_depth".into()),
             (SpecError::PostList, "post_list must divide cq_mod".into()),
             (SpecError::StallTimeout, "stall timeout must be 1 ms..600 s".into()),
@@ -95,6 +97,7 @@ mod tests {
             (SpecError::PkeyIndex, "P_Key index must be 0..127".into()),
             (SpecError::AtomicSize, "atomic tests move 8 bytes per operation".into()),
             (SpecError::Inline, "inline data must be 0..1024 bytes".into()),
+            (SpecError::ReportEvery, "the progress interval must be 100 ms..604800 s".into()),
         ];
         for (error, words) in cases {
             assert_eq!(error.to_string(), words, "{error:?}");

@@ -5,17 +5,23 @@
 //! `spec`, which tools and people read as "tests".)
 
 mod atomic;
+pub mod collective;
+mod data_check;
 pub mod device;
 mod direction;
+mod interval;
 mod invalid;
+pub mod member_wire;
 pub mod memory;
 pub mod preempt;
 pub mod rails;
 pub mod traffic;
 
 pub use atomic::{AtomicOp, ATOMIC_SIZE};
+pub use data_check::{DataCheck, DataMismatch};
 pub use device::{parse_device_port, valid_device_name};
 pub use direction::Direction;
+pub use interval::{Interval, IntervalLatency};
 pub use invalid::{SpecError, Unparsed};
 pub use memory::{BusId, GpuUse, MemChoice, MemPath};
 
@@ -31,8 +37,10 @@ pub const MAX_QPS: u32 = 64;
 pub const MAX_INLINE: u32 = 1024;
 /// Most iterations per test.
 pub const MAX_ITERS: u64 = 100_000_000;
-/// Longest duration per test.
-pub const MAX_DURATION_MS: u64 = 3_600_000;
+/// Longest duration per test: 7 days, a burn-in (perftest's `--run_infinitely` has no end).
+pub const MAX_DURATION_MS: u64 = 7 * 24 * 3_600_000;
+/// Shortest `--report-every` interval an agent takes.
+pub const MIN_REPORT_EVERY_MS: u64 = 100;
 
 /// The six tests, each named after the perftest tool it mirrors.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -174,6 +182,14 @@ pub struct TestSpec {
     /// perftest's `-e`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub events: bool,
+    /// Send the running test's figures every this many milliseconds (`--report-every`):
+    /// `progress` replies before `done`. Absent: none (and an older agent sends none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_every_ms: Option<u64>,
+    /// `--validate`: the seed of the pattern every message carries, checked by the receiver
+    /// (write_bw, read_bw, send_bw on host memory). Absent: no check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_seed: Option<u64>,
 }
 
 impl TestSpec {
@@ -207,6 +223,9 @@ impl TestSpec {
             if ms == 0 || ms > MAX_DURATION_MS {
                 return Err(SpecError::Duration);
             }
+        }
+        if self.report_every_ms.is_some_and(|ms| !(MIN_REPORT_EVERY_MS..=MAX_DURATION_MS).contains(&ms)) {
+            return Err(SpecError::ReportEvery);
         }
         if self.tx_depth == 0 || self.tx_depth > 8192 || self.cq_mod == 0 || self.cq_mod > self.tx_depth {
             return Err(SpecError::Depth);
@@ -280,6 +299,9 @@ pub struct RunResult {
     /// absent from an older agent, and on InfiniBand.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prio_traffic: Option<traffic::PrioTraffic>,
+    /// `--validate`: what this side's check of the received data found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<DataCheck>,
 }
 
 /// Where a test runs on one side.

@@ -77,6 +77,9 @@ pub fn action(id: FindingId) -> Action {
         F::StackDistribution | F::StackOfed | F::StackRdmaCore | F::GpuPeermem => A::InstallPackage,
         F::StackMemlock | F::StackModules | F::StackService | F::StackUverbs | F::SysfsUnreadable => A::FixConfig,
         F::DevicesCount | F::PciLink | F::PcieBound | F::PcieLink | F::PcieAer => A::Reseat,
+        // Bytes changed between memory and memory with no transport error: the PCIe path, the
+        // adapter or host memory (the wire's ICRC would have dropped the packet).
+        F::PairData => A::Reseat,
         F::DeviceFw => A::UpdateFirmware,
         F::PcieAcs | F::PortLinkLayer | F::PortMtu | F::RoceGid | F::RoceLossless | F::RoceMtu | F::RoceQos | F::Ipoib => A::FixConfig,
         F::GpuAffinity | F::PairCapacity | F::PairFlowControl | F::PairMtu | F::PairRailCpu | F::PairQos | F::FabricDuplicate => A::FixConfig,
@@ -89,6 +92,7 @@ pub fn action(id: FindingId) -> Action {
         F::PairAggregate | F::PairBw | F::PairCongestion | F::PairLatency | F::PairRegression | F::PairTail => A::ContactFabricTeam,
         F::PairSendLat | F::PairWriteLat | F::PairReadLat | F::PairWriteBw | F::PairReadBw | F::PairSendBw => A::ContactFabricTeam,
         F::MeshSuspect => A::ContactFabricTeam,
+        F::CollectiveBusbw | F::CollectiveHop | F::CollectiveSuspect => A::ContactFabricTeam,
         F::PairAtomicLat | F::PairAtomicBw => A::ContactFabricTeam,
         F::GpuIbgda => A::FixConfig,
         F::MeshUnreachable | F::DevlinkHealth | F::AcceptUnreachable => A::Reboot,

@@ -79,6 +79,7 @@ finding_ids! {
     PairBw = "pair.bw",
     PairCapacity = "pair.capacity",
     PairCongestion = "pair.congestion",
+    PairData = "pair.data",
     PairDuration = "pair.duration",
     PairFlowControl = "pair.flow_control",
     PairLatency = "pair.latency",
@@ -130,6 +131,9 @@ finding_ids! {
     PairQos = "pair.qos",
     AcceptDrift = "accept.drift",
     AcceptUnreachable = "accept.unreachable",
+    CollectiveBusbw = "collective.busbw",
+    CollectiveHop = "collective.hop",
+    CollectiveSuspect = "collective.suspect",
 }
 
 impl FindingId {
@@ -148,9 +152,87 @@ impl FindingId {
         }
     }
 
-    /// The part before the first dot (`port`, `fabric`, `pair`): the family of checks.
-    pub fn family(self) -> &'static str {
-        self.as_str().split('.').next().unwrap_or("")
+    /// The family of checks the id belongs to: the part before its first dot (`port`, `pair`).
+    pub fn family(self) -> Family {
+        let head = self.as_str().split('.').next().unwrap_or("");
+        Family::ALL.iter().copied().find(|f| f.as_str() == head).expect("every id's first part is a family (tested)")
+    }
+}
+
+/// A family of checks: the rules that share an id's first part (`stack.ofed`, `stack.service`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Stack,
+    Devices,
+    Device,
+    Pci,
+    Pcie,
+    Fw,
+    Port,
+    Link,
+    Roce,
+    Phy,
+    Ipoib,
+    Gpu,
+    Soak,
+    Sysfs,
+    Pair,
+    Mesh,
+    Fabric,
+    Devlink,
+    Accept,
+    Collective,
+}
+
+impl Family {
+    /// Every family, in the order of the id table.
+    pub const ALL: &'static [Family] = &[
+        Family::Stack,
+        Family::Devices,
+        Family::Device,
+        Family::Pci,
+        Family::Pcie,
+        Family::Fw,
+        Family::Port,
+        Family::Link,
+        Family::Roce,
+        Family::Phy,
+        Family::Ipoib,
+        Family::Gpu,
+        Family::Soak,
+        Family::Sysfs,
+        Family::Pair,
+        Family::Mesh,
+        Family::Fabric,
+        Family::Devlink,
+        Family::Accept,
+        Family::Collective,
+    ];
+
+    /// The family as its ids begin (`stack`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Stack => "stack",
+            Family::Devices => "devices",
+            Family::Device => "device",
+            Family::Pci => "pci",
+            Family::Pcie => "pcie",
+            Family::Fw => "fw",
+            Family::Port => "port",
+            Family::Link => "link",
+            Family::Roce => "roce",
+            Family::Phy => "phy",
+            Family::Ipoib => "ipoib",
+            Family::Gpu => "gpu",
+            Family::Soak => "soak",
+            Family::Sysfs => "sysfs",
+            Family::Pair => "pair",
+            Family::Mesh => "mesh",
+            Family::Fabric => "fabric",
+            Family::Devlink => "devlink",
+            Family::Accept => "accept",
+            Family::Collective => "collective",
+        }
     }
 }
 
@@ -174,22 +256,9 @@ impl<'de> Deserialize<'de> for FindingId {
     }
 }
 
-/// Tests name ids as the documents write them.
-impl PartialEq<&str> for FindingId {
-    fn eq(&self, other: &&str) -> bool {
-        self.as_str() == *other
-    }
-}
-
-impl PartialEq<str> for FindingId {
-    fn eq(&self, other: &str) -> bool {
-        self.as_str() == other
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::FindingId;
+    use super::{Family, FindingId};
 
     #[test]
     fn every_id_reads_back_as_itself_and_is_unique() {
@@ -199,9 +268,11 @@ mod tests {
             assert!(seen.insert(id.as_str()), "{id} twice");
             let json = serde_json::to_string(id).unwrap();
             assert_eq!(serde_json::from_str::<FindingId>(&json).unwrap(), *id);
+            assert!(id.as_str() == id.family().as_str() || id.as_str().starts_with(&format!("{}.", id.family().as_str())), "{id}");
         }
         assert!(serde_json::from_str::<FindingId>("\"port.stat\"").is_err(), "a typo is an error, not a new id");
         assert_eq!(format!("{:<12}|", FindingId::PortState), "port.state  |");
+        assert_eq!((FindingId::StackOfed.family(), FindingId::Ipoib.family()), (Family::Stack, Family::Ipoib));
         for test in crate::model::TestKind::ALL {
             assert_eq!(FindingId::failed_test(test).as_str(), format!("pair.{}", test.name()));
         }

@@ -9,11 +9,15 @@ pub mod loss;
 mod measure;
 mod subject;
 
-pub use id::FindingId;
-pub use measure::{PairBlame, TestResult};
-pub use subject::{RailEnd, Subject};
+pub use id::{Family, FindingId};
+pub use measure::{CounterDir, Figure, Measure, PairBlame, Tally, TestResult};
+pub use subject::{RailEnd, Subject, SuspectKind};
 
 use serde::{Deserialize, Serialize};
+
+/// The schema of check's document (its checklist and findings, a [`Report`]): `check` writes it,
+/// and `accept` names it as its `check` stage's document.
+pub const CHECK_SCHEMA: &str = "fabcheck.check.v1";
 
 /// A check row's status: always what its findings say (see [`Report::settle`]), so every format
 /// (JSON, prom, junit, human) agrees with the findings beside it.

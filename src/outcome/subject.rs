@@ -32,6 +32,38 @@ pub struct RailEnd {
     pub device: String,
 }
 
+/// What kind of thing a mesh's suspect is (a `mesh.suspect` finding's kind): a node, a link, the
+/// cluster's settings, a leaf switch, a leaf's uplinks, one rail of a host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SuspectKind {
+    Node,
+    Link,
+    Config,
+    /// A leaf switch: its endpoints are bad with everyone, inside the leaf too.
+    Switch,
+    /// A leaf's uplinks (to the spines): its endpoints are bad with every other leaf, fine
+    /// with each other.
+    Uplink,
+    /// `mesh --rails`: one NIC of a host (`HOST/DEV`) bad while the host's other rails are
+    /// fine: that NIC, its cable or its leaf port (every rail bad is the `node`).
+    Rail,
+}
+
+impl SuspectKind {
+    /// The kind as the document writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            SuspectKind::Node => "node",
+            SuspectKind::Link => "link",
+            SuspectKind::Config => "config",
+            SuspectKind::Switch => "switch",
+            SuspectKind::Uplink => "uplink",
+            SuspectKind::Rail => "rail",
+        }
+    }
+}
+
 impl Subject {
     pub fn device(name: impl Into<String>) -> Subject {
         Subject::Device(name.into())

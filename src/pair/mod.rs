@@ -6,13 +6,19 @@
 //! is a pure state machine (`sequence`) driven over the one-thread hub, as `mesh` drives it
 //! for every pair of a round.
 
+pub mod data;
+mod ends;
+pub mod interrupted;
+pub mod live;
 pub mod plan;
 pub mod plot;
 pub mod rails;
 pub mod report;
 pub mod sequence;
 pub mod side;
+mod signals;
 pub mod verdict;
+mod wire;
 
 use crate::control::drive::{drive, Actions, Conversation, Job};
 use crate::control::endpoint::EndpointSpec;
@@ -57,6 +63,8 @@ pub struct PairConfig {
     pub svg: Option<PathBuf>,
     /// `--rails`: every rail of both nodes at once.
     pub rails: Option<rails::RailsConfig>,
+    /// `--report-every`: where each interval's figures go (the plan's specs carry the interval).
+    pub live: Option<crate::progress_record::LiveOutput>,
 }
 
 /// `pair --cpu`: which CPU each end's measured loop is pinned to.
@@ -101,7 +109,9 @@ impl CpuChoice {
 /// Runs the pair, telling `progress` of each test as it finishes.
 pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
     if let Some(rails_config) = config.rails.clone() {
-        return rails::run(config, &rails_config, progress);
+        let quiet = config.quiet;
+        let doc = PairDoc::of_rails(rails::run(config, &rails_config, progress)?);
+        return Ok(PairRun { report: report::PairReport { doc, quiet }, side_files: Vec::new(), interrupted: None });
     }
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
@@ -120,13 +130,19 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
         config.cpu.apply(&mut t, i, same_host);
         t
     });
+    let live = live::Live::open(config.live.as_ref(), labels.clone())?;
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
-    let told = Told { seq: sequence, teller: Teller::new(&config.plan), progress };
+    let told = Told { seq: sequence, teller: Teller::new(&config.plan), progress, live };
     let mut jobs = [Job { links: links.to_vec(), conversation: told }];
-    drive(&mut hub, &mut jobs, 1)?;
+    let driven = drive(&mut hub, &mut jobs, 1);
+    // Closing every channel stops both agents (a test in flight included): nothing is left
+    // running on either node, also after a signal.
     hub.close_all();
     let [Job { conversation: Told { seq: done, progress, .. }, .. }] = jobs;
     progress.done();
+    // SIGINT/SIGTERM/SIGHUP (the only way `drive` ends early): the tests that finished are
+    // reported, then the run is exit 2 (`interrupted`).
+    let interrupted = interrupted::after(driven, &done)?;
     if let Some(loss) = done.could_not_run {
         return Err(loss.into());
     }
@@ -139,7 +155,11 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     let (mut verdict, mut findings) = verdict::judge(&a, &b, &results, &config.criteria);
     // pair.qos: which priority each RoCE end's bytes rode (an error fails the pair).
     findings.extend(qos_findings(&a, &b, &results, &done.traffic));
-    if findings.iter().any(|f| f.severity == crate::outcome::Severity::Error) {
+    // pair.data: `--validate`'s checks (an error fails the pair).
+    if config.plan.iter().any(|t| t.spec.validate_seed.is_some()) {
+        findings.extend(data::findings(&format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device), &results, &done.data));
+    }
+    if findings.iter().any(|f| f.severity == crate::outcome::Severity::Error) || interrupted.is_some() {
         verdict = crate::outcome::Verdict::Fail;
     }
     findings.extend([&ea, &eb].into_iter().filter_map(gpu_affinity));
@@ -182,7 +202,7 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
             bytes: plot::svg(&doc, config.criteria.bw_fraction).into_bytes(),
         });
     }
-    Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files })
+    Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files, interrupted })
 }
 
 /// `pair.qos` over the tests' per-priority byte counts (diagnose::qos_pair, pure).
@@ -213,6 +233,8 @@ fn qos_findings(
 pub struct PairRun {
     pub report: report::PairReport,
     pub side_files: Vec<SideFile>,
+    /// Stopped by a signal after `report`'s tests: written, then exit 2 with this cause.
+    pub interrupted: Option<Failure>,
 }
 
 /// Tells progress of each finished step: one test at one size, in every direction it runs (a
@@ -268,6 +290,8 @@ struct Told<'p> {
     seq: PairSequence,
     teller: Teller,
     progress: &'p mut dyn Progress,
+    /// `--report-every`: the running test's figures, as the agents send them.
+    live: Option<live::Live>,
 }
 
 impl Told<'_> {
@@ -282,6 +306,9 @@ impl Conversation for Told<'_> {
         self.tell();
     }
     fn on_reply(&mut self, side: usize, reply: Reply, now: Instant, act: &mut Actions) {
+        if let (Reply::Progress { interval }, Some(live), Some(test)) = (&reply, self.live.as_mut(), self.seq.current()) {
+            live.record(side, test, interval, now);
+        }
         self.seq.on_reply(side, reply, now, act);
         self.tell();
     }

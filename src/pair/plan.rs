@@ -167,6 +167,8 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         atomic: AtomicOp::FetchAdd,
         inline: None,
         events: false,
+        report_every_ms: None,
+        validate_seed: None,
     }
 }
 
@@ -181,6 +183,10 @@ pub struct Tuning {
     pub tx_depth: Option<u32>,
     /// Completion events instead of busy polling (perftest's `-e`).
     pub events: bool,
+    /// `--report-every`: the agents' figures every this many milliseconds while a test runs.
+    pub report_every_ms: Option<u64>,
+    /// `--validate`: the pattern's seed, in the specs of the tests it checks.
+    pub validate_seed: Option<u64>,
 }
 
 /// Applies `tuning` to every test of the plan, and re-checks each spec's limits.
@@ -189,6 +195,8 @@ pub fn tune(plan: &mut [PlannedTest], tuning: &Tuning) -> Result<(), Unparsed> {
         t.spec.atomic = tuning.atomic;
         t.spec.inline = tuning.inline;
         t.spec.events = tuning.events;
+        t.spec.report_every_ms = tuning.report_every_ms;
+        t.spec.validate_seed = tuning.validate_seed.filter(|_| super::data::checked(t.spec.test) && t.direction != crate::model::Direction::Bidi);
         if let Some(depth) = tuning.tx_depth.filter(|_| !t.spec.test.is_latency()) {
             // cq_mod and post_list are powers of two: the largest not above the depth (half of
             // it where it can be, so a completion comes before the queue is full) divides both.
@@ -300,7 +308,14 @@ mod tests {
     fn tuning_reaches_every_spec_and_keeps_it_valid() {
         for depth in [1, 2, 3, 7, 16, 100, 128, 8192] {
             let mut plan = build(&input()).unwrap();
-            let tuning = Tuning { atomic: AtomicOp::CmpSwap, inline: Some(0), tx_depth: Some(depth), events: true };
+            let tuning = Tuning {
+                atomic: AtomicOp::CmpSwap,
+                inline: Some(0),
+                tx_depth: Some(depth),
+                events: true,
+                report_every_ms: None,
+                validate_seed: None,
+            };
             tune(&mut plan, &tuning).unwrap_or_else(|e| panic!("--tx-depth {depth}: {e}"));
             for t in &plan {
                 assert_eq!((t.spec.atomic, t.spec.inline, t.spec.events), (AtomicOp::CmpSwap, Some(0), true));

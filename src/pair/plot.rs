@@ -198,70 +198,10 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
     let (l0, l1) = (f64::from(lo).log2().floor(), f64::from(hi).log2().ceil().max(f64::from(lo).log2().floor() + 1.0));
     let x_of = |size: u32| LEFT + (f64::from(size.max(1)).log2() - l0) / (l1 - l0) * PLOT_W;
 
-    // Series: bandwidth by (test, direction); latency p50 and p99 by test.
-    let mut bw: Vec<Series> = Vec::new();
-    let mut lat: Vec<Series> = Vec::new();
-    let mut failed: Vec<&TestResult> = Vec::new();
-    for r in &results {
-        if r.error.is_some() {
-            failed.push(r);
-            continue;
-        }
-        let label = format!("{} {} {} B", r.test.name(), r.direction.name(), r.size);
-        if let Some(v) = r.bw_gbps.filter(|v| v.is_finite()) {
-            let name = format!("{} {}", r.test.name(), r.direction.name());
-            let k = bw.len();
-            let s = match bw.iter_mut().position(|s| s.name == name) {
-                Some(i) => &mut bw[i],
-                None => {
-                    bw.push(Series { name, points: Vec::new(), dashed: false, style: k });
-                    bw.last_mut().expect("pushed")
-                }
-            };
-            s.points.push((r.size, v, format!("{label}: {} Gb/s", units::measured_gbps(v))));
-        }
-        if let Some(l) = &r.lat_us {
-            // A test measured in one direction is named by its test alone.
-            let both = results.iter().any(|x| x.test == r.test && x.lat_us.is_some() && x.direction != r.direction);
-            let base = if both { format!("{} {}", r.test.name(), r.direction.name()) } else { r.test.name().to_string() };
-            for (which, v, dashed) in [("p50", l.p50, false), ("p99", l.p99, true)] {
-                if !(v.is_finite() && v > 0.0) {
-                    continue;
-                }
-                let name = format!("{base} {which}");
-                let style = lat.iter().filter(|s| !s.dashed).count();
-                let s = match lat.iter_mut().position(|s| s.name == name) {
-                    Some(i) => &mut lat[i],
-                    None => {
-                        // p99 shares its p50's colour, drawn dashed.
-                        let style = lat.iter().find(|s| s.name == format!("{base} p50")).map_or(style, |s| s.style);
-                        lat.push(Series { name, points: Vec::new(), dashed, style });
-                        lat.last_mut().expect("pushed")
-                    }
-                };
-                s.points.push((r.size, v, format!("{label}: {which} {} us", units::three(v))));
-            }
-        }
-    }
-    for s in bw.iter_mut().chain(lat.iter_mut()) {
-        s.points.sort_by_key(|p| p.0);
-    }
+    let (bw, lat, failed) = series(&results);
 
     let capacity = doc.capacity_gbps.filter(|c| c.is_finite() && *c > 0.0);
-    // The lines across the bandwidth panel: the capacity and the pass line, and for
-    // bidirectional tests (judged against both directions at once) twice the capacity and its
-    // pass line.
-    let bidi = bw.iter().any(|s| s.name.ends_with(" bidi"));
-    let mut references: Vec<(f64, String, &str, &str)> = Vec::new();
-    if let Some(c) = capacity {
-        let pct = 100.0 * pass_fraction;
-        references.push((c, format!("capacity {}", units::sig3(c)), "8 4", "capacity"));
-        references.push((c * pass_fraction, format!("pass {pct:.0}%"), "2 3", "pass"));
-        if bidi {
-            references.push((2.0 * c, format!("bidi capacity {}", units::sig3(2.0 * c)), "8 4", "capacity-bidi"));
-            references.push((2.0 * c * pass_fraction, format!("bidi pass {pct:.0}%"), "2 3", "pass-bidi"));
-        }
-    }
+    let references = references(capacity, bw.iter().any(|s| s.name.ends_with(" bidi")), pass_fraction);
     let title = format!("fabcheck pair {}/{} <-> {}/{}", doc.a.host, doc.a.device, doc.b.host, doc.b.device);
     let mut panels = Vec::new();
     let mut y = 64.0;
@@ -387,6 +327,78 @@ pub fn svg(doc: &PairDoc, pass_fraction: f64) -> String {
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// The series of a run: bandwidth by (test, direction); latency p50 and p99 by test; and the
+/// tests that failed.
+fn series<'a>(results: &[&'a TestResult]) -> (Vec<Series>, Vec<Series>, Vec<&'a TestResult>) {
+    let mut bw: Vec<Series> = Vec::new();
+    let mut lat: Vec<Series> = Vec::new();
+    let mut failed: Vec<&TestResult> = Vec::new();
+    for r in results {
+        if r.error.is_some() {
+            failed.push(*r);
+            continue;
+        }
+        let label = format!("{} {} {} B", r.test.name(), r.direction.name(), r.size);
+        if let Some(v) = r.bw_gbps.filter(|v| v.is_finite()) {
+            let name = format!("{} {}", r.test.name(), r.direction.name());
+            let k = bw.len();
+            let s = match bw.iter_mut().position(|s| s.name == name) {
+                Some(i) => &mut bw[i],
+                None => {
+                    bw.push(Series { name, points: Vec::new(), dashed: false, style: k });
+                    bw.last_mut().expect("pushed")
+                }
+            };
+            s.points.push((r.size, v, format!("{label}: {} Gb/s", units::measured_gbps(v))));
+        }
+        if let Some(l) = &r.lat_us {
+            // A test measured in one direction is named by its test alone.
+            let both = results.iter().any(|x| x.test == r.test && x.lat_us.is_some() && x.direction != r.direction);
+            let base = if both { format!("{} {}", r.test.name(), r.direction.name()) } else { r.test.name().to_string() };
+            for (which, v, dashed) in [("p50", l.p50, false), ("p99", l.p99, true)] {
+                if !(v.is_finite() && v > 0.0) {
+                    continue;
+                }
+                let name = format!("{base} {which}");
+                let style = lat.iter().filter(|s| !s.dashed).count();
+                let s = match lat.iter_mut().position(|s| s.name == name) {
+                    Some(i) => &mut lat[i],
+                    None => {
+                        // p99 shares its p50's colour, drawn dashed.
+                        let style = lat.iter().find(|s| s.name == format!("{base} p50")).map_or(style, |s| s.style);
+                        lat.push(Series { name, points: Vec::new(), dashed, style });
+                        lat.last_mut().expect("pushed")
+                    }
+                };
+                s.points.push((r.size, v, format!("{label}: {which} {} us", units::three(v))));
+            }
+        }
+    }
+    for s in bw.iter_mut().chain(lat.iter_mut()) {
+        s.points.sort_by_key(|p| p.0);
+    }
+
+    (bw, lat, failed)
+}
+
+/// The lines across the bandwidth panel: (value, label, dash, class).
+fn references(capacity: Option<f64>, bidi: bool, pass_fraction: f64) -> Vec<(f64, String, &'static str, &'static str)> {
+    // The lines across the bandwidth panel: the capacity and the pass line, and for
+    // bidirectional tests (judged against both directions at once) twice the capacity and its
+    // pass line.
+    let mut references: Vec<(f64, String, &'static str, &'static str)> = Vec::new();
+    if let Some(c) = capacity {
+        let pct = 100.0 * pass_fraction;
+        references.push((c, format!("capacity {}", units::sig3(c)), "8 4", "capacity"));
+        references.push((c * pass_fraction, format!("pass {pct:.0}%"), "2 3", "pass"));
+        if bidi {
+            references.push((2.0 * c, format!("bidi capacity {}", units::sig3(2.0 * c)), "8 4", "capacity-bidi"));
+            references.push((2.0 * c * pass_fraction, format!("bidi pass {pct:.0}%"), "2 3", "pass-bidi"));
+        }
+    }
+    references
 }
 
 #[cfg(test)]

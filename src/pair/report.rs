@@ -32,6 +32,24 @@ pub struct PairDoc {
     pub aggregate: Vec<super::rails::doc::Aggregate>,
 }
 
+impl PairDoc {
+    /// The document of a `--rails` run: the top-level `results` empty, `a`/`b` rail 0's sides.
+    pub fn of_rails(run: super::rails::RailsRun) -> PairDoc {
+        PairDoc {
+            schema: SCHEMA.into(),
+            verdict: run.verdict,
+            a: run.a,
+            b: run.b,
+            results: Vec::new(),
+            findings: run.findings,
+            relaxed_ordering: false,
+            capacity_gbps: run.capacity_gbps,
+            rails: run.records,
+            aggregate: run.aggregate,
+        }
+    }
+}
+
 /// The human report. `quiet`: only problems (failed tests, error and warning findings) and the
 /// verdict.
 pub fn human(doc: &PairDoc, quiet: bool) -> String {
@@ -168,16 +186,16 @@ impl crate::report::Document for PairReport {
     }
 
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
-        use crate::report::sink::{AggregateLine, RailLine};
+        use crate::outcome::Measure;
         let doc = &self.doc;
         doc.findings.iter().for_each(|f| sink.finding(f));
-        doc.results.iter().for_each(|r| sink.result(r));
+        doc.results.iter().for_each(|r| sink.measure(&Measure::Result(r)));
         for r in &doc.rails {
             let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
-            sink.rail(&RailLine { rail: r.rail, subject: &subject, results: &r.results });
+            sink.measure(&Measure::Rail { rail: r.rail, subject: &subject, results: &r.results });
         }
         for g in &doc.aggregate {
-            sink.aggregate(&AggregateLine { test: g.test.name(), direction: g.direction.name(), size: g.size, bw_gbps: Some(g.bw_gbps) });
+            sink.measure(&Measure::Total { test: g.test, direction: g.direction, size: g.size, bw_gbps: g.bw_gbps });
         }
         Ok(())
     }

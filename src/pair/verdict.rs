@@ -1,15 +1,15 @@
-//! Judging a pair run (pure): bandwidth against the link's data rate, latency against an
-//! optional limit, retransmissions and tails as findings with likely causes.
+//! Judging a pair run (pure): the one list of its topics, and bandwidth against the link's data
+//! rate. The ends (`ends`), latency and counters (`signals`) and what the link carries (`wire`)
+//! are their own files.
 
 use super::side::Side;
+pub use super::wire::{capacity, payload_efficiency};
 use crate::model::Direction;
 use crate::model::LinkLayer;
 use crate::outcome::FindingId;
 use crate::outcome::TestResult;
 use crate::outcome::{Finding, Severity, Verdict};
-use crate::perf::counters;
 use crate::probe::catype::CaKind;
-use crate::units;
 use crate::units::rate as gbps;
 use std::collections::BTreeMap;
 
@@ -25,79 +25,75 @@ pub struct Criteria {
 /// Smallest size judged against line rate: smaller messages are bound by message rate.
 pub const JUDGED_MIN_SIZE: u32 = 65536;
 
-/// What the pair's bandwidth is judged against: the slower end's link data rate, or its PCIe
-/// link's usable bandwidth where that is smaller (see `probe::capacity`).
-pub fn capacity(a: &Side, b: &Side) -> Option<crate::probe::capacity::Capacity> {
-    let end = |s: &Side| s.rate_gbps.map(|r| crate::probe::capacity::capacity(r, s.pcie_gbps));
-    match (end(a), end(b)) {
-        (Some(x), Some(y)) => Some(if x.gbps <= y.gbps { x } else { y }),
-        (x, y) => x.or(y),
-    }
-}
-
-/// Bytes of framing around every RoCE v2 packet's payload: preamble and SFD (8) and the
-/// minimum inter-frame gap (12), the Ethernet header (14) and FCS (4) (IEEE 802.3 clause 3/4),
-/// the IP header (IPv4 20; IPv6 40, RFC 8200), UDP (8), the base transport header (12) and the
-/// invariant CRC (4) (IBTA Annex A17, RoCE v2).
-const ROCE_FRAMING: u32 = 8 + 12 + 14 + 4 + 8 + 12 + 4;
-/// Around every InfiniBand packet's payload: LRH (8), BTH (12), ICRC (4), VCRC (2) (IBTA vol. 1
-/// ch. 7); line encoding is already out of the data rate.
-const IB_FRAMING: u32 = 8 + 12 + 4 + 2;
-
-/// The share of the wire a large transfer's payload can fill at the path MTU (the smaller of
-/// the two ends' MTUs), and that MTU: RoCE at MTU 1024 tops out near 92.6%, at 4096 near 98%.
-/// `None` where the MTU or the link layer is not known.
-pub fn payload_efficiency(a: &Side, b: &Side) -> Option<(f64, u32)> {
-    let mtu = a.mtu?.min(b.mtu?);
-    let framing = match a.link_layer {
-        crate::model::LinkLayer::Ethernet => {
-            let v6 = [a.gid, b.gid].iter().flatten().any(|g| g.to_ipv4_mapped().is_none());
-            ROCE_FRAMING + if v6 { 40 } else { 20 }
-        }
-        crate::model::LinkLayer::InfiniBand => IB_FRAMING,
-        _ => return None,
-    };
-    (mtu > 0).then(|| (f64::from(mtu) / f64::from(mtu + framing), mtu))
-}
-
+/// Judges a pair run: each topic's findings in a fixed order (the order a reader meets them
+/// within a severity), then the verdict from the errors.
 pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
     let mut findings = Vec::new();
     let soft = CaKind::of(&a.ca_type).is_software() || CaKind::of(&b.ca_type).is_software();
     let cap = capacity(a, b);
-    let link = cap.map(|c| c.gbps);
     let subject = format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device);
-    ends(a, b, criteria, &subject, &mut findings);
+    super::ends::judge(a, b, &criteria.expect, &subject, &mut findings);
     if let (Some(c), false) = (cap, soft) {
         if c.pcie_bound {
-            findings.push(Finding {
-                id: FindingId::PcieBound,
-                severity: Severity::Warning,
-                subject: subject.clone().into(),
-                message: format!(
-                    "bandwidth is judged against {} Gb/s, what the slower end's PCIe link carries, not its link rate",
-                    gbps(c.gbps.round())
-                ),
-                remedy: match crate::gpu::bound::sets_capacity(c.gbps, [a.gpu_pcie_gbps, b.gpu_pcie_gbps]) {
-                    true => crate::gpu::bound::GPU_BOUND_REMEDY,
-                    false => "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound",
-                }
-                .into(),
-                about: None,
-            });
+            findings.push(pcie_bound(a, b, c.gbps, &subject));
         }
     }
+    failed(results, &subject, &mut findings);
+    bandwidth(a, b, results, criteria, (soft, cap.map(|c| c.gbps)), &subject, &mut findings);
+    super::signals::latency(results, criteria.max_lat_us, &subject, &mut findings);
+    super::signals::counters(results, &subject, &mut findings);
+    super::ends::mtus_differ(a, b, &subject, &mut findings);
+    findings.sort_by_key(|f| f.severity);
+    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
+    (verdict, findings)
+}
 
+/// Bandwidth judged against what the slower end's PCIe link carries, not its link rate.
+fn pcie_bound(a: &Side, b: &Side, capacity_gbps: f64, subject: &str) -> Finding {
+    Finding {
+        id: FindingId::PcieBound,
+        severity: Severity::Warning,
+        subject: subject.into(),
+        message: format!(
+            "bandwidth is judged against {} Gb/s, what the slower end's PCIe link carries, not its link rate",
+            gbps(capacity_gbps.round())
+        ),
+        remedy: match crate::gpu::bound::sets_capacity(capacity_gbps, [a.gpu_pcie_gbps, b.gpu_pcie_gbps]) {
+            true => crate::gpu::bound::GPU_BOUND_REMEDY,
+            false => {
+                "seat the adapter in a slot that can feed its port (NDR 400 needs PCIe Gen5 x16); `fabcheck check` shows pci.link and pcie.bound"
+            }
+        }
+        .into(),
+        about: None,
+    }
+}
+
+/// The tests that could not complete: each its own finding (`pair.<test>`).
+fn failed(results: &[TestResult], subject: &str, findings: &mut Vec<Finding>) {
     for r in results.iter().filter(|r| r.error.is_some()) {
         findings.push(Finding {
             id: FindingId::failed_test(r.test),
             severity: Severity::Error,
-            subject: subject.clone().into(),
+            subject: subject.into(),
             message: format!("{} {} failed: {}", r.test, r.direction, r.error.clone().unwrap_or_default()),
             remedy: r.remedy.clone().unwrap_or_else(|| "run `fabcheck check` on both nodes".into()),
             about: None,
         });
     }
+}
 
+/// Bandwidth: the largest size of each test and direction against the link (`link`: its
+/// capacity in Gb/s; `soft`: Soft-RoCE, reported not judged).
+fn bandwidth(
+    a: &Side,
+    b: &Side,
+    results: &[TestResult],
+    criteria: &Criteria,
+    (soft, link): (bool, Option<f64>),
+    subject: &str,
+    findings: &mut Vec<Finding>,
+) {
     // Bandwidth: the largest size of each test and direction (keyed by name: findings come in
     // the order of the names, as they always have).
     let mut largest: BTreeMap<(&str, &str), &TestResult> = BTreeMap::new();
@@ -111,7 +107,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         findings.push(Finding {
             id: FindingId::PairBw,
             severity: Severity::Info,
-            subject: subject.clone().into(),
+            subject: subject.into(),
             message: format!(
                 "bandwidth is reported, not judged: the largest size was {} bytes, and below {JUDGED_MIN_SIZE} a transfer is bound by message rate, not the link",
                 largest.values().map(|r| r.size).max().unwrap_or(0)
@@ -124,7 +120,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
         findings.push(Finding {
             id: FindingId::PairBw,
             severity: Severity::Info,
-            subject: subject.clone().into(),
+            subject: subject.into(),
             message: "Soft-RoCE's link rate is synthesized from its netdev and its speed is CPU-bound: bandwidth is reported, not judged".into(),
             remedy: "judge real adapters; on rxe compare against perftest on the same device (benches/)".into(),
             about: None,
@@ -146,7 +142,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 findings.push(Finding {
                     id: FindingId::PairBw,
                     severity: Severity::Error,
-                    subject: subject.clone().into(),
+                    subject: subject.into(),
                     message: format!(
                         "{test} {direction} at {} bytes: {} Gb/s is {:.0}% of the {} Gb/s link (needs {:.1}%: {:.0}% of what the link's payload can carry{framing})",
                         r.size,
@@ -161,208 +157,6 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
                 });
             }
         }
-    }
-
-    if criteria.max_lat_us.is_none() && results.iter().any(|r| r.error.is_none() && r.lat_us.is_some()) {
-        findings.push(Finding {
-            id: FindingId::PairLatency,
-            severity: Severity::Info,
-            subject: subject.clone().into(),
-            message: "latency is reported, not judged: no limit was given".into(),
-            remedy: "give --max-lat-us (p50, one-way for send/write, round trip for read, as perftest reports) to judge it".into(),
-            about: None,
-        });
-    }
-    for r in results.iter().filter(|r| r.error.is_none()) {
-        let Some(lat) = &r.lat_us else { continue };
-        if let Some(p) = lat.spoiled() {
-            findings.push(preempted(&subject, r, &p));
-            continue;
-        }
-        if let Some(max) = criteria.max_lat_us {
-            if lat.p50 > max {
-                findings.push(Finding {
-                    id: FindingId::PairLatency,
-                    severity: Severity::Error,
-                    subject: subject.clone().into(),
-                    message: format!("{} {}: typical latency {} us exceeds --max-lat-us {}", r.test, r.direction, units::three(lat.p50), max),
-                    remedy: "check the path (switch hops, congestion), CPU frequency scaling and NUMA placement of both processes".into(),
-                    about: None,
-                });
-            }
-        }
-        if lat.p999 > 10.0 * lat.p50 && lat.p999 - lat.p50 > 20.0 {
-            findings.push(Finding {
-                id: FindingId::PairTail,
-                severity: Severity::Warning,
-                subject: subject.clone().into(),
-                message: format!(
-                    "{} {}: long latency tail, p99.9 {} us vs p50 {} us",
-                    r.test,
-                    r.direction,
-                    units::three(lat.p999),
-                    units::three(lat.p50)
-                ),
-                remedy: "retransmissions (packet loss) or interference: see the counters, check the link's error counters and, \
-                         on RoCE, pair.qos (the priority the bytes rode) and `fabcheck check` on both nodes (roce.qos)"
-                    .into(),
-                about: None,
-            });
-        }
-    }
-
-    for r in results {
-        let of_kind = |kind: counters::Kind| -> Vec<String> {
-            r.counters
-                .iter()
-                .filter(|(name, _)| counters::kind(name.split(':').nth(1).unwrap_or(name)) == kind)
-                .map(|(n, v)| format!("{n} +{v}"))
-                .collect()
-        };
-        let rnr = of_kind(counters::Kind::ReceiverNotReady);
-        if !rnr.is_empty() {
-            findings.push(Finding {
-                id: FindingId::PairFlowControl,
-                severity: Severity::Info,
-                subject: subject.clone().into(),
-                message: format!(
-                    "{} {} at {} bytes: the receiver was not ready (RNR) at times: {}; this is receive flow control, not loss",
-                    r.test,
-                    r.direction,
-                    r.size,
-                    rnr.join(", ")
-                ),
-                remedy: "nothing on the fabric; an application sees this when its receives are posted too late".into(),
-                about: Some(r.key()),
-            });
-        }
-        let congestion = of_kind(counters::Kind::Congestion);
-        if !congestion.is_empty() {
-            findings.push(Finding {
-                id: FindingId::PairCongestion,
-                severity: Severity::Info,
-                subject: subject.clone().into(),
-                message: format!("{} {} at {} bytes: congestion control acted: {}", r.test, r.direction, r.size, congestion.join(", ")),
-                remedy: "expected under load on RoCE with ECN/DCQCN; if bandwidth is short, look for other traffic on the path".into(),
-                about: Some(r.key()),
-            });
-        }
-        let retrans = of_kind(counters::Kind::Loss);
-        if !retrans.is_empty() {
-            findings.push(Finding {
-                id: FindingId::PairRetransmission,
-                severity: Severity::Warning,
-                subject: subject.clone().into(),
-                message: format!("{} {} at {} bytes: retransmission counters rose: {}", r.test, r.direction, r.size, retrans.join(", ")),
-                remedy: "packets are being lost: on RoCE, pair.qos says which priority the bytes rode and whether PFC holds it, and \
-                         `fabcheck check` on both nodes judges their lossless set-up (roce.qos); then the switches' PFC for that priority, and the cabling; \
-                         on InfiniBand check symbol errors and link_downed with `fabcheck check`"
-                    .into(),
-                about: Some(r.key()),
-            });
-        }
-    }
-
-    if let (Some(ma), Some(mb)) = (a.mtu, b.mtu) {
-        if ma != mb {
-            findings.push(Finding {
-                id: FindingId::PairMtu,
-                severity: Severity::Warning,
-                subject: subject.clone().into(),
-                message: format!("active MTUs differ ({ma} vs {mb}); the connection used {}", ma.min(mb)),
-                remedy: "set the same MTU on both ends (netdev MTU 9000 for RoCE 4096, the SM partition MTU on InfiniBand)".into(),
-                about: None,
-            });
-        }
-    }
-
-    findings.sort_by_key(|f| f.severity);
-    let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
-    (verdict, findings)
-}
-
-/// Findings about the two ends themselves: one trained below what it supports (the verdict
-/// must not pass it at the lower rate it negotiated), ends at different rates, and the
-/// expectations the user gave.
-fn ends(a: &Side, b: &Side, criteria: &Criteria, subject: &str, findings: &mut Vec<Finding>) {
-    for (name, s) in [("A", a), ("B", b)] {
-        if let Some(what) = &s.trained_low {
-            findings.push(Finding {
-                id: FindingId::PairCapacity,
-                severity: Severity::Error,
-                subject: subject.into(),
-                message: format!("{name} ({}/{}) trained below what its port supports: {what}", s.host, s.device),
-                remedy: "a cable, connector or lane fault, or a switch port configured low: run `fabcheck check` on that node \
-                         (link.trained); on InfiniBand `fabcheck fabric` names both ends of the link"
-                    .into(),
-                about: None,
-            });
-        }
-        if let Some(want) = criteria.expect.rate {
-            // The one judge of `--expect rate=N` (check's link.rate): nominal on InfiniBand.
-            let ib = s.link_layer == crate::model::LinkLayer::InfiniBand;
-            if let Some(rate) = crate::diagnose::expect::rate_below(want, ib, s.rate_gbps, None) {
-                findings.push(Finding {
-                    id: FindingId::PairCapacity,
-                    severity: Severity::Error,
-                    subject: subject.into(),
-                    message: format!("{name} ({}/{}) runs at {} Gb/s, {} Gb/s expected", s.host, s.device, gbps(rate), gbps(want)),
-                    remedy: "run `fabcheck check --expect rate=...` on that node: the link trained low or the wrong port was used".into(),
-                    about: None,
-                });
-            }
-        }
-        if let Some(want) = criteria.expect.link_layer {
-            if s.link_layer != want {
-                findings.push(Finding {
-                    id: FindingId::PairCapacity,
-                    severity: Severity::Error,
-                    subject: subject.into(),
-                    message: format!("{name} ({}/{}) is {}, {} expected", s.host, s.device, s.link_layer, want),
-                    remedy: "run `fabcheck check` on that node (port.link_layer says how to change it)".into(),
-                    about: None,
-                });
-            }
-        }
-        if let (Some(want), Some(mtu)) = (criteria.expect.mtu, s.mtu) {
-            if mtu < want {
-                findings.push(Finding {
-                    id: FindingId::PairMtu,
-                    severity: Severity::Error,
-                    subject: subject.into(),
-                    message: format!("{name} ({}/{}) has active MTU {mtu}, {want} expected", s.host, s.device),
-                    remedy: "set the netdev MTU to 9000 for a RoCE MTU of 4096; on InfiniBand the partition's MTU".into(),
-                    about: None,
-                });
-            }
-        }
-    }
-    if let (Some(ra), Some(rb)) = (a.rate_gbps, b.rate_gbps) {
-        if (ra - rb).abs() > 0.5 {
-            findings.push(Finding {
-                id: FindingId::PairRate,
-                severity: Severity::Warning,
-                subject: subject.into(),
-                message: format!("the ends run at different rates ({} vs {} Gb/s): the pair is judged against the slower", gbps(ra), gbps(rb)),
-                remedy: "if both should match, run `fabcheck check` on the slower node".into(),
-                about: None,
-            });
-        }
-    }
-}
-
-/// A latency sample set whose loop lost its CPU (see [`crate::perf::preempt`]): said, not
-/// judged, and not blamed on the link.
-fn preempted(subject: &str, r: &TestResult, p: &crate::perf::preempt::Preempt) -> Finding {
-    Finding {
-        id: FindingId::PairLatency,
-        severity: Severity::Info,
-        subject: subject.to_string().into(),
-        message: format!("{} {}: latency not judged: preempted ({})", r.test, r.direction, p.describe()),
-        remedy: "the busy-polling loop lost its CPU (more pollers than CPUs, or a noisy host): rerun on an idle host, or \
-                 with fewer agents per host, or with --events"
-            .into(),
-        about: Some(r.key()),
     }
 }
 
@@ -563,13 +357,13 @@ mod tests {
         assert!(ids(&f).contains(&("pcie.bound".into(), Severity::Warning)));
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 150.0)], &criteria());
         assert_eq!(v, Verdict::Fail);
-        assert!(f.iter().any(|f| f.id == "pair.bw" && f.message.contains("of the 230.5 Gb/s link")), "{f:#?}");
-        let nic = f.iter().find(|f| f.id == "pcie.bound").unwrap();
+        assert!(f.iter().any(|f| f.id == FindingId::PairBw && f.message.contains("of the 230.5 Gb/s link")), "{f:#?}");
+        let nic = f.iter().find(|f| f.id == FindingId::PcieBound).unwrap();
         assert!(nic.remedy.contains("seat the adapter"), "{nic:?}");
         // --mem cuda: a Gen4 x16 GPU sets the bound, not the NIC's slot.
         a.gpu_pcie_gbps = Some(230.5);
         let (_, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 220.0)], &criteria());
-        let gpu = f.iter().find(|f| f.id == "pcie.bound").unwrap();
+        let gpu = f.iter().find(|f| f.id == FindingId::PcieBound).unwrap();
         assert_eq!(gpu.remedy, crate::gpu::bound::GPU_BOUND_REMEDY, "{gpu:?}");
     }
 
@@ -582,7 +376,7 @@ mod tests {
         b.trained_low = Some("speed EDR of HDR".into());
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 97.0)], &criteria());
         assert_eq!(v, Verdict::Fail);
-        let cap = f.iter().find(|f| f.id == "pair.capacity").expect("pair.capacity");
+        let cap = f.iter().find(|f| f.id == FindingId::PairCapacity).expect("pair.capacity");
         assert!(cap.message.starts_with("B (n2/mlx5_0) trained below") && cap.message.contains("EDR of HDR"), "{}", cap.message);
         assert!(ids(&f).contains(&("pair.rate".into(), Severity::Warning)), "ends at 200 and 100: {f:#?}");
     }
@@ -602,7 +396,7 @@ mod tests {
         assert_eq!(v, Verdict::Pass, "{f:#?}");
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 320.0)], &criteria());
         assert_eq!(v, Verdict::Fail);
-        let m = &f.iter().find(|f| f.id == "pair.bw").unwrap().message;
+        let m = &f.iter().find(|f| f.id == FindingId::PairBw).unwrap().message;
         assert!(m.contains("needs 83.3%") && m.contains("92.6% payload at MTU 1024"), "{m}");
         // InfiniBand at 4096: LRH+BTH+ICRC+VCRC, 99.4%.
         let ib = side("ConnectX-6", 200.0);
@@ -617,12 +411,12 @@ mod tests {
         assert_eq!(v, Verdict::Pass, "{f:#?}");
         let (v, f) = judge(&side("ConnectX-6", 100.0), &side("ConnectX-6", 100.0), &[bw("write_bw", "a->b", 65536, 97.0)], &c);
         assert_eq!(v, Verdict::Fail);
-        assert_eq!(f.iter().filter(|f| f.id == "pair.capacity").count(), 2, "both ends named: {f:#?}");
+        assert_eq!(f.iter().filter(|f| f.id == FindingId::PairCapacity).count(), 2, "both ends named: {f:#?}");
         // 4X FDR: `--expect rate=56` is the nominal figure check judges; the ends carry 54.5 of data.
         let mut fdr = criteria();
         fdr.expect.set("rate=56").unwrap();
         let (_, f) = judge(&side("ConnectX-3", 54.5), &side("ConnectX-3", 54.5), &[bw("write_bw", "a->b", 65536, 52.0)], &fdr);
-        assert!(f.iter().all(|f| f.id != "pair.capacity"), "one judge of rate=56: {f:#?}");
+        assert!(f.iter().all(|f| f.id != FindingId::PairCapacity), "one judge of rate=56: {f:#?}");
     }
 
     #[test]
@@ -630,10 +424,10 @@ mod tests {
         let c = Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() };
         let (v, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[bw("write_bw", "a->b", 4096, 50.0), lat(3.0)], &c);
         assert_eq!(v, Verdict::Pass);
-        let bw_info = f.iter().find(|f| f.id == "pair.bw").expect("pair.bw info");
+        let bw_info = f.iter().find(|f| f.id == FindingId::PairBw).expect("pair.bw info");
         assert_eq!(bw_info.severity, Severity::Info);
         assert!(bw_info.message.contains("4096 bytes"), "{}", bw_info.message);
-        assert!(f.iter().any(|f| f.id == "pair.latency" && f.severity == Severity::Info), "{f:#?}");
+        assert!(f.iter().any(|f| f.id == FindingId::PairLatency && f.severity == Severity::Info), "{f:#?}");
     }
 
     #[test]
@@ -645,7 +439,7 @@ mod tests {
         assert_eq!(v, Verdict::Pass);
         assert!(ids(&f).contains(&("pair.flow_control".into(), Severity::Info)), "RNR is flow control: {f:#?}");
         assert!(ids(&f).contains(&("pair.congestion".into(), Severity::Info)), "{f:#?}");
-        assert!(!f.iter().any(|f| f.id == "pair.retransmission"), "neither is loss: {f:#?}");
+        assert!(!f.iter().any(|f| f.id == FindingId::PairRetransmission), "neither is loss: {f:#?}");
         r.counters.insert("a:out_of_sequence".into(), 3);
         let (_, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[r], &criteria());
         assert!(ids(&f).contains(&("pair.retransmission".into(), Severity::Warning)), "{f:#?}");

@@ -11,9 +11,11 @@ use std::time::{Duration, Instant};
 
 const POLL_BATCH: usize = 16;
 
-struct Receiver {
+struct Receiver<'c> {
     expected: u64,
     received: u64,
+    /// `--validate`: every message checked at its completion, before its receive is posted again.
+    checker: Option<&'c mut super::pattern::Checker>,
 }
 
 /// The active side (and, for bidirectional send, the receiving too).
@@ -39,8 +41,11 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         })
         .collect::<Result<_, PerfError>>()?;
     let qps = s.qps.len() as u64;
-    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both)
-        .then(|| Receiver { expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps }, received: 0 });
+    let mut receiver = (spec.test == TestKind::SendBw && spec.role == Role::Both).then(|| Receiver {
+        expected: if spec.duration_ms.is_some() { u64::MAX } else { (spec.warmup + spec.iters) * qps },
+        received: 0,
+        checker: None,
+    });
     // Warm-up, not counted.
     if spec.warmup > 0 {
         stream(s, &mut lists, signals, Phase { per_qp: spec.warmup, until: None }, &mut receiver, None)?;
@@ -65,6 +70,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         peak_gbps: summary::peak_gbps(&marks, (marks.len() / 20).max(1)).or(Some(summary::gbps(bytes, elapsed_ns))),
         counter_deltas: Vec::new(),
         prio_traffic: None,
+        data: None,
     })
 }
 
@@ -80,7 +86,7 @@ fn stream(
     lists: &mut [SendList],
     signals: &Signals,
     phase: Phase,
-    receiver: &mut Option<Receiver>,
+    receiver: &mut Option<Receiver<'_>>,
     mut marks: Option<&mut Vec<(u64, u64)>>,
 ) -> Result<(u64, u64), PerfError> {
     const MAX_QPS: usize = crate::model::MAX_QPS as usize;
@@ -135,6 +141,8 @@ fn stream(
                 if m.len() < m.capacity() {
                     m.push((now.as_nanos() as u64, total_completed * size));
                 }
+                // The measured phase: the figure `--report-every` reads (one relaxed store).
+                signals.live.set_bytes(total_completed * size);
             }
             duration_over = phase.until.is_some_and(|limit| now >= limit);
         }
@@ -169,7 +177,7 @@ fn stream(
     Ok((total_completed, start.elapsed().as_nanos() as u64))
 }
 
-fn reap_receives(s: &mut Session, rx: &mut Receiver) -> Result<bool, PerfError> {
+fn reap_receives(s: &mut Session, rx: &mut Receiver<'_>) -> Result<bool, PerfError> {
     let mut wcs = WorkCompletion::blank_array::<POLL_BATCH>();
     let got = s.recv_cq.poll(&mut wcs)?;
     for wc in &wcs[..got] {
@@ -178,13 +186,16 @@ fn reap_receives(s: &mut Session, rx: &mut Receiver) -> Result<bool, PerfError> 
         }
         let WrId { qp, slot } = wc.wr_id();
         let q = qp as usize;
+        if let Some(c) = rx.checker.as_deref_mut() {
+            c.check_region(&s.mr, 0, Some(rx.received));
+        }
         s.recv_lists[q].post(&mut s.qps[q], slot as usize, 1)?;
         rx.received += 1;
     }
     Ok(got > 0)
 }
 
-fn drain_receives(s: &mut Session, rx: &mut Receiver, signals: &Signals) -> Result<(), PerfError> {
+fn drain_receives(s: &mut Session, rx: &mut Receiver<'_>, signals: &Signals) -> Result<(), PerfError> {
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     while rx.received < rx.expected && !signals.stopped() {
         if reap_receives(s, rx)? {
@@ -196,11 +207,12 @@ fn drain_receives(s: &mut Session, rx: &mut Receiver, signals: &Signals) -> Resu
     Ok(())
 }
 
-/// The passive side of send bandwidth: keep receives posted, count messages.
-pub fn receive(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
+/// The passive side of send bandwidth: keep receives posted, count messages (and with
+/// `--validate` check each one).
+pub fn receive(s: &mut Session, signals: &Signals, checker: Option<&mut super::pattern::Checker>) -> Result<RunResult, PerfError> {
     let qps = s.qps.len() as u64;
     let expected = if s.spec.duration_ms.is_some() { u64::MAX } else { (s.spec.warmup + s.spec.iters) * qps };
-    let mut rx = Receiver { expected, received: 0 };
+    let mut rx = Receiver { expected, received: 0, checker };
     let start = Instant::now();
     drain_receives(s, &mut rx, signals)?;
     let elapsed_ns = start.elapsed().as_nanos() as u64;

@@ -19,7 +19,9 @@ use std::time::{Duration, Instant};
 /// Samples kept in duration mode (16 MiB of u64); iterations beyond still run, unrecorded.
 const DURATION_SAMPLE_CAP: usize = 2_000_000;
 
-struct Plan {
+struct Plan<'l> {
+    /// `--report-every`: each measured round trip also counted here, for the reporter.
+    live: Option<&'l super::live::Live>,
     total: u64,
     warmup: u64,
     duration: Option<Duration>,
@@ -28,13 +30,14 @@ struct Plan {
     gaps: Gaps,
 }
 
-fn plan(session: &Session) -> Plan {
+fn plan<'l>(session: &Session, signals: &'l Signals) -> Plan<'l> {
     let spec = &session.spec;
     let (total, cap) = match spec.duration_ms {
         Some(_) => (u64::MAX, DURATION_SAMPLE_CAP),
         None => (spec.warmup + spec.iters, spec.iters as usize),
     };
     Plan {
+        live: signals.live.is_on().then_some(&signals.live),
         total,
         warmup: spec.warmup,
         duration: spec.duration_ms.map(Duration::from_millis),
@@ -44,7 +47,7 @@ fn plan(session: &Session) -> Plan {
 }
 
 /// After the loop: samples from ticks to nanoseconds, then the summary.
-fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
+fn finish(test: TestKind, mut plan: Plan<'_>, clock: &LoopClock) -> RunResult {
     let halve = !test.full_round_trip();
     let ns_per_tick = clock.ns_per_tick();
     if ns_per_tick != 1.0 {
@@ -54,17 +57,31 @@ fn finish(test: TestKind, mut plan: Plan, clock: &LoopClock) -> RunResult {
     }
     let elapsed_ns = clock.started().elapsed().as_nanos() as u64;
     let lat = summary::latency(&plan.samples, halve).map(|l| LatencySummary { preempt: plan.gaps.summary(ns_per_tick, elapsed_ns), ..l });
-    RunResult { iterations: plan.samples.len() as u64, bytes: 0, elapsed_ns, lat, peak_gbps: None, counter_deltas: Vec::new(), prio_traffic: None }
+    RunResult {
+        iterations: plan.samples.len() as u64,
+        bytes: 0,
+        elapsed_ns,
+        lat,
+        peak_gbps: None,
+        counter_deltas: Vec::new(),
+        prio_traffic: None,
+        data: None,
+    }
 }
 
 /// Stores one round trip, in ticks (a store into the pre-sized buffer), and counts the gap
 /// since the previous one's end when it is a preemption's (a compare and two adds).
 #[inline(always)]
-fn record(plan: &mut Plan, i: u64, t0: u64, t1: u64) {
+fn record(plan: &mut Plan<'_>, i: u64, t0: u64, t1: u64) {
     plan.gaps.start(t0);
     plan.gaps.end(t1);
-    if i >= plan.warmup && plan.samples.len() < plan.samples.capacity() {
-        plan.samples.push(t1.wrapping_sub(t0));
+    if i >= plan.warmup {
+        if plan.samples.len() < plan.samples.capacity() {
+            plan.samples.push(t1.wrapping_sub(t0));
+        }
+        if let Some(live) = plan.live {
+            live.sample(t1.wrapping_sub(t0));
+        }
     }
 }
 
@@ -72,7 +89,7 @@ fn record(plan: &mut Plan, i: u64, t0: u64, t1: u64) {
 /// warm-up that outlasts the duration on a starved host must not end the test with nothing).
 /// The monotonic clock is read every 64 iterations only, so it stays out of the loop's cost.
 #[inline(always)]
-fn over(plan: &Plan, i: u64, clock: &LoopClock) -> bool {
+fn over(plan: &Plan<'_>, i: u64, clock: &LoopClock) -> bool {
     matches!(plan.duration, Some(d) if i > plan.warmup && i.is_multiple_of(64) && clock.started().elapsed() >= d)
 }
 
@@ -110,13 +127,14 @@ fn ping_op(s: &Session) -> Result<(SendOp, Option<RemoteBuffer>), PerfError> {
 pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
     let cq_mod = u64::from(s.spec.cq_mod);
-    let mut plan = plan(s);
+    let mut plan = plan(s, signals);
     let (op, to) = ping_op(s)?;
     let mut send = SendList::new(1, op, &s.mr, size as usize, size, to, s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let (qp, recv) = (&mut s.qps[0], &mut s.recv_lists[0]);
     let clock = LoopClock::start();
+    signals.live.set_clock(clock.source());
     let mut i = 0;
     while i < plan.total {
         let signaled = (i + 1) % cq_mod == 0;
@@ -183,7 +201,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
 pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> {
     let size = s.spec.size as usize;
     let cq_mod = u64::from(s.spec.cq_mod);
-    let mut plan = plan(s);
+    let mut plan = plan(s, signals);
     let remote = remote(s)?;
     let mut write = SendList::new(1, SendOp::Write, &s.mr, size, size as u32, Some(remote), s.inline)?;
     let mut wc = WorkCompletion::blank_array::<1>();
@@ -191,6 +209,7 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let (recv_last, send_last) = (size - 1, 2 * size - 1);
     let qp = &mut s.qps[0];
     let clock = LoopClock::start();
+    signals.live.set_clock(clock.source());
     let mut i = 0;
     while i < plan.total {
         let value = (i % 255 + 1) as u8;
@@ -267,7 +286,7 @@ pub fn atomic_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
 /// its completion.
 fn one_sided_active(s: &mut Session, signals: &Signals, op: SendOp) -> Result<RunResult, PerfError> {
     let size = s.spec.size;
-    let mut plan = plan(s);
+    let mut plan = plan(s, signals);
     let remote = remote(s)?;
     let mut read = SendList::new(1, op, &s.mr, 0, size, Some(remote), false)?;
     read.set_signaled(0, true);
@@ -275,6 +294,7 @@ fn one_sided_active(s: &mut Session, signals: &Signals, op: SendOp) -> Result<Ru
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
     let qp = &mut s.qps[0];
     let clock = LoopClock::start();
+    signals.live.set_clock(clock.source());
     let mut i = 0;
     while i < plan.total {
         let t0 = clock.ticks();

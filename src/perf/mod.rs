@@ -10,10 +10,17 @@ pub mod clock;
 pub mod counters;
 pub mod gid;
 pub mod latency;
+pub mod live;
+pub mod member;
+pub mod member_loop;
+pub mod member_wire;
 pub mod memory;
+pub mod pattern;
 pub mod preempt;
+pub mod report_every;
 pub mod session;
 pub mod summary;
+pub mod validate;
 
 use crate::model::{Role, RunResult, TestKind};
 use crate::probe::ProbeError;
@@ -32,6 +39,8 @@ pub struct Signals {
     /// Give up now (controller gone, Ctrl-C).
     abort: AtomicBool,
     bell: (Mutex<()>, Condvar),
+    /// The running test's figures as they stand (`--report-every`), for the agent's reporter.
+    pub live: live::Live,
 }
 
 impl Signals {
@@ -204,6 +213,8 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
     // RoCE: the bytes per priority around the test (`pair.qos`), outside the measured loop.
     let roce = session.local.link_layer == crate::model::LinkLayer::Ethernet;
     let traffic_before = roce.then(|| crate::probe::qos::traffic::snapshot(&session.local.device, session.local.port));
+    // `--validate`: the receiving side's check (a one-sided test's after its run, below).
+    let mut checker = validate::checker(&session.spec, &session.mr);
     let mut result = match (session.spec.test, session.spec.role) {
         (TestKind::SendLat, Role::Active) => latency::send_active(session, signals),
         (TestKind::SendLat, _) => latency::send_passive(session, signals),
@@ -221,9 +232,14 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         (TestKind::WriteBw | TestKind::ReadBw | TestKind::AtomicBw, Role::Passive) | (TestKind::ReadLat | TestKind::AtomicLat, _) => {
             idle_until_stop(signals)
         }
-        (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals),
+        (TestKind::SendBw, Role::Passive) => bandwidth::receive(session, signals, checker.as_mut()),
         (TestKind::WriteBw | TestKind::ReadBw | TestKind::SendBw | TestKind::AtomicBw, _) => bandwidth::send(session, signals),
     }?;
+    // A one-sided test's receiver checks what the last message left, outside the timed loop.
+    if let Some(c) = checker.as_mut().filter(|_| session.spec.test != TestKind::SendBw) {
+        c.check_region(&session.mr, 0, None);
+    }
+    result.data = checker.map(|c| c.result());
     let counters_after = counters::snapshot(std::path::Path::new("/sys"), &session.local.device, session.local.port);
     result.counter_deltas = counters::deltas(&counters_before, &counters_after);
     result.prio_traffic = traffic_before.map(|before| {

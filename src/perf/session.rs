@@ -209,6 +209,8 @@ impl Session {
             conditions.mem = MemChoice::Cuda(gpu.ordinal);
         }
         let mr = registered.region;
+        // `--validate`: the pattern in what this side sends or lends, before the peer can start.
+        super::validate::fill(spec, &mr);
         // Inline copies the payload with the CPU: never from GPU memory, never for what the
         // adapter writes back (reads, atomics); `--inline N` asks N bytes (0: off).
         let inline_wanted = spec.inline.unwrap_or(INLINE_WANTED);

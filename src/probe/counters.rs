@@ -8,23 +8,8 @@ use std::path::Path;
 /// Counter files read per folder at most (mlx5 has about 60 in `hw_counters/`).
 const MAX_COUNTER_FILES: usize = 512;
 
-/// Which folder of `ports/N/` a counter comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CounterDir {
-    /// `counters/`: the IBTA PortCounters (and PortCountersExtended) the kernel keeps.
-    Ibta,
-    /// `hw_counters/`: the driver's own (mlx5's `out_of_sequence`, rxe's `rcvd_pkts`...).
-    Hardware,
-}
-
-impl CounterDir {
-    pub fn folder(self) -> &'static str {
-        match self {
-            CounterDir::Ibta => "counters",
-            CounterDir::Hardware => "hw_counters",
-        }
-    }
-}
+/// Which folder of `ports/N/` a counter comes from: outcome's, so a printer keys it too.
+pub use crate::outcome::CounterDir;
 
 /// The counter files of one port, by folder and name, each a number (a file that is not one,
 /// or cannot be read, is left out), in name order.

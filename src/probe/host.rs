@@ -181,6 +181,17 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_probe_runs_its_tools_within_their_limit() {
+        // How `ethtool` and `dcb` are run for the inventory (sys::child underneath): 0.2
+        // returned after 30 s here, with a 2 s limit.
+        let started = std::time::Instant::now();
+        let out = command_output("sh", &["-c", "sleep 30 & echo 100000baseCR4/Full"], Duration::from_secs(2));
+        assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+        assert_eq!(out.as_deref(), Some("100000baseCR4/Full\n"));
+        assert_eq!(command_output("sh", &["-c", "exec sleep 30"], Duration::from_millis(200)), None);
+    }
+
+    #[test]
     fn libibverbs_versions() {
         assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.44.0"), Some("44.0".into()));
         assert_eq!(parse_libibverbs_version("libibverbs.so.1.14.2307.0"), Some("2307.0".into()));

@@ -93,8 +93,8 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
         let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         if lossless {
-            let stats = super::phy::read::complete(sysfs, &mut port);
-            super::qos::read::attach(sysfs, name, &mut port, stats.as_deref());
+            let stats = super::port_fill::complete(sysfs, &mut port);
+            super::port_fill::attach_qos(sysfs, name, &mut port, stats.as_deref());
         }
         ports.push(port);
     }

@@ -19,12 +19,8 @@ pub struct Inventory {
     pub unreadable: Vec<Unreadable>,
 }
 
-/// A file of the inventory's source that could not be read.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct Unreadable {
-    pub path: String,
-    pub error: String,
-}
+/// A file of the inventory's source that could not be read (the tree's word for it).
+pub use super::tree::Unreadable;
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Device {
@@ -51,7 +47,7 @@ pub struct Device {
     /// nodes, and any whose change waits for the next cold boot (`mlxconfig -e query`); `null`
     /// when not read (no tool, not root, not captured, another vendor).
     #[serde(default)]
-    pub fw_config: Option<super::stack::firmware::FwConfig>,
+    pub fw_config: Option<super::firmware::FwConfig>,
 }
 
 /// The PCIe link the adapter sits on: a card in a x8 slot cannot feed a 200G port.

@@ -55,7 +55,7 @@ pub fn read(source: &Source, only: Option<&str>) -> Result<NodeRead, ProbeError>
     if live {
         super::local_mads::enrich(&mut inventory);
     }
-    super::phy::mlxlink::attach(&mut inventory, source);
+    super::port_fill::attach_mlxlink(&mut inventory, source);
     let root = match source {
         Source::Sysfs(root) => root.clone(),
         Source::Live => Path::new("/sys").to_path_buf(),

@@ -155,9 +155,9 @@ impl SysfsRoot {
         // Live, `probe::live` reads the physical layer and the QoS set-up once (and only for
         // `check`/`devices`).
         if !self.is_live() {
-            let stats = super::phy::read::complete(self, &mut port);
+            let stats = super::port_fill::complete(self, &mut port);
             if full {
-                super::qos::read::attach(self, device, &mut port, stats.as_deref());
+                super::port_fill::attach_qos(self, device, &mut port, stats.as_deref());
             }
             if link_layer == LinkLayer::InfiniBand {
                 port.partner = self.peer_portinfo(device, port.port);
@@ -279,7 +279,7 @@ impl SysfsRoot {
         // The folder above the function's, when it is a PCI function too: the link's other end.
         let upstream = real.as_ref().and_then(|p| p.parent()).filter(|_| address.is_some()).and_then(|parent| {
             let name = parent.file_name()?.to_str()?;
-            crate::probe::stack::fw_query::valid_bdf(name).then(|| UpstreamPort {
+            crate::probe::tool::valid_bdf(name).then(|| UpstreamPort {
                 address: name.to_string(),
                 max_speed: self.read_trim(&self.root.join(parent).join("max_link_speed")),
                 max_width: self.read_trim(&self.root.join(parent).join("max_link_width")).and_then(|s| s.parse().ok()),
@@ -320,6 +320,6 @@ fn slot_name(uevent: &str) -> Option<String> {
         .take(64)
         .find_map(|l| l.trim().strip_prefix("PCI_SLOT_NAME="))
         .map(str::trim)
-        .filter(|a| crate::probe::stack::fw_query::valid_bdf(a))
+        .filter(|a| crate::probe::tool::valid_bdf(a))
         .map(str::to_string)
 }

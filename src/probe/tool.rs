@@ -62,6 +62,30 @@ pub fn run(program: &str, args: &[&str], limit: Duration, cap: u64) -> Result<St
     String::from_utf8(kept).map_err(|_| ToolError::Failed("output is not text".into()))
 }
 
+/// A PCI address as sysfs writes it (`0000:17:00.0`, lowercase hex: the kernel's
+/// `%04x:%02x:%02x.%d`): the only text that reaches a tool's command line or a file name.
+pub fn valid_bdf(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 12
+        && b.iter().enumerate().all(|(i, c)| match i {
+            4 | 7 => *c == b':',
+            10 => *c == b'.',
+            11 => (b'0'..=b'7').contains(c),
+            _ => c.is_ascii_hexdigit() && !c.is_ascii_uppercase(),
+        })
+}
+
+/// Where `program` is: an executable file in a directory of `PATH`, or in the sbin folders
+/// MFT and mstflint install into, which a user's PATH may lack.
+pub fn find_program(program: &str) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain(["/usr/sbin", "/usr/bin", "/usr/local/bin", "/sbin"].map(Into::into))
+        .map(|dir: std::path::PathBuf| dir.join(program))
+        .find(|file| file.is_absolute() && std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

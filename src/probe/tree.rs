@@ -5,11 +5,17 @@
 //! `sysfs`, the physical layer's and the QoS set-up's saved reports) are here; what is built from
 //! them is in its own room.
 
-use super::model::Unreadable;
 use crate::sys::beneath::Tree;
 use crate::sys::fs::{ReadError, SYSFS_CAP};
 use std::cell::RefCell;
 use std::path::{Path, PathBuf};
+
+/// A file of the inventory's source that could not be read.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct Unreadable {
+    pub path: String,
+    pub error: String,
+}
 
 /// Largest tool report kept, saved or run (an `ethtool -S` of a ConnectX-7 is about 40 KiB).
 pub const REPORT_CAP: u64 = 1 << 20;

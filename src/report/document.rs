@@ -18,12 +18,12 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// The host a document is about: a bundle's origin (its manifest's host), else this one;
-    /// this build, now.
-    pub fn of(origin: Option<&crate::probe::bundle::Origin>) -> Stamp {
+    /// The host a document is about: a bundle's origin (the host its manifest names), else
+    /// this one; this build, now.
+    pub fn of(origin: Option<&str>) -> Stamp {
         let stamp = Stamp::now();
         match origin {
-            Some(o) => Stamp { host: o.host.clone(), ..stamp },
+            Some(host) => Stamp { host: host.to_string(), ..stamp },
             None => stamp,
         }
     }
@@ -46,9 +46,9 @@ pub trait Document {
     /// Whether any finding is a warning (`--fail-on warning` then fails the run).
     fn has_warning(&self) -> bool;
 
-    /// The bundle it was read from, when that names its host (`--sysfs-root` with a manifest):
-    /// the stamp then names that host, not the one it is read on.
-    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
+    /// The host of the bundle it was read from, when the bundle names it (`--sysfs-root` with a
+    /// manifest): the stamp then names that host, not the one it is read on.
+    fn origin(&self) -> Option<&str> {
         None
     }
 

@@ -37,6 +37,7 @@ pub fn schema_of(command: &str) -> Option<&'static str> {
         "fabric" => "fabcheck.fabric.v1",
         "compare" => "fabcheck.compare.v1",
         "accept" => "fabcheck.accept.v1",
+        "collective" => "fabcheck.collective.v1",
         _ => return None,
     })
 }

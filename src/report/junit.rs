@@ -8,8 +8,8 @@
 //! decimals as the schema's pattern wants; fabcheck does not time its rows, so `0.000`).
 
 use super::document::Stamp;
-use super::sink::{Command, DifferenceLine, MeshPairLine, RailLine, Sink, SlowedLine};
-use crate::outcome::{Check, Finding, Severity, Status, Subject, TestResult, Verdict};
+use super::sink::{Command, Sink};
+use crate::outcome::{Check, Finding, Measure, Severity, Status, Subject, Tally, TestResult, Verdict};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 
@@ -51,8 +51,8 @@ struct Rail {
 
 /// A mesh pair as fed.
 struct MeshPair {
-    a: String,
-    b: String,
+    /// The pair (`a <-> b`).
+    subject: Subject,
     rail: Option<usize>,
     failed: bool,
     results: Vec<TestResult>,
@@ -63,7 +63,7 @@ struct MeshPair {
 /// A figure of `compare` as fed.
 struct Difference {
     name: String,
-    figure: String,
+    figure: &'static str,
     failure: Option<String>,
 }
 
@@ -78,7 +78,7 @@ pub struct JunitPrinter {
     rails: Vec<Rail>,
     pairs: Vec<MeshPair>,
     differences: Vec<Difference>,
-    slowed: Vec<(String, usize, usize)>,
+    slowed: Vec<(Subject, usize, usize)>,
 }
 
 impl JunitPrinter {
@@ -167,7 +167,7 @@ impl JunitPrinter {
         // mesh: one testcase per pair and test (the latest measure of a pair stands for it); a
         // pair that could not run is one testcase with its error.
         for pair in &self.pairs {
-            let mut name = format!("{} <-> {}", pair.a, pair.b);
+            let mut name = pair.subject.to_string();
             // `mesh --rails`: the rail leads the name.
             if let Some(k) = pair.rail {
                 name = format!("rail {k}: {name}");
@@ -225,38 +225,32 @@ impl Sink for JunitPrinter {
         self.checks.push(check.clone());
     }
 
-    fn result(&mut self, result: &TestResult) {
-        self.results.push(result.clone());
+    fn measure(&mut self, m: &Measure<'_>) {
+        match *m {
+            Measure::Result(result) => self.results.push(result.clone()),
+            Measure::Rail { subject, results, .. } => self.rails.push(Rail { subject: subject.clone(), results: results.to_vec() }),
+            Measure::MeshPair { subject, rail, verdict, results, error, blame } => self.pairs.push(MeshPair {
+                subject: subject.clone(),
+                rail,
+                failed: verdict == Verdict::Fail,
+                results: results.to_vec(),
+                error: error.map(str::to_string),
+                blame,
+            }),
+            Measure::Change { subject, test, direction, size, figure, change_pct, regression, regressed } => {
+                let change = change_pct.map_or_else(|| "null".to_string(), |c| c.to_string());
+                let failure = regressed.then(|| regression.map_or_else(|| format!("{change} %"), str::to_string));
+                let name = format!("{subject} {test} {direction} {size} {figure}");
+                self.differences.push(Difference { name, figure, failure });
+            }
+            Measure::Port { .. } | Measure::PcieUsable { .. } | Measure::Total { .. } | Measure::Reading { .. } => {}
+        }
     }
 
-    fn rail(&mut self, rail: &RailLine<'_>) {
-        self.rails.push(Rail { subject: rail.subject.clone(), results: rail.results.to_vec() });
-    }
-
-    fn mesh_pair(&mut self, p: &MeshPairLine<'_>) {
-        self.pairs.push(MeshPair {
-            a: p.a.to_string(),
-            b: p.b.to_string(),
-            rail: p.rail,
-            failed: p.verdict == Verdict::Fail,
-            results: p.results.to_vec(),
-            error: p.error.map(str::to_string),
-            blame: p.blame,
-        });
-    }
-
-    fn difference(&mut self, d: &DifferenceLine<'_>) {
-        let change = d.change_pct.map_or_else(|| "null".to_string(), |c| c.to_string());
-        let failure = d.regressed.then(|| d.regression.map_or_else(|| format!("{change} %"), str::to_string));
-        self.differences.push(Difference {
-            name: format!("{} <-> {} {} {} {} {}", d.a, d.b, d.test, d.direction, d.size, d.figure),
-            figure: d.figure.to_string(),
-            failure,
-        });
-    }
-
-    fn slowed(&mut self, s: &SlowedLine<'_>) {
-        self.slowed.push((s.endpoint.to_string(), s.regressed_pairs, s.pairs));
+    fn tally(&mut self, tally: &Tally) {
+        if let Tally::Slowed { endpoint, regressed, pairs } = tally {
+            self.slowed.push((endpoint.clone(), *regressed, *pairs));
+        }
     }
 }
 

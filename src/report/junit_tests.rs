@@ -1,7 +1,6 @@
 use super::*;
 use crate::model::{Direction, TestKind};
 use crate::outcome::FindingId;
-use crate::report::sink::MeshPairLine;
 
 fn result(test: TestKind, size: u32, error: Option<&str>) -> TestResult {
     TestResult {
@@ -40,10 +39,16 @@ fn mesh_has_a_testcase_per_pair_and_test() {
     let mut p = JunitPrinter::new(Command::Mesh, false);
     p.finding(&Finding::new(FindingId::MeshSuspect, Severity::Error, "n3", "unreachable & <gone>", ""));
     let bw = [result(TestKind::WriteBw, 65536, None)];
-    p.mesh_pair(&MeshPairLine { a: "n2", b: "n1", rail: None, verdict: Verdict::Pass, results: &bw, error: None, blame: Default::default() });
-    p.mesh_pair(&MeshPairLine {
-        a: "n1",
-        b: "n3",
+    p.measure(&Measure::MeshPair {
+        subject: &Subject::pair("n2", "n1"),
+        rail: None,
+        verdict: Verdict::Pass,
+        results: &bw,
+        error: None,
+        blame: Default::default(),
+    });
+    p.measure(&Measure::MeshPair {
+        subject: &Subject::pair("n1", "n3"),
         rail: None,
         verdict: Verdict::Fail,
         results: &[],
@@ -76,7 +81,14 @@ fn a_slow_pair_fails_its_bandwidth_case_only() {
     let results = [bw, lat];
     let failed = |blame| {
         let mut p = JunitPrinter::new(Command::Mesh, false);
-        p.mesh_pair(&MeshPairLine { a: "n1", b: "n2", rail: None, verdict: Verdict::Fail, results: &results, error: None, blame });
+        p.measure(&Measure::MeshPair {
+            subject: &Subject::pair("n1", "n2"),
+            rail: None,
+            verdict: Verdict::Fail,
+            results: &results,
+            error: None,
+            blame,
+        });
         cases(&p.finish(&stamp())).into_iter().filter(|c| c.2.is_some()).map(|c| c.1).collect::<Vec<_>>()
     };
     let slow = crate::outcome::PairBlame { bandwidth: true, latency: false };
@@ -95,9 +107,9 @@ fn a_pair_failure_sits_inside_its_result_case_and_names_are_unique() {
     p.finding(&Finding::new(FindingId::PairBw, Severity::Error, subject, "write_bw a->b at 65536 bytes: 90 Gb/s is 45%", "").about(&bw));
     p.finding(&Finding::new(FindingId::PairCapacity, Severity::Error, subject, "x", ""));
     p.finding(&Finding::new(FindingId::PairCapacity, Severity::Error, subject, "y", ""));
-    p.result(&bw);
-    p.result(&result(TestKind::WriteBw, 65536, None));
-    p.result(&result(TestKind::SendLat, 2, None));
+    p.measure(&Measure::Result(&bw));
+    p.measure(&Measure::Result(&result(TestKind::WriteBw, 65536, None)));
+    p.measure(&Measure::Result(&result(TestKind::SendLat, 2, None)));
     let xml = p.finish(&stamp());
     let got = cases(&xml);
     assert!(got[0].2.as_deref().is_some_and(|m| m.starts_with("write_bw a->b at 65536 bytes: 90 Gb/s")), "{xml}");

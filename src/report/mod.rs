@@ -1,12 +1,9 @@
 //! Output: human tables and the contract's JSON documents, over serialize-only types; every
 //! command's result is a [`Document`] that [`output`] writes in the chosen format and place.
 
-pub mod check;
 pub mod colour;
 pub mod csv;
-pub mod devices;
 pub mod document;
-pub mod gpu;
 pub mod json;
 pub mod junit;
 pub mod loss;
@@ -16,5 +13,5 @@ pub mod prom;
 pub mod sink;
 
 pub use document::{Document, Stamp};
-pub use output::{machine, Format};
+pub use output::{Format, Output};
 pub use sink::{Command, Sink};

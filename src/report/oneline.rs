@@ -2,7 +2,7 @@
 //! what NHC and Slurm's HealthCheckProgram carry as a drain reason.
 
 use super::sink::{Command, Sink};
-use crate::outcome::{Finding, Severity, Verdict};
+use crate::outcome::{Finding, Measure, Severity, Verdict};
 
 /// The first error and the first warning of a document, as fed.
 pub struct OnelinePrinter {
@@ -43,9 +43,9 @@ impl Sink for OnelinePrinter {
     }
 
     /// `compare`: the first regression is the line's subject (issue #57: its oneline said only FAIL).
-    fn difference(&mut self, d: &super::sink::DifferenceLine<'_>) {
-        if let (true, None, Some(words)) = (d.regressed, &self.error, d.regression) {
-            let subject = format!("{} <-> {} {} {} {}", d.a, d.b, d.test, d.direction, d.size);
+    fn measure(&mut self, m: &Measure<'_>) {
+        if let (&Measure::Change { subject, test, direction, size, regressed: true, regression: Some(words), .. }, None) = (m, &self.error) {
+            let subject = format!("{subject} {test} {direction} {size}");
             self.error = Some(Finding::new(crate::outcome::FindingId::PairRegression, Severity::Error, subject, words, ""));
         }
     }

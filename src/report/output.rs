@@ -1,7 +1,8 @@
 //! The one output path: where and how a command's result goes. The format (`--format`, or a
 //! command's `--json`), the destination (stdout, or `--output FILE` written atomically so
 //! node_exporter's textfile collector never reads half a file), the stamp, `--fail-on`, and the
-//! side files (`--csv`, `--svg`, `--html`). Set once by `main` before the command runs.
+//! side files (`--csv`, `--svg`, `--html`). An [`Output`] value `main` builds before the command
+//! runs and hands down.
 //!
 //! Nothing here exits: every failure to deliver is a typed [`Delivery`] (or, for a side file, a
 //! [`Failure`]) returned to `main`, which alone chooses the exit code. Writes to stdout and stderr
@@ -11,9 +12,9 @@ use super::document::{Document, Stamp};
 use crate::error::{Delivery, Failure, Outcome};
 use crate::outcome::Verdict;
 use crate::sys::atomic::{AtomicFile, WriteError};
+use std::cell::Cell;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Format {
@@ -25,73 +26,80 @@ pub enum Format {
     Junit,
 }
 
-#[derive(Debug, Clone, Default)]
-struct Settings {
+/// The output settings: the format, the destination, `--fail-on`, the command's own `--json`,
+/// `check --max-len` and whether the human view is coloured. Built once in `main.rs` from the
+/// command line and handed down to the command that delivers (no process-wide global); it
+/// remembers whether a document was delivered, for [`Output::deliver_failure`].
+#[derive(Debug, Default)]
+pub struct Output {
     format: Format,
     output: Option<PathBuf>,
     fail_on_warning: bool,
     /// The command's own `--json` was given: a run that cannot run still writes its JSON
     /// error document.
     json_flag: bool,
+    /// The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
+    colour: bool,
+    /// `check --max-len`: the oneline line's most bytes.
+    max_len: Cell<Option<usize>>,
+    /// Whether a document was delivered: a run that then ends with exit 2 (a mesh or soak
+    /// window interrupted, a side file) has said its verdict, and [`Output::deliver_failure`]
+    /// leaves it in place.
+    delivered: Cell<bool>,
 }
 
-static SETTINGS: OnceLock<Settings> = OnceLock::new();
-
-/// `check --max-len`: the oneline line's most bytes.
-static MAX_LEN: OnceLock<usize> = OnceLock::new();
-
-/// Cuts `--format oneline`'s line to `max` bytes for this process (the first call wins).
-pub fn limit_oneline(max: usize) {
-    let _ = MAX_LEN.set(max);
-}
-
-/// The oneline line as `--max-len` allows.
-fn limited(line: String) -> String {
-    match MAX_LEN.get() {
-        Some(&max) => super::oneline::cut(&line, max),
-        None => line,
+impl Output {
+    /// The format, the output file, whether warnings fail the run and whether the command's
+    /// own `--json` was given.
+    pub fn new(format: Format, output: Option<PathBuf>, fail_on_warning: bool, json_flag: bool) -> Output {
+        crate::sys::stdio::note_stdout();
+        let colour = output.is_none() && super::colour::for_stdout();
+        Output { format, output, fail_on_warning, json_flag, colour, ..Output::default() }
     }
-}
 
-/// Whether a document was delivered: a run that then ends with exit 2 (a mesh or soak window
-/// interrupted, a side file) has said its verdict, and [`deliver_failure`] leaves it in place.
-static DELIVERED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Sets the format, the output file, whether warnings fail the run and whether the command's
-/// own `--json` was given, for this process (the first call wins).
-pub fn configure(format: Format, output: Option<PathBuf>, fail_on_warning: bool, json_flag: bool) {
-    crate::sys::stdio::note_stdout();
-    let _ = SETTINGS.set(Settings { format, output, fail_on_warning, json_flag });
-}
-
-/// `--fail-on warning`: a warning fails the run (its document's verdict too).
-pub fn fail_on_warning() -> bool {
-    SETTINGS.get().is_some_and(|s| s.fail_on_warning)
-}
-
-pub fn format() -> Format {
-    SETTINGS.get().map(|s| s.format).unwrap_or_default()
-}
-
-/// Whether a machine format was asked for: commands then build their document, not the human view.
-pub fn machine() -> bool {
-    format() != Format::Human
-}
-
-/// The format a command's document is written in: `--format`, or JSON for a command's own
-/// `--json` when `--format` was left at human.
-pub fn chosen(json_flag: bool) -> Format {
-    match format() {
-        Format::Human if json_flag => Format::Json,
-        f => f,
+    /// Cuts `--format oneline`'s line to `max` bytes (`check --max-len`).
+    pub fn limit_oneline(&self, max: usize) {
+        self.max_len.set(Some(max));
     }
-}
 
-/// Whether `--output` can be written, asked before the command runs (nothing is created).
-pub fn precheck() -> Result<(), Delivery> {
-    match SETTINGS.get().and_then(|s| s.output.as_deref()) {
-        Some(path) => crate::sys::atomic::precheck(path).map_err(Delivery::File),
-        None => Ok(()),
+    /// The oneline line as `--max-len` allows.
+    fn limited(&self, line: String) -> String {
+        match self.max_len.get() {
+            Some(max) => super::oneline::cut(&line, max),
+            None => line,
+        }
+    }
+
+    /// `--fail-on warning`: a warning fails the run (its document's verdict too).
+    pub fn fail_on_warning(&self) -> bool {
+        self.fail_on_warning
+    }
+
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// Whether a machine format was asked for: commands then build their document, not the
+    /// human view.
+    pub fn machine(&self) -> bool {
+        self.format != Format::Human
+    }
+
+    /// The format a command's document is written in: `--format`, or JSON for a command's own
+    /// `--json` when `--format` was left at human.
+    pub fn chosen(&self, json_flag: bool) -> Format {
+        match self.format {
+            Format::Human if json_flag => Format::Json,
+            f => f,
+        }
+    }
+
+    /// Whether `--output` can be written, asked before the command runs (nothing is created).
+    pub fn precheck(&self) -> Result<(), Delivery> {
+        match self.output.as_deref() {
+            Some(path) => crate::sys::atomic::precheck(path).map_err(Delivery::File),
+            None => Ok(()),
+        }
     }
 }
 
@@ -102,110 +110,109 @@ pub fn judged(doc: &dyn Document, fail_on_warning: bool) -> (Option<Verdict>, Ou
     (verdict, if failed { Outcome::Fail } else { Outcome::Pass })
 }
 
-/// Writes a command's document in the chosen format to stdout or `--output`, and says how the
-/// run ended (its verdict, with `--fail-on`).
-pub fn deliver(doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery> {
-    let settings = SETTINGS.get().cloned().unwrap_or_default();
-    let (verdict, outcome) = judged(doc, settings.fail_on_warning);
-    let mut sink = Writer::open(settings.output.as_deref())?;
-    let format = chosen(json_flag);
-    // The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
-    let written = if format == Format::Human && settings.output.is_none() && super::colour::for_stdout() {
-        sink.write_all(super::colour::paint(&crate::sanitise::printable(&doc.human())).as_bytes())
-    } else {
-        render(doc, format, verdict, &mut sink)
-    };
-    written.map_err(|e| sink.failure(e))?;
-    sink.finish()?;
-    DELIVERED.store(true, std::sync::atomic::Ordering::Relaxed);
-    Ok(outcome)
-}
-
-/// Writes a document a command renders itself (`accept`: its own formats) to `--output` or
-/// stdout, as [`deliver`] writes the others.
-pub fn deliver_text(text: &str) -> Result<(), Delivery> {
-    let settings = SETTINGS.get().cloned().unwrap_or_default();
-    let mut sink = Writer::open(settings.output.as_deref())?;
-    sink.write_all(text.as_bytes()).map_err(|e| sink.failure(e))?;
-    sink.finish()?;
-    DELIVERED.store(true, std::sync::atomic::Ordering::Relaxed);
-    Ok(())
-}
-
-/// A run that could not run (exit 2), said in the machine format a health check reads, so no
-/// consumer keeps the last run's verdict: `oneline` prints `fabcheck COMMAND ERROR: CAUSE` on
-/// stdout, `prom` writes `fabcheck_up 0` and the cause, `junit` a suite with one error case and
-/// JSON (`--format json` or the command's `--json`) a document of the command's schema with
-/// `verdict` `error` and the cause and remedy, each to `--output` (replacing the last run's file)
-/// or stdout. The human view says nothing more (the cause is on stderr). A destination that cannot take it is left as it is:
-/// the exit code and stderr already tell. After a delivered document (a run interrupted after
-/// its report) only `oneline`'s line is added: the document already says what was seen.
-pub fn deliver_failure(command: &str, cause: &str, remedy: &str) {
-    let settings = SETTINGS.get().cloned().unwrap_or_default();
-    if settings.format != Format::Oneline && DELIVERED.load(std::sync::atomic::Ordering::Relaxed) {
-        return;
+impl Output {
+    /// Writes a command's document in the chosen format to stdout or `--output`, and says how the
+    /// run ended (its verdict, with `--fail-on`).
+    pub fn deliver(&self, doc: &dyn Document, json_flag: bool) -> Result<Outcome, Delivery> {
+        let (verdict, outcome) = judged(doc, self.fail_on_warning);
+        let mut sink = Writer::open(self.output.as_deref())?;
+        let format = self.chosen(json_flag);
+        // The human view on a terminal is coloured (never in a file, a pipe, or with NO_COLOR).
+        let written = if format == Format::Human && self.colour {
+            sink.write_all(super::colour::paint(&crate::sanitise::printable(&doc.human())).as_bytes())
+        } else {
+            self.render(doc, format, verdict, &mut sink)
+        };
+        written.map_err(|e| sink.failure(e))?;
+        sink.finish()?;
+        self.delivered.set(true);
+        Ok(outcome)
     }
-    let text = match settings.format {
-        // With `--output` the file gets the line (a `fabcheck check PASS` left there would be
-        // read as this run's, issue #58); else stdout.
-        Format::Oneline if settings.output.is_some() => limited(super::oneline::error_line(command, cause)),
-        Format::Oneline => {
-            let _ = to_stdout(limited(super::oneline::error_line(command, cause)).as_bytes());
+
+    /// Writes a document a command renders itself (`accept`: its own formats) to `--output` or
+    /// stdout, as [`Output::deliver`] writes the others.
+    pub fn deliver_text(&self, text: &str) -> Result<(), Delivery> {
+        let mut sink = Writer::open(self.output.as_deref())?;
+        sink.write_all(text.as_bytes()).map_err(|e| sink.failure(e))?;
+        sink.finish()?;
+        self.delivered.set(true);
+        Ok(())
+    }
+
+    /// A run that could not run (exit 2), said in the machine format a health check reads, so no
+    /// consumer keeps the last run's verdict: `oneline` prints `fabcheck COMMAND ERROR: CAUSE` on
+    /// stdout, `prom` writes `fabcheck_up 0` and the cause, `junit` a suite with one error case and
+    /// JSON (`--format json` or the command's `--json`) a document of the command's schema with
+    /// `verdict` `error` and the cause and remedy, each to `--output` (replacing the last run's file)
+    /// or stdout. The human view says nothing more (the cause is on stderr). A destination that cannot take it is left as it is:
+    /// the exit code and stderr already tell. After a delivered document (a run interrupted after
+    /// its report) only `oneline`'s line is added: the document already says what was seen.
+    pub fn deliver_failure(&self, command: &str, cause: &str, remedy: &str) {
+        if self.format != Format::Oneline && self.delivered.get() {
             return;
         }
-        Format::Prom => super::prom::error_page(command, cause, now_unix()),
-        Format::Junit => super::junit::error_document(command, cause, &Stamp::now()),
-        Format::Json => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
-            Some(text) => text,
-            None => return,
-        },
-        Format::Human if settings.json_flag => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
-            Some(text) => text,
-            None => return,
-        },
-        // The human view with `--output`: the file says the run could not run, so the last
-        // run's text is not read as this one's.
-        Format::Human if settings.output.is_some() => {
-            format!(
-                "fabcheck {command}: could not run: {}\n  what to do: {}\n",
-                crate::sanitise::printable(cause),
-                crate::sanitise::printable(remedy)
-            )
-        }
-        Format::Human => return,
-    };
-    if let Ok(mut sink) = Writer::open(settings.output.as_deref()) {
-        if sink.write_all(text.as_bytes()).is_ok() {
-            let _ = sink.finish();
+        let text = match self.format {
+            // With `--output` the file gets the line (a `fabcheck check PASS` left there would be
+            // read as this run's, issue #58); else stdout.
+            Format::Oneline if self.output.is_some() => self.limited(super::oneline::error_line(command, cause)),
+            Format::Oneline => {
+                let _ = to_stdout(self.limited(super::oneline::error_line(command, cause)).as_bytes());
+                return;
+            }
+            Format::Prom => super::prom::error_page(command, cause, now_unix()),
+            Format::Junit => super::junit::error_document(command, cause, &Stamp::now()),
+            Format::Json => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
+                Some(text) => text,
+                None => return,
+            },
+            Format::Human if self.json_flag => match super::json::error_document(command, cause, remedy, &Stamp::now()) {
+                Some(text) => text,
+                None => return,
+            },
+            // The human view with `--output`: the file says the run could not run, so the last
+            // run's text is not read as this one's.
+            Format::Human if self.output.is_some() => {
+                format!(
+                    "fabcheck {command}: could not run: {}\n  what to do: {}\n",
+                    crate::sanitise::printable(cause),
+                    crate::sanitise::printable(remedy)
+                )
+            }
+            Format::Human => return,
+        };
+        if let Ok(mut sink) = Writer::open(self.output.as_deref()) {
+            if sink.write_all(text.as_bytes()).is_ok() {
+                let _ = sink.finish();
+            }
         }
     }
-}
 
-/// The document in `format`, written to `out`. A document that cannot be produced (its
-/// serialisation failed: the spool) is an `io::Error` of kind `Other` from before the first byte.
-fn render(doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mut dyn Write) -> io::Result<()> {
-    let stamp = Stamp::of(doc.origin());
-    let fail_on_warning = fail_on_warning();
-    let text = match format {
-        Format::Human => return out.write_all(crate::sanitise::printable(&doc.human()).as_bytes()),
-        Format::Json => return doc.write_json(out, &stamp, verdict),
-        Format::Oneline => {
-            let mut printer = super::oneline::OnelinePrinter::new(doc.command());
-            doc.feed(&mut printer)?;
-            limited(printer.finish(verdict))
-        }
-        Format::Prom => {
-            let mut printer = super::prom::PromPrinter::new(doc.command(), verdict, fail_on_warning);
-            doc.feed(&mut printer)?;
-            printer.finish(now_unix())
-        }
-        Format::Junit => {
-            let mut printer = super::junit::JunitPrinter::new(doc.command(), fail_on_warning);
-            doc.feed(&mut printer)?;
-            printer.finish(&stamp)
-        }
-    };
-    out.write_all(text.as_bytes())
+    /// The document in `format`, written to `out`. A document that cannot be produced (its
+    /// serialisation failed: the spool) is an `io::Error` of kind `Other` from before the first byte.
+    fn render(&self, doc: &dyn Document, format: Format, verdict: Option<Verdict>, out: &mut dyn Write) -> io::Result<()> {
+        let stamp = Stamp::of(doc.origin());
+        let fail_on_warning = self.fail_on_warning;
+        let text = match format {
+            Format::Human => return out.write_all(crate::sanitise::printable(&doc.human()).as_bytes()),
+            Format::Json => return doc.write_json(out, &stamp, verdict),
+            Format::Oneline => {
+                let mut printer = super::oneline::OnelinePrinter::new(doc.command());
+                doc.feed(&mut printer)?;
+                self.limited(printer.finish(verdict))
+            }
+            Format::Prom => {
+                let mut printer = super::prom::PromPrinter::new(doc.command(), verdict, fail_on_warning);
+                doc.feed(&mut printer)?;
+                printer.finish(now_unix())
+            }
+            Format::Junit => {
+                let mut printer = super::junit::JunitPrinter::new(doc.command(), fail_on_warning);
+                doc.feed(&mut printer)?;
+                printer.finish(&stamp)
+            }
+        };
+        out.write_all(text.as_bytes())
+    }
 }
 
 /// Now, in Unix seconds (the prom page's run time).
@@ -413,11 +420,11 @@ mod tests {
         let devices = Doc { verdict: None, warned: false, broken: false };
         assert_eq!(judged(&devices, true), (None, Outcome::Pass));
         let mut out = Vec::new();
-        render(&warned, Format::Json, Some(Verdict::Fail), &mut out).unwrap();
+        Output::default().render(&warned, Format::Json, Some(Verdict::Fail), &mut out).unwrap();
         let doc: serde_json::Value = serde_json::from_slice(&out).unwrap();
         assert_eq!((doc["verdict"].as_str(), doc["fabcheck_version"].as_str()), (Some("fail"), Some(env!("CARGO_PKG_VERSION"))));
         let mut out = Vec::new();
-        render(&warned, Format::Human, None, &mut out).unwrap();
+        Output::default().render(&warned, Format::Human, None, &mut out).unwrap();
         assert_eq!(out, b"human\\u{1b}[2J\n", "control bytes escaped in the human view");
     }
 
@@ -428,7 +435,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("out.json");
         let mut sink = Writer::open(Some(&path)).unwrap();
-        let err = render(&broken, Format::Json, None, &mut sink).unwrap_err();
+        let err = Output::default().render(&broken, Format::Json, None, &mut sink).unwrap_err();
         assert!(matches!(sink.failure(err), Delivery::Document(why) if why.contains("No space left")));
         drop(sink);
         assert!(!path.exists() && std::fs::read_dir(&dir).unwrap().count() == 0, "nothing half-written");

@@ -163,6 +163,34 @@ impl AtomicFile {
     }
 }
 
+/// A file written as it grows, for a reader that follows it (`--progress-json`, `tail -f`):
+/// its path judged as [`AtomicFile`]'s is (this process's own descriptors; a path another user
+/// planted refused; a FIFO or character device opened without blocking, with deadlines), but a
+/// regular file is truncated and written in place, never through a link at its name
+/// (`O_NOFOLLOW`) and only when it is a regular file once opened.
+pub fn create_growing(path: &Path) -> Result<impl Write + Send, WriteError> {
+    let file = match target::judge(path)? {
+        Kind::Own(fd) => super::stdio::own_stream(fd).map_err(|e| WriteError::new(path, "write", e))?,
+        Kind::Direct(at) => open_direct(&at, DEADLINES.reader)?,
+        Kind::Replace { path: at, mode } => {
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(mode)
+                .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+                .open(&at)
+                .map_err(|e| WriteError::new(&at, "open", e))?;
+            // Judged on the opened descriptor: what was looked at may have been swapped since.
+            if !file.metadata().map_err(|e| WriteError::new(&at, "inspect", e))?.file_type().is_file() {
+                return Err(WriteError::new(&at, "write", io::Error::other("it changed between the look and the open (no longer a regular file)")));
+            }
+            file
+        }
+    };
+    Ok(Paced { file, stall: DEADLINES.stall })
+}
+
 /// Opens a character device or a FIFO for writing without blocking: a FIFO with no reader is
 /// tried again until `reader_wait` has passed, then refused.
 fn open_direct(path: &Path, reader_wait: Duration) -> Result<File, WriteError> {
@@ -270,6 +298,26 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         dir
+    }
+
+    /// `--progress-json`'s file: written in place and readable while it grows; a link planted at
+    /// its name is not followed (the file it points at is untouched).
+    #[test]
+    fn a_growing_file_is_written_in_place_and_never_through_a_link() {
+        let dir = scratch("growing");
+        let path = dir.join("progress.json");
+        let mut out = create_growing(&path).unwrap();
+        out.write_all(b"{\"t\":1}\n").unwrap();
+        out.flush().unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "{\"t\":1}\n", "readable while it grows");
+        drop(out);
+        let victim = dir.join("victim");
+        std::fs::write(&victim, "keep").unwrap();
+        let link = dir.join("link.json");
+        symlink(&victim, &link).unwrap();
+        assert!(create_growing(&link).is_err(), "a link at the name is not followed");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep");
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     fn entries(dir: &Path) -> Vec<String> {

@@ -6,6 +6,7 @@
 
 mod design;
 mod harness;
+mod qos;
 mod route;
 
 use harness::{errors, finding, findings, Sim};

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The helper, built into this test binary's target directory if it is not there yet.
-fn ibsim_set() -> PathBuf {
+pub(super) fn ibsim_set() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target = exe.ancestors().nth(3).expect("target/debug/deps/THIS").to_path_buf();
     let helper = target.join("debug/examples/ibsim_set");
@@ -29,7 +29,7 @@ fn ibsim_set() -> PathBuf {
 }
 
 /// Two leaves under two spines (leaf ports 7 and 8 up), two hosts per leaf.
-fn tree_net() -> String {
+pub(super) fn tree_net() -> String {
     "width=15\n\n\
      Hca 2 \"hostA\"\n[1] \"leaf1\"[1]\n\n\
      Switch 8 \"spine1\"\n[1] \"leaf1\"[7]\n[2] \"leaf2\"[7]\n\n\
@@ -42,7 +42,7 @@ fn tree_net() -> String {
         .into()
 }
 
-fn of(doc: &Value, id: &str) -> Vec<(String, String, String)> {
+pub(super) fn of(doc: &Value, id: &str) -> Vec<(String, String, String)> {
     findings(doc).into_iter().filter(|f| f.0 == id).collect()
 }
 
@@ -50,7 +50,7 @@ fn lid_of(doc: &Value, description: &str) -> u64 {
     doc["nodes"].as_array().unwrap().iter().find(|n| n["description"] == description).and_then(|n| n["lid"].as_u64()).expect("the host's LID")
 }
 
-fn set(sim: &Sim, helper: &Path, args: &[&str]) -> String {
+pub(super) fn set(sim: &Sim, helper: &Path, args: &[&str]) -> String {
     let out = sim.tool(helper.to_str().unwrap(), args);
     let stdout = String::from_utf8_lossy(&out.stdout).to_string();
     assert!(out.status.success(), "ibsim_set {args:?}: {stdout}{}", String::from_utf8_lossy(&out.stderr));

@@ -14,9 +14,11 @@
 //! |                 | (ConnectX-6, 4X HDR, ACTIVE at 200 Gb/s)                             |
 //! | `prepare`       | `ready{endpoint}`: host `fakeNN`, the fixture port's LID, rate...    |
 //! | `connect{peer}` | `connected`; remembers `peer.host`, who it is paired with            |
-//! | `run`           | `running`; then an active side (`active`, `both`) sends              |
+//! | `run`           | `running`; then an active side (`active`, `both`) sends (with        |
+//! |                 | `report_every_ms` and a duration: one `progress` per interval, first)|
 //! |                 | `done{result}` at once, a passive side waits for `stop`              |
-//! | `stop`          | `done{result}` (zeros) if a passive run waits, else nothing          |
+//! | `stop`          | `done{result}` (zeros; with `validate_seed` its data check) if a     |
+//! |                 | passive run waits, else nothing                                      |
 //! | `finish`        | `finished`                                                           |
 //! | `bye`           | `bye`, and the connection is closed                                  |
 //!
@@ -78,6 +80,12 @@ pub(crate) struct Knobs {
     /// The latency loop of a test with this host is preempted: 8 ms, and its gaps reported
     /// (a loaded host: more busy pollers than CPUs).
     pub(crate) preempted_with: Option<String>,
+    /// The active run of this test hangs (says `running`, then nothing), whoever the peer:
+    /// a long test in flight when a signal comes.
+    pub(crate) hang_on: Option<fabcheck::model::TestKind>,
+    /// `--validate`: this agent, receiving, finds bytes changed (a bit at offset 4100 of
+    /// message 812), as a real agent with the fault knob set does.
+    pub(crate) corrupt: bool,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
@@ -100,6 +108,9 @@ pub(crate) struct Fabric {
     pub(crate) targets: std::sync::Mutex<Vec<Target>>,
     /// Each `prepare`'s agent (its own name) and the CPU slot the controller gave it.
     pub(crate) slots: std::sync::Mutex<Vec<(String, Option<u8>)>>,
+    /// Controller connections still open (a session whose channel the controller has not
+    /// closed: an agent still running for it).
+    pub(crate) open: AtomicUsize,
 }
 
 impl Fabric {
@@ -172,6 +183,7 @@ impl FakeCluster {
             normal_gbps,
             targets: std::sync::Mutex::new(Vec::new()),
             slots: std::sync::Mutex::new(Vec::new()),
+            open: AtomicUsize::new(0),
         });
         let stop = Arc::new(AtomicBool::new(false));
         let mut endpoints = Vec::new();
@@ -219,8 +231,10 @@ fn accept_loop(listener: TcpListener, me: &str, fabric: &Arc<Fabric>, stop: &Ato
         }
         let (fabric, me) = (Arc::clone(fabric), me.to_string());
         // A connection ends with `bye` or when the controller closes (or is killed).
+        fabric.open.fetch_add(1, Ordering::SeqCst);
         std::thread::spawn(move || {
             let _ = serve(stream, &me, &fabric);
+            fabric.open.fetch_sub(1, Ordering::SeqCst);
         });
     }
 }
@@ -299,12 +313,19 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 send_line(r#"{"v":1,"type":"running"}"#.into())?;
                 if s.role == Role::Passive {
                     passive_running = true;
-                } else if fabric.hangs(me, p) {
+                } else if fabric.hangs(me, p) || fabric.knobs.get(me).is_some_and(|k| k.hang_on == Some(s.test)) {
                     // Mute from here on: reads until the controller gives up and closes.
                     while reader.read_line(&mut line)? != 0 {}
                     return Ok(());
                 } else {
                     std::thread::sleep(fabric.done_delay);
+                    // `--report-every`: one `progress` per interval of the duration, at once
+                    // (the fake's clock: no waiting).
+                    if let (Some(every), Some(ms)) = (s.report_every_ms, s.duration_ms) {
+                        for k in 1..=ms / every {
+                            send(&Reply::Progress { interval: interval(s, k * every, fabric.gbps(me, p)) })?;
+                        }
+                    }
                     let mut result = active_result(s, fabric.gbps(me, p));
                     if fabric.preempted(me, p) {
                         result.lat = result.lat.map(preempted);
@@ -324,9 +345,12 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 }
             }
             Request::Stop => {
-                // Like the real agent: a stop with nothing running is ignored.
+                // Like the real agent: a stop with nothing running is ignored. A passive
+                // receiver asked to `--validate` says what its check found.
                 if std::mem::take(&mut passive_running) {
-                    send(&Reply::Done { result: RunResult::default() })?;
+                    let corrupt = fabric.knobs.get(me).is_some_and(|k| k.corrupt);
+                    let data = spec.as_ref().and_then(|s| s.validate_seed).map(|seed| data_check(seed, corrupt));
+                    send(&Reply::Done { result: RunResult { data, ..RunResult::default() } })?;
                 }
             }
             Request::Finish => {
@@ -334,6 +358,7 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                 send_line(r#"{"v":1,"type":"finished"}"#.into())?;
             }
             Request::Rails { .. } => send(&error("this fake agent has no rails"))?,
+            Request::PrepareMember { .. } | Request::ConnectHops { .. } => send(&error("this fake agent runs no collective"))?,
             Request::Check => send(&error("this fake agent has no node to check"))?,
             Request::Bye => {
                 send_line(r#"{"v":1,"type":"bye"}"#.into())?;
@@ -372,6 +397,23 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     // bytes * 8 / elapsed_ns = Gb/s.
     let elapsed_ns = (bytes as f64 * 8.0 / gbps).round() as u64;
     RunResult { iterations: iterations * u64::from(spec.qps), bytes, elapsed_ns, peak_gbps: Some(gbps), ..RunResult::default() }
+}
+
+/// A receiver's `--validate` check: clean, or one bad message (bits 0x10 at offset 4100).
+fn data_check(seed: u64, corrupt: bool) -> fabcheck::model::DataCheck {
+    let first = corrupt.then_some(fabcheck::model::DataMismatch { message: Some(812), offset: 4100, expected: 0x5a, got: 0x4a, bytes: 1 });
+    fabcheck::model::DataCheck { seed, checked: 5500, bad: u64::from(corrupt), first }
+}
+
+/// One `--report-every` interval of a running test: the figures its result will hold.
+fn interval(spec: &TestSpec, t_ms: u64, gbps: f64) -> fabcheck::model::Interval {
+    let lat_us = spec.test.is_latency().then_some(fabcheck::model::IntervalLatency {
+        p50: LAT_P50_US,
+        p99: LAT_P50_US + 0.1,
+        max: LAT_P50_US + 1.0,
+        samples: 1000,
+    });
+    fabcheck::model::Interval { t_ms, gbps: (!spec.test.is_latency()).then_some(gbps), lat_us }
 }
 
 /// A latency profile of a loop that lost its CPU: ~8 ms, a quarter of its time in gaps.

@@ -200,7 +200,7 @@ impl fabcheck::report::Document for FabricShape {
     fn feed(&self, sink: &mut dyn fabcheck::report::Sink) -> std::io::Result<()> {
         let findings: Vec<fabcheck::outcome::Finding> = serde_json::from_value(self.0["findings"].clone()).expect("findings");
         findings.iter().for_each(|f| sink.finding(f));
-        sink.links(self.0["links"].as_array().map_or(0, Vec::len));
+        sink.tally(&fabcheck::outcome::Tally::Links(self.0["links"].as_array().map_or(0, Vec::len)));
         Ok(())
     }
 }

@@ -244,6 +244,46 @@ fn other_shape(tag: &str, remote_gpu: bool) -> TempTree {
     let root = std::env::temp_dir().join(format!("fabcheck-gpu-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&root);
     let tree = TempTree(root.clone());
+    let fns = other_shape_functions(remote_gpu);
+    for pf in &fns {
+        let dir = root.join("devices").join(pf.path);
+        write(&dir.join("vendor"), format!("0x{:04x}\n", pf.ids.0));
+        write(&dir.join("device"), format!("0x{:04x}\n", pf.ids.1));
+        write(&dir.join("class"), format!("0x{:06x}\n", pf.class));
+        write(&dir.join("numa_node"), format!("{}\n", pf.numa));
+        write(&dir.join("max_link_speed"), format!("{}\n", speed(pf.cap.0)));
+        write(&dir.join("max_link_width"), format!("{}\n", pf.cap.1));
+        write(&dir.join("current_link_speed"), format!("{}\n", speed(pf.sta.0)));
+        write(&dir.join("current_link_width"), format!("{}\n", pf.sta.1));
+        write(&dir.join("config"), config(pf));
+        let bdf = pf.path.rsplit('/').next().unwrap();
+        std::fs::create_dir_all(root.join("bus/pci/devices")).unwrap();
+        symlink(Path::new("../../../devices").join(pf.path), root.join("bus/pci/devices").join(bdf)).unwrap();
+    }
+    for (name, bdf_path) in [
+        ("mlx5_0", "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0/0002:47:00.0"),
+        ("mlx5_1", "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0/0002:48:00.0"),
+    ] {
+        let dev = root.join("class/infiniband").join(name);
+        write(&dev.join("fw_ver"), "20.39.1002\n");
+        write(&dev.join("node_guid"), "b8ce:f603:00a1:0001\n");
+        write(&dev.join("ports/1/state"), "4: ACTIVE\n");
+        write(&dev.join("ports/1/phys_state"), "5: LinkUp\n");
+        write(&dev.join("ports/1/rate"), "200 Gb/sec (4X HDR)\n");
+        write(&dev.join("ports/1/link_layer"), "InfiniBand\n");
+        write(&dev.join("ports/1/lid"), "0x12\n");
+        write(&dev.join("ports/1/sm_lid"), "0x1\n");
+        symlink(Path::new("../../../devices").join(bdf_path), dev.join("device")).unwrap();
+    }
+    for m in ["ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "nvidia"] {
+        std::fs::create_dir_all(root.join("module").join(m)).unwrap();
+    }
+    write(&root.join("module/nvidia/taint"), "POE\n");
+    tree
+}
+
+/// The PCI functions of [`other_shape`].
+fn other_shape_functions(remote_gpu: bool) -> Vec<Pf> {
     let gen4 = (4, 16);
     let mut fns = vec![
         Pf {
@@ -383,41 +423,7 @@ fn other_shape(tag: &str, remote_gpu: bool) -> TempTree {
     if remote_gpu {
         fns.extend(remote);
     }
-    for pf in &fns {
-        let dir = root.join("devices").join(pf.path);
-        write(&dir.join("vendor"), format!("0x{:04x}\n", pf.ids.0));
-        write(&dir.join("device"), format!("0x{:04x}\n", pf.ids.1));
-        write(&dir.join("class"), format!("0x{:06x}\n", pf.class));
-        write(&dir.join("numa_node"), format!("{}\n", pf.numa));
-        write(&dir.join("max_link_speed"), format!("{}\n", speed(pf.cap.0)));
-        write(&dir.join("max_link_width"), format!("{}\n", pf.cap.1));
-        write(&dir.join("current_link_speed"), format!("{}\n", speed(pf.sta.0)));
-        write(&dir.join("current_link_width"), format!("{}\n", pf.sta.1));
-        write(&dir.join("config"), config(pf));
-        let bdf = pf.path.rsplit('/').next().unwrap();
-        std::fs::create_dir_all(root.join("bus/pci/devices")).unwrap();
-        symlink(Path::new("../../../devices").join(pf.path), root.join("bus/pci/devices").join(bdf)).unwrap();
-    }
-    for (name, bdf_path) in [
-        ("mlx5_0", "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:08.0/0002:43:00.0/0002:44:02.0/0002:47:00.0"),
-        ("mlx5_1", "pci0002:40/0002:40:03.0/0002:41:00.0/0002:42:09.0/0002:48:00.0"),
-    ] {
-        let dev = root.join("class/infiniband").join(name);
-        write(&dev.join("fw_ver"), "20.39.1002\n");
-        write(&dev.join("node_guid"), "b8ce:f603:00a1:0001\n");
-        write(&dev.join("ports/1/state"), "4: ACTIVE\n");
-        write(&dev.join("ports/1/phys_state"), "5: LinkUp\n");
-        write(&dev.join("ports/1/rate"), "200 Gb/sec (4X HDR)\n");
-        write(&dev.join("ports/1/link_layer"), "InfiniBand\n");
-        write(&dev.join("ports/1/lid"), "0x12\n");
-        write(&dev.join("ports/1/sm_lid"), "0x1\n");
-        symlink(Path::new("../../../devices").join(bdf_path), dev.join("device")).unwrap();
-    }
-    for m in ["ib_core", "ib_uverbs", "rdma_ucm", "mlx5_core", "mlx5_ib", "nvidia"] {
-        std::fs::create_dir_all(root.join("module").join(m)).unwrap();
-    }
-    write(&root.join("module/nvidia/taint"), "POE\n");
-    tree
+    fns
 }
 
 /// Runs fabcheck with a deadline: a FIFO in the tree must not make it hang.

@@ -158,7 +158,7 @@ fn durations_and_counts_from_flags_are_bounded() {
     let out = fabcheck(&["pair", "localhost", "localhost", "--timeout", "18446744073709551615", "--duration", "1"]);
     assert_exit2(&out, "--timeout");
     let out = fabcheck(&["pair", "localhost", "localhost", "--duration", "0"]);
-    assert_exit2(&out, "give more than 0 and at most 3600 seconds");
+    assert_exit2(&out, "give more than 0 and at most 604800 seconds (7 days)");
     let out = fabcheck(&["mesh", "a", "b", "--fanout", "0"]);
     assert_exit2(&out, "--fanout");
     let out = fabcheck(&["serve", "--max-sessions", "0"]);

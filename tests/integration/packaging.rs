@@ -31,7 +31,7 @@ fn pages(label: &str) -> PathBuf {
 #[test]
 fn every_command_has_a_manual_page_that_renders_without_warnings() {
     let man1 = pages("man");
-    for command in ["check", "devices", "fabric", "pair", "mesh", "serve", "exporter", "compare", "bundle", "completions", "accept"] {
+    for command in ["check", "devices", "fabric", "pair", "mesh", "serve", "exporter", "compare", "bundle", "completions", "accept", "collective"] {
         let page = man1.join(format!("fabcheck-{command}.1"));
         let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{}: {e}", page.display()));
         assert!(text.contains(&format!(".TH fabcheck-{command} 1")), "{command}: not a section 1 page");
@@ -47,7 +47,7 @@ fn every_command_has_a_manual_page_that_renders_without_warnings() {
         assert!(out.status.success() && warnings.is_empty(), "{}: {warnings}", page.display());
         rendered += 1;
     }
-    assert_eq!(rendered, 12, "fabcheck.1 and eleven command pages");
+    assert_eq!(rendered, 13, "fabcheck.1 and twelve command pages");
     let _ = std::fs::remove_dir_all(man1.parent().unwrap());
 }
 

@@ -37,7 +37,7 @@ fn jsons_under(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-fn assert_valid(what: &str, files: &[PathBuf]) {
+pub(crate) fn assert_valid(what: &str, files: &[PathBuf]) {
     let out = validate(files);
     assert_eq!(out.status.code(), Some(0), "{what}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
 }
@@ -76,6 +76,8 @@ fn documents_written_now_and_error_documents_are_valid() {
         // accept: a level this build has not (its error document); its full documents are
         // validated in accept.rs.
         ("accept-error.json", vec!["accept", "tcp://127.0.0.1:1", "--level", "3", "--json"], 2),
+        // collective: agents that cannot be reached (its full documents: collective.rs).
+        ("collective-error.json", vec!["collective", "tcp://127.0.0.1:1", "tcp://127.0.0.1:1", "--op", "allreduce", "--json"], 2),
     ];
     let mut files = Vec::new();
     for (file, args, code) in &runs {

@@ -4,7 +4,9 @@
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
 mod bundle;
+mod burn_in;
 mod check;
+mod collective;
 mod cuda_double;
 mod devices;
 mod exporter;

@@ -6,6 +6,7 @@ use super::wr_id::WrId;
 use crate::loader as dl;
 use rdma_sys as sys;
 use std::sync::Arc;
+mod imm;
 
 pub(crate) struct CqInner {
     pub(crate) cq: *mut sys::ibv_cq,

@@ -89,6 +89,7 @@ mod pages;
 mod pd;
 mod qp;
 pub mod tsc;
+mod wr;
 mod wr_id;
 
 pub use cm::{CmChannel, CmEvent, CmId};
@@ -103,5 +104,7 @@ pub use loader::{libibverbs_available, librdmacm_available, INSTALL_HINT, LIBIBV
 pub use mlx5::LIBMLX5;
 pub use mr::{registration_plan, Access, MemoryRegion, RegPath, RegPlan, RemoteBuffer};
 pub use pd::ProtectionDomain;
-pub use qp::{PathSpec, QpConfig, QpMemory, QueuePair, RecvList, RtsParams, SendList, SendOp};
+pub use qp::chunk::ChunkWriter;
+pub use qp::{PathSpec, QpConfig, QpMemory, QueuePair, RtsParams};
+pub use wr::{RecvList, SendList, SendOp};
 pub use wr_id::WrId;

@@ -73,6 +73,27 @@ pub fn window(start: &Fabric, end: &mut Fabric, seconds: f64, interrupted: bool)
     FabricWindow { seconds, interrupted, not_judged, sample_ticks: std::collections::BTreeMap::new() }
 }
 
+/// The error counters that rose from `start` to `now` (a read during the window, for its
+/// progress line), as `leaf1 port 7 SymbolErrorCounter +12`; PortXmitWait, which rises with
+/// any congestion, is not said, nor a counter that went down or saturated.
+pub fn risen(start: &Fabric, now: &Fabric) -> Vec<String> {
+    let mut now = now.clone();
+    window(start, &mut now, 0.0, false);
+    let mut out = Vec::new();
+    for node in &now.nodes {
+        for port in &node.ports {
+            let Some(mut c) = port.counters else { continue };
+            for (name, _, field) in FIELDS.iter().filter(|(name, _, _)| *name != "PortXmitWait") {
+                let n = *field(&mut c);
+                if n > 0 {
+                    out.push(format!("{} port {} {name} +{n}", crate::sanitise::printable(&node.description), port.number));
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,5 +133,12 @@ mod tests {
                 "n01 mlx5_0 port 1: LinkDownedCounter sits at its maximum (255)"
             ]
         );
+    }
+
+    #[test]
+    fn what_has_risen_so_far_names_the_port_and_counter() {
+        assert_eq!(risen(&fabric(100, 3), &fabric(112, 3)), vec!["n01 mlx5_0 port 1 SymbolErrorCounter +12"]);
+        assert!(risen(&fabric(100, 3), &fabric(100, 3)).is_empty());
+        assert!(risen(&fabric(100, 3), &fabric(5, 3)).is_empty(), "cleared: not a rise");
     }
 }

@@ -12,7 +12,7 @@
 
 use crate::fabric::discovery::links::{end_name, Index};
 use crate::fabric::discovery::model::Fabric;
-use crate::fabric::judge::Noted;
+use crate::fabric::judgement::Noted;
 use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::Severity;

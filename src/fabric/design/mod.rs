@@ -1,10 +1,11 @@
 //! The fabric as designed, and the design judged: the expected cabling from an ibnetdiscover
-//! file (`topology`) or a cabling plan (`plan`, over the bounded RFC 4180 reader `csv`), rails
+//! file (`topology`, its maps hashed by `fast_hash`) or a cabling plan (`plan`, over the bounded RFC 4180 reader `csv`), rails
 //! (`rails`), switch tiers and fat-tree rules (`tiers`), identities that must be unique
 //! (`duplicate`). Pure: plain files and the discovered model in, findings out.
 
 pub mod csv;
 pub mod duplicate;
+pub mod fast_hash;
 pub mod plan;
 pub mod rails;
 pub mod tiers;

@@ -2,6 +2,7 @@
 //! `Fabric`. Every query is bounded by the configured timeout and retry limit; a node that
 //! does not answer becomes a `Gap`, never a hang.
 
+use crate::fabric::discovery::budget::Budget;
 use crate::fabric::discovery::model::{BudgetSpent, Fabric, Gap, LocalView, Node, Port, Tables};
 use crate::mad::attributes::{Counters, Guid, NodeType, SmInfo};
 use crate::mad::decode;
@@ -67,6 +68,19 @@ pub fn discover_with_tables(probe: &Probe) -> Result<(Fabric, Tables), MadError>
     Ok((fabric, tables))
 }
 
+/// The PortCounters of every port `fabric` read them for, read again (no discovery, no
+/// extended counters): a read during a soak window, for its progress line. A port that does
+/// not answer keeps no counters in the copy returned.
+pub fn reread_counters(fabric: &Fabric, probe: &Probe) -> Result<Fabric, MadError> {
+    let local = mad::find_local_port(probe.ca.as_deref(), probe.port)?;
+    let port = MadPort::open(&local, probe.timeout_ms, probe.retries)?;
+    let mut now = fabric.clone();
+    for p in now.nodes.iter_mut().flat_map(|n| n.ports.iter_mut()).filter(|p| p.counters.is_some() && p.lid != 0) {
+        p.counters = port.port_counters(p.lid, p.number).ok().map(|pc| decode::counters(&pc, None, false));
+    }
+    Ok(now)
+}
+
 /// At most this many SMPs for the tables: every block of 1,000 switches' tables for 10,000
 /// LIDs (157 blocks each), plus P_KeyTables, with room to spare.
 pub const MAX_TABLE_MADS: u64 = 250_000;
@@ -74,27 +88,6 @@ pub const MAX_TABLE_MADS: u64 = 250_000;
 /// P_KeyTable blocks read per port, at most (32 P_Keys each: the default partition and the
 /// first partitions an SM configures sit in block 0).
 const MAX_PKEY_BLOCKS: u16 = 4;
-
-/// SMPs left for the tables, and until when.
-struct Budget {
-    mads: u64,
-    max: u64,
-    until: std::time::Instant,
-}
-
-impl Budget {
-    /// Takes one SMP from the budget, or says why there is none left.
-    fn take(&mut self) -> Result<(), BudgetSpent> {
-        if self.mads >= self.max {
-            return Err(BudgetSpent::Smps(self.max));
-        }
-        if std::time::Instant::now() >= self.until {
-            return Err(BudgetSpent::Deadline);
-        }
-        self.mads += 1;
-        Ok(())
-    }
-}
 
 /// Every switch's linear forwarding table (blocks 0..=LinearFDBTop/64, as `ibroute` reads
 /// them) and the P_KeyTable of every linked CA port and of the switch port it is cabled to,
@@ -147,6 +140,13 @@ fn read_tables(raw: &[RawNode], port: &MadPort, budget: &mut Budget) -> Tables {
                 }
             }
         }
+    }
+    // The multicast and QoS tables, with what the budget leaves.
+    if tables.cut_short.is_none() {
+        let (mut qos, sl2vl, why) = super::qos::read(raw, port, budget);
+        qos.cut_short = why;
+        tables.qos = qos;
+        tables.sl2vl = sl2vl;
     }
     tables.mads = budget.mads;
     tables

@@ -83,9 +83,9 @@ impl Fabric {
 /// Why the tables were read only in part: the SMPs or the time `--deadline` left ran out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum BudgetSpent {
-    #[error("the budget of {0} SMPs for forwarding and partition tables was spent")]
+    #[error("the budget of {0} SMPs for the switch and port tables was spent")]
     Smps(u64),
-    #[error("the time left by --deadline for forwarding and partition tables ran out")]
+    #[error("the time left by --deadline for the switch and port tables ran out")]
     Deadline,
 }
 
@@ -126,6 +126,8 @@ pub struct Tables {
     /// Switches' SL to VL maps per (switch, in port, out port), where read: `fabric.creditloop`
     /// puts each hop on the VL they give (SL 0 to VL 0 where not read).
     pub sl2vl: Sl2Vl,
+    /// The multicast and QoS tables (`fabric.mcast`, `fabric.vl`, `fabric.creditloop` per VL).
+    pub qos: QosTables,
     /// SMPs sent for these tables.
     pub mads: u64,
     /// Why reading stopped before the end (the MAD budget or the time left), if it did.
@@ -136,6 +138,48 @@ pub struct Tables {
     /// PortSamplesControl Tick of the nodes with a port that waited (read at the end of a soak
     /// window): PortXmitWait counts (Tick + 1) symbol times (`fabric.congestion`).
     pub sample_ticks: std::collections::BTreeMap<Guid, TickRead>,
+}
+
+/// The multicast forwarding tables, each port's VL arbitration, and what did not answer. A
+/// CA port's SL to VL map sits in [`Tables::sl2vl`] under `(CA, 0, port)`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct QosTables {
+    /// (switch, MLID) -> the ports its MFT entry copies the group's packets to.
+    pub mfts: std::collections::BTreeMap<(Guid, u16), std::collections::BTreeSet<u8>>,
+    /// Switches whose MFT was read whole.
+    pub mft_read: std::collections::BTreeSet<Guid>,
+    /// Each output port's arbitration: its operational data VLs (0: not said) and its
+    /// (VL, weight) entries, high- and low-priority tables together.
+    pub vl_arb: std::collections::BTreeMap<(Guid, u8), PortArbitration>,
+    /// Tables asked for and not answered, by kind, with the node (and port; 0 for a switch's
+    /// MFT).
+    pub unanswered: Vec<(QosKind, Guid, u8)>,
+    /// Why reading them stopped before the end (the SMP budget or the time), if it did: what
+    /// was read is then a part, and `fabric.creditloop` keeps to VL 0.
+    pub cut_short: Option<BudgetSpent>,
+}
+
+/// One output port's operational data VLs (0: not said) and its VLArbitration (VL, weight)
+/// entries, high- and low-priority tables together.
+pub type PortArbitration = (u8, Vec<(u8, u8)>);
+
+/// The three tables of [`QosTables`], for saying which did not answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum QosKind {
+    MulticastForwarding,
+    Sl2Vl,
+    VlArbitration,
+}
+
+impl QosKind {
+    /// The IBTA attribute's name, as `smpquery`/`ibroute` users know it.
+    pub fn name(self) -> &'static str {
+        match self {
+            QosKind::MulticastForwarding => "MulticastForwardingTable",
+            QosKind::Sl2Vl => "SLtoVLMappingTable",
+            QosKind::VlArbitration => "VLArbitrationTable",
+        }
+    }
 }
 
 /// A node's PortSamplesControl Tick, as `fabric` read it.

@@ -147,7 +147,10 @@ fn two_x_links_hdr100_ndr200_and_xdr() {
     // XDR-capable pair at NDR.
     cable(&mut f, 0x10, 7, 0x20, 1, info(0, Width::X4, W4, W4, Speed::Ndr, SDR_TO_NDR | 256, SDR_TO_NDR | 256));
     let j = judge(&f, None, &FabricExpect::default());
-    assert!(j.findings.iter().any(|x| x.id == "fabric.link.speed" && x.severity == Severity::Error && x.message.contains("4X XDR (800 Gb/s)")));
+    assert!(j
+        .findings
+        .iter()
+        .any(|x| x.id == FindingId::FabricLinkSpeed && x.severity == Severity::Error && x.message.contains("4X XDR (800 Gb/s)")));
 }
 
 #[test]
@@ -285,7 +288,7 @@ fn nodes_matched_by_guid_when_the_file_gives_one() {
     let t = topology::parse("t", text).unwrap();
     let j = judge(&healthy(), Some(&t), &FabricExpect::default());
     // The leaf1[1] <-> hostA cable matches by GUID despite other names; the rest is extra.
-    assert!(j.findings.iter().all(|f| f.id == "fabric.topology.extra"), "{:#?}", j.findings);
+    assert!(j.findings.iter().all(|f| f.id == FindingId::FabricTopologyExtra), "{:#?}", j.findings);
     assert_eq!(j.findings.len(), 2);
 }
 
@@ -312,5 +315,5 @@ fn link_left_in_init_under_a_master() {
     assert!(j.findings[0].message.starts_with("linked up but INIT / INIT"));
     // Without a master the SM finding explains it instead.
     f.master = None;
-    assert!(judge(&f, None, &FabricExpect::default()).findings.iter().all(|x| x.id == "fabric.sm"));
+    assert!(judge(&f, None, &FabricExpect::default()).findings.iter().all(|x| x.id == FindingId::FabricSm));
 }

@@ -9,7 +9,8 @@
 //! consecutive switch-to-switch hops adds one dependency. The VL of a hop is the switch's
 //! SL2VL entry for (in port, out port, SL); where the SL2VL tables are not given, SL 0 maps to
 //! VL 0 on every hop (what an SM with one data VL sets), so the graph is the single-VL one.
-//! A cycle in it is a credit loop: once every buffer on it fills, no packet on it moves.
+//! Where they are read, every SL whose column of the maps differs is walked, and the graphs
+//! are joined (a packet keeps its SL; its VL may change hop by hop). A cycle in it is a credit loop: once every buffer on it fills, no packet on it moves.
 
 use crate::fabric::discovery::links::end_name;
 use crate::fabric::discovery::model::{Fabric, Lft, Tables};
@@ -198,31 +199,52 @@ fn strongly_connected(adj: &[Vec<usize>]) -> Vec<Vec<usize>> {
     out
 }
 
-/// `fabric.creditloop` findings: one error per cycle (up to five), each naming its links.
+/// The SLs whose routes differ in VL somewhere (one per distinct column of the SL2VL maps):
+/// SL 0 alone where no map was read.
+fn distinct_sls(sl2vl: &Sl2Vl) -> Vec<u8> {
+    let mut seen: BTreeSet<Vec<u8>> = BTreeSet::new();
+    (0..16u8).filter(|&sl| sl == 0 || !sl2vl.is_empty()).filter(|&sl| seen.insert(sl2vl.values().map(|m| m[usize::from(sl)]).collect())).collect()
+}
+
+/// `fabric.creditloop` findings: the graph of every SL's routes together (each hop on the VL
+/// its switch's SL2VL map gives), one error per cycle of links (up to five), naming its links
+/// and the VLs it is found on.
 pub fn judge(fabric: &Fabric, tables: &Tables, sl2vl: &Sl2Vl) -> Vec<Finding> {
     if tables.lfts.is_empty() {
         return Vec::new();
     }
-    let found = cycles(&graph(fabric, tables, sl2vl, 0));
-    let link = |(g, port, _): &Channel| -> String {
-        let Some(node) = fabric.node(*g) else { return format!("{g}[{port}]") };
-        let far = node.port(*port).and_then(|p| p.remote).and_then(|(r, rp)| fabric.node(r).map(|n| end_name(n, rp)));
-        format!("{} -> {}", end_name(node, *port), far.unwrap_or_else(|| "?".into()))
+    let mut all = Graph::default();
+    for sl in distinct_sls(sl2vl) {
+        for (from, to) in graph(fabric, tables, sl2vl, sl).edges {
+            all.edges.entry(from).or_default().extend(to);
+        }
+    }
+    // The same links in a cycle on several VLs are one finding.
+    let mut found: BTreeMap<Vec<(Guid, u8)>, BTreeSet<u8>> = BTreeMap::new();
+    for cycle in cycles(&all) {
+        let vl = cycle[0].2;
+        found.entry(cycle.iter().map(|&(g, p, _)| (g, p)).collect()).or_default().insert(vl);
+    }
+    let link = |&(g, port): &(Guid, u8)| -> String {
+        let Some(node) = fabric.node(g) else { return format!("{g}[{port}]") };
+        let far = node.port(port).and_then(|p| p.remote).and_then(|(r, rp)| fabric.node(r).map(|n| end_name(n, rp)));
+        format!("{} -> {}", end_name(node, port), far.unwrap_or_else(|| "?".into()))
     };
     let total = found.len();
     found
         .iter()
         .take(LISTED)
-        .map(|cycle| {
+        .map(|(cycle, vls)| {
             let links: Vec<String> = cycle.iter().map(link).collect();
-            let vl = cycle[0].2;
+            let vls: Vec<String> = vls.iter().map(u8::to_string).collect();
+            let on = if vls.len() == 1 { format!("VL {}", vls[0]) } else { format!("VLs {}", vls.join(", ")) };
             let more = if total > LISTED { format!(" ({total} cycles in all, {LISTED} listed)") } else { String::new() };
             Finding {
                 id: FindingId::FabricCreditloop,
                 severity: Severity::Error,
                 subject: links.first().cloned().unwrap_or_default().into(),
                 message: format!(
-                    "credit loop on VL {vl}: the routes make these {} links wait on each other in a cycle: {}{more}; under load every buffer on \
+                    "credit loop on {on}: the routes make these {} links wait on each other in a cycle: {}{more}; under load every buffer on \
                      it can fill and the fabric stops moving on them",
                     links.len(),
                     links.join(", ")

@@ -33,6 +33,8 @@ struct Flood {
     delivered: BTreeSet<(Guid, u8)>,
     /// Switches reached more than once.
     looped: BTreeSet<Guid>,
+    /// Every switch reached.
+    reached: BTreeSet<Guid>,
 }
 
 fn flood(fabric: &Fabric, mfts: &Mfts, mlid: u16, from: (Guid, u8)) -> Flood {
@@ -53,6 +55,7 @@ fn flood(fabric: &Fabric, mfts: &Mfts, mlid: u16, from: (Guid, u8)) -> Flood {
             out.looped.insert(at);
             continue;
         }
+        out.reached.insert(at);
         for &port in mfts.get(&(at, mlid)).into_iter().flatten().filter(|&&p| p != in_port && p != 0) {
             if let Some(next) = node.port(port).filter(|p| p.info.state == PortState::Active).and_then(|p| p.remote) {
                 queue.push_back(next);
@@ -85,7 +88,8 @@ pub fn judge(fabric: &Fabric, groups: &[Group], mfts: &Mfts) -> Vec<Finding> {
                     let switch = fabric.node(sw).map_or_else(|| sw.to_string(), node_name);
                     format!("{switch}'s MFT entry for MLID 0x{:04x} lacks port {port}", group.mlid)
                 }
-                _ => "a switch on the way lacks the port toward it in its MFT entry".to_string(),
+                Some((sw, _)) => on_the_way(fabric, mfts, group.mlid, from.iter().next().copied(), sw),
+                None => "a switch on the way lacks the port toward it in its MFT entry".to_string(),
             };
             let senders: Vec<String> = from.iter().take(3).map(|s| name(*s)).collect();
             let more = if from.len() > 3 { format!(" and {} more", from.len() - 3) } else { String::new() };
@@ -94,8 +98,8 @@ pub fn judge(fabric: &Fabric, groups: &[Group], mfts: &Mfts) -> Vec<Finding> {
                 severity: Severity::Error,
                 subject: name(*member).into(),
                 message: format!(
-                    "multicast group {} (MLID 0x{:04x}) does not reach member {} from {}{more}: {hole}",
-                    group.mgid,
+                    "multicast group {}MLID 0x{:04x}) does not reach member {} from {}{more}: {hole}",
+                    titled(&group.mgid),
                     group.mlid,
                     name(*member),
                     senders.join(", ")
@@ -113,8 +117,8 @@ pub fn judge(fabric: &Fabric, groups: &[Group], mfts: &Mfts) -> Vec<Finding> {
                 severity: Severity::Error,
                 subject: names.join(", ").into(),
                 message: format!(
-                    "multicast group {} (MLID 0x{:04x}) loops: its MFT entries copy packets back to {} (copies multiply until dropped)",
-                    group.mgid,
+                    "multicast group {}MLID 0x{:04x}) loops: its MFT entries copy packets back to {} (copies multiply until dropped)",
+                    titled(&group.mgid),
                     group.mlid,
                     names.join(", ")
                 ),
@@ -124,6 +128,68 @@ pub fn judge(fabric: &Fabric, groups: &[Group], mfts: &Mfts) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// "MGID (" where the group's MGID is known, else "(": the group is then named by its MLID.
+fn titled(mgid: &str) -> String {
+    if mgid.is_empty() {
+        "(".into()
+    } else {
+        format!("{mgid} (")
+    }
+}
+
+/// Where a flood from `sender` stops short of `target` (a member's switch whose own entry is
+/// whole): the reached switch nearest `target` and its port toward it that its entry lacks.
+fn on_the_way(fabric: &Fabric, mfts: &Mfts, mlid: u16, sender: Option<(Guid, u8)>, target: Guid) -> String {
+    let unknown = || "a switch on the way lacks the port toward it in its MFT entry".to_string();
+    let Some(sender) = sender else { return unknown() };
+    let reached = flood(fabric, mfts, mlid, sender).reached;
+    // Hops from every switch to `target` over ACTIVE switch-to-switch cables.
+    let links = |g: Guid| -> Vec<(u8, Guid)> {
+        fabric.node(g).map_or_else(Vec::new, |n| {
+            n.ports
+                .iter()
+                .filter(|p| p.number != 0 && p.info.state == PortState::Active)
+                .filter_map(|p| {
+                    p.remote.filter(|(r, _)| fabric.node(*r).is_some_and(|n| n.node_type == NodeType::Switch)).map(|(r, _)| (p.number, r))
+                })
+                .collect()
+        })
+    };
+    let mut hops: BTreeMap<Guid, usize> = BTreeMap::from([(target, 0)]);
+    let mut queue = VecDeque::from([target]);
+    while let Some(at) = queue.pop_front() {
+        let d = hops[&at];
+        for (_, next) in links(at) {
+            if let std::collections::btree_map::Entry::Vacant(e) = hops.entry(next) {
+                e.insert(d + 1);
+                queue.push_back(next);
+            }
+        }
+    }
+    let Some((&near, &d)) = reached.iter().filter_map(|g| hops.get_key_value(g)).min_by_key(|(g, d)| (**d, **g)) else { return unknown() };
+    let Some((port, toward)) = links(near).into_iter().find(|(_, r)| hops.get(r).is_some_and(|h| *h + 1 == d)) else { return unknown() };
+    let switch = |g: Guid| fabric.node(g).map_or_else(|| g.to_string(), node_name);
+    format!("{}'s MFT entry for MLID 0x{mlid:04x} lacks port {port} (toward {})", switch(near), switch(toward))
+}
+
+/// The groups the MFTs draw, for a fabric read without the SA's member records: every MLID
+/// some switch's entry lists, its members the CA ports whose switch port that entry lists.
+/// A member its own switch's entry dropped is not seen this way (ibdiagnet reads the SA's
+/// MCMemberRecords for that); a hole anywhere else on the tree is.
+pub fn groups_from_mfts(fabric: &Fabric, mfts: &Mfts) -> Vec<Group> {
+    let mut members: BTreeMap<u16, BTreeSet<(Guid, u8)>> = BTreeMap::new();
+    for ((switch, mlid), ports) in mfts {
+        let Some(node) = fabric.node(*switch) else { continue };
+        for port in ports.iter().filter(|&&p| p != 0) {
+            let Some((peer, peer_port)) = node.port(*port).and_then(|p| p.remote) else { continue };
+            if fabric.node(peer).is_some_and(|n| n.node_type != NodeType::Switch) {
+                members.entry(*mlid).or_default().insert((peer, peer_port));
+            }
+        }
+    }
+    members.into_iter().map(|(mlid, members)| Group { mlid, mgid: String::new(), members }).collect()
 }
 
 #[cfg(test)]

@@ -26,11 +26,13 @@ mod criteria;
 mod drift;
 mod peel;
 mod prose;
+mod suspect;
 
 pub use capacity::slow_ports;
 pub use collision::name_route_collisions;
 pub use criteria::{pair_capacity, Criteria, HopMedians};
 pub use drift::config_drift;
+pub use suspect::{Suspect, SuspectKind};
 
 use crate::units::median;
 use crate::units::sig3 as fmt;
@@ -64,87 +66,6 @@ impl PairMeasure {
         let lat = results.iter().find_map(|r| r.lat_us);
         let preempted = lat.and_then(|l| l.spoiled());
         PairMeasure { a, b, bw_gbps: bw, lat_us: lat.filter(|_| preempted.is_none()).map(|l| l.p50), failed, preempted }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SuspectKind {
-    Node,
-    Link,
-    Config,
-    /// A leaf switch: its endpoints are bad with everyone, inside the leaf too.
-    Switch,
-    /// A leaf's uplinks (to the spines): its endpoints are bad with every other leaf, fine
-    /// with each other.
-    Uplink,
-    /// `mesh --rails`: one NIC of a host (`HOST/DEV`) bad while the host's other rails are
-    /// fine: that NIC, its cable or its leaf port (every rail bad is the `node`).
-    Rail,
-}
-
-impl SuspectKind {
-    /// The kind as the document writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            SuspectKind::Node => "node",
-            SuspectKind::Link => "link",
-            SuspectKind::Config => "config",
-            SuspectKind::Switch => "switch",
-            SuspectKind::Uplink => "uplink",
-            SuspectKind::Rail => "rail",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Suspect {
-    pub kind: SuspectKind,
-    /// node, config: the endpoint as given; link: `A<->B`; cluster-wide: `cluster`.
-    pub subject: String,
-    pub reason: String,
-    /// `error`, or `warning` for a suspect that does not fail the mesh unless `--fail-on
-    /// warning` (a figure that regressed since `--baseline`).
-    #[serde(default = "Severity::error")]
-    pub severity: Severity,
-    /// A link bad in the first pass and good on retest: a lesser suspect than the others. Its
-    /// reason says so in words (`flaky: ...`); logic reads this, never the words.
-    #[serde(skip)]
-    pub flaky: bool,
-}
-
-/// How much a suspect weighs (the contract's `severity` of a suspect).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Error,
-    Warning,
-}
-
-impl Severity {
-    fn error() -> Severity {
-        Severity::Error
-    }
-}
-
-impl Suspect {
-    pub fn new(kind: SuspectKind, subject: impl Into<String>, reason: impl Into<String>) -> Suspect {
-        Suspect { kind, subject: subject.into(), reason: reason.into(), severity: Severity::Error, flaky: false }
-    }
-
-    /// A warning, not an error: the mesh still passes unless `--fail-on warning`.
-    pub fn warning(kind: SuspectKind, subject: impl Into<String>, reason: impl Into<String>) -> Suspect {
-        Suspect { severity: Severity::Warning, ..Suspect::new(kind, subject, reason) }
-    }
-
-    /// Whether this suspect fails the mesh (every suspect but a warning).
-    pub fn is_error(&self) -> bool {
-        self.severity == Severity::Error
-    }
-
-    /// A flaky link (bad in the first pass, good on retest): a lesser suspect than the others.
-    pub fn is_flaky(&self) -> bool {
-        self.flaky
     }
 }
 

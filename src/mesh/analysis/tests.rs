@@ -1,4 +1,5 @@
 use super::*;
+use crate::outcome::Severity;
 
 fn all_pairs(n: usize) -> Vec<(usize, usize)> {
     (0..n).flat_map(|a| (a + 1..n).map(move |b| (a, b))).collect()

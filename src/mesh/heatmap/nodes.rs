@@ -17,9 +17,33 @@ struct NodeFigures {
     suspect: bool,
 }
 
+/// The nodes of a large mesh: names, figures, host order, and each node's medians (bandwidth,
+/// latency).
+struct Nodes {
+    names: Vec<String>,
+    figs: Vec<NodeFigures>,
+    /// Node indices in host order.
+    order: Vec<usize>,
+    medians: Vec<(Option<f64>, Option<f64>)>,
+}
+
 /// The per-node view of a large mesh: overview tiles (bandwidth, latency) in host order, a
 /// table of every node, and the worst pairs.
 pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
+    let nodes = nodes(p);
+    let (n, names) = (p.endpoints.len(), &nodes.names);
+    let _ = writeln!(
+        page,
+        "<p class=\"expect\">{n} endpoints on {} nodes: above {MATRIX_MAX} endpoints each node is one tile and one row, its median over the pairs of its endpoints, sorted by host name (hover a tile for its figures). The JSON and --csv hold every pair.</p>",
+        names.len()
+    );
+    tiles(page, p, &nodes);
+    node_table(page, p, &nodes);
+    worst_pairs(page, p);
+}
+
+/// Each endpoint's node, and each node's figures over the pairs of its endpoints.
+fn nodes(p: &Page<'_>) -> Nodes {
     let n = p.endpoints.len();
     let node_name = |i: usize| p.nodes.get(i).cloned().unwrap_or_else(|| p.endpoints[i].clone());
     let mut index: HashMap<String, usize> = HashMap::new();
@@ -58,12 +82,12 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by(|&x, &y| natural_cmp(&names[x], &names[y]));
     let medians: Vec<(Option<f64>, Option<f64>)> = figs.iter().map(|f| (median(f.bw.clone()), median(f.lat.clone()))).collect();
+    Nodes { names, figs, order, medians }
+}
 
-    let _ = writeln!(
-        page,
-        "<p class=\"expect\">{n} endpoints on {} nodes: above {MATRIX_MAX} endpoints each node is one tile and one row, its median over the pairs of its endpoints, sorted by host name (hover a tile for its figures). The JSON and --csv hold every pair.</p>",
-        names.len()
-    );
+/// The overview tiles, one per node in host order, for bandwidth and latency.
+fn tiles(page: &mut String, p: &Page<'_>, nodes: &Nodes) {
+    let Nodes { names, figs, order, medians } = nodes;
     page.push_str("<div class=\"maps\">\n");
     for (kind, scale) in [("bw", &p.bw), ("lat", &p.lat)] {
         let Some(scale) = scale else { continue };
@@ -138,7 +162,11 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
         page.push_str("</svg>\n</div>\n");
     }
     page.push_str("</div>\n");
+}
 
+/// Every node, worst first.
+fn node_table(page: &mut String, p: &Page<'_>, nodes: &Nodes) {
+    let Nodes { names, figs, order, medians } = nodes;
     // Every node, worst first (suspects, then the most bad pairs), then in host order: the
     // tiles above keep host order, where a place is easy to find.
     let mut worst_first = order.clone();
@@ -173,7 +201,11 @@ pub(super) fn per_node(page: &mut String, p: &Page<'_>) {
         let _ = writeln!(page, "<td>{}</td></tr>", if f.suspect { "▶ yes" } else { "" });
     }
     page.push_str("</table>\n");
+}
 
+/// The worst pairs of the mesh.
+fn worst_pairs(page: &mut String, p: &Page<'_>) {
+    let n = p.endpoints.len();
     // The worst pairs: failed first, then by share of the reference.
     let share = |c: &Cell| -> f64 {
         let b = p.bw.as_ref().zip(c.bw_gbps).map_or(f64::INFINITY, |(s, v)| s.share(v));

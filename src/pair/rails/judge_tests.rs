@@ -69,7 +69,7 @@ fn one_slow_rail_is_named_by_its_siblings_even_without_a_capacity() {
     assert_eq!(verdict, Verdict::Fail);
     let bad: Vec<&Finding> = findings.iter().filter(|f| f.severity == Severity::Error).collect();
     assert_eq!(bad.len(), 1, "{findings:#?}");
-    assert_eq!(bad[0].id, "pair.rail");
+    assert_eq!(bad[0].id, FindingId::PairRail);
     assert_eq!(bad[0].subject, "rail 2 (n1 mlx5_2 <-> n2 mlx5_2)");
     assert!(bad[0].message.contains("below 50% of its sibling rails' median 9.100 Gb/s"), "{}", bad[0].message);
     // The node total: everything the four moved in the one second they shared.
@@ -116,7 +116,7 @@ fn the_aggregate_is_over_the_union_of_windows() {
     assert!((aggregate[0].bw_gbps - 390.0).abs() < 0.5, "4 s of 390 Gb/s each over a 4 s union: {}", aggregate[0].bw_gbps);
     assert_eq!(aggregate[0].capacity_gbps, Some(1600.0));
     assert_eq!(verdict, Verdict::Fail);
-    let agg: Vec<&Finding> = findings.iter().filter(|f| f.id == "pair.aggregate").collect();
+    let agg: Vec<&Finding> = findings.iter().filter(|f| f.id == FindingId::PairAggregate).collect();
     assert_eq!(agg.len(), 1, "{findings:#?}");
     assert_eq!(agg[0].subject, "n1 <-> n2 (4 rails)");
     // Together, they pass.
@@ -141,7 +141,7 @@ fn an_unreachable_rail_is_named_and_the_others_still_judged() {
     rails[3].windows[0].as_mut().unwrap().bytes = (100.0e9 / 8.0) as u64;
     let (verdict, findings, aggregate) = judge(&rails, &criteria(), RailThreshold::default(), None);
     assert_eq!(verdict, Verdict::Fail);
-    let unreachable: Vec<&Finding> = findings.iter().filter(|f| f.id == "pair.rail.unreachable").collect();
+    let unreachable: Vec<&Finding> = findings.iter().filter(|f| f.id == FindingId::PairRailUnreachable).collect();
     assert_eq!(unreachable.len(), 1);
     assert_eq!(unreachable[0].subject, "rail 1 (n1 mlx5_1 <-> n2 mlx5_1)");
     assert!(unreachable[0].message.contains("not ACTIVE"));

@@ -10,10 +10,9 @@ pub mod judge;
 pub mod lockstep;
 pub mod words;
 
-use super::report::{self, PairDoc};
 use super::sequence::PairSequence;
 use super::side::Side;
-use super::{side, CpuChoice, PairConfig, PairRun};
+use super::{side, CpuChoice, PairConfig};
 use crate::control::drive::{drive, Job};
 use crate::control::hub::Hub;
 use crate::control::protocol::Target;
@@ -27,6 +26,20 @@ use crate::outcome::Severity;
 use crate::progress::Progress;
 use doc::RailRecord;
 use judge::RailRun;
+
+/// What a `--rails` run found: the rails' part of the pair's document (`report::PairDoc::of_rails`
+/// makes the document of it: the document knows the rails, the rails know no document).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RailsRun {
+    pub verdict: crate::outcome::Verdict,
+    /// Rail 0's sides, the document's `a` and `b`.
+    pub a: Side,
+    pub b: Side,
+    pub findings: Vec<crate::outcome::Finding>,
+    pub capacity_gbps: Option<f64>,
+    pub records: Vec<RailRecord>,
+    pub aggregate: Vec<doc::Aggregate>,
+}
 
 /// `--rails` and `--rail-threshold`, validated.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +129,7 @@ fn idle_side(host: &str, rail: &Rail, mem: crate::model::MemChoice) -> Side {
 }
 
 /// Runs `pair --rails`.
-pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
+pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Progress) -> Result<RailsRun, Failure> {
     crate::sys::os::catch_termination();
     let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
@@ -215,19 +228,7 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
     let records: Vec<RailRecord> = runs.into_iter().map(|r| r.record).collect();
     let (a, b) = (records[0].a.clone(), records[0].b.clone());
     let capacity_gbps = super::verdict::capacity(&a, &b).map(|c| c.gbps);
-    let doc = PairDoc {
-        schema: report::SCHEMA.into(),
-        verdict,
-        a,
-        b,
-        results: Vec::new(),
-        findings,
-        relaxed_ordering: false,
-        capacity_gbps,
-        rails: records,
-        aggregate,
-    };
-    Ok(PairRun { report: report::PairReport { doc, quiet: config.quiet }, side_files: Vec::new() })
+    Ok(RailsRun { verdict, a, b, findings, capacity_gbps, records, aggregate })
 }
 
 /// What one node's shared uplinks let its rails move together: per uplink the smaller of it and

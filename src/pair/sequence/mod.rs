@@ -91,6 +91,8 @@ pub struct PairSequence {
     pub windows: Vec<Option<Window>>,
     /// Per result (same index), what each side's port carried per priority (`pair.qos`).
     pub traffic: Vec<[Option<crate::model::traffic::PrioTraffic>; 2]>,
+    /// Per result (same index), each side's `--validate` check of the data it received.
+    pub data: Vec<[Option<crate::model::DataCheck>; 2]>,
 }
 
 /// A bandwidth test's traffic: all its active sides' bytes and messages, and the window they
@@ -126,6 +128,7 @@ impl PairSequence {
             released: false,
             windows: Vec::new(),
             traffic: Vec::new(),
+            data: Vec::new(),
         }
     }
 
@@ -156,6 +159,11 @@ impl PairSequence {
 
     fn test(&self) -> &PlannedTest {
         &self.plan[self.index]
+    }
+
+    /// The test running now (`--report-every` labels its figures with it).
+    pub fn current(&self) -> Option<&PlannedTest> {
+        self.plan.get(self.index)
     }
 
     /// `write_bw a->b 65536 B`, for messages.
@@ -314,6 +322,7 @@ impl PairSequence {
         let mut result = self.summarise();
         self.windows.push(self.window());
         self.traffic.push([0, 1].map(|side| self.runs[side].as_ref().and_then(|r| r.prio_traffic.clone())));
+        self.data.push([0, 1].map(|side| self.runs[side].as_ref().and_then(|r| r.data)));
         if let (Some(a), Some(b)) = (&self.ready[0], &self.ready[1]) {
             self.endpoints.get_or_insert_with(|| (a.clone(), b.clone()));
         }
@@ -426,6 +435,8 @@ impl Conversation for PairSequence {
         }
         let owed = self.owe[side];
         match (owed, reply) {
+            // `--report-every`'s figures, read by whoever drives the sequence: no step.
+            (Owe::Result, Reply::Progress { .. }) => {}
             (Owe::Ready, Reply::Ready { endpoint }) => {
                 self.ready[side] = Some(endpoint);
                 self.owe[side] = Owe::Nothing;

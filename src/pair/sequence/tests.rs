@@ -92,6 +92,8 @@ fn kind(r: &Request) -> &'static str {
         Request::Finish => "finish",
         Request::Bye => "bye",
         Request::Check => "check",
+        Request::PrepareMember { .. } => "prepare_member",
+        Request::ConnectHops { .. } => "connect_hops",
     }
 }
 

@@ -274,7 +274,7 @@ impl Capture {
         let mut path = PathBuf::new();
         for part in real.components() {
             path.push(part);
-            let is_function = path.file_name().and_then(|n| n.to_str()).is_some_and(crate::probe::stack::fw_query::valid_bdf);
+            let is_function = path.file_name().and_then(|n| n.to_str()).is_some_and(crate::probe::tool::valid_bdf);
             if (path == real || (is_function && real.starts_with("devices"))) && !self.out.has(&path) {
                 self.out.make_dirs(&path)?;
                 for a in PCI_ATTRS.iter().chain(&["config"]) {

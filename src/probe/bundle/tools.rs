@@ -22,7 +22,7 @@ enum Ran {
     Missing(String),
 }
 
-use crate::probe::stack::fw_query::valid_bdf;
+use crate::probe::tool::valid_bdf;
 
 fn valid_device(text: &str) -> bool {
     crate::model::valid_device_name(text)

@@ -15,18 +15,14 @@
 
 use super::fec::FecMode;
 use super::{BerFigure, Phy};
-use crate::probe::model::Inventory;
-use crate::probe::stack::fw_query::{find_program, queried, valid_bdf};
-use crate::probe::Source;
 use serde_json::Value;
-use std::path::Path;
 use std::time::Duration;
 
 /// `mlxlink -c` reads the port's registers over the PCI function: a second or two, longer on
 /// a busy adapter; a wedged one must not hold `check`.
-const TOOL_LIMIT: Duration = Duration::from_secs(15);
+pub(crate) const TOOL_LIMIT: Duration = Duration::from_secs(15);
 /// Largest report kept (a full `mlxlink --json` is a few KiB).
-const REPORT_CAP: u64 = 256 << 10;
+pub(crate) const REPORT_CAP: u64 = 256 << 10;
 /// The section of the report that holds the counters.
 const SECTION: &str = "Physical Counters and BER Info";
 /// `mlxlink` writes a BER it cannot resolve (no errors yet) with an exponent this large or
@@ -139,57 +135,6 @@ fn lanes(v: &Value) -> Vec<u64> {
         _ => return Vec::new(),
     };
     items.iter().map(count).collect::<Option<Vec<u64>>>().unwrap_or_default()
-}
-
-/// Fills what ethtool or the MADs left unknown in each NVIDIA port's `phy` (raw and effective
-/// BER, effective errors, errors per lane, FEC mode) from `mlxlink` (live) or the bundle's
-/// reports. Ports of other vendors, ports whose BERs are known already, and everything already
-/// known are left as they are. Live, the functions are asked at once, each a bounded child
-/// (an 8-rail node waits about one `mlxlink`, not eight: `check` runs under NHC's timeout).
-pub fn attach(inventory: &mut Inventory, source: &Source) {
-    let tool = match source {
-        Source::Live => ["mlxlink", "mstlink"].into_iter().find_map(find_program).and_then(|p| p.to_str().map(String::from)),
-        Source::Sysfs(_) => None,
-    };
-    if matches!(source, Source::Live) && tool.is_none() {
-        return;
-    }
-    // (device index, PCI function) of every port still missing a BER.
-    let wanted: Vec<(usize, String)> = inventory
-        .devices
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| queried(d))
-        .filter(|(_, d)| {
-            d.ports.iter().find(|p| p.port == 1).is_some_and(|p| p.phy.as_ref().is_none_or(|f| f.ber_raw.is_none() || f.ber_effective.is_none()))
-        })
-        .filter_map(|(i, d)| d.pci.as_ref().and_then(|p| p.address.clone()).filter(|a| valid_bdf(a)).map(|bdf| (i, bdf)))
-        .collect();
-    let reports: Vec<Option<String>> = match (source, tool.as_deref()) {
-        (Source::Live, Some(tool)) => std::thread::scope(|scope| {
-            let asked: Vec<_> = wanted
-                .iter()
-                .map(|(_, bdf)| scope.spawn(move || crate::probe::tool::run(tool, &["-d", bdf, "-c", "--json"], TOOL_LIMIT, REPORT_CAP).ok()))
-                .collect();
-            asked.into_iter().map(|h| h.join().ok().flatten()).collect()
-        }),
-        (Source::Sysfs(root), _) => wanted.iter().map(|(_, bdf)| bundle_report(root, bdf)).collect(),
-        _ => Vec::new(),
-    };
-    for ((i, _), text) in wanted.iter().zip(reports) {
-        let Some(ber) = text.as_deref().and_then(parse_json) else { continue };
-        // One PCI function is one port of the card: its first port is the one mlxlink reads.
-        if let Some(port) = inventory.devices[*i].ports.iter_mut().find(|p| p.port == 1) {
-            let applies = BerFigure::for_port(port.link_layer, port.speed);
-            fill(port.phy.get_or_insert_with(Phy::default), &ber, applies);
-        }
-    }
-}
-
-fn bundle_report(root: &Path, bdf: &str) -> Option<String> {
-    // Inside the bundle only (`sys::beneath`), bounded like every bundle read.
-    let bundle = crate::sys::beneath::Tree::new(root.to_path_buf());
-    bundle.read_text(&Path::new("tools/mlxlink").join(format!("{bdf}.json")), REPORT_CAP).ok()
 }
 
 /// What `mlxlink` adds to a port's `phy`: only the figures not known already. `applies`: the

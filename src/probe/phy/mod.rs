@@ -11,7 +11,6 @@ pub mod module;
 pub mod module_hex;
 pub mod partner;
 pub mod peer_portinfo;
-pub mod read;
 
 use crate::port::LinkLayer;
 use ethtool_stats::PhyCounters;

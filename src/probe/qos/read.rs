@@ -19,24 +19,6 @@ const MLNX_QOS_LIMIT: Duration = Duration::from_secs(10);
 /// Largest tool answer kept (mlnx_qos prints ~2 KiB, dcb less).
 const ANSWER_CAP: u64 = 256 << 10;
 
-/// Reads the set-up of an Ethernet port's netdev into `port.qos`, and the PFC and ECN
-/// priorities into `netdev_state` (the 0.2 fields `devices --json` keeps).
-pub fn attach(tree: &SysfsRoot, device: &str, port: &mut crate::probe::Port, stats: Option<&str>) {
-    if port.link_layer != crate::port::LinkLayer::Ethernet || !crate::model::valid_device_name(device) {
-        return;
-    }
-    // Live, a netdev that looks like an option is never put on dcb's or mlnx_qos's command line.
-    let usable = |n: &String| crate::probe::tree::valid_netdev_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n));
-    let Some(netdev) = port.netdev.clone().filter(usable) else { return };
-    let q = self::port(tree, device, port.port, &netdev, stats);
-    if let Some(state) = port.netdev_state.as_mut() {
-        let bytes = |v: Option<Vec<super::Priority>>| v.map(|v| v.into_iter().map(u8::from).collect());
-        state.pfc_priorities = bytes(q.pfc_priorities());
-        state.ecn_priorities = bytes(q.ecn_priorities());
-    }
-    port.qos = Some(q);
-}
-
 /// The set-up of `netdev`, the netdev of `device` port `port`; `stats` is the port's `ethtool
 /// -S` report when it was read.
 pub fn port(tree: &SysfsRoot, device: &str, port: u32, netdev: &str, stats: Option<&str>) -> PortQos {
@@ -160,7 +142,7 @@ fn bundle_dcb(tree: &SysfsRoot, netdev: &str) -> PortQos {
 /// `mlnx_qos -i IF`: run live, or a bundle's `tools/mlnx_qos/IF.txt`.
 fn mlnx(tree: &SysfsRoot, netdev: &str) -> PortQos {
     let text = if tree.is_live() {
-        match crate::probe::stack::fw_query::find_program("mlnx_qos") {
+        match crate::probe::tool::find_program("mlnx_qos") {
             None => Err(Unread::NotInstalled),
             Some(path) => tool::run(&path.to_string_lossy(), &["-i", netdev], MLNX_QOS_LIMIT, ANSWER_CAP).map_err(unread),
         }
@@ -179,7 +161,7 @@ fn mlnx(tree: &SysfsRoot, netdev: &str) -> PortQos {
 /// Each `dcb -j OBJECT show dev IF`, live. The first answer that says the netdev has no DCB
 /// ends the asking.
 fn live_dcb(netdev: &str) -> PortQos {
-    let Some(program) = crate::probe::stack::fw_query::find_program("dcb") else { return asked(Tool::Dcb, Unread::NotInstalled) };
+    let Some(program) = crate::probe::tool::find_program("dcb") else { return asked(Tool::Dcb, Unread::NotInstalled) };
     let program = program.to_string_lossy().into_owned();
     let ask = |object: &str| tool::run(&program, &["-j", object, "show", "dev", netdev], DCB_LIMIT, ANSWER_CAP).map_err(unread);
     let pfc = match ask("pfc") {
@@ -198,7 +180,7 @@ pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
     if !crate::probe::tree::valid_tool_netdev(netdev) {
         return None;
     }
-    if let Some(program) = crate::probe::stack::fw_query::find_program("dcb") {
+    if let Some(program) = crate::probe::tool::find_program("dcb") {
         let text = tool::run(&program.to_string_lossy(), &["-j", "pfc", "show", "dev", netdev], DCB_LIMIT, ANSWER_CAP);
         match text.ok().as_deref().and_then(dcb_json::answer) {
             Some(pfc) => return dcb_json::from_answers(Some(&pfc), None, None, None, None).pfc,
@@ -206,7 +188,7 @@ pub fn live_pfc(netdev: &str) -> Option<[bool; 8]> {
             None => return None,
         }
     }
-    let path = crate::probe::stack::fw_query::find_program("mlnx_qos")?;
+    let path = crate::probe::tool::find_program("mlnx_qos")?;
     tool::run(&path.to_string_lossy(), &["-i", netdev], MLNX_QOS_LIMIT, ANSWER_CAP).ok().as_deref().and_then(mlnx_qos::parse)?.pfc
 }
 

@@ -3,10 +3,11 @@
 //! (`fw_cache`); in a bundle, `tools/mlxconfig/BDF.txt`. Never required: what could not be read
 //! is said (`FwSummary`), and `check` reports it as "not read", never as a failure.
 
-use super::firmware::{self, FwConfig};
 use super::fw_cache::FwCache;
 use crate::probe::catype;
+use crate::probe::firmware::{self, FwConfig};
 use crate::probe::model::{Device, Inventory};
+use crate::probe::tool::{find_program, valid_bdf};
 use crate::probe::Source;
 use std::path::Path;
 use std::time::Duration;
@@ -53,19 +54,6 @@ pub fn queried(device: &Device) -> bool {
     let mellanox =
         device.vendor_id == Some(catype::MELLANOX_OUI) || device.ca_type.starts_with("ConnectX") || device.ca_type.starts_with("BlueField");
     mellanox && !device.ca_type.ends_with(" VF")
-}
-
-/// A PCI address as sysfs writes it (`0000:17:00.0`, lowercase hex: the kernel's
-/// `%04x:%02x:%02x.%d`): the only text that reaches a tool's command line or a file name.
-pub fn valid_bdf(text: &str) -> bool {
-    let b = text.as_bytes();
-    b.len() == 12
-        && b.iter().enumerate().all(|(i, c)| match i {
-            4 | 7 => *c == b':',
-            10 => *c == b'.',
-            11 => (b'0'..=b'7').contains(c),
-            _ => c.is_ascii_hexdigit() && !c.is_ascii_uppercase(),
-        })
 }
 
 /// Fills `fw_config` of every adapter from `source`.
@@ -168,17 +156,6 @@ fn query(bdf: &str, tool: Option<&(&'static str, std::path::PathBuf)>, cache: Op
         cache.put(bdf, tool, &output);
     }
     Ok(config)
-}
-
-/// Where `program` is: an executable file in a directory of `PATH`, or in the sbin folders
-/// MFT and mstflint install into, which a user's PATH may lack.
-pub(crate) fn find_program(program: &str) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain(["/usr/sbin", "/usr/bin", "/usr/local/bin", "/sbin"].map(Into::into))
-        .map(|dir: std::path::PathBuf| dir.join(program))
-        .find(|file| file.is_absolute() && std::fs::metadata(file).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
 }
 
 #[cfg(test)]

@@ -9,7 +9,8 @@
 //! `tools/mlxconfig/BDF.txt`, what `fabcheck bundle` saves); a bundle without `tools/`
 //! predates them and is judged as before.
 
-pub mod firmware;
+/// The firmware table's parser, below the inventory that holds its values (kept here by its old path).
+pub use super::firmware;
 pub mod fw_cache;
 pub mod fw_query;
 pub mod ipoib;
@@ -63,7 +64,7 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
                     })
                     .collect(),
             };
-            facts.services_read = Path::new("/run/systemd/system").is_dir() && fw_query::find_program("systemctl").is_some();
+            facts.services_read = Path::new("/run/systemd/system").is_dir() && crate::probe::tool::find_program("systemctl").is_some();
             if facts.services_read {
                 // Debian's per-port OpenSM instances (`opensm@0xGUID`) beside the fixed units.
                 let instances = run("systemctl", &["list-units", "--all", "--plain", "--no-legend", "--full", "opensm@*"])
@@ -134,7 +135,7 @@ pub fn gather(inventory: &mut Inventory, source: &Source) -> StackFacts {
 /// Runs a tool of the stack (no shell, a deadline, 64 KiB of output); `None` when it is not
 /// installed or does not answer.
 fn run(program: &str, args: &[&str]) -> Option<String> {
-    let path: PathBuf = fw_query::find_program(program)?;
+    let path: PathBuf = crate::probe::tool::find_program(program)?;
     crate::probe::host::command_output(&path.to_string_lossy(), args, TOOL_DEADLINE)
 }
 

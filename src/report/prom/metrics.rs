@@ -8,6 +8,74 @@
 //! Port series carry `device`, `port` and, when they can be filled, `netdev` and `gpu`; a label
 //! that cannot be filled is left out rather than written empty.
 
+/// The family of a figure the exporter read: the one table says its name, type and HELP. A
+/// counter file's family is [`counter_metric`]'s.
+pub fn of(figure: crate::outcome::Figure<'_>) -> Option<&'static Metric> {
+    use crate::outcome::Figure;
+    Some(match figure {
+        Figure::Up => &UP,
+        Figure::BuildInfo => &BUILD_INFO,
+        Figure::RefreshError => &REFRESH_ERROR,
+        Figure::LastRefresh => &LAST_REFRESH,
+        Figure::RefreshDuration => &REFRESH_DURATION,
+        Figure::Interval => &INTERVAL,
+        Figure::Refreshes => &REFRESHES,
+        Figure::RefreshFailures => &REFRESH_FAILURES,
+        Figure::Devices => &DEVICES,
+        Figure::DevicePresent => &DEVICE_PRESENT,
+        Figure::DeviceInfo => &DEVICE_INFO,
+        Figure::PcieUsable => &PCIE_USABLE,
+        Figure::PortInfo => &PORT_INFO,
+        Figure::PortState => &PORT_STATE,
+        Figure::PortActive => &PORT_ACTIVE,
+        Figure::PortPhysState => &PORT_PHYS_STATE,
+        Figure::PortLinkUp => &PORT_LINK_UP,
+        Figure::PortRate => &PORT_RATE,
+        Figure::PortCapacity => &PORT_CAPACITY,
+        Figure::PortSupported => &PORT_SUPPORTED,
+        Figure::PortTrainedLow => &PORT_TRAINED_LOW,
+        Figure::PortMtu => &PORT_MTU,
+        Figure::PhyFecInfo => &PHY_FEC_INFO,
+        Figure::PhyBerRaw => &PHY_BER_RAW,
+        Figure::PhyBerEffective => &PHY_BER_EFFECTIVE,
+        Figure::PhySymbolErrors => &PHY_SYMBOL_ERRORS,
+        Figure::PhyCorrectedBits => &PHY_CORRECTED_BITS,
+        Figure::PhyReceived => &PHY_RECEIVED,
+        Figure::PhyFecCorrected => &PHY_FEC_CORRECTED,
+        Figure::PhyFecUncorrectable => &PHY_FEC_UNCORRECTABLE,
+        Figure::PhyLinkDown => &PHY_LINK_DOWN,
+        Figure::PhyLaneErrors => &PHY_LANE_ERRORS,
+        Figure::ModuleInfo => &MODULE_INFO,
+        Figure::ModuleTemperature => &MODULE_TEMPERATURE,
+        Figure::ModuleRxPower => &MODULE_RX_POWER,
+        Figure::ModuleTxPower => &MODULE_TX_POWER,
+        Figure::ModuleTxBias => &MODULE_TX_BIAS,
+        Figure::PcieAer => &PCIE_AER,
+        Figure::Verdict => &VERDICT,
+        Figure::Counter { .. } => return None,
+    })
+}
+
+/// The labels a subject's series carry: a port's `device` and `port`, a device's `device`, a
+/// pair's `a` and `b`, a rail's `rail`, a PCI function's `function`; the node and other subjects
+/// none.
+pub fn subject_labels(subject: &crate::outcome::Subject) -> Vec<(&'static str, String)> {
+    use crate::outcome::Subject;
+    match subject {
+        Subject::Port { device, port } => vec![("device", device.clone()), ("port", port.to_string())],
+        Subject::Device(device) => vec![("device", device.clone())],
+        Subject::Pair { a, b } => vec![("a", a.clone()), ("b", b.clone())],
+        Subject::Rail { rail, .. } => vec![("rail", rail.to_string())],
+        Subject::Function(address) => vec![("function", address.clone())],
+        Subject::Node | Subject::Text(_) => Vec::new(),
+    }
+}
+
+/// Labels as the writer takes them.
+pub fn borrowed<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
+}
+
 /// Prometheus metric type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -276,7 +344,7 @@ pub fn markdown() -> String {
     out
 }
 
-pub use crate::probe::counters::CounterDir;
+pub use crate::outcome::CounterDir;
 
 /// The family a sysfs counter file is exported as.
 #[derive(Debug, Clone, PartialEq)]

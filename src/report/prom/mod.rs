@@ -10,14 +10,16 @@ pub mod metrics;
 
 pub use families::{bytes_per_second, flag, Exposition, Families, Order, Repeat};
 
-use super::sink::{AggregateLine, Command, MeshPairLine, MeshTally, PortLine, RailLine, Sink};
-use crate::outcome::{Check, Finding, FindingId, Severity, Status, Subject, TestResult, Verdict};
+use super::sink::{Command, Sink};
+use crate::outcome::{Check, Figure, Finding, FindingId, Measure, Severity, Status, Subject, Tally, TestResult, Verdict};
 use metrics::Metric;
 
-/// The page of one command's document.
+/// The page of one command's document, or the exporter's page ([`PromPrinter::exporter`]).
 pub struct PromPrinter {
     families: Families,
-    command: Command,
+    /// The command whose document this is; `None`: the exporter's page (no `command` label,
+    /// each series' first reading kept, no deprecated names).
+    command: Option<Command>,
     fail_on_warning: bool,
     /// Checklist rows, grouped at the end ([`check_series`]).
     checks: Vec<Check>,
@@ -30,39 +32,65 @@ impl PromPrinter {
         if let Some(verdict) = verdict {
             families.set(&metrics::VERDICT, &[("command", command.name())], flag(verdict == Verdict::Pass));
         }
-        PromPrinter { families, command, fail_on_warning, checks: Vec::new() }
+        PromPrinter { families, command: Some(command), fail_on_warning, checks: Vec::new() }
+    }
+
+    /// The exporter's page: its families in the order they are first fed, a series' first
+    /// reading the one written.
+    pub fn exporter() -> PromPrinter {
+        PromPrinter { families: Families::new(Order::AsAdded, Repeat::KeepFirst), command: None, fail_on_warning: false, checks: Vec::new() }
     }
 
     /// The page, with the time of the run.
     pub fn finish(mut self, now_unix: f64) -> String {
+        self.write_checks();
+        if let Some(command) = self.command {
+            self.families.set(&metrics::LAST_RUN, &[("command", command.name())], now_unix);
+        }
+        self.families.render(Exposition::Text)
+    }
+
+    /// The exporter's page, in the exposition a scrape asked for.
+    pub fn finish_page(mut self, format: Exposition) -> String {
+        self.write_checks();
+        self.families.render(format)
+    }
+
+    /// The checklist's series ([`check_series`]), once every row is in.
+    fn write_checks(&mut self) {
         for (id, subject, pass) in check_series(&self.checks, self.fail_on_warning) {
             self.families.set(&metrics::CHECK, &[("id", id.as_str()), ("subject", &subject.to_string())], flag(pass));
         }
-        self.families.set(&metrics::LAST_RUN, &[("command", self.command.name())], now_unix);
-        self.families.render(Exposition::Text)
     }
 
     /// A Gb/s figure under its table name in bytes per second, and under its 0.2 name (Gb/s)
     /// while that is kept ([`metrics::DEPRECATED`]).
     fn rate(&mut self, metric: &Metric, labels: &[(&str, &str)], gbps: f64) {
         self.families.set(metric, labels, bytes_per_second(gbps));
+        if self.command.is_none() {
+            return;
+        }
         for old in metrics::DEPRECATED.iter().filter(|d| d.written && d.new == *metric) {
             let help = format!("Deprecated since 0.3: {} in Gb/s; use {}.", metric.help, metric.name);
             self.families.set_named(old.old, metrics::Kind::Gauge, &help, labels, gbps);
         }
     }
 
-    /// One test result's figures: bandwidth in bytes per second, latencies in seconds.
+    /// One test result's figures under `labels` and the result's test, direction and size:
+    /// bandwidth in bytes per second, latencies in seconds.
     fn figures(&mut self, r: &TestResult, labels: &[(&str, &str)]) {
+        let size = r.size.to_string();
+        let mut labels = labels.to_vec();
+        labels.extend([("test", r.test.name()), ("direction", r.direction.name()), ("size", size.as_str())]);
         // As the document writes them (three decimals).
         if let Some(bw) = r.bw_gbps {
-            self.rate(&metrics::BANDWIDTH, labels, crate::units::round(bw, 3));
+            self.rate(&metrics::BANDWIDTH, &labels, crate::units::round(bw, 3));
         }
         if let Some(lat) = &r.lat_us {
             // As the document rounds them.
             let lat = lat.rounded();
-            self.families.set(&metrics::LATENCY_P50, labels, lat.p50 * 1e-6);
-            self.families.set(&metrics::LATENCY_P99, labels, lat.p99 * 1e-6);
+            self.families.set(&metrics::LATENCY_P50, &labels, lat.p50 * 1e-6);
+            self.families.set(&metrics::LATENCY_P99, &labels, lat.p99 * 1e-6);
         }
     }
 }
@@ -95,74 +123,81 @@ pub fn severity_name(severity: Severity) -> &'static str {
 impl Sink for PromPrinter {
     fn finding(&mut self, f: &Finding) {
         let subject = f.subject.to_string();
-        let labels = [("command", self.command.name()), ("id", f.id.as_str()), ("severity", severity_name(f.severity)), ("subject", &subject)];
-        self.families.count(&metrics::FINDING, &labels);
+        let labels = [("id", f.id.as_str()), ("severity", severity_name(f.severity)), ("subject", &subject)];
+        match self.command {
+            Some(command) => self.families.count(&metrics::FINDING, &[&[("command", command.name())], &labels[..]].concat()),
+            // The exporter's page: one series per finding.
+            None => self.families.set(&metrics::FINDING, &labels, 1.0),
+        }
     }
 
     fn check(&mut self, check: &Check) {
         self.checks.push(check.clone());
     }
 
-    fn port(&mut self, p: &PortLine<'_>) {
-        let port = p.port.to_string();
-        let labels = [("device", p.device), ("port", port.as_str())];
-        self.families.set(&metrics::PORT_ACTIVE, &labels, flag(p.active));
-        self.families.set(&metrics::PORT_LINK_UP, &labels, flag(p.link_up));
-        if let Some(rate) = p.rate_gbps {
-            self.rate(&metrics::PORT_RATE, &labels, rate);
+    fn measure(&mut self, m: &Measure<'_>) {
+        match *m {
+            Measure::Port { subject, active, link_up, rate_gbps, supported_gbps } => {
+                let labels = metrics::subject_labels(subject);
+                let labels = metrics::borrowed(&labels);
+                self.families.set(&metrics::PORT_ACTIVE, &labels, flag(active));
+                self.families.set(&metrics::PORT_LINK_UP, &labels, flag(link_up));
+                if let Some(rate) = rate_gbps {
+                    self.rate(&metrics::PORT_RATE, &labels, rate);
+                }
+                if let Some(rate) = supported_gbps {
+                    self.rate(&metrics::PORT_SUPPORTED, &labels, rate);
+                }
+            }
+            Measure::PcieUsable { subject, gbps } => {
+                let labels = metrics::subject_labels(subject);
+                self.rate(&metrics::PCIE_USABLE, &metrics::borrowed(&labels), gbps);
+            }
+            Measure::Result(r) => self.figures(r, &[]),
+            Measure::Rail { rail, results, .. } => {
+                let number = rail.to_string();
+                results.iter().for_each(|r| self.figures(r, &[("rail", &number)]));
+            }
+            Measure::Total { test, direction, size, bw_gbps } => {
+                let size = size.to_string();
+                let labels = [("rail", "node"), ("test", test.name()), ("direction", direction.name()), ("size", &size)];
+                self.rate(&metrics::BANDWIDTH, &labels, crate::units::round(bw_gbps, 3));
+            }
+            Measure::MeshPair { subject, rail, verdict, results, .. } => {
+                let rail = rail.map(|k| k.to_string());
+                let ends = metrics::subject_labels(subject);
+                let mut pair = metrics::borrowed(&ends);
+                pair.extend(rail.as_deref().map(|k| ("rail", k)));
+                self.families.set(&metrics::MESH_PAIR_PASS, &pair, flag(verdict == Verdict::Pass));
+                results.iter().for_each(|r| self.figures(r, &pair));
+            }
+            Measure::Reading { subject, labels, figure, value } => {
+                let own = metrics::subject_labels(subject);
+                let mut all = metrics::borrowed(&own);
+                all.extend_from_slice(labels);
+                match (metrics::of(figure), figure) {
+                    (Some(metric), _) => self.families.set(metric, &all, value),
+                    (None, Figure::Counter { dir, file, count }) => {
+                        if let Some(m) = metrics::counter_metric(dir, file) {
+                            self.families.set_named(&m.name, metrics::Kind::Counter, &m.help, &all, count.saturating_mul(m.scale) as f64);
+                        }
+                    }
+                    (None, _) => {}
+                }
+            }
+            Measure::Change { .. } => {}
         }
-        if let Some(rate) = p.supported_gbps {
-            self.rate(&metrics::PORT_SUPPORTED, &labels, rate);
+    }
+
+    fn tally(&mut self, tally: &Tally) {
+        match tally {
+            Tally::Suspects { kind, count } => self.families.set(&metrics::MESH_SUSPECTS, &[("kind", kind.name())], *count as f64),
+            Tally::Unreachable(n) => self.families.set(&metrics::MESH_UNREACHABLE, &[], *n as f64),
+            Tally::Endpoints(n) => self.families.set(&metrics::MESH_ENDPOINTS, &[], *n as f64),
+            Tally::Links(n) => self.families.set(&metrics::FABRIC_LINKS, &[], *n as f64),
+            Tally::Findings { severity, count } => self.families.set(&metrics::FINDINGS, &[("severity", severity_name(*severity))], *count as f64),
+            Tally::Slowed { .. } => {}
         }
-    }
-
-    fn pcie(&mut self, device: &str, usable_gbps: f64) {
-        self.rate(&metrics::PCIE_USABLE, &[("device", device)], usable_gbps);
-    }
-
-    fn result(&mut self, r: &TestResult) {
-        let size = r.size.to_string();
-        self.figures(r, &[("test", r.test.name()), ("direction", r.direction.name()), ("size", &size)]);
-    }
-
-    fn rail(&mut self, rail: &RailLine<'_>) {
-        let number = rail.rail.to_string();
-        for r in rail.results {
-            let size = r.size.to_string();
-            self.figures(r, &[("rail", &number), ("test", r.test.name()), ("direction", r.direction.name()), ("size", &size)]);
-        }
-    }
-
-    fn aggregate(&mut self, total: &AggregateLine<'_>) {
-        let size = total.size.to_string();
-        if let Some(bw) = total.bw_gbps.map(|bw| crate::units::round(bw, 3)) {
-            self.rate(&metrics::BANDWIDTH, &[("rail", "node"), ("test", total.test), ("direction", total.direction), ("size", &size)], bw);
-        }
-    }
-
-    fn mesh_pair(&mut self, p: &MeshPairLine<'_>) {
-        let rail = p.rail.map(|k| k.to_string());
-        let mut pair = vec![("a", p.a), ("b", p.b)];
-        pair.extend(rail.as_deref().map(|k| ("rail", k)));
-        self.families.set(&metrics::MESH_PAIR_PASS, &pair, flag(p.verdict == Verdict::Pass));
-        for r in p.results {
-            let size = r.size.to_string();
-            let mut labels = pair.clone();
-            labels.extend([("test", r.test.name()), ("direction", r.direction.name()), ("size", size.as_str())]);
-            self.figures(r, &labels);
-        }
-    }
-
-    fn mesh_tally(&mut self, tally: &MeshTally<'_>) {
-        for (kind, count) in &tally.suspects {
-            self.families.set(&metrics::MESH_SUSPECTS, &[("kind", kind)], *count as f64);
-        }
-        self.families.set(&metrics::MESH_UNREACHABLE, &[], tally.unreachable as f64);
-        self.families.set(&metrics::MESH_ENDPOINTS, &[], tally.endpoints as f64);
-    }
-
-    fn links(&mut self, count: usize) {
-        self.families.set(&metrics::FABRIC_LINKS, &[], count as f64);
     }
 }
 

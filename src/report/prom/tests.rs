@@ -1,7 +1,7 @@
 use super::*;
 use crate::model::{Direction, LatencySummary, TestKind};
 use crate::outcome::FindingId;
-use crate::report::sink::{MeshPairLine, MeshTally};
+use crate::outcome::SuspectKind;
 
 fn scrape(text: &str) -> prometheus_parse::Scrape {
     prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string()))).expect("valid exposition")
@@ -48,18 +48,34 @@ fn mesh_has_a_series_per_pair_test_and_direction_and_suspect_counts() {
         ..bw(0.0)
     };
     let (first, second) = ([lat, bw(90.0)], [bw(190.0)]);
-    p.mesh_pair(&MeshPairLine {
-        a: "n1",
-        b: "n2",
+    p.measure(&Measure::MeshPair {
+        subject: &Subject::pair("n1", "n2"),
         rail: None,
         verdict: Verdict::Pass,
         results: &[bw(191.0)],
         error: None,
         blame: Default::default(),
     });
-    p.mesh_pair(&MeshPairLine { a: "n1", b: "n3", rail: None, verdict: Verdict::Pass, results: &second, error: None, blame: Default::default() });
-    p.mesh_pair(&MeshPairLine { a: "n2", b: "n3", rail: None, verdict: Verdict::Fail, results: &first, error: None, blame: Default::default() });
-    p.mesh_tally(&MeshTally { suspects: vec![("node", 0), ("link", 1)], unreachable: 0, endpoints: 3 });
+    p.measure(&Measure::MeshPair {
+        subject: &Subject::pair("n1", "n3"),
+        rail: None,
+        verdict: Verdict::Pass,
+        results: &second,
+        error: None,
+        blame: Default::default(),
+    });
+    p.measure(&Measure::MeshPair {
+        subject: &Subject::pair("n2", "n3"),
+        rail: None,
+        verdict: Verdict::Fail,
+        results: &first,
+        error: None,
+        blame: Default::default(),
+    });
+    p.tally(&Tally::Suspects { kind: SuspectKind::Node, count: 0 });
+    p.tally(&Tally::Suspects { kind: SuspectKind::Link, count: 1 });
+    p.tally(&Tally::Unreachable(0));
+    p.tally(&Tally::Endpoints(3));
     let s = scrape(&p.finish(1.0));
     let pair = [("a", "n1"), ("b", "n2"), ("test", "write_bw"), ("direction", "a->b"), ("size", "65536")];
     assert_eq!(get(&s, "fabcheck_bandwidth_bytes_per_second", &pair), [191.0e9 / 8.0]);
@@ -76,8 +92,8 @@ fn mesh_has_a_series_per_pair_test_and_direction_and_suspect_counts() {
 #[test]
 fn figures_are_in_base_units_from_the_table() {
     let mut p = PromPrinter::new(Command::Devices, None, false);
-    p.port(&PortLine { device: "mlx5_0", port: 1, active: true, link_up: true, rate_gbps: Some(200.0), supported_gbps: None });
-    p.pcie("mlx5_0", 230.0);
+    p.measure(&Measure::Port { subject: &Subject::port("mlx5_0", 1), active: true, link_up: true, rate_gbps: Some(200.0), supported_gbps: None });
+    p.measure(&Measure::PcieUsable { subject: &Subject::device("mlx5_0"), gbps: 230.0 });
     let text = p.finish(1.0);
     assert!(text.contains("\nfabcheck_port_rate_bytes_per_second{device=\"mlx5_0\",port=\"1\"} 25000000000\n"), "{text}");
     assert!(!text.contains("verdict_pass"), "devices has no verdict:\n{text}");

@@ -10,10 +10,12 @@
 mod discover;
 mod ffi;
 mod port;
+mod qos;
 mod tables;
 
 pub use discover::{discover, DiscoverConfig, RawNode, RawPort};
 pub use port::{find_local_port, LocalPort, MadPort};
+pub use qos::QosTable;
 pub use tables::{DrPath, SmpTable};
 
 use std::sync::OnceLock;

@@ -66,8 +66,20 @@ const IB_GSI_PORT_SAMPLES_CONTROL: u32 = 0x10;
 impl MadPort {
     /// One 64-byte block of `table` at the node `path` leads to.
     pub fn table_block(&self, path: &DrPath, table: SmpTable) -> Result<[u8; 64], MadError> {
-        let libs = libraries()?;
         let (attr, modifier, what) = table.attribute();
+        self.dr_get(path, attr, modifier, what)
+    }
+
+    /// Writes one block of `table` at the node `path` leads to, and returns what the node
+    /// answered (its table after the Set). For tests that must break what an SM set up.
+    pub fn set_table_block(&self, path: &DrPath, table: SmpTable, block: &[u8; 64]) -> Result<[u8; 64], MadError> {
+        let (attr, modifier, what) = table.attribute();
+        self.dr_set(path, attr, modifier, what, block)
+    }
+
+    /// A directed-route SubnGet of `attr` with `modifier`: the 64-byte attribute.
+    pub(super) fn dr_get(&self, path: &DrPath, attr: u32, modifier: u32, what: &'static str) -> Result<[u8; 64], MadError> {
+        let libs = libraries()?;
         let mut buf = [0u8; 64];
         let mut portid = path.portid();
         // SAFETY: `buf` is the IB_SMP_DATA_SIZE (64) bytes the query writes; `portid` is a
@@ -80,14 +92,12 @@ impl MadPort {
         Ok(buf)
     }
 
-    /// Writes one block of `table` at the node `path` leads to, and returns what the node
-    /// answered (its table after the Set). For tests that must break what an SM set up.
-    pub fn set_table_block(&self, path: &DrPath, table: SmpTable, block: &[u8; 64]) -> Result<[u8; 64], MadError> {
+    /// A directed-route SubnSet of `attr` with `modifier`: what the node answered.
+    pub(super) fn dr_set(&self, path: &DrPath, attr: u32, modifier: u32, what: &'static str, block: &[u8; 64]) -> Result<[u8; 64], MadError> {
         let libs = libraries()?;
-        let (attr, modifier, what) = table.attribute();
         let mut buf = *block;
         let mut portid = path.portid();
-        // SAFETY: as in `table_block`: `buf` is the 64 bytes sent and overwritten with the
+        // SAFETY: as in `dr_get`: `buf` is the 64 bytes sent and overwritten with the
         // answer, `portid` a bounded directed route, `self.raw` open until Drop.
         let rc = unsafe { libs.mad.smp_set_via(buf.as_mut_ptr() as *mut c_void, &mut portid, attr, modifier, 0, self.raw) };
         if rc.is_null() {

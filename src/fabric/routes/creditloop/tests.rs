@@ -102,13 +102,12 @@ fn the_same_ring_routed_up_and_down_has_none() {
 
 #[test]
 fn channels_are_on_the_vl_the_sl2vl_tables_give() {
-    // Every switch maps SL 0 to VL 2 between any two ports: the loops are on VL 2.
+    // Every switch maps every SL to VL 2 between any two ports: the loops are on VL 2 only.
     let mut sl2vl = Sl2Vl::new();
     for i in 0..N {
         for inp in 0..=3u8 {
             for out in 1..=3u8 {
-                let mut map = [0u8; 16];
-                map[0] = 2;
+                let map = [2u8; 16];
                 sl2vl.insert((sw(i), inp, out), map);
             }
         }
@@ -136,4 +135,31 @@ fn a_forwarding_loop_is_left_to_fabric_route() {
     let mut tables = routed(line);
     tables.lfts.get_mut(&sw(1)).unwrap().ports[12] = 3;
     assert!(judge(&ring(), &tables, &Sl2Vl::new()).is_empty());
+}
+
+#[test]
+fn every_sl_is_walked_and_a_loop_on_several_vls_is_said_once() {
+    // SL i to VL i (OpenSM's default): the ring's two loops are on every VL, said once each.
+    let mut sl2vl = Sl2Vl::new();
+    let map: [u8; 16] = std::array::from_fn(|sl| if sl == 15 { 7 } else { sl as u8 });
+    for i in 0..5 {
+        for (inp, out) in [(1, 2), (1, 3), (2, 3), (3, 2), (2, 1), (3, 1)] {
+            sl2vl.insert((sw(i), inp, out), map);
+        }
+    }
+    assert_eq!(distinct_sls(&sl2vl).len(), 15, "SL 15 goes where SL 7 does");
+    assert_eq!(distinct_sls(&Sl2Vl::new()), vec![0]);
+    let found = judge(&ring(), &routed(minhop), &sl2vl);
+    assert_eq!(found.len(), 2, "{found:#?}");
+    assert!(found[0].message.starts_with("credit loop on VLs 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14: "), "{}", found[0].message);
+    let line = |at: u64, to: u64| {
+        if to == at {
+            1
+        } else if to > at {
+            2
+        } else {
+            3
+        }
+    };
+    assert!(judge(&ring(), &routed(line), &sl2vl).is_empty());
 }

@@ -97,3 +97,23 @@ fn a_second_spine_in_the_tree_is_a_loop() {
     let lone = vec![Group { mlid: MLID, mgid: BROADCAST.into(), members: [(Guid(0x100), 1)].into() }];
     assert!(judge(&fabric(), &lone, &Mfts::new()).is_empty());
 }
+
+#[test]
+fn groups_drawn_from_the_mfts_and_a_hole_up_the_tree_named_where_it_is() {
+    let groups = groups_from_mfts(&fabric(), &tree());
+    assert_eq!(groups.len(), 1);
+    assert_eq!((groups[0].mlid, groups[0].members.len()), (MLID, 4), "{groups:?}");
+    assert!(judge(&fabric(), &groups, &tree()).is_empty());
+    // spine1 forgets leaf2: hostC and hostD are reached from nobody on leaf1.
+    let mut mfts = tree();
+    mfts.get_mut(&(Guid(0x30), MLID)).unwrap().remove(&2);
+    let groups = groups_from_mfts(&fabric(), &mfts);
+    let found = judge(&fabric(), &groups, &mfts);
+    let subjects: Vec<String> = found.iter().map(|f| f.subject.to_string()).collect();
+    assert_eq!(subjects, vec!["hostC[1]", "hostD[1]"], "{found:#?}");
+    assert_eq!(
+        found[0].message,
+        "multicast group (MLID 0xc000) does not reach member hostC[1] from hostA[1], hostB[1]: spine1's MFT entry for MLID 0xc000 lacks port 2 \
+         (toward leaf2)"
+    );
+}

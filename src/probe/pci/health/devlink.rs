@@ -94,7 +94,7 @@ fn count(v: Option<&Value>) -> Option<u64> {
 fn pci_function(handle: &str) -> Option<String> {
     let rest = handle.strip_prefix("pci/")?;
     let bdf = rest.split('/').next()?;
-    crate::probe::stack::fw_query::valid_bdf(bdf).then(|| bdf.to_string())
+    crate::probe::tool::valid_bdf(bdf).then(|| bdf.to_string())
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub fn read(source: &Source, inventory: &Inventory, tree: Option<&PciTree>) -> P
         .devices
         .iter()
         .filter_map(|d| Some((d.name.clone(), d.pci.as_ref()?.address.clone()?)))
-        .filter(|(_, bdf)| crate::probe::stack::fw_query::valid_bdf(bdf))
+        .filter(|(_, bdf)| crate::probe::tool::valid_bdf(bdf))
         .collect();
     let mut functions = match tree {
         Some(tree) => from_tree(tree, &files),

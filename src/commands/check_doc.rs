@@ -5,8 +5,6 @@ use crate::sanitise::one_line as l;
 use serde::Serialize;
 use std::fmt::Write;
 
-pub const SCHEMA: &str = "fabcheck.check.v1";
-
 #[derive(Serialize)]
 pub struct CheckDoc<'a> {
     pub schema: &'static str,
@@ -70,8 +68,8 @@ pub fn human(report: &Report) -> String {
 }
 
 impl crate::report::Document for CheckDoc<'_> {
-    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
-        self.origin.as_ref()
+    fn origin(&self) -> Option<&str> {
+        self.origin.as_ref().map(|o| o.host.as_str())
     }
 
     fn command(&self) -> crate::report::Command {

@@ -140,8 +140,8 @@ pub struct DevicesReport<'a> {
 }
 
 impl crate::report::Document for DevicesReport<'_> {
-    fn origin(&self) -> Option<&crate::probe::bundle::Origin> {
-        self.origin.as_ref()
+    fn origin(&self) -> Option<&str> {
+        self.origin.as_ref().map(|o| o.host.as_str())
     }
 
     fn command(&self) -> crate::report::Command {
@@ -174,12 +174,12 @@ impl crate::report::Document for DevicesReport<'_> {
     }
 
     fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+        use crate::outcome::{Measure, Subject};
         use crate::port::{PhysState, PortState};
         for d in self.doc.devices {
             for p in &d.ports {
-                sink.port(&crate::report::sink::PortLine {
-                    device: &d.name,
-                    port: p.port,
+                sink.measure(&Measure::Port {
+                    subject: &Subject::port(d.name.as_str(), p.port),
                     active: p.state == PortState::Active,
                     link_up: p.phys_state == PhysState::LinkUp,
                     rate_gbps: p.rate_gbps,
@@ -187,7 +187,7 @@ impl crate::report::Document for DevicesReport<'_> {
                 });
             }
             if let Some(usable) = d.pci.as_ref().and_then(|p| p.usable_gbps) {
-                sink.pcie(&d.name, usable);
+                sink.measure(&Measure::PcieUsable { subject: &Subject::device(d.name.as_str()), gbps: usable });
             }
         }
         Ok(())

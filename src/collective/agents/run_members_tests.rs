@@ -1,0 +1,162 @@
+use super::*;
+use crate::model::collective::{Hop, HopResult, MemberId, Step as PlanStep};
+
+/// A ring of `n`: member i writes hop i to i+1 and receives hop i-1.
+fn ring(n: u32) -> Vec<MemberPlan> {
+    (0..n)
+        .map(|me| {
+            let pred = (me + n - 1) % n;
+            MemberPlan {
+                member: MemberId(me),
+                outbound: vec![Hop { id: HopId(me), from: MemberId(me), to: MemberId((me + 1) % n) }],
+                inbound: vec![Hop { id: HopId(pred), from: MemberId(pred), to: MemberId(me) }],
+                steps: vec![PlanStep::once(vec![], vec![0]), PlanStep { wait: vec![0], send: vec![0], repeat: 2 }, PlanStep::once(vec![0], vec![])],
+                chunk_bytes: 4096,
+                iters: 2,
+            }
+        })
+        .collect()
+}
+
+fn endpoint(host: &str, qpn: u32) -> Endpoint {
+    let mut e: Endpoint = serde_json::from_value(serde_json::json!({
+        "host": host, "device": "rxe0", "port": 1, "lid": 0, "gid_index": 1, "gid": "::ffff:10.0.0.1", "qpns": [], "psn": 1,
+        "addr": 0, "rkey": 0, "len": 0, "mtu": 1024, "link_layer": "Ethernet", "rate_gbps": null, "ca_type": "x", "max_rd_atomic": 1
+    }))
+    .unwrap();
+    e.qpns = vec![qpn];
+    e
+}
+
+/// Member i's ready: its outbound hop's QP is 100 + i, its inbound ring's rkey 200 + i.
+fn ready(plan: &MemberPlan) -> Reply {
+    let me = plan.member.0;
+    let mut inbound = endpoint(&format!("n{me}"), 300 + me);
+    inbound.rkey = 200 + me;
+    Reply::MemberReady {
+        hops: vec![
+            HopPeer { hop: plan.outbound[0].id, endpoint: endpoint(&format!("n{me}"), 100 + me) },
+            HopPeer { hop: plan.inbound[0].id, endpoint: inbound },
+        ],
+    }
+}
+
+fn done(plan: &MemberPlan) -> Reply {
+    let hop = HopResult { hop: plan.outbound[0].id, chunks: 8, bytes: 8 * 4096, step_us: None, gbps: 1.5 };
+    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![] } }
+}
+
+fn labels(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("n{i}")).collect()
+}
+
+fn targets(n: usize) -> Vec<Target> {
+    vec![Target { device: Some("rxe0".into()), port: Some(1), gid_index: None, cm: None, conditions: Default::default(), cpu_slot: None }; n]
+}
+
+#[test]
+fn a_ring_is_prepared_connected_hop_by_hop_run_and_finished() {
+    let plans = ring(3);
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60));
+    let now = Instant::now();
+    let mut act = Actions::default();
+    r.start(now, &mut act);
+    assert_eq!(act.sends.len(), 3);
+    assert!(act.sends.iter().all(|(_, q)| matches!(q, Request::PrepareMember { stall_timeout_ms: 5000, .. })));
+    act.sends.clear();
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, ready(plan), now, &mut act);
+    }
+    // Member 1 writes hop 1 into member 2's ring and receives hop 0 from member 0's QP.
+    let (_, Request::ConnectHops { peers }) = &act.sends[1] else { panic!("{:?}", act.sends) };
+    assert_eq!(peers[0].hop, HopId(1));
+    assert_eq!((peers[0].endpoint.qpns[0], peers[0].endpoint.rkey), (302, 202), "the receiver's QP and ring");
+    assert_eq!(peers[1].hop, HopId(0));
+    assert_eq!(peers[1].endpoint.qpns[0], 100, "the sender's QP");
+    act.sends.clear();
+    for side in 0..3 {
+        assert!(act.sends.is_empty(), "run waits for every member to connect");
+        r.on_reply(side, Reply::Connected, now, &mut act);
+    }
+    assert!(act.sends.iter().all(|(_, q)| *q == Request::Run) && act.sends.len() == 3);
+    act.sends.clear();
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, Reply::Running, now, &mut act);
+        r.on_reply(side, done(plan), now, &mut act);
+    }
+    assert!(act.sends.iter().all(|(_, q)| *q == Request::Finish) && act.sends.len() == 3);
+    for side in 0..3 {
+        r.on_reply(side, Reply::Finished, now, &mut act);
+    }
+    assert!(r.is_done() && act.discard.is_empty());
+    let results = r.take_outcome().unwrap();
+    assert_eq!(results.iter().map(|m| m.member.0).collect::<Vec<_>>(), [0, 1, 2]);
+}
+
+#[test]
+fn a_member_lost_mid_run_is_named_and_every_session_closed() {
+    let plans = ring(3);
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60));
+    let now = Instant::now();
+    let mut act = Actions::default();
+    r.start(now, &mut act);
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, ready(plan), now, &mut act);
+    }
+    for side in 0..3 {
+        r.on_reply(side, Reply::Connected, now, &mut act);
+    }
+    r.on_reply(0, done(&plans[0]), now, &mut act);
+    r.on_lost(1, Loss::new("n1", LossKind::Gone { why: "the connection closed".into(), tail: String::new() }), now, &mut act);
+    assert!(r.is_done());
+    assert_eq!(act.discard, [0, 1, 2], "every agent told goodbye");
+    // The others' words after it change nothing: the lost member is the cause.
+    r.on_reply(2, Reply::Error { cause: "hop 1 from n1: no chunk arrived".into(), remedy: String::new() }, now, &mut act);
+    match r.take_outcome() {
+        Err(RunError::Lost { member, loss }) => {
+            assert_eq!(member, MemberId(1));
+            assert_eq!(loss.agent, "n1");
+            assert!(loss.during.as_deref().unwrap_or("").contains("running"), "{loss:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_late_member_is_named_at_the_deadline_and_an_agent_error_is_its_own() {
+    let plans = ring(3);
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(2));
+    let now = Instant::now();
+    let mut act = Actions::default();
+    r.start(now, &mut act);
+    assert!(r.deadline().is_some_and(|d| d <= now + Duration::from_secs(2)));
+    r.on_reply(0, ready(&plans[0]), now, &mut act);
+    r.on_deadline(now, &mut act);
+    assert!(matches!(r.take_outcome(), Err(RunError::Lost { member: MemberId(1), loss }) if matches!(loss.kind, LossKind::Timeout { .. })));
+
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60));
+    r.start(now, &mut act);
+    r.on_reply(2, Reply::Error { cause: "serve refused to register 1 MiB".into(), remedy: "--max-registered".into() }, now, &mut act);
+    assert!(matches!(r.take_outcome(), Err(RunError::Failed { member: MemberId(2), cause, .. }) if cause.contains("refused")));
+}
+
+#[test]
+fn implausible_results_and_foreign_hops_are_protocol_errors() {
+    let plans = ring(3);
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60));
+    let now = Instant::now();
+    let mut act = Actions::default();
+    r.start(now, &mut act);
+    // Member 0 answers with member 1's hops.
+    r.on_reply(0, ready(&plans[1]), now, &mut act);
+    assert!(matches!(r.take_outcome(), Err(RunError::Lost { member: MemberId(0), loss }) if matches!(loss.kind, LossKind::Protocol(_))));
+
+    let plan = &plans[0];
+    let Reply::MemberDone { mut result } = done(plan) else { unreachable!() };
+    assert_eq!(plausible(plan, &result), Ok(()));
+    result.hops[0].gbps = f64::NAN;
+    assert!(plausible(plan, &result).is_err());
+    result.hops[0].gbps = 1.0;
+    result.hops[0].chunks = 1_000;
+    assert!(plausible(plan, &result).unwrap_err().contains("1000 chunks"));
+}

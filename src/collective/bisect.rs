@@ -1,0 +1,128 @@
+//! `--bisect` (when the whole run failed): the hosts are split into halves that keep the same
+//! mix of leaves (with `--topology`), each half is run again, a failing half is split again,
+//! and a lone host of a failing half is run beside a host that passed: failing there, it is
+//! isolated. A bad host costs two runs per halving, so k suspects among n hosts take at most
+//! about 2k·log2(n) + k runs (the property test in tests/integration/collective.rs holds it to
+//! that).
+
+use super::doc::SubRun;
+use super::member::Member;
+use super::members::Members;
+use super::once::{once, sub_run, Config, Stop};
+use super::op::Op;
+use super::plan::Ring;
+use crate::outcome::Verdict;
+
+/// What bisection found: every sub-run, and the hosts it isolated with why.
+pub struct Found {
+    pub runs: Vec<SubRun>,
+    pub isolated: Vec<(String, String)>,
+}
+
+/// The most runs bisection takes for `k` suspects among `n` hosts.
+pub fn bound(k: usize, n: usize) -> usize {
+    let depth = usize::BITS as usize - n.max(1).leading_zeros() as usize;
+    k.max(1) * (2 * depth + 1) + 2
+}
+
+/// A host and its members.
+struct Unit {
+    host: String,
+    members: Vec<u32>,
+    leaf: Option<usize>,
+}
+
+pub fn bisect(members: &[Member], runner: &mut dyn Members, config: &Config) -> Result<Found, Stop> {
+    let mut units: Vec<Unit> = Vec::new();
+    for (i, m) in members.iter().enumerate() {
+        match units.iter_mut().find(|u| u.host == m.host) {
+            Some(u) => u.members.push(i as u32),
+            None => units.push(Unit {
+                host: m.host.clone(),
+                members: vec![i as u32],
+                leaf: config.topology.as_ref().and_then(|t| super::order::leaf_of(t, m)),
+            }),
+        }
+    }
+    let full = super::order::rings(members, config.topology.as_ref());
+    let mut found = Found { runs: Vec::new(), isolated: Vec::new() };
+    let mut good: Vec<usize> = Vec::new();
+    let mut lone: Vec<usize> = Vec::new();
+    let mut queue: Vec<Vec<usize>> = vec![(0..units.len()).collect()];
+    while let Some(group) = queue.pop() {
+        if group.len() == 1 {
+            lone.push(group[0]);
+            continue;
+        }
+        for half in halves(&group, &units) {
+            // A lone host is run beside good ones at the end, not alone.
+            if half.len() == 1 || sub(members, runner, config, &full, &units, &half, &mut found)? == Verdict::Fail {
+                queue.push(half);
+            } else {
+                good.extend(half);
+            }
+        }
+    }
+    // Each lone host of a failing half, beside good hosts.
+    for u in lone {
+        if good.is_empty() {
+            found.isolated.push((units[u].host.clone(), "every sub-run with it failed and no host passed to compare it with".into()));
+            continue;
+        }
+        let need = config.op.min_members().saturating_sub(units[u].members.len()).max(1);
+        let mut probe = vec![u];
+        let mut have = 0;
+        for g in &good {
+            if have >= need {
+                break;
+            }
+            probe.push(*g);
+            have += units[*g].members.len();
+        }
+        if sub(members, runner, config, &full, &units, &probe, &mut found)? == Verdict::Fail {
+            let busbw = found.runs.last().map_or(0.0, |r| r.busbw_gbps);
+            found.isolated.push((units[u].host.clone(), format!("--bisect: it failed beside hosts that passed (busbw {busbw:.1} Gb/s)")));
+        } else {
+            good.push(u);
+        }
+    }
+    Ok(found)
+}
+
+/// Two halves of `group` that keep its mix of leaves: each leaf's hosts dealt out in turn.
+fn halves(group: &[usize], units: &[Unit]) -> [Vec<usize>; 2] {
+    let mut sorted = group.to_vec();
+    sorted.sort_by_key(|u| units[*u].leaf.unwrap_or(usize::MAX));
+    let mut out = [Vec::new(), Vec::new()];
+    for (i, u) in sorted.into_iter().enumerate() {
+        out[i % 2].push(u);
+    }
+    out
+}
+
+/// Runs the op (or, for too few members, allreduce) over these hosts' members, in the full
+/// run's ring order, and lists the run.
+fn sub(
+    members: &[Member],
+    runner: &mut dyn Members,
+    config: &Config,
+    full: &[Ring],
+    units: &[Unit],
+    hosts: &[usize],
+    found: &mut Found,
+) -> Result<Verdict, Stop> {
+    let mut ids: Vec<u32> = hosts.iter().flat_map(|u| units[*u].members.iter().copied()).collect();
+    ids.sort_unstable();
+    let rings: Vec<Ring> =
+        full.iter().map(|r| Ring { rail: r.rail, order: r.order.iter().filter(|m| ids.binary_search(&m.0).is_ok()).copied().collect() }).collect();
+    let smallest = rings.iter().map(|r| r.order.len()).filter(|n| *n > 0).min().unwrap_or(0);
+    let op = if smallest >= config.op.min_members() { config.op } else { Op::AllReduce };
+    let rings: Vec<Ring> = rings.into_iter().filter(|r| r.order.len() >= op.min_members()).collect();
+    if rings.is_empty() {
+        return Ok(Verdict::Pass);
+    }
+    let config = Config { op, ..config.clone() };
+    let judged = once(members, runner, &config, rings)?;
+    found.runs.push(sub_run(&ids, &judged));
+    Ok(judged.verdict)
+}

@@ -1,0 +1,131 @@
+//! `fabcheck collective`: flags in, the agents reached as members, the controller run over
+//! them, the document out (exit 0 pass, 1 fail, 2 could not run, as `mesh`).
+
+use super::flags::launch_options;
+use crate::cli::CollectiveArgs;
+use crate::collective::agents::{self, ReachOptions};
+use crate::collective::judge::Criteria;
+use crate::collective::op::Op;
+use crate::collective::run::{self, Config};
+use crate::collective::{Member, RunError};
+use crate::control::{endpoint, link};
+use crate::error::{Failure, Outcome, Stop};
+use std::time::Duration;
+
+/// Iterations when neither --iters nor --duration is given.
+const DEFAULT_ITERS: u64 = 20;
+
+pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
+    let op = Op::parse(&args.op).map_err(Failure::usage)?;
+    let specs = endpoints(args)?;
+    let rails = args.rails.as_deref().map(crate::model::rails::RailSpec::parse).transpose().map_err(Failure::usage)?;
+    if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
+        return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d").into());
+    }
+    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
+        return Err(Failure::usage("--threshold is a percentage, 1..100").into());
+    }
+    if !(args.hop_threshold.is_finite() && args.hop_threshold > 1.0) {
+        return Err(Failure::usage("--hop-threshold is a factor above 1 (2 names a hop twice as slow as its ring's median)").into());
+    }
+    let topology = args.topology.as_deref().map(read_topology).transpose()?;
+    let launch = launch_options(&args.agents)?;
+    for spec in &specs {
+        link::validate(launch.launcher, &spec.host, &spec.to_string()).map_err(Failure::from)?;
+    }
+    let options = ReachOptions { token: launch.token.clone(), connect_timeout: launch.connect_timeout, launch, mem: args.mem.choice() };
+    let (members, mut runner) = agents::reach(&specs, rails.as_ref(), &options).map_err(|e| could_not_run(&e, &[]))?;
+    let iters = match (args.iters, args.duration) {
+        (Some(n), _) => n,
+        (None, Some(secs)) => iters_for(op, &members, u64::from(args.size), secs),
+        (None, None) => DEFAULT_ITERS,
+    };
+    let config = Config {
+        op,
+        size: u64::from(args.size),
+        iters,
+        criteria: Criteria { bw_fraction: args.threshold / 100.0, hop_threshold: args.hop_threshold },
+        bisect: args.bisect,
+        topology,
+        deadline: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_secs_f64(args.duration.unwrap_or(0.0))),
+    };
+    let doc = run::run(&members, &mut runner, &config).map_err(|e| match e {
+        run::Stop::Plan(refusal) => Failure::usage(refusal.to_string()),
+        run::Stop::Run(error) => could_not_run(&error, &members),
+    })?;
+    let report = crate::collective::text::CollectiveReport { doc, quiet: args.progress.quiet };
+    let outcome = out.deliver(&report, args.json || out.machine())?;
+    // After the results, so a page that cannot be written loses nothing else.
+    if let Some(path) = &args.html {
+        let page = crate::collective::html::render(&report.doc, &crate::report::Stamp::now());
+        crate::report::output::side_file(path, "the HTML page", "--html", page.as_bytes(), report.doc.verdict == crate::outcome::Verdict::Pass)?;
+    }
+    Ok(outcome)
+}
+
+/// The endpoints of the arguments and the hostfile, parsed as `mesh` parses them.
+fn endpoints(args: &CollectiveArgs) -> Result<Vec<endpoint::EndpointSpec>, Failure> {
+    super::flags::endpoints(&super::flags::EndpointFlags {
+        command: "collective",
+        endpoints: &args.endpoints,
+        hostfile: args.hostfile.as_deref(),
+        tcp_port: args.tcp_port,
+        device: args.device.as_deref(),
+        ib_port: None,
+    })
+}
+
+/// `--topology FILE`, as `mesh` reads it.
+fn read_topology(path: &std::path::Path) -> Result<crate::mesh::topology::Topology, Failure> {
+    let cabling = crate::fabric::design::topology::load(path).map_err(|e| Failure::new(e.to_string(), e.remedy()))?;
+    crate::mesh::topology::Topology::from_cabling(&cabling).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
+}
+
+/// Iterations that take about `secs` at the slowest member's link rate (a healthy fabric's
+/// time; a slow one takes longer, bounded by the deadline).
+pub fn iters_for(op: Op, members: &[Member], size: u64, secs: f64) -> u64 {
+    let slowest = members.iter().filter_map(|m| m.capacity_gbps).fold(f64::INFINITY, f64::min);
+    let gbps = if slowest.is_finite() && slowest > 0.0 { slowest } else { 100.0 };
+    let n = members.len().max(2);
+    let bits = size as f64 * 8.0 * op.bus_factor(n).max(1.0) * if matches!(op, Op::Incast(_)) { n as f64 } else { 1.0 };
+    let per_iter = bits / (gbps * 1e9);
+    ((secs / per_iter.max(1e-9)) as u64).clamp(1, 1_000_000)
+}
+
+/// A run that gave no result, in words (exit 2): the member named.
+fn could_not_run(error: &RunError, members: &[Member]) -> Failure {
+    let name = |m: crate::model::collective::MemberId| members.get(m.0 as usize).map(crate::collective::blame::label);
+    match error {
+        RunError::Lost { member, loss } => {
+            let (cause, remedy) = crate::report::loss::words(loss);
+            let who = name(*member).map(|n| format!("{n}: ")).unwrap_or_default();
+            Failure::new(format!("{who}{}", crate::sanitise::one_line(&cause)), remedy)
+        }
+        RunError::Failed { member, cause, remedy } => {
+            let who = name(*member).map(|n| format!("{n}: ")).unwrap_or_default();
+            Failure::new(format!("{who}{}", crate::sanitise::one_line(cause)), crate::sanitise::one_line(remedy).into_owned())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duration_gives_iterations_from_the_slowest_link() {
+        let m = |gbps| Member {
+            host: "h".into(),
+            device: "mlx5_0".into(),
+            port: 1,
+            rail: None,
+            capacity_gbps: Some(gbps),
+            link_layer: crate::port::LinkLayer::InfiniBand,
+            mtu: None,
+        };
+        // 4 members, the slowest at 100 Gb/s, allreduce of 100 MB: 1.5 x 800 Mb = 12 ms an iteration.
+        let members = vec![m(100.0), m(100.0), m(400.0), m(100.0)];
+        assert!((99..=100).contains(&iters_for(Op::AllReduce, &members, 100_000_000, 1.2)));
+        assert_eq!(iters_for(Op::AllReduce, &members, 100_000_000, 0.0), 1);
+    }
+}

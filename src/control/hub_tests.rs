@@ -1,0 +1,42 @@
+//! The hub against a fake agent on a socket.
+
+use super::*;
+use std::io::{BufRead, BufReader, Write};
+
+#[test]
+fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let token = "0123456789abcdef0123".to_string();
+    let fake = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+        let first: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+        let second: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+        let mut w = stream;
+        w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into(), rails: false, collective: false }).as_bytes()).unwrap();
+        w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
+        (first, second)
+    });
+    let opts = LaunchOptions {
+        remote_fabcheck: "fabcheck".into(),
+        token: Some(token.clone()),
+        connect_timeout: Duration::from_secs(5),
+        launcher: Launcher::Ssh,
+        k8s_selector: String::new(),
+    };
+    let mut hub = Hub::new(opts);
+    let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
+    hub.send(id, &Request::Finish);
+    let mut events = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while events.is_empty() && Instant::now() < until {
+        hub.wait(Duration::from_millis(50), &mut events);
+    }
+    let (first, second) = fake.join().unwrap();
+    assert_eq!(first, Request::Hello { token: Some(token) });
+    assert_eq!(second, Request::Finish);
+    // The fake hangs up after its replies; the conversation's reply is the first event.
+    assert!(matches!(events.first(), Some(HubEvent::Reply(_, r)) if **r == Reply::Finished), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, HubEvent::Reply(_, r) if matches!(**r, Reply::Hello { .. }))), "{events:?}");
+}

@@ -1,0 +1,277 @@
+//! A collective member's verbs resources (0.5, `fabcheck collective`): one RC QP per hop of its
+//! [`MemberPlan`], a registered ring per inbound hop with receives pre-posted, one chunk to send
+//! from. Opened on `prepare_member`, connected hop by hop on `connect_hops`, run by
+//! [`member_loop`](super::member_loop), released on drop.
+//!
+//! Registration asks the least access each buffer needs: an inbound ring is written by its peer
+//! (`LOCAL_WRITE | REMOTE_WRITE`, rkey lent to that hop's sender only); the send chunk is only
+//! read by the adapter (no access flag, no rkey lent). An outbound QP grants no remote access,
+//! an inbound QP remote write only.
+
+use super::{gid, memory, PerfError};
+use crate::model::collective::{HopId, MemberPlan};
+use crate::model::member_wire::{HopPeer, RING_SLOTS};
+use crate::model::{Conditions, Endpoint, Target};
+use crate::port::{LinkLayer, Mtu, PortState};
+use crate::probe;
+use fabcheck_verbs::{
+    Access, ChunkWriter, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList, RemoteBuffer,
+    RtsParams,
+};
+
+/// Receive WRs kept posted per inbound hop; replenished [`REPOST_BATCH`] at a time.
+pub const RECV_DEPTH: u32 = 64;
+/// Receives re-posted at once (one doorbell per batch).
+pub const REPOST_BATCH: u32 = 16;
+/// Writes in flight per outbound hop: one per slot of the peer's ring.
+pub const SEND_DEPTH: u32 = RING_SLOTS;
+/// The stall limit when the controller names none.
+pub const DEFAULT_STALL_MS: u64 = 5_000;
+/// As `perf::session`: 67 ms per try, 7 tries, so a dead peer fails a write in about 0.5 s.
+const ACK_TIMEOUT_EXP: u8 = 14;
+const RETRY_COUNT: u8 = 7;
+
+/// One outbound hop: its QP and, once connected, its writer into the peer's ring.
+pub(super) struct OutHop {
+    pub(super) hop: HopId,
+    pub(super) qp: QueuePair,
+    pub(super) writer: Option<ChunkWriter>,
+    /// The receiving member's host, for errors.
+    pub(super) peer: String,
+}
+
+/// One inbound hop: its QP, its ring and the receives posted into it.
+pub(super) struct InHop {
+    pub(super) hop: HopId,
+    pub(super) qp: QueuePair,
+    pub(super) recvs: RecvList,
+    pub(super) peer: String,
+    // Held so the ring outlives the QP that the peer writes through.
+    _ring: MemoryRegion,
+}
+
+/// A member's resources. Fields are private to `perf`: the loop owns them while it runs.
+pub struct MemberSession {
+    // QPs first (in the hop vectors), then memory, CQs, PD (each also held by what uses it).
+    pub(super) out: Vec<OutHop>,
+    pub(super) inb: Vec<InHop>,
+    pub(super) send_mr: MemoryRegion,
+    pub(super) send_cq: CompletionQueue,
+    pub(super) recv_cq: CompletionQueue,
+    _pd: ProtectionDomain,
+    pub(super) plan: MemberPlan,
+    pub(super) stall_ms: u64,
+    pub(super) device: String,
+    pub(super) port: u8,
+    local: Vec<HopPeer>,
+    template: Endpoint,
+    connected: bool,
+}
+
+impl MemberSession {
+    /// Opens `target`'s port and builds every hop of `plan` (checked again here: the agent takes
+    /// no plan on trust). Errors name the cause as a pair test's do.
+    pub fn open(target: &Target, plan: &MemberPlan, stall_timeout_ms: u64, host: &str) -> Result<MemberSession, PerfError> {
+        crate::model::member_wire::check_member_plan(plan, stall_timeout_ms).map_err(|e| PerfError::BadPeer(e.to_string()))?;
+        target.conditions.validate()?;
+        memory::preflight(target.conditions.mem)?;
+        if target.cm.is_some() {
+            return Err(PerfError::BadPeer("a collective member connects out of band; rdma_cm (--cm) is not supported for it".into()));
+        }
+        let mut conditions = target.conditions;
+        let inv = probe::test_inventory(target.device.as_deref())?;
+        let (device, port) = pick(&inv, target)?;
+        let subject = format!("{}/{}", device.name, port.port);
+        if port.state != PortState::Active {
+            let (message, remedy) = crate::diagnose::explain_port(device, port);
+            return Err(PerfError::PortNotReady { subject, message, remedy });
+        }
+        if port.link_layer == LinkLayer::Ethernet && conditions.tclass.is_none() {
+            let (tos, source) = crate::probe::qos::read::default_tclass_live(&device.name, port.port, port.netdev.as_deref());
+            conditions.tclass = Some(tos);
+            conditions.tclass_source = Some(source);
+        }
+        let chosen = match target.gid_index {
+            Some(index) => port.gids.iter().find(|g| g.index == u32::from(index)),
+            None => gid::choose(&port.gids, port.link_layer),
+        };
+        if port.link_layer == LinkLayer::Ethernet && chosen.is_none() {
+            return Err(PerfError::NoGid {
+                subject,
+                why: "no routable RoCE GID at the index asked or chosen; assign an IP address to the port's netdev".into(),
+            });
+        }
+        let ctx = Context::open(&device.name)?;
+        let limits = ctx.query_device()?;
+        let pd = ProtectionDomain::new(&ctx)?;
+        let (n_out, n_in) = (plan.outbound.len() as u32, plan.inbound.len() as u32);
+        let send_cqe = (SEND_DEPTH * n_out + 16).min(limits.max_cqe.max(64));
+        let recv_cqe = (RECV_DEPTH * n_in + 16).min(limits.max_cqe.max(64));
+        let send_cq = CompletionQueue::new(&ctx, send_cqe)?;
+        let recv_cq = CompletionQueue::new(&ctx, recv_cqe)?;
+        let chunk = plan.chunk_bytes as usize;
+        let send = memory::register(&pd, &device.name, chunk, Access::NONE, conditions.mem, conditions.relaxed_ordering)?;
+        conditions.relaxed_ordering = send.relaxed_ordering;
+        let memory_kind = if send.region.host_visible() { QpMemory::Host } else { QpMemory::Device };
+        let port_num = port.port as u8;
+        let pkey = conditions.pkey_index.unwrap_or(0);
+        let mut out = Vec::with_capacity(plan.outbound.len());
+        for hop in &plan.outbound {
+            let config = QpConfig { max_send_wr: SEND_DEPTH, max_recv_wr: 1, max_inline_data: 0, memory: memory_kind };
+            let mut qp = QueuePair::new_rc(&pd, &send_cq, &recv_cq, config)?;
+            qp.to_init(port_num, pkey, Access::NONE)?;
+            out.push(OutHop { hop: hop.id, qp, writer: None, peer: String::new() });
+        }
+        let mut inb = Vec::with_capacity(plan.inbound.len());
+        for (i, hop) in plan.inbound.iter().enumerate() {
+            let ring = memory::register(
+                &pd,
+                &device.name,
+                chunk * RING_SLOTS as usize,
+                Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+                conditions.mem,
+                conditions.relaxed_ordering,
+            )?;
+            let config = QpConfig { max_send_wr: 1, max_recv_wr: RECV_DEPTH, max_inline_data: 0, memory: memory_kind };
+            let mut qp = QueuePair::new_rc(&pd, &send_cq, &recv_cq, config)?;
+            qp.to_init(port_num, pkey, Access::REMOTE_WRITE)?;
+            let recvs = RecvList::new(RECV_DEPTH as usize, &ring.region, 0, plan.chunk_bytes, i as u32)?;
+            inb.push(InHop { hop: hop.id, qp, recvs, peer: String::new(), _ring: ring.region });
+        }
+        let psn = initial_psn();
+        let template = Endpoint {
+            host: host.to_string(),
+            device: device.name.clone(),
+            port: port_num,
+            lid: port.lid as u16,
+            gid_index: chosen.map(|g| g.index as u8),
+            gid: chosen.map(|g| g.gid),
+            qpns: Vec::new(),
+            psn,
+            addr: 0,
+            rkey: 0,
+            len: 0,
+            mtu: port.active_mtu.unwrap_or(1024),
+            link_layer: port.link_layer,
+            rate_gbps: port.rate_gbps,
+            ca_type: device.ca_type.clone(),
+            max_rd_atomic: 1,
+            cm_addr: None,
+            pcie_gbps: device.pci.as_ref().and_then(|p| p.usable_gbps),
+            trained_low: port.trained_low(),
+            conditions,
+            gpu: send.gpu.map(Box::new),
+        };
+        let mut local = Vec::with_capacity(out.len() + inb.len());
+        for h in &out {
+            local.push(HopPeer { hop: h.hop, endpoint: Endpoint { qpns: vec![h.qp.qp_num()], ..template.clone() } });
+        }
+        for h in &inb {
+            let ring = RemoteBuffer { addr: h._ring.addr(), rkey: h._ring.rkey(), len: h._ring.len() as u64 };
+            let endpoint = Endpoint { qpns: vec![h.qp.qp_num()], addr: ring.addr, rkey: ring.rkey, len: ring.len, ..template.clone() };
+            local.push(HopPeer { hop: h.hop, endpoint });
+        }
+        Ok(MemberSession {
+            out,
+            inb,
+            send_mr: send.region,
+            send_cq,
+            recv_cq,
+            _pd: pd,
+            plan: plan.clone(),
+            stall_ms: if stall_timeout_ms == 0 { DEFAULT_STALL_MS } else { stall_timeout_ms },
+            device: device.name.clone(),
+            port: port_num,
+            local,
+            template,
+            connected: false,
+        })
+    }
+
+    /// This member's end of each hop (what `member_ready` carries).
+    pub fn local(&self) -> &[HopPeer] {
+        &self.local
+    }
+
+    /// Moves every hop's QP to RTS towards its peer, builds each outbound hop's writer into the
+    /// peer's ring and pre-posts every inbound hop's receives.
+    pub fn connect(&mut self, peers: &[HopPeer]) -> Result<(), PerfError> {
+        let matched = crate::model::member_wire::match_hops(&self.plan, peers).map_err(|e| PerfError::BadPeer(e.to_string()))?;
+        let (to_out, to_in) = matched.split_at(self.out.len());
+        for (h, peer) in self.out.iter_mut().zip(to_out) {
+            let path = path_to(&self.template, peer)?;
+            rts(&mut h.qp, &path, self.template.psn)?;
+            let remote = RemoteBuffer { addr: peer.addr, rkey: peer.rkey, len: peer.len };
+            h.writer =
+                Some(ChunkWriter::new(&self.send_mr, 0, self.plan.chunk_bytes, remote, RING_SLOTS).map_err(|e| {
+                    PerfError::BadPeer(format!("hop {} to {}: the ring lent does not fit {RING_SLOTS} chunks: {e}", h.hop.0, peer.host))
+                })?);
+            h.peer = peer.host.clone();
+        }
+        for (h, peer) in self.inb.iter_mut().zip(to_in) {
+            let path = path_to(&self.template, peer)?;
+            rts(&mut h.qp, &path, self.template.psn)?;
+            h.recvs.post(&mut h.qp, 0, RECV_DEPTH as usize)?;
+            h.peer = peer.host.clone();
+        }
+        self.connected = true;
+        Ok(())
+    }
+
+    pub(super) fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// The conditions this member applied.
+    pub fn conditions(&self) -> &Conditions {
+        &self.template.conditions
+    }
+}
+
+/// The path from `local` to `peer`: the smaller MTU, the peer's QP and PSN, its LID or GID.
+fn path_to(local: &Endpoint, peer: &Endpoint) -> Result<PathSpec, PerfError> {
+    if peer.link_layer != local.link_layer {
+        return Err(PerfError::BadPeer(format!("{}'s link layer {} differs from this side's {}", peer.host, peer.link_layer, local.link_layer)));
+    }
+    let remote_gid = match (&peer.gid, local.link_layer) {
+        (Some(gid), LinkLayer::Ethernet) => Some(gid.octets()),
+        (None, LinkLayer::Ethernet) => return Err(PerfError::BadPeer(format!("{} sent no GID for a RoCE hop", peer.host))),
+        _ => None,
+    };
+    let mtu = local.mtu.min(peer.mtu).min(local.conditions.mtu.unwrap_or(u32::MAX));
+    Ok(PathSpec {
+        port: local.port,
+        mtu: Mtu::at_most(mtu).to_verbs(),
+        remote_qpn: peer.qpns.first().copied().unwrap_or(0),
+        remote_psn: peer.psn,
+        remote_lid: peer.lid,
+        remote_gid,
+        sgid_index: local.gid_index.unwrap_or(0),
+        max_rd_atomic: 1,
+        sl: local.conditions.sl.unwrap_or(0),
+        traffic_class: local.conditions.tclass.unwrap_or(0),
+    })
+}
+
+fn rts(qp: &mut QueuePair, path: &PathSpec, psn: u32) -> Result<(), PerfError> {
+    qp.to_rtr(path)?;
+    qp.to_rts(&RtsParams { psn, max_rd_atomic: 1, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT })?;
+    Ok(())
+}
+
+/// The port `target` names (or the first active one of its device).
+fn pick<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
+    let candidates: Vec<(&probe::Device, &probe::Port)> =
+        inv.ports().filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want))).collect();
+    candidates
+        .iter()
+        .find(|(_, p)| p.state == PortState::Active)
+        .or(candidates.first())
+        .copied()
+        .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
+}
+
+fn initial_psn() -> u32 {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    (nanos ^ std::process::id().rotate_left(7)) & 0x00ff_ffff
+}

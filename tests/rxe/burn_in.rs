@@ -1,0 +1,138 @@
+//! Burn-in on a live rxe0 (issue #55): `--report-every` over a timed run, `--validate` with and
+//! without the test-only fault knob, and a run stopped by SIGTERM. Short: the guest is emulated.
+
+use super::{bin, json, require_rxe, DEVICE};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    // /var/tmp: the guest hides the host's /tmp under a tmpfs, which is fine for files it makes.
+    let dir = std::env::temp_dir().join(format!("fabcheck-rxe-burn-in-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn records(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l}"))).collect()
+}
+
+#[test]
+fn report_every_1_over_10_s_gives_about_ten_records() {
+    let _serial = require_rxe();
+    let dir = scratch("report");
+    let file = dir.join("progress.jsonl");
+    let out = Command::new(bin())
+        .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "write_bw", "--direction", "ab"])
+        .args(["-D", "10", "--report-every", "1", "--progress-json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let doc = json(&out);
+    assert!(doc["results"][0]["error"].is_null(), "{doc:#}\n{}", String::from_utf8_lossy(&out.stderr));
+    let recs = records(&file);
+    eprintln!("--report-every 1 -D 10: {} records: {:?}", recs.len(), recs.iter().map(|r| r["gbps"].clone()).collect::<Vec<_>>());
+    for r in &recs {
+        assert_eq!((r["schema"].as_str(), r["test"].as_str()), (Some("fabcheck.progress.v1"), Some("write_bw")), "{r}");
+    }
+    // About ten intervals of the 10 s measured phase carry a figure; the reporter's clock starts
+    // with the run, so the warm-up's intervals (2 s under a loaded host, measured) say `null`.
+    let measured: Vec<f64> = recs.iter().filter_map(|r| r["gbps"].as_f64()).collect();
+    assert!((9..=11).contains(&measured.len()), "{} measured intervals: {recs:#?}", measured.len());
+    assert!(measured.iter().all(|g| *g > 0.0), "{recs:#?}");
+    // A latency test's records carry its percentiles.
+    let lat = dir.join("lat.jsonl");
+    let out = Command::new(bin())
+        .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_lat", "-D", "3", "--report-every", "1"])
+        .arg("--progress-json")
+        .arg(&lat)
+        .output()
+        .unwrap();
+    assert!(json(&out)["results"][0]["error"].is_null());
+    let recs = records(&lat);
+    assert!(recs.iter().any(|r| r["lat_us"]["p99"].as_f64().is_some_and(|p| p > 0.0)), "{recs:#?}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn validate_passes_and_with_the_fault_knob_fails_naming_the_offset() {
+    let _serial = require_rxe();
+    let run = |fault: Option<&str>| {
+        let mut cmd = Command::new(bin());
+        cmd.args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_bw,write_bw,read_bw"]).args([
+            "--direction",
+            "ab",
+            "--iters",
+            "200",
+            "--validate",
+        ]);
+        if let Some(f) = fault {
+            // The local agents inherit the controller's environment.
+            cmd.env("FABCHECK_TEST_CORRUPT", f);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), json(&out))
+    };
+    let (code, doc) = run(None);
+    let data = |doc: &serde_json::Value| -> Vec<String> {
+        doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.data").map(|f| f["message"].as_str().unwrap().to_string()).collect()
+    };
+    assert!(data(&doc).is_empty(), "{doc:#}");
+    assert!(doc["results"].as_array().unwrap().iter().all(|r| r["error"].is_null()), "{doc:#}");
+    eprintln!("--validate clean: exit {code:?}, verdict {}", doc["verdict"]);
+    let (code, doc) = run(Some("100:0x10"));
+    let found = data(&doc);
+    eprintln!("--validate with FABCHECK_TEST_CORRUPT=100:0x10: exit {code:?}: {found:#?}");
+    assert_eq!(code, Some(1), "{doc:#}");
+    assert_eq!(found.len(), 3, "one per test: {found:#?}");
+    assert!(found.iter().all(|m| m.contains("offset 100, bits 0b00010000")), "{found:#?}");
+    assert!(found.iter().any(|m| m.starts_with("send_bw a->b 65536 B: ") && m.contains("first: message 0,")), "{found:#?}");
+}
+
+#[test]
+fn sigterm_ends_a_long_run_with_its_document_and_no_agent_left() {
+    let _serial = require_rxe();
+    let dir = scratch("sigterm");
+    let (file, output) = (dir.join("progress.jsonl"), dir.join("pair.json"));
+    let child = Command::new(bin())
+        .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "send_lat,write_bw", "--direction", "ab"])
+        .args(["-D", "60", "--report-every", "1", "--progress-json"])
+        .arg(&file)
+        .arg("--output")
+        .arg(&output)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once write_bw reports, send_lat has finished and write_bw is running (ordering, not timing:
+    // the bound is only a guard).
+    let start = Instant::now();
+    while !records(&file).iter().any(|r| r["test"] == "write_bw") {
+        assert!(start.elapsed() < Duration::from_secs(150), "write_bw never reported");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGTERM).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("interrupted by SIGTERM after 1 finished test(s)"), "{err}");
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&output).unwrap()).unwrap();
+    assert_eq!((doc["verdict"].as_str(), doc["results"].as_array().map(Vec::len)), (Some("fail"), Some(1)), "{doc:#}");
+    // No fabcheck agent left: none of this binary's processes but this test's.
+    let me = std::fs::canonicalize(bin()).unwrap();
+    let start = Instant::now();
+    let agents = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().parse::<u32>().is_ok())
+            .filter(|e| std::fs::read_link(e.path().join("exe")).is_ok_and(|x| x == me))
+            .filter(|e| std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.split(|b| *b == 0).any(|w| w == b"agent")))
+            .count()
+    };
+    while agents() > 0 {
+        assert!(start.elapsed() < Duration::from_secs(30), "an agent is still running");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
