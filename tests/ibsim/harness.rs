@@ -215,15 +215,32 @@ impl Sim {
     pub fn json(&self, args: &[&str]) -> Value {
         let mut all = vec!["fabric", "--json"];
         all.extend_from_slice(args);
+        let parse = |out: &Output| -> Value {
+            serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+                panic!(
+                    "not one JSON document ({e}), exit {:?}:\n{}\n{}",
+                    out.status.code(),
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                )
+            })
+        };
         let out = self.fabcheck(&all);
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "not one JSON document ({e}), exit {:?}:\n{}\n{}",
-                out.status.code(),
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            )
-        })
+        let doc = parse(&out);
+        if doc.get("findings").is_some() || all.contains(&"--timeout-ms") {
+            return doc;
+        }
+        // An error document where a judged one was asked for. The tests that call this judge a
+        // fabric's design and routes, not MAD loss (node_dropping_mads_is_reported_not_hung_on
+        // and no_subnet_manager do, with their own timeouts); on a loaded 2-core machine the
+        // simulator once missed --timeout-ms x --retries on one of the thousands of table MADs.
+        // One more run with a generous per-MAD wait, said on stderr; its failure is the test's.
+        eprintln!("ibsim harness: `fabcheck {}` gave no findings ({}); once more with --timeout-ms 3000", all.join(" "), doc["error"]);
+        all.extend_from_slice(&["--timeout-ms", "3000"]);
+        let out = self.fabcheck(&all);
+        let doc = parse(&out);
+        assert!(doc.get("findings").is_some(), "no findings, exit {:?}: {doc}\n{}", out.status.code(), String::from_utf8_lossy(&out.stderr));
+        doc
     }
 
     pub fn path(&self, file: &str) -> String {
@@ -256,7 +273,7 @@ fn tail(text: &str) -> String {
 pub fn findings(doc: &Value) -> Vec<(String, String, String)> {
     doc["findings"]
         .as_array()
-        .expect("findings")
+        .unwrap_or_else(|| panic!("no findings in {doc}"))
         .iter()
         .map(|f| (f["id"].as_str().unwrap().to_string(), f["severity"].as_str().unwrap().to_string(), f["subject"].as_str().unwrap().to_string()))
         .collect()
