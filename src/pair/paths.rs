@@ -13,7 +13,7 @@ use crate::model::paths::{flow_label_to_udp_sport, PathRun};
 use crate::model::RunResult;
 use crate::outcome::paths::PathFigure;
 use crate::outcome::{Finding, FindingId, Severity, TestResult};
-use crate::units::rate as gbps;
+use crate::units::measured_gbps as gbps;
 
 /// A path below this share of its siblings' median rate is a finding.
 pub const SLOW_SHARE: f64 = 0.5;

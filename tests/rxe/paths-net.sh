@@ -1,7 +1,7 @@
 #!/bin/sh
 # Two equal-cost routed paths between two guests for `--paths` (tests/rxe/paths.rs, run by
 # tests/rxe/two-hosts.sh on guests booted with `--guests 2 --rails 3` or more).
-# Usage: tests/rxe/paths-net.sh GUEST(1|2)
+# Usage: tests/rxe/paths-net.sh GUEST(1|2) [up|down]   (down: rails 1 and 2 as the guest booted)
 #
 # rxe only works in the initial network namespace (rxe_net.c opens its UDP socket and routes in
 # init_net; docs/soft-roce-vm.md), so each endpoint stays there: rxep on a veth `pa`
@@ -13,6 +13,22 @@
 set -eu
 g=$1
 o=$((3 - g))
+if [ "${2:-up}" = down ]; then
+	# Deleting the namespace hands eth1 and eth2 back to the initial one (physical devices
+	# return there; the veth goes with it, and rxep with the veth).
+	rdma link delete rxep 2>/dev/null || true
+	ip netns del r 2>/dev/null || true
+	for k in 1 2; do
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			ip link show "eth$k" >/dev/null 2>&1 && break
+			sleep 0.5
+		done
+		ip addr add "198.18.$k.$g/24" dev "eth$k" 2>/dev/null || true
+		ip link set "eth$k" up
+		rdma link show "rxe$k/1" >/dev/null 2>&1 || rdma link add "rxe$k" type rxe netdev "eth$k"
+	done
+	exit 0
+fi
 for dev in rxe1 rxe2; do
 	rdma link delete "$dev" 2>/dev/null || true
 done
