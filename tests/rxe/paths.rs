@@ -10,7 +10,8 @@
 //!
 //! Assertions are on which UDP source ports appear and are named, never on timing: (a) the 8
 //! ports fabcheck reports are the 8 tcpdump sees leave this guest; (b) with loss on one of the two
-//! links, the ports tcpdump sees the hash put on that link are the ones `pair.path` names.
+//! links (the one the hash gave fewer paths, seen on a clean run first), the ports tcpdump sees
+//! the hash put on that link are the ones `pair.path` names.
 
 use super::{fabcheck, json, require_rxe, sh};
 use serde_json::Value;
@@ -48,7 +49,7 @@ impl Routed {
 
 impl Drop for Routed {
     fn drop(&mut self) {
-        let _ = sh(&format!("ip netns exec r tc qdisc del dev eth2 root 2>/dev/null; {} 1 down", script()));
+        let _ = sh(&format!("{} 1 down", script()));
         let _ = sh(&format!("ssh -T -o BatchMode=yes {} {} 2 down", peer(), script()));
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
@@ -168,22 +169,33 @@ fn paths_8_puts_the_8_reported_source_ports_on_the_wire() {
 fn loss_on_one_ecmp_member_names_its_source_ports_and_not_the_others() {
     let _serial = require_rxe();
     let _net = Routed::up();
-    let loss = sh("ip netns exec r tc qdisc add dev eth2 root netem loss 20%");
-    assert!(loss.status.success(), "netem: {}", String::from_utf8_lossy(&loss.stderr));
     // Which paths the router's hash puts on each link is the kernel's (its seed is random per
-    // boot): seen here, on each link, as the network team would trace it.
-    let (bad_link, good_link) = (Capture::start(Some("r"), "eth2"), Capture::start(Some("r"), "eth1"));
+    // namespace): seen first on a clean run, on each link, as the network team would trace it.
+    // The loss then goes on the link with fewer paths: the median of a bad path's siblings is a
+    // good path's rate only while the bad member carries fewer than half the paths (a fabric of
+    // many members; two links here).
+    let (one, two) = (Capture::start(Some("r"), "eth1"), Capture::start(Some("r"), "eth2"));
+    let (clean_out, clean) = pair_paths();
+    let (on_one, on_two) = (one.ports(), two.ports());
+    eprintln!("paths: clean run: eth1 {on_one:?}, eth2 {on_two:?}, exit {:?}", clean_out.status.code());
+    assert!(
+        !on_one.is_empty() && !on_two.is_empty(),
+        "the hash put every path on one link ({on_one:?}, {on_two:?}): nothing to tell apart in this namespace; rerun"
+    );
+    assert!(on_one.is_disjoint(&on_two), "a path on both links: the router hashes per flow ({on_one:?}, {on_two:?})");
+    assert!(named_ports(&clean, &reported_ports(&clean)).is_empty(), "clean paths: none named: {:#}", clean["findings"]);
+    let (bad_dev, good_dev) = if on_two.len() <= on_one.len() { ("eth2", "eth1") } else { ("eth1", "eth2") };
+    let loss = sh(&format!("ip netns exec r tc qdisc add dev {bad_dev} root netem loss 20%"));
+    assert!(loss.status.success(), "netem: {}", String::from_utf8_lossy(&loss.stderr));
+    let (bad_link, good_link) = (Capture::start(Some("r"), bad_dev), Capture::start(Some("r"), good_dev));
     let (out, doc) = pair_paths();
     let (bad, good) = (bad_link.ports(), good_link.ports());
+    let _ = sh(&format!("ip netns exec r tc qdisc del dev {bad_dev} root"));
     let reported = reported_ports(&doc);
     let named = named_ports(&doc, &reported);
-    eprintln!("paths: lossy link {bad:?}, clean link {good:?}, named {named:?}, exit {:?}", out.status.code());
+    eprintln!("paths: lossy {bad_dev} {bad:?}, clean {good_dev} {good:?}, named {named:?}, exit {:?}", out.status.code());
     eprintln!("paths: {}", doc["results"][0]["paths"]);
-    assert!(
-        !bad.is_empty() && !good.is_empty(),
-        "the hash put every path on one link ({bad:?} lossy, {good:?} clean): nothing to tell apart on this boot; rerun"
-    );
-    assert!(bad.is_disjoint(&good), "a path on both links: the router hashes per flow ({bad:?}, {good:?})");
+    assert_eq!((&bad, &good), (if bad_dev == "eth1" { (&on_one, &on_two) } else { (&on_two, &on_one) }), "the hash kept each path on its link");
     assert_eq!(named, bad, "pair.path names the lossy member's ports, and only those: {:#}", doc["findings"]);
     assert_eq!(out.status.code(), Some(1), "a bad path is an error");
 }
