@@ -185,7 +185,7 @@ fn loss_on_one_ecmp_member_names_its_source_ports_and_not_the_others() {
     assert!(on_one.is_disjoint(&on_two), "a path on both links: the router hashes per flow ({on_one:?}, {on_two:?})");
     assert!(named_ports(&clean, &reported_ports(&clean)).is_empty(), "clean paths: none named: {:#}", clean["findings"]);
     let (bad_dev, good_dev) = if on_two.len() <= on_one.len() { ("eth2", "eth1") } else { ("eth1", "eth2") };
-    let loss = sh(&format!("ip netns exec r tc qdisc add dev {bad_dev} root netem loss 20%"));
+    let loss = sh(&format!("ip netns exec r tc qdisc add dev {bad_dev} root netem loss 25%"));
     assert!(loss.status.success(), "netem: {}", String::from_utf8_lossy(&loss.stderr));
     let (bad_link, good_link) = (Capture::start(Some("r"), bad_dev), Capture::start(Some("r"), good_dev));
     let (out, doc) = pair_paths();
