@@ -319,6 +319,12 @@ pub struct PairArgs {
     /// Queue pairs for bandwidth tests.
     #[arg(short = 'q', long, alias = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// RoCE ECMP: run each bandwidth test on N QPs, each with its own flow label and so its own
+    /// UDP source port (N draws of the switches' hash); a path below half its siblings' median
+    /// is pair.path, naming its port. One QP (no --paths) is one hash: it cannot see one bad
+    /// ECMP member.
+    #[arg(long, value_name = "N", conflicts_with = "qps", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_QPS)))]
+    pub paths: Option<u32>,
     /// atomic_lat/atomic_bw: fetch_add or cmp_swap (perftest's --atomic_type).
     #[arg(long, value_name = "OP", default_value = "fetch_add", value_parser = crate::model::AtomicOp::parse, alias = "atomic_type")]
     pub atomic: crate::model::AtomicOp,

@@ -211,6 +211,7 @@ mod tests {
 
     fn spec(size: u32) -> TestSpec {
         TestSpec {
+            paths: false,
             test: TestKind::WriteBw,
             role: Role::Active,
             size,

@@ -34,6 +34,12 @@ pub struct MeshArgs {
     /// Queue pairs for bandwidth tests.
     #[arg(short = 'q', long, alias = "qp", default_value_t = 1, value_name = "N")]
     pub qps: u32,
+    /// RoCE ECMP: run each bandwidth test on N QPs, each with its own flow label and so its own
+    /// UDP source port (N draws of the switches' hash); a path below half its siblings' median
+    /// is pair.path, naming its port. One QP (no --paths) is one hash: it cannot see one bad
+    /// ECMP member.
+    #[arg(long, value_name = "N", conflicts_with = "qps", value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_QPS)))]
+    pub paths: Option<u32>,
     /// Port of the device, for endpoints that name none (perftest's -i).
     #[arg(short = 'i', long, value_name = "PORT", value_parser = clap::value_parser!(u32).range(1..=255))]
     pub ib_port: Option<u32>,

@@ -84,6 +84,10 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     // `--report-every`: the interval rides in every spec; the rest of the tuning is pair's.
     let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
     plan.iter_mut().for_each(|t| t.spec.report_every_ms = report_every_ms);
+    // `--paths N`: passed through to every pair's bandwidth tests; each pair judged on its own.
+    if let Some(n) = args.paths {
+        crate::pair::paths::apply(&mut plan, n).map_err(Failure::usage)?;
+    }
     let rails = args.rails.as_deref().map(crate::model::rails::RailSpec::parse).transpose().map_err(Failure::usage)?;
     if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
         return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));

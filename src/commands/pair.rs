@@ -102,6 +102,12 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     let tuning =
         plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events, report_every_ms, validate_seed };
     plan::tune(&mut plan, &tuning).map_err(Failure::usage)?;
+    if let Some(n) = args.paths {
+        if args.cm {
+            return Err(Failure::usage("--paths with --cm: rdma_cm builds the address vector and its flow label; drop --cm"));
+        }
+        pair::paths::apply(&mut plan, n).map_err(Failure::usage)?;
+    }
     let rails = match &args.rails {
         Some(spec) => Some(pair::rails::RailsConfig::parse(spec, args.rail_threshold.as_deref(), args.cpu.as_deref()).map_err(Failure::usage)?),
         None if args.rail_threshold.is_some() => return Err(Failure::usage("--rail-threshold judges rails against each other: give --rails too")),

@@ -204,6 +204,7 @@ mod tests {
 
     pub(crate) fn spec() -> TestSpec {
         TestSpec {
+            paths: false,
             test: TestKind::WriteBw,
             role: Role::Active,
             size: 65536,

@@ -75,6 +75,7 @@ mod tests {
     #[test]
     fn a_row_per_result_and_one_for_a_pair_that_could_not_run() {
         let result = |test, bw: Option<f64>| TestResult {
+            paths: Vec::new(),
             test,
             direction: Direction::AtoB,
             size: 65536,

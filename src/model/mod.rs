@@ -13,6 +13,7 @@ mod interval;
 mod invalid;
 pub mod member_wire;
 pub mod memory;
+pub mod paths;
 pub mod preempt;
 pub mod rails;
 pub mod traffic;
@@ -190,6 +191,10 @@ pub struct TestSpec {
     /// (write_bw, read_bw, send_bw on host memory). Absent: no check.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub validate_seed: Option<u64>,
+    /// `--paths`: each QP its own GRH flow label (`paths::flow_label(k)`, so its own UDP source
+    /// port on RoCE v2) and its own figures in the result. Absent: older controllers, off.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paths: bool,
 }
 
 impl TestSpec {
@@ -302,6 +307,9 @@ pub struct RunResult {
     /// `--validate`: what this side's check of the received data found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<DataCheck>,
+    /// `--paths`: what each QP moved, in QP order (bandwidth tests' measuring sides).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<paths::PathRun>,
 }
 
 /// Where a test runs on one side.

@@ -92,6 +92,8 @@ pub fn action(id: FindingId) -> Action {
         F::PairAggregate | F::PairBw | F::PairCongestion | F::PairLatency | F::PairRegression | F::PairTail => A::ContactFabricTeam,
         F::PairSendLat | F::PairWriteLat | F::PairReadLat | F::PairWriteBw | F::PairReadBw | F::PairSendBw => A::ContactFabricTeam,
         F::MeshSuspect => A::ContactFabricTeam,
+        // `--paths`: one ECMP member (the links a UDP source port hashes to) is bad.
+        F::PairPath => A::ContactFabricTeam,
         F::CollectiveBusbw | F::CollectiveHop | F::CollectiveSuspect => A::ContactFabricTeam,
         F::PairAtomicLat | F::PairAtomicBw => A::ContactFabricTeam,
         F::GpuIbgda => A::FixConfig,

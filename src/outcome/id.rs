@@ -84,6 +84,7 @@ finding_ids! {
     PairFlowControl = "pair.flow_control",
     PairLatency = "pair.latency",
     PairMtu = "pair.mtu",
+    PairPath = "pair.path",
     PairRail = "pair.rail",
     PairRailCpu = "pair.rail.cpu",
     PairRailUnreachable = "pair.rail.unreachable",

@@ -32,6 +32,9 @@ pub struct TestResult {
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub remedy: Option<String>,
+    /// `--paths` (RoCE): each QP's flow label, UDP source port and rate, in QP order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<super::paths::PathFigure>,
 }
 
 impl TestResult {

@@ -7,6 +7,7 @@ pub mod action;
 mod id;
 pub mod loss;
 mod measure;
+pub mod paths;
 mod subject;
 
 pub use id::{Family, FindingId};

@@ -76,6 +76,7 @@ mod tests {
 
     fn result(test: TestKind, direction: Direction) -> TestResult {
         TestResult {
+            paths: Vec::new(),
             test,
             direction,
             size: 65536,

@@ -10,6 +10,7 @@ pub mod data;
 mod ends;
 pub mod interrupted;
 pub mod live;
+pub mod paths;
 pub mod plan;
 pub mod plot;
 pub mod rails;
@@ -415,6 +416,7 @@ mod tests {
 
     fn result(t: &PlannedTest, failed: bool) -> TestResult {
         TestResult {
+            paths: Vec::new(),
             test: t.spec.test,
             direction: t.direction,
             size: t.spec.size,

@@ -153,6 +153,7 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
     };
     let iters = input.iters.unwrap_or(default_iters);
     TestSpec {
+        paths: false,
         test,
         role: Role::Active,
         size,

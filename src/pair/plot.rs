@@ -415,6 +415,7 @@ mod tests {
 
     fn result(test: TestKind, direction: Direction, size: u32, bw: Option<f64>, lat: Option<f64>) -> TestResult {
         TestResult {
+            paths: Vec::new(),
             test,
             direction,
             size,

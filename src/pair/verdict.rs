@@ -42,6 +42,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     bandwidth(a, b, results, criteria, (soft, cap.map(|c| c.gbps)), &subject, &mut findings);
     super::signals::latency(results, criteria.max_lat_us, &subject, &mut findings);
     super::signals::counters(results, &subject, &mut findings);
+    super::paths::judge(results, &subject, &mut findings);
     super::ends::mtus_differ(a, b, &subject, &mut findings);
     findings.sort_by_key(|f| f.severity);
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
@@ -184,6 +185,7 @@ mod tests {
 
     fn bw(test: &str, dir: &str, size: u32, gbps: f64) -> TestResult {
         TestResult {
+            paths: Vec::new(),
             test: TestKind::from_name(test).expect("a test name"),
             direction: serde_json::from_value(serde_json::Value::from(dir)).expect("a direction"),
             size,

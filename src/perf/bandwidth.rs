@@ -56,7 +56,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         Some(ms) => Phase { per_qp: u64::MAX, until: Some(Duration::from_millis(ms)) },
         None => Phase { per_qp: spec.iters, until: None },
     };
-    let (completed, elapsed_ns) = stream(s, &mut lists, signals, phase, &mut receiver, Some(&mut marks))?;
+    let (completed, elapsed_ns, per_qp) = stream(s, &mut lists, signals, phase, &mut receiver, Some(&mut marks))?;
     // The bidirectional receive half may still be finishing.
     if let Some(rx) = receiver.as_mut() {
         drain_receives(s, rx, signals)?;
@@ -71,7 +71,28 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         counter_deltas: Vec::new(),
         prio_traffic: None,
         data: None,
+        paths: if spec.paths { per_qp.paths(s.qps.len(), u64::from(spec.size)) } else { Vec::new() },
     })
+}
+
+/// What each QP completed and when its last completion came (`--paths`): fixed arrays, written
+/// in the measured loop without allocating.
+struct PerQp {
+    completed: [u64; crate::model::MAX_QPS as usize],
+    last_ns: [u64; crate::model::MAX_QPS as usize],
+}
+
+impl PerQp {
+    /// One [`crate::model::paths::PathRun`] per QP, in QP order.
+    fn paths(&self, n: usize, size: u64) -> Vec<crate::model::paths::PathRun> {
+        (0..n)
+            .map(|q| crate::model::paths::PathRun {
+                flow_label: crate::model::paths::flow_label(q as u32),
+                bytes: self.completed[q] * size,
+                elapsed_ns: self.last_ns[q],
+            })
+            .collect()
+    }
 }
 
 struct Phase {
@@ -80,7 +101,7 @@ struct Phase {
 }
 
 /// Posts `per_qp` WRs on every QP (or until the duration passes) and waits for them all.
-/// Returns WRs completed and the elapsed nanoseconds.
+/// Returns WRs completed, the elapsed nanoseconds, and each QP's share.
 fn stream(
     s: &mut Session,
     lists: &mut [SendList],
@@ -88,7 +109,7 @@ fn stream(
     phase: Phase,
     receiver: &mut Option<Receiver<'_>>,
     mut marks: Option<&mut Vec<(u64, u64)>>,
-) -> Result<(u64, u64), PerfError> {
+) -> Result<(u64, u64, PerQp), PerfError> {
     const MAX_QPS: usize = crate::model::MAX_QPS as usize;
     let n = s.qps.len();
     let depth = u64::from(s.spec.tx_depth);
@@ -98,6 +119,7 @@ fn stream(
     let mut target = [phase.per_qp; MAX_QPS];
     let mut posted = [0u64; MAX_QPS];
     let mut completed = [0u64; MAX_QPS];
+    let mut last_ns = [0u64; MAX_QPS];
     let mut total_completed = 0u64;
     let mut wcs = WorkCompletion::blank_array::<POLL_BATCH>();
     let mut guard = StallGuard::new(s.spec.stall_timeout_ms);
@@ -121,6 +143,8 @@ fn stream(
         }
         // Reap send completions.
         let got = s.send_cq.poll(&mut wcs)?;
+        // Which QPs completed something in this batch (MAX_QPS is 64: one bit each).
+        let mut touched = 0u64;
         for wc in &wcs[..got] {
             if !wc.is_success() {
                 return Err(PerfError::Verbs(wc.to_error()));
@@ -130,6 +154,7 @@ fn stream(
             let credit = cq_mod.min(posted[q] - completed[q]);
             completed[q] += credit;
             total_completed += credit;
+            touched |= 1 << q;
         }
         let mut progressed = got > 0;
         // The clock is read only when something completed: an idle pass changes nothing but
@@ -137,9 +162,15 @@ fn stream(
         let mut duration_over = false;
         if got > 0 {
             let now = start.elapsed();
+            let now_ns = now.as_nanos() as u64;
+            while touched != 0 {
+                let q = touched.trailing_zeros() as usize;
+                last_ns[q] = now_ns;
+                touched &= touched - 1;
+            }
             if let Some(m) = marks.as_deref_mut() {
                 if m.len() < m.capacity() {
-                    m.push((now.as_nanos() as u64, total_completed * size));
+                    m.push((now_ns, total_completed * size));
                 }
                 // The measured phase: the figure `--report-every` reads (one relaxed store).
                 signals.live.set_bytes(total_completed * size);
@@ -174,7 +205,7 @@ fn stream(
             guard.idle(signals, "waiting for send completions")?;
         }
     }
-    Ok((total_completed, start.elapsed().as_nanos() as u64))
+    Ok((total_completed, start.elapsed().as_nanos() as u64, PerQp { completed, last_ns }))
 }
 
 fn reap_receives(s: &mut Session, rx: &mut Receiver<'_>) -> Result<bool, PerfError> {

@@ -58,6 +58,7 @@ fn finish(test: TestKind, mut plan: Plan<'_>, clock: &LoopClock) -> RunResult {
     let elapsed_ns = clock.started().elapsed().as_nanos() as u64;
     let lat = summary::latency(&plan.samples, halve).map(|l| LatencySummary { preempt: plan.gaps.summary(ns_per_tick, elapsed_ns), ..l });
     RunResult {
+        paths: Vec::new(),
         iterations: plan.samples.len() as u64,
         bytes: 0,
         elapsed_ns,

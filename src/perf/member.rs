@@ -250,6 +250,7 @@ fn path_to(local: &Endpoint, peer: &Endpoint) -> Result<PathSpec, PerfError> {
         max_rd_atomic: 1,
         sl: local.conditions.sl.unwrap_or(0),
         traffic_class: local.conditions.tclass.unwrap_or(0),
+        flow_label: 0,
     })
 }
 

@@ -308,6 +308,12 @@ impl Session {
         let mtu = self.local.mtu.min(peer.mtu).min(self.local.conditions.mtu.unwrap_or(u32::MAX));
         let mtu_enum = Mtu::at_most(mtu).to_verbs();
         let rd_atomic = self.local.max_rd_atomic.min(peer.max_rd_atomic).max(1);
+        if self.spec.paths && self.local.link_layer != LinkLayer::Ethernet {
+            return Err(PerfError::BadPeer(format!(
+                "--paths spreads RoCE flows by UDP source port; this is {}: run without --paths",
+                self.local.link_layer
+            )));
+        }
         for (i, qp) in self.qps.iter_mut().enumerate() {
             let path = PathSpec {
                 port: self.local.port,
@@ -320,6 +326,8 @@ impl Session {
                 max_rd_atomic: rd_atomic,
                 sl: self.local.conditions.sl.unwrap_or(0),
                 traffic_class: self.local.conditions.tclass.unwrap_or(0),
+                // --paths: QP i's own label, the same on both ends (model::paths).
+                flow_label: if self.spec.paths { crate::model::paths::flow_label(i as u32) } else { 0 },
             };
             qp.to_rtr(&path)?;
             qp.to_rts(&RtsParams { psn: self.local.psn, max_rd_atomic: rd_atomic, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT })?;

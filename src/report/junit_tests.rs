@@ -4,6 +4,7 @@ use crate::outcome::FindingId;
 
 fn result(test: TestKind, size: u32, error: Option<&str>) -> TestResult {
     TestResult {
+        paths: Vec::new(),
         test,
         direction: Direction::AtoB,
         size,

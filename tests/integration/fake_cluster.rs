@@ -86,6 +86,9 @@ pub(crate) struct Knobs {
     /// `--validate`: this agent, receiving, finds bytes changed (a bit at offset 4100 of
     /// message 812), as a real agent with the fault knob set does.
     pub(crate) corrupt: bool,
+    /// `--paths`: this agent's QP with this index (0-based) moves its bytes in ten times the
+    /// time of its siblings (a bad ECMP member on its UDP source port's hash).
+    pub(crate) slow_path: Option<u32>,
 }
 
 /// The fake agents' host names, as their `hello` reports them.
@@ -332,6 +335,9 @@ fn serve(stream: TcpStream, me: &str, fabric: &Fabric) -> std::io::Result<()> {
                     }
                     if s.test.is_latency() {
                         send(&Reply::Done { result })?;
+                    } else if s.paths {
+                        let slow = fabric.knobs.get(me).and_then(|k| k.slow_path);
+                        send(&Reply::Done { result: with_paths(result, s, slow) })?;
                     } else {
                         // A bandwidth result with the fields the protocol names, by hand.
                         send_line(format!(
@@ -374,6 +380,20 @@ fn error(cause: &str) -> Reply {
 
 /// What the measuring side of a test reports: `gbps` for bandwidth tests, a fixed latency
 /// profile for latency tests.
+/// `--paths`: the run's bytes split evenly over its QPs, each labelled as a real agent labels
+/// it; QP `slow` (if any) takes ten times as long.
+fn with_paths(mut result: RunResult, spec: &TestSpec, slow: Option<u32>) -> RunResult {
+    let per = result.bytes / u64::from(spec.qps);
+    result.paths = (0..spec.qps)
+        .map(|k| fabcheck::model::paths::PathRun {
+            flow_label: fabcheck::model::paths::flow_label(k),
+            bytes: per,
+            elapsed_ns: if slow == Some(k) { result.elapsed_ns * 10 } else { result.elapsed_ns },
+        })
+        .collect();
+    result
+}
+
 fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
     let iterations = spec.iters;
     if spec.test.is_latency() {

@@ -41,6 +41,7 @@ mod output;
 mod output_paths;
 mod packaging;
 mod pair_fake;
+mod pair_paths;
 mod phy;
 mod properties;
 mod protocol;

@@ -51,7 +51,7 @@ proptest! {
         stall in prop::sample::select(vec![0u64, 1, 5000, 600_000, 600_001]),
     ) {
         let spec = TestSpec {
-            test, role: Role::Active, size, iters, warmup, duration_ms, qps, tx_depth, cq_mod, post_list, stall_timeout_ms: stall, atomic: Default::default(), inline: None, events: false, report_every_ms: None, validate_seed: None,
+            test, role: Role::Active, size, iters, warmup, duration_ms, qps, tx_depth, cq_mod, post_list, stall_timeout_ms: stall, atomic: Default::default(), inline: None, events: false, report_every_ms: None, validate_seed: None, paths: false,
         };
         let model = (1..=MAX_SIZE).contains(&size)
             && (1..=MAX_QPS).contains(&qps)

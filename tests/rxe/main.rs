@@ -15,6 +15,7 @@ mod flap;
 mod mesh_patterns;
 mod pair;
 mod parity;
+mod paths;
 mod qos;
 mod rails;
 

@@ -22,8 +22,8 @@ ulimit -l unlimited 2>/dev/null || true
 echo "rxe tier: $(uname -r), $(rdma link show 2>/dev/null | head -1)"
 if [ $rails = 0 ]; then
 	# One test at a time: fault tests change the guest's network.
-	# qos::two_hosts needs the second guest: tests/rxe/two-hosts.sh runs it.
-	exec "$bin" --test-threads=1 --skip rails:: --skip qos::two_hosts "$@"
+	# qos::two_hosts and paths:: need the second guest: tests/rxe/two-hosts.sh runs them.
+	exec "$bin" --test-threads=1 --skip rails:: --skip qos::two_hosts --skip paths:: "$@"
 fi
 case ${FABCHECK_VM_RAILS:-0} in
 [2-8]) ;;

@@ -146,6 +146,12 @@ if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
 		--skip rails::two_hosts::collective_loss_on_one_rail_names_that_rail
 fi
 
+# --paths across two equal-cost routed paths (issue #56, tests/rxe/paths.rs): after the rails
+# tests, it takes rails 1 and 2 into a router namespace in each guest and gives them back.
+if [ "${FABCHECK_VM_RAILS:-1}" -ge 3 ]; then
+	"$rxe_bin" --test-threads=1 paths::
+fi
+
 # A real Slurm across the two guests (issue #45, tests/rxe/slurm.sh): slurmctld here, a slurmd in
 # each guest, munge; `mesh --launcher srun` under salloc and under contrib/slurm/fabcheck-mesh.sbatch,
 # and a node drained and resumed by HealthCheckProgram (NHC with contrib/nhc/fabcheck.nhc, then

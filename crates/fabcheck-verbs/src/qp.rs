@@ -70,6 +70,12 @@ pub struct PathSpec {
     pub sl: u8,
     /// RoCE: the GRH traffic class (DSCP << 2 | ECN).
     pub traffic_class: u8,
+    /// RoCE: the GRH flow label (20 bits; 0: none). RoCE v2 providers derive the UDP source
+    /// port from it: Linux `rdma_get_udp_sport()` (include/rdma/ib_verbs.h) is
+    /// `rdma_flow_label_to_udp_sport(fl)`, or the QPNs' `rdma_calc_flow_label()` when `fl` is 0;
+    /// mlx5 (`mlx5_set_path_udp_sport`, drivers/infiniband/hw/mlx5/qp.c) and rxe
+    /// (`rxe_modify_qp`, drivers/infiniband/sw/rxe/rxe_verbs.c) both call it at RTR.
+    pub flow_label: u32,
 }
 
 /// What the RTR -> RTS transition sets, by name: four integers in a row were one swap from a
@@ -233,7 +239,7 @@ impl QueuePair {
             // As perftest: routed RoCE may cross many hops.
             attr.ah_attr.grh.hop_limit = 255;
             attr.ah_attr.grh.traffic_class = path.traffic_class;
-            attr.ah_attr.grh.flow_label = 0;
+            attr.ah_attr.grh.flow_label = path.flow_label & 0x000f_ffff;
         }
         use sys::ibv_qp_attr_mask as m;
         let mask = m::IBV_QP_STATE.0

@@ -463,6 +463,7 @@ fn a_preempted_pairs_latency_is_not_blamed_on_a_link() {
     use crate::model::{Direction, LatencySummary, TestKind};
     use crate::perf::preempt::Preempt;
     let result = |p50: f64, preempt: Option<Preempt>| crate::outcome::TestResult {
+        paths: Vec::new(),
         test: TestKind::SendLat,
         direction: Direction::AtoB,
         size: 2,

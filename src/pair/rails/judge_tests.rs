@@ -18,6 +18,7 @@ fn side(host: &str, device: &str, rate: Option<f64>, ca_type: &str) -> Side {
 
 fn bw(gbps: f64) -> TestResult {
     TestResult {
+        paths: Vec::new(),
         test: TestKind::WriteBw,
         direction: Direction::AtoB,
         size: 65536,

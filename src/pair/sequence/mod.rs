@@ -519,6 +519,7 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool, sk
     }
     let iterations = active.iter().map(|r| r.iterations).sum();
     let mut result = TestResult {
+        paths: Vec::new(),
         test: spec.test,
         direction: t.direction,
         size: spec.size,
@@ -548,6 +549,8 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool, sk
         result.bw_gbps = Some(bw);
         result.msg_rate_mpps = Some(summary::mpps(messages, window));
         result.peak_gbps = Some(peak.max(bw));
+        // `--paths`: each QP's own rate (empty without).
+        result.paths = crate::pair::paths::figures(&active);
     }
     result
 }

@@ -21,6 +21,7 @@ fn get(scrape: &prometheus_parse::Scrape, name: &str, labels: &[(&str, &str)]) -
 
 fn bw(gbps: f64) -> TestResult {
     TestResult {
+        paths: Vec::new(),
         test: TestKind::WriteBw,
         direction: Direction::AtoB,
         size: 65536,
