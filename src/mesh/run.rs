@@ -23,7 +23,7 @@ use crate::probe::Inventory;
 use crate::progress::{Event, Progress, Stage};
 use crate::report::output::{SideFile, StreamedFile};
 use crate::units::rate as gbps;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 /// A finished mesh: its result, the side files it asked for, and, when no endpoint could be
@@ -127,7 +127,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         file.write(&csv::header_for(run.planes.is_some()));
         file
     });
-    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, ran: 0, first_error: None };
+    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, path_suspects: BTreeMap::new(), ran: 0, first_error: None };
     let live = open_live(&run)?;
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false, live };
     // The first pass's rounds, for what ran beside a pair (route collisions).
@@ -172,6 +172,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     suspects.extend(analysis::config_drift(&drift));
     let slow = analysis::slow_ports(&run.names, &criteria, &suspects);
     suspects.extend(slow);
+    suspects.extend(std::mem::take(&mut records.path_suspects).into_values());
     if let Some(planes) = &run.planes {
         suspects = super::rails::fold(suspects, &run.names, planes);
     }
@@ -280,6 +281,9 @@ struct Records {
     spool: spool::Spool,
     csv: Option<StreamedFile>,
     bad: usize,
+    /// `--paths N`: a link suspect per pair with a slow ECMP path (`pair.path` in its record),
+    /// by the pair's link name: a retested pair is named once.
+    path_suspects: BTreeMap<String, Suspect>,
     /// Records with at least one result, and the first error of one without.
     ran: usize,
     first_error: Option<String>,
@@ -288,6 +292,9 @@ struct Records {
 impl Records {
     fn push(&mut self, record: PairRecord) {
         self.bad += usize::from(record.verdict != Verdict::Pass);
+        if let Some(suspect) = analysis::path_suspect(&record) {
+            self.path_suspects.insert(suspect.subject.clone(), suspect);
+        }
         if !record.results.is_empty() {
             self.ran += 1;
         } else if self.first_error.is_none() {

@@ -55,16 +55,6 @@ pub fn figures(active: &[&RunResult]) -> Vec<PathFigure> {
         .collect()
 }
 
-/// The median of `values` (the mean of the middle two for an even count); `None` when empty.
-pub fn median(values: &mut [f64]) -> Option<f64> {
-    if values.is_empty() {
-        return None;
-    }
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    Some(if values.len() % 2 == 1 { values[mid] } else { (values[mid - 1] + values[mid]) / 2.0 })
-}
-
 /// A slow path: its index, its rate and the median of its siblings (every other path).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Slow {
@@ -80,11 +70,9 @@ pub fn slow(paths: &[PathFigure]) -> Vec<Slow> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let mut others: Vec<f64> = Vec::with_capacity(paths.len() - 1);
     for (i, p) in paths.iter().enumerate() {
-        others.clear();
-        others.extend(paths.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, q)| q.gbps));
-        let Some(m) = median(&mut others) else { continue };
+        let others = paths.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, q)| q.gbps).collect();
+        let Some(m) = crate::units::median(others) else { continue };
         if m > 0.0 && p.gbps < SLOW_SHARE * m {
             out.push(Slow { index: i, gbps: p.gbps, siblings_median: m });
         }
@@ -134,14 +122,6 @@ mod tests {
 
     fn path(k: u32, gbps: f64) -> PathFigure {
         PathFigure { flow_label: flow_label(k), udp_sport: flow_label_to_udp_sport(flow_label(k)), gbps, retransmits: None }
-    }
-
-    #[test]
-    fn the_median_is_the_middle_or_the_mean_of_the_middle_two() {
-        assert_eq!(median(&mut []), None);
-        assert_eq!(median(&mut [3.0]), Some(3.0));
-        assert_eq!(median(&mut [5.0, 1.0, 3.0]), Some(3.0));
-        assert_eq!(median(&mut [4.0, 1.0, 3.0, 2.0]), Some(2.5));
     }
 
     #[test]

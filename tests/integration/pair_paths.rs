@@ -81,4 +81,18 @@ fn mesh_passes_paths_to_every_pair_and_judges_each() {
         let slowest = paths.iter().map(|q| q["gbps"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
         assert_eq!(paths[2]["gbps"].as_f64() == Some(slowest) && measured_by_slow, measured_by_slow, "{p:#}");
     }
+    // The mesh fails where its pairs did: each failed pair is a link suspect naming path 2's
+    // UDP source port, and the pair that passed is not named.
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    assert_eq!(doc["verdict"], "fail");
+    let port = pairs.iter().find(|p| p["a"] == slow_side).unwrap()["results"][0]["paths"][2]["udp_sport"].to_string();
+    let suspects = doc["suspects"].as_array().expect("suspects");
+    let named: Vec<&str> = suspects.iter().filter(|s| s["kind"] == "link").map(|s| s["subject"].as_str().unwrap()).collect();
+    let failed: Vec<String> =
+        pairs.iter().filter(|p| p["verdict"] == "fail").map(|p| format!("{}<->{}", p["a"].as_str().unwrap(), p["b"].as_str().unwrap())).collect();
+    assert_eq!(named.len(), failed.len(), "{suspects:#?}");
+    for f in &failed {
+        let s = suspects.iter().find(|s| s["subject"] == f.as_str()).unwrap_or_else(|| panic!("{f} named: {suspects:#?}"));
+        assert!(s["reason"].as_str().unwrap().contains(&port), "{s}");
+    }
 }

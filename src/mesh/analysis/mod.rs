@@ -24,6 +24,7 @@ mod capacity;
 mod collision;
 mod criteria;
 mod drift;
+mod paths;
 mod peel;
 mod prose;
 mod suspect;
@@ -32,6 +33,7 @@ pub use capacity::slow_ports;
 pub use collision::name_route_collisions;
 pub use criteria::{pair_capacity, Criteria, HopMedians};
 pub use drift::config_drift;
+pub use paths::path_suspect;
 pub use suspect::{Suspect, SuspectKind};
 
 use crate::units::median;
