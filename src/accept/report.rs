@@ -50,11 +50,27 @@ pub struct Stage {
     /// How long it ran, seconds (levels 2 and 3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub seconds: Option<f64>,
+    /// What it found on each node (also in the node's findings): its JUnit cases.
+    #[serde(skip)]
+    pub blamed: Vec<(String, Finding)>,
+    /// Its heat map or rings (`--html`).
+    #[serde(skip)]
+    pub page: Option<String>,
 }
 
 impl Stage {
     fn of_schema(name: StageName, verdict: Verdict, schema: &str, unreachable: Vec<String>) -> Stage {
-        Stage { name, verdict, document: serde_json::Value::String(schema.into()), unreachable, skipped: None, error: None, seconds: None }
+        Stage {
+            name,
+            verdict,
+            document: serde_json::Value::String(schema.into()),
+            unreachable,
+            skipped: None,
+            error: None,
+            seconds: None,
+            blamed: Vec::new(),
+            page: None,
+        }
     }
 }
 
@@ -128,7 +144,7 @@ pub fn build(
 pub fn add_stages(doc: &mut AcceptDoc, runs: Vec<StageRun>, fail_on_warning: bool) {
     let fails = |s: Severity| s == Severity::Error || (fail_on_warning && s == Severity::Warning);
     for run in runs {
-        for (host, finding) in run.findings {
+        for (host, finding) in run.findings.iter().cloned() {
             match doc.nodes.iter_mut().find(|n| n.host == host) {
                 Some(node) => node.findings.push(finding),
                 None => doc.nodes.push(Node { host, verdict: NodeVerdict::Pass, findings: vec![finding] }),
@@ -142,6 +158,8 @@ pub fn add_stages(doc: &mut AcceptDoc, runs: Vec<StageRun>, fail_on_warning: boo
             skipped: run.skipped,
             error: run.error,
             seconds: Some((run.seconds * 10.0).round() / 10.0),
+            blamed: run.findings,
+            page: run.page,
         });
     }
     for node in doc.nodes.iter_mut().filter(|n| n.verdict != NodeVerdict::Unreachable) {

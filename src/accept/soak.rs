@@ -67,7 +67,7 @@ mod tests {
     }
 
     fn report(findings: Vec<Finding>) -> crate::outcome::Report {
-        crate::outcome::Report { findings, ..Default::default() }
+        crate::outcome::Report { verdict: Verdict::Pass, checks: Vec::new(), findings }
     }
 
     #[test]
