@@ -17,9 +17,11 @@ const DEADLINE: Duration = Duration::from_secs(600);
 /// process may open for reading and writing.
 pub fn cannot_discover(sys: &Path, dev: &Path) -> Option<String> {
     let ib = std::fs::read_dir(sys.join("class/infiniband")).into_iter().flatten().flatten().any(|d| {
-        std::fs::read_dir(d.path().join("ports")).into_iter().flatten().flatten().any(|p| {
-            crate::sys::fs::read_text(&p.path().join("link_layer"), 64).is_ok_and(|t| t.trim() == "InfiniBand")
-        })
+        std::fs::read_dir(d.path().join("ports"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|p| crate::sys::fs::read_text(&p.path().join("link_layer"), 64).is_ok_and(|t| t.trim() == "InfiniBand"))
     });
     if !ib {
         return Some("no InfiniBand port on this host (RoCE or no RDMA device): the fabric is not discovered from here".into());

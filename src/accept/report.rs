@@ -247,7 +247,12 @@ impl AcceptDoc {
                 let _ = writeln!(out, "\nstage {}: {}", s.name, l(why));
             }
             if !s.unreachable.is_empty() && s.name != StageName::Drift {
-                let _ = writeln!(out, "\nstage {}: unreachable: {}", s.name, s.unreachable.iter().map(|h| l(h).into_owned()).collect::<Vec<_>>().join(", "));
+                let _ = writeln!(
+                    out,
+                    "\nstage {}: unreachable: {}",
+                    s.name,
+                    s.unreachable.iter().map(|h| l(h).into_owned()).collect::<Vec<_>>().join(", ")
+                );
             }
         }
         let failed = self.drain.len();

@@ -32,7 +32,10 @@ pub fn judge(before: &[(String, Vec<Finding>)], after: &[(String, Answer)], wind
             Err(loss) => {
                 let (cause, remedy) = crate::report::loss::words(loss);
                 let message = format!("answered check at the start of the soak window, not at its end: {}", crate::sanitise::one_line(&cause));
-                findings.push((host.clone(), Finding::new(FindingId::AcceptUnreachable, Severity::Error, crate::outcome::Subject::Node, message, remedy)));
+                findings.push((
+                    host.clone(),
+                    Finding::new(FindingId::AcceptUnreachable, Severity::Error, crate::outcome::Subject::Node, message, remedy),
+                ));
                 unreachable.push(host.clone());
             }
         }

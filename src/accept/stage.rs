@@ -107,7 +107,9 @@ impl Aliases {
     pub fn host_of(&self, subject: &str) -> Option<&str> {
         self.names
             .iter()
-            .find(|(alias, _)| subject == alias || subject.strip_prefix(alias.as_str()).is_some_and(|rest| rest.starts_with('/') || rest.starts_with('#')))
+            .find(|(alias, _)| {
+                subject == alias || subject.strip_prefix(alias.as_str()).is_some_and(|rest| rest.starts_with('/') || rest.starts_with('#'))
+            })
             .map(|(_, host)| host.as_str())
     }
 }
@@ -135,7 +137,17 @@ pub fn findings_of(doc: &Value, aliases: &Aliases, what: &str) -> Vec<(String, F
         for end in ends {
             let Some(host) = aliases.host_of(end) else { continue };
             let message = format!("{what}: {a} <-> {b}{rail} could not run: {}", one_line(error));
-            push(&mut out, host, Finding::new(FindingId::PairRail, Severity::Error, end, message, "see the stage's document in the report; fix the named port, then rerun"));
+            push(
+                &mut out,
+                host,
+                Finding::new(
+                    FindingId::PairRail,
+                    Severity::Error,
+                    end,
+                    message,
+                    "see the stage's document in the report; fix the named port, then rerun",
+                ),
+            );
         }
         explained.push((a.to_string(), b.to_string()));
     }
@@ -193,7 +205,12 @@ mod tests {
     use serde_json::json;
 
     fn aliases() -> Aliases {
-        Aliases::new([("tcp://127.0.0.1:7001".to_string(), "n1".to_string()), ("n1".into(), "n1".into()), ("n2".into(), "n2".into()), ("n12".into(), "n12".into())])
+        Aliases::new([
+            ("tcp://127.0.0.1:7001".to_string(), "n1".to_string()),
+            ("n1".into(), "n1".into()),
+            ("n2".into(), "n2".into()),
+            ("n12".into(), "n12".into()),
+        ])
     }
 
     #[test]

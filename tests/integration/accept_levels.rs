@@ -98,7 +98,11 @@ fn member_done(node: &Node, device: &str, plan: &MemberPlan) -> Reply {
     let bytes = sends * u64::from(plan.chunk_bytes);
     let gbps = node.gbps(device);
     let per_hop = sends / plan.outbound.len().max(1) as u64;
-    let hops = plan.outbound.iter().map(|h| HopResult { hop: h.id, chunks: per_hop, bytes: per_hop * u64::from(plan.chunk_bytes), step_us: None, gbps }).collect();
+    let hops = plan
+        .outbound
+        .iter()
+        .map(|h| HopResult { hop: h.id, chunks: per_hop, bytes: per_hop * u64::from(plan.chunk_bytes), step_us: None, gbps })
+        .collect();
     let elapsed_ns = ((bytes as f64 * 8.0 / gbps).round() as u64).max(1);
     Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns, iterations: plan.iters, hops, counter_deltas: vec![] } }
 }
@@ -282,7 +286,10 @@ fn level_2_names_the_degraded_rail_s_node_and_rail_and_drains_exactly_it() {
     assert_eq!(verdicts, want.map(|(h, v)| (h.to_string(), v.to_string())));
     let n3 = &doc["nodes"][2];
     let rail = n3["findings"].as_array().unwrap().iter().find(|f| f["id"] == "pair.rail").unwrap_or_else(|| panic!("{n3:#}"));
-    assert_eq!((rail["subject"].as_str(), rail["severity"].as_str(), rail["action"].as_str()), (Some("n3/mlx5_2"), Some("error"), Some("replace-cable")));
+    assert_eq!(
+        (rail["subject"].as_str(), rail["severity"].as_str(), rail["action"].as_str()),
+        (Some("n3/mlx5_2"), Some("error"), Some("replace-cable"))
+    );
     let drain: Vec<&str> = doc["drain"].as_array().unwrap().iter().map(|d| d["host"].as_str().unwrap()).collect();
     assert_eq!(drain, ["n3", gone.as_str()]);
     validate_json(&json);
@@ -313,7 +320,20 @@ fn level_3_runs_every_stage_within_its_duration_and_a_healthy_fleet_passes() {
     let started = Instant::now();
     let out = accept(
         &endpoints,
-        &["--level", "3", "--rails", "2", "--duration", "5", "--json", "--output", json.to_str().unwrap(), "--html", html.to_str().unwrap(), "--progress"],
+        &[
+            "--level",
+            "3",
+            "--rails",
+            "2",
+            "--duration",
+            "5",
+            "--json",
+            "--output",
+            json.to_str().unwrap(),
+            "--html",
+            html.to_str().unwrap(),
+            "--progress",
+        ],
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
@@ -345,7 +365,8 @@ fn level_3_runs_every_stage_within_its_duration_and_a_healthy_fleet_passes() {
 /// has the node table with a row per node. Without chromium the test says so and passes on a
 /// developer's machine; in CI (`CI` set) it fails: the check must run there.
 fn browser_renders(html: &Path, dir: &Path, nodes: usize) {
-    let Some(chromium) = ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    let Some(chromium) =
+        ["chromium", "chromium-browser"].into_iter().find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
     else {
         let ci = std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "false" && v != "0");
         assert!(!ci, "chromium is not installed (tests/deps.sh installs it): the HTML page must be checked in a browser in CI");
