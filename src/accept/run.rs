@@ -45,6 +45,8 @@ pub struct AcceptConfig {
     pub duration: Duration,
     pub gid_index: Option<u8>,
     pub stall_timeout_ms: u64,
+    /// The pair ring's iterations per test (`--iters`; `None`: pair's default).
+    pub iters: Option<u64>,
 }
 
 /// How far the run is: the stage and the steps done of all (on a terminal, one status line

@@ -84,7 +84,7 @@ fn mesh_config(fleet: &Fleet<'_>, pattern: Pattern, duration: Option<Duration>) 
         tests: TestKind::parse_list("write_bw,send_lat").map_err(|e| e.to_string())?,
         size: None,
         sweep: false,
-        iters: None,
+        iters: if duration_ms.is_some() { None } else { c.iters },
         duration_ms,
         qps: 1,
         directions: None,

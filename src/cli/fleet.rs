@@ -180,6 +180,9 @@ pub struct AcceptArgs {
     /// Levels 2 and 3: the rails of each node, as for `pair --rails` (auto, all, N, DEV[:PORT],...).
     #[arg(long, default_value = "auto", value_name = "SPEC")]
     pub rails: String,
+    /// Level 2's `pair --rails` ring: iterations of each test (default: pair's).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub iters: Option<u64>,
     /// Level 3: how long the whole run takes, seconds (the soak window spans it); the mesh and
     /// the collectives take their shares of it (docs/accept.md).
     #[arg(short = 'D', long, default_value_t = 3600.0, value_name = "SECS")]

@@ -115,6 +115,7 @@ pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
         duration: Duration::from_secs_f64(args.duration),
         gid_index: args.agents.gid_index,
         stall_timeout_ms: args.agents.stall_timeout_ms,
+        iters: args.iters,
     })
 }
 
