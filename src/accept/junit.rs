@@ -34,6 +34,8 @@ pub fn render(doc: &AcceptDoc, stamp: &Stamp) -> String {
                 .findings
                 .iter()
                 .filter(|f| f.severity == Severity::Error && f.id != FindingId::AcceptDrift)
+                // A later stage's finding is that stage's case, not check's.
+                .filter(|f| !doc.stages.iter().flat_map(|s| &s.blamed).any(|(h, g)| *h == n.host && g == *f))
                 .map(|f| format!("{} {}: {}", f.id, f.subject, f.message))
                 .collect();
             let joined = (!errors.is_empty()).then(|| errors.join("; "));

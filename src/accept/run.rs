@@ -6,7 +6,7 @@
 
 use super::drift::{self, NodeFacts};
 use super::report::{self, AcceptDoc, NodeVerdict, Seen};
-use super::stage::{Aliases, StageName};
+use super::stage::{Aliases, StageName, StageRun};
 use super::stages::{self, Fleet};
 use super::talk::CheckTalk;
 use crate::collective::op::Op;
@@ -78,14 +78,20 @@ pub fn run(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<AcceptD
         aliases: aliases(config, &doc),
         lost: doc.nodes.iter().filter(|n| n.verdict == NodeVerdict::Unreachable).map(|n| n.host.clone()).collect(),
     };
+    // After Ctrl-C, the stages not begun are said, not run.
+    let stopped = |name: StageName| {
+        crate::sys::os::interrupted().then(|| StageRun::could_not_run(name, "not run: the run was interrupted (Ctrl-C)", fleet.lost.clone()))
+    };
     let mut stages = vec![stages::mesh_stage(&fleet, StageName::Pair, Pattern::Ring, None, progress)];
     progress.step("fabric", 0, 1, "discoveries");
-    stages.push(super::fabric_stage::run(&fleet.aliases, fleet.lost.clone()));
+    stages.push(stopped(StageName::Fabric).unwrap_or_else(|| super::fabric_stage::run(&fleet.aliases, fleet.lost.clone())));
     if config.level >= 3 {
         let budget = super::budget::Budget::split(config.duration, reached.len());
-        stages.push(stages::mesh_stage(&fleet, StageName::Mesh, Pattern::Shift, Some(budget.mesh_test), progress));
+        let shift = stopped(StageName::Mesh);
+        stages.push(shift.unwrap_or_else(|| stages::mesh_stage(&fleet, StageName::Mesh, Pattern::Shift, Some(budget.mesh_test), progress)));
         for op in [Op::AllReduce, Op::AllToAll] {
-            stages.push(stages::collective_stage(&fleet, op, budget.collective, progress));
+            let name = if op == Op::AllToAll { StageName::CollectiveAlltoall } else { StageName::CollectiveAllreduce };
+            stages.push(stopped(name).unwrap_or_else(|| stages::collective_stage(&fleet, op, budget.collective, progress)));
         }
         // The soak window's rest: the end check is due when the duration is up, less the time
         // the first one took.
@@ -104,7 +110,7 @@ pub fn run(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<AcceptD
 /// Waits for `end` (Ctrl-C ends it early: true), saying the soak window's time.
 fn wait_until(end: Instant, started: Instant, total: Duration, progress: &mut dyn Progress) -> bool {
     crate::sys::os::catch_termination();
-    let mut said = Instant::now() - Duration::from_secs(2);
+    let mut said = Instant::now().checked_sub(Duration::from_secs(2)).unwrap_or_else(Instant::now);
     while Instant::now() < end {
         if crate::sys::os::interrupted() {
             return true;
