@@ -303,6 +303,34 @@ mod tests {
     }
 
     #[test]
+    fn a_stage_s_findings_join_their_nodes_and_a_stage_that_could_not_run_fails_the_run_draining_nobody() {
+        let seen = vec![
+            ("a".to_string(), Seen::Checked(vec![])),
+            ("b".to_string(), Seen::Checked(vec![])),
+            ("c".to_string(), Seen::Unreachable(f(FindingId::AcceptUnreachable, Severity::Error, "node"))),
+        ];
+        let mut doc = build(2, seen, Vec::new(), Default::default(), false);
+        let mut pair = StageRun::skipped(StageName::Pair, "", vec!["c".into()]);
+        (pair.skipped, pair.verdict) = (None, Verdict::Fail);
+        pair.findings = vec![("b".into(), f(FindingId::PairRail, Severity::Error, "b/mlx5_1"))];
+        doc.nodes[1].findings.push(f(FindingId::FwPending, Severity::Info, "mlx5_0"));
+        add_stages(&mut doc, vec![pair, StageRun::skipped(StageName::Fabric, "no InfiniBand port", vec!["c".into()])], false);
+        let verdicts: Vec<NodeVerdict> = doc.nodes.iter().map(|n| n.verdict).collect();
+        assert_eq!(verdicts, [NodeVerdict::Pass, NodeVerdict::Fail, NodeVerdict::Unreachable]);
+        assert_eq!(doc.nodes[1].findings[0].id, FindingId::PairRail, "worst first");
+        let drain: Vec<(&str, Action)> = doc.drain.iter().map(|d| (d.host.as_str(), d.action)).collect();
+        assert_eq!(drain, [("b", Action::ReplaceCable), ("c", Action::Reboot)]);
+        assert_eq!(doc.stages.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["check", "drift", "pair", "fabric"]);
+        assert!(doc.stages.iter().all(|s| s.unreachable == ["c"]), "named in every stage");
+        assert!(doc.human().contains("stages: check FAIL, drift pass, pair FAIL, fabric skipped"), "{}", doc.human());
+
+        // A stage that could not run, no node to blame: the run fails, nobody is drained for it.
+        let mut doc = build(2, vec![("a".to_string(), Seen::Checked(vec![]))], Vec::new(), Default::default(), false);
+        add_stages(&mut doc, vec![StageRun::could_not_run(StageName::Pair, "rail counts differ", vec![])], false);
+        assert_eq!((doc.verdict, doc.drain.len()), (Verdict::Fail, 0));
+    }
+
+    #[test]
     fn fail_on_warning_drains_a_node_with_a_warning() {
         let seen = vec![("c".to_string(), Seen::Checked(vec![f(FindingId::AcceptDrift, Severity::Warning, "mtu mlx5_0/1")]))];
         let doc = build(1, seen, Vec::new(), Default::default(), true);

@@ -300,6 +300,11 @@ fn level_2_names_the_degraded_rail_s_node_and_rail_and_drains_exactly_it() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(text.starts_with("n3 replace-cable: pair.rail n3/mlx5_2: pair --rails (ring): "), "{text}");
+    // The human view: the stages' verdicts and the drain line.
+    let out = accept(&endpoints[..4], &["--level", "2", "--rails", "4"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("level 2, 4 nodes, 1 to drain; stages: check pass, drift pass, pair FAIL, fabric "), "{text}");
+    assert!(text.contains("FAIL pair.rail n3/mlx5_2 [replace-cable]"), "{text}");
     let xml = dir.join("accept.xml");
     let out = accept(&endpoints, &["--level", "2", "--rails", "4", "--format", "junit", "--output", xml.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
