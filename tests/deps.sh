@@ -12,6 +12,7 @@
 # JSON output: python3-jsonschema (tests/schemas/validate.py against docs/schemas/).
 # The Soft-RoCE tier's wire check of --tclass (the guest runs the host's binaries): tcpdump.
 # The two-guest tier's real Slurm (tests/rxe/slurm.sh): slurmctld, slurmd, slurm-client, munge.
+# accept --html checked in a real headless browser (tests/integration/accept_levels.rs): chromium.
 set -euo pipefail
 packages=(
 	build-essential pkg-config libibverbs-dev librdmacm-dev libclang-dev clang
@@ -20,7 +21,7 @@ packages=(
 	qemu-system-x86 busybox-static kmod python3 shellcheck
 	binutils rpm rpm2cpio cpio man-db groff-base python3-venv lintian rpmlint
 	prometheus prometheus-alertmanager libxml2-utils python3-jsonschema tcpdump
-	slurmctld slurmd slurm-client munge
+	slurmctld slurmd slurm-client munge chromium
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,7 @@
 //! `accept --html FILE`: one self-contained page (no script, no outside resource): the stages'
-//! results, the node table, the drift, the drain list. Every outside string is escaped
+//! results, the node table, the drift, the drain list, then each traffic stage's own page
+//! (mesh's heat map for the `pair` ring and the `mesh` shift, collective's rings) embedded
+//! whole in an `<iframe srcdoc>`, so each keeps its own styles. Every outside string is escaped
 //! (`sanitise::xml`).
 
 use super::report::{AcceptDoc, NodeVerdict};
@@ -9,7 +11,7 @@ use std::fmt::Write;
 
 const STYLE: &str = "body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;margin-bottom:1.5em}\
 td,th{border:1px solid #bbb;padding:.25em .6em;text-align:left;vertical-align:top}\
-.pass{background:#d9f2d9}.fail{background:#f7d4d4}.unreachable{background:#e0e0e0}.warn{background:#fcefc7}";
+iframe.stage{width:100%;height:720px;border:1px solid #bbb}.pass{background:#d9f2d9}.fail{background:#f7d4d4}.unreachable{background:#e0e0e0}.warn{background:#fcefc7}";
 
 pub fn render(doc: &AcceptDoc, stamp: &crate::report::Stamp) -> String {
     let mut out = String::new();
@@ -28,10 +30,25 @@ pub fn render(doc: &AcceptDoc, stamp: &crate::report::Stamp) -> String {
         x(&stamp.time),
         x(stamp.fabcheck_version)
     );
-    out.push_str("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>verdict</th><th>documents</th></tr>\n");
+    out.push_str("<h2>Stages</h2><table id=\"stages\"><tr><th>stage</th><th>verdict</th><th>seconds</th><th>unreachable</th><th>notes</th></tr>\n");
     for s in &doc.stages {
-        let (class, word) = if s.verdict == Verdict::Pass { ("pass", "pass") } else { ("fail", "fail") };
-        let _ = writeln!(out, "<tr class=\"{class}\"><td>{}</td><td>{word}</td><td>{}</td></tr>", s.name, s.document);
+        let (class, word) = match (&s.skipped, s.verdict) {
+            (Some(_), _) => ("unreachable", "skipped"),
+            (None, Verdict::Pass) => ("pass", "pass"),
+            (None, Verdict::Fail) => ("fail", "fail"),
+        };
+        let seconds = s.seconds.map_or(String::new(), |t| format!("{t:.1}"));
+        let lost: Vec<String> = s.unreachable.iter().map(|h| x(h)).collect();
+        let note = s.skipped.as_deref().or(s.error.as_deref()).map(x).unwrap_or_else(|| match &s.document {
+            serde_json::Value::String(schema) => format!("results in the node table ({})", x(schema)),
+            _ => String::new(),
+        });
+        let _ = writeln!(
+            out,
+            "<tr class=\"{class}\"><td>{}</td><td>{word}</td><td>{seconds}</td><td>{}</td><td>{note}</td></tr>",
+            s.name,
+            lost.join("<br>")
+        );
     }
     out.push_str("</table>\n<h2>Nodes</h2><table id=\"nodes\"><tr><th>host</th><th>verdict</th><th>findings (errors and warnings, with their action)</th></tr>\n");
     for n in &doc.nodes {
@@ -69,6 +86,15 @@ pub fn render(doc: &AcceptDoc, stamp: &crate::report::Stamp) -> String {
             let _ = writeln!(out, "<tr class=\"fail\"><td>{}</td><td>{}</td><td>{}</td></tr>", x(&d.host), d.action, x(&d.reason));
         }
         out.push_str("</table>\n");
+    }
+    for s in doc.stages.iter().filter(|s| s.page.is_some()) {
+        let page = s.page.as_deref().unwrap_or("");
+        let _ = writeln!(
+            out,
+            "<h2 id=\"stage-{0}\">Stage {0}</h2>\n<iframe class=\"stage\" title=\"{0}\" sandbox=\"\" srcdoc=\"{1}\"></iframe>",
+            s.name,
+            x(page)
+        );
     }
     out.push_str("</body></html>\n");
     out

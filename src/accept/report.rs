@@ -3,6 +3,7 @@
 //! what the stages found (pure); written as JSON, human text, oneline drain lines and JUnit.
 
 use super::drift::Drift;
+use super::stage::{StageName, StageRun};
 use crate::outcome::action::{self, Action};
 use crate::outcome::{Finding, Severity, Verdict};
 use crate::sanitise::one_line as l;
@@ -31,11 +32,46 @@ pub struct Node {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Stage {
-    pub name: &'static str,
+    pub name: StageName,
     pub verdict: Verdict,
-    /// The schema of the documents the stage judged (`fabcheck.check.v1`: each node's check,
-    /// whose findings are under `nodes`).
-    pub document: &'static str,
+    /// The stage's own document (levels 2 and 3: `fabcheck.mesh.v1`, `fabcheck.collective.v1`,
+    /// `fabcheck.fabric.v1`, the soak's), or the schema of the documents it judged where they
+    /// are elsewhere in the report (`check`: each node's findings under `nodes`; `drift`).
+    pub document: serde_json::Value,
+    /// The nodes this stage could not reach or ask (named, never dropped).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unreachable: Vec<String>,
+    /// Why the stage did not run where that is no failure (`fabric` without InfiniBand here).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<String>,
+    /// Why the stage could not run at all (it fails; no node to blame).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// How long it ran, seconds (levels 2 and 3).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds: Option<f64>,
+    /// What it found on each node (also in the node's findings): its JUnit cases.
+    #[serde(skip)]
+    pub blamed: Vec<(String, Finding)>,
+    /// Its heat map or rings (`--html`).
+    #[serde(skip)]
+    pub page: Option<String>,
+}
+
+impl Stage {
+    fn of_schema(name: StageName, verdict: Verdict, schema: &str, unreachable: Vec<String>) -> Stage {
+        Stage {
+            name,
+            verdict,
+            document: serde_json::Value::String(schema.into()),
+            unreachable,
+            skipped: None,
+            error: None,
+            seconds: None,
+            blamed: Vec::new(),
+            page: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -93,12 +129,46 @@ pub fn build(
     }
     let drift_failed = nodes.iter().flat_map(|n| &n.findings).any(|f| f.id == crate::outcome::FindingId::AcceptDrift && fails(f.severity));
     let verdict = |failed: bool| if failed { Verdict::Fail } else { Verdict::Pass };
+    let lost: Vec<String> = nodes.iter().filter(|n| n.verdict == NodeVerdict::Unreachable).map(|n| n.host.clone()).collect();
     let stages = vec![
-        Stage { name: "check", verdict: verdict(check_failed), document: crate::outcome::CHECK_SCHEMA },
-        Stage { name: "drift", verdict: verdict(drift_failed), document: SCHEMA },
+        Stage::of_schema(StageName::Check, verdict(check_failed), crate::outcome::CHECK_SCHEMA, lost.clone()),
+        Stage::of_schema(StageName::Drift, verdict(drift_failed), SCHEMA, lost),
     ];
     let drain = nodes.iter().filter_map(drain_entry).collect::<Vec<_>>();
     AcceptDoc { schema: SCHEMA, verdict: verdict(!drain.is_empty()), level, nodes, drift, stages, drain }
+}
+
+/// Levels 2 and 3: each stage's result added to the document, its findings to their nodes'
+/// (a node level 1 could not reach stays `unreachable`), and the verdicts and drain list
+/// settled again. A stage that failed with no node to blame fails the run, draining nobody.
+pub fn add_stages(doc: &mut AcceptDoc, runs: Vec<StageRun>, fail_on_warning: bool) {
+    let fails = |s: Severity| s == Severity::Error || (fail_on_warning && s == Severity::Warning);
+    for run in runs {
+        for (host, finding) in run.findings.iter().cloned() {
+            match doc.nodes.iter_mut().find(|n| n.host == host) {
+                Some(node) => node.findings.push(finding),
+                None => doc.nodes.push(Node { host, verdict: NodeVerdict::Pass, findings: vec![finding] }),
+            }
+        }
+        doc.stages.push(Stage {
+            name: run.name,
+            verdict: run.verdict,
+            document: run.document,
+            unreachable: run.unreachable,
+            skipped: run.skipped,
+            error: run.error,
+            seconds: Some((run.seconds * 10.0).round() / 10.0),
+            blamed: run.findings,
+            page: run.page,
+        });
+    }
+    for node in doc.nodes.iter_mut().filter(|n| n.verdict != NodeVerdict::Unreachable) {
+        node.findings.sort_by_key(|f| f.severity);
+        node.verdict = if node.findings.iter().any(|f| fails(f.severity)) { NodeVerdict::Fail } else { NodeVerdict::Pass };
+    }
+    doc.drain = doc.nodes.iter().filter_map(drain_entry).collect();
+    let failed = !doc.drain.is_empty() || doc.stages.iter().any(|s| s.verdict == Verdict::Fail);
+    doc.verdict = if failed { Verdict::Fail } else { Verdict::Pass };
 }
 
 /// A failed node's drain line: its first error (findings are sorted worst first) as the reason,
@@ -160,8 +230,31 @@ impl AcceptDoc {
                 let _ = writeln!(out, "  {tag} {} {} [{}]: {}", f.id, l(&f.subject.to_string()), action::of(f), l(&f.message));
             }
         }
-        let stages: Vec<String> =
-            self.stages.iter().map(|s| format!("{} {}", s.name, if s.verdict == Verdict::Pass { "pass" } else { "FAIL" })).collect();
+        let stages: Vec<String> = self
+            .stages
+            .iter()
+            .map(|s| {
+                let word = match (&s.skipped, s.verdict) {
+                    (Some(_), _) => "skipped",
+                    (None, Verdict::Pass) => "pass",
+                    (None, Verdict::Fail) => "FAIL",
+                };
+                format!("{} {word}", s.name)
+            })
+            .collect();
+        for s in &self.stages {
+            if let Some(why) = s.skipped.as_deref().or(s.error.as_deref()) {
+                let _ = writeln!(out, "\nstage {}: {}", s.name, l(why));
+            }
+            if !s.unreachable.is_empty() && s.name != StageName::Drift {
+                let _ = writeln!(
+                    out,
+                    "\nstage {}: unreachable: {}",
+                    s.name,
+                    s.unreachable.iter().map(|h| l(h).into_owned()).collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
         let failed = self.drain.len();
         let _ = writeln!(
             out,
@@ -207,6 +300,34 @@ mod tests {
         assert_eq!(verdicts, [NodeVerdict::Pass, NodeVerdict::Fail, NodeVerdict::Pass, NodeVerdict::Unreachable]);
         assert_eq!(doc.verdict, Verdict::Fail);
         assert_eq!(doc.oneline().lines().count(), 2);
+    }
+
+    #[test]
+    fn a_stage_s_findings_join_their_nodes_and_a_stage_that_could_not_run_fails_the_run_draining_nobody() {
+        let seen = vec![
+            ("a".to_string(), Seen::Checked(vec![])),
+            ("b".to_string(), Seen::Checked(vec![])),
+            ("c".to_string(), Seen::Unreachable(f(FindingId::AcceptUnreachable, Severity::Error, "node"))),
+        ];
+        let mut doc = build(2, seen, Vec::new(), Default::default(), false);
+        let mut pair = StageRun::skipped(StageName::Pair, "", vec!["c".into()]);
+        (pair.skipped, pair.verdict) = (None, Verdict::Fail);
+        pair.findings = vec![("b".into(), f(FindingId::PairRail, Severity::Error, "b/mlx5_1"))];
+        doc.nodes[1].findings.push(f(FindingId::FwPending, Severity::Info, "mlx5_0"));
+        add_stages(&mut doc, vec![pair, StageRun::skipped(StageName::Fabric, "no InfiniBand port", vec!["c".into()])], false);
+        let verdicts: Vec<NodeVerdict> = doc.nodes.iter().map(|n| n.verdict).collect();
+        assert_eq!(verdicts, [NodeVerdict::Pass, NodeVerdict::Fail, NodeVerdict::Unreachable]);
+        assert_eq!(doc.nodes[1].findings[0].id, FindingId::PairRail, "worst first");
+        let drain: Vec<(&str, Action)> = doc.drain.iter().map(|d| (d.host.as_str(), d.action)).collect();
+        assert_eq!(drain, [("b", Action::ReplaceCable), ("c", Action::Reboot)]);
+        assert_eq!(doc.stages.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["check", "drift", "pair", "fabric"]);
+        assert!(doc.stages.iter().all(|s| s.unreachable == ["c"]), "named in every stage");
+        assert!(doc.human().contains("stages: check FAIL, drift pass, pair FAIL, fabric skipped"), "{}", doc.human());
+
+        // A stage that could not run, no node to blame: the run fails, nobody is drained for it.
+        let mut doc = build(2, vec![("a".to_string(), Seen::Checked(vec![]))], Vec::new(), Default::default(), false);
+        add_stages(&mut doc, vec![StageRun::could_not_run(StageName::Pair, "rail counts differ", vec![])], false);
+        assert_eq!((doc.verdict, doc.drain.len()), (Verdict::Fail, 0));
     }
 
     #[test]

@@ -1,21 +1,27 @@
-//! Level 1 over the fleet: every node's `check` through its agent (mesh's endpoints and
-//! launchers: ssh, srun, tcp), `window` nodes at a time from one thread, each step bounded;
-//! then the drift over the nodes that answered, and the report. A node that cannot be reached
-//! is `unreachable` in the report, never dropped.
+//! The run over the fleet. Level 1: every node's `check` through its agent (mesh's endpoints
+//! and launchers: ssh, srun, tcp), `window` nodes at a time from one thread, each step bounded;
+//! then the drift over the nodes that answered. Levels 2 and 3: the stages (`stages`,
+//! `fabric_stage`, `soak`) over the nodes level 1 reached, then the report. A node that cannot
+//! be reached is `unreachable` in the report and in every stage, never dropped.
 
 use super::drift::{self, NodeFacts};
-use super::report::{self, AcceptDoc, Seen};
+use super::report::{self, AcceptDoc, NodeVerdict, Seen};
+use super::stage::{Aliases, StageName, StageRun};
+use super::stages::{self, Fleet};
 use super::talk::CheckTalk;
+use crate::collective::op::Op;
 use crate::control::drive::{drive, Job};
 use crate::control::endpoint::EndpointSpec;
 use crate::control::hub::Hub;
 use crate::control::link::LaunchOptions;
 use crate::control::reach::token_for;
+use crate::mesh::pattern::Pattern;
+use crate::model::rails::RailSpec;
 use crate::outcome::loss::Loss;
 use crate::outcome::{Finding, FindingId, Severity, Subject};
 use crate::probe::facts::Fact;
 use crate::sanitise::one_line;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// One node's answer: its judged checklist and drift facts, or why it could not be had.
 pub type Answer = Result<(crate::outcome::Report, Vec<Fact>), Loss>;
@@ -25,49 +31,143 @@ pub struct AcceptConfig {
     /// Each endpoint's name in the report until its agent says its host (`unique_names`).
     pub names: Vec<String>,
     pub launch: LaunchOptions,
-    /// How long one node's read and judgement may take.
+    /// How long one node's read and judgement may take (and each stage's agents' timeout).
     pub check_limit: Duration,
     /// Nodes asked at once.
     pub window: usize,
     /// `--fail-on warning`: a node with a warning fails (and is drained).
     pub fail_on_warning: bool,
+    /// 1, 2 or 3.
+    pub level: u8,
+    /// Levels 2 and 3: each node's rails (`--rails`, as `pair --rails`).
+    pub rails: RailSpec,
+    /// Level 3: the whole run (`--duration`).
+    pub duration: Duration,
+    pub gid_index: Option<u8>,
+    pub stall_timeout_ms: u64,
+    /// The pair ring's iterations per test (`--iters`; `None`: pair's default).
+    pub iters: Option<u64>,
 }
 
-/// How far the run is: the stage and the nodes done of all (on a terminal, one status line).
+/// How far the run is: the stage and the steps done of all (on a terminal, one status line
+/// with the stage's ETA).
 pub trait Progress {
-    fn nodes(&mut self, stage: &str, done: usize, of: usize);
+    fn step(&mut self, stage: &str, done: usize, of: usize, unit: &str);
+
+    fn nodes(&mut self, stage: &str, done: usize, of: usize) {
+        self.step(stage, done, of, "nodes");
+    }
 }
 
-/// Level 1: the document, or `Err` on Ctrl-C (the agents are stopped first).
-pub fn level1(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<AcceptDoc, Loss> {
-    let fail_on_warning = config.fail_on_warning;
+/// The run at its level: the document, or `Err` on Ctrl-C during level 1 (the agents are
+/// stopped first). Levels 2 and 3 run their stages over the nodes level 1 reached.
+pub fn run(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<AcceptDoc, Loss> {
+    let started = Instant::now();
+    let all: Vec<usize> = (0..config.specs.len()).collect();
+    let answers = ask(config, &all, "check", progress)?;
+    let mut doc = judge(answers, config.fail_on_warning);
+    doc.level = config.level;
+    let reached: Vec<usize> = (0..doc.nodes.len()).filter(|&i| doc.nodes[i].verdict != NodeVerdict::Unreachable).collect();
+    if config.level < 2 || reached.is_empty() {
+        return Ok(doc);
+    }
+    let checked_in = started.elapsed();
+    let fleet = Fleet {
+        config,
+        reached: reached.clone(),
+        aliases: aliases(config, &doc),
+        lost: doc.nodes.iter().filter(|n| n.verdict == NodeVerdict::Unreachable).map(|n| n.host.clone()).collect(),
+    };
+    // After Ctrl-C, the stages not begun are said, not run.
+    let stopped = |name: StageName| {
+        crate::sys::os::interrupted().then(|| StageRun::could_not_run(name, "not run: the run was interrupted (Ctrl-C)", fleet.lost.clone()))
+    };
+    let mut stages = vec![stages::mesh_stage(&fleet, StageName::Pair, Pattern::Ring, None, progress)];
+    progress.step("fabric", 0, 1, "discoveries");
+    stages.push(stopped(StageName::Fabric).unwrap_or_else(|| super::fabric_stage::run(&fleet.aliases, fleet.lost.clone())));
+    if config.level >= 3 {
+        let budget = super::budget::Budget::split(config.duration, reached.len());
+        let shift = stopped(StageName::Mesh);
+        stages.push(shift.unwrap_or_else(|| stages::mesh_stage(&fleet, StageName::Mesh, Pattern::Shift, Some(budget.mesh_test), progress)));
+        for op in [Op::AllReduce, Op::AllToAll] {
+            let name = if op == Op::AllToAll { StageName::CollectiveAlltoall } else { StageName::CollectiveAllreduce };
+            stages.push(stopped(name).unwrap_or_else(|| stages::collective_stage(&fleet, op, budget.collective, progress)));
+        }
+        // The soak window's rest: the end check is due when the duration is up, less the time
+        // the first one took.
+        let end = started + config.duration.saturating_sub(checked_in);
+        let interrupted = wait_until(end, started, config.duration, progress);
+        let before: Vec<(String, Vec<Finding>)> = reached.iter().map(|&i| (doc.nodes[i].host.clone(), doc.nodes[i].findings.clone())).collect();
+        let indexes: Vec<usize> = reached.clone();
+        let after = ask(config, &indexes, "soak", progress).unwrap_or_default();
+        let after: Vec<(String, Answer)> = before.iter().map(|(h, _)| h.clone()).zip(after.into_iter().map(|(_, a)| a)).collect();
+        stages.push(super::soak::judge(&before, &after, started.elapsed(), interrupted, fleet.lost.clone()));
+    }
+    report::add_stages(&mut doc, stages, config.fail_on_warning);
+    Ok(doc)
+}
+
+/// Waits for `end` (Ctrl-C ends it early: true), saying the soak window's time.
+fn wait_until(end: Instant, started: Instant, total: Duration, progress: &mut dyn Progress) -> bool {
+    crate::sys::os::catch_termination();
+    let mut said = Instant::now().checked_sub(Duration::from_secs(2)).unwrap_or_else(Instant::now);
+    while Instant::now() < end {
+        if crate::sys::os::interrupted() {
+            return true;
+        }
+        if said.elapsed() >= Duration::from_secs(1) {
+            said = Instant::now();
+            progress.step("soak", started.elapsed().as_secs() as usize, total.as_secs() as usize, "s of the window");
+        }
+        std::thread::sleep(Duration::from_millis(100).min(end.saturating_duration_since(Instant::now())));
+    }
+    false
+}
+
+/// How the stages may name a node (its endpoint as given, its host part, the host its agent
+/// said) and the host the report names it by.
+fn aliases(config: &AcceptConfig, doc: &AcceptDoc) -> Aliases {
+    let mut pairs = Vec::new();
+    for (i, node) in doc.nodes.iter().enumerate() {
+        let spec = &config.specs[i];
+        let mut names = vec![config.names[i].clone(), spec.to_string(), spec.host.to_string(), node.host.clone()];
+        if let crate::control::endpoint::HostSpec::Ssh { host, .. } | crate::control::endpoint::HostSpec::Tcp { host, .. } = &spec.host {
+            names.push(host.clone());
+        }
+        pairs.extend(names.into_iter().map(|n| (n, node.host.clone())));
+    }
+    Aliases::new(pairs)
+}
+
+/// Each node's `check` through its agent, `window` at a time from one thread: the answers (or
+/// losses) in the order of `which`, named by endpoint.
+fn ask(config: &AcceptConfig, which: &[usize], stage: &str, progress: &mut dyn Progress) -> Result<Vec<(String, Answer)>, Loss> {
     let mut hub = Hub::new(config.launch.clone());
-    let mut jobs: Vec<Job<CheckTalk>> = config
-        .specs
+    let mut jobs: Vec<Job<CheckTalk>> = which
         .iter()
-        .zip(&config.names)
-        .map(|(spec, name)| {
+        .map(|&i| {
+            let (spec, name) = (&config.specs[i], &config.names[i]);
             let link = hub.add(&spec.host, name.clone());
             Job { links: vec![link], conversation: CheckTalk::new(name, token_for(&spec.host, &config.launch.token), config.check_limit) }
         })
         .collect();
     let total = jobs.len();
     let chunk = config.window.max(1);
-    progress.nodes("check", 0, total);
+    progress.nodes(stage, 0, total);
     for start in (0..total).step_by(chunk) {
         let end = (start + chunk).min(total);
         if let Err(interrupted) = drive(&mut hub, &mut jobs[start..end], chunk) {
             hub.close_all();
             return Err(interrupted);
         }
-        progress.nodes("check", end, total);
+        progress.nodes(stage, end, total);
     }
     hub.close_all();
-    progress.nodes("drift", total, total);
-    let answers: Vec<(String, Answer)> = jobs
+    Ok(jobs
         .into_iter()
-        .zip(&config.names)
-        .map(|(job, name)| {
+        .zip(which)
+        .map(|(job, &i)| {
+            let name = &config.names[i];
             let t = job.conversation;
             let host = reported_host(&t.host, name);
             let answer = match (t.answer, t.failure) {
@@ -77,8 +177,7 @@ pub fn level1(config: &AcceptConfig, progress: &mut dyn Progress) -> Result<Acce
             };
             (host, answer)
         })
-        .collect();
-    Ok(judge(answers, fail_on_warning))
+        .collect())
 }
 
 /// The name a node has in the report: the host its agent says (sanitised, and only a plain host

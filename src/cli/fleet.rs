@@ -178,10 +178,21 @@ pub struct AcceptArgs {
     /// Read endpoints from FILE, one per line ('#' starts a comment).
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
-    /// 1: check on every node + drift. 2 and 3 (pair --rails, fabric, mesh, collective) are not
-    /// in this build: exit 2 saying so.
+    /// 1: check on every node + drift (seconds). 2: + pair --rails between ring neighbours and
+    /// fabric where there is InfiniBand (minutes). 3: + mesh --pattern shift, collective
+    /// allreduce and alltoall on every rail, and a soak window over the run (--duration).
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=3))]
     pub level: u8,
+    /// Levels 2 and 3: the rails of each node, as for `pair --rails` (auto, all, N, DEV[:PORT],...).
+    #[arg(long, default_value = "auto", value_name = "SPEC")]
+    pub rails: String,
+    /// Level 2's `pair --rails` ring: iterations of each test (default: pair's).
+    #[arg(short = 'n', long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub iters: Option<u64>,
+    /// Level 3: how long the whole run takes, seconds (the soak window spans it); the mesh and
+    /// the collectives take their shares of it (docs/accept.md).
+    #[arg(short = 'D', long, default_value_t = 3600.0, value_name = "SECS")]
+    pub duration: f64,
     /// The port of tcp://HOST endpoints that name none.
     #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..), hide_short_help = true)]
     pub tcp_port: Option<u16>,

@@ -29,7 +29,7 @@ pub fn run(args: &AcceptArgs, out: &crate::report::Output) -> Result<Outcome, St
         .into());
     }
     let mut progress = Terminal::new(args.progress.quiet || args.progress.no_progress, args.progress.progress);
-    let doc = run::level1(&config, &mut progress).map_err(|loss| {
+    let doc = run::run(&config, &mut progress).map_err(|loss| {
         let (cause, remedy) = crate::report::loss::words(&loss);
         Failure::new(cause, remedy)
     })?;
@@ -72,13 +72,9 @@ pub fn run(args: &AcceptArgs, out: &crate::report::Output) -> Result<Outcome, St
 
 /// `accept`'s flags as a validated run: mesh's endpoints, hostfile and launchers.
 pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
-    if args.level > 1 {
-        let cause = if args.level == 2 {
-            "accept --level 2 (pair --rails between ring neighbours, fabric) is not in this build"
-        } else {
-            "level 3 needs `fabcheck collective`, not in this build"
-        };
-        return Err(Failure::new(cause, "run --level 1 (check on every node and drift); docs/accept.md says what each level adds"));
+    let rails = crate::model::rails::RailSpec::parse(&args.rails).map_err(|e| Failure::usage(format!("--rails: {e}")))?;
+    if !(args.duration.is_finite() && args.duration >= 1.0 && args.duration <= 7.0 * 86_400.0) {
+        return Err(Failure::usage("--duration is seconds, 1 to 604800 (7 days): level 3's whole run"));
     }
     let mut texts: Vec<(String, Option<usize>)> = args.endpoints.iter().map(|e| (e.clone(), None)).collect();
     if let Some(path) = &args.hostfile {
@@ -114,21 +110,30 @@ pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
         window: args.fanout as usize,
         // `--fail-on`, a global flag: `run` sets it.
         fail_on_warning: false,
+        level: args.level,
+        rails,
+        duration: Duration::from_secs_f64(args.duration),
+        gid_index: args.agents.gid_index,
+        stall_timeout_ms: args.agents.stall_timeout_ms,
+        iters: args.iters,
     })
 }
 
-/// Progress on stderr: on a terminal one status line (stage, nodes done), with `--progress`
-/// plain lines elsewhere; nothing with `--quiet` or `--no-progress`.
+/// Progress on stderr: on a terminal one status line (stage, steps done, the stage's ETA), with
+/// `--progress` plain lines elsewhere; nothing with `--quiet` or `--no-progress`.
 struct Terminal {
     on: bool,
     tty: bool,
     shown: bool,
+    /// The stage shown and when it began (its ETA is from its own pace).
+    stage: String,
+    since: std::time::Instant,
 }
 
 impl Terminal {
     fn new(off: bool, forced: bool) -> Terminal {
         let tty = std::io::stderr().is_terminal();
-        Terminal { on: forced || (tty && !off), tty, shown: false }
+        Terminal { on: forced || (tty && !off), tty, shown: false, stage: String::new(), since: std::time::Instant::now() }
     }
 
     fn done(&mut self) {
@@ -138,18 +143,48 @@ impl Terminal {
     }
 }
 
+/// The time left at the pace so far, in words (`ETA 2m10s`); nothing before the first step.
+fn eta(elapsed: Duration, done: usize, of: usize) -> String {
+    if done == 0 || done >= of {
+        return String::new();
+    }
+    let left = elapsed.mul_f64((of - done) as f64 / done as f64).as_secs();
+    if left >= 60 {
+        format!(", ETA {}m{:02}s", left / 60, left % 60)
+    } else {
+        format!(", ETA {left}s")
+    }
+}
+
 impl run::Progress for Terminal {
-    fn nodes(&mut self, stage: &str, done: usize, of: usize) {
+    fn step(&mut self, stage: &str, done: usize, of: usize, unit: &str) {
         if !self.on {
             return;
         }
+        if self.stage != stage {
+            self.stage = stage.to_string();
+            self.since = std::time::Instant::now();
+        }
+        let eta = eta(self.since.elapsed(), done, of);
         let mut err = std::io::stderr().lock();
         if self.tty {
             self.shown = true;
-            let _ = write!(err, "\raccept: {stage}: {done}/{of} nodes\x1b[K");
+            let _ = write!(err, "\raccept: {stage}: {done}/{of} {unit}{eta}\x1b[K");
         } else {
-            let _ = writeln!(err, "accept: {stage}: {done}/{of} nodes");
+            let _ = writeln!(err, "accept: {stage}: {done}/{of} {unit}{eta}");
         }
         let _ = err.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_eta_is_the_pace_so_far() {
+        let s = std::time::Duration::from_secs;
+        assert_eq!(super::eta(s(30), 1, 4), ", ETA 1m30s");
+        assert_eq!(super::eta(s(10), 5, 6), ", ETA 2s");
+        assert_eq!(super::eta(s(10), 0, 6), "");
+        assert_eq!(super::eta(s(10), 6, 6), "");
     }
 }

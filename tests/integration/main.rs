@@ -2,6 +2,7 @@
 //! One binary, a module per topic.
 
 mod accept;
+mod accept_levels;
 mod agreement;
 mod alerts;
 mod architecture;

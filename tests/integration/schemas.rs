@@ -73,9 +73,9 @@ fn documents_written_now_and_error_documents_are_valid() {
         ("mesh-error.json", vec!["mesh", "tcp://127.0.0.1:1", "--json"], 2),
         ("fabric-error.json", vec!["fabric", "--topology", missing, "--json"], 2),
         ("compare-error.json", vec!["compare", missing, missing, "--json"], 2),
-        // accept: a level this build has not (its error document); its full documents are
-        // validated in accept.rs.
-        ("accept-error.json", vec!["accept", "tcp://127.0.0.1:1", "--level", "3", "--json"], 2),
+        // accept: a level 3 it cannot run (a duration of 0; its error document); its full
+        // documents are validated in accept.rs and accept_levels.rs.
+        ("accept-error.json", vec!["accept", "tcp://127.0.0.1:1", "--level", "3", "--duration", "0", "--json"], 2),
         // collective: agents that cannot be reached (its full documents: collective.rs).
         ("collective-error.json", vec!["collective", "tcp://127.0.0.1:1", "tcp://127.0.0.1:1", "--op", "allreduce", "--json"], 2),
     ];

@@ -27,7 +27,10 @@
 #      drains that node with fabcheck's line as the reason (`scontrol show node`), the other node
 #      stays up; the port comes back and the same program resumes the node. Outside these two
 #      tests the program is `true` (NHC every few seconds would starve the emulated guests).
-#   4. The daemons stopped as an init system stops them (SIGTERM, `munged -s`), none left on
+#   4. `salloc -N2 fabcheck accept --level 2 --launcher srun` (issue #54): passes; with guest 2's
+#      fault (as in 3) it fails naming that node and its rail, `--drain` drains it (sinfo -R shows
+#      `fabcheck accept: ...`), then the fault is undone, the node resumed, nothing left running.
+#   5. The daemons stopped as an init system stops them (SIGTERM, `munged -s`), none left on
 #      either guest.
 #
 # Every step fails loudly (a daemon that does not start, a node that never registers, a mesh with
@@ -431,6 +434,90 @@ drain_and_resume nhc "NHC: "
 phase "HealthCheckProgram NHC with contrib/nhc/fabcheck.nhc: drained $peer_node on $fault, resumed it"
 drain_and_resume fabcheck-healthcheck ""
 phase "HealthCheckProgram contrib/slurm/fabcheck-healthcheck.sh: drained $peer_node on $fault, resumed it"
+
+# ---- fabcheck accept --level 2 inside an allocation (issue #54): both nodes pass; with guest 2's
+# fault (its last rail down) it fails naming that node and rail, --drain drains it (sinfo shows
+# the reason), the fault is undone and the node resumed, nothing left running.
+# Two rails keep it short: rail 0 and the last, the one the fault takes down (one rail: rxe0).
+accept_rails=rxe0
+((rails >= 2)) && accept_rails="rxe0,rxe$((rails - 1))"
+accept_flags=(--level 2 --launcher srun --remote-fabcheck "$agent_bin" --rails "$accept_rails" --iters 40 --no-progress)
+check_accept() { # LABEL RC JSON WANT: pass, or fail naming guest 2 (and its rail rxeK where K is given)
+	python3 - "$@" "$main_node" "$peer_node" <<'PY'
+import json, sys
+label, rc, path, want, rail, main, peer = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6], sys.argv[7]
+problems = []
+try:
+    doc = json.load(open(path))
+except (OSError, ValueError) as e:
+    print(f"slurm: {label}: no accept document ({e})", file=sys.stderr)
+    sys.exit(1)
+nodes = {n["host"]: n for n in doc.get("nodes", [])}
+stages = [(s["name"], s["verdict"], s.get("skipped") or s.get("error") or "") for s in doc.get("stages", [])]
+for name, verdict, note in stages:
+    print(f"slurm: {label}: stage {name}: {verdict} {note}", file=sys.stderr)
+if doc.get("schema") != "fabcheck.accept.v1" or doc.get("level") != 2:
+    problems.append(f"schema {doc.get('schema')} level {doc.get('level')}")
+if [s[0] for s in stages] != ["check", "drift", "pair", "fabric"]:
+    problems.append(f"stages {stages}")
+if sorted(nodes) != sorted([main, peer]):
+    problems.append(f"nodes {sorted(nodes)}, want {main} and {peer}")
+pair = next((s for s in doc.get("stages", []) if s["name"] == "pair"), {})
+pairs = (pair.get("document") or {}).get("pairs", []) if isinstance(pair.get("document"), dict) else []
+if not pairs:
+    problems.append("the pair stage measured no pair")
+errors = lambda host: [f"{f['id']} {f['subject']}" for f in nodes.get(host, {}).get("findings", []) if f["severity"] == "error"]
+if want == "pass":
+    if rc != 0 or doc.get("verdict") != "pass":
+        problems.append(f"exit {rc}, verdict {doc.get('verdict')}, errors {errors(main)} {errors(peer)}, drain {doc.get('drain')}")
+else:
+    if rc != 1 or doc.get("verdict") != "fail":
+        problems.append(f"exit {rc}, verdict {doc.get('verdict')}, want 1 and fail")
+    if nodes.get(main, {}).get("verdict") != "pass":
+        problems.append(f"{main} does not pass: {errors(main)}")
+    if nodes.get(peer, {}).get("verdict") != "fail":
+        problems.append(f"{peer} does not fail")
+    # The pair ring's own finding, not only check's: pair.rail HOST/rxeK.
+    if rail and not any(e.startswith("pair.rail ") and e.endswith(rail) for e in errors(peer)):
+        problems.append(f"no pair.rail error of {peer} names {rail}: {errors(peer)}")
+    if [d["host"] for d in doc.get("drain", [])] != [peer]:
+        problems.append(f"drain list {doc.get('drain')}, want {peer} alone")
+    print(f"slurm: {label}: {peer}: {errors(peer)}", file=sys.stderr)
+if problems:
+    print(f"slurm: {label}: " + "; ".join(problems), file=sys.stderr)
+    sys.exit(1)
+print(f"slurm: {label}: verdict {doc['verdict']}, drain {[d['host'] for d in doc.get('drain', [])]}", file=sys.stderr)
+PY
+}
+set +e
+timeout "$job_limit" salloc -N2 -t 10 "$bin" accept "$main_node" "$peer_node" "${accept_flags[@]}" --json >"$W/job/accept-pass.json"
+rc=$?
+set -e
+((rc != 124)) || fail "salloc accept did not end within $job_limit s"
+check_accept "accept --level 2" "$rc" "$W/job/accept-pass.json" pass "" || fail "salloc -N2 fabcheck accept --level 2 did not pass"
+wait_for 20 "no agent or step left after the accept job" leftovers || fail "agents or steps outlived the accept job: here $(sh -c "$left_cmd"), guest 2 $(peer "$left_cmd")"
+phase "salloc -N2 fabcheck accept --level 2 --launcher srun: passed, nothing left"
+peer "$fault_on" || fail "cannot make the fault on guest 2 ($fault_on)"
+set +e
+timeout "$job_limit" salloc -N2 -t 10 "$bin" accept "$main_node" "$peer_node" "${accept_flags[@]}" --drain --json >"$W/job/accept-fail.json"
+rc=$?
+set -e
+((rc != 124)) || fail "salloc accept --drain did not end within $job_limit s"
+rail_name=""
+((rails >= 2)) && rail_name="rxe$k"
+check_accept "accept --level 2 --drain, $fault" "$rc" "$W/job/accept-fail.json" fail "$rail_name" ||
+	fail "accept --level 2 did not fail naming $peer_node ${rail_name:-} and drain it alone"
+sinfo_reason() { sinfo -h -N -R -n "$peer_node" -o '%E' 2>/dev/null | head -n 1; }
+accept_drained() { [[ $(sinfo_reason) == "fabcheck accept: "* ]] && drained "$peer_node" "fabcheck accept: "; }
+wait_for 30 "$peer_node drained by accept --drain" accept_drained || fail "accept --drain did not drain $peer_node: $(scontrol show node "$peer_node")"
+say "sinfo -R: $peer_node: $(sinfo_reason)"
+idle "$main_node" || fail "$main_node is not up while only $peer_node failed: $(node_state "$main_node") $(node_reason "$main_node")"
+peer "$fault_off" || fail "cannot undo the fault on guest 2 ($fault_off)"
+scontrol update nodename="$peer_node" state=resume || fail "scontrol could not resume $peer_node"
+wait_for 30 "$peer_node resumed after accept's drain" resumed "$peer_node" || fail "$peer_node was not resumed: $(scontrol show node "$peer_node")"
+wait_for 20 "no agent or step left after the accept --drain job" leftovers || fail "agents or steps outlived the accept job: here $(sh -c "$left_cmd"), guest 2 $(peer "$left_cmd")"
+[[ -z $(squeue -h) ]] || fail "jobs still queued: $(squeue)"
+phase "accept --level 2 --drain with $fault: failed naming $peer_node ${rail_name:-}, drained it, resumed, nothing left"
 
 # ---- stop
 peer "$(shq "$self") stop" || fail "daemons left in guest 2"
