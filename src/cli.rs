@@ -357,6 +357,9 @@ pub struct PairArgs {
     /// Bandwidth must reach this percentage of the link's data rate (largest size).
     #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
+    /// lat_under_load: fail when the p99 under load exceeds this many times the idle p99.
+    #[arg(long, default_value_t = 4.0, value_name = "X", help_heading = "Judgement")]
+    pub load_threshold: f64,
     #[command(flatten)]
     pub agents: AgentFlags,
     #[command(flatten)]

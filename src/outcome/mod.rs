@@ -10,7 +10,7 @@ mod measure;
 mod subject;
 
 pub use id::{Family, FindingId};
-pub use measure::{CounterDir, Figure, Measure, PairBlame, Tally, TestResult};
+pub use measure::{CounterDir, Figure, Measure, PairBlame, Tally, TestResult, UnderLoad};
 pub use subject::{RailEnd, Subject, SuspectKind};
 
 use serde::{Deserialize, Serialize};

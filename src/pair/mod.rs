@@ -8,6 +8,7 @@
 
 pub mod data;
 mod ends;
+pub mod loaded;
 pub mod interrupted;
 pub mod live;
 pub mod plan;
@@ -427,6 +428,7 @@ mod tests {
             counters: Default::default(),
             error: failed.then(|| "retry exceeded".into()),
             remedy: None,
+            under_load: None,
         }
     }
 

@@ -437,6 +437,7 @@ mod tests {
             counters: Default::default(),
             error: None,
             remedy: None,
+            under_load: None,
         }
     }
 

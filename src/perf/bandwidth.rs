@@ -71,6 +71,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         counter_deltas: Vec::new(),
         prio_traffic: None,
         data: None,
+        idle_lat: None,
     })
 }
 

@@ -66,6 +66,7 @@ fn finish(test: TestKind, mut plan: Plan<'_>, clock: &LoopClock) -> RunResult {
         counter_deltas: Vec::new(),
         prio_traffic: None,
         data: None,
+        idle_lat: None,
     }
 }
 

@@ -233,6 +233,16 @@ pub const LATENCY_P50: Metric =
     run_gauge("fabcheck_latency_p50_seconds", "a,b,test,direction,size", "Typical (p50) latency of a test (a and b on mesh's series only).");
 pub const LATENCY_P99: Metric =
     run_gauge("fabcheck_latency_p99_seconds", "a,b,test,direction,size", "p99 latency of a test (a and b on mesh's series only).");
+pub const LATENCY_IDLE_P99: Metric = run_gauge(
+    "fabcheck_latency_idle_p99_seconds",
+    "a,b,test,direction,size",
+    "lat_under_load: p99 latency of its latency QP before the load started (fabcheck_latency_p99_seconds is under load).",
+);
+pub const LOADED_LATENCY_RATIO: Metric = run_gauge(
+    "fabcheck_loaded_latency_ratio",
+    "a,b,test,direction,size",
+    "lat_under_load: p99 latency under load over the idle p99 (judged at --load-threshold).",
+);
 pub const MESH_PAIR_PASS: Metric = run_gauge("fabcheck_mesh_pair_pass", "a,b", "1 when the mesh pair passed, 0 when it failed.");
 pub const MESH_SUSPECTS: Metric = run_gauge("fabcheck_mesh_suspects", "kind", "Suspects the mesh named, by kind (every kind, 0 when none).");
 pub const MESH_UNREACHABLE: Metric = run_gauge("fabcheck_mesh_unreachable", "", "Endpoints whose agent could not be reached.");
@@ -289,6 +299,8 @@ pub const TABLE: &[Metric] = &[
     BANDWIDTH,
     LATENCY_P50,
     LATENCY_P99,
+    LATENCY_IDLE_P99,
+    LOADED_LATENCY_RATIO,
     MESH_PAIR_PASS,
     MESH_SUSPECTS,
     MESH_UNREACHABLE,
