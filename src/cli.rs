@@ -437,6 +437,10 @@ pub struct BurnInFlags {
     /// With --report-every: one JSON record per interval in FILE (replaced at the start).
     #[arg(long, value_name = "FILE", requires = "report_every")]
     pub progress_json: Option<PathBuf>,
+    /// With --report-every: keep the last interval's figures in DIR for `fabcheck exporter
+    /// --live-dir` while the run lasts (default /run/fabcheck/live where it may write; none: off).
+    #[arg(long, value_name = "DIR", requires = "report_every")]
+    pub live_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
