@@ -576,6 +576,10 @@ pub struct ExporterArgs {
     /// Expectations from a profile file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Also serve the last interval of pair and mesh runs with --report-every on this node,
+    /// from the state they keep in DIR (default /run/fabcheck/live; none with --sysfs-root).
+    #[arg(long, value_name = "DIR")]
+    pub live_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

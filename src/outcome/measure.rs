@@ -198,6 +198,12 @@ pub enum Figure<'a> {
     PcieAer,
     /// The check's verdict (1 pass).
     Verdict,
+    /// A running pair's or mesh's last interval (`--report-every`, its `--live-dir` state):
+    /// bandwidth in bytes per second, latency in seconds, and when the interval ended.
+    LiveBandwidth,
+    LiveLatencyP50,
+    LiveLatencyP99,
+    LiveTimestamp,
     /// A port's counter file, by folder and name as sysfs has it, and its count as read (the
     /// table says the family and what one count is worth).
     Counter {
