@@ -8,9 +8,9 @@
 
 pub mod data;
 mod ends;
-pub mod loaded;
 pub mod interrupted;
 pub mod live;
+pub mod loaded;
 pub mod plan;
 pub mod plot;
 pub mod rails;

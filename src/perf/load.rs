@@ -56,7 +56,14 @@ pub(super) fn stream(
     result
 }
 
-fn run(qps: &mut [QueuePair], cq: &mut CompletionQueue, lists: &mut [SendList], shape: Shape, hand: &Handshake, signals: &Signals) -> Result<Moved, PerfError> {
+fn run(
+    qps: &mut [QueuePair],
+    cq: &mut CompletionQueue,
+    lists: &mut [SendList],
+    shape: Shape,
+    hand: &Handshake,
+    signals: &Signals,
+) -> Result<Moved, PerfError> {
     const MAX_QPS: usize = crate::model::MAX_QPS as usize;
     let n = qps.len().min(MAX_QPS);
     let mut posted = [0u64; MAX_QPS];

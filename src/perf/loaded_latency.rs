@@ -108,7 +108,7 @@ impl Probe {
         self.qp.max_inline()
     }
 
-    pub(super) fn to_init(&mut self, port: u8, pkey_index: u16) -> Result<(), PerfError> {
+    pub(super) fn init(&mut self, port: u8, pkey_index: u16) -> Result<(), PerfError> {
         Ok(self.qp.to_init(port, pkey_index, Access::NONE)?)
     }
 
@@ -160,7 +160,13 @@ struct Pinger<'a> {
 
 /// Waits for one completion on `cq`, busy polling.
 #[inline(always)]
-fn wait_one(cq: &mut CompletionQueue, wc: &mut [WorkCompletion; 1], guard: &mut StallGuard, signals: &Signals, what: &'static str) -> Result<(), PerfError> {
+fn wait_one(
+    cq: &mut CompletionQueue,
+    wc: &mut [WorkCompletion; 1],
+    guard: &mut StallGuard,
+    signals: &Signals,
+    what: &'static str,
+) -> Result<(), PerfError> {
     loop {
         if cq.poll(&mut wc[..])? == 1 {
             if !wc[0].is_success() {
@@ -225,7 +231,11 @@ pub(super) fn active(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
     let spec = s.spec.clone();
     let phases = phases(&spec);
     let half = region_half(&spec) as usize;
-    let remote = s.remote.as_ref().map(|r| RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len }).ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
+    let remote = s
+        .remote
+        .as_ref()
+        .map(|r| RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
+        .ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
     let shape = Shape {
         depth: u64::from(spec.tx_depth),
         cq_mod: u64::from(spec.cq_mod),
@@ -251,8 +261,16 @@ pub(super) fn active(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
     let clock = LoopClock::start();
     signals.live.set_clock(clock.source());
     let live = signals.live.is_on().then_some(&signals.live);
-    let mut pinger =
-        Pinger { probe, send, sent: 0, wc: WorkCompletion::blank_array::<1>(), guard: StallGuard::new(spec.stall_timeout_ms), clock: &clock, signals, live };
+    let mut pinger = Pinger {
+        probe,
+        send,
+        sent: 0,
+        wc: WorkCompletion::blank_array::<1>(),
+        guard: StallGuard::new(spec.stall_timeout_ms),
+        clock: &clock,
+        signals,
+        live,
+    };
     let (mut idle, mut loaded) = (Samples::for_span(phases.idle), Samples::for_span(phases.loaded));
     let idle_start = Instant::now();
     pinger.phase(phases.warmup, phases.idle, &mut idle, None)?;

@@ -258,7 +258,7 @@ impl Session {
         }
         let mut probe = super::loaded_latency::open_probe(&ctx, &pd, spec, qp_config)?;
         if let Some(p) = probe.as_mut() {
-            p.to_init(port_num, conditions.pkey_index.unwrap_or(0))?;
+            p.init(port_num, conditions.pkey_index.unwrap_or(0))?;
         }
         let psn = initial_psn();
         let local = Endpoint {

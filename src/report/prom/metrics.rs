@@ -155,8 +155,11 @@ pub const LIVE_LATENCY_P50: Metric =
     gauge("fabcheck_live_latency_p50_seconds", LIVE_LABELS, "A running test's p50 latency over its last --report-every interval.");
 pub const LIVE_LATENCY_P99: Metric =
     gauge("fabcheck_live_latency_p99_seconds", LIVE_LABELS, "A running test's p99 latency over its last --report-every interval.");
-pub const LIVE_TIMESTAMP: Metric =
-    gauge("fabcheck_live_timestamp_seconds", LIVE_LABELS, "When the running test's last interval was written (Unix time); a run that ended has no series.");
+pub const LIVE_TIMESTAMP: Metric = gauge(
+    "fabcheck_live_timestamp_seconds",
+    LIVE_LABELS,
+    "When the running test's last interval was written (Unix time); a run that ended has no series.",
+);
 pub const DEVICES: Metric = gauge("fabcheck_devices", "", "RDMA devices present at the last read.");
 pub const DEVICE_PRESENT: Metric =
     gauge("fabcheck_device_present", "device", "1 while the device is present, 0 once a device seen since the exporter started is gone.");
