@@ -60,7 +60,7 @@ pub struct Phases {
 }
 
 /// The phases of a spec: by count, `iters` each; timed, the idle phase a quarter of the
-/// duration (at most [`IDLE_MAX`]) and the loaded phase the rest.
+/// duration (at most 30 s) and the loaded phase the rest.
 pub fn phases(spec: &TestSpec) -> Phases {
     match spec.duration_ms {
         None => Phases { warmup: spec.warmup, idle: Span::Count(spec.iters), loaded: Span::Count(spec.iters) },
@@ -81,9 +81,24 @@ pub fn region_half(spec: &TestSpec) -> u64 {
     }
 }
 
-/// lat_under_load's probe, made beside the session's (load) QPs on CQs of its own; `None` for
-/// every other test.
-pub(super) fn open_probe(ctx: &Context, pd: &ProtectionDomain, spec: &TestSpec, config: QpConfig) -> Result<Option<Probe>, PerfError> {
+/// lat_under_load connects its two kinds of QP out of band: not through rdma_cm.
+pub(super) fn refuse_cm(spec: &TestSpec, cm: bool) -> Result<(), PerfError> {
+    match spec.test == TestKind::LatUnderLoad && cm {
+        true => Err(PerfError::BadPeer("lat_under_load connects its two kinds of QP out of band: run it without --cm".into())),
+        false => Ok(()),
+    }
+}
+
+/// lat_under_load's probe, made beside the session's (load) QPs on CQs of its own and moved to
+/// INIT on `port` and P_Key index (its QP number is the endpoint's last); `None` for every
+/// other test.
+pub(super) fn open_probe(
+    ctx: &Context,
+    pd: &ProtectionDomain,
+    spec: &TestSpec,
+    config: QpConfig,
+    (port, pkey_index): (u8, u16),
+) -> Result<Option<Probe>, PerfError> {
     if spec.test != TestKind::LatUnderLoad {
         return Ok(None);
     }
@@ -96,7 +111,9 @@ pub(super) fn open_probe(ctx: &Context, pd: &ProtectionDomain, spec: &TestSpec, 
         Err(_) if config.max_inline_data > 0 => QueuePair::new_rc(pd, &send_cq, &recv_cq, QpConfig { max_inline_data: 0, ..config })?,
         Err(e) => return Err(e.into()),
     };
-    Ok(Some(Probe { qp, send_cq, recv_cq, recv: None }))
+    let mut probe = Probe { qp, send_cq, recv_cq, recv: None };
+    probe.qp.to_init(port, pkey_index, Access::NONE)?;
+    Ok(Some(probe))
 }
 
 impl Probe {
@@ -106,10 +123,6 @@ impl Probe {
 
     pub(super) fn max_inline(&self) -> u32 {
         self.qp.max_inline()
-    }
-
-    pub(super) fn init(&mut self, port: u8, pkey_index: u16) -> Result<(), PerfError> {
-        Ok(self.qp.to_init(port, pkey_index, Access::NONE)?)
     }
 
     /// To RTS on the load's path (same port, GIDs, traffic class and SL), towards the peer's

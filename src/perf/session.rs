@@ -169,9 +169,7 @@ impl Session {
         // 64 MiB (TestSpec::validate), so no per-device size check is needed here.
         let size = super::loaded_latency::region_half(spec);
         let subject = format!("{}/{}", device.name, port.port);
-        if spec.test == TestKind::LatUnderLoad && target.cm.is_some() {
-            return Err(PerfError::BadPeer("lat_under_load connects its two kinds of QP out of band: run it without --cm".into()));
-        }
+        super::loaded_latency::refuse_cm(spec, target.cm.is_some())?;
         let cm = match target.cm {
             None => None,
             Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps, conditions.tclass)?),
@@ -256,10 +254,7 @@ impl Session {
         for qp in &mut qps {
             qp.to_init(port_num, conditions.pkey_index.unwrap_or(0), qp_access(spec.test, spec.role))?;
         }
-        let mut probe = super::loaded_latency::open_probe(&ctx, &pd, spec, qp_config)?;
-        if let Some(p) = probe.as_mut() {
-            p.init(port_num, conditions.pkey_index.unwrap_or(0))?;
-        }
+        let probe = super::loaded_latency::open_probe(&ctx, &pd, spec, qp_config, (port_num, conditions.pkey_index.unwrap_or(0)))?;
         let psn = initial_psn();
         let local = Endpoint {
             host: host.to_string(),
@@ -268,7 +263,6 @@ impl Session {
             lid: port.lid as u16,
             gid_index: chosen.map(|g| g.index as u8),
             gid: chosen.map(|g| g.gid),
-            // lat_under_load: the probe's QP last.
             qpns: qps.iter().map(|q| q.qp_num()).chain(probe.as_ref().map(|p| p.qp_num())).collect(),
             psn,
             addr: mr.addr(),
