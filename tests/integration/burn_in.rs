@@ -274,3 +274,22 @@ fn the_live_state_of_a_report_every_run_is_gone_when_it_ends() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a finished run leaves no live state");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// mesh takes lat_under_load as pair does: each pair's result carries both phases, and its
+/// finding is the pair's.
+#[test]
+fn mesh_runs_lat_under_load_on_every_pair() {
+    let cluster = FakeCluster::healthy(3);
+    let mut args = vec!["mesh", "--json", "--tests", "lat_under_load"];
+    args.extend(cluster.endpoints.iter().map(String::as_str));
+    let out = run_fabcheck(&args);
+    let doc = super::json(&out);
+    eprintln!("mesh lat_under_load: exit {:?}", out.status.code());
+    let pairs = doc["pairs"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(pairs.len(), 3, "{doc:#}");
+    for p in pairs {
+        let r = &p["results"][0];
+        assert_eq!(r["test"], "lat_under_load", "{p:#}");
+        assert_eq!(r["under_load"]["p99_ratio"].as_f64(), Some(LOADED_FACTOR), "{p:#}");
+    }
+}
