@@ -177,3 +177,61 @@ fn lat_under_load_reports_a_loaded_p99_above_the_idle_one() {
         assert!(page.lines().any(|l| l.starts_with(series) && l.contains("test=\"lat_under_load\"")), "no {series} in:\n{page}");
     }
 }
+
+fn scrape(addr: std::net::SocketAddr) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).expect("connect to the exporter");
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+/// The exporter serves a running burn-in's last interval (`--live-dir`), and once the run
+/// ends its series go: `pair --report-every` on rxe0 beside `fabcheck exporter` on this guest.
+#[test]
+fn the_exporter_serves_a_running_burn_in_s_last_interval() {
+    use std::io::BufRead;
+    let _serial = require_rxe();
+    let dir = scratch("live");
+    let live = dir.join("live");
+    let mut exporter = Command::new(bin())
+        .args(["exporter", "--listen", "127.0.0.1:0", "--interval", "60", "--live-dir"])
+        .arg(&live)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(exporter.stderr.take().unwrap()).read_line(&mut line).unwrap();
+    let addr: std::net::SocketAddr =
+        line.split("http://").nth(1).and_then(|s| s.split('/').next()).and_then(|a| a.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    let mut pair = Command::new(bin())
+        .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "write_bw", "--direction", "ab"])
+        .args(["-D", "8", "--report-every", "1", "--live-dir"])
+        .arg(&live)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let wait = |what: &str, ok: &dyn Fn(&str) -> bool| {
+        let start = Instant::now();
+        loop {
+            let page = scrape(addr);
+            if ok(&page) {
+                return page;
+            }
+            assert!(start.elapsed() < Duration::from_secs(120), "{what} never showed:\n{page}");
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    };
+    let series = "fabcheck_live_bandwidth_bytes_per_second{test=\"write_bw\",direction=\"a->b\",size=\"65536\"";
+    let page = wait("the running write_bw's last interval", &|p| p.contains(series));
+    eprintln!("{}", page.lines().filter(|l| l.starts_with("fabcheck_live_")).collect::<Vec<_>>().join("\n"));
+    assert!(pair.wait().unwrap().success());
+    wait("the ended run's series gone", &|p| p.contains("\nfabcheck_up 1") && !p.contains("fabcheck_live_"));
+    let _ = exporter.kill();
+    let _ = exporter.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
