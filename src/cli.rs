@@ -363,6 +363,9 @@ pub struct PairArgs {
     /// Bandwidth must reach this percentage of the link's data rate (largest size).
     #[arg(long, default_value_t = 90.0, value_name = "PCT", help_heading = "Judgement")]
     pub threshold: f64,
+    /// lat_under_load: fail when the p99 under load exceeds this many times the idle p99.
+    #[arg(long, default_value_t = 4.0, value_name = "X", help_heading = "Judgement")]
+    pub load_threshold: f64,
     #[command(flatten)]
     pub agents: AgentFlags,
     #[command(flatten)]
@@ -440,6 +443,10 @@ pub struct BurnInFlags {
     /// With --report-every: one JSON record per interval in FILE (replaced at the start).
     #[arg(long, value_name = "FILE", requires = "report_every")]
     pub progress_json: Option<PathBuf>,
+    /// With --report-every: keep the last interval's figures in DIR for `fabcheck exporter
+    /// --live-dir` while the run lasts (default /run/fabcheck/live where it may write; none: off).
+    #[arg(long, value_name = "DIR", requires = "report_every")]
+    pub live_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -575,6 +582,10 @@ pub struct ExporterArgs {
     /// Expectations from a profile file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Also serve the last interval of pair and mesh runs with --report-every on this node,
+    /// from the state they keep in DIR (default /run/fabcheck/live; none with --sysfs-root).
+    #[arg(long, value_name = "DIR")]
+    pub live_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -83,12 +83,88 @@ pub struct LiveOutput {
     pub lines: bool,
     /// `--progress-json FILE`: one JSON record per line (replaced at the run's start).
     pub json: Option<PathBuf>,
+    /// `--live-dir DIR`: the last interval's records, for `fabcheck exporter` ([`LiveState`]).
+    pub live_dir: Option<PathBuf>,
+    /// The interval, seconds (the exporter judges a state file stale by it).
+    pub every_s: f64,
+}
+
+/// The schema of the state file the exporter reads.
+pub const LIVE_SCHEMA: &str = "fabcheck.live.v1";
+/// Where `--live-dir` puts it unless told otherwise, and where the exporter looks.
+pub const LIVE_DIR: &str = "/run/fabcheck/live";
+/// Records a state file keeps at most: the newest of each test, direction, size and endpoint.
+pub const LIVE_MAX_RECORDS: usize = 64;
+
+/// What a run with `--report-every` keeps in `DIR/fabcheck-PID.json` while it lasts (replaced
+/// whole at each record, removed when the run ends): the newest record of each test, direction,
+/// size and endpoint, and when it was written. The exporter serves it while it is fresh.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LiveState {
+    pub schema: &'static str,
+    pub pid: u32,
+    pub every_s: f64,
+    /// Unix time of the last write.
+    pub written_unix: f64,
+    pub records: Vec<Record>,
+}
+
+impl LiveState {
+    /// `record` replaces the one of the same test, direction, size and endpoint; the oldest
+    /// go beyond [`LIVE_MAX_RECORDS`].
+    pub fn put(&mut self, record: &Record, now_unix: f64) {
+        let same = |r: &Record| r.test == record.test && r.direction == record.direction && r.size == record.size && r.endpoint == record.endpoint;
+        self.records.retain(|r| !same(r));
+        self.records.push(record.clone());
+        if self.records.len() > LIVE_MAX_RECORDS {
+            let extra = self.records.len() - LIVE_MAX_RECORDS;
+            self.records.drain(..extra);
+        }
+        self.written_unix = now_unix;
+    }
+}
+
+/// The state file of a run: written through the one output path, removed on drop.
+struct LiveFile {
+    path: PathBuf,
+    state: LiveState,
+}
+
+impl LiveFile {
+    /// In `dir` (made if missing); `None` where it cannot be (not root: /run is not ours), as
+    /// progress never ends a run.
+    fn open(dir: &std::path::Path, every_s: f64) -> Option<LiveFile> {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            tracing::debug!(dir = %dir.display(), %e, "no live state for the exporter");
+            return None;
+        }
+        let pid = std::process::id();
+        let state = LiveState { schema: LIVE_SCHEMA, pid, every_s, written_unix: 0.0, records: Vec::new() };
+        Some(LiveFile { path: dir.join(format!("fabcheck-{pid}.json")), state })
+    }
+
+    fn put(&mut self, record: &Record) {
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        self.state.put(record, now);
+        let text = serde_json::to_string(&self.state).unwrap_or_default();
+        if let Err(e) = crate::sys::atomic::write(&self.path, text.as_bytes()) {
+            tracing::debug!(%e, "live state not written");
+        }
+    }
+}
+
+impl Drop for LiveFile {
+    fn drop(&mut self) {
+        // The run ended: nothing of it is served as live.
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// Writes records where [`LiveOutput`] says.
 pub struct Recorder {
     lines: Option<Box<dyn Write + Send>>,
     json: Option<Box<dyn Write + Send>>,
+    live: Option<LiveFile>,
     /// Records written (for the caller's tests and its summary).
     pub written: usize,
 }
@@ -104,12 +180,13 @@ impl Recorder {
             None => None,
         };
         let lines: Option<Box<dyn Write + Send>> = out.lines.then(|| Box::new(std::io::stderr()) as Box<dyn Write + Send>);
-        Ok(Recorder { lines, json, written: 0 })
+        let live = out.live_dir.as_deref().and_then(|dir| LiveFile::open(dir, out.every_s));
+        Ok(Recorder { lines, json, live, written: 0 })
     }
 
     /// Into any two writers (tests; a collective that keeps its own files).
     pub fn to(lines: Option<Box<dyn Write + Send>>, json: Option<Box<dyn Write + Send>>) -> Recorder {
-        Recorder { lines, json, written: 0 }
+        Recorder { lines, json, live: None, written: 0 }
     }
 
     /// Writes one record: its line, its JSON object, each flushed (so `tail -f` follows it).
@@ -120,6 +197,9 @@ impl Recorder {
         }
         if let Some(w) = self.json.as_mut() {
             let _ = writeln!(w, "{}", record.json()).and_then(|_| w.flush());
+        }
+        if let Some(live) = self.live.as_mut() {
+            live.put(record);
         }
         self.written += 1;
     }
@@ -158,6 +238,31 @@ mod tests {
             gbps: Some(93.4149),
             ..Record::new(t, "write_bw")
         }
+    }
+
+    /// The state file keeps the newest record of each test and endpoint, bounded, and goes
+    /// when the run (its recorder) ends.
+    #[test]
+    fn the_live_state_keeps_the_newest_of_each_and_is_removed_at_the_end() {
+        let mut state = LiveState { schema: LIVE_SCHEMA, pid: 1, every_s: 1.0, written_unix: 0.0, records: Vec::new() };
+        state.put(&bw(1.0), 10.0);
+        state.put(&bw(2.0), 11.0);
+        assert_eq!((state.records.len(), state.records[0].t, state.written_unix), (1, 2.0, 11.0));
+        for k in 0..100 {
+            state.put(&Record { endpoint: Some(format!("n{k}")), ..bw(3.0) }, 12.0);
+        }
+        assert_eq!(state.records.len(), LIVE_MAX_RECORDS);
+        assert_eq!(state.records.last().unwrap().endpoint.as_deref(), Some("n99"));
+        let dir = std::env::temp_dir().join(format!("fabcheck-live-unit-{}", std::process::id()));
+        let out = LiveOutput { live_dir: Some(dir.clone()), every_s: 1.0, ..LiveOutput::default() };
+        let mut recorder = Recorder::open(&out).unwrap();
+        recorder.record(&bw(1.0));
+        let file = dir.join(format!("fabcheck-{}.json", std::process::id()));
+        let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+        assert_eq!((v["schema"].as_str(), v["records"][0]["gbps"].as_f64()), (Some(LIVE_SCHEMA), Some(93.4149)));
+        drop(recorder);
+        assert!(!file.exists(), "the run ended: no live state left");
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

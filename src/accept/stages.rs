@@ -97,7 +97,12 @@ fn mesh_config(fleet: &Fleet<'_>, pattern: Pattern, duration: Option<Duration>) 
         names,
         plan,
         launch: c.launch.clone(),
-        pair_criteria: crate::pair::verdict::Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() },
+        pair_criteria: crate::pair::verdict::Criteria {
+            bw_fraction: 0.9,
+            max_lat_us: None,
+            expect: Default::default(),
+            load_threshold: crate::pair::loaded::DEFAULT_THRESHOLD,
+        },
         gid_index: c.gid_index,
         conditions: Default::default(),
         timeout: c.check_limit.saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),

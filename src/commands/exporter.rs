@@ -41,5 +41,12 @@ pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
         None => Source::Live,
     };
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
-    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, expect, limits: exporter::http::Limits::default() })
+    // The live figures are this node's runs': a captured tree serves them only when told where.
+    let live_dir = match args.live_dir.as_deref() {
+        Some(p) if p == std::path::Path::new("none") => None,
+        Some(p) => Some(p.to_path_buf()),
+        None if args.sysfs_root.is_some() => None,
+        None => Some(std::path::PathBuf::from(crate::progress_record::LIVE_DIR)),
+    };
+    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, expect, limits: exporter::http::Limits::default(), live_dir })
 }

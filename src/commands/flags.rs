@@ -144,7 +144,17 @@ pub fn burn_in(flags: &crate::cli::BurnInFlags, json: bool) -> Result<(Option<u6
     if !(ms.is_finite() && (least..=most).contains(&ms)) {
         return Err(Failure::usage(format!("--report-every {secs}: give at least 0.1 and at most 604800 seconds (7 days)")));
     }
-    let out = crate::progress_record::LiveOutput { lines: !json || flags.progress_json.is_none(), json: flags.progress_json.clone() };
+    let live_dir = match flags.live_dir.as_deref() {
+        Some(p) if p == std::path::Path::new("none") => None,
+        Some(p) => Some(p.to_path_buf()),
+        None => Some(std::path::PathBuf::from(crate::progress_record::LIVE_DIR)),
+    };
+    let out = crate::progress_record::LiveOutput {
+        lines: !json || flags.progress_json.is_none(),
+        json: flags.progress_json.clone(),
+        live_dir,
+        every_s: ms / 1000.0,
+    };
     Ok((Some(ms as u64), Some(out)))
 }
 

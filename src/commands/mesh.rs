@@ -101,7 +101,12 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         specs,
         plan,
         launch,
-        pair_criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: None, expect: expectations(&args.conditions)? },
+        pair_criteria: verdict::Criteria {
+            bw_fraction: args.threshold / 100.0,
+            max_lat_us: None,
+            expect: expectations(&args.conditions)?,
+            load_threshold: crate::pair::loaded::DEFAULT_THRESHOLD,
+        },
         conditions: conditions(&args.conditions),
         gid_index: args.agents.gid_index,
         timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),

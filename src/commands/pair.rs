@@ -82,6 +82,12 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         return Err(Failure::usage("--max-lat-us must be a positive number"));
     }
     let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
+    if !(args.load_threshold.is_finite() && args.load_threshold >= 1.0) {
+        return Err(Failure::usage("--load-threshold is how many times the idle p99 the loaded one may be: a number of at least 1 (default 4)"));
+    }
+    if args.cm && tests.contains(&TestKind::LatUnderLoad) {
+        return Err(Failure::usage("lat_under_load connects its latency QP and its load's QPs out of band: run it without --cm (-R)"));
+    }
     let direction = if args.bidirectional { Some("bidi") } else { args.direction.as_deref() };
     let directions = direction.map(Direction::parse_list).transpose().map_err(Failure::usage)?;
     let mut plan = plan::build(&PlanInput {
@@ -149,7 +155,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         endpoints,
         plan,
         launch,
-        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect },
+        criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect, load_threshold: args.load_threshold },
         conditions: asked,
         cpu,
         gid_index: args.agents.gid_index,

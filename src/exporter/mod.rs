@@ -5,6 +5,7 @@
 //! running: see docs/ci.md, "The exporter".
 
 pub mod http;
+pub mod live;
 pub mod page;
 pub mod refresh;
 pub mod serve;
@@ -24,6 +25,8 @@ pub struct ExporterConfig {
     /// What the checklist is judged against (`--expect`, `--profile`), as `check`'s is.
     pub expect: crate::diagnose::Expectations,
     pub limits: http::Limits,
+    /// `--live-dir`: running burn-ins' last intervals (`None`: none served).
+    pub live_dir: Option<std::path::PathBuf>,
 }
 
 /// Binds, starts the refresh thread, and serves until SIGINT or SIGTERM.
@@ -40,7 +43,12 @@ pub fn run(config: &ExporterConfig) -> Result<Outcome, Failure> {
     let shelf: serve::Shelf = Arc::new(RwLock::new(refresh::starting_pages(config.interval)));
     {
         let shelf = Arc::clone(&shelf);
-        let refresh = refresh::Refresh { source: config.source.clone(), interval: config.interval, expect: config.expect.clone() };
+        let refresh = refresh::Refresh {
+            source: config.source.clone(),
+            interval: config.interval,
+            expect: config.expect.clone(),
+            live_dir: config.live_dir.clone(),
+        };
         std::thread::Builder::new()
             .name("fabcheck-refresh".into())
             .spawn(move || refresh::run(&refresh, &shelf, &crate::sys::os::interrupted))

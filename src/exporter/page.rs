@@ -34,6 +34,8 @@ pub struct Reading {
     pub gpu_of: BTreeMap<String, String>,
     /// PCIe health (AER counters), when it was read.
     pub pcie: Option<crate::probe::pci::health::PcieHealth>,
+    /// A running burn-in's last interval (`--live-dir`), read every second.
+    pub live: Vec<super::live::LiveFigure>,
 }
 
 /// The exporter's own figures, beside the reading.
@@ -90,6 +92,28 @@ impl PortLabels {
     }
 }
 
+/// A running burn-in's last interval: one series per test, direction, size and endpoint.
+fn write_live(page: &mut Page<'_>, live: &[super::live::LiveFigure]) {
+    for f in live {
+        let (size, pid) = (f.size.map(|s| s.to_string()).unwrap_or_default(), f.pid.to_string());
+        let labels = [
+            ("test", f.test.as_str()),
+            ("direction", f.direction.as_deref().unwrap_or("")),
+            ("size", size.as_str()),
+            ("endpoint", f.endpoint.as_deref().unwrap_or("")),
+            ("pid", pid.as_str()),
+        ];
+        page.node(&labels, Figure::LiveTimestamp, f.written_unix);
+        if let Some(g) = f.gbps {
+            page.node(&labels, Figure::LiveBandwidth, bytes_per_second(g));
+        }
+        if let (Some(p50), Some(p99)) = (f.p50_us, f.p99_us) {
+            page.node(&labels, Figure::LiveLatencyP50, p50 * 1e-6);
+            page.node(&labels, Figure::LiveLatencyP99, p99 * 1e-6);
+        }
+    }
+}
+
 /// The whole page: the prom printer ([`PromPrinter::exporter`]) fed what the reading found.
 pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
     let mut printer = PromPrinter::exporter();
@@ -107,6 +131,7 @@ pub fn render(reading: &Reading, stats: &Stats, format: Exposition) -> String {
     if let Some(inventory) = &reading.inventory {
         write_devices(&mut page, reading, inventory, stats);
     }
+    write_live(&mut page, &reading.live);
     if let Some(report) = &reading.report {
         write_report(&mut page, report);
     }

@@ -237,6 +237,7 @@ fn every_fixed_family_of_the_table_can_appear() {
         all.push_str(&render(&reading_of(phy), &stats(), Exposition::Text));
     }
     all.push_str(&render(&with_aer(), &stats(), Exposition::Text));
+    all.push_str(&render(&with_live(), &stats(), Exposition::Text));
     // The table also holds what only `--format prom` of the commands writes (0.3).
     for m in metrics::TABLE.iter().filter(|m| m.exporter) {
         if m.name == "fabcheck_port_mtu_bytes" || m.name == "fabcheck_port_supported_rate_bytes_per_second" {
@@ -420,4 +421,39 @@ fn the_exporter_judges_the_kernel_log_with_the_node() {
     let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture("roce-cx7-link-flaps")), &Default::default());
     let report = reading.report.expect("the fixture is judged");
     assert!(report.findings.iter().any(|f| f.id == crate::outcome::FindingId::LinkFlap), "{:#?}", report.findings);
+}
+
+/// hdr-ib-healthy while a burn-in runs: one bandwidth and one latency test's last interval.
+fn with_live() -> Reading {
+    let mut r = reading_of("hdr-ib-healthy");
+    let bw = crate::exporter::live::LiveFigure {
+        pid: 7,
+        test: "write_bw".into(),
+        direction: Some("a->b".into()),
+        size: Some(65536),
+        endpoint: Some("n1 <-> n2".into()),
+        gbps: Some(93.5),
+        p50_us: None,
+        p99_us: None,
+        written_unix: 1000.0,
+    };
+    let lat = crate::exporter::live::LiveFigure { test: "send_lat".into(), gbps: None, p50_us: Some(1.5), p99_us: Some(2.0), ..bw.clone() };
+    r.live = vec![bw, lat];
+    r
+}
+
+/// The live figures as their families: bytes per second and seconds, labelled by test and run.
+#[test]
+fn a_running_burn_in_s_last_interval_is_on_the_page() {
+    let page = render(&with_live(), &stats(), Exposition::Text);
+    let line = |name: &str| page.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} in\n{page}")).to_string();
+    assert_eq!(
+        line("fabcheck_live_bandwidth_bytes_per_second{"),
+        r#"fabcheck_live_bandwidth_bytes_per_second{test="write_bw",direction="a->b",size="65536",endpoint="n1 <-> n2",pid="7"} 11687500000"#
+    );
+    assert!(line("fabcheck_live_latency_p99_seconds{").contains(r#"test="send_lat""#));
+    assert!(line("fabcheck_live_latency_p99_seconds{").ends_with(" 0.000002"));
+    assert_eq!(page.matches("fabcheck_live_timestamp_seconds{").count(), 2);
+    let idle = render(&reading_of("hdr-ib-healthy"), &stats(), Exposition::Text);
+    assert!(!idle.contains("fabcheck_live_"), "no run, no live series");
 }

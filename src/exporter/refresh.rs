@@ -20,6 +20,22 @@ pub struct Refresh {
     pub interval: Duration,
     /// What the checklist is judged against (`--expect`, `--profile`), as `check`'s is.
     pub expect: Expectations,
+    /// `--live-dir`: where running burn-ins keep their last interval (looked at every second).
+    pub live_dir: Option<std::path::PathBuf>,
+}
+
+/// How often the live figures are looked at between reads of the node.
+const LIVE_EVERY: Duration = Duration::from_secs(1);
+
+fn now_unix() -> f64 {
+    SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn put(shelf: &Shelf, pages: Pages) {
+    match shelf.write() {
+        Ok(mut p) => *p = pages,
+        Err(poisoned) => *poisoned.into_inner() = pages,
+    }
 }
 
 /// The first page, served until the first read is done.
@@ -41,25 +57,35 @@ pub fn run(refresh: &Refresh, shelf: &Shelf, stop: &dyn Fn() -> bool) {
     let mut stats = Stats { interval_s: refresh.interval.as_secs_f64(), ..Stats::default() };
     while !stop() {
         let started = Instant::now();
-        let reading = read_node(&refresh.source, &refresh.expect);
+        let mut reading = read_node(&refresh.source, &refresh.expect);
+        if let Some(dir) = &refresh.live_dir {
+            reading.live = super::live::read(dir, now_unix());
+        }
         stats.refreshes += 1;
         if reading.inventory.is_none() {
             stats.failures += 1;
         }
         stats.duration_s = started.elapsed().as_secs_f64();
-        stats.refreshed_unix_s = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+        stats.refreshed_unix_s = now_unix();
         let pages = pages_of(&reading, &stats);
         if let Some(inv) = &reading.inventory {
             stats.seen.extend(inv.devices.iter().map(|d| d.name.clone()));
         }
-        match shelf.write() {
-            Ok(mut p) => *p = pages,
-            Err(poisoned) => *poisoned.into_inner() = pages,
-        }
-        // Sleep in short steps so that a stop is seen soon.
+        put(shelf, pages);
+        // Sleep in short steps so that a stop is seen soon; the live figures are looked at
+        // every second and the page written again from the same read when they changed.
         let next = started + refresh.interval;
+        let mut live_at = Instant::now();
         while !stop() && Instant::now() < next {
             std::thread::sleep(next.saturating_duration_since(Instant::now()).min(Duration::from_millis(200)));
+            if let Some(dir) = refresh.live_dir.as_deref().filter(|_| live_at.elapsed() >= LIVE_EVERY) {
+                live_at = Instant::now();
+                let live = super::live::read(dir, now_unix());
+                if live != reading.live {
+                    reading.live = live;
+                    put(shelf, pages_of(&reading, &stats));
+                }
+            }
         }
     }
 }
@@ -90,5 +116,5 @@ pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
         .ports()
         .map(|(d, p)| PortCounters { device: d.name.clone(), port: p.port, values: probe::counters::read(&tree, &d.name, p.port) })
         .collect();
-    Reading { error: None, counters, report: Some(judged.report), gpu_of, pcie: Some(read.pcie), inventory: Some(read.inventory) }
+    Reading { error: None, counters, report: Some(judged.report), gpu_of, pcie: Some(read.pcie), inventory: Some(read.inventory), live: Vec::new() }
 }

@@ -88,6 +88,7 @@ mod tests {
             counters: Default::default(),
             error: None,
             remedy: None,
+            under_load: None,
         };
         let ok = PairRecord {
             a: "n1".into(),

@@ -57,13 +57,17 @@ pub enum TestKind {
     AtomicLat,
     /// ib_atomic_bw: a stream of 8-byte atomics (a message rate, not a link test).
     AtomicBw,
+    /// ib_send_lat while ib_write_bw runs: a latency QP's ping-pong, idle and then while
+    /// bandwidth QPs (`qps` of them) fill the link on the same traffic class (`perf::loaded_latency`).
+    LatUnderLoad,
 }
 
 impl TestKind {
     /// The tests of the groups `lat`, `bw` and `all` (the default plan).
     pub const ALL: [TestKind; 6] = [TestKind::SendLat, TestKind::WriteLat, TestKind::ReadLat, TestKind::WriteBw, TestKind::ReadBw, TestKind::SendBw];
     /// Tests run only when named: the atomics measure the adapter's atomic unit, not the link.
-    pub const NAMED_ONLY: [TestKind; 2] = [TestKind::AtomicLat, TestKind::AtomicBw];
+    /// lat_under_load is a burn-in's test: run when named too.
+    pub const NAMED_ONLY: [TestKind; 3] = [TestKind::AtomicLat, TestKind::AtomicBw, TestKind::LatUnderLoad];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -75,6 +79,7 @@ impl TestKind {
             TestKind::SendBw => "send_bw",
             TestKind::AtomicLat => "atomic_lat",
             TestKind::AtomicBw => "atomic_bw",
+            TestKind::LatUnderLoad => "lat_under_load",
         }
     }
 
@@ -88,11 +93,12 @@ impl TestKind {
             TestKind::SendBw => "ib_send_bw",
             TestKind::AtomicLat => "ib_atomic_lat",
             TestKind::AtomicBw => "ib_atomic_bw",
+            TestKind::LatUnderLoad => "ib_send_lat while ib_write_bw runs",
         }
     }
 
     pub fn is_latency(self) -> bool {
-        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat | TestKind::AtomicLat)
+        matches!(self, TestKind::SendLat | TestKind::WriteLat | TestKind::ReadLat | TestKind::AtomicLat | TestKind::LatUnderLoad)
     }
 
     pub fn is_atomic(self) -> bool {
@@ -118,7 +124,7 @@ impl TestKind {
                 "all" => TestKind::ALL.to_vec(),
                 name => vec![TestKind::from_name(name).ok_or_else(|| {
                     format!(
-                        "unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw atomic_lat atomic_bw, groups lat bw all)"
+                        "unknown test '{name}' (known: send_lat write_lat read_lat write_bw read_bw send_bw atomic_lat atomic_bw lat_under_load, groups lat bw all)"
                     )
                 })?],
             };
@@ -215,7 +221,8 @@ impl TestSpec {
         if self.inline.is_some_and(|n| n > MAX_INLINE) {
             return Err(SpecError::Inline);
         }
-        if self.test.is_latency() && self.qps != 1 {
+        // lat_under_load's `qps` are its load's; its latency QP is one more.
+        if self.test.is_latency() && self.test != TestKind::LatUnderLoad && self.qps != 1 {
             return Err(SpecError::LatencyWithManyQps);
         }
         if self.duration_ms.is_none() && (self.iters == 0 || self.iters > MAX_ITERS) {
@@ -310,6 +317,10 @@ pub struct RunResult {
     /// `--paths`: what each QP moved, in QP order (bandwidth tests' measuring sides).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<paths::PathRun>,
+    /// lat_under_load: the latency QP's figures before the load started (`lat` is under it;
+    /// `bytes` and `elapsed_ns` are the load's over that phase).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idle_lat: Option<LatencySummary>,
 }
 
 /// Where a test runs on one side.

@@ -96,6 +96,7 @@ pub fn action(id: FindingId) -> Action {
         F::PairPath => A::ContactFabricTeam,
         F::CollectiveBusbw | F::CollectiveHop | F::CollectiveSuspect => A::ContactFabricTeam,
         F::PairAtomicLat | F::PairAtomicBw => A::ContactFabricTeam,
+        F::PairLoadedLatency => A::ContactFabricTeam,
         F::GpuIbgda => A::FixConfig,
         F::MeshUnreachable | F::DevlinkHealth | F::AcceptUnreachable => A::Reboot,
         F::FabricErrors | F::FabricLinkDown | F::FabricLinkSpeed | F::FabricLinkWidth | F::FabricRail => A::ReplaceCable,

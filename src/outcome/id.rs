@@ -101,6 +101,7 @@ finding_ids! {
     PairSendBw = "pair.send_bw",
     PairAtomicLat = "pair.atomic_lat",
     PairAtomicBw = "pair.atomic_bw",
+    PairLoadedLatency = "pair.loaded_latency",
     MeshSuspect = "mesh.suspect",
     MeshUnreachable = "mesh.unreachable",
     FabricCongestion = "fabric.congestion",
@@ -150,6 +151,8 @@ impl FindingId {
             TestKind::SendBw => FindingId::PairSendBw,
             TestKind::AtomicLat => FindingId::PairAtomicLat,
             TestKind::AtomicBw => FindingId::PairAtomicBw,
+            // One id for the test: judged (the loaded p99 against the idle one) or failed.
+            TestKind::LatUnderLoad => FindingId::PairLoadedLatency,
         }
     }
 

@@ -35,6 +35,43 @@ pub struct TestResult {
     /// `--paths` (RoCE): each QP's flow label, UDP source port and rate, in QP order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paths: Vec<super::paths::PathFigure>,
+    /// lat_under_load: the idle latency beside the loaded one (`lat_us`), and the load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub under_load: Option<UnderLoad>,
+}
+
+/// lat_under_load's comparison: the latency QP's figures before the load started (`lat_us` of
+/// the result is under it), the loaded p50 and p99 as multiples of the idle ones, and what the
+/// load's bandwidth QPs moved meanwhile (the link was full, or this says it was not).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct UnderLoad {
+    #[serde(serialize_with = "rounded_summary")]
+    pub idle_lat_us: LatencySummary,
+    #[serde(serialize_with = "units::serialize_3dp")]
+    pub p50_ratio: f64,
+    #[serde(serialize_with = "units::serialize_3dp")]
+    pub p99_ratio: f64,
+    #[serde(serialize_with = "units::serialize_3dp")]
+    pub load_gbps: f64,
+    /// The load's bandwidth QPs (`--qps`).
+    pub load_qps: u32,
+}
+
+impl UnderLoad {
+    /// The comparison of a loaded phase with its idle one (`None` without an idle p50 or p99).
+    pub fn of(idle: LatencySummary, loaded: &LatencySummary, load_gbps: f64, load_qps: u32) -> Option<UnderLoad> {
+        (idle.p50 > 0.0 && idle.p99 > 0.0).then(|| UnderLoad {
+            idle_lat_us: idle,
+            p50_ratio: loaded.p50 / idle.p50,
+            p99_ratio: loaded.p99 / idle.p99,
+            load_gbps,
+            load_qps,
+        })
+    }
+}
+
+fn rounded_summary<S: serde::Serializer>(value: &LatencySummary, s: S) -> Result<S::Ok, S::Error> {
+    serde::Serialize::serialize(&value.rounded(), s)
 }
 
 impl TestResult {
@@ -164,6 +201,12 @@ pub enum Figure<'a> {
     PcieAer,
     /// The check's verdict (1 pass).
     Verdict,
+    /// A running pair's or mesh's last interval (`--report-every`, its `--live-dir` state):
+    /// bandwidth in bytes per second, latency in seconds, and when the interval ended.
+    LiveBandwidth,
+    LiveLatencyP50,
+    LiveLatencyP99,
+    LiveTimestamp,
     /// A port's counter file, by folder and name as sysfs has it, and its count as read (the
     /// table says the family and what one count is worth).
     Counter {

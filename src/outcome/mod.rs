@@ -11,7 +11,7 @@ pub mod paths;
 mod subject;
 
 pub use id::{Family, FindingId};
-pub use measure::{CounterDir, Figure, Measure, PairBlame, Tally, TestResult};
+pub use measure::{CounterDir, Figure, Measure, PairBlame, Tally, TestResult, UnderLoad};
 pub use subject::{RailEnd, Subject, SuspectKind};
 
 use serde::{Deserialize, Serialize};

@@ -89,6 +89,7 @@ mod tests {
             counters: Default::default(),
             error: None,
             remedy: None,
+            under_load: None,
         }
     }
 

@@ -10,6 +10,7 @@ pub mod data;
 mod ends;
 pub mod interrupted;
 pub mod live;
+pub mod loaded;
 pub mod paths;
 pub mod plan;
 pub mod plot;
@@ -429,6 +430,7 @@ mod tests {
             counters: Default::default(),
             error: failed.then(|| "retry exceeded".into()),
             remedy: None,
+            under_load: None,
         }
     }
 

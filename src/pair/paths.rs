@@ -153,6 +153,7 @@ mod tests {
     #[test]
     fn the_finding_names_the_slow_ports_only() {
         let mut r = TestResult {
+            under_load: None,
             test: crate::model::TestKind::WriteBw,
             direction: crate::model::Direction::AtoB,
             size: 65536,

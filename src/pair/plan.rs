@@ -138,7 +138,11 @@ pub fn bw_queue(size: u32) -> (u32, u32, u32) {
 }
 
 fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
-    let (default_iters, tx_depth, cq_mod, post_list) = if test.full_round_trip() {
+    let (default_iters, tx_depth, cq_mod, post_list) = if test == TestKind::LatUnderLoad {
+        // The probe's queue is its own (perf::loaded_latency); these shape the load's.
+        let (depth, cq_mod, post_list) = bw_queue(crate::perf::loaded_latency::LOAD_SIZE);
+        (LAT_ITERS, depth, cq_mod, post_list)
+    } else if test.full_round_trip() {
         // One read in flight, every one signaled: a send queue of one, as perftest's latency
         // QPs. The 64 of the other latency tests leaves room for 16 unsignaled WRs; here it
         // only made the provider walk a larger ring (1% on Soft-RoCE, docs/performance.md).
@@ -160,7 +164,8 @@ fn spec(test: TestKind, size: u32, input: &PlanInput) -> TestSpec {
         iters,
         warmup: if test.is_latency() { (iters / 10).min(1000) } else { (iters / 10).min(500) },
         duration_ms: input.duration_ms,
-        qps: if test.is_latency() { 1 } else { input.qps },
+        // lat_under_load's are its load's (its latency QP is one more).
+        qps: if test.is_latency() && test != TestKind::LatUnderLoad { 1 } else { input.qps },
         tx_depth,
         cq_mod,
         post_list,
@@ -198,7 +203,7 @@ pub fn tune(plan: &mut [PlannedTest], tuning: &Tuning) -> Result<(), Unparsed> {
         t.spec.events = tuning.events;
         t.spec.report_every_ms = tuning.report_every_ms;
         t.spec.validate_seed = tuning.validate_seed.filter(|_| super::data::checked(t.spec.test) && t.direction != crate::model::Direction::Bidi);
-        if let Some(depth) = tuning.tx_depth.filter(|_| !t.spec.test.is_latency()) {
+        if let Some(depth) = tuning.tx_depth.filter(|_| !t.spec.test.is_latency() || t.spec.test == TestKind::LatUnderLoad) {
             // cq_mod and post_list are powers of two: the largest not above the depth (half of
             // it where it can be, so a completion comes before the queue is full) divides both.
             let half = (depth / 2).max(1);
@@ -330,6 +335,25 @@ mod tests {
         }
         let mut plan = build(&input()).unwrap();
         assert!(tune(&mut plan, &Tuning { inline: Some(crate::model::MAX_INLINE + 1), ..Tuning::default() }).is_err());
+    }
+
+    /// lat_under_load: one way (A's probe and load), the latency tests' size and count, the
+    /// load's queue shape and --qps; not in the groups.
+    #[test]
+    fn lat_under_load_is_one_way_with_the_load_s_queue() {
+        let mut i = input();
+        i.tests = vec![TestKind::LatUnderLoad];
+        i.qps = 2;
+        let plan = build(&i).unwrap();
+        assert_eq!(plan.len(), 1, "{plan:?}");
+        let t = &plan[0];
+        assert_eq!((t.direction, t.spec.size, t.spec.iters, t.spec.qps), (Direction::AtoB, LAT_SIZE, LAT_ITERS, 2));
+        assert_eq!((t.spec.tx_depth, t.spec.cq_mod, t.spec.post_list), bw_queue(65536));
+        assert!(!TestKind::parse_list("all,lat,bw").unwrap().contains(&TestKind::LatUnderLoad));
+        assert_eq!(TestKind::parse_list("lat_under_load").unwrap(), [TestKind::LatUnderLoad]);
+        let mut plan = build(&i).unwrap();
+        tune(&mut plan, &Tuning { tx_depth: Some(16), ..Tuning::default() }).unwrap();
+        assert_eq!(plan[0].spec.tx_depth, 16, "--tx-depth shapes the load");
     }
 
     #[test]

@@ -438,6 +438,7 @@ mod tests {
             counters: Default::default(),
             error: None,
             remedy: None,
+            under_load: None,
         }
     }
 

@@ -94,6 +94,16 @@ pub fn human(doc: &PairDoc, quiet: bool) -> String {
     for r in shown {
         let result = if let Some(e) = &r.error {
             format!("FAILED: {e}")
+        } else if let (Some(l), Some(u)) = (&r.lat_us, &r.under_load) {
+            format!(
+                "under load p50 {} us  p99 {} us;  idle p50 {} us  p99 {} us;  p99 {}x idle  (load {} Gb/s)",
+                units::three(l.p50),
+                units::three(l.p99),
+                units::three(u.idle_lat_us.p50),
+                units::three(u.idle_lat_us.p99),
+                units::three(u.p99_ratio),
+                units::measured_gbps(u.load_gbps)
+            )
         } else if let Some(l) = &r.lat_us {
             format!(
                 "p50 {} us  p99 {} us  p99.9 {} us  min {} max {} (us)",

@@ -20,6 +20,8 @@ pub struct Criteria {
     pub max_lat_us: Option<f64>,
     /// What each end's link should be (`--expect`, `--profile`).
     pub expect: crate::diagnose::Expectations,
+    /// lat_under_load: the loaded p99 may be this many times the idle one (`--load-threshold`).
+    pub load_threshold: f64,
 }
 
 /// Smallest size judged against line rate: smaller messages are bound by message rate.
@@ -41,6 +43,7 @@ pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) ->
     failed(results, &subject, &mut findings);
     bandwidth(a, b, results, criteria, (soft, cap.map(|c| c.gbps)), &subject, &mut findings);
     super::signals::latency(results, criteria.max_lat_us, &subject, &mut findings);
+    super::loaded::judge(results, criteria.load_threshold, soft, &subject, &mut findings);
     super::signals::counters(results, &subject, &mut findings);
     super::paths::judge(results, &subject, &mut findings);
     super::ends::mtus_differ(a, b, &subject, &mut findings);
@@ -198,11 +201,12 @@ mod tests {
             counters: BTreeMap::new(),
             error: None,
             remedy: None,
+            under_load: None,
         }
     }
 
     fn criteria() -> Criteria {
-        Criteria { bw_fraction: 0.9, max_lat_us: Some(5.0), expect: Default::default() }
+        Criteria { bw_fraction: 0.9, max_lat_us: Some(5.0), expect: Default::default(), load_threshold: 4.0 }
     }
 
     #[test]
@@ -251,7 +255,7 @@ mod tests {
     #[test]
     fn threshold_90_fails_89_percent_and_passes_91() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
-        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None, expect: Default::default() };
+        let at_90 = Criteria { bw_fraction: 0.90, max_lat_us: None, expect: Default::default(), load_threshold: 4.0 };
         let (v, f) = judge(&a, &b, &[bw("write_bw", "a->b", 65536, 178.0)], &at_90);
         assert_eq!(v, Verdict::Fail, "89% of the link at --threshold 90");
         assert_eq!(f.len(), 1, "{f:?}");
@@ -277,13 +281,13 @@ mod tests {
     #[test]
     fn max_latency_is_judged_on_p50() {
         let (a, b) = (side("ConnectX-6", 200.0), side("ConnectX-6", 200.0));
-        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0), expect: Default::default() };
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: Some(2.0), expect: Default::default(), load_threshold: 4.0 };
         let (v, f) = judge(&a, &b, &[lat(2.0)], &c);
         assert_eq!(v, Verdict::Pass, "{f:?}");
         let (v, f) = judge(&a, &b, &[lat(2.1)], &c);
         assert_eq!(v, Verdict::Fail);
         assert_eq!((f[0].id.as_str(), f[0].severity), ("pair.latency", Severity::Error));
-        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() });
+        let (v, _) = judge(&a, &b, &[lat(50.0)], &Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default(), load_threshold: 4.0 });
         assert_eq!(v, Verdict::Pass, "no limit, no latency verdict");
     }
 
@@ -423,7 +427,7 @@ mod tests {
 
     #[test]
     fn what_is_not_judged_says_so() {
-        let c = Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default() };
+        let c = Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Default::default(), load_threshold: 4.0 };
         let (v, f) = judge(&side("ConnectX-7", 400.0), &side("ConnectX-7", 400.0), &[bw("write_bw", "a->b", 4096, 50.0), lat(3.0)], &c);
         assert_eq!(v, Verdict::Pass);
         let bw_info = f.iter().find(|f| f.id == FindingId::PairBw).expect("pair.bw info");

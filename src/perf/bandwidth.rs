@@ -72,6 +72,7 @@ pub fn send(s: &mut Session, signals: &Signals) -> Result<RunResult, PerfError> 
         prio_traffic: None,
         data: None,
         paths: if spec.paths { per_qp.paths(s.qps.len(), u64::from(spec.size)) } else { Vec::new() },
+        idle_lat: None,
     })
 }
 

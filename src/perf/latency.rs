@@ -67,6 +67,7 @@ fn finish(test: TestKind, mut plan: Plan<'_>, clock: &LoopClock) -> RunResult {
         counter_deltas: Vec::new(),
         prio_traffic: None,
         data: None,
+        idle_lat: None,
     }
 }
 

@@ -11,6 +11,8 @@ pub mod counters;
 pub mod gid;
 pub mod latency;
 pub mod live;
+pub mod load;
+pub mod loaded_latency;
 pub mod member;
 pub mod member_loop;
 pub mod member_wire;
@@ -229,6 +231,8 @@ pub fn run(session: &mut Session, signals: &Signals) -> Result<RunResult, PerfEr
         (TestKind::WriteLat, _) => latency::write_passive(session, signals),
         (TestKind::ReadLat, Role::Active) => latency::read_active(session, signals),
         (TestKind::AtomicLat, Role::Active) => latency::atomic_active(session, signals),
+        (TestKind::LatUnderLoad, Role::Active) => loaded_latency::active(session, signals),
+        (TestKind::LatUnderLoad, _) => loaded_latency::passive(session, signals),
         (TestKind::WriteBw | TestKind::ReadBw | TestKind::AtomicBw, Role::Passive) | (TestKind::ReadLat | TestKind::AtomicLat, _) => {
             idle_until_stop(signals)
         }

@@ -45,6 +45,8 @@ pub struct Session {
     cm: Option<CmState>,
     /// The thread's CPU affinity before the session pinned it, put back on drop.
     unpin: Option<nix::sched::CpuSet>,
+    /// lat_under_load's latency QP, on CQs of its own (`super::loaded_latency`).
+    pub(super) probe: Option<super::loaded_latency::Probe>,
 }
 
 impl Drop for Session {
@@ -94,6 +96,9 @@ pub fn buffer_access(test: TestKind, role: Role) -> Access {
         // REMOTE_ATOMIC); the initiator's buffer takes the value fetched back.
         TestKind::AtomicLat | TestKind::AtomicBw if serves => Access::LOCAL_WRITE | Access::REMOTE_ATOMIC,
         TestKind::AtomicLat | TestKind::AtomicBw => Access::LOCAL_WRITE,
+        // The probe receives (LOCAL_WRITE); the load's target takes its writes.
+        TestKind::LatUnderLoad if serves => Access::LOCAL_WRITE | Access::REMOTE_WRITE,
+        TestKind::LatUnderLoad => Access::LOCAL_WRITE,
     }
 }
 
@@ -102,7 +107,7 @@ fn qp_access(test: TestKind, role: Role) -> Access {
     let serves = matches!(role, Role::Passive | Role::Both);
     match test {
         TestKind::WriteLat => Access::REMOTE_WRITE,
-        TestKind::WriteBw if serves => Access::REMOTE_WRITE,
+        TestKind::WriteBw | TestKind::LatUnderLoad if serves => Access::REMOTE_WRITE,
         TestKind::ReadLat | TestKind::ReadBw if serves => Access::REMOTE_READ,
         TestKind::AtomicLat | TestKind::AtomicBw if serves => Access::REMOTE_ATOMIC,
         _ => Access::NONE,
@@ -113,6 +118,12 @@ impl Session {
     /// This side's endpoint (what the peer needs to connect).
     pub fn local(&self) -> &Endpoint {
         &self.local
+    }
+
+    /// The thread's CPU affinity before the session pinned it (lat_under_load's load thread
+    /// runs beside the probe's CPU within it).
+    pub(super) fn unpinned(&self) -> Option<nix::sched::CpuSet> {
+        self.unpin
     }
 
     /// Opens the device and port, checks the port can carry traffic, and builds everything
@@ -156,8 +167,9 @@ impl Session {
         }
         // Every current provider takes messages of 1 GiB and more; the protocol caps sizes at
         // 64 MiB (TestSpec::validate), so no per-device size check is needed here.
-        let size = spec.size as u64;
+        let size = super::loaded_latency::region_half(spec);
         let subject = format!("{}/{}", device.name, port.port);
+        super::loaded_latency::refuse_cm(spec, target.cm.is_some())?;
         let cm = match target.cm {
             None => None,
             Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps, conditions.tclass)?),
@@ -242,6 +254,7 @@ impl Session {
         for qp in &mut qps {
             qp.to_init(port_num, conditions.pkey_index.unwrap_or(0), qp_access(spec.test, spec.role))?;
         }
+        let probe = super::loaded_latency::open_probe(&ctx, &pd, spec, qp_config, (port_num, conditions.pkey_index.unwrap_or(0)))?;
         let psn = initial_psn();
         let local = Endpoint {
             host: host.to_string(),
@@ -250,7 +263,7 @@ impl Session {
             lid: port.lid as u16,
             gid_index: chosen.map(|g| g.index as u8),
             gid: chosen.map(|g| g.gid),
-            qpns: qps.iter().map(|q| q.qp_num()).collect(),
+            qpns: qps.iter().map(|q| q.qp_num()).chain(probe.as_ref().map(|p| p.qp_num())).collect(),
             psn,
             addr: mr.addr(),
             rkey: mr.rkey(),
@@ -283,6 +296,7 @@ impl Session {
             qp_config,
             cm,
             unpin,
+            probe,
         })
     }
 
@@ -293,8 +307,8 @@ impl Session {
             self.remote = Some(peer.clone());
             return self.post_initial_receives();
         }
-        if peer.qpns.len() != self.qps.len() {
-            return Err(PerfError::BadPeer(format!("peer has {} QPs, this side {}", peer.qpns.len(), self.qps.len())));
+        if peer.qpns.len() != self.local.qpns.len() {
+            return Err(PerfError::BadPeer(format!("peer has {} QPs, this side {}", peer.qpns.len(), self.local.qpns.len())));
         }
         if peer.link_layer != self.local.link_layer {
             return Err(PerfError::BadPeer(format!("peer link layer {} differs from this side's {}", peer.link_layer, self.local.link_layer)));
@@ -314,6 +328,7 @@ impl Session {
                 self.local.link_layer
             )));
         }
+        let last = self.qps.len().saturating_sub(1);
         for (i, qp) in self.qps.iter_mut().enumerate() {
             let path = PathSpec {
                 port: self.local.port,
@@ -331,6 +346,11 @@ impl Session {
             };
             qp.to_rtr(&path)?;
             qp.to_rts(&RtsParams { psn: self.local.psn, max_rd_atomic: rd_atomic, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT })?;
+            // lat_under_load: the probe on the same path (traffic class, SL), to the peer's probe.
+            if let (Some(probe), true, Some(&qpn)) = (self.probe.as_mut(), i == last, peer.qpns.last()) {
+                let rts = RtsParams { psn: self.local.psn, max_rd_atomic: rd_atomic, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT };
+                probe.connect(PathSpec { remote_qpn: qpn, ..path }, &rts, &self.mr, self.spec.size)?;
+            }
         }
         self.remote = Some(peer.clone());
         self.post_initial_receives()

@@ -17,6 +17,7 @@ fn result(test: TestKind, size: u32, error: Option<&str>) -> TestResult {
         counters: Default::default(),
         error: error.map(str::to_string),
         remedy: None,
+        under_load: None,
     }
 }
 

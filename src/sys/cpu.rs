@@ -95,6 +95,17 @@ pub enum PinError {
     Refused { cpu: usize, source: nix::errno::Errno },
 }
 
+/// Pins the calling thread to `within` less `away_from` (a second busy loop beside a pinned
+/// one: lat_under_load's load thread beside its probe). Best effort: nothing changes when
+/// `away_from` is the only CPU of `within`; says whether it pinned.
+pub fn pin_beside(within: &CpuSet, away_from: usize) -> bool {
+    let mut set = *within;
+    if set.unset(away_from).is_err() || !(0..CpuSet::count()).any(|c| set.is_set(c).unwrap_or(false)) {
+        return false;
+    }
+    sched_setaffinity(Pid::from_raw(0), &set).is_ok()
+}
+
 /// Puts back an affinity saved by [`current`] (best effort).
 pub fn restore(set: &CpuSet) {
     let _ = sched_setaffinity(Pid::from_raw(0), set);

@@ -188,3 +188,108 @@ fn validate_passes_clean_data_and_names_the_offset_of_a_changed_byte() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// lat_under_load against fake agents whose load lifts the latency LOADED_FACTOR (5) times: the
+/// result carries both phases and their ratio, `pair.loaded_latency` is an error at the default
+/// 4x (exit 1) and an info at `--load-threshold 10` (exit 0), and every format says it.
+#[test]
+fn lat_under_load_is_judged_against_the_idle_latency_in_every_format() {
+    let cluster = FakeCluster::healthy(2);
+    let ep = &cluster.endpoints;
+    let common = ["pair", &ep[0], &ep[1], "--tests", "lat_under_load"];
+    let out = run_fabcheck(&[&common[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = super::json(&out);
+    let r = &doc["results"][0];
+    assert_eq!((r["test"].as_str(), r["direction"].as_str(), r["size"].as_u64()), (Some("lat_under_load"), Some("a->b"), Some(2)), "{r:#}");
+    let u = &r["under_load"];
+    assert_eq!(u["idle_lat_us"]["p50"].as_f64(), Some(LAT_P50_US), "{r:#}");
+    assert_eq!(r["lat_us"]["p50"].as_f64(), Some(LAT_P50_US * LOADED_FACTOR), "{r:#}");
+    assert_eq!(
+        (u["p99_ratio"].as_f64(), u["p50_ratio"].as_f64(), u["load_qps"].as_u64()),
+        (Some(LOADED_FACTOR), Some(LOADED_FACTOR), Some(1)),
+        "{r:#}"
+    );
+    assert!(u["load_gbps"].as_f64().is_some_and(|g| (g - NORMAL_GBPS).abs() < 1.0), "{r:#}");
+    let found: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.loaded_latency").collect();
+    assert_eq!(found.len(), 1, "{}", doc["findings"]);
+    assert_eq!((found[0]["severity"].as_str(), found[0]["action"].as_str()), (Some("error"), Some("contact-fabric-team")), "{}", found[0]);
+    assert!(found[0]["message"].as_str().unwrap().contains("above --load-threshold 4x"), "{}", found[0]);
+    // Within a higher threshold: an info, and the pair passes.
+    let out = run_fabcheck(&[&common[..], &["--json", "--load-threshold", "10"]].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = super::json(&out);
+    assert!(doc["findings"].as_array().unwrap().iter().any(|f| f["id"] == "pair.loaded_latency" && f["severity"] == "info"), "{doc:#}");
+    // Human: both phases and the ratio on the test's line.
+    let out = run_fabcheck(&common);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.lines().any(|l| l.starts_with("lat_under_load") && l.contains("p99 5x idle")), "{text}");
+    // oneline names the finding; prom has the two series and passes promtool; JUnit fails the case.
+    let out = run_fabcheck(&[&common[..], &["--format", "oneline"]].concat());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("pair.loaded_latency"), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = run_fabcheck(&[&common[..], &["--format", "prom"]].concat());
+    let page = String::from_utf8_lossy(&out.stdout).to_string();
+    for series in ["fabcheck_latency_idle_p99_seconds{", "fabcheck_loaded_latency_ratio{"] {
+        assert!(page.lines().any(|l| l.starts_with(series) && l.contains(r#"test="lat_under_load""#)), "no {series} in\n{page}");
+    }
+    assert!(page.lines().any(|l| l.starts_with("fabcheck_loaded_latency_ratio{") && l.ends_with(" 5")), "{page}");
+    let (ok, said) = super::health_outputs::promtool_check(&page);
+    assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
+    let out = run_fabcheck(&[&common[..], &["--format", "junit"]].concat());
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(xml.contains(r#"classname="fabcheck.pair.lat_under_load""#) && xml.contains("above --load-threshold 4x</failure>"), "{xml}");
+    // Refused before any work: --cm, a threshold under 1.
+    let out = run_fabcheck(&[&common[..], &["--cm"]].concat());
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("without --cm"), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(run_fabcheck(&[&common[..], &["--load-threshold", "0.5"]].concat()).status.code(), Some(2));
+}
+
+/// `--report-every` keeps the last interval in `--live-dir` while the run lasts and removes it
+/// at the end: nothing of a finished run is left for the exporter to serve.
+#[test]
+fn the_live_state_of_a_report_every_run_is_gone_when_it_ends() {
+    let cluster = FakeCluster::healthy(2);
+    let ep = &cluster.endpoints;
+    let dir = std::env::temp_dir().join(format!("fabcheck-live-run-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = run_fabcheck(&[
+        "pair",
+        &ep[0],
+        &ep[1],
+        "--tests",
+        "write_bw",
+        "--direction",
+        "ab",
+        "-D",
+        "3",
+        "--report-every",
+        "1",
+        "--json",
+        "--live-dir",
+        dir.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(dir.is_dir(), "the run made its live directory");
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "a finished run leaves no live state");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// mesh takes lat_under_load as pair does: each pair's result carries both phases, and its
+/// finding is the pair's.
+#[test]
+fn mesh_runs_lat_under_load_on_every_pair() {
+    let cluster = FakeCluster::healthy(3);
+    let mut args = vec!["mesh", "--json", "--tests", "lat_under_load"];
+    args.extend(cluster.endpoints.iter().map(String::as_str));
+    let out = run_fabcheck(&args);
+    let doc = super::json(&out);
+    eprintln!("mesh lat_under_load: exit {:?}", out.status.code());
+    let pairs = doc["pairs"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(pairs.len(), 3, "{doc:#}");
+    for p in pairs {
+        let r = &p["results"][0];
+        assert_eq!(r["test"], "lat_under_load", "{p:#}");
+        assert_eq!(r["under_load"]["p99_ratio"].as_f64(), Some(LOADED_FACTOR), "{p:#}");
+    }
+}

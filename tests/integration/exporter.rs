@@ -483,3 +483,35 @@ fn a_hostile_tree_still_gives_a_clean_page() {
     assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--live-dir`: a running burn-in's state file (as `pair --report-every` keeps it) is served
+/// as its last interval's figures, a stale one (a run that died three intervals ago) is not,
+/// and the page still passes promtool; when the file goes (the run ended) its series go.
+#[test]
+fn the_live_dir_serves_a_running_burn_in_and_not_a_stale_one() {
+    let dir = scratch("live");
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    let state = |pid: u32, written: f64, gbps: f64| {
+        format!(
+            r#"{{"schema":"fabcheck.live.v1","pid":{pid},"every_s":1.0,"written_unix":{written},"records":[{{"schema":"fabcheck.progress.v1","t":7.0,"test":"write_bw","endpoint":"n1/mlx5_0 <-> n2/mlx5_0","direction":"a->b","size":65536,"gbps":{gbps},"lat_us":null}},{{"schema":"fabcheck.progress.v1","t":7.0,"test":"lat_under_load","direction":"a->b","size":2,"gbps":null,"lat_us":{{"p50":2.5,"p99":9.0,"max":20.0,"samples":1000}}}}]}}"#
+        )
+    };
+    // Fresh for the test's length: its written time is pushed ahead of the clock by the bound.
+    let fresh = dir.join("fabcheck-101.json");
+    std::fs::write(&fresh, state(101, now + START.as_secs_f64(), 93.5)).unwrap();
+    std::fs::write(dir.join("fabcheck-202.json"), state(202, now - 600.0, 11.0)).unwrap();
+    let exporter = Exporter::start_with(&fixtures_dir().join("rxe-veth"), &["--live-dir", dir.to_str().unwrap()]);
+    let page = exporter.wait_for(|p| p.contains("fabcheck_live_bandwidth_bytes_per_second{"), "the live figures");
+    let bw: Vec<&str> = page.lines().filter(|l| l.starts_with("fabcheck_live_bandwidth_bytes_per_second{")).collect();
+    assert_eq!(bw.len(), 1, "the stale run is not served: {bw:?}");
+    assert!(bw[0].contains(r#"pid="101""#) && bw[0].contains(r#"test="write_bw""#) && bw[0].ends_with(" 11687500000"), "{}", bw[0]);
+    let p99 = page.lines().find(|l| l.starts_with("fabcheck_live_latency_p99_seconds{")).unwrap_or_else(|| panic!("no live p99:\n{page}"));
+    assert!(p99.contains(r#"test="lat_under_load""#) && p99.ends_with(" 0.000009"), "{p99}");
+    assert!(!page.contains(r#"pid="202""#), "{page}");
+    let (ok, said) = promtool_check(&page);
+    assert!(ok && said.trim().is_empty(), "promtool check metrics says:\n{said}");
+    // The run ended: its file is gone, and so are its series (within the exporter's second).
+    std::fs::remove_file(&fresh).unwrap();
+    exporter.wait_for(|p| !p.contains("fabcheck_live_"), "the live series gone");
+    let _ = std::fs::remove_dir_all(&dir);
+}

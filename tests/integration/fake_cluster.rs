@@ -58,6 +58,8 @@ pub(crate) const NORMAL_GBPS: f64 = 190.0;
 pub(crate) const SLOW_SHARE: f64 = 0.3;
 /// One-way send latency every pair reports, microseconds.
 pub(crate) const LAT_P50_US: f64 = 1.9;
+/// lat_under_load: what the fake load does to the latency (p50 and p99 times this).
+pub(crate) const LOADED_FACTOR: f64 = 5.0;
 /// A mesh still running after this long is a hang: killed, and the test fails.
 pub(crate) const HANG_GUARD: Duration = Duration::from_secs(120);
 
@@ -411,6 +413,12 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
         };
         // Round trips of twice the one-way latency.
         let elapsed_ns = (iterations as f64 * 2.0 * us * 1000.0) as u64;
+        if spec.test == fabcheck::model::TestKind::LatUnderLoad {
+            // The idle profile, then LOADED_FACTOR times it while a load of `gbps` ran.
+            let loaded = LatencySummary { p50: us * LOADED_FACTOR, p99: (us + 0.1) * LOADED_FACTOR, ..lat };
+            let bytes = (gbps * elapsed_ns as f64 / 8.0) as u64;
+            return RunResult { iterations, bytes, elapsed_ns, lat: Some(loaded), idle_lat: Some(lat), ..RunResult::default() };
+        }
         return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
     }
     let bytes = u64::from(spec.size) * iterations * u64::from(spec.qps);

@@ -55,7 +55,7 @@ proptest! {
         };
         let model = (1..=MAX_SIZE).contains(&size)
             && (1..=MAX_QPS).contains(&qps)
-            && (!test.is_latency() || qps == 1)
+            && (!test.is_latency() || test == TestKind::LatUnderLoad || qps == 1)
             && (!test.is_atomic() || size == 8)
             && (duration_ms.is_some() || (1..=MAX_ITERS).contains(&iters))
             && warmup <= MAX_ITERS

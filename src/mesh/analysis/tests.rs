@@ -476,6 +476,7 @@ fn a_preempted_pairs_latency_is_not_blamed_on_a_link() {
         counters: Default::default(),
         error: None,
         remedy: None,
+        under_load: None,
     };
     let gaps = Preempt { gaps: 30, gap_ns: 240_000_000, elapsed_ns: 1_000_000_000 };
     let c = Criteria::default();

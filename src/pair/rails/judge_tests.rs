@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 const SECOND: u64 = 1_000_000_000;
 
 fn criteria() -> Criteria {
-    Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Expectations::default() }
+    Criteria { bw_fraction: 0.9, max_lat_us: None, expect: Expectations::default(), load_threshold: 4.0 }
 }
 
 fn side(host: &str, device: &str, rate: Option<f64>, ca_type: &str) -> Side {
@@ -31,6 +31,7 @@ fn bw(gbps: f64) -> TestResult {
         counters: Default::default(),
         error: None,
         remedy: None,
+        under_load: None,
     }
 }
 

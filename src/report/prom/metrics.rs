@@ -52,6 +52,10 @@ pub fn of(figure: crate::outcome::Figure<'_>) -> Option<&'static Metric> {
         Figure::ModuleTxBias => &MODULE_TX_BIAS,
         Figure::PcieAer => &PCIE_AER,
         Figure::Verdict => &VERDICT,
+        Figure::LiveBandwidth => &LIVE_BANDWIDTH,
+        Figure::LiveLatencyP50 => &LIVE_LATENCY_P50,
+        Figure::LiveLatencyP99 => &LIVE_LATENCY_P99,
+        Figure::LiveTimestamp => &LIVE_TIMESTAMP,
         Figure::Counter { .. } => return None,
     })
 }
@@ -143,6 +147,19 @@ pub const REFRESH_DURATION: Metric =
 pub const INTERVAL: Metric = gauge("fabcheck_exporter_interval_seconds", "", "How often the exporter re-reads the node (--interval).");
 pub const REFRESHES: Metric = counter("fabcheck_exporter_refreshes_total", "", "Reads of the node since the exporter started.");
 pub const REFRESH_FAILURES: Metric = counter("fabcheck_exporter_refresh_failures_total", "", "Reads of the node that could not run.");
+// A running burn-in's last interval (`pair`/`mesh --report-every`, read from --live-dir).
+const LIVE_LABELS: &str = "test,direction,size,endpoint,pid";
+pub const LIVE_BANDWIDTH: Metric =
+    gauge("fabcheck_live_bandwidth_bytes_per_second", LIVE_LABELS, "A running test's bandwidth over its last --report-every interval.");
+pub const LIVE_LATENCY_P50: Metric =
+    gauge("fabcheck_live_latency_p50_seconds", LIVE_LABELS, "A running test's p50 latency over its last --report-every interval.");
+pub const LIVE_LATENCY_P99: Metric =
+    gauge("fabcheck_live_latency_p99_seconds", LIVE_LABELS, "A running test's p99 latency over its last --report-every interval.");
+pub const LIVE_TIMESTAMP: Metric = gauge(
+    "fabcheck_live_timestamp_seconds",
+    LIVE_LABELS,
+    "When the running test's last interval was written (Unix time); a run that ended has no series.",
+);
 pub const DEVICES: Metric = gauge("fabcheck_devices", "", "RDMA devices present at the last read.");
 pub const DEVICE_PRESENT: Metric =
     gauge("fabcheck_device_present", "device", "1 while the device is present, 0 once a device seen since the exporter started is gone.");
@@ -233,6 +250,16 @@ pub const LATENCY_P50: Metric =
     run_gauge("fabcheck_latency_p50_seconds", "a,b,test,direction,size", "Typical (p50) latency of a test (a and b on mesh's series only).");
 pub const LATENCY_P99: Metric =
     run_gauge("fabcheck_latency_p99_seconds", "a,b,test,direction,size", "p99 latency of a test (a and b on mesh's series only).");
+pub const LATENCY_IDLE_P99: Metric = run_gauge(
+    "fabcheck_latency_idle_p99_seconds",
+    "a,b,test,direction,size",
+    "lat_under_load: p99 latency of its latency QP before the load started (fabcheck_latency_p99_seconds is under load).",
+);
+pub const LOADED_LATENCY_RATIO: Metric = run_gauge(
+    "fabcheck_loaded_latency_ratio",
+    "a,b,test,direction,size",
+    "lat_under_load: p99 latency under load over the idle p99 (judged at --load-threshold).",
+);
 pub const MESH_PAIR_PASS: Metric = run_gauge("fabcheck_mesh_pair_pass", "a,b", "1 when the mesh pair passed, 0 when it failed.");
 pub const MESH_SUSPECTS: Metric = run_gauge("fabcheck_mesh_suspects", "kind", "Suspects the mesh named, by kind (every kind, 0 when none).");
 pub const MESH_UNREACHABLE: Metric = run_gauge("fabcheck_mesh_unreachable", "", "Endpoints whose agent could not be reached.");
@@ -250,6 +277,10 @@ pub const TABLE: &[Metric] = &[
     INTERVAL,
     REFRESHES,
     REFRESH_FAILURES,
+    LIVE_BANDWIDTH,
+    LIVE_LATENCY_P50,
+    LIVE_LATENCY_P99,
+    LIVE_TIMESTAMP,
     DEVICES,
     DEVICE_PRESENT,
     DEVICE_INFO,
@@ -289,6 +320,8 @@ pub const TABLE: &[Metric] = &[
     BANDWIDTH,
     LATENCY_P50,
     LATENCY_P99,
+    LATENCY_IDLE_P99,
+    LOADED_LATENCY_RATIO,
     MESH_PAIR_PASS,
     MESH_SUSPECTS,
     MESH_UNREACHABLE,

@@ -92,6 +92,11 @@ impl PromPrinter {
             self.families.set(&metrics::LATENCY_P50, &labels, lat.p50 * 1e-6);
             self.families.set(&metrics::LATENCY_P99, &labels, lat.p99 * 1e-6);
         }
+        if let Some(u) = &r.under_load {
+            // lat_under_load: the idle p99 beside the loaded one (LATENCY_P99), and their ratio.
+            self.families.set(&metrics::LATENCY_IDLE_P99, &labels, u.idle_lat_us.rounded().p99 * 1e-6);
+            self.families.set(&metrics::LOADED_LATENCY_RATIO, &labels, crate::units::round(u.p99_ratio, 3));
+        }
     }
 }
 

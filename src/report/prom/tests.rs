@@ -34,6 +34,7 @@ fn bw(gbps: f64) -> TestResult {
         counters: Default::default(),
         error: None,
         remedy: None,
+        under_load: None,
     }
 }
 
