@@ -127,7 +127,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         file.write(&csv::header_for(run.planes.is_some()));
         file
     });
-    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, path_suspects: BTreeMap::new(), ran: 0, first_error: None };
+    let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, pair_suspects: BTreeMap::new(), ran: 0, first_error: None };
     let live = open_live(&run)?;
     let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false, live };
     // The first pass's rounds, for what ran beside a pair (route collisions).
@@ -172,7 +172,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     suspects.extend(analysis::config_drift(&drift));
     let slow = analysis::slow_ports(&run.names, &criteria, &suspects);
     suspects.extend(slow);
-    suspects.extend(std::mem::take(&mut records.path_suspects).into_values());
+    suspects.extend(std::mem::take(&mut records.pair_suspects).into_values());
     if let Some(planes) = &run.planes {
         suspects = super::rails::fold(suspects, &run.names, planes);
     }
@@ -281,19 +281,19 @@ struct Records {
     spool: spool::Spool,
     csv: Option<StreamedFile>,
     bad: usize,
-    /// `--paths N`: a link suspect per pair with a slow ECMP path (`pair.path` in its record),
-    /// by the pair's link name: a retested pair is named once.
-    path_suspects: BTreeMap<String, Suspect>,
+    /// A link suspect per pair whose `pair.path` or `pair.loaded_latency` failed it
+    /// (`analysis::pair_suspect`), by the pair's link name: a retested pair is named once.
+    pair_suspects: BTreeMap<String, Suspect>,
     /// Records with at least one result, and the first error of one without.
     ran: usize,
     first_error: Option<String>,
 }
 
 impl Records {
-    fn push(&mut self, record: PairRecord) {
+    fn push(&mut self, record: PairRecord, suspect: Option<Suspect>) {
         self.bad += usize::from(record.verdict != Verdict::Pass);
-        if let Some(suspect) = analysis::path_suspect(&record) {
-            self.path_suspects.insert(suspect.subject.clone(), suspect);
+        if let Some(suspect) = suspect {
+            self.pair_suspects.insert(suspect.subject.clone(), suspect);
         }
         if !record.results.is_empty() {
             self.ran += 1;
@@ -337,9 +337,9 @@ impl Passes<'_, '_> {
                 }
                 Err(e) => return Err(e),
             };
-            for (mut record, measure) in done {
+            for (mut record, measure, suspect) in done {
                 record.zoom = stage == Stage::Zoom;
-                self.records.push(record);
+                self.records.push(record, suspect);
                 measures.push(measure);
             }
             self.progress.event(&Event::Round { stage, round: i + 1, rounds: total, bad: self.records.bad - before });
@@ -462,7 +462,7 @@ fn run_round(
     round: &[(usize, usize)],
     retest: bool,
     live: Option<&(crate::pair::live::Shared, Instant)>,
-) -> Result<Vec<(PairRecord, PairMeasure)>, Failure> {
+) -> Result<Vec<(PairRecord, PairMeasure, Option<Suspect>)>, Failure> {
     // Agents whose channel an earlier pair discarded are reached again (a restarted node may
     // come back).
     let mut again: Vec<usize> =
@@ -518,7 +518,7 @@ fn run_round(
                 rail: run.planes.as_ref().map(|p| p.rail(a)),
                 judged_against_gbps: None,
             };
-            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }));
+            out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }, None));
         }
     }
     drive(hub, &mut jobs, usize::MAX)?;
@@ -530,9 +530,9 @@ fn run_round(
             }
         }
         let judged_against_gbps = crate::mesh::analysis::pair_capacity(capacity_of(&agents[a]), capacity_of(&agents[b]));
-        let (mut record, measure) = record(run, a, b, done, retest);
+        let (mut record, measure, suspect) = record(run, a, b, done, retest);
         record.judged_against_gbps = judged_against_gbps.map(|g| (g * 1000.0).round() / 1000.0);
-        out.push((record, measure));
+        out.push((record, measure, suspect));
     }
     Ok(out)
 }
@@ -546,7 +546,8 @@ fn cpu_slots(run: &MeshConfig, agents: &[Agent]) -> Vec<u8> {
 }
 
 /// A finished pair's record and headline figures.
-fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure) {
+/// With it, the link suspect of a pair rule the mesh's figures do not see (`pair_suspect`).
+fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool) -> (PairRecord, PairMeasure, Option<Suspect>) {
     let sides = done.endpoints.as_ref().map(|(ea, eb)| (pair::side(ea), pair::side(eb)));
     // The record is the document: the loss said in its words, cause and remedy.
     let error = done.could_not_run.map(|loss| {
@@ -554,10 +555,11 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
         format!("{cause} ({remedy})")
     });
     let results = done.results;
-    let verdict = match (&sides, &error) {
-        (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria).0,
-        _ => Verdict::Fail,
+    let (verdict, findings) = match (&sides, &error) {
+        (Some((sa, sb)), None) => verdict::judge(sa, sb, &results, &run.pair_criteria),
+        _ => (Verdict::Fail, Vec::new()),
     };
+    let suspect = analysis::pair_suspect(&run.names[a], &run.names[b], &findings);
     let measure = PairMeasure::of(a, b, &results, error.is_some() || results.iter().any(|r| r.error.is_some()));
     let rail = run.planes.as_ref().map(|p| p.rail(a));
     (
@@ -573,5 +575,6 @@ fn record(run: &MeshConfig, a: usize, b: usize, done: PairSequence, retest: bool
             judged_against_gbps: None,
         },
         measure,
+        suspect,
     )
 }

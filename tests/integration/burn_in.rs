@@ -291,5 +291,15 @@ fn mesh_runs_lat_under_load_on_every_pair() {
         let r = &p["results"][0];
         assert_eq!(r["test"], "lat_under_load", "{p:#}");
         assert_eq!(r["under_load"]["p99_ratio"].as_f64(), Some(LOADED_FACTOR), "{p:#}");
+        assert_eq!(p["verdict"], "fail", "{LOADED_FACTOR}x is above the default --load-threshold 4: {p:#}");
+    }
+    // Each failed pair is a link suspect of the mesh, said with pair's own words; the mesh fails.
+    assert_eq!(out.status.code(), Some(1), "{doc:#}");
+    let suspects = doc["suspects"].as_array().unwrap_or_else(|| panic!("{doc:#}"));
+    for p in pairs {
+        let link = format!("{}<->{}", p["a"].as_str().unwrap(), p["b"].as_str().unwrap());
+        let s = suspects.iter().find(|s| s["subject"] == link.as_str()).unwrap_or_else(|| panic!("{link} named: {suspects:#?}"));
+        assert_eq!(s["kind"], "link");
+        assert!(s["reason"].as_str().unwrap().contains("pair.loaded_latency"), "{s}");
     }
 }

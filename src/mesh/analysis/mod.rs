@@ -24,7 +24,7 @@ mod capacity;
 mod collision;
 mod criteria;
 mod drift;
-mod paths;
+mod pair_findings;
 mod peel;
 mod prose;
 mod suspect;
@@ -33,7 +33,7 @@ pub use capacity::slow_ports;
 pub use collision::name_route_collisions;
 pub use criteria::{pair_capacity, Criteria, HopMedians};
 pub use drift::config_drift;
-pub use paths::path_suspect;
+pub use pair_findings::pair_suspect;
 pub use suspect::{Suspect, SuspectKind};
 
 use crate::units::median;
