@@ -29,6 +29,8 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         return Err(Failure::usage("--hop-threshold is a factor above 1 (2 names a hop twice as slow as its ring's median)").into());
     }
     let topology = args.topology.as_deref().map(read_topology).transpose()?;
+    // Read and checked before any member is reached: a wrong baseline is exit 2 at once.
+    let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, crate::collective::doc::SCHEMA)?;
     let launch = launch_options(&args.agents)?;
     for spec in &specs {
         link::validate(launch.launcher, &spec.host, &spec.to_string()).map_err(Failure::from)?;
@@ -53,7 +55,10 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         run::Stop::Plan(refusal) => Failure::usage(refusal.to_string()),
         run::Stop::Run(error) => could_not_run(&error, &members),
     })?;
-    let report = crate::collective::text::CollectiveReport { doc, quiet: args.progress.quiet };
+    let mut report = crate::collective::text::CollectiveReport { doc, quiet: args.progress.quiet };
+    if let Some(baseline) = &baseline {
+        regressions(&mut report, baseline)?;
+    }
     let outcome = out.deliver(&report, args.json || out.machine())?;
     // After the results, so a page that cannot be written loses nothing else.
     if let Some(path) = &args.html {
@@ -61,6 +66,27 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         crate::report::output::side_file(path, "the HTML page", "--html", page.as_bytes(), report.doc.verdict == crate::outcome::Verdict::Pass)?;
     }
     Ok(outcome)
+}
+
+/// `--baseline`: each figure that regressed (a ring's or the total's busbw, a hop's rate) as
+/// `pair.regression`, a warning naming it, and each member most of whose hops regressed.
+fn regressions(report: &mut crate::collective::text::CollectiveReport, baseline: &super::baseline::Baseline) -> Result<(), Failure> {
+    let comparison = baseline.compare(&*report)?;
+    let findings = &mut report.doc.findings;
+    for node in &comparison.slowed {
+        findings.push(crate::outcome::Finding::new(
+            crate::outcome::FindingId::PairRegression,
+            crate::outcome::Severity::Warning,
+            node.endpoint.as_str(),
+            format!(
+                "{} of its {} hops slower than the baseline by more than {}%: the member slowed",
+                node.regressed_pairs, node.pairs, comparison.regression_pct
+            ),
+            "find what changed on this member since the baseline (firmware, driver, cabling, its switch port); `fabcheck compare BASELINE NEW` shows every figure",
+        ));
+    }
+    findings.extend(comparison.regressions.iter().map(super::baseline::finding));
+    Ok(())
 }
 
 /// The endpoints of the arguments and the hostfile, parsed as `mesh` parses them.
