@@ -11,6 +11,7 @@ pub use member::Member;
 pub use members::{Members, RunError};
 pub mod bisect;
 pub mod blame;
+pub mod counters;
 pub mod doc;
 pub mod figures;
 pub mod html;

@@ -287,6 +287,7 @@ mod tests {
                 iterations: 10,
                 hops: vec![],
                 counter_deltas: vec![],
+                window: None,
             },
         };
         assert_eq!(decode_from_peer::<Reply>(&encode(&done)).unwrap(), done);
@@ -329,7 +330,7 @@ mod tests {
         assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0)));
         use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
         let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0 };
-        let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![] };
+        let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![], window: None };
         assert_eq!(check_member_result(&plan, &r), Ok(()));
         r.hops.push(hop(0));
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::UnknownHop(0)), "an inbound hop has no sender's figures here");

@@ -45,6 +45,8 @@ pub enum MemberWireError {
     QpCount(u32, usize),
     #[error("the result names {0}, not the member asked")]
     WrongMember(u32),
+    #[error("the result's counter window holds {0} counters or a time that is no time; at most {}", super::collective::MAX_WINDOW_COUNTERS)]
+    Window(usize),
 }
 
 /// Checks a `prepare_member` request (the agent takes no plan on trust).
@@ -98,6 +100,11 @@ pub fn match_hops<'a>(plan: &super::collective::MemberPlan, peers: &'a [HopPeer]
 pub fn check_member_result(plan: &super::collective::MemberPlan, result: &super::collective::MemberResult) -> Result<(), MemberWireError> {
     if result.member != plan.member {
         return Err(MemberWireError::WrongMember(result.member.0));
+    }
+    if let Some(w) = &result.window {
+        if w.counters.len() > super::collective::MAX_WINDOW_COUNTERS || !(w.seconds.is_finite() && w.seconds >= 0.0) {
+            return Err(MemberWireError::Window(w.counters.len()));
+        }
     }
     let mut seen = std::collections::HashSet::new();
     for h in &result.hops {

@@ -79,6 +79,7 @@ pub fn run(s: &mut MemberSession, signals: &Signals) -> Result<MemberResult, Mem
     }
     let sys = std::path::Path::new("/sys");
     let before = super::counters::snapshot(sys, &s.device, s.port);
+    let window = super::member_counters::start(&s.device, s.port);
     let plan = s.plan.clone();
     let stall_ms = s.stall_ms;
     let cursors = vec![0; s.inb.len()];
@@ -90,6 +91,7 @@ pub fn run(s: &mut MemberSession, signals: &Signals) -> Result<MemberResult, Mem
     let tally = tally.map_err(|e| failure(s, e))?;
     let mut result = member_loop::summarise(&plan, &tally);
     result.counter_deltas = super::counters::deltas(&before, &super::counters::snapshot(sys, &s.device, s.port));
+    result.window = Some(super::member_counters::finish(&s.device, s.port, window));
     Ok(result)
 }
 

@@ -12,6 +12,7 @@ pub mod gid;
 pub mod latency;
 pub mod live;
 pub mod member;
+pub mod member_counters;
 pub mod member_loop;
 pub mod member_wire;
 pub mod memory;

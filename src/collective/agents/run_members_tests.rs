@@ -43,7 +43,9 @@ fn ready(plan: &MemberPlan) -> Reply {
 
 fn done(plan: &MemberPlan) -> Reply {
     let hop = HopResult { hop: plan.outbound[0].id, chunks: 8, bytes: 8 * 4096, step_us: None, gbps: 1.5 };
-    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![] } }
+    Reply::MemberDone {
+        result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![], window: None },
+    }
 }
 
 fn labels(n: usize) -> Vec<String> {
