@@ -155,6 +155,8 @@ pub struct CollectiveArgs {
     #[command(flatten)]
     pub mem: MemFlags,
     #[command(flatten)]
+    pub burn_in: BurnInFlags,
+    #[command(flatten)]
     pub progress: ProgressFlags,
     /// A previous JSON document of this command (its `--json` output): a ring's or the total's
     /// busbw, or a hop's rate, more than --regression percent below it is a warning

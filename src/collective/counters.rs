@@ -47,12 +47,12 @@ pub fn judge(members: &[Member], results: &[MemberResult]) -> Vec<Finding> {
     }
     if let Some((first, why)) = unjudged.first() {
         let others = unjudged.len() - 1;
-        let more = if others > 0 { format!(" (and {} more)", crate::units::count(others, "member")) } else { String::new() };
+        let more = if others > 0 { format!(" (and {others} more)") } else { String::new() };
         out.push(Finding::new(
             FindingId::SoakCounters,
             Severity::Info,
             first.as_str(),
-            format!("counters over the run not judged on {} of {} members{more}: {first}: {why}", unjudged.len(), results.len()),
+            format!("counters over the run not judged on {} of {} members: {first}: {why}{more}", unjudged.len(), results.len()),
             "per-priority counters come from `ethtool -S` of an mlx5 port's netdev with a 0.5 agent; Soft-RoCE prints none",
         ));
     }

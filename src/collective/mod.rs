@@ -16,6 +16,7 @@ pub mod doc;
 pub mod figures;
 pub mod html;
 pub mod judge;
+pub mod live;
 pub mod once;
 pub mod op;
 pub mod order;

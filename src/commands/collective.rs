@@ -35,8 +35,18 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
     for spec in &specs {
         link::validate(launch.launcher, &spec.host, &spec.to_string()).map_err(Failure::from)?;
     }
+    // `--report-every`: the file opened before any agent is reached (one that cannot be is exit 2).
+    let (every_ms, live_out) = super::flags::burn_in(&args.burn_in, args.json || out.machine())?;
+    let recorder = live_out
+        .as_ref()
+        .map(crate::progress_record::Recorder::open)
+        .transpose()
+        .map_err(|why| Failure::new(why, "give --progress-json a path in a writable directory"))?;
     let options = ReachOptions { token: launch.token.clone(), connect_timeout: launch.connect_timeout, launch, mem: args.mem.choice() };
     let (members, mut runner) = agents::reach(&specs, rails.as_ref(), &options).map_err(|e| could_not_run(&e, &[]))?;
+    if let (Some(every_ms), Some(recorder)) = (every_ms, recorder) {
+        runner.report_into(crate::collective::live::Live::new(recorder, std::time::Instant::now(), every_ms, &op.to_string()));
+    }
     let iters = match (args.iters, args.duration) {
         (Some(n), _) => n,
         (None, Some(secs)) => iters_for(op, &members, u64::from(args.size), secs),

@@ -88,6 +88,10 @@ pub struct MemberPlan {
     pub steps: Vec<Step>,
     pub chunk_bytes: u32,
     pub iters: u64,
+    /// `--report-every`: the member sends its send rate over each interval this long (a
+    /// `progress` reply) while it runs (0.5, additive: absent, none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_every_ms: Option<u64>,
 }
 
 /// Why a plan cannot be run as given (checked on both ends: an agent takes no plan on trust).
@@ -214,7 +218,7 @@ mod tests {
             steps.push(Step::once(vec![0], vec![0]));
         }
         steps.push(Step::once(vec![0], vec![]));
-        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10 }
+        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10, report_every_ms: None }
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub enum MemberWireError {
     Plan(#[from] super::collective::PlanError),
     #[error("the plan asks {0} iterations; at most {MAX_ITERS}")]
     Iters(u64),
+    #[error("the plan reports every {0} ms; at least {} and at most {}", super::MIN_REPORT_EVERY_MS, super::MAX_DURATION_MS)]
+    ReportEvery(u64),
     #[error("the plan would register {0} bytes; at most {MAX_MEMBER_BYTES}")]
     TooLarge(u64),
     #[error("stall limit {0} ms; at most {MAX_MEMBER_STALL_MS}")]
@@ -54,6 +56,9 @@ pub fn check_member_plan(plan: &super::collective::MemberPlan, stall_timeout_ms:
     plan.validate()?;
     if plan.iters == 0 || plan.iters > MAX_ITERS {
         return Err(MemberWireError::Iters(plan.iters));
+    }
+    if let Some(ms) = plan.report_every_ms.filter(|ms| !(super::MIN_REPORT_EVERY_MS..=super::MAX_DURATION_MS).contains(ms)) {
+        return Err(MemberWireError::ReportEvery(ms));
     }
     if stall_timeout_ms > MAX_MEMBER_STALL_MS {
         return Err(MemberWireError::Stall(stall_timeout_ms));

@@ -14,6 +14,7 @@ pub mod live;
 pub mod member;
 pub mod member_counters;
 pub mod member_loop;
+pub mod member_report;
 pub mod member_wire;
 pub mod memory;
 pub mod pattern;
