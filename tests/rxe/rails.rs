@@ -364,21 +364,23 @@ pub mod two_hosts {
         }
     }
 
-    /// Heavy loss on one rail of guest 1 (netem `loss 90%` on its netdev's egress: the data of
-    /// one hop of that rail's ring and the ACKs of the other). 5% loss showed only some of the
-    /// time: with chunks of many packets rxe repairs a loss within one round trip (a NAK and a
-    /// resend), which the chunk's own time on the emulated link hides. Here a chunk is one
-    /// packet (`--size 2K`: 1 KiB a step), so every loss is repaired only by the requester's
-    /// ACK timeout (67 ms), and at 90% a chunk waits out several of them (the median about
-    /// six): that ring's median step is several times the others' even when the emulated steps
-    /// themselves take 100 ms (a loaded 2-core host running the guests without KVM); 75% was
-    /// not always enough there. rxe takes a retry count of 7 as no limit, so no QP fails. Loss
-    /// holds no packet (a delay or a token bucket on egress holds packets that point at their
-    /// QP's socket, which a QP destroyed meanwhile frees: the tbf panic, see
-    /// `a_rate_limited_rail_is_named`). `--hop-threshold 3`: a clean emulated hop has been 2.5x
-    /// its ring's other. The run fails, that rail's ring is the slowest (by its median step:
-    /// busbw is rounded to 0.001 Gb/s, below which emulated 2 KiB rings fall), and every
-    /// suspect names that rail (`rail K`, or a member of it: `HOST/DEV` with rail K), none
+    /// Loss on one rail's link, both ways (netem `loss 55%` on the rail's netdev of both guests:
+    /// every hop of that rail's ring loses its data and its ACKs). 5% loss on one guest showed
+    /// only some of the time: with chunks of many packets rxe repairs a loss within one round
+    /// trip (a NAK and a resend), which the chunk's own time on the emulated link hides. Here a
+    /// chunk is one packet (`--size 2K`: 1 KiB a step), so every loss is repaired only by the
+    /// requester's ACK timeout (67 ms), a try succeeds 20% of the time and the median chunk
+    /// waits out two or three timeouts: both hops of that ring four times and more the other
+    /// rings' (about 45 ms a step in guests run without KVM). Measured in the two-guest tier:
+    /// loss on one guest only slows one hop, and a ring's time is its faster hop's (75% left it
+    /// within the bar once; at 90% a chunk could wait past the members' 5 s stall limit); 40%
+    /// both ways made the ring 2.3x. rxe takes a retry count of 7 as no limit, so no QP fails.
+    /// Loss holds no packet (a delay or a token bucket on egress holds packets that point at
+    /// their QP's socket, which a QP destroyed meanwhile frees: the tbf panic, see
+    /// `a_rate_limited_rail_is_named`). `--hop-threshold 3`: a clean emulated hop has been 2.9x
+    /// its ring's other. The run fails, that rail's ring is the slowest (by its faster hop's
+    /// median step: busbw is rounded to 0.001 Gb/s, below which emulated 2 KiB rings fall), and
+    /// every suspect names that rail (`rail K`, or a member of it: `HOST/DEV` with rail K), none
     /// another.
     #[test]
     fn collective_loss_on_one_rail_names_that_rail() {
@@ -387,7 +389,7 @@ pub mod two_hosts {
         let bad = 2 % rails.len();
         let (_, netdev) = rails[bad].clone();
         // Each guest's address on this rail pinned in the other's neighbour table before the
-        // loss: a QP's path is resolved when it is connected, and 90% loss starves ARP
+        // loss: a QP's path is resolved when it is connected, and 55% loss both ways starves ARP
         // (ibv_modify_qp to RTR timed out). Both guests name rail k's link ethK.
         let peer = peer();
         let (my_ip, peer_ip) = (format!("198.18.{bad}.1"), format!("198.18.{bad}.2"));
@@ -403,7 +405,11 @@ pub mod two_hosts {
             "tc qdisc del dev {netdev} root 2>/dev/null; ip neigh del {peer_ip} dev {netdev} 2>/dev/null; {} 2>/dev/null; true",
             remote(&format!("ip neigh del {my_ip} dev {netdev}"))
         ));
-        let add = sh(&format!("tc qdisc add dev {netdev} root netem loss 90%"));
+        let _restore_peer = Undo(format!("{} 2>/dev/null; true", remote(&format!("tc qdisc del dev {netdev} root"))));
+        let add = sh(&format!(
+            "set -e; tc qdisc add dev {netdev} root netem loss 55%; {}",
+            remote(&format!("tc qdisc add dev {netdev} root netem loss 55%"))
+        ));
         assert!(add.status.success(), "netem unavailable: {}", String::from_utf8_lossy(&add.stderr));
         let bin = super::super::remote_bin();
         let args = [
@@ -428,7 +434,7 @@ pub mod two_hosts {
         let out = fabcheck(&args);
         let doc = json(&out);
         eprintln!(
-            "collective allreduce, 90% loss on rail {bad}: exit {:?} in {:.1} s, suspects {}",
+            "collective allreduce, 55% loss both ways on rail {bad}: exit {:?} in {:.1} s, suspects {}",
             out.status.code(),
             started.elapsed().as_secs_f64(),
             doc["suspects"]
@@ -438,11 +444,11 @@ pub mod two_hosts {
             .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
             .collect();
         eprintln!("each ring's hops' p50 step, us: {median_steps:?}");
-        assert_eq!(out.status.code(), Some(1), "90% loss on rail {bad} must fail the run: {}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "55% loss both ways on rail {bad} must fail the run: {}\n{}", doc["findings"], stderr(&out));
         assert_eq!(array(&doc, "members").len(), 2 * rails.len(), "{doc}");
         let rings = array(&doc, "rings");
         assert_eq!(rings.len(), rails.len(), "one ring per rail: {doc}");
-        // Each ring's median hop step, microseconds.
+        // Each ring's faster hop's median step, microseconds (what the judge compares).
         let step = |ring: &Value| -> f64 {
             let mut p50: Vec<f64> = array(ring, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect();
             p50.sort_by(f64::total_cmp);
