@@ -364,24 +364,29 @@ pub mod two_hosts {
         }
     }
 
-    /// Loss on one rail's link, both ways (netem `loss 60%` on the rail's netdev of both guests:
+    /// Loss on one rail's link, both ways (netem `loss 65%` on the rail's netdev of both guests:
     /// every hop of that rail's ring loses its data and its ACKs). 5% loss on one guest showed
     /// only some of the time: with chunks of many packets rxe repairs a loss within one round
     /// trip (a NAK and a resend), which the chunk's own time on the emulated link hides. Here a
     /// chunk is one packet (`--size 2K`: 1 KiB a step), so every loss is repaired only by the
-    /// requester's ACK timeout (67 ms), a try succeeds 16% of the time and the median chunk
-    /// waits out three timeouts: both hops of that ring several times the other rings' (20-60
-    /// ms a step in guests run without KVM). Measured in the two-guest tier: loss on one guest
-    /// only slows one hop, and a ring's time is its faster hop's (75% left it within the bar
-    /// once; at 90% a chunk waited past the members' 5 s stall limit once); both ways, 40% made
-    /// the ring 2.3x the others and 55% 3.0x-5x (4 runs of 4), too near the threshold. rxe
-    /// takes a retry count of 7 as no limit, so no QP fails. Loss holds no packet (a delay or
-    /// a token bucket on egress holds packets that point at their QP's socket, which a QP
+    /// requester's ACK timeout (67 ms), a try succeeds 12% of the time and the median chunk
+    /// waits out four timeouts: that ring's steps several times the other rings' (10-50 ms a
+    /// step in guests run without KVM). Measured in the two-guest tier (ratio of the lossy
+    /// ring's faster hop to the rings' median): loss on one guest only slows one hop, and a
+    /// ring's time is its faster hop's (75% left it within the bar once; at 90% a chunk waited
+    /// past the members' 5 s stall limit once); both ways, 40% gave 2.3x, 55% 3.0x-5x and 60%
+    /// 3.0x-13x. rxe takes a retry count of 7 as no limit, so no QP fails, and at 67 ms a try
+    /// the stall limit is 75 tries in a row (below 1e-4 a chunk). Loss holds no packet (a delay
+    /// or a token bucket on egress holds packets that point at their QP's socket, which a QP
     /// destroyed meanwhile frees: the tbf panic, see `a_rate_limited_rail_is_named`).
-    /// `--hop-threshold 3`: a clean emulated hop has been 2.9x its ring's other. The run fails,
-    /// that rail's ring is the slowest (by its faster hop's median step: busbw is rounded to
-    /// 0.001 Gb/s, below which emulated 2 KiB rings fall), and every suspect names that rail
-    /// (`rail K`, or a member of it: `HOST/DEV` with rail K), none another.
+    ///
+    /// Asserted: the run fails, that rail's ring is the slowest (by its faster hop's median step:
+    /// busbw is rounded to 0.001 Gb/s, below which emulated 2 KiB rings fall), and a `rail`
+    /// suspect names it. Not asserted: that nothing else is named. Without KVM a clean ring's
+    /// hops differ by up to 5x in one run (a guest's vCPU descheduled), so a `link` suspect or
+    /// another rail's ring above the threshold (3x) shows beside it in about one run of three;
+    /// they are printed. Blame's precision is the host tier's (`tests/integration/collective.rs`:
+    /// `one_nics_egress_limited_names_its_rail_and_its_hop_only`).
     #[test]
     fn collective_loss_on_one_rail_names_that_rail() {
         let _serial = require_rxe();
@@ -389,7 +394,7 @@ pub mod two_hosts {
         let bad = 2 % rails.len();
         let (_, netdev) = rails[bad].clone();
         // Each guest's address on this rail pinned in the other's neighbour table before the
-        // loss: a QP's path is resolved when it is connected, and 60% loss both ways starves ARP
+        // loss: a QP's path is resolved when it is connected, and 65% loss both ways starves ARP
         // (ibv_modify_qp to RTR timed out). Guest 2's netdev of the rail is the one holding its
         // address on the rail's subnet (198.18.K.2).
         let peer = peer();
@@ -417,8 +422,8 @@ pub mod two_hosts {
         ));
         let _restore_peer = Undo(format!("{} 2>/dev/null; true", remote(&format!("tc qdisc del dev {peer_netdev} root"))));
         let add = sh(&format!(
-            "set -e; tc qdisc add dev {netdev} root netem loss 60%; {}",
-            remote(&format!("tc qdisc add dev {peer_netdev} root netem loss 60%"))
+            "set -e; tc qdisc add dev {netdev} root netem loss 65%; {}",
+            remote(&format!("tc qdisc add dev {peer_netdev} root netem loss 65%"))
         ));
         assert!(add.status.success(), "netem unavailable: {}", String::from_utf8_lossy(&add.stderr));
         let bin = super::super::remote_bin();
@@ -435,7 +440,7 @@ pub mod two_hosts {
             "--iters",
             "8",
             "--hop-threshold",
-            "4",
+            "3",
             "--remote-fabcheck",
             &bin,
             "--json",
@@ -444,7 +449,7 @@ pub mod two_hosts {
         let out = fabcheck(&args);
         let doc = json(&out);
         eprintln!(
-            "collective allreduce, 60% loss both ways on rail {bad}: exit {:?} in {:.1} s, suspects {}",
+            "collective allreduce, 65% loss both ways on rail {bad}: exit {:?} in {:.1} s, suspects {}",
             out.status.code(),
             started.elapsed().as_secs_f64(),
             doc["suspects"]
@@ -454,7 +459,7 @@ pub mod two_hosts {
             .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
             .collect();
         eprintln!("each ring's hops' p50 step, us: {median_steps:?}");
-        assert_eq!(out.status.code(), Some(1), "60% loss both ways on rail {bad} must fail the run: {}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(out.status.code(), Some(1), "65% loss both ways on rail {bad} must fail the run: {}\n{}", doc["findings"], stderr(&out));
         assert_eq!(array(&doc, "members").len(), 2 * rails.len(), "{doc}");
         let rings = array(&doc, "rings");
         assert_eq!(rings.len(), rails.len(), "one ring per rail: {doc}");
@@ -475,13 +480,14 @@ pub mod two_hosts {
             .collect();
         let rail_word = format!("rail {bad}");
         let suspects = array(&doc, "suspects");
-        assert!(!suspects.is_empty(), "no suspect: {}", doc["findings"]);
-        for s in suspects {
+        let of_bad = |s: &Value| {
             let subject = text(s, "subject");
-            let of_bad = subject == rail_word
-                || bad_members.iter().any(|m| m == subject)
-                || subject.split(" -> ").all(|end| bad_members.iter().any(|m| m == end));
-            assert!(of_bad, "suspect {subject:?} is not rail {bad} ({bad_members:?}): {}", doc["suspects"]);
+            subject == rail_word || bad_members.iter().any(|m| m == subject)
+        };
+        assert!(suspects.iter().any(|s| s["kind"] == "rail" && of_bad(s)), "no rail suspect names rail {bad} ({bad_members:?}): {}", doc["suspects"]);
+        let others: Vec<&Value> = suspects.iter().filter(|s| !(s["kind"] == "rail" && of_bad(s))).collect();
+        if !others.is_empty() {
+            eprintln!("beside rail {bad} (emulation noise, not asserted): {others:?}");
         }
         assert!(started.elapsed() < Duration::from_secs(120), "the run took {:?}", started.elapsed());
     }
