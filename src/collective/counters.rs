@@ -89,7 +89,7 @@ mod tests {
         let clean = window(&[("rx_prio3_pause_duration", 0, 0), ("rx_prio3_buf_discard", 5, 5)], Some(3));
         let bad = window(&[("rx_prio3_pause_duration", 100, 6_000_100), ("rx_prio3_pause", 0, 900), ("rx_prio3_buf_discard", 0, 12)], Some(3));
         let findings = judge(&members, &[result(0, Some(clean)), result(1, Some(bad))]);
-        assert!(findings.iter().all(|f| f.subject.to_string() == "n2/mlx5_0"), "{findings:#?}");
+        assert!(findings.iter().all(|f| f.subject == "n2/mlx5_0"), "{findings:#?}");
         let discard = findings.iter().find(|f| f.message.contains("discarded")).unwrap();
         assert_eq!((discard.id, discard.severity), (FindingId::RoceQos, Severity::Error));
         let pause = findings.iter().find(|f| f.message.contains("paused for 60.0%")).unwrap();
@@ -118,6 +118,6 @@ mod tests {
         let w = CounterWindow { netdev: None, ..window(&[("port_rcv_errors", 1, 9), ("symbol_error", 0, 0)], None) };
         let findings = judge(&members, &[result(0, Some(w))]);
         let f = findings.iter().find(|f| f.id == FindingId::LinkErrors).unwrap();
-        assert!(f.message.contains("port_rcv_errors +8") && f.subject.to_string() == "n1/mlx5_0", "{f:?}");
+        assert!(f.message.contains("port_rcv_errors +8") && f.subject == "n1/mlx5_0", "{f:?}");
     }
 }
