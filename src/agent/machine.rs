@@ -299,7 +299,15 @@ mod tests {
         use crate::model::collective::{Hop, HopId, MemberId, Step};
         let out = Hop { id: HopId(100), from: MemberId(0), to: MemberId(1) };
         let inbound = (0..inbound).map(|i| Hop { id: HopId(i), from: MemberId(i + 1), to: MemberId(0) }).collect();
-        MemberPlan { member: MemberId(0), outbound: vec![out], inbound, steps: vec![Step::once(vec![0], vec![0])], chunk_bytes: chunk, iters: 3 }
+        MemberPlan {
+            member: MemberId(0),
+            outbound: vec![out],
+            inbound,
+            steps: vec![Step::once(vec![0], vec![0])],
+            chunk_bytes: chunk,
+            iters: 3,
+            report_every_ms: None,
+        }
     }
 
     fn prepare_member(plan: MemberPlan) -> Request {

@@ -142,7 +142,8 @@ pub fn run<R: BufRead + Send + 'static, W: Write>(reader: R, mut writer: W, opti
                 Step::RunMember => {
                     let Some(m) = member.as_mut() else { continue };
                     signals.reset();
-                    let r = match perf::member_wire::run(m, &signals) {
+                    let mut progress = |interval| reply(&mut writer, &Reply::Progress { interval });
+                    let r = match perf::member_wire::run_reporting(m, &signals, &mut progress) {
                         Ok(result) => Reply::MemberDone { result },
                         Err(MemberError::Aborted) => return Ok(()),
                         Err(MemberError::Failed { cause, remedy }) => Reply::Error { cause, remedy },

@@ -161,7 +161,17 @@ pub struct CollectiveArgs {
     #[command(flatten)]
     pub mem: MemFlags,
     #[command(flatten)]
+    pub burn_in: BurnInFlags,
+    #[command(flatten)]
     pub progress: ProgressFlags,
+    /// A previous JSON document of this command (its `--json` output): a ring's or the total's
+    /// busbw, or a hop's rate, more than --regression percent below it is a warning
+    /// (pair.regression naming the rail, the total or the hop).
+    #[arg(long, value_name = "FILE", help_heading = "Judgement")]
+    pub baseline: Option<PathBuf>,
+    /// With --baseline: the change, in percent, that counts as a regression.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0, help_heading = "Judgement")]
+    pub regression: f64,
     /// One JSON document on stdout (schema fabcheck.collective.v1).
     #[arg(long, help_heading = "Output")]
     pub json: bool,

@@ -45,6 +45,15 @@ pub struct AgentMembers {
     targets: Vec<Target>,
     /// A run that lost a member tore every session down: later runs answer its error.
     broken: Option<RunError>,
+    /// `--report-every`: every run's members report into it.
+    live: Option<crate::collective::live::Live>,
+}
+
+impl AgentMembers {
+    /// Every later run's members report their figures each `live.every_ms` into `live`.
+    pub fn report_into(&mut self, live: crate::collective::live::Live) {
+        self.live = Some(live);
+    }
 }
 
 impl Members for AgentMembers {
@@ -70,7 +79,8 @@ impl Members for AgentMembers {
             sides.iter().map(|&i| self.labels[i].clone()).collect(),
             sides.iter().map(|&i| self.targets[i].clone()).collect(),
             deadline,
-        );
+        )
+        .reporting(self.live.as_mut());
         let mut jobs = [Job { links: sides.iter().map(|&i| self.links[i]).collect(), conversation }];
         let outcome = match drive(&mut self.hub, &mut jobs, 1) {
             Ok(()) => jobs[0].conversation.take_outcome(),
@@ -115,7 +125,7 @@ pub fn reach(endpoints: &[EndpointSpec], rails: Option<&RailSpec>, options: &Rea
         members.push(m);
         targets.push(target);
     }
-    Ok((members, AgentMembers { hub, links, labels, targets, broken: None }))
+    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None }))
 }
 
 /// A reached agent that can run a member: lost with its loss, or too old (exit 2 naming its

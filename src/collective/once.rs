@@ -52,7 +52,9 @@ pub fn once(members: &[Member], runner: &mut dyn Members, config: &Config, rings
     let figures = figures(&planned, members, &results);
     let rings = judge(&planned, members, &figures, &config.criteria);
     let suspects = blame(members, &figures, &rings, &config.criteria, config.topology.as_ref());
-    let findings = findings(members, &figures, &rings, &suspects, &config.criteria);
+    let mut findings = findings(members, &figures, &rings, &suspects, &config.criteria);
+    // Each member's port counters over the run, judged as `check --soak` judges a window.
+    findings.extend(super::counters::judge(members, &results));
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
     Ok(Judged { figures, rings, suspects, findings, verdict })
 }

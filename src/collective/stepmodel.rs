@@ -41,6 +41,9 @@ pub struct Faults {
     /// A member whose agent dies when it is given a plan.
     pub dies: Option<MemberId>,
     pub seed: u64,
+    /// The counter window a member reports with its result (others: a window where nothing
+    /// moved).
+    pub windows: Vec<(MemberId, crate::model::collective::CounterWindow)>,
 }
 
 /// Simulated members.
@@ -306,6 +309,17 @@ impl StepModel {
                     })
                     .collect(),
                 counter_deltas: Vec::new(),
+                // A simulated port's counters stay still unless the faults say otherwise.
+                window: Some(self.faults.windows.iter().find(|(m, _)| *m == p.member).map_or_else(
+                    || crate::model::collective::CounterWindow {
+                        seconds: 0.0,
+                        netdev: None,
+                        roce_priority: None,
+                        prio_unread: None,
+                        counters: Vec::new(),
+                    },
+                    |(_, w)| w.clone(),
+                )),
             })
             .collect()
     }

@@ -1,4 +1,4 @@
-//! `--baseline FILE` on `pair` and `mesh`: a previous document of the same command, and what
+//! `--baseline FILE` on `pair`, `mesh` and `collective`: a previous document of the same command, and what
 //! regressed since (`compare::compare_docs`, the judgement `fabcheck compare` prints). Also
 //! where `compare` reads its documents.
 
@@ -59,9 +59,9 @@ pub fn finding(r: &compare::Regression) -> Finding {
     }
 }
 
-/// A pair or mesh document from a file, bounded in size, read as a stream (never whole).
+/// A pair, mesh or collective document from a file, bounded in size, read as a stream (never whole).
 pub fn read_document(path: &Path) -> Result<Doc, Failure> {
-    let remedy = "give the JSON document a pair or mesh run wrote with --json";
+    let remedy = "give the JSON document a pair, mesh or collective run wrote with --json";
     let cannot = |why: String| Failure::new(format!("cannot read {}: {why}", path.display()), remedy);
     let (file, len) = crate::sys::fs::open_for_reading(path).map_err(|e| cannot(e.reason()))?;
     if len > DOCUMENT_CAP {
@@ -71,7 +71,7 @@ pub fn read_document(path: &Path) -> Result<Doc, Failure> {
     Doc::read(std::io::Read::take(file, DOCUMENT_CAP)).map_err(|e| match e.classify() {
         serde_json::error::Category::Io => cannot(e.to_string()),
         serde_json::error::Category::Data => {
-            Failure::new(format!("{} is not a pair or mesh document this fabcheck reads ({e})", path.display()), remedy)
+            Failure::new(format!("{} is not a pair, mesh or collective document this fabcheck reads ({e})", path.display()), remedy)
         }
         _ => Failure::new(format!("{} is not a JSON document ({e})", path.display()), remedy),
     })

@@ -29,12 +29,24 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         return Err(Failure::usage("--hop-threshold is a factor above 1 (2 names a hop twice as slow as its ring's median)").into());
     }
     let topology = args.topology.as_deref().map(read_topology).transpose()?;
+    // Read and checked before any member is reached: a wrong baseline is exit 2 at once.
+    let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, crate::collective::doc::SCHEMA)?;
     let launch = launch_options(&args.agents)?;
     for spec in &specs {
         link::validate(launch.launcher, &spec.host, &spec.to_string()).map_err(Failure::from)?;
     }
+    // `--report-every`: the file opened before any agent is reached (one that cannot be is exit 2).
+    let (every_ms, live_out) = super::flags::burn_in(&args.burn_in, args.json || out.machine())?;
+    let recorder = live_out
+        .as_ref()
+        .map(crate::progress_record::Recorder::open)
+        .transpose()
+        .map_err(|why| Failure::new(why, "give --progress-json a path in a writable directory"))?;
     let options = ReachOptions { token: launch.token.clone(), connect_timeout: launch.connect_timeout, launch, mem: args.mem.choice() };
     let (members, mut runner) = agents::reach(&specs, rails.as_ref(), &options).map_err(|e| could_not_run(&e, &[]))?;
+    if let (Some(every_ms), Some(recorder)) = (every_ms, recorder) {
+        runner.report_into(crate::collective::live::Live::new(recorder, std::time::Instant::now(), every_ms, &op.to_string()));
+    }
     let iters = match (args.iters, args.duration) {
         (Some(n), _) => n,
         (None, Some(secs)) => iters_for(op, &members, u64::from(args.size), secs),
@@ -53,7 +65,10 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         run::Stop::Plan(refusal) => Failure::usage(refusal.to_string()),
         run::Stop::Run(error) => could_not_run(&error, &members),
     })?;
-    let report = crate::collective::text::CollectiveReport { doc, quiet: args.progress.quiet };
+    let mut report = crate::collective::text::CollectiveReport { doc, quiet: args.progress.quiet };
+    if let Some(baseline) = &baseline {
+        regressions(&mut report, baseline)?;
+    }
     let outcome = out.deliver(&report, args.json || out.machine())?;
     // After the results, so a page that cannot be written loses nothing else.
     if let Some(path) = &args.html {
@@ -61,6 +76,27 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         crate::report::output::side_file(path, "the HTML page", "--html", page.as_bytes(), report.doc.verdict == crate::outcome::Verdict::Pass)?;
     }
     Ok(outcome)
+}
+
+/// `--baseline`: each figure that regressed (a ring's or the total's busbw, a hop's rate) as
+/// `pair.regression`, a warning naming it, and each member most of whose hops regressed.
+fn regressions(report: &mut crate::collective::text::CollectiveReport, baseline: &super::baseline::Baseline) -> Result<(), Failure> {
+    let comparison = baseline.compare(&*report)?;
+    let findings = &mut report.doc.findings;
+    for node in &comparison.slowed {
+        findings.push(crate::outcome::Finding::new(
+            crate::outcome::FindingId::PairRegression,
+            crate::outcome::Severity::Warning,
+            node.endpoint.as_str(),
+            format!(
+                "{} of its {} hops slower than the baseline by more than {}%: the member slowed",
+                node.regressed_pairs, node.pairs, comparison.regression_pct
+            ),
+            "find what changed on this member since the baseline (firmware, driver, cabling, its switch port); `fabcheck compare BASELINE NEW` shows every figure",
+        ));
+    }
+    findings.extend(comparison.regressions.iter().map(super::baseline::finding));
+    Ok(())
 }
 
 /// The endpoints of the arguments and the hostfile, parsed as `mesh` parses them.

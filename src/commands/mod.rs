@@ -1,7 +1,7 @@
 //! One function per command: turn validated flags into work and an outcome.
 
 mod accept;
-mod baseline;
+pub mod baseline;
 mod bundle;
 mod check;
 mod check_doc;

@@ -1,4 +1,4 @@
-//! Baselines: today's `pair` or `mesh` figures against an accepted document of the same
+//! Baselines: today's `pair`, `mesh` or `collective` figures against an accepted document of the same
 //! command, as pure functions of the two documents, read by `read` (typed and streamed: memory
 //! in proportion to the figures, not to a JSON tree). `fabcheck compare` prints what they find
 //! (`render`); `pair --baseline` and `mesh --baseline` call [`compare_docs`] for their
@@ -8,7 +8,12 @@
 //! both documents have it, else host and device (so a mesh run against the same hosts on new
 //! agent ports still matches). Bandwidth and message rate more than PCT below the baseline,
 //! or a latency p50 more than PCT above it, is a regression.
+//!
+//! A collective document (0.5, [`collective`]) gives each ring's busbw, the total's, and each
+//! hop's rate between its two members; `collective --baseline` names what regressed (`rail K`,
+//! `total`, or the hop `A/DEV <-> B/DEV` with its direction).
 
+pub mod collective;
 pub mod read;
 pub mod render;
 
@@ -22,13 +27,15 @@ use std::sync::Arc;
 pub const DEFAULT_PCT: f64 = 5.0;
 
 /// The schemas a baseline may have, by command.
-const SCHEMAS: [(&str, Command); 2] = [("fabcheck.pair.v1", Command::Pair), ("fabcheck.mesh.v1", Command::Mesh)];
+const SCHEMAS: [(&str, Command); 3] =
+    [("fabcheck.pair.v1", Command::Pair), ("fabcheck.mesh.v1", Command::Mesh), ("fabcheck.collective.v1", Command::Collective)];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Command {
     Pair,
     Mesh,
+    Collective,
 }
 
 /// Why two documents cannot be compared (exit 2).
@@ -36,7 +43,9 @@ pub enum Command {
 pub enum CompareError {
     #[error("the {which} document has no \"schema\": not a fabcheck JSON document")]
     NoSchema { which: &'static str },
-    #[error("the {which} document is {schema}, which compare does not take (it compares fabcheck.pair.v1 and fabcheck.mesh.v1)")]
+    #[error(
+        "the {which} document is {schema}, which compare does not take (it compares fabcheck.pair.v1, fabcheck.mesh.v1 and fabcheck.collective.v1)"
+    )]
     OtherSchema { which: &'static str, schema: String },
     #[error("the {which} document is {schema}, a version this fabcheck does not know (it knows {known})")]
     UnknownVersion { which: &'static str, schema: String, known: &'static str },
@@ -48,7 +57,7 @@ impl CompareError {
     pub fn remedy(&self) -> String {
         match self {
             CompareError::UnknownVersion { .. } => "compare with the fabcheck that wrote it, or re-run the baseline with this one".into(),
-            _ => "give two `--json` documents of the same command: pair with pair, mesh with mesh".into(),
+            _ => "give two `--json` documents of the same command: pair with pair, mesh with mesh, collective with collective".into(),
         }
     }
 }
@@ -62,6 +71,9 @@ pub enum Figure {
     MessageRate,
     #[serde(rename = "lat_p50_us")]
     LatencyP50,
+    /// A collective ring's or run's bus bandwidth (nccl-tests' busbw).
+    #[serde(rename = "busbw_gbps")]
+    BusBandwidth,
 }
 
 impl Figure {
@@ -71,6 +83,7 @@ impl Figure {
             Figure::Bandwidth => "bw_gbps",
             Figure::MessageRate => "msg_rate_mpps",
             Figure::LatencyP50 => "lat_p50_us",
+            Figure::BusBandwidth => "busbw_gbps",
         }
     }
 
@@ -84,12 +97,13 @@ impl Figure {
             Figure::Bandwidth => "Gb/s",
             Figure::MessageRate => "Mpps",
             Figure::LatencyP50 => "us p50",
+            Figure::BusBandwidth => "Gb/s busbw",
         }
     }
 
     pub fn format(self, value: f64) -> String {
         match self {
-            Figure::Bandwidth => crate::units::measured_gbps(value),
+            Figure::Bandwidth | Figure::BusBandwidth => crate::units::measured_gbps(value),
             Figure::MessageRate => crate::units::sig3(value),
             Figure::LatencyP50 => crate::units::sig3(value),
         }
@@ -148,7 +162,11 @@ pub struct Key {
 }
 
 impl Key {
+    /// The two ends, or one alone: a collective's ring or total has no second end.
     pub fn subject(&self) -> String {
+        if self.b.as_str().is_empty() {
+            return self.a.to_string();
+        }
         format!("{} <-> {}", self.a, self.b)
     }
 }
@@ -249,6 +267,7 @@ pub fn compare_docs(baseline: &Doc, current: &Doc, pct: f64) -> Result<Compariso
             (&old_pair, &new_pair)
         }
         Command::Mesh => (baseline.mesh_figures(), current.mesh_figures()),
+        Command::Collective => (baseline.collective_figures(), current.collective_figures()),
     };
     let baseline_time = baseline.meta.time.clone();
     let mut differences = Vec::with_capacity(old.entries.len().max(new.entries.len()));
@@ -295,7 +314,7 @@ pub fn compare_docs(baseline: &Doc, current: &Doc, pct: f64) -> Result<Compariso
         }
         differences.push(Difference { key: k, baseline: b, current: c, change_pct, regression });
     }
-    let slowed = if command == Command::Mesh { slowed_nodes(&differences) } else { Vec::new() };
+    let slowed = if command == Command::Pair { Vec::new() } else { slowed_nodes(&differences) };
     Ok(Comparison { command, regression_pct: pct, differences, regressions, slowed })
 }
 
@@ -327,7 +346,8 @@ fn slowed_nodes(differences: &[Difference]) -> Vec<SlowedNode> {
     /// The pairs an endpoint is in: compared, and those with a regression.
     type Pairs<'a> = (BTreeSet<(&'a str, &'a str)>, BTreeSet<(&'a str, &'a str)>);
     let mut pairs: BTreeMap<&str, Pairs<'_>> = BTreeMap::new();
-    for d in differences.iter().filter(|d| d.change_pct.is_some()) {
+    // Figures between two ends only (a collective's ring and total have one).
+    for d in differences.iter().filter(|d| d.change_pct.is_some() && !d.key.b.as_str().is_empty()) {
         let pair = (d.key.a.as_str(), d.key.b.as_str());
         for end in [pair.0, pair.1] {
             let entry = pairs.entry(end).or_default();

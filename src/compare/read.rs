@@ -1,4 +1,4 @@
-//! A pair or mesh document as `compare` needs it: its schema and stamp, and its figures keyed
+//! A pair, mesh or collective document as `compare` needs it: its schema and stamp, and its figures keyed
 //! by endpoints, test, direction and size, in little memory (issue #46 item 5).
 //!
 //! 0.3 parsed each document into a `serde_json::Value` tree and keyed every figure by four
@@ -26,7 +26,7 @@ pub struct Names {
 }
 
 impl Names {
-    fn id(&mut self, name: &str) -> u32 {
+    pub(super) fn id(&mut self, name: &str) -> u32 {
         // A document is outside input: a test, host or device name holding a newline or an
         // escape sequence is kept one line, escaped, for every printer (issue #58).
         let name = &*crate::sanitise::one_line(name);
@@ -77,7 +77,7 @@ impl Figures {
     }
 
     /// Sorts, keeping the last figure of each key.
-    fn finish(mut self) -> Figures {
+    pub(super) fn finish(mut self) -> Figures {
         let mut entries = std::mem::take(&mut self.entries);
         // Stable: equal keys stay in document order, and the last of each run is kept.
         entries.sort_by(|x, y| self.order(x, y));
@@ -133,6 +133,8 @@ pub struct Doc {
     pair: PairParts,
     /// A mesh document's figures.
     mesh: Figures,
+    /// A collective document's figures.
+    collective: Figures,
 }
 
 #[derive(Debug, Default)]
@@ -160,6 +162,12 @@ struct Top {
     hosts: Value,
     endpoints: Value,
     pairs: Records,
+    // A collective document's parts (0.5): small beside a mesh's pair records.
+    op: Value,
+    size: Value,
+    members: Value,
+    rings: Value,
+    total: Value,
 }
 
 /// A string, or `None` for any other value (as `Value::as_str` reads it).
@@ -420,6 +428,13 @@ impl Doc {
         Doc {
             meta: Meta { schema: top.schema, host: top.host.map(one_line), time: top.time.map(one_line) },
             pair: PairParts { a: top.a, b: top.b, results: top.results, rails: top.rails },
+            collective: super::collective::figures(&super::collective::Parts {
+                op: &top.op,
+                size: &top.size,
+                members: &top.members,
+                rings: &top.rings,
+                total: &top.total,
+            }),
             mesh: top.pairs.into_figures(&hosts),
         }
     }
@@ -432,6 +447,11 @@ impl Doc {
     /// A mesh document's figures.
     pub fn mesh_figures(&self) -> &Figures {
         &self.mesh
+    }
+
+    /// A collective document's figures.
+    pub fn collective_figures(&self) -> &Figures {
+        &self.collective
     }
 
     /// A pair document's figures, its ports named by GUID or by host and device.

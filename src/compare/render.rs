@@ -236,7 +236,12 @@ impl crate::report::Document for CompareReport<'_> {
         let c = self.comparison;
         for d in &c.differences {
             let regression = c.regressions.iter().find(|r| r.key == d.key).map(|r| r.message.as_str());
-            let subject = Subject::Pair { a: d.key.a.to_string(), b: d.key.b.to_string() };
+            // A collective's ring or total is one subject (`rail 2`, `total`).
+            let subject = if d.key.b.as_str().is_empty() {
+                Subject::Text(d.key.a.to_string())
+            } else {
+                Subject::Pair { a: d.key.a.to_string(), b: d.key.b.to_string() }
+            };
             sink.measure(&Measure::Change {
                 subject: &subject,
                 test: d.key.test.as_str(),

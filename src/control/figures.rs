@@ -133,6 +133,7 @@ mod tests {
                 iterations: 1,
                 hops: vec![hop],
                 counter_deltas: Vec::new(),
+                window: None,
             };
             Reply::MemberDone { result }
         };

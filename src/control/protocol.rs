@@ -259,7 +259,7 @@ mod tests {
         let out = Hop { id: HopId(1), from: MemberId(1), to: MemberId(2) };
         let inb = Hop { id: HopId(0), from: MemberId(0), to: MemberId(1) };
         let steps = vec![Step::once(vec![], vec![0]), Step::once(vec![0], vec![0]), Step::once(vec![0], vec![])];
-        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10 }
+        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10, report_every_ms: None }
     }
 
     fn hop_peer(hop: u32, qpns: Vec<u32>) -> HopPeer {
@@ -288,6 +288,7 @@ mod tests {
                 iterations: 10,
                 hops: vec![],
                 counter_deltas: vec![],
+                window: None,
             },
         };
         assert_eq!(decode_from_peer::<Reply>(&encode(&done)).unwrap(), done);
@@ -330,7 +331,7 @@ mod tests {
         assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0)));
         use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
         let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0 };
-        let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![] };
+        let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![], window: None };
         assert_eq!(check_member_result(&plan, &r), Ok(()));
         r.hops.push(hop(0));
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::UnknownHop(0)), "an inbound hop has no sender's figures here");

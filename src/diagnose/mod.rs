@@ -21,6 +21,7 @@ pub mod qos_pair;
 mod qos_rules;
 mod qos_source;
 mod soak_rules;
+pub use soak_rules::window_findings;
 mod stack_rules;
 mod unreadable;
 

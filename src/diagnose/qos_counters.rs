@@ -87,7 +87,7 @@ fn rose(w: &PortWindow, name: &str) -> Option<u64> {
     }
 }
 
-fn window(w: &PortWindow, p: Option<Priority>, netdev: &str, issues: &mut Vec<Issue>) {
+pub(super) fn window(w: &PortWindow, p: Option<Priority>, netdev: &str, issues: &mut Vec<Issue>) {
     let span = w.words();
     let storms: Vec<String> =
         [PAUSE_STORM_ERROR, PAUSE_STORM_WARNING].iter().filter_map(|name| rose(w, name).map(|n| format!("{name} +{n}"))).collect();

@@ -16,6 +16,34 @@ const RISING: [&str; 5] =
     ["link_error_recovery", "port_rcv_errors", "local_link_integrity_errors", "port_rcv_remote_physical_errors", "port_xmit_discards"];
 
 pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) {
+    judge(port.link_layer, port.rate_gbps, window, s, sheet);
+}
+
+/// A window of counters read elsewhere than a node's `--soak` (0.5: a `collective` member's
+/// port over its run), judged by the same rules: link-down events, the error counters that
+/// rose, InfiniBand's symbol errors as a BER, and on RoCE (`roce`: the netdev and the RoCE
+/// priority where known) the pause storms, discards and the priority's pause share. The
+/// findings only (no checks), each on `subject`.
+pub fn window_findings(
+    link_layer: LinkLayer,
+    rate_gbps: Option<f64>,
+    window: &PortWindow,
+    roce: Option<(&str, Option<crate::probe::qos::Priority>)>,
+    subject: &str,
+) -> Vec<crate::outcome::Finding> {
+    let mut sheet = Sheet::default();
+    judge(link_layer, rate_gbps, window, subject, &mut sheet);
+    if let Some((netdev, priority)) = roce {
+        let mut issues = Vec::new();
+        super::qos_counters::window(window, priority, netdev, &mut issues);
+        for i in issues {
+            sheet.note(FindingId::RoceQos, subject, i.severity, i.message, i.remedy);
+        }
+    }
+    sheet.finish().findings
+}
+
+fn judge(link_layer: LinkLayer, rate_gbps: Option<f64>, window: &PortWindow, s: &str, sheet: &mut Sheet) {
     let w = window.words();
     flap(window, &w, s, sheet);
     let not_judged: Vec<String> = window
@@ -52,8 +80,8 @@ pub(super) fn run(port: &Port, window: &PortWindow, s: &str, sheet: &mut Sheet) 
             "errors that rise under a soak point at a marginal cable or optic: clean, reseat, replace; `mlxlink -d <pci> -c` shows the PHY counters",
         );
     }
-    if port.link_layer == LinkLayer::InfiniBand {
-        ib_symbol_errors(port, window, &w, s, sheet);
+    if link_layer == LinkLayer::InfiniBand {
+        ib_symbol_errors(rate_gbps, window, &w, s, sheet);
     }
 }
 
@@ -82,10 +110,10 @@ fn flap(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
 }
 
 /// InfiniBand's SymbolErrorCounter over the window, as a BER over the bits the link carried.
-fn ib_symbol_errors(port: &Port, window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
+fn ib_symbol_errors(rate_gbps: Option<f64>, window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
     match window.of("symbol_error") {
         Some(Change::Rose(n)) => {
-            let ber = port.rate_gbps.filter(|_| window.seconds > 0.0).map(|g| n as f64 / (g * 1e9 * window.seconds));
+            let ber = rate_gbps.filter(|_| window.seconds > 0.0).map(|g| n as f64 / (g * 1e9 * window.seconds));
             let severity = if ber.is_none_or(|b| b > EFFECTIVE_BER_LIMIT) { Severity::Error } else { Severity::Warning };
             let per_hour = n as f64 * 3600.0 / window.seconds.max(1.0);
             sheet.fail(

@@ -88,6 +88,10 @@ pub struct MemberPlan {
     pub steps: Vec<Step>,
     pub chunk_bytes: u32,
     pub iters: u64,
+    /// `--report-every`: the member sends its send rate over each interval this long (a
+    /// `progress` reply) while it runs (0.5, additive: absent, none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report_every_ms: Option<u64>,
 }
 
 /// Why a plan cannot be run as given (checked on both ends: an agent takes no plan on trust).
@@ -170,6 +174,35 @@ pub struct MemberResult {
     /// Port error/retransmission counters that moved during the run (name, delta).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counter_deltas: Vec<(String, u64)>,
+    /// The member's port counters read before and after its run, for the controller to judge
+    /// as `check --soak` judges a window (0.5, additive: an older agent sends none, and its
+    /// counters are said not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<CounterWindow>,
+}
+
+/// Most counters one member reports over its run (mlx5's `ethtool -S` per-priority counters
+/// and the port's error counters are about a hundred).
+pub const MAX_WINDOW_COUNTERS: usize = 1_024;
+
+/// A member's port counters over its run: each counter read at both ends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CounterWindow {
+    /// Between the two reads.
+    pub seconds: f64,
+    /// The port's netdev (RoCE), where it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netdev: Option<String>,
+    /// The RoCE priority the port's set-up gives its traffic (as `check` works it out), where
+    /// it could be worked out: its pause share and buffer discards are judged only then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roce_priority: Option<u8>,
+    /// Why the per-priority counters were not read (RoCE: no `ethtool`, a driver that prints
+    /// none, as Soft-RoCE's); absent when they were, or on InfiniBand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prio_unread: Option<String>,
+    /// Each counter read at both ends: (name, start, end).
+    pub counters: Vec<(String, u64, u64)>,
 }
 
 #[cfg(test)]
@@ -185,7 +218,7 @@ mod tests {
             steps.push(Step::once(vec![0], vec![0]));
         }
         steps.push(Step::once(vec![0], vec![]));
-        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10 }
+        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10, report_every_ms: None }
     }
 
     #[test]

@@ -31,6 +31,8 @@ pub enum MemberWireError {
     Plan(#[from] super::collective::PlanError),
     #[error("the plan asks {0} iterations; at most {MAX_ITERS}")]
     Iters(u64),
+    #[error("the plan reports every {0} ms; at least {} and at most {}", super::MIN_REPORT_EVERY_MS, super::MAX_DURATION_MS)]
+    ReportEvery(u64),
     #[error("the plan would register {0} bytes; at most {MAX_MEMBER_BYTES}")]
     TooLarge(u64),
     #[error("stall limit {0} ms; at most {MAX_MEMBER_STALL_MS}")]
@@ -45,6 +47,8 @@ pub enum MemberWireError {
     QpCount(u32, usize),
     #[error("the result names {0}, not the member asked")]
     WrongMember(u32),
+    #[error("the result's counter window holds {0} counters or a time that is no time; at most {}", super::collective::MAX_WINDOW_COUNTERS)]
+    Window(usize),
 }
 
 /// Checks a `prepare_member` request (the agent takes no plan on trust).
@@ -52,6 +56,9 @@ pub fn check_member_plan(plan: &super::collective::MemberPlan, stall_timeout_ms:
     plan.validate()?;
     if plan.iters == 0 || plan.iters > MAX_ITERS {
         return Err(MemberWireError::Iters(plan.iters));
+    }
+    if let Some(ms) = plan.report_every_ms.filter(|ms| !(super::MIN_REPORT_EVERY_MS..=super::MAX_DURATION_MS).contains(ms)) {
+        return Err(MemberWireError::ReportEvery(ms));
     }
     if stall_timeout_ms > MAX_MEMBER_STALL_MS {
         return Err(MemberWireError::Stall(stall_timeout_ms));
@@ -98,6 +105,11 @@ pub fn match_hops<'a>(plan: &super::collective::MemberPlan, peers: &'a [HopPeer]
 pub fn check_member_result(plan: &super::collective::MemberPlan, result: &super::collective::MemberResult) -> Result<(), MemberWireError> {
     if result.member != plan.member {
         return Err(MemberWireError::WrongMember(result.member.0));
+    }
+    if let Some(w) = &result.window {
+        if w.counters.len() > super::collective::MAX_WINDOW_COUNTERS || !(w.seconds.is_finite() && w.seconds >= 0.0) {
+            return Err(MemberWireError::Window(w.counters.len()));
+        }
     }
     let mut seen = std::collections::HashSet::new();
     for h in &result.hops {

@@ -57,6 +57,13 @@ pub fn snapshot(sysfs_root: &std::path::Path, device: &str, port: u8) -> Snapsho
     Snapshot(values)
 }
 
+impl Snapshot {
+    /// Each counter read, by name.
+    pub fn values(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
+        self.0.iter().copied()
+    }
+}
+
 /// Counters that rose between two snapshots.
 pub fn deltas(before: &Snapshot, after: &Snapshot) -> Vec<(String, u64)> {
     after

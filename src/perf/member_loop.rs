@@ -284,7 +284,7 @@ pub fn summarise(plan: &MemberPlan, t: &Tally) -> MemberResult {
             HopResult { hop: hop.id, chunks: o.completed, bytes, step_us: summary(&o.hist), gbps: super::summary::gbps(bytes, o.busy_ns) }
         })
         .collect();
-    MemberResult { member: plan.member, elapsed_ns: t.elapsed_ns, iterations: t.iterations, hops, counter_deltas: Vec::new() }
+    MemberResult { member: plan.member, elapsed_ns: t.elapsed_ns, iterations: t.iterations, hops, counter_deltas: Vec::new(), window: None }
 }
 
 /// Percentiles of a hop's per-chunk times, microseconds; `None` when it sent nothing.

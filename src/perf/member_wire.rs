@@ -14,6 +14,10 @@ struct VerbsWire<'a> {
     wcs: [WorkCompletion; POLL_BATCH],
     /// Next receive WR to post, per inbound hop.
     cursors: Vec<u32>,
+    /// `--report-every`: bytes whose writes completed, stored for the reporter thread.
+    live: &'a super::live::Live,
+    sent_bytes: u64,
+    chunk_bytes: u64,
 }
 
 impl Wire for VerbsWire<'_> {
@@ -31,10 +35,15 @@ impl Wire for VerbsWire<'_> {
         for (e, wc) in events.iter_mut().zip(&self.wcs[..sent]) {
             let id = wc.wr_id();
             *e = if wc.is_success() {
+                self.sent_bytes += self.chunk_bytes;
                 Event::Sent { hop: id.qp, seq: id.slot }
             } else {
                 Event::Failed { outbound: true, hop: id.qp, status: wc.status() }
             };
+        }
+        if sent > 0 {
+            // One relaxed store for the reporter (a plain store: no lock, no allocation).
+            self.live.set_bytes(self.sent_bytes);
         }
         let arrived = self.s.recv_cq.poll(&mut self.wcs[..POLL_BATCH - sent])?;
         for (e, wc) in events[sent..].iter_mut().zip(&self.wcs[..arrived]) {
@@ -79,18 +88,44 @@ pub fn run(s: &mut MemberSession, signals: &Signals) -> Result<MemberResult, Mem
     }
     let sys = std::path::Path::new("/sys");
     let before = super::counters::snapshot(sys, &s.device, s.port);
+    let window = super::member_counters::start(&s.device, s.port);
     let plan = s.plan.clone();
     let stall_ms = s.stall_ms;
     let cursors = vec![0; s.inb.len()];
     let mut clock = Monotonic::start();
     let tally = {
-        let mut wire = VerbsWire { s: &mut *s, wcs: WorkCompletion::blank_array::<POLL_BATCH>(), cursors };
+        let chunk_bytes = u64::from(plan.chunk_bytes);
+        let mut wire =
+            VerbsWire { s: &mut *s, wcs: WorkCompletion::blank_array::<POLL_BATCH>(), cursors, live: &signals.live, sent_bytes: 0, chunk_bytes };
         member_loop::run_steps(&mut wire, &mut clock, &plan, signals, stall_ms)
     };
     let tally = tally.map_err(|e| failure(s, e))?;
     let mut result = member_loop::summarise(&plan, &tally);
     result.counter_deltas = super::counters::deltas(&before, &super::counters::snapshot(sys, &s.device, s.port));
+    result.window = Some(super::member_counters::finish(&s.device, s.port, window));
     Ok(result)
+}
+
+/// [`run`], and with the plan's `report_every_ms` the member's send rate over each interval
+/// handed to `send` while it runs (a `send` that fails, the controller gone, aborts the run).
+pub fn run_reporting(
+    s: &mut MemberSession,
+    signals: &Signals,
+    send: &mut dyn FnMut(crate::model::Interval) -> std::io::Result<()>,
+) -> Result<MemberResult, MemberError> {
+    signals.live.arm(false);
+    let Some(ms) = s.plan.report_every_ms else { return run(s, signals) };
+    let every = std::time::Duration::from_millis(ms);
+    super::member_report::report_while(
+        || run(s, signals),
+        &signals.live,
+        every,
+        |interval| {
+            if send(interval).is_err() {
+                signals.request_abort();
+            }
+        },
+    )
 }
 
 /// The loop's error in words, naming the hop by id and its peer by host.

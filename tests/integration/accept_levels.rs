@@ -104,7 +104,7 @@ fn member_done(node: &Node, device: &str, plan: &MemberPlan) -> Reply {
         .map(|h| HopResult { hop: h.id, chunks: per_hop, bytes: per_hop * u64::from(plan.chunk_bytes), step_us: None, gbps })
         .collect();
     let elapsed_ns = ((bytes as f64 * 8.0 / gbps).round() as u64).max(1);
-    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns, iterations: plan.iters, hops, counter_deltas: vec![] } }
+    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns, iterations: plan.iters, hops, counter_deltas: vec![], window: None } }
 }
 
 fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {

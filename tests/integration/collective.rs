@@ -291,3 +291,108 @@ fn its_html_page_marks_the_slow_hop_and_no_other() {
     assert_eq!(page.matches("<td>slow</td>").count(), 1, "{page}");
     assert!(page.contains("<table id=\"suspects\">"), "{page}");
 }
+
+/// A collective document of `members` under `faults`, written to `path` as `--json` writes it.
+fn write_doc(path: &std::path::Path, m: &[Member], faults: Faults) -> fabcheck::collective::doc::CollectiveDoc {
+    use fabcheck::report::{Document, Stamp};
+    let doc = run(m, &mut model(m, faults), &config(Op::AllReduce)).unwrap();
+    let mut out = Vec::new();
+    fabcheck::collective::text::CollectiveReport { doc: doc.clone(), quiet: false }.write_json(&mut out, &Stamp::now(), None).unwrap();
+    std::fs::write(path, out).unwrap();
+    doc
+}
+
+/// `compare` of two collective documents (0.5): a baseline of 8 hosts on 4 rails, then rail 2
+/// at a quarter of its rate: rail 2's busbw, the total's and rail 2's hops regressed, each
+/// named; the other rails' rings and hops matched and not regressed. Every format says it.
+#[test]
+fn compare_of_two_collective_documents_names_the_rail_and_hops_that_regressed() {
+    use fabcheck::compare::{compare_docs, read::Doc, Figure};
+    let dir = std::env::temp_dir().join(format!("fabcheck-collective-compare-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = members(8, Some(4));
+    let (old_path, new_path) = (dir.join("old.json"), dir.join("new.json"));
+    write_doc(&old_path, &m, Faults { jitter: 0.01, seed: 3, ..Faults::default() });
+    let slow = write_doc(&new_path, &m, Faults { rails: vec![(2, 0.25)], jitter: 0.01, seed: 4, ..Faults::default() });
+    assert_eq!(slow.verdict, Verdict::Fail);
+    let read = |p: &std::path::Path| Doc::read(std::fs::File::open(p).unwrap()).unwrap();
+    let c = compare_docs(&read(&old_path), &read(&new_path), 5.0).unwrap();
+    // 4 rings and the total, 8 hops a ring: each matched, none only on one side.
+    assert_eq!(c.differences.len(), 4 + 1 + 4 * 8, "{:#?}", c.differences);
+    assert!(c.differences.iter().all(|d| d.baseline.is_some() && d.current.is_some()));
+    let rail2: Vec<String> = m.iter().filter(|x| x.rail == Some(2)).map(fabcheck::collective::blame::label).collect();
+    let mut named = std::collections::BTreeSet::new();
+    for r in &c.regressions {
+        let on_rail2 = r.key.a == "rail 2" || (rail2.contains(&r.key.a.to_string()) && rail2.contains(&r.key.b.to_string()));
+        assert!(on_rail2 || r.key.a == "total", "only rail 2 and the total regressed: {r:#?}");
+        assert!(r.message.contains("below the baseline's"), "{}", r.message);
+        named.insert((r.key.a.to_string(), r.key.figure));
+    }
+    assert!(
+        named.contains(&("rail 2".to_string(), Figure::BusBandwidth)) && named.contains(&("total".to_string(), Figure::BusBandwidth)),
+        "{named:?}"
+    );
+    assert_eq!(c.regressions.iter().filter(|r| r.key.figure == Figure::Bandwidth).count(), 8, "rail 2's 8 hops: {:#?}", c.regressions);
+    let ring = c.regressions.iter().find(|r| r.key.a == "rail 2").unwrap();
+    assert!(ring.message.starts_with("rail 2: allreduce ring 67108864 B: "), "{}", ring.message);
+
+    // The command, in every format: exit 1 naming rail 2; a document against itself exit 0.
+    let bin = env!("CARGO_BIN_EXE_fabcheck");
+    let compare =
+        |extra: &[&str], new: &std::path::Path| std::process::Command::new(bin).arg("compare").args(extra).arg(&old_path).arg(new).output().unwrap();
+    for format in ["human", "json", "oneline", "prom", "junit"] {
+        let out = compare(&["--format", format], &new_path);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{format}: {text}{}", String::from_utf8_lossy(&out.stderr));
+        // oneline says the first regression (a hop of rail 2's, in key order); prom compare's
+        // verdict (as for pair and mesh documents); the others every regression.
+        let rail2_hop = rail2.iter().any(|m| text.contains(m.as_str()));
+        let said = match format {
+            "oneline" => rail2_hop || text.contains("rail 2"),
+            "prom" => text.contains("fabcheck_verdict_pass{command=\"compare\"} 0"),
+            _ => text.contains("rail 2"),
+        };
+        assert!(said, "{format}: {text}");
+        let same = compare(&["--format", format], &old_path);
+        assert_eq!(same.status.code(), Some(0), "{format}: {}", String::from_utf8_lossy(&same.stdout));
+    }
+    let out = compare(&["--json"], &new_path);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["command"], "collective");
+    assert!(doc["regressions"].as_array().unwrap().iter().any(|r| r["a"] == "rail 2" && r["figure"] == "busbw_gbps" && r["b"] == ""), "{doc}");
+    let compared = dir.join("compare.json");
+    std::fs::write(&compared, &out.stdout).unwrap();
+    super::schemas::assert_valid("a comparison of collective documents", &[compared]);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// `collective --baseline`: the baseline is read and checked as `mesh`'s is (another command's
+/// document is exit 2 naming it), and this run's regressions are `pair.regression` warnings
+/// naming the rail, the total and each hop.
+#[test]
+fn a_collective_baseline_names_what_regressed_as_warnings() {
+    use fabcheck::collective::text::CollectiveReport;
+    use fabcheck::commands::baseline;
+    use fabcheck::outcome::{FindingId, Severity};
+    let dir = std::env::temp_dir().join(format!("fabcheck-collective-baseline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let m = members(4, Some(2));
+    let old_path = dir.join("old.json");
+    write_doc(&old_path, &m, Faults::default());
+    let loaded = baseline::load(Some(&old_path), 5.0, fabcheck::collective::doc::SCHEMA).unwrap().unwrap();
+    let mesh = dir.join("mesh.json");
+    std::fs::write(&mesh, r#"{"schema":"fabcheck.mesh.v1","pairs":[]}"#).unwrap();
+    let refused = baseline::load(Some(&mesh), 5.0, fabcheck::collective::doc::SCHEMA).err().expect("a mesh document is no collective baseline");
+    assert!(refused.to_string().contains("different commands"), "{refused}");
+
+    let same = run(&m, &mut model(&m, Faults::default()), &config(Op::AllReduce)).unwrap();
+    assert!(loaded.compare(&CollectiveReport { doc: same, quiet: false }).unwrap().regressions.is_empty());
+    let slow = run(&m, &mut model(&m, Faults { rails: vec![(1, 0.5)], ..Faults::default() }), &config(Op::AllReduce)).unwrap();
+    let comparison = loaded.compare(&CollectiveReport { doc: slow, quiet: false }).unwrap();
+    let findings: Vec<_> = comparison.regressions.iter().map(baseline::finding).collect();
+    assert!(findings.iter().all(|f| f.id == FindingId::PairRegression && f.severity == Severity::Warning));
+    let subjects: Vec<String> = findings.iter().map(|f| f.subject.to_string()).collect();
+    assert!(subjects.contains(&"rail 1".to_string()) && subjects.contains(&"total".to_string()), "{subjects:?}");
+    assert!(subjects.iter().all(|s| s == "rail 1" || s == "total" || s.matches("mlx5_1").count() == 2), "{subjects:?}");
+    std::fs::remove_dir_all(&dir).ok();
+}

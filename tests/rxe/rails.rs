@@ -364,31 +364,132 @@ pub mod two_hosts {
         }
     }
 
-    /// Loss on one rail of guest 1 (netem, as `loss_on_one_rail_names_that_rail`; a tbf rate
-    /// fault can panic the guest's kernel, see that test's note): the run fails, that rail's ring
-    /// is the slowest, and a suspect names it (`rail K`, its device, or one of its hops).
+    /// Loss on one rail's link, both ways (netem `loss 65%` on the rail's netdev of both guests:
+    /// every hop of that rail's ring loses its data and its ACKs). 5% loss on one guest showed
+    /// only some of the time: with chunks of many packets rxe repairs a loss within one round
+    /// trip (a NAK and a resend), which the chunk's own time on the emulated link hides. Here a
+    /// chunk is one packet (`--size 2K`: 1 KiB a step), so every loss is repaired only by the
+    /// requester's ACK timeout (67 ms), a try succeeds 12% of the time and the median chunk
+    /// waits out four timeouts: that ring's steps several times the other rings' (10-50 ms a
+    /// step in guests run without KVM). Measured in the two-guest tier (ratio of the lossy
+    /// ring's faster hop to the rings' median): loss on one guest only slows one hop, and a
+    /// ring's time is its faster hop's (75% left it within the bar once; at 90% a chunk waited
+    /// past the members' 5 s stall limit once); both ways, 40% gave 2.3x, 55% 3.0x-5x and 60%
+    /// 3.0x-13x. rxe takes a retry count of 7 as no limit, so no QP fails, and at 67 ms a try
+    /// the stall limit is 75 tries in a row (below 1e-4 a chunk). Loss holds no packet (a delay
+    /// or a token bucket on egress holds packets that point at their QP's socket, which a QP
+    /// destroyed meanwhile frees: the tbf panic, see `a_rate_limited_rail_is_named`).
+    ///
+    /// Asserted: the run fails, that rail's ring is the slowest (by its faster hop's median step:
+    /// busbw is rounded to 0.001 Gb/s, below which emulated 2 KiB rings fall), and a `rail`
+    /// suspect names it. Not asserted: that nothing else is named. Without KVM a clean ring's
+    /// hops differ by up to 5x in one run (a guest's vCPU descheduled), so a `link` suspect or
+    /// another rail's ring above the threshold (3x) shows beside it in about one run of three;
+    /// they are printed. Blame's precision is the host tier's (`tests/integration/collective.rs`:
+    /// `one_nics_egress_limited_names_its_rail_and_its_hop_only`).
     #[test]
     fn collective_loss_on_one_rail_names_that_rail() {
         let _serial = require_rxe();
         let rails = rails();
         let bad = 2 % rails.len();
-        let (dev, netdev) = rails[bad].clone();
-        let _restore = Undo(format!("tc qdisc del dev {netdev} root 2>/dev/null; true"));
-        assert!(sh(&format!("tc qdisc add dev {netdev} root netem loss 5%")).status.success(), "netem unavailable");
-        let (out, doc) = collective_across("allreduce");
-        eprintln!("collective allreduce, 5% loss on rail {bad}: exit {:?}, suspects {}", out.status.code(), doc["suspects"]);
-        assert_rings(&doc, &rails, "allreduce");
-        assert_eq!(out.status.code(), Some(1), "5% loss on rail {bad} must fail the run: {}", stderr(&out));
+        let (_, netdev) = rails[bad].clone();
+        // Each guest's address on this rail pinned in the other's neighbour table before the
+        // loss: a QP's path is resolved when it is connected, and 65% loss both ways starves ARP
+        // (ibv_modify_qp to RTR timed out). Guest 2's netdev of the rail is the one holding its
+        // address on the rail's subnet (198.18.K.2).
+        let peer = peer();
+        let (my_ip, peer_ip) = (format!("198.18.{bad}.1"), format!("198.18.{bad}.2"));
+        let remote = |cmd: &str| format!("ssh -T -o BatchMode=yes {peer} 'PATH=/usr/sbin:/sbin:/usr/bin:/bin {cmd}'");
+        let find = remote(&format!("ip -o -4 addr show | grep -F \" {peer_ip}/\" | cut -d\" \" -f2"));
+        let found = sh(&find);
+        let peer_netdev = String::from_utf8_lossy(&found.stdout).trim().to_string();
+        assert!(
+            !peer_netdev.is_empty() && !peer_netdev.contains(char::is_whitespace),
+            "guest 2 has no netdev with {peer_ip}: {:?} {}",
+            peer_netdev,
+            String::from_utf8_lossy(&found.stderr)
+        );
+        let pin = sh(&format!(
+            "set -e; peer_mac=$({}); my_mac=$(cat /sys/class/net/{netdev}/address); \
+             ip neigh replace {peer_ip} lladdr \"$peer_mac\" dev {netdev} nud permanent; {}",
+            remote(&format!("cat /sys/class/net/{peer_netdev}/address")),
+            remote(&format!("ip neigh replace {my_ip} lladdr $my_mac dev {peer_netdev} nud permanent")).replace("$my_mac", "'\"$my_mac\"'"),
+        ));
+        assert!(pin.status.success(), "cannot pin the neighbours on {netdev}: {}", String::from_utf8_lossy(&pin.stderr));
+        let _restore = Undo(format!(
+            "tc qdisc del dev {netdev} root 2>/dev/null; ip neigh del {peer_ip} dev {netdev} 2>/dev/null; {} 2>/dev/null; true",
+            remote(&format!("ip neigh del {my_ip} dev {peer_netdev}"))
+        ));
+        let _restore_peer = Undo(format!("{} 2>/dev/null; true", remote(&format!("tc qdisc del dev {peer_netdev} root"))));
+        let add = sh(&format!(
+            "set -e; tc qdisc add dev {netdev} root netem loss 65%; {}",
+            remote(&format!("tc qdisc add dev {peer_netdev} root netem loss 65%"))
+        ));
+        assert!(add.status.success(), "netem unavailable: {}", String::from_utf8_lossy(&add.stderr));
+        let bin = super::super::remote_bin();
+        let args = [
+            "collective",
+            "localhost",
+            &peer,
+            "--rails",
+            "auto",
+            "--op",
+            "allreduce",
+            "--size",
+            "2K",
+            "--iters",
+            "8",
+            "--hop-threshold",
+            "3",
+            "--remote-fabcheck",
+            &bin,
+            "--json",
+        ];
+        let started = Instant::now();
+        let out = fabcheck(&args);
+        let doc = json(&out);
+        eprintln!(
+            "collective allreduce, 65% loss both ways on rail {bad}: exit {:?} in {:.1} s, suspects {}",
+            out.status.code(),
+            started.elapsed().as_secs_f64(),
+            doc["suspects"]
+        );
+        let median_steps: Vec<(Option<u64>, Vec<f64>)> = array(&doc, "rings")
+            .iter()
+            .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
+            .collect();
+        eprintln!("each ring's hops' p50 step, us: {median_steps:?}");
+        assert_eq!(out.status.code(), Some(1), "65% loss both ways on rail {bad} must fail the run: {}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(array(&doc, "members").len(), 2 * rails.len(), "{doc}");
         let rings = array(&doc, "rings");
-        let slowest =
-            rings.iter().min_by(|x, y| x["busbw_gbps"].as_f64().unwrap_or(0.0).total_cmp(&y["busbw_gbps"].as_f64().unwrap_or(0.0))).unwrap();
-        assert_eq!(slowest["rail"].as_u64(), Some(bad as u64), "the lossy rail's ring is the slowest: {}", doc["rings"]);
+        assert_eq!(rings.len(), rails.len(), "one ring per rail: {doc}");
+        // Each ring's faster hop's median step, microseconds (what the judge compares).
+        let step = |ring: &Value| -> f64 {
+            let mut p50: Vec<f64> = array(ring, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect();
+            p50.sort_by(f64::total_cmp);
+            p50.first().copied().unwrap_or(0.0)
+        };
+        let slowest = rings.iter().max_by(|x, y| step(x).total_cmp(&step(y))).unwrap();
+        let steps: Vec<f64> = rings.iter().map(step).collect();
+        assert_eq!(slowest["rail"].as_u64(), Some(bad as u64), "the lossy rail's ring is the slowest: steps {steps:?}");
+        // The members of the bad rail, as the documents name them (HOST/DEV).
+        let bad_members: Vec<String> = array(&doc, "members")
+            .iter()
+            .filter(|m| m["rail"].as_u64() == Some(bad as u64))
+            .map(|m| format!("{}/{}", text(m, "host"), text(m, "device")))
+            .collect();
         let rail_word = format!("rail {bad}");
-        let named = array(&doc, "suspects").iter().any(|s| {
+        let suspects = array(&doc, "suspects");
+        let of_bad = |s: &Value| {
             let subject = text(s, "subject");
-            subject == rail_word || subject.contains(&format!("/{dev}"))
-        });
-        assert!(named, "no suspect names rail {bad} ({dev}): {}", doc["suspects"]);
+            subject == rail_word || bad_members.iter().any(|m| m == subject)
+        };
+        assert!(suspects.iter().any(|s| s["kind"] == "rail" && of_bad(s)), "no rail suspect names rail {bad} ({bad_members:?}): {}", doc["suspects"]);
+        let others: Vec<&Value> = suspects.iter().filter(|s| !(s["kind"] == "rail" && of_bad(s))).collect();
+        if !others.is_empty() {
+            eprintln!("beside rail {bad} (emulation noise, not asserted): {others:?}");
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "the run took {:?}", started.elapsed());
     }
 
     /// Guest 1 with one rail fewer (its last rxe deleted for the test, then made again).

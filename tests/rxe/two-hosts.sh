@@ -138,12 +138,7 @@ fi
 # `tests/rxe/run.sh --rails BIN`; the loss fault on one rail (netem drops at once, holds
 # nothing) runs here.
 if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
-	# Not in CI either: collective_loss_on_one_rail_names_that_rail. It passed once and failed once
-	# in this tier (5% netem loss left rail 2's ring within its bar under emulation: exit 0, no
-	# suspect); it stays runnable with `tests/rxe/run.sh --rails BIN collective_loss` until the
-	# fault is made to show every time.
-	tests/rxe/run.sh --rails "$rxe_bin" --skip rails::two_hosts::a_rate_limited_rail_is_named \
-		--skip rails::two_hosts::collective_loss_on_one_rail_names_that_rail
+	tests/rxe/run.sh --rails "$rxe_bin" --skip rails::two_hosts::a_rate_limited_rail_is_named
 fi
 
 # --paths across two equal-cost routed paths (issue #56, tests/rxe/paths.rs): after the rails

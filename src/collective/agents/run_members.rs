@@ -39,6 +39,8 @@ pub(super) struct RunMembers<'a> {
     limit: Duration,
     deadline: Option<Instant>,
     outcome: Option<Result<Vec<MemberResult>, RunError>>,
+    /// `--report-every`: where each member's interval figures go.
+    live: Option<&'a mut crate::collective::live::Live>,
 }
 
 impl<'a> RunMembers<'a> {
@@ -57,7 +59,14 @@ impl<'a> RunMembers<'a> {
             limit,
             deadline: None,
             outcome: None,
+            live: None,
         }
+    }
+
+    /// Each member reports its figures every `live.every_ms` while it runs, into `live`.
+    pub(super) fn reporting(mut self, live: Option<&'a mut crate::collective::live::Live>) -> RunMembers<'a> {
+        self.live = live;
+        self
     }
 
     /// The run's answer (once done): every member's result in plan order, or the first member
@@ -171,17 +180,24 @@ impl Conversation for RunMembers<'_> {
     fn start(&mut self, now: Instant, act: &mut Actions) {
         self.deadline = Some(crate::sys::time::deadline(now, self.limit));
         let stall = STALL.min(self.limit / 4).max(Duration::from_millis(500));
+        let every = self.live.as_ref().map(|l| l.every_ms);
         for (side, plan) in self.plans.iter().enumerate() {
-            let request =
-                Request::PrepareMember { target: self.targets[side].clone(), plan: plan.clone(), stall_timeout_ms: stall.as_millis() as u64 };
+            let plan = crate::model::collective::MemberPlan { report_every_ms: every, ..plan.clone() };
+            let request = Request::PrepareMember { target: self.targets[side].clone(), plan, stall_timeout_ms: stall.as_millis() as u64 };
             act.send(side, request);
         }
     }
 
-    fn on_reply(&mut self, side: usize, reply: Reply, _now: Instant, act: &mut Actions) {
+    fn on_reply(&mut self, side: usize, reply: Reply, now: Instant, act: &mut Actions) {
         let plan = &self.plans[side];
         match (self.phase, reply) {
             (Phase::Done, _) => {}
+            // Asked for (`report_every_ms`) and checked by the hub (`control::figures`).
+            (Phase::Run, Reply::Progress { interval }) if self.live.is_some() => {
+                if let Some(live) = self.live.as_deref_mut() {
+                    live.record(&self.labels[side], plan.chunk_bytes, &interval, now);
+                }
+            }
             (_, Reply::Error { cause, remedy }) => self.fail(RunError::Failed { member: plan.member, cause, remedy }, act),
             (Phase::Prepare, Reply::MemberReady { hops }) if !self.answered[side] => match protocol::match_hops(plan, &hops) {
                 Ok(_) => {

@@ -13,6 +13,7 @@ fn ring(n: u32) -> Vec<MemberPlan> {
                 steps: vec![PlanStep::once(vec![], vec![0]), PlanStep { wait: vec![0], send: vec![0], repeat: 2 }, PlanStep::once(vec![0], vec![])],
                 chunk_bytes: 4096,
                 iters: 2,
+                report_every_ms: None,
             }
         })
         .collect()
@@ -43,7 +44,9 @@ fn ready(plan: &MemberPlan) -> Reply {
 
 fn done(plan: &MemberPlan) -> Reply {
     let hop = HopResult { hop: plan.outbound[0].id, chunks: 8, bytes: 8 * 4096, step_us: None, gbps: 1.5 };
-    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![] } }
+    Reply::MemberDone {
+        result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![], window: None },
+    }
 }
 
 fn labels(n: usize) -> Vec<String> {
@@ -159,4 +162,81 @@ fn implausible_results_and_foreign_hops_are_protocol_errors() {
     result.hops[0].gbps = 1.0;
     result.hops[0].chunks = 1_000;
     assert!(plausible(plan, &result).unwrap_err().contains("1000 chunks"));
+}
+
+/// A writer the test reads back.
+#[derive(Clone, Default)]
+struct Shared(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Shared {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `--report-every`: every member is asked to report (its plan's `report_every_ms`), and each
+/// interval it sends while it runs is one `fabcheck.progress.v1` record naming it: 3 members
+/// reporting 5 intervals each are 15 records, 5 per member, in time order.
+#[test]
+fn report_every_asks_every_member_and_each_interval_is_one_record() {
+    use crate::model::Interval;
+    let plans = ring(3);
+    let json = Shared::default();
+    let start = Instant::now();
+    let recorder = crate::progress_record::Recorder::to(None, Some(Box::new(json.clone())));
+    let mut live = crate::collective::live::Live::new(recorder, start, 1000, "allreduce");
+    {
+        let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60)).reporting(Some(&mut live));
+        let mut act = Actions::default();
+        r.start(start, &mut act);
+        assert!(act.sends.iter().all(|(_, q)| matches!(q, Request::PrepareMember { plan, .. } if plan.report_every_ms == Some(1000))));
+        for (side, plan) in plans.iter().enumerate() {
+            r.on_reply(side, ready(plan), start, &mut act);
+        }
+        for side in 0..3 {
+            r.on_reply(side, Reply::Connected, start, &mut act);
+        }
+        for i in 1..=5u64 {
+            for side in 0..3 {
+                let interval = Interval { t_ms: i * 1000, gbps: Some(10.0 * side as f64 + i as f64), lat_us: None };
+                r.on_reply(side, Reply::Progress { interval }, start + Duration::from_secs(i), &mut act);
+            }
+        }
+        for (side, plan) in plans.iter().enumerate() {
+            r.on_reply(side, done(plan), start, &mut act);
+        }
+        for side in 0..3 {
+            r.on_reply(side, Reply::Finished, start, &mut act);
+        }
+        assert_eq!(r.take_outcome().unwrap().len(), 3);
+    }
+    assert_eq!(live.written(), 15);
+    let text = String::from_utf8(json.0.lock().unwrap().clone()).unwrap();
+    let records: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(records.len(), 15);
+    for side in 0..3 {
+        let mine: Vec<&serde_json::Value> = records.iter().filter(|r| r["endpoint"] == format!("n{side}")).collect();
+        assert_eq!(mine.len(), 5, "{text}");
+        assert!(mine.iter().all(|r| r["schema"] == "fabcheck.progress.v1" && r["test"] == "allreduce" && r["size"] == 4096), "{text}");
+        let t: Vec<f64> = mine.iter().map(|r| r["t"].as_f64().unwrap()).collect();
+        assert_eq!(t, [1.0, 2.0, 3.0, 4.0, 5.0]);
+    }
+
+    // Without --report-every a progress reply is not asked for: a protocol error naming it.
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(60));
+    let mut act = Actions::default();
+    r.start(start, &mut act);
+    assert!(act.sends.iter().all(|(_, q)| matches!(q, Request::PrepareMember { plan, .. } if plan.report_every_ms.is_none())));
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, ready(plan), start, &mut act);
+    }
+    for side in 0..3 {
+        r.on_reply(side, Reply::Connected, start, &mut act);
+    }
+    r.on_reply(1, Reply::Progress { interval: Interval { t_ms: 1, gbps: Some(1.0), lat_us: None } }, start, &mut act);
+    assert!(matches!(r.take_outcome(), Err(RunError::Lost { member: MemberId(1), .. })));
 }
