@@ -320,7 +320,7 @@ pub struct RunResult {
     /// lat_under_load: the latency QP's figures before the load started (`lat` is under it;
     /// `bytes` and `elapsed_ns` are the load's over that phase).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub idle_lat: Option<LatencySummary>,
+    pub idle_lat: Option<Box<LatencySummary>>,
 }
 
 /// Where a test runs on one side.

@@ -315,7 +315,7 @@ pub(super) fn active(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
         bytes: moved.bytes,
         elapsed_ns: moved.elapsed_ns,
         lat: loaded.summary(ns_per_tick, loaded_ns),
-        idle_lat: idle.summary(ns_per_tick, idle_ns),
+        idle_lat: idle.summary(ns_per_tick, idle_ns).map(Box::new),
         ..RunResult::default()
     })
 }

@@ -417,7 +417,7 @@ fn active_result(spec: &TestSpec, gbps: f64) -> RunResult {
             // The idle profile, then LOADED_FACTOR times it while a load of `gbps` ran.
             let loaded = LatencySummary { p50: us * LOADED_FACTOR, p99: (us + 0.1) * LOADED_FACTOR, ..lat };
             let bytes = (gbps * elapsed_ns as f64 / 8.0) as u64;
-            return RunResult { iterations, bytes, elapsed_ns, lat: Some(loaded), idle_lat: Some(lat), ..RunResult::default() };
+            return RunResult { iterations, bytes, elapsed_ns, lat: Some(loaded), idle_lat: Some(Box::new(lat)), ..RunResult::default() };
         }
         return RunResult { iterations, bytes: u64::from(spec.size) * iterations, elapsed_ns, lat: Some(lat), ..RunResult::default() };
     }

@@ -539,7 +539,7 @@ fn summarise(t: &PlannedTest, runs: &[Option<RunResult>; 2], same_port: bool, sk
         // lat_under_load: the idle phase beside the loaded one, and what the load moved.
         if let (Some(run), Some(loaded)) = (active.first(), result.lat_us) {
             let load_gbps = summary::gbps(run.bytes, run.elapsed_ns);
-            result.under_load = run.idle_lat.and_then(|idle| crate::outcome::UnderLoad::of(idle, &loaded, load_gbps, spec.qps));
+            result.under_load = run.idle_lat.as_deref().and_then(|idle| crate::outcome::UnderLoad::of(*idle, &loaded, load_gbps, spec.qps));
         }
     } else if !active.is_empty() {
         // One direction: its own window. Both (bidi): everything both sides moved, over a
