@@ -11,8 +11,6 @@
 //! | `collective` allreduce, alltoall | 15% each |
 //! | the rest of the soak window | what is left, then the end check |
 
-use crate::collective::op::Op;
-use crate::collective::Member;
 use std::time::Duration;
 
 /// Shortest test a stage is given, whatever the duration.
@@ -36,17 +34,6 @@ impl Budget {
     }
 }
 
-/// Iterations of `op` that take about `secs` at the slowest member's link rate (as `collective
-/// --duration` counts them: a healthy fabric's time; a slow one takes longer, bounded by the
-/// stage's deadline).
-pub fn iterations(op: Op, members: &[Member], size: u64, secs: f64) -> u64 {
-    let slowest = members.iter().filter_map(|m| m.capacity_gbps).fold(f64::INFINITY, f64::min);
-    let gbps = if slowest.is_finite() && slowest > 0.0 { slowest } else { 100.0 };
-    let n = members.len().max(2);
-    let bits = size as f64 * 8.0 * op.bus_factor(n).max(1.0);
-    ((secs / (bits / (gbps * 1e9)).max(1e-9)) as u64).clamp(1, 1_000_000)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -59,22 +46,5 @@ mod tests {
         // A short run still gives every test a second.
         let b = Budget::split(Duration::from_secs(4), 64);
         assert_eq!((b.mesh_test, b.collective), (MIN_TEST, MIN_TEST));
-    }
-
-    #[test]
-    fn iterations_follow_the_slowest_link() {
-        let m = |gbps| Member {
-            host: "h".into(),
-            device: "mlx5_0".into(),
-            port: 1,
-            rail: None,
-            capacity_gbps: Some(gbps),
-            link_layer: crate::port::LinkLayer::InfiniBand,
-            mtu: None,
-        };
-        // 4 members at 100 Gb/s, allreduce of 100 MB: 1.5 x 800 Mb = 12 ms an iteration.
-        let members = vec![m(100.0), m(400.0), m(100.0), m(100.0)];
-        assert!((99..=100).contains(&iterations(Op::AllReduce, &members, 100_000_000, 1.2)));
-        assert_eq!(iterations(Op::AllToAll, &members, 100_000_000, 0.0), 1);
     }
 }

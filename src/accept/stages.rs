@@ -179,7 +179,7 @@ pub fn collective_stage(fleet: &Fleet<'_>, op: Op, budget: Duration, progress: &
     let config = crate::collective::run::Config {
         op,
         size: 64 << 20,
-        iters: super::budget::iterations(op, &members, 64 << 20, budget.as_secs_f64()),
+        iters: crate::collective::plan::iterations_for(op, &members, 64 << 20, budget.as_secs_f64()),
         criteria: crate::collective::judge::Criteria::default(),
         bisect: false,
         topology: None,

@@ -239,6 +239,19 @@ pub fn bcast_pieces(n: usize, bytes: u64) -> u64 {
     want.min((bytes / MIN_PIECE).max(1)).min(MAX_STEPS as u64)
 }
 
+/// Iterations of `op` among `members` that take about `secs` at the slowest member's link rate
+/// (`collective --duration`, and `accept`'s collective stages): a healthy fabric's time; a slow
+/// one takes longer, bounded by the run's deadline. An unknown rate counts as 100 Gb/s; an
+/// incast's iteration is every member's round.
+pub fn iterations_for(op: Op, members: &[crate::collective::Member], size: u64, secs: f64) -> u64 {
+    let slowest = members.iter().filter_map(|m| m.capacity_gbps).fold(f64::INFINITY, f64::min);
+    let gbps = if slowest.is_finite() && slowest > 0.0 { slowest } else { 100.0 };
+    let n = members.len().max(2);
+    let bits = size as f64 * 8.0 * op.bus_factor(n).max(1.0) * if matches!(op, Op::Incast(_)) { n as f64 } else { 1.0 };
+    let per_iter = bits / (gbps * 1e9);
+    ((secs / per_iter.max(1e-9)) as u64).clamp(1, 1_000_000)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -326,5 +339,23 @@ mod tests {
         assert_eq!(bcast_pieces(4, 64 << 20), 16);
         assert_eq!(bcast_pieces(2, 64 << 20), 8);
         assert_eq!(bcast_pieces(100, 8192), 2);
+    }
+
+    #[test]
+    fn duration_gives_iterations_from_the_slowest_link() {
+        let m = |gbps| crate::collective::Member {
+            host: "h".into(),
+            device: "mlx5_0".into(),
+            port: 1,
+            rail: None,
+            capacity_gbps: Some(gbps),
+            link_layer: crate::port::LinkLayer::InfiniBand,
+            mtu: None,
+        };
+        // 4 members, the slowest at 100 Gb/s, allreduce of 100 MB: 1.5 x 800 Mb = 12 ms an iteration.
+        let members = vec![m(100.0), m(100.0), m(400.0), m(100.0)];
+        assert!((99..=100).contains(&iterations_for(Op::AllReduce, &members, 100_000_000, 1.2)));
+        assert_eq!(iterations_for(Op::AllReduce, &members, 100_000_000, 0.0), 1);
+        assert_eq!(iterations_for(Op::AllToAll, &members, 100_000_000, 0.0), 1);
     }
 }

@@ -49,7 +49,7 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
     }
     let iters = match (args.iters, args.duration) {
         (Some(n), _) => n,
-        (None, Some(secs)) => iters_for(op, &members, u64::from(args.size), secs),
+        (None, Some(secs)) => crate::collective::plan::iterations_for(op, &members, u64::from(args.size), secs),
         (None, None) => DEFAULT_ITERS,
     };
     let config = Config {
@@ -117,17 +117,6 @@ fn read_topology(path: &std::path::Path) -> Result<crate::mesh::topology::Topolo
     crate::mesh::topology::Topology::from_cabling(&cabling).map_err(|e| Failure::usage(format!("--topology {}: {e}", path.display())))
 }
 
-/// Iterations that take about `secs` at the slowest member's link rate (a healthy fabric's
-/// time; a slow one takes longer, bounded by the deadline).
-pub fn iters_for(op: Op, members: &[Member], size: u64, secs: f64) -> u64 {
-    let slowest = members.iter().filter_map(|m| m.capacity_gbps).fold(f64::INFINITY, f64::min);
-    let gbps = if slowest.is_finite() && slowest > 0.0 { slowest } else { 100.0 };
-    let n = members.len().max(2);
-    let bits = size as f64 * 8.0 * op.bus_factor(n).max(1.0) * if matches!(op, Op::Incast(_)) { n as f64 } else { 1.0 };
-    let per_iter = bits / (gbps * 1e9);
-    ((secs / per_iter.max(1e-9)) as u64).clamp(1, 1_000_000)
-}
-
 /// A run that gave no result, in words (exit 2): the member named.
 fn could_not_run(error: &RunError, members: &[Member]) -> Failure {
     let name = |m: crate::model::collective::MemberId| members.get(m.0 as usize).map(crate::collective::blame::label);
@@ -141,27 +130,5 @@ fn could_not_run(error: &RunError, members: &[Member]) -> Failure {
             let who = name(*member).map(|n| format!("{n}: ")).unwrap_or_default();
             Failure::new(format!("{who}{}", crate::sanitise::one_line(cause)), crate::sanitise::one_line(remedy).into_owned())
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn duration_gives_iterations_from_the_slowest_link() {
-        let m = |gbps| Member {
-            host: "h".into(),
-            device: "mlx5_0".into(),
-            port: 1,
-            rail: None,
-            capacity_gbps: Some(gbps),
-            link_layer: crate::port::LinkLayer::InfiniBand,
-            mtu: None,
-        };
-        // 4 members, the slowest at 100 Gb/s, allreduce of 100 MB: 1.5 x 800 Mb = 12 ms an iteration.
-        let members = vec![m(100.0), m(100.0), m(400.0), m(100.0)];
-        assert!((99..=100).contains(&iters_for(Op::AllReduce, &members, 100_000_000, 1.2)));
-        assert_eq!(iters_for(Op::AllReduce, &members, 100_000_000, 0.0), 1);
     }
 }
