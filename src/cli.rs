@@ -8,10 +8,12 @@ use crate::model::Unparsed;
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 
+mod burn_in;
 pub mod examples;
 mod fleet;
 pub mod values;
 
+pub use burn_in::BurnInFlags;
 pub use fleet::{AcceptArgs, CollectiveArgs, MeshArgs};
 pub use values::{parse_seconds, parse_size};
 
@@ -430,23 +432,6 @@ pub struct ProgressFlags {
     /// Only problems and the verdict: no progress (unless --progress), no rows that passed.
     #[arg(long)]
     pub quiet: bool,
-}
-
-/// A burn-in's live figures (`pair`, `mesh`; perftest's --run_infinitely prints every 5 s).
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Output")]
-pub struct BurnInFlags {
-    /// While a test runs, its figures every SECS (at least 0.1): a line on stderr, and with
-    /// --progress-json a fabcheck.progress.v1 record per line. Give -D for a long test.
-    #[arg(long, value_name = "SECS", value_parser = values::parse_seconds)]
-    pub report_every: Option<f64>,
-    /// With --report-every: one JSON record per interval in FILE (replaced at the start).
-    #[arg(long, value_name = "FILE", requires = "report_every")]
-    pub progress_json: Option<PathBuf>,
-    /// With --report-every: keep the last interval's figures in DIR for `fabcheck exporter
-    /// --live-dir` while the run lasts (default /run/fabcheck/live where it may write; none: off).
-    #[arg(long, value_name = "DIR", requires = "report_every")]
-    pub live_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -5,7 +5,7 @@
 //! soak's. A node that answered at the start and not at the end is `accept.unreachable` (lost
 //! during the run). Findings it already had at the start are level 1's, not said twice.
 
-use super::run::Answer;
+use super::config::Answer;
 use super::stage::{StageName, StageRun};
 use crate::outcome::{Finding, FindingId, Severity, Verdict};
 use std::time::Duration;

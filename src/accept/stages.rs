@@ -6,7 +6,7 @@
 //! could not reach are named unreachable in every stage; every wait is bounded by the stage's
 //! own deadline.
 
-use super::run::{AcceptConfig, Progress};
+use super::config::{AcceptConfig, Progress};
 use super::stage::{self, Aliases, StageName, StageRun};
 use crate::collective::op::Op;
 use crate::mesh::pattern::Pattern;

@@ -8,7 +8,7 @@
 //! same rails. A hop of one ring order that the other run did not have (another `--topology`,
 //! a member more) is listed as only in one document, never compared with another hop.
 
-use super::read::{Entry, Figures};
+use super::figures::{Entry, Figures};
 use super::Figure;
 use serde_json::Value;
 

@@ -14,6 +14,7 @@
 //! `total`, or the hop `A/DEV <-> B/DEV` with its direction).
 
 pub mod collective;
+pub mod figures;
 pub mod read;
 pub mod render;
 

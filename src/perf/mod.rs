@@ -10,6 +10,7 @@ pub mod clock;
 pub mod counters;
 pub mod gid;
 pub mod latency;
+pub mod latency_probe;
 pub mod live;
 pub mod load;
 pub mod loaded_latency;

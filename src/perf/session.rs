@@ -46,7 +46,7 @@ pub struct Session {
     /// The thread's CPU affinity before the session pinned it, put back on drop.
     unpin: Option<nix::sched::CpuSet>,
     /// lat_under_load's latency QP, on CQs of its own (`super::loaded_latency`).
-    pub(super) probe: Option<super::loaded_latency::Probe>,
+    pub(super) probe: Option<super::latency_probe::Probe>,
 }
 
 impl Drop for Session {
@@ -167,9 +167,9 @@ impl Session {
         }
         // Every current provider takes messages of 1 GiB and more; the protocol caps sizes at
         // 64 MiB (TestSpec::validate), so no per-device size check is needed here.
-        let size = super::loaded_latency::region_half(spec);
+        let size = super::latency_probe::region_half(spec);
         let subject = format!("{}/{}", device.name, port.port);
-        super::loaded_latency::refuse_cm(spec, target.cm.is_some())?;
+        super::latency_probe::refuse_cm(spec, target.cm.is_some())?;
         let cm = match target.cm {
             None => None,
             Some(role) => Some(cm_bind(role, port, chosen.map(|g| g.gid), &subject, spec.qps, conditions.tclass)?),
@@ -254,7 +254,7 @@ impl Session {
         for qp in &mut qps {
             qp.to_init(port_num, conditions.pkey_index.unwrap_or(0), qp_access(spec.test, spec.role))?;
         }
-        let probe = super::loaded_latency::open_probe(&ctx, &pd, spec, qp_config, (port_num, conditions.pkey_index.unwrap_or(0)))?;
+        let probe = super::latency_probe::open_probe(&ctx, &pd, spec, qp_config, (port_num, conditions.pkey_index.unwrap_or(0)))?;
         let psn = initial_psn();
         let local = Endpoint {
             host: host.to_string(),
