@@ -31,6 +31,16 @@ fn script() -> String {
     format!("{}/tests/rxe/paths-net.sh", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// paths-net.sh SIDE ACTION: here (guest 1) run directly, on the peer (guest 2) over ssh with
+/// the script's path quoted for the remote shell (a clone's path may hold a space).
+fn net(side: u8, action: &str) -> Output {
+    if side == 1 {
+        return Command::new(script()).args(["1", action]).output().expect("run paths-net.sh");
+    }
+    let quoted = format!("'{}'", script().replace('\'', "'\\''"));
+    Command::new("ssh").args(["-T", "-o", "BatchMode=yes", &peer(), &format!("{quoted} {side} {action}")]).output().expect("run ssh")
+}
+
 /// Both guests' halves of the routed network, torn down (rails 1 and 2 given back) on drop.
 struct Routed;
 
@@ -39,9 +49,9 @@ impl Routed {
         let rails: u32 = std::env::var("FABCHECK_VM_RAILS").ok().and_then(|r| r.parse().ok()).unwrap_or(0);
         assert!(rails >= 3, "paths tier: needs rails 1 and 2 for the two routed paths; boot with --guests 2 --rails 3 (have {rails})");
         let guard = Routed;
-        let here = sh(&format!("{} 1 up", script()));
+        let here = net(1, "up");
         assert!(here.status.success(), "router here: {}", String::from_utf8_lossy(&here.stderr));
-        let there = sh(&format!("ssh -T -o BatchMode=yes {} {} 2 up", peer(), script()));
+        let there = net(2, "up");
         assert!(there.status.success(), "router on the peer: {}", String::from_utf8_lossy(&there.stderr));
         guard
     }
@@ -49,8 +59,8 @@ impl Routed {
 
 impl Drop for Routed {
     fn drop(&mut self) {
-        let _ = sh(&format!("{} 1 down", script()));
-        let _ = sh(&format!("ssh -T -o BatchMode=yes {} {} 2 down", peer(), script()));
+        let _ = net(1, "down");
+        let _ = net(2, "down");
         std::thread::sleep(std::time::Duration::from_millis(500));
     }
 }
