@@ -119,7 +119,7 @@ fn firmware_configuration_not_read_is_said_as_info() {
 fn a_link_flap_during_a_soak_window_is_named() {
     let _serial = require_rxe();
     let _restore = Restore("ip link set va up");
-    let mut check = std::process::Command::new(super::bin())
+    let check = std::process::Command::new(super::bin())
         .args(["check", "--json", "--device", DEVICE, "--soak", "6s"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
