@@ -137,33 +137,38 @@ fn sigterm_ends_a_long_run_with_its_document_and_no_agent_left() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// lat_under_load on rxe0 with a tbf on va (issue #55): the loaded p99 is above the idle one, in
-/// the result and in its finding (an info: Soft-RoCE is reported, not judged). Ordering only,
-/// no timing figure. Measured in the guest (2026-12-05, 300 iterations): idle p99 60-1200 us,
-/// loaded p99 33-38 ms. In this one guest rxe0 talks to itself and rxe's loopback never passes
-/// the netdev (`tc -s qdisc show dev va` counts 1 packet of the run: tests/rxe/rails.rs says the
-/// same of netem), so what rises is the shared path's queueing (rxe's one send path and the
-/// guest's two CPUs), not tbf's; tbf is installed as the issue asks and did not panic here (it
-/// did in the two-host tier, tests/rxe/two-hosts.sh).
+/// lat_under_load on rxe0 (issue #55): both phases measured on the one connection, the load
+/// moving bytes while the loaded phase runs, the ratios the two phases' figures, and the finding
+/// an info (Soft-RoCE is reported, not judged) in the result and on the prom page.
+///
+/// What this test does not claim: that the loaded p99 is above the idle one. In this one guest
+/// rxe0 talks to itself and rxe's loopback never passes the netdev (a tbf on va counted 3
+/// packets of a run), so no qdisc can shape what the probe waits behind; the ordering came from
+/// the guest's two CPUs and held in most runs but not all (a rehearsal on a quiet machine gave
+/// p99 18.8 us loaded against 30.8 us idle). A shaped wire needs the two guests, where tbf
+/// panicked the guest kernel (tests/rxe/two-hosts.sh).
 #[test]
-fn lat_under_load_reports_a_loaded_p99_above_the_idle_one() {
+fn lat_under_load_measures_both_phases_on_one_connection() {
     let _serial = require_rxe();
-    let _restore = super::Restore("tc qdisc del dev va root 2>/dev/null; true");
-    let add = super::sh(&format!("tc qdisc add dev {} root tbf rate 20mbit burst 32kb latency 50ms", super::NETDEV));
-    assert!(add.status.success(), "tbf unavailable (sch_tbf): {}", String::from_utf8_lossy(&add.stderr));
     let out = Command::new(bin())
         .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "lat_under_load", "--iters", "300"])
         .output()
         .unwrap();
     let doc = json(&out);
-    let qdisc = super::sh(&format!("tc -s qdisc show dev {}", super::NETDEV));
-    eprintln!("lat_under_load under tbf: exit {:?}\n{}\n{}", out.status.code(), doc["results"], String::from_utf8_lossy(&qdisc.stdout));
+    eprintln!("lat_under_load: exit {:?}\n{}", out.status.code(), doc["results"]);
     let r = &doc["results"][0];
     assert_eq!((r["test"].as_str(), r["error"].as_str()), (Some("lat_under_load"), None), "{doc:#}");
-    let (loaded, idle) = (r["lat_us"]["p99"].as_f64().unwrap(), r["under_load"]["idle_lat_us"]["p99"].as_f64().unwrap());
-    assert!(loaded > idle, "loaded p99 {loaded} us is not above the idle p99 {idle} us: {r:#}");
-    assert!(r["under_load"]["p99_ratio"].as_f64().is_some_and(|x| x > 1.0), "{r:#}");
-    assert!(r["under_load"]["load_gbps"].as_f64().is_some_and(|g| g > 0.0), "the load moved nothing: {r:#}");
+    let u = &r["under_load"];
+    let (loaded, idle) = (&r["lat_us"], &u["idle_lat_us"]);
+    for (phase, lat) in [("loaded", loaded), ("idle", idle)] {
+        let (p50, p99) = (lat["p50"].as_f64().unwrap_or(0.0), lat["p99"].as_f64().unwrap_or(0.0));
+        assert!(p50 > 0.0 && p99 >= p50, "{phase} phase not measured: {r:#}");
+    }
+    // The ratios are the two phases' own figures (both rounded to 3 places in the document).
+    let ratio = loaded["p99"].as_f64().unwrap() / idle["p99"].as_f64().unwrap();
+    assert!((u["p99_ratio"].as_f64().unwrap() - ratio).abs() <= 0.01 * ratio.max(1.0), "{r:#}");
+    assert!(u["load_qps"].as_u64().is_some_and(|q| q >= 1), "{r:#}");
+    assert!(u["load_gbps"].as_f64().is_some_and(|g| g > 0.0), "the load moved nothing: {r:#}");
     let found: Vec<&serde_json::Value> = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.loaded_latency").collect();
     assert_eq!(found.len(), 1, "{}", doc["findings"]);
     assert_eq!(found[0]["severity"], "info", "Soft-RoCE is reported, not judged: {}", found[0]);
