@@ -76,10 +76,11 @@ fn mib(bytes: u64) -> String {
     }
 }
 
-/// The bytes one test registers: `perf::session::Session` registers one region of two halves of
-/// the message size (receive, send), whatever the number of QPs.
-pub fn test_bytes(size: u32) -> u64 {
-    u64::from(size) * 2
+/// The bytes one test registers: `perf::session::Session` registers one region of two halves
+/// (receive, send), whatever the number of QPs; each half is `perf::latency_probe::region_half`
+/// (the message size, or lat_under_load's 64 KiB load messages where larger).
+pub fn test_bytes(half: u64) -> u64 {
+    half * 2
 }
 
 /// The budget every session of one serve shares. Pure accounting: reservations are made

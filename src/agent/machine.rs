@@ -93,7 +93,7 @@ impl Machine {
             Request::Rails { spec } => vec![Step::Rails(spec)],
             Request::Prepare { target, spec } => {
                 self.close();
-                let bytes = if spec.validate().is_err() { None } else { Some(budget::test_bytes(spec.size)) };
+                let bytes = if spec.validate().is_err() { None } else { Some(budget::test_bytes(crate::perf::latency_probe::region_half(&spec))) };
                 match self.reserve(bytes) {
                     Ok(()) => {
                         self.pending = Some(Open::Test);
