@@ -58,6 +58,8 @@ fn atomics_inline_off_and_events_are_within_sanity_bounds_of_perftest() {
         },
     ];
     let mut report = Vec::new();
+    // fabcheck's busy-polled send_lat (the `--inline 0` case, before the `--events` one).
+    let mut busy_lat = f64::NAN;
     for c in cases {
         let latency = c.test.ends_with("_lat");
         let better = |best: f64, v: f64| if latency { best.min(v) } else { best.max(v) };
@@ -87,6 +89,18 @@ fn atomics_inline_off_and_events_are_within_sanity_bounds_of_perftest() {
         }
         assert!(theirs != worst, "{} gave no figure in 9 runs", c.tool);
         report.push(format!("{}: fabcheck {ours} vs {} {theirs} ({}) ratio {ratio:.2}", c.name, c.tool, if latency { "us" } else { "Mpps" }));
+        if c.name == "send_lat --inline 0" {
+            busy_lat = ours;
+        }
+        if c.name == "send_lat --events" {
+            // ib_send_lat -e's wake-up cost swings with how idle the guest's CPUs are: on a
+            // quiet rehearsal its best of 9 was 53 us against fabcheck's 15.8 (ratio 0.30), on
+            // busy ones within 1.1. So this case's floor is not perftest's: fabcheck with
+            // --events must not be slower than it (the bound), and must be slower than its own
+            // busy-polled send_lat (it really sleeps in poll(2) on a completion channel).
+            assert!(ratio < MAX_RATIO && ours > busy_lat, "{}\n(busy-polled send_lat {busy_lat} us)", report.join("\n"));
+            continue;
+        }
         assert!(ratio > 1.0 / MAX_RATIO && ratio < MAX_RATIO, "{}", report.join("\n"));
     }
     eprintln!("{}", report.join("\n"));
