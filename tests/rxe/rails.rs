@@ -15,6 +15,10 @@ use serde_json::Value;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
+/// A token bucket on one rail's link, routed so that it cannot panic the guest (two guests).
+#[path = "rails_shaped.rs"]
+mod shaped;
+
 /// The rails of this guest, in rail order: (rxe device, its netdev). Panics on a guest booted
 /// without `--rails N` (N >= 2) or whose devices are not there: a rails test must not pass here.
 fn rails() -> Vec<(String, String)> {
@@ -242,9 +246,9 @@ pub mod two_hosts {
     /// four socket links of a few Mbit/s each, where one signalled batch of 64 KiB writes can take
     /// longer than the default 5 s to complete (measured: every rail's write_bw "no progress for
     /// 5000 ms" on a clean run). A stall is still an error, only later.
-    const STALL_MS: &str = "30000";
+    pub(super) const STALL_MS: &str = "30000";
 
-    fn peer() -> String {
+    pub(super) fn peer() -> String {
         let addr = std::env::var("FABCHECK_VM_PEER_ADDR").unwrap_or_else(|_| {
             panic!("rails two-host tier: no FABCHECK_VM_PEER_ADDR; run in guest 1 of `--guests 2 --rails 4` (tests/rxe/two-hosts.sh)")
         });
@@ -260,7 +264,7 @@ pub mod two_hosts {
         fabcheck(&args)
     }
 
-    fn pair_across(extra: &[&str]) -> (Output, Value) {
+    pub(super) fn pair_across(extra: &[&str]) -> (Output, Value) {
         let out = pair_across_raw(extra);
         let doc = json(&out);
         (out, doc)
@@ -298,32 +302,30 @@ pub mod two_hosts {
         assert_only_rail_named(&out, &doc, &rails, bad, "2% loss across guests");
     }
 
-    /// A rail held to about a quarter of its concurrent figure (emulated rails at once: 3.6-9
-    /// Mbit/s each, benches/rails.sh) by a 1 Mbit/s token bucket on its netdev. Not run in CI
-    /// (tests/rxe/two-hosts.sh): packets rxe leaves in the bucket when its QP is destroyed can
-    /// panic Debian 6.1's kernel; the bucket's `latency` is kept short so less is held.
-    #[test]
-    fn a_rate_limited_rail_is_named() {
-        let _serial = require_rxe();
-        let rails = rails();
-        let bad = 1 % rails.len();
-        let netdev = rails[bad].1.clone();
-        let _restore = Undo(format!("tc qdisc del dev {netdev} root 2>/dev/null; true"));
-        let add = sh(&format!("tc qdisc add dev {netdev} root tbf rate 1mbit burst 32kb latency 100ms"));
-        assert!(add.status.success(), "tbf unavailable (sch_tbf): {}", String::from_utf8_lossy(&add.stderr));
-        let (out, doc) = pair_across(&["--tests", "write_bw", "--iters", "40", "--direction", "ab"]);
-        assert_rails_doc(&doc, &rails);
-        assert_only_rail_named(&out, &doc, &rails, bad, "a 1 Mbit/s tbf");
-    }
-
     /// `collective localhost root@PEER --rails auto --op OP`: one ring of two members per rail,
     /// every rail at once (issue #53). Small chunks and few iterations: the emulated rails carry a
     /// few Mbit/s each.
     fn collective_across(op: &str) -> (Output, Value) {
         let peer = peer();
         let bin = super::super::remote_bin();
-        let args =
-            ["collective", "localhost", &peer, "--rails", "auto", "--op", op, "--size", "256K", "--iters", "3", "--remote-fabcheck", &bin, "--json"];
+        let args = [
+            "collective",
+            "localhost",
+            &peer,
+            "--rails",
+            "auto",
+            "--op",
+            op,
+            "--size",
+            "256K",
+            "--iters",
+            "10",
+            "--hop-threshold",
+            CLEAN_HOP_THRESHOLD,
+            "--remote-fabcheck",
+            &bin,
+            "--json",
+        ];
         let out = fabcheck(&args);
         let doc = json(&out);
         (out, doc)
@@ -342,25 +344,40 @@ pub mod two_hosts {
         assert!(doc["total"]["busbw_gbps"].as_f64().is_some_and(|b| b > 0.0), "{op}: no total busbw: {doc}");
     }
 
-    /// allreduce, alltoall and incast over every rail across the guests: the rings, their hops
-    /// and busbw per rail and in total. Rails at once on emulated links spread widely (see
-    /// CLEAN_RAIL_THRESHOLD), so, as in `mesh_across_guests_rail_by_rail`, the verdict is not
-    /// asserted on the clean run: that the run is had (not exit 2) and its figures are.
+    /// `--hop-threshold` for the clean collectives across the guests. Without KVM a clean hop's
+    /// median step can be several times its ring's median hop (measured in this tier, default
+    /// threshold 2x: 3 of 6 clean runs of 20 or 40 iterations named a hop, at 2.2-4.2x), where
+    /// hardware's hops are within a few percent. The faults it must still catch are far above it:
+    /// a 1 Mbit/s rail's hops are 40-60x the other rails' (`rails::shaped`).
+    const CLEAN_HOP_THRESHOLD: &str = "6";
+
+    /// allreduce, alltoall and incast over every rail across the guests pass, with the rings,
+    /// their hops and busbw per rail and in total. A clean run that fails is run once more and
+    /// must pass then: a guest's vCPU descheduled mid-run can hold one hop past any threshold
+    /// (see CLEAN_HOP_THRESHOLD), and twice in a row for the same op is a defect.
     #[test]
     fn collective_over_every_rail_across_guests() {
         let _serial = require_rxe();
         let rails = rails();
         for op in ["allreduce", "alltoall", "incast:1"] {
-            let (out, doc) = collective_across(op);
-            eprintln!(
-                "collective {op} over {} rails: exit {:?}, total {}, suspects {}",
-                rails.len(),
-                out.status.code(),
-                doc["total"],
-                doc["suspects"]
-            );
-            assert!(matches!(out.status.code(), Some(0) | Some(1)), "{op}: {}", stderr(&out));
-            assert_rings(&doc, &rails, op);
+            let (mut out, mut doc) = collective_across(op);
+            for attempt in 1..=2 {
+                eprintln!(
+                    "collective {op} over {} rails (run {attempt}): exit {:?}, total {}, suspects {}",
+                    rails.len(),
+                    out.status.code(),
+                    doc["total"],
+                    doc["suspects"]
+                );
+                assert!(matches!(out.status.code(), Some(0) | Some(1)), "{op}: {}", stderr(&out));
+                assert_rings(&doc, &rails, op);
+                if out.status.code() == Some(0) || attempt == 2 {
+                    break;
+                }
+                (out, doc) = collective_across(op);
+            }
+            assert_eq!(out.status.code(), Some(0), "{op}: a clean run failed twice: {}\n{}", doc["findings"], stderr(&out));
+            assert_eq!(doc["verdict"], "pass", "{op}: {doc}");
         }
     }
 
@@ -378,7 +395,8 @@ pub mod two_hosts {
     /// 3.0x-13x. rxe takes a retry count of 7 as no limit, so no QP fails, and at 67 ms a try
     /// the stall limit is 75 tries in a row (below 1e-4 a chunk). Loss holds no packet (a delay
     /// or a token bucket on egress holds packets that point at their QP's socket, which a QP
-    /// destroyed meanwhile frees: the tbf panic, see `a_rate_limited_rail_is_named`).
+    /// destroyed meanwhile frees: see tests/rxe/shaped-rail.sh, which routes the rail to put a
+    /// bucket on it safely, `rails::shaped`).
     ///
     /// Asserted: the run fails, that rail's ring is the slowest (by its faster hop's median step:
     /// busbw is rounded to 0.001 Gb/s, below which emulated 2 KiB rings fall), and a `rail`

@@ -131,14 +131,12 @@ if [ -x "$rxe_bin" ]; then
 fi
 
 # Rails (issue #29): the ssh client set up above reaches guest 2 for the agents of each rail;
-# the sessions of one host share one ssh login (src/control/ssh_share.rs). Not in CI: the tbf
-# rate fault. It panicked guest 1's kernel once (Debian 6.1's rdma_rxe: packets still held in
-# the token bucket keep a pointer to their QP's socket, freed when the QP is destroyed; the
-# panic is in validate_xmit_skb when tbf releases them). It stays runnable with
-# `tests/rxe/run.sh --rails BIN`; the loss fault on one rail (netem drops at once, holds
-# nothing) runs here.
+# the sessions of one host share one ssh login (src/control/ssh_share.rs). The token-bucket
+# faults (tests/rxe/rails_shaped.rs) route their rail through a namespace (tests/rxe/shaped-rail.sh):
+# a bucket on rxe's own netdev panicked Debian 6.1's kernel (packets still held in it keep a
+# pointer to their QP's socket, freed when the QP is destroyed), a routed packet is orphaned.
 if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
-	tests/rxe/run.sh --rails "$rxe_bin" --skip rails::two_hosts::a_rate_limited_rail_is_named
+	tests/rxe/run.sh --rails "$rxe_bin"
 fi
 
 # --paths across two equal-cost routed paths (issue #56, tests/rxe/paths.rs): after the rails
