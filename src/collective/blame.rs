@@ -27,6 +27,40 @@ struct Hop {
     ring: usize,
 }
 
+/// Host `h` as a `node` suspect: with `both_ways`, when its every hop in and every hop out is
+/// slow (whatever another node explains already: two slow nodes side by side share a hop);
+/// otherwise when its every hop out (two or more) or every hop in (two or more, from two
+/// hosts or more) is slow and none of them is explained already. Marks its hops explained.
+fn node_suspect<'m>(h: &str, hops: &[Hop], explained: &mut [bool], both_ways: bool, host: &impl Fn(MemberId) -> &'m str) -> Option<Suspect> {
+    let out: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].from) == h).collect();
+    let inn: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].to) == h).collect();
+    let all_slow = |v: &[usize]| !v.is_empty() && v.iter().all(|i| hops[*i].slow);
+    let fresh = |v: &[usize]| v.iter().all(|i| !explained[*i]);
+    let senders: BTreeSet<&str> = inn.iter().map(|i| host(hops[*i].from)).collect();
+    let node = if both_ways {
+        all_slow(&out) && all_slow(&inn)
+    } else {
+        (out.len() >= 2 && all_slow(&out) && fresh(&out)) || (inn.len() >= 2 && senders.len() >= 2 && all_slow(&inn) && fresh(&inn))
+    };
+    if !node {
+        return None;
+    }
+    let worst = out.iter().chain(&inn).map(|i| hops[*i].ratio).fold(0.0, f64::max);
+    let which = match (all_slow(&out), all_slow(&inn)) {
+        (true, true) => "into and out of it",
+        (true, false) => "out of it",
+        _ => "into it",
+    };
+    for i in out.iter().chain(&inn) {
+        explained[*i] = true;
+    }
+    Some(Suspect::new(
+        SuspectKind::Node,
+        one_line(h),
+        format!("every hop {which} is slow ({} hops, up to {worst:.1}x its ring's median hop)", out.len() + inn.len()),
+    ))
+}
+
 /// A member as the documents name it: `host/device`.
 pub fn label(m: &Member) -> String {
     format!("{}/{}", one_line(&m.host), one_line(&m.device))
@@ -54,29 +88,15 @@ pub fn blame(members: &[Member], figures: &Figures, judged: &[RingJudgment], cri
     let mut explained = vec![false; hops.len()];
     let mut suspects = Vec::new();
 
-    // Nodes.
+    // Nodes: first the hosts whose every hop in and out is slow, then, among the hops those do
+    // not explain, a host whose every hop out (or in) is. With rails every host sends to one
+    // successor per ring: the host before a slow node has every hop out slow (into the node)
+    // through no fault of its own, and is not named.
     let hosts: BTreeSet<&str> = members.iter().map(|m| m.host.as_str()).collect();
-    for h in &hosts {
-        let out: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].from) == *h).collect();
-        let inn: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].to) == *h).collect();
-        let all_slow = |v: &[usize]| !v.is_empty() && v.iter().all(|i| hops[*i].slow);
-        let senders: BTreeSet<&str> = inn.iter().map(|i| host(hops[*i].from)).collect();
-        let node =
-            (all_slow(&out) && all_slow(&inn)) || (out.len() >= 2 && all_slow(&out)) || (inn.len() >= 2 && senders.len() >= 2 && all_slow(&inn));
-        if node {
-            let worst = out.iter().chain(&inn).map(|i| hops[*i].ratio).fold(0.0, f64::max);
-            let which = match (all_slow(&out), all_slow(&inn)) {
-                (true, true) => "into and out of it",
-                (true, false) => "out of it",
-                _ => "into it",
-            };
-            suspects.push(Suspect::new(
-                SuspectKind::Node,
-                one_line(h),
-                format!("every hop {which} is slow ({} hops, up to {worst:.1}x its ring's median hop)", out.len() + inn.len()),
-            ));
-            for i in out.iter().chain(&inn) {
-                explained[*i] = true;
+    for both_ways in [true, false] {
+        for h in &hosts {
+            if let Some(suspect) = node_suspect(h, &hops, &mut explained, both_ways, &host) {
+                suspects.push(suspect);
             }
         }
     }
