@@ -25,7 +25,7 @@ Options:
   --rounds N            rounds (default 3)
   --device NAME[:PORT]  RDMA device (default $FABCHECK_RXE_DEV, else rxe0)
   --iters N             pings per phase, both tools (default 2000)
-  --load-secs S         ib_write_bw -D for perftest's loaded phase (default 10; it must outlast
+  --load-secs S         ib_write_bw -D for perftest's loaded phase (default 30; it must outlast
                         the pings, and is ended when they are done)
   --hosts HOST_A HOST_B two nodes over ssh (fabcheck pair HOST_A HOST_B; perftest's servers on B,
                         clients on A); default: both ends on this node
@@ -49,7 +49,7 @@ is_uint() { [[ $1 =~ ^[0-9]+$ ]]; }
 ROUNDS=3
 DEVICE=${FABCHECK_RXE_DEV:-rxe0}
 ITERS=2000
-LOAD_SECS=10
+LOAD_SECS=30
 HOST_A=
 HOST_B=
 FABCHECK=
@@ -160,17 +160,22 @@ perftest_round() { # round
 	idle=$(send_lat "$PORT" "$WORK/idle.txt")
 	[[ -n $idle ]] || die "ib_send_lat printed no 2 B row (idle): $(tail -n 3 "$WORK/idle.txt" | tr '\n' ' ')"
 	# The load: ib_write_bw for LOAD_SECS, started first; the pings run inside its window.
-	on "$HOST_B" timeout "$TOOL_TIMEOUT" ib_write_bw -d "$DEV_NAME" -i "$DEV_PORT" -x "$GID" -s 65536 -D "$LOAD_SECS" -F -p $((PORT + 1)) >"$WORK/wbw.srv" 2>&1 &
+	local load=(timeout "$TOOL_TIMEOUT" ib_write_bw -d "$DEV_NAME" -i "$DEV_PORT" -x "$GID" -s 65536 -D "$LOAD_SECS" -F -p $((PORT + 1)))
+	# Started without a function in between, so that killing the job reaches `timeout` (which
+	# passes the signal on) or ssh.
+	if [[ -z $HOST_B ]]; then "${load[@]}" >"$WORK/wbw.srv" 2>&1 & else ssh -o BatchMode=yes -n "$HOST_B" "$(printf '%q ' "${load[@]}")" >"$WORK/wbw.srv" 2>&1 & fi
 	wsrv=$!
 	BG+=("$wsrv")
 	sleep 1
-	on "$HOST_A" timeout "$TOOL_TIMEOUT" ib_write_bw -d "$DEV_NAME" -i "$DEV_PORT" -x "$GID" -s 65536 -D "$LOAD_SECS" -F -p $((PORT + 1)) "$SERVER_ADDR" >"$WORK/wbw.txt" 2>&1 &
+	if [[ -z $HOST_A ]]; then "${load[@]}" "$SERVER_ADDR" >"$WORK/wbw.txt" 2>&1 & else ssh -o BatchMode=yes -n "$HOST_A" "$(printf '%q ' "${load[@]}" "$SERVER_ADDR")" >"$WORK/wbw.txt" 2>&1 & fi
 	wcli=$!
 	BG+=("$wcli")
 	sleep 2
 	loaded=$(send_lat $((PORT + 2)) "$WORK/loaded.txt")
 	[[ -n $loaded ]] || die "ib_send_lat printed no 2 B row (loaded): $(tail -n 3 "$WORK/loaded.txt" | tr '\n' ' ')"
 	kill -0 "$wcli" 2>/dev/null || say "round $rnd: ib_write_bw ended before the loaded pings did (raise --load-secs)"
+	# The load has done its part: end it (over ssh, the remote ib_write_bw ends at its -D).
+	kill "$wcli" "$wsrv" 2>/dev/null || true
 	wait "$wcli" 2>/dev/null || true
 	wait "$wsrv" 2>/dev/null || true
 	read -r ip50 ip99 <<<"$idle"
@@ -191,7 +196,10 @@ import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     rnd, tool, metric, value = line.rstrip("\n").split("\t")
-    rows.setdefault((tool, metric), []).append(float(value))
+    v = float(value)
+    # perftest prints inf when its clock calibration failed (common under emulation): not a figure.
+    if v == v and v not in (float("inf"), float("-inf")):
+        rows.setdefault((tool, metric), []).append(v)
 metrics = ["idle_p50", "idle_p99", "loaded_p50", "loaded_p99", "ratio"]
 print(f"{'tool':<9}" + "".join(f"{m:>28}" for m in metrics))
 for tool in ["fabcheck", "perftest"]:
@@ -200,7 +208,7 @@ for tool in ["fabcheck", "perftest"]:
         v = rows.get((tool, m), [])
         cells.append(f"{min(v):.1f}/{statistics.median(v):.1f}/{max(v):.1f}" if v else "-")
     print(f"{tool:<9}" + "".join(f"{c:>28}" for c in cells))
-print("(min/median/max over the rounds; us, ratio = loaded p99 / idle p99)")
+print("(min/median/max over the rounds, perftest's inf left out; us, ratio = loaded p99 / idle p99)")
 for tool in ["fabcheck", "perftest"]:
     med = {m: statistics.median(rows[(tool, m)]) for m in metrics if rows.get((tool, m))}
     print(f"tool={tool} idle_p99={med.get('idle_p99', 0):.1f} loaded_p99={med.get('loaded_p99', 0):.1f} ratio={med.get('ratio', 0):.3f}")

@@ -18,14 +18,9 @@ if [ "${2:-up}" = down ]; then
 	# return there; the veth goes with it, and rxep with the veth).
 	rdma link delete rxep 2>/dev/null || true
 	ip netns del r 2>/dev/null || true
+	# Each rail as the guest booted it: ethK back with its address, rxeK on it.
 	for k in 1 2; do
-		for _ in 1 2 3 4 5 6 7 8 9 10; do
-			ip link show "eth$k" >/dev/null 2>&1 && break
-			sleep 0.5
-		done
-		ip addr add "198.18.$k.$g/24" dev "eth$k" 2>/dev/null || true
-		ip link set "eth$k" up
-		rdma link show "rxe$k/1" >/dev/null 2>&1 || rdma link add "rxe$k" type rxe netdev "eth$k"
+		"$(dirname "$0")/shaped-rail.sh" "$g" "$k" down
 	done
 	exit 0
 fi

@@ -306,6 +306,12 @@ pub mod two_hosts {
     /// every rail at once (issue #53). Small chunks and few iterations: the emulated rails carry a
     /// few Mbit/s each.
     fn collective_across(op: &str) -> (Output, Value) {
+        collective_across_with(op, "256K", "10", CLEAN_HOP_THRESHOLD)
+    }
+
+    /// `collective localhost root@PEER --rails auto --op OP --size SIZE --iters N
+    /// --hop-threshold X --json`: its output and document.
+    pub(super) fn collective_across_with(op: &str, size: &str, iters: &str, hop_threshold: &str) -> (Output, Value) {
         let peer = peer();
         let bin = super::super::remote_bin();
         let args = [
@@ -317,11 +323,11 @@ pub mod two_hosts {
             "--op",
             op,
             "--size",
-            "256K",
+            size,
             "--iters",
-            "10",
+            iters,
             "--hop-threshold",
-            CLEAN_HOP_THRESHOLD,
+            hop_threshold,
             "--remote-fabcheck",
             &bin,
             "--json",
@@ -444,28 +450,8 @@ pub mod two_hosts {
             remote(&format!("tc qdisc add dev {peer_netdev} root netem loss 65%"))
         ));
         assert!(add.status.success(), "netem unavailable: {}", String::from_utf8_lossy(&add.stderr));
-        let bin = super::super::remote_bin();
-        let args = [
-            "collective",
-            "localhost",
-            &peer,
-            "--rails",
-            "auto",
-            "--op",
-            "allreduce",
-            "--size",
-            "2K",
-            "--iters",
-            "8",
-            "--hop-threshold",
-            "3",
-            "--remote-fabcheck",
-            &bin,
-            "--json",
-        ];
         let started = Instant::now();
-        let out = fabcheck(&args);
-        let doc = json(&out);
+        let (out, doc) = collective_across_with("allreduce", "2K", "8", "3");
         eprintln!(
             "collective allreduce, 65% loss both ways on rail {bad}: exit {:?} in {:.1} s, suspects {}",
             out.status.code(),

@@ -12,7 +12,7 @@
 //! Assertions are on what the fault must change, never on wall time: the shaped rail alone named
 //! by `pair` and by `collective`; a loaded p99 above the idle one behind the bucket.
 
-use super::two_hosts::{pair_across, peer, STALL_MS};
+use super::two_hosts::{collective_across_with, pair_across, peer, STALL_MS};
 use super::{array, assert_only_rail_named, assert_rails_doc, rails, stderr, text, wait_all_active};
 use crate::{fabcheck, json, num, require_rxe, sh};
 use serde_json::Value;
@@ -88,28 +88,7 @@ fn collective_rate_limited_rail_names_that_rail_alone() {
     let bad = 2 % rails.len();
     let dev = rails[bad].0.clone();
     let shaped = ShapedRail::up(&rails, bad, "tbf rate 1mbit burst 16kb limit 32kb");
-    let peer = peer();
-    let bin = crate::remote_bin();
-    let args = [
-        "collective",
-        "localhost",
-        &peer,
-        "--rails",
-        "auto",
-        "--op",
-        "allreduce",
-        "--size",
-        "256K",
-        "--iters",
-        "6",
-        "--hop-threshold",
-        "3",
-        "--remote-fabcheck",
-        &bin,
-        "--json",
-    ];
-    let out = fabcheck(&args);
-    let doc = json(&out);
+    let (out, doc) = collective_across_with("allreduce", "256K", "6", "3");
     let steps: Vec<(Option<u64>, Vec<f64>)> = array(&doc, "rings")
         .iter()
         .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
