@@ -60,26 +60,6 @@ pub fn of(figure: crate::outcome::Figure<'_>) -> Option<&'static Metric> {
     })
 }
 
-/// The labels a subject's series carry: a port's `device` and `port`, a device's `device`, a
-/// pair's `a` and `b`, a rail's `rail`, a PCI function's `function`; the node and other subjects
-/// none.
-pub fn subject_labels(subject: &crate::outcome::Subject) -> Vec<(&'static str, String)> {
-    use crate::outcome::Subject;
-    match subject {
-        Subject::Port { device, port } => vec![("device", device.clone()), ("port", port.to_string())],
-        Subject::Device(device) => vec![("device", device.clone())],
-        Subject::Pair { a, b } => vec![("a", a.clone()), ("b", b.clone())],
-        Subject::Rail { rail, .. } => vec![("rail", rail.to_string())],
-        Subject::Function(address) => vec![("function", address.clone())],
-        Subject::Node | Subject::Text(_) => Vec::new(),
-    }
-}
-
-/// Labels as the writer takes them.
-pub fn borrowed<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
-    labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
-}
-
 /// Prometheus metric type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {

@@ -143,8 +143,8 @@ impl Sink for PromPrinter {
     fn measure(&mut self, m: &Measure<'_>) {
         match *m {
             Measure::Port { subject, active, link_up, rate_gbps, supported_gbps } => {
-                let labels = metrics::subject_labels(subject);
-                let labels = metrics::borrowed(&labels);
+                let labels = subject_labels(subject);
+                let labels = borrowed(&labels);
                 self.families.set(&metrics::PORT_ACTIVE, &labels, flag(active));
                 self.families.set(&metrics::PORT_LINK_UP, &labels, flag(link_up));
                 if let Some(rate) = rate_gbps {
@@ -155,8 +155,8 @@ impl Sink for PromPrinter {
                 }
             }
             Measure::PcieUsable { subject, gbps } => {
-                let labels = metrics::subject_labels(subject);
-                self.rate(&metrics::PCIE_USABLE, &metrics::borrowed(&labels), gbps);
+                let labels = subject_labels(subject);
+                self.rate(&metrics::PCIE_USABLE, &borrowed(&labels), gbps);
             }
             Measure::Result(r) => self.figures(r, &[]),
             Measure::Rail { rail, results, .. } => {
@@ -170,15 +170,15 @@ impl Sink for PromPrinter {
             }
             Measure::MeshPair { subject, rail, verdict, results, .. } => {
                 let rail = rail.map(|k| k.to_string());
-                let ends = metrics::subject_labels(subject);
-                let mut pair = metrics::borrowed(&ends);
+                let ends = subject_labels(subject);
+                let mut pair = borrowed(&ends);
                 pair.extend(rail.as_deref().map(|k| ("rail", k)));
                 self.families.set(&metrics::MESH_PAIR_PASS, &pair, flag(verdict == Verdict::Pass));
                 results.iter().for_each(|r| self.figures(r, &pair));
             }
             Measure::Reading { subject, labels, figure, value } => {
-                let own = metrics::subject_labels(subject);
-                let mut all = metrics::borrowed(&own);
+                let own = subject_labels(subject);
+                let mut all = borrowed(&own);
                 all.extend_from_slice(labels);
                 match (metrics::of(figure), figure) {
                     (Some(metric), _) => self.families.set(metric, &all, value),
@@ -214,6 +214,26 @@ pub fn error_page(command: &str, cause: &str, now_unix: f64) -> String {
     f.set(&metrics::RUN_ERROR, &[("command", command), ("cause", &crate::sanitise::for_eval(cause))], 1.0);
     f.set(&metrics::LAST_RUN, &[("command", command)], now_unix);
     f.render(Exposition::Text)
+}
+
+/// The labels a subject's series carry: a port's `device` and `port`, a device's `device`, a
+/// pair's `a` and `b`, a rail's `rail`, a PCI function's `function`; the node and other subjects
+/// none.
+fn subject_labels(subject: &crate::outcome::Subject) -> Vec<(&'static str, String)> {
+    use crate::outcome::Subject;
+    match subject {
+        Subject::Port { device, port } => vec![("device", device.clone()), ("port", port.to_string())],
+        Subject::Device(device) => vec![("device", device.clone())],
+        Subject::Pair { a, b } => vec![("a", a.clone()), ("b", b.clone())],
+        Subject::Rail { rail, .. } => vec![("rail", rail.to_string())],
+        Subject::Function(address) => vec![("function", address.clone())],
+        Subject::Node | Subject::Text(_) => Vec::new(),
+    }
+}
+
+/// Labels as the writer takes them.
+fn borrowed<'a>(labels: &'a [(&'static str, String)]) -> Vec<(&'static str, &'a str)> {
+    labels.iter().map(|(k, v)| (*k, v.as_str())).collect()
 }
 
 #[cfg(test)]
