@@ -2,7 +2,8 @@
 //! the member's readings become a [`PortWindow`] and `diagnose::window_findings` (the soak
 //! rules, not a copy) judges it, each finding on the member (`HOST/DEV`) with the soak rules'
 //! ids (`link.errors`, `phy.ber`, `roce.qos`: pause storms, discards and the RoCE priority's
-//! pause share). What could not be judged (an agent older than this, a RoCE port whose driver
+//! pause share; `link.retransmission`: sequence errors; `roce.congestion`: CNPs, a warning from
+//! `diagnose::limits::CNP_WARN_PER_S` a second). What could not be judged (an agent older than this, a RoCE port whose driver
 //! prints no per-priority counters, a priority not worked out) is said once, never passed.
 
 use super::member::Member;
@@ -119,5 +120,37 @@ mod tests {
         let findings = judge(&members, &[result(0, Some(w))]);
         let f = findings.iter().find(|f| f.id == FindingId::LinkErrors).unwrap();
         assert!(f.message.contains("port_rcv_errors +8") && f.subject == "n1/mlx5_0", "{f:?}");
+    }
+
+    #[test]
+    fn a_member_whose_sequence_errors_rose_is_named_a_clean_one_is_not() {
+        let members = vec![member("n1", LinkLayer::Ethernet), member("n2", LinkLayer::Ethernet), member("n3", LinkLayer::InfiniBand)];
+        let ib = |c: &[(&str, u64, u64)]| CounterWindow { netdev: None, ..window(c, None) };
+        let clean = window(&[("out_of_sequence", 40, 40), ("np_cnp_sent", 3, 3), ("rx_prio3_pause_duration", 0, 0)], Some(3));
+        let lossy = window(&[("out_of_sequence", 40, 52), ("packet_seq_err", 1, 4), ("rx_prio3_pause_duration", 0, 0)], Some(3));
+        let findings = judge(&members, &[result(0, Some(clean)), result(1, Some(lossy)), result(2, Some(ib(&[("out_of_sequence", 0, 9)])))]);
+        let named: Vec<String> = findings.iter().filter(|f| f.id == FindingId::LinkRetransmission).map(|f| f.subject.to_string()).collect();
+        assert_eq!(named, vec!["n2/mlx5_0", "n3/mlx5_0"], "{findings:#?}");
+        let f = findings.iter().find(|f| f.subject == "n2/mlx5_0" && f.id == FindingId::LinkRetransmission).unwrap();
+        assert_eq!(f.severity, Severity::Warning);
+        assert!(f.message.contains("out_of_sequence +12 packet_seq_err +3") && f.message.contains("10 s window"), "{}", f.message);
+        assert!(findings.iter().all(|f| f.subject != "n1/mlx5_0"), "the clean member is not named: {findings:#?}");
+    }
+
+    #[test]
+    fn cnps_on_a_roce_member_are_judged_at_the_soak_rules_rate() {
+        let members = vec![member("n1", LinkLayer::Ethernet), member("n2", LinkLayer::Ethernet)];
+        // 10 s: n1 sent 500 CNPs (50 a second: congestion control acted, info); n2 handled
+        // 12,000 (1,200 a second, over the 1,000 from which it is a warning).
+        let some = window(&[("np_cnp_sent", 0, 500), ("rx_prio3_pause_duration", 0, 0)], Some(3));
+        let many = window(&[("rp_cnp_handled", 0, 12_000), ("np_ecn_marked_roce_packets", 0, 0), ("rx_prio3_pause_duration", 0, 0)], Some(3));
+        let findings = judge(&members, &[result(0, Some(some)), result(1, Some(many))]);
+        let cnp = |who: &str| findings.iter().find(|f| f.subject == who && f.id == FindingId::RoceCongestion).unwrap();
+        assert_eq!(cnp("n1/mlx5_0").severity, Severity::Info);
+        assert_eq!(cnp("n2/mlx5_0").severity, Severity::Warning);
+        assert!(
+            cnp("n2/mlx5_0").message.contains("1200 CNPs a second") && cnp("n2/mlx5_0").message.contains("rp_cnp_handled +12000"),
+            "{findings:#?}"
+        );
     }
 }

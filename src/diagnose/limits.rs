@@ -11,3 +11,10 @@ pub const EFFECTIVE_BER_LIMIT: f64 = 1e-12;
 pub const PAUSE_ERROR: f64 = 0.5;
 /// A twentieth of the window paused: congestion worth a look (a warning).
 pub const PAUSE_WARN: f64 = 0.05;
+
+/// CNPs a second over a window (the larger of `np_cnp_sent` and `rp_cnp_handled`) from which a
+/// RoCE port's congestion is a warning, not an info. fabcheck's threshold: DCQCN cuts a flow's
+/// rate on every CNP it handles, so a thousand a second is the port's traffic slowed about
+/// every millisecond for the whole window: congestion that lasts, not an incast's burst (an
+/// allreduce ring, one flow a link, should see next to none).
+pub const CNP_WARN_PER_S: f64 = 1000.0;

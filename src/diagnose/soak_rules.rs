@@ -2,13 +2,16 @@
 //! during the window), and the error counters that rose in it, named; on InfiniBand ports
 //! (no `ethtool`), the symbol errors over the window as a BER (`phy.ber`). A counter that was
 //! cleared or sits at its maximum is said, not judged. Ethernet BER and FEC over the window are
-//! judged by `phy_rules` from the window's figures.
+//! judged by `phy_rules` from the window's figures. The transport's own counters over the
+//! window: packets out of sequence or sent again (`link.retransmission`, any link layer) and,
+//! on RoCE, DCQCN's congestion notifications (`roce.congestion`). A `collective` member's
+//! window is judged here too (`window_findings`).
 
-use super::limits::EFFECTIVE_BER_LIMIT;
+use super::limits::{CNP_WARN_PER_S, EFFECTIVE_BER_LIMIT};
 use super::{Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::port::LinkLayer;
-use crate::probe::window::{Change, PortWindow, LINK_DOWN_EVENTS};
+use crate::probe::window::{Change, PortWindow, CNP, LINK_DOWN_EVENTS, OUT_OF_SEQUENCE};
 use crate::probe::Port;
 
 /// Error counters of `counters/` named when they rise during a window.
@@ -83,6 +86,66 @@ fn judge(link_layer: LinkLayer, rate_gbps: Option<f64>, window: &PortWindow, s: 
     if link_layer == LinkLayer::InfiniBand {
         ib_symbol_errors(rate_gbps, window, &w, s, sheet);
     }
+    out_of_sequence(window, &w, s, sheet);
+    if link_layer == LinkLayer::Ethernet {
+        cnps(window, &w, s, sheet);
+    }
+}
+
+/// Sequence errors over the window: `link.retransmission` (warning: on a lossless fabric, any
+/// is loss the transport repaired by retransmitting).
+fn out_of_sequence(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
+    let rose = rises(window, &OUT_OF_SEQUENCE);
+    let Some(most) = rose.iter().map(|(_, n)| *n).max() else { return };
+    let per_s = most as f64 / window.seconds.max(1e-3);
+    sheet.note(
+        FindingId::LinkRetransmission,
+        s,
+        Severity::Warning,
+        format!("packets went missing during the {w} window and were sent again: {} ({per_s:.1} sequence errors a second)", said(&rose)),
+        "packets were lost and retransmitted: on RoCE, `fabcheck check` (roce.qos) on both ends says whether PFC holds the RoCE priority, then \
+         the switches' PFC and buffers on it; on InfiniBand, symbol errors and link_downed on the path (`fabcheck check`, `fabcheck fabric`)",
+    );
+}
+
+/// CNPs over the window on a RoCE port: `roce.congestion`, a warning from [`CNP_WARN_PER_S`] a
+/// second (the larger of sent and handled), else an info (congestion control acted).
+fn cnps(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
+    let rose = rises(window, &CNP);
+    if rose.is_empty() {
+        return;
+    }
+    let most = rose.iter().filter(|(n, _)| *n != "np_ecn_marked_roce_packets").map(|(_, v)| *v).max().unwrap_or(0);
+    let per_s = most as f64 / window.seconds.max(1e-3);
+    let severity = if per_s >= CNP_WARN_PER_S { Severity::Warning } else { Severity::Info };
+    let what = if severity == Severity::Warning {
+        format!("congestion through the {w} window: {per_s:.0} CNPs a second (from {CNP_WARN_PER_S:.0} a warning)")
+    } else {
+        format!("congestion control acted during the {w} window: {per_s:.1} CNPs a second (below {CNP_WARN_PER_S:.0})")
+    };
+    sheet.note(
+        FindingId::RoceCongestion,
+        s,
+        severity,
+        format!("{what}: {}", said(&rose)),
+        "ECN marks on the RoCE priority's traffic: a congested path or receiver; `np_cnp_sent` rising here means this port received \
+         the marked packets, `rp_cnp_handled` that it was slowed; the switches' ECN thresholds and queues on that priority",
+    );
+}
+
+/// The counters of `names` that rose in the window, with their rise.
+fn rises(window: &PortWindow, names: &[&'static str]) -> Vec<(&'static str, u64)> {
+    names
+        .iter()
+        .filter_map(|name| match window.of(name) {
+            Some(Change::Rose(n)) => Some((*name, n)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn said(rose: &[(&str, u64)]) -> String {
+    rose.iter().map(|(n, v)| format!("{n} +{v}")).collect::<Vec<_>>().join(" ")
 }
 
 fn flap(window: &PortWindow, w: &str, s: &str, sheet: &mut Sheet) {
@@ -211,5 +274,72 @@ mod tests {
         let ber = r.findings.iter().find(|f| f.id == FindingId::PhyBer).unwrap();
         assert_eq!(ber.severity, Severity::Warning, "1e-5 is within RS-528's 5e-5 but under a decade of margin: {ber:?}");
         assert!(ber.message.contains("lane 2"), "{}", ber.message);
+    }
+
+    fn window(seconds: f64, counters: &[(&str, u64, u64)]) -> crate::probe::window::PortWindow {
+        use crate::probe::window::{change, CounterChange, PortWindow};
+        let counters =
+            counters.iter().map(|(n, a, b)| CounterChange { name: n.to_string(), start: *a, end: *b, change: change(n, *a, *b) }).collect();
+        PortWindow { seconds, interrupted: false, counters }
+    }
+
+    fn findings(link_layer: crate::port::LinkLayer, w: &crate::probe::window::PortWindow) -> Vec<crate::outcome::Finding> {
+        crate::diagnose::window_findings(link_layer, Some(100.0), w, None, "n1/mlx5_0")
+    }
+
+    #[test]
+    fn sequence_errors_that_rose_in_the_window_are_retransmission_not_duplicates_or_timeouts() {
+        use crate::port::LinkLayer;
+        // mlx5's out_of_sequence and rxe's out_of_seq_request rose: named with their rise.
+        for (link_layer, name) in
+            [(LinkLayer::Ethernet, "out_of_sequence"), (LinkLayer::InfiniBand, "out_of_sequence"), (LinkLayer::Ethernet, "out_of_seq_request")]
+        {
+            let f = findings(link_layer, &window(10.0, &[(name, 5, 45), ("packet_seq_err", 0, 0)]));
+            let f: Vec<_> = f.iter().filter(|f| f.id == FindingId::LinkRetransmission).collect();
+            assert_eq!(f.len(), 1, "{f:#?}");
+            assert_eq!(f[0].severity, Severity::Warning);
+            assert!(f[0].message.contains(&format!("{name} +40")) && f[0].message.contains("4.0 sequence errors a second"), "{}", f[0].message);
+        }
+        // Lifetime totals, a duplicate window resent, a timeout: nothing.
+        let f = findings(
+            LinkLayer::Ethernet,
+            &window(10.0, &[("out_of_sequence", 9, 9), ("duplicate_request", 0, 300), ("local_ack_timeout_err", 0, 2)]),
+        );
+        assert!(f.iter().all(|f| f.id != FindingId::LinkRetransmission), "{f:#?}");
+    }
+
+    #[test]
+    fn cnps_over_a_roce_window_are_said_below_1000_a_second_and_a_warning_from_it() {
+        use crate::port::LinkLayer;
+        // 10 s: 2,000 CNPs sent is 200 a second (info); 15,000 handled is 1,500 a second (warning).
+        let quiet = findings(LinkLayer::Ethernet, &window(10.0, &[("np_cnp_sent", 0, 2_000), ("np_ecn_marked_roce_packets", 0, 2_400)]));
+        let f = quiet.iter().find(|f| f.id == FindingId::RoceCongestion).unwrap();
+        assert_eq!(f.severity, Severity::Info, "{f:?}");
+        assert!(f.message.contains("200.0 CNPs a second") && f.message.contains("np_ecn_marked_roce_packets +2400"), "{}", f.message);
+        let busy = findings(LinkLayer::Ethernet, &window(10.0, &[("np_cnp_sent", 0, 10), ("rp_cnp_handled", 100, 15_100)]));
+        let f = busy.iter().find(|f| f.id == FindingId::RoceCongestion).unwrap();
+        assert_eq!(f.severity, Severity::Warning, "{f:?}");
+        assert!(f.message.contains("1500 CNPs a second") && f.message.contains("rp_cnp_handled +15000"), "{}", f.message);
+        // None rose, or not RoCE: no finding.
+        assert!(findings(LinkLayer::Ethernet, &window(10.0, &[("np_cnp_sent", 7, 7)])).iter().all(|f| f.id != FindingId::RoceCongestion));
+        assert!(findings(LinkLayer::InfiniBand, &window(10.0, &[("np_cnp_sent", 0, 70_000)])).iter().all(|f| f.id != FindingId::RoceCongestion));
+    }
+
+    #[test]
+    fn a_nodes_soak_window_judges_its_sequence_errors_and_cnps_by_the_same_rule() {
+        // check --soak: the port's counters (hw_counters/ read beside counters/) at both ends.
+        let mut start = fixture("roce-cx6dx-fec-lane");
+        for (name, value) in [("out_of_sequence", 10), ("np_cnp_sent", 0)] {
+            start.devices[0].ports[0].counters.push(crate::probe::model::Counter { name: name.into(), value });
+        }
+        let mut end = start.clone();
+        counter(&mut end, "out_of_sequence", 17);
+        counter(&mut end, "np_cnp_sent", 50_000);
+        apply(&start, &mut end, 10.0, false);
+        let r = run(&Input { inventory: &end, host: None, expect: &Expectations::default(), scope: &Scope::default() });
+        let oos = r.findings.iter().find(|f| f.id == FindingId::LinkRetransmission).unwrap();
+        assert!(oos.message.contains("out_of_sequence +7"), "{}", oos.message);
+        let cnp = r.findings.iter().find(|f| f.id == FindingId::RoceCongestion).unwrap();
+        assert_eq!(cnp.severity, Severity::Warning, "5,000 a second: {cnp:?}");
     }
 }

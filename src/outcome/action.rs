@@ -87,11 +87,13 @@ pub fn action(id: FindingId) -> Action {
         F::PortLid | F::PortSm => A::ContactFabricTeam,
         F::PortState | F::RoceNetdev | F::LinkErrors | F::LinkFlap | F::LinkRate | F::LinkSpeed | F::LinkTrained | F::LinkWidth => A::ReplaceCable,
         F::PhyBer | F::PhyFec | F::SoakCounters | F::PairRail | F::PairRailUnreachable | F::PairRate | F::PairRetransmission => A::ReplaceCable,
+        F::LinkRetransmission => A::ReplaceCable,
         F::PhyModule => A::ReplaceOptic,
         F::SoakWindow | F::PairDuration => A::None,
         F::PairAggregate | F::PairBw | F::PairCongestion | F::PairLatency | F::PairRegression | F::PairTail => A::ContactFabricTeam,
         F::PairSendLat | F::PairWriteLat | F::PairReadLat | F::PairWriteBw | F::PairReadBw | F::PairSendBw => A::ContactFabricTeam,
         F::MeshSuspect => A::ContactFabricTeam,
+        F::RoceCongestion => A::ContactFabricTeam,
         // `--paths`: one ECMP member (the links a UDP source port hashes to) is bad.
         F::PairPath => A::ContactFabricTeam,
         F::CollectiveBusbw | F::CollectiveHop | F::CollectiveSuspect => A::ContactFabricTeam,

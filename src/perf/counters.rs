@@ -3,10 +3,13 @@
 use std::path::PathBuf;
 
 /// Counters (from `counters/` and `hw_counters/`) whose movement during a test means
-/// packets were lost, retried or refused. Names from mlx5 and rxe.
-pub const TROUBLE: [&str; 30] = [
+/// packets were lost, retried or refused. Names from mlx5 (drivers/infiniband/hw/mlx5/counters.c)
+/// and rxe (drivers/infiniband/sw/rxe/rxe_hw_counters.c: its out-of-sequence counter is
+/// `out_of_seq_request`).
+pub const TROUBLE: [&str; 31] = [
     "local_ack_timeout_err",
     "out_of_sequence",
+    "out_of_seq_request",
     "packet_seq_err",
     "implied_nak_seq_err",
     "duplicate_request",

@@ -46,6 +46,15 @@ impl SysfsRoot {
                 counters.push(Counter { name: "link_downed".into(), value });
             }
         }
+        // The transport's sequence-error and CNP counters (`hw_counters/`, mlx5 and rxe): what a
+        // soak window's link.retransmission and roce.congestion read.
+        if let Some(hw) = dir.parent().map(|port| port.join("hw_counters")) {
+            for name in super::window::OUT_OF_SEQUENCE.iter().chain(super::window::CNP.iter()) {
+                if let Some(value) = self.read_trim(&hw.join(name)).and_then(|v| v.parse().ok()) {
+                    counters.push(Counter { name: name.to_string(), value });
+                }
+            }
+        }
         counters
     }
 

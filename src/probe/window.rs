@@ -42,6 +42,25 @@ pub const SYMBOL_ERRORS: &str = "symbol_errors";
 pub const LINK_DOWN_EVENTS: &str = "link_down_events";
 pub const FEC_UNCORRECTABLE: &str = "fec_uncorrectable_blocks";
 
+/// The `hw_counters/` that count packets gone missing: a receiver saw a PSN out of sequence (and
+/// NAKed it), or a sender got such a NAK (none is expected on a lossless fabric).
+/// mlx5 (drivers/infiniband/hw/mlx5/counters.c, `out_of_seq_q_cnts` and `retrans_q_cnts`;
+/// NVIDIA's "Understanding mlx5 Linux Counters"): `out_of_sequence` (the responder received a
+/// packet out of sequence), `packet_seq_err` (the requester received a sequence-error NAK),
+/// `implied_nak_seq_err` (an ACK or read response implied one). rxe
+/// (drivers/infiniband/sw/rxe/rxe_hw_counters.c, `rxe_counter_descs`): `out_of_seq_request`
+/// (its responder's), `rcvd_seq_err` (its requester's). As `pair.rail` counts loss: not the
+/// timeout retries (`local_ack_timeout_err`, rxe's `completer_retry_err`), which a starved CPU
+/// raises without loss, nor `duplicate_request`, which counts a whole resent window.
+pub const OUT_OF_SEQUENCE: [&str; 5] = ["out_of_sequence", "packet_seq_err", "implied_nak_seq_err", "out_of_seq_request", "rcvd_seq_err"];
+
+/// DCQCN's congestion notification counters of a RoCE port (mlx5 counters.c `cong_cnts`; rxe
+/// has none): `np_cnp_sent` (CNPs this port sent, as the notification point, for ECN-marked
+/// packets it received), `rp_cnp_handled` (CNPs it received and slowed down for, as the
+/// reaction point), `np_ecn_marked_roce_packets` (the CE-marked RoCE packets it received).
+/// The rate judged is the larger of the first two.
+pub const CNP: [&str; 3] = ["np_cnp_sent", "rp_cnp_handled", "np_ecn_marked_roce_packets"];
+
 /// The width of an InfiniBand PortCounters field the kernel exposes in `counters/` (IBTA vol. 1
 /// 16.1.3.5); the extended (64-bit) ones and ethtool's counters never saturate.
 pub fn saturates_at(name: &str) -> Option<u64> {

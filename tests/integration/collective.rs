@@ -201,23 +201,63 @@ fn bisect_isolates_two_bad_members_of_256_within_its_bound() {
     assert!(json["bisect"][0]["members"].is_array() && json["bisect"][0]["busbw_gbps"].is_number() && json["bisect"][0]["verdict"].is_string());
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), ..ProptestConfig::default() })]
+/// The hosts bisection names among `n` with `bad` bad, its runs checked against its bound:
+/// fewer than half bad, exactly the bad ones; else the bad ones, or every host where no pair
+/// passed (said so).
+fn bisect_checked(n: usize, bad: &[usize], jitter: f64, seed: u64) -> Result<(), String> {
+    let m = members(n, None);
+    let faults = Faults { nics: bad.iter().map(|b| (MemberId(*b as u32), 0.3)).collect(), jitter, seed, ..Faults::default() };
+    let mut model = model(&m, faults);
+    let found = bisect(&m, &mut model, &Config { iters: 1, ..config(Op::AllReduce) }).unwrap();
+    let mut isolated: Vec<String> = found.isolated.iter().map(|i| i.0.clone()).collect();
+    isolated.sort();
+    let want: Vec<String> = bad.iter().map(|b| host(*b)).collect();
+    let every: Vec<String> = (0..n).map(host).collect();
+    let said = found.isolated.iter().all(|i| i.1.contains("no host passed"));
+    if isolated != want && (2 * bad.len() < n || isolated != every || !said) {
+        return Err(format!("n {n}, bad {bad:?}: named {isolated:?} ({:?})", found.isolated));
+    }
+    if found.runs.len() > bound(bad.len(), n) {
+        return Err(format!("n {n}, bad {bad:?}: {} runs, bound {}", found.runs.len(), bound(bad.len(), n)));
+    }
+    Ok(())
+}
 
-    /// Bisection alone: k bad hosts among n, flaky links, found in at most its bound of runs.
-    /// From 16 hosts: among a handful, two bad hosts are not always isolated (n = 5, k = 2,
-    /// seed 741 names one), a known limit said in the closing note, not hidden here.
+#[test]
+fn bisect_among_a_handful_of_hosts_for_every_placement_of_the_bad_ones() {
+    // Every non-empty set of bad hosts among 2 to 6 (three bad of five, or two of three: a
+    // handful where halves alone isolate nothing, and a ring of pairs finds two good hosts).
+    let mut cases = 0;
+    for n in 2usize..=6 {
+        for set in 1u32..(1 << n) {
+            let bad: Vec<usize> = (0..n).filter(|b| set & (1 << b) != 0).collect();
+            bisect_checked(n, &bad, 0.0, 1).unwrap();
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, 3 + 7 + 15 + 31 + 63);
+}
+
+#[test]
+fn bisects_bound_is_2k_ceil_log2_n_plus_min_n_4k() {
+    assert_eq!(bound(1, 2), 2 + 2);
+    assert_eq!(bound(2, 5), 2 * 2 * 3 + 5);
+    assert_eq!(bound(2, 256), 2 * 2 * 8 + 8);
+    assert_eq!(bound(3, 257), 2 * 3 * 9 + 12);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, rng_seed: proptest::test_runner::RngSeed::Fixed(0x5eed), ..ProptestConfig::default() })]
+
+    /// Bisection alone: k bad hosts among n (from 2), flaky links, found in at most its bound
+    /// of runs (n = 5, k = 2, seed 741 and n = 3, k = 1, seed 705 once were not).
     #[test]
-    fn bisect_finds_k_bad_hosts_within_its_bound(n in 16usize..96, k in 1usize..4, jitter in 0.0f64..0.05, seed in 1u64..1000) {
-        let m = members(n, None);
+    fn bisect_finds_k_bad_hosts_within_its_bound(n in 2usize..96, k in 1usize..8, jitter in 0.0f64..0.05, seed in 1u64..1000) {
+        let k = k.min(n);
         let bad: Vec<usize> = (0..k).map(|i| (seed as usize * 7919 + i * n / k) % n).collect::<std::collections::BTreeSet<_>>().into_iter().collect();
-        let faults = Faults { nics: bad.iter().map(|b| (MemberId(*b as u32), 0.3)).collect(), jitter, seed, ..Faults::default() };
-        let mut model = model(&m, faults);
-        let found = bisect(&m, &mut model, &Config { iters: 1, ..config(Op::AllReduce) }).unwrap();
-        let mut isolated: Vec<String> = found.isolated.iter().map(|i| i.0.clone()).collect();
-        isolated.sort();
-        prop_assert_eq!(isolated, bad.iter().map(|b| host(*b)).collect::<Vec<_>>());
-        prop_assert!(found.runs.len() <= bound(bad.len(), n), "{} runs for {} of {}", found.runs.len(), bad.len(), n);
+        if let Err(e) = bisect_checked(n, &bad, jitter, seed) {
+            prop_assert!(false, "{}", e);
+        }
     }
 }
 

@@ -214,3 +214,73 @@ fn the_command_runs_a_ring_and_a_killed_member_is_exit_2_naming_it() {
     let said = stderr.lines().find(|l| l.contains(&ports[1].to_string())).unwrap_or("");
     eprintln!("collective with member 1 killed at 8 s: exit 2 after {took:?}: {said}");
 }
+
+/// `collective --report-every 1 --progress-json FILE` over three agents: every member says its
+/// send rate each interval while the ring runs, about one record a second of the run each
+/// (docs/collective.md: the last, partial interval is not said), every line a parseable
+/// `fabcheck.progress.v1` record naming the op and the member. Not `--duration 4`: it turns
+/// into iterations at the members' link rate (100 Gb/s where unknown), minutes on Soft-RoCE;
+/// a first run of 10 iterations measures the ring, and the second runs about 4 s of it. The
+/// run's seconds come from its own document (iterations x size / algbw); generous bounds
+/// around them (an emulated guest starts a member's loop late).
+#[test]
+fn report_every_gives_each_member_its_progress_records_while_the_ring_runs() {
+    let _serial = require_rxe();
+    let ports = ports(3);
+    let _serves: Vec<Serve> = ports.iter().map(|&p| Serve::start(p, 2)).collect();
+    let endpoints: Vec<String> = ports.iter().map(|p| format!("tcp://127.0.0.1:{p}/{DEVICE}")).collect();
+    let mut args: Vec<&str> = vec!["collective"];
+    args.extend(endpoints.iter().map(String::as_str));
+    args.extend(["--op", "allreduce", "--size", "48K", "--token", TOKEN, "--format", "json"]);
+    let size_bits = 48.0 * 1024.0 * 8.0;
+    let seconds_per_iter = |doc: &serde_json::Value| size_bits / (super::num(&doc["rings"][0], "algbw_gbps") * 1e9);
+    let run = |extra: &[&str]| {
+        let mut all = args.clone();
+        all.extend(extra);
+        let out = super::fabcheck(&all);
+        assert_ne!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+        let doc = super::json(&out);
+        assert_eq!(super::text(&doc, "schema"), "fabcheck.collective.v1");
+        doc
+    };
+    let calibration = run(&["--iters", "10"]);
+    let iters = ((4.0 / seconds_per_iter(&calibration)) as u64).clamp(10, 1_000_000);
+
+    let file = std::env::temp_dir().join(format!("fabcheck-rxe-collective-progress-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&file);
+    let (file_arg, iters_arg) = (file.to_str().unwrap().to_string(), iters.to_string());
+    let started = Instant::now();
+    let doc = run(&["--iters", &iters_arg, "--report-every", "1", "--progress-json", &file_arg]);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(120), "took {took:?}");
+    let seconds = iters as f64 * seconds_per_iter(&doc);
+
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("no --progress-json file {}: {e}", file.display()));
+    let _ = std::fs::remove_file(&file);
+    let records: Vec<serde_json::Value> =
+        text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not a JSON record ({e}): {l}"))).collect();
+    let mut per_member: std::collections::BTreeMap<String, Vec<Option<f64>>> = std::collections::BTreeMap::new();
+    for r in &records {
+        assert_eq!(super::text(r, "schema"), "fabcheck.progress.v1", "{r}");
+        assert_eq!(super::text(r, "test"), "allreduce", "{r}");
+        assert!(super::num(r, "t") >= 0.0 && super::num(r, "size") > 0.0, "{r}");
+        assert!(r["gbps"].is_null() || r["gbps"].as_f64().is_some_and(|g| g >= 0.0), "{r}");
+        per_member.entry(super::text(r, "endpoint").to_string()).or_default().push(r["gbps"].as_f64());
+    }
+    eprintln!(
+        "collective --report-every 1, {iters} iterations ({seconds:.1} s of ring by its algbw) over 3 agents in {took:?}: {} records: {:?}",
+        records.len(),
+        per_member.iter().map(|(m, g)| format!("{m}: {g:?}")).collect::<Vec<_>>()
+    );
+    assert_eq!(per_member.len(), 3, "one series per member: {records:#?}");
+    let whole = seconds.floor() as usize;
+    let (least, most) = (whole.saturating_sub(2).max(1), whole + 2);
+    for p in &ports {
+        let (member, series) = per_member
+            .iter()
+            .find(|(m, _)| m.contains(&p.to_string()))
+            .unwrap_or_else(|| panic!("no records of the member on port {p}: {records:#?}"));
+        assert!((least..=most).contains(&series.len()), "{member}: {} records over {seconds:.1} s at 1 s: {series:?}", series.len());
+        assert!(series.iter().any(|g| g.is_some_and(|g| g > 0.0)), "{member} sent nothing it said: {series:?}");
+    }
+}
