@@ -18,6 +18,7 @@ pub mod html;
 pub mod judge;
 pub mod live;
 pub mod once;
+pub mod paths;
 pub mod op;
 pub mod order;
 pub mod plan;

@@ -76,6 +76,15 @@ pub fn collective_refusal(agent: &str, host: &str) -> (String, String) {
     )
 }
 
+/// An agent whose hello does not say `member_paths` (older than `collective --paths`) runs each
+/// hop on one QP: asked for more, the controller's exit-2 words, naming its version and host.
+pub fn paths_refusal(agent: &str, host: &str, paths: u32) -> (String, String) {
+    (
+        format!("the agent on {host} is {agent}, which runs a collective's hops on one path each; --paths {paths} needs a newer agent"),
+        "install the same fabcheck version on every node, or run without --paths".into(),
+    )
+}
+
 /// Agent -> controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -90,6 +99,10 @@ pub enum Reply {
         /// older agents' hellos.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         collective: bool,
+        /// Runs a collective member's hops over several paths (`collective --paths`, QPs with
+        /// their own flow labels); absent from older agents' hellos.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        member_paths: bool,
     },
     Inventory {
         inventory: crate::probe::Inventory,
@@ -259,7 +272,7 @@ mod tests {
         let out = Hop { id: HopId(1), from: MemberId(1), to: MemberId(2) };
         let inb = Hop { id: HopId(0), from: MemberId(0), to: MemberId(1) };
         let steps = vec![Step::once(vec![], vec![0]), Step::once(vec![0], vec![0]), Step::once(vec![0], vec![])];
-        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10, report_every_ms: None }
+        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10, report_every_ms: None, paths: 1 }
     }
 
     fn hop_peer(hop: u32, qpns: Vec<u32>) -> HopPeer {
@@ -328,9 +341,9 @@ mod tests {
         assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18])]), Err(MemberWireError::MissingHop(0)));
         assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18]), hop_peer(1, vec![18])]), Err(MemberWireError::DuplicateHop(1)));
         assert_eq!(match_hops(&plan, &[hop_peer(9, vec![18])]), Err(MemberWireError::UnknownHop(9)));
-        assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0)));
+        assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0, 1)));
         use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
-        let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0 };
+        let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0, paths: Vec::new() };
         let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![], window: None };
         assert_eq!(check_member_result(&plan, &r), Ok(()));
         r.hops.push(hop(0));

@@ -70,7 +70,7 @@ fn ring_of_one(steps: usize, iters: u64) -> MemberPlan {
         plan_steps.push(Step::once(vec![0], vec![0]));
     }
     plan_steps.push(Step::once(vec![0], vec![]));
-    MemberPlan { member: MemberId(0), outbound: vec![hop], inbound: vec![hop], steps: plan_steps, chunk_bytes: 65536, iters, report_every_ms: None }
+    MemberPlan { member: MemberId(0), outbound: vec![hop], inbound: vec![hop], steps: plan_steps, chunk_bytes: 65536, iters, report_every_ms: None, paths: 1 }
 }
 
 #[test]
@@ -215,6 +215,7 @@ fn writes_in_flight_per_hop_are_bounded_by_the_ring() {
         chunk_bytes: 4096,
         iters: 100,
         report_every_ms: None,
+        paths: 1,
     };
     let mut wire = Slow { inner: Loopback { silent: true, ..Loopback::default() }, max_in_flight: 0, in_flight: 0 };
     let t = run_steps(&mut wire, &mut Ticks(0), &plan, &Signals::new(), 1000).unwrap();
