@@ -78,7 +78,13 @@ impl Machine {
 
     /// The hello a controller is greeted with.
     pub fn hello(host: &str) -> Reply {
-        Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: host.to_string(), rails: true, collective: true, member_paths: true }
+        Reply::Hello {
+            agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")),
+            host: host.to_string(),
+            rails: true,
+            collective: true,
+            member_paths: true,
+        }
     }
 
     pub fn on_request(&mut self, request: Request) -> Vec<Step> {

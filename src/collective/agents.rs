@@ -78,7 +78,8 @@ impl Members for AgentMembers {
             // `--paths`: an agent that runs one QP per hop is too old (exit 2 naming it).
             if plan.paths > 1 && !self.agents[i].1 {
                 let agent = if self.agents[i].0.is_empty() { "an agent that does not say its version" } else { self.agents[i].0.as_str() };
-                let (cause, remedy) = protocol::paths_refusal(&crate::sanitise::one_line(agent), &crate::sanitise::one_line(&self.labels[i]), plan.paths);
+                let (cause, remedy) =
+                    protocol::paths_refusal(&crate::sanitise::one_line(agent), &crate::sanitise::one_line(&self.labels[i]), plan.paths);
                 return Err(RunError::Failed { member: plan.member, cause, remedy });
             }
         }

@@ -76,7 +76,12 @@ mod tests {
         let paths: Vec<PathFigure> = rates
             .iter()
             .enumerate()
-            .map(|(k, &gbps)| PathFigure { flow_label: flow_label(k as u32), udp_sport: flow_label_to_udp_sport(flow_label(k as u32)), gbps, retransmits: None })
+            .map(|(k, &gbps)| PathFigure {
+                flow_label: flow_label(k as u32),
+                udp_sport: flow_label_to_udp_sport(flow_label(k as u32)),
+                gbps,
+                retransmits: None,
+            })
             .collect();
         HopFigure { hop: HopId(from), from: MemberId(from), to: MemberId(to), step_us: None, gbps: rates.iter().sum(), paths }
     }

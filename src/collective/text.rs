@@ -87,11 +87,8 @@ fn paths(out: &mut String, r: &super::doc::RingDoc, name: &dyn Fn(u32) -> String
             fine += 1;
             continue;
         }
-        let each: Vec<String> = h
-            .paths
-            .iter()
-            .map(|p| format!("UDP {} {:.1}{}", p.udp_sport, p.gbps, if slow.contains(&p.udp_sport) { " slow" } else { "" }))
-            .collect();
+        let each: Vec<String> =
+            h.paths.iter().map(|p| format!("UDP {} {:.1}{}", p.udp_sport, p.gbps, if slow.contains(&p.udp_sport) { " slow" } else { "" })).collect();
         let _ = writeln!(out, "    {} -> {}: {}", name(h.from), name(h.to), each.join(", "));
     }
     if fine > 0 {

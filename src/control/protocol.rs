@@ -272,7 +272,16 @@ mod tests {
         let out = Hop { id: HopId(1), from: MemberId(1), to: MemberId(2) };
         let inb = Hop { id: HopId(0), from: MemberId(0), to: MemberId(1) };
         let steps = vec![Step::once(vec![], vec![0]), Step::once(vec![0], vec![0]), Step::once(vec![0], vec![])];
-        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10, report_every_ms: None, paths: 1 }
+        MemberPlan {
+            member: MemberId(1),
+            outbound: vec![out],
+            inbound: vec![inb],
+            steps,
+            chunk_bytes: 65536,
+            iters: 10,
+            report_every_ms: None,
+            paths: 1,
+        }
     }
 
     fn hop_peer(hop: u32, qpns: Vec<u32>) -> HopPeer {

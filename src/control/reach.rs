@@ -179,7 +179,12 @@ mod tests {
         r.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
         act.sends.clear();
-        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false, collective: false, member_paths: false }, now, &mut act);
+        r.on_reply(
+            0,
+            Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false, collective: false, member_paths: false },
+            now,
+            &mut act,
+        );
         assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
         assert!(!r.is_done());
         r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);

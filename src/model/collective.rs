@@ -248,7 +248,16 @@ mod tests {
             steps.push(Step::once(vec![0], vec![0]));
         }
         steps.push(Step::once(vec![0], vec![]));
-        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10, report_every_ms: None, paths: 1 }
+        MemberPlan {
+            member: MemberId(me),
+            outbound: vec![out],
+            inbound: vec![inb],
+            steps,
+            chunk_bytes: 1 << 20,
+            iters: 10,
+            report_every_ms: None,
+            paths: 1,
+        }
     }
 
     #[test]

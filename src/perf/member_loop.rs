@@ -349,7 +349,14 @@ pub fn summarise(plan: &MemberPlan, t: &Tally) -> MemberResult {
             } else {
                 Vec::new()
             };
-            HopResult { hop: hop.id, chunks: o.completed, bytes, step_us: summary(&o.hist), gbps: super::summary::gbps(bytes, o.busy_ns), paths: runs }
+            HopResult {
+                hop: hop.id,
+                chunks: o.completed,
+                bytes,
+                step_us: summary(&o.hist),
+                gbps: super::summary::gbps(bytes, o.busy_ns),
+                paths: runs,
+            }
         })
         .collect();
     MemberResult { member: plan.member, elapsed_ns: t.elapsed_ns, iterations: t.iterations, hops, counter_deltas: Vec::new(), window: None }

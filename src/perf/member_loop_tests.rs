@@ -70,7 +70,16 @@ fn ring_of_one(steps: usize, iters: u64) -> MemberPlan {
         plan_steps.push(Step::once(vec![0], vec![0]));
     }
     plan_steps.push(Step::once(vec![0], vec![]));
-    MemberPlan { member: MemberId(0), outbound: vec![hop], inbound: vec![hop], steps: plan_steps, chunk_bytes: 65536, iters, report_every_ms: None, paths: 1 }
+    MemberPlan {
+        member: MemberId(0),
+        outbound: vec![hop],
+        inbound: vec![hop],
+        steps: plan_steps,
+        chunk_bytes: 65536,
+        iters,
+        report_every_ms: None,
+        paths: 1,
+    }
 }
 
 #[test]
@@ -327,7 +336,8 @@ fn a_chunk_out_of_order_on_its_own_path_is_still_refused() {
     }
     let mut plan = ring_of_one(6, 2);
     plan.paths = 2;
-    let mut wire = Swapped(Lanes { pending: VecDeque::new(), polls: 0, paths: 2, slow: 9, delay: 0, posted_on: vec![0; 2], time: Default::default() });
+    let mut wire =
+        Swapped(Lanes { pending: VecDeque::new(), polls: 0, paths: 2, slow: 9, delay: 0, posted_on: vec![0; 2], time: Default::default() });
     let e = run_steps(&mut wire, &mut Ticks(0), &plan, &Signals::new(), 1000).unwrap_err();
     assert!(matches!(e, LoopError::OutOfOrder { hop: 1, expected: 1, got: 3 }), "{e:?}");
 }

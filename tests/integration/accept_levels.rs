@@ -121,7 +121,9 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
         }
         let Ok(request) = decode::<Request>(&line) else { return send(&error("bad request")) };
         match request {
-            Request::Hello { .. } => send(&Reply::Hello { agent: "fabcheck 0.5.0".into(), host: node.name.clone(), rails: true, collective: true, member_paths: true })?,
+            Request::Hello { .. } => {
+                send(&Reply::Hello { agent: "fabcheck 0.5.0".into(), host: node.name.clone(), rails: true, collective: true, member_paths: true })?
+            }
             Request::Inventory => send(&Reply::Inventory { inventory: node.inventory.clone() })?,
             Request::Rails { spec } => match resolve(&spec, &candidates(&node.inventory), None, None) {
                 Ok(rails) => send(&Reply::Rails { rails, shared: Vec::new() })?,

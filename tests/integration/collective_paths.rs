@@ -93,7 +93,16 @@ fn member_done(agent: &Agent, plan: &MemberPlan) -> Reply {
         })
         .collect();
     let elapsed_ns = ((sends * chunk) as f64 * 8.0 / 380.0) as u64;
-    Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns: elapsed_ns.max(1), iterations: plan.iters, hops, counter_deltas: vec![], window: None } }
+    Reply::MemberDone {
+        result: MemberResult {
+            member: plan.member,
+            elapsed_ns: elapsed_ns.max(1),
+            iterations: plan.iters,
+            hops,
+            counter_deltas: vec![],
+            window: None,
+        },
+    }
 }
 
 fn serve(stream: TcpStream, agent: &Agent) -> std::io::Result<()> {
@@ -123,7 +132,10 @@ fn serve(stream: TcpStream, agent: &Agent) -> std::io::Result<()> {
                     .outbound
                     .iter()
                     .chain(&plan.inbound)
-                    .map(|h| HopPeer { hop: h.id, endpoint: endpoint(agent, (0..plan.paths).map(|k| 0x100 + h.id.0 * 64 + k).collect(), u64::from(plan.chunk_bytes) * 8) })
+                    .map(|h| HopPeer {
+                        hop: h.id,
+                        endpoint: endpoint(agent, (0..plan.paths).map(|k| 0x100 + h.id.0 * 64 + k).collect(), u64::from(plan.chunk_bytes) * 8),
+                    })
                     .collect();
                 member = Some(plan);
                 send(&Reply::MemberReady { hops })?;
@@ -195,7 +207,20 @@ fn one_bad_path_among_eight_is_named_by_its_port_and_the_document_validates() {
     super::schemas::assert_valid("collective --paths documents", &[file, one_file]);
     std::fs::remove_dir_all(&dir).ok();
     // The human view lists the bad hop's paths by port.
-    let human = super::fake_cluster::run_fabcheck(&["collective", "--op", "allreduce", "--size", "1M", "--iters", "4", &agents[0], &agents[1], &agents[2], "--paths", "8"]);
+    let human = super::fake_cluster::run_fabcheck(&[
+        "collective",
+        "--op",
+        "allreduce",
+        "--size",
+        "1M",
+        "--iters",
+        "4",
+        &agents[0],
+        &agents[1],
+        &agents[2],
+        "--paths",
+        "8",
+    ]);
     let text = String::from_utf8_lossy(&human.stdout);
     assert!(text.contains(&format!("UDP {}", port(5))) && text.contains("slow"), "{text}");
 }

@@ -247,7 +247,10 @@ fn paths_4_runs_every_hop_on_four_labelled_qps_with_per_path_figures() {
         }
     }
     let paths_named = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.path").count();
-    eprintln!("collective --paths 4 over 3 agents: verdict {}, busbw {} Gb/s, {paths_named} pair.path; hop 0: {}", doc["verdict"], doc["rings"][0]["busbw_gbps"], hops[0]["paths"]);
+    eprintln!(
+        "collective --paths 4 over 3 agents: verdict {}, busbw {} Gb/s, {paths_named} pair.path; hop 0: {}",
+        doc["verdict"], doc["rings"][0]["busbw_gbps"], hops[0]["paths"]
+    );
 
     // A long run: its QPs counted on rxe0 while it holds them, then the controller killed (the
     // agents release on the closed channel).
