@@ -351,12 +351,21 @@ mod tests {
         assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18]), hop_peer(1, vec![18])]), Err(MemberWireError::DuplicateHop(1)));
         assert_eq!(match_hops(&plan, &[hop_peer(9, vec![18])]), Err(MemberWireError::UnknownHop(9)));
         assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0, 1)));
+        // `--paths 4`: a hop is four QPs, in path order.
+        let four = crate::model::collective::MemberPlan { paths: 4, ..plan.clone() };
+        assert_eq!(match_hops(&four, &both), Err(MemberWireError::QpCount(0, 1, 4)));
+        let labelled = [hop_peer(0, vec![1, 2, 3, 4]), hop_peer(1, vec![5, 6, 7, 8])];
+        let got = match_hops(&four, &labelled).unwrap();
+        assert_eq!(got[0].qpns, [5, 6, 7, 8]);
         use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
         let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0, paths: Vec::new() };
         let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![], window: None };
         assert_eq!(check_member_result(&plan, &r), Ok(()));
         r.hops.push(hop(0));
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::UnknownHop(0)), "an inbound hop has no sender's figures here");
+        r.hops.pop();
+        r.hops[0].paths = vec![crate::model::paths::PathRun::default(); 2];
+        assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::PathCount(1, 2, 1)), "no more paths than the plan asked");
         r.member = MemberId(3);
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::WrongMember(3)));
     }
