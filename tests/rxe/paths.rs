@@ -221,6 +221,7 @@ fn collective_paths_8_puts_each_hops_8_reported_ports_on_the_wire() {
     let peer_ep = format!("{}/rxep", peer());
     let bin = super::remote_bin();
     let wire = Capture::start(None, "pa");
+    let (one, two) = (Capture::start(Some("r"), "eth1"), Capture::start(Some("r"), "eth2"));
     let args = [
         "collective",
         "localhost/rxep",
@@ -239,6 +240,8 @@ fn collective_paths_8_puts_each_hops_8_reported_ports_on_the_wire() {
     ];
     let out = fabcheck(&args);
     let seen = wire.ports();
+    let (on_one, on_two) = (one.ports(), two.ports());
+    eprintln!("collective paths: the router's hash put {on_one:?} on eth1, {on_two:?} on eth2");
     let doc = json(&out);
     assert_ne!(out.status.code(), Some(2), "{doc:#}\n{}", String::from_utf8_lossy(&out.stderr));
     let hops = doc["rings"][0]["hops"].as_array().unwrap_or_else(|| panic!("no hops: {doc:#}"));
@@ -254,7 +257,10 @@ fn collective_paths_8_puts_each_hops_8_reported_ports_on_the_wire() {
         assert_eq!(ports.len(), 8, "each path its own port: {h}");
         reported.extend(ports);
     }
-    eprintln!("collective paths: reported {reported:?}, on the wire {seen:?}, verdict {}", doc["verdict"]);
+    let findings: Vec<String> =
+        doc["findings"].as_array().map(|f| f.iter().map(|f| format!("{} {}: {}", f["id"], f["subject"], f["message"])).collect()).unwrap_or_default();
+    eprintln!("collective paths: reported {reported:?}, on the wire {seen:?}, verdict {}, findings {findings:#?}", doc["verdict"]);
+    eprintln!("collective paths: {}", hops[0]["paths"]);
     assert_eq!(reported.len(), 8, "path k has the same label on every hop: {reported:?}");
     assert_eq!(seen, reported, "the ports on the wire are the ports reported");
 }
