@@ -106,7 +106,8 @@ pub struct OutTally {
 }
 
 /// One outbound lane's (one path's) count: RC completes a QP's writes in order, so its posts'
-/// times are a ring of [`DEPTH`] (a hop keeps at most that many in flight over all its lanes).
+/// times are a ring of [`SEND_DEPTH`] (a hop keeps at most that many in flight over all its
+/// lanes).
 #[derive(Debug)]
 pub struct LaneTally {
     pub posted: u64,
