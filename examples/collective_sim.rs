@@ -50,8 +50,16 @@ fn main() {
         })
         .take(n)
         .collect();
-    let config =
-        Config { op, size: 1 << 30, iters: 1, criteria: Criteria::default(), bisect: false, topology: None, deadline: Duration::from_secs(3600) };
+    let config = Config {
+        op,
+        size: 1 << 30,
+        iters: 1,
+        criteria: Criteria::default(),
+        bisect: false,
+        topology: None,
+        deadline: Duration::from_secs(3600),
+        paths: 1,
+    };
     let before = cpu_s();
     let mut model = StepModel::new(members.clone(), vec![None; members.len()], Faults::default());
     let doc = match run(&members, &mut model, &config) {

@@ -421,9 +421,10 @@ fn answer(conn: &mut Conn, line: &str, fabric: &mut Fabric, device: &probe::Devi
         }
     };
     match request {
-        Request::Hello { .. } => {
-            send(conn, &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: fabric.o.rails > 0, collective: false })
-        }
+        Request::Hello { .. } => send(
+            conn,
+            &Reply::Hello { agent: "fabcheck mesh_sim".into(), host: host(me), rails: fabric.o.rails > 0, collective: false, member_paths: false },
+        ),
         Request::Inventory => conn.output.extend_from_slice(fabric.inventory_line.as_bytes()),
         Request::Prepare { spec, target } => {
             conn.passive_running = false;

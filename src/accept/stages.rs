@@ -184,6 +184,7 @@ pub fn collective_stage(fleet: &Fleet<'_>, op: Op, budget: Duration, progress: &
         bisect: false,
         topology: None,
         deadline: c.check_limit.saturating_add(budget.saturating_mul(2)),
+        paths: 1,
     };
     let doc = match crate::collective::run::run(&members, &mut runner, &config) {
         Ok(doc) => doc,

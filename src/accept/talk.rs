@@ -145,7 +145,12 @@ mod tests {
         t.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { .. })]));
         act.sends.clear();
-        t.on_reply(0, Reply::Hello { agent: "fabcheck 0.5.0".into(), host: "node1".into(), rails: true, collective: false }, now, &mut act);
+        t.on_reply(
+            0,
+            Reply::Hello { agent: "fabcheck 0.5.0".into(), host: "node1".into(), rails: true, collective: false, member_paths: false },
+            now,
+            &mut act,
+        );
         assert!(matches!(&act.sends[..], [(0, Request::Check)]));
         t.on_reply(0, Reply::Check { report: report(), facts: Vec::new() }, now, &mut act);
         assert!(t.is_done() && t.failure.is_none() && t.answer.is_some());
@@ -158,7 +163,12 @@ mod tests {
         let mut act = Actions::default();
         let mut t = CheckTalk::new("n1", None, Duration::from_secs(60));
         t.start(now, &mut act);
-        t.on_reply(0, Reply::Hello { agent: "fabcheck 0.4.0".into(), host: "n1".into(), rails: true, collective: false }, now, &mut act);
+        t.on_reply(
+            0,
+            Reply::Hello { agent: "fabcheck 0.4.0".into(), host: "n1".into(), rails: true, collective: false, member_paths: false },
+            now,
+            &mut act,
+        );
         let cause = "agent refused a message: malformed message: unknown variant `check`".to_string();
         t.on_reply(0, Reply::Error { cause, remedy: "use the same fabcheck version on every node".into() }, now, &mut act);
         let Some(LossKind::Refused { cause, remedy, .. }) = t.failure.map(|f| f.kind) else { panic!("refused") };
@@ -166,7 +176,12 @@ mod tests {
 
         let mut t = CheckTalk::new("n2", None, Duration::from_secs(60));
         t.start(now, &mut act);
-        t.on_reply(0, Reply::Hello { agent: "fabcheck 0.5.0".into(), host: "n2".into(), rails: true, collective: false }, now, &mut act);
+        t.on_reply(
+            0,
+            Reply::Hello { agent: "fabcheck 0.5.0".into(), host: "n2".into(), rails: true, collective: false, member_paths: false },
+            now,
+            &mut act,
+        );
         assert!(t.deadline().is_some_and(|d| d > now));
         t.on_deadline(now + Duration::from_secs(60), &mut act);
         assert_eq!(t.failure.unwrap().kind, LossKind::Timeout { step: Step::Test, waited: Duration::from_secs(60) });

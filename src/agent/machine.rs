@@ -78,7 +78,13 @@ impl Machine {
 
     /// The hello a controller is greeted with.
     pub fn hello(host: &str) -> Reply {
-        Reply::Hello { agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")), host: host.to_string(), rails: true, collective: true }
+        Reply::Hello {
+            agent: format!("fabcheck {}", env!("CARGO_PKG_VERSION")),
+            host: host.to_string(),
+            rails: true,
+            collective: true,
+            member_paths: true,
+        }
     }
 
     pub fn on_request(&mut self, request: Request) -> Vec<Step> {
@@ -307,6 +313,7 @@ mod tests {
             chunk_bytes: chunk,
             iters: 3,
             report_every_ms: None,
+            paths: 1,
         }
     }
 

@@ -144,6 +144,12 @@ pub struct CollectiveArgs {
     /// switch or an uplink.
     #[arg(long, value_name = "FILE")]
     pub topology: Option<PathBuf>,
+    /// RoCE ECMP: carry every hop on N QPs, each with its own flow label and so its own UDP
+    /// source port (N draws of the switches' hash), a hop's chunks spread over them; a path
+    /// below half the median of its hop's other paths is pair.path, naming its port. One path
+    /// (the default) is one hash per hop: it cannot see one bad ECMP member.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_QPS)))]
+    pub paths: u32,
     /// A hop slower than its ring's median hop by more than this factor is named.
     #[arg(long, default_value_t = 2.0, value_name = "X", help_heading = "Judgement")]
     pub hop_threshold: f64,

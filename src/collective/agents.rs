@@ -47,6 +47,8 @@ pub struct AgentMembers {
     broken: Option<RunError>,
     /// `--report-every`: every run's members report into it.
     live: Option<crate::collective::live::Live>,
+    /// Per member: what its agent said it is, and whether it runs several paths per hop.
+    agents: Vec<(String, bool)>,
 }
 
 impl AgentMembers {
@@ -73,6 +75,13 @@ impl Members for AgentMembers {
                 });
             }
             sides.push(i);
+            // `--paths`: an agent that runs one QP per hop is too old (exit 2 naming it).
+            if plan.paths > 1 && !self.agents[i].1 {
+                let agent = if self.agents[i].0.is_empty() { "an agent that does not say its version" } else { self.agents[i].0.as_str() };
+                let (cause, remedy) =
+                    protocol::paths_refusal(&crate::sanitise::one_line(agent), &crate::sanitise::one_line(&self.labels[i]), plan.paths);
+                return Err(RunError::Failed { member: plan.member, cause, remedy });
+            }
         }
         let conversation = RunMembers::new(
             plans,
@@ -125,7 +134,8 @@ pub fn reach(endpoints: &[EndpointSpec], rails: Option<&RailSpec>, options: &Rea
         members.push(m);
         targets.push(target);
     }
-    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None }))
+    let agents = reached.iter().map(|r| (r.agent.clone(), r.member_paths)).collect();
+    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None, agents }))
 }
 
 /// A reached agent that can run a member: lost with its loss, or too old (exit 2 naming its

@@ -54,6 +54,10 @@ pub struct HopDoc {
     pub to: u32,
     pub step_us: Option<LatencySummary>,
     pub gbps: f64,
+    /// `--paths N` (N > 1): each of the hop's QPs, in path order: its flow label, the UDP
+    /// source port that label gives, its rate (absent with one path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<crate::outcome::paths::PathFigure>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -9,6 +9,7 @@ use super::op::Op;
 use super::plan::{HopRole, Planned};
 use crate::model::collective::{HopId, MemberId, MemberResult};
 use crate::model::LatencySummary;
+use crate::outcome::paths::PathFigure;
 use std::collections::HashMap;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -18,6 +19,8 @@ pub struct HopFigure {
     pub to: MemberId,
     pub step_us: Option<LatencySummary>,
     pub gbps: f64,
+    /// `--paths N` (N > 1): each of the hop's paths, in path order (empty with one path).
+    pub paths: Vec<PathFigure>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +78,14 @@ pub fn figures(planned: &Planned, members: &[Member], results: &[MemberResult]) 
             .filter(|h| h.ring == index && h.role == HopRole::Data)
             .map(|h| {
                 let r = hop_results.get(&h.hop.id);
-                HopFigure { hop: h.hop.id, from: h.hop.from, to: h.hop.to, step_us: r.and_then(|r| r.step_us), gbps: r.map_or(0.0, |r| r.gbps) }
+                HopFigure {
+                    hop: h.hop.id,
+                    from: h.hop.from,
+                    to: h.hop.to,
+                    step_us: r.and_then(|r| r.step_us),
+                    gbps: r.map_or(0.0, |r| r.gbps),
+                    paths: r.map_or_else(Vec::new, |r| r.paths.iter().map(crate::pair::paths::figure).collect()),
+                }
             })
             .collect();
         weighted += s * factor;

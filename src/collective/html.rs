@@ -116,7 +116,7 @@ mod tests {
     fn doc(slow_hop: Option<&str>) -> CollectiveDoc {
         let members: Vec<MemberDoc> =
             ["n1", "n2", "n3<&>"].iter().map(|h| MemberDoc { host: (*h).to_string(), device: "mlx5_0".into(), rail: Some(0) }).collect();
-        let hop = |from, to, gbps| HopDoc { from, to, step_us: None, gbps };
+        let hop = |from, to, gbps| HopDoc { from, to, step_us: None, gbps, paths: Vec::new() };
         let findings = slow_hop
             .map(|s| vec![Finding::new(FindingId::CollectiveHop, Severity::Error, s, "20.0 Gb/s: 9.0x its ring's median hop", "pair over it")])
             .unwrap_or_default();

@@ -20,6 +20,7 @@ pub mod live;
 pub mod once;
 pub mod op;
 pub mod order;
+pub mod paths;
 pub mod plan;
 pub mod run;
 pub mod stepmodel;

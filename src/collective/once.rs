@@ -27,6 +27,9 @@ pub struct Config {
     pub topology: Option<Topology>,
     /// Each run of the plans must end within it.
     pub deadline: Duration,
+    /// `--paths N` (RoCE ECMP): every hop carried by N QPs, each its own flow label (1: one QP,
+    /// no label, as before).
+    pub paths: u32,
 }
 
 /// Why a collective gave no result (exit 2).
@@ -47,12 +50,15 @@ pub struct Judged {
 
 /// Runs `rings` (member ids into `members`) once and judges it.
 pub fn once(members: &[Member], runner: &mut dyn Members, config: &Config, rings: Vec<Ring>) -> Result<Judged, Stop> {
-    let planned = plan(config.op, rings, config.size, config.iters).map_err(Stop::Plan)?;
+    let mut planned = plan(config.op, rings, config.size, config.iters).map_err(Stop::Plan)?;
+    super::paths::apply(&mut planned, config.paths).map_err(Stop::Plan)?;
     let results = runner.run(&planned.plans, config.deadline).map_err(Stop::Run)?;
     let figures = figures(&planned, members, &results);
     let rings = judge(&planned, members, &figures, &config.criteria);
     let suspects = blame(members, &figures, &rings, &config.criteria, config.topology.as_ref());
     let mut findings = findings(members, &figures, &rings, &suspects, &config.criteria);
+    // `--paths`: a path of a hop below half its siblings' median (`pair.path`, its UDP port).
+    findings.extend(super::paths::judge(members, &figures));
     // Each member's port counters over the run, judged as `check --soak` judges a window.
     findings.extend(super::counters::judge(members, &results));
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
@@ -123,7 +129,13 @@ pub fn document(members: &[Member], config: &Config, judged: &Judged) -> Collect
             hops: r
                 .hops
                 .iter()
-                .map(|h| HopDoc { from: h.from.0, to: h.to.0, step_us: h.step_us.as_ref().map(|s| s.rounded()), gbps: round(h.gbps) })
+                .map(|h| HopDoc {
+                    from: h.from.0,
+                    to: h.to.0,
+                    step_us: h.step_us.as_ref().map(|s| s.rounded()),
+                    gbps: round(h.gbps),
+                    paths: h.paths.iter().map(|p| crate::outcome::paths::PathFigure { gbps: round(p.gbps), ..*p }).collect(),
+                })
                 .collect(),
         })
         .collect();

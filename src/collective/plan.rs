@@ -115,7 +115,7 @@ pub fn plan(op: Op, rings: Vec<Ring>, size: u64, iters: u64) -> Result<Planned, 
 }
 
 fn empty(member: MemberId, iters: u64) -> MemberPlan {
-    MemberPlan { member, outbound: Vec::new(), inbound: Vec::new(), steps: Vec::new(), chunk_bytes: 1, iters, report_every_ms: None }
+    MemberPlan { member, outbound: Vec::new(), inbound: Vec::new(), steps: Vec::new(), chunk_bytes: 1, iters, report_every_ms: None, paths: 1 }
 }
 
 fn chunk_of(bytes: u64, parts: u64) -> Result<u32, PlanRefusal> {

@@ -305,6 +305,7 @@ impl StepModel {
                             bytes,
                             step_us: crate::perf::summary::latency(&hop.samples, false),
                             gbps: if hop.busy_ns > 0.0 { bytes as f64 * 8.0 / hop.busy_ns } else { 0.0 },
+                            paths: Vec::new(),
                         }
                     })
                     .collect(),

@@ -44,6 +44,7 @@ pub fn human(doc: &CollectiveDoc, quiet: bool) -> String {
                 let p99 = h.step_us.as_ref().map_or_else(|| "-".into(), |s| format!("{:.1}", s.p99));
                 let _ = writeln!(out, "    {} -> {}: step p50 {p50} us, p99 {p99} us, {:.1} Gb/s", name(h.from), name(h.to), h.gbps);
             }
+            paths(&mut out, r, &name);
         }
     }
     let named: Vec<_> = doc.findings.iter().filter(|f| f.severity != Severity::Info || !quiet).collect();
@@ -70,6 +71,29 @@ pub fn human(doc: &CollectiveDoc, quiet: bool) -> String {
     }
     let _ = writeln!(out, "\nVerdict: {}", verdict(doc.verdict));
     out
+}
+
+/// `--paths`: each hop with a slow path, every path by its UDP source port (the slow ones
+/// marked), then the other hops in one line.
+fn paths(out: &mut String, r: &super::doc::RingDoc, name: &dyn Fn(u32) -> String) {
+    let several: Vec<_> = r.hops.iter().filter(|h| h.paths.len() > 1).collect();
+    let Some(n) = several.iter().map(|h| h.paths.len()).max() else { return };
+    let ring = r.rail.map_or_else(|| "ring".into(), |k| format!("rail {k}"));
+    let _ = writeln!(out, "\n  paths of {ring} ({n} per hop, Gb/s by UDP source port):");
+    let mut fine = 0;
+    for h in several {
+        let slow = super::paths::slow_ports(&h.paths);
+        if slow.is_empty() {
+            fine += 1;
+            continue;
+        }
+        let each: Vec<String> =
+            h.paths.iter().map(|p| format!("UDP {} {:.1}{}", p.udp_sport, p.gbps, if slow.contains(&p.udp_sport) { " slow" } else { "" })).collect();
+        let _ = writeln!(out, "    {} -> {}: {}", name(h.from), name(h.to), each.join(", "));
+    }
+    if fine > 0 {
+        let _ = writeln!(out, "    {fine} hop{} with every path within half its siblings' median", if fine == 1 { "" } else { "s" });
+    }
 }
 
 fn verdict(v: Verdict) -> &'static str {

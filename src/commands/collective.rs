@@ -44,6 +44,17 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         .map_err(|why| Failure::new(why, "give --progress-json a path in a writable directory"))?;
     let options = ReachOptions { token: launch.token.clone(), connect_timeout: launch.connect_timeout, launch, mem: args.mem.choice() };
     let (members, mut runner) = agents::reach(&specs, rails.as_ref(), &options).map_err(|e| could_not_run(&e, &[]))?;
+    if args.paths > 1 {
+        if let Some(m) = members.iter().find(|m| m.link_layer != crate::port::LinkLayer::Ethernet) {
+            return Err(Failure::usage(format!(
+                "--paths spreads RoCE flows by UDP source port; {}/{} is {}: run without --paths",
+                crate::sanitise::one_line(&m.host),
+                crate::sanitise::one_line(&m.device),
+                m.link_layer
+            ))
+            .into());
+        }
+    }
     if let (Some(every_ms), Some(recorder)) = (every_ms, recorder) {
         runner.report_into(crate::collective::live::Live::new(recorder, std::time::Instant::now(), every_ms, &op.to_string()));
     }
@@ -60,6 +71,7 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
         bisect: args.bisect,
         topology,
         deadline: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_secs_f64(args.duration.unwrap_or(0.0))),
+        paths: args.paths,
     };
     let doc = run::run(&members, &mut runner, &config).map_err(|e| match e {
         run::Stop::Plan(refusal) => Failure::usage(refusal.to_string()),

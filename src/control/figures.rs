@@ -126,7 +126,14 @@ mod tests {
         assert!(check(&interval(f64::NAN)).is_err());
         assert!(check(&interval(1e308)).is_err());
         let member = |gbps| {
-            let hop = crate::model::collective::HopResult { hop: crate::model::collective::HopId(0), chunks: 1, bytes: 1, step_us: None, gbps };
+            let hop = crate::model::collective::HopResult {
+                hop: crate::model::collective::HopId(0),
+                chunks: 1,
+                bytes: 1,
+                step_us: None,
+                gbps,
+                paths: Vec::new(),
+            };
             let result = crate::model::collective::MemberResult {
                 member: crate::model::collective::MemberId(0),
                 elapsed_ns: 1,

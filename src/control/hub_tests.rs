@@ -14,7 +14,11 @@ fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations()
         let first: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
         let second: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
         let mut w = stream;
-        w.write_all(protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into(), rails: false, collective: false }).as_bytes()).unwrap();
+        w.write_all(
+            protocol::encode(&Reply::Hello { agent: "fake".into(), host: "n1".into(), rails: false, collective: false, member_paths: false })
+                .as_bytes(),
+        )
+        .unwrap();
         w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
         (first, second)
     });

@@ -76,6 +76,15 @@ pub fn collective_refusal(agent: &str, host: &str) -> (String, String) {
     )
 }
 
+/// An agent whose hello does not say `member_paths` (older than `collective --paths`) runs each
+/// hop on one QP: asked for more, the controller's exit-2 words, naming its version and host.
+pub fn paths_refusal(agent: &str, host: &str, paths: u32) -> (String, String) {
+    (
+        format!("the agent on {host} is {agent}, which runs a collective's hops on one path each; --paths {paths} needs a newer agent"),
+        "install the same fabcheck version on every node, or run without --paths".into(),
+    )
+}
+
 /// Agent -> controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -90,6 +99,10 @@ pub enum Reply {
         /// older agents' hellos.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         collective: bool,
+        /// Runs a collective member's hops over several paths (`collective --paths`, QPs with
+        /// their own flow labels); absent from older agents' hellos.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        member_paths: bool,
     },
     Inventory {
         inventory: crate::probe::Inventory,
@@ -259,7 +272,16 @@ mod tests {
         let out = Hop { id: HopId(1), from: MemberId(1), to: MemberId(2) };
         let inb = Hop { id: HopId(0), from: MemberId(0), to: MemberId(1) };
         let steps = vec![Step::once(vec![], vec![0]), Step::once(vec![0], vec![0]), Step::once(vec![0], vec![])];
-        MemberPlan { member: MemberId(1), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 65536, iters: 10, report_every_ms: None }
+        MemberPlan {
+            member: MemberId(1),
+            outbound: vec![out],
+            inbound: vec![inb],
+            steps,
+            chunk_bytes: 65536,
+            iters: 10,
+            report_every_ms: None,
+            paths: 1,
+        }
     }
 
     fn hop_peer(hop: u32, qpns: Vec<u32>) -> HopPeer {
@@ -328,13 +350,22 @@ mod tests {
         assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18])]), Err(MemberWireError::MissingHop(0)));
         assert_eq!(match_hops(&plan, &[hop_peer(1, vec![18]), hop_peer(1, vec![18])]), Err(MemberWireError::DuplicateHop(1)));
         assert_eq!(match_hops(&plan, &[hop_peer(9, vec![18])]), Err(MemberWireError::UnknownHop(9)));
-        assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0)));
+        assert_eq!(match_hops(&plan, &[hop_peer(0, vec![]), hop_peer(1, vec![1])]), Err(MemberWireError::QpCount(0, 0, 1)));
+        // `--paths 4`: a hop is four QPs, in path order.
+        let four = crate::model::collective::MemberPlan { paths: 4, ..plan.clone() };
+        assert_eq!(match_hops(&four, &both), Err(MemberWireError::QpCount(0, 1, 4)));
+        let labelled = [hop_peer(0, vec![1, 2, 3, 4]), hop_peer(1, vec![5, 6, 7, 8])];
+        let got = match_hops(&four, &labelled).unwrap();
+        assert_eq!(got[0].qpns, [5, 6, 7, 8]);
         use crate::model::collective::{HopId, HopResult, MemberId, MemberResult};
-        let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0 };
+        let hop = |id| HopResult { hop: HopId(id), chunks: 1, bytes: 1, step_us: None, gbps: 1.0, paths: Vec::new() };
         let mut r = MemberResult { member: MemberId(1), elapsed_ns: 1, iterations: 1, hops: vec![hop(1)], counter_deltas: vec![], window: None };
         assert_eq!(check_member_result(&plan, &r), Ok(()));
         r.hops.push(hop(0));
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::UnknownHop(0)), "an inbound hop has no sender's figures here");
+        r.hops.pop();
+        r.hops[0].paths = vec![crate::model::paths::PathRun::default(); 2];
+        assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::PathCount(1, 2, 1)), "no more paths than the plan asked");
         r.member = MemberId(3);
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::WrongMember(3)));
     }

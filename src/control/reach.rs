@@ -30,6 +30,8 @@ pub struct Reach {
     pub rails: bool,
     /// Whether the agent runs collective members (fabcheck 0.5 and later).
     pub collective: bool,
+    /// Whether it runs a member's hops over several paths (`collective --paths`).
+    pub member_paths: bool,
     pub inventory: Option<Inventory>,
     pub failure: Option<Loss>,
 }
@@ -54,6 +56,7 @@ impl Reach {
             agent: String::new(),
             rails: false,
             collective: false,
+            member_paths: false,
             inventory: None,
             failure: None,
         }
@@ -85,7 +88,8 @@ impl Conversation for Reach {
                 let step = if self.state == State::Hello { Step::Hello } else { Step::Inventory };
                 self.fail(Loss::new(self.label.clone(), LossKind::Refused { step, cause, remedy }), act)
             }
-            (State::Hello, Reply::Hello { host, agent, rails, collective }) => {
+            (State::Hello, Reply::Hello { host, agent, rails, collective, member_paths }) => {
+                self.member_paths = member_paths;
                 self.host = host;
                 self.agent = agent;
                 self.rails = rails;
@@ -175,7 +179,12 @@ mod tests {
         r.start(now, &mut act);
         assert!(matches!(&act.sends[..], [(0, Request::Hello { token: Some(t) })] if t == "t"));
         act.sends.clear();
-        r.on_reply(0, Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false, collective: false }, now, &mut act);
+        r.on_reply(
+            0,
+            Reply::Hello { agent: "fabcheck".into(), host: "node1".into(), rails: false, collective: false, member_paths: false },
+            now,
+            &mut act,
+        );
         assert!(matches!(&act.sends[..], [(0, Request::Inventory)]));
         assert!(!r.is_done());
         r.on_reply(0, Reply::Inventory { inventory: crate::probe::Inventory::default() }, now, &mut act);

@@ -20,6 +20,8 @@ use serde::{Deserialize, Serialize};
 pub const MAX_MEMBERS: usize = 16_384;
 /// Most hops one member holds at once (alltoall among 257 members is 256 out and 256 in).
 pub const MAX_HOPS_PER_MEMBER: usize = 1_024;
+/// Most QPs one member opens (its hops times `--paths`).
+pub const MAX_MEMBER_QPS: usize = 4_096;
 /// Most steps in one member's iteration (ring all-reduce among n members is 2(n-1)).
 pub const MAX_STEPS: usize = 2 * MAX_MEMBERS;
 
@@ -92,6 +94,19 @@ pub struct MemberPlan {
     /// `progress` reply) while it runs (0.5, additive: absent, none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub report_every_ms: Option<u64>,
+    /// `--paths N` (RoCE ECMP): each hop is N RC QPs from sender to receiver, QP k carrying
+    /// flow label [`flow_label(k)`](super::paths::flow_label) (so its own UDP source port), a
+    /// hop's chunks spread round-robin over them (0.5, additive: absent, one path, no label).
+    #[serde(default = "one_path", skip_serializing_if = "is_one_path")]
+    pub paths: u32,
+}
+
+fn one_path() -> u32 {
+    1
+}
+
+fn is_one_path(n: &u32) -> bool {
+    *n == 1
 }
 
 /// Why a plan cannot be run as given (checked on both ends: an agent takes no plan on trust).
@@ -109,14 +124,25 @@ pub enum PlanError {
     Empty,
     #[error("a chunk of 0 bytes or above the largest message")]
     ChunkSize,
+    #[error("{0} paths per hop; 1 to {max}", max = super::MAX_QPS)]
+    Paths(u32),
+    #[error("{hops} hops of {paths} paths are {qps} QPs on one member; at most {MAX_MEMBER_QPS}: fewer --paths, or fewer members")]
+    TooManyQps { hops: usize, paths: u32, qps: usize },
 }
 
 impl MemberPlan {
     /// Checks the plan is well formed for this member (every index in range, hops its own).
     pub fn validate(&self) -> Result<(), PlanError> {
+        if self.paths == 0 || self.paths > super::MAX_QPS {
+            return Err(PlanError::Paths(self.paths));
+        }
         let held = self.outbound.len() + self.inbound.len();
         if held > MAX_HOPS_PER_MEMBER {
             return Err(PlanError::TooManyHops(held));
+        }
+        let qps = held.saturating_mul(self.paths as usize);
+        if qps > MAX_MEMBER_QPS {
+            return Err(PlanError::TooManyQps { hops: held, paths: self.paths, qps });
         }
         if self.steps.len() > MAX_STEPS {
             return Err(PlanError::TooManySteps(self.steps.len()));
@@ -160,6 +186,10 @@ pub struct HopResult {
     pub step_us: Option<LatencySummary>,
     /// Bytes over the time this hop was busy sending, Gb/s.
     pub gbps: f64,
+    /// `--paths N` (N > 1): what each of the hop's QPs moved, in path order (0.5, additive:
+    /// absent with one path).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paths: Vec<super::paths::PathRun>,
 }
 
 /// One member's answer.
@@ -218,7 +248,16 @@ mod tests {
             steps.push(Step::once(vec![0], vec![0]));
         }
         steps.push(Step::once(vec![0], vec![]));
-        MemberPlan { member: MemberId(me), outbound: vec![out], inbound: vec![inb], steps, chunk_bytes: 1 << 20, iters: 10, report_every_ms: None }
+        MemberPlan {
+            member: MemberId(me),
+            outbound: vec![out],
+            inbound: vec![inb],
+            steps,
+            chunk_bytes: 1 << 20,
+            iters: 10,
+            report_every_ms: None,
+            paths: 1,
+        }
     }
 
     #[test]

@@ -43,8 +43,10 @@ pub enum MemberWireError {
     DuplicateHop(u32),
     #[error("hop {0} has no peer endpoint")]
     MissingHop(u32),
-    #[error("the endpoint of hop {0} names {1} QPs; a hop is one QP")]
-    QpCount(u32, usize),
+    #[error("the endpoint of hop {0} names {1} QPs; a hop is {2} (one per path)")]
+    QpCount(u32, usize, u32),
+    #[error("the result of hop {0} names {1} paths; the plan asked {2}")]
+    PathCount(u32, usize, u32),
     #[error("the result names {0}, not the member asked")]
     WrongMember(u32),
     #[error("the result's counter window holds {0} counters or a time that is no time; at most {}", super::collective::MAX_WINDOW_COUNTERS)]
@@ -78,8 +80,8 @@ pub fn member_bytes(plan: &super::collective::MemberPlan) -> u64 {
 }
 
 /// Checks a `connect_hops` or `member_ready` list against the plan: exactly one endpoint per
-/// hop the member holds, each of one QP. Returns the peers in the plan's order, outbound hops
-/// first, then inbound.
+/// hop the member holds, each of one QP per path (`plan.paths`). Returns the peers in the
+/// plan's order, outbound hops first, then inbound.
 pub fn match_hops<'a>(plan: &super::collective::MemberPlan, peers: &'a [HopPeer]) -> Result<Vec<&'a Endpoint>, MemberWireError> {
     let mut seen = std::collections::HashSet::new();
     for p in peers {
@@ -89,8 +91,8 @@ pub fn match_hops<'a>(plan: &super::collective::MemberPlan, peers: &'a [HopPeer]
         if !plan.outbound.iter().chain(&plan.inbound).any(|h| h.id == p.hop) {
             return Err(MemberWireError::UnknownHop(p.hop.0));
         }
-        if p.endpoint.qpns.len() != 1 {
-            return Err(MemberWireError::QpCount(p.hop.0, p.endpoint.qpns.len()));
+        if p.endpoint.qpns.len() != plan.paths as usize {
+            return Err(MemberWireError::QpCount(p.hop.0, p.endpoint.qpns.len(), plan.paths));
         }
     }
     plan.outbound
@@ -101,7 +103,7 @@ pub fn match_hops<'a>(plan: &super::collective::MemberPlan, peers: &'a [HopPeer]
 }
 
 /// Checks a `member_done` against the plan it answers: its member, and one figure per
-/// outbound hop of the plan at most, each a hop of the plan.
+/// outbound hop of the plan at most, each a hop of the plan, with no more paths than asked.
 pub fn check_member_result(plan: &super::collective::MemberPlan, result: &super::collective::MemberResult) -> Result<(), MemberWireError> {
     if result.member != plan.member {
         return Err(MemberWireError::WrongMember(result.member.0));
@@ -118,6 +120,9 @@ pub fn check_member_result(plan: &super::collective::MemberPlan, result: &super:
         }
         if !plan.outbound.iter().any(|o| o.id == h.hop) {
             return Err(MemberWireError::UnknownHop(h.hop.0));
+        }
+        if h.paths.len() > plan.paths as usize {
+            return Err(MemberWireError::PathCount(h.hop.0, h.paths.len(), plan.paths));
         }
     }
     Ok(())

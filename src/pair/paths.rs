@@ -45,14 +45,20 @@ pub fn figures(active: &[&RunResult]) -> Vec<PathFigure> {
             let bytes: u64 = runs.iter().map(|p| p.bytes).sum();
             let elapsed = runs.iter().map(|p| p.elapsed_ns).max().unwrap_or(0);
             let flow_label = runs.first().map_or(0, |p| p.flow_label);
-            PathFigure {
-                flow_label,
-                udp_sport: flow_label_to_udp_sport(flow_label),
-                gbps: crate::perf::summary::gbps(bytes, elapsed),
-                retransmits: None,
-            }
+            figure(&PathRun { flow_label, bytes, elapsed_ns: elapsed })
         })
         .collect()
+}
+
+/// One path's figure from what it moved: its label, the UDP source port the label gives, its
+/// rate (`collective --paths` reads each hop's paths with it too).
+pub fn figure(run: &PathRun) -> PathFigure {
+    PathFigure {
+        flow_label: run.flow_label,
+        udp_sport: flow_label_to_udp_sport(run.flow_label),
+        gbps: crate::perf::summary::gbps(run.bytes, run.elapsed_ns),
+        retransmits: None,
+    }
 }
 
 /// A slow path: its index, its rate and the median of its siblings (every other path).
@@ -85,33 +91,35 @@ pub fn slow(paths: &[PathFigure]) -> Vec<Slow> {
 pub fn judge(results: &[TestResult], subject: &str, findings: &mut Vec<Finding>) {
     for r in results.iter().filter(|r| r.error.is_none()) {
         let slow = slow(&r.paths);
-        if slow.is_empty() {
-            continue;
+        if !slow.is_empty() {
+            findings.push(finding(subject, &format!("{} {} at {} bytes", r.test, r.direction, r.size), &r.paths, &slow));
         }
-        let ports: Vec<String> = slow.iter().map(|s| r.paths[s.index].udp_sport.to_string()).collect();
-        let figures: Vec<String> = slow.iter().map(|s| format!("{} Gb/s", gbps(s.gbps))).collect();
-        let median = slow.iter().map(|s| s.siblings_median).fold(0.0, f64::max);
-        findings.push(Finding {
-            id: FindingId::PairPath,
-            severity: Severity::Error,
-            subject: subject.into(),
-            message: format!(
-                "{} {} at {} bytes: {} of {} paths below half their siblings' median ({} Gb/s): UDP source port {} ({})",
-                r.test,
-                r.direction,
-                r.size,
-                slow.len(),
-                r.paths.len(),
-                gbps(median),
-                ports.join(", "),
-                figures.join(", ")
-            ),
-            remedy: format!(
-                "an ECMP member on the way is bad: give the network team these UDP source ports (RoCE v2, destination port 4791, between these hosts' RoCE addresses) to trace the hash to the link: {}",
-                ports.join(", ")
-            ),
-            about: None,
-        });
+    }
+}
+
+/// `pair.path` on `subject` for the `slow` ones of `paths` (non-empty), `what` saying which
+/// transfer they carried (a test, direction and size; a collective's hop).
+pub fn finding(subject: &str, what: &str, paths: &[PathFigure], slow: &[Slow]) -> Finding {
+    let ports: Vec<String> = slow.iter().map(|s| paths[s.index].udp_sport.to_string()).collect();
+    let figures: Vec<String> = slow.iter().map(|s| format!("{} Gb/s", gbps(s.gbps))).collect();
+    let median = slow.iter().map(|s| s.siblings_median).fold(0.0, f64::max);
+    Finding {
+        id: FindingId::PairPath,
+        severity: Severity::Error,
+        subject: subject.into(),
+        message: format!(
+            "{what}: {} of {} paths below half their siblings' median ({} Gb/s): UDP source port {} ({})",
+            slow.len(),
+            paths.len(),
+            gbps(median),
+            ports.join(", "),
+            figures.join(", ")
+        ),
+        remedy: format!(
+            "an ECMP member on the way is bad: give the network team these UDP source ports (RoCE v2, destination port 4791, between these hosts' RoCE addresses) to trace the hash to the link: {}",
+            ports.join(", ")
+        ),
+        about: None,
     }
 }
 

@@ -1,6 +1,7 @@
 //! A collective member's verbs resources (0.5, `fabcheck collective`): one RC QP per hop of its
-//! [`MemberPlan`], a registered ring per inbound hop with receives pre-posted, one chunk to send
-//! from. Opened on `prepare_member`, connected hop by hop on `connect_hops`, run by
+//! [`MemberPlan`] (with `--paths N`, N per hop, each its own flow label: a lane per path), a
+//! registered ring per inbound hop (its lanes share it) with receives pre-posted on each lane,
+//! one chunk to send from. Opened on `prepare_member`, connected hop by hop on `connect_hops`, run by
 //! [`member_loop`](super::member_loop), released on drop.
 //!
 //! Registration asks the least access each buffer needs: an inbound ring is written by its peer
@@ -31,30 +32,37 @@ pub const DEFAULT_STALL_MS: u64 = 5_000;
 const ACK_TIMEOUT_EXP: u8 = 14;
 const RETRY_COUNT: u8 = 7;
 
-/// One outbound hop: its QP and, once connected, its writer into the peer's ring.
+/// One outbound lane (one path of a hop): its QP and, once connected, its writer into the
+/// peer's ring.
 pub(super) struct OutHop {
     pub(super) hop: HopId,
+    /// The path (0-based) of its hop this lane is.
+    pub(super) path: u32,
     pub(super) qp: QueuePair,
     pub(super) writer: Option<ChunkWriter>,
     /// The receiving member's host, for errors.
     pub(super) peer: String,
 }
 
-/// One inbound hop: its QP, its ring and the receives posted into it.
+/// One inbound lane (one path of a hop): its QP and the receives posted on it (into its hop's
+/// ring).
 pub(super) struct InHop {
     pub(super) hop: HopId,
+    pub(super) path: u32,
     pub(super) qp: QueuePair,
     pub(super) recvs: RecvList,
     pub(super) peer: String,
-    // Held so the ring outlives the QP that the peer writes through.
-    _ring: MemoryRegion,
 }
 
 /// A member's resources. Fields are private to `perf`: the loop owns them while it runs.
 pub struct MemberSession {
     // QPs first (in the hop vectors), then memory, CQs, PD (each also held by what uses it).
+    /// Per lane: lane `hop * paths + k` is path `k` of outbound hop `hop`.
     pub(super) out: Vec<OutHop>,
+    /// Per lane, as `out`, of the inbound hops.
     pub(super) inb: Vec<InHop>,
+    // Each inbound hop's ring, after the QPs the peers write through (dropped after them).
+    _rings: Vec<MemoryRegion>,
     pub(super) send_mr: MemoryRegion,
     pub(super) send_cq: CompletionQueue,
     pub(super) recv_cq: CompletionQueue,
@@ -104,7 +112,14 @@ impl MemberSession {
         let ctx = Context::open(&device.name)?;
         let limits = ctx.query_device()?;
         let pd = ProtectionDomain::new(&ctx)?;
-        let (n_out, n_in) = (plan.outbound.len() as u32, plan.inbound.len() as u32);
+        let paths = plan.paths.max(1);
+        if paths > 1 && port.link_layer != LinkLayer::Ethernet {
+            return Err(PerfError::BadPeer(format!(
+                "--paths spreads RoCE flows by UDP source port; {subject} is {}: run without --paths",
+                port.link_layer
+            )));
+        }
+        let (n_out, n_in) = (plan.outbound.len() as u32 * paths, plan.inbound.len() as u32 * paths);
         let send_cqe = (SEND_DEPTH * n_out + 16).min(limits.max_cqe.max(64));
         let recv_cqe = (RECV_DEPTH * n_in + 16).min(limits.max_cqe.max(64));
         let send_cq = CompletionQueue::new(&ctx, send_cqe)?;
@@ -115,15 +130,16 @@ impl MemberSession {
         let memory_kind = if send.region.host_visible() { QpMemory::Host } else { QpMemory::Device };
         let port_num = port.port as u8;
         let pkey = conditions.pkey_index.unwrap_or(0);
-        let mut out = Vec::with_capacity(plan.outbound.len());
-        for hop in &plan.outbound {
+        let mut out = Vec::with_capacity(n_out as usize);
+        for (hop, path) in plan.outbound.iter().flat_map(|h| (0..paths).map(move |k| (h, k))) {
             let config = QpConfig { max_send_wr: SEND_DEPTH, max_recv_wr: 1, max_inline_data: 0, memory: memory_kind };
             let mut qp = QueuePair::new_rc(&pd, &send_cq, &recv_cq, config)?;
             qp.to_init(port_num, pkey, Access::NONE)?;
-            out.push(OutHop { hop: hop.id, qp, writer: None, peer: String::new() });
+            out.push(OutHop { hop: hop.id, path, qp, writer: None, peer: String::new() });
         }
-        let mut inb = Vec::with_capacity(plan.inbound.len());
-        for (i, hop) in plan.inbound.iter().enumerate() {
+        let mut inb = Vec::with_capacity(n_in as usize);
+        let mut rings = Vec::with_capacity(plan.inbound.len());
+        for hop in &plan.inbound {
             let ring = memory::register(
                 &pd,
                 &device.name,
@@ -132,11 +148,15 @@ impl MemberSession {
                 conditions.mem,
                 conditions.relaxed_ordering,
             )?;
-            let config = QpConfig { max_send_wr: 1, max_recv_wr: RECV_DEPTH, max_inline_data: 0, memory: memory_kind };
-            let mut qp = QueuePair::new_rc(&pd, &send_cq, &recv_cq, config)?;
-            qp.to_init(port_num, pkey, Access::REMOTE_WRITE)?;
-            let recvs = RecvList::new(RECV_DEPTH as usize, &ring.region, 0, plan.chunk_bytes, i as u32)?;
-            inb.push(InHop { hop: hop.id, qp, recvs, peer: String::new(), _ring: ring.region });
+            for path in 0..paths {
+                let config = QpConfig { max_send_wr: 1, max_recv_wr: RECV_DEPTH, max_inline_data: 0, memory: memory_kind };
+                let mut qp = QueuePair::new_rc(&pd, &send_cq, &recv_cq, config)?;
+                qp.to_init(port_num, pkey, Access::REMOTE_WRITE)?;
+                // Tagged with its lane: the loop knows the lane of each arrival.
+                let recvs = RecvList::new(RECV_DEPTH as usize, &ring.region, 0, plan.chunk_bytes, inb.len() as u32)?;
+                inb.push(InHop { hop: hop.id, path, qp, recvs, peer: String::new() });
+            }
+            rings.push(ring.region);
         }
         let psn = initial_psn();
         let template = Endpoint {
@@ -162,18 +182,21 @@ impl MemberSession {
             conditions,
             gpu: send.gpu.map(Box::new),
         };
-        let mut local = Vec::with_capacity(out.len() + inb.len());
-        for h in &out {
-            local.push(HopPeer { hop: h.hop, endpoint: Endpoint { qpns: vec![h.qp.qp_num()], ..template.clone() } });
+        // One endpoint per hop, naming its lanes' QPs in path order.
+        let mut local = Vec::with_capacity(plan.outbound.len() + plan.inbound.len());
+        for lanes in out.chunks(paths as usize) {
+            let qpns = lanes.iter().map(|h| h.qp.qp_num()).collect();
+            local.push(HopPeer { hop: lanes[0].hop, endpoint: Endpoint { qpns, ..template.clone() } });
         }
-        for h in &inb {
-            let ring = RemoteBuffer { addr: h._ring.addr(), rkey: h._ring.rkey(), len: h._ring.len() as u64 };
-            let endpoint = Endpoint { qpns: vec![h.qp.qp_num()], addr: ring.addr, rkey: ring.rkey, len: ring.len, ..template.clone() };
-            local.push(HopPeer { hop: h.hop, endpoint });
+        for (lanes, ring) in inb.chunks(paths as usize).zip(&rings) {
+            let qpns = lanes.iter().map(|h| h.qp.qp_num()).collect();
+            let endpoint = Endpoint { qpns, addr: ring.addr(), rkey: ring.rkey(), len: ring.len() as u64, ..template.clone() };
+            local.push(HopPeer { hop: lanes[0].hop, endpoint });
         }
         Ok(MemberSession {
             out,
             inb,
+            _rings: rings,
             send_mr: send.region,
             send_cq,
             recv_cq,
@@ -197,9 +220,12 @@ impl MemberSession {
     /// peer's ring and pre-posts every inbound hop's receives.
     pub fn connect(&mut self, peers: &[HopPeer]) -> Result<(), PerfError> {
         let matched = crate::model::member_wire::match_hops(&self.plan, peers).map_err(|e| PerfError::BadPeer(e.to_string()))?;
-        let (to_out, to_in) = matched.split_at(self.out.len());
-        for (h, peer) in self.out.iter_mut().zip(to_out) {
-            let path = path_to(&self.template, peer)?;
+        let (to_out, to_in) = matched.split_at(self.plan.outbound.len());
+        let paths = self.plan.paths.max(1) as usize;
+        // Lane i is path i mod N of hop i / N.
+        for (i, h) in self.out.iter_mut().enumerate() {
+            let peer = to_out[i / paths];
+            let path = path_to(&self.template, peer, h.path, paths > 1)?;
             rts(&mut h.qp, &path, self.template.psn)?;
             let remote = RemoteBuffer { addr: peer.addr, rkey: peer.rkey, len: peer.len };
             h.writer =
@@ -208,8 +234,9 @@ impl MemberSession {
                 })?);
             h.peer = peer.host.clone();
         }
-        for (h, peer) in self.inb.iter_mut().zip(to_in) {
-            let path = path_to(&self.template, peer)?;
+        for (i, h) in self.inb.iter_mut().enumerate() {
+            let peer = to_in[i / paths];
+            let path = path_to(&self.template, peer, h.path, paths > 1)?;
             rts(&mut h.qp, &path, self.template.psn)?;
             h.recvs.post(&mut h.qp, 0, RECV_DEPTH as usize)?;
             h.peer = peer.host.clone();
@@ -228,8 +255,10 @@ impl MemberSession {
     }
 }
 
-/// The path from `local` to `peer`: the smaller MTU, the peer's QP and PSN, its LID or GID.
-fn path_to(local: &Endpoint, peer: &Endpoint) -> Result<PathSpec, PerfError> {
+/// The path from `local` to `peer`'s QP of path `k`: the smaller MTU, that QP and the PSN, its
+/// LID or GID; with `labelled` (`--paths`), path `k`'s flow label (both ends set the same one:
+/// the data and its ACKs leave with one UDP source port, `model::paths`).
+fn path_to(local: &Endpoint, peer: &Endpoint, k: u32, labelled: bool) -> Result<PathSpec, PerfError> {
     if peer.link_layer != local.link_layer {
         return Err(PerfError::BadPeer(format!("{}'s link layer {} differs from this side's {}", peer.host, peer.link_layer, local.link_layer)));
     }
@@ -242,7 +271,7 @@ fn path_to(local: &Endpoint, peer: &Endpoint) -> Result<PathSpec, PerfError> {
     Ok(PathSpec {
         port: local.port,
         mtu: Mtu::at_most(mtu).to_verbs(),
-        remote_qpn: peer.qpns.first().copied().unwrap_or(0),
+        remote_qpn: peer.qpns.get(k as usize).copied().unwrap_or(0),
         remote_psn: peer.psn,
         remote_lid: peer.lid,
         remote_gid,
@@ -250,7 +279,7 @@ fn path_to(local: &Endpoint, peer: &Endpoint) -> Result<PathSpec, PerfError> {
         max_rd_atomic: 1,
         sl: local.conditions.sl.unwrap_or(0),
         traffic_class: local.conditions.tclass.unwrap_or(0),
-        flow_label: 0,
+        flow_label: if labelled { crate::model::paths::flow_label(k) } else { 0 },
     })
 }
 

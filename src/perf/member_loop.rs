@@ -16,6 +16,7 @@
 use super::member::{REPOST_BATCH, SEND_DEPTH};
 use super::Signals;
 use crate::model::collective::{HopResult, MemberPlan, MemberResult};
+use crate::model::paths::{flow_label, PathRun};
 use crate::model::LatencySummary;
 use hdrhistogram::Histogram;
 
@@ -25,28 +26,30 @@ const DEPTH: usize = SEND_DEPTH as usize;
 /// Idle polls between looks at the flags and the clock.
 const IDLE_CHECK: u32 = 1024;
 
-/// What a poll found.
+/// What a poll found. `lane` is a hop's path: lane `hop * paths + k` is path `k` of hop `hop`
+/// (with one path, lane and hop are one number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Event {
-    /// A write on outbound hop `hop` completed (its chunk `seq`, modulo 2^32).
+    /// A write on outbound lane `hop` completed (its chunk `seq`, modulo 2^32).
     Sent { hop: u32, seq: u32 },
-    /// A chunk arrived on inbound hop `hop`, its immediate `imm`.
+    /// A chunk arrived on inbound lane `hop`, its immediate `imm` (the hop's chunk number).
     Arrived { hop: u32, imm: u32 },
-    /// A work request of a hop failed with this completion status.
+    /// A work request of a lane failed with this completion status.
     Failed { outbound: bool, hop: u32, status: u32 },
     /// Nothing (a blank slot).
     #[default]
     Blank,
 }
 
-/// The transport under the loop, by hop index (outbound hops for posts, inbound for receives).
+/// The transport under the loop, by lane (outbound lanes for posts, inbound for receives).
 pub trait Wire {
-    /// Posts chunk `seq` of outbound hop `hop` (signaled; its immediate is `seq` mod 2^32).
-    fn post(&mut self, hop: usize, seq: u64) -> Result<(), fabcheck_verbs::VerbsError>;
+    /// Posts chunk `seq` of its hop on outbound lane `lane` (signaled; its immediate is `seq`
+    /// mod 2^32).
+    fn post(&mut self, lane: usize, seq: u64) -> Result<(), fabcheck_verbs::VerbsError>;
     /// Fills `events` from the completion queues; returns how many.
     fn poll(&mut self, events: &mut [Event; POLL_BATCH]) -> Result<usize, fabcheck_verbs::VerbsError>;
-    /// Posts `count` more receives on inbound hop `hop`.
-    fn repost(&mut self, hop: usize, count: u32) -> Result<(), fabcheck_verbs::VerbsError>;
+    /// Posts `count` more receives on inbound lane `lane`.
+    fn repost(&mut self, lane: usize, count: u32) -> Result<(), fabcheck_verbs::VerbsError>;
 }
 
 /// Monotonic nanoseconds (injected: the tests drive time themselves).
@@ -70,18 +73,18 @@ impl Clock for Monotonic {
     }
 }
 
-/// What the loop was waiting for when it stalled.
+/// What the loop was waiting for when it stalled (by lane).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Waiting {
-    /// A chunk on inbound hop `n`.
+    /// A chunk on inbound lane `n`.
     Arrival(usize),
-    /// Room to post on outbound hop `n` (its writes in flight not completing).
+    /// Room to post on outbound lane `n` (its hop's writes in flight not completing).
     Room(usize),
-    /// The last writes of outbound hop `n` to complete.
+    /// The last writes of outbound lane `n` to complete.
     Drain(usize),
 }
 
-/// Why the loop ended without a tally.
+/// Why the loop ended without a tally. `hop` is a lane (see [`Event`]).
 #[derive(Debug)]
 pub enum LoopError {
     Aborted,
@@ -98,6 +101,17 @@ pub struct OutTally {
     pub hist: Histogram<u64>,
     pub posted: u64,
     pub completed: u64,
+    pub busy_ns: u64,
+    busy_since: u64,
+}
+
+/// One outbound lane's (one path's) count: RC completes a QP's writes in order, so its posts'
+/// times are a ring of [`SEND_DEPTH`] (a hop keeps at most that many in flight over all its
+/// lanes).
+#[derive(Debug)]
+pub struct LaneTally {
+    pub posted: u64,
+    pub completed: u64,
     post_ns: [u64; DEPTH],
     pub busy_ns: u64,
     busy_since: u64,
@@ -108,6 +122,12 @@ pub struct OutTally {
 pub struct InTally {
     pub arrived: u64,
     consumed: u64,
+}
+
+/// One inbound lane's count.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct InLane {
+    pub arrived: u64,
     unposted: u32,
 }
 
@@ -115,7 +135,11 @@ pub struct InTally {
 #[derive(Debug)]
 pub struct Tally {
     pub out: Vec<OutTally>,
+    /// Per outbound lane (`hop * paths + k`).
+    pub out_lanes: Vec<LaneTally>,
     pub inb: Vec<InTally>,
+    /// Per inbound lane.
+    pub in_lanes: Vec<InLane>,
     pub elapsed_ns: u64,
     pub iterations: u64,
 }
@@ -132,6 +156,8 @@ struct Loop<'a, W, C> {
     signals: &'a Signals,
     stall_ns: u64,
     stall_ms: u64,
+    /// Paths per hop (lanes per hop).
+    paths: u64,
     t: Tally,
     events: [Event; POLL_BATCH],
     idle: u32,
@@ -141,12 +167,22 @@ struct Loop<'a, W, C> {
 }
 
 /// Runs `plan` over `wire` until its iterations are done (or a stop), then waits for every
-/// write to complete. Errors name the hop (by index) and what was awaited.
+/// write to complete. Errors name the lane and what was awaited. With `plan.paths` N, chunk
+/// `c` of a hop goes on its lane `c mod N`, and a step waits for the very chunk it needs (on
+/// the lane it was sent on): the paths' arrivals may interleave, the step's dependency holds.
 pub fn run_steps<W: Wire, C: Clock>(wire: &mut W, clock: &mut C, plan: &MemberPlan, signals: &Signals, stall_ms: u64) -> Result<Tally, LoopError> {
-    let out = (0..plan.outbound.len())
-        .map(|_| OutTally { hist: histogram(), posted: 0, completed: 0, post_ns: [0; DEPTH], busy_ns: 0, busy_since: 0 })
-        .collect();
-    let t = Tally { out, inb: vec![InTally::default(); plan.inbound.len()], elapsed_ns: 0, iterations: 0 };
+    let paths = plan.paths.max(1) as usize;
+    let out = (0..plan.outbound.len()).map(|_| OutTally { hist: histogram(), posted: 0, completed: 0, busy_ns: 0, busy_since: 0 }).collect();
+    let out_lanes =
+        (0..plan.outbound.len() * paths).map(|_| LaneTally { posted: 0, completed: 0, post_ns: [0; DEPTH], busy_ns: 0, busy_since: 0 }).collect();
+    let t = Tally {
+        out,
+        out_lanes,
+        inb: vec![InTally::default(); plan.inbound.len()],
+        in_lanes: vec![InLane::default(); plan.inbound.len() * paths],
+        elapsed_ns: 0,
+        iterations: 0,
+    };
     let start = clock.now_ns();
     let mut l = Loop {
         wire,
@@ -154,6 +190,7 @@ pub fn run_steps<W: Wire, C: Clock>(wire: &mut W, clock: &mut C, plan: &MemberPl
         signals,
         stall_ns: stall_ms.saturating_mul(1_000_000),
         stall_ms,
+        paths: paths as u64,
         t,
         events: [Event::Blank; POLL_BATCH],
         idle: 0,
@@ -171,8 +208,12 @@ pub fn run_steps<W: Wire, C: Clock>(wire: &mut W, clock: &mut C, plan: &MemberPl
             }
             for &w in &step.wait {
                 let w = usize::from(w);
-                while l.t.inb[w].arrived <= l.t.inb[w].consumed {
-                    l.progress(Waiting::Arrival(w))?;
+                // The chunk this step needs, on the lane it was sent on.
+                let c = l.t.inb[w].consumed;
+                let lane = w * paths + (c % l.paths) as usize;
+                let due = c / l.paths;
+                while l.t.in_lanes[lane].arrived <= due {
+                    l.progress(Waiting::Arrival(lane))?;
                     if l.stop_seen {
                         break 'iters;
                     }
@@ -182,7 +223,7 @@ pub fn run_steps<W: Wire, C: Clock>(wire: &mut W, clock: &mut C, plan: &MemberPl
             for &s in &step.send {
                 let s = usize::from(s);
                 while l.t.out[s].posted - l.t.out[s].completed >= DEPTH as u64 {
-                    l.progress(Waiting::Room(s))?;
+                    l.progress(Waiting::Room(s * paths + (l.t.out[s].completed % l.paths) as usize))?;
                     if l.stop_seen {
                         break 'iters;
                     }
@@ -192,9 +233,9 @@ pub fn run_steps<W: Wire, C: Clock>(wire: &mut W, clock: &mut C, plan: &MemberPl
         }
         l.t.iterations = iter + 1;
     }
-    for s in 0..l.t.out.len() {
-        while l.t.out[s].completed < l.t.out[s].posted {
-            l.progress(Waiting::Drain(s))?;
+    for lane in 0..l.t.out_lanes.len() {
+        while l.t.out_lanes[lane].completed < l.t.out_lanes[lane].posted {
+            l.progress(Waiting::Drain(lane))?;
         }
     }
     l.t.elapsed_ns = l.clock.now_ns().saturating_sub(start);
@@ -207,12 +248,18 @@ impl<W: Wire, C: Clock> Loop<'_, W, C> {
         let now = self.clock.now_ns();
         let o = &mut self.t.out[s];
         let seq = o.posted;
-        self.wire.post(s, seq).map_err(|error| LoopError::Verbs { outbound: true, hop: s, error })?;
+        let lane = s * self.paths as usize + (seq % self.paths) as usize;
+        self.wire.post(lane, seq).map_err(|error| LoopError::Verbs { outbound: true, hop: lane, error })?;
         if o.posted == o.completed {
             o.busy_since = now;
         }
-        o.post_ns[(seq % DEPTH as u64) as usize] = now;
         o.posted += 1;
+        let p = &mut self.t.out_lanes[lane];
+        if p.posted == p.completed {
+            p.busy_since = now;
+        }
+        p.post_ns[(p.posted % DEPTH as u64) as usize] = now;
+        p.posted += 1;
         Ok(())
     }
 
@@ -241,20 +288,28 @@ impl<W: Wire, C: Clock> Loop<'_, W, C> {
         self.last_progress = now;
         for i in 0..got {
             match self.events[i] {
-                Event::Sent { hop, .. } => {
-                    let o = &mut self.t.out[hop as usize];
-                    // RC completes a QP's writes in order: this is chunk `completed`.
-                    let posted_at = o.post_ns[(o.completed % DEPTH as u64) as usize];
+                Event::Sent { hop: lane, .. } => {
+                    let lane = lane as usize;
+                    let p = &mut self.t.out_lanes[lane];
+                    // RC completes a QP's writes in order: this is the lane's chunk `completed`.
+                    let posted_at = p.post_ns[(p.completed % DEPTH as u64) as usize];
+                    p.completed += 1;
+                    if p.completed == p.posted {
+                        p.busy_ns += now.saturating_sub(p.busy_since);
+                    }
+                    let o = &mut self.t.out[lane / self.paths as usize];
                     o.hist.saturating_record(now.saturating_sub(posted_at).max(1));
                     o.completed += 1;
                     if o.completed == o.posted {
                         o.busy_ns += now.saturating_sub(o.busy_since);
                     }
                 }
-                Event::Arrived { hop, imm } => {
-                    let h = hop as usize;
-                    let t = &mut self.t.inb[h];
-                    let expected = t.arrived as u32;
+                Event::Arrived { hop: lane, imm } => {
+                    let h = lane as usize;
+                    let k = (h as u64) % self.paths;
+                    let t = &mut self.t.in_lanes[h];
+                    // Lane k carries its hop's chunks k, k + N, k + 2N, ... in order.
+                    let expected = t.arrived.wrapping_mul(self.paths).wrapping_add(k) as u32;
                     if imm != expected {
                         return Err(LoopError::OutOfOrder { hop: h, expected, got: imm });
                     }
@@ -264,6 +319,7 @@ impl<W: Wire, C: Clock> Loop<'_, W, C> {
                         t.unposted -= REPOST_BATCH;
                         self.wire.repost(h, REPOST_BATCH).map_err(|error| LoopError::Verbs { outbound: false, hop: h, error })?;
                     }
+                    self.t.inb[h / self.paths as usize].arrived += 1;
                 }
                 Event::Failed { outbound, hop, status } => return Err(LoopError::Completion { outbound, hop: hop as usize, status }),
                 Event::Blank => {}
@@ -274,14 +330,34 @@ impl<W: Wire, C: Clock> Loop<'_, W, C> {
 }
 
 /// The member's answer from a tally (after the loop: here allocation and arithmetic are free).
+/// With several paths, each hop's figure carries what each of its paths moved.
 pub fn summarise(plan: &MemberPlan, t: &Tally) -> MemberResult {
+    let paths = plan.paths.max(1) as usize;
+    let chunk = u64::from(plan.chunk_bytes);
     let hops = plan
         .outbound
         .iter()
         .zip(&t.out)
-        .map(|(hop, o)| {
-            let bytes = o.completed * u64::from(plan.chunk_bytes);
-            HopResult { hop: hop.id, chunks: o.completed, bytes, step_us: summary(&o.hist), gbps: super::summary::gbps(bytes, o.busy_ns) }
+        .enumerate()
+        .map(|(i, (hop, o))| {
+            let bytes = o.completed * chunk;
+            let runs = if paths > 1 {
+                t.out_lanes[i * paths..(i + 1) * paths]
+                    .iter()
+                    .enumerate()
+                    .map(|(k, p)| PathRun { flow_label: flow_label(k as u32), bytes: p.completed * chunk, elapsed_ns: p.busy_ns })
+                    .collect()
+            } else {
+                Vec::new()
+            };
+            HopResult {
+                hop: hop.id,
+                chunks: o.completed,
+                bytes,
+                step_us: summary(&o.hist),
+                gbps: super::summary::gbps(bytes, o.busy_ns),
+                paths: runs,
+            }
         })
         .collect();
     MemberResult { member: plan.member, elapsed_ns: t.elapsed_ns, iterations: t.iterations, hops, counter_deltas: Vec::new(), window: None }

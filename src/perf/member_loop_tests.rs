@@ -70,7 +70,16 @@ fn ring_of_one(steps: usize, iters: u64) -> MemberPlan {
         plan_steps.push(Step::once(vec![0], vec![0]));
     }
     plan_steps.push(Step::once(vec![0], vec![]));
-    MemberPlan { member: MemberId(0), outbound: vec![hop], inbound: vec![hop], steps: plan_steps, chunk_bytes: 65536, iters, report_every_ms: None }
+    MemberPlan {
+        member: MemberId(0),
+        outbound: vec![hop],
+        inbound: vec![hop],
+        steps: plan_steps,
+        chunk_bytes: 65536,
+        iters,
+        report_every_ms: None,
+        paths: 1,
+    }
 }
 
 #[test]
@@ -215,9 +224,120 @@ fn writes_in_flight_per_hop_are_bounded_by_the_ring() {
         chunk_bytes: 4096,
         iters: 100,
         report_every_ms: None,
+        paths: 1,
     };
     let mut wire = Slow { inner: Loopback { silent: true, ..Loopback::default() }, max_in_flight: 0, in_flight: 0 };
     let t = run_steps(&mut wire, &mut Ticks(0), &plan, &Signals::new(), 1000).unwrap();
     assert_eq!(t.out[0].completed, 100);
     assert_eq!(wire.max_in_flight, u64::from(SEND_DEPTH));
+}
+
+/// `--paths N` in memory: a member whose outbound hop's lanes loop back to its inbound hop's
+/// (lane k to lane k), lane `slow` delivering `delay` polls late (its chunks arrive after the
+/// other lanes' later ones: the arrivals interleave across paths).
+struct Lanes {
+    pending: VecDeque<(u64, Event)>,
+    polls: u64,
+    paths: usize,
+    slow: usize,
+    delay: u64,
+    posted_on: Vec<u64>,
+    /// Time, ns: each poll takes 1 us (read by [`Shared`]).
+    time: std::rc::Rc<std::cell::Cell<u64>>,
+}
+
+/// The clock the [`Lanes`] wire moves.
+struct Shared(std::rc::Rc<std::cell::Cell<u64>>);
+
+impl Clock for Shared {
+    fn now_ns(&mut self) -> u64 {
+        self.0.get()
+    }
+}
+
+impl Wire for Lanes {
+    fn post(&mut self, lane: usize, seq: u64) -> Result<(), fabcheck_verbs::VerbsError> {
+        assert_eq!(lane, (seq % self.paths as u64) as usize, "chunk {seq} round-robin over the paths");
+        self.posted_on[lane] += 1;
+        let at = self.polls + if lane == self.slow { self.delay } else { 1 };
+        self.pending.push_back((at, Event::Sent { hop: lane as u32, seq: seq as u32 }));
+        self.pending.push_back((at, Event::Arrived { hop: lane as u32, imm: seq as u32 }));
+        Ok(())
+    }
+
+    fn poll(&mut self, events: &mut [Event; POLL_BATCH]) -> Result<usize, fabcheck_verbs::VerbsError> {
+        self.polls += 1;
+        self.time.set(self.time.get() + 1000);
+        let mut n = 0;
+        let mut i = 0;
+        while i < self.pending.len() && n < POLL_BATCH {
+            if self.pending[i].0 <= self.polls {
+                events[n] = self.pending.remove(i).map_or(Event::Blank, |(_, e)| e);
+                n += 1;
+            } else {
+                i += 1;
+            }
+        }
+        Ok(n)
+    }
+
+    fn repost(&mut self, lane: usize, _count: u32) -> Result<(), fabcheck_verbs::VerbsError> {
+        assert!(lane < self.paths);
+        Ok(())
+    }
+}
+
+#[test]
+fn eight_paths_spread_a_hops_chunks_round_robin_and_a_late_path_shows_in_its_own_figure() {
+    let mut plan = ring_of_one(6, 40);
+    plan.paths = 8;
+    let time = std::rc::Rc::new(std::cell::Cell::new(0));
+    let mut wire = Lanes { pending: VecDeque::new(), polls: 0, paths: 8, slow: 5, delay: 40, posted_on: vec![0; 8], time: time.clone() };
+    let t = run_steps(&mut wire, &mut Shared(time), &plan, &Signals::new(), 1000).unwrap();
+    assert_eq!(t.iterations, 40);
+    let chunks = t.out[0].completed;
+    assert_eq!(chunks, 6 * 40, "every step but the last of each iteration sends one chunk");
+    assert!(wire.posted_on.iter().all(|&n| n == chunks / 8), "{:?}", wire.posted_on);
+    let result = summarise(&plan, &t);
+    let runs = &result.hops[0].paths;
+    assert_eq!(runs.len(), 8);
+    assert_eq!(runs.iter().map(|r| r.bytes).sum::<u64>(), result.hops[0].bytes);
+    let labels: Vec<u32> = runs.iter().map(|r| r.flow_label).collect();
+    assert_eq!(labels, (0..8).map(crate::model::paths::flow_label).collect::<Vec<_>>());
+    // Lane 5's rate is below half every other lane's (the controller's rule then names it).
+    let rates: Vec<f64> = runs.iter().map(|r| crate::perf::summary::gbps(r.bytes, r.elapsed_ns)).collect();
+    let slow: Vec<usize> = (0..8).filter(|&k| rates.iter().enumerate().all(|(j, &g)| j == k || rates[k] < 0.5 * g)).collect();
+    assert_eq!(slow, vec![5], "{rates:?}");
+    // One path: the figure is as before, no per-path runs.
+    let mut one = ring_of_one(6, 4);
+    one.paths = 1;
+    let t = run_steps(&mut Loopback::default(), &mut Ticks(0), &one, &Signals::new(), 1000).unwrap();
+    assert!(summarise(&one, &t).hops[0].paths.is_empty());
+}
+
+#[test]
+fn a_chunk_out_of_order_on_its_own_path_is_still_refused() {
+    // Lane 1 of two carries chunks 1, 3, 5...: a 3 where 1 is due is out of order.
+    struct Swapped(Lanes);
+    impl Wire for Swapped {
+        fn post(&mut self, lane: usize, seq: u64) -> Result<(), fabcheck_verbs::VerbsError> {
+            let at = self.0.polls + 1;
+            let imm = if seq == 1 { 3 } else { seq as u32 };
+            self.0.pending.push_back((at, Event::Sent { hop: lane as u32, seq: seq as u32 }));
+            self.0.pending.push_back((at, Event::Arrived { hop: lane as u32, imm }));
+            Ok(())
+        }
+        fn poll(&mut self, events: &mut [Event; POLL_BATCH]) -> Result<usize, fabcheck_verbs::VerbsError> {
+            self.0.poll(events)
+        }
+        fn repost(&mut self, lane: usize, count: u32) -> Result<(), fabcheck_verbs::VerbsError> {
+            self.0.repost(lane, count)
+        }
+    }
+    let mut plan = ring_of_one(6, 2);
+    plan.paths = 2;
+    let mut wire =
+        Swapped(Lanes { pending: VecDeque::new(), polls: 0, paths: 2, slow: 9, delay: 0, posted_on: vec![0; 2], time: Default::default() });
+    let e = run_steps(&mut wire, &mut Ticks(0), &plan, &Signals::new(), 1000).unwrap_err();
+    assert!(matches!(e, LoopError::OutOfOrder { hop: 1, expected: 1, got: 3 }), "{e:?}");
 }

@@ -12,7 +12,7 @@ use fabcheck_verbs::{VerbsError, WorkCompletion, WrId};
 struct VerbsWire<'a> {
     s: &'a mut MemberSession,
     wcs: [WorkCompletion; POLL_BATCH],
-    /// Next receive WR to post, per inbound hop.
+    /// Next receive WR to post, per inbound lane.
     cursors: Vec<u32>,
     /// `--report-every`: bytes whose writes completed, stored for the reporter thread.
     live: &'a super::live::Live,
@@ -22,11 +22,12 @@ struct VerbsWire<'a> {
 
 impl Wire for VerbsWire<'_> {
     #[inline(always)]
-    fn post(&mut self, hop: usize, seq: u64) -> Result<(), VerbsError> {
-        let h = &mut self.s.out[hop];
+    fn post(&mut self, lane: usize, seq: u64) -> Result<(), VerbsError> {
+        // Lanes of a hop share its peer's ring: chunk `seq` goes to slot `seq` mod the slots.
+        let h = &mut self.s.out[lane];
         let Some(writer) = h.writer.as_mut() else { return Err(VerbsError::EmptyList) };
         let seq = seq as u32;
-        writer.post(&mut h.qp, seq % RING_SLOTS, seq, WrId::new(hop as u32, seq), true)
+        writer.post(&mut h.qp, seq % RING_SLOTS, seq, WrId::new(lane as u32, seq), true)
     }
 
     #[inline(always)]
@@ -57,12 +58,12 @@ impl Wire for VerbsWire<'_> {
     }
 
     #[inline(always)]
-    fn repost(&mut self, hop: usize, count: u32) -> Result<(), VerbsError> {
-        let h = &mut self.s.inb[hop];
-        let first = self.cursors[hop];
+    fn repost(&mut self, lane: usize, count: u32) -> Result<(), VerbsError> {
+        let h = &mut self.s.inb[lane];
+        let first = self.cursors[lane];
         // RECV_DEPTH is a multiple of the batch: a batch never wraps.
         h.recvs.post(&mut h.qp, first as usize, count as usize)?;
-        self.cursors[hop] = (first + count) % RECV_DEPTH;
+        self.cursors[lane] = (first + count) % RECV_DEPTH;
         Ok(())
     }
 }
@@ -128,17 +129,28 @@ pub fn run_reporting(
     )
 }
 
-/// The loop's error in words, naming the hop by id and its peer by host.
+/// The loop's error in words, naming the hop by id and its peer by host (and, with `--paths`,
+/// the lane's path by its UDP source port).
 fn failure(s: &MemberSession, e: LoopError) -> MemberError {
     let out = |i: usize| s.out.get(i).map_or((0, ""), |h| (h.hop.0, h.peer.as_str()));
     let inb = |i: usize| s.inb.get(i).map_or((0, ""), |h| (h.hop.0, h.peer.as_str()));
+    let labelled = s.plan.paths > 1;
+    let path = |outbound: bool, i: usize| {
+        let k = if outbound { s.out.get(i).map(|h| h.path) } else { s.inb.get(i).map(|h| h.path) };
+        match k {
+            Some(k) if labelled => {
+                format!(" (path {k}, UDP source port {})", crate::model::paths::flow_label_to_udp_sport(crate::model::paths::flow_label(k)))
+            }
+            _ => String::new(),
+        }
+    };
     let side = |outbound: bool, i: usize| {
         if outbound {
             let (id, peer) = out(i);
-            format!("hop {id} to {peer}")
+            format!("hop {id} to {peer}{}", path(true, i))
         } else {
             let (id, peer) = inb(i);
-            format!("hop {id} from {peer}")
+            format!("hop {id} from {peer}{}", path(false, i))
         }
     };
     let (cause, remedy) = match e {

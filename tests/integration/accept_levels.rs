@@ -101,7 +101,7 @@ fn member_done(node: &Node, device: &str, plan: &MemberPlan) -> Reply {
     let hops = plan
         .outbound
         .iter()
-        .map(|h| HopResult { hop: h.id, chunks: per_hop, bytes: per_hop * u64::from(plan.chunk_bytes), step_us: None, gbps })
+        .map(|h| HopResult { hop: h.id, chunks: per_hop, bytes: per_hop * u64::from(plan.chunk_bytes), step_us: None, gbps, paths: Vec::new() })
         .collect();
     let elapsed_ns = ((bytes as f64 * 8.0 / gbps).round() as u64).max(1);
     Reply::MemberDone { result: MemberResult { member: plan.member, elapsed_ns, iterations: plan.iters, hops, counter_deltas: vec![], window: None } }
@@ -121,7 +121,9 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
         }
         let Ok(request) = decode::<Request>(&line) else { return send(&error("bad request")) };
         match request {
-            Request::Hello { .. } => send(&Reply::Hello { agent: "fabcheck 0.5.0".into(), host: node.name.clone(), rails: true, collective: true })?,
+            Request::Hello { .. } => {
+                send(&Reply::Hello { agent: "fabcheck 0.5.0".into(), host: node.name.clone(), rails: true, collective: true, member_paths: true })?
+            }
             Request::Inventory => send(&Reply::Inventory { inventory: node.inventory.clone() })?,
             Request::Rails { spec } => match resolve(&spec, &candidates(&node.inventory), None, None) {
                 Ok(rails) => send(&Reply::Rails { rails, shared: Vec::new() })?,

@@ -37,7 +37,7 @@ fn members(hosts: usize, rails: Option<u16>) -> Vec<Member> {
 }
 
 fn config(op: Op) -> Config {
-    Config { op, size: 64 << 20, iters: 2, criteria: Criteria::default(), bisect: false, topology: None, deadline: Duration::from_secs(60) }
+    Config { op, size: 64 << 20, iters: 2, criteria: Criteria::default(), bisect: false, topology: None, deadline: Duration::from_secs(60), paths: 1 }
 }
 
 fn model(members: &[Member], faults: Faults) -> StepModel {

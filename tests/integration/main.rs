@@ -11,6 +11,7 @@ mod bundle_links;
 mod burn_in;
 mod cli;
 mod collective;
+mod collective_paths;
 mod compare;
 mod contrib;
 mod cuda;

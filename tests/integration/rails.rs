@@ -95,7 +95,13 @@ fn serve(stream: TcpStream, node: &Node) -> std::io::Result<()> {
         match request {
             Request::Hello { .. } => {
                 let agent = if node.knobs.old { "fabcheck 0.2.0" } else { "fabcheck 0.3.0" };
-                send(&Reply::Hello { agent: agent.into(), host: node.name.clone(), rails: !node.knobs.old, collective: !node.knobs.old })?
+                send(&Reply::Hello {
+                    agent: agent.into(),
+                    host: node.name.clone(),
+                    rails: !node.knobs.old,
+                    collective: !node.knobs.old,
+                    member_paths: !node.knobs.old,
+                })?
             }
             Request::Inventory => send(&Reply::Inventory { inventory: node.inventory.clone() })?,
             Request::Rails { spec } => match resolve(&spec, &candidates(&node.inventory), None, None) {

@@ -284,3 +284,58 @@ fn report_every_gives_each_member_its_progress_records_while_the_ring_runs() {
         assert!(series.iter().any(|g| g.is_some_and(|g| g > 0.0)), "{member} sent nothing it said: {series:?}");
     }
 }
+
+/// `fabcheck collective --paths 4` over three serve agents (issue #56): every hop carried by 4
+/// RC QPs on rxe0, each its own flow label; each hop's figures name 4 distinct UDP source
+/// ports, each path moved data. While a long run holds its QPs, rxe0 has at least 3 hops x 4
+/// paths x 2 ends of them.
+#[test]
+fn paths_4_runs_every_hop_on_four_labelled_qps_with_per_path_figures() {
+    let _serial = require_rxe();
+    let ports = ports(3);
+    let _serves: Vec<Serve> = ports.iter().map(|&p| Serve::start(p, 2)).collect();
+    let endpoints: Vec<String> = ports.iter().map(|p| format!("tcp://127.0.0.1:{p}/{DEVICE}")).collect();
+    let mut args: Vec<&str> = vec!["collective"];
+    args.extend(endpoints.iter().map(String::as_str));
+    args.extend(["--op", "allreduce", "--size", "48K", "--token", TOKEN, "--paths", "4"]);
+    let mut first = args.clone();
+    first.extend(["--iters", "10", "--json"]);
+    let out = super::fabcheck(&first);
+    assert_ne!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let doc = super::json(&out);
+    let hops = doc["rings"][0]["hops"].as_array().expect("hops");
+    assert_eq!(hops.len(), 3, "{doc}");
+    for h in hops {
+        let paths = h["paths"].as_array().unwrap_or_else(|| panic!("per-path figures on every hop: {h}"));
+        assert_eq!(paths.len(), 4, "{h}");
+        let sports: std::collections::BTreeSet<u64> = paths.iter().filter_map(|p| p["udp_sport"].as_u64()).collect();
+        assert_eq!(sports.len(), 4, "four distinct UDP source ports: {h}");
+        for (k, p) in paths.iter().enumerate() {
+            let want = fabcheck::model::paths::flow_label_to_udp_sport(fabcheck::model::paths::flow_label(k as u32));
+            assert_eq!(p["udp_sport"].as_u64(), Some(u64::from(want)), "{p}");
+            assert!(p["gbps"].as_f64().is_some_and(|g| g > 0.0), "path {k} moved nothing: {h}");
+        }
+    }
+    let paths_named = doc["findings"].as_array().unwrap().iter().filter(|f| f["id"] == "pair.path").count();
+    eprintln!(
+        "collective --paths 4 over 3 agents: verdict {}, busbw {} Gb/s, {paths_named} pair.path; hop 0: {}",
+        doc["verdict"], doc["rings"][0]["busbw_gbps"], hops[0]["paths"]
+    );
+
+    // A long run: its QPs counted on rxe0 while it holds them, then the controller killed (the
+    // agents release on the closed channel).
+    let before = rc_qps();
+    let mut long = args.clone();
+    long.extend(["--iters", "1000000", "--timeout", "60"]);
+    let mut controller = Command::new(bin()).args(&long).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let until = Instant::now() + Duration::from_secs(45);
+    let mut most = 0;
+    while Instant::now() < until && most < before + 24 && matches!(controller.try_wait(), Ok(None)) {
+        most = most.max(rc_qps());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let _ = controller.kill();
+    let _ = controller.wait();
+    assert!(most >= before + 24, "3 hops x 4 paths x 2 ends = 24 RC QPs expected on rxe0 during the run; saw {most} (before: {before})");
+    eprintln!("collective --paths 4: {most} RC QPs on rxe0 during the run ({before} before)");
+}

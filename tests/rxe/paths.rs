@@ -209,3 +209,58 @@ fn loss_on_one_ecmp_member_names_its_source_ports_and_not_the_others() {
     assert_eq!(named, bad, "pair.path names the lossy member's ports, and only those: {:#}", doc["findings"]);
     assert_eq!(out.status.code(), Some(1), "a bad path is an error");
 }
+
+/// `collective --paths 8` over the same two routed paths: a ring of the two guests' members
+/// (hops here -> peer and back), each hop on 8 labelled QPs. Each hop reports 8 distinct ports,
+/// the same 8 (path k's label on every hop), and exactly those leave this guest (the data of
+/// the outbound hop and the ACKs of the inbound one carry the same labels).
+#[test]
+fn collective_paths_8_puts_each_hops_8_reported_ports_on_the_wire() {
+    let _serial = require_rxe();
+    let _net = Routed::up();
+    let peer_ep = format!("{}/rxep", peer());
+    let bin = super::remote_bin();
+    let wire = Capture::start(None, "pa");
+    let (one, two) = (Capture::start(Some("r"), "eth1"), Capture::start(Some("r"), "eth2"));
+    let args = [
+        "collective",
+        "localhost/rxep",
+        &peer_ep,
+        "--remote-fabcheck",
+        &bin,
+        "--op",
+        "allreduce",
+        "--size",
+        "8K",
+        "--iters",
+        "50",
+        "--paths",
+        "8",
+        "--json",
+    ];
+    let out = fabcheck(&args);
+    let seen = wire.ports();
+    let (on_one, on_two) = (one.ports(), two.ports());
+    eprintln!("collective paths: the router's hash put {on_one:?} on eth1, {on_two:?} on eth2");
+    let doc = json(&out);
+    assert_ne!(out.status.code(), Some(2), "{doc:#}\n{}", String::from_utf8_lossy(&out.stderr));
+    let hops = doc["rings"][0]["hops"].as_array().unwrap_or_else(|| panic!("no hops: {doc:#}"));
+    assert_eq!(hops.len(), 2, "{doc:#}");
+    let mut reported = BTreeSet::new();
+    for h in hops {
+        let ports: BTreeSet<u16> = h["paths"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no paths on {h}"))
+            .iter()
+            .filter_map(|p| p["udp_sport"].as_u64().and_then(|p| u16::try_from(p).ok()))
+            .collect();
+        assert_eq!(ports.len(), 8, "each path its own port: {h}");
+        reported.extend(ports);
+    }
+    let findings: Vec<String> =
+        doc["findings"].as_array().map(|f| f.iter().map(|f| format!("{} {}: {}", f["id"], f["subject"], f["message"])).collect()).unwrap_or_default();
+    eprintln!("collective paths: reported {reported:?}, on the wire {seen:?}, verdict {}, findings {findings:#?}", doc["verdict"]);
+    eprintln!("collective paths: {}", hops[0]["paths"]);
+    assert_eq!(reported.len(), 8, "path k has the same label on every hop: {reported:?}");
+    assert_eq!(seen, reported, "the ports on the wire are the ports reported");
+}

@@ -14,6 +14,7 @@ fn ring(n: u32) -> Vec<MemberPlan> {
                 chunk_bytes: 4096,
                 iters: 2,
                 report_every_ms: None,
+                paths: 1,
             }
         })
         .collect()
@@ -43,7 +44,7 @@ fn ready(plan: &MemberPlan) -> Reply {
 }
 
 fn done(plan: &MemberPlan) -> Reply {
-    let hop = HopResult { hop: plan.outbound[0].id, chunks: 8, bytes: 8 * 4096, step_us: None, gbps: 1.5 };
+    let hop = HopResult { hop: plan.outbound[0].id, chunks: 8, bytes: 8 * 4096, step_us: None, gbps: 1.5, paths: Vec::new() };
     Reply::MemberDone {
         result: MemberResult { member: plan.member, elapsed_ns: 1000, iterations: 2, hops: vec![hop], counter_deltas: vec![], window: None },
     }
