@@ -19,6 +19,8 @@ pub struct HopFigure {
     pub to: MemberId,
     pub step_us: Option<LatencySummary>,
     pub gbps: f64,
+    /// Chunks the hop carried over the run (all its paths).
+    pub chunks: u64,
     /// `--paths N` (N > 1): each of the hop's paths, in path order (empty with one path).
     pub paths: Vec<PathFigure>,
 }
@@ -84,6 +86,7 @@ pub fn figures(planned: &Planned, members: &[Member], results: &[MemberResult]) 
                     to: h.hop.to,
                     step_us: r.and_then(|r| r.step_us),
                     gbps: r.map_or(0.0, |r| r.gbps),
+                    chunks: r.map_or(0, |r| r.chunks),
                     paths: r.map_or_else(Vec::new, |r| r.paths.iter().map(crate::pair::paths::figure).collect()),
                 }
             })

@@ -12,7 +12,7 @@ use super::blame::hop_label;
 use super::figures::Figures;
 use super::member::Member;
 use super::plan::{PlanRefusal, Planned};
-use crate::outcome::Finding;
+use crate::outcome::{Finding, FindingId, Severity};
 use crate::pair::paths::{finding, slow};
 
 /// Most paths per hop: `pair`'s.
@@ -28,16 +28,40 @@ pub fn apply(planned: &mut Planned, n: u32) -> Result<(), PlanRefusal> {
     Ok(())
 }
 
+/// Chunks each path of a hop must carry before its rate is judged. A ring's hop has about one
+/// chunk in flight, so a path's rate is the sum of its few chunks' times: with ten, one chunk
+/// held up (a descheduled CPU, a retransmission) halves it. Measured in the two-guest tier: 3
+/// of 8 clean paths named at 10-12 chunks each; fabcheck's choice is 16.
+pub const MIN_CHUNKS_PER_PATH: u64 = 16;
+
 /// `pair.path` for each hop of several paths with one or more below half their siblings'
-/// median: one finding per hop, naming the slow paths' UDP source ports (and no other).
+/// median: one finding per hop, naming the slow paths' UDP source ports (and no other). Hops
+/// whose paths carried fewer than [`MIN_CHUNKS_PER_PATH`] chunks each are not judged; one info
+/// says how many and how to judge them.
 pub fn judge(members: &[Member], figures: &Figures) -> Vec<Finding> {
     let mut out = Vec::new();
-    for h in figures.rings.iter().flat_map(|r| &r.hops) {
+    let mut short = 0;
+    for h in figures.rings.iter().flat_map(|r| &r.hops).filter(|h| h.paths.len() > 1) {
+        if h.chunks < MIN_CHUNKS_PER_PATH * h.paths.len() as u64 {
+            short += 1;
+            continue;
+        }
         let slow = slow(&h.paths);
         if !slow.is_empty() {
             let subject = hop_label(members, h.from, h.to);
             out.push(finding(&subject, &format!("hop {subject} ({} Gb/s over its paths)", crate::units::rate(h.gbps)), &h.paths, &slow));
         }
+    }
+    if short > 0 {
+        out.push(Finding::new(
+            FindingId::PairPath,
+            Severity::Info,
+            "collective",
+            format!(
+                "{short} hops' paths carried fewer than {MIN_CHUNKS_PER_PATH} chunks each: their per-path rates are reported, not judged (one late chunk swings a short path's rate)"
+            ),
+            format!("raise --iters (or -D) until each path of a hop carries {MIN_CHUNKS_PER_PATH} chunks or more"),
+        ));
     }
     out
 }
@@ -83,7 +107,7 @@ mod tests {
                 retransmits: None,
             })
             .collect();
-        HopFigure { hop: HopId(from), from: MemberId(from), to: MemberId(to), step_us: None, gbps: rates.iter().sum(), paths }
+        HopFigure { hop: HopId(from), from: MemberId(from), to: MemberId(to), step_us: None, gbps: rates.iter().sum(), chunks: 1_000, paths }
     }
 
     fn figures(hops: Vec<HopFigure>) -> Figures {
@@ -97,6 +121,20 @@ mod tests {
             hops,
         };
         Figures { rings: vec![ring], algbw_gbps: 1.0, busbw_gbps: 1.0 }
+    }
+
+    #[test]
+    fn a_hop_whose_paths_carried_few_chunks_is_reported_not_judged() {
+        let m = members(3);
+        let mut short = hop(0, 1, &[10.0, 10.0, 1.0, 10.0]);
+        short.chunks = 4 * MIN_CHUNKS_PER_PATH - 1;
+        let f = judge(&m, &figures(vec![short.clone()]));
+        assert_eq!(f.len(), 1, "{f:#?}");
+        assert_eq!((f[0].id, f[0].severity), (FindingId::PairPath, Severity::Info));
+        assert!(f[0].message.starts_with("1 hops' paths carried fewer than 16 chunks"), "{}", f[0].message);
+        short.chunks += 1;
+        let f = judge(&m, &figures(vec![short]));
+        assert_eq!((f.len(), f[0].severity), (1, Severity::Error), "{f:#?}");
     }
 
     #[test]

@@ -156,7 +156,7 @@ fn serve(stream: TcpStream, agent: &Agent) -> std::io::Result<()> {
 }
 
 fn collective(endpoints: &[String], extra: &[&str]) -> (std::process::Output, Value) {
-    let mut args = vec!["collective", "--op", "allreduce", "--size", "1M", "--iters", "4", "--json"];
+    let mut args = vec!["collective", "--op", "allreduce", "--size", "1M", "--iters", "64", "--json"];
     args.extend(endpoints.iter().map(String::as_str));
     args.extend_from_slice(extra);
     let out = super::fake_cluster::run_fabcheck(&args);
@@ -214,7 +214,7 @@ fn one_bad_path_among_eight_is_named_by_its_port_and_the_document_validates() {
         "--size",
         "1M",
         "--iters",
-        "4",
+        "64",
         &agents[0],
         &agents[1],
         &agents[2],
