@@ -139,8 +139,8 @@ impl crate::progress::Progress for RoundProgress<'_> {
     }
 }
 
-/// `collective --op OP` over every rail of the reached nodes, for about `budget` of a healthy
-/// fabric's time (its deadline: twice that, plus the agents' timeout).
+/// `collective --op OP` over every rail of the reached nodes for `budget` (the members are told
+/// to stop then; its deadline: twice that, plus the agents' timeout).
 pub fn collective_stage(fleet: &Fleet<'_>, op: Op, budget: Duration, progress: &mut dyn Progress) -> StageRun {
     let name = if op == Op::AllToAll { StageName::CollectiveAlltoall } else { StageName::CollectiveAllreduce };
     let started = Instant::now();
@@ -176,10 +176,11 @@ pub fn collective_stage(fleet: &Fleet<'_>, op: Op, budget: Duration, progress: &
         Ok(reached) => reached,
         Err(e) => return lost(&e, &[]),
     };
+    runner.stop_after(budget);
     let config = crate::collective::run::Config {
         op,
         size: 64 << 20,
-        iters: crate::collective::plan::iterations_for(op, &members, 64 << 20, budget.as_secs_f64()),
+        iters: crate::collective::plan::iterations_within(op, &members, 64 << 20, budget.as_secs_f64()),
         criteria: crate::collective::judge::Criteria::default(),
         bisect: false,
         topology: None,

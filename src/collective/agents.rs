@@ -49,12 +49,21 @@ pub struct AgentMembers {
     live: Option<crate::collective::live::Live>,
     /// Per member: what its agent said it is, and whether it runs several paths per hop.
     agents: Vec<(String, bool)>,
+    /// `-D`: each run's members are told to stop this long after they start.
+    stop_after: Option<Duration>,
 }
 
 impl AgentMembers {
     /// Every later run's members report their figures each `live.every_ms` into `live`.
     pub fn report_into(&mut self, live: crate::collective::live::Live) {
         self.live = Some(live);
+    }
+
+    /// `-D`: every later run's members run for `run` and are then told to stop (each answers
+    /// with the iterations it finished), whatever their plan's iterations: a slow fabric does
+    /// fewer in the same time rather than running past the deadline.
+    pub fn stop_after(&mut self, run: Duration) {
+        self.stop_after = Some(run);
     }
 }
 
@@ -89,7 +98,8 @@ impl Members for AgentMembers {
             sides.iter().map(|&i| self.targets[i].clone()).collect(),
             deadline,
         )
-        .reporting(self.live.as_mut());
+        .reporting(self.live.as_mut())
+        .stopping_after(self.stop_after);
         let mut jobs = [Job { links: sides.iter().map(|&i| self.links[i]).collect(), conversation }];
         let outcome = match drive(&mut self.hub, &mut jobs, 1) {
             Ok(()) => jobs[0].conversation.take_outcome(),
@@ -135,7 +145,7 @@ pub fn reach(endpoints: &[EndpointSpec], rails: Option<&RailSpec>, options: &Rea
         targets.push(target);
     }
     let agents = reached.iter().map(|r| (r.agent.clone(), r.member_paths)).collect();
-    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None, agents }))
+    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None, agents, stop_after: None }))
 }
 
 /// A reached agent that can run a member: lost with its loss, or too old (exit 2 naming its

@@ -64,12 +64,14 @@ pub fn figures(planned: &Planned, members: &[Member], results: &[MemberResult]) 
             hop_results.insert(h.hop, h);
         }
     }
-    let iters = planned.iters.max(1) as f64;
     let mut rings = Vec::with_capacity(planned.rings.len());
     let (mut weighted, mut bytes, mut slowest) = (0.0, 0.0, 0.0f64);
     for (index, ring) in planned.rings.iter().enumerate() {
         let n = ring.order.len();
-        let time_ns = ring.order.iter().filter_map(|m| by_member.get(m)).map(|r| r.elapsed_ns as f64).fold(0.0, f64::max) / iters;
+        // One iteration's time, by each member's own count: with `-D` the members are stopped,
+        // each after the iterations it finished (its elapsed time runs to the stop).
+        let time_ns =
+            ring.order.iter().filter_map(|m| by_member.get(m)).map(|r| r.elapsed_ns as f64 / r.iterations.max(1) as f64).fold(0.0, f64::max);
         let s = op_bytes(planned.op, planned.ring_bytes, n);
         let algbw = if time_ns > 0.0 { s * 8.0 / time_ns } else { 0.0 };
         let factor = planned.op.bus_factor(n);

@@ -239,10 +239,9 @@ pub fn bcast_pieces(n: usize, bytes: u64) -> u64 {
     want.min((bytes / MIN_PIECE).max(1)).min(MAX_STEPS as u64)
 }
 
-/// Iterations of `op` among `members` that take about `secs` at the slowest member's link rate
-/// (`collective --duration`, and `accept`'s collective stages): a healthy fabric's time; a slow
-/// one takes longer, bounded by the run's deadline. An unknown rate counts as 100 Gb/s; an
-/// incast's iteration is every member's round.
+/// Iterations of `op` among `members` that take about `secs` at the slowest member's link rate:
+/// a healthy fabric's time. An unknown rate counts as 100 Gb/s; an incast's iteration is every
+/// member's round.
 pub fn iterations_for(op: Op, members: &[crate::collective::Member], size: u64, secs: f64) -> u64 {
     let slowest = members.iter().filter_map(|m| m.capacity_gbps).fold(f64::INFINITY, f64::min);
     let gbps = if slowest.is_finite() && slowest > 0.0 { slowest } else { 100.0 };
@@ -250,6 +249,14 @@ pub fn iterations_for(op: Op, members: &[crate::collective::Member], size: u64, 
     let bits = size as f64 * 8.0 * op.bus_factor(n).max(1.0) * if matches!(op, Op::Incast(_)) { n as f64 } else { 1.0 };
     let per_iter = bits / (gbps * 1e9);
     ((secs / per_iter.max(1e-9)) as u64).clamp(1, 1_000_000)
+}
+
+/// The plan's iterations for a run stopped at `secs` (`collective --duration`, and `accept`'s
+/// collective stages): four times [`iterations_for`]'s, so that a link faster than its rate says
+/// (or an unknown one, taken as 100 Gb/s) still runs the whole time; the members are told to
+/// stop at `secs`, and a slow fabric finishes fewer iterations in it rather than running on.
+pub fn iterations_within(op: Op, members: &[crate::collective::Member], size: u64, secs: f64) -> u64 {
+    iterations_for(op, members, size, secs).saturating_mul(4)
 }
 
 #[cfg(test)]

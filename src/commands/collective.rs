@@ -60,7 +60,10 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
     }
     let iters = match (args.iters, args.duration) {
         (Some(n), _) => n,
-        (None, Some(secs)) => crate::collective::plan::iterations_for(op, &members, u64::from(args.size), secs),
+        (None, Some(secs)) => {
+            runner.stop_after(Duration::from_secs_f64(secs));
+            crate::collective::plan::iterations_within(op, &members, u64::from(args.size), secs)
+        }
         (None, None) => DEFAULT_ITERS,
     };
     let config = Config {

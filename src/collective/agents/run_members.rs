@@ -38,6 +38,10 @@ pub(super) struct RunMembers<'a> {
     results: Vec<Option<MemberResult>>,
     limit: Duration,
     deadline: Option<Instant>,
+    /// `-D`: how long the members run before they are told to stop, and when that is (set when
+    /// the run starts).
+    stop_after: Option<Duration>,
+    stop_at: Option<Instant>,
     outcome: Option<Result<Vec<MemberResult>, RunError>>,
     /// `--report-every`: where each member's interval figures go.
     live: Option<&'a mut crate::collective::live::Live>,
@@ -58,6 +62,8 @@ impl<'a> RunMembers<'a> {
             results: vec![None; n],
             limit,
             deadline: None,
+            stop_after: None,
+            stop_at: None,
             outcome: None,
             live: None,
         }
@@ -66,6 +72,13 @@ impl<'a> RunMembers<'a> {
     /// Each member reports its figures every `live.every_ms` while it runs, into `live`.
     pub(super) fn reporting(mut self, live: Option<&'a mut crate::collective::live::Live>) -> RunMembers<'a> {
         self.live = live;
+        self
+    }
+
+    /// `-D`: the members run for `run` (from when they are all started) and are then told to
+    /// stop; each answers with what it did by then. `None`: every member runs its iterations.
+    pub(super) fn stopping_after(mut self, run: Option<Duration>) -> RunMembers<'a> {
+        self.stop_after = run;
         self
     }
 
@@ -103,7 +116,7 @@ impl<'a> RunMembers<'a> {
     }
 
     /// Marks `side` as answered; when all have, moves to the next phase.
-    fn answered(&mut self, side: usize, act: &mut Actions) {
+    fn answered(&mut self, side: usize, now: Instant, act: &mut Actions) {
         self.answered[side] = true;
         if !self.answered.iter().all(|&a| a) {
             return;
@@ -124,6 +137,7 @@ impl<'a> RunMembers<'a> {
                     act.send(side, Request::Run);
                 }
                 self.phase = Phase::Run;
+                self.stop_at = self.stop_after.map(|d| crate::sys::time::deadline(now, d));
             }
             Phase::Run => {
                 for side in 0..self.plans.len() {
@@ -202,20 +216,20 @@ impl Conversation for RunMembers<'_> {
             (Phase::Prepare, Reply::MemberReady { hops }) if !self.answered[side] => match protocol::match_hops(plan, &hops) {
                 Ok(_) => {
                     self.ready[side] = hops;
-                    self.answered(side, act);
+                    self.answered(side, now, act);
                 }
                 Err(e) => self.lost(side, LossKind::Protocol(format!("member_ready: {e}")), act),
             },
-            (Phase::Connect, Reply::Connected) if !self.answered[side] => self.answered(side, act),
+            (Phase::Connect, Reply::Connected) if !self.answered[side] => self.answered(side, now, act),
             (Phase::Run, Reply::Running) => {}
             (Phase::Run, Reply::MemberDone { result }) if !self.answered[side] => match plausible(plan, &result) {
                 Ok(()) => {
                     self.results[side] = Some(result);
-                    self.answered(side, act);
+                    self.answered(side, now, act);
                 }
                 Err(why) => self.lost(side, LossKind::Protocol(why), act),
             },
-            (Phase::Finish, Reply::Finished) if !self.answered[side] => self.answered(side, act),
+            (Phase::Finish, Reply::Finished) if !self.answered[side] => self.answered(side, now, act),
             (_, other) => {
                 let what = format!("unexpected reply {other:?}");
                 self.lost(side, LossKind::Protocol(crate::sanitise::one_line(&what).into_owned()), act)
@@ -231,14 +245,25 @@ impl Conversation for RunMembers<'_> {
         self.fail(RunError::Lost { member: self.plans[side].member, loss }, act);
     }
 
-    fn on_deadline(&mut self, _now: Instant, act: &mut Actions) {
+    fn on_deadline(&mut self, now: Instant, act: &mut Actions) {
+        // `-D` is up: every member is told to stop and answers with what it did.
+        if self.phase == Phase::Run && self.stop_at.is_some_and(|at| now >= at) {
+            self.stop_at = None;
+            for side in 0..self.plans.len() {
+                act.send(side, Request::Stop);
+            }
+            return;
+        }
         // The first member that has not answered this phase is the one late.
         let side = self.answered.iter().position(|a| !a).unwrap_or(0);
         self.lost(side, LossKind::Timeout { step: Step::Test, waited: self.limit }, act);
     }
 
     fn deadline(&self) -> Option<Instant> {
-        self.deadline
+        match self.stop_at.filter(|_| self.phase == Phase::Run) {
+            Some(stop) => Some(self.deadline.map_or(stop, |d| d.min(stop))),
+            None => self.deadline,
+        }
     }
 
     fn is_done(&self) -> bool {

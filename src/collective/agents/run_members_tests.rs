@@ -97,6 +97,41 @@ fn a_ring_is_prepared_connected_hop_by_hop_run_and_finished() {
     assert_eq!(results.iter().map(|m| m.member.0).collect::<Vec<_>>(), [0, 1, 2]);
 }
 
+/// `-D 30`: the members run 30 s from when all are started (the clock injected), are then told
+/// to stop, and each answers with what it did; the run's deadline stays the hard limit behind.
+#[test]
+fn with_a_duration_every_member_is_told_to_stop_when_it_is_up_and_answers() {
+    let plans = ring(3);
+    let mut r = RunMembers::new(&plans, labels(3), targets(3), Duration::from_secs(90)).stopping_after(Some(Duration::from_secs(30)));
+    let t0 = Instant::now();
+    let mut act = Actions::default();
+    r.start(t0, &mut act);
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, ready(plan), t0, &mut act);
+    }
+    assert_eq!(r.deadline(), Some(t0 + Duration::from_secs(90)), "no stop before the members run");
+    let started = t0 + Duration::from_secs(2);
+    for side in 0..3 {
+        r.on_reply(side, Reply::Connected, started, &mut act);
+    }
+    assert_eq!(r.deadline(), Some(started + Duration::from_secs(30)), "the stop is the nearer deadline once they run");
+    act.sends.clear();
+    r.on_deadline(started + Duration::from_secs(30), &mut act);
+    assert_eq!(act.sends.len(), 3);
+    assert!(act.sends.iter().all(|(_, q)| *q == Request::Stop), "{:?}", act.sends);
+    assert!(!r.is_done() && act.discard.is_empty(), "stopping is not failing");
+    assert_eq!(r.deadline(), Some(t0 + Duration::from_secs(90)), "after the stop only the run's deadline is left");
+    act.sends.clear();
+    for (side, plan) in plans.iter().enumerate() {
+        r.on_reply(side, done(plan), started + Duration::from_secs(31), &mut act);
+    }
+    assert!(act.sends.iter().all(|(_, q)| *q == Request::Finish) && act.sends.len() == 3);
+    for side in 0..3 {
+        r.on_reply(side, Reply::Finished, started + Duration::from_secs(31), &mut act);
+    }
+    assert_eq!(r.take_outcome().unwrap().len(), 3);
+}
+
 #[test]
 fn a_member_lost_mid_run_is_named_and_every_session_closed() {
     let plans = ring(3);
