@@ -479,7 +479,7 @@ fn flaky_suspect(endpoints: &[String], k: (usize, usize), j: &Judged<'_>, c: &Cr
         SuspectKind::Link,
         link_name(endpoints, k),
         format!(
-            "flaky: {before} in the first pass, good on retest{}: watch the port's error counters (symbol errors, link downed, retransmits) on both ends, or other traffic on the path",
+            "flaky: {before} in the first pass, good on retest{}: watch the port's error counters (symbol errors, link downed, retransmits) on both ends, or other traffic on the path; on a routed RoCE fabric one flow may have hashed onto a bad ECMP member, which `--paths 1` cannot see: `fabcheck pair A B --paths 8` names it by UDP source port",
             after.map(|a| format!(" ({a})")).unwrap_or_default()
         ),
     );
