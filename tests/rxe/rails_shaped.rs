@@ -78,9 +78,11 @@ fn of_rail(s: &Value, k: usize, dev: &str) -> bool {
 }
 
 /// allreduce over every rail across the guests with a 1 Mbit/s bucket on rail 2's link (guest
-/// 1's side): the run fails, rail 2's ring is the slowest, and every suspect is rail 2's (the rail
-/// and its slow hop), none another rail's. Measured here: the bucket's hop 40-60x the other rails'
-/// hops, rail 2 and its hop named alone in 2 of 2 runs (`--hop-threshold 3`, as the loss test).
+/// 1's side): the run fails, and every suspect is rail 2's (the rail and its slow hop), none
+/// another rail's; a run that also names another is run once more, as the clean runs are.
+/// Measured here: the bucket's hop 40-60x the other rails' hops; at the default 2x one run of
+/// four also named a hop of another rail at 2.1x; at `--hop-threshold 3` (as the loss test)
+/// rail 2 and its hop alone in every run so far.
 #[test]
 fn collective_rate_limited_rail_names_that_rail_alone() {
     let _serial = require_rxe();
@@ -88,20 +90,31 @@ fn collective_rate_limited_rail_names_that_rail_alone() {
     let bad = 2 % rails.len();
     let dev = rails[bad].0.clone();
     let shaped = ShapedRail::up(&rails, bad, "tbf rate 1mbit burst 16kb limit 32kb");
-    let (out, doc) = collective_across_with("allreduce", "256K", "6", "3");
-    let steps: Vec<(Option<u64>, Vec<f64>)> = array(&doc, "rings")
-        .iter()
-        .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
-        .collect();
-    eprintln!("collective, 1 Mbit/s bucket on rail {bad}: exit {:?}, suspects {}, hop p50 steps us {steps:?}", out.status.code(), doc["suspects"]);
-    eprintln!("bucket: {}", shaped.sent_packets().1);
-    assert_eq!(out.status.code(), Some(1), "a 1 Mbit/s rail must fail the run: {}\n{}", doc["findings"], stderr(&out));
-    assert_eq!(array(&doc, "rings").len(), rails.len(), "one ring per rail: {doc}");
-    let suspects = array(&doc, "suspects");
-    assert!(suspects.iter().any(|s| s["kind"] == "rail" && of_rail(s, bad, &dev)), "no rail suspect names rail {bad}: {suspects:?}");
-    assert!(suspects.iter().any(|s| s["kind"] == "link" && of_rail(s, bad, &dev)), "no link suspect names rail {bad}'s slow hop: {suspects:?}");
-    let others: Vec<&Value> = suspects.iter().filter(|s| !of_rail(s, bad, &dev)).collect();
-    assert!(others.is_empty(), "only rail {bad} may be named: {others:?}");
+    for attempt in 1..=2 {
+        let (out, doc) = collective_across_with("allreduce", "256K", "6", "3");
+        let steps: Vec<(Option<u64>, Vec<f64>)> = array(&doc, "rings")
+            .iter()
+            .map(|r| (r["rail"].as_u64(), array(r, "hops").iter().filter_map(|h| h["step_us"]["p50"].as_f64()).collect()))
+            .collect();
+        eprintln!(
+            "collective, 1 Mbit/s bucket on rail {bad} (run {attempt}): exit {:?}, suspects {}, hop p50 steps us {steps:?}",
+            out.status.code(),
+            doc["suspects"]
+        );
+        eprintln!("bucket: {}", shaped.sent_packets().1);
+        assert_eq!(out.status.code(), Some(1), "a 1 Mbit/s rail must fail the run: {}\n{}", doc["findings"], stderr(&out));
+        assert_eq!(array(&doc, "rings").len(), rails.len(), "one ring per rail: {doc}");
+        let suspects = array(&doc, "suspects");
+        assert!(suspects.iter().any(|s| s["kind"] == "rail" && of_rail(s, bad, &dev)), "no rail suspect names rail {bad}: {suspects:?}");
+        assert!(suspects.iter().any(|s| s["kind"] == "link" && of_rail(s, bad, &dev)), "no link suspect names rail {bad}'s slow hop: {suspects:?}");
+        // Another rail's hop held up by a descheduled vCPU past 3x its ring's (emulation, see
+        // CLEAN_HOP_THRESHOLD) is noise once; named again on a second run, it is a defect.
+        let others: Vec<&Value> = suspects.iter().filter(|s| !of_rail(s, bad, &dev)).collect();
+        if others.is_empty() {
+            break;
+        }
+        assert!(attempt < 2, "only rail {bad} may be named, twice: {others:?}");
+    }
     assert!(shaped.sent_packets().0 > 0, "nothing crossed the bucket: {}", shaped.sent_packets().1);
 }
 
