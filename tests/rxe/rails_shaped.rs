@@ -80,8 +80,8 @@ fn of_rail(s: &Value, k: usize, dev: &str) -> bool {
 /// allreduce over every rail across the guests with a 1 Mbit/s bucket on rail 2's link (guest
 /// 1's side): the run fails, and every suspect is rail 2's (the rail and its slow hop), none
 /// another rail's; a run that also names another is run once more, as the clean runs are.
-/// Measured here: the bucket's hop 40-60x the other rails' hops; at the default 2x one run of
-/// four also named a hop of another rail at 2.1x; at `--hop-threshold 3` (as the loss test)
+/// Measured here: the bucket's hop 40-60x the other rails' hops; at the default 2x two runs of
+/// four also named another rail or a hop of one at 2.1x; at `--hop-threshold 3` (the loss test's)
 /// rail 2 and its hop alone in every run so far.
 #[test]
 fn collective_rate_limited_rail_names_that_rail_alone() {
