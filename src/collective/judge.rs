@@ -113,9 +113,17 @@ pub fn judge(planned: &Planned, members: &[Member], figures: &Figures, criteria:
     out
 }
 
+/// What one dependent step waits beyond its chunk's transfer: the write's one-way latency to the
+/// next member and the poll that sees it arrive. perftest's `ib_write_lat` gives about 1-2 us
+/// one way on ConnectX HDR/NDR and 200/400GbE; fabcheck allows 3 us (the step model takes 2).
+/// A ring of n members at size S moves S/n a step, so at 400 Gb/s and S/n = 1 MiB a step is
+/// 21 us of transfer and 3 us of wait: a healthy ring reaches 88% of the link, not 99%.
+pub const STEP_LATENCY_US: f64 = 3.0;
+
 /// The busbw a ring needs: the fraction of its slowest capacity, times the payload's share of
 /// the wire at the ring's path MTU (pair's bar), times a broadcast pipeline's fill or an
-/// incast's release between rounds.
+/// incast's release between rounds, times (for the ops whose steps wait on the one before:
+/// allreduce and bcast) a step's transfer over its transfer and [`STEP_LATENCY_US`].
 fn bar(op: Op, ring: &[&Member], capacity: Option<f64>, chunk: u32, ring_bytes: u64, criteria: &Criteria) -> (Option<f64>, String) {
     let Some(capacity) = capacity else {
         return (None, "no capacity known: reported, not judged".into());
@@ -143,6 +151,22 @@ fn bar(op: Op, ring: &[&Member], capacity: Option<f64>, chunk: u32, ring_bytes: 
         }
         _ => (1.0, String::new()),
     };
-    let need = criteria.bw_fraction * capacity * efficiency * fill;
-    (Some(need), format!("{:.0}% of {} Gb/s{framing}{pipeline}", 100.0 * criteria.bw_fraction, crate::units::rate(capacity)))
+    let (wait, waits) = match op {
+        Op::AllReduce | Op::Bcast => {
+            // The bcast's steps move pieces, the ring's chunks.
+            let step_bytes = if op == Op::Bcast { ring_bytes as f64 / bcast_pieces(ring.len(), ring_bytes) as f64 } else { f64::from(chunk) };
+            let transfer_us = step_bytes * 8.0 / (capacity * 1e3);
+            let share = transfer_us / (transfer_us + STEP_LATENCY_US);
+            // Said where it moves the bar by a tenth of a percent or more.
+            let words = if share < 0.999 {
+                format!(", {:.1}% for each step's wait on the last ({STEP_LATENCY_US} us)", 100.0 * share)
+            } else {
+                String::new()
+            };
+            (share, words)
+        }
+        _ => (1.0, String::new()),
+    };
+    let need = criteria.bw_fraction * capacity * efficiency * fill * wait;
+    (Some(need), format!("{:.0}% of {} Gb/s{framing}{pipeline}{waits}", 100.0 * criteria.bw_fraction, crate::units::rate(capacity)))
 }

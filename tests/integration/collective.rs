@@ -102,6 +102,23 @@ fn a_clean_fabric_passes_every_op_at_many_member_counts() {
     }
 }
 
+/// A healthy 400 Gb/s ring of 128 at the default size (64 MiB: 512 KiB a step, 10.5 us on the
+/// wire) waits about 2 us a step on the one before, as hardware does: it reaches about 84% of the
+/// link and must pass (the bar allows each step's wait, `judge::STEP_LATENCY_US`); a link at a
+/// quarter of its rate still fails.
+#[test]
+fn a_clean_400g_ring_of_128_at_the_default_size_passes_with_its_step_waits() {
+    let m: Vec<Member> = members(128, None).into_iter().map(|x| Member { capacity_gbps: Some(400.0), ..x }).collect();
+    let config = Config { size: 64 << 20, ..config(Op::AllReduce) };
+    let doc = run(&m, &mut model(&m, Faults { jitter: 0.02, seed: 11, ..Faults::default() }), &config).unwrap();
+    let ring = &doc.rings[0];
+    assert!(ring.busbw_gbps < 0.9 * 400.0, "the step waits cost something: {}", ring.busbw_gbps);
+    assert_eq!(doc.verdict, Verdict::Pass, "busbw {} Gb/s: {:#?}", ring.busbw_gbps, doc.findings);
+    let slow = Faults { links: vec![(MemberId(10), MemberId(11), 0.25)], ..Faults::default() };
+    let doc = run(&m, &mut model(&m, slow), &config).unwrap();
+    assert_eq!(doc.verdict, Verdict::Fail);
+}
+
 #[test]
 fn a_slow_hop_among_64_is_the_link_and_nothing_else() {
     let m = members(64, None);
