@@ -31,27 +31,33 @@ struct Hop {
 /// slow (whatever another node explains already: two slow nodes side by side share a hop);
 /// otherwise when its every hop out (two or more) or every hop in (two or more, from two
 /// hosts or more) is slow and none of them is explained already. Marks its hops explained.
-fn node_suspect<'m>(h: &str, hops: &[Hop], explained: &mut [bool], both_ways: bool, host: &impl Fn(MemberId) -> &'m str) -> Option<Suspect> {
-    let out: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].from) == h).collect();
-    let inn: Vec<usize> = (0..hops.len()).filter(|i| host(hops[*i].to) == h).collect();
+/// `out` and `inn` are the indexes of its hops out and in.
+fn node_suspect<'m>(
+    h: &str,
+    (out, inn): (&[usize], &[usize]),
+    hops: &[Hop],
+    explained: &mut [bool],
+    both_ways: bool,
+    host: &impl Fn(MemberId) -> &'m str,
+) -> Option<Suspect> {
     let all_slow = |v: &[usize]| !v.is_empty() && v.iter().all(|i| hops[*i].slow);
     let fresh = |v: &[usize]| v.iter().all(|i| !explained[*i]);
     let senders: BTreeSet<&str> = inn.iter().map(|i| host(hops[*i].from)).collect();
     let node = if both_ways {
-        all_slow(&out) && all_slow(&inn)
+        all_slow(out) && all_slow(inn)
     } else {
-        (out.len() >= 2 && all_slow(&out) && fresh(&out)) || (inn.len() >= 2 && senders.len() >= 2 && all_slow(&inn) && fresh(&inn))
+        (out.len() >= 2 && all_slow(out) && fresh(out)) || (inn.len() >= 2 && senders.len() >= 2 && all_slow(inn) && fresh(inn))
     };
     if !node {
         return None;
     }
-    let worst = out.iter().chain(&inn).map(|i| hops[*i].ratio).fold(0.0, f64::max);
-    let which = match (all_slow(&out), all_slow(&inn)) {
+    let worst = out.iter().chain(inn).map(|i| hops[*i].ratio).fold(0.0, f64::max);
+    let which = match (all_slow(out), all_slow(inn)) {
         (true, true) => "into and out of it",
         (true, false) => "out of it",
         _ => "into it",
     };
-    for i in out.iter().chain(&inn) {
+    for i in out.iter().chain(inn) {
         explained[*i] = true;
     }
     Some(Suspect::new(
@@ -92,10 +98,19 @@ pub fn blame(members: &[Member], figures: &Figures, judged: &[RingJudgment], cri
     // not explain, a host whose every hop out (or in) is. With rails every host sends to one
     // successor per ring: the host before a slow node has every hop out slow (into the node)
     // through no fault of its own, and is not named.
-    let hosts: BTreeSet<&str> = members.iter().map(|m| m.host.as_str()).collect();
+    // Each host's hops out and in, found once (hosts without a hop have none).
+    let mut by_host: BTreeMap<&str, (Vec<usize>, Vec<usize>)> = members.iter().map(|m| (m.host.as_str(), Default::default())).collect();
+    for (i, h) in hops.iter().enumerate() {
+        if let Some((out, _)) = by_host.get_mut(host(h.from)) {
+            out.push(i);
+        }
+        if let Some((_, inn)) = by_host.get_mut(host(h.to)) {
+            inn.push(i);
+        }
+    }
     for both_ways in [true, false] {
-        for h in &hosts {
-            if let Some(suspect) = node_suspect(h, &hops, &mut explained, both_ways, &host) {
+        for (h, (out, inn)) in &by_host {
+            if let Some(suspect) = node_suspect(h, (out, inn), &hops, &mut explained, both_ways, &host) {
                 suspects.push(suspect);
             }
         }

@@ -366,6 +366,10 @@ mod tests {
         r.hops.pop();
         r.hops[0].paths = vec![crate::model::paths::PathRun::default(); 2];
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::PathCount(1, 2, 1)), "no more paths than the plan asked");
+        let two = crate::model::collective::MemberPlan { paths: 2, ..plan.clone() };
+        assert_eq!(check_member_result(&two, &r), Ok(()));
+        r.hops[0].paths[1].bytes = 2;
+        assert_eq!(check_member_result(&two, &r), Err(MemberWireError::PathBytes(1)), "paths move no more than their hop");
         r.member = MemberId(3);
         assert_eq!(check_member_result(&plan, &r), Err(MemberWireError::WrongMember(3)));
     }

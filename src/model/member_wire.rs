@@ -47,6 +47,8 @@ pub enum MemberWireError {
     QpCount(u32, usize, u32),
     #[error("the result of hop {0} names {1} paths; the plan asked {2}")]
     PathCount(u32, usize, u32),
+    #[error("the paths of hop {0} moved more bytes than the hop did")]
+    PathBytes(u32),
     #[error("the result names {0}, not the member asked")]
     WrongMember(u32),
     #[error("the result's counter window holds {0} counters or a time that is no time; at most {}", super::collective::MAX_WINDOW_COUNTERS)]
@@ -123,6 +125,9 @@ pub fn check_member_result(plan: &super::collective::MemberPlan, result: &super:
         }
         if h.paths.len() > plan.paths as usize {
             return Err(MemberWireError::PathCount(h.hop.0, h.paths.len(), plan.paths));
+        }
+        if h.paths.iter().map(|p| p.bytes).fold(0u64, u64::saturating_add) > h.bytes {
+            return Err(MemberWireError::PathBytes(h.hop.0));
         }
     }
     Ok(())

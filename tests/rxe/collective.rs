@@ -60,6 +60,15 @@ fn reach(ports: &[u16]) -> (Vec<Member>, AgentMembers) {
     }
 }
 
+/// Three `fabcheck serve` agents on this guest, each for `sessions` sessions: their ports, the
+/// running agents (stopped on drop) and their endpoints on DEVICE as `collective` takes them.
+fn serve_three(sessions: u32) -> (Vec<u16>, Vec<Serve>, Vec<String>) {
+    let ports = ports(3);
+    let serves = ports.iter().map(|&p| Serve::start(p, sessions)).collect();
+    let endpoints = ports.iter().map(|p| format!("tcp://127.0.0.1:{p}/{DEVICE}")).collect();
+    (ports, serves, endpoints)
+}
+
 fn ring(n: u32) -> Vec<Ring> {
     vec![Ring { rail: None, order: (0..n).map(MemberId).collect() }]
 }
@@ -225,9 +234,7 @@ fn the_command_runs_a_ring_and_a_killed_member_is_exit_2_naming_it() {
 #[test]
 fn report_every_gives_each_member_its_progress_records_while_the_ring_runs() {
     let _serial = require_rxe();
-    let ports = ports(3);
-    let _serves: Vec<Serve> = ports.iter().map(|&p| Serve::start(p, 2)).collect();
-    let endpoints: Vec<String> = ports.iter().map(|p| format!("tcp://127.0.0.1:{p}/{DEVICE}")).collect();
+    let (ports, _serves, endpoints) = serve_three(2);
     let mut args: Vec<&str> = vec!["collective"];
     args.extend(endpoints.iter().map(String::as_str));
     args.extend(["--op", "allreduce", "--size", "48K", "--token", TOKEN, "--format", "json"]);
@@ -287,9 +294,7 @@ fn report_every_gives_each_member_its_progress_records_while_the_ring_runs() {
 #[test]
 fn paths_4_runs_every_hop_on_four_labelled_qps_with_per_path_figures() {
     let _serial = require_rxe();
-    let ports = ports(3);
-    let _serves: Vec<Serve> = ports.iter().map(|&p| Serve::start(p, 2)).collect();
-    let endpoints: Vec<String> = ports.iter().map(|p| format!("tcp://127.0.0.1:{p}/{DEVICE}")).collect();
+    let (_, _serves, endpoints) = serve_three(2);
     let mut args: Vec<&str> = vec!["collective"];
     args.extend(endpoints.iter().map(String::as_str));
     args.extend(["--op", "allreduce", "--size", "48K", "--token", TOKEN, "--paths", "4"]);
