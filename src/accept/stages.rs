@@ -46,7 +46,7 @@ pub fn mesh_stage(fleet: &Fleet<'_>, name: StageName, pattern: Pattern, duration
         Err(why) => return StageRun::could_not_run(name, why, fleet.lost.clone()),
     };
     let mut rounds = RoundProgress { progress, stage: name.as_str() };
-    let run = match crate::mesh::run(config, &mut rounds) {
+    let run = match crate::mesh::run(config, &mut crate::control::agents::HubAgents::new(fleet.config.launch.clone()), &mut rounds) {
         Ok(run) => run,
         Err(failure) => return StageRun::could_not_run(name, format!("{} ({})", failure.cause, failure.remedy), fleet.lost.clone()),
     };
@@ -96,7 +96,6 @@ fn mesh_config(fleet: &Fleet<'_>, pattern: Pattern, duration: Option<Duration>) 
         specs,
         names,
         plan,
-        launch: c.launch.clone(),
         pair_criteria: crate::pair::verdict::Criteria {
             bw_fraction: 0.9,
             max_lat_us: None,

@@ -1,7 +1,7 @@
 //! The agents as a collective's members: reaching them (one agent session per member; with
 //! `--rails`, a member per rail of each host) and running their plans over RC.
 //!
-//! Reaching goes through the same machinery as `mesh`: one [`Hub`], `drive`n conversations,
+//! Reaching goes through the same machinery as `pair` and `mesh` (`control::agents`): one hub, `drive`n conversations,
 //! every launcher (ssh, srun, kubectl, tcp). An agent whose hello does not say `collective`
 //! (older than 0.5) is exit 2 naming its version. A run is one conversation over every member's
 //! link (`agents::run_members`); a member lost mid-run ends it at once, naming the member, and every
@@ -12,11 +12,12 @@ mod run_members;
 
 use super::member::Member;
 use super::members::{Members, RunError};
-use crate::control::drive::{drive, Job};
+use crate::control::agents::{Agents, HubAgents};
+use crate::control::drive::Job;
 use crate::control::endpoint::{EndpointSpec, HostSpec};
-use crate::control::hub::{Hub, LinkId};
+use crate::control::hub::LinkId;
 use crate::control::protocol::{self, Target};
-use crate::control::reach::{reach_all, token_for, Reach};
+use crate::control::reach::Reach;
 use crate::model::collective::{MemberId, MemberPlan, MemberResult};
 use crate::model::rails::RailSpec;
 use crate::model::Conditions;
@@ -37,9 +38,9 @@ pub struct ReachOptions {
     pub connect_timeout: Duration,
 }
 
-/// The reached agents, running plans: member `i` is link `i` of the hub.
+/// The reached agents, running plans: member `i` talks over `links[i]`.
 pub struct AgentMembers {
-    hub: Hub,
+    fleet: HubAgents,
     links: Vec<LinkId>,
     labels: Vec<String>,
     targets: Vec<Target>,
@@ -100,15 +101,16 @@ impl Members for AgentMembers {
         )
         .reporting(self.live.as_mut())
         .stopping_after(self.stop_after);
-        let mut jobs = [Job { links: sides.iter().map(|&i| self.links[i]).collect(), conversation }];
-        let outcome = match drive(&mut self.hub, &mut jobs, 1) {
-            Ok(()) => jobs[0].conversation.take_outcome(),
+        let mut conversation = conversation;
+        let links = sides.iter().map(|&i| self.links[i]).collect();
+        let outcome = match self.fleet.drive(&mut [Job { links, conversation: &mut conversation }], 1) {
+            Ok(()) => conversation.take_outcome(),
             Err(loss) => Err(RunError::Lost { member: first, loss }),
         };
         if let Err(e) = &outcome {
             // Nothing stays running: every agent is told goodbye, its channel closed, and a
             // child that does not leave is killed.
-            self.hub.close_all();
+            self.fleet.close_all();
             self.broken = Some(e.clone());
         }
         outcome
@@ -117,24 +119,22 @@ impl Members for AgentMembers {
 
 impl Drop for AgentMembers {
     fn drop(&mut self) {
-        self.hub.close_all();
+        self.fleet.close_all();
     }
 }
 
 /// Reaches every endpoint's agent (with `rails`, one member per rail of each host).
 pub fn reach(endpoints: &[EndpointSpec], rails: Option<&RailSpec>, options: &ReachOptions) -> Result<(Vec<Member>, AgentMembers), RunError> {
-    crate::sys::os::catch_termination();
     let launch =
         crate::control::link::LaunchOptions { token: options.token.clone(), connect_timeout: options.connect_timeout, ..options.launch.clone() };
+    let mut fleet = HubAgents::new(launch);
     let (specs, rail_of) = match rails {
-        Some(spec) => expand_rails(endpoints, spec, &launch)?,
+        Some(spec) => expand_rails(endpoints, spec, &mut fleet)?,
         None => (endpoints.to_vec(), vec![None; endpoints.len()]),
     };
-    let mut hub = Hub::new(launch.clone());
     let labels: Vec<String> = specs.iter().map(ToString::to_string).collect();
-    let links: Vec<LinkId> = specs.iter().zip(&labels).map(|(s, label)| hub.add(&s.host, label.clone())).collect();
-    let tokens: Vec<Option<String>> = specs.iter().map(|s| token_for(&s.host, &launch.token)).collect();
-    let reached = reach_all(&mut hub, &links, &labels, &tokens, true, WINDOW).map_err(|loss| RunError::Lost { member: MemberId(0), loss })?;
+    let links: Vec<LinkId> = specs.iter().zip(&labels).map(|(s, label)| fleet.add(&s.host, label.clone())).collect();
+    let reached = fleet.reach(&links, &labels, true, WINDOW).map_err(|loss| RunError::Lost { member: MemberId(0), loss })?;
     let mut members = Vec::with_capacity(specs.len());
     let mut targets = Vec::with_capacity(specs.len());
     for (i, (r, spec)) in reached.iter().zip(&specs).enumerate() {
@@ -145,7 +145,7 @@ pub fn reach(endpoints: &[EndpointSpec], rails: Option<&RailSpec>, options: &Rea
         targets.push(target);
     }
     let agents = reached.iter().map(|r| (r.agent.clone(), r.member_paths)).collect();
-    Ok((members, AgentMembers { hub, links, labels, targets, broken: None, live: None, agents, stop_after: None }))
+    Ok((members, AgentMembers { fleet, links, labels, targets, broken: None, live: None, agents, stop_after: None }))
 }
 
 /// A reached agent that can run a member: lost with its loss, or too old (exit 2 naming its
@@ -217,17 +217,11 @@ fn host_of(host: &HostSpec) -> String {
 /// `--rails`: asks each host for its rails (as `mesh --rails` does) and makes one endpoint per
 /// rail, host by host, with its rail index. A host that cannot say, or an agent older than 0.3,
 /// is the run's error.
-fn expand_rails(
-    endpoints: &[EndpointSpec],
-    spec: &RailSpec,
-    launch: &crate::control::link::LaunchOptions,
-) -> Result<(Vec<EndpointSpec>, Vec<Option<u16>>), RunError> {
-    let mut hub = Hub::new(launch.clone());
+fn expand_rails(endpoints: &[EndpointSpec], spec: &RailSpec, fleet: &mut dyn Agents) -> Result<(Vec<EndpointSpec>, Vec<Option<u16>>), RunError> {
     let labels: Vec<String> = endpoints.iter().map(|e| e.host.to_string()).collect();
-    let links: Vec<LinkId> = endpoints.iter().zip(&labels).map(|(e, l)| hub.add(&e.host, l.clone())).collect();
-    let tokens: Vec<Option<String>> = endpoints.iter().map(|e| token_for(&e.host, &launch.token)).collect();
+    let links: Vec<LinkId> = endpoints.iter().zip(&labels).map(|(e, l)| fleet.add(&e.host, l.clone())).collect();
     let lost = |host: usize, loss: Loss| RunError::Lost { member: MemberId(host as u32), loss };
-    let reached = reach_all(&mut hub, &links, &labels, &tokens, false, WINDOW).map_err(|l| lost(0, l))?;
+    let reached = fleet.reach(&links, &labels, false, WINDOW).map_err(|l| lost(0, l))?;
     for (i, r) in reached.iter().enumerate() {
         if let Some(loss) = &r.failure {
             return Err(lost(i, loss.clone()));
@@ -236,12 +230,12 @@ fn expand_rails(
             return Err(RunError::Failed { member: MemberId(i as u32), cause: f.cause.clone(), remedy: f.remedy.clone() });
         }
     }
-    let answers = crate::pair::rails::ask::each(&mut hub, &links, &labels, spec).map_err(|f| RunError::Failed {
+    let answers = crate::pair::rails::ask::each(fleet, &links, &labels, spec).map_err(|f| RunError::Failed {
         member: MemberId(0),
         cause: f.cause.clone(),
         remedy: f.remedy.clone(),
     })?;
-    hub.close_all();
+    fleet.close_all();
     let (mut specs, mut rail_of) = (Vec::new(), Vec::new());
     for (i, (answer, endpoint)) in answers.into_iter().zip(endpoints).enumerate() {
         let (rails, _) = answer.map_err(|l| lost(i, l))?;

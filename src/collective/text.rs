@@ -104,35 +104,17 @@ fn verdict(v: Verdict) -> &'static str {
 }
 
 /// The document and how the human view is asked for.
-pub struct CollectiveReport {
-    pub doc: CollectiveDoc,
-    pub quiet: bool,
-}
+pub type CollectiveReport = crate::report::Judged<CollectiveDoc>;
 
-impl crate::report::Document for CollectiveReport {
-    fn command(&self) -> crate::report::Command {
-        crate::report::Command::Collective
+/// Findings only to the machine printers: every suspect, ring and hop the run judged is one.
+impl crate::report::JudgedDoc for CollectiveDoc {
+    const COMMAND: crate::report::Command = crate::report::Command::Collective;
+
+    fn judged(&self) -> (Verdict, &[crate::outcome::Finding]) {
+        (self.verdict, &self.findings)
     }
 
-    fn verdict(&self) -> Option<Verdict> {
-        Some(self.doc.verdict)
-    }
-
-    fn has_warning(&self) -> bool {
-        crate::outcome::any_warning(&self.doc.findings)
-    }
-
-    fn human(&self) -> String {
-        human(&self.doc, self.quiet)
-    }
-
-    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
-        crate::report::json::write_sorted(out, &self.doc, stamp, verdict)
-    }
-
-    /// Findings only: every suspect, ring and hop the run judged is one.
-    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
-        self.doc.findings.iter().for_each(|f| sink.finding(f));
-        Ok(())
+    fn human(&self, quiet: bool) -> String {
+        human(self, quiet)
     }
 }

@@ -1,10 +1,10 @@
 //! `fabcheck accept`: flags in, a validated [`AcceptConfig`] out, then the run and its report.
 
-use super::flags::launch_options;
+use super::flags::launch_for;
 use crate::accept::run::{self, AcceptConfig};
 use crate::accept::{drain, html, junit};
 use crate::cli::AcceptArgs;
-use crate::control::{endpoint, link};
+use crate::control::endpoint;
 use crate::error::{Failure, Outcome, Stop};
 use crate::outcome::Verdict;
 use crate::report::output::{self, Format};
@@ -98,10 +98,7 @@ pub fn configure(args: &AcceptArgs) -> Result<AcceptConfig, Failure> {
         })?;
         specs.push(spec);
     }
-    let launch = launch_options(&args.agents)?;
-    for spec in &specs {
-        link::validate(launch.launcher, &spec.host, &spec.to_string())?;
-    }
+    let launch = launch_for(&args.agents, specs.iter().map(|s| (&s.host, s.to_string())))?;
     Ok(AcceptConfig {
         names: crate::mesh::unique_names(&specs),
         specs,

@@ -1,14 +1,14 @@
 //! `fabcheck collective`: flags in, the agents reached as members, the controller run over
 //! them, the document out (exit 0 pass, 1 fail, 2 could not run, as `mesh`).
 
-use super::flags::launch_options;
+use super::flags::launch_for;
 use crate::cli::CollectiveArgs;
 use crate::collective::agents::{self, ReachOptions};
 use crate::collective::judge::Criteria;
 use crate::collective::op::Op;
 use crate::collective::run::{self, Config};
 use crate::collective::{Member, RunError};
-use crate::control::{endpoint, link};
+use crate::control::endpoint;
 use crate::error::{Failure, Outcome, Stop};
 use std::time::Duration;
 
@@ -31,10 +31,7 @@ pub fn run(args: &CollectiveArgs, out: &crate::report::Output) -> Result<Outcome
     let topology = args.topology.as_deref().map(read_topology).transpose()?;
     // Read and checked before any member is reached: a wrong baseline is exit 2 at once.
     let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, crate::collective::doc::SCHEMA)?;
-    let launch = launch_options(&args.agents)?;
-    for spec in &specs {
-        link::validate(launch.launcher, &spec.host, &spec.to_string()).map_err(Failure::from)?;
-    }
+    let launch = launch_for(&args.agents, specs.iter().map(|s| (&s.host, s.to_string())))?;
     // `--report-every`: the file opened before any agent is reached (one that cannot be is exit 2).
     let (every_ms, live_out) = super::flags::burn_in(&args.burn_in, args.json || out.machine())?;
     let recorder = live_out

@@ -2,6 +2,7 @@
 //! the plain values the layers below take.
 
 use crate::cli::{AgentFlags, ConditionFlags, Launcher};
+use crate::control::endpoint::HostSpec;
 use crate::control::link::{self, LaunchOptions};
 use crate::diagnose::Expectations;
 use crate::error::Failure;
@@ -11,7 +12,17 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
-pub fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
+/// `--launcher` and its options, every endpoint (its host, and its name in messages) checked
+/// against the launcher before anything starts: srun takes no `user@`, kubectl node names.
+pub fn launch_for<'a>(flags: &AgentFlags, hosts: impl IntoIterator<Item = (&'a HostSpec, String)>) -> Result<LaunchOptions, Failure> {
+    let launch = launch_options(flags)?;
+    for (host, label) in hosts {
+        link::validate(launch.launcher, host, &label)?;
+    }
+    Ok(launch)
+}
+
+fn launch_options(flags: &AgentFlags) -> Result<LaunchOptions, Failure> {
     Ok(LaunchOptions {
         remote_fabcheck: flags.remote_fabcheck.clone(),
         token: token(flags.token.as_deref(), flags.token_file.as_deref())?,

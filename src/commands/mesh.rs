@@ -1,8 +1,9 @@
 //! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
 
-use super::flags::{conditions, duration_ms, expectations, launch_options};
+use super::flags::{conditions, duration_ms, expectations, launch_for};
 use crate::cli::MeshArgs;
-use crate::control::link;
+use crate::control::agents::HubAgents;
+use crate::control::link::LaunchOptions;
 use crate::error::{Failure, Outcome, Stop};
 use crate::mesh::pattern::Pattern;
 use crate::mesh::topology::Topology;
@@ -14,7 +15,7 @@ use crate::pair::verdict;
 use std::time::Duration;
 
 pub fn run(args: &MeshArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
-    let mut config = configure(args)?;
+    let (mut config, launch) = configure(args)?;
     config.json |= out.machine();
     // A machine format on stdout and a records file: the interval lines stay off stderr.
     if let Some(live) = config.live.as_mut().filter(|l| l.json.is_some()) {
@@ -23,7 +24,7 @@ pub fn run(args: &MeshArgs, out: &crate::report::Output) -> Result<Outcome, Stop
     // Read and checked before any pair runs: a wrong baseline is exit 2 at once.
     let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.mesh.v1")?;
     let json = config.json;
-    let mut run = mesh::run(config, &mut *super::progress::sink(&args.progress))?;
+    let mut run = mesh::run(config, &mut HubAgents::new(launch), &mut *super::progress::sink(&args.progress))?;
     if let Some(baseline) = &baseline {
         regression_suspects(&mut run.report, baseline)?;
     }
@@ -49,7 +50,7 @@ pub fn run(args: &MeshArgs, out: &crate::report::Output) -> Result<Outcome, Stop
 }
 
 /// `mesh`'s flags as a validated run.
-pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
+pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure> {
     let specs = super::flags::endpoints(&super::flags::EndpointFlags {
         command: "mesh",
         endpoints: &args.endpoints,
@@ -92,15 +93,11 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
     if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
         return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
     }
-    let launch = launch_options(&args.agents)?;
-    for spec in &specs {
-        link::validate(launch.launcher, &spec.host, &spec.to_string())?;
-    }
-    Ok(MeshConfig {
+    let launch = launch_for(&args.agents, specs.iter().map(|s| (&s.host, s.to_string())))?;
+    let config = MeshConfig {
         names: mesh::unique_names(&specs),
         specs,
         plan,
-        launch,
         pair_criteria: verdict::Criteria {
             bw_fraction: args.threshold / 100.0,
             max_lat_us: None,
@@ -123,7 +120,8 @@ pub fn configure(args: &MeshArgs) -> Result<MeshConfig, Failure> {
         rails,
         planes: None,
         live,
-    })
+    };
+    Ok((config, launch))
 }
 
 /// `--topology FILE`: ibnetdiscover output (a large fabric's runs to megabytes).

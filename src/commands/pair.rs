@@ -1,8 +1,10 @@
 //! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
 
-use super::flags::{conditions, duration_ms, expectations, launch_options};
+use super::flags::{conditions, duration_ms, expectations, launch_for};
 use crate::cli::PairArgs;
-use crate::control::{endpoint, link};
+use crate::control::agents::HubAgents;
+use crate::control::endpoint;
+use crate::control::link::LaunchOptions;
 use crate::error::{Failure, Outcome, Stop};
 use crate::model::Direction;
 use crate::model::{parse_device_port, TestKind};
@@ -11,7 +13,7 @@ use crate::pair::{self, verdict, CpuChoice, PairConfig};
 use std::time::Duration;
 
 pub fn run(args: &PairArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
-    let mut config = configure(args)?;
+    let (mut config, launch) = configure(args)?;
     config.json |= out.machine();
     // A machine format on stdout and a records file: the interval lines stay off stderr.
     if let Some(live) = config.live.as_mut().filter(|l| l.json.is_some()) {
@@ -20,7 +22,7 @@ pub fn run(args: &PairArgs, out: &crate::report::Output) -> Result<Outcome, Stop
     // Read and checked before any test runs: a wrong baseline is exit 2 at once.
     let baseline = super::baseline::load(args.baseline.as_deref(), args.regression, "fabcheck.pair.v1")?;
     let json = config.json;
-    let mut run = pair::run(config, &mut *super::progress::sink(&args.progress))?;
+    let mut run = pair::run(config, &mut HubAgents::new(launch), &mut *super::progress::sink(&args.progress))?;
     if let Some(baseline) = &baseline {
         let comparison = baseline.compare(&run.report)?;
         run.report.doc.findings.extend(comparison.regressions.iter().map(super::baseline::finding));
@@ -40,23 +42,22 @@ pub fn run(args: &PairArgs, out: &crate::report::Output) -> Result<Outcome, Stop
 
 /// `--validate`: a fresh seed for the run's pattern (said in any `pair.data` finding), when the
 /// plan has a test it checks on host memory.
-fn validate_seed(args: &PairArgs) -> Result<Option<u64>, Failure> {
+fn validate_seed(args: &PairArgs, tests: &[TestKind]) -> Result<Option<u64>, Failure> {
     if !args.validate {
         return Ok(None);
     }
     if !args.conditions.mem.choice().is_host() {
         return Err(Failure::usage("--validate checks host memory only: drop --mem, or --validate"));
     }
-    let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
-    if !tests.into_iter().any(pair::data::checked) {
+    if !tests.iter().copied().any(pair::data::checked) {
         return Err(Failure::usage("--validate checks send_bw, write_bw and read_bw: name one in --tests"));
     }
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
     Ok(Some(now.as_nanos() as u64 ^ (u64::from(std::process::id()) << 32)))
 }
 
-/// `pair`'s flags as a validated run.
-pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
+/// `pair`'s flags as a validated run, and how its agents are launched.
+pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure> {
     let parse = |text: &str| endpoint::parse_with_tcp_port(text, args.tcp_port).map_err(Failure::usage);
     let mut endpoints = [parse(&args.a)?, parse(&args.b)?];
     if let Some(text) = &args.device {
@@ -90,6 +91,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     }
     let direction = if args.bidirectional { Some("bidi") } else { args.direction.as_deref() };
     let directions = direction.map(Direction::parse_list).transpose().map_err(Failure::usage)?;
+    let validate_seed = validate_seed(args, &tests)?;
     let mut plan = plan::build(&PlanInput {
         tests,
         size: args.size,
@@ -104,7 +106,6 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
     // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
     let json = args.json;
     let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
-    let validate_seed = validate_seed(args)?;
     let tuning =
         plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events, report_every_ms, validate_seed };
     plan::tune(&mut plan, &tuning).map_err(Failure::usage)?;
@@ -140,10 +141,7 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
             )));
         }
     }
-    let launch = launch_options(&args.agents)?;
-    for e in &endpoints {
-        link::validate(launch.launcher, &e.host, &e.host.to_string())?;
-    }
+    let launch = launch_for(&args.agents, endpoints.iter().map(|e| (&e.host, e.host.to_string())))?;
     let expect = expectations(&args.conditions)?;
     let mut asked = conditions(&args.conditions);
     // `--expect roce_dscp=N` without --tclass: both ends send that DSCP (else each its own).
@@ -151,10 +149,9 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         asked.tclass = Some(dscp.get() << 2);
         asked.tclass_source = Some(crate::model::TclassSource::Expect);
     }
-    Ok(PairConfig {
+    let config = PairConfig {
         endpoints,
         plan,
-        launch,
         criteria: verdict::Criteria { bw_fraction: args.threshold / 100.0, max_lat_us: args.max_lat_us, expect, load_threshold: args.load_threshold },
         conditions: asked,
         cpu,
@@ -167,7 +164,8 @@ pub fn configure(args: &PairArgs) -> Result<PairConfig, Failure> {
         svg: args.svg.clone(),
         rails,
         live,
-    })
+    };
+    Ok((config, launch))
 }
 
 #[cfg(test)]
@@ -180,7 +178,7 @@ mod tests {
         let mut argv = vec!["fabcheck", "pair", "localhost", "localhost"];
         argv.extend_from_slice(extra);
         match Cli::try_parse_from(argv).expect("clap accepts the flags").command {
-            Command::Pair(args) => configure(&args),
+            Command::Pair(args) => configure(&args).map(|(config, _)| config),
             _ => unreachable!(),
         }
     }
@@ -218,7 +216,7 @@ mod tests {
         assert!(Cli::try_parse_from(["fabcheck", "pair", "a", "b", "-b", "--direction", "ab"]).is_err(), "-b is a direction");
         let argv = ["fabcheck", "pair", "tcp://n1", "tcp://[fd00::2]", "-p", "9000"];
         let Command::Pair(args) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };
-        let config = configure(&args).unwrap();
+        let (config, _) = configure(&args).unwrap();
         assert_eq!(config.endpoints.iter().map(|e| e.host.to_string()).collect::<Vec<_>>(), ["tcp://n1:9000", "tcp://[fd00::2]:9000"]);
         let argv = ["fabcheck", "pair", "tcp://n1", "tcp://n2:18515"];
         let Command::Pair(args) = Cli::try_parse_from(argv).unwrap().command else { unreachable!() };

@@ -37,6 +37,28 @@ pub trait Conversation {
     fn is_done(&self) -> bool;
 }
 
+/// A conversation lent by its owner (who reads it once it is driven) is driven as itself.
+impl<C: Conversation + ?Sized> Conversation for &mut C {
+    fn start(&mut self, now: Instant, act: &mut Actions) {
+        (**self).start(now, act);
+    }
+    fn on_reply(&mut self, side: usize, reply: Reply, now: Instant, act: &mut Actions) {
+        (**self).on_reply(side, reply, now, act);
+    }
+    fn on_lost(&mut self, side: usize, loss: Loss, now: Instant, act: &mut Actions) {
+        (**self).on_lost(side, loss, now, act);
+    }
+    fn on_deadline(&mut self, now: Instant, act: &mut Actions) {
+        (**self).on_deadline(now, act);
+    }
+    fn deadline(&self) -> Option<Instant> {
+        (**self).deadline()
+    }
+    fn is_done(&self) -> bool {
+        (**self).is_done()
+    }
+}
+
 /// A conversation and the links it talks over (side `i` is `links[i]`).
 pub struct Job<C> {
     pub links: Vec<LinkId>,

@@ -536,6 +536,10 @@ impl Hub {
         }
         self.ready.clear();
         self.reap(true);
+        // Every child is gone, masters too: a link used again logs in afresh, as in a new hub
+        // (a new private socket folder; the old one, with any socket a killed master left, goes).
+        self.logins = Logins::default();
+        self.sockets = None;
     }
 }
 

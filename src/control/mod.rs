@@ -1,9 +1,11 @@
 //! The control channel: a small versioned line protocol (pure) and the figures it may carry,
 //! and the controller side: a one-thread reactor (`hub`) over every agent's channel (local
-//! pipes, ssh or TCP), driving pure conversations (`drive`, `reach`); what goes wrong is a typed `loss`, put
+//! pipes, ssh or TCP), driving pure conversations (`drive`, `reach`), behind one seam for the
+//! runs above it (`agents`); what goes wrong is a typed `loss`, put
 //! into words by `report::loss`. The agent that answers
 //! lives in `crate::agent`; nothing here imports `perf`.
 
+pub mod agents;
 pub mod drive;
 pub mod endpoint;
 pub mod figures;

@@ -28,7 +28,6 @@ pub use report::MeshReport;
 pub use run::{run, MeshRun};
 
 use crate::control::endpoint::EndpointSpec;
-use crate::control::link::LaunchOptions;
 use crate::pair::plan::PlannedTest;
 use crate::pair::verdict;
 use pattern::Pattern;
@@ -47,7 +46,6 @@ pub struct MeshConfig {
     pub specs: Vec<EndpointSpec>,
     pub names: Vec<String>,
     pub plan: Vec<PlannedTest>,
-    pub launch: LaunchOptions,
     pub pair_criteria: verdict::Criteria,
     pub gid_index: Option<u8>,
     pub conditions: crate::model::Conditions,

@@ -12,9 +12,9 @@
 
 use super::analysis::{Suspect, SuspectKind};
 use super::MeshConfig;
+use crate::control::agents::Agents;
 use crate::control::endpoint::EndpointSpec;
-use crate::control::hub::{Hub, LinkId};
-use crate::control::reach::{reach_all, token_for};
+use crate::control::hub::LinkId;
 use crate::error::Failure;
 use crate::model::rails::{Rail, RailSpec};
 use crate::outcome::loss::{Loss, LossKind, Unreached};
@@ -68,21 +68,19 @@ pub struct Expansion {
 /// listed unreachable (its endpoints `HOST/rail K`), as `mesh` lists any endpoint it cannot
 /// reach. An agent older than 0.3 and hosts with different rail counts are exit 2: the rail
 /// numbering every pair depends on is unknown.
-pub fn expand(run: &MeshConfig, spec: &RailSpec) -> Result<Expansion, Failure> {
-    let mut hub = Hub::new(run.launch.clone());
-    let links: Vec<LinkId> = run.specs.iter().zip(&run.names).map(|(s, name)| hub.add(&s.host, name.clone())).collect();
-    let tokens: Vec<Option<String>> = run.specs.iter().map(|s| token_for(&s.host, &run.launch.token)).collect();
-    let reached = reach_all(&mut hub, &links, &run.names, &tokens, false, run.fanout)?;
+pub fn expand(run: &MeshConfig, spec: &RailSpec, fleet: &mut dyn Agents) -> Result<Expansion, Failure> {
+    let links: Vec<LinkId> = run.specs.iter().zip(&run.names).map(|(s, name)| fleet.add(&s.host, name.clone())).collect();
+    let reached = fleet.reach(&links, &run.names, false, run.fanout)?;
     if let Some(f) = reached.iter().zip(&run.names).find_map(|(r, name)| r.failure.is_none().then(|| too_old(name, r)).flatten()) {
-        hub.close_all();
+        fleet.close_all();
         return Err(f);
     }
     // Only the hosts that answered hello are asked; the others are lost with their reason.
     let asked: Vec<usize> = (0..reached.len()).filter(|&i| reached[i].failure.is_none()).collect();
     let asked_links: Vec<LinkId> = asked.iter().map(|&i| links[i]).collect();
     let asked_names: Vec<String> = asked.iter().map(|&i| run.names[i].clone()).collect();
-    let answers = ask::each(&mut hub, &asked_links, &asked_names, spec);
-    hub.close_all();
+    let answers = ask::each(fleet, &asked_links, &asked_names, spec);
+    fleet.close_all();
     let mut nodes: Vec<Result<Vec<Rail>, Loss>> = reached
         .iter()
         .zip(&run.names)

@@ -10,10 +10,10 @@ use super::pattern::{self, Layout, Pattern};
 use super::report::MeshReport;
 use super::text::Counts;
 use super::{csv, page, schedule, spool, MeshConfig};
-use crate::control::drive::{drive, Job};
+use crate::control::agents::{Agents, LentJob};
+use crate::control::drive::Job;
 use crate::control::endpoint::{EndpointSpec, HostSpec};
-use crate::control::hub::{Hub, LinkId};
-use crate::control::reach::{reach_all, token_for};
+use crate::control::hub::LinkId;
 use crate::error::Failure;
 use crate::outcome::loss::Unreached;
 use crate::outcome::Verdict;
@@ -61,14 +61,13 @@ struct Agent {
 }
 
 /// Runs the mesh, telling `progress` of each round.
-pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Failure> {
-    crate::sys::os::catch_termination();
+pub fn run(run: MeshConfig, fleet: &mut dyn Agents, progress: &mut dyn Progress) -> Result<MeshRun, Failure> {
     // `--rails`: each host becomes one endpoint per rail, before anything else is reached; the
     // endpoints of a host that could not say its rails are unreachable from the start.
     let mut lost = Vec::new();
     let run = match &run.rails {
         Some(spec) => {
-            let e = super::rails::expand(&run, spec)?;
+            let e = super::rails::expand(&run, spec, fleet)?;
             lost = e.lost;
             MeshConfig { specs: e.specs, names: e.names, planes: Some(e.planes), ..run }
         }
@@ -78,13 +77,12 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     // The pattern is laid out over the hosts; with `--rails` each host pair runs every rail.
     let hosts = run.planes.as_ref().map_or(n, |p| p.hosts.len());
     check_open_files(&run.specs)?;
-    let mut hub = Hub::new(run.launch.clone());
     let mut agents: Vec<Agent> = run
         .specs
         .iter()
         .zip(&run.names)
         .map(|(spec, name)| Agent {
-            link: hub.add(&spec.host, name.clone()),
+            link: fleet.add(&spec.host, name.clone()),
             reached: false,
             settings: Vec::new(),
             rate_gbps: None,
@@ -100,10 +98,10 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
         agent.error = why;
     }
     let reachable: Vec<usize> = (0..n).filter(|&i| !agents[i].rails_unknown).collect();
-    reach(&run, &mut hub, &mut agents, reachable)?;
+    reach(&run, fleet, &mut agents, reachable)?;
     progress.event(&Event::Reached { reached: agents.iter().filter(|a| a.error.is_none()).count(), total: n });
     if agents.iter().all(|a| a.error.is_some()) {
-        hub.close_all();
+        fleet.close_all();
         progress.done();
         return Ok(nothing_reached(&run, &agents));
     }
@@ -129,7 +127,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     });
     let mut records = Records { spool: spool::Spool::new(), csv, bad: 0, pair_suspects: BTreeMap::new(), ran: 0, first_error: None };
     let live = open_live(&run)?;
-    let mut passes = Passes { run: &run, hub: &mut hub, agents: &mut agents, records: &mut records, progress, interrupted: false, live };
+    let mut passes = Passes { run: &run, fleet, agents: &mut agents, records: &mut records, progress, interrupted: false, live };
     // The first pass's rounds, for what ran beside a pair (route collisions).
     let first_rounds = leaves.as_ref().map(|_| plan.clone());
     let first = passes.run(plan, Stage::First)?;
@@ -182,7 +180,7 @@ pub fn run(run: MeshConfig, progress: &mut dyn Progress) -> Result<MeshRun, Fail
     // else the host it was given as.
     let nodes: Vec<String> = agents.iter().zip(&run.specs).map(|(a, spec)| a.host.clone().unwrap_or_else(|| spec.host.to_string())).collect();
     let unreachable = unreachable(&run, &agents);
-    hub.close_all();
+    fleet.close_all();
     // Failed and slow pairs were re-tested and explained as node, link or flaky suspects.
     // Only errors fail the mesh: a flaky link (bad once, good on retest) is a warning, which
     // `--fail-on warning` turns into a failure (`MeshReport::has_warning`).
@@ -311,7 +309,7 @@ impl Records {
 /// retests and the zoom-in.
 struct Passes<'a, 'p> {
     run: &'a MeshConfig,
-    hub: &'a mut Hub,
+    fleet: &'a mut dyn Agents,
     agents: &'a mut Vec<Agent>,
     records: &'a mut Records,
     progress: &'a mut (dyn Progress + 'p),
@@ -328,7 +326,7 @@ impl Passes<'_, '_> {
         let (total, before) = (rounds.len(), self.records.bad);
         let mut measures = Vec::new();
         for (i, round) in rounds.into_iter().enumerate() {
-            let done = match run_round(self.run, self.hub, self.agents, &round, stage == Stage::Retest, self.live.as_ref()) {
+            let done = match run_round(self.run, self.fleet, self.agents, &round, stage == Stage::Retest, self.live.as_ref()) {
                 Ok(done) => done,
                 // Stopped by a signal: the pairs of the rounds before stand; this round's do not.
                 Err(_) if crate::sys::os::interrupted() => {
@@ -395,11 +393,10 @@ fn check_open_files(specs: &[EndpointSpec]) -> Result<(), Failure> {
 /// Reaches the agents of `which`, `fanout` handshakes at a time, each saying hello and
 /// sending its inventory. An endpoint that cannot be reached is recorded, not fatal: its
 /// pairs fail.
-fn reach(run: &MeshConfig, hub: &mut Hub, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
+fn reach(run: &MeshConfig, fleet: &mut dyn Agents, agents: &mut [Agent], which: Vec<usize>) -> Result<(), Failure> {
     let links: Vec<LinkId> = which.iter().map(|&i| agents[i].link).collect();
     let labels: Vec<String> = which.iter().map(|&i| run.names[i].clone()).collect();
-    let tokens: Vec<Option<String>> = which.iter().map(|&i| token_for(&run.specs[i].host, &run.launch.token)).collect();
-    for (&i, reach) in which.iter().zip(reach_all(hub, &links, &labels, &tokens, true, run.fanout)?) {
+    for (&i, reach) in which.iter().zip(fleet.reach(&links, &labels, true, run.fanout)?) {
         let agent = &mut agents[i];
         agent.second_chance = false;
         match reach.failure {
@@ -454,10 +451,10 @@ fn capacity_of(agent: &Agent) -> Option<f64> {
     agent.rate_gbps
 }
 
-/// Runs one round: every pair at once, each its own test sequence on the one hub.
+/// Runs one round: every pair at once, each its own test sequence over the run's agents.
 fn run_round(
     run: &MeshConfig,
-    hub: &mut Hub,
+    fleet: &mut dyn Agents,
     agents: &mut [Agent],
     round: &[(usize, usize)],
     retest: bool,
@@ -470,7 +467,7 @@ fn run_round(
     again.sort_unstable();
     again.dedup();
     if !again.is_empty() {
-        reach(run, hub, agents, again)?;
+        reach(run, fleet, agents, again)?;
     }
     let mut out = Vec::new();
     let mut jobs = Vec::new();
@@ -490,7 +487,7 @@ fn run_round(
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let seq = PairSequence::new(run.plan.clone(), targets, labels.clone(), run.timeout);
             let conversation = crate::pair::live::Reporting::new(seq, live.map(|(r, t)| (r, *t)), labels);
-            jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
+            jobs.push((vec![agents[a].link, agents[b].link], conversation));
             pairs.push((a, b));
         } else {
             // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
@@ -521,9 +518,12 @@ fn run_round(
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }, None));
         }
     }
-    drive(hub, &mut jobs, usize::MAX)?;
-    for ((a, b), job) in pairs.into_iter().zip(jobs) {
-        let done = job.conversation.seq;
+    let mut lent: Vec<LentJob<'_>> =
+        jobs.iter_mut().map(|(links, conversation)| Job { links: links.clone(), conversation: conversation as _ }).collect();
+    fleet.drive(&mut lent, usize::MAX)?;
+    drop(lent);
+    for ((a, b), (_, conversation)) in pairs.into_iter().zip(jobs) {
+        let done = conversation.seq;
         for (i, discarded) in [a, b].into_iter().zip(done.discarded) {
             if discarded {
                 agents[i].reached = false;

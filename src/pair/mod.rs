@@ -3,7 +3,8 @@
 //! The controller (this process) starts or reaches two agents, relays their endpoints
 //! (LID, QPN, PSN, GID, rkey, address: out of band, so no IPoIB is needed), starts the
 //! passive side before the active one, collects results and judges them. The test sequence
-//! is a pure state machine (`sequence`) driven over the one-thread hub, as `mesh` drives it
+//! is a pure state machine (`sequence`) driven through the run's agents (`control::agents`: the
+//! one-thread hub), as `mesh` drives it
 //! for every pair of a round.
 
 pub mod data;
@@ -22,13 +23,11 @@ mod signals;
 pub mod verdict;
 mod wire;
 
-use crate::control::drive::{drive, Actions, Conversation, Job};
+use crate::control::agents::Agents;
+use crate::control::drive::{Actions, Conversation, Job};
 use crate::control::endpoint::EndpointSpec;
-use crate::control::hub::Hub;
-use crate::control::link::LaunchOptions;
 use crate::control::protocol::Reply;
 use crate::control::protocol::{CmRole, Endpoint, Target};
-use crate::control::reach::{reach_all, token_for};
 use crate::error::Failure;
 use crate::model::Conditions;
 use crate::model::Unparsed;
@@ -48,7 +47,6 @@ use std::time::{Duration, Instant};
 pub struct PairConfig {
     pub endpoints: [EndpointSpec; 2],
     pub plan: Vec<PlannedTest>,
-    pub launch: LaunchOptions,
     pub criteria: verdict::Criteria,
     pub gid_index: Option<u8>,
     pub cm: bool,
@@ -109,19 +107,16 @@ impl CpuChoice {
 }
 
 /// Runs the pair, telling `progress` of each test as it finishes.
-pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
+pub fn run(config: PairConfig, fleet: &mut dyn Agents, progress: &mut dyn Progress) -> Result<PairRun, Failure> {
     if let Some(rails_config) = config.rails.clone() {
         let quiet = config.quiet;
-        let doc = PairDoc::of_rails(rails::run(config, &rails_config, progress)?);
+        let doc = PairDoc::of_rails(rails::run(config, &rails_config, fleet, progress)?);
         return Ok(PairRun { report: report::PairReport { doc, quiet }, side_files: Vec::new(), interrupted: None });
     }
-    crate::sys::os::catch_termination();
-    let mut hub = Hub::new(config.launch.clone());
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
-    let links = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
+    let links = [0, 1].map(|i| fleet.add(&config.endpoints[i].host, labels[i].clone()));
     // Both agents are reached at once; the first that cannot be is the error.
-    let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
-    let reached = reach_all(&mut hub, &links, &labels, &tokens, false, 2)?;
+    let reached = fleet.reach(&links, &labels, false, 2)?;
     let same_host = reached[0].host == reached[1].host;
     if let Some(f) = reached.into_iter().find_map(|r| r.failure) {
         return Err(f.into());
@@ -134,13 +129,12 @@ pub fn run(config: PairConfig, progress: &mut dyn Progress) -> Result<PairRun, F
     });
     let live = live::Live::open(config.live.as_ref(), labels.clone())?;
     let sequence = PairSequence::new(config.plan.clone(), targets, labels, config.test_timeout);
-    let told = Told { seq: sequence, teller: Teller::new(&config.plan), progress, live };
-    let mut jobs = [Job { links: links.to_vec(), conversation: told }];
-    let driven = drive(&mut hub, &mut jobs, 1);
+    let mut told = Told { seq: sequence, teller: Teller::new(&config.plan), progress, live };
+    let driven = fleet.drive(&mut [Job { links: links.to_vec(), conversation: &mut told }], 1);
     // Closing every channel stops both agents (a test in flight included): nothing is left
     // running on either node, also after a signal.
-    hub.close_all();
-    let [Job { conversation: Told { seq: done, progress, .. }, .. }] = jobs;
+    fleet.close_all();
+    let Told { seq: done, progress, .. } = told;
     progress.done();
     // SIGINT/SIGTERM/SIGHUP (the only way `drive` ends early): the tests that finished are
     // reported, then the run is exit 2 (`interrupted`).

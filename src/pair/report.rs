@@ -169,44 +169,29 @@ fn rails_human(doc: &PairDoc, quiet: bool) -> String {
 }
 
 /// `pair`'s result: the document, and whether the human view is `--quiet`.
-pub struct PairReport {
-    pub doc: PairDoc,
-    pub quiet: bool,
-}
+pub type PairReport = crate::report::Judged<PairDoc>;
 
-impl crate::report::Document for PairReport {
-    fn command(&self) -> crate::report::Command {
-        crate::report::Command::Pair
+impl crate::report::JudgedDoc for PairDoc {
+    const COMMAND: crate::report::Command = crate::report::Command::Pair;
+
+    fn judged(&self) -> (Verdict, &[crate::outcome::Finding]) {
+        (self.verdict, &self.findings)
     }
 
-    fn verdict(&self) -> Option<Verdict> {
-        Some(self.doc.verdict)
+    fn human(&self, quiet: bool) -> String {
+        human(self, quiet)
     }
 
-    fn has_warning(&self) -> bool {
-        crate::outcome::any_warning(&self.doc.findings)
-    }
-
-    fn human(&self) -> String {
-        human(&self.doc, self.quiet)
-    }
-
-    fn write_json(&self, out: &mut dyn std::io::Write, stamp: &crate::report::Stamp, verdict: Option<Verdict>) -> std::io::Result<()> {
-        crate::report::json::write_sorted(out, &self.doc, stamp, verdict)
-    }
-
-    fn feed(&self, sink: &mut dyn crate::report::Sink) -> std::io::Result<()> {
+    /// Every result, each rail's, then the totals across rails.
+    fn measures(&self, sink: &mut dyn crate::report::Sink) {
         use crate::outcome::Measure;
-        let doc = &self.doc;
-        doc.findings.iter().for_each(|f| sink.finding(f));
-        doc.results.iter().for_each(|r| sink.measure(&Measure::Result(r)));
-        for r in &doc.rails {
+        self.results.iter().for_each(|r| sink.measure(&Measure::Result(r)));
+        for r in &self.rails {
             let subject = super::rails::judge::subject(r.rail, &r.a, &r.b);
             sink.measure(&Measure::Rail { rail: r.rail, subject: &subject, results: &r.results });
         }
-        for g in &doc.aggregate {
+        for g in &self.aggregate {
             sink.measure(&Measure::Total { test: g.test, direction: g.direction, size: g.size, bw_gbps: g.bw_gbps });
         }
-        Ok(())
     }
 }

@@ -9,11 +9,11 @@
 //! read by the adapter (no access flag, no rkey lent). An outbound QP grants no remote access,
 //! an inbound QP remote write only.
 
-use super::{gid, memory, PerfError};
+use super::{local_end, memory, PerfError};
 use crate::model::collective::{HopId, MemberPlan};
 use crate::model::member_wire::{HopPeer, RING_SLOTS};
 use crate::model::{Conditions, Endpoint, Target};
-use crate::port::{LinkLayer, Mtu, PortState};
+use crate::port::{LinkLayer, Mtu};
 use crate::probe;
 use fabcheck_verbs::{
     Access, ChunkWriter, CompletionQueue, Context, MemoryRegion, PathSpec, ProtectionDomain, QpConfig, QpMemory, QueuePair, RecvList, RemoteBuffer,
@@ -88,27 +88,11 @@ impl MemberSession {
         }
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
-        let (device, port) = pick(&inv, target)?;
+        let (device, port) = local_end::pick_port(&inv, target)?;
         let subject = format!("{}/{}", device.name, port.port);
-        if port.state != PortState::Active {
-            let (message, remedy) = crate::diagnose::explain_port(device, port);
-            return Err(PerfError::PortNotReady { subject, message, remedy });
-        }
-        if port.link_layer == LinkLayer::Ethernet && conditions.tclass.is_none() {
-            let (tos, source) = crate::probe::qos::read::default_tclass_live(&device.name, port.port, port.netdev.as_deref());
-            conditions.tclass = Some(tos);
-            conditions.tclass_source = Some(source);
-        }
-        let chosen = match target.gid_index {
-            Some(index) => port.gids.iter().find(|g| g.index == u32::from(index)),
-            None => gid::choose(&port.gids, port.link_layer),
-        };
-        if port.link_layer == LinkLayer::Ethernet && chosen.is_none() {
-            return Err(PerfError::NoGid {
-                subject,
-                why: "no routable RoCE GID at the index asked or chosen; assign an IP address to the port's netdev".into(),
-            });
-        }
+        local_end::must_be_active(device, port)?;
+        local_end::default_tclass(device, port, &mut conditions);
+        let chosen = local_end::choose_gid(device, port, target.gid_index)?;
         let ctx = Context::open(&device.name)?;
         let limits = ctx.query_device()?;
         let pd = ProtectionDomain::new(&ctx)?;
@@ -158,30 +142,7 @@ impl MemberSession {
             }
             rings.push(ring.region);
         }
-        let psn = initial_psn();
-        let template = Endpoint {
-            host: host.to_string(),
-            device: device.name.clone(),
-            port: port_num,
-            lid: port.lid as u16,
-            gid_index: chosen.map(|g| g.index as u8),
-            gid: chosen.map(|g| g.gid),
-            qpns: Vec::new(),
-            psn,
-            addr: 0,
-            rkey: 0,
-            len: 0,
-            mtu: port.active_mtu.unwrap_or(1024),
-            link_layer: port.link_layer,
-            rate_gbps: port.rate_gbps,
-            ca_type: device.ca_type.clone(),
-            max_rd_atomic: 1,
-            cm_addr: None,
-            pcie_gbps: device.pci.as_ref().and_then(|p| p.usable_gbps),
-            trained_low: port.trained_low(),
-            conditions,
-            gpu: send.gpu.map(Box::new),
-        };
+        let template = Endpoint { gpu: send.gpu.map(Box::new), ..local_end::endpoint(host, device, port, chosen, conditions) };
         // One endpoint per hop, naming its lanes' QPs in path order.
         let mut local = Vec::with_capacity(plan.outbound.len() + plan.inbound.len());
         for lanes in out.chunks(paths as usize) {
@@ -287,21 +248,4 @@ fn rts(qp: &mut QueuePair, path: &PathSpec, psn: u32) -> Result<(), PerfError> {
     qp.to_rtr(path)?;
     qp.to_rts(&RtsParams { psn, max_rd_atomic: 1, ack_timeout_exp: ACK_TIMEOUT_EXP, retry_count: RETRY_COUNT })?;
     Ok(())
-}
-
-/// The port `target` names (or the first active one of its device).
-fn pick<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
-    let candidates: Vec<(&probe::Device, &probe::Port)> =
-        inv.ports().filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want))).collect();
-    candidates
-        .iter()
-        .find(|(_, p)| p.state == PortState::Active)
-        .or(candidates.first())
-        .copied()
-        .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
-}
-
-fn initial_psn() -> u32 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    (nanos ^ std::process::id().rotate_left(7)) & 0x00ff_ffff
 }

@@ -14,6 +14,7 @@ pub mod latency_probe;
 pub mod live;
 pub mod load;
 pub mod loaded_latency;
+mod local_end;
 pub mod member;
 pub mod member_counters;
 pub mod member_loop;

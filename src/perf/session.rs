@@ -1,11 +1,10 @@
 //! One side's verbs resources for one test: opened on `prepare`, connected on `connect`,
 //! released on drop (QPs first, then memory, CQs, PD, device).
 
-use super::{gid, memory, PerfError};
-use crate::diagnose;
+use super::{gid, local_end, memory, PerfError};
 use crate::model::CmRole;
 use crate::model::{Conditions, Endpoint, MemChoice, Role, Target, TestKind, TestSpec};
-use crate::port::{LinkLayer, Mtu, PortState};
+use crate::port::{LinkLayer, Mtu};
 use crate::probe;
 use crate::sys::cpu;
 use fabcheck_verbs::{
@@ -134,37 +133,13 @@ impl Session {
         memory::preflight(target.conditions.mem)?;
         let mut conditions = target.conditions;
         let inv = probe::test_inventory(target.device.as_deref())?;
-        let (device, port) = pick_port(&inv, target)?;
-        // RoCE without --tclass: this end's own RoCE DSCP (traffic_class, rdma_cm), so the
-        // test's bytes ride the class NCCL's do (contract 0.5).
-        if port.link_layer == LinkLayer::Ethernet && conditions.tclass.is_none() {
-            let (tos, source) = crate::probe::qos::read::default_tclass_live(&device.name, port.port, port.netdev.as_deref());
-            conditions.tclass = Some(tos);
-            conditions.tclass_source = Some(source);
-        }
+        let (device, port) = local_end::pick_port(&inv, target)?;
+        local_end::default_tclass(device, port, &mut conditions);
         // Pinned before anything is allocated, so buffers and queues land on the loop's NUMA node.
         let (pinned, unpin) = place(&device.name, &conditions, target.cpu_slot)?;
         conditions.cpu = pinned;
-        if port.state != PortState::Active {
-            let (message, remedy) = diagnose::explain_port(device, port);
-            return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy });
-        }
-        let chosen = match target.gid_index {
-            Some(index) => Some(port.gids.iter().find(|g| g.index == u32::from(index)).ok_or_else(|| PerfError::NoGid {
-                subject: format!("{}/{}", device.name, port.port),
-                why: format!("GID index {index} is not set (set: {})", port.gids.iter().map(|g| g.index.to_string()).collect::<Vec<_>>().join(",")),
-            })?),
-            None => gid::choose(&port.gids, port.link_layer),
-        };
-        if port.link_layer == LinkLayer::Ethernet && chosen.is_none() {
-            return Err(PerfError::NoGid {
-                subject: format!("{}/{}", device.name, port.port),
-                why: format!(
-                    "no routable RoCE GID (only link-local or none); assign an IP address to {}",
-                    port.netdev.as_deref().unwrap_or("the port's netdev")
-                ),
-            });
-        }
+        local_end::must_be_active(device, port)?;
+        let chosen = local_end::choose_gid(device, port, target.gid_index)?;
         // Every current provider takes messages of 1 GiB and more; the protocol caps sizes at
         // 64 MiB (TestSpec::validate), so no per-device size check is needed here.
         let size = super::latency_probe::region_half(spec);
@@ -255,30 +230,18 @@ impl Session {
             qp.to_init(port_num, conditions.pkey_index.unwrap_or(0), qp_access(spec.test, spec.role))?;
         }
         let probe = super::latency_probe::open_probe(&ctx, &pd, spec, qp_config, (port_num, conditions.pkey_index.unwrap_or(0)))?;
-        let psn = initial_psn();
+        let local = local_end::endpoint(host, device, port, chosen, conditions);
         let local = Endpoint {
-            host: host.to_string(),
-            device: device.name.clone(),
-            port: port_num,
-            lid: port.lid as u16,
-            gid_index: chosen.map(|g| g.index as u8),
-            gid: chosen.map(|g| g.gid),
             qpns: qps.iter().map(|q| q.qp_num()).chain(probe.as_ref().map(|p| p.qp_num())).collect(),
-            psn,
             addr: mr.addr(),
             rkey: mr.rkey(),
             len: size,
-            mtu: port.active_mtu.unwrap_or(1024),
-            link_layer: port.link_layer,
-            rate_gbps: port.rate_gbps,
-            ca_type: device.ca_type.clone(),
             max_rd_atomic,
             cm_addr: cm.as_ref().filter(|c| c.role == CmRole::Listen).map(|c| SocketAddr::new(c.ip, c.ids[0].port())),
             // On GPU memory the data crosses the GPU's PCIe link too: the lower of the two.
-            pcie_gbps: lower(device.pci.as_ref().and_then(|p| p.usable_gbps), registered.gpu.as_ref().and_then(|g| g.pcie_gbps)),
-            trained_low: port.trained_low(),
-            conditions,
+            pcie_gbps: lower(local.pcie_gbps, registered.gpu.as_ref().and_then(|g| g.pcie_gbps)),
             gpu: registered.gpu.map(Box::new),
+            ..local
         };
         // The bound id stays: it anchors librdmacm's device context, which the PD lives on.
         Ok(Session {
@@ -462,33 +425,10 @@ fn place(device: &str, conditions: &Conditions, slot: Option<u8>) -> Result<(Opt
     }
 }
 
-fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Result<(&'a probe::Device, &'a probe::Port), PerfError> {
-    let candidates: Vec<(&probe::Device, &probe::Port)> =
-        inv.ports().filter(|(_, p)| target.port.is_none_or(|want| p.port == u32::from(want))).collect();
-    if let Some(want) = target.port {
-        if candidates.is_empty() {
-            let device = inv.devices.first().map(|d| d.name.clone()).unwrap_or_default();
-            let present = inv.devices.first().map(|d| d.ports.iter().map(|p| p.port).collect()).unwrap_or_default();
-            return Err(probe::ProbeError::NoSuchPort { device, port: u32::from(want), present }.into());
-        }
-    }
-    candidates
-        .iter()
-        .find(|(_, p)| p.state == PortState::Active)
-        .or(candidates.first())
-        .copied()
-        .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
-}
-
 /// The lower of two known figures, or the one known.
 fn lower(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
-}
-
-fn initial_psn() -> u32 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
-    (nanos ^ std::process::id().rotate_left(12)) & 0x00ff_ffff
 }

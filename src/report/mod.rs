@@ -12,6 +12,6 @@ pub mod output;
 pub mod prom;
 pub mod sink;
 
-pub use document::{Document, Stamp};
+pub use document::{Document, Judged, JudgedDoc, Stamp};
 pub use output::{Format, Output};
 pub use sink::{Command, Sink};

@@ -105,28 +105,18 @@ fn fleet() -> Fleet {
 }
 
 fn accept(fleet: &Fleet, extra: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .arg("accept")
-        .args(&fleet.endpoints)
-        .args(extra)
-        .env("FABCHECK_TOKEN", TOKEN)
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SLURM_JOBID")
-        .envs(env.iter().copied())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > GUARD {
-            let _ = child.kill();
-            panic!("accept still running after {GUARD:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    super::output_within(
+        Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+            .arg("accept")
+            .args(&fleet.endpoints)
+            .args(extra)
+            .env("FABCHECK_TOKEN", TOKEN)
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_JOBID")
+            .envs(env.iter().copied()),
+        GUARD,
+        "fabcheck accept",
+    )
 }
 
 #[test]

@@ -16,8 +16,7 @@ use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::sync::Arc;
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const GUARD: Duration = Duration::from_secs(180);
@@ -46,18 +45,7 @@ impl Node {
 fn start(name: &str, slow: Option<&str>) -> String {
     let root = super::fixtures_dir().join(FIXTURE);
     let inventory = probe::inventory(&probe::Source::Sysfs(root.clone()), None).expect("the fixture's inventory");
-    let node = Arc::new(Node { name: name.into(), root, inventory, slow: slow.map(String::from) });
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a fake node");
-    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let node = Arc::clone(&node);
-            std::thread::spawn(move || {
-                let _ = serve(stream, &node);
-            });
-        }
-    });
-    endpoint
+    super::listen_as(Node { name: name.into(), root, inventory, slow: slow.map(String::from) }, serve)
 }
 
 fn error(cause: &str) -> Reply {
@@ -200,28 +188,18 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 fn accept(endpoints: &[String], extra: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .arg("accept")
-        .args(endpoints)
-        .args(extra)
-        .env_remove("FABCHECK_TOKEN")
-        .env_remove("FABCHECK_FORMAT")
-        .env_remove("SLURM_JOB_ID")
-        .env_remove("SLURM_JOBID")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck accept");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > GUARD {
-            let _ = child.kill();
-            panic!("accept still running after {GUARD:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().unwrap()
+    super::output_within(
+        Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+            .arg("accept")
+            .args(endpoints)
+            .args(extra)
+            .env_remove("FABCHECK_TOKEN")
+            .env_remove("FABCHECK_FORMAT")
+            .env_remove("SLURM_JOB_ID")
+            .env_remove("SLURM_JOBID"),
+        GUARD,
+        "fabcheck accept",
+    )
 }
 
 fn stages(doc: &Value) -> Vec<(String, String)> {
@@ -385,26 +363,11 @@ fn browser_renders(html: &Path, dir: &Path, nodes: usize) {
     let profile = dir.join("chromium-profile");
     let common = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"];
     let run = |extra: &[String]| -> Output {
-        let mut child = Command::new(chromium)
-            .args(common)
-            .arg(format!("--user-data-dir={}", profile.display()))
-            .args(extra)
-            .arg(&url)
-            .env("HOME", dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start chromium");
-        let start = Instant::now();
-        while child.try_wait().unwrap().is_none() {
-            if start.elapsed() > GUARD {
-                let _ = child.kill();
-                panic!("chromium still running after {GUARD:?}");
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        child.wait_with_output().unwrap()
+        super::output_within(
+            Command::new(chromium).args(common).arg(format!("--user-data-dir={}", profile.display())).args(extra).arg(&url).env("HOME", dir),
+            GUARD,
+            "chromium",
+        )
     };
     let out = run(&[format!("--screenshot={}", shot.display()), "--window-size=1200,900".into()]);
     let png = std::fs::read(&shot).unwrap_or_else(|e| panic!("no screenshot ({e}): {}", String::from_utf8_lossy(&out.stderr)));

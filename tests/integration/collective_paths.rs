@@ -10,8 +10,7 @@ use fabcheck::model::paths::{flow_label, flow_label_to_udp_sport, PathRun};
 use fabcheck::probe::{self, Inventory};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
+use std::net::TcpStream;
 
 const FIXTURE: &str = "roce-healthy-cx7";
 
@@ -26,18 +25,7 @@ struct Agent {
 
 fn start(name: &str, paths: bool, slow_path: Option<u32>) -> String {
     let inventory = probe::inventory(&probe::Source::Sysfs(super::fixtures_dir().join(FIXTURE)), None).expect("the fixture's inventory");
-    let agent = Arc::new(Agent { name: name.into(), inventory, paths, slow_path });
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a fake agent");
-    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let agent = Arc::clone(&agent);
-            std::thread::spawn(move || {
-                let _ = serve(stream, &agent);
-            });
-        }
-    });
-    endpoint
+    super::listen_as(Agent { name: name.into(), inventory, paths, slow_path }, serve)
 }
 
 fn endpoint(agent: &Agent, qpns: Vec<u32>, len: u64) -> Endpoint {

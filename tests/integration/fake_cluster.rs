@@ -452,23 +452,11 @@ fn preempted(l: LatencySummary) -> LatencySummary {
 
 /// `fabcheck ARGS...` with stdout and stderr captured, under the hang guard (no `--json` added).
 pub(crate) fn run_fabcheck(args: &[&str]) -> std::process::Output {
-    use std::process::{Command, Stdio};
-    use std::time::Instant;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .args(args)
-        .env_remove("FABCHECK_TOKEN")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if start.elapsed() > HANG_GUARD {
-            let _ = child.kill();
-            panic!("hang guard: fabcheck {args:?} still running after {HANG_GUARD:?}; killed");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    use std::process::Command;
+
+    super::output_within(
+        Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).env_remove("FABCHECK_TOKEN"),
+        HANG_GUARD,
+        &format!("fabcheck {args:?}"),
+    )
 }

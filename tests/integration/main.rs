@@ -56,7 +56,7 @@ mod shell;
 mod unknown_sweep;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output};
 
 pub fn fabcheck(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_fabcheck")).args(args).output().expect("run fabcheck")
@@ -153,3 +153,55 @@ impl HostRdma {
 
 /// A device name no host has: agents asked for it fail before measuring, on any host.
 pub const NO_SUCH_DEVICE: &str = "nodev9";
+
+/// The output of `command` (stdin empty, stdout and stderr captured), which must end within
+/// `guard`: still running then, it is killed and the test fails naming `what`. A hang guard,
+/// not a timing assertion. Both pipes are read while it runs, so a child that writes more than a
+/// pipe holds cannot stall on them.
+pub fn output_within(command: &mut Command, guard: std::time::Duration, what: &str) -> Output {
+    use std::process::Stdio;
+    let spawned = command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn();
+    let mut child: Child = spawned.unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as Box<dyn std::io::Read + Send>));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if start.elapsed() > guard {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("hang guard: {what} still running after {guard:?}; killed");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    Output { status, stdout: stdout.join().unwrap_or_default(), stderr: stderr.join().unwrap_or_default() }
+}
+
+/// A fake agent at a fresh `tcp://127.0.0.1:PORT`, as a `fabcheck serve` is reached: every
+/// connection (the controller may connect more than once) served on its own thread by
+/// `serve`, until the test process ends.
+pub fn listen_as<A: Send + Sync + 'static>(agent: A, serve: fn(std::net::TcpStream, &A) -> std::io::Result<()>) -> String {
+    let agent = std::sync::Arc::new(agent);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind a fake agent");
+    let endpoint = format!("tcp://{}", listener.local_addr().expect("its address"));
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let agent = std::sync::Arc::clone(&agent);
+            std::thread::spawn(move || {
+                let _ = serve(stream, &agent);
+            });
+        }
+    });
+    endpoint
+}

@@ -10,10 +10,10 @@ pub(crate) mod mesh_sim;
 
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A mesh still running after this long is a hang: killed, and the test fails.
 const HANG_GUARD: Duration = Duration::from_secs(300);
@@ -68,28 +68,7 @@ impl Cluster {
     fn mesh(&self, extra: &[&str]) -> Output {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_fabcheck"));
         cmd.arg("mesh").arg("--hostfile").arg(&self.hostfile).args(["--tests", "write_bw", "--iters", "10"]).args(extra);
-        let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("start fabcheck mesh");
-        let start = Instant::now();
-        // Drain stdout on a thread so a large document cannot block the child.
-        let mut stdout = child.stdout.take().unwrap();
-        let reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = std::io::Read::read_to_end(&mut stdout, &mut buf);
-            buf
-        });
-        loop {
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            if start.elapsed() > HANG_GUARD {
-                let _ = child.kill();
-                panic!("fabcheck mesh {extra:?} still running after {HANG_GUARD:?}: a hang");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let mut out = child.wait_with_output().unwrap();
-        out.stdout = reader.join().unwrap();
-        out
+        super::output_within(&mut cmd, HANG_GUARD, &format!("fabcheck mesh {extra:?}"))
     }
 }
 

@@ -6,10 +6,9 @@
 use super::mesh_patterns::mesh_sim;
 use super::rails::{start, Knobs, HANG_GUARD};
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 const RAILS: usize = 8;
 
@@ -19,25 +18,18 @@ fn nodes(slow_host: usize, knobs: Knobs) -> Vec<String> {
 }
 
 fn mesh(endpoints: &[String], extra: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_fabcheck"))
-        .arg("mesh")
-        .args(endpoints)
-        // Both directions: a fake node is slow where it sends, as a degraded NIC is either way.
-        .args(["--tests", "write_bw", "--direction", "both", "--iters", "1000000"])
-        .args(extra)
-        .env_remove("FABCHECK_TOKEN")
-        .env_remove("FABCHECK_FORMAT")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start fabcheck mesh");
-    let start = Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < HANG_GUARD, "fabcheck mesh --rails still running after {HANG_GUARD:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
+    super::output_within(
+        Command::new(env!("CARGO_BIN_EXE_fabcheck"))
+            .arg("mesh")
+            .args(endpoints)
+            // Both directions: a fake node is slow where it sends, as a degraded NIC is either way.
+            .args(["--tests", "write_bw", "--direction", "both", "--iters", "1000000"])
+            .args(extra)
+            .env_remove("FABCHECK_TOKEN")
+            .env_remove("FABCHECK_FORMAT"),
+        HANG_GUARD,
+        "fabcheck mesh --rails",
+    )
 }
 
 fn stderr(out: &Output) -> String {

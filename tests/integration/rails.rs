@@ -10,9 +10,8 @@ use fabcheck::port::PortState;
 use fabcheck::probe::{self, Inventory};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Command, Output};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// What a healthy rail measures, Gb/s (95% of the fixture's 400 Gb/s NDR ports).
@@ -62,18 +61,7 @@ pub fn start(name: &str, knobs: Knobs) -> String {
             d.ports.iter_mut().for_each(|p| p.state = PortState::Down);
         }
     }
-    let node = Arc::new(Node { name: name.into(), inventory, knobs });
-    let listener = TcpListener::bind("127.0.0.1:0").expect("bind a fake node");
-    let endpoint = format!("tcp://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let node = Arc::clone(&node);
-            std::thread::spawn(move || {
-                let _ = serve(stream, &node);
-            });
-        }
-    });
-    endpoint
+    super::listen_as(Node { name: name.into(), inventory, knobs }, serve)
 }
 
 fn error(cause: &str) -> Reply {

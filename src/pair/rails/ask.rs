@@ -1,7 +1,8 @@
 //! Asking each node for its rails (`rails` request) over its control session.
 
-use crate::control::drive::{drive, Actions, Conversation, Job};
-use crate::control::hub::{Hub, LinkId};
+use crate::control::agents::{Agents, LentJob};
+use crate::control::drive::{Actions, Conversation, Job};
+use crate::control::hub::LinkId;
 use crate::control::protocol::{Reply, Request};
 use crate::error::Failure;
 use crate::gpu::rails::SharedUplink;
@@ -68,8 +69,8 @@ impl Conversation for Ask {
 
 /// Both nodes' rails and the uplinks their rails share, asked at once. The first node that
 /// cannot say is the error (exit 2).
-pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
-    let mut out = each(hub, &links, labels, spec)?.into_iter();
+pub fn rails(fleet: &mut dyn Agents, links: [LinkId; 2], labels: &[String; 2], spec: &RailSpec) -> Result<[NodeRails; 2], Failure> {
+    let mut out = each(fleet, &links, labels, spec)?.into_iter();
     let a = out.next().expect("two answers").map_err(Failure::from)?;
     let b = out.next().expect("two answers").map_err(Failure::from)?;
     Ok([a, b])
@@ -77,18 +78,10 @@ pub fn rails(hub: &mut Hub, links: [LinkId; 2], labels: &[String; 2], spec: &Rai
 
 /// Every node's answer, asked at once (`mesh --rails` asks each of its hosts), in the order of
 /// `links`: a node that cannot say is its own error.
-pub fn each(hub: &mut Hub, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Loss>>, Failure> {
-    let mut jobs: Vec<Job<Ask>> = links
-        .iter()
-        .zip(labels)
-        .map(|(&link, label)| Job { links: vec![link], conversation: Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None } })
-        .collect();
-    drive(hub, &mut jobs, links.len().max(1))?;
-    Ok(jobs
-        .into_iter()
-        .map(|j| {
-            let label = j.conversation.label.clone();
-            j.conversation.answer.unwrap_or_else(|| Err(Loss::new(label, LossKind::Internal("no answer to rails".into()))))
-        })
-        .collect())
+pub fn each(fleet: &mut dyn Agents, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Loss>>, Failure> {
+    let mut asks: Vec<Ask> = labels.iter().map(|label| Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None }).collect();
+    let mut jobs: Vec<LentJob<'_>> = links.iter().zip(&mut asks).map(|(&link, ask)| Job { links: vec![link], conversation: ask as _ }).collect();
+    fleet.drive(&mut jobs, links.len().max(1))?;
+    drop(jobs);
+    Ok(asks.into_iter().map(|ask| ask.answer.unwrap_or_else(|| Err(Loss::new(ask.label, LossKind::Internal("no answer to rails".into()))))).collect())
 }

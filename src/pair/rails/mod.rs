@@ -13,10 +13,10 @@ pub mod words;
 use super::sequence::PairSequence;
 use super::side::Side;
 use super::{side, CpuChoice, PairConfig};
-use crate::control::drive::{drive, Job};
-use crate::control::hub::Hub;
+use crate::control::agents::Agents;
+use crate::control::drive::Job;
 use crate::control::protocol::Target;
-use crate::control::reach::{reach_all, token_for, Reach};
+use crate::control::reach::Reach;
 use crate::error::Failure;
 use crate::model::rails::{Rail, RailSpec, RailThreshold};
 use crate::model::LinkLayer;
@@ -129,30 +129,27 @@ fn idle_side(host: &str, rail: &Rail, mem: crate::model::MemChoice) -> Side {
 }
 
 /// Runs `pair --rails`.
-pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Progress) -> Result<RailsRun, Failure> {
-    crate::sys::os::catch_termination();
-    let mut hub = Hub::new(config.launch.clone());
+pub fn run(config: PairConfig, rails_config: &RailsConfig, fleet: &mut dyn Agents, progress: &mut dyn Progress) -> Result<RailsRun, Failure> {
     let labels = config.endpoints.clone().map(|e| e.host.to_string());
-    let control = [hub.add(&config.endpoints[0].host, labels[0].clone()), hub.add(&config.endpoints[1].host, labels[1].clone())];
-    let tokens = config.endpoints.clone().map(|e| token_for(&e.host, &config.launch.token));
-    let reached = reach_all(&mut hub, &control, &labels, &tokens, false, 2)?;
+    let control = [0, 1].map(|s| fleet.add(&config.endpoints[s].host, labels[s].clone()));
+    let reached = fleet.reach(&control, &labels, false, 2)?;
     if let Some(f) = reached.iter().find_map(|r| r.failure.clone()) {
         return Err(f.into());
     }
     if let Some(f) = reached.iter().zip(&labels).find_map(|(r, l)| too_old(l, r)) {
-        hub.close_all();
+        fleet.close_all();
         return Err(f);
     }
     let hosts = [reached[0].host.clone(), reached[1].host.clone()];
-    let [(rails_a, shared_a), (rails_b, shared_b)] = ask::rails(&mut hub, control, &labels, &rails_config.spec)?;
+    let [(rails_a, shared_a), (rails_b, shared_b)] = ask::rails(fleet, control, &labels, &rails_config.spec)?;
     let rails = [rails_a, rails_b];
     if let Some(f) = count_mismatch(&labels, &rails) {
-        hub.close_all();
+        fleet.close_all();
         return Err(f);
     }
     if let Some(cpus) = &rails_config.cpus {
         if cpus[0].len() != rails[0].len() {
-            hub.close_all();
+            fleet.close_all();
             return Err(Failure::usage(format!("--cpu names {} CPUs per end for {} rails: give one per rail", cpus[0].len(), rails[0].len())));
         }
     }
@@ -166,7 +163,7 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
         let pair = if n == 0 {
             control
         } else {
-            let pair = [0, 1].map(|s| hub.add(&config.endpoints[s].host, format!("{} rail {k}", labels[s])));
+            let pair = [0, 1].map(|s| fleet.add(&config.endpoints[s].host, format!("{} rail {k}", labels[s])));
             more.push(pair);
             pair
         };
@@ -178,18 +175,16 @@ pub fn run(config: PairConfig, rails_config: &RailsConfig, progress: &mut dyn Pr
     let extra: Vec<usize> = more.iter().flatten().copied().collect();
     let extra_labels: Vec<String> =
         more.iter().enumerate().flat_map(|(n, _)| [0, 1].map(|s| format!("{} rail {}", labels[s], runnable[n + 1]))).collect();
-    let extra_tokens: Vec<Option<String>> = more.iter().flat_map(|_| tokens.clone()).collect();
-    for r in reach_all(&mut hub, &extra, &extra_labels, &extra_tokens, false, extra.len().max(1))? {
+    for r in fleet.reach(&extra, &extra_labels, false, extra.len().max(1))? {
         if let Some(f) = r.failure {
-            hub.close_all();
+            fleet.close_all();
             return Err(f.into());
         }
     }
-    let mut jobs = [Job { links, conversation: lockstep::Lockstep::new(sequences) }];
-    drive(&mut hub, &mut jobs, 1)?;
-    hub.close_all();
+    let mut done = lockstep::Lockstep::new(sequences);
+    fleet.drive(&mut [Job { links, conversation: &mut done }], 1)?;
+    fleet.close_all();
     progress.done();
-    let [Job { conversation: done, .. }] = jobs;
     let mut runs: Vec<RailRun> = Vec::new();
     let mut done_rails = done.rails.into_iter();
     for (k, ends) in rails[0].iter().zip(&rails[1]).enumerate() {
