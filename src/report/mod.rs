@@ -5,6 +5,7 @@ pub mod colour;
 pub mod csv;
 pub mod document;
 pub mod json;
+pub mod judged;
 pub mod junit;
 pub mod loss;
 pub mod oneline;
@@ -12,6 +13,7 @@ pub mod output;
 pub mod prom;
 pub mod sink;
 
-pub use document::{Document, Judged, JudgedDoc, Stamp};
+pub use document::{Document, Stamp};
+pub use judged::{Judged, JudgedDoc};
 pub use output::{Format, Output};
 pub use sink::{Command, Sink};
