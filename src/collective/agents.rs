@@ -93,7 +93,7 @@ impl Members for AgentMembers {
                 return Err(RunError::Failed { member: plan.member, cause, remedy });
             }
         }
-        let conversation = RunMembers::new(
+        let mut conversation = RunMembers::new(
             plans,
             sides.iter().map(|&i| self.labels[i].clone()).collect(),
             sides.iter().map(|&i| self.targets[i].clone()).collect(),
@@ -101,7 +101,6 @@ impl Members for AgentMembers {
         )
         .reporting(self.live.as_mut())
         .stopping_after(self.stop_after);
-        let mut conversation = conversation;
         let links = sides.iter().map(|&i| self.links[i]).collect();
         let outcome = match self.fleet.drive(&mut [Job { links, conversation: &mut conversation }], 1) {
             Ok(()) => conversation.take_outcome(),

@@ -13,6 +13,11 @@ use crate::outcome::loss::Loss;
 /// A conversation lent to [`Agents::drive`]: the caller keeps it, and reads it once driven.
 pub type LentJob<'a> = Job<&'a mut dyn Conversation>;
 
+/// Owned jobs, their conversations lent to [`Agents::drive`]: the caller reads them afterwards.
+pub fn lend<C: Conversation>(jobs: &mut [Job<C>]) -> Vec<LentJob<'_>> {
+    jobs.iter_mut().map(|j| Job { links: j.links.clone(), conversation: &mut j.conversation as &mut dyn Conversation }).collect()
+}
+
 /// The agents of one run.
 pub trait Agents {
     /// A channel to the agent on `host`, called `label` in every message; nothing starts

@@ -10,7 +10,7 @@ use super::pattern::{self, Layout, Pattern};
 use super::report::MeshReport;
 use super::text::Counts;
 use super::{csv, page, schedule, spool, MeshConfig};
-use crate::control::agents::{Agents, LentJob};
+use crate::control::agents::{lend, Agents};
 use crate::control::drive::Job;
 use crate::control::endpoint::{EndpointSpec, HostSpec};
 use crate::control::hub::LinkId;
@@ -487,7 +487,7 @@ fn run_round(
             let labels = [run.names[a].clone(), run.names[b].clone()];
             let seq = PairSequence::new(run.plan.clone(), targets, labels.clone(), run.timeout);
             let conversation = crate::pair::live::Reporting::new(seq, live.map(|(r, t)| (r, *t)), labels);
-            jobs.push((vec![agents[a].link, agents[b].link], conversation));
+            jobs.push(Job { links: vec![agents[a].link, agents[b].link], conversation });
             pairs.push((a, b));
         } else {
             // Causes name their endpoint already ("cannot reach n3: ..."); others get it added.
@@ -518,12 +518,9 @@ fn run_round(
             out.push((record, PairMeasure { a, b, bw_gbps: None, lat_us: None, failed: true, preempted: None }, None));
         }
     }
-    let mut lent: Vec<LentJob<'_>> =
-        jobs.iter_mut().map(|(links, conversation)| Job { links: links.clone(), conversation: conversation as _ }).collect();
-    fleet.drive(&mut lent, usize::MAX)?;
-    drop(lent);
-    for ((a, b), (_, conversation)) in pairs.into_iter().zip(jobs) {
-        let done = conversation.seq;
+    fleet.drive(&mut lend(&mut jobs), usize::MAX)?;
+    for ((a, b), job) in pairs.into_iter().zip(jobs) {
+        let done = job.conversation.seq;
         for (i, discarded) in [a, b].into_iter().zip(done.discarded) {
             if discarded {
                 agents[i].reached = false;

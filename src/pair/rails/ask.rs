@@ -1,6 +1,6 @@
 //! Asking each node for its rails (`rails` request) over its control session.
 
-use crate::control::agents::{Agents, LentJob};
+use crate::control::agents::{lend, Agents};
 use crate::control::drive::{Actions, Conversation, Job};
 use crate::control::hub::LinkId;
 use crate::control::protocol::{Reply, Request};
@@ -79,9 +79,17 @@ pub fn rails(fleet: &mut dyn Agents, links: [LinkId; 2], labels: &[String; 2], s
 /// Every node's answer, asked at once (`mesh --rails` asks each of its hosts), in the order of
 /// `links`: a node that cannot say is its own error.
 pub fn each(fleet: &mut dyn Agents, links: &[LinkId], labels: &[String], spec: &RailSpec) -> Result<Vec<Result<NodeRails, Loss>>, Failure> {
-    let mut asks: Vec<Ask> = labels.iter().map(|label| Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None }).collect();
-    let mut jobs: Vec<LentJob<'_>> = links.iter().zip(&mut asks).map(|(&link, ask)| Job { links: vec![link], conversation: ask as _ }).collect();
-    fleet.drive(&mut jobs, links.len().max(1))?;
-    drop(jobs);
-    Ok(asks.into_iter().map(|ask| ask.answer.unwrap_or_else(|| Err(Loss::new(ask.label, LossKind::Internal("no answer to rails".into()))))).collect())
+    let mut jobs: Vec<Job<Ask>> = links
+        .iter()
+        .zip(labels)
+        .map(|(&link, label)| Job { links: vec![link], conversation: Ask { label: label.clone(), spec: spec.clone(), deadline: None, answer: None } })
+        .collect();
+    fleet.drive(&mut lend(&mut jobs), links.len().max(1))?;
+    Ok(jobs
+        .into_iter()
+        .map(|j| {
+            let label = j.conversation.label.clone();
+            j.conversation.answer.unwrap_or_else(|| Err(Loss::new(label, LossKind::Internal("no answer to rails".into()))))
+        })
+        .collect())
 }
