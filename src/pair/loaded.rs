@@ -2,7 +2,8 @@
 //! `--load-threshold`. Judged (an error above it, as bandwidth below the link is): a latency
 //! class that queues behind bulk traffic is what a burn-in of a lossless fabric looks for.
 //! Soft-RoCE's figures are the CPU's (the load's copies share the probe's CPUs): reported, not
-//! judged. A preempted loop is `pair.latency`'s to say (`signals`), not judged here.
+//! judged. A preempted loop is `pair.latency`'s to say (`signals`), not judged here; a load
+//! that moved nothing while the probe ran is a warning, never "within".
 
 use crate::outcome::{Finding, FindingId, Severity, TestResult};
 use crate::units;
@@ -16,6 +17,10 @@ pub(super) fn judge(results: &[TestResult], threshold: f64, soft: bool, subject:
     for r in results.iter().filter(|r| r.error.is_none()) {
         let (Some(u), Some(lat)) = (&r.under_load, &r.lat_us) else { continue };
         if lat.spoiled().is_some() || u.idle_lat_us.spoiled().is_some() {
+            continue;
+        }
+        if units::round(u.load_gbps, 3) <= 0.0 {
+            findings.push(unloaded(r, u, lat.p99, soft, subject));
             continue;
         }
         let figures = format!(
@@ -54,6 +59,36 @@ pub(super) fn judge(results: &[TestResult], threshold: f64, soft: bool, subject:
             ),
         };
         findings.push(Finding { id: FindingId::PairLoadedLatency, severity, subject: subject.into(), message, remedy, about: Some(r.key()) });
+    }
+}
+
+/// A loaded phase the load did not fill: its first write completed (the probe waits for that)
+/// and nothing after it before the probe was done, as when the load's QPs sat out a retry
+/// timeout or its thread got no CPU. The figures were not taken under load, so the ratio is
+/// not judged: a warning (an info on Soft-RoCE, where a starved load thread is the CPUs').
+fn unloaded(r: &TestResult, u: &crate::outcome::UnderLoad, loaded_p99: f64, soft: bool, subject: &str) -> Finding {
+    let message = format!(
+        "{} {} at {} bytes: the load ({} QP{}) moved nothing measurable while the probe ran, so p99 {} us vs {} us idle was not \
+         taken under load: not judged{}",
+        r.test,
+        r.direction,
+        r.size,
+        u.load_qps,
+        if u.load_qps == 1 { "" } else { "s" },
+        units::three(loaded_p99),
+        units::three(u.idle_lat_us.p99),
+        if soft { " (Soft-RoCE: its load thread shares the probe's CPUs)" } else { "" },
+    );
+    Finding {
+        id: FindingId::PairLoadedLatency,
+        severity: if soft { Severity::Info } else { Severity::Warning },
+        subject: subject.into(),
+        message,
+        remedy: "rerun with more --iters or with -D so the loaded phase outlasts the load's start; if the result's counters show \
+                 retries or duplicate requests, the path lost packets: `fabcheck check` on both nodes and the error counters of the \
+                 ports between"
+            .to_string(),
+        about: Some(r.key()),
     }
 }
 
@@ -115,6 +150,22 @@ mod tests {
         let f = judged(result(2.0, 90.0), true);
         assert_eq!(f[0].severity, Severity::Info);
         assert!(f[0].message.contains("reported, not judged"), "{}", f[0].message);
+    }
+
+    /// A load that moved nothing (seen on Soft-RoCE: one retry, 63 duplicate requests, 0 Gb/s)
+    /// leaves idle figures in the loaded phase: never "within the threshold".
+    #[test]
+    fn a_load_that_moved_nothing_is_not_judged_within() {
+        let mut r = result(2.0, 2.1);
+        r.under_load = r.under_load.map(|u| crate::outcome::UnderLoad { load_gbps: 0.0001, ..u });
+        let f = judged(r.clone(), false);
+        assert_eq!((f.len(), f[0].severity), (1, Severity::Warning), "{f:?}");
+        assert!(f[0].message.contains("moved nothing measurable") && f[0].message.contains("not judged"), "{}", f[0].message);
+        assert!(!f[0].message.contains("within"), "{}", f[0].message);
+        assert_eq!(f[0].about, Some(r.key()));
+        let soft = judged(r, true);
+        assert_eq!(soft[0].severity, Severity::Info);
+        assert!(soft[0].message.contains("Soft-RoCE"), "{}", soft[0].message);
     }
 
     #[test]

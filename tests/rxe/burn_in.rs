@@ -147,15 +147,32 @@ fn sigterm_ends_a_long_run_with_its_document_and_no_agent_left() {
 /// the guest's two CPUs and held in most runs but not all (a rehearsal on a quiet machine gave
 /// p99 18.8 us loaded against 30.8 us idle). A shaped wire needs the two guests, where tbf
 /// panicked the guest kernel (tests/rxe/two-hosts.sh).
+///
+/// The load's thread shares the guest's two CPUs with the probe and both agents' busy polling;
+/// seen once in CI, it sat out a retry timeout (one completer retry, 63 duplicate requests) and
+/// moved nothing while the probe ran. That run must say so (a finding that names it, never
+/// "within"), and it runs once more: a second starved run fails the test.
 #[test]
 fn lat_under_load_measures_both_phases_on_one_connection() {
     let _serial = require_rxe();
-    let out = Command::new(bin())
-        .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "lat_under_load", "--iters", "300"])
-        .output()
-        .unwrap();
-    let doc = json(&out);
-    eprintln!("lat_under_load: exit {:?}\n{}", out.status.code(), doc["results"]);
+    let run = || {
+        let out = Command::new(bin())
+            .args(["pair", "localhost", "localhost", "--device", DEVICE, "--json", "--tests", "lat_under_load", "--iters", "1000"])
+            .output()
+            .unwrap();
+        let doc = json(&out);
+        eprintln!("lat_under_load: exit {:?}\n{}", out.status.code(), doc["results"]);
+        doc
+    };
+    let mut doc = run();
+    if doc["results"][0]["under_load"]["load_gbps"].as_f64() == Some(0.0) {
+        let said = doc["findings"].as_array().unwrap().iter().any(|f| {
+            f["id"] == "pair.loaded_latency" && f["message"].as_str().is_some_and(|m| m.contains("moved nothing measurable") && !m.contains("within"))
+        });
+        assert!(said, "a load that moved nothing must be said: {}", doc["findings"]);
+        eprintln!("the load moved nothing while the probe ran (the guest's CPUs): once more");
+        doc = run();
+    }
     let r = &doc["results"][0];
     assert_eq!((r["test"].as_str(), r["error"].as_str()), (Some("lat_under_load"), None), "{doc:#}");
     let u = &r["under_load"];
