@@ -135,20 +135,24 @@ fn lat_under_load_behind_a_token_bucket_is_above_idle() {
     let dev = rails[bad].0.clone();
     let shaped = ShapedRail::up(&rails, bad, "tbf rate 20mbit burst 16kb latency 50ms");
     for attempt in 1..=2 {
-        let (loaded, idle) = loaded_and_idle_p99(&dev);
+        let (loaded, idle, load_gbps) = loaded_and_idle_p99(&dev);
         eprintln!("bucket: {}", shaped.sent_packets().1);
-        eprintln!("lat_under_load behind a 20 Mbit/s bucket on rail {bad} (run {attempt}): p99 {loaded} us loaded vs {idle} us idle");
-        if loaded > idle {
+        eprintln!(
+            "lat_under_load behind a 20 Mbit/s bucket on rail {bad} (run {attempt}): p99 {loaded} us loaded vs {idle} us idle, the load {load_gbps} Gb/s"
+        );
+        // A load that moved nothing while the probe ran (its thread starved on the guest's CPUs)
+        // leaves idle figures in the loaded phase: that run says nothing either way.
+        if loaded > idle && load_gbps > 0.0 {
             break;
         }
-        assert!(attempt < 2, "the loaded p99 ({loaded} us) is not above the idle one ({idle} us) behind the bucket, twice");
+        assert!(attempt < 2, "twice, the loaded p99 ({loaded} us) is not above the idle one ({idle} us) behind the bucket, or the load moved nothing ({load_gbps} Gb/s)");
     }
     assert!(shaped.sent_packets().0 > 0, "nothing crossed the bucket: {}", shaped.sent_packets().1);
 }
 
 /// One `pair localhost/DEV PEER/DEV --tests lat_under_load` across the guests: its loaded and
-/// idle p99, microseconds, after checking the result is whole (no error, the load moved bytes).
-fn loaded_and_idle_p99(dev: &str) -> (f64, f64) {
+/// idle p99, microseconds, and what the load moved, after checking the result is whole.
+fn loaded_and_idle_p99(dev: &str) -> (f64, f64, f64) {
     let bin = crate::remote_bin();
     let a = format!("localhost/{dev}");
     let b = format!("{}/{dev}", peer());
@@ -174,9 +178,9 @@ fn loaded_and_idle_p99(dev: &str) -> (f64, f64) {
     let result = array(&doc, "results").iter().find(|r| r["test"] == "lat_under_load").unwrap_or_else(|| panic!("no lat_under_load result: {doc}"));
     assert!(result["error"].is_null(), "{result}");
     let under = &result["under_load"];
-    assert!(num(under, "load_gbps") > 0.0, "the load moved nothing: {under}");
+    let load_gbps = num(under, "load_gbps");
     let (loaded, idle) = (num(&result["lat_us"], "p99"), num(&under["idle_lat_us"], "p99"));
     let ratio = num(under, "p99_ratio");
     assert!((ratio - loaded / idle).abs() < 0.01, "p99_ratio {ratio} is not {loaded} / {idle}: {under}");
-    (loaded, idle)
+    (loaded, idle, load_gbps)
 }
