@@ -11,7 +11,7 @@ use super::clock::LoopClock;
 use super::preempt::Gaps;
 use super::session::Session;
 use super::summary;
-use super::{PerfError, Signals, StallGuard};
+use super::{wait_one, PerfError, Signals, StallGuard};
 use crate::model::{LatencySummary, RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
@@ -100,22 +100,6 @@ fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
     Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
 }
 
-/// Waits for one completion on `cq`: busy polling, or (`--events`) sleeping on its channel.
-macro_rules! wait_one {
-    ($cq:expr, $wc:expr, $guard:expr, $signals:expr, $what:expr) => {{
-        loop {
-            if $cq.poll(&mut $wc[..])? == 1 {
-                if !$wc[0].is_success() {
-                    return Err(PerfError::Verbs($wc[0].to_error()));
-                }
-                $guard.progress();
-                break;
-            }
-            super::wait_for_completion(&mut $cq, &mut $guard, $signals, $what)?;
-        }
-    }};
-}
-
 /// What carries a ping-pong: a send, or (write latency on GPU memory, see
 /// [`super::memory::polls_completion`]) an RDMA write with immediate into the peer's buffer,
 /// whose receive completion the peer waits on as it would on a send's.
@@ -143,12 +127,12 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         send.set_signaled(0, signaled);
         let t0 = clock.ticks();
         send.post(qp, 1)?;
-        wait_one!(s.recv_cq, wc, guard, signals, "waiting for the peer's reply");
+        wait_one(&mut s.recv_cq, &mut wc, &mut guard, signals, "waiting for the peer's reply")?;
         let t1 = clock.ticks();
         recv.post(qp, wc[0].wr_id().slot as usize, 1)?;
         record(&mut plan, i, t0, t1);
         if signaled {
-            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
+            wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a send completion")?;
         }
         i += 1;
         if over(&plan, i, &clock) {
@@ -193,7 +177,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         send.post(qp, 1)?;
         recv.post(qp, slot, 1)?;
         if signaled {
-            wait_one!(s.send_cq, wc, guard, signals, "waiting for a send completion");
+            wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a send completion")?;
         }
         i += 1;
     }
@@ -227,7 +211,7 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         guard.progress();
         record(&mut plan, i, t0, t1);
         if signaled {
-            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
+            wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a write completion")?;
         }
         i += 1;
         if over(&plan, i, &clock) {
@@ -266,7 +250,7 @@ pub fn write_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Pe
         s.mr.write_volatile(send_last, value);
         write.post(qp, 1)?;
         if signaled {
-            wait_one!(s.send_cq, wc, guard, signals, "waiting for a write completion");
+            wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a write completion")?;
         }
         i += 1;
     }
@@ -301,7 +285,7 @@ fn one_sided_active(s: &mut Session, signals: &Signals, op: SendOp) -> Result<Ru
     while i < plan.total {
         let t0 = clock.ticks();
         read.post(qp, 1)?;
-        wait_one!(s.send_cq, wc, guard, signals, "waiting for a read or atomic to complete");
+        wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a read or atomic to complete")?;
         let t1 = clock.ticks();
         record(&mut plan, i, t0, t1);
         i += 1;

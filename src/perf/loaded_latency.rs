@@ -17,9 +17,9 @@ use super::latency_probe::{phases, region_half, Probe, Span};
 use super::load::{self, Handshake, Moved, Shape};
 use super::preempt::Gaps;
 use super::session::Session;
-use super::{summary, PerfError, Signals, StallGuard};
+use super::{summary, wait_one, PerfError, Signals, StallGuard};
 use crate::model::{LatencySummary, RunResult};
-use fabcheck_verbs::{CompletionQueue, RemoteBuffer, SendList, SendOp, WorkCompletion, WrId};
+use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion, WrId};
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -60,27 +60,6 @@ struct Pinger<'a> {
     clock: &'a LoopClock,
     signals: &'a Signals,
     live: Option<&'a super::live::Live>,
-}
-
-/// Waits for one completion on `cq`, busy polling.
-#[inline(always)]
-fn wait_one(
-    cq: &mut CompletionQueue,
-    wc: &mut [WorkCompletion; 1],
-    guard: &mut StallGuard,
-    signals: &Signals,
-    what: &'static str,
-) -> Result<(), PerfError> {
-    loop {
-        if cq.poll(&mut wc[..])? == 1 {
-            if !wc[0].is_success() {
-                return Err(PerfError::Verbs(wc[0].to_error()));
-            }
-            guard.progress();
-            return Ok(());
-        }
-        guard.idle(signals, what)?;
-    }
 }
 
 impl Pinger<'_> {

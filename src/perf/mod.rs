@@ -301,6 +301,29 @@ pub(crate) fn wait_for_completion(
     guard.slept(signals, what)
 }
 
+/// Waits for one completion on `cq` into `wc` (busy polling, or on `--events`' channel where the
+/// CQ has one): a failed completion is its verbs error; a stall or an abort is the guard's.
+/// The latency loops' one wait (inlined: it is their hot path).
+#[inline(always)]
+pub(crate) fn wait_one(
+    cq: &mut verbs::CompletionQueue,
+    wc: &mut [verbs::WorkCompletion; 1],
+    guard: &mut StallGuard,
+    signals: &Signals,
+    what: &'static str,
+) -> Result<(), PerfError> {
+    loop {
+        if cq.poll(&mut wc[..])? == 1 {
+            if !wc[0].is_success() {
+                return Err(PerfError::Verbs(wc[0].to_error()));
+            }
+            guard.progress();
+            return Ok(());
+        }
+        wait_for_completion(cq, guard, signals, what)?;
+    }
+}
+
 /// Tracks "no progress for too long" cheaply inside busy loops. An abort is checked every 1024
 /// idle spins; the monotonic clock only after about 2^24 TSC ticks of idleness (5-20 ms at any
 /// usual TSC rate; every 16384 spins where the loops do not use the TSC). Measured on Soft-RoCE
