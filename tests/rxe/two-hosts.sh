@@ -7,8 +7,18 @@
 # on ethK), last the rails tests: `tests/rxe/run.sh --rails RXE_TEST_BINARY` (tests/rxe/rails.rs:
 # pair and mesh --rails across the guests over ssh, and pair --rails inside guest 1). Last, a real
 # two-node Slurm across the guests (tests/rxe/slurm.sh).
-# Usage: tests/rxe/two-hosts.sh FABCHECK_BINARY [RXE_TEST_BINARY]
+#
+# With --paths it runs only the --paths tests (tests/rxe/paths.rs), over the same ssh client and
+# agents' copy, on guests of their own: run-all boots a fresh pair for them (a router namespace's
+# virtio links, run after six minutes of the rest of this tier, stalled in qemu more often than on
+# a fresh boot, where they passed every time; see docs/ci.md).
+# Usage: tests/rxe/two-hosts.sh [--paths] FABCHECK_BINARY [RXE_TEST_BINARY]
 set -eu
+only_paths=0
+if [ "${1:-}" = --paths ]; then
+	only_paths=1
+	shift
+fi
 bin=$1
 rxe_bin=${2:-}
 if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ] && [ ! -x "$rxe_bin" ]; then
@@ -18,6 +28,32 @@ fi
 : "${FABCHECK_TOKEN:?the token is passed to both guests in FABCHECK_TOKEN}"
 a=${FABCHECK_VM_ADDR:-198.18.0.1}
 b=${FABCHECK_VM_PEER_ADDR:-198.18.0.2}
+
+# Real ssh: the key and an ssh that reads our config; guest 2's sshd was started before its serve.
+# The agents' binary at one plain path on both guests: --remote-fabcheck takes letters, digits and
+# /._-+ only (the remote shell would split a checkout's path such as `/tmp/a b/fabcheck`). Each
+# guest copies it from the checkout it mounts at the same path (guest 2 over ssh), to its own /tmp.
+# The rails and paths tests (tests/rxe/{rails,paths}.rs) find it in FABCHECK_REMOTE_BIN.
+remote_setup() {
+	: "${FABCHECK_SSHD_DIR:?the unpacked sshd and keys (tests/rxe/sshd.sh prepare) are passed in FABCHECK_SSHD_DIR}"
+	PATH=$(tests/rxe/sshd.sh client "$FABCHECK_SSHD_DIR"):$PATH
+	export PATH
+	remote_dir=/tmp/fabcheck-remote-bin
+	FABCHECK_REMOTE_BIN=$remote_dir/fabcheck
+	export FABCHECK_REMOTE_BIN
+	mkdir -p "$remote_dir"
+	cp "$bin" "$FABCHECK_REMOTE_BIN"
+	ssh -T -o BatchMode=yes "root@$b" "mkdir -p $remote_dir && cp $(shq "$bin") $FABCHECK_REMOTE_BIN" ||
+		{ echo "two-hosts: cannot copy $bin to $FABCHECK_REMOTE_BIN on the peer guest" >&2; exit 1; }
+}
+shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+# --paths across two equal-cost routed paths (issue #56, tests/rxe/paths.rs): it takes rails 1 and
+# 2 into a router namespace in each guest and gives them back.
+if [ "$only_paths" = 1 ]; then
+	[ "${FABCHECK_VM_RAILS:-1}" -ge 3 ] || { echo "two-hosts --paths: boot with --rails 3 or more" >&2; exit 2; }
+	remote_setup
+	exec "$rxe_bin" --test-threads=1 paths::
+fi
 "$bin" serve --listen "$a:18515" --max-sessions 1 &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
@@ -61,22 +97,7 @@ if problems:
 print(f"two-hosts: {doc['a']['host']} <-> {doc['b']['host']}: {len(doc['results'])} results, verdict {doc['verdict']}")
 PY
 
-# Real ssh: the key and an ssh that reads our config; guest 2's sshd was started before its serve.
-: "${FABCHECK_SSHD_DIR:?the unpacked sshd and keys (tests/rxe/sshd.sh prepare) are passed in FABCHECK_SSHD_DIR}"
-PATH=$(tests/rxe/sshd.sh client "$FABCHECK_SSHD_DIR"):$PATH
-export PATH
-# The agents' binary at one plain path on both guests: --remote-fabcheck takes letters, digits and
-# /._-+ only (the remote shell would split a checkout's path such as `/tmp/a b/fabcheck`). Each
-# guest copies it from the checkout it mounts at the same path (guest 2 over ssh), to its own /tmp.
-# The rails tests (tests/rxe/rails.rs) find it in FABCHECK_REMOTE_BIN.
-remote_dir=/tmp/fabcheck-remote-bin
-FABCHECK_REMOTE_BIN=$remote_dir/fabcheck
-export FABCHECK_REMOTE_BIN
-shq() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
-mkdir -p "$remote_dir"
-cp "$bin" "$FABCHECK_REMOTE_BIN"
-ssh -T -o BatchMode=yes "root@$b" "mkdir -p $remote_dir && cp $(shq "$bin") $FABCHECK_REMOTE_BIN" ||
-	{ echo "two-hosts: cannot copy $bin to $FABCHECK_REMOTE_BIN on the peer guest" >&2; exit 1; }
+remote_setup
 set +e
 "$bin" pair localhost/rxe0 "root@$b/rxe0" --remote-fabcheck "$FABCHECK_REMOTE_BIN" --tests send_lat,write_bw --iters 40 --direction both --json >/tmp/ssh-pair.json
 rc_pair=$?
@@ -137,12 +158,6 @@ fi
 # pointer to their QP's socket, freed when the QP is destroyed), a routed packet is orphaned.
 if [ "${FABCHECK_VM_RAILS:-1}" -ge 2 ]; then
 	tests/rxe/run.sh --rails "$rxe_bin"
-fi
-
-# --paths across two equal-cost routed paths (issue #56, tests/rxe/paths.rs): after the rails
-# tests, it takes rails 1 and 2 into a router namespace in each guest and gives them back.
-if [ "${FABCHECK_VM_RAILS:-1}" -ge 3 ]; then
-	"$rxe_bin" --test-threads=1 paths::
 fi
 
 # A real Slurm across the two guests (issue #45, tests/rxe/slurm.sh): slurmctld here, a slurmd in
