@@ -725,6 +725,13 @@ vm_main() {
 	say "vm: $timing; exit status $rc"
 	if [[ $rc -ne 0 ]]; then
 		say "console log: $RUN/console.main.log"
+		# A virtio link qemu stopped serving (seen under TCG on 2 cores, docs/ci.md): every RC test
+		# over it stalls after. Said, so a failed run's log tells the emulator's stall apart.
+		local stalled
+		stalled=$(grep -h "NETDEV WATCHDOG" "$RUN"/console.*.log 2>/dev/null | head -n 1 || true)
+		if [[ -n $stalled ]]; then
+			say "an emulated link stalled in qemu (the guest kernel: ${stalled#*] }): the tests over it stalled with it"
+		fi
 	fi
 	RUN_OK=1
 	[[ $rc -ne 0 ]] && RUN_OK=0
