@@ -140,8 +140,8 @@ else
 	require_tests "rails tier" "$logs/two-hosts.log"
 	# --paths (tests/rxe/paths.rs) on two guests of their own, after six minutes of the tier above
 	# no more: there a router namespace's virtio link stalled in qemu (`NETDEV WATCHDOG: transmit
-	# queue 0 timed out` in guest 1's console, every RC test over it stalled after) in 3 of 4 runs
-	# on one machine, and a stalled link fails the whole tier's rerun. Booted as the tier above.
+	# queue 0 timed out` in guest 1's console, every RC test over it stalled after) in three tier
+	# runs on one machine, where on fresh guests they passed 6 of 6. Booted as the tier above.
 	echo "== paths: two fresh guests, rails 1 and 2 routed through a namespace as two equal-cost paths" >&2
 	paths_tier() {
 		FABCHECK_TOKEN="fabcheck-paths-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 --timeout 900 \
