@@ -123,36 +123,34 @@ else
 	# with its tcp endpoint, qos::two_hosts' three pairs: 6 in all); it exits after the last, so
 	# nothing is left running. A test that adds a session there raises it.
 	peer_cmd="tests/rxe/sshd.sh serve $(printf %q "$FABCHECK_SSHD_DIR") && exec $(printf %q "$fabcheck") serve --listen 198.18.0.2:18515 --max-sessions 6"
-	two_hosts() {
-		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 --timeout 1500 \
-			--peer-cmd "$peer_cmd" \
-			-- tests/rxe/two-hosts.sh "$fabcheck" "$rxe_bin" 2>&1 | tee "$logs/two-hosts.log"
+	# Two fresh guests running `tests/rxe/two-hosts.sh ARGS`, the output into LOG.
+	boot_two_guests() { # LOG TIMEOUT ARGS...
+		local log=$1 timeout=$2
+		shift 2
+		FABCHECK_TOKEN="fabcheck-two-hosts-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 \
+			--timeout "$timeout" --peer-cmd "$peer_cmd" -- tests/rxe/two-hosts.sh "$@" 2>&1 | tee "$log"
 	}
-	# The emulated link between the two guests has once dropped mid-run (guest 2 unreachable:
-	# "No route to host"); one fresh pair of guests tells that from a defect, which fails twice.
-	if two_hosts; then
-		ran+=("two-host tier")
-	else
-		echo "run-all: the two-host tier failed; running it once more on fresh guests" >&2
-		two_hosts
-		ran+=("two-host tier (passed on its second run)")
-	fi
+	# A two-guest run that fails goes once more on fresh guests: the emulated link between them has
+	# dropped mid-run ("No route to host") and stalled in qemu (below); a defect fails twice.
+	two_guests() { # NAME LOG TIMEOUT ARGS...
+		local name=$1
+		shift
+		if boot_two_guests "$@"; then
+			ran+=("$name")
+		else
+			echo "run-all: the $name failed; running it once more on fresh guests" >&2
+			boot_two_guests "$@"
+			ran+=("$name (passed on its second run)")
+		fi
+	}
+	two_guests "two-host tier" "$logs/two-hosts.log" 1500 "$fabcheck" "$rxe_bin"
 	require_tests "rails tier" "$logs/two-hosts.log"
 	# --paths (tests/rxe/paths.rs) on two guests of their own, after six minutes of the tier above
 	# no more: there a router namespace's virtio link stalled in qemu (`NETDEV WATCHDOG: transmit
 	# queue 0 timed out` in guest 1's console, every RC test over it stalled after) in three tier
 	# runs on one machine, where on fresh guests they passed 6 of 6. Booted as the tier above.
 	echo "== paths: two fresh guests, rails 1 and 2 routed through a namespace as two equal-cost paths" >&2
-	paths_tier() {
-		FABCHECK_TOKEN="fabcheck-paths-$$-$RANDOM" ./soft-roce-setup.sh --vm "${vm_share[@]}" --guests 2 --rails 4 --timeout 900 \
-			--peer-cmd "$peer_cmd" \
-			-- tests/rxe/two-hosts.sh --paths "$fabcheck" "$rxe_bin" 2>&1 | tee "$logs/paths.log"
-	}
-	if ! paths_tier; then
-		echo "run-all: the paths tier failed; running it once more on fresh guests" >&2
-		paths_tier
-		ran+=("paths tier: passed on its second run")
-	fi
+	two_guests "paths boot" "$logs/paths.log" 900 --paths "$fabcheck" "$rxe_bin"
 	require_tests "paths tier" "$logs/paths.log"
 	# PCIe AER raised for real (issue #44): a q35 guest of its own, errors injected through qemu's
 	# monitor at a root port and named by pcie.aer in the guest (about 20 s; the same kernel cache).

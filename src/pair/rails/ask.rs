@@ -87,9 +87,8 @@ pub fn each(fleet: &mut dyn Agents, links: &[LinkId], labels: &[String], spec: &
     fleet.drive(&mut lend(&mut jobs), links.len().max(1))?;
     Ok(jobs
         .into_iter()
-        .map(|j| {
-            let label = j.conversation.label.clone();
-            j.conversation.answer.unwrap_or_else(|| Err(Loss::new(label, LossKind::Internal("no answer to rails".into()))))
+        .map(|Job { conversation: Ask { label, answer, .. }, .. }| {
+            answer.unwrap_or_else(|| Err(Loss::new(label, LossKind::Internal("no answer to rails".into()))))
         })
         .collect())
 }
