@@ -12,6 +12,52 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
+/// The flag groups `pair` and `mesh` both take, as given on the command line.
+pub struct MeasureFlags<'a> {
+    /// `-D`/`--duration`, in seconds (from the flag's parser).
+    pub duration: Option<f64>,
+    pub burn_in: &'a crate::cli::BurnInFlags,
+    pub conditions: &'a ConditionFlags,
+    pub agents: &'a AgentFlags,
+    /// A JSON document on stdout (`--json`): `--report-every`'s lines then go to its file only.
+    pub json: bool,
+}
+
+/// [`MeasureFlags`] read once, as the typed values a measuring run takes.
+pub struct Measuring {
+    /// How long each test runs, when by time (`-D`).
+    pub duration_ms: Option<u64>,
+    /// `--report-every`, and where its records go.
+    pub report_every_ms: Option<u64>,
+    pub live: Option<crate::progress_record::LiveOutput>,
+    /// `--profile` then `--expect`.
+    pub expect: Expectations,
+    /// The test conditions asked (`-T`, `--sl`, `--mem`, `-m`...).
+    pub conditions: Conditions,
+    /// How the agents start, every endpoint already checked against the launcher.
+    pub launch: LaunchOptions,
+    /// How long one test may take: `--timeout`, plus `-D` when tests run by time.
+    pub test_timeout: Duration,
+}
+
+/// Every shared flag checked and read, each endpoint (its host, and its name in messages)
+/// against the launcher: a usage error is exit 2 before anything starts.
+pub fn measuring<'h>(given: &MeasureFlags<'_>, hosts: impl IntoIterator<Item = (&'h HostSpec, String)>) -> Result<Measuring, Failure> {
+    let duration_ms = duration_ms(given.duration)?;
+    let (report_every_ms, live) = burn_in(given.burn_in, given.json)?;
+    let expect = expectations(given.conditions)?;
+    let test_timeout = Duration::from_secs(given.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0)));
+    Ok(Measuring {
+        duration_ms,
+        report_every_ms,
+        live,
+        expect,
+        conditions: conditions(given.conditions),
+        launch: launch_for(given.agents, hosts)?,
+        test_timeout,
+    })
+}
+
 /// `--launcher` and its options, every endpoint (its host, and its name in messages) checked
 /// against the launcher before anything starts: srun takes no `user@`, kubectl node names.
 pub fn launch_for<'a>(flags: &AgentFlags, hosts: impl IntoIterator<Item = (&'a HostSpec, String)>) -> Result<LaunchOptions, Failure> {
@@ -134,7 +180,7 @@ mod token_file_tests {
 /// The test conditions the flags ask for.
 /// `-D`/`--duration` (seconds, from the flag's parser) in milliseconds: more than 0, at most 7
 /// days (a burn-in; `crate::model::MAX_DURATION_MS`).
-pub fn duration_ms(seconds: Option<f64>) -> Result<Option<u64>, Failure> {
+fn duration_ms(seconds: Option<f64>) -> Result<Option<u64>, Failure> {
     let most = (crate::model::MAX_DURATION_MS / 1000) as f64;
     match seconds {
         Some(s) if !(s.is_finite() && s > 0.0 && s <= most) => {
@@ -169,7 +215,7 @@ pub fn burn_in(flags: &crate::cli::BurnInFlags, json: bool) -> Result<(Option<u6
     Ok((Some(ms as u64), Some(out)))
 }
 
-pub fn conditions(flags: &ConditionFlags) -> Conditions {
+fn conditions(flags: &ConditionFlags) -> Conditions {
     Conditions {
         tclass: flags.tclass,
         sl: flags.sl,
@@ -182,7 +228,7 @@ pub fn conditions(flags: &ConditionFlags) -> Conditions {
 }
 
 /// `--profile` then `--expect`, as `check` reads them.
-pub fn expectations(flags: &ConditionFlags) -> Result<Expectations, Failure> {
+fn expectations(flags: &ConditionFlags) -> Result<Expectations, Failure> {
     read_expectations(flags.profile.as_deref(), &flags.expect)
 }
 

@@ -1,6 +1,6 @@
 //! `fabcheck mesh`: flags in, a validated [`MeshConfig`] out, then the run.
 
-use super::flags::{conditions, duration_ms, expectations, launch_for};
+use super::flags::{measuring, MeasureFlags};
 use crate::cli::MeshArgs;
 use crate::control::agents::HubAgents;
 use crate::control::link::LaunchOptions;
@@ -12,7 +12,6 @@ use crate::model::Direction;
 use crate::model::TestKind;
 use crate::pair::plan::{self, PlanInput};
 use crate::pair::verdict;
-use std::time::Duration;
 
 pub fn run(args: &MeshArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
     let (mut config, launch) = configure(args)?;
@@ -67,24 +66,24 @@ pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure
             "mesh measures one size per pair and judges it against the link: sweep the sizes of one pair with `fabcheck pair A B -a`",
         ));
     }
-    let duration_ms = duration_ms(args.duration)?;
+    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
+    let json = args.json;
+    let flags = MeasureFlags { duration: args.duration, burn_in: &args.burn_in, conditions: &args.conditions, agents: &args.agents, json };
+    let shared = measuring(&flags, specs.iter().map(|s| (&s.host, s.to_string())))?;
     let direction = if args.bidirectional { "bidi" } else { &args.direction };
     let mut plan = plan::build(&PlanInput {
         tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
         size: args.size,
         sweep: false,
         iters: args.iters,
-        duration_ms,
+        duration_ms: shared.duration_ms,
         qps: args.qps,
         directions: Some(Direction::parse_list(direction).map_err(Failure::usage)?),
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
-    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
-    let json = args.json;
     // `--report-every`: the interval rides in every spec; the rest of the tuning is pair's.
-    let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
-    plan.iter_mut().for_each(|t| t.spec.report_every_ms = report_every_ms);
+    plan.iter_mut().for_each(|t| t.spec.report_every_ms = shared.report_every_ms);
     // `--paths N`: passed through to every pair's bandwidth tests; each pair judged on its own.
     if let Some(n) = args.paths {
         crate::pair::paths::apply(&mut plan, n).map_err(Failure::usage)?;
@@ -93,7 +92,6 @@ pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure
     if rails.is_some() && specs.iter().any(|s| s.device.is_some() || s.port.is_some()) {
         return Err(Failure::usage("--rails picks each host's devices: give hosts (HOST, not HOST/DEV), and no -d or -i"));
     }
-    let launch = launch_for(&args.agents, specs.iter().map(|s| (&s.host, s.to_string())))?;
     let config = MeshConfig {
         names: mesh::unique_names(&specs),
         specs,
@@ -101,12 +99,12 @@ pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure
         pair_criteria: verdict::Criteria {
             bw_fraction: args.threshold / 100.0,
             max_lat_us: None,
-            expect: expectations(&args.conditions)?,
+            expect: shared.expect,
             load_threshold: crate::pair::loaded::DEFAULT_THRESHOLD,
         },
-        conditions: conditions(&args.conditions),
+        conditions: shared.conditions,
         gid_index: args.agents.gid_index,
-        timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
+        timeout: shared.test_timeout,
         fanout: args.fanout as usize,
         html: args.html.clone(),
         csv: args.csv.clone(),
@@ -119,9 +117,9 @@ pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure
         intra_leaf: args.intra_leaf,
         rails,
         planes: None,
-        live,
+        live: shared.live,
     };
-    Ok((config, launch))
+    Ok((config, shared.launch))
 }
 
 /// `--topology FILE`: ibnetdiscover output (a large fabric's runs to megabytes).

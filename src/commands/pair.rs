@@ -1,6 +1,6 @@
 //! `fabcheck pair`: flags in, a validated [`PairConfig`] out, then the run.
 
-use super::flags::{conditions, duration_ms, expectations, launch_for};
+use super::flags::{measuring, MeasureFlags};
 use crate::cli::PairArgs;
 use crate::control::agents::HubAgents;
 use crate::control::endpoint;
@@ -10,7 +10,6 @@ use crate::model::Direction;
 use crate::model::{parse_device_port, TestKind};
 use crate::pair::plan::{self, PlanInput};
 use crate::pair::{self, verdict, CpuChoice, PairConfig};
-use std::time::Duration;
 
 pub fn run(args: &PairArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
     let (mut config, launch) = configure(args)?;
@@ -75,7 +74,10 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
             e.port = args.ib_port;
         }
     }
-    let duration_ms = duration_ms(args.duration)?;
+    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
+    let json = args.json;
+    let flags = MeasureFlags { duration: args.duration, burn_in: &args.burn_in, conditions: &args.conditions, agents: &args.agents, json };
+    let shared = measuring(&flags, endpoints.iter().map(|e| (&e.host, e.host.to_string())))?;
     if !(args.threshold > 0.0 && args.threshold <= 100.0) {
         return Err(Failure::usage("--threshold is a percentage, 1..100"));
     }
@@ -97,17 +99,20 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
         size: args.size,
         sweep: args.sweep,
         iters: args.iters,
-        duration_ms,
+        duration_ms: shared.duration_ms,
         qps: args.qps,
         directions,
         stall_timeout_ms: args.agents.stall_timeout_ms,
     })
     .map_err(Failure::usage)?;
-    // A machine `--format` wants the document too: `run` adds it (and quiets the lines).
-    let json = args.json;
-    let (report_every_ms, live) = super::flags::burn_in(&args.burn_in, json)?;
-    let tuning =
-        plan::Tuning { atomic: args.atomic, inline: args.inline, tx_depth: args.tx_depth, events: args.events, report_every_ms, validate_seed };
+    let tuning = plan::Tuning {
+        atomic: args.atomic,
+        inline: args.inline,
+        tx_depth: args.tx_depth,
+        events: args.events,
+        report_every_ms: shared.report_every_ms,
+        validate_seed,
+    };
     plan::tune(&mut plan, &tuning).map_err(Failure::usage)?;
     if let Some(n) = args.paths {
         if args.cm {
@@ -123,7 +128,7 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
     if args.cm && args.conditions.mtu.is_some() {
         return Err(Failure::usage("-m with --cm: rdma_cm sets the path MTU from its path record; drop -m, or --cm to set it"));
     }
-    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some() || live.is_some()) {
+    if rails.is_some() && (args.cm || args.csv.is_some() || args.svg.is_some() || shared.live.is_some()) {
         return Err(Failure::usage(
             "--rails does not combine with --cm, --csv, --svg or --report-every yet: run those on one rail (pair A/DEV B/DEV)",
         ));
@@ -141,9 +146,8 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
             )));
         }
     }
-    let launch = launch_for(&args.agents, endpoints.iter().map(|e| (&e.host, e.host.to_string())))?;
-    let expect = expectations(&args.conditions)?;
-    let mut asked = conditions(&args.conditions);
+    let expect = shared.expect;
+    let mut asked = shared.conditions;
     // `--expect roce_dscp=N` without --tclass: both ends send that DSCP (else each its own).
     if let (None, Some(dscp)) = (asked.tclass, expect.roce_dscp) {
         asked.tclass = Some(dscp.get() << 2);
@@ -157,15 +161,15 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
         cpu,
         gid_index: args.agents.gid_index,
         cm: args.cm,
-        test_timeout: Duration::from_secs(args.agents.timeout.max(1)).saturating_add(Duration::from_millis(duration_ms.unwrap_or(0))),
+        test_timeout: shared.test_timeout,
         json,
         quiet: args.progress.quiet,
         csv: args.csv.clone(),
         svg: args.svg.clone(),
         rails,
-        live,
+        live: shared.live,
     };
-    Ok((config, launch))
+    Ok((config, shared.launch))
 }
 
 #[cfg(test)]
@@ -173,6 +177,7 @@ mod tests {
     use super::*;
     use crate::cli::{Cli, Command};
     use clap::Parser;
+    use std::time::Duration;
 
     fn parsed(extra: &[&str]) -> Result<PairConfig, Failure> {
         let mut argv = vec!["fabcheck", "pair", "localhost", "localhost"];

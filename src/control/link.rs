@@ -75,9 +75,12 @@ pub enum Channel {
 /// Starts a local or ssh agent as a child whose pipes are all non-blocking.
 /// `ssh_options` are extra `-o` options for an ssh session (how it shares its host's login).
 pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[String]) -> Result<Channel, Loss> {
+    let not_started = |detail: String| Loss::new(label, LossKind::NotStarted { carrier: carrier(host, opts.launcher), detail });
     if matches!(host, HostSpec::Ssh { .. }) && !valid_remote_path(&opts.remote_fabcheck) {
         return Err(Loss::new(label, LossKind::BadRemotePath(opts.remote_fabcheck.clone())));
     }
+    // Checked when the run was configured too; here again, for any caller that did not.
+    validate(opts.launcher, host, label)?;
     let mut command = match host {
         HostSpec::Local => {
             let exe = std::env::current_exe().map_err(|e| Loss::new(label, LossKind::NoOwnBinary(e.to_string())))?;
@@ -85,8 +88,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
             c.arg("agent");
             c
         }
-        HostSpec::Ssh { user, host } if opts.launcher == Launcher::Srun => {
-            validate(opts.launcher, &HostSpec::Ssh { user: user.clone(), host: host.clone() }, label)?;
+        HostSpec::Ssh { host, .. } if opts.launcher == Launcher::Srun => {
             let mut c = Command::new("srun");
             // One task on that node, sharing the allocation with the controller's own step.
             c.args(["--nodes=1", "--ntasks=1", "--overlap", "--quiet", "--kill-on-bad-exit=1"])
@@ -96,10 +98,8 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
                 .arg("agent");
             c
         }
-        HostSpec::Ssh { user, host } if opts.launcher == Launcher::Kubectl => {
-            validate(opts.launcher, &HostSpec::Ssh { user: user.clone(), host: host.clone() }, label)?;
-            let pod = super::kubectl::find_pod(host, &opts.k8s_selector, TOKEN_VARIABLE)
-                .map_err(|detail| Loss::new(label, LossKind::NotStarted { carrier: Carrier::Kubectl { node: host.clone() }, detail }))?;
+        HostSpec::Ssh { host, .. } if opts.launcher == Launcher::Kubectl => {
+            let pod = super::kubectl::find_pod(host, &opts.k8s_selector, TOKEN_VARIABLE).map_err(not_started)?;
             let mut c = Command::new("kubectl");
             c.args(super::kubectl::exec_args(&pod, &opts.remote_fabcheck));
             c
@@ -131,8 +131,7 @@ pub fn spawn(host: &HostSpec, label: &str, opts: &LaunchOptions, ssh_options: &[
     if let Ok(level) = std::env::var("RUST_LOG") {
         command.env("RUST_LOG", level);
     }
-    let mut child =
-        command.spawn().map_err(|e| Loss::new(label, LossKind::NotStarted { carrier: carrier(host, opts.launcher), detail: e.to_string() }))?;
+    let mut child = command.spawn().map_err(|e| not_started(e.to_string()))?;
     let (stdin, stdout, stderr) = (child.stdin.take(), child.stdout.take(), child.stderr.take());
     let (Some(stdin), Some(stdout), Some(stderr)) = (stdin, stdout, stderr) else {
         let _ = child.kill();
