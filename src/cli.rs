@@ -15,7 +15,7 @@ pub mod values;
 
 pub use burn_in::BurnInFlags;
 pub use fleet::{AcceptArgs, CollectiveArgs, MeshArgs};
-pub use values::{parse_seconds, parse_size};
+pub use values::{parse_seconds, parse_size, Tests};
 
 /// How `[user@]host` endpoints get their agent.
 /// `--fail-on`.
@@ -302,8 +302,8 @@ pub struct PairArgs {
     pub device: Option<String>,
     /// Tests: send_lat write_lat read_lat write_bw read_bw send_bw, or the groups lat, bw, all;
     /// atomic_lat atomic_bw (ib_atomic_lat/ib_atomic_bw) only when named.
-    #[arg(long, default_value = "all", value_name = "LIST")]
-    pub tests: String,
+    #[arg(long, default_value = "all", value_name = "LIST", value_parser = values::parse_tests)]
+    pub tests: values::Tests,
     /// Message size in bytes, or with K, M, G (binary: 64K = 64KB = 65536) (default 2 for
     /// latency, 64K for bandwidth); with --sweep, the largest size of the sweep.
     #[arg(short = 's', long, value_name = "BYTES", value_parser = parse_size)]

@@ -13,8 +13,8 @@ pub struct MeshArgs {
     #[arg(long, value_name = "FILE")]
     pub hostfile: Option<PathBuf>,
     /// Tests run for every pair.
-    #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST")]
-    pub tests: String,
+    #[arg(long, default_value = "write_bw,send_lat", value_name = "LIST", value_parser = super::values::parse_tests)]
+    pub tests: super::Tests,
     /// Device (and port) for endpoints that name none.
     #[arg(short = 'd', long, visible_alias = "ib-dev", value_name = "NAME[:PORT]")]
     pub device: Option<String>,

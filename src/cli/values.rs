@@ -83,6 +83,15 @@ pub fn duration(text: &str) -> Result<Duration, Unparsed> {
     Ok(Duration::from_secs_f64(seconds))
 }
 
+/// `--tests`: the tests named, groups (`lat`, `bw`, `all`) opened, each once, in the order given.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tests(pub Vec<crate::model::TestKind>);
+
+/// `--tests LIST`: comma-separated test names and groups ([`crate::model::TestKind::parse_list`]).
+pub fn parse_tests(text: &str) -> Result<Tests, Unparsed> {
+    crate::model::TestKind::parse_list(text).map(Tests)
+}
+
 /// `-D`/`--duration`: in seconds, as 0.2's flag held them (range checked by `pair`).
 pub fn parse_seconds(text: &str) -> Result<f64, Unparsed> {
     duration(text).map(|d| d.as_secs_f64())

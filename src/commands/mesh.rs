@@ -9,7 +9,6 @@ use crate::mesh::pattern::Pattern;
 use crate::mesh::topology::Topology;
 use crate::mesh::{self, MeshConfig};
 use crate::model::Direction;
-use crate::model::TestKind;
 use crate::pair::plan::{self, PlanInput};
 use crate::pair::verdict;
 
@@ -72,7 +71,7 @@ pub fn configure(args: &MeshArgs) -> Result<(MeshConfig, LaunchOptions), Failure
     let shared = measuring(&flags, specs.iter().map(|s| (&s.host, s.to_string())))?;
     let direction = if args.bidirectional { "bidi" } else { &args.direction };
     let mut plan = plan::build(&PlanInput {
-        tests: TestKind::parse_list(&args.tests).map_err(Failure::usage)?,
+        tests: args.tests.0.clone(),
         size: args.size,
         sweep: false,
         iters: args.iters,

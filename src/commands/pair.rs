@@ -84,7 +84,7 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
     if args.max_lat_us.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
         return Err(Failure::usage("--max-lat-us must be a positive number"));
     }
-    let tests = TestKind::parse_list(&args.tests).map_err(Failure::usage)?;
+    let tests = args.tests.0.clone();
     if !(args.load_threshold.is_finite() && args.load_threshold >= 1.0) {
         return Err(Failure::usage("--load-threshold is how many times the idle p99 the loaded one may be: a number of at least 1 (default 4)"));
     }
