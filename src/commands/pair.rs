@@ -57,6 +57,21 @@ fn validate_seed(args: &PairArgs, tests: &[TestKind]) -> Result<Option<u64>, Fai
 
 /// `pair`'s flags as a validated run, and how its agents are launched.
 pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure> {
+    // The flags' own values first; then the endpoints, and the files the flags name.
+    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
+        return Err(Failure::usage("--threshold is a percentage, 1..100"));
+    }
+    if args.max_lat_us.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
+        return Err(Failure::usage("--max-lat-us must be a positive number"));
+    }
+    let tests = args.tests.0.clone();
+    if !(args.load_threshold.is_finite() && args.load_threshold >= 1.0) {
+        return Err(Failure::usage("--load-threshold is how many times the idle p99 the loaded one may be: a number of at least 1 (default 4)"));
+    }
+    if args.cm && tests.contains(&TestKind::LatUnderLoad) {
+        return Err(Failure::usage("lat_under_load connects its latency QP and its load's QPs out of band: run it without --cm (-R)"));
+    }
+    let validate_seed = validate_seed(args, &tests)?;
     let parse = |text: &str| endpoint::parse_with_tcp_port(text, args.tcp_port).map_err(Failure::usage);
     let mut endpoints = [parse(&args.a)?, parse(&args.b)?];
     if let Some(text) = &args.device {
@@ -78,22 +93,8 @@ pub fn configure(args: &PairArgs) -> Result<(PairConfig, LaunchOptions), Failure
     let json = args.json;
     let flags = MeasureFlags { duration: args.duration, burn_in: &args.burn_in, conditions: &args.conditions, agents: &args.agents, json };
     let shared = measuring(&flags, endpoints.iter().map(|e| (&e.host, e.host.to_string())))?;
-    if !(args.threshold > 0.0 && args.threshold <= 100.0) {
-        return Err(Failure::usage("--threshold is a percentage, 1..100"));
-    }
-    if args.max_lat_us.is_some_and(|m| !(m.is_finite() && m > 0.0)) {
-        return Err(Failure::usage("--max-lat-us must be a positive number"));
-    }
-    let tests = args.tests.0.clone();
-    if !(args.load_threshold.is_finite() && args.load_threshold >= 1.0) {
-        return Err(Failure::usage("--load-threshold is how many times the idle p99 the loaded one may be: a number of at least 1 (default 4)"));
-    }
-    if args.cm && tests.contains(&TestKind::LatUnderLoad) {
-        return Err(Failure::usage("lat_under_load connects its latency QP and its load's QPs out of band: run it without --cm (-R)"));
-    }
     let direction = if args.bidirectional { Some("bidi") } else { args.direction.as_deref() };
     let directions = direction.map(Direction::parse_list).transpose().map_err(Failure::usage)?;
-    let validate_seed = validate_seed(args, &tests)?;
     let mut plan = plan::build(&PlanInput {
         tests,
         size: args.size,
