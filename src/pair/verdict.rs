@@ -27,26 +27,57 @@ pub struct Criteria {
 /// Smallest size judged against line rate: smaller messages are bound by message rate.
 pub const JUDGED_MIN_SIZE: u32 = 65536;
 
-/// Judges a pair run: each topic's findings in a fixed order (the order a reader meets them
-/// within a severity), then the verdict from the errors.
-pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
-    let mut findings = Vec::new();
-    let soft = CaKind::of(&a.ca_type).is_software() || CaKind::of(&b.ca_type).is_software();
-    let cap = capacity(a, b);
-    let subject = format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device);
-    super::ends::judge(a, b, &criteria.expect, &subject, &mut findings);
-    if let (Some(c), false) = (cap, soft) {
-        if c.pcie_bound {
-            findings.push(pcie_bound(a, b, c.gbps, &subject));
+/// What every topic of a pair reads: both ends, the results, the criteria, and what follows
+/// from them once (Soft-RoCE on either end, the capacity judged against, the subject).
+struct Pair<'a> {
+    a: &'a Side,
+    b: &'a Side,
+    results: &'a [TestResult],
+    criteria: &'a Criteria,
+    soft: bool,
+    cap: Option<crate::probe::capacity::Capacity>,
+    subject: String,
+}
+
+/// A topic: what it judges of the pair, its findings appended.
+type Topic = fn(&Pair<'_>, &mut Vec<Finding>);
+
+/// Every topic of a pair, in the order a reader meets their findings within a severity.
+const TOPICS: &[(&str, Topic)] = &[
+    // Each end's link against --expect, and against the other end.
+    ("ends", |p, findings| super::ends::judge(p.a, p.b, &p.criteria.expect, &p.subject, findings)),
+    ("pcie bound", |p, findings| {
+        if let (Some(c), false) = (p.cap, p.soft) {
+            if c.pcie_bound {
+                findings.push(pcie_bound(p.a, p.b, c.gbps, &p.subject));
+            }
         }
+    }),
+    ("failed tests", |p, findings| failed(p.results, &p.subject, findings)),
+    ("bandwidth", |p, findings| bandwidth(p.a, p.b, p.results, p.criteria, (p.soft, p.cap.map(|c| c.gbps)), &p.subject, findings)),
+    ("latency", |p, findings| super::signals::latency(p.results, p.criteria.max_lat_us, &p.subject, findings)),
+    ("latency under load", |p, findings| super::loaded::judge(p.results, p.criteria.load_threshold, p.soft, &p.subject, findings)),
+    ("counters", |p, findings| super::signals::counters(p.results, &p.subject, findings)),
+    ("paths", |p, findings| super::paths::judge(p.results, &p.subject, findings)),
+    ("path MTU", |p, findings| super::ends::mtus_differ(p.a, p.b, &p.subject, findings)),
+];
+
+/// Judges a pair run: each topic's findings in the one order of [`TOPICS`], then the verdict
+/// from the errors.
+pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
+    let pair = Pair {
+        a,
+        b,
+        results,
+        criteria,
+        soft: CaKind::of(&a.ca_type).is_software() || CaKind::of(&b.ca_type).is_software(),
+        cap: capacity(a, b),
+        subject: format!("{}/{} <-> {}/{}", a.host, a.device, b.host, b.device),
+    };
+    let mut findings = Vec::new();
+    for (_, topic) in TOPICS {
+        topic(&pair, &mut findings);
     }
-    failed(results, &subject, &mut findings);
-    bandwidth(a, b, results, criteria, (soft, cap.map(|c| c.gbps)), &subject, &mut findings);
-    super::signals::latency(results, criteria.max_lat_us, &subject, &mut findings);
-    super::loaded::judge(results, criteria.load_threshold, soft, &subject, &mut findings);
-    super::signals::counters(results, &subject, &mut findings);
-    super::paths::judge(results, &subject, &mut findings);
-    super::ends::mtus_differ(a, b, &subject, &mut findings);
     findings.sort_by_key(|f| f.severity);
     let verdict = if findings.iter().any(|f| f.severity == Severity::Error) { Verdict::Fail } else { Verdict::Pass };
     (verdict, findings)

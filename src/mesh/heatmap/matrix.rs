@@ -78,7 +78,7 @@ pub(super) fn matrix_svg(p: &Page<'_>, kind: &str, scale: &Scale) -> String {
             match v {
                 Some(v) => {
                     let share = scale.share(v);
-                    let pos = position(share);
+                    let pos = on_scale(share);
                     // Bad on this map's figure: short of its pass line.
                     let bad = share < scale.pass_share;
                     let (class, verdict) = if bad { ("cell bad", "BAD") } else { ("cell", "good") };

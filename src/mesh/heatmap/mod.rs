@@ -114,7 +114,7 @@ const VIRIDIS: [(u8, u8, u8); 9] = [
 
 /// Position on the colour scale of a share of the reference: 0 at half or less, 1 at the
 /// reference or better.
-pub fn position(share: f64) -> f64 {
+pub fn on_scale(share: f64) -> f64 {
     if share.is_nan() {
         return 0.0;
     }
@@ -317,7 +317,7 @@ fn legend(out: &mut String, id: &str, scale: &Scale, x: usize, y: usize) {
     let value = |share: f64| if scale.higher_is_better { scale.reference * share } else { scale.reference / share };
     let pass = scale.pass_share.clamp(0.5, 1.0);
     for (share, prefix) in [(0.5, if scale.higher_is_better { "≤ " } else { "≥ " }), (pass, ""), (1.0, "")] {
-        let px = x as f64 + position(share) * w as f64;
+        let px = x as f64 + on_scale(share) * w as f64;
         let _ = write!(out, r##"<line x1="{px:.1}" x2="{px:.1}" y1="{y}" y2="{}" stroke="#000"/>"##, y + 16);
         let _ = write!(out, r#"<text class="tick" x="{px:.1}" y="{}" text-anchor="middle">{prefix}{}</text>"#, y + 28, fmt(value(share)));
     }

@@ -129,7 +129,7 @@ fn tiles(page: &mut String, p: &Page<'_>, nodes: &Nodes) {
                         scale.unit,
                         f.bad,
                         f.pairs,
-                        colour(position(share))
+                        colour(on_scale(share))
                     );
                     if share < scale.pass_share {
                         let _ = write!(page, r#"<rect x="{x}" y="{y}" width="{tile}" height="{tile}" fill="url(#hatch-n{kind})"/>"#);
@@ -238,7 +238,7 @@ fn cell_td(page: &mut String, v: Option<f64>, scale: &Scale) {
     match v {
         Some(v) => {
             let share = scale.share(v);
-            let pos = position(share);
+            let pos = on_scale(share);
             let flag = if share < scale.pass_share { " ▨" } else { "" };
             let _ = write!(page, "<td class=\"num\" style=\"background:{};color:{}\">{}{flag}</td>", colour(pos), ink(pos), fmt(v));
         }

@@ -78,7 +78,7 @@ fn small_page_parses_with_both_maps_verdict_parameters_and_words() {
         assert_eq!(class("outline"), 2, "the suspect link's cells");
     }
     // Colour against the capacity: 190 of 200 is near the bright end, 96 is at the dark end.
-    assert!(text.contains(&format!(r#"fill="{}""#, colour(position(0.95)))));
+    assert!(text.contains(&format!(r#"fill="{}""#, colour(on_scale(0.95)))));
     assert!(text.contains("96 Gb/s (48% of the reference), BAD"));
     // The suspect node is marked on both axes, with a glyph; kinds in words.
     let marked = doc.descendants().filter(|n| n.attribute("class") == Some("lbl suspect")).count();
@@ -146,9 +146,9 @@ fn a_thousand_endpoints_are_per_node_and_a_few_hundred_kilobytes() {
 fn palette_and_order() {
     assert_eq!(colour(0.0), "#440154");
     assert_eq!(colour(1.0), "#fde725");
-    assert_eq!(position(1.2), 1.0);
-    assert_eq!(position(0.4), 0.0);
-    assert_eq!(position(0.75), 0.5);
+    assert_eq!(on_scale(1.2), 1.0);
+    assert_eq!(on_scale(0.4), 0.0);
+    assert_eq!(on_scale(0.75), 0.5);
     assert_eq!(lat_scale().share(4.0), 0.5);
     assert_eq!(natural_cmp("n2", "n10"), Ordering::Less);
     assert_eq!(natural_cmp("n010", "n9"), Ordering::Greater);
