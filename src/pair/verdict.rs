@@ -62,7 +62,7 @@ const TOPICS: &[(&str, Topic)] = &[
     ("path MTU", |p, findings| super::ends::mtus_differ(p.a, p.b, &p.subject, findings)),
 ];
 
-/// Judges a pair run: each topic's findings in the one order of [`TOPICS`], then the verdict
+/// Judges a pair run: each topic's findings in the one order of `TOPICS`, then the verdict
 /// from the errors.
 pub fn judge(a: &Side, b: &Side, results: &[TestResult], criteria: &Criteria) -> (Verdict, Vec<Finding>) {
     let pair = Pair {
