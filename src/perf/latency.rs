@@ -11,7 +11,7 @@ use super::clock::LoopClock;
 use super::preempt::Gaps;
 use super::session::Session;
 use super::summary;
-use super::{wait_one, PerfError, Signals, StallGuard};
+use super::{poll_one, wait_one, PerfError, Signals, StallGuard};
 use crate::model::{LatencySummary, RunResult, TestKind};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion};
 use std::time::{Duration, Instant};
@@ -157,14 +157,7 @@ pub fn send_passive(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
     let start = Instant::now();
     let mut i = 0;
     'outer: while i < total {
-        loop {
-            if s.recv_cq.poll(&mut wc[..])? == 1 {
-                if !wc[0].is_success() {
-                    return Err(PerfError::Verbs(wc[0].to_error()));
-                }
-                guard.progress();
-                break;
-            }
+        while !poll_one(&mut s.recv_cq, &mut wc, &mut guard)? {
             if signals.stopped() {
                 break 'outer;
             }

@@ -17,7 +17,7 @@ use super::latency_probe::{phases, region_half, Probe, Span};
 use super::load::{self, Handshake, Moved, Shape};
 use super::preempt::Gaps;
 use super::session::Session;
-use super::{summary, wait_one, PerfError, Signals, StallGuard};
+use super::{poll_one, summary, wait_one, PerfError, Signals, StallGuard};
 use crate::model::{LatencySummary, RunResult};
 use fabcheck_verbs::{RemoteBuffer, SendList, SendOp, WorkCompletion, WrId};
 use std::sync::atomic::Ordering;
@@ -225,14 +225,7 @@ pub(super) fn passive(s: &mut Session, signals: &Signals) -> Result<RunResult, P
     let start = Instant::now();
     let mut i = 0u64;
     'outer: loop {
-        loop {
-            if probe.recv_cq.poll(&mut wc[..])? == 1 {
-                if !wc[0].is_success() {
-                    return Err(PerfError::Verbs(wc[0].to_error()));
-                }
-                guard.progress();
-                break;
-            }
+        while !poll_one(&mut probe.recv_cq, &mut wc, &mut guard)? {
             if signals.stopped() {
                 break 'outer;
             }

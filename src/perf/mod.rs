@@ -312,16 +312,25 @@ pub(crate) fn wait_one(
     signals: &Signals,
     what: &'static str,
 ) -> Result<(), PerfError> {
-    loop {
-        if cq.poll(&mut wc[..])? == 1 {
-            if !wc[0].is_success() {
-                return Err(PerfError::Verbs(wc[0].to_error()));
-            }
-            guard.progress();
-            return Ok(());
-        }
+    while !poll_one(cq, wc, guard)? {
         wait_for_completion(cq, guard, signals, what)?;
     }
+    Ok(())
+}
+
+/// One poll of `cq` for one completion into `wc`: `true` when one came (the guard told of the
+/// progress), `false` when none; a failed completion is its verbs error. The one place the
+/// latency loops read a completion (inlined: it is their hot path).
+#[inline(always)]
+pub(crate) fn poll_one(cq: &mut verbs::CompletionQueue, wc: &mut [verbs::WorkCompletion; 1], guard: &mut StallGuard) -> Result<bool, PerfError> {
+    if cq.poll(&mut wc[..])? != 1 {
+        return Ok(false);
+    }
+    if !wc[0].is_success() {
+        return Err(PerfError::Verbs(wc[0].to_error()));
+    }
+    guard.progress();
+    Ok(true)
 }
 
 /// Tracks "no progress for too long" cheaply inside busy loops. An abort is checked every 1024
