@@ -151,7 +151,8 @@ fn sigterm_ends_a_long_run_with_its_document_and_no_agent_left() {
 /// The load's thread shares the guest's two CPUs with the probe and both agents' busy polling;
 /// seen once in CI, it sat out a retry timeout (one completer retry, 63 duplicate requests) and
 /// moved nothing while the probe ran. That run must say so (a finding that names it, never
-/// "within"), and it runs once more: a second starved run fails the test.
+/// "within"), and it runs once more: a second starved run fails the test. The same for a phase
+/// preempted past the bound (`pair.latency` says it, and it is not judged under load).
 #[test]
 fn lat_under_load_measures_both_phases_on_one_connection() {
     let _serial = require_rxe();
@@ -164,13 +165,19 @@ fn lat_under_load_measures_both_phases_on_one_connection() {
         eprintln!("lat_under_load: exit {:?}\n{}", out.status.code(), doc["results"]);
         doc
     };
+    let said = |doc: &serde_json::Value, id: &str, words: &dyn Fn(&str) -> bool| {
+        doc["findings"].as_array().unwrap().iter().any(|f| f["id"] == id && f["message"].as_str().is_some_and(words))
+    };
     let mut doc = run();
     if doc["results"][0]["under_load"]["load_gbps"].as_f64() == Some(0.0) {
-        let said = doc["findings"].as_array().unwrap().iter().any(|f| {
-            f["id"] == "pair.loaded_latency" && f["message"].as_str().is_some_and(|m| m.contains("moved nothing measurable") && !m.contains("within"))
-        });
-        assert!(said, "a load that moved nothing must be said: {}", doc["findings"]);
+        let starved = said(&doc, "pair.loaded_latency", &|m| m.contains("moved nothing measurable") && !m.contains("within"));
+        assert!(starved, "a load that moved nothing must be said: {}", doc["findings"]);
         eprintln!("the load moved nothing while the probe ran (the guest's CPUs): once more");
+        doc = run();
+    } else if said(&doc, "pair.latency", &|m| m.starts_with("lat_under_load") && m.contains("preempted")) {
+        // A phase whose loop lost its CPU past the bound is said by pair.latency and not judged
+        // under load (seen once in CI: one 16 ms gap in a 150 ms loaded phase): once more.
+        eprintln!("a phase was preempted (the guest's CPUs): once more");
         doc = run();
     }
     let r = &doc["results"][0];
