@@ -131,25 +131,35 @@ else
 			--timeout "$timeout" --peer-cmd "$peer_cmd" -- tests/rxe/two-hosts.sh "$@" 2>&1 | tee "$log"
 	}
 	# A two-guest run that fails goes once more on fresh guests: the emulated link between them has
-	# dropped mid-run ("No route to host") and stalled in qemu (below); a defect fails twice.
+	# dropped mid-run ("No route to host") and stalled in qemu (below); a defect fails twice. A
+	# second run that the harness says stalled in qemu again (its line "an emulated link stalled in
+	# qemu", from the guest kernel's NETDEV WATCHDOG) gets a third and last: the paths boot needed
+	# its rerun in 2 of the 3 last rehearsals here, so two stalls in a row are not rare enough to
+	# fail CI on; any other second failure still fails it.
 	two_guests() { # NAME LOG TIMEOUT ARGS...
-		local name=$1
+		local name=$1 log=$2
 		shift
 		if boot_two_guests "$@"; then
 			ran+=("$name")
-		else
-			echo "run-all: the $name failed; running it once more on fresh guests" >&2
-			boot_two_guests "$@"
-			ran+=("$name (passed on its second run)")
+			return
 		fi
+		echo "run-all: the $name failed; running it once more on fresh guests" >&2
+		if boot_two_guests "$@"; then
+			ran+=("$name (passed on its second run)")
+			return
+		fi
+		grep -q "an emulated link stalled in qemu" "$log" || exit 1
+		echo "run-all: the $name's emulated link stalled in qemu again; a third and last run on fresh guests" >&2
+		boot_two_guests "$@"
+		ran+=("$name (passed on its third run, after two qemu link stalls)")
 	}
 	two_guests "two-host tier" "$logs/two-hosts.log" 1500 "$fabcheck" "$rxe_bin"
 	require_tests "rails tier" "$logs/two-hosts.log"
 	# --paths (tests/rxe/paths.rs) on two guests of their own, after six minutes of the tier above
 	# no more: there a router namespace's virtio link stalled in qemu (`NETDEV WATCHDOG: transmit
 	# queue 0 timed out` in guest 1's console, every RC test over it stalled after) in three tier
-	# runs on one machine, where on fresh guests they passed 9 of 10 (the tenth stalled right
-	# after the lossy test; its rerun passed). Booted as the tier above.
+	# runs on one machine; on fresh guests they passed 10 of 12 (the two others stalled in or right
+	# after the lossy test; each rerun passed). Booted as the tier above.
 	echo "== paths: two fresh guests, rails 1 and 2 routed through a namespace as two equal-cost paths" >&2
 	two_guests "paths boot" "$logs/paths.log" 900 --paths "$fabcheck" "$rxe_bin"
 	require_tests "paths tier" "$logs/paths.log"

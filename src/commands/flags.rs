@@ -177,7 +177,6 @@ mod token_file_tests {
     }
 }
 
-/// The test conditions the flags ask for.
 /// `-D`/`--duration` (seconds, from the flag's parser) in milliseconds: more than 0, at most 7
 /// days (a burn-in; `crate::model::MAX_DURATION_MS`).
 fn duration_ms(seconds: Option<f64>) -> Result<Option<u64>, Failure> {
@@ -215,6 +214,7 @@ pub fn burn_in(flags: &crate::cli::BurnInFlags, json: bool) -> Result<(Option<u6
     Ok((Some(ms as u64), Some(out)))
 }
 
+/// The test conditions the flags ask for.
 fn conditions(flags: &ConditionFlags) -> Conditions {
     Conditions {
         tclass: flags.tclass,
