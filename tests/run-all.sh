@@ -158,7 +158,7 @@ else
 	# --paths (tests/rxe/paths.rs) on two guests of their own, after six minutes of the tier above
 	# no more: there a router namespace's virtio link stalled in qemu (`NETDEV WATCHDOG: transmit
 	# queue 0 timed out` in guest 1's console, every RC test over it stalled after) in three tier
-	# runs on one machine; on fresh guests they passed 10 of 12 (the two others stalled in or right
+	# runs on one machine; on fresh guests they passed 11 of 13 (the two others stalled in or right
 	# after the lossy test; each rerun passed). Booted as the tier above.
 	echo "== paths: two fresh guests, rails 1 and 2 routed through a namespace as two equal-cost paths" >&2
 	two_guests "paths boot" "$logs/paths.log" 900 --paths "$fabcheck" "$rxe_bin"
