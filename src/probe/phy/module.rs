@@ -177,7 +177,15 @@ pub fn parse_module_text(report: &str) -> Option<Module> {
             }
             continue;
         }
-        let Some(lane) = lane else { continue };
+        // SFF-8472 modules (SFP, SFP+, SFP28: one channel) print their monitors without a
+        // channel (ethtool `sfpdiag.c`: `Laser bias current`, `Laser output power`, `Receiver
+        // signal average optical power`, as captured in tests/fixtures/wild/ethtool-m-sfp-*):
+        // they are lane 1.
+        let lane = match lane {
+            Some(lane) => lane,
+            None if m.kind.as_deref() == Some("SFP") => 1,
+            None => continue,
+        };
         match figure {
             Some(Figure::TxBias) => bias.set(lane, leading_number(value)),
             Some(Figure::RxPower) => rx.set(lane, power_dbm(value)),

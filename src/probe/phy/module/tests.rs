@@ -126,3 +126,19 @@ fn a_per_lane_loss_of_signal_list_names_its_lanes() {
     let junk = format!("{SFF8636_ETHTOOL_5}\tRx loss of signal : [ Yes\n");
     assert!(parse_module_text(&junk).unwrap().flags.is_empty(), "an unclosed list is not readable");
 }
+
+/// SFF-8472 (an SFP on a 10/25G port) prints one channel's monitors with no `(Channel N)`
+/// (`ethtool -m` of an SFP+ 10G-SR, tests/fixtures/wild/ethtool-m-sfp-10g-sr.txt): lane 1.
+#[test]
+fn sff8472_monitors_without_a_channel_are_lane_1() {
+    let text = "\tIdentifier                                : 0x03 (SFP)\n\tVendor name                               : BOYANG\n\tLaser bias current                        : 6.986 mA\n\tLaser output power                        : 0.4678 mW / -3.30 dBm\n\tReceiver signal average optical power     : 0.0440 mW / -13.57 dBm\n\tModule temperature                        : 42.59 degrees C / 108.65 degrees F\n\tLaser bias current high alarm             : Off\n\tLaser bias current high alarm threshold   : 17.000 mA\n\tLaser rx power low warning threshold      : 0.0398 mW / -14.00 dBm\n";
+    let m = parse_module_text(text).unwrap();
+    assert_eq!(m.kind.as_deref(), Some("SFP"));
+    assert!(close(m.tx_bias_ma.as_ref().unwrap()[0], 6.986), "{:?}", m.tx_bias_ma);
+    assert!(close(m.tx_power_dbm.as_ref().unwrap()[0], -3.30), "{:?}", m.tx_power_dbm);
+    assert!(close(m.rx_power_dbm.as_ref().unwrap()[0], -13.57), "{:?}", m.rx_power_dbm);
+    assert_eq!(m.rx_power_dbm.as_ref().map(Vec::len), Some(1), "thresholds are not readings");
+    assert!(m.flags.is_empty());
+    let qsfp = text.replace("0x03 (SFP)", "0x11 (QSFP28)");
+    assert_eq!(parse_module_text(&qsfp).unwrap().rx_power_dbm, None, "a multi-lane module's lane-less line names no lane");
+}
