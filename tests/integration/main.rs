@@ -54,6 +54,7 @@ mod serve_admission;
 mod serve_hardening;
 mod shell;
 mod unknown_sweep;
+mod wild_outputs;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};

@@ -1,0 +1,142 @@
+//! Outputs captured on real nodes (public sources, `tests/fixtures/wild/SOURCES.md`) read by the
+//! library's parsers in-process, with the values a careful reader takes from each output.
+
+use fabcheck::probe::pci::health::aer::{self, AerSeverity};
+use fabcheck::probe::phy::ethtool_stats::parse_ethtool_stats;
+use fabcheck::probe::phy::module::{parse_module_text, Media};
+use fabcheck::probe::phy::partner::{ethernet_partner, parse_ethtool_modes, LinkPartner, PartnerUnknown};
+use fabcheck::probe::qos::{counters, mlnx_qos, Dscp, Priority, TcSched, Trust, Tsa};
+use fabcheck::probe::stack::ofed::{parse_modinfo, ModuleOrigin};
+use std::path::PathBuf;
+
+fn wild(name: &str) -> String {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/wild").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+fn close(a: Option<f64>, b: f64) -> bool {
+    a.is_some_and(|a| (a - b).abs() < 0.02)
+}
+
+#[test]
+fn every_sample_has_its_source() {
+    let sources = wild("SOURCES.md");
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/wild");
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "SOURCES.md" {
+            assert!(sources.contains(&format!("`{name}`")), "{name} has no line in SOURCES.md");
+        }
+    }
+}
+
+#[test]
+fn mlnx_qos_ofed_4_2_trust_dscp_pfc_on_3() {
+    let q = mlnx_qos::parse(&wild("mlnx_qos-ofed42-eth4.txt")).expect("a report");
+    assert_eq!(q.trust, Some(Trust::Dscp));
+    assert_eq!(q.pfc_priorities(), Some(vec![Priority::new(3).unwrap()]));
+    assert_eq!(q.dscp_priority(Dscp::new(26).unwrap()), Priority::new(3));
+    assert_eq!(q.dscp_priority(Dscp::new(0).unwrap()), Priority::new(0));
+    assert_eq!(q.dscp_priority(Dscp::new(63).unwrap()), Priority::new(7));
+    assert_eq!(q.prio2tc, Some([1, 0, 2, 3, 4, 5, 6, 7]));
+    assert_eq!(q.class_of(Priority::new(3).unwrap()), Some((3, Some(TcSched { tsa: Tsa::Vendor, bw: None }))));
+    assert_eq!((q.buffer_size, q.prio2buffer), (None, None), "this version prints no buffer rows");
+}
+
+#[test]
+fn ethtool_connectx4_at_100g_on_a_dac() {
+    let m = parse_ethtool_modes(&wild("ethtool-cx4-100g-dac.txt"));
+    assert_eq!(m.supported.len(), 16);
+    assert_eq!(m.advertised, m.supported);
+    assert_eq!(m.supported.iter().max(), Some(&100_000));
+    assert!(m.supported.contains(&56_000) && m.supported.contains(&25_000));
+    assert_eq!(m.autoneg, Some(true));
+    assert_eq!(m.lanes, Some(4), "100000baseKR4/SR4/CR4/LR4_ER4: four lanes");
+    assert_eq!(m.partner, None);
+    assert_eq!(ethernet_partner(&m), LinkPartner::Unknown { why: PartnerUnknown::NoLine });
+}
+
+#[test]
+fn ethtool_a_1g_link_partner_list() {
+    let m = parse_ethtool_modes(&wild("ethtool-tg3-1g-partner.txt"));
+    assert_eq!(m.supported, vec![10, 10, 100, 100, 1000, 1000]);
+    assert_eq!(m.partner, Some(vec![1000]));
+    assert_eq!(m.lanes, Some(1));
+    assert_eq!(ethernet_partner(&m), LinkPartner::Common { gbps: 1.0 });
+}
+
+#[test]
+fn ethtool_spectrum_port_with_autoneg_off() {
+    let m = parse_ethtool_modes(&wild("ethtool-spectrum-swp1-autoneg-off.txt"));
+    assert_eq!(m.supported, vec![1000, 10_000]);
+    assert_eq!(m.advertised, vec![1000]);
+    assert_eq!(m.autoneg, Some(false));
+    assert_eq!(m.lanes, Some(1), "10000baseT: one lane");
+    assert_eq!(ethernet_partner(&m), LinkPartner::Unknown { why: PartnerUnknown::AutonegOff });
+}
+
+#[test]
+fn ethtool_s_of_a_spectrum_port_has_no_mlx5_counters() {
+    let text = wild("ethtool-S-spectrum-swp1.txt");
+    assert!(parse_ethtool_stats(&text).is_empty(), "no physical-layer counter is printed: unknown, not zero");
+    let c = counters::parse(&text);
+    assert!(c.as_ref().is_none_or(|c| !c.has_bytes() && c.rx_discards_phy.is_none() && c.rx_global_pause.is_none()), "{c:?}");
+}
+
+#[test]
+fn ethtool_m_sfp_1000base_sx_on_a_spectrum_switch() {
+    let m = parse_module_text(&wild("ethtool-m-sfp-1000sx-spectrum.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("SFP"));
+    assert_eq!((m.vendor.as_deref(), m.part.as_deref()), (Some("JDSU"), Some("PLRXPL-VI-S24-22")));
+    assert_eq!(m.temperature_c, Some(41.70));
+    assert!(close(m.tx_bias_ma.as_ref().and_then(|v| v[0]), 21.348), "{:?}", m.tx_bias_ma);
+    assert!(close(m.tx_power_dbm.as_ref().and_then(|v| v[0]), -4.97), "{:?}", m.tx_power_dbm);
+    assert!(close(m.rx_power_dbm.as_ref().and_then(|v| v[0]), -4.96), "{:?}", m.rx_power_dbm);
+    assert_eq!(m.rx_power_dbm.as_ref().map(Vec::len), Some(1), "one channel");
+    assert!(m.flags.is_empty(), "every flag is Off: {:?}", m.flags);
+}
+
+#[test]
+fn ethtool_m_sfp_plus_10g_sr() {
+    let m = parse_module_text(&wild("ethtool-m-sfp-10g-sr.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("SFP"));
+    assert_eq!((m.vendor.as_deref(), m.part.as_deref(), m.serial.as_deref()), (Some("BOYANG"), Some("SFP-10G-SR"), Some("H31908070001")));
+    assert_eq!(m.media, None, "SFF-8472 prints no transmitter technology");
+    assert_eq!(m.temperature_c, Some(42.59));
+    assert!(close(m.tx_bias_ma.as_ref().and_then(|v| v[0]), 6.986), "{:?}", m.tx_bias_ma);
+    assert!(close(m.tx_power_dbm.as_ref().and_then(|v| v[0]), -3.30), "{:?}", m.tx_power_dbm);
+    assert!(close(m.rx_power_dbm.as_ref().and_then(|v| v[0]), -13.57), "{:?}", m.rx_power_dbm);
+    assert!(m.flags.is_empty(), "{:?}", m.flags);
+    assert_ne!(m.media, Some(Media::Copper));
+}
+
+#[test]
+fn aer_files_of_a_4_19_kernel() {
+    let cor = wild("aer-4.19-dev-correctable.txt");
+    assert_eq!(aer::fault(AerSeverity::Correctable, &cor), None, "the kernel's own file");
+    let f = aer::parse(&cor);
+    assert_eq!(f.total, Some(2));
+    assert_eq!(f.row("Receiver Error"), Some(2));
+    assert_eq!(f.row("RELAY_NUM Rollover"), Some(0));
+    assert_eq!(f.rows.len(), 8);
+    assert_eq!(f.nonzero(), vec![("Receiver Error", 2)]);
+    assert!(f.malformed.is_empty());
+    for (severity, name) in [(AerSeverity::Fatal, "aer-4.19-dev-fatal.txt"), (AerSeverity::NonFatal, "aer-4.19-dev-nonfatal.txt")] {
+        let text = wild(name);
+        assert_eq!(aer::fault(severity, &text), None, "{name}");
+        let f = aer::parse(&text);
+        assert_eq!((f.total, f.rows.len(), f.count()), (Some(0), 17, 0), "{name}");
+        assert_eq!(f.row("TLP Prefix Blocked Error"), Some(0), "{name}");
+    }
+}
+
+#[test]
+fn modinfo_of_an_inbox_driver() {
+    let m = parse_modinfo(&wild("modinfo-ice-ubuntu-5.15.txt")).expect("modinfo");
+    assert_eq!(m.filename.as_deref(), Some("/lib/modules/5.15.0-102-generic/kernel/drivers/net/ethernet/intel/ice/ice.ko"));
+    assert_eq!(m.origin(), ModuleOrigin::Inbox);
+    assert_eq!(m.tree_release(), Some("5.15.0-102-generic"));
+    assert_eq!(m.built_for.as_deref(), Some("5.15.0-102-generic"));
+    assert_eq!(m.srcversion.as_deref(), Some("E7701886AAC16AD41A71F0E"));
+    assert_eq!(m.version, None, "an inbox module without a version line");
+}
