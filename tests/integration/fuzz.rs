@@ -9,18 +9,19 @@ use fabcheck::control::{endpoint, lines};
 use fabcheck::diagnose::Expectations;
 use std::path::Path;
 
-/// xorshift64*: a fixed seed makes every run the same, so a failure reproduces.
-struct Rng(u64);
+/// xorshift64*: a fixed seed makes every run the same, so a failure reproduces. Shared with
+/// `input_fuzz`.
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    fn below(&mut self, n: usize) -> usize {
+    pub(super) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 }
@@ -28,7 +29,7 @@ impl Rng {
 const INTERESTING: [&[u8]; 14] =
     [b"\"", b"{", b"}", b"[", b"]", b":", b",", b"null", b"-1", b"18446744073709551616", b"1e309", b"\\u0000", b"\n", b"\"v\":2"];
 
-fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
+pub(super) fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     let mut data = seed.to_vec();
     for _ in 0..1 + rng.below(4) {
         let len = data.len();
@@ -68,11 +69,14 @@ fn mutate(rng: &mut Rng, seed: &[u8]) -> Vec<u8> {
     data
 }
 
-fn corpus(dir: &str) -> Vec<Vec<u8>> {
+pub(super) fn corpus(dir: &str) -> Vec<Vec<u8>> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(dir);
     let mut seeds = Vec::new();
-    for entry in std::fs::read_dir(&root).unwrap() {
-        let text = std::fs::read(entry.unwrap().path()).unwrap();
+    // In name order: read_dir's order is the filesystem's, and the rounds must be the same everywhere.
+    let mut paths: Vec<_> = std::fs::read_dir(&root).unwrap().map(|e| e.unwrap().path()).collect();
+    paths.sort();
+    for path in paths {
+        let text = std::fs::read(path).unwrap();
         if dir == "protocol" || dir == "endpoint" {
             seeds.extend(text.split(|&b| b == b'\n').filter(|l| !l.is_empty()).map(<[u8]>::to_vec));
         } else {

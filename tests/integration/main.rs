@@ -29,6 +29,7 @@ mod golden;
 mod gpu;
 mod hardening;
 mod health_outputs;
+mod input_fuzz;
 mod inputs;
 mod link_flap;
 mod loading;
