@@ -96,7 +96,11 @@ impl Machine {
                 "this agent serves a bundle (--sysfs-root): it answers check and devices, and runs no verbs test",
                 "test with an agent on the live node (`fabcheck serve` without --sysfs-root)",
             ))],
-            Request::Rails { spec } => vec![Step::Rails(spec)],
+            // Held to the command line's bounds: a controller is not trusted to have parsed it.
+            Request::Rails { spec } => match spec.check() {
+                Ok(()) => vec![Step::Rails(spec)],
+                Err(why) => vec![Step::Reply(error(&why.0, "name 1 to 32 rails, each port once (`--rails`)"))],
+            },
             Request::Prepare { target, spec } => {
                 self.close();
                 let bytes = if spec.validate().is_err() { None } else { Some(budget::test_bytes(crate::perf::latency_probe::region_half(&spec))) };
@@ -267,6 +271,20 @@ mod tests {
         let rails = Request::Rails { spec: crate::model::rails::RailSpec::Count(1) };
         assert!(matches!(&m.on_request(rails)[..], [Step::Reply(Reply::Error { .. })]));
         assert_eq!(Machine::new("n1", None).on_request(Request::Check), [Step::Check]);
+    }
+
+    /// A `rails` request is held to `--rails`'s bounds: a controller that sends thousands of
+    /// names, or one port twice, is answered with why, and nothing is resolved.
+    #[test]
+    fn a_rails_request_past_the_bounds_is_refused() {
+        use crate::model::rails::{RailName, RailSpec};
+        let mut m = Machine::new("n1", None);
+        assert_eq!(m.on_request(Request::Rails { spec: RailSpec::Count(2) }), [Step::Rails(RailSpec::Count(2))]);
+        let many = RailSpec::List((0..5000).map(|i| RailName { device: format!("d{i}"), port: None }).collect());
+        let steps = m.on_request(Request::Rails { spec: many });
+        assert!(matches!(&steps[..], [Step::Reply(Reply::Error { cause, .. })] if cause.contains("5000 rails named")), "{steps:?}");
+        let steps = m.on_request(Request::Rails { spec: RailSpec::Count(40) });
+        assert!(matches!(&steps[..], [Step::Reply(Reply::Error { .. })]), "{steps:?}");
     }
 
     #[test]

@@ -63,12 +63,38 @@ impl RailSpec {
             }
             let (device, port) = parse_device_port(part).map_err(|e| format!("--rails: {e}"))?;
             let name = RailName { device, port };
-            if names.iter().any(|n| n.device == name.device && (n.port == name.port || n.port.is_none() || name.port.is_none())) {
+            if names.iter().any(|n| n.same_port(&name)) {
                 return Err(format!("--rails '{t}': {part} is named twice; each rail is one port").into());
             }
             names.push(name);
         }
         Ok(RailSpec::List(names))
+    }
+
+    /// The bounds [`parse`](RailSpec::parse) holds a spec to, for one that came another way: a
+    /// controller's `rails` request, read from the wire by the agent. A count of 1 to
+    /// [`MAX_RAILS`]; a list of 1 to [`MAX_RAILS`] ports, each named once.
+    pub fn check(&self) -> Result<(), Unparsed> {
+        match self {
+            RailSpec::Auto | RailSpec::All => Ok(()),
+            RailSpec::Count(n) if (1..=MAX_RAILS as u16).contains(n) => Ok(()),
+            RailSpec::Count(n) => Err(format!("--rails {n}: a count is 1 to {MAX_RAILS}").into()),
+            RailSpec::List(names) if names.is_empty() || names.len() > MAX_RAILS => {
+                Err(format!("--rails: {} rails named, 1 to {MAX_RAILS}", names.len()).into())
+            }
+            RailSpec::List(names) => match (1..names.len()).find(|&i| names[..i].iter().any(|n| n.same_port(&names[i]))) {
+                Some(i) => Err(format!("--rails: {} is named twice; each rail is one port", names[i].device).into()),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+impl RailName {
+    /// Whether the two name one port: the same device, and the same port or either without one
+    /// (the device's first port).
+    fn same_port(&self, other: &RailName) -> bool {
+        self.device == other.device && (self.port == other.port || self.port.is_none() || other.port.is_none())
     }
 }
 
@@ -163,6 +189,21 @@ mod tests {
         let past = format!("{},mlx5_0:x,,", many[..33].join(","));
         assert!(RailSpec::parse(&past).unwrap_err().contains("at most 32"), "{past}");
         assert!(matches!(RailSpec::parse(&many[..32].join(",")), Ok(RailSpec::List(l)) if l.len() == 32));
+    }
+
+    /// A spec from the wire is held to the bounds of one from the command line.
+    #[test]
+    fn a_spec_from_the_wire_is_checked_as_parse_checks() {
+        for ok in ["auto", "all", "1", "32", "mlx5_0,mlx5_1:1", "mlx5_0:1,mlx5_0:2"] {
+            assert_eq!(RailSpec::parse(ok).unwrap().check(), Ok(()), "{ok}");
+        }
+        let list = |n: usize| RailSpec::List((0..n).map(|i| name(&format!("d{i}"), None)).collect());
+        assert!(list(33).check().unwrap_err().0.contains("1 to 32"));
+        assert!(list(0).check().is_err());
+        assert!(RailSpec::Count(0).check().is_err());
+        assert!(RailSpec::Count(33).check().is_err());
+        let twice = RailSpec::List(vec![name("mlx5_0", Some(1)), name("mlx5_1", None), name("mlx5_0", None)]);
+        assert!(twice.check().unwrap_err().0.contains("mlx5_0 is named twice"));
     }
 
     #[test]
