@@ -165,7 +165,8 @@ pub fn iso_seconds(stamp: &str) -> Option<i64> {
             if digits.len() != 4 {
                 return None;
             }
-            sign * (digits[0..2].parse::<i64>().ok()? * 3600 + digits[2..4].parse::<i64>().ok()? * 60)
+            // `get`: four bytes of a line read as UTF-8 need not be four characters (`+0é0`).
+            sign * (digits.get(0..2)?.parse::<i64>().ok()? * 3600 + digits.get(2..4)?.parse::<i64>().ok()? * 60)
         }
     };
     Some(days_from_civil(y, mo, d) * 86_400 + h * 3600 + mi * 60 + s - offset)
@@ -239,6 +240,15 @@ mod tests {
         assert_eq!(iso_seconds("2026-12-04T19:20:01.5Z"), Some(1_796_412_001));
         assert_eq!(iso_seconds("[   12.345678]"), None);
         assert_eq!(iso_seconds("2026-13-04T19:20:01+00:00"), None);
+    }
+
+    /// An offset of four bytes that are not four ASCII characters (a captured log is any UTF-8)
+    /// is no time, not a slice through a character.
+    #[test]
+    fn a_non_ascii_offset_is_no_time() {
+        assert_eq!(iso_seconds("2026-12-04T19:20:01+0\u{e9}0"), None);
+        assert_eq!(iso_seconds("2026-12-04T19:20:01+\u{fffd}0"), None);
+        assert_eq!(parse("2026-12-04T19:20:01+0\u{e9}0 mlx5_core 0000:18:00.0 ens1f0np0: Link down\n").untimed, 1);
     }
 
     /// The kernel's own strings (see the module's sources), as dmesg and journalctl print them.
