@@ -7,6 +7,7 @@ mod agreement;
 mod alerts;
 mod architecture;
 mod bundle;
+mod bundle_fuzz;
 mod bundle_links;
 mod burn_in;
 mod cli;
