@@ -7,6 +7,7 @@
 //! Errors are answers; a panic is a defect, reported with the fixture, file and content.
 
 use super::fixtures_dir;
+use super::fuzz::Rng;
 use fabcheck::diagnose::node::{self, Log};
 use fabcheck::diagnose::{Expectations, Scope};
 use fabcheck::probe::{self, Source};
@@ -14,22 +15,6 @@ use std::collections::BTreeMap;
 use std::panic::{self, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-/// xorshift64*: a fixed seed makes every run the same, so a failure reproduces.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-}
 
 /// Tokens that break numbers, fields and lines of sysfs attributes and tool outputs.
 const INTERESTING: [&[u8]; 28] = [
