@@ -95,6 +95,20 @@ fn over(plan: &Plan<'_>, i: u64, clock: &LoopClock) -> bool {
     matches!(plan.duration, Some(d) if i > plan.warmup && i.is_multiple_of(64) && clock.started().elapsed() >= d)
 }
 
+/// After iteration `i` of an active loop: counts it, then says whether the loop is over
+/// (duration mode, [`over`]) or ends it (a signal, or the controller's stop).
+#[inline(always)]
+fn next(plan: &Plan<'_>, i: &mut u64, clock: &LoopClock, signals: &Signals) -> Result<bool, PerfError> {
+    *i += 1;
+    if over(plan, *i, clock) {
+        return Ok(true);
+    }
+    if signals.aborted() {
+        return Err(PerfError::Aborted);
+    }
+    Ok(false)
+}
+
 fn remote(session: &Session) -> Result<RemoteBuffer, PerfError> {
     let r = session.remote.as_ref().ok_or_else(|| PerfError::BadPeer("not connected".into()))?;
     Ok(RemoteBuffer { addr: r.addr, rkey: r.rkey, len: r.len })
@@ -134,12 +148,8 @@ pub fn send_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Perf
         if signaled {
             wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a send completion")?;
         }
-        i += 1;
-        if over(&plan, i, &clock) {
+        if next(&plan, &mut i, &clock, signals)? {
             break;
-        }
-        if signals.aborted() {
-            return Err(PerfError::Aborted);
         }
     }
     Ok(finish(s.spec.test, plan, &clock))
@@ -206,12 +216,8 @@ pub fn write_active(s: &mut Session, signals: &Signals) -> Result<RunResult, Per
         if signaled {
             wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a write completion")?;
         }
-        i += 1;
-        if over(&plan, i, &clock) {
+        if next(&plan, &mut i, &clock, signals)? {
             break;
-        }
-        if signals.aborted() {
-            return Err(PerfError::Aborted);
         }
     }
     Ok(finish(TestKind::WriteLat, plan, &clock))
@@ -281,12 +287,8 @@ fn one_sided_active(s: &mut Session, signals: &Signals, op: SendOp) -> Result<Ru
         wait_one(&mut s.send_cq, &mut wc, &mut guard, signals, "waiting for a read or atomic to complete")?;
         let t1 = clock.ticks();
         record(&mut plan, i, t0, t1);
-        i += 1;
-        if over(&plan, i, &clock) {
+        if next(&plan, &mut i, &clock, signals)? {
             break;
-        }
-        if signals.aborted() {
-            return Err(PerfError::Aborted);
         }
     }
     Ok(finish(s.spec.test, plan, &clock))
