@@ -159,7 +159,11 @@ pub fn parse_query(text: &str) -> Option<FwConfig> {
         if row.is_empty() || row.starts_with("The '*'") || row.starts_with("-E-") || row.starts_with("-W-") {
             continue;
         }
+        // mstflint's `printSingleParam` (mlxconfig/mlxcfg_ui.cpp) opens each row with the diff
+        // mark (`*` or a space) and the read-only mark (`RO` or two spaces) before the name: a
+        // parameter the host may not change is still a parameter (`*RO     LINK_TYPE_P1 ...`).
         let row = row.strip_prefix('*').unwrap_or(row).trim_start();
+        let row = row.strip_prefix("RO").filter(|r| r.starts_with(char::is_whitespace)).unwrap_or(row).trim_start();
         let cells: Vec<&str> = row.split_whitespace().collect();
         let Some((name, values)) = cells.split_first() else { continue };
         if values.len() != columns.len() || !valid_param_name(name) || params.len() >= 4096 {
@@ -291,6 +295,22 @@ Configurations:                              Next Boot\n         LINK_TYPE_P1   
         assert_eq!((p1.current.is_none(), p1.default.is_none()), (true, true));
         assert_eq!(p1.next_boot.as_ref().unwrap().link_type(), Some(LinkType::Eth));
         assert!(!p1.pending());
+    }
+
+    /// A read-only parameter (a host that may not change it: a DPU's host, a locked card) is
+    /// printed `RO` before its name, after the diff mark (mstflint `printSingleParam`).
+    #[test]
+    fn a_read_only_row_is_read() {
+        let text = "Configurations:                                          Default             Current             Next Boot\n\
+*RO     LINK_TYPE_P1                                    IB(1)               IB(1)               ETH(2)\n\
+ RO     LINK_TYPE_P2                                    ETH(2)              ETH(2)              ETH(2)\n\
+        ROCE_CONTROL                                    ROCE_ENABLE(2)      ROCE_ENABLE(2)      ROCE_ENABLE(2)\n\
+\nThe 'RO' shows parameters which are for read only and cannot be changed\n";
+        let all = parse_query(text).unwrap();
+        assert_eq!(all.len(), 3, "{all:?}");
+        assert!(all["LINK_TYPE_P1"].pending());
+        assert_eq!(all["LINK_TYPE_P2"].current.as_ref().unwrap().link_type(), Some(LinkType::Eth));
+        assert_eq!(all["ROCE_CONTROL"].next_boot.as_ref().unwrap().label(), "ROCE_ENABLE");
     }
 
     #[test]
