@@ -4,7 +4,7 @@
 use super::unreadable::{why, Unread};
 use super::{gbps, Expectations, Severity, Sheet};
 use crate::outcome::FindingId;
-use crate::port::{self, GidScope, GidType, LinkLayer, PhysState, PortState, RoceHeaders, Width};
+use crate::port::{self, GidScope, GidType, LinkLayer, NodeType, PhysState, PortState, RoceHeaders, Width};
 use crate::probe::catype;
 use crate::probe::{Device, Port};
 
@@ -44,7 +44,9 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
             sheet.skip(id, s, format!("physical link is {}", port.phys_state));
         }
     }
-    if port.link_layer == LinkLayer::Ethernet {
+    if port.link_layer == LinkLayer::Ethernet && device.node_type == NodeType::Rnic {
+        iwarp(port, unread, s, sheet);
+    } else if port.link_layer == LinkLayer::Ethernet {
         roce(device, port, expect, unread, s, sheet);
         super::qos_rules::run(device, port, expect, s, sheet);
     } else if let Some(want) = expect.mtu {
@@ -293,39 +295,23 @@ fn fraction(lanes: u32, want: u32) -> String {
     }
 }
 
-fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s: &str, sheet: &mut Sheet) {
-    let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
-    // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
-    let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
-    let routable_any = port.gids.iter().any(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
-    let gids_unread = ["gids/", "gid_attrs/"].iter().any(|dir| unread.port_under(&device.name, port.port, dir));
-    let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
-    if let Some(g) = routable_v2.first() {
-        sheet.pass(FindingId::RoceGid, s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
-    } else if gids_unread {
-        sheet.skip(FindingId::RoceGid, s, why("part of the GID table"));
-    } else if routable_any {
-        sheet.fail(
-            FindingId::RoceGid,
-            s,
-            "routable GIDs are RoCE v1 only",
-            Some("routable RoCE v2 GID".into()),
-            Severity::Warning,
-            "no RoCE v2 GID: only RoCE v1, which is not routable across L3 and lacks ECN-based congestion control",
-            "enable RoCE v2: `cma_roce_mode -d <dev> -p <port> -m 2` for rdma_cm, and check the driver exposes v2 GIDs",
-        );
-    } else {
-        sheet.fail(
-            FindingId::RoceGid,
-            s,
-            if port.gids.is_empty() { "no GIDs".into() } else { "only link-local (fe80::) GIDs".to_string() },
-            Some("routable RoCE v2 GID".into()),
-            Severity::Error,
-            format!("no routable GID: {netdev} has no IPv4 or global IPv6 address, so RoCE v2 has nothing to route by"),
-            format!("assign an address to {netdev} (`ip addr add <addr>/<len> dev {netdev}` or the node's network config); the GID appears at once"),
-        );
+/// An iWARP port (an RNIC: Intel irdma in iWARP mode, Chelsio cxgb4, Soft-iWARP): RDMA over
+/// TCP, whose GID is the netdev's MAC (`irdma_iw_query_gid`) and whose loss TCP recovers. Its
+/// netdev must be up, as a RoCE port's; RoCE's GID, MTU and lossless rules do not apply, and
+/// each says so rather than judging an iWARP node by RoCE's set-up.
+fn iwarp(port: &Port, unread: &Unread, s: &str, sheet: &mut Sheet) {
+    const WHY: &str = "iWARP port (node type RNIC): RDMA over TCP, so RoCE's GID, MTU and lossless set-up do not apply";
+    sheet.skip(FindingId::RoceGid, s, WHY);
+    netdev_up(port, unread, s, sheet);
+    for id in [FindingId::RoceMtu, FindingId::RoceQos, FindingId::RoceLossless] {
+        sheet.skip(id, s, WHY);
     }
+}
 
+/// An Ethernet RDMA port's netdev: up, with carrier, full duplex.
+fn netdev_up(port: &Port, unread: &Unread, s: &str, sheet: &mut Sheet) {
+    let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
+    let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
     match &port.netdev_state {
         None => sheet.skip(FindingId::RoceNetdev, s, format!("netdev {netdev} not found")),
         Some(_) if netdev_unread(&["operstate", "carrier", "duplex"]).is_some() => sheet.skip(
@@ -380,6 +366,42 @@ fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s:
             }
         }
     }
+}
+
+fn roce(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, s: &str, sheet: &mut Sheet) {
+    let netdev = port.netdev.clone().unwrap_or_else(|| "<netdev>".into());
+    // A routable RoCE v2 GID: what RoCE v2 traffic (and fabcheck pair) uses.
+    let routable_v2: Vec<_> = port.gids_of_type(GidType::RoceV2).filter(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal).collect();
+    let routable_any = port.gids.iter().any(|g| port::gid_scope(&g.gid.octets()) != GidScope::LinkLocal);
+    let gids_unread = ["gids/", "gid_attrs/"].iter().any(|dir| unread.port_under(&device.name, port.port, dir));
+    let netdev_unread = |files: &[&'static str]| unread.netdev(port.netdev.as_deref(), files);
+    if let Some(g) = routable_v2.first() {
+        sheet.pass(FindingId::RoceGid, s, format!("index {} {} RoCE v2", g.index, g.gid), Some("routable RoCE v2 GID".into()));
+    } else if gids_unread {
+        sheet.skip(FindingId::RoceGid, s, why("part of the GID table"));
+    } else if routable_any {
+        sheet.fail(
+            FindingId::RoceGid,
+            s,
+            "routable GIDs are RoCE v1 only",
+            Some("routable RoCE v2 GID".into()),
+            Severity::Warning,
+            "no RoCE v2 GID: only RoCE v1, which is not routable across L3 and lacks ECN-based congestion control",
+            "enable RoCE v2: `cma_roce_mode -d <dev> -p <port> -m 2` for rdma_cm, and check the driver exposes v2 GIDs",
+        );
+    } else {
+        sheet.fail(
+            FindingId::RoceGid,
+            s,
+            if port.gids.is_empty() { "no GIDs".into() } else { "only link-local (fe80::) GIDs".to_string() },
+            Some("routable RoCE v2 GID".into()),
+            Severity::Error,
+            format!("no routable GID: {netdev} has no IPv4 or global IPv6 address, so RoCE v2 has nothing to route by"),
+            format!("assign an address to {netdev} (`ip addr add <addr>/<len> dev {netdev}` or the node's network config); the GID appears at once"),
+        );
+    }
+
+    netdev_up(port, unread, s, sheet);
 
     // MTU: RoCE's active MTU follows the netdev MTU (minus headers: 96 bytes, rxe 80); jumbo
     // frames give 4096.

@@ -6,7 +6,7 @@
 
 use super::{gid, PerfError};
 use crate::model::{Conditions, Endpoint, Target};
-use crate::port::{LinkLayer, PortState};
+use crate::port::{LinkLayer, NodeType, PortState};
 use crate::probe::{self, Device, Gid, Port};
 
 /// The port `target` names on its device (the first ACTIVE one where it names none).
@@ -27,13 +27,42 @@ pub(super) fn pick_port<'a>(inv: &'a probe::Inventory, target: &Target) -> Resul
         .ok_or(PerfError::Probe(probe::ProbeError::NoDevices))
 }
 
-/// A port that is not ACTIVE carries nothing: the error says why, as `check` would.
+/// A port that is not ACTIVE carries nothing: the error says why, as `check` would. A device
+/// that is not a CA (InfiniBand or RoCE) is refused first, naming what it is: fabcheck's tests
+/// are RC queue pairs connected by their QP numbers and GIDs.
 pub(super) fn must_be_active(device: &Device, port: &Port) -> Result<(), PerfError> {
+    if let Some((message, remedy)) = not_rc_capable(device.node_type) {
+        return Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy: remedy.into() });
+    }
     if port.state == PortState::Active {
         return Ok(());
     }
     let (message, remedy) = crate::diagnose::explain_port(device, port);
     Err(PerfError::PortNotReady { subject: format!("{}/{}", device.name, port.port), message, remedy })
+}
+
+/// Why a device of this node type cannot run fabcheck's tests, and what tests it instead; `None`
+/// for a CA. An iWARP RNIC (irdma in iWARP mode, cxgb4, siw) connects its QPs only through
+/// rdma_cm over TCP, by IP address, with no GID to choose (its one GID is its MAC); AWS EFA
+/// (node type unspecified) has no RC QPs (SRD and UD); usNIC none either.
+fn not_rc_capable(node_type: NodeType) -> Option<(String, &'static str)> {
+    match node_type {
+        NodeType::Ca | NodeType::Unknown(_) => None,
+        NodeType::Rnic => Some((
+            "an iWARP adapter (node type RNIC): its queue pairs connect only through rdma_cm over TCP, which fabcheck's \
+             tests do not drive yet"
+                .into(),
+            "test it with perftest over rdma_cm (`ib_write_bw -R -d DEV` on one node, `ib_write_bw -R -d DEV HOST` on the other); \
+             `fabcheck check` judges the node",
+        )),
+        other => Some((
+            format!(
+                "node type {other}: not a channel adapter (InfiniBand, RoCE) nor an iWARP one (an AWS EFA, a usNIC, a switch), so it has \
+                 no RC queue pairs, which fabcheck's tests are"
+            ),
+            "test it with its own tools (for EFA, libfabric's `fi_pingpong -p efa` and the EFA installer's tests); `fabcheck check` judges the node",
+        )),
+    }
 }
 
 /// RoCE without `--tclass`: this end's own RoCE DSCP (traffic_class, rdma_cm), so the test's
@@ -101,4 +130,23 @@ pub(super) fn endpoint(host: &str, device: &Device, port: &Port, chosen: Option<
 fn initial_psn() -> u32 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
     (nanos ^ std::process::id().rotate_left(12)) & 0x00ff_ffff
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only a CA (and a node type this build does not know, as before node types were read)
+    /// runs the tests; the others are refused naming what they are and what tests them.
+    #[test]
+    fn only_a_channel_adapter_runs_rc_tests() {
+        assert!(not_rc_capable(NodeType::Ca).is_none());
+        assert!(not_rc_capable(NodeType::Unknown(9)).is_none());
+        let (message, remedy) = not_rc_capable(NodeType::Rnic).unwrap();
+        assert!(message.contains("iWARP") && message.contains("rdma_cm"), "{message}");
+        assert!(remedy.contains("ib_write_bw -R"), "{remedy}");
+        let (message, remedy) = not_rc_capable(NodeType::Unspecified).unwrap();
+        assert!(message.contains("node type unspecified") && message.contains("no RC queue pairs"), "{message}");
+        assert!(remedy.contains("fi_pingpong"), "{remedy}");
+    }
 }

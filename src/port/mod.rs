@@ -119,6 +119,30 @@ named_enum!(
 );
 
 named_enum!(
+    /// What kind of RDMA device a node is (`enum rdma_node_type`; sysfs `node_type`, the number
+    /// before the colon, as the kernel's `node_type_show` prints it: `1: CA`, `4: RNIC`, ...).
+    /// InfiniBand and RoCE adapters are CAs; iWARP adapters (Intel irdma in iWARP mode, Chelsio
+    /// cxgb4, Soft-iWARP) are RNICs; AWS EFA is unspecified, Cisco's usNIC its own.
+    NodeType {
+        Ca = 1 => "CA",
+        Switch = 2 => "switch",
+        Router = 3 => "router",
+        Rnic = 4 => "RNIC",
+        Usnic = 5 => "usNIC",
+        UsnicUdp = 6 => "usNIC UDP",
+        Unspecified = 7 => "unspecified",
+    }
+);
+
+/// A device whose `node_type` could not be read is taken for a CA, as every reader did before
+/// node types were read: InfiniBand and RoCE adapters, the devices fabcheck judges in full.
+impl Default for NodeType {
+    fn default() -> NodeType {
+        NodeType::Ca
+    }
+}
+
+named_enum!(
     /// Active link width (`active_width` bit values).
     Width {
         X1 = 1 => "1X",

@@ -25,6 +25,10 @@ pub use super::tree::Unreadable;
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Device {
     pub name: String,
+    /// CA (InfiniBand, RoCE), RNIC (iWARP) or another kind (sysfs `node_type`): which rules
+    /// apply and whether `pair` can test it. Not in the documents, whose fields are fixed.
+    #[serde(skip)]
+    pub node_type: crate::port::NodeType,
     /// Product family decoded from the vendor part id ("ConnectX-6", "Soft-RoCE (rxe)").
     pub ca_type: String,
     pub fw_ver: String,
