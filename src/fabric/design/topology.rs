@@ -8,6 +8,9 @@
 //! [1](2c90300001235)  "S-0002c90300a1b2c3"[1]   # lid 5 lmc 0 "leaf1" lid 1 4xHDR
 //! ```
 //!
+//! `ibnetdiscover -g` output reads the same: its grouping headings (`Chassis 1 (guid 0x...)`,
+//! `Non-Chassis Nodes`) are skipped and a port's `[ext N]` front-panel number is not cabling.
+//!
 //! A node id of the form `S-`/`H-`/`R-` + 16 hex digits carries its GUID; otherwise the node
 //! is known by its description (the `# "..."` comment, or the id itself as in ibsim files).
 //! The file is untrusted input: it must be a regular file (checked before opening, so a FIFO
@@ -226,6 +229,10 @@ impl<'p> Parser<'p> {
         if line.starts_with('#') || is_setting(line) {
             return Ok(());
         }
+        if is_grouping_heading(line) {
+            self.current = None;
+            return Ok(());
+        }
         if line.starts_with("include ") || line.starts_with("do ") {
             return Err(err(format!("'{}' is an ibsim directive, not cabling: give the expanded file", first_word(line))));
         }
@@ -336,6 +343,15 @@ fn is_setting(line: &str) -> bool {
     word.split_once('=').is_some_and(|(k, _)| !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
 }
 
+/// The headings `ibnetdiscover -g` prints between node records (ibnetdiscover.c: `out_chassis`'s
+/// `Chassis N (guid 0x...)`, `Non-Chassis Nodes`, a Xsigo chassis's `Hostname: name`): grouping,
+/// not cabling.
+fn is_grouping_heading(line: &str) -> bool {
+    line == "Non-Chassis Nodes"
+        || line.starts_with("Hostname: ")
+        || line.strip_prefix("Chassis ").and_then(|rest| rest.split_whitespace().next()).is_some_and(|n| n.parse::<u8>().is_ok())
+}
+
 fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
@@ -355,6 +371,16 @@ fn bracketed(text: &str) -> Option<(u8, &str)> {
     Some((n, &inner[end + 1..]))
 }
 
+/// Skips an optional `[ext N]`: the external (front-panel) port number `ibnetdiscover -g` prints
+/// after a chassis switch's port numbers (ibnetdiscover.c `out_ext_port`: `[7][ext 3]`).
+fn skip_ext_port(text: &str) -> &str {
+    let ext = text.trim_start().strip_prefix("[ext ").and_then(|inner| inner.split_once(']'));
+    match ext {
+        Some((n, rest)) if n.trim().parse::<u16>().is_ok() => rest,
+        _ => text,
+    }
+}
+
 /// Skips an optional `(hexguid)`.
 fn skip_parenthesised(text: &str) -> Result<&str, Unparsed> {
     let text = text.trim_start();
@@ -371,13 +397,13 @@ type PortLine<'a> = (u8, &'a str, u8, Option<&'a str>);
 
 fn parse_port_line(line: &str) -> Result<PortLine<'_>, Unparsed> {
     let (port, rest) = bracketed(line).ok_or("a port line starts with [N], N in 0..255")?;
-    let rest = skip_parenthesised(rest)?;
+    let rest = skip_parenthesised(skip_ext_port(rest))?;
     let (remote, rest) = quoted(rest.trim_start()).ok_or("the remote end must be a quoted node id: [1] \"leaf1\"[7]")?;
     if remote.is_empty() {
         return Err("empty remote node id".into());
     }
     let (remote_port, rest) = bracketed(rest.trim_start()).ok_or("the remote end needs its port: \"leaf1\"[7]")?;
-    let rest = skip_parenthesised(rest)?;
+    let rest = skip_parenthesised(skip_ext_port(rest))?;
     let rest = rest.trim_start();
     if !(rest.is_empty() || rest.starts_with('#') || rest.split_whitespace().all(|w| w.contains('='))) {
         return Err("unexpected text after the remote port (not shown)".into());
@@ -428,6 +454,38 @@ Ca	2 "H-0000000000100003"		# "Hca2"
         assert_eq!(t.nodes["H-0000000000100003"].key.description, "Hca2");
         // Switch1 is only referenced: its key comes from the id's GUID and the comment.
         assert_eq!(t.nodes["S-0000000000200000"].key, NodeKey { guid: Some(Guid(0x200000)), description: "Switch1".into() });
+    }
+
+    /// `ibnetdiscover -g`'s shape (ibnetdiscover.c: `out_chassis`, the `# Spine Nodes` comments,
+    /// `out_ext_port`'s `[ext N]` at either end, `Non-Chassis Nodes`), as the man page's sample
+    /// (tests/fixtures/wild-fabrics/voltaire-sdr-grouped-manpage.net) opens.
+    #[test]
+    fn grouped_output() {
+        let text = "#\n# Topology file: generated on Tue Jun  5 14:15:10 2007\n#\n\n\
+                    Chassis 1 (guid 0x8f104004125e5)\n\n# Spine Nodes\n\
+                    vendid=0x8f1\ndevid=0x5a31\nsysimgguid=0x8f104004125e5\t\t# Chassis 1 (core1)\n\
+                    switchguid=0x8f104004125e4(8f104004125e4)\t# ISR9288 Spine 1\n\
+                    Switch\t24 \"S-0008f104004125e4\"\t\t# \"ISR9288 Voltaire sFB-12D\" base port 0 lid 2 lmc 0\n\
+                    [1]\t\"S-0008f104004125e0\"[19]\t\t# \"ISR9288 Voltaire sLB-24D\" lid 3 4xDDR\n\n\
+                    # Line Nodes\n\
+                    Switch\t24 \"S-0008f104004125e0\"\t\t# \"ISR9288 Voltaire sLB-24D\" base port 0 lid 3 lmc 0\n\
+                    [19]\t\"S-0008f104004125e4\"[1]\t\t# \"ISR9288 Voltaire sFB-12D\" lid 2 4xDDR\n\
+                    [1][ext 1]\t\"H-0008f10403960558\"[1](8f10403960559) \t\t# \"node1 HCA-1\" lid 10 4xDDR\n\n\
+                    Non-Chassis Nodes\n\n\
+                    Ca\t2 \"H-0008f10403960558\"\t\t# \"node1 HCA-1\"\n\
+                    [1](8f10403960559) \t\"S-0008f104004125e0\"[1][ext 1]\t\t# lid 10 lmc 0 \"ISR9288 Voltaire sLB-24D\" lid 3 4xDDR\n";
+        let t = parse("g", text).unwrap();
+        assert_eq!(
+            t.links,
+            vec![
+                ExpectedLink { a: ("S-0008f104004125e4".into(), 1), b: ("S-0008f104004125e0".into(), 19) },
+                ExpectedLink { a: ("S-0008f104004125e0".into(), 1), b: ("H-0008f10403960558".into(), 1) },
+            ]
+        );
+        assert_eq!(t.nodes.len(), 3);
+        // Only those headings: another unknown word is still refused, and `[ext x]` is no port.
+        assert!(matches!(parse("g", "Chassis one\n"), Err(TopologyError::Syntax { line: 1, .. })));
+        assert!(matches!(parse("g", "Switch 8 \"a\"\n[1][ext x] \"b\"[1]\n"), Err(TopologyError::Syntax { line: 2, .. })));
     }
 
     #[test]
