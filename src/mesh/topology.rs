@@ -67,6 +67,11 @@ impl Topology {
             return Err("no switch with a host on it: is this ibnetdiscover output?".into());
         }
         for link in &cabling.links {
+            // A cable from a switch to itself (a loopback: ibnetdiscover prints `[1] "S-X"[2]` in
+            // X's own record) leads to no other switch: not an uplink.
+            if link.a.0 == link.b.0 {
+                continue;
+            }
             for (sw, other) in [(&link.a.0, &link.b.0), (&link.b.0, &link.a.0)] {
                 let Some(&leaf) = leaf_of_switch.get(sw) else { continue };
                 if is_switch(other) {
@@ -172,6 +177,21 @@ Ca	1 "H-0002c903000e0b72"		# "n07 mlx5_0"
         assert_eq!(t.leaf_of_nic("n2", "mlx5_0"), Some(r0));
         assert_eq!(t.leaf_of_nic("n1", "mlx5_9"), None, "a NIC the file does not describe has no leaf, not its host's first");
         assert_eq!(Topology::parse(SAMPLE).unwrap().leaf_of_nic("n07", "mlx5_0").map(|l| l < 2), Some(true));
+    }
+
+    /// A switch with loopback cables on it (as in NVIDIA's ibdiagpath article's fabric,
+    /// tests/fixtures/wild-fabrics/nvidia-edr-fdr-loopbacks.net): itself is not its uplink.
+    #[test]
+    fn a_loopback_cable_is_no_uplink() {
+        let text = "Switch\t36 \"S-e41d2d030003e470\"\t# \"SwitchIB Mellanox Technologies\" base port 0 lid 268 lmc 0\n\
+                    [1]\t\"S-e41d2d030003e470\"[2]\t# \"SwitchIB Mellanox Technologies\" lid 268 4xEDR\n\
+                    [2]\t\"S-e41d2d030003e470\"[1]\t# \"SwitchIB Mellanox Technologies\" lid 268 4xEDR\n\
+                    [3]\t\"S-f4521403005764b0\"[1]\t# \"MF0;switch-de779e:SX6012/U1\" lid 174 4xFDR\n\
+                    [34]\t\"H-e41d2d030061f957\"[1](e41d2d030061f957) \t# \"r-ufm216 HCA-2\" lid 2 4xEDR\n";
+        let t = Topology::parse(text).unwrap();
+        let leaf = t.leaf_of("r-ufm216").unwrap();
+        assert_eq!(t.leaf_name(leaf), "SwitchIB Mellanox Technologies");
+        assert_eq!(t.uplinks(leaf), ["MF0;switch-de779e:SX6012/U1"]);
     }
 
     #[test]
