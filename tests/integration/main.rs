@@ -56,6 +56,7 @@ mod serve_admission;
 mod serve_hardening;
 mod shell;
 mod unknown_sweep;
+mod wild_fabrics;
 mod wild_outputs;
 
 use std::path::{Path, PathBuf};

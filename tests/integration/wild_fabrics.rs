@@ -1,0 +1,139 @@
+//! ibnetdiscover topologies of real fabrics (public sources, `tests/fixtures/wild-fabrics/SOURCES.md`)
+//! read as `mesh`/`collective`/`accept`/`fabric --topology` read a file: `topology::load`, then
+//! `mesh::topology::Topology::from_cabling`. The counts are what a careful reader counts in each
+//! file: every node record, every cable once (it is printed at both of its ends).
+
+use fabcheck::fabric::design::topology::{self, Topology, TopologyError};
+use fabcheck::mesh::topology::Topology as Leaves;
+use std::path::PathBuf;
+
+fn path(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/wild-fabrics").join(name)
+}
+
+fn load(name: &str) -> Topology {
+    topology::load(&path(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// (switches, CAs, cables).
+fn shape(t: &Topology) -> (usize, usize, usize) {
+    let switches = t.nodes.values().filter(|n| n.is_switch).count();
+    (switches, t.nodes.len() - switches, t.links.len())
+}
+
+/// How many of the file's cables join these two ends (either way round).
+fn cables(t: &Topology, a: (&str, u8), b: (&str, u8)) -> usize {
+    let end = |e: &(String, u8), want: (&str, u8)| e.0 == want.0 && e.1 == want.1;
+    t.links.iter().filter(|l| (end(&l.a, a) && end(&l.b, b)) || (end(&l.a, b) && end(&l.b, a))).count()
+}
+
+fn leaves(t: &Topology) -> Leaves {
+    Leaves::from_cabling(t).expect("a switch with a host on it")
+}
+
+#[test]
+fn every_fabric_has_its_source() {
+    let sources = std::fs::read_to_string(path("SOURCES.md")).unwrap();
+    for entry in std::fs::read_dir(path("")).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name != "SOURCES.md" {
+            assert!(sources.contains(&format!("| `{name}` |")), "{name} has no line in SOURCES.md");
+        }
+    }
+}
+
+#[test]
+fn voltaire_sdr_grouped_output_of_the_man_page() {
+    // `ibnetdiscover -g`: the `Non-Chassis Nodes` heading before the records.
+    let t = load("voltaire-sdr-grouped-manpage.net");
+    assert_eq!(shape(&t), (2, 4, 7));
+    let (isr, sw6) = ("S-005442ba00003080", "S-0008f10400410015");
+    assert_eq!(t.nodes[isr].key.description, "ISR9024 Voltaire");
+    assert_eq!((t.nodes[isr].ports, t.nodes[sw6].ports), (24, 8));
+    // The two switches are joined twice: ISR9024 port 10 (4xSDR from its end, 1xSDR from the
+    // SW-6IB4's) and port 6.
+    assert_eq!(cables(&t, (isr, 10), (sw6, 1)), 1);
+    assert_eq!(cables(&t, (isr, 6), (sw6, 3)), 1);
+    // One CA cabled on both ports, each to the ISR9024.
+    assert_eq!(cables(&t, ("H-0008f10403960558", 2), (isr, 8)), 1);
+    assert_eq!(cables(&t, ("H-0008f10403960558", 1), (isr, 12)), 1);
+    assert_eq!(t.nodes["H-0008f10403960558"].key.description, "MT23108 InfiniHost Mellanox Technologies");
+    let l = leaves(&t);
+    assert_eq!(l.leaves(), 2, "both switches have CAs on them");
+    let names: Vec<&str> = (0..2).map(|i| l.leaf_name(i)).collect();
+    assert_eq!(names, ["ISR9024 Voltaire", "SW-6IB4 Voltaire"]);
+    assert_eq!(l.uplinks(0), ["SW-6IB4 Voltaire"], "two cables, one switch");
+    assert_eq!(l.uplinks(1), ["ISR9024 Voltaire"]);
+}
+
+#[test]
+fn ibm_sdr_one_switch_two_nodes() {
+    let t = load("ibm-sdr-single-switch.net");
+    assert_eq!(shape(&t), (1, 2, 2));
+    let sw = "S-000b8cffff0053ee";
+    assert_eq!(t.nodes[sw].ports, 8);
+    // compute-00-00's HCA is cabled on its port 2, compute-00-01's on port 1.
+    assert_eq!(cables(&t, (sw, 2), ("H-0002c9030002847c", 2)), 1);
+    assert_eq!(cables(&t, (sw, 1), ("H-0002c902002789ac", 1)), 1);
+    assert_eq!(t.nodes["H-0002c9030002847c"].key.description, "compute-00-00 HCA-1");
+    let l = leaves(&t);
+    assert_eq!(l.leaves(), 1);
+    let leaf = l.leaf_of("compute-00-00").unwrap();
+    assert_eq!(l.leaf_of("compute-00-01"), Some(leaf));
+    assert_eq!(l.leaf_of_nic("compute-00-00", "HCA-1"), Some(leaf));
+    assert_eq!(l.leaf_name(leaf), "MT43132 Mellanox Technologies");
+    assert!(l.uplinks(leaf).is_empty(), "a single switch has no uplinks");
+}
+
+#[test]
+fn nvidia_edr_fdr_lab_with_loopback_cables() {
+    // As published, the file opens with a libibmad error printed to the terminal beside the
+    // output: not a line of ibnetdiscover's format, refused by its number.
+    match topology::load(&path("nvidia-edr-fdr-loopbacks.net")) {
+        Err(TopologyError::Syntax { line: 1, .. }) => {}
+        other => panic!("{other:?}"),
+    }
+    let text = std::fs::read_to_string(path("nvidia-edr-fdr-loopbacks.net")).unwrap();
+    let (first, output) = text.split_once('\n').unwrap();
+    assert!(first.starts_with("src/query_smp.c:195; umad"), "{first}");
+    let t = topology::parse("nvidia-edr-fdr-loopbacks.net", output).unwrap();
+    assert_eq!(shape(&t), (2, 6, 10));
+    let (sib, sx) = ("S-e41d2d030003e470", "S-f4521403005764b0");
+    assert_eq!(t.nodes[sx].key.description, "MF0;switch-de779e:SX6012/U1");
+    assert_eq!((t.nodes[sib].ports, t.nodes[sx].ports), (36, 12));
+    // Three loopback cables, each printed at both its ports in the SwitchIB's record: once each.
+    for (a, b) in [(1, 2), (19, 21), (29, 30)] {
+        assert_eq!(cables(&t, (sib, a), (sib, b)), 1, "loopback {a}-{b}");
+    }
+    // The one cable between the switches (4xFDR: an EDR port to an FDR switch).
+    assert_eq!(cables(&t, (sib, 3), (sx, 1)), 1);
+    // r-ufm101 has two HCAs, both on the SX6012 (4xQDR); r-ufm111's HCA is cabled on port 2.
+    assert_eq!(cables(&t, (sx, 2), ("H-0002c9030004e938", 1)), 1);
+    assert_eq!(cables(&t, (sx, 3), ("H-0002c9030006ba5a", 1)), 1);
+    assert_eq!(cables(&t, (sib, 35), ("H-0002c903003421b0", 2)), 1);
+    let l = leaves(&t);
+    assert_eq!(l.leaves(), 2);
+    let (edr, fdr) = (l.leaf_of("r-ufm216").unwrap(), l.leaf_of("r-ufm101").unwrap());
+    assert_ne!(edr, fdr);
+    assert_eq!(l.leaf_of("r-ufm111"), Some(edr));
+    assert_eq!((l.leaf_of("r-ufm100"), l.leaf_of("r-ufm96")), (Some(fdr), Some(fdr)));
+    assert_eq!(l.leaf_of_nic("r-ufm101", "HCA-2"), Some(fdr));
+    assert_eq!(l.leaf_name(edr), "SwitchIB Mellanox Technologies");
+    assert_eq!(l.leaf_name(fdr), "MF0;switch-de779e:SX6012/U1");
+    // Its loopbacks lead to no other switch: the one uplink is the SX6012.
+    assert_eq!(l.uplinks(edr), ["MF0;switch-de779e:SX6012/U1"]);
+    assert_eq!(l.uplinks(fdr), ["SwitchIB Mellanox Technologies"]);
+}
+
+#[test]
+fn oracle_sun_dcs_36_qdr_one_hca() {
+    let t = load("oracle-sun-dcs-qdr.net");
+    assert_eq!(shape(&t), (1, 1, 1));
+    let sw = "S-0021283a8389a0a0";
+    assert_eq!(t.nodes[sw].key.description, "Sun DCS 36 QDR switch localhost");
+    assert_eq!(cables(&t, (sw, 23), ("H-0003ba000100e388", 2)), 1);
+    let l = leaves(&t);
+    let leaf = l.leaf_of("nsn33-43").unwrap();
+    assert_eq!(l.leaf_name(leaf), "Sun DCS 36 QDR switch localhost");
+    assert!(l.uplinks(leaf).is_empty());
+}
