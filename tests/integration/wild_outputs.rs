@@ -1,12 +1,17 @@
 //! Outputs captured on real nodes (public sources, `tests/fixtures/wild/SOURCES.md`) read by the
 //! library's parsers in-process, with the values a careful reader takes from each output.
 
+use fabcheck::port::{Speed, Width};
 use fabcheck::probe::pci::health::aer::{self, AerSeverity};
+use fabcheck::probe::pci::health::devlink;
 use fabcheck::probe::phy::ethtool_stats::parse_ethtool_stats;
+use fabcheck::probe::phy::fec::{parse_show_fec, FecMode, FecReport};
 use fabcheck::probe::phy::module::{parse_module_text, Media};
 use fabcheck::probe::phy::partner::{ethernet_partner, parse_ethtool_modes, LinkPartner, PartnerUnknown};
+use fabcheck::probe::phy::peer_portinfo::parse_smpquery_portinfo;
 use fabcheck::probe::qos::{counters, mlnx_qos, Dscp, Priority, TcSched, Trust, Tsa};
 use fabcheck::probe::stack::ofed::{parse_modinfo, ModuleOrigin};
+use fabcheck::probe::{firmware, kernel_log};
 use std::path::PathBuf;
 
 fn wild(name: &str) -> String {
@@ -139,4 +144,56 @@ fn modinfo_of_an_inbox_driver() {
     assert_eq!(m.built_for.as_deref(), Some("5.15.0-102-generic"));
     assert_eq!(m.srcversion.as_deref(), Some("E7701886AAC16AD41A71F0E"));
     assert_eq!(m.version, None, "an inbox module without a version line");
+}
+
+#[test]
+fn show_fec_with_totals_and_no_lanes() {
+    let r = parse_show_fec(&wild("fec-fbnic-rs-stats.txt"));
+    assert_eq!(r.active, Some(FecMode::Rs));
+    assert_eq!((r.corrected_blocks, r.uncorrectable_blocks), (Some(0), Some(0)));
+    assert!(r.lane_corrected.is_empty(), "{r:?}");
+}
+
+#[test]
+fn show_fec_with_the_6_18_histogram() {
+    let r = parse_show_fec(&wild("fec-eni8np1-histogram.txt"));
+    assert_eq!(r.active, Some(FecMode::Off), "Active FEC encoding: None");
+    assert_eq!((r.corrected_blocks, r.uncorrectable_blocks), (Some(123), Some(4)));
+    assert!(r.lane_corrected.is_empty(), "the per-lane figures are the histogram's, not corrected blocks': {r:?}");
+    assert_eq!(parse_show_fec(&wild("fec-eni8np1-histogram.json")), FecReport::default(), "JSON is not read as text");
+}
+
+#[test]
+fn devlink_health_text_is_not_the_json_the_bundle_keeps() {
+    assert!(devlink::parse_health(&wild("devlink-health-pds_core-fw.txt")).is_err());
+}
+
+#[test]
+fn journalctl_default_stamps_carry_no_year() {
+    let log = kernel_log::parse(&wild("journalctl-cubecos-mlx5-link-up.txt"));
+    assert!(log.events.is_empty(), "{:?}", log.events);
+    assert_eq!((log.untimed, log.last), (7, None), "every line counted as untimed, none placed");
+}
+
+#[test]
+fn portinfo_of_a_disabled_qdr_switch_port() {
+    let p = parse_smpquery_portinfo(&wild("ibportstate-exadata-qdr-switch-port.txt"));
+    assert_eq!(p, LinkPartner::Enabled { width: Width::X4, speed: Speed::Qdr });
+}
+
+#[test]
+fn mlxconfig_query_with_next_boot_only() {
+    let q = firmware::parse_query(&wild("mlxconfig-q-cx7-next-boot-only.txt")).expect("a table");
+    assert_eq!(q.len(), 17);
+    let p = &q["MEMIC_ATOMIC"];
+    assert_eq!((p.default.as_ref(), p.current.as_ref()), (None, None));
+    assert_eq!(p.next_boot.as_ref().map(|v| v.label()), Some("MEMIC_ATOMIC_ENABLE"));
+    assert_eq!(q["ROCE_NEXT_PROTOCOL"].next_boot.as_ref().map(|v| v.label()), Some("254"));
+    assert_eq!(q["MODULE_SPLIT_M0"].next_boot.as_ref().map(|v| v.label()), Some("Array[0..15]"));
+    assert!(q.values().all(|p| !p.pending()), "no Current column: nothing is known to wait");
+}
+
+#[test]
+fn mlxconfig_set_confirmation_is_not_a_query() {
+    assert_eq!(firmware::parse_query(&wild("mlxconfig-set-cx6-next-boot-new.txt")), None);
 }
