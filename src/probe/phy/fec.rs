@@ -94,10 +94,14 @@ pub fn parse_show_fec(report: &str) -> FecReport {
             out.active = value.split_whitespace().find_map(mode_word);
         } else if key == "corrected_blocks" {
             under = Under::Corrected;
-            out.corrected_blocks = value.parse().ok();
+            let (total, lanes) = total_and_lanes(value);
+            out.corrected_blocks = total;
+            if let Some(lanes) = lanes {
+                out.lane_corrected = lanes;
+            }
         } else if key == "uncorrectable_blocks" {
             under = Under::Uncorrectable;
-            out.uncorrectable_blocks = value.parse().ok();
+            out.uncorrectable_blocks = total_and_lanes(value).0;
         } else if let Some(lane) = key.strip_prefix("lane ").and_then(|n| n.trim().parse::<usize>().ok()) {
             if under == Under::Corrected && lane < 8 {
                 if out.lane_corrected.len() <= lane {
@@ -110,6 +114,20 @@ pub fn parse_show_fec(report: &str) -> FecReport {
         }
     }
     out
+}
+
+/// A statistic's value: `256`, or with ethtool's one-line lanes (netlink/fec.c
+/// `fec_show_stats` since the 6.18 histogram patch, "align format of blocks per-lane
+/// statistics to histogram per-lane"): `256 [ per_lane: 5, 240, 11 ]`. Lanes past the eighth
+/// and a list with an entry that is not a count are not read.
+fn total_and_lanes(value: &str) -> (Option<u64>, Option<Vec<u64>>) {
+    let (total, rest) = value.split_once('[').map_or((value, None), |(t, r)| (t, Some(r)));
+    let lanes = rest
+        .and_then(|r| r.trim().strip_prefix("per_lane:"))
+        .and_then(|r| r.trim().strip_suffix(']'))
+        .and_then(|r| r.split(',').map(|n| n.trim().parse::<u64>().ok()).collect::<Option<Vec<u64>>>())
+        .filter(|l| l.len() <= 8);
+    (total.trim().parse().ok(), lanes)
 }
 
 fn mode_word(word: &str) -> Option<FecMode> {
@@ -150,6 +168,18 @@ mod tests {
         let r = parse_show_fec(report);
         assert_eq!((r.corrected_blocks, r.uncorrectable_blocks), (Some(256), Some(3)));
         assert_eq!(r.lane_corrected, vec![5, 240, 11]);
+    }
+
+    #[test]
+    fn ethtool_lanes_on_one_line() {
+        // The shape ethtool's histogram patch prints for per-lane blocks (its `fec_show_stats`:
+        // `"  %s: %" PRIu64`, then `" [ per_lane:"`, `"%s %" PRIu64` per lane, `" ]\n"`).
+        let report = "FEC parameters for eth2:\nSupported/Configured FEC encodings: Auto BaseR\nActive FEC encoding: BaseR\nStatistics:\n  corrected_blocks: 256 [ per_lane: 5, 240, 11, 0 ]\n  uncorrectable_blocks: 3 [ per_lane: 3, 0, 0, 0 ]\n  fec_symbol_err_0: 445 [ per_lane:  125, 120, 100, 100 ]\n";
+        let r = parse_show_fec(report);
+        assert_eq!((r.corrected_blocks, r.uncorrectable_blocks), (Some(256), Some(3)));
+        assert_eq!(r.lane_corrected, vec![5, 240, 11, 0]);
+        let odd = parse_show_fec("  corrected_blocks: 7 [ per_lane: 1, x ]\n");
+        assert_eq!((odd.corrected_blocks, odd.lane_corrected), (Some(7), vec![]), "a bad list is no lanes, the total stays");
     }
 
     #[test]
