@@ -52,7 +52,19 @@ impl Topology {
         let mut topo = Topology::default();
         let node = |id: &str| cabling.nodes.get(id);
         let is_switch = |id: &str| node(id).is_some_and(|n| n.is_switch);
-        let name = |id: &str| node(id).map_or_else(|| id.to_string(), |n| n.key.description.clone());
+        // Switches left with their default description ("Quantum Mellanox Technologies") share
+        // it: each such switch is named with its id too, so two leaves (or two spines) are two.
+        let mut switches_named: HashMap<&str, usize> = HashMap::new();
+        for n in cabling.nodes.values().filter(|n| n.is_switch) {
+            *switches_named.entry(n.key.description.as_str()).or_default() += 1;
+        }
+        let name = |id: &str| match node(id) {
+            Some(n) if n.is_switch && switches_named.get(n.key.description.as_str()).is_some_and(|&k| k > 1) => {
+                format!("{} ({id})", n.key.description)
+            }
+            Some(n) => n.key.description.clone(),
+            None => id.to_string(),
+        };
         let mut leaf_of_switch: HashMap<String, LeafId> = HashMap::new();
         // Leaves first (a switch with a host), in file order.
         for link in &cabling.links {
@@ -192,6 +204,28 @@ Ca	1 "H-0002c903000e0b72"		# "n07 mlx5_0"
         let leaf = t.leaf_of("r-ufm216").unwrap();
         assert_eq!(t.leaf_name(leaf), "SwitchIB Mellanox Technologies");
         assert_eq!(t.uplinks(leaf), ["MF0;switch-de779e:SX6012/U1"]);
+    }
+
+    /// Switches that keep their default description (no node description set: common on
+    /// unmanaged ones) are told apart by their ids: two spines are two uplinks, two leaves two
+    /// names.
+    #[test]
+    fn switches_sharing_a_default_description_are_told_apart() {
+        let text = "Switch\t40 \"S-0000000000000a01\"\t# \"Quantum Mellanox Technologies\" base port 0 lid 1 lmc 0\n\
+                    [1]\t\"H-0000000000000b01\"[1](b01)\t# \"n01 mlx5_0\" lid 11 4xNDR\n\
+                    [39]\t\"S-0000000000000c01\"[1]\t# \"Quantum Mellanox Technologies\" lid 3 4xNDR\n\
+                    [40]\t\"S-0000000000000c02\"[1]\t# \"Quantum Mellanox Technologies\" lid 4 4xNDR\n\
+                    \n\
+                    Switch\t40 \"S-0000000000000a02\"\t# \"Quantum Mellanox Technologies\" base port 0 lid 2 lmc 0\n\
+                    [1]\t\"H-0000000000000b02\"[1](b02)\t# \"n02 mlx5_0\" lid 12 4xNDR\n\
+                    [39]\t\"S-0000000000000c01\"[2]\t# \"Quantum Mellanox Technologies\" lid 3 4xNDR\n\
+                    [40]\t\"S-0000000000000c02\"[2]\t# \"Quantum Mellanox Technologies\" lid 4 4xNDR\n";
+        let t = Topology::parse(text).unwrap();
+        let (a, b) = (t.leaf_of("n01").unwrap(), t.leaf_of("n02").unwrap());
+        assert_ne!(a, b);
+        assert_eq!(t.leaf_name(a), "Quantum Mellanox Technologies (S-0000000000000a01)");
+        assert_eq!(t.leaf_name(b), "Quantum Mellanox Technologies (S-0000000000000a02)");
+        assert_eq!(t.uplinks(a), ["Quantum Mellanox Technologies (S-0000000000000c01)", "Quantum Mellanox Technologies (S-0000000000000c02)"]);
     }
 
     #[test]
