@@ -233,6 +233,12 @@ impl<'p> Parser<'p> {
             self.current = None;
             return Ok(());
         }
+        if is_diagnostic(line) {
+            return Err(err("this line is an error infiniband-diags printed, not cabling (a MAD that failed or timed out: a node did not \
+                 answer, so the discovery may be incomplete); run ibnetdiscover again with its stderr kept out of the file \
+                 (`ibnetdiscover > FILE`), or delete the line once the discovery is known to be whole"
+                .into()));
+        }
         if line.starts_with("include ") || line.starts_with("do ") {
             return Err(err(format!("'{}' is an ibsim directive, not cabling: give the expanded file", first_word(line))));
         }
@@ -352,6 +358,17 @@ fn is_grouping_heading(line: &str) -> bool {
         || line.strip_prefix("Chassis ").and_then(|rest| rest.split_whitespace().next()).is_some_and(|n| n.parse::<u8>().is_ok())
 }
 
+/// A diagnostic that libibmad or infiniband-diags writes to stderr, captured into the file with
+/// `2>&1`: `ibwarn: [pid] func: ...` (`IBWARN`), `ibnetdiscover: iberror: ...` (`IBEXIT`), or
+/// libibmad's `src/query_smp.c:195; umad (DR path ...) bad status 110; Connection timed out`
+/// (`IBWARN` with file and line, as NVIDIA's ibdiagpath article captured it).
+fn is_diagnostic(line: &str) -> bool {
+    let source_line = line.strip_prefix("src/").and_then(|rest| rest.split_once(".c:")).is_some_and(|(file, rest)| {
+        !file.is_empty() && rest.split_once(';').is_some_and(|(n, _)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    });
+    source_line || line.starts_with("ibwarn: ") || line.split_once(": ").is_some_and(|(_, rest)| rest.starts_with("iberror: "))
+}
+
 fn first_word(line: &str) -> &str {
     line.split_whitespace().next().unwrap_or("")
 }
@@ -454,6 +471,22 @@ Ca	2 "H-0000000000100003"		# "Hca2"
         assert_eq!(t.nodes["H-0000000000100003"].key.description, "Hca2");
         // Switch1 is only referenced: its key comes from the id's GUID and the comment.
         assert_eq!(t.nodes["S-0000000000200000"].key, NodeKey { guid: Some(Guid(0x200000)), description: "Switch1".into() });
+    }
+
+    /// What infiniband-diags writes to stderr, captured with `2>&1`, is refused saying what it
+    /// is (the discovery may be incomplete), not as an unknown line.
+    #[test]
+    fn a_captured_diagnostic_is_named() {
+        for line in [
+            "src/query_smp.c:195; umad (DR path slid 0; dlid 0; 0,1,1,31 Attr 0x11:0) bad status 110; Connection timed out",
+            "ibwarn: [12345] mad_rpc_open_port: can't open UMAD port ((null):0)",
+            "ibnetdiscover: iberror: failed: discover failed",
+        ] {
+            let text = format!("{line}\nSwitch 2 \"S-0000000000000001\" # \"s1\"\n");
+            let e = parse("t.net", &text).unwrap_err().to_string();
+            assert!(e.starts_with("t.net:1:") && e.contains("infiniband-diags printed") && e.contains("may be incomplete"), "{e}");
+        }
+        assert!(!is_diagnostic("Switch 36 \"S-0000000000000001\" # \"src/x.c:1; y\""));
     }
 
     /// `ibnetdiscover -g`'s shape (ibnetdiscover.c: `out_chassis`, the `# Spine Nodes` comments,
