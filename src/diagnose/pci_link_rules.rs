@@ -83,6 +83,10 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
             continue;
         }
+        if d.virtual_function {
+            sheet.skip(FindingId::PciLink, &d.name, "SR-IOV virtual function: no PCIe link of its own (its physical function's is judged)");
+            continue;
+        }
         if let Some(file) = unread.device(&d.name, &PCI_FILES) {
             sheet.skip(FindingId::PciLink, &d.name, why(file));
             continue;

@@ -24,6 +24,12 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
     }
 }
 
+/// Whether an NVIDIA/Mellanox part id is an SR-IOV virtual function's (mlx5's and mlx4's PCI
+/// tables mark them `MLX5_PCI_DEV_IS_VF`; the names this table gives end in "VF").
+pub fn is_virtual_function(vendor_id: Option<u32>, part_id: Option<u32>) -> bool {
+    matches!(vendor_id, Some(MELLANOX_OUI) | Some(MELLANOX_PCI_VENDOR)) && part_id.and_then(nvidia_part_name).is_some_and(|n| n.ends_with(" VF"))
+}
+
 /// What kind of adapter a [`ca_type`] name is: what the rules need to know of it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CaKind {
@@ -104,6 +110,19 @@ fn nvidia_part_name(part: u32) -> Option<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// NVIDIA's VF part ids, as mlx5's PCI table marks them; a PF, another vendor or no id is not.
+    #[test]
+    fn virtual_functions_by_part_id() {
+        for part in [0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0xa2d3] {
+            assert!(is_virtual_function(Some(MELLANOX_PCI_VENDOR), Some(part)), "{part:#x}");
+        }
+        for part in [0x1021, 0x101d, 0xa2dc] {
+            assert!(!is_virtual_function(Some(MELLANOX_OUI), Some(part)), "{part:#x}");
+        }
+        assert!(!is_virtual_function(Some(0x14e4), Some(0x101e)));
+        assert!(!is_virtual_function(Some(MELLANOX_PCI_VENDOR), None));
+    }
 
     #[test]
     fn names() {

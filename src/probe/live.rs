@@ -101,6 +101,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
     Ok(Device {
         name: name.to_string(),
         node_type: from_sysfs.node_type,
+        virtual_function: from_sysfs.virtual_function,
         ca_type: catype::ca_type(Some(attrs.vendor_id), Some(attrs.vendor_part_id), name),
         fw_ver: attrs.fw_ver.clone(),
         node_guid: port::format_guid(attrs.node_guid),

@@ -29,6 +29,11 @@ pub struct Device {
     /// apply and whether `pair` can test it. Not in the documents, whose fields are fixed.
     #[serde(skip)]
     pub node_type: crate::port::NodeType,
+    /// An SR-IOV virtual function (sysfs `device/physfn`, or an NVIDIA VF part id where a bundle
+    /// holds no link): its address, MTU and QoS are its user's (a pod, a VM), its PCIe link and
+    /// PHY its physical function's. Not in the documents.
+    #[serde(skip)]
+    pub virtual_function: bool,
     /// Product family decoded from the vendor part id ("ConnectX-6", "Soft-RoCE (rxe)").
     pub ca_type: String,
     pub fw_ver: String,
