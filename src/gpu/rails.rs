@@ -20,6 +20,9 @@ pub struct Candidate {
     pub active: bool,
     /// The device's PCI function; `None` for Soft-RoCE (no PCI device).
     pub bdf: Option<String>,
+    /// An SR-IOV virtual function: no rail of its own where its physical function is a
+    /// candidate (they share one link), the node's rails where it is all there is (a pod).
+    pub virtual_function: bool,
 }
 
 /// Every port of an inventory as a rail candidate.
@@ -32,6 +35,7 @@ pub fn candidates(inventory: &Inventory) -> Vec<Candidate> {
             link_layer: p.link_layer,
             active: p.state == PortState::Active,
             bdf: d.pci.as_ref().and_then(|pci| pci.address.clone()),
+            virtual_function: d.virtual_function,
         })
         .collect()
 }
@@ -81,7 +85,10 @@ pub fn resolve(spec: &RailSpec, ports: &[Candidate], tree: Option<&PciTree>, lay
     let Some(layer) = layer.or_else(|| link_layer_in_use(ports)) else {
         return Err(RailError::NoPorts(None));
     };
-    let of_layer: Vec<&Candidate> = ports.iter().filter(|p| p.link_layer == layer).collect();
+    // A node with physical functions has its rails there: its VFs share their links (named in a
+    // list, a VF is still taken). A pod that was given only VFs has those.
+    let physical = ports.iter().any(|p| p.link_layer == layer && !p.virtual_function);
+    let of_layer: Vec<&Candidate> = ports.iter().filter(|p| p.link_layer == layer && !(physical && p.virtual_function)).collect();
     if of_layer.is_empty() && !matches!(spec, RailSpec::List(_)) {
         return Err(RailError::NoPorts(Some(layer.name().into_owned())));
     }

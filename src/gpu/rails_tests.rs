@@ -150,7 +150,7 @@ fn a_nic_on_the_other_socket_is_no_gpus_rail() {
 }
 
 fn port(device: &str, port: u32, layer: LinkLayer, active: bool, bdf: Option<&str>) -> Candidate {
-    Candidate { device: device.into(), port, link_layer: layer, active, bdf: bdf.map(str::to_string) }
+    Candidate { device: device.into(), port, link_layer: layer, active, bdf: bdf.map(str::to_string), virtual_function: false }
 }
 
 #[test]
@@ -234,4 +234,24 @@ fn nics_behind_one_switch_share_its_uplink() {
     let hgx = crate::probe::pci::read(&root).unwrap();
     let rails = resolve(&RailSpec::Auto, &ports, Some(&hgx), None).unwrap();
     assert!(shared_uplinks(&hgx, &rails).is_empty());
+}
+
+/// SR-IOV: a node's virtual functions are no rails beside their physical functions (one link
+/// each), but a pod that holds only VFs has them as its rails; a list may still name a VF.
+#[test]
+fn virtual_functions_are_rails_only_where_they_are_all_there_is() {
+    let vf = |device: &str, bdf: &str| Candidate { virtual_function: true, ..port(device, 1, LinkLayer::Ethernet, true, Some(bdf)) };
+    let node = [
+        port("mlx5_0", 1, LinkLayer::Ethernet, true, Some("0000:17:00.0")),
+        vf("mlx5_2", "0000:17:00.2"),
+        port("mlx5_1", 1, LinkLayer::Ethernet, true, Some("0000:31:00.0")),
+        vf("mlx5_3", "0000:17:00.3"),
+    ];
+    let names = |rails: Vec<Rail>| rails.into_iter().map(|r| r.device).collect::<Vec<_>>();
+    assert_eq!(names(resolve(&RailSpec::All, &node, None, None).unwrap()), ["mlx5_0", "mlx5_1"]);
+    assert_eq!(names(resolve(&RailSpec::Auto, &node, None, None).unwrap()), ["mlx5_0", "mlx5_1"]);
+    let list = RailSpec::parse("mlx5_2").unwrap();
+    assert_eq!(names(resolve(&list, &node, None, None).unwrap()), ["mlx5_2"]);
+    let pod = [vf("mlx5_2", "0000:17:00.2"), vf("mlx5_3", "0000:17:00.3")];
+    assert_eq!(names(resolve(&RailSpec::All, &pod, None, None).unwrap()), ["mlx5_2", "mlx5_3"]);
 }
