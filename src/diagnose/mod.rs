@@ -146,10 +146,15 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
         if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
+        let subject = format!("{}/{}", device.name, port.port);
+        // A VF beside its physical functions is its user's; its PHY is its PF's.
+        if device.virtual_function && input.inventory.has_physical_function() {
+            port_rules::virtual_function(port, &subject, sheet);
+            continue;
+        }
         port_rules::run(device, port, input.expect, &unread, sheet);
-        // A virtual function has no PHY of its own: its physical function's is judged.
         if !device.virtual_function {
-            phy_rules::run(port, &format!("{}/{}", device.name, port.port), sheet);
+            phy_rules::run(port, &subject, sheet);
         }
     }
 }
@@ -158,10 +163,7 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
 /// callers (such as `pair`) that meet a port that is not ACTIVE.
 pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) -> (String, String) {
     let mut sheet = Sheet::default();
-    // A virtual function a test runs on is that test's port: its state is judged as any port's
-    // (the checklist leaves a VF's port to its user).
-    let device = crate::probe::Device { virtual_function: false, ..device.clone() };
-    port_rules::run(&device, port, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
+    port_rules::run(device, port, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
     sheet
         .findings
         .into_iter()

@@ -13,9 +13,6 @@ use crate::probe::{Device, Port};
 pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, sheet: &mut Sheet) {
     let subject = format!("{}/{}", device.name, port.port);
     let s = subject.as_str();
-    if device.virtual_function {
-        return virtual_function(port, s, sheet);
-    }
     let unreadable = |files: &[&'static str]| unread.port(&device.name, port.port, files);
     match unreadable(&["state", "phys_state"]) {
         Some(file) => sheet.skip(FindingId::PortState, s, why(file)),
@@ -298,11 +295,12 @@ fn fraction(lanes: u32, want: u32) -> String {
     }
 }
 
-/// A virtual function's port (SR-IOV: a pod's or a VM's NIC): its address, netdev, MTU and
-/// QoS are set by whoever it is given to, and an idle one has none; its link is its physical
-/// function's, judged there. One row says so rather than failing a healthy node on its idle
-/// VFs (no routable GID, a netdev left down, MTU 1500 beside the PF's 9000).
-fn virtual_function(port: &Port, s: &str, sheet: &mut Sheet) {
+/// A virtual function's port on a node that has its physical functions (SR-IOV: a pod's or a
+/// VM's NIC): its address, netdev, MTU and QoS are set by whoever it is given to, and an idle one
+/// has none; its link is its physical function's, judged there. One row says so rather than
+/// failing a healthy node on its idle VFs (no routable GID, a netdev left down, MTU 1500 beside
+/// the PF's 9000). Where VFs are all there is (inside the pod or VM), they are judged in full.
+pub(super) fn virtual_function(port: &Port, s: &str, sheet: &mut Sheet) {
     let why = format!(
         "SR-IOV virtual function ({} / {}): its address, MTU and QoS are its user's (a pod, a VM), its link its physical function's, judged there",
         port.state, port.phys_state

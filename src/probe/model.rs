@@ -191,6 +191,12 @@ pub struct Counter {
 }
 
 impl Inventory {
+    /// Whether a physical function is here (not only SR-IOV virtual functions, as inside a pod
+    /// or a VM that was given VFs): then the VFs are their users', the node's set-up is the PFs'.
+    pub fn has_physical_function(&self) -> bool {
+        self.devices.iter().any(|d| !d.virtual_function)
+    }
+
     /// Finds a device by name.
     pub fn device(&self, name: &str) -> Option<&Device> {
         self.devices.iter().find(|d| d.name == name)

@@ -335,3 +335,24 @@ fn a_mesh_stopped_by_sighup_reports_the_pairs_it_measured() {
     assert!(!pairs.is_empty() && pairs.len() < 15, "{} pairs", pairs.len());
     assert!(pairs.iter().all(|p| p["verdict"] == "pass"), "{pairs:#?}");
 }
+
+// ------------------------------------------------------------- 0.5: SR-IOV virtual functions
+
+/// The VF of fixture `roce-sriov-idle-vf` seen from inside the pod it was given to (its PF
+/// gone from view, as with the RDMA subsystem in exclusive mode): there it is the node's NIC,
+/// judged in full, so its missing address fails `roce.gid` (beside its PF it is a skip row).
+#[test]
+fn a_virtual_function_alone_is_judged_as_the_node_s_port() {
+    let tree = bundle("roce-sriov-idle-vf", "vf-alone");
+    std::fs::remove_dir_all(tree.join("class/infiniband/mlx5_0")).unwrap();
+    std::fs::remove_dir_all(tree.join("class/net/ens2np0")).unwrap();
+    let (code, doc) = check_json(&tree, &[]);
+    assert_eq!(code, Some(1), "{}", doc["findings"]);
+    let gid = rows(&doc, "roce.gid");
+    assert_eq!((gid.len(), gid[0]["subject"].as_str(), gid[0]["status"].as_str()), (1, Some("mlx5_2/1"), Some("fail")), "{gid:?}");
+    assert!(rows(&doc, "port.state").iter().all(|r| r["status"] == "pass"), "{:?}", rows(&doc, "port.state"));
+    let (code, doc) = check_json(&bundle("roce-sriov-idle-vf", "vf-beside-pf"), &[]);
+    assert_eq!(code, Some(0), "{}", doc["findings"]);
+    let vf = rows(&doc, "port.state").into_iter().find(|r| r["subject"] == "mlx5_2/1").unwrap();
+    assert_eq!(vf["status"], "skip");
+}
