@@ -87,7 +87,10 @@ impl SysfsRoot {
         Device {
             name: name.to_string(),
             node_type: self.read_numbered(&dir.join("node_type")).map_or(crate::port::NodeType::Ca, crate::port::NodeType::from_raw),
-            virtual_function: self.exists(&pci_dir.join("physfn")) || catype::is_virtual_function(vendor_id, vendor_part_id),
+            // `physfn` is a link to the PF (read without following it: a bundle keeps the link,
+            // not always the PF's folder).
+            virtual_function: self.tree.link_name(self.inside(&pci_dir.join("physfn"))).is_some()
+                || catype::is_virtual_function(vendor_id, vendor_part_id),
             ca_type: catype::ca_type(vendor_id, vendor_part_id, name),
             fw_ver: self.read_trim(&dir.join("fw_ver")).unwrap_or_default(),
             node_guid: self.read_trim(&dir.join("node_guid")).unwrap_or_default(),

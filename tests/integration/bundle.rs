@@ -181,3 +181,50 @@ fn capture_sysfs_sh_is_the_binarys_capture() {
     assert_eq!(manifest(&out_dir)["schema"], "fabcheck.bundle.v1");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// An SR-IOV virtual function known only by its `physfn` link (a vendor whose VF part ids
+/// fabcheck does not list): the live-shaped tree and its bundle both judge it as a VF beside
+/// its physical function, because the capture keeps the link.
+#[test]
+fn a_virtual_function_s_physfn_link_is_kept_and_read() {
+    let dir = scratch("physfn");
+    let src = dir.join("src");
+    copy_fixture("pcie-aer-badtlp", &src);
+    let pf = "devices/pci0000:3a/0000:3a:00.0/0000:3b:00.0";
+    let vf = src.join("devices/pci0000:3a/0000:3a:00.0/0000:3b:00.2");
+    std::fs::create_dir_all(vf.join("net/ens2v0")).unwrap();
+    for (name, value) in [
+        ("vendor", "0x14e4"),
+        ("device", "0x16dc"),
+        ("class", "0x020000"),
+        ("numa_node", "0"),
+        ("current_link_speed", "Unknown"),
+        ("current_link_width", "0"),
+        ("max_link_speed", "Unknown"),
+        ("max_link_width", "0"),
+    ] {
+        std::fs::write(vf.join(name), format!("{value}\n")).unwrap();
+    }
+    std::fs::write(vf.join("net/ens2v0/dev_port"), "0\n").unwrap();
+    symlink("../0000:3b:00.0", vf.join("physfn")).unwrap();
+    let ib = src.join("class/infiniband");
+    let status = Command::new("cp").arg("-a").arg(ib.join("mlx5_0")).arg(ib.join("bnxt_re1")).status().unwrap();
+    assert!(status.success());
+    std::fs::remove_file(ib.join("bnxt_re1/device")).unwrap();
+    symlink("../../../devices/pci0000:3a/0000:3a:00.0/0000:3b:00.2", ib.join("bnxt_re1/device")).unwrap();
+    assert!(src.join(pf).is_dir());
+
+    let out_dir = dir.join("bundle");
+    let out = bounded(&["bundle", out_dir.to_str().unwrap(), "--from-root", src.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let kept = std::fs::read_link(out_dir.join("devices/pci0000:3a/0000:3a:00.0/0000:3b:00.2/physfn")).unwrap();
+    assert_eq!(kept, Path::new("../0000:3b:00.0"));
+    let (s, b) = (src.to_str().unwrap(), out_dir.to_str().unwrap());
+    let live = doc(&["check", "--json", "--sysfs-root", s]);
+    let row = live["checks"].as_array().unwrap().iter().find(|c| c["id"] == "port.state" && c["subject"] == "bnxt_re1/1").cloned();
+    let row = row.unwrap_or_else(|| panic!("no port.state row for the VF: {}", live["checks"]));
+    assert_eq!(row["status"], "skip", "{row}");
+    assert!(row["observed"].as_str().unwrap().starts_with("SR-IOV virtual function"), "{row}");
+    assert_eq!(live, doc(&["check", "--json", "--sysfs-root", b]));
+    std::fs::remove_dir_all(&dir).ok();
+}

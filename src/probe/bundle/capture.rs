@@ -281,8 +281,22 @@ impl Capture {
                     self.copy_same(&path.join(a))?;
                 }
                 self.driver_link(&path)?;
+                self.physfn_link(&path)?;
             }
         }
+        Ok(())
+    }
+
+    /// `FUNCTION/physfn`: an SR-IOV virtual function's link to its physical function, kept as a
+    /// link to the PF's name beside it (what marks the function a VF when the bundle is read).
+    fn physfn_link(&mut self, function: &Path) -> Result<(), WriteError> {
+        let rel = function.join("physfn");
+        let Some(name) = self.src.link_name(&rel).and_then(|n| n.into_string().ok()) else { return Ok(()) };
+        if !crate::probe::tool::valid_bdf(&name) || self.out.has(&rel) {
+            return Ok(());
+        }
+        self.out.link(&rel, &p("..").join(name))?;
+        self.manifest.links += 1;
         Ok(())
     }
 
