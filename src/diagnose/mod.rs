@@ -142,13 +142,14 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
     }
     let unread = unreadable::Unread::of(input.inventory);
     node_rules::run(input, &unread, sheet);
+    let physical = input.inventory.has_physical_function();
     for (device, port) in input.inventory.ports() {
         if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
             continue;
         }
         let subject = format!("{}/{}", device.name, port.port);
         // A VF beside its physical functions is its user's; its PHY is its PF's.
-        if device.virtual_function && input.inventory.has_physical_function() {
+        if device.virtual_function && physical {
             port_rules::virtual_function(port, &subject, sheet);
             continue;
         }

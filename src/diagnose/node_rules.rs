@@ -187,12 +187,13 @@ fn mtu_consistency(input: &Input<'_>, sheet: &mut Sheet) {
     if input.expect.mtu.is_some() {
         return;
     }
+    let physical = input.inventory.has_physical_function();
     let mtus: Vec<(String, u32)> = input
         .inventory
         .ports()
         .filter(|(d, _)| input.scope.device.as_deref().is_none_or(|s| s == d.name))
         // A virtual function's MTU beside its physical functions is its user's (a pod's, a VM's).
-        .filter(|(d, _)| !(d.virtual_function && input.inventory.has_physical_function()))
+        .filter(|(d, _)| !(d.virtual_function && physical))
         .filter(|(_, p)| p.state == crate::port::PortState::Active)
         .filter_map(|(d, p)| p.active_mtu.map(|m| (format!("{}/{}", d.name, p.port), m)))
         .collect();
