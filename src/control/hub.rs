@@ -1,10 +1,11 @@
 //! The controller's reactor: every agent channel, polled from one thread.
 //!
 //! A mesh of a thousand nodes holds a thousand channels (ssh children or sockets) and no
-//! thread per node: the hub starts agents on the first request sent to them, connects
-//! sockets without blocking, reads replies as they arrive and hands them out as events.
-//! Conversations (see [`drive`](super::drive)) decide what to send; the hub only moves bytes
-//! and explains channels that end.
+//! thread per node. Sending only queues a request; all the work is done in [`Hub::wait`]
+//! (as quinn-proto's connection does it in its polls): it starts the agents that have
+//! requests waiting, connects sockets without blocking, writes what is queued, reads replies
+//! as they arrive and hands them out as events. Conversations (see [`drive`](super::drive))
+//! decide what to send; the hub only moves bytes and explains channels that end.
 
 use super::endpoint::HostSpec;
 use super::figures;
@@ -42,6 +43,9 @@ const TAIL: usize = 300;
 
 enum State {
     Idle,
+    /// Asked to carry a request while idle: its agent is started or reached at the next
+    /// [`Hub::wait`], its requests kept until then.
+    Asked,
     Connecting {
         stream: TcpStream,
         rest: Vec<SocketAddr>,
@@ -164,38 +168,45 @@ impl Hub {
         &self.links[id].label
     }
 
-    /// Sends a request, starting or reaching the agent first if its link is idle. Losses
-    /// arrive later as a `Lost` event, so callers handle every loss in one place.
+    /// Queues a request; nothing is started, written or read until the next [`Hub::wait`]
+    /// (an idle link's agent is started or reached there first). Losses arrive as a `Lost`
+    /// event, so callers handle every loss in one place.
     pub fn send(&mut self, id: LinkId, request: &Request) {
-        if matches!(self.links[id].state, State::Idle) {
-            self.open(id);
-        }
         let link = &mut self.links[id];
         match link.state {
-            State::Open(_) | State::Connecting { .. } | State::Waiting => link.outbox.extend_from_slice(protocol::encode(request).as_bytes()),
-            State::Idle | State::Ending { .. } => return,
+            State::Idle => {
+                link.inbox = LineBuffer::default();
+                link.outbox.clear();
+                link.stderr = LineBuffer::default();
+                link.stderr_tail.clear();
+                link.greeting = false;
+                link.state = State::Asked;
+            }
+            State::Ending { .. } => return,
+            State::Asked | State::Open(_) | State::Connecting { .. } | State::Waiting => {}
         }
-        self.flush(id);
+        link.outbox.extend_from_slice(protocol::encode(request).as_bytes());
     }
 
+    /// Starts or reaches the agent of a link asked to carry requests (they wait in its outbox).
     fn open(&mut self, id: LinkId) {
         let link = &mut self.links[id];
-        link.inbox = LineBuffer::default();
-        link.outbox.clear();
-        link.stderr = LineBuffer::default();
-        link.stderr_tail.clear();
-        link.greeting = false;
         match link.host.clone() {
             HostSpec::Tcp { host, port } => match link::resolve(&host, port, &link.label) {
                 Ok(addrs) => {
                     // A serve talks only after a hello, and ends sessions idle for its
                     // --idle-timeout: a link reopened for any request says hello first, so a
                     // conversation never depends on whether the old connection survived.
-                    link.outbox.extend_from_slice(protocol::encode(&Request::Hello { token: self.opts.token.clone() }).as_bytes());
+                    let hello = protocol::encode(&Request::Hello { token: self.opts.token.clone() });
+                    link.outbox.splice(0..0, hello.bytes());
                     link.greeting = true;
                     self.connect_next(id, addrs, port, String::new())
                 }
-                Err(f) => self.ready.push_back(HubEvent::Lost(id, f)),
+                Err(f) => {
+                    link.state = State::Idle;
+                    link.outbox.clear();
+                    self.ready.push_back(HubEvent::Lost(id, f));
+                }
             },
             HostSpec::Ssh { user, host } if self.opts.launcher == Launcher::Ssh => {
                 let destination = match user {
@@ -229,35 +240,37 @@ impl Hub {
             }
             Err(f) => {
                 link.state = State::Idle;
+                link.outbox.clear();
                 self.ready.push_back(HubEvent::Lost(id, f));
                 self.released(id);
             }
         }
     }
 
-    /// Link `id` answered for the first time: the sessions waiting for its login open over it.
+    /// Link `id` answered for the first time: the sessions waiting for its login open over it
+    /// (at the next wait).
     fn answered(&mut self, id: LinkId) {
         if std::mem::take(&mut self.links[id].logging_in) {
             let waiting = self.logins.answered(id);
-            self.open_waiting(waiting, Open::Shared);
+            self.stop_waiting(waiting);
         }
     }
 
     /// Link `id` is closed or lost: a login that never came up lets its waiting sessions log
-    /// in on their own; a shared session makes room.
+    /// in on their own (at the next wait); a shared session makes room.
     fn released(&mut self, id: LinkId) {
         self.links[id].logging_in = false;
         if matches!(self.links[id].host, HostSpec::Ssh { .. }) {
             let waiting = self.logins.closed(id);
-            self.open_waiting(waiting, Open::Alone);
+            self.stop_waiting(waiting);
         }
     }
 
-    fn open_waiting(&mut self, ids: Vec<LinkId>, how: Open) {
+    /// Sessions that waited for a login are opened at the next wait, as [`Logins`] then says.
+    fn stop_waiting(&mut self, ids: Vec<LinkId>) {
         for id in ids {
             if matches!(self.links[id].state, State::Waiting) {
-                self.spawn(id, how);
-                self.flush(id);
+                self.links[id].state = State::Asked;
             }
         }
     }
@@ -277,6 +290,7 @@ impl Hub {
         }
         let link = &mut self.links[id];
         link.state = State::Idle;
+        link.outbox.clear();
         self.ready.push_back(HubEvent::Lost(id, link::unreachable(&link.label, port, &last_error)));
     }
 
@@ -299,13 +313,18 @@ impl Hub {
 
     /// Waits up to `timeout` for replies and losses, appending them to `out`.
     pub fn wait(&mut self, timeout: Duration, out: &mut Vec<HubEvent>) {
+        for id in 0..self.links.len() {
+            if matches!(self.links[id].state, State::Asked) {
+                self.open(id);
+            }
+        }
         let now = Instant::now();
         let mut timeout = if self.ready.is_empty() { timeout } else { Duration::ZERO };
         self.slots.clear();
         let mut fds = Vec::with_capacity(self.links.len() * 2);
         for (id, link) in self.links.iter().enumerate() {
             match &link.state {
-                State::Idle | State::Waiting => {}
+                State::Idle | State::Asked | State::Waiting => {}
                 State::Connecting { stream, deadline, .. } => {
                     timeout = timeout.min(deadline.saturating_duration_since(now));
                     fds.push((stream.as_fd(), Interest::Write));
@@ -439,7 +458,7 @@ impl Hub {
                 self.ready.push_back(HubEvent::Lost(id, failure));
                 self.released(id);
             }
-            State::Connecting { .. } | State::Idle | State::Waiting => {}
+            State::Connecting { .. } | State::Idle | State::Asked | State::Waiting => {}
         }
     }
 
@@ -490,7 +509,7 @@ impl Hub {
         let channel = match std::mem::replace(&mut link.state, State::Idle) {
             State::Open(c) | State::Ending { channel: c, .. } => c,
             State::Waiting => return self.released(id),
-            State::Connecting { .. } | State::Idle => return,
+            State::Connecting { .. } | State::Idle | State::Asked => return,
         };
         let mut channel = channel;
         channel.close_write();

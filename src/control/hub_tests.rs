@@ -44,3 +44,43 @@ fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations()
     assert!(matches!(events.first(), Some(HubEvent::Reply(_, r)) if **r == Reply::Finished), "{events:?}");
     assert!(!events.iter().any(|e| matches!(e, HubEvent::Reply(_, r) if matches!(**r, Reply::Hello { .. }))), "{events:?}");
 }
+
+#[test]
+fn sending_only_queues_the_agent_is_reached_at_the_next_wait_and_a_discard_before_it_reaches_nobody() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let opts = LaunchOptions {
+        remote_fabcheck: "fabcheck".into(),
+        token: None,
+        connect_timeout: Duration::from_secs(5),
+        launcher: Launcher::Ssh,
+        k8s_selector: String::new(),
+    };
+    let mut hub = Hub::new(opts);
+    let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
+    hub.send(id, &Request::Finish);
+    assert!(listener.accept().is_err(), "send connected: it should only queue");
+    hub.discard(id);
+    let mut events = Vec::new();
+    hub.wait(Duration::from_millis(20), &mut events);
+    assert!(events.is_empty(), "{events:?}");
+    assert!(listener.accept().is_err(), "a link discarded before the wait was reached");
+
+    hub.send(id, &Request::Finish);
+    let until = Instant::now() + Duration::from_secs(20);
+    let stream = loop {
+        hub.wait(Duration::from_millis(20), &mut events);
+        if let Ok((stream, _)) = listener.accept() {
+            break stream;
+        }
+        assert!(Instant::now() < until, "the wait never reached the agent");
+    };
+    stream.set_nonblocking(false).unwrap();
+    let mut lines = BufReader::new(stream).lines();
+    let hello: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(hello, Request::Hello { token: None }, "the hello goes ahead of the queued request");
+    // Both lines were queued before the connection opened, and are written together.
+    let queued: Request = protocol::decode(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(queued, Request::Finish);
+}
