@@ -78,13 +78,19 @@ pub(super) fn fault(pci: &PciLink) -> bool {
 }
 
 pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
+    let physical = input.inventory.has_physical_function();
     for d in &input.inventory.devices {
         let Some(pci) = &d.pci else { continue };
         if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
             continue;
         }
         if d.virtual_function {
-            sheet.skip(FindingId::PciLink, &d.name, "SR-IOV virtual function: no PCIe link of its own (its physical function's is judged)");
+            let why = if physical {
+                "SR-IOV virtual function: no PCIe link of its own (its physical function's is judged)"
+            } else {
+                "SR-IOV virtual function: no PCIe link of its own (its physical function's is judged on the host that holds it)"
+            };
+            sheet.skip(FindingId::PciLink, &d.name, why);
             continue;
         }
         if let Some(file) = unread.device(&d.name, &PCI_FILES) {

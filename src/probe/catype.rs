@@ -24,10 +24,15 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
     }
 }
 
-/// Whether an NVIDIA/Mellanox part id is an SR-IOV virtual function's (mlx5's and mlx4's PCI
-/// tables mark them `MLX5_PCI_DEV_IS_VF`; the names this table gives end in "VF").
+/// NVIDIA/Mellanox SR-IOV virtual function part ids: those the kernel's `mlx5_core_pci_table`
+/// (drivers/net/ethernet/mellanox/mlx5/core/main.c) marks `MLX5_PCI_DEV_IS_VF`, and
+/// `mlx4_pci_table`'s ConnectX-2 and ConnectX-3 VFs (`MLX4_PCI_DEV_IS_VF`). ConnectX-6 Dx and
+/// later, and BlueField-2 and later, give their VFs the generic `0x101e`.
+const NVIDIA_VF_PARTS: [u32; 10] = [0x1002, 0x1004, 0x1012, 0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0xa2d3];
+
+/// Whether an NVIDIA/Mellanox part id is an SR-IOV virtual function's.
 pub fn is_virtual_function(vendor_id: Option<u32>, part_id: Option<u32>) -> bool {
-    matches!(vendor_id, Some(MELLANOX_OUI) | Some(MELLANOX_PCI_VENDOR)) && part_id.and_then(nvidia_part_name).is_some_and(|n| n.ends_with(" VF"))
+    matches!(vendor_id, Some(MELLANOX_OUI) | Some(MELLANOX_PCI_VENDOR)) && part_id.is_some_and(|p| NVIDIA_VF_PARTS.contains(&p))
 }
 
 /// What kind of adapter a [`ca_type`] name is: what the rules need to know of it.
@@ -114,8 +119,9 @@ mod tests {
     /// NVIDIA's VF part ids, as mlx5's PCI table marks them; a PF, another vendor or no id is not.
     #[test]
     fn virtual_functions_by_part_id() {
-        for part in [0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0xa2d3] {
+        for part in [0x1004, 0x1012, 0x1014, 0x1016, 0x1018, 0x101a, 0x101c, 0x101e, 0xa2d3] {
             assert!(is_virtual_function(Some(MELLANOX_PCI_VENDOR), Some(part)), "{part:#x}");
+            assert!(nvidia_part_name(part).is_some_and(|n| n.ends_with(" VF")), "{part:#x} is named as a VF");
         }
         for part in [0x1021, 0x101d, 0xa2dc] {
             assert!(!is_virtual_function(Some(MELLANOX_OUI), Some(part)), "{part:#x}");

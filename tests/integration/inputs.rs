@@ -351,6 +351,9 @@ fn a_virtual_function_alone_is_judged_as_the_node_s_port() {
     let gid = rows(&doc, "roce.gid");
     assert_eq!((gid.len(), gid[0]["subject"].as_str(), gid[0]["status"].as_str()), (1, Some("mlx5_2/1"), Some("fail")), "{gid:?}");
     assert!(rows(&doc, "port.state").iter().all(|r| r["status"] == "pass"), "{:?}", rows(&doc, "port.state"));
+    // Its PCIe link is its PF's, judged on the host that holds the PF, not "here".
+    let pci = rows(&doc, "pci.link");
+    assert!(pci.iter().any(|r| r["status"] == "skip" && r["observed"].as_str().is_some_and(|m| m.contains("on the host that holds it"))), "{pci:?}");
     let (code, doc) = check_json(&bundle("roce-sriov-idle-vf", "vf-beside-pf"), &[]);
     assert_eq!(code, Some(0), "{}", doc["findings"]);
     let vf = rows(&doc, "port.state").into_iter().find(|r| r["subject"] == "mlx5_2/1").unwrap();
