@@ -508,8 +508,10 @@ impl Hub {
         link.outbox.clear();
         let channel = match std::mem::replace(&mut link.state, State::Idle) {
             State::Open(c) | State::Ending { channel: c, .. } => c,
-            State::Waiting => return self.released(id),
-            State::Connecting { .. } | State::Idle | State::Asked => return,
+            // A session that waited for its host's login (and one freed from that wait, not yet
+            // opened) gives its place in the login back.
+            State::Waiting | State::Asked => return self.released(id),
+            State::Connecting { .. } | State::Idle => return,
         };
         let mut channel = channel;
         channel.close_write();
