@@ -147,7 +147,7 @@ impl Hub {
         }
     }
 
-    /// Registers an agent; nothing starts until the first request is sent to it.
+    /// Registers an agent; nothing starts until a request is sent to it and the hub next waits.
     pub fn add(&mut self, host: &HostSpec, label: impl Into<String>) -> LinkId {
         self.links.push(Link {
             host: host.clone(),
