@@ -197,3 +197,12 @@ fn mlxconfig_query_with_next_boot_only() {
 fn mlxconfig_set_confirmation_is_not_a_query() {
     assert_eq!(firmware::parse_query(&wild("mlxconfig-set-cx6-next-boot-new.txt")), None);
 }
+
+#[test]
+fn ethtool_lanes_line_is_the_lane_count_even_without_mode_lists() {
+    // `ethtool swp1 | grep -A 3 'Speed: '` on a Spectrum port forced to 100G over two lanes.
+    let m = parse_ethtool_modes(&wild("ethtool-spectrum-100g-lanes-2-excerpt.txt"));
+    assert_eq!(m.lanes, Some(2), "ethtool says `Lanes: 2`");
+    assert_eq!(m.autoneg, Some(false));
+    assert!(m.supported.is_empty() && m.advertised.is_empty());
+}

@@ -60,8 +60,9 @@ pub struct EthtoolModes {
     /// `None`: no partner line; `Some(empty)`: "Not reported".
     pub partner: Option<Vec<u32>>,
     pub autoneg: Option<bool>,
-    /// Lanes of the mode the link runs at, from the mode name (`400000baseCR4` → 4), when a
-    /// mode at the current speed is listed.
+    /// Lanes the link runs on: ethtool's own `Lanes: N` line where it prints one (ethtool ≥ 5.10
+    /// with a driver that reports lanes), else from the name of a listed mode at the current
+    /// speed (`400000baseCR4` → 4), which cannot tell 100G on four lanes from 100G on two.
     pub lanes: Option<u32>,
 }
 
@@ -79,6 +80,7 @@ pub fn parse_ethtool_modes(report: &str) -> EthtoolModes {
     let mut current = List::None;
     let mut names: Vec<String> = Vec::new();
     let mut speed_mbps: Option<u32> = None;
+    let mut lanes_line: Option<u32> = None;
     for line in report.lines().take(4096) {
         let trimmed = line.trim();
         let (list, rest) = if let Some(rest) = trimmed.strip_prefix("Supported link modes:") {
@@ -98,6 +100,10 @@ pub fn parse_ethtool_modes(report: &str) -> EthtoolModes {
                 };
             } else if let Some(v) = trimmed.strip_prefix("Speed:") {
                 speed_mbps = v.trim().strip_suffix("Mb/s").and_then(|n| n.parse().ok());
+            } else if let Some(v) = trimmed.strip_prefix("Lanes:") {
+                // ethtool netlink/settings.c `linkmodes_reply_cb`: `"\tLanes: %u\n"` when the
+                // kernel sends ETHTOOL_A_LINKMODES_LANES; 0 would be the kernel's "unknown".
+                lanes_line = v.trim().parse().ok().filter(|&n| n > 0);
             }
             continue;
         } else {
@@ -117,7 +123,7 @@ pub fn parse_ethtool_modes(report: &str) -> EthtoolModes {
             }
         }
     }
-    out.lanes = speed_mbps.and_then(|speed| names.iter().filter(|n| mode_speed(n) == Some(speed)).find_map(|n| mode_lanes(n)));
+    out.lanes = lanes_line.or_else(|| speed_mbps.and_then(|speed| names.iter().filter(|n| mode_speed(n) == Some(speed)).find_map(|n| mode_lanes(n))));
     out
 }
 
@@ -191,6 +197,20 @@ mod tests {
         assert_eq!(ethernet_partner(&parse_ethtool_modes(&off)), LinkPartner::Unknown { why: PartnerUnknown::AutonegOff });
         let none = CX7_AT_200_PARTNER.replace("\tLink partner advertised link modes:  200000baseCR4/Full\n", "");
         assert_eq!(ethernet_partner(&parse_ethtool_modes(&none)), LinkPartner::Unknown { why: PartnerUnknown::NoLine });
+    }
+
+    #[test]
+    fn ethtools_lanes_line_wins_over_the_mode_names() {
+        // 100G on two 50G PAM4 lanes: the first 100G mode listed is 100000baseKR4, but ethtool
+        // prints the lanes in use (tests/fixtures/wild/ethtool-spectrum-100g-lanes-2-excerpt.txt).
+        let report = CX7_AT_200_PARTNER
+            .replace("100000baseKR2/Full", "100000baseKR4/Full\n\t                        100000baseKR2/Full")
+            .replace("Speed: 200000Mb/s", "Speed: 100000Mb/s\n\tLanes: 2");
+        let modes = parse_ethtool_modes(&report);
+        assert_eq!(modes.lanes, Some(2));
+        assert_eq!(parse_ethtool_modes(&report.replace("\tLanes: 2\n", "")).lanes, Some(4), "without the line: the first name");
+        assert_eq!(parse_ethtool_modes(&report.replace("Lanes: 2", "Lanes: 0")).lanes, Some(4), "0 is not a lane count");
+        assert_eq!(parse_ethtool_modes("\tSpeed: 100000Mb/s\n\tLanes: 2\n").lanes, Some(2), "no mode list at all");
     }
 
     #[test]
