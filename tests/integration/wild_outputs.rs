@@ -6,7 +6,7 @@ use fabcheck::probe::pci::health::aer::{self, AerSeverity};
 use fabcheck::probe::pci::health::devlink;
 use fabcheck::probe::phy::ethtool_stats::parse_ethtool_stats;
 use fabcheck::probe::phy::fec::{parse_show_fec, FecMode, FecReport};
-use fabcheck::probe::phy::module::{parse_module_text, Media};
+use fabcheck::probe::phy::module::{parse_module_text, Direction, Figure, FlagLevel, Media, ModuleFlag, DARK_DBM};
 use fabcheck::probe::phy::partner::{ethernet_partner, parse_ethtool_modes, LinkPartner, PartnerUnknown};
 use fabcheck::probe::phy::peer_portinfo::parse_smpquery_portinfo;
 use fabcheck::probe::qos::{counters, mlnx_qos, Dscp, Priority, TcSched, Trust, Tsa};
@@ -198,6 +198,85 @@ fn mlxconfig_set_confirmation_is_not_a_query() {
     assert_eq!(firmware::parse_query(&wild("mlxconfig-set-cx6-next-boot-new.txt")), None);
 }
 
+fn dbm(values: &Option<Vec<Option<f64>>>) -> Vec<f64> {
+    values.as_ref().expect("a per-lane list").iter().map(|v| v.expect("a reading on every lane")).collect()
+}
+
+fn all_close(got: &[f64], want: &[f64]) -> bool {
+    got.len() == want.len() && got.iter().zip(want).all(|(g, w)| (g - w).abs() < 0.02)
+}
+
+#[test]
+fn cmis_qsfp_dd_400g_xdr4_reads_four_lit_lanes_four_dark_and_its_temperature_warning() {
+    let m = parse_module_text(&wild("ethtool-m-qsfp-dd-400g-xdr4-cmis4.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("QSFP-DD"));
+    assert_eq!((m.vendor.as_deref(), m.part.as_deref(), m.serial.as_deref()), (Some("Arista Networks"), Some("QDD-400G-XDR4"), Some("XKT242211481")));
+    assert_eq!(m.media, Some(Media::Optical), "1310 nm EML");
+    assert_eq!(m.temperature_c, Some(70.49));
+    assert!(all_close(&dbm(&m.tx_bias_ma), &[83.806, 81.878, 72.9, 110.1, 0.0, 0.0, 0.0, 0.0]), "{:?}", m.tx_bias_ma);
+    let dark = DARK_DBM;
+    assert!(all_close(&dbm(&m.tx_power_dbm), &[2.03, 2.17, 2.13, 1.58, dark, dark, dark, dark]), "{:?}", m.tx_power_dbm);
+    assert!(all_close(&dbm(&m.rx_power_dbm), &[3.52, 2.70, 2.65, 2.60, dark, dark, dark, dark]), "{:?}", m.rx_power_dbm);
+    // The one flag that is On; the thresholds (`... high warning threshold : 70.00 degrees C`)
+    // and the `None` loss-of-signal lines are not flags.
+    assert_eq!(m.flags, vec![ModuleFlag { figure: Figure::Temperature, level: FlagLevel::Warning, direction: Some(Direction::High), lane: None }]);
+}
+
+#[test]
+fn cmis_module_reporting_two_banks_keeps_the_eight_lanes_of_a_qsfp_dd() {
+    // ethtool prints 16 channels for a module that reports two banks (the source: "the module I
+    // have reports two banks and therefore 16 lanes"); on this one bank 1 repeats bank 0.
+    let m = parse_module_text(&wild("ethtool-m-qsfp-dd-two-banks-spectrum.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("QSFP-DD"));
+    assert!(all_close(&dbm(&m.tx_power_dbm), &[1.21, 1.03, 1.09, 1.14, 1.08, 1.11, 1.02, 1.27]), "{:?}", m.tx_power_dbm);
+    assert!(all_close(&dbm(&m.rx_power_dbm), &[0.55, 0.65, 0.62, 0.67, 0.70, 0.70, 0.49, 0.66]), "{:?}", m.rx_power_dbm);
+    assert_eq!(m.tx_bias_ma, None, "the source elides the bias lines");
+    assert_eq!((m.vendor, m.temperature_c), (None, None), "elided too: not readable, not zero");
+    assert!(m.flags.is_empty());
+}
+
+#[test]
+fn sff8636_qsfp28_sr4_reads_four_lanes_of_bias_and_power() {
+    let m = parse_module_text(&wild("ethtool-m-qsfp28-sr4-mellanox-cumulus.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("QSFP28"));
+    assert_eq!((m.vendor.as_deref(), m.part.as_deref(), m.serial.as_deref()), (Some("Mellanox"), Some("MMA1B00-C100D"), Some("MT1708FT01255")));
+    assert_eq!(m.media, Some(Media::Optical));
+    assert_eq!(m.temperature_c, Some(30.56));
+    assert!(all_close(&dbm(&m.tx_bias_ma), &[6.75; 4]), "{:?}", m.tx_bias_ma);
+    assert!(all_close(&dbm(&m.tx_power_dbm), &[1.44, 1.20, 1.26, 1.27]), "{:?}", m.tx_power_dbm);
+    assert!(all_close(&dbm(&m.rx_power_dbm), &[-0.12, -0.09, 0.55, 0.55]), "`Rcvr signal avg optical power(Channel N)`: {:?}", m.rx_power_dbm);
+    assert!(m.flags.is_empty(), "every flag is Off: {:?}", m.flags);
+}
+
+#[test]
+fn a_100g_cr4_dac_with_a_qsfp_plus_identifier_is_copper_without_readings() {
+    let m = parse_module_text(&wild("ethtool-m-qsfp-100g-cr4-dac.txt")).expect("a module");
+    assert_eq!(m.kind.as_deref(), Some("QSFP+"), "identifier 0x0d, whatever the cable carries");
+    assert_eq!((m.vendor.as_deref(), m.part.as_deref(), m.serial.as_deref()), (Some("Mellanox"), Some("MCP1600-E00A"), Some("MT1526VS05742")));
+    assert_eq!(m.media, Some(Media::Copper), "Copper cable unequalized");
+    assert_eq!(m.temperature_c, None, "0.00 degrees C is a cable without a monitor");
+    assert_eq!((m.rx_power_dbm, m.tx_power_dbm, m.tx_bias_ma), (None, None, None));
+    assert!(m.flags.is_empty());
+}
+
+#[test]
+fn ethtool_s_of_a_connectx4_lx_on_ubuntu_18_04_counts_zero_not_unknown() {
+    let text = wild("ethtool-S-mlx5-cx4lx-ubuntu18.txt");
+    let c = parse_ethtool_stats(&text);
+    assert_eq!((c.corrected_bits, c.symbol_errors, c.link_down_events), (Some(0), Some(0), Some(0)));
+    assert_eq!(c.received_bits, None, "mlx5 prints no rx_bits_phy in this version");
+    assert!(c.lane_errors.is_empty(), "no rx_err_lane_N_phy lines: {:?}", c.lane_errors);
+    assert_eq!((c.fec_corrected_blocks, c.fec_uncorrectable_blocks), (None, None));
+    let q = counters::parse(&text).expect("priority counters");
+    assert_eq!((q.rx_bytes[0], q.tx_bytes[0]), (Some(2_202_570_777_997), Some(2_662_454_044_895)));
+    assert_eq!((q.rx_bytes[3], q.tx_bytes[7]), (Some(0), Some(0)));
+    assert!(q.has_bytes());
+    assert!(q.rx_pause.iter().chain(&q.tx_pause).chain(&q.rx_pause_duration_us).all(Option::is_none), "no PFC: no per-priority pause lines");
+    assert_eq!(q.rx_buf_discard, [None; 8]);
+    assert_eq!((q.rx_discards_phy, q.rx_global_pause, q.tx_global_pause), (Some(0), Some(0), Some(0)));
+    assert_eq!((q.pause_storm_warning_events, q.pause_storm_error_events), (None, None), "this driver prints no pause-storm counters");
+}
+
 #[test]
 fn ethtool_lanes_line_is_the_lane_count_even_without_mode_lists() {
     // `ethtool swp1 | grep -A 3 'Speed: '` on a Spectrum port forced to 100G over two lanes.
@@ -205,4 +284,15 @@ fn ethtool_lanes_line_is_the_lane_count_even_without_mode_lists() {
     assert_eq!(m.lanes, Some(2), "ethtool says `Lanes: 2`");
     assert_eq!(m.autoneg, Some(false));
     assert!(m.supported.is_empty() && m.advertised.is_empty());
+}
+
+#[test]
+fn ethtool_spectrum2_port_at_100g_on_four_lanes_of_a_200g_port() {
+    let m = parse_ethtool_modes(&wild("ethtool-spectrum2-100g-lanes-4.txt"));
+    assert_eq!(m.supported.iter().max(), Some(&200_000));
+    assert!([100_000, 50_000, 40_000, 25_000].iter().all(|s| m.supported.contains(s)), "{:?}", m.supported);
+    assert_eq!(m.advertised.iter().max(), Some(&200_000));
+    assert_eq!(m.autoneg, Some(true));
+    assert_eq!(m.lanes, Some(4), "`Lanes: 4`, and 100000baseKR4 leads the 100G modes");
+    assert_eq!(ethernet_partner(&m), LinkPartner::Unknown { why: PartnerUnknown::NoLine });
 }
