@@ -58,6 +58,7 @@ mod shell;
 mod unknown_sweep;
 mod wild_fabrics;
 mod wild_outputs;
+mod wild_qos;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
