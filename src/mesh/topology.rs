@@ -52,6 +52,11 @@ impl Topology {
         let mut topo = Topology::default();
         let node = |id: &str| cabling.nodes.get(id);
         let is_switch = |id: &str| node(id).is_some_and(|n| n.is_switch);
+        // A SHARP Aggregation Node is a CA inside a switch (Quantum and later give every
+        // switch one, cabled to its last port and described "Mellanox Technologies Aggregation
+        // Node"; ibdiagnet's dump marks it so too: fabric/ibdiagnet.rs): not a host, so it
+        // makes no switch a leaf and names no host.
+        let is_aggregation_node = |id: &str| node(id).is_some_and(|n| !n.is_switch && n.key.description.ends_with("Aggregation Node"));
         // Switches left with their default description ("Quantum Mellanox Technologies") share
         // it: each such switch is named with its id too, so two leaves (or two spines) are two.
         let mut switches_named: HashMap<&str, usize> = HashMap::new();
@@ -69,7 +74,7 @@ impl Topology {
         // Leaves first (a switch with a host), in file order.
         for link in &cabling.links {
             for (sw, other) in [(&link.a.0, &link.b.0), (&link.b.0, &link.a.0)] {
-                if is_switch(sw) && !is_switch(other) && !leaf_of_switch.contains_key(sw) {
+                if is_switch(sw) && !is_switch(other) && !is_aggregation_node(other) && !leaf_of_switch.contains_key(sw) {
                     leaf_of_switch.insert(sw.clone(), topo.leaves.len());
                     topo.leaves.push(Leaf { name: name(sw), uplinks: Vec::new() });
                 }
@@ -91,7 +96,7 @@ impl Topology {
                     if !topo.leaves[leaf].uplinks.contains(&up) {
                         topo.leaves[leaf].uplinks.push(up);
                     }
-                } else {
+                } else if !is_aggregation_node(other) {
                     let description = name(other);
                     let mut words = description.split_whitespace();
                     if let Some(host) = words.next() {
@@ -226,6 +231,37 @@ Ca	1 "H-0002c903000e0b72"		# "n07 mlx5_0"
         assert_eq!(t.leaf_name(a), "Quantum Mellanox Technologies (S-0000000000000a01)");
         assert_eq!(t.leaf_name(b), "Quantum Mellanox Technologies (S-0000000000000a02)");
         assert_eq!(t.uplinks(a), ["Quantum Mellanox Technologies (S-0000000000000c01)", "Quantum Mellanox Technologies (S-0000000000000c02)"]);
+    }
+
+    /// NVIDIA Selene's compute fabric (tests/fixtures/wild-fabrics/nvidia-selene-compute-hdr.net):
+    /// every Quantum switch, spine or leaf, has its SHARP Aggregation Node on port 41. The spine
+    /// is no leaf, and the AN names no host "Mellanox".
+    #[test]
+    fn an_aggregation_node_is_no_host() {
+        let text = "Switch\t41 \"S-1c34da0300728866\"\t\t# \"MF0;MLG01-02:MQM8700/U1\" enhanced port 0 lid 1600 lmc 0\n\
+                    [1]\t\"H-1c34da0300608820\"[1](1c34da0300608820) \t\t# \"selene-swift-01 HCA-2\" lid 837 4xHDR\n\
+                    [39]\t\"S-1c34da030060a40c\"[39]\t\t# \"MF0;CSPINE1-80:MQM8700/U1\" lid 102 4xHDR\n\
+                    [41]\t\"H-1c34da030072886e\"[1](1c34da030072886e) \t\t# \"Mellanox Technologies Aggregation Node\" lid 355 4xHDR\n\
+                    \n\
+                    Switch\t41 \"S-1c34da030060a40c\"\t\t# \"MF0;CSPINE1-80:MQM8700/U1\" enhanced port 0 lid 102 lmc 0\n\
+                    [39]\t\"S-1c34da0300728866\"[39]\t\t# \"MF0;MLG01-02:MQM8700/U1\" lid 1600 4xHDR\n\
+                    [41]\t\"H-1c34da030060a414\"[1](1c34da030060a414) \t\t# \"Mellanox Technologies Aggregation Node\" lid 277 4xHDR\n\
+                    \n\
+                    Ca\t1 \"H-1c34da030072886e\"\t\t# \"Mellanox Technologies Aggregation Node\"\n\
+                    [1](1c34da030072886e) \t\"S-1c34da0300728866\"[41]\t\t# lid 355 lmc 0 \"MF0;MLG01-02:MQM8700/U1\" lid 1600 4xHDR\n\
+                    \n\
+                    Ca\t1 \"H-1c34da030060a414\"\t\t# \"Mellanox Technologies Aggregation Node\"\n\
+                    [1](1c34da030060a414) \t\"S-1c34da030060a40c\"[41]\t\t# lid 277 lmc 0 \"MF0;CSPINE1-80:MQM8700/U1\" lid 102 4xHDR\n";
+        let t = Topology::parse(text).unwrap();
+        assert_eq!(t.leaves(), 1, "the spine's only CA is its Aggregation Node");
+        let leaf = t.leaf_of("selene-swift-01").unwrap();
+        assert_eq!(t.leaf_name(leaf), "MF0;MLG01-02:MQM8700/U1");
+        assert_eq!(t.uplinks(leaf), ["MF0;CSPINE1-80:MQM8700/U1"]);
+        assert_eq!(t.leaf_of("Mellanox"), None);
+        assert_eq!(t.leaf_of_nic("Mellanox", "Technologies"), None);
+        // Only Aggregation Nodes: no switch has a host.
+        let only_an = text.lines().skip(5).collect::<Vec<_>>().join("\n");
+        assert!(Topology::parse(&only_an).is_err(), "a spine with only its AN is no leaf");
     }
 
     #[test]

@@ -137,3 +137,52 @@ fn oracle_sun_dcs_36_qdr_one_hca() {
     assert_eq!(l.leaf_name(leaf), "Sun DCS 36 QDR switch localhost");
     assert!(l.uplinks(leaf).is_empty());
 }
+
+#[test]
+fn nvidia_selene_storage_fabric_hdr_spines_edr_appliances() {
+    // Selene's storage fabric, 2021: 160 Quantum (MQM8700) switches, 60 of them leaves with
+    // DDN AI400X appliances at 4xEDR and DGX A100 storage HCAs at 4xHDR, 16 spines a leaf.
+    let t = load("nvidia-selene-storage-hdr-edr.net");
+    assert_eq!(shape(&t), (160, 1247, 3286));
+    assert!(t.nodes.values().filter(|n| n.is_switch).all(|n| n.ports == 41 && n.key.description.ends_with(":MQM8700/U1")));
+    let slg = "S-0c42a103009d6eb6";
+    assert_eq!(t.nodes[slg].key.description, "MF0;SLG04-16:MQM8700/U1");
+    assert_eq!(cables(&t, (slg, 1), ("H-0c42a10300595394", 1)), 1, "ai400x-157 HCA-1 on port 1");
+    assert_eq!(cables(&t, (slg, 2), ("H-0c42a10300595395", 1)), 1, "ai400x-157 HCA-2 on port 2");
+    assert_eq!(cables(&t, (slg, 25), ("S-0c42a10300a780d2", 16)), 1, "SSPINE4-01");
+    let l = leaves(&t);
+    assert_eq!(l.leaves(), 60);
+    let leaf = l.leaf_of("ai400x-157").unwrap();
+    assert_eq!(l.leaf_name(leaf), "MF0;SLG04-16:MQM8700/U1");
+    assert_eq!(l.leaf_of_nic("ai400x-157", "HCA-2"), Some(leaf));
+    let spines: Vec<String> = (1..=16).map(|i| format!("MF0;SSPINE4-{i:02}:MQM8700/U1")).collect();
+    assert_eq!(l.uplinks(leaf), spines);
+}
+
+#[test]
+fn nvidia_selene_compute_fabric_every_switch_has_its_aggregation_node() {
+    // Selene's compute fabric, 2021: 666 Quantum switches, each with its SHARP Aggregation
+    // Node (a CA inside the switch, on port 41); 4xHDR throughout.
+    let t = load("nvidia-selene-compute-hdr.net");
+    assert_eq!(shape(&t), (666, 4341, 12852));
+    let ans = t.nodes.values().filter(|n| n.key.description == "Mellanox Technologies Aggregation Node").count();
+    assert_eq!(ans, 666);
+    let (mlg, spine) = ("S-1c34da0300728866", "S-1c34da030060a40c");
+    assert_eq!(t.nodes[mlg].key.description, "MF0;MLG01-02:MQM8700/U1");
+    assert_eq!(t.nodes[spine].key.description, "MF0;CSPINE1-80:MQM8700/U1");
+    assert_eq!(cables(&t, (mlg, 1), ("H-1c34da0300608820", 1)), 1, "selene-swift-01 HCA-2");
+    // Two cables between the same pair of switches, each counted.
+    assert_eq!(cables(&t, (mlg, 39), (spine, 39)), 1);
+    assert_eq!(cables(&t, (mlg, 40), (spine, 40)), 1);
+    assert_eq!(cables(&t, (mlg, 41), ("H-1c34da030072886e", 1)), 1, "its Aggregation Node");
+    let l = leaves(&t);
+    // Leaves are the 203 switches with a host on them; the 463 others (with only their AN)
+    // are spines, and no host is called "Mellanox".
+    assert_eq!(l.leaves(), 203);
+    assert_eq!(l.leaf_of("Mellanox"), None);
+    let leaf = l.leaf_of_nic("selene-swift-01", "HCA-2").unwrap();
+    assert_eq!(l.leaf_name(leaf), "MF0;MLG01-02:MQM8700/U1");
+    assert_eq!(l.uplinks(leaf), ["MF0;CSPINE1-80:MQM8700/U1"]);
+    // `selene-cache-02 mlx5_1 ` (rdma-ndd's trailing space): host and device still read.
+    assert_eq!(l.leaf_of_nic("selene-cache-02", "mlx5_1"), Some(leaf));
+}
