@@ -125,7 +125,7 @@ pub fn parse(db_csv: &str, sharp_an_info: Option<&str>) -> Result<Capture, (usiz
             let description = one_line(&field(row, desc, "NodeDesc")?).into_owned();
             if field(row, kind, "NodeType")? == "2" {
                 capture.switches.insert(id, description.clone());
-            } else if description.contains("Aggregation Node") {
+            } else if crate::mad::attributes::is_aggregation_node(&description) {
                 capture.aggregation_nodes.insert(id, None);
             }
             descriptions.insert(id, description);

@@ -22,6 +22,15 @@ impl Serialize for Guid {
     }
 }
 
+/// Whether a NodeDescription is a SHARP Aggregation Node's: the CA inside every Quantum (HDR)
+/// and later switch, cabled to one of its ports, that reduces data for SHARP collectives
+/// ("Mellanox Technologies Aggregation Node" as ibnetdiscover and ibdiagnet print it: NVIDIA
+/// Selene's fabrics, tests/fixtures/wild-fabrics; the ibdiagnet manual's "NVIDIA SHARP
+/// Support"). It is no host: it makes no switch a leaf and counts in no leaf's host links.
+pub fn is_aggregation_node(description: &str) -> bool {
+    description.trim_end().ends_with("Aggregation Node")
+}
+
 /// IBTA NodeInfo:NodeType.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum NodeType {

@@ -56,7 +56,8 @@ impl Topology {
         // switch one, cabled to its last port and described "Mellanox Technologies Aggregation
         // Node"; ibdiagnet's dump marks it so too: fabric/ibdiagnet.rs): not a host, so it
         // makes no switch a leaf and names no host.
-        let is_aggregation_node = |id: &str| node(id).is_some_and(|n| !n.is_switch && n.key.description.ends_with("Aggregation Node"));
+        let is_aggregation_node =
+            |id: &str| node(id).is_some_and(|n| !n.is_switch && crate::mad::attributes::is_aggregation_node(&n.key.description));
         // Switches left with their default description ("Quantum Mellanox Technologies") share
         // it: each such switch is named with its id too, so two leaves (or two spines) are two.
         let mut switches_named: HashMap<&str, usize> = HashMap::new();

@@ -79,6 +79,23 @@ fn rail_net(f: &Faults) -> String {
     net
 }
 
+/// `net` as a Quantum fabric cables it: every switch's SHARP Aggregation Node (a CA inside
+/// the switch, all described "Mellanox Technologies Aggregation Node", as NVIDIA Selene's
+/// fabrics show: tests/fixtures/wild-fabrics) on its last port, 12.
+fn with_aggregation_nodes(net: &str) -> String {
+    let mut out = String::new();
+    let mut nodes = String::new();
+    for line in net.lines() {
+        out += line;
+        out += "\n";
+        if let Some(name) = line.strip_prefix("Switch 12 \"").and_then(|r| r.strip_suffix('"')) {
+            out += &format!("[12] \"an-{name}\"[1]\n");
+            nodes += &format!("Hca 1 \"an-{name}\" # \"Mellanox Technologies Aggregation Node\"\n[1] \"{name}\"[12]\n\n");
+        }
+    }
+    out + "\n" + &nodes
+}
+
 /// The healthy fabric's cabling plan, descriptions quoted as a spreadsheet writes them.
 fn plan_csv() -> String {
     let f = Faults::default();
@@ -203,4 +220,28 @@ fn faulted_rail_fabric_names_each_fault_and_nothing_else() {
     );
     let default = finding(&doc, "fabric.duplicate", "MT4129 ConnectX7 Mellanox Technologies")["message"].as_str().unwrap().to_string();
     assert!(default.starts_with("2 NIC(s) have the adapter's default node description") && default.contains("rdma-ndd is not running"), "{default}");
+}
+
+/// The healthy rail fabric with an Aggregation Node in every switch, as on Quantum: the ANs
+/// are no hosts (a spine stays a spine, a leaf's oversubscription counts its NICs alone) and no
+/// NICs (no cloned or default description, no rail to miss).
+#[test]
+fn aggregation_nodes_are_neither_hosts_nor_nics() {
+    let mut sim = Sim::start("rails-sharp", &with_aggregation_nodes(&rail_net(&Faults::default())));
+    sim.start_sm_and_wait();
+    let out = sim.fabcheck(&["fabric", "--json", "--rails"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    let nodes = doc["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), HOSTS * RAILS + 2 * (RAILS + SPINES), "every switch with its AN: {doc}");
+    assert_eq!(blamed(&doc), vec![("fabric.rail".into(), "warning".into(), "rails".into())]);
+    assert!(finding(&doc, "fabric.rail", "rails")["message"].as_str().unwrap().contains("for 16 of 16 NICs"));
+    for node in nodes.iter().filter(|n| n["type"] == "switch") {
+        let want = if node["description"].as_str().unwrap().starts_with("leaf") {
+            ("leaf", "4 host link(s)")
+        } else {
+            ("spine", "4 link(s) to 4 leaf switch(es) and no hosts")
+        };
+        assert_eq!((node["tier"].as_str().unwrap(), node["tier_reason"].as_str().unwrap()), want, "{node}");
+    }
 }

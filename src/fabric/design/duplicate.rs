@@ -98,7 +98,10 @@ pub fn rules(fabric: &Fabric) -> Vec<Noted> {
     // Descriptions of NICs.
     let mut defaults: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut by_desc: BTreeMap<&str, BTreeSet<Guid>> = BTreeMap::new();
-    for (i, n) in fabric.nodes.iter().enumerate().filter(|(_, n)| n.node_type == NodeType::Ca) {
+    // A SHARP Aggregation Node is no NIC: every Quantum switch holds one, all of one description.
+    let nics =
+        fabric.nodes.iter().enumerate().filter(|(_, n)| n.node_type == NodeType::Ca && !crate::mad::attributes::is_aggregation_node(&n.description));
+    for (i, n) in nics {
         if is_default_description(&n.description) {
             defaults.entry(n.description.trim().to_string()).or_default().push(i);
         } else {
@@ -217,6 +220,19 @@ mod tests {
         );
         assert!(got[0].finding.message.contains("on leaf1[1]") && got[0].finding.message.contains("on leaf2[2]"), "{}", got[0].finding.message);
         assert!(got[1].finding.message.starts_with("2 NIC(s) have the adapter's default node description"), "{}", got[1].finding.message);
+    }
+
+    /// Every Quantum switch holds a SHARP Aggregation Node, all described "Mellanox
+    /// Technologies Aggregation Node" (NVIDIA Selene's fabrics, tests/fixtures/wild-fabrics):
+    /// neither a cloned nor a default NIC description.
+    #[test]
+    fn aggregation_nodes_are_no_nics() {
+        let mut b = base();
+        for sw in ["leaf1", "leaf2"] {
+            let (sw, an) = (b.guid(sw), b.ca("Mellanox Technologies Aggregation Node"));
+            b.link(sw, an);
+        }
+        assert!(rules(&b.fabric).is_empty(), "{:#?}", rules(&b.fabric));
     }
 
     #[test]

@@ -89,7 +89,9 @@ struct Seat {
 pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
     let index = Index::new(fabric);
     let mut out = Vec::new();
-    let cas: Vec<_> = fabric.nodes.iter().filter(|n| n.node_type == NodeType::Ca).collect();
+    // NICs: a SHARP Aggregation Node (inside every Quantum switch) is none.
+    let cas: Vec<_> =
+        fabric.nodes.iter().filter(|n| n.node_type == NodeType::Ca && !crate::mad::attributes::is_aggregation_node(&n.description)).collect();
     let rail_of: HashMap<Guid, u32> = cas
         .iter()
         .filter_map(|n| match map {

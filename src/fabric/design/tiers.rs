@@ -50,7 +50,8 @@ pub struct Placed {
     pub reason: String,
 }
 
-/// One switch's neighbours: links to hosts (CAs, routers) and to each other switch.
+/// One switch's neighbours: links to hosts (CAs, routers; a SHARP Aggregation Node is none)
+/// and to each other switch.
 #[derive(Debug, Default)]
 struct Adjacent {
     hosts: usize,
@@ -75,7 +76,10 @@ fn adjacency(index: &Index) -> BTreeMap<Guid, Adjacent> {
                 }
             }
             (true, false) | (false, true) => {
-                let sw = if a.node_type == NodeType::Switch { a.guid } else { b.guid };
+                let (sw, other) = if a.node_type == NodeType::Switch { (a.guid, b) } else { (b.guid, a) };
+                if crate::mad::attributes::is_aggregation_node(&other.description) {
+                    continue;
+                }
                 let e = adj.entry(sw).or_default();
                 e.hosts += 1;
                 e.host_gbps += rate;

@@ -190,3 +190,23 @@ fn oversubscription_against_the_expectation() {
     );
     assert!(got[0].finding.message.contains("above the expected 2:1"), "{}", got[0].finding.message);
 }
+
+/// Every Quantum switch holds a SHARP Aggregation Node, a CA cabled to its last port and
+/// described "Mellanox Technologies Aggregation Node" (NVIDIA Selene's fabrics,
+/// tests/fixtures/wild-fabrics): it is no host, so a spine stays a spine with no word of a
+/// management node, and a leaf's oversubscription counts its hosts alone.
+#[test]
+fn aggregation_nodes_are_no_hosts() {
+    let mut b = fat_tree(2, 4, 2, 3);
+    let switches: Vec<Guid> = b.fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch).map(|n| n.guid).collect();
+    for sw in switches {
+        let an = b.ca("Mellanox Technologies Aggregation Node");
+        b.link(sw, an);
+    }
+    assert_eq!(tier_of(&b, "leaf0"), Placed { tier: Tier::Leaf, reason: "3 host link(s)".into() });
+    assert_eq!(tier_of(&b, "spine1"), Placed { tier: Tier::Spine, reason: "8 link(s) to 4 leaf switch(es) and no hosts".into() });
+    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    let index = Index::new(&b.fabric);
+    let o = oversubscription(&index, &tiers(&index));
+    assert_eq!(o[&b.guid("leaf2")], Oversubscription { host_links: 3, host_gbps: 600.0, up_links: 4, up_gbps: 800.0 });
+}
