@@ -92,7 +92,8 @@ fn adjacency(index: &Index) -> BTreeMap<Guid, Adjacent> {
 
 /// Every switch's tier. A switch with host links is a leaf, unless it is cabled to two or more
 /// leaves by more links than it has hosts (a spine with a management node plugged in);
-/// switches one hop from a leaf are spines, two hops cores; the rest `unknown`.
+/// switches one hop from a leaf are spines, two hops cores (unless cabled only to spines one
+/// leaf reaches: a leaf without hosts yet); the rest `unknown`.
 pub fn tiers(index: &Index) -> BTreeMap<Guid, Placed> {
     let adj = adjacency(index);
     let has_hosts: BTreeSet<Guid> = adj.iter().filter(|(_, a)| a.hosts > 0).map(|(g, _)| *g).collect();
@@ -125,10 +126,22 @@ pub fn tiers(index: &Index) -> BTreeMap<Guid, Placed> {
         spines.insert(*g);
         placed.insert(*g, Placed { tier: Tier::Spine, reason: format!("{links} link(s) to {} leaf switch(es){hosts}", below.len()) });
     }
+    // The spines each leaf reaches: a switch without hosts cabled only to spines that one leaf
+    // reaches is a leaf whose hosts are not plugged in yet (a core reaches the spines of many
+    // pods, a leaf those of its own). Taken for a core, it joined the cores' groups into one,
+    // and every core was blamed for the spines of the others' (NVIDIA Selene's storage fabric,
+    // tests/fixtures/wild-fabrics: four empty leaves, 36 false errors).
+    let reach: Vec<(Guid, BTreeSet<Guid>)> =
+        leaves.iter().map(|l| (*l, adj[l].switches.keys().filter(|s| spines.contains(*s)).copied().collect())).collect();
     for (g, a) in adj.iter().filter(|(g, _)| !leaves.contains(*g) && !spines.contains(*g)) {
         let below: Vec<&Guid> = a.switches.keys().filter(|s| spines.contains(*s)).collect();
+        let only_spines = below.len() == a.switches.len();
+        let like = reach.iter().find(|(_, up)| below.len() >= 2 && only_spines && below.iter().all(|s| up.contains(*s)));
         let placed_as = if below.is_empty() {
             Placed { tier: Tier::Unknown, reason: "no hosts, and no link to a leaf or a spine".into() }
+        } else if let Some((leaf, _)) = like {
+            let name = index.by_guid.get(leaf).map_or_else(|| leaf.to_string(), |n| node_name(n));
+            Placed { tier: Tier::Leaf, reason: format!("no hosts yet; its {} spine link(s) reach spines leaf {name} reaches", below.len()) }
         } else {
             let links: usize = a.switches.iter().filter(|(s, _)| spines.contains(*s)).map(|(_, (n, _))| n).sum();
             Placed { tier: Tier::Core, reason: format!("{links} link(s) to {} spine(s), none to a leaf or host", below.len()) }

@@ -90,13 +90,18 @@ impl Build {
         };
         let pa = free(&self.fabric, a, None);
         let pb = free(&self.fabric, b, if a == b { Some(pa) } else { None });
-        for (x, px, y, py) in [(a, pa, b, pb), (b, pb, a, pa)] {
+        self.join((a, pa), (b, pb));
+        (pa, pb)
+    }
+
+    /// Cables port `a.1` of node `a.0` to port `b.1` of node `b.0`, trained 4X HDR.
+    fn join(&mut self, a: (Guid, u8), b: (Guid, u8)) {
+        for ((x, px), (y, py)) in [(a, b), (b, a)] {
             let node = self.fabric.nodes.iter_mut().find(|n| n.guid == x).unwrap();
             let port = node.ports.iter_mut().find(|p| p.number == px).unwrap();
             port.info = PortInfo { lid: port.info.lid, ..hdr() };
             port.remote = Some((y, py));
         }
-        (pa, pb)
     }
 
     /// Cables two nodes named `a` and `b` (the first of each name).
@@ -125,6 +130,21 @@ pub fn fat_tree(spines: usize, leaves: usize, per: usize, hosts: usize) -> Build
                 b.cable(&format!("leaf{l}"), &format!("spine{s}"));
             }
         }
+    }
+    b
+}
+
+/// The fabric an ibnetdiscover file describes, every cable up at 4X HDR (as discovery finds a
+/// healthy fabric): the design rules over real fabrics' cabling (tests/fixtures/wild-fabrics).
+pub fn from_topology(t: &crate::fabric::design::topology::Topology) -> Build {
+    let mut b = Build::new();
+    let mut ids = std::collections::HashMap::new();
+    for (id, n) in &t.nodes {
+        let kind = if n.is_switch { NodeType::Switch } else { NodeType::Ca };
+        ids.insert(id.as_str(), b.node(&n.key.description, kind, n.ports.max(1)));
+    }
+    for l in &t.links {
+        b.join((ids[l.a.0.as_str()], l.a.1), (ids[l.b.0.as_str()], l.b.1));
     }
     b
 }
