@@ -3,6 +3,16 @@
 use super::*;
 use std::io::{BufRead, BufReader, Write};
 
+fn options(token: Option<String>) -> LaunchOptions {
+    LaunchOptions {
+        remote_fabcheck: "fabcheck".into(),
+        token,
+        connect_timeout: Duration::from_secs(5),
+        launcher: Launcher::Ssh,
+        k8s_selector: String::new(),
+    }
+}
+
 #[test]
 fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -22,14 +32,7 @@ fn a_reopened_serve_link_says_hello_first_and_its_reply_is_not_a_conversations()
         w.write_all(protocol::encode(&Reply::Finished).as_bytes()).unwrap();
         (first, second)
     });
-    let opts = LaunchOptions {
-        remote_fabcheck: "fabcheck".into(),
-        token: Some(token.clone()),
-        connect_timeout: Duration::from_secs(5),
-        launcher: Launcher::Ssh,
-        k8s_selector: String::new(),
-    };
-    let mut hub = Hub::new(opts);
+    let mut hub = Hub::new(options(Some(token.clone())));
     let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
     hub.send(id, &Request::Finish);
     let mut events = Vec::new();
@@ -50,14 +53,7 @@ fn sending_only_queues_the_agent_is_reached_at_the_next_wait_and_a_discard_befor
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
-    let opts = LaunchOptions {
-        remote_fabcheck: "fabcheck".into(),
-        token: None,
-        connect_timeout: Duration::from_secs(5),
-        launcher: Launcher::Ssh,
-        k8s_selector: String::new(),
-    };
-    let mut hub = Hub::new(opts);
+    let mut hub = Hub::new(options(None));
     let id = hub.add(&HostSpec::Tcp { host: "127.0.0.1".into(), port }, "tcp://127.0.0.1");
     hub.send(id, &Request::Finish);
     assert!(listener.accept().is_err(), "send connected: it should only queue");

@@ -89,9 +89,9 @@ fn a_leaf_without_uplinks() {
     assert!(got[0].finding.message.contains("has no link to any spine"));
 }
 
-#[test]
-fn pods_are_judged_apart_and_cores_found() {
-    // Two pods of 2 leaves x 2 spines; spine k of each pod goes up to core k (planes).
+/// Two pods of 2 leaves x 2 spines, a host on each leaf; spine k of each pod goes up to core
+/// k (planes).
+fn two_pods() -> Build {
     let mut b = Build::new();
     for c in ["core0", "core1"] {
         b.switch(c);
@@ -112,6 +112,12 @@ fn pods_are_judged_apart_and_cores_found() {
             }
         }
     }
+    b
+}
+
+#[test]
+fn pods_are_judged_apart_and_cores_found() {
+    let mut b = two_pods();
     assert_eq!(tier_of(&b, "core1"), Placed { tier: Tier::Core, reason: "2 link(s) to 2 spine(s), none to a leaf or host".into() });
     assert_eq!(tier_of(&b, "p1s0").tier, Tier::Spine);
     assert!(rules(&b.fabric, &FabricExpect::default()).is_empty(), "a pod's leaves need not reach the other pod's spines");
@@ -217,28 +223,8 @@ fn aggregation_nodes_are_no_hosts() {
 /// spines of the other plane.
 #[test]
 fn a_leaf_without_hosts_yet_is_a_leaf_not_a_core() {
-    // Two pods of 2 leaves x 2 spines; spine k of each pod goes up to core k (planes); pod 1
-    // has a third leaf, p1l2, with no host.
-    let mut b = Build::new();
-    for c in ["core0", "core1"] {
-        b.switch(c);
-    }
-    for pod in 0..2 {
-        for s in 0..2 {
-            b.switch(&format!("p{pod}s{s}"));
-            b.cable(&format!("p{pod}s{s}"), &format!("core{s}"));
-        }
-        for l in 0..2 {
-            let leaf = format!("p{pod}l{l}");
-            b.switch(&leaf);
-            let h = format!("h{pod}{l}");
-            b.ca(&h);
-            b.cable(&leaf, &h);
-            for s in 0..2 {
-                b.cable(&leaf, &format!("p{pod}s{s}"));
-            }
-        }
-    }
+    // Pod 1 has a third leaf, p1l2, with no host.
+    let mut b = two_pods();
     b.switch("p1l2");
     for s in 0..2 {
         b.cable("p1l2", &format!("p1s{s}"));
