@@ -245,3 +245,24 @@ fn aggregation_nodes_are_neither_hosts_nor_nics() {
         assert_eq!((node["tier"].as_str().unwrap(), node["tier_reason"].as_str().unwrap()), want, "{node}");
     }
 }
+
+/// The healthy rail fabric with a fifth leaf whose hosts are not plugged in yet, cabled to both
+/// spines as the others are: a leaf (`no hosts yet`), not a core, and nothing is blamed. Read as
+/// a core, such leaves made NVIDIA Selene's storage fabric blame every core (fabric/design/tiers.rs).
+#[test]
+fn a_leaf_without_hosts_yet_is_a_leaf() {
+    let mut net = rail_net(&Faults::default());
+    net += "Switch 12 \"leaf9\"\n[5] \"spine0\"[9]\n[6] \"spine1\"[9]\n\n";
+    let net = net
+        .replace("Switch 12 \"spine0\"\n", "Switch 12 \"spine0\"\n[9] \"leaf9\"[5]\n")
+        .replace("Switch 12 \"spine1\"\n", "Switch 12 \"spine1\"\n[9] \"leaf9\"[6]\n");
+    let mut sim = Sim::start("rails-empty-leaf", &net);
+    sim.start_sm_and_wait();
+    let out = sim.fabcheck(&["fabric", "--json", "--rails"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    assert_eq!(blamed(&doc), vec![("fabric.rail".into(), "warning".into(), "rails".into())]);
+    let leaf9 = doc["nodes"].as_array().unwrap().iter().find(|n| n["description"] == "leaf9").expect("leaf9 discovered");
+    assert_eq!(leaf9["tier"], "leaf", "{leaf9}");
+    assert!(leaf9["tier_reason"].as_str().unwrap().starts_with("no hosts yet; its 2 spine link(s) reach spines leaf "), "{leaf9}");
+}
