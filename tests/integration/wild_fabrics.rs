@@ -33,13 +33,7 @@ fn leaves(t: &Topology) -> Leaves {
 
 #[test]
 fn every_fabric_has_its_source() {
-    let sources = std::fs::read_to_string(path("SOURCES.md")).unwrap();
-    for entry in std::fs::read_dir(path("")).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "SOURCES.md" {
-            assert!(sources.contains(&format!("| `{name}` |")), "{name} has no line in SOURCES.md");
-        }
-    }
+    crate::wild_outputs::assert_every_sample_has_its_source("wild-fabrics");
 }
 
 #[test]

@@ -36,13 +36,7 @@ fn prio(p: u8) -> Priority {
 
 #[test]
 fn every_sample_has_its_source() {
-    let sources = wild("SOURCES.md");
-    for entry in std::fs::read_dir(dir()).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name != "SOURCES.md" {
-            assert!(sources.contains(&format!("| `{name}` |")), "{name} has no line in SOURCES.md");
-        }
-    }
+    crate::wild_outputs::assert_every_sample_has_its_source("wild-qos");
 }
 
 #[test]

@@ -12,7 +12,7 @@
 //! Where they are read, every SL whose column of the maps differs is walked, and the graphs
 //! are joined (a packet keeps its SL; its VL may change hop by hop). A cycle in it is a credit loop: once every buffer on it fills, no packet on it moves.
 
-use crate::fabric::discovery::links::end_name;
+use crate::fabric::discovery::links::{end_name, Index};
 use crate::fabric::discovery::model::{Fabric, Lft, Tables};
 use crate::fabric::routes::route::hosts;
 use crate::mad::attributes::{Guid, NodeType};
@@ -38,7 +38,8 @@ pub struct Graph {
 pub fn graph(fabric: &Fabric, tables: &Tables, sl2vl: &Sl2Vl, sl: u8) -> Graph {
     // Looked up once per hop of every destination's walk: by GUID, not by a scan of the nodes
     // (a scan made a 1,400-node fabric take minutes).
-    let by_guid: HashMap<Guid, &crate::fabric::discovery::model::Node> = fabric.nodes.iter().map(|n| (n.guid, n)).collect();
+    let index = Index::new(fabric);
+    let by_guid = &index.by_guid;
     let is_switch = |g: Guid| by_guid.get(&g).is_some_and(|n| n.node_type == NodeType::Switch);
     let vl = |switch: Guid, inp: u8, out: u8| sl2vl.get(&(switch, inp, out)).map_or(0, |m| m[usize::from(sl & 15)]);
     // The next switch out of (switch, port), and the port it enters by, if ACTIVE.
