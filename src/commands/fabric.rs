@@ -125,7 +125,8 @@ pub fn run(args: &FabricArgs, out: &crate::report::Output) -> Result<Outcome, St
     };
     let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
     // Fabric design (#32).
-    judgement.extend(tiers::rules(&fabric, &config.expect));
+    let (design, cabling) = tiers::rules(&fabric, &config.expect, expected.as_ref());
+    judgement.extend(design);
     judgement.extend(duplicate::rules(&fabric));
     if config.rails.is_some() {
         judgement.extend(rails::rules(&fabric, rail_map.as_ref()));
@@ -134,10 +135,9 @@ pub fn run(args: &FabricArgs, out: &crate::report::Output) -> Result<Outcome, St
         say_window(&mut judgement, w);
     }
     // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
-    let uneven = judgement.findings.iter().any(|f| f.id == FindingId::FabricDesign && f.severity != crate::outcome::Severity::Info);
-    let routes = tables
-        .read
-        .then(|| crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), uneven));
+    let routes = tables.read.then(|| {
+        crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), cabling)
+    });
     if let Some((_, findings)) = &routes {
         judgement.findings.extend(findings.iter().cloned());
     }

@@ -2,6 +2,7 @@
 //! expected topology, and error counters. Pure: a `Fabric` (and optional `Topology`) in,
 //! findings with cause and remedy out, in the same shape as `check`.
 
+use crate::fabric::design::planned::Resolver;
 use crate::fabric::design::topology::{NodeKey, Topology};
 use crate::fabric::discovery::links::{end_name, node_name, Index, Link, LinkKey};
 use crate::fabric::discovery::model::{Fabric, Gap, Node};
@@ -10,7 +11,7 @@ use crate::mad::attributes::{ErrorCounter, Guid, NodeType, SmState};
 use crate::outcome::FindingId;
 use crate::outcome::{Finding, Severity};
 use crate::port::{link_rate, PhysState, PortState, Speed, Width};
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::fabric::judgement::Judgement;
 
@@ -389,16 +390,8 @@ fn expected_peer(topology: &Topology, node: &Node, port: u8) -> Option<String> {
 }
 
 fn topology_rules(fabric: &Fabric, index: &Index, topology: &Topology, unanswered: &HashSet<(Guid, u8)>, sheet: &mut Sheet) {
-    let mut by_desc: HashMap<&str, Vec<&Node>> = HashMap::new();
-    for n in &fabric.nodes {
-        by_desc.entry(n.description.as_str()).or_default().push(n);
-    }
-    let resolve = |key: &NodeKey| -> Option<&Node> {
-        match key.guid {
-            Some(g) => index.by_guid.get(&g).copied(),
-            None => by_desc.get(key.description.as_str()).and_then(|v| v.first().copied()),
-        }
-    };
+    let resolver = Resolver::new(fabric, index);
+    let resolve = |key: &NodeKey| resolver.node(key);
     let label =
         |key: &NodeKey| if key.description.is_empty() { key.guid.map(|g| g.to_string()).unwrap_or_default() } else { key.description.clone() };
     let mut expected: HashSet<LinkKey> = HashSet::new();

@@ -23,6 +23,17 @@ pub struct Noted {
     pub ends: Vec<(Guid, u8)>,
 }
 
+/// How the design rules found the switches cabled: what a route imbalance is then put down to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cabling {
+    /// Every leaf reaches every spine of its tree alike (or no rule could tell).
+    Even,
+    /// `fabric.design` names missing or uneven uplinks.
+    Uneven,
+    /// Uneven, but as the `--topology` or `--plan` file cables it (said as info).
+    UnevenAsPlanned,
+}
+
 impl Noted {
     pub fn new(id: FindingId, severity: Severity, subject: String, message: String, remedy: &str, ends: &[(Guid, u8)]) -> Noted {
         Noted { finding: Finding::new(id, severity, subject, message, remedy), ends: ends.to_vec() }

@@ -266,3 +266,39 @@ fn a_leaf_without_hosts_yet_is_a_leaf() {
     assert_eq!(leaf9["tier"], "leaf", "{leaf9}");
     assert!(leaf9["tier_reason"].as_str().unwrap().starts_with("no hosts yet; its 2 spine link(s) reach spines leaf "), "{leaf9}");
 }
+
+/// A leaf on one spine by design (a management leaf), and a plan that cables it so: `fabric
+/// --plan` passes and says the deviation as info, "as planned". The healthy plan, which cables
+/// it to both spines, names the missing cable by its ports and by the design rule.
+#[test]
+fn a_plan_is_the_design() {
+    let faults = Faults { missing_spine: true, ..Faults::default() };
+    let mut sim = Sim::start("rails-planned", &rail_net(&faults));
+    sim.start_sm_and_wait();
+    let thin: String = plan_csv().lines().filter(|row| !row.starts_with("leaf3,6,spine1,4,")).map(|row| format!("{row}\r\n")).collect();
+    assert_eq!(thin.lines().count() + 1, plan_csv().lines().count(), "the plan without leaf3's cable to spine1");
+    std::fs::write(sim.dir.join("thin.csv"), thin).unwrap();
+    std::fs::write(sim.dir.join("plan.csv"), plan_csv()).unwrap();
+
+    let out = sim.fabcheck(&["fabric", "--json", "--plan", &sim.path("thin.csv")]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    let said = finding(&doc, "fabric.design", "leaf3");
+    assert_eq!(said["severity"], "info", "{said}");
+    assert!(said["message"].as_str().unwrap().starts_with("as planned: leaf leaf3 has no link to spine spine1"), "{said}");
+    // The other leaves reach leaf3's hosts through spine0 alone: each such imbalance is the
+    // plan's, said as info too.
+    for (id, severity, subject) in blamed(&doc).into_iter().filter(|f| f.0 != "fabric.design") {
+        assert_eq!((id.as_str(), severity.as_str()), ("fabric.route", "info"), "{subject}");
+        let message = finding(&doc, "fabric.route", &subject)["message"].as_str().unwrap().to_string();
+        assert!(message.ends_with("(fabric.design says them as planned)"), "{message}");
+    }
+
+    let out = sim.fabcheck(&["fabric", "--json", "--plan", &sim.path("plan.csv")]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:#?}", blamed(&doc));
+    let e = |id: &str, subject: &str| (id.to_string(), "error".to_string(), subject.to_string());
+    assert_eq!(errors(&doc), vec![e("fabric.link.down", "leaf3[6] <-> spine1[4]"), e("fabric.design", "leaf3")], "{:#?}", blamed(&doc));
+    let said = finding(&doc, "fabric.design", "leaf3")["message"].as_str().unwrap().to_string();
+    assert!(said.starts_with("leaf leaf3 has no link to spine spine1"), "{said}");
+}

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod duplicate;
 pub mod fast_hash;
 pub mod plan;
+pub mod planned;
 pub mod rails;
 pub mod tiers;
 pub mod topology;

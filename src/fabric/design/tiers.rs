@@ -11,10 +11,12 @@
 //! core. So the rules compare within each connected group of the bipartite graph of the two
 //! tiers, never across groups.
 
+use crate::fabric::design::planned::Planned;
+use crate::fabric::design::topology::Topology;
 use crate::fabric::discovery::links::{node_name, Index};
 use crate::fabric::discovery::model::Fabric;
 use crate::fabric::expect::FabricExpect;
-use crate::fabric::judgement::Noted;
+use crate::fabric::judgement::{Cabling, Noted};
 use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
 use crate::outcome::Severity;
@@ -187,9 +189,12 @@ pub fn oversubscription(index: &Index, tiers: &BTreeMap<Guid, Placed>) -> BTreeM
     out
 }
 
-/// The fat-tree rules over the discovered fabric.
-pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
+/// The fat-tree rules over the discovered fabric, and how they found it cabled. With a plan
+/// (`--topology`, `--plan`), a switch pair cabled as the plan cables it is said as `info`: the
+/// plan is the design.
+pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) -> (Vec<Noted>, Cabling) {
     let index = Index::new(fabric);
+    let planned = plan.map(|p| Planned::new(fabric, &index, p));
     let tiers = tiers(&index);
     let adj = adjacency(&index);
     let mut out = Vec::new();
@@ -201,27 +206,32 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
             continue;
         }
         let count = |l: &Guid, u: &Guid| adj[l].switches.get(u).map_or(0, |v| v.0);
+        let as_planned = |l: &Guid, u: &Guid| planned.as_ref().is_some_and(|p| p.as_planned(l, u, count(l, u)));
         // A lower switch with no uplink at all, while the tier above exists.
         for l in lows.iter().filter(|l| ups.iter().all(|u| count(l, u) == 0)) {
-            out.push(Noted::new(
-                FindingId::FabricDesign,
-                Severity::Error,
-                name(l),
+            let words = |_: &[String]| {
                 format!(
                     "{} {} has no link to any {}: its hosts reach the rest of the fabric only through other {}, or not at all",
                     lower.name(),
                     name(l),
                     upper.name(),
                     plural(lower)
-                ),
-                "cable its uplinks as the other switches of its tier are (a --topology or --plan run names the ports), or check the uplinks' port state",
-                &[],
-            ));
+                )
+            };
+            let remedy = "cable its uplinks as the other switches of its tier are (a --topology or --plan run names the ports), or check the uplinks' port state";
+            say(&mut out, Severity::Error, &name(l), &[(String::new(), ups.iter().all(|u| as_planned(l, u)))], words, remedy);
         }
         for group in groups(&lows, &ups, &count) {
-            out.extend(group_rules(&group, lower, upper, &count, &name));
+            out.extend(group_rules(&group, lower, upper, &count, &as_planned, &name));
         }
     }
+    let cabling = if out.is_empty() {
+        Cabling::Even
+    } else if out.iter().all(|n| n.finding.severity == Severity::Info) {
+        Cabling::UnevenAsPlanned
+    } else {
+        Cabling::Uneven
+    };
     // Oversubscription, judged only against an expectation (the ratio is always in the JSON).
     if let Some(limit) = expect.oversubscription {
         for (g, o) in oversubscription(&index, &tiers) {
@@ -254,7 +264,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect) -> Vec<Noted> {
             }
         }
     }
-    out
+    (out, cabling)
 }
 
 /// The lower and upper switches of one connected group of the two tiers' links.
@@ -292,7 +302,14 @@ fn groups(lows: &[Guid], ups: &BTreeSet<Guid>, count: &impl Fn(&Guid, &Guid) -> 
 
 /// Within a group every lower switch should have the same number of links to every upper one:
 /// the most common count.
-fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &Guid) -> usize, name: &impl Fn(&Guid) -> String) -> Vec<Noted> {
+fn group_rules(
+    group: &Group,
+    lower: Tier,
+    upper: Tier,
+    count: &impl Fn(&Guid, &Guid) -> usize,
+    as_planned: &impl Fn(&Guid, &Guid) -> bool,
+    name: &impl Fn(&Guid) -> String,
+) -> Vec<Noted> {
     let mut out = Vec::new();
     if group.lows.len() < 2 && group.ups.len() < 2 {
         return out;
@@ -323,67 +340,82 @@ fn group_rules(group: &Group, lower: Tier, upper: Tier, count: &impl Fn(&Guid, &
     // the lower one misses upper ones (a spine cabled to few leaves), else by the lower one.
     let by_upper = |l: &Guid, u: &Guid| missing_of_up(u) >= 2 && missing_of_up(u) > missing_of_low(l);
     for u in &group.ups {
-        let lacking: Vec<String> = group.lows.iter().filter(|l| count(l, u) == 0 && by_upper(l, u)).map(name).collect();
-        if !lacking.is_empty() {
-            out.push(Noted::new(
-                FindingId::FabricDesign,
-                Severity::Error,
+        let lacking: Vec<(String, bool)> =
+            group.lows.iter().filter(|l| count(l, u) == 0 && by_upper(l, u)).map(|l| (name(l), as_planned(l, u))).collect();
+        let words = |lacking: &[String]| {
+            format!(
+                "{} {} has no link to {} {} of its tree ({}), which the other {} reach with {usual} link(s) each",
+                upper.name(),
                 name(u),
-                format!(
-                    "{} {} has no link to {} {} of its tree ({}), which the other {} reach with {usual} link(s) each",
-                    upper.name(),
-                    name(u),
-                    lacking.len(),
-                    plural(lower),
-                    lacking.join(", "),
-                    plural(upper)
-                ),
-                "cable it to those switches as the other spines are (a --topology or --plan run names the ports), or check those ports' state",
-                &[],
-            ));
-        }
+                lacking.len(),
+                plural(lower),
+                lacking.join(", "),
+                plural(upper)
+            )
+        };
+        let remedy = "cable it to those switches as the other spines are (a --topology or --plan run names the ports), or check those ports' state";
+        say(&mut out, Severity::Error, &name(u), &lacking, words, remedy);
     }
     for l in &group.lows {
-        let absent: Vec<String> = group.ups.iter().filter(|u| count(l, u) == 0 && !by_upper(l, u)).map(name).collect();
-        if !absent.is_empty() {
-            out.push(Noted::new(
-                FindingId::FabricDesign,
-                Severity::Error,
+        let absent: Vec<(String, bool)> =
+            group.ups.iter().filter(|u| count(l, u) == 0 && !by_upper(l, u)).map(|u| (name(u), as_planned(l, u))).collect();
+        let words = |absent: &[String]| {
+            format!(
+                "{} {} has no link to {} {}, which the other {} of its tree reach with {usual} link(s) each: a missing or unplugged uplink",
+                lower.name(),
                 name(l),
-                format!(
-                    "{} {} has no link to {} {}, which the other {} of its tree reach with {usual} link(s) each: a missing or unplugged uplink",
-                    lower.name(),
-                    name(l),
-                    upper.name(),
-                    absent.join(", "),
-                    plural(lower)
-                ),
-                "cable the missing uplink (a --topology or --plan run names the ports), or check its port state on both switches",
-                &[],
-            ));
-        }
-        let uneven: Vec<String> =
-            group.ups.iter().filter(|u| count(l, u) > 0 && count(l, u) != usual).map(|u| format!("{} to {}", count(l, u), name(u))).collect();
-        if !uneven.is_empty() {
-            out.push(Noted::new(
-                FindingId::FabricDesign,
-                Severity::Warning,
+                upper.name(),
+                absent.join(", "),
+                plural(lower)
+            )
+        };
+        let remedy = "cable the missing uplink (a --topology or --plan run names the ports), or check its port state on both switches";
+        say(&mut out, Severity::Error, &name(l), &absent, words, remedy);
+        let uneven: Vec<(String, bool)> = group
+            .ups
+            .iter()
+            .filter(|u| count(l, u) > 0 && count(l, u) != usual)
+            .map(|u| (format!("{} to {}", count(l, u), name(u)), as_planned(l, u)))
+            .collect();
+        let words = |uneven: &[String]| {
+            format!(
+                "uneven uplinks: {} {} has {} link(s), where the {} of its tree have {usual} to each {}",
+                lower.name(),
                 name(l),
-                format!(
-                    "uneven uplinks: {} {} has {} link(s), where the {} of its tree have {usual} to each {}",
-                    lower.name(),
-                    name(l),
-                    uneven.join(", "),
-                    plural(lower),
-                    upper.name()
-                ),
-                "spread the uplinks evenly over the spines (a cable missing, or one plugged into the wrong spine): the routing then balances",
-                &[],
-            ));
-        }
+                uneven.join(", "),
+                plural(lower),
+                upper.name()
+            )
+        };
+        let remedy = "spread the uplinks evenly over the spines (a cable missing, or one plugged into the wrong spine): the routing then balances";
+        say(&mut out, Severity::Warning, &name(l), &uneven, words, remedy);
     }
     out
 }
+
+/// What a rule found about one switch, each item marked by whether the plan cables it so:
+/// the items the plan does not account for said at the rule's `severity`, those it does as one
+/// `info` finding ("as planned: ..."). `words` says a list of items.
+fn say(out: &mut Vec<Noted>, severity: Severity, subject: &str, items: &[(String, bool)], words: impl Fn(&[String]) -> String, remedy: &str) {
+    let listed = |planned: bool| -> Vec<String> { items.iter().filter(|(_, p)| *p == planned).map(|(item, _)| item.clone()).collect() };
+    let (faults, planned) = (listed(false), listed(true));
+    if !faults.is_empty() {
+        out.push(Noted::new(FindingId::FabricDesign, severity, subject.to_string(), words(&faults), remedy, &[]));
+    }
+    if !planned.is_empty() {
+        out.push(Noted::new(
+            FindingId::FabricDesign,
+            Severity::Info,
+            subject.to_string(),
+            format!("as planned: {}", words(&planned)),
+            AS_PLANNED,
+            &[],
+        ));
+    }
+}
+
+/// The remedy of a deviation the plan itself has.
+const AS_PLANNED: &str = "none needed: the --topology or --plan file cables these switches so too; if that is not the design, correct the file";
 
 fn plural(t: Tier) -> &'static str {
     match t {

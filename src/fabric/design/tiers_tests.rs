@@ -17,7 +17,7 @@ fn two_tier_tree_is_read_and_passes() {
     let b = fat_tree(2, 4, 2, 3);
     assert_eq!(tier_of(&b, "leaf0"), Placed { tier: Tier::Leaf, reason: "3 host link(s)".into() });
     assert_eq!(tier_of(&b, "spine1"), Placed { tier: Tier::Spine, reason: "8 link(s) to 4 leaf switch(es) and no hosts".into() });
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty());
     // 3 hosts at 200 Gb/s over 4 uplinks at 200: 0.75:1.
     let index = Index::new(&b.fabric);
     let o = oversubscription(&index, &tiers(&index));
@@ -42,7 +42,7 @@ fn a_leaf_missing_a_spine_is_named_once() {
             b.cable(&leaf, "spine1");
         }
     }
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "leaf2".into())], "{got:#?}");
     assert_eq!(
         got[0].finding.message,
@@ -64,7 +64,7 @@ fn a_spine_cabled_to_few_leaves_is_named_as_the_spine() {
             }
         }
     }
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "spine2".into())], "{got:#?}");
     assert!(got[0].finding.message.contains("no link to 3 leaves of its tree (leaf1, leaf2, leaf3)"), "{}", got[0].finding.message);
 }
@@ -73,7 +73,7 @@ fn a_spine_cabled_to_few_leaves_is_named_as_the_spine() {
 fn uneven_uplinks_are_a_warning() {
     let mut b = fat_tree(2, 3, 2, 1);
     b.cable("leaf1", "spine0"); // leaf1: 3 to spine0, 2 to spine1
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Warning, "leaf1".into())], "{got:#?}");
     assert!(got[0].finding.message.contains("has 3 to spine0"), "{}", got[0].finding.message);
 }
@@ -84,7 +84,7 @@ fn a_leaf_without_uplinks() {
     b.switch("leaf9");
     b.ca("h9");
     b.cable("leaf9", "h9");
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "leaf9".into())], "{got:#?}");
     assert!(got[0].finding.message.contains("has no link to any spine"));
 }
@@ -120,7 +120,7 @@ fn pods_are_judged_apart_and_cores_found() {
     let mut b = two_pods();
     assert_eq!(tier_of(&b, "core1"), Placed { tier: Tier::Core, reason: "2 link(s) to 2 spine(s), none to a leaf or host".into() });
     assert_eq!(tier_of(&b, "p1s0").tier, Tier::Spine);
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty(), "a pod's leaves need not reach the other pod's spines");
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty(), "a pod's leaves need not reach the other pod's spines");
     // A spine that lost its core uplink: named as a spine without a link to any core.
     let (s, c) = (b.guid("p1s1"), b.guid("core1"));
     for n in b.fabric.nodes.iter_mut().filter(|n| n.guid == s || n.guid == c) {
@@ -129,7 +129,7 @@ fn pods_are_judged_apart_and_cores_found() {
             p.remote = None;
         }
     }
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     assert_eq!(found(&got), vec![("fabric.design".into(), Severity::Error, "p1s1".into())], "{got:#?}");
     assert!(got[0].finding.message.contains("spine p1s1 has no link to any core"), "{}", got[0].finding.message);
 }
@@ -142,7 +142,7 @@ fn a_spine_with_a_management_node_is_still_a_spine() {
     let p = tier_of(&b, "spine0");
     assert_eq!(p.tier, Tier::Spine);
     assert!(p.reason.contains("and 1 host link(s): a management node?"), "{}", p.reason);
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty());
 }
 
 #[test]
@@ -161,7 +161,7 @@ fn switches_with_hosts_in_a_ring_are_all_leaves() {
     for l in 0..3 {
         assert_eq!(tier_of(&b, &format!("leaf{l}")).tier, Tier::Leaf);
     }
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty());
 }
 
 #[test]
@@ -173,7 +173,7 @@ fn lone_switches_and_unknowns() {
     b.switch("island");
     assert_eq!(tier_of(&b, "only").tier, Tier::Leaf);
     assert_eq!(tier_of(&b, "island"), Placed { tier: Tier::Unknown, reason: "no hosts, and no link to a leaf or a spine".into() });
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty());
 }
 
 #[test]
@@ -182,14 +182,14 @@ fn oversubscription_against_the_expectation() {
     let b = fat_tree(2, 2, 1, 6);
     let mut expect = FabricExpect::default();
     expect.set("oversubscription=3").unwrap();
-    let got = rules(&b.fabric, &expect);
+    let got = rules(&b.fabric, &expect, None).0;
     assert!(got.iter().all(|n| n.finding.severity == Severity::Info) && got.len() == 2, "{got:#?}");
     assert_eq!(
         got[0].finding.message,
         "leaf leaf0 oversubscription 3.00:1 (host-facing 1200 Gb/s over 6 link(s), spine-facing 400 Gb/s over 2 link(s))"
     );
     expect.set("oversubscription=2:1").unwrap();
-    let got = rules(&b.fabric, &expect);
+    let got = rules(&b.fabric, &expect, None).0;
     assert_eq!(
         found(&got),
         vec![("fabric.design".into(), Severity::Warning, "leaf0".into()), ("fabric.design".into(), Severity::Warning, "leaf1".into())]
@@ -211,7 +211,7 @@ fn aggregation_nodes_are_no_hosts() {
     }
     assert_eq!(tier_of(&b, "leaf0"), Placed { tier: Tier::Leaf, reason: "3 host link(s)".into() });
     assert_eq!(tier_of(&b, "spine1"), Placed { tier: Tier::Spine, reason: "8 link(s) to 4 leaf switch(es) and no hosts".into() });
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty());
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty());
     let index = Index::new(&b.fabric);
     let o = oversubscription(&index, &tiers(&index));
     assert_eq!(o[&b.guid("leaf2")], Oversubscription { host_links: 3, host_gbps: 600.0, up_links: 4, up_gbps: 800.0 });
@@ -231,7 +231,7 @@ fn a_leaf_without_hosts_yet_is_a_leaf_not_a_core() {
     }
     assert_eq!(tier_of(&b, "p1l2"), Placed { tier: Tier::Leaf, reason: "no hosts yet; its 2 spine link(s) reach spines leaf p1l0 reaches".into() });
     assert_eq!(tier_of(&b, "core0").tier, Tier::Core);
-    assert!(rules(&b.fabric, &FabricExpect::default()).is_empty(), "{:#?}", rules(&b.fabric, &FabricExpect::default()));
+    assert!(rules(&b.fabric, &FabricExpect::default(), None).0.is_empty(), "{:#?}", rules(&b.fabric, &FabricExpect::default(), None));
     // A core cabled to one spine of each pod stays a core; one cabled to a single spine is not a leaf either.
     b.switch("core2");
     b.cable("core2", "p0s0");
@@ -257,7 +257,7 @@ fn nvidia_selene_storage_fabric_names_its_seven_missing_cables_and_nothing_else(
     assert_eq!((count(Tier::Leaf), count(Tier::Spine), count(Tier::Core), count(Tier::Unknown)), (64, 64, 32, 0));
     let empty: Vec<&Placed> = placed.values().filter(|p| p.reason.starts_with("no hosts yet")).collect();
     assert_eq!(empty.len(), 4, "{empty:#?}");
-    let got = rules(&b.fabric, &FabricExpect::default());
+    let got = rules(&b.fabric, &FabricExpect::default(), None).0;
     let short = |s: &str| s.trim_start_matches("MF0;").trim_end_matches(":MQM8700/U1").to_string();
     let mut named: Vec<(String, Severity)> = got.iter().map(|n| (short(&n.finding.subject.to_string()), n.finding.severity)).collect();
     named.sort();
@@ -265,4 +265,51 @@ fn nvidia_selene_storage_fabric_names_its_seven_missing_cables_and_nothing_else(
     assert_eq!(named, want.iter().map(|s| (s.to_string(), Severity::Error)).collect::<Vec<_>>(), "{got:#?}");
     let spine = got.iter().find(|n| n.finding.subject.to_string().contains("SSPINE4-14")).unwrap();
     assert!(spine.finding.message.contains("has no link to core MF0;SCORE2-004:MQM8700/U1"), "{}", spine.finding.message);
+}
+
+/// NVIDIA Selene's compute fabric, as ibnetdiscover printed it in 2021
+/// (tests/fixtures/wild-fabrics/nvidia-selene-compute-hdr.net), named by description as a
+/// `--plan` CSV names nodes.
+fn selene_compute_plan() -> Topology {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wild-fabrics/nvidia-selene-compute-hdr.net");
+    let mut plan = crate::fabric::design::topology::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+    plan.nodes.values_mut().for_each(|n| n.key.guid = None);
+    plan
+}
+
+/// A plan is the design. Selene's compute fabric holds management leaves and spines cabled
+/// thinner than the compute pods on purpose (MLG01-01 on one spine, MSPINE3-01 to one plane's
+/// cores by two cables), and its snapshot lacks some single cables: without a plan the rules
+/// blame all of them (30 findings). Given its own cabling as the plan, each is said as info,
+/// "as planned", and nothing above info is left. A cable the plan has and the fabric lacks is
+/// still named, and only it.
+#[test]
+fn a_plan_settles_the_cabling_it_has_and_nothing_else() {
+    let plan = selene_compute_plan();
+    let live = crate::fabric::discovery::fixture::from_topology(&plan);
+    let above_info = |got: &[Noted]| -> Vec<(String, Severity)> {
+        got.iter().filter(|n| n.finding.severity != Severity::Info).map(|n| (n.finding.subject.to_string(), n.finding.severity)).collect()
+    };
+    let (without, cabling) = rules(&live.fabric, &FabricExpect::default(), None);
+    assert_eq!(above_info(&without).len(), 30, "{without:#?}");
+    assert_eq!(cabling, Cabling::Uneven);
+    let (with, cabling) = rules(&live.fabric, &FabricExpect::default(), Some(&plan));
+    assert_eq!(cabling, Cabling::UnevenAsPlanned, "a route imbalance it causes is then expected");
+    assert!(above_info(&with).is_empty(), "{:#?}", above_info(&with));
+    assert_eq!(with.len(), 30, "each deviation still said, as info: {with:#?}");
+    let mlg = with.iter().find(|n| n.finding.subject == "MF0;MLG01-01:MQM8700/U1").expect("the management leaf");
+    assert!(mlg.finding.message.starts_with("as planned: leaf MF0;MLG01-01:MQM8700/U1 has no link to spine"), "{}", mlg.finding.message);
+    assert!(mlg.finding.remedy.starts_with("none needed"), "{}", mlg.finding.remedy);
+
+    // One of compute leaf LG01-02's two cables to a spine unplugged: the plan has it.
+    let mut unplugged = plan.clone();
+    let leaf = plan.nodes.iter().find(|(_, n)| n.key.description == "MF0;LG01-02:MQM8700/U1").map(|(id, _)| id.clone()).unwrap();
+    let is_switch = |id: &str| plan.nodes[id].is_switch;
+    let cable = unplugged.links.iter().position(|l| (l.a.0 == leaf && is_switch(&l.b.0)) || (l.b.0 == leaf && is_switch(&l.a.0))).unwrap();
+    unplugged.links.remove(cable);
+    let live = crate::fabric::discovery::fixture::from_topology(&unplugged);
+    let got = rules(&live.fabric, &FabricExpect::default(), Some(&plan)).0;
+    assert_eq!(above_info(&got), vec![("MF0;LG01-02:MQM8700/U1".to_string(), Severity::Warning)], "{got:#?}");
+    let fault = got.iter().find(|n| n.finding.severity == Severity::Warning).unwrap();
+    assert!(fault.finding.message.starts_with("uneven uplinks: leaf MF0;LG01-02:MQM8700/U1 has 1 to MF0;CSPINE1-"), "{}", fault.finding.message);
 }

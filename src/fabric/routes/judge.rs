@@ -6,6 +6,7 @@
 
 use crate::fabric::discovery::links::{end_name, node_name};
 use crate::fabric::discovery::model::{Fabric, Lft, Tables};
+use crate::fabric::judgement::Cabling;
 use crate::fabric::routes::route::{self, Host, Outcome, Tiers, Walker};
 use crate::mad::attributes::{Guid, NodeType};
 use crate::outcome::FindingId;
@@ -52,10 +53,10 @@ pub struct UplinkLoad {
 /// Destinations listed in a message before the rest are counted.
 const LISTED: usize = 5;
 
-/// Walks the pairs (all, or a sample from `seed`) and judges them. `cabling_uneven`: the
-/// cabling itself is uneven (`fabric.design` names a leaf missing a spine, or uneven uplinks),
-/// so an uplink imbalance it causes is said as info, the cause being named once already.
-pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) -> (RouteFigures, Vec<Finding>) {
+/// Walks the pairs (all, or a sample from `seed`) and judges them. `cabling`: when the cabling
+/// itself is uneven (`fabric.design` names a leaf missing a spine, or uneven uplinks, as a fault
+/// or as planned), an uplink imbalance it causes is said as info, the cause being named already.
+pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling: Cabling) -> (RouteFigures, Vec<Finding>) {
     let walker = Walker::new(fabric, tables);
     let tiers = Tiers::new(fabric);
     let hosts = route::hosts(fabric);
@@ -116,7 +117,7 @@ pub fn judge(fabric: &Fabric, tables: &Tables, seed: u64, cabling_uneven: bool) 
         }
     }
     let uplinks = uplink_loads(fabric, tables, &hosts, &tiers);
-    findings.extend(uplinks.iter().filter_map(|leaf| unbalanced(leaf, cabling_uneven)));
+    findings.extend(uplinks.iter().filter_map(|leaf| unbalanced(leaf, cabling)));
     let figures = RouteFigures {
         hosts: hosts.len(),
         pairs: (hosts.len() as u64).saturating_mul(hosts.len().saturating_sub(1) as u64),
@@ -316,17 +317,21 @@ fn uplink_loads(fabric: &Fabric, tables: &Tables, hosts: &[Host], tiers: &Tiers)
 /// A leaf whose busiest uplink carries most of its destinations, at least twice what its
 /// least busy uplink carries (with enough destinations to spread: two per uplink). Info where
 /// the cabling is uneven: routes cannot spread over cables that are not there.
-fn unbalanced(leaf: &LeafUplinks, cabling_uneven: bool) -> Option<Finding> {
+fn unbalanced(leaf: &LeafUplinks, cabling: Cabling) -> Option<Finding> {
     let busiest = leaf.ports.iter().max_by_key(|p| p.destinations)?;
     let least = leaf.ports.iter().map(|p| p.destinations).min()?;
     if leaf.destinations < 2 * leaf.ports.len() || busiest.destinations * 2 <= leaf.destinations || busiest.destinations < 2 * least {
         return None;
     }
     let spread: Vec<String> = leaf.ports.iter().map(|p| format!("port {} {}", p.port, p.destinations)).collect();
-    let explained = if cabling_uneven { ": expected while fabric.design names missing or uneven uplinks; fix those first" } else { "" };
+    let explained = match cabling {
+        Cabling::Even => "",
+        Cabling::Uneven => ": expected while fabric.design names missing or uneven uplinks; fix those first",
+        Cabling::UnevenAsPlanned => ": expected from the uneven uplinks the plan itself has (fabric.design says them as planned)",
+    };
     Some(Finding {
         id: FindingId::FabricRoute,
-        severity: if cabling_uneven { Severity::Info } else { Severity::Warning },
+        severity: if cabling == Cabling::Even { Severity::Warning } else { Severity::Info },
         subject: (format!("{}[{}]", leaf.leaf, busiest.port)).into(),
         message: format!(
             "{} sends {} of its {} remote host destinations up one cable (port {} to {}) of {} uplinks ({}){explained}",

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::fabric::discovery::model::{LocalView, Node, Port, Tables};
+use crate::fabric::judgement::Cabling;
 use crate::fabric::routes::judge;
 use crate::mad::attributes::{Guid, NodeType, PortInfo, SpeedSet, WidthSet};
 use crate::outcome::Severity;
@@ -80,7 +81,7 @@ impl Net {
     }
 
     fn judge(&self) -> (judge::RouteFigures, Vec<(String, Severity, String, String)>) {
-        let (figures, findings) = judge::judge(&self.f, &self.t, 7, false);
+        let (figures, findings) = judge::judge(&self.f, &self.t, 7, Cabling::Even);
         (figures, findings.into_iter().map(|f| (f.id.to_string(), f.severity, f.subject.to_string(), f.message)).collect())
     }
 }
@@ -282,7 +283,7 @@ fn a_leaf_sending_most_destinations_up_one_cable_is_a_warning() {
     let leaf1 = figures.uplinks.iter().find(|u| u.leaf == "leaf1").unwrap();
     assert_eq!(leaf1.ports.iter().map(|p| p.destinations).collect::<Vec<_>>(), vec![4, 0]);
     // Where fabric.design already names uneven cabling, the same imbalance is said as info.
-    let (_, explained) = judge::judge(&net.f, &net.t, 7, true);
+    let (_, explained) = judge::judge(&net.f, &net.t, 7, Cabling::Uneven);
     assert_eq!((explained[0].severity, explained[0].subject.to_string().as_str()), (Severity::Info, "leaf1[5]"));
     assert!(
         explained[0].message.ends_with(": expected while fabric.design names missing or uneven uplinks; fix those first"),
@@ -334,7 +335,7 @@ fn a_sample_says_its_seed() {
         net.cable((L1, h as u8 + 1), (0x1000 + u64::from(h) * 16, 1));
     }
     net.t.lfts.insert(Guid(L1), Lft { ports: (0..256u16).map(|lid| if (10..112).contains(&lid) { (lid - 9) as u8 } else { Lft::NONE }).collect() });
-    let (figures, findings) = judge::judge(&net.f, &net.t, 99, false);
+    let (figures, findings) = judge::judge(&net.f, &net.t, 99, Cabling::Even);
     assert!(findings.is_empty(), "{findings:#?}");
     assert_eq!((figures.hosts, figures.pairs, figures.walked, figures.seed), (102, 10_302, MAX_PAIRS, Some(99)));
     assert_eq!((figures.depth, figures.longest_route), (1, 1));
