@@ -302,3 +302,73 @@ fn a_plan_is_the_design() {
     let said = finding(&doc, "fabric.design", "leaf3")["message"].as_str().unwrap().to_string();
     assert!(said.starts_with("leaf leaf3 has no link to spine spine1"), "{said}");
 }
+
+/// A Dragonfly+ of 4 groups (2 leaves, 2 spines and 2 hosts a leaf each; spine s of each group
+/// cabled to spine s of every other group), without the global link between groups `skip`'s
+/// spines 0. Ports: a leaf's hosts 1-2, its spines 3-4; a spine's leaves 1-2, then its global
+/// links in order of the other groups.
+fn dragonfly_net(skip: Option<(usize, usize)>) -> String {
+    const GROUPS: usize = 4;
+    let global_port = |g: usize, other: usize| 3 + if other < g { other } else { other - 1 };
+    let cabled = |g: usize, h: usize, s: usize| s != 0 || skip != Some((g.min(h), g.max(h)));
+    let mut net = String::from("width=15\n\n");
+    for g in 0..GROUPS {
+        for l in 0..2 {
+            net += &format!("Switch 36 \"g{g}leaf{l}\"\n");
+            for h in 0..2 {
+                net += &format!("[{}] \"g{g}l{l}h{h}\"[1]\n", h + 1);
+            }
+            for s in 0..2 {
+                net += &format!("[{}] \"g{g}spine{s}\"[{}]\n", 3 + s, l + 1);
+            }
+            net += "\n";
+            for h in 0..2 {
+                net += &format!("Hca 1 \"g{g}l{l}h{h}\" # \"g{g}l{l}h{h} mlx5_0\"\n[1] \"g{g}leaf{l}\"[{}]\n\n", h + 1);
+            }
+        }
+        for s in 0..2 {
+            net += &format!("Switch 36 \"g{g}spine{s}\"\n");
+            for l in 0..2 {
+                net += &format!("[{}] \"g{g}leaf{l}\"[{}]\n", l + 1, 3 + s);
+            }
+            for other in (0..GROUPS).filter(|o| *o != g && cabled(g, *o, s)) {
+                net += &format!("[{}] \"g{other}spine{s}\"[{}]\n", global_port(g, other), global_port(other, g));
+            }
+            net += "\n";
+        }
+    }
+    net
+}
+
+/// Dragonfly+ on a real subnet: healthy, nothing is blamed (its groups are separate trees, its
+/// global links even, OpenSM's routes between groups as short as the cabling allows). One
+/// global link missing: both its ends are named, each naming the other; `--topology` of the
+/// healthy fabric names its ports.
+#[test]
+fn dragonfly_plus_passes_and_a_missing_global_link_is_named() {
+    let mut sim = Sim::start("dragonfly", &dragonfly_net(None));
+    sim.start_sm_and_wait();
+    std::fs::write(sim.dir.join("healthy.net"), dragonfly_net(None)).unwrap();
+    let out = sim.fabcheck(&["fabric", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    assert_eq!(blamed(&doc), vec![]);
+    assert_eq!(doc["routes"]["depth"], 2, "{}", doc["routes"]);
+    drop(sim);
+
+    let mut sim = Sim::start("dragonfly-missing", &dragonfly_net(Some((0, 1))));
+    sim.start_sm_and_wait();
+    std::fs::write(sim.dir.join("healthy.net"), dragonfly_net(None)).unwrap();
+    let out = sim.fabcheck(&["fabric", "--json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "warnings only: {:#?}", blamed(&doc));
+    let w = |subject: &str| ("fabric.design".to_string(), "warning".to_string(), subject.to_string());
+    assert_eq!(blamed(&doc), vec![w("g0spine0"), w("g1spine0")]);
+    let said = finding(&doc, "fabric.design", "g1spine0")["message"].as_str().unwrap().to_string();
+    assert!(said.starts_with("spine g1spine0 has 2 link(s) to other spines, where the spines of this fabric have 3 each"), "{said}");
+    assert!(said.ends_with("g0spine0 is short too and has no link to it: likely that cable"), "{said}");
+    let out = sim.fabcheck(&["fabric", "--json", "--topology", &sim.path("healthy.net")]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{:#?}", blamed(&doc));
+    assert_eq!(errors(&doc), vec![("fabric.link.down".into(), "error".into(), "g0spine0[3] <-> g1spine0[3]".into())], "{:#?}", blamed(&doc));
+}

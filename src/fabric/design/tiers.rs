@@ -9,7 +9,8 @@
 //! "Its tree" matters: in a three-tier fabric a pod's leaves reach only the pod's spines, and
 //! in a rail-optimized fabric with one spine group per rail the rails never meet below the
 //! core. So the rules compare within each connected group of the bipartite graph of the two
-//! tiers, never across groups.
+//! tiers, never across groups. Links within one tier (a Dragonfly+'s global links) are judged
+//! by their count alone.
 
 use crate::fabric::design::planned::Planned;
 use crate::fabric::design::topology::Topology;
@@ -225,6 +226,12 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
             out.extend(group_rules(&group, lower, upper, &count, &as_planned, &name));
         }
     }
+    out.extend(same_tier_rules(
+        &tiers,
+        &adj,
+        &|l: &Guid, u: &Guid| planned.as_ref().is_some_and(|p| p.as_planned(l, u, adj[l].switches.get(u).map_or(0, |v| v.0))),
+        &name,
+    ));
     let cabling = if out.is_empty() {
         Cabling::Even
     } else if out.iter().all(|n| n.finding.severity == Severity::Info) {
@@ -265,6 +272,57 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
         }
     }
     (out, cabling)
+}
+
+/// Links within one tier: a Dragonfly+'s global links between its groups' spines, a ring of
+/// leaves. Where most switches of a tier have such links, each should have as many as the most
+/// common count (the larger on a tie); one with fewer lost one, and is said by name (both ends
+/// of a missing link are short: each names the other when they have no link between them).
+/// More than the usual count is not judged.
+fn same_tier_rules(
+    tiers: &BTreeMap<Guid, Placed>,
+    adj: &BTreeMap<Guid, Adjacent>,
+    as_planned: &impl Fn(&Guid, &Guid) -> bool,
+    name: &impl Fn(&Guid) -> String,
+) -> Vec<Noted> {
+    let mut out = Vec::new();
+    for tier in [Tier::Leaf, Tier::Spine, Tier::Core] {
+        let members: BTreeSet<Guid> = tiers.iter().filter(|(_, p)| p.tier == tier).map(|(g, _)| *g).collect();
+        let within = |g: &Guid| -> usize { adj[g].switches.iter().filter(|(u, _)| members.contains(u)).map(|(_, v)| v.0).sum() };
+        let counts: BTreeMap<Guid, usize> = members.iter().map(|g| (*g, within(g))).collect();
+        let linked = counts.values().filter(|c| **c > 0).count();
+        if linked * 2 <= members.len() {
+            continue;
+        }
+        let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
+        for c in counts.values().filter(|c| **c > 0) {
+            *tally.entry(*c).or_default() += 1;
+        }
+        let Some(usual) = tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c) else { continue };
+        let short: Vec<Guid> = counts.iter().filter(|(_, c)| **c < usual).map(|(g, _)| *g).collect();
+        for g in &short {
+            let apart: Vec<String> = short.iter().filter(|o| *o != g && !adj[g].switches.contains_key(o)).map(name).collect();
+            let hint = match apart.len() {
+                0 => String::new(),
+                1 => format!("; {} is short too and has no link to it: likely that cable", apart[0]),
+                _ => format!("; short too, with no link to it: {}", apart.join(", ")),
+            };
+            let words = |_: &[String]| {
+                format!(
+                    "{} {} has {} link(s) to other {}, where the {} of this fabric have {usual} each: a link between them missing (a Dragonfly+ global link, a ring's){hint}",
+                    tier.name(),
+                    name(g),
+                    counts[g],
+                    plural(tier),
+                    plural(tier)
+                )
+            };
+            let planned = members.iter().filter(|u| *u != g).all(|u| as_planned(g, u));
+            let remedy = "cable the missing link (a --topology or --plan run names the ports), or check its port state at both ends";
+            say(&mut out, Severity::Warning, &name(g), &[(String::new(), planned)], words, remedy);
+        }
+    }
+    out
 }
 
 /// The lower and upper switches of one connected group of the two tiers' links.

@@ -313,3 +313,70 @@ fn a_plan_settles_the_cabling_it_has_and_nothing_else() {
     let fault = got.iter().find(|n| n.finding.severity == Severity::Warning).unwrap();
     assert!(fault.finding.message.starts_with("uneven uplinks: leaf MF0;LG01-02:MQM8700/U1 has 1 to MF0;CSPINE1-"), "{}", fault.finding.message);
 }
+
+/// A Dragonfly+ (Shpiner et al., "Dragonfly+: Low Cost Topology for Scaling Datacenters",
+/// 2017): `groups` two-level trees of 2 leaves and 2 spines, spine s of each group cabled to
+/// spine s of every other group (its global links). No cores: the groups meet at the spines.
+fn dragonfly(groups: usize, skip: Option<(usize, usize)>) -> Build {
+    let mut b = Build::new();
+    for g in 0..groups {
+        for s in 0..2 {
+            b.switch(&format!("g{g}spine{s}"));
+        }
+        for l in 0..2 {
+            let leaf = format!("g{g}leaf{l}");
+            b.switch(&leaf);
+            let host = format!("g{g}l{l} mlx5_0");
+            b.ca(&host);
+            b.cable(&leaf, &host);
+            for s in 0..2 {
+                b.cable(&leaf, &format!("g{g}spine{s}"));
+            }
+        }
+    }
+    for g in 0..groups {
+        for h in g + 1..groups {
+            for s in 0..2 {
+                if skip != Some((g, h)) || s != 0 {
+                    b.cable(&format!("g{g}spine{s}"), &format!("g{h}spine{s}"));
+                }
+            }
+        }
+    }
+    b
+}
+
+/// A healthy Dragonfly+ is no broken fat tree: its groups are separate trees to the rules, and
+/// its global links are even. One global link missing is named by both its ends, each naming
+/// the other; with a plan that lacks it too, it is as planned.
+#[test]
+fn dragonfly_plus_passes_and_a_missing_global_link_is_named() {
+    let b = dragonfly(4, None);
+    assert_eq!(tier_of(&b, "g2spine1").tier, Tier::Spine);
+    assert_eq!(rules(&b.fabric, &FabricExpect::default(), None), (vec![], Cabling::Even));
+
+    let b = dragonfly(4, Some((0, 1)));
+    let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), None);
+    assert_eq!(cabling, Cabling::Uneven);
+    let named: Vec<(String, Severity)> = got.iter().map(|n| (n.finding.subject.to_string(), n.finding.severity)).collect();
+    assert_eq!(named, vec![("g0spine0".to_string(), Severity::Warning), ("g1spine0".to_string(), Severity::Warning)], "{got:#?}");
+    assert_eq!(
+        got[0].finding.message,
+        "spine g0spine0 has 2 link(s) to other spines, where the spines of this fabric have 3 each: a link between them missing \
+         (a Dragonfly+ global link, a ring's); g1spine0 is short too and has no link to it: likely that cable"
+    );
+
+    // The same fabric as its own plan (a build with that link left out on purpose).
+    let plan_text: String = {
+        let mut text = String::from("a_node,a_port,b_node,b_port\n");
+        let index = Index::new(&b.fabric);
+        for link in &index.links {
+            text += &format!("{},{},{},{}\n", link.a.node.description, link.a.port.number, link.b.node.description, link.b.port.number);
+        }
+        text
+    };
+    let plan = crate::fabric::design::plan::parse("plan.csv", &plan_text).unwrap();
+    let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), Some(&plan));
+    assert_eq!(cabling, Cabling::UnevenAsPlanned);
+    assert!(got.iter().all(|n| n.finding.severity == Severity::Info && n.finding.message.starts_with("as planned: spine g")), "{got:#?}");
+}
