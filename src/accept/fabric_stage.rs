@@ -1,6 +1,6 @@
 //! Level 2's `fabric` stage: the InfiniBand fabric discovered and judged from the controller,
-//! as `fabcheck fabric` does with no flags (`fabric::discovery`, `fabric::judge`, the
-//! physical-layer counters), when this host has an InfiniBand port and may use umad. Elsewhere
+//! as `fabcheck fabric` does with no flags (`fabric::discovery`, then every rule of
+//! `fabric::rulebook`), when this host has an InfiniBand port and may use umad. Elsewhere
 //! (RoCE, no `ib_umad`, no permission) the stage is skipped and says why: info, no failure.
 
 use super::stage::{Aliases, StageName, StageRun};
@@ -65,9 +65,10 @@ pub fn run(aliases: &Aliases, unreachable: Vec<String>) -> StageRun {
             return StageRun::could_not_run(StageName::Fabric, why, unreachable);
         }
     };
-    let mut judgement = crate::fabric::judge(&fabric, None, &crate::fabric::FabricExpect::default());
-    judgement.findings.extend(crate::fabric::counters::phy::judge(&fabric, &tables));
-    judgement.findings.sort_by_key(|f| f.severity);
+    // Every rule `fabcheck fabric` with no flags judges by, in its order (`fabric::rulebook`).
+    let expect = crate::fabric::FabricExpect::default();
+    let seed = crate::fabric::routes::route::fresh_seed();
+    let (judgement, _) = crate::fabric::rulebook::judge(&fabric, &tables, &crate::fabric::rulebook::Asked::nothing(&expect, seed));
     let elapsed = started.elapsed();
     let doc = crate::fabric::report::document(&fabric, &judgement, elapsed.as_millis() as u64);
     let verdict = if doc.verdict == Verdict::Pass { Verdict::Pass } else { Verdict::Fail };

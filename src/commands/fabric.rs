@@ -2,10 +2,9 @@
 
 use crate::cli::FabricArgs;
 use crate::error::{Failure, Outcome, Stop};
-use crate::fabric::design::{duplicate, plan, rails, tiers, topology};
+use crate::fabric::design::{plan, rails, topology};
 use crate::fabric::discovery::discover::{self, Probe};
-use crate::fabric::{judge, report, FabricExpect};
-use crate::outcome::FindingId;
+use crate::fabric::{report, FabricExpect};
 use fabcheck_verbs::mad::{MadError, INSTALL_HINT};
 use std::path::PathBuf;
 
@@ -123,57 +122,17 @@ pub fn run(args: &FabricArgs, out: &crate::report::Output) -> Result<Outcome, St
         Some(window) => Some(soak(&config, &mut fabric, window, started)?),
         None => None,
     };
-    let mut judgement = judge(&fabric, expected.as_ref(), &config.expect);
-    // Fabric design (#32).
-    let (design, cabling) = tiers::rules(&fabric, &config.expect, expected.as_ref());
-    judgement.extend(design);
-    judgement.extend(duplicate::rules(&fabric));
-    if config.rails.is_some() {
-        judgement.extend(rails::rules(&fabric, rail_map.as_ref()));
-    }
-    if let Some(w) = &window {
-        say_window(&mut judgement, w);
-    }
-    // fabric.route: the tables walked between host pairs (only when an SM routed the fabric).
-    let routes = tables.read.then(|| {
-        crate::fabric::routes::judge::judge(&fabric, &tables, config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed), cabling)
-    });
-    if let Some((_, findings)) = &routes {
-        judgement.findings.extend(findings.iter().cloned());
-    }
-    // fabric.creditloop: the routes' channel dependencies, per VL; fabric.mcast: the MFTs'
-    // trees; fabric.vl: SLs on VLs without arbitration weight (and tables not answered).
-    if tables.read {
-        use crate::fabric::routes::{creditloop, mcast, vl};
-        // SL2VL maps read in part would put some hops on their VL and others on VL 0.
-        let whole = if tables.qos.cut_short.is_none() { tables.sl2vl.clone() } else { Default::default() };
-        judgement.findings.extend(creditloop::judge(&fabric, &tables, &whole));
-        let groups = mcast::groups_from_mfts(&fabric, &tables.qos.mfts);
-        judgement.findings.extend(mcast::judge(&fabric, &groups, &tables.qos.mfts));
-        judgement.findings.extend(vl::judge(&fabric, &vl::ports(&tables)));
-        judgement.findings.extend(vl::unanswered(&fabric, &tables));
-    }
-    // fabric.ar, fabric.sharp, fabric.cc: from an ibdiagnet capture.
-    if let Some(capture) = &capture {
-        judgement.findings.extend(crate::fabric::ibdiagnet::judge(capture));
-    }
-    // fabric.pkey: each host port's partitions against its switch port's.
-    if tables.read {
-        judgement.findings.extend(crate::fabric::routes::pkey::judge(&fabric, &tables));
-        judgement.findings.extend(crate::fabric::routes::pkey::unread(&fabric, &tables));
-    }
-    // The InfiniBand physical layer (PortExtendedSpeedsCounters), and congestion over a window.
-    judgement.findings.extend(crate::fabric::counters::phy::judge(&fabric, &tables));
-    if let Some(w) = &window {
-        judgement.findings.extend(crate::fabric::counters::phy::congestion(&fabric, w.seconds, &w.sample_ticks));
-    }
-    judgement.findings.sort_by_key(|f| f.severity);
-    let view = report::FabricReport {
-        fabric: &fabric,
-        judgement: &judgement,
-        elapsed_ms: started.elapsed().as_millis() as u64,
-        routes: routes.as_ref().map(|(figures, _)| figures),
+    let asked = crate::fabric::rulebook::Asked {
+        expected: expected.as_ref(),
+        expect: &config.expect,
+        rails: config.rails.as_ref().map(|_| rail_map.as_ref()),
+        capture: capture.as_ref(),
+        window: window.as_ref(),
+        seed: config.seed.unwrap_or_else(crate::fabric::routes::route::fresh_seed),
     };
+    let (judgement, routes) = crate::fabric::rulebook::judge(&fabric, &tables, &asked);
+    let view =
+        report::FabricReport { fabric: &fabric, judgement: &judgement, elapsed_ms: started.elapsed().as_millis() as u64, routes: routes.as_ref() };
     let outcome = out.deliver(&view, config.json)?;
     if let Some(w) = window.as_ref().filter(|w| w.interrupted) {
         return Err(Failure::new(
@@ -252,33 +211,6 @@ fn wait_window(
     }
     progress.done();
     interrupted
-}
-
-/// Says the window (and what it could not judge) as info findings.
-fn say_window(judgement: &mut crate::fabric::Judgement, w: &crate::fabric::counters::soak::FabricWindow) {
-    use crate::outcome::{Finding, Severity};
-    judgement.findings.push(Finding {
-        id: FindingId::SoakWindow,
-        severity: Severity::Info,
-        subject: "fabric".into(),
-        message: format!(
-            "counters read {:.0} s apart (soak window{}): what rose in the window is judged, not lifetime totals",
-            w.seconds,
-            if w.interrupted { ", interrupted" } else { "" }
-        ),
-        remedy: "a longer window (--soak 1h) catches rarer errors and flaps".into(),
-        about: None,
-    });
-    if !w.not_judged.is_empty() {
-        judgement.findings.push(Finding {
-            id: FindingId::SoakCounters,
-            severity: Severity::Info,
-            subject: "fabric".into(),
-            message: format!("not judged over the window: {}", w.not_judged.join("; ")),
-            remedy: "clear the counters (`perfquery -x -R`) and soak again".into(),
-            about: None,
-        });
-    }
 }
 
 /// Runs discovery on a worker thread: the MAD libraries bound each query, but a stuck

@@ -16,6 +16,7 @@ pub mod judge;
 pub mod judgement;
 pub mod report;
 pub mod routes;
+pub mod rulebook;
 
 pub use discovery::model::Fabric;
 pub use expect::FabricExpect;

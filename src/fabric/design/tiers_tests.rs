@@ -367,16 +367,42 @@ fn dragonfly_plus_passes_and_a_missing_global_link_is_named() {
     );
 
     // The same fabric as its own plan (a build with that link left out on purpose).
-    let plan_text: String = {
-        let mut text = String::from("a_node,a_port,b_node,b_port\n");
-        let index = Index::new(&b.fabric);
-        for link in &index.links {
-            text += &format!("{},{},{},{}\n", link.a.node.description, link.a.port.number, link.b.node.description, link.b.port.number);
-        }
-        text
-    };
-    let plan = crate::fabric::design::plan::parse("plan.csv", &plan_text).unwrap();
+    let plan = plan_of(&b);
     let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), Some(&plan));
     assert_eq!(cabling, Cabling::UnevenAsPlanned);
     assert!(got.iter().all(|n| n.finding.severity == Severity::Info && n.finding.message.starts_with("as planned: spine g")), "{got:#?}");
+}
+
+/// Five switches with hosts in a daisy chain: the two ends have one link to the chain where the
+/// others have two, and are named (as a broken ring's would be); given the chain as its plan,
+/// they are as planned.
+#[test]
+fn a_daisy_chains_ends_are_short_unless_planned() {
+    let mut b = Build::new();
+    for s in 0..5 {
+        let sw = format!("sw{s}");
+        b.switch(&sw);
+        let host = format!("h{s} mlx5_0");
+        b.ca(&host);
+        b.cable(&sw, &host);
+        if s > 0 {
+            b.cable(&format!("sw{}", s - 1), &sw);
+        }
+    }
+    assert_eq!(tier_of(&b, "sw2").tier, Tier::Leaf);
+    let (got, _) = rules(&b.fabric, &FabricExpect::default(), None);
+    assert_eq!(found(&got).into_iter().map(|f| f.2).collect::<Vec<_>>(), ["sw0", "sw4"], "{got:#?}");
+    let plan = plan_of(&b);
+    let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), Some(&plan));
+    assert_eq!(cabling, Cabling::UnevenAsPlanned);
+    assert!(got.iter().all(|n| n.finding.severity == Severity::Info), "{got:#?}");
+}
+
+/// A fabric's cabling as a `--plan` CSV names it (by description), read back as the plan.
+fn plan_of(b: &Build) -> Topology {
+    let mut text = String::from("a_node,a_port,b_node,b_port\n");
+    for link in &Index::new(&b.fabric).links {
+        text += &format!("{},{},{},{}\n", link.a.node.description, link.a.port.number, link.b.node.description, link.b.port.number);
+    }
+    crate::fabric::design::plan::parse("plan.csv", &text).unwrap()
 }
