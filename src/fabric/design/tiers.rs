@@ -200,14 +200,14 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
     let adj = adjacency(&index);
     let mut out = Vec::new();
     let name = |g: &Guid| index.by_guid.get(g).map_or_else(|| g.to_string(), |n| node_name(n));
+    let count = |l: &Guid, u: &Guid| adj[l].switches.get(u).map_or(0, |v| v.0);
+    let as_planned = |l: &Guid, u: &Guid| planned.as_ref().is_some_and(|p| p.as_planned(l, u, count(l, u)));
     for (lower, upper) in [(Tier::Leaf, Tier::Spine), (Tier::Spine, Tier::Core)] {
         let lows: Vec<Guid> = tiers.iter().filter(|(_, p)| p.tier == lower).map(|(g, _)| *g).collect();
         let ups: BTreeSet<Guid> = tiers.iter().filter(|(_, p)| p.tier == upper).map(|(g, _)| *g).collect();
         if ups.is_empty() {
             continue;
         }
-        let count = |l: &Guid, u: &Guid| adj[l].switches.get(u).map_or(0, |v| v.0);
-        let as_planned = |l: &Guid, u: &Guid| planned.as_ref().is_some_and(|p| p.as_planned(l, u, count(l, u)));
         // A lower switch with no uplink at all, while the tier above exists.
         for l in lows.iter().filter(|l| ups.iter().all(|u| count(l, u) == 0)) {
             let words = |_: &[String]| {
@@ -226,12 +226,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
             out.extend(group_rules(&group, lower, upper, &count, &as_planned, &name));
         }
     }
-    out.extend(same_tier_rules(
-        &tiers,
-        &adj,
-        &|l: &Guid, u: &Guid| planned.as_ref().is_some_and(|p| p.as_planned(l, u, adj[l].switches.get(u).map_or(0, |v| v.0))),
-        &name,
-    ));
+    out.extend(same_tier_rules(&tiers, &adj, &as_planned, &name));
     let cabling = if out.is_empty() {
         Cabling::Even
     } else if out.iter().all(|n| n.finding.severity == Severity::Info) {
@@ -294,11 +289,7 @@ fn same_tier_rules(
         if linked * 2 <= members.len() {
             continue;
         }
-        let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
-        for c in counts.values().filter(|c| **c > 0) {
-            *tally.entry(*c).or_default() += 1;
-        }
-        let Some(usual) = tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c) else { continue };
+        let Some(usual) = most_common(counts.values().copied()) else { continue };
         let short: Vec<Guid> = counts.iter().filter(|(_, c)| **c < usual).map(|(g, _)| *g).collect();
         for g in &short {
             let apart: Vec<String> = short.iter().filter(|o| *o != g && !adj[g].switches.contains_key(o)).map(name).collect();
@@ -372,17 +363,7 @@ fn group_rules(
     if group.lows.len() < 2 && group.ups.len() < 2 {
         return out;
     }
-    let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
-    for l in &group.lows {
-        for u in &group.ups {
-            let c = count(l, u);
-            if c > 0 {
-                *tally.entry(c).or_default() += 1;
-            }
-        }
-    }
-    // The most common count (the larger on a tie: a missing cable is likelier than an extra).
-    let Some(usual) = tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c) else { return out };
+    let Some(usual) = most_common(group.lows.iter().flat_map(|l| group.ups.iter().map(move |u| count(l, u)))) else { return out };
     // Counted once (a scan per pair would be cubic on a large tree).
     let mut missing_low: BTreeMap<Guid, usize> = BTreeMap::new();
     let mut missing_up: BTreeMap<Guid, usize> = BTreeMap::new();
@@ -474,6 +455,16 @@ fn say(out: &mut Vec<Noted>, severity: Severity, subject: &str, items: &[(String
 
 /// The remedy of a deviation the plan itself has.
 const AS_PLANNED: &str = "none needed: the --topology or --plan file cables these switches so too; if that is not the design, correct the file";
+
+/// The most common of the non-zero link counts: the usual count of a tree or tier (the larger
+/// on a tie: a missing cable is likelier than an extra).
+fn most_common(counts: impl Iterator<Item = usize>) -> Option<usize> {
+    let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
+    for c in counts.filter(|c| *c > 0) {
+        *tally.entry(c).or_default() += 1;
+    }
+    tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c)
+}
 
 fn plural(t: Tier) -> &'static str {
     match t {
