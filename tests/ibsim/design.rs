@@ -308,9 +308,33 @@ fn a_plan_is_the_design() {
 /// spines 0. Ports: a leaf's hosts 1-2, its spines 3-4; a spine's leaves 1-2, then its global
 /// links in order of the other groups.
 fn dragonfly_net(skip: Option<(usize, usize)>) -> String {
-    const GROUPS: usize = 4;
-    let global_port = |g: usize, other: usize| 3 + if other < g { other } else { other - 1 };
-    let cabled = |g: usize, h: usize, s: usize| s != 0 || skip != Some((g.min(h), g.max(h)));
+    dragonfly_cabled(&dragonfly_global(skip))
+}
+
+/// One end of a global link: group, spine, port.
+type End = (usize, usize, usize);
+
+const GROUPS: usize = 4;
+
+/// The designed global links (spine s to spine s of every other group, on the port of that
+/// group), less `skip`'s spines 0.
+fn dragonfly_global(skip: Option<(usize, usize)>) -> Vec<(End, End)> {
+    let port = |g: usize, other: usize| 3 + if other < g { other } else { other - 1 };
+    let mut out = Vec::new();
+    for g in 0..GROUPS {
+        for h in g + 1..GROUPS {
+            for s in 0..2 {
+                if s != 0 || skip != Some((g, h)) {
+                    out.push(((g, s, port(g, h)), (h, s, port(h, g))));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The fabric of `dragonfly_net` with the global links `global` lists.
+fn dragonfly_cabled(global: &[(End, End)]) -> String {
     let mut net = String::from("width=15\n\n");
     for g in 0..GROUPS {
         for l in 0..2 {
@@ -331,13 +355,35 @@ fn dragonfly_net(skip: Option<(usize, usize)>) -> String {
             for l in 0..2 {
                 net += &format!("[{}] \"g{g}leaf{l}\"[{}]\n", l + 1, 3 + s);
             }
-            for other in (0..GROUPS).filter(|o| *o != g && cabled(g, *o, s)) {
-                net += &format!("[{}] \"g{other}spine{s}\"[{}]\n", global_port(g, other), global_port(other, g));
+            let mut ports: Vec<(usize, End)> = global
+                .iter()
+                .flat_map(|(x, y)| [(*x, *y), (*y, *x)])
+                .filter(|((xg, xs, _), _)| (*xg, *xs) == (g, s))
+                .map(|((_, _, port), far)| (port, far))
+                .collect();
+            ports.sort();
+            for (port, (fg, fs, fp)) in ports {
+                net += &format!("[{port}] \"g{fg}spine{fs}\"[{fp}]\n");
             }
             net += "\n";
         }
     }
     net
+}
+
+/// A Dragonfly+ `net` on ibsim with OpenSM's routes in, and the designed fabric beside it as
+/// `healthy.net`.
+fn dragonfly_on_ibsim(name: &str, net: &str) -> Sim {
+    let mut sim = Sim::start(name, net);
+    sim.start_sm_and_wait();
+    std::fs::write(sim.dir.join("healthy.net"), dragonfly_net(None)).unwrap();
+    sim
+}
+
+/// `fabcheck fabric --json` with `args`: its exit code and document.
+fn fabric_doc(sim: &Sim, args: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = sim.fabcheck(&[&["fabric", "--json"], args].concat());
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap())
 }
 
 /// Dragonfly+ on a real subnet: healthy, nothing is blamed (its groups are separate trees, its
@@ -346,29 +392,52 @@ fn dragonfly_net(skip: Option<(usize, usize)>) -> String {
 /// healthy fabric names its ports.
 #[test]
 fn dragonfly_plus_passes_and_a_missing_global_link_is_named() {
-    let mut sim = Sim::start("dragonfly", &dragonfly_net(None));
-    sim.start_sm_and_wait();
-    std::fs::write(sim.dir.join("healthy.net"), dragonfly_net(None)).unwrap();
-    let out = sim.fabcheck(&["fabric", "--json"]);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "{:#?}", blamed(&doc));
+    let sim = dragonfly_on_ibsim("dragonfly", &dragonfly_net(None));
+    let (code, doc) = fabric_doc(&sim, &[]);
+    assert_eq!(code, Some(0), "{:#?}", blamed(&doc));
     assert_eq!(blamed(&doc), vec![]);
     assert_eq!(doc["routes"]["depth"], 2, "{}", doc["routes"]);
     drop(sim);
 
-    let mut sim = Sim::start("dragonfly-missing", &dragonfly_net(Some((0, 1))));
-    sim.start_sm_and_wait();
-    std::fs::write(sim.dir.join("healthy.net"), dragonfly_net(None)).unwrap();
-    let out = sim.fabcheck(&["fabric", "--json"]);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(0), "warnings only: {:#?}", blamed(&doc));
+    let sim = dragonfly_on_ibsim("dragonfly-missing", &dragonfly_net(Some((0, 1))));
+    let (code, doc) = fabric_doc(&sim, &[]);
+    assert_eq!(code, Some(0), "warnings only: {:#?}", blamed(&doc));
     let w = |subject: &str| ("fabric.design".to_string(), "warning".to_string(), subject.to_string());
     assert_eq!(blamed(&doc), vec![w("g0spine0"), w("g1spine0")]);
     let said = finding(&doc, "fabric.design", "g1spine0")["message"].as_str().unwrap().to_string();
     assert!(said.starts_with("spine g1spine0 has 2 link(s) to other spines, where the spines of this fabric have 3 each"), "{said}");
     assert!(said.ends_with("g0spine0 is short too and has no link to it: likely that cable"), "{said}");
-    let out = sim.fabcheck(&["fabric", "--json", "--topology", &sim.path("healthy.net")]);
-    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(out.status.code(), Some(1), "{:#?}", blamed(&doc));
+    let (code, doc) = fabric_doc(&sim, &["--topology", &sim.path("healthy.net")]);
+    assert_eq!(code, Some(1), "{:#?}", blamed(&doc));
     assert_eq!(errors(&doc), vec![("fabric.link.down".into(), "error".into(), "g0spine0[3] <-> g1spine0[3]".into())], "{:#?}", blamed(&doc));
+}
+
+/// Two global cables swapped between groups on a real subnet (0-1 and 2-3's spines 0 become
+/// 0-2 and 1-3, on the same ports): every spine keeps its count, and the two group pairs left
+/// with one link where the even share is two are named (warnings). `--topology` of the
+/// designed fabric names the two cables as miswired, by their designed ports.
+#[test]
+fn dragonfly_plus_swapped_global_links_are_named_by_their_groups() {
+    let mut global = dragonfly_global(None);
+    let at = |g: &[(End, End)], a: (usize, usize)| g.iter().position(|(x, y)| (x.0, y.0, x.1) == (a.0, a.1, 0)).unwrap();
+    let (i, j) = (at(&global, (0, 1)), at(&global, (2, 3)));
+    let ((a, b), (c, d)) = (global[i], global[j]);
+    global[i] = (a, c);
+    global[j] = (b, d);
+    let sim = dragonfly_on_ibsim("dragonfly-swapped", &dragonfly_cabled(&global));
+    let (code, doc) = fabric_doc(&sim, &[]);
+    assert_eq!(code, Some(0), "warnings only: {:#?}", blamed(&doc));
+    let w = |subject: &str| ("fabric.design".to_string(), "warning".to_string(), subject.to_string());
+    assert_eq!(
+        blamed(&doc),
+        vec![w("g0spine0/g0spine1 <-> g1spine0/g1spine1"), w("g2spine0/g2spine1 <-> g3spine0/g3spine1")],
+        "{:#?}",
+        doc["findings"]
+    );
+    let said = finding(&doc, "fabric.design", "g0spine0/g0spine1 <-> g1spine0/g1spine1")["message"].as_str().unwrap().to_string();
+    assert!(said.contains("have 1 global link(s) between them"), "{said}");
+    let (code, doc) = fabric_doc(&sim, &["--topology", &sim.path("healthy.net")]);
+    assert_eq!(code, Some(1), "{:#?}", blamed(&doc));
+    let e = |subject: &str| ("fabric.topology.miswired".to_string(), "error".to_string(), subject.to_string());
+    assert_eq!(errors(&doc), vec![e("g0spine0[3] <-> g1spine0[3]"), e("g2spine0[5] <-> g3spine0[5]")], "{:#?}", blamed(&doc));
 }

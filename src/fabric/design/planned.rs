@@ -3,12 +3,15 @@
 //! (a management leaf on one spine, a storage pod thinner than the compute pods) is the design,
 //! not a fault, however it differs from its tree. The design rules then say such a pair as
 //! `info`; a pair the plan cables otherwise stays a fault (and `fabric.topology.*` names its
-//! ports). Also the one place a plan's node is found among the discovered ones.
+//! ports); `say` splits a rule's items so. Also the one place a plan's node is found among the
+//! discovered ones.
 
 use crate::fabric::design::topology::{NodeKey, Topology};
 use crate::fabric::discovery::links::Index;
 use crate::fabric::discovery::model::{Fabric, Node};
+use crate::fabric::judgement::Noted;
 use crate::mad::attributes::Guid;
+use crate::outcome::{FindingId, Severity};
 use std::collections::{HashMap, HashSet};
 
 /// Finds a plan's node among the discovered ones: by GUID when the plan gives one, else by node
@@ -92,6 +95,30 @@ fn pair(a: Guid, b: Guid) -> (Guid, Guid) {
         (b, a)
     }
 }
+
+/// What a rule found about one switch, each item marked by whether the plan cables it so:
+/// the items the plan does not account for said at the rule's `severity`, those it does as one
+/// `info` finding ("as planned: ..."). `words` says a list of items.
+pub fn say(out: &mut Vec<Noted>, severity: Severity, subject: &str, items: &[(String, bool)], words: impl Fn(&[String]) -> String, remedy: &str) {
+    let listed = |planned: bool| -> Vec<String> { items.iter().filter(|(_, p)| *p == planned).map(|(item, _)| item.clone()).collect() };
+    let (faults, planned) = (listed(false), listed(true));
+    if !faults.is_empty() {
+        out.push(Noted::new(FindingId::FabricDesign, severity, subject.to_string(), words(&faults), remedy, &[]));
+    }
+    if !planned.is_empty() {
+        out.push(Noted::new(
+            FindingId::FabricDesign,
+            Severity::Info,
+            subject.to_string(),
+            format!("as planned: {}", words(&planned)),
+            AS_PLANNED,
+            &[],
+        ));
+    }
+}
+
+/// The remedy of a deviation the plan itself has.
+const AS_PLANNED: &str = "none needed: the --topology or --plan file cables these switches so too; if that is not the design, correct the file";
 
 #[cfg(test)]
 mod tests {

@@ -12,7 +12,9 @@
 //! tiers, never across groups. Links within one tier (a Dragonfly+'s global links) are judged
 //! by their count alone.
 
-use crate::fabric::design::planned::Planned;
+use crate::fabric::design::dragonfly::group_pair_rules;
+use crate::fabric::design::groups::{groups, most_common, Group};
+use crate::fabric::design::planned::{say, Planned};
 use crate::fabric::design::topology::Topology;
 use crate::fabric::discovery::links::{node_name, Index};
 use crate::fabric::discovery::model::Fabric;
@@ -226,7 +228,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
             out.extend(group_rules(&group, lower, upper, &count, &as_planned, &name));
         }
     }
-    out.extend(same_tier_rules(&tiers, &adj, &as_planned, &name));
+    out.extend(same_tier_rules(&tiers, &adj, &count, &as_planned, &name));
     let cabling = if out.is_empty() {
         Cabling::Even
     } else if out.iter().all(|n| n.finding.severity == Severity::Info) {
@@ -277,6 +279,7 @@ pub fn rules(fabric: &Fabric, expect: &FabricExpect, plan: Option<&Topology>) ->
 fn same_tier_rules(
     tiers: &BTreeMap<Guid, Placed>,
     adj: &BTreeMap<Guid, Adjacent>,
+    count: &impl Fn(&Guid, &Guid) -> usize,
     as_planned: &impl Fn(&Guid, &Guid) -> bool,
     name: &impl Fn(&Guid) -> String,
 ) -> Vec<Noted> {
@@ -312,39 +315,11 @@ fn same_tier_rules(
             let remedy = "cable the missing link (a --topology or --plan run names the ports), or check its port state at both ends";
             say(&mut out, Severity::Warning, &name(g), &[(String::new(), planned)], words, remedy);
         }
-    }
-    out
-}
-
-/// The lower and upper switches of one connected group of the two tiers' links.
-struct Group {
-    lows: Vec<Guid>,
-    ups: Vec<Guid>,
-}
-
-fn groups(lows: &[Guid], ups: &BTreeSet<Guid>, count: &impl Fn(&Guid, &Guid) -> usize) -> Vec<Group> {
-    let mut seen_low = BTreeSet::new();
-    let mut out = Vec::new();
-    for start in lows {
-        if seen_low.contains(start) || ups.iter().all(|u| count(start, u) == 0) {
-            continue;
+        if tier == Tier::Spine {
+            let leaves: Vec<Guid> = tiers.iter().filter(|(_, p)| p.tier == Tier::Leaf).map(|(g, _)| *g).collect();
+            let short: BTreeSet<Guid> = short.into_iter().collect();
+            out.extend(group_pair_rules(&groups(&leaves, &members, count), &short, count, as_planned, name));
         }
-        let (mut g_low, mut g_up) = (BTreeSet::new(), BTreeSet::new());
-        let mut todo = vec![*start];
-        seen_low.insert(*start);
-        while let Some(l) = todo.pop() {
-            g_low.insert(l);
-            for u in ups.iter().filter(|u| count(&l, u) > 0) {
-                if g_up.insert(*u) {
-                    for l2 in lows.iter().filter(|l2| count(l2, u) > 0) {
-                        if seen_low.insert(*l2) {
-                            todo.push(*l2);
-                        }
-                    }
-                }
-            }
-        }
-        out.push(Group { lows: g_low.into_iter().collect(), ups: g_up.into_iter().collect() });
     }
     out
 }
@@ -430,40 +405,6 @@ fn group_rules(
         say(&mut out, Severity::Warning, &name(l), &uneven, words, remedy);
     }
     out
-}
-
-/// What a rule found about one switch, each item marked by whether the plan cables it so:
-/// the items the plan does not account for said at the rule's `severity`, those it does as one
-/// `info` finding ("as planned: ..."). `words` says a list of items.
-fn say(out: &mut Vec<Noted>, severity: Severity, subject: &str, items: &[(String, bool)], words: impl Fn(&[String]) -> String, remedy: &str) {
-    let listed = |planned: bool| -> Vec<String> { items.iter().filter(|(_, p)| *p == planned).map(|(item, _)| item.clone()).collect() };
-    let (faults, planned) = (listed(false), listed(true));
-    if !faults.is_empty() {
-        out.push(Noted::new(FindingId::FabricDesign, severity, subject.to_string(), words(&faults), remedy, &[]));
-    }
-    if !planned.is_empty() {
-        out.push(Noted::new(
-            FindingId::FabricDesign,
-            Severity::Info,
-            subject.to_string(),
-            format!("as planned: {}", words(&planned)),
-            AS_PLANNED,
-            &[],
-        ));
-    }
-}
-
-/// The remedy of a deviation the plan itself has.
-const AS_PLANNED: &str = "none needed: the --topology or --plan file cables these switches so too; if that is not the design, correct the file";
-
-/// The most common of the non-zero link counts: the usual count of a tree or tier (the larger
-/// on a tie: a missing cable is likelier than an extra).
-fn most_common(counts: impl Iterator<Item = usize>) -> Option<usize> {
-    let mut tally: BTreeMap<usize, usize> = BTreeMap::new();
-    for c in counts.filter(|c| *c > 0) {
-        *tally.entry(c).or_default() += 1;
-    }
-    tally.iter().max_by_key(|(c, n)| (**n, **c)).map(|(c, _)| *c)
 }
 
 fn plural(t: Tier) -> &'static str {

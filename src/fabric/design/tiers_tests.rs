@@ -318,6 +318,22 @@ fn a_plan_settles_the_cabling_it_has_and_nothing_else() {
 /// 2017): `groups` two-level trees of 2 leaves and 2 spines, spine s of each group cabled to
 /// spine s of every other group (its global links). No cores: the groups meet at the spines.
 fn dragonfly(groups: usize, skip: Option<(usize, usize)>) -> Build {
+    let mut global = Vec::new();
+    for g in 0..groups {
+        for h in g + 1..groups {
+            for s in 0..2 {
+                if skip != Some((g, h)) || s != 0 {
+                    global.push((format!("g{g}spine{s}"), format!("g{h}spine{s}")));
+                }
+            }
+        }
+    }
+    dragonfly_cabled(groups, &global)
+}
+
+/// `groups` groups of 2 leaves (a host each) and 2 spines, the spines' links to other groups'
+/// spines as `global` lists them.
+fn dragonfly_cabled(groups: usize, global: &[(String, String)]) -> Build {
     let mut b = Build::new();
     for g in 0..groups {
         for s in 0..2 {
@@ -334,14 +350,8 @@ fn dragonfly(groups: usize, skip: Option<(usize, usize)>) -> Build {
             }
         }
     }
-    for g in 0..groups {
-        for h in g + 1..groups {
-            for s in 0..2 {
-                if skip != Some((g, h)) || s != 0 {
-                    b.cable(&format!("g{g}spine{s}"), &format!("g{h}spine{s}"));
-                }
-            }
-        }
+    for (x, y) in global {
+        b.cable(x, y);
     }
     b
 }
@@ -371,6 +381,66 @@ fn dragonfly_plus_passes_and_a_missing_global_link_is_named() {
     let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), Some(&plan));
     assert_eq!(cabling, Cabling::UnevenAsPlanned);
     assert!(got.iter().all(|n| n.finding.severity == Severity::Info && n.finding.message.starts_with("as planned: spine g")), "{got:#?}");
+}
+
+/// Two global cables swapped between groups (0-1 and 2-3 become 0-2 and 1-3): every spine
+/// keeps its count, so the spine rule is silent; the two group pairs left with one link where
+/// the even share is two are named. A pair left with none is named even where the spine rule
+/// names its short spines, and says its traffic takes two hops. A design whose links do not
+/// divide evenly over the groups passes.
+#[test]
+fn a_global_link_on_the_wrong_group_is_named_by_its_groups() {
+    let healthy = dragonfly(4, None);
+    let swap = |from: [(&str, &str); 2], to: [(&str, &str); 2]| -> Vec<(String, String)> {
+        let links = Index::new(&healthy.fabric).links;
+        let mut global: Vec<(String, String)> = links
+            .iter()
+            .map(|l| (l.a.node.description.clone(), l.b.node.description.clone()))
+            .filter(|(a, b)| a.contains("spine") && b.contains("spine"))
+            .filter(|(a, b)| !from.iter().any(|(x, y)| (a == x && b == y) || (a == y && b == x)))
+            .collect();
+        global.extend(to.iter().map(|(x, y)| (x.to_string(), y.to_string())));
+        global
+    };
+    let global = swap([("g0spine0", "g1spine0"), ("g2spine0", "g3spine0")], [("g0spine0", "g2spine0"), ("g1spine0", "g3spine0")]);
+    let b = dragonfly_cabled(4, &global);
+    let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), None);
+    assert_eq!(cabling, Cabling::Uneven);
+    let w = |s: &str| ("fabric.design".to_string(), Severity::Warning, s.to_string());
+    assert_eq!(found(&got), vec![w("g0spine0/g0spine1 <-> g1spine0/g1spine1"), w("g2spine0/g2spine1 <-> g3spine0/g3spine1")], "{got:#?}");
+    assert_eq!(
+        got[0].finding.message,
+        "the groups of spines g0spine0/g0spine1 and g1spine0/g1spine1 have 1 global link(s) between them, where a group's usual 6 \
+         global links, spread over the 3 other groups, give every pair at least 2: a global link missing, or plugged into another group's spine"
+    );
+    // The fabric as its own plan: as planned.
+    let (got, cabling) = rules(&b.fabric, &FabricExpect::default(), Some(&plan_of(&b)));
+    assert_eq!(cabling, Cabling::UnevenAsPlanned);
+    assert!(got.iter().all(|n| n.finding.severity == Severity::Info && n.finding.message.starts_with("as planned: the groups")), "{got:#?}");
+
+    // Both of 0-1's cables on other groups: no direct link left.
+    let global = swap([("g0spine0", "g1spine0"), ("g0spine1", "g1spine1")], [("g0spine0", "g2spine0"), ("g1spine1", "g3spine1")]);
+    let (got, _) = rules(&dragonfly_cabled(4, &global).fabric, &FabricExpect::default(), None);
+    // The spine rule names the two spines left short; the group pair is said too, as no link
+    // joins the groups at all.
+    let pair = w("g0spine0/g0spine1 <-> g1spine0/g1spine1");
+    assert_eq!(found(&got), vec![w("g0spine1"), w("g1spine0"), pair], "{got:#?}");
+    let pair = &got[2];
+    assert!(pair.finding.message.contains("have 0 global link(s)"), "{}", pair.finding.message);
+    assert!(pair.finding.message.ends_with("their traffic takes two global hops, through a third group"), "{}", pair.finding.message);
+
+    // A healthy design that does not divide evenly: 5 groups, 3 global links a spine (6 a group
+    // over 4 others): neighbours round the ring get 2 links, groups two apart 1.
+    let mut global = Vec::new();
+    for g in 0..5 {
+        let (next, after) = ((g + 1) % 5, (g + 2) % 5);
+        global.push((format!("g{g}spine0"), format!("g{next}spine0")));
+        global.push((format!("g{g}spine1"), format!("g{after}spine1")));
+        global.push((format!("g{g}spine0"), format!("g{next}spine1")));
+    }
+    let b = dragonfly_cabled(5, &global);
+    let (got, _) = rules(&b.fabric, &FabricExpect::default(), None);
+    assert_eq!(found(&got), vec![], "{got:#?}");
 }
 
 /// Five switches with hosts in a daisy chain: the two ends have one link to the chain where the
