@@ -223,8 +223,9 @@ fn faulted_rail_fabric_names_each_fault_and_nothing_else() {
 }
 
 /// The healthy rail fabric with an Aggregation Node in every switch, as on Quantum: the ANs
-/// are no hosts (a spine stays a spine, a leaf's oversubscription counts its NICs alone) and no
-/// NICs (no cloned or default description, no rail to miss).
+/// are no hosts (a spine stays a spine, in the design rules and in the routes' tree; a leaf's
+/// oversubscription counts its NICs alone) and no NICs (no cloned or default description, no
+/// rail to miss).
 #[test]
 fn aggregation_nodes_are_neither_hosts_nor_nics() {
     let mut sim = Sim::start("rails-sharp", &with_aggregation_nodes(&rail_net(&Faults::default())));
@@ -244,6 +245,13 @@ fn aggregation_nodes_are_neither_hosts_nor_nics() {
         };
         assert_eq!((node["tier"].as_str().unwrap(), node["tier_reason"].as_str().unwrap()), want, "{node}");
     }
+    // The routes' tree too: two tiers, and only the leaves have uplinks (an AN made every
+    // spine a leaf there: a 1-tier tree whose spines' leaf links were "uplinks").
+    let routes = &doc["routes"];
+    assert_eq!(routes["depth"], 2, "{routes}");
+    let with_uplinks: Vec<&str> = routes["uplinks"].as_array().unwrap().iter().map(|u| u["leaf"].as_str().unwrap()).collect();
+    assert_eq!(with_uplinks.len(), RAILS, "{routes}");
+    assert!(with_uplinks.iter().all(|l| l.starts_with("leaf")), "{routes}");
 }
 
 /// The healthy rail fabric with a fifth leaf whose hosts are not plugged in yet, cabled to both

@@ -120,6 +120,38 @@ fn nvidia_edr_fdr_lab_with_loopback_cables() {
 }
 
 #[test]
+fn nvidia_ufm_lab_hdr_and_fdr_switches_with_loopbacks() {
+    // Tab-separated records; CA ports with their GUID (`[1](ec0d9a03007d7d0b)`).
+    let t = load("nvidia-ufm-lab-hdr-fdr-loopbacks.net");
+    assert_eq!(shape(&t), (2, 13, 16));
+    let (hdr, fdr) = ("S-b8599f0300fc6de4", "S-0002c903007b78b0");
+    assert_eq!(t.nodes[hdr].key.description, "MF0;r-ufm-sw95:MQM8700/U1");
+    assert_eq!((t.nodes[hdr].ports, t.nodes[fdr].ports), (41, 36));
+    // The SX6036's two loopbacks, each once; the one cable between the switches.
+    assert_eq!(cables(&t, (fdr, 25), (fdr, 26)), 1);
+    assert_eq!(cables(&t, (fdr, 28), (fdr, 29)), 1);
+    assert_eq!(cables(&t, (hdr, 3), (fdr, 1)), 1);
+    // The Quantum's SHARP Aggregation Node on port 41.
+    assert_eq!(t.nodes["H-b8599f0300fc6dec"].key.description, "Mellanox Technologies Aggregation Node");
+    assert_eq!(cables(&t, (hdr, 41), ("H-b8599f0300fc6dec", 1)), 1);
+    let l = leaves(&t);
+    assert_eq!(l.leaves(), 2);
+    // r-dcs96 has HCA-1 and HCA-2 on the Quantum, HCA-3 and HCA-4 on the SX6036: its NICs'
+    // leaves differ, as a rail-optimized node's do.
+    let (on_hdr, on_fdr) = (l.leaf_of_nic("r-dcs96", "HCA-1").unwrap(), l.leaf_of_nic("r-dcs96", "HCA-3").unwrap());
+    assert_ne!(on_hdr, on_fdr);
+    assert_eq!(l.leaf_of_nic("r-dcs96", "HCA-2"), Some(on_hdr));
+    assert_eq!(l.leaf_of_nic("r-dcs96", "HCA-4"), Some(on_fdr));
+    assert_eq!(l.leaf_name(on_hdr), "MF0;r-ufm-sw95:MQM8700/U1");
+    assert_eq!(l.leaf_name(on_fdr), "MF0;r-ufm-sw226:SX6036/U1");
+    assert_eq!(l.leaf_of("r-dmz-ufm137"), Some(on_fdr));
+    // The loopbacks are no uplink, the Aggregation Node no host: each leaf's one uplink is the
+    // other switch.
+    assert_eq!(l.uplinks(on_hdr), ["MF0;r-ufm-sw226:SX6036/U1"]);
+    assert_eq!(l.uplinks(on_fdr), ["MF0;r-ufm-sw95:MQM8700/U1"]);
+}
+
+#[test]
 fn oracle_sun_dcs_36_qdr_one_hca() {
     let t = load("oracle-sun-dcs-qdr.net");
     assert_eq!(shape(&t), (1, 1, 1));

@@ -267,6 +267,23 @@ fn nvidia_selene_storage_fabric_names_its_seven_missing_cables_and_nothing_else(
     assert!(spine.finding.message.contains("has no link to core MF0;SCORE2-004:MQM8700/U1"), "{}", spine.finding.message);
 }
 
+/// NVIDIA's UFM lab as ibnetdiscover printed it in 2021
+/// (tests/fixtures/wild-fabrics/nvidia-ufm-lab-hdr-fdr-loopbacks.net): two switches with hosts,
+/// joined by one cable, one with two loopback cables, the other with its SHARP Aggregation
+/// Node. Both are leaves (the Aggregation Node is no host, a loopback no link to another
+/// switch), joined evenly: the design rules say nothing.
+#[test]
+fn nvidia_ufm_lab_two_leaves_with_loopbacks_pass() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wild-fabrics/nvidia-ufm-lab-hdr-fdr-loopbacks.net");
+    let topology = crate::fabric::design::topology::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+    let b = crate::fabric::discovery::fixture::from_topology(&topology);
+    let placed = tiers(&Index::new(&b.fabric));
+    let reasons: Vec<(Tier, &str)> = placed.values().map(|p| (p.tier, p.reason.as_str())).collect();
+    assert_eq!(reasons.len(), 2);
+    assert!(reasons.contains(&(Tier::Leaf, "2 host link(s)")) && reasons.contains(&(Tier::Leaf, "10 host link(s)")), "{reasons:?}");
+    assert_eq!(rules(&b.fabric, &FabricExpect::default(), None), (vec![], Cabling::Even));
+}
+
 /// NVIDIA Selene's compute fabric, as ibnetdiscover printed it in 2021
 /// (tests/fixtures/wild-fabrics/nvidia-selene-compute-hdr.net), named by description as a
 /// `--plan` CSV names nodes.

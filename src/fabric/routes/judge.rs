@@ -278,8 +278,8 @@ fn long_routes(names: &Names, long: &[(Host, Host, Vec<Guid>, usize)], tiers: &T
     })
 }
 
-/// Each leaf with two or more ACTIVE uplinks: how many host destinations on other switches
-/// its table sends up each one.
+/// Each leaf with two or more ACTIVE uplinks (links to other switches; a loopback cable is
+/// none): how many host destinations on other switches its table sends up each one.
 fn uplink_loads(fabric: &Fabric, tables: &Tables, hosts: &[Host], tiers: &Tiers) -> Vec<LeafUplinks> {
     let mut out = Vec::new();
     for guid in &tiers.leaves {
@@ -290,7 +290,8 @@ fn uplink_loads(fabric: &Fabric, tables: &Tables, hosts: &[Host], tiers: &Tiers)
             .filter(|p| p.number != 0 && p.info.state == PortState::Active)
             .filter_map(|p| {
                 let (g, n) = p.remote?;
-                let peer = fabric.node(g).filter(|n| n.node_type == NodeType::Switch)?;
+                // A loopback cable (to another port of this switch) leads nowhere new.
+                let peer = fabric.node(g).filter(|n| n.node_type == NodeType::Switch && g != *guid)?;
                 Some((p.number, end_name(peer, n)))
             })
             .collect();

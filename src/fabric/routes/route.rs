@@ -13,7 +13,7 @@
 
 use crate::fabric::discovery::model::{Fabric, Lft, Node, Tables};
 
-use crate::mad::attributes::{Guid, NodeType};
+use crate::mad::attributes::{is_aggregation_node, Guid, NodeType};
 use crate::port::PortState;
 use std::collections::{BTreeSet, HashMap, VecDeque};
 
@@ -189,32 +189,51 @@ pub fn fresh_seed() -> u64 {
 }
 
 /// The switch graph: ACTIVE switch-to-switch cables, and the leaves (switches with an ACTIVE
-/// host port cabled to them).
+/// host port cabled to them; a SHARP Aggregation Node is no host).
 pub struct Tiers {
     links: HashMap<Guid, Vec<Guid>>,
     pub leaves: BTreeSet<Guid>,
-    /// Switch tiers of the tree (1: a single switch layer; 2: leaves and spines; ...).
+    /// Switch tiers of the tree (1: a single switch layer; 2: leaves and spines; ...): half
+    /// the most hops between two leaves, plus one.
     pub depth: usize,
 }
 
 impl Tiers {
     pub fn new(fabric: &Fabric) -> Self {
         let switch = |g: Guid| fabric.node(g).is_some_and(|n| n.node_type == NodeType::Switch);
+        // A SHARP Aggregation Node is a CA on the switch itself (every switch of a SHARP
+        // fabric has one): it makes no switch a leaf.
+        let host = |g: Guid| fabric.node(g).is_some_and(|n| n.node_type != NodeType::Switch && !is_aggregation_node(&n.description));
         let mut links: HashMap<Guid, Vec<Guid>> = HashMap::new();
         let mut leaves = BTreeSet::new();
         for node in fabric.nodes.iter().filter(|n| n.node_type == NodeType::Switch) {
             for (guid, _) in node.ports.iter().filter(|p| p.number != 0 && p.info.state == PortState::Active).filter_map(|p| p.remote) {
                 if switch(guid) {
                     links.entry(node.guid).or_default().push(guid);
-                } else {
+                } else if host(guid) {
                     leaves.insert(node.guid);
                 }
             }
         }
         let mut tiers = Tiers { links, leaves, depth: 0 };
-        let levels = tiers.distances(tiers.leaves.iter().copied());
-        tiers.depth = levels.values().max().map_or(0, |m| m + 1);
+        tiers.depth = tiers.leaf_span().map_or(0, |span| 1 + span / 2);
         tiers
+    }
+
+    /// The most hops between two leaves (found by two sweeps: from a leaf to the leaf farthest
+    /// from it, then from there): 2 in a two-tier tree, 4 in a three-tier one, 3 between a
+    /// Dragonfly+'s groups. The tree's depth is read from it rather than from how far any switch
+    /// is from a leaf: a switch without hosts hanging off the top (a management spine and leaf
+    /// whose nodes are not cabled yet, as NVIDIA Selene's compute fabric has) made a three-tier
+    /// tree read as five. None without leaves.
+    fn leaf_span(&self) -> Option<usize> {
+        let farthest = |from: Guid| -> (Guid, usize) {
+            let seen = self.distances(std::iter::once(from));
+            self.leaves.iter().filter_map(|l| seen.get(l).map(|d| (*l, *d))).max_by_key(|(l, d)| (*d, std::cmp::Reverse(*l))).unwrap_or((from, 0))
+        };
+        let first = *self.leaves.first()?;
+        let (other_end, _) = farthest(first);
+        Some(farthest(other_end).1)
     }
 
     /// Hops over switch-to-switch cables from the nearest of `from` to every switch reached.

@@ -340,3 +340,69 @@ fn a_sample_says_its_seed() {
     assert_eq!((figures.hosts, figures.pairs, figures.walked, figures.seed), (102, 10_302, MAX_PAIRS, Some(99)));
     assert_eq!((figures.depth, figures.longest_route), (1, 1));
 }
+
+/// A loopback cable (a switch port cabled to another port of the same switch, as labs and
+/// port burn-in leave them: NVIDIA's UFM lab, tests/fixtures/wild-fabrics) is no uplink. A
+/// leaf with one real uplink and a loopback was judged as a leaf with three uplinks sending
+/// every destination up one of them: a false warning.
+#[test]
+fn a_loopback_cable_is_no_uplink() {
+    const A: u64 = 0x10;
+    const B: u64 = 0x20;
+    let mut nodes = vec![switch(A, "swA", 1, 8), switch(B, "swB", 2, 8), ca(0x100, "hostA", 10)];
+    nodes.extend((0..6).map(|i| ca(0x200 + 0x10 * i, &format!("hostB{i}"), 20 + i as u16)));
+    let mut net = Net::new(nodes);
+    net.cable((A, 1), (B, 1));
+    net.cable((A, 2), (A, 3));
+    net.cable((A, 4), (0x100, 1));
+    for i in 0..6u8 {
+        net.cable((B, 2 + i), (0x200 + 0x10 * u64::from(i), 1));
+        net.route(A, &[(20 + u16::from(i), 1)]);
+        net.route(B, &[(20 + u16::from(i), 2 + i)]);
+    }
+    net.route(A, &[(1, 0), (2, 1), (10, 4)]);
+    net.route(B, &[(1, 1), (2, 0), (10, 1)]);
+    let (figures, findings) = net.judge();
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert!(figures.uplinks.is_empty(), "each switch has one uplink: {:#?}", figures.uplinks);
+    assert_eq!((figures.hosts, figures.walked), (7, 42));
+}
+
+/// A SHARP Aggregation Node (a CA on every Quantum switch with SHARP, port 41 on HDR: NVIDIA
+/// Selene's fabrics, tests/fixtures/wild-fabrics) is no host: a spine with one is no leaf. Taken
+/// for one, every switch of a SHARP fabric was a leaf: the tree read as 1 tier deep, and each
+/// spine's links to its leaves judged as its "uplinks".
+#[test]
+fn an_aggregation_node_makes_no_spine_a_leaf() {
+    let mut net = tree();
+    for (spine, guid, lid) in [(S1, 0x900, 30), (S2, 0xa00, 31)] {
+        net.f.nodes.push(ca(guid, "Mellanox Technologies Aggregation Node", lid));
+        net.cable((spine, 7), (guid, 1));
+        net.route(spine, &[(lid, 7)]);
+    }
+    net.route(S1, &[(31, 1)]);
+    net.route(S2, &[(30, 1)]);
+    net.route(L1, &[(30, 5), (31, 6)]);
+    net.route(L2, &[(30, 5), (31, 6)]);
+    let (figures, findings) = net.judge();
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert_eq!(figures.depth, 2);
+    let leaves: Vec<&str> = figures.uplinks.iter().map(|u| u.leaf.as_str()).collect();
+    assert_eq!(leaves, ["leaf1", "leaf2"]);
+}
+
+/// A switch without hosts hanging off the top of the tree (a management switch whose nodes are
+/// not cabled yet) does not deepen the tree: routes run leaf to leaf. NVIDIA Selene's compute
+/// fabric on ibsim read as 5 tiers deep (a three-tier tree) before the depth came from the
+/// leaves' span.
+#[test]
+fn a_hostless_switch_off_the_top_does_not_deepen_the_tree() {
+    let mut net = tree();
+    net.f.nodes.push(switch(0x800, "mgmt-spine", 5, 8));
+    net.f.nodes.push(switch(0x900, "mgmt-leaf", 6, 8));
+    net.cable((S1, 7), (0x800, 1));
+    net.cable((0x800, 2), (0x900, 1));
+    let (figures, findings) = net.judge();
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert_eq!((figures.depth, figures.longest_route), (2, 3));
+}
