@@ -186,6 +186,13 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
     for (leaf, rail) in &leaf_rail {
         group.entry(*rail).or_default().push(name(leaf));
     }
+    group.values_mut().for_each(|leaves| leaves.sort());
+    // Where each host's NIC of each rail is cabled (host: the description's first word).
+    let host_of = |g: &Guid| index.by_guid[g].description.split_whitespace().next().unwrap_or_default().to_string();
+    let mut seat_of: HashMap<(String, u32), Guid> = HashMap::new();
+    for s in &seats {
+        seat_of.entry((host_of(&s.nic), s.rail)).or_insert(s.leaf);
+    }
     for s in &seats {
         let Some(&on) = leaf_rail.get(&s.leaf) else { continue };
         if on == s.rail {
@@ -194,9 +201,27 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
         let nic = index.by_guid[&s.nic];
         let leaf = index.by_guid[&s.leaf];
         let belongs = match group.get(&s.rail) {
+            Some(leaves) if leaves.len() > 4 => {
+                format!("rail {}'s leaf group is {}, and {} more", s.rail, leaves[..4].join(", "), leaves.len() - 4)
+            }
             Some(leaves) => format!("rail {}'s leaf group is {}", s.rail, leaves.join(", ")),
             None => format!("rail {} has no leaf of its own (no leaf holds mostly rail-{} NICs)", s.rail, s.rail),
         };
+        // In a rail-optimized fabric the hosts of one leaf share a leaf on every rail: where the
+        // other hosts on this leaf have their NIC of this NIC's rail is where its cable goes.
+        let mut tally: BTreeMap<Guid, usize> = BTreeMap::new();
+        let host = host_of(&s.nic);
+        for peer in seats.iter().filter(|p| p.leaf == s.leaf && p.rail == on && host_of(&p.nic) != host) {
+            if let Some(l) = seat_of.get(&(host_of(&peer.nic), s.rail)).filter(|l| leaf_rail.get(l) == Some(&s.rail)) {
+                *tally.entry(*l).or_default() += 1;
+            }
+        }
+        let several = group.get(&s.rail).is_some_and(|leaves| leaves.len() > 1);
+        let likely = match tally.iter().max_by_key(|(_, n)| **n) {
+            Some((l, _)) if several => format!("; likely {}, where the other hosts on {} have their rail-{} NIC", name(l), name(&s.leaf), s.rail),
+            _ => String::new(),
+        };
+        let belongs = belongs + &likely;
         out.push(Noted::new(
             FindingId::FabricRail,
             Severity::Error,
@@ -263,6 +288,51 @@ mod tests {
             }
         }
         b.cable(to, nic);
+    }
+
+    /// NVIDIA Selene's compute fabric (tests/fixtures/wild-fabrics: a DGX SuperPOD, rail-optimized,
+    /// its DGX A100s' compute NICs mlx5_0-3 and 6-9 each on its rail's leaf) passes; with
+    /// luna-0001's mlx5_0 and mlx5_1 cables swapped, exactly those two are named, each with the
+    /// leaf it belongs on (its neighbours' leaf of that rail) among rail groups of 20 and more.
+    #[test]
+    fn nvidia_selene_is_rail_optimized_and_two_swapped_nics_are_named() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/wild-fabrics/nvidia-selene-compute-hdr.net");
+        let topology = crate::fabric::design::topology::parse(path, &std::fs::read_to_string(path).unwrap()).unwrap();
+        let mut b = crate::fabric::discovery::fixture::from_topology(&topology);
+        assert_eq!(found(&rules(&b.fabric, None)), vec![("fabric.rail".into(), Severity::Warning, "rails".into())]);
+        let guid = |b: &Build, d: &str| b.fabric.nodes.iter().find(|n| n.description.trim() == d).unwrap().guid;
+        let (x, y) = (guid(&b, "luna-0001 mlx5_0"), guid(&b, "luna-0001 mlx5_1"));
+        let remote = |b: &Build, g: Guid| b.fabric.nodes.iter().find(|n| n.guid == g).unwrap().ports[0].remote.unwrap();
+        let (rx, ry) = (remote(&b, x), remote(&b, y));
+        for n in b.fabric.nodes.iter_mut() {
+            for p in n.ports.iter_mut() {
+                p.remote = match (n.guid, p.number) {
+                    (g, 1) if g == x => Some(ry),
+                    (g, 1) if g == y => Some(rx),
+                    at if at == rx => Some((y, 1)),
+                    at if at == ry => Some((x, 1)),
+                    _ => p.remote,
+                };
+            }
+        }
+        let got = rules(&b.fabric, None);
+        let errors: Vec<_> = got.iter().filter(|n| n.finding.severity == Severity::Error).collect();
+        let subjects: Vec<String> = errors.iter().map(|n| n.finding.subject.to_string()).collect();
+        assert_eq!(subjects, ["luna-0001 mlx5_0", "luna-0001 mlx5_1"], "{got:#?}");
+        let said = &errors[0].finding.message;
+        assert!(said.starts_with("luna-0001 mlx5_0[1] (rail 0, from node descriptions (HOST mlx5_K is rail K)) is cabled to MF0;LG01-02:MQM8700/U1[1], a leaf of rail 1; rail 0's leaf group is "), "{said}");
+        assert!(
+            said.ends_with("more; likely MF0;LG01-01:MQM8700/U1, where the other hosts on MF0;LG01-02:MQM8700/U1 have their rail-0 NIC"),
+            "{said}"
+        );
+        assert!(
+            errors[1]
+                .finding
+                .message
+                .ends_with("likely MF0;LG01-02:MQM8700/U1, where the other hosts on MF0;LG01-01:MQM8700/U1 have their rail-1 NIC"),
+            "{}",
+            errors[1].finding.message
+        );
     }
 
     #[test]
