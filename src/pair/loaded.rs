@@ -2,8 +2,9 @@
 //! `--load-threshold`. Judged (an error above it, as bandwidth below the link is): a latency
 //! class that queues behind bulk traffic is what a burn-in of a lossless fabric looks for.
 //! Soft-RoCE's figures are the CPU's (the load's copies share the probe's CPUs): reported, not
-//! judged. A preempted loop is `pair.latency`'s to say (`signals`), not judged here; a load
-//! that moved nothing while the probe ran is a warning, never "within".
+//! judged. A preempted loaded phase is `pair.latency`'s to say (`signals`), not judged here; a
+//! preempted idle phase is said here (a warning, info on Soft-RoCE), as is a load that moved
+//! nothing while the probe ran; neither is ever "within".
 
 use crate::outcome::{Finding, FindingId, Severity, TestResult};
 use crate::units;
@@ -16,7 +17,24 @@ pub const DEFAULT_THRESHOLD: f64 = 4.0;
 pub(super) fn judge(results: &[TestResult], threshold: f64, soft: bool, subject: &str, findings: &mut Vec<Finding>) {
     for r in results.iter().filter(|r| r.error.is_none()) {
         let (Some(u), Some(lat)) = (&r.under_load, &r.lat_us) else { continue };
-        if lat.spoiled().is_some() || u.idle_lat_us.spoiled().is_some() {
+        if lat.spoiled().is_some() {
+            continue; // pair.latency says the loaded phase was preempted
+        }
+        if let Some(p) = u.idle_lat_us.spoiled() {
+            findings.push(Finding {
+                id: FindingId::PairLoadedLatency,
+                severity: if soft { Severity::Info } else { Severity::Warning },
+                subject: subject.into(),
+                message: format!(
+                    "{} {} at {} bytes: the idle phase's loop lost its CPU ({}), so the ratio to it is not judged",
+                    r.test,
+                    r.direction,
+                    r.size,
+                    p.describe()
+                ),
+                remedy: "rerun; if it recurs, keep other work off the cores the loop is pinned to (`--cpu`) while testing".into(),
+                about: Some(r.key()),
+            });
             continue;
         }
         if units::round(u.load_gbps, 3) <= 0.0 {
@@ -127,6 +145,24 @@ mod tests {
         let mut f = Vec::new();
         judge(&[r], DEFAULT_THRESHOLD, soft, "a <-> b", &mut f);
         f
+    }
+
+    /// A preempted idle phase (seen in CI: one 1 ms gap in a 28 ms phase) spoils the ratio: said,
+    /// never silent and never "within".
+    #[test]
+    fn a_preempted_idle_phase_is_said_not_judged() {
+        let mut r = result(2.0, 3.0);
+        let gap = crate::model::preempt::Preempt { gaps: 1, gap_ns: 1_018_256, elapsed_ns: 27_691_850 };
+        r.under_load.as_mut().unwrap().idle_lat_us.preempt = Some(gap);
+        for (soft, severity) in [(false, Severity::Warning), (true, Severity::Info)] {
+            let f = judged(r.clone(), soft);
+            assert_eq!((f.len(), f[0].id, f[0].severity), (1, FindingId::PairLoadedLatency, severity), "{f:?}");
+            assert!(
+                f[0].message.ends_with("the idle phase's loop lost its CPU (1 gaps, 1.02 ms), so the ratio to it is not judged"),
+                "{}",
+                f[0].message
+            );
+        }
     }
 
     #[test]

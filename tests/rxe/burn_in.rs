@@ -174,9 +174,10 @@ fn lat_under_load_measures_both_phases_on_one_connection() {
         assert!(starved, "a load that moved nothing must be said: {}", doc["findings"]);
         eprintln!("the load moved nothing while the probe ran (the guest's CPUs): once more");
         doc = run();
-    } else if said(&doc, "pair.latency", &|m| m.starts_with("lat_under_load") && m.contains("preempted")) {
-        // A phase whose loop lost its CPU past the bound is said by pair.latency and not judged
-        // under load (seen once in CI: one 16 ms gap in a 150 ms loaded phase): once more.
+    } else if said(&doc, "pair.latency", &|m| m.starts_with("lat_under_load") && m.contains("preempted")) || idle_preempted(&doc) {
+        // A phase whose loop lost its CPU past the bound is not judged under load (seen in CI:
+        // one 16 ms gap in a 150 ms loaded phase, said by pair.latency; one 1 ms gap in a 28 ms
+        // idle phase, which only the document's `preempt` shows): once more.
         eprintln!("a phase was preempted (the guest's CPUs): once more");
         doc = run();
     }
@@ -263,4 +264,10 @@ fn the_exporter_serves_a_running_burn_in_s_last_interval() {
     let _ = exporter.kill();
     let _ = exporter.wait();
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Whether lat_under_load's idle phase lost its CPU (its `preempt` gap in the document): the
+/// ratio is then not judged, and pair.latency (which speaks of the loaded phase) does not say so.
+fn idle_preempted(doc: &serde_json::Value) -> bool {
+    !doc["results"][0]["under_load"]["idle_lat_us"]["preempt"].is_null()
 }
