@@ -188,10 +188,12 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
     }
     group.values_mut().for_each(|leaves| leaves.sort());
     // Where each host's NIC of each rail is cabled (host: the description's first word).
-    let host_of = |g: &Guid| index.by_guid[g].description.split_whitespace().next().unwrap_or_default().to_string();
-    let mut seat_of: HashMap<(String, u32), Guid> = HashMap::new();
+    let host_of = |g: &Guid| index.by_guid[g].description.split_whitespace().next().unwrap_or_default();
+    let mut seat_of: HashMap<(&str, u32), Guid> = HashMap::new();
+    let mut on_leaf: HashMap<Guid, Vec<&Seat>> = HashMap::new();
     for s in &seats {
         seat_of.entry((host_of(&s.nic), s.rail)).or_insert(s.leaf);
+        on_leaf.entry(s.leaf).or_default().push(s);
     }
     for s in &seats {
         let Some(&on) = leaf_rail.get(&s.leaf) else { continue };
@@ -211,7 +213,7 @@ pub fn rules(fabric: &Fabric, map: Option<&RailMap>) -> Vec<Noted> {
         // other hosts on this leaf have their NIC of this NIC's rail is where its cable goes.
         let mut tally: BTreeMap<Guid, usize> = BTreeMap::new();
         let host = host_of(&s.nic);
-        for peer in seats.iter().filter(|p| p.leaf == s.leaf && p.rail == on && host_of(&p.nic) != host) {
+        for peer in on_leaf[&s.leaf].iter().filter(|p| p.rail == on && host_of(&p.nic) != host) {
             if let Some(l) = seat_of.get(&(host_of(&peer.nic), s.rail)).filter(|l| leaf_rail.get(l) == Some(&s.rail)) {
                 *tally.entry(*l).or_default() += 1;
             }
