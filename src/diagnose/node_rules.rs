@@ -3,6 +3,7 @@
 use super::unreadable::{why, Unread};
 use super::{Input, Severity, Sheet};
 use crate::outcome::FindingId;
+use crate::probe::catype;
 use std::collections::BTreeMap;
 
 use super::pci_link_rules::PCI_FILES;
@@ -37,7 +38,10 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
         }
         // An empty fw_ver (Soft-RoCE has no firmware) is no version to compare or pass.
         if d.fw_ver.trim().is_empty() {
-            sheet.skip(FindingId::DeviceFw, &d.name, format!("{} reports no firmware version (fw_ver is empty: a software device has none)", d.name));
+            // A software device has no firmware; an AWS EFA's driver gives the kernel no
+            // firmware string (efa_dev_ops has no get_dev_fw_str), so its sysfs fw_ver is empty.
+            let who = if catype::CaKind::of(&d.ca_type).is_software() { "a software device has none" } else { "its driver gives none" };
+            sheet.skip(FindingId::DeviceFw, &d.name, format!("{} reports no firmware version (fw_ver is empty: {who})", d.name));
             continue;
         }
         by_type.entry(d.ca_type.as_str()).or_default().push((d.name.as_str(), d.fw_ver.as_str()));

@@ -28,6 +28,10 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
             }
             None => addressing(port, s, sheet),
         }
+    } else if port.link_layer != LinkLayer::Ethernet {
+        let why = neither_ib_nor_ethernet(device);
+        sheet.skip(FindingId::PortLid, s, why.clone());
+        sheet.skip(FindingId::PortSm, s, why);
     }
     match (unreadable(&["link_layer"]), expect.link_layer) {
         (Some(file), Some(_)) => sheet.skip(FindingId::PortLinkLayer, s, why(file)),
@@ -66,6 +70,19 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &
         }
     }
     counters(port, s, sheet);
+}
+
+/// Why a port of neither link layer (sysfs `link_layer` "Unknown": an AWS EFA, whose node type
+/// is unspecified) is not judged for a LID or a subnet manager: it has neither. The kernel's
+/// `efa_query_port` reports it ACTIVE with LID 0 and SM LID 0 always, so judging them as
+/// InfiniBand's would fail every healthy EFA for "no subnet manager".
+fn neither_ib_nor_ethernet(device: &Device) -> String {
+    let what = if catype::is_efa(&device.ca_type) {
+        format!("{}, node type {}: its SRD and UD traffic is routed by AWS's network", device.ca_type, device.node_type)
+    } else {
+        format!("node type {}", device.node_type)
+    };
+    format!("link layer neither InfiniBand nor Ethernet ({what}): no subnet manager or LID to judge")
 }
 
 fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {

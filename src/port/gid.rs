@@ -46,8 +46,10 @@ impl GidType {
         .or_ib(link_layer)
     }
 
+    /// "IB/RoCE v1" is the kernel's one name for `IB_GID_TYPE_IB` (= RoCE v1): RoCE v1 only on
+    /// Ethernet; on InfiniBand, or a port of neither (AWS EFA), it is the IB type.
     fn or_ib(self, link_layer: LinkLayer) -> Self {
-        if link_layer == LinkLayer::InfiniBand && self == GidType::RoceV1 {
+        if link_layer != LinkLayer::Ethernet && self == GidType::RoceV1 {
             GidType::Ib
         } else {
             self

@@ -111,8 +111,11 @@ named_enum!(
 );
 
 named_enum!(
-    /// Link layer (`IBV_LINK_LAYER_*`). Unspecified (0) is what old drivers report for IB.
+    /// Link layer (`IBV_LINK_LAYER_*`). Unspecified (0) is InfiniBand on a channel adapter
+    /// ([`LinkLayer::from_verbs`]); on a device of neither (AWS EFA) it is itself, named as
+    /// rdma-core's `ibv_devinfo` names it (sysfs prints "Unknown" for it).
     LinkLayer {
+        Unspecified = 0 => "Unspecified",
         InfiniBand = 1 => "InfiniBand",
         Ethernet = 2 => "Ethernet",
     }
@@ -169,12 +172,16 @@ named_enum!(
 );
 
 impl LinkLayer {
-    /// Verbs reports 0 ("unspecified") on InfiniBand with some old drivers.
-    pub fn from_verbs(raw: u32) -> Self {
-        if raw == 0 {
-            LinkLayer::InfiniBand
-        } else {
-            LinkLayer::from_raw(raw)
+    /// The link layer `ibv_query_port` gives. 0 is `IBV_LINK_LAYER_UNSPECIFIED`: on a channel
+    /// adapter it is InfiniBand (drivers before the field existed left it 0; `ibv_devinfo`
+    /// prints "InfiniBand" for it), but the kernel also answers it for a device that is neither
+    /// InfiniBand nor Ethernet (`rdma_port_get_link_layer` for node type unspecified: AWS EFA),
+    /// whose sysfs `link_layer` then reads "Unknown". Such a port is no InfiniBand port: it has
+    /// no subnet manager and no LID, and must not be judged for them.
+    pub fn from_verbs(raw: u32, node_type: NodeType) -> Self {
+        match raw {
+            0 if matches!(node_type, NodeType::Ca | NodeType::Unknown(_)) => LinkLayer::InfiniBand,
+            raw => LinkLayer::from_raw(raw),
         }
     }
 }
@@ -250,8 +257,11 @@ mod tests {
         for (raw, name) in phys {
             assert_eq!(PhysState::from_raw(raw).name(), name);
         }
-        assert_eq!(LinkLayer::from_verbs(0), LinkLayer::InfiniBand);
-        assert_eq!(LinkLayer::from_verbs(2), LinkLayer::Ethernet);
+        assert_eq!(LinkLayer::from_verbs(0, NodeType::Ca), LinkLayer::InfiniBand);
+        assert_eq!(LinkLayer::from_verbs(2, NodeType::Ca), LinkLayer::Ethernet);
+        // AWS EFA: node type unspecified, link layer unspecified (sysfs "Unknown").
+        assert_eq!(LinkLayer::from_verbs(0, NodeType::Unspecified), LinkLayer::Unspecified);
+        assert_eq!(LinkLayer::from_verbs(1, NodeType::Unspecified), LinkLayer::InfiniBand);
     }
 
     #[test]

@@ -5,6 +5,8 @@
 pub const MELLANOX_OUI: u32 = 0x02c9;
 /// PCI vendor id of Mellanox/NVIDIA networking (sysfs `device/vendor`).
 pub const MELLANOX_PCI_VENDOR: u32 = 0x15b3;
+/// PCI vendor id of Amazon (AWS EFA; `ibv_query_device`'s `vendor_id` is the PCI one there).
+pub const AMAZON_PCI_VENDOR: u32 = 0x1d0f;
 /// `vendor_id` that Soft-RoCE reports.
 pub const RXE_VENDOR: u32 = 0x00ff_ffff;
 
@@ -16,12 +18,26 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
     if device_name.starts_with("siw") {
         return "Soft-iWARP (siw)".into();
     }
+    if let (Some(AMAZON_PCI_VENDOR), Some(part @ EFA_PARTS_FIRST..=EFA_PARTS_LAST)) = (vendor_id, part_id) {
+        return format!("AWS EFA ({part:#x})");
+    }
     let mellanox = matches!(vendor_id, Some(MELLANOX_OUI) | Some(MELLANOX_PCI_VENDOR));
     match (mellanox, part_id) {
         (true, Some(part)) => nvidia_part_name(part).map(str::to_string).unwrap_or_else(|| format!("NVIDIA/Mellanox part {part}")),
         (false, Some(part)) => format!("vendor {:#x} part {part}", vendor_id.unwrap_or(0)),
         (_, None) => "unknown".into(),
     }
+}
+
+/// AWS Elastic Fabric Adapter part ids, the kernel's `efa_pci_tbl` (drivers/infiniband/hw/efa/
+/// efa_main.c): `PCI_DEV_ID_EFA0_VF` 0xefa0 to `PCI_DEV_ID_EFA4_VF` 0xefa4 (amzn-drivers r3.3).
+const EFA_PARTS_FIRST: u32 = 0xefa0;
+const EFA_PARTS_LAST: u32 = 0xefa4;
+
+/// Whether a [`ca_type`] name is an AWS EFA's: node type unspecified, SRD and UD queue pairs,
+/// no RC, no subnet manager (the port rules say so instead of judging LIDs).
+pub fn is_efa(ca_type: &str) -> bool {
+    ca_type.starts_with("AWS EFA")
 }
 
 /// NVIDIA/Mellanox SR-IOV virtual function part ids: those the kernel's `mlx5_core_pci_table`
@@ -139,6 +155,10 @@ mod tests {
         assert_eq!(ca_type(Some(MELLANOX_OUI), Some(9999), "mlx5_0"), "NVIDIA/Mellanox part 9999");
         assert_eq!(ca_type(Some(0x8086), Some(5), "irdma0"), "vendor 0x8086 part 5");
         assert_eq!(ca_type(None, None, "x"), "unknown");
+        // A p4d's EFA (efa_query_device: vendor_id and vendor_part_id are the PCI ids).
+        assert_eq!(ca_type(Some(AMAZON_PCI_VENDOR), Some(0xefa1), "rdmap16s27"), "AWS EFA (0xefa1)");
+        assert!(is_efa(&ca_type(Some(AMAZON_PCI_VENDOR), Some(0xefa0), "efa_0")));
+        assert_eq!(ca_type(Some(AMAZON_PCI_VENDOR), Some(0xec20), "x"), "vendor 0x1d0f part 60448", "ENA is no RDMA device");
         assert!(native_ib_width_is_4x("ConnectX-6"));
         assert!(!native_ib_width_is_4x("Soft-RoCE (rxe)"));
     }

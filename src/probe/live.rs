@@ -40,7 +40,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
     let mut ports = Vec::new();
     for port_num in 1..=attrs.phys_port_cnt {
         let pa = ctx.query_port(port_num)?;
-        let link_layer = LinkLayer::from_verbs(u32::from(pa.link_layer));
+        let link_layer = LinkLayer::from_verbs(u32::from(pa.link_layer), from_sysfs.node_type);
         let gid_entries = ctx.gid_table(port_num, pa.gid_tbl_len)?;
         let gids: Vec<Gid> = gid_entries
             .iter()

@@ -118,7 +118,9 @@ impl SysfsRoot {
         let link_layer = match self.read_trim(&dir.join("link_layer")).as_deref() {
             Some("Ethernet") => LinkLayer::Ethernet,
             Some("InfiniBand") | None => LinkLayer::InfiniBand,
-            Some(_) => LinkLayer::Unknown(0),
+            // ib_core's `link_layer_show` prints "Unknown" for IB_LINK_LAYER_UNSPECIFIED, its
+            // one other value (AWS EFA).
+            Some(_) => LinkLayer::Unspecified,
         };
         let state = self.read_numbered(&dir.join("state")).map_or(PortState::Unknown(0), PortState::from_raw);
         let phys_state = self.read_numbered(&dir.join("phys_state")).map_or(PhysState::Unknown(0), PhysState::from_raw);
