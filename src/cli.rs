@@ -152,9 +152,10 @@ pub struct DevicesArgs {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// Only this device, or one port of it.
+    /// Only this device, or one port of it; repeat it or give a list for several
+    /// (`--device mlx5_0:1,mlx5_1:1`: the cabled ports of two dual-port adapters).
     #[arg(long, value_name = "NAME[:PORT]")]
-    pub device: Option<String>,
+    pub device: Vec<String>,
     /// What the node should be, KEY=VALUE (every key: --help).
     #[arg(long = "expect", value_name = "KEY=VALUE", long_help = crate::diagnose::expect::help())]
     pub expect: Vec<String>,

@@ -14,7 +14,7 @@ const VERSION_CAP: u64 = 256;
 
 pub fn check(sysfs_root: Option<&Path>) -> Reply {
     let source = sysfs_root.map_or(Source::Live, |r| Source::Sysfs(r.to_path_buf()));
-    match probe::node::read(&source, None) {
+    match probe::node::read(&source, &[]) {
         Ok(node) => {
             let judged = crate::diagnose::node::judge(&node, &Expectations::default(), &Scope::default(), None);
             let root = sysfs_root.unwrap_or(Path::new("/sys"));

@@ -10,20 +10,19 @@ pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Sto
         out.limit_oneline(usize::from(max));
     }
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
-    let scope = match &args.device {
-        Some(text) => {
-            let (device, port) = parse_device_port(text).map_err(Failure::usage)?;
-            Scope { device: Some(device), port }
-        }
-        None => Scope::default(),
-    };
+    let scope = scope(&args.device)?;
     let origin = super::bundle::origin(args.sysfs_root.as_deref())?;
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let soak = super::soak::window(args.soak.as_deref(), matches!(source, Source::Live))?;
-    let read = || probe::node::read(&source, scope.device.as_deref()).map_err(Failure::from);
+    // Only the named devices are read (a name that is not there is the probe's error, naming
+    // those present); then each named port is looked for.
+    let mut only: Vec<&str> = scope.only.iter().map(|(device, _)| device.as_str()).collect();
+    only.sort_unstable();
+    only.dedup();
+    let read = || probe::node::read(&source, &only).map_err(Failure::from);
     let start = read()?;
-    if let (Some(dev), Some(port)) = (&scope.device, scope.port) {
-        if let Some(d) = start.inventory.device(dev) {
+    for (dev, port) in &scope.only {
+        if let (Some(d), Some(port)) = (start.inventory.device(dev), *port) {
             if !d.ports.iter().any(|p| p.port == port) {
                 let missing = ProbeError::NoSuchPort { device: dev.clone(), port, present: d.ports.iter().map(|p| p.port).collect() };
                 return Err(Failure::from(missing).into());
@@ -61,6 +60,19 @@ pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Sto
 
 /// The kernel log for `link.flap` over `--since`: live, dmesg (or journalctl -k) up to now; a
 /// bundle, its `tools/dmesg.txt` up to its last line (a bundle without one is not judged).
+/// `--device`'s values, each `NAME[:PORT]` or a comma-separated list of them, as the ports the
+/// checklist judges (none given: all).
+fn scope(given: &[String]) -> Result<Scope, Failure> {
+    let mut only = Vec::new();
+    for text in given.iter().flat_map(|t| t.split(',')).map(str::trim) {
+        if text.is_empty() {
+            return Err(Failure::usage("--device: an empty name in the list; give NAME[:PORT], or several separated by commas"));
+        }
+        only.push(parse_device_port(text).map_err(Failure::usage)?);
+    }
+    Ok(Scope { only })
+}
+
 fn kernel_log(
     read: &probe::node::NodeRead,
     source: &Source,

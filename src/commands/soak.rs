@@ -130,14 +130,14 @@ mod tests {
     fn a_window_reads_twice_and_leaves_the_second_read_with_its_window() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ib-4x-at-1x");
         let source = crate::probe::Source::Sysfs(root);
-        let start = crate::probe::node::read(&source, None).unwrap();
+        let start = crate::probe::node::read(&source, &[]).unwrap();
         let mut reads = 0;
         let soaked = run(
             &start,
             Duration::from_millis(300),
             || {
                 reads += 1;
-                let mut end = crate::probe::node::read(&source, None)?;
+                let mut end = crate::probe::node::read(&source, &[])?;
                 end.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "link_downed").unwrap().value += 2;
                 Ok(end)
             },
@@ -164,10 +164,10 @@ mod tests {
     fn a_window_says_its_progress_and_what_has_risen() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ib-4x-at-1x");
         let source = crate::probe::Source::Sysfs(root);
-        let start = crate::probe::node::read(&source, None).unwrap();
+        let start = crate::probe::node::read(&source, &[]).unwrap();
         let mut said: Vec<String> = Vec::new();
         let read = || {
-            let mut now = crate::probe::node::read(&source, None)?;
+            let mut now = crate::probe::node::read(&source, &[])?;
             now.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "symbol_error").unwrap().value += 3;
             if let Some(c) = now.inventory.devices[0].ports[0].counters.iter_mut().find(|c| c.name == "port_xmit_data") {
                 c.value += 1000;

@@ -20,7 +20,7 @@ use crate::probe::{Device, Inventory};
 /// The driver-stack checks and findings: pending firmware, OFED's modules, the stack's units,
 /// IPoIB.
 pub(super) fn run(inventory: &Inventory, facts: &StackFacts, expect: &Expectations, scope: &Scope, sheet: &mut Sheet) {
-    let in_scope = |device: &str| scope.device.as_deref().is_none_or(|d| d == device);
+    let in_scope = |device: &str| scope.device(device);
     // A bundle without tools/ predates them: only its sysfs part (IPoIB) is judged.
     if facts.looked {
         firmware_pending(inventory, facts, &in_scope, sheet);

@@ -4,7 +4,7 @@
 //! (azurehpc-health-checks' `check_ib_link_flapping` reads the same log). Pure: the log read
 //! (`probe::kernel_log`) and the window in, checks and findings out.
 
-use super::{Severity, Sheet};
+use super::{Scope, Severity, Sheet};
 use crate::outcome::FindingId;
 use crate::probe::kernel_log::{Event, EventKind, KernelLog};
 use crate::probe::Inventory;
@@ -61,7 +61,7 @@ fn subject_of(e: &Event, inventory: &Inventory) -> Option<String> {
 
 /// `link.flap` rows for the window: per port (netdev or device) with events, or one pass for
 /// the node; `log`: the log, or why it could not be read.
-pub(super) fn judge(inventory: &Inventory, log: Result<&KernelLog, &str>, window: LogWindow, allowed: u32, sheet: &mut Sheet) {
+pub(super) fn judge(inventory: &Inventory, scope: &Scope, log: Result<&KernelLog, &str>, window: LogWindow, allowed: u32, sheet: &mut Sheet) {
     let id = FindingId::LinkFlap;
     let over = span(window.seconds);
     let log = match log {
@@ -75,6 +75,14 @@ pub(super) fn judge(inventory: &Inventory, log: Result<&KernelLog, &str>, window
     let mut by_subject: BTreeMap<String, Vec<&Event>> = BTreeMap::new();
     for e in log.events.iter().filter(|e| e.at >= start && e.at <= window.end) {
         let Some(subject) = subject_of(e, inventory) else { continue };
+        // A port left out of `check --device` (an uncabled second port) is not judged here either.
+        let in_scope = match subject.split_once('/') {
+            Some((device, port)) => port.parse().is_ok_and(|port| scope.port(device, port)),
+            None => scope.device(&subject),
+        };
+        if !in_scope {
+            continue;
+        }
         let list = by_subject.entry(subject).or_default();
         // One up said twice in the same second (rxe's "set active" and addrconf's "link
         // becomes ready") is one event.
@@ -160,7 +168,7 @@ mod tests {
         let log = kernel_log::parse(LOG);
         let end = kernel_log::iso_seconds("2026-12-04T11:00:00+00:00").unwrap();
         let mut sheet = Sheet::default();
-        judge(&inventory(), Ok(&log), LogWindow { end, seconds: window_s }, allowed, &mut sheet);
+        judge(&inventory(), &Scope::default(), Ok(&log), LogWindow { end, seconds: window_s }, allowed, &mut sheet);
         (
             sheet.checks.iter().map(|c| (c.subject.to_string(), c.status)).collect(),
             sheet.findings.iter().map(|f| (f.subject.to_string(), f.severity, f.message.clone())).collect(),
@@ -196,7 +204,14 @@ mod tests {
     #[test]
     fn an_unreadable_log_is_a_skip() {
         let mut sheet = Sheet::default();
-        judge(&inventory(), Err("dmesg: read kernel buffer failed: Operation not permitted"), LogWindow { end: 0, seconds: 60 }, 0, &mut sheet);
+        judge(
+            &inventory(),
+            &Scope::default(),
+            Err("dmesg: read kernel buffer failed: Operation not permitted"),
+            LogWindow { end: 0, seconds: 60 },
+            0,
+            &mut sheet,
+        );
         assert_eq!(sheet.checks[0].status, crate::outcome::Status::Skip);
         assert!(sheet.findings.is_empty());
     }

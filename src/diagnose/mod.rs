@@ -31,11 +31,25 @@ use crate::outcome::{Check, Finding, FindingId, Report, Severity, Status, Subjec
 use crate::probe::host::HostFacts;
 use crate::probe::Inventory;
 
-/// Which ports to examine.
+/// Which ports to examine (`check --device`): every one when `only` is empty, else each named
+/// device (all its ports, or the one port named with it). A dual-port adapter whose second port
+/// is not cabled is judged by its first alone when the operator names it (`mlx5_0:1,mlx5_1:1`),
+/// as NHC's `check_hw_ib` takes the ports it checks.
 #[derive(Debug, Clone, Default)]
 pub struct Scope {
-    pub device: Option<String>,
-    pub port: Option<u32>,
+    pub only: Vec<(String, Option<u32>)>,
+}
+
+impl Scope {
+    /// Whether this device's own rows (firmware, PCIe) are judged: it is named, or none is.
+    pub fn device(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|(d, _)| d == name)
+    }
+
+    /// Whether this port is judged.
+    pub fn port(&self, device: &str, port: u32) -> bool {
+        self.only.is_empty() || self.only.iter().any(|(d, p)| d == device && p.is_none_or(|p| p == port))
+    }
 }
 
 /// Everything a rule may read.
@@ -144,7 +158,7 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
     node_rules::run(input, &unread, sheet);
     let physical = input.inventory.has_physical_function();
     for (device, port) in input.inventory.ports() {
-        if input.scope.device.as_deref().is_some_and(|d| d != device.name) || input.scope.port.is_some_and(|p| p != port.port) {
+        if !input.scope.port(&device.name, port.port) {
             continue;
         }
         let subject = format!("{}/{}", device.name, port.port);
@@ -153,7 +167,8 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
             port_rules::virtual_function(port, &subject, sheet);
             continue;
         }
-        port_rules::run(device, port, input.expect, &unread, sheet);
+        let sibling_up = input.inventory.card_sibling_up(device, port.port);
+        port_rules::run(device, port, sibling_up.as_deref(), input.expect, &unread, sheet);
         if !device.virtual_function {
             phy_rules::run(port, &subject, sheet);
         }
@@ -164,7 +179,7 @@ pub(crate) fn inventory_rules(input: &Input<'_>, sheet: &mut Sheet) {
 /// callers (such as `pair`) that meet a port that is not ACTIVE.
 pub fn explain_port(device: &crate::probe::Device, port: &crate::probe::Port) -> (String, String) {
     let mut sheet = Sheet::default();
-    port_rules::run(device, port, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
+    port_rules::run(device, port, None, &Expectations::default(), &unreadable::Unread::default(), &mut sheet);
     sheet
         .findings
         .into_iter()

@@ -91,7 +91,7 @@ const FAMILIES: &[(&str, Family)] = &[
     // link.flap from the kernel log (`check` reads it; a soak's counters do not).
     ("kernel log", |n, sheet| {
         if let Some(log) = n.log {
-            flap_rules::judge(&n.read.inventory, log.log, log.window, n.expect.flaps.unwrap_or(0), sheet);
+            flap_rules::judge(&n.read.inventory, n.scope, log.log, log.window, n.expect.flaps.unwrap_or(0), sheet);
         }
     }),
 ];

@@ -28,7 +28,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     // Firmware: as the user expects, and the same across devices of one type.
     let mut by_type: BTreeMap<&str, Vec<(&str, &str)>> = BTreeMap::new();
     for d in &inv.devices {
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+        if !input.scope.device(&d.name) {
             continue;
         }
         // An unreadable fw_ver is not a version: not judged, not compared.
@@ -151,7 +151,7 @@ fn unreadable_subject(path: &str) -> String {
 /// out at the PCIe figure (see `probe::capacity`).
 fn pcie_bound(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     for d in &input.inventory.devices {
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) || unread.device(&d.name, &PCI_FILES).is_some() {
+        if !input.scope.device(&d.name) || unread.device(&d.name, &PCI_FILES).is_some() {
             continue;
         }
         let Some(pci) = &d.pci else { continue };
@@ -195,7 +195,7 @@ fn mtu_consistency(input: &Input<'_>, sheet: &mut Sheet) {
     let mtus: Vec<(String, u32)> = input
         .inventory
         .ports()
-        .filter(|(d, _)| input.scope.device.as_deref().is_none_or(|s| s == d.name))
+        .filter(|(d, p)| input.scope.port(&d.name, p.port))
         // A virtual function's MTU beside its physical functions is its user's (a pod's, a VM's).
         .filter(|(d, _)| !(d.virtual_function && physical))
         .filter(|(_, p)| p.state == crate::port::PortState::Active)

@@ -81,7 +81,7 @@ pub(super) fn run(input: &Input<'_>, unread: &Unread, sheet: &mut Sheet) {
     let physical = input.inventory.has_physical_function();
     for d in &input.inventory.devices {
         let Some(pci) = &d.pci else { continue };
-        if input.scope.device.as_deref().is_some_and(|s| s != d.name) {
+        if !input.scope.device(&d.name) {
             continue;
         }
         if d.virtual_function {

@@ -9,14 +9,15 @@ use crate::probe::catype;
 use crate::probe::{Device, Port};
 
 /// The rules of one port. A rule whose input file could not be read (`unread`) is skipped: its
-/// row says which file, and the `sysfs.unreadable` finding says why.
-pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, unread: &Unread, sheet: &mut Sheet) {
+/// row says which file, and the `sysfs.unreadable` finding says why. `sibling_up`: another port
+/// of the same card that is up (`DEV:PORT`), which an uncabled port's remedy names.
+pub(super) fn run(device: &Device, port: &Port, sibling_up: Option<&str>, expect: &Expectations, unread: &Unread, sheet: &mut Sheet) {
     let subject = format!("{}/{}", device.name, port.port);
     let s = subject.as_str();
     let unreadable = |files: &[&'static str]| unread.port(&device.name, port.port, files);
     match unreadable(&["state", "phys_state"]) {
         Some(file) => sheet.skip(FindingId::PortState, s, why(file)),
-        None => state(device, port, expect, s, sheet),
+        None => state(device, port, sibling_up, expect, s, sheet),
     }
     let ib = port.link_layer == LinkLayer::InfiniBand;
     let up = port.phys_state == PhysState::LinkUp;
@@ -85,7 +86,7 @@ fn neither_ib_nor_ethernet(device: &Device) -> String {
     format!("link layer neither InfiniBand nor Ethernet ({what}): no subnet manager or LID to judge")
 }
 
-fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
+fn state(device: &Device, port: &Port, sibling_up: Option<&str>, expect: &Expectations, s: &str, sheet: &mut Sheet) {
     let observed = format!("{} / {}", port.state, port.phys_state);
     let want = expect.state.unwrap_or(PortState::Active);
     let expected = Some(format!("{want}"));
@@ -102,15 +103,21 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
         // physical state says (mlx5 reports DISABLED for it).
         (PortState::Down, _) if no_carrier => (
             format!("RoCE port DOWN: netdev {netdev} has no carrier: the cable or the link is down"),
-            format!("check the cable and optic at both ends and the switch port; `ethtool {netdev}` shows the link, `ip link set {netdev} up` if it is administratively down"),
+            format!(
+                "check the cable and optic at both ends and the switch port; `ethtool {netdev}` shows the link, `ip link set {netdev} up` if it is \
+                 administratively down{}",
+                uncabled_hint(sibling_up)
+            ),
         ),
         (PortState::Down, PhysState::Polling) => (
             "port DOWN, physical state POLLING: the port is looking for a peer and sees none — no cable, a bad cable \
              or optic, or the switch/peer port is down"
                 .into(),
-            "check the cable is seated at both ends and the link LEDs; check the switch port is enabled and up; try a \
-             known-good cable"
-                .into(),
+            format!(
+                "check the cable is seated at both ends and the link LEDs; check the switch port is enabled and up; try a \
+                 known-good cable{}",
+                uncabled_hint(sibling_up)
+            ),
         ),
         (PortState::Down, PhysState::Disabled) => (
             "port DOWN, physical state DISABLED: the port has been disabled, locally or by the subnet manager / switch".into(),
@@ -158,6 +165,14 @@ fn state(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &m
         ),
     };
     sheet.fail(FindingId::PortState, s, observed, expected, Severity::Error, message, remedy);
+}
+
+/// Where another port of the same card is up, how to leave this one out if it is meant to stay
+/// uncabled (the second port of a dual-port card): name only the ports to judge.
+fn uncabled_hint(sibling_up: Option<&str>) -> String {
+    sibling_up.map_or_else(String::new, |up| {
+        format!("; if it is meant to stay uncabled (a dual-port card's second port, beside {up}, which is up), name only the ports to judge: `fabcheck check --device {up},...`")
+    })
 }
 
 fn addressing(port: &Port, s: &str, sheet: &mut Sheet) {

@@ -319,6 +319,27 @@ fn roce_mtu_blames_the_port_left_at_1500() {
     assert_eq!(finding(&r, FindingId::RoceMtu, "mlx5_1/1").severity, Severity::Warning);
 }
 
+/// mlx5 gives each port of a dual-port card its own PCI function and device: the second port
+/// left uncabled (no carrier) fails, and its remedy names the card's other port, which is up, as
+/// the one to judge alone (`--device mlx5_0:1,...`). A port on a card of its own has no such hint.
+#[test]
+fn an_uncabled_second_port_names_its_cabled_sibling() {
+    let mut inv = fixture("roce-mtu-mismatch");
+    for (d, function) in inv.devices.iter_mut().zip(["0000:3b:00.0", "0000:3b:00.1"]) {
+        d.pci.as_mut().expect("the fixture reads each PCI function").address = Some(function.into());
+    }
+    let port = &mut inv.devices[1].ports[0];
+    port.state = crate::port::PortState::Down;
+    port.phys_state = crate::port::PhysState::Disabled;
+    port.netdev_state.as_mut().unwrap().carrier = Some(false);
+    let r = diagnose(&inv, None, &Expectations::default());
+    let f = finding(&r, FindingId::PortState, "mlx5_1/1");
+    assert!(f.remedy.contains("beside mlx5_0:1, which is up") && f.remedy.contains("`fabcheck check --device mlx5_0:1,...`"), "{}", f.remedy);
+    inv.devices[0].pci.as_mut().unwrap().address = Some("0000:5e:00.0".into());
+    let r = diagnose(&inv, None, &Expectations::default());
+    assert!(!finding(&r, FindingId::PortState, "mlx5_1/1").remedy.contains("--device"), "another card: no hint");
+}
+
 #[test]
 fn link_error_counters_warn_and_one_link_downed_does_not() {
     let r = diagnose(&fixture("ib-4x-at-1x"), None, &Expectations::default());

@@ -93,7 +93,7 @@ pub fn run(refresh: &Refresh, shelf: &Shelf, stop: &dyn Fn() -> bool) {
 /// One read of the node: what `check` reads and judges (the one node read, the one checklist),
 /// and every port's counters.
 pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
-    let read = match probe::node::read(source, None) {
+    let read = match probe::node::read(source, &[]) {
         Ok(read) => read,
         Err(err) => {
             let failure = crate::error::Failure::from(err);

@@ -206,6 +206,18 @@ impl Inventory {
     pub fn ports(&self) -> impl Iterator<Item = (&Device, &Port)> {
         self.devices.iter().flat_map(|d| d.ports.iter().map(move |p| (d, p)))
     }
+
+    /// `DEV:PORT` of another port of the same adapter card that is ACTIVE: another port of the
+    /// device (mlx4), or the port of another PCI function of the card (mlx5 gives each port its
+    /// own function, `0000:3b:00.0` and `.1`, and device). `None` on a single-port card.
+    pub fn card_sibling_up(&self, device: &Device, port: u32) -> Option<String> {
+        let card = |d: &Device| d.pci.as_ref()?.address.as_deref()?.rsplit_once('.').map(|(card, _)| card.to_string());
+        let here = card(device);
+        self.ports()
+            .filter(|(d, p)| if d.name == device.name { p.port != port } else { here.is_some() && card(d) == here })
+            .find(|(_, p)| p.state == crate::port::PortState::Active)
+            .map(|(d, p)| format!("{}:{}", d.name, p.port))
+    }
 }
 
 /// Where a port's data rate was read.

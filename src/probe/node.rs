@@ -39,19 +39,31 @@ impl NodeRead {
     }
 }
 
-/// Reads the node (`only`: one device of it). A live node without devices, or without
-/// rdma-core at all, is read as one with no devices (the checklist's `devices.count` and
-/// `stack.rdma_core` say why); a device that is not there, or a bundle that cannot be read, is
-/// an error (the run could not run).
-pub fn read(source: &Source, only: Option<&str>) -> Result<NodeRead, ProbeError> {
+/// Reads the node (`only`: these devices of it; none named, all). A live node without devices,
+/// or without rdma-core at all, is read as one with no devices (the checklist's
+/// `devices.count` and `stack.rdma_core` say why); a device that is not there, or a bundle that
+/// cannot be read, is an error (the run could not run).
+pub fn read(source: &Source, only: &[&str]) -> Result<NodeRead, ProbeError> {
     let live = matches!(source, Source::Live);
-    let mut inventory = match super::inventory(source, only) {
+    let one = match only {
+        [one] => Some(*one),
+        _ => None,
+    };
+    let mut inventory = match super::inventory(source, one) {
         Ok(inventory) => inventory,
-        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) | Err(ProbeError::NoRdmaCore { .. }) if live && only.is_none() => {
+        Err(ProbeError::NoDevices) | Err(ProbeError::NoVerbs(_)) | Err(ProbeError::NoRdmaCore { .. }) if live && only.is_empty() => {
             Inventory::default()
         }
         Err(err) => return Err(err),
     };
+    // Several named: each must be there, and the rest is not read further (as one named).
+    if only.len() > 1 {
+        if let Some(name) = only.iter().find(|n| inventory.device(n).is_none()) {
+            let present = inventory.devices.iter().map(|d| d.name.clone()).collect();
+            return Err(ProbeError::NoSuchDevice { name: name.to_string(), present });
+        }
+        inventory.devices.retain(|d| only.contains(&d.name.as_str()));
+    }
     if live {
         super::local_mads::enrich(&mut inventory);
     }

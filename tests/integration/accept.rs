@@ -16,7 +16,7 @@ const TOKEN: &str = "accept-test-token-0123456789";
 /// Generous bound on anything waited for (never a timing assert).
 const GUARD: Duration = Duration::from_secs(120);
 
-fn copy_dir(from: &Path, to: &Path) {
+pub(super) fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap().flatten() {
         let (src, dst) = (entry.path(), to.join(entry.file_name()));

@@ -178,7 +178,7 @@ fn check(root: &Path) -> Result<Option<String>, String> {
     let run = || {
         let _ = probe::bundle::origin(root);
         let source = Source::Sysfs(root.to_path_buf());
-        let Ok(read) = probe::node::read(&source, None) else { return None };
+        let Ok(read) = probe::node::read(&source, &[]) else { return None };
         let log = if read.inventory.devices.is_empty() { None } else { probe::kernel_log::read(&source) };
         let log = log.as_ref().map(|(log, end)| Log {
             log: log.as_ref().map_err(String::as_str),
@@ -224,7 +224,7 @@ fn bundle_readers_never_panic_on_mutated_files() {
         let ok = Command::new("cp").arg("-a").arg(fixtures_dir().join(name)).arg(&root).status().unwrap().success();
         assert!(ok, "cp -a {name}");
         // A bundle is what `check` reads: a fixture it refuses (no device tree) is something else.
-        match probe::node::read(&Source::Sysfs(root.clone()), None) {
+        match probe::node::read(&Source::Sysfs(root.clone()), &[]) {
             Ok(read) if !read.inventory.devices.is_empty() => {}
             _ => {
                 std::fs::remove_dir_all(&root).ok();

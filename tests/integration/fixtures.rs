@@ -214,6 +214,48 @@ fn device_and_port_scope() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// Two dual-port ConnectX-6 whose second ports are not cabled (DOWN / Polling, as a port with no
+/// cable is): the whole node fails on them, and `--device` naming the cabled ports (a list, or
+/// the flag repeated) judges those alone, flaps and MTUs included. A name in the list that is not
+/// there, or an empty one, is exit 2.
+#[test]
+fn a_list_of_ports_leaves_the_uncabled_second_ports_out() {
+    let root = super::compare::scratch("uncabled-second-ports");
+    super::accept::copy_dir(&fixtures_dir().join("hdr-ib-healthy"), &root);
+    for dev in ["mlx5_0", "mlx5_1"] {
+        let (one, two) = (root.join(format!("class/infiniband/{dev}/ports/1")), root.join(format!("class/infiniband/{dev}/ports/2")));
+        super::accept::copy_dir(&one, &two);
+        for (file, text) in [("state", "1: DOWN"), ("phys_state", "2: Polling"), ("lid", "0x0"), ("sm_lid", "0x0"), ("rate", "10 Gb/sec (4X SDR)")] {
+            std::fs::write(two.join(file), format!("{text}\n")).unwrap();
+        }
+    }
+    let root = root.to_str().unwrap();
+    let check = |extra: &[&str]| {
+        let mut args = vec!["check", "--json", "--sysfs-root", root];
+        args.extend_from_slice(extra);
+        fabcheck(&args)
+    };
+    let whole = check(&[]);
+    assert_eq!(whole.status.code(), Some(1), "the uncabled ports fail the whole node");
+    let failed: Vec<String> =
+        json(&whole)["checks"].as_array().unwrap().iter().filter(|c| c["status"] == "fail").map(|c| str_of(c, "subject")).collect();
+    assert!(failed.contains(&"mlx5_0/2".to_string()) && failed.contains(&"mlx5_1/2".to_string()), "{failed:?}");
+    for scoped in [check(&["--device", "mlx5_0:1,mlx5_1:1"]), check(&["--device", "mlx5_0:1", "--device", "mlx5_1:1"])] {
+        assert_eq!(scoped.status.code(), Some(0), "{}", String::from_utf8_lossy(&scoped.stdout));
+        let doc = json(&scoped);
+        let subjects: Vec<String> = doc["checks"].as_array().unwrap().iter().map(|c| str_of(c, "subject")).collect();
+        assert!(subjects.iter().all(|s| !s.ends_with("/2")), "no port 2 row: {subjects:?}");
+        for dev in ["mlx5_0/1", "mlx5_1/1"] {
+            assert!(subjects.iter().any(|s| s == dev), "{dev} is judged: {subjects:?}");
+        }
+    }
+    let missing = check(&["--device", "mlx5_0:1,mlx5_7:1"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("mlx5_0, mlx5_1"), "{}", String::from_utf8_lossy(&missing.stderr));
+    assert_eq!(check(&["--device", "mlx5_0:1,mlx5_1:3"]).status.code(), Some(2), "a port that is not there");
+    assert_eq!(check(&["--device", "mlx5_0:1,"]).status.code(), Some(2), "an empty name");
+}
+
 #[test]
 fn human_output_puts_failures_first() {
     let dir = fixtures_dir().join("ib-init-no-sm");
