@@ -568,6 +568,10 @@ pub struct ExporterArgs {
     /// Expectations from a profile file, as `check --profile`.
     #[arg(long, value_name = "FILE")]
     pub profile: Option<PathBuf>,
+    /// Only these devices or ports, as `check --device` (repeatable, or a list:
+    /// `mlx5_0:1,mlx5_2:1`): a port meant to stay uncabled raises no alert.
+    #[arg(long, value_name = "NAME[:PORT]")]
+    pub device: Vec<String>,
     /// Also serve the last interval of pair and mesh runs with --report-every on this node,
     /// from the state they keep in DIR (default /run/fabcheck/live; none with --sysfs-root).
     #[arg(long, value_name = "DIR")]

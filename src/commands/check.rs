@@ -1,8 +1,6 @@
 use crate::cli::CheckArgs;
 use crate::diagnose::node::{self, Window};
-use crate::diagnose::Scope;
 use crate::error::{Failure, Outcome, Stop};
-use crate::model::parse_device_port;
 use crate::probe::{self, ProbeError, Source};
 
 pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Stop> {
@@ -10,15 +8,13 @@ pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Sto
         out.limit_oneline(usize::from(max));
     }
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
-    let scope = scope(&args.device)?;
+    let scope = super::flags::device_scope(&args.device)?;
     let origin = super::bundle::origin(args.sysfs_root.as_deref())?;
     let source = args.sysfs_root.clone().map_or(Source::Live, Source::Sysfs);
     let soak = super::soak::window(args.soak.as_deref(), matches!(source, Source::Live))?;
     // Only the named devices are read (a name that is not there is the probe's error, naming
     // those present); then each named port is looked for.
-    let mut only: Vec<&str> = scope.only.iter().map(|(device, _)| device.as_str()).collect();
-    only.sort_unstable();
-    only.dedup();
+    let only = scope.devices();
     let read = || probe::node::read(&source, &only).map_err(Failure::from);
     let start = read()?;
     for (dev, port) in &scope.only {
@@ -60,19 +56,6 @@ pub fn run(args: &CheckArgs, out: &crate::report::Output) -> Result<Outcome, Sto
 
 /// The kernel log for `link.flap` over `--since`: live, dmesg (or journalctl -k) up to now; a
 /// bundle, its `tools/dmesg.txt` up to its last line (a bundle without one is not judged).
-/// `--device`'s values, each `NAME[:PORT]` or a comma-separated list of them, as the ports the
-/// checklist judges (none given: all).
-fn scope(given: &[String]) -> Result<Scope, Failure> {
-    let mut only = Vec::new();
-    for text in given.iter().flat_map(|t| t.split(',')).map(str::trim) {
-        if text.is_empty() {
-            return Err(Failure::usage("--device: an empty name in the list; give NAME[:PORT], or several separated by commas"));
-        }
-        only.push(parse_device_port(text).map_err(Failure::usage)?);
-    }
-    Ok(Scope { only })
-}
-
 fn kernel_log(
     read: &probe::node::NodeRead,
     source: &Source,

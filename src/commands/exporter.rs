@@ -41,6 +41,7 @@ pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
         None => Source::Live,
     };
     let expect = super::flags::read_expectations(args.profile.as_deref(), &args.expect)?;
+    let scope = super::flags::device_scope(&args.device)?;
     // The live figures are this node's runs': a captured tree serves them only when told where.
     let live_dir = match args.live_dir.as_deref() {
         Some(p) if p == std::path::Path::new("none") => None,
@@ -48,5 +49,13 @@ pub fn configure(args: &ExporterArgs) -> Result<ExporterConfig, Failure> {
         None if args.sysfs_root.is_some() => None,
         None => Some(std::path::PathBuf::from(crate::progress_record::LIVE_DIR)),
     };
-    Ok(ExporterConfig { listen, interval: Duration::from_secs(args.interval), source, expect, limits: exporter::http::Limits::default(), live_dir })
+    Ok(ExporterConfig {
+        listen,
+        interval: Duration::from_secs(args.interval),
+        source,
+        expect,
+        scope,
+        limits: exporter::http::Limits::default(),
+        live_dir,
+    })
 }

@@ -321,3 +321,16 @@ pub fn endpoints(given: &EndpointFlags<'_>) -> Result<Vec<crate::control::endpoi
     }
     Ok(specs)
 }
+
+/// `--device`'s values, each `NAME[:PORT]` or a comma-separated list of them, as the ports the
+/// checklist judges (none given: all).
+pub fn device_scope(given: &[String]) -> Result<crate::diagnose::Scope, Failure> {
+    let mut only = Vec::new();
+    for text in given.iter().flat_map(|t| t.split(',')).map(str::trim) {
+        if text.is_empty() {
+            return Err(Failure::usage("--device: an empty name in the list; give NAME[:PORT], or several separated by commas"));
+        }
+        only.push(crate::model::parse_device_port(text).map_err(Failure::usage)?);
+    }
+    Ok(crate::diagnose::Scope { only })
+}

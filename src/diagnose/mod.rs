@@ -46,6 +46,14 @@ impl Scope {
         self.only.is_empty() || self.only.iter().any(|(d, _)| d == name)
     }
 
+    /// The named devices, each once (none: every device is read).
+    pub fn devices(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self.only.iter().map(|(device, _)| device.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
     /// Whether this port is judged.
     pub fn port(&self, device: &str, port: u32) -> bool {
         self.only.is_empty() || self.only.iter().any(|(d, p)| d == device && p.is_none_or(|p| p == port))

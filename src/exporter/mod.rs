@@ -24,6 +24,8 @@ pub struct ExporterConfig {
     pub source: Source,
     /// What the checklist is judged against (`--expect`, `--profile`), as `check`'s is.
     pub expect: crate::diagnose::Expectations,
+    /// Which devices and ports (`--device`), as `check`'s.
+    pub scope: crate::diagnose::Scope,
     pub limits: http::Limits,
     /// `--live-dir`: running burn-ins' last intervals (`None`: none served).
     pub live_dir: Option<std::path::PathBuf>,
@@ -47,6 +49,7 @@ pub fn run(config: &ExporterConfig) -> Result<Outcome, Failure> {
             source: config.source.clone(),
             interval: config.interval,
             expect: config.expect.clone(),
+            scope: config.scope.clone(),
             live_dir: config.live_dir.clone(),
         };
         std::thread::Builder::new()

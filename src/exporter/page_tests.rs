@@ -275,7 +275,7 @@ fn aer_counters_are_written_per_function_with_their_totals() {
 /// The page of one read of a fixture, judged as the exporter judges it (the one node read and
 /// checklist, `refresh::read_node`).
 fn judged_page(name: &str) -> String {
-    let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture(name)), &Default::default());
+    let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture(name)), &Default::default(), &Default::default());
     assert!(reading.report.is_some(), "{name}: {:?}", reading.error);
     render(&reading, &stats(), Exposition::Text)
 }
@@ -299,6 +299,20 @@ fn trained_below_supported_is_what_link_trained_says() {
     // Without a check there is no judgment to say.
     let unjudged = render(&reading_of("roce-trained-low"), &stats(), Exposition::Text);
     assert!(!unjudged.contains("fabcheck_port_trained_below_supported{"), "{unjudged}");
+}
+
+/// `--device` on the exporter is `check --device`'s: a device left out has no series at all (a
+/// port meant to stay uncabled raises no alert), the named one is judged as before.
+#[test]
+fn the_exporter_judges_only_the_named_devices() {
+    let scope = crate::diagnose::Scope { only: vec![("mlx5_0".into(), Some(1))] };
+    let source = crate::probe::Source::Sysfs(fixture("roce-mtu-mismatch"));
+    let reading = crate::exporter::refresh::read_node(&source, &Default::default(), &scope);
+    let page = render(&reading, &stats(), Exposition::Text);
+    assert!(page.contains(r#"subject="mlx5_0/1""#), "{page}");
+    assert!(!page.contains("mlx5_1"), "mlx5_1 was not named: {page}");
+    let whole = judged_page("roce-mtu-mismatch");
+    assert!(whole.contains(r#"subject="mlx5_1/1""#), "without --device every port has its series");
 }
 
 fn with_phy(phy: Phy) -> Reading {
@@ -418,7 +432,8 @@ fn hostile_counter_names_make_no_clash() {
 /// families, the log's among them): the flapping fixture's link.flap is on its page's report.
 #[test]
 fn the_exporter_judges_the_kernel_log_with_the_node() {
-    let reading = crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture("roce-cx7-link-flaps")), &Default::default());
+    let reading =
+        crate::exporter::refresh::read_node(&crate::probe::Source::Sysfs(fixture("roce-cx7-link-flaps")), &Default::default(), &Default::default());
     let report = reading.report.expect("the fixture is judged");
     assert!(report.findings.iter().any(|f| f.id == crate::outcome::FindingId::LinkFlap), "{:#?}", report.findings);
 }

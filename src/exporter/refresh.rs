@@ -20,6 +20,8 @@ pub struct Refresh {
     pub interval: Duration,
     /// What the checklist is judged against (`--expect`, `--profile`), as `check`'s is.
     pub expect: Expectations,
+    /// Which devices and ports are read and judged (`--device`), as `check`'s.
+    pub scope: Scope,
     /// `--live-dir`: where running burn-ins keep their last interval (looked at every second).
     pub live_dir: Option<std::path::PathBuf>,
 }
@@ -57,7 +59,7 @@ pub fn run(refresh: &Refresh, shelf: &Shelf, stop: &dyn Fn() -> bool) {
     let mut stats = Stats { interval_s: refresh.interval.as_secs_f64(), ..Stats::default() };
     while !stop() {
         let started = Instant::now();
-        let mut reading = read_node(&refresh.source, &refresh.expect);
+        let mut reading = read_node(&refresh.source, &refresh.expect, &refresh.scope);
         if let Some(dir) = &refresh.live_dir {
             reading.live = super::live::read(dir, now_unix());
         }
@@ -91,9 +93,9 @@ pub fn run(refresh: &Refresh, shelf: &Shelf, stop: &dyn Fn() -> bool) {
 }
 
 /// One read of the node: what `check` reads and judges (the one node read, the one checklist),
-/// and every port's counters.
-pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
-    let read = match probe::node::read(source, &[]) {
+/// and every port's counters; `scope`: only the named devices and ports, as `check --device`.
+pub fn read_node(source: &Source, expect: &Expectations, scope: &Scope) -> Reading {
+    let read = match probe::node::read(source, &scope.devices()) {
         Ok(read) => read,
         Err(err) => {
             let failure = crate::error::Failure::from(err);
@@ -105,7 +107,7 @@ pub fn read_node(source: &Source, expect: &Expectations) -> Reading {
     let log = if read.inventory.devices.is_empty() { None } else { probe::kernel_log::read(source) };
     let window = |end| crate::diagnose::flap_rules::LogWindow { end, seconds: crate::diagnose::flap_rules::DEFAULT_WINDOW_S };
     let log = log.as_ref().map(|(log, end)| node::Log { log: log.as_ref().map_err(String::as_str), window: window(*end) });
-    let judged = node::judge_with_log(&read, expect, &Scope::default(), None, log.as_ref());
+    let judged = node::judge_with_log(&read, expect, scope, None, log.as_ref());
     let gpu_of = judged.gpus.iter().filter_map(|p| p.nic.as_ref().map(|nic| (nic.name.clone(), p.gpu.clone()))).collect();
     let tree = match source {
         Source::Sysfs(root) => SysfsRoot::at(root),
