@@ -74,15 +74,23 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
         }
     };
     let p = d.priority;
-    let lossless_row = lossless(q, &d, netdev, &mut issues);
+    let buffers = buffers_apply(device);
+    let lossless_row = lossless(q, &d, buffers, netdev, &mut issues);
     super::qos_source::notes(q, &d, &device.name, port.port, &mut issues);
     class(q, p, netdev, &mut issues);
     ecn(q, p, netdev, expect, &mut issues);
     cnp(q, &d, netdev, &mut issues);
     super::qos_counters::lifetime_or_window(port, q, Some(p), netdev, &mut issues);
-    let observed = observed(q, &d);
-    let unread = unread_figures(q);
-    let expected = Some("PFC, a share of the wire and a lossless receive buffer on the RoCE priority".to_string());
+    let observed = observed(q, &d, buffers);
+    let unread = unread_figures(q, buffers);
+    let expected = Some(
+        if buffers {
+            "PFC, a share of the wire and a lossless receive buffer on the RoCE priority"
+        } else {
+            "PFC and a share of the wire on the RoCE priority"
+        }
+        .to_string(),
+    );
     if unread.is_empty() {
         emit(sheet, s, issues, observed, expected);
     } else {
@@ -185,8 +193,22 @@ fn tagging(port: &Port) -> Tagging {
     }
 }
 
-/// PFC on the RoCE priority (and its buffer): `roce.lossless`'s row and `roce.qos`'s error.
-fn lossless(q: &PortQos, d: &Derived, netdev: &str, issues: &mut Vec<Issue>) -> Row {
+/// Whether the adapter's driver has per-priority receive buffers to judge: the DCB buffer
+/// interface (`dcbnl_getbuffer`), which among RDMA NICs only mlx5 implements
+/// (drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c; mlxsw and netdevsim are the kernel's
+/// others, no RDMA ports). ConnectX-3 (mlx4), Intel E810 (ice), Broadcom (bnxt_en) and Marvell
+/// (qede) size the headroom a PFC priority needs in firmware: there a priority with PFC is
+/// lossless, and no buffer is asked for (or can be: `dcb buffer show` has nothing to say).
+fn buffers_apply(device: &Device) -> bool {
+    match device.driver.as_deref() {
+        Some(driver) => driver == "mlx5_ib",
+        None => CaKind::of(&device.ca_type) == CaKind::Nvidia && !device.ca_type.starts_with("ConnectX-3"),
+    }
+}
+
+/// PFC on the RoCE priority (and its buffer, where the driver has them): `roce.lossless`'s row
+/// and `roce.qos`'s error.
+fn lossless(q: &PortQos, d: &Derived, buffers: bool, netdev: &str, issues: &mut Vec<Issue>) -> Row {
     let p = d.priority;
     let expected = format!("PFC on priority {p} (RoCE's)");
     let on = q.pfc_priorities().unwrap_or_default();
@@ -216,6 +238,9 @@ fn lossless(q: &PortQos, d: &Derived, netdev: &str, issues: &mut Vec<Issue>) -> 
                 Row::SameCause(format!("PFC on priority {p}; buffer {buffer} lossy: {message}"))
             }
             (Some(true), Some((buffer, _))) => Row::Pass(format!("priority {p}: PFC on, receive buffer {buffer} lossless"), expected),
+            _ if !buffers => {
+                Row::Pass(format!("priority {p}: PFC on (the adapter keeps its PFC headroom itself: no receive buffers to set)"), expected)
+            }
             _ => Row::Skip(format!("priority {p}: PFC on; whether its receive buffer is lossless is not known (receive buffers not read)")),
         },
     }
@@ -372,7 +397,7 @@ fn cnp(q: &PortQos, d: &Derived, netdev: &str, issues: &mut Vec<Issue>) {
 }
 
 /// The row's observed text: the priority and what its path holds.
-fn observed(q: &PortQos, d: &Derived) -> String {
+fn observed(q: &PortQos, d: &Derived, buffers_apply: bool) -> String {
     let p = d.priority;
     let pfc = q.pfc_priorities().map_or("PFC not read".into(), |on| format!("PFC on {}", list(&on)));
     let class = match q.class_of(p) {
@@ -383,6 +408,7 @@ fn observed(q: &PortQos, d: &Derived) -> String {
     let buffer = match (q.buffer_of(p), q.buffer_lossless(p)) {
         (Some((b, _)), Some(true)) => format!("buffer {b} lossless"),
         (Some((b, _)), Some(false)) => format!("buffer {b} lossy"),
+        _ if !buffers_apply => "headroom the adapter's own".into(),
         _ => "buffers not read".into(),
     };
     let ecn = match q.ecn_priorities() {
@@ -393,8 +419,9 @@ fn observed(q: &PortQos, d: &Derived) -> String {
     format!("RoCE {}: {pfc}; {class}; {buffer}; {ecn}", d.words())
 }
 
-/// The figures a pass needs that no source gave.
-fn unread_figures(q: &PortQos) -> Vec<String> {
+/// The figures a pass needs that no source gave (the receive buffers only where the driver has
+/// them).
+fn unread_figures(q: &PortQos, buffers_apply: bool) -> Vec<String> {
     let has = |tool: Tool| q.asked.iter().any(|a| a.tool == tool && a.unread.is_none());
     let mut out = Vec::new();
     if q.pfc.is_none() {
@@ -403,7 +430,7 @@ fn unread_figures(q: &PortQos) -> Vec<String> {
     if q.prio2tc.is_none() || q.tcs.is_none() {
         out.push("the traffic classes (`dcb -j ets show`, or mlnx_qos's tc lines)".to_string());
     }
-    if q.prio2buffer.is_none() || q.buffer_size.is_none() {
+    if buffers_apply && (q.prio2buffer.is_none() || q.buffer_size.is_none()) {
         let tool = if has(Tool::MlnxQos) { "mlnx_qos prints them from MLNX_OFED 4.6 on" } else { "`dcb -j buffer show`" };
         out.push(format!("the receive buffers ({tool})"));
     }

@@ -256,6 +256,31 @@ fn a_list_of_ports_leaves_the_uncabled_second_ports_out() {
     assert_eq!(check(&["--device", "mlx5_0:1,"]).status.code(), Some(2), "an empty name");
 }
 
+/// An adapter without per-priority receive buffers (Intel E810: ice has no DCB buffer
+/// interface) is judged by PFC on RoCE's priority alone: `roce-e810-irdma-lossless` passes, and
+/// the same node with PFC moved to priority 4 fails roce.qos naming priority 3 (and
+/// roce.lossless names the same cause), as a ConnectX would.
+#[test]
+fn an_adapter_without_receive_buffers_is_judged_by_pfc_alone() {
+    let root = super::compare::scratch("e810-pfc-on-4");
+    super::accept::copy_dir(&fixtures_dir().join("roce-e810-irdma-lossless"), &root);
+    let dcb = root.join("dcb/ens801f0.json");
+    let text = std::fs::read_to_string(&dcb)
+        .unwrap()
+        .replace("[false,false,false,true,false,false,false,false]", "[false,false,false,false,true,false,false,false]");
+    std::fs::write(&dcb, text).unwrap();
+    let out = fabcheck(&["check", "--json", "--sysfs-root", root.to_str().unwrap(), "--expect", "link_layer=ethernet"]);
+    assert_eq!(out.status.code(), Some(1));
+    let doc = json(&out);
+    let qos = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "roce.qos").expect("a roce.qos finding");
+    assert_eq!(qos["severity"], "error");
+    let message = str_of(qos, "message");
+    assert!(message.contains("priority 3") && message.contains("PFC is on 4"), "{message}");
+    let lossless = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "roce.lossless").unwrap();
+    assert_eq!(lossless["status"], "fail", "{lossless}");
+    assert!(str_of(lossless, "observed").starts_with("see roce.qos"), "{lossless}");
+}
+
 #[test]
 fn human_output_puts_failures_first() {
     let dir = fixtures_dir().join("ib-init-no-sm");
