@@ -33,7 +33,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
         sheet.skip(FindingId::RoceLossless, s, format!("see roce.qos: {why}"));
         return;
     }
-    let derived = priority::derive(q, expect.roce_dscp, &tagging(port));
+    let derived = priority::derive(q, expect.roce_dscp, &tagging(port), app_tags(device));
     let d = match derived {
         Ok(d) => d,
         Err(unknown) => {
@@ -177,6 +177,11 @@ fn not_read(q: &PortQos, netdev: &str, soft: bool) -> String {
     format!("the QoS set-up of {netdev} was not read ({said}): {install}")
 }
 
+/// Whether the port's RDMA driver puts RoCE on the APP table's RoCE entry (Broadcom's).
+fn app_tags(device: &Device) -> bool {
+    crate::probe::catype::roce_on_app_entry(&device.name, device.vendor_id, device.driver.as_deref())
+}
+
 /// Whether RoCE leaves this port tagged: its routable RoCE v2 GIDs are on the port's own
 /// netdev (untagged) or on another (a VLAN device).
 fn tagging(port: &Port) -> Tagging {
@@ -254,6 +259,20 @@ fn pfc_off(q: &PortQos, d: &Derived, netdev: &str, on: &[Priority]) -> (String, 
     // The ToS to test with: rdma_cm's own (106: DSCP 26 with ECT(0), as NCCL_IB_TC), else the DSCP's.
     let tclass = d.dscp.map_or(106, |(dscp, from)| from.tos(dscp));
     let class_note = format!("; then run tests in that class with `fabcheck pair --tclass {tclass}`");
+    if d.from_app {
+        let target = on.first().copied().unwrap_or(p);
+        return (
+            format!("RoCE rides {}, which has no PFC ({pfc_words}): RoCE is lossy", d.words()),
+            if on.is_empty() {
+                enable_pfc(q, p, netdev)
+            } else {
+                format!(
+                    "{}; or put RoCE's APP entry on priority {target}: `dcb app replace dev {netdev} dgram-port-prio 4791:{target}` (Broadcom's `bnxt_setupcc.sh -r {target}` does both)",
+                    enable_pfc(q, p, netdev)
+                )
+            },
+        );
+    }
     match (d.trust, d.dscp) {
         (Trust::Pcp, dscp) => {
             let wasted = dscp

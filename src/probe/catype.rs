@@ -5,6 +5,8 @@
 pub const MELLANOX_OUI: u32 = 0x02c9;
 /// PCI vendor id of Mellanox/NVIDIA networking (sysfs `device/vendor`).
 pub const MELLANOX_PCI_VENDOR: u32 = 0x15b3;
+/// PCI vendor id of Broadcom (bnxt_re's `vendor_id` is the PCI one).
+pub const BROADCOM_PCI_VENDOR: u32 = 0x14e4;
 /// PCI vendor id of Amazon (AWS EFA; `ibv_query_device`'s `vendor_id` is the PCI one there).
 pub const AMAZON_PCI_VENDOR: u32 = 0x1d0f;
 /// `vendor_id` that Soft-RoCE reports.
@@ -27,6 +29,14 @@ pub fn ca_type(vendor_id: Option<u32>, part_id: Option<u32>, device_name: &str) 
         (false, Some(part)) => format!("vendor {:#x} part {part}", vendor_id.unwrap_or(0)),
         (_, None) => "unknown".into(),
     }
+}
+
+/// Whether the device's RDMA driver puts RoCE on the DCB APP table's RoCE entry (UDP port 4791,
+/// or RoCE v1's ethertype): Broadcom's bnxt_re (`bnxt_re_get_priority_mask`,
+/// drivers/infiniband/hw/bnxt_re/main.c; it tags RoCE with that priority, and bnxt_en maps it to
+/// the RoCE queue). mlx5 and irdma leave RoCE to its DSCP or VLAN tag.
+pub fn roce_on_app_entry(name: &str, vendor_id: Option<u32>, driver: Option<&str>) -> bool {
+    matches!(driver, Some("bnxt_en" | "bnxt_re")) || vendor_id == Some(BROADCOM_PCI_VENDOR) || name.starts_with("bnxt_re")
 }
 
 /// AWS Elastic Fabric Adapter part ids, the kernel's `efa_pci_tbl` (drivers/infiniband/hw/efa/

@@ -281,6 +281,36 @@ fn an_adapter_without_receive_buffers_is_judged_by_pfc_alone() {
     assert!(str_of(lossless, "observed").starts_with("see roce.qos"), "{lossless}");
 }
 
+/// Broadcom's bnxt_re puts RoCE on the APP table's RoCE v2 entry (`dgram-port-prio 4791:P`):
+/// with no DSCP entry (bnxt_setupcc.sh's priority-VLAN mode) the port trusts PCP and RoCE still
+/// rides P, tagged by the driver, so the node passes; with PFC moved off P it fails, naming the
+/// entry and how to move it.
+#[test]
+fn bnxt_re_rides_the_app_tables_roce_entry() {
+    let fixture = |edit: &dyn Fn(String) -> String, tag: &str| {
+        let root = super::compare::scratch(tag);
+        super::accept::copy_dir(&fixtures_dir().join("roce-bnxt-lossless"), &root);
+        let dcb = root.join("dcb/ens3f0np0.json");
+        std::fs::write(&dcb, edit(std::fs::read_to_string(&dcb).unwrap())).unwrap();
+        fabcheck(&["check", "--json", "--sysfs-root", root.to_str().unwrap(), "--expect", "link_layer=ethernet"])
+    };
+    let pcp = fixture(&|t| t.replace("\"dscp_prio\":[[26,3]]", "\"dscp_prio\":[]"), "bnxt-pcp");
+    assert_eq!(pcp.status.code(), Some(0), "{}", String::from_utf8_lossy(&pcp.stdout));
+    let doc = json(&pcp);
+    let qos = doc["checks"].as_array().unwrap().iter().find(|c| c["id"] == "roce.qos").unwrap();
+    assert!(str_of(qos, "observed").contains("priority 3 (the APP table's RoCE entry") && str_of(qos, "observed").contains("trust pcp"), "{qos}");
+    let moved = fixture(
+        &|t| t.replace("[false,false,false,true,false,false,false,false]", "[false,false,false,false,true,false,false,false]"),
+        "bnxt-pfc-on-4",
+    );
+    assert_eq!(moved.status.code(), Some(1));
+    let doc = json(&moved);
+    let f = doc["findings"].as_array().unwrap().iter().find(|f| f["id"] == "roce.qos").unwrap();
+    assert_eq!(f["severity"], "error");
+    assert!(str_of(f, "message").contains("the APP table's RoCE entry") && str_of(f, "message").contains("PFC is on 4"), "{f}");
+    assert!(str_of(f, "remedy").contains("dgram-port-prio 4791:4"), "{f}");
+}
+
 #[test]
 fn human_output_puts_failures_first() {
     let dir = fixtures_dir().join("ib-init-no-sm");

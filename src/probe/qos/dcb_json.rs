@@ -68,6 +68,7 @@ pub fn from_answers(pfc: Option<&Value>, ets: Option<&Value>, apptrust: Option<&
             q.dscp2prio = Some(table);
         }
         q.default_prio = app["default_prio"].as_array().and_then(|a| a.first()).and_then(|v| small(v, 8)).and_then(Priority::new);
+        q.roce_app = roce_entry(&app["dgram_port_prio"], ROCE_V2_UDP_PORT).or_else(|| roce_entry(&app["ethtype_prio"], ROCE_V1_ETHERTYPE));
     }
     q.trust = match apptrust.map(|t| &t["order"]) {
         // The first of the two selectors in the order is the one trusted first.
@@ -85,6 +86,25 @@ pub fn from_answers(pfc: Option<&Value>, ets: Option<&Value>, apptrust: Option<&
         q.buffer_size = array8(&buffer["buffer_size"], |v| v.as_u64().and_then(|n| u32::try_from(n).ok()));
     }
     q
+}
+
+/// RoCE v2's UDP destination port (IANA; the kernel's `ROCE_V2_UDP_DPORT`).
+const ROCE_V2_UDP_PORT: u64 = 4791;
+/// RoCE v1's ethertype (`ETH_P_IBOE`).
+const ROCE_V1_ETHERTYPE: u64 = 0x8915;
+
+/// The priority of `protocol`'s entry in one of the APP table's lists (`[[PID,PRIO],...]`; dcb
+/// prints a port in decimal, an ethertype as a `0x` string or a number, and from 6.5 a third
+/// `" "` element).
+fn roce_entry(list: &Value, protocol: u64) -> Option<Priority> {
+    list.as_array()?.iter().find_map(|entry| {
+        let entry = entry.as_array()?;
+        let pid = match entry.first()? {
+            Value::String(s) => u64::from_str_radix(s.trim_start_matches("0x"), 16).ok()?,
+            other => other.as_u64()?,
+        };
+        (pid == protocol).then(|| small(entry.get(1)?, 8).and_then(Priority::new)).flatten()
+    })
 }
 
 /// Eight values, each read by `item`; `None` unless there are eight and each reads.
@@ -157,6 +177,23 @@ mod tests {
         assert_eq!(q.trust, Some(Trust::Pcp), "apptrust's order, not the table's presence");
         assert_eq!(q.default_prio, Priority::new(0));
         assert_eq!((q.prio2tc, q.tcs, q.prio2buffer), (None, None, None), "null answers stay unknown");
+    }
+
+    /// Broadcom's bnxt_setupcc.sh (its default, dcb): PFC on the RoCE priority, RoCE v2's UDP
+    /// port on it in the APP table, and its DSCP and the CNPs' (`dscp-prio 26:3 48:7`). RoCE v1's
+    /// ethertype reads too, as a `0x` string or a number.
+    #[test]
+    fn roce_app_entries_by_udp_port_and_ethertype() {
+        let text = "{\"pfc\":{\"prio_pfc\":[false,false,false,true,false,false,false,false]},\"apptrust\":null,\"ets\":null,\"buffer\":null,\
+                    \"app\":{\"dgram_port_prio\":[[4791,3]],\"dscp_prio\":[[26,3],[48,7]]}}";
+        let q = parse_bundle(text).unwrap();
+        assert_eq!(q.roce_app, Priority::new(3));
+        assert_eq!(q.trust, Some(Trust::Dscp), "DSCP entries: mlx5's rule for the trust state");
+        for v1 in ["\"0x8915\"", "35093"] {
+            let text = format!("{{\"app\":{{\"ethtype_prio\":[[{v1},5]],\"dgram_port_prio\":[[4792,2]]}}}}");
+            assert_eq!(parse_bundle(&text).unwrap().roce_app, Priority::new(5), "{v1}");
+        }
+        assert_eq!(parse_bundle("{\"app\":{\"dgram_port_prio\":[[4792,2]]}}").unwrap().roce_app, None, "another port");
     }
 
     #[test]

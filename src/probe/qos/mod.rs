@@ -269,6 +269,13 @@ pub struct PortQos {
     pub cnp_dscp: Option<Dscp>,
     /// rdma_cm's `default_roce_tos` of this port (configfs), where it is set.
     pub default_roce_tos: Option<u8>,
+    /// The priority the DCB APP table gives RoCE itself: RoCE v2's UDP port 4791
+    /// (`dcb app add dev IF dgram-port-prio 4791:P`) or RoCE v1's ethertype 0x8915. Broadcom's
+    /// bnxt_re puts RoCE on it (`bnxt_re_get_priority_mask`, which Broadcom's bnxt_setupcc.sh
+    /// sets up); mlx5 and irdma do not read it. Left out of the inventory's JSON when there is
+    /// none (the documents of nodes without one read as before).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub roce_app: Option<Priority>,
     /// MLNX_OFED's per-port ToS override (`tc/PORT/traffic_class`, `Global tclass=N`), where
     /// one is set: it wins over every QP's own ToS, rdma_cm's included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -302,6 +309,7 @@ impl PortQos {
         self.cnp_802p_prio = self.cnp_802p_prio.or(other.cnp_802p_prio);
         self.cnp_dscp = self.cnp_dscp.or(other.cnp_dscp);
         self.default_roce_tos = self.default_roce_tos.or(other.default_roce_tos);
+        self.roce_app = self.roce_app.or(other.roce_app);
         self.traffic_class = self.traffic_class.or(other.traffic_class);
         self.global_pause = self.global_pause.or(other.global_pause);
         self.counters = self.counters.or(other.counters);

@@ -63,6 +63,9 @@ pub struct Derived {
     pub untagged: bool,
     /// Trust `dscp`, no DSCP source: the one priority with PFC is taken as RoCE's.
     pub from_pfc: bool,
+    /// The RDMA driver puts RoCE on the APP table's RoCE entry (Broadcom's bnxt_re): that
+    /// priority is RoCE's, tagged by the driver even where the port trusts PCP.
+    pub from_app: bool,
 }
 
 /// Why it cannot be worked out.
@@ -134,23 +137,32 @@ pub fn only_pfc(qos: &PortQos) -> Option<Priority> {
     }
 }
 
-/// The RoCE priority of a port.
-pub fn derive(qos: &PortQos, expected: Option<Dscp>, tagging: &Tagging) -> Result<Derived, Unknown> {
+/// The RoCE priority of a port. `app_tags`: the port's RDMA driver puts RoCE on the APP
+/// table's RoCE entry ([`PortQos::roce_app`]; Broadcom's bnxt_re, which tags RoCE with that
+/// priority unless its DSCP decides): then that entry is RoCE's priority where the port trusts
+/// PCP, or trusts DSCP with no DSCP source.
+pub fn derive(qos: &PortQos, expected: Option<Dscp>, tagging: &Tagging, app_tags: bool) -> Result<Derived, Unknown> {
     let trust = qos.trust.ok_or(Unknown::Trust)?;
     let dscp = roce_dscp(expected, qos);
+    let base = Derived { priority: Priority(0), trust, dscp, untagged: false, from_pfc: false, from_app: false };
+    let by_app = qos.roce_app.filter(|_| app_tags).map(|priority| Derived { priority, from_app: true, ..base.clone() });
     match trust {
         Trust::Dscp => {
             let Some((d, _)) = dscp else {
+                if let Some(by_app) = by_app {
+                    return Ok(by_app);
+                }
                 let priority = only_pfc(qos).ok_or(Unknown::Dscp)?;
-                return Ok(Derived { priority, trust, dscp, untagged: false, from_pfc: true });
+                return Ok(Derived { priority, from_pfc: true, ..base });
             };
             let priority = qos.dscp_priority(d).ok_or(Unknown::Table(d))?;
-            Ok(Derived { priority, trust, dscp, untagged: false, from_pfc: false })
+            Ok(Derived { priority, ..base })
         }
-        Trust::Pcp => match tagging {
-            Tagging::Untagged => Ok(Derived { priority: qos.default_prio.unwrap_or(Priority(0)), trust, dscp, untagged: true, from_pfc: false }),
-            Tagging::Tagged(netdev) => Err(Unknown::Tagged(netdev.clone())),
-            Tagging::Unknown => Err(Unknown::Tagging),
+        Trust::Pcp => match (by_app, tagging) {
+            (Some(by_app), _) => Ok(by_app),
+            (None, Tagging::Untagged) => Ok(Derived { priority: qos.default_prio.unwrap_or(Priority(0)), untagged: true, ..base }),
+            (None, Tagging::Tagged(netdev)) => Err(Unknown::Tagged(netdev.clone())),
+            (None, Tagging::Unknown) => Err(Unknown::Tagging),
         },
     }
 }
@@ -164,6 +176,9 @@ impl Derived {
             DscpFrom::DefaultRoceTos(tos) => format!("DSCP {d} from rdma_cm's default_roce_tos {tos}"),
         };
         match (self.trust, self.dscp) {
+            _ if self.from_app => {
+                format!("priority {} (the APP table's RoCE entry, UDP port 4791, which bnxt_re tags RoCE with; trust {})", self.priority, self.trust)
+            }
             (Trust::Dscp, Some(d)) => format!("priority {} ({}, trust dscp)", self.priority, dscp(d)),
             (Trust::Dscp, None) if self.from_pfc => {
                 format!("priority {} (no DSCP source: the one priority with PFC, trust dscp)", self.priority)
@@ -185,15 +200,15 @@ mod tests {
     #[test]
     fn dscp_trust_maps_the_tos() {
         let q = PortQos { trust: Some(Trust::Dscp), dscp2prio: Some(table()), default_roce_tos: Some(106), ..PortQos::default() };
-        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        let d = derive(&q, None, &Tagging::Untagged, false).unwrap();
         assert_eq!(d.priority, Priority(3));
         assert_eq!(d.words(), "priority 3 (DSCP 26 from rdma_cm's default_roce_tos 106, trust dscp)");
-        let e = derive(&q, Dscp::new(46), &Tagging::Untagged).unwrap();
+        let e = derive(&q, Dscp::new(46), &Tagging::Untagged, false).unwrap();
         assert_eq!((e.priority, e.words().contains("--expect roce_dscp")), (Priority(5), true), "the expectation wins");
         let no_tos = PortQos { default_roce_tos: None, ..q.clone() };
-        assert_eq!(derive(&no_tos, None, &Tagging::Untagged), Err(Unknown::Dscp));
+        assert_eq!(derive(&no_tos, None, &Tagging::Untagged, false), Err(Unknown::Dscp));
         let partial = PortQos { dscp2prio: Some(vec![None; 64]), ..q };
-        assert_eq!(derive(&partial, None, &Tagging::Untagged), Err(Unknown::Table(Dscp(26))));
+        assert_eq!(derive(&partial, None, &Tagging::Untagged, false), Err(Unknown::Table(Dscp(26))));
     }
 
     #[test]
@@ -206,7 +221,7 @@ mod tests {
             pfc: Some([false, false, false, false, false, true, false, false]),
             ..PortQos::default()
         };
-        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        let d = derive(&q, None, &Tagging::Untagged, false).unwrap();
         assert_eq!(d.priority, Priority(5), "162 >> 2 is DSCP 40, priority 5 by the default table");
         assert!(d.words().contains("traffic_class (Global tclass=162)"), "{}", d.words());
         assert_eq!(default_tclass(None, &q), (162, Source::TrafficClass));
@@ -223,11 +238,11 @@ mod tests {
             pfc: Some([false, false, false, false, true, false, false, false]),
             ..PortQos::default()
         };
-        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        let d = derive(&q, None, &Tagging::Untagged, false).unwrap();
         assert_eq!((d.priority, d.from_pfc), (Priority(4), true));
         assert_eq!(default_tclass(None, &q), (128, Source::Pfc), "DSCP 32 (class selector 4)");
         let two = PortQos { pfc: Some([false, false, false, true, true, false, false, false]), ..q.clone() };
-        assert_eq!(derive(&two, None, &Tagging::Untagged), Err(Unknown::Dscp));
+        assert_eq!(derive(&two, None, &Tagging::Untagged, false), Err(Unknown::Dscp));
         assert_eq!(default_tclass(None, &two), (0, Source::None));
         let mut moved = table();
         moved[32] = Priority::new(0);
@@ -239,11 +254,34 @@ mod tests {
     #[test]
     fn pcp_trust_untagged_rides_the_default_priority() {
         let q = PortQos { trust: Some(Trust::Pcp), dscp2prio: Some(table()), default_roce_tos: Some(106), ..PortQos::default() };
-        let d = derive(&q, None, &Tagging::Untagged).unwrap();
+        let d = derive(&q, None, &Tagging::Untagged, false).unwrap();
         assert_eq!((d.priority, d.untagged), (Priority(0), true), "the DSCP is not what a pcp port looks at");
-        assert_eq!(derive(&q, None, &Tagging::Tagged("ens2np0.100".into())), Err(Unknown::Tagged("ens2np0.100".into())));
-        assert_eq!(derive(&PortQos::default(), None, &Tagging::Untagged), Err(Unknown::Trust));
+        assert_eq!(derive(&q, None, &Tagging::Tagged("ens2np0.100".into()), false), Err(Unknown::Tagged("ens2np0.100".into())));
+        assert_eq!(derive(&PortQos::default(), None, &Tagging::Untagged, false), Err(Unknown::Trust));
         let with_default = PortQos { default_prio: Priority::new(3), ..q };
-        assert_eq!(derive(&with_default, None, &Tagging::Untagged).map(|d| d.priority), Ok(Priority(3)));
+        assert_eq!(derive(&with_default, None, &Tagging::Untagged, false).map(|d| d.priority), Ok(Priority(3)));
+    }
+
+    /// The APP table's RoCE entry is RoCE's priority only where the driver tags RoCE with it
+    /// (bnxt_re): under trust pcp, and under trust dscp with no DSCP source; a DSCP source still
+    /// decides under trust dscp, and mlx5 (app_tags false) ignores the entry.
+    #[test]
+    fn the_app_tables_roce_entry_where_the_driver_tags_with_it() {
+        let pcp = PortQos { trust: Some(Trust::Pcp), roce_app: Priority::new(3), ..PortQos::default() };
+        let d = derive(&pcp, None, &Tagging::Untagged, true).unwrap();
+        assert_eq!((d.priority, d.from_app, d.untagged), (Priority(3), true, false));
+        assert!(d.words().contains("APP table's RoCE entry"), "{}", d.words());
+        assert_eq!(derive(&pcp, None, &Tagging::Untagged, false).map(|d| d.priority), Ok(Priority(0)), "mlx5: untagged, the default");
+        let dscp = PortQos {
+            trust: Some(Trust::Dscp),
+            dscp2prio: Some(table()),
+            roce_app: Priority::new(5),
+            pfc: Some([false, false, false, true, false, false, false, false]),
+            ..PortQos::default()
+        };
+        assert_eq!(derive(&dscp, None, &Tagging::Untagged, true).map(|d| (d.priority, d.from_app)), Ok((Priority(5), true)));
+        assert_eq!(derive(&dscp, None, &Tagging::Untagged, false).map(|d| (d.priority, d.from_pfc)), Ok((Priority(3), true)));
+        let with_tos = PortQos { default_roce_tos: Some(106), ..dscp };
+        assert_eq!(derive(&with_tos, None, &Tagging::Untagged, true).map(|d| (d.priority, d.from_app)), Ok((Priority(3), false)), "the DSCP decides");
     }
 }
