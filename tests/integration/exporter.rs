@@ -145,6 +145,19 @@ fn the_check_verdict_follows_the_tree() {
     assert!(down.contains("fabcheck_finding{id=\"port.state\",severity=\"error\""), "{down}");
 }
 
+/// `exporter --device` is `check --device`: on a node whose second RoCE port is left out, the
+/// page has that port's series nowhere, and an empty name in the list is exit 2.
+#[test]
+fn the_device_list_leaves_a_port_out_of_the_page() {
+    let root = fixtures_dir().join("roce-mtu-mismatch");
+    let page = Exporter::start_with(&root, &["--device", "mlx5_0:1"]).metrics();
+    assert!(page.contains(r#"subject="mlx5_0/1""#), "{page}");
+    assert!(!page.contains("mlx5_1"), "{page}");
+    let out = super::fabcheck(&["exporter", "--listen", "127.0.0.1:0", "--sysfs-root", root.to_str().unwrap(), "--device", "mlx5_0,"]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--device"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// A free TCP port on loopback (bound and released; another process could take it in
 /// between, which would fail the test loudly, not pass it).
 fn free_port() -> u16 {
