@@ -78,7 +78,7 @@ pub(super) fn run(device: &Device, port: &Port, sibling_up: Option<&str>, expect
 /// `efa_query_port` reports it ACTIVE with LID 0 and SM LID 0 always, so judging them as
 /// InfiniBand's would fail every healthy EFA for "no subnet manager".
 fn neither_ib_nor_ethernet(device: &Device) -> String {
-    let what = if catype::is_efa(&device.ca_type) {
+    let what = if catype::CaKind::of(&device.ca_type) == catype::CaKind::Efa {
         format!("{}, node type {}: its SRD and UD traffic is routed by AWS's network", device.ca_type, device.node_type)
     } else {
         format!("node type {}", device.node_type)

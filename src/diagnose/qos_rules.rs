@@ -198,17 +198,11 @@ fn tagging(port: &Port) -> Tagging {
     }
 }
 
-/// Whether the adapter's driver has per-priority receive buffers to judge: the DCB buffer
-/// interface (`dcbnl_getbuffer`), which among RDMA NICs only mlx5 implements
-/// (drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c; mlxsw and netdevsim are the kernel's
-/// others, no RDMA ports). ConnectX-3 (mlx4), Intel E810 (ice), Broadcom (bnxt_en) and Marvell
-/// (qede) size the headroom a PFC priority needs in firmware: there a priority with PFC is
-/// lossless, and no buffer is asked for (or can be: `dcb buffer show` has nothing to say).
+/// Whether the adapter has receive buffers to judge (mlx5's alone: `catype::has_dcb_buffers`);
+/// elsewhere a priority with PFC is lossless (the firmware keeps its headroom), and no buffer is
+/// asked for (nor can be: `dcb buffer show` has nothing to say).
 fn buffers_apply(device: &Device) -> bool {
-    match device.driver.as_deref() {
-        Some(driver) => driver == "mlx5_ib",
-        None => CaKind::of(&device.ca_type) == CaKind::Nvidia && !device.ca_type.starts_with("ConnectX-3"),
-    }
+    crate::probe::catype::has_dcb_buffers(&device.ca_type, device.driver.as_deref())
 }
 
 /// PFC on the RoCE priority (and its buffer, where the driver has them): `roce.lossless`'s row

@@ -30,9 +30,7 @@ pub fn start(device: &str, port: u8) -> Start {
         let qos = crate::probe::qos::read::port(&sysfs, device, u32::from(port), n, stats.as_deref());
         // Tagging is not looked at here: under trust pcp the priority is then not known (not judged).
         let tagging = crate::probe::qos::priority::Tagging::Unknown;
-        let d = sysfs.device_beside_verbs(device);
-        let app_tags = crate::probe::catype::roce_on_app_entry(device, d.vendor_id, d.driver.as_deref());
-        crate::probe::qos::priority::derive(&qos, None, &tagging, app_tags).ok().map(|d| d.priority.get())
+        crate::probe::qos::priority::derive(&qos, None, &tagging, sysfs.roce_on_app_entry(device)).ok().map(|d| d.priority.get())
     });
     Start { at: Instant::now(), netdev, roce_priority, readings, prio_unread }
 }

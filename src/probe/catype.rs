@@ -44,10 +44,17 @@ pub fn roce_on_app_entry(name: &str, vendor_id: Option<u32>, driver: Option<&str
 const EFA_PARTS_FIRST: u32 = 0xefa0;
 const EFA_PARTS_LAST: u32 = 0xefa4;
 
-/// Whether a [`ca_type`] name is an AWS EFA's: node type unspecified, SRD and UD queue pairs,
-/// no RC, no subnet manager (the port rules say so instead of judging LIDs).
-pub fn is_efa(ca_type: &str) -> bool {
-    ca_type.starts_with("AWS EFA")
+/// Whether the adapter's driver has per-priority receive buffers to judge: the DCB buffer
+/// interface (`dcbnl_getbuffer`), which among RDMA NICs only mlx5 implements
+/// (drivers/net/ethernet/mellanox/mlx5/core/en_dcbnl.c; mlxsw and netdevsim are the kernel's
+/// others, no RDMA ports). ConnectX-3 (mlx4), Intel E810 (ice), Broadcom (bnxt_en) and Marvell
+/// (qede) size the headroom a PFC priority needs in firmware. By the driver where it is known,
+/// else by the adapter's name.
+pub fn has_dcb_buffers(ca_type: &str, driver: Option<&str>) -> bool {
+    match driver {
+        Some(driver) => driver == "mlx5_ib",
+        None => CaKind::of(ca_type) == CaKind::Nvidia && !ca_type.starts_with("ConnectX-3"),
+    }
 }
 
 /// NVIDIA/Mellanox SR-IOV virtual function part ids: those the kernel's `mlx5_core_pci_table`
@@ -70,6 +77,9 @@ pub enum CaKind {
     /// An NVIDIA (Mellanox) adapter: ConnectX, Connect-IB, BlueField, or a part id this table
     /// does not name yet. Its firmware takes `mlxconfig`.
     Nvidia,
+    /// An AWS Elastic Fabric Adapter: node type unspecified, SRD and UD queue pairs, no RC, no
+    /// subnet manager (the port rules say so instead of judging LIDs).
+    Efa,
     /// Another vendor's adapter, or one nothing is known of.
     Other,
 }
@@ -83,6 +93,8 @@ impl CaKind {
             CaKind::Software
         } else if NVIDIA.iter().any(|prefix| ca_type.starts_with(prefix)) {
             CaKind::Nvidia
+        } else if ca_type.starts_with("AWS EFA") {
+            CaKind::Efa
         } else {
             CaKind::Other
         }
@@ -167,7 +179,13 @@ mod tests {
         assert_eq!(ca_type(None, None, "x"), "unknown");
         // A p4d's EFA (efa_query_device: vendor_id and vendor_part_id are the PCI ids).
         assert_eq!(ca_type(Some(AMAZON_PCI_VENDOR), Some(0xefa1), "rdmap16s27"), "AWS EFA (0xefa1)");
-        assert!(is_efa(&ca_type(Some(AMAZON_PCI_VENDOR), Some(0xefa0), "efa_0")));
+        assert_eq!(CaKind::of(&ca_type(Some(AMAZON_PCI_VENDOR), Some(0xefa0), "efa_0")), CaKind::Efa);
+        assert!(has_dcb_buffers("ConnectX-7", None) && has_dcb_buffers("vendor 0x8086 part 5522", Some("mlx5_ib")));
+        assert!(
+            !has_dcb_buffers("ConnectX-3 Pro", None)
+                && !has_dcb_buffers("ConnectX-7", Some("ice"))
+                && !has_dcb_buffers("vendor 0x14e4 part 5968", None)
+        );
         assert_eq!(ca_type(Some(AMAZON_PCI_VENDOR), Some(0xec20), "x"), "vendor 0x1d0f part 60448", "ENA is no RDMA device");
         assert!(native_ib_width_is_4x("ConnectX-6"));
         assert!(!native_ib_width_is_4x("Soft-RoCE (rxe)"));

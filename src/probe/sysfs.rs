@@ -70,6 +70,13 @@ impl SysfsRoot {
         self.device_read(name, false)
     }
 
+    /// Whether the device's RDMA driver puts RoCE on the DCB APP table's RoCE entry
+    /// ([`catype::roce_on_app_entry`]): from its PCI vendor and driver alone, not a whole read.
+    pub fn roce_on_app_entry(&self, name: &str) -> bool {
+        let vendor = self.read_hex(&self.ib_class().join(name).join("device/vendor"));
+        catype::roce_on_app_entry(name, vendor, self.driver(name).as_deref())
+    }
+
     fn device_read(&self, name: &str, full: bool) -> Device {
         let dir = self.ib_class().join(name);
         let pci_dir = dir.join("device");
