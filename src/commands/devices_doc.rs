@@ -111,6 +111,14 @@ fn port(out: &mut String, p: &Port) {
             )
         });
         let _ = writeln!(out, "    netdev {}{state}", l(name));
+        if let Some(bond) = &p.bond {
+            let legs = bond.legs.iter().map(|leg| {
+                let speed = leg.gbps().map_or(String::new(), |g| format!(" {} Gb/s", crate::units::sig3(g)));
+                let role = leg.role.as_deref().map_or(String::new(), |r| format!(" {}", l(r)));
+                format!("{} {}{speed}{role}", l(leg.name()), if leg.up() { "up" } else { "down" })
+            });
+            let _ = writeln!(out, "    bond {} over {}", l(bond.mode.as_deref().unwrap_or("?")), legs.collect::<Vec<_>>().join(", "));
+        }
     }
     if p.gids.is_empty() {
         let _ = writeln!(out, "    no GIDs");

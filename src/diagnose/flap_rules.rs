@@ -39,7 +39,7 @@ fn subject_of(e: &Event, inventory: &Inventory) -> Option<String> {
     for d in &inventory.devices {
         match e.kind {
             EventKind::LinkDown | EventKind::LinkUp => {
-                if let Some(p) = d.ports.iter().find(|p| p.netdev.as_deref() == Some(e.subject.as_str())) {
+                if let Some(p) = d.ports.iter().find(|p| p.carried_by(&e.subject)) {
                     return Some(format!("{}/{}", d.name, p.port));
                 }
                 if d.name == e.subject {

@@ -1,6 +1,7 @@
 //! The bring-up checklist as pure rules: inventory + host facts + expectations in, checks
 //! and findings (each with cause and remedy) out. No I/O here; tests feed fixtures.
 
+mod bond_rules;
 pub mod driver_rules;
 pub mod expect;
 mod facts;

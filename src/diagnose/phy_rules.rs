@@ -48,7 +48,7 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
         super::soak_rules::run(port, window, s, sheet);
     }
     let Some(phy) = &port.phy else { return };
-    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    let netdev = port.tool_netdev().unwrap_or("<netdev>");
     // The module speaks whether the link is up or not: a dark lane is why a link is down.
     if port.link_layer == LinkLayer::InfiniBand && phy.module.is_none() {
         sheet.skip(

@@ -53,6 +53,7 @@ pub(super) fn run(device: &Device, port: &Port, sibling_up: Option<&str>, expect
         iwarp(port, unread, s, sheet);
     } else if port.link_layer == LinkLayer::Ethernet {
         roce(device, port, expect, unread, s, sheet);
+        super::bond_rules::run(port, s, sheet);
         super::qos_rules::run(device, port, expect, s, sheet);
     } else if let Some(want) = expect.mtu {
         match port.active_mtu {

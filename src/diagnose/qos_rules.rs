@@ -17,7 +17,7 @@ use crate::probe::{Device, Port};
 use super::qos_issue::{issue, Issue};
 
 pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, sheet: &mut Sheet) {
-    let netdev = port.netdev.as_deref().unwrap_or("<netdev>");
+    let netdev = port.tool_netdev().unwrap_or("<netdev>");
     let soft = CaKind::of(&device.ca_type).is_software() || device.driver.as_deref() == Some("rdma_rxe");
     let Some(q) = &port.qos else {
         let why = if port.netdev.is_none() { "the port has no netdev: its QoS set-up cannot be read" } else { "the QoS set-up was not read" };
@@ -26,6 +26,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
         return;
     };
     let mut issues = Vec::new();
+    super::bond_rules::qos_legs(port, &mut issues);
     if !q.dcb_read() {
         let why = not_read(q, netdev, soft);
         super::qos_counters::lifetime_or_window(port, q, None, netdev, &mut issues);

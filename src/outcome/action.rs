@@ -85,7 +85,9 @@ pub fn action(id: FindingId) -> Action {
         F::GpuAffinity | F::PairCapacity | F::PairFlowControl | F::PairMtu | F::PairRailCpu | F::PairQos | F::FabricDuplicate => A::FixConfig,
         F::FwPending => A::ColdReboot,
         F::PortLid | F::PortSm => A::ContactFabricTeam,
-        F::PortState | F::RoceNetdev | F::LinkErrors | F::LinkFlap | F::LinkRate | F::LinkSpeed | F::LinkTrained | F::LinkWidth => A::ReplaceCable,
+        F::PortState | F::PortBond | F::RoceNetdev | F::LinkErrors | F::LinkFlap | F::LinkRate | F::LinkSpeed | F::LinkTrained | F::LinkWidth => {
+            A::ReplaceCable
+        }
         F::PhyBer | F::PhyFec | F::SoakCounters | F::PairRail | F::PairRailUnreachable | F::PairRate | F::PairRetransmission => A::ReplaceCable,
         F::LinkRetransmission => A::ReplaceCable,
         F::PhyModule => A::ReplaceOptic,

@@ -55,6 +55,7 @@ finding_ids! {
     PortMtu = "port.mtu",
     PortSm = "port.sm",
     PortState = "port.state",
+    PortBond = "port.bond",
     LinkErrors = "link.errors",
     LinkFlap = "link.flap",
     LinkRetransmission = "link.retransmission",

@@ -89,8 +89,10 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             phy: None,
             soak: None,
             qos: None,
+            bond: None,
         };
-        let ethtool = port.netdev.as_deref().and_then(|n| sysfs.ethtool_supported_mbps(n));
+        port.bond = port.netdev.as_deref().and_then(|n| sysfs.bond(n));
+        let ethtool = port.tool_netdev().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         if lossless {
             let stats = super::port_fill::complete(sysfs, &mut port);

@@ -1,5 +1,6 @@
 //! The inventory of RDMA devices and ports, from live verbs or from a sysfs tree.
 
+pub mod bond;
 pub mod bundle;
 pub mod capacity;
 pub mod catype;

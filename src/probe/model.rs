@@ -154,6 +154,10 @@ pub struct Port {
     /// looked at (InfiniBand, a test's preparation).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<super::qos::PortQos>,
+    /// RoCE over a bond (mlx5 RoCE LAG): the bond `netdev` is, and each leg's state, link
+    /// modes and QoS set-up; absent where the netdev is no bond.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bond: Option<super::bond::Bond>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -240,7 +244,11 @@ impl Port {
             self.rate_source = self.rate_gbps.map(|_| RateSource::Link);
             return;
         }
-        let speed = self.netdev_state.as_ref().and_then(|n| n.speed_mbps);
+        // Over a bond, a flow's rate is one leg's (the bond's own speed sums the legs).
+        let speed = match &self.bond {
+            Some(bond) => bond.flow_leg().and_then(|l| l.state.speed_mbps),
+            None => self.netdev_state.as_ref().and_then(|n| n.speed_mbps),
+        };
         match super::capacity::ethernet_gbps(speed) {
             Some(g) => {
                 self.rate_gbps = Some(g);
@@ -252,6 +260,21 @@ impl Port {
             }
         }
         self.supported_gbps = super::capacity::ethernet_gbps(ethtool_supported_mbps);
+    }
+
+    /// The netdev whose tools (`ethtool`, `dcb`, `mlnx_qos`) describe the link: a bond's leg
+    /// (the bond master has no link modes, FEC, module or DCB of its own), else `netdev`.
+    pub fn tool_netdev(&self) -> Option<&str> {
+        match &self.bond {
+            Some(bond) => bond.leg_for_tools().map(|l| l.name()),
+            None => self.netdev.as_deref(),
+        }
+    }
+
+    /// Whether netdev `name` carries this port: its netdev, or a leg of its bond (the kernel
+    /// logs a bond's link changes under the leg's name).
+    pub fn carried_by(&self, name: &str) -> bool {
+        self.netdev.as_deref() == Some(name) || self.bond.as_ref().is_some_and(|b| b.legs.iter().any(|l| l.name() == name))
     }
 
     /// Below what it supports, in words (`speed EDR of HDR`, `200 of 400 Gb/s`), if it is.

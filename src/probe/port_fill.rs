@@ -46,8 +46,11 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
     if port.link_layer != LinkLayer::Ethernet {
         return None;
     }
-    let netdev =
-        port.netdev.clone().filter(|n| crate::model::valid_device_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n)))?;
+    // A bond's link is its legs': the leg a flow rides tells the physical layer.
+    let netdev = port
+        .tool_netdev()
+        .map(str::to_string)
+        .filter(|n| crate::model::valid_device_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n)))?;
     let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
     if let Some(modes) = &modes {
         port.partner = Some(ethernet_partner(modes));
@@ -141,8 +144,15 @@ pub fn attach_qos(tree: &SysfsRoot, device: &str, port: &mut Port, stats: Option
     }
     // Live, a netdev that looks like an option is never put on dcb's or mlnx_qos's command line.
     let usable = |n: &String| crate::probe::tree::valid_netdev_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n));
-    let Some(netdev) = port.netdev.clone().filter(usable) else { return };
+    let Some(netdev) = port.tool_netdev().map(str::to_string).filter(usable) else { return };
     let q = qos::read::port(tree, device, port.port, &netdev, stats);
+    // Over a bond each leg carries lossless traffic: each leg's set-up is read (the rules
+    // compare them); the port's is the leg's whose tools describe it.
+    if let Some(bond) = port.bond.as_mut() {
+        for leg in bond.legs.iter_mut().filter(|l| usable(&l.state.name)) {
+            leg.qos = Some(if leg.state.name == netdev { q.clone() } else { qos::read::port(tree, device, port.port, &leg.state.name, None) });
+        }
+    }
     if let Some(state) = port.netdev_state.as_mut() {
         let bytes = |v: Option<Vec<qos::Priority>>| v.map(|v| v.into_iter().map(u8::from).collect());
         state.pfc_priorities = bytes(q.pfc_priorities());

@@ -6,6 +6,7 @@
 //! the LMC on some kernels): those stay `None`. For RoCE the active MTU is derived from the
 //! netdev MTU the same way the kernel derives it.
 
+use super::bond::{self, Bond, BondLeg};
 use super::catype;
 use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, UpstreamPort};
 use super::tree::valid_netdev_name;
@@ -172,8 +173,10 @@ impl SysfsRoot {
             phy: None,
             soak: None,
             qos: None,
+            bond: None,
         };
-        let ethtool = port.netdev.as_deref().and_then(|n| self.ethtool_supported_mbps(n));
+        port.bond = port.netdev.as_deref().and_then(|n| self.bond(n));
+        let ethtool = port.tool_netdev().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         // Live, `probe::live` reads the physical layer and the QoS set-up once (and only for
         // `check`/`devices`).
@@ -243,6 +246,27 @@ impl SysfsRoot {
             }
         }
         self.read_netdev_name(&dev_dir.join("parent"))
+    }
+
+    /// The bond `netdev` is, with each leg's state and fastest link mode (`class/net/N/bonding/`
+    /// and each leg's `bonding_slave/state`); `None` where it is no bond master.
+    pub fn bond(&self, netdev: &str) -> Option<Bond> {
+        if !valid_netdev_name(netdev) {
+            return None;
+        }
+        let dir = self.net_class().join(netdev).join("bonding");
+        let names = bond::leg_names(&self.read_trim(&dir.join("slaves"))?);
+        let legs = names
+            .iter()
+            .filter_map(|name| {
+                let state = self.netdev_state(name)?;
+                let role = self.read_trim(&self.net_class().join(name).join("bonding_slave/state"));
+                let supported_gbps = super::capacity::ethernet_gbps(self.ethtool_supported_mbps(name));
+                Some(BondLeg { state, role, supported_gbps, qos: None })
+            })
+            .collect();
+        let mode = self.read_trim(&dir.join("mode")).as_deref().and_then(bond::mode_name);
+        Some(Bond { name: netdev.to_string(), mode, legs })
     }
 
     /// Link state of a netdev, as `ip link` and `ethtool` show it.

@@ -50,6 +50,7 @@ mod phy;
 mod properties;
 mod protocol;
 mod rails;
+mod roce_lag;
 mod schemas;
 mod security_05;
 mod serve_admission;

@@ -48,7 +48,24 @@ const MODULES: &[&str] = &[
     "gdrdrv",
 ];
 const MODULE_ATTRS: &[&str] = &["taint", "version", "srcversion"];
-const NET_ATTRS: &[&str] = &["mtu", "operstate", "carrier", "speed", "duplex", "address", "type", "dev_port", "ifindex", "mode"];
+/// A netdev's attributes the bundle keeps; a bond's mode and legs and each leg's place in it
+/// (RoCE LAG: `port.bond`).
+const NET_ATTRS: &[&str] = &[
+    "mtu",
+    "operstate",
+    "carrier",
+    "speed",
+    "duplex",
+    "address",
+    "type",
+    "dev_port",
+    "ifindex",
+    "mode",
+    "bonding/mode",
+    "bonding/slaves",
+    "bonding_slave/state",
+    "bonding_slave/mii_status",
+];
 /// A source bundle's saved outputs: these files, and these folders (two levels at most).
 const SAVED_FILES: &[&str] = &["ibstat.txt", "ibv_devinfo.txt"];
 const SAVED_DIRS: &[&str] = &["tools", "dcb", "ethtool"];

@@ -77,7 +77,8 @@ impl Capture {
     }
 
     /// The netdevs of the RDMA devices (`class/infiniband/*/device/net/*`, and the `parent` a
-    /// software device such as rxe names), checked as names.
+    /// software device such as rxe names), and the other legs of a bond one of them is in,
+    /// checked as names.
     fn rdma_netdevs(&mut self) -> Vec<String> {
         let mut out = Vec::new();
         for dev in self.names(Path::new("class/infiniband")) {
@@ -88,6 +89,19 @@ impl Capture {
             for nd in names {
                 if valid_netdev_name(&nd) && !out.contains(&nd) {
                     out.push(nd);
+                }
+            }
+        }
+        // A bond with a leg among them (mlx5 RoCE LAG: the RDMA device's function is one leg):
+        // every leg, as the port is judged by its legs' links and QoS.
+        for bond in self.names(Path::new("class/net")) {
+            let Ok(text) = self.src.read_text(&Path::new("class/net").join(&bond).join("bonding/slaves"), 4096) else { continue };
+            let legs = crate::probe::bond::leg_names(&text);
+            if legs.iter().any(|l| out.contains(l)) {
+                for leg in legs {
+                    if !out.contains(&leg) {
+                        out.push(leg);
+                    }
                 }
             }
         }
@@ -278,6 +292,22 @@ pub(super) fn run_all(c: &mut Capture, limit: Duration) -> Result<(), WriteError
 
 #[cfg(test)]
 mod tests {
+    /// mlx5 RoCE LAG: `mlx5_bond_0`'s PCI function names one leg (`device/net`); the tools
+    /// run on both legs of its bond, as the port is judged by its legs.
+    #[test]
+    fn the_tools_run_on_every_leg_of_a_bond() {
+        let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roce-cx7-lag-bond");
+        let out = std::env::temp_dir().join(format!("fabcheck-bundle-legs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&out);
+        let limits =
+            super::super::Limits { sysfs_file_bytes: 1 << 16, report_bytes: 1 << 20, total_bytes: 1 << 28, total_files: 100_000, deadline_s: 60 };
+        let plan = super::super::capture::Plan { out: out.clone(), from_root: Some(fixture), limits, tool_limit: std::time::Duration::from_secs(1) };
+        let mut capture = super::super::capture::begin(&plan).expect("the fixture is a tree");
+        assert_eq!(capture.rdma_netdevs(), ["ens1f0np0", "ens1f1np1"]);
+        drop(capture);
+        let _ = std::fs::remove_dir_all(&out);
+    }
+
     #[test]
     fn bdfs_are_checked_before_they_become_arguments() {
         assert!(super::valid_bdf("0000:3b:00.1"));

@@ -1,0 +1,151 @@
+//! A RoCE port over a bond (mlx5 RoCE LAG) is only as good as its legs. The bond master stays
+//! up while one leg has carrier, `ibv_devinfo` shows the first leg's rate, and a QP rides one
+//! leg (`probe::bond`): so a dead leg, a slow leg or a leg set up lossy is invisible to every
+//! other row, and costs a share of the node's bandwidth, or its lossless service, on the QPs
+//! that land on it. `port.bond` judges the legs' links; [`qos_legs`] adds to `roce.qos` a leg
+//! set up unlike the others.
+
+use super::qos_issue::{issue, Issue};
+use super::{gbps, Severity, Sheet};
+use crate::outcome::FindingId;
+use crate::probe::bond::{qos_differences, Bond, BondLeg};
+use crate::probe::qos::PortQos;
+use crate::probe::Port;
+
+pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
+    let Some(bond) = &port.bond else { return };
+    let expected = Some("every leg up, at one speed".to_string());
+    if bond.legs.is_empty() {
+        sheet.fail(
+            FindingId::PortBond,
+            s,
+            format!("{}: no legs", bond.name),
+            expected,
+            Severity::Error,
+            format!("bond {} carries RoCE but has no legs (its bonding/slaves is empty)", bond.name),
+            format!("enslave the card's ports to it (`ip link set LEG master {}`), or give the port its own netdev", bond.name),
+        );
+        return;
+    }
+    let mut issues = Vec::new();
+    legs_down(bond, &mut issues);
+    speeds(bond, &mut issues);
+    let observed = observed(bond);
+    // `Severity` orders Error first: the worst is the least.
+    let worst = issues.iter().map(|i| i.severity).min();
+    match worst {
+        None => sheet.pass(FindingId::PortBond, s, observed, expected),
+        Some(severity) => {
+            let message = issues.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("; ");
+            let remedy = issues.iter().map(|i| i.remedy.as_str()).collect::<Vec<_>>().join("; ");
+            sheet.fail(FindingId::PortBond, s, observed, expected, severity, message, remedy);
+        }
+    }
+}
+
+/// A leg without carrier: the bond runs on the rest (an error: a share of the bandwidth and
+/// the redundancy are gone), or, in active-backup, has no failover left (a warning).
+fn legs_down(bond: &Bond, issues: &mut Vec<Issue>) {
+    let down: Vec<&BondLeg> = bond.legs.iter().filter(|l| !l.up()).collect();
+    if down.is_empty() {
+        return;
+    }
+    let names = down.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ");
+    let up = bond.legs.len() - down.len();
+    let verb = if down.len() == 1 { "is" } else { "are" };
+    let (severity, consequence) = if bond.active_backup() {
+        (Severity::Warning, "the bond has no failover left".to_string())
+    } else {
+        let carrying: f64 = bond.legs.iter().filter_map(BondLeg::gbps).sum();
+        let whole = bond.legs.iter().filter_map(|l| l.gbps().or(l.supported_gbps)).sum::<f64>().max(carrying);
+        let share = if carrying > 0.0 && whole > carrying { format!(" ({} of {} Gb/s)", gbps(carrying), gbps(whole)) } else { String::new() };
+        let redundancy = if up <= 1 { ", with no redundancy" } else { "" };
+        (Severity::Error, format!("RoCE over {} runs on {up} of {} legs{share}{redundancy}", bond.name, bond.legs.len()))
+    };
+    let first = down[0].name();
+    let lacp = if bond.mode.as_deref() == Some("802.3ad") { "; on 802.3ad also the switch's LACP port-channel (MLAG) for that port" } else { "" };
+    issues.push(issue(
+        severity,
+        format!("{names} of bond {} {verb} down or without carrier: {consequence}", bond.name),
+        format!(
+            "check {first}'s cable, optic and switch port (`ethtool {first}`, `cat /proc/net/bonding/{}`){lacp}; `ip link set {first} up` if it was set down",
+            bond.name
+        ),
+    ));
+}
+
+/// Legs up at different speeds: the QPs that land on the slow leg run at its speed.
+fn speeds(bond: &Bond, issues: &mut Vec<Issue>) {
+    let up: Vec<(&str, f64)> = bond.legs.iter().filter_map(|l| l.gbps().map(|g| (l.name(), g))).collect();
+    let Some(fastest) = up.iter().map(|(_, g)| *g).reduce(f64::max) else { return };
+    let slow: Vec<&(&str, f64)> = up.iter().filter(|(_, g)| *g + 0.5 < fastest).collect();
+    if slow.is_empty() {
+        return;
+    }
+    let all = up.iter().map(|(n, g)| format!("{n} {} Gb/s", gbps(*g))).collect::<Vec<_>>().join(", ");
+    let first = slow[0].0;
+    let (severity, what) = if bond.active_backup() {
+        (Severity::Warning, "a failover moves RoCE to the slower leg")
+    } else {
+        (Severity::Error, "the QPs that land on the slower leg run at its speed")
+    };
+    issues.push(issue(
+        severity,
+        format!("the legs of bond {} run at different speeds ({all}): {what}", bond.name),
+        format!(
+            "find why {first} runs slower: a cable or optic not rated for the speed, or a switch port set lower (`ethtool {first}` shows its and the partner's modes)"
+        ),
+    ));
+}
+
+/// `roce.qos` of a port over a bond: each leg whose QoS set-up differs from the first leg's
+/// read (an error: the QPs that land on it lose the lossless service the others give).
+pub(super) fn qos_legs(port: &Port, issues: &mut Vec<Issue>) {
+    let Some(bond) = &port.bond else { return };
+    let mut read = bond.legs.iter().filter_map(|l| l.qos.as_ref().filter(|q| q.dcb_read()).map(|q| (l.name(), q)));
+    let Some((reference, first)) = read.next() else { return };
+    for (name, q) in read {
+        let differences = qos_differences(q, first);
+        if differences.is_empty() {
+            continue;
+        }
+        issues.push(issue(
+            Severity::Error,
+            format!(
+                "{name}, a leg of bond {}, is set up unlike {reference}: {}; the QPs that land on {name} do not get the same lossless service",
+                bond.name,
+                differences.join(", ")
+            ),
+            format!(
+                "set {name} up as {reference}{}; `mlnx_qos -i {reference}` shows the rest (buffers, ETS): RoCE LAG needs the same QoS on every leg",
+                alike_command(name, q, first)
+            ),
+        ));
+    }
+}
+
+/// `mlnx_qos` flags that set `leg`'s trust and PFC as `reference`'s, where those differ.
+fn alike_command(leg: &str, q: &PortQos, reference: &PortQos) -> String {
+    let mut flags = Vec::new();
+    if let (Some(want), true) = (reference.trust, q.trust != reference.trust) {
+        flags.push(format!("--trust {want}"));
+    }
+    if let (Some(want), true) = (reference.pfc, q.pfc != reference.pfc) {
+        flags.push(format!("--pfc {}", want.iter().map(|on| if *on { "1" } else { "0" }).collect::<Vec<_>>().join(",")));
+    }
+    if flags.is_empty() {
+        String::new()
+    } else {
+        format!(": `mlnx_qos -i {leg} {}`", flags.join(" "))
+    }
+}
+
+fn observed(bond: &Bond) -> String {
+    let mode = bond.mode.as_deref().unwrap_or("mode unknown");
+    let legs = bond.legs.iter().map(BondLeg::name).collect::<Vec<_>>().join(", ");
+    let up = bond.legs.iter().filter(|l| l.up()).count();
+    let mut speeds: Vec<String> = bond.legs.iter().filter_map(BondLeg::gbps).map(gbps).collect();
+    speeds.dedup();
+    let at = if speeds.is_empty() { String::new() } else { format!(" at {} Gb/s", speeds.join("/")) };
+    format!("{} {mode} over {legs}: {up} of {} legs up{at}", bond.name, bond.legs.len())
+}
