@@ -18,7 +18,7 @@
 //!
 //! Pure: the sysfs reader fills these; the rules (`diagnose::bond_rules`) judge them.
 
-use super::model::NetdevState;
+use super::netdev::NetdevState;
 use super::qos::PortQos;
 use serde::{Deserialize, Serialize};
 

@@ -12,6 +12,7 @@ pub mod kernel_log;
 pub mod live;
 pub mod local_mads;
 pub mod model;
+pub mod netdev;
 pub mod node;
 pub mod pci;
 pub mod phy;

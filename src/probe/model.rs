@@ -3,6 +3,7 @@
 //! Field names and meanings follow the `fabcheck.devices.v1` contract; fields beyond the
 //! contract are additions (never renames), and `None` means "the source does not say".
 
+pub use super::netdev::NetdevState;
 use crate::port::{GidType, LinkLayer, PhysState, PortState, Speed, Width};
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
@@ -168,24 +169,6 @@ pub struct Gid {
     #[serde(rename = "type")]
     pub gid_type: GidType,
     pub netdev: Option<String>,
-}
-
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct NetdevState {
-    pub name: String,
-    /// `up`, `down`, `unknown`, ... as `/sys/class/net/X/operstate` says.
-    pub operstate: Option<String>,
-    pub carrier: Option<bool>,
-    pub mtu: Option<u32>,
-    /// Mb/s; `None` when the link is down or the driver does not say.
-    pub speed_mbps: Option<u32>,
-    pub duplex: Option<String>,
-    /// PFC: priorities with priority flow control on (from `qos`), when it could be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pfc_priorities: Option<Vec<u8>>,
-    /// ECN for RoCE (mlx5 `ecn/roce_np` and `ecn/roce_rp`): priorities where it is on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ecn_priorities: Option<Vec<u8>>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
