@@ -29,7 +29,8 @@ pub struct Bond {
     pub name: String,
     /// bonding's mode as `bonding/mode` names it (`802.3ad`, `active-backup`, `balance-xor`).
     pub mode: Option<String>,
-    /// The legs, in `bonding/slaves`' order.
+    /// The legs: those of the RDMA device's own PCI function first, then the rest in
+    /// `bonding/slaves`' order.
     pub legs: Vec<BondLeg>,
 }
 
@@ -77,7 +78,7 @@ impl Bond {
     /// The leg one flow rides at best: the fastest leg that is up (the active one of an
     /// active-backup bond). Its speed is a QP's ceiling.
     pub fn flow_leg(&self) -> Option<&BondLeg> {
-        // The first of equals: the first leg is the device's own PCI function (mlx5's PF0).
+        // The first of equals: the device's own leg (mlx5's PF0) comes first.
         let carrying = self.legs.iter().filter(|l| l.up() && !l.backup());
         carrying.reduce(|best, l| if l.gbps().unwrap_or(0.0) > best.gbps().unwrap_or(0.0) { l } else { best })
     }

@@ -91,7 +91,7 @@ fn device(name: &str, sysfs: &SysfsRoot, lossless: bool) -> Result<Device, Probe
             qos: None,
             bond: None,
         };
-        port.bond = port.netdev.as_deref().and_then(|n| sysfs.bond(n));
+        port.bond = port.netdev.as_deref().and_then(|n| sysfs.bond(name, n));
         let ethtool = port.tool_netdev().and_then(|n| sysfs.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         if lossless {

@@ -175,7 +175,7 @@ impl SysfsRoot {
             qos: None,
             bond: None,
         };
-        port.bond = port.netdev.as_deref().and_then(|n| self.bond(n));
+        port.bond = port.netdev.as_deref().and_then(|n| self.bond(device, n));
         let ethtool = port.tool_netdev().and_then(|n| self.ethtool_supported_mbps(n));
         port.settle_rate(ethtool);
         // Live, `probe::live` reads the physical layer and the QoS set-up once (and only for
@@ -249,13 +249,20 @@ impl SysfsRoot {
     }
 
     /// The bond `netdev` is, with each leg's state and fastest link mode (`class/net/N/bonding/`
-    /// and each leg's `bonding_slave/state`); `None` where it is no bond master.
-    pub fn bond(&self, netdev: &str) -> Option<Bond> {
+    /// and each leg's `bonding_slave/state`); `None` where it is no bond master. The legs of
+    /// `device`'s own PCI function (`device/net`: mlx5 RoCE LAG's first PF) come first, then
+    /// the rest in `bonding/slaves`' order.
+    pub fn bond(&self, device: &str, netdev: &str) -> Option<Bond> {
         if !valid_netdev_name(netdev) {
             return None;
         }
         let dir = self.net_class().join(netdev).join("bonding");
-        let names = bond::leg_names(&self.read_trim(&dir.join("slaves"))?);
+        let mut names = bond::leg_names(&self.read_trim(&dir.join("slaves"))?);
+        // Absent for a software device (rxe over a bond): not a file that could not be read.
+        let own_dir = self.ib_class().join(device).join("device/net");
+        let own: Vec<String> =
+            self.tree.list_dir(self.inside(&own_dir)).unwrap_or_default().into_iter().filter_map(|n| n.into_string().ok()).collect();
+        names.sort_by_key(|n| !own.contains(n));
         let legs = names
             .iter()
             .filter_map(|name| {

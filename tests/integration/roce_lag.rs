@@ -140,3 +140,14 @@ fn an_active_backup_bond_warns_for_its_lost_failover() {
     let (code, _) = check(&lag_node("lag-ab-down-strict", &down), &["--fail-on", "warning"]);
     assert_eq!(code, Some(1));
 }
+
+/// The leg whose tools describe the port is the RDMA device's own PCI function's (mlx5's PF0,
+/// in `device/net`), whatever order bonding lists its legs in: its FEC and QoS are the port's.
+#[test]
+fn the_devices_own_leg_describes_the_port() {
+    let root = lag_node("lag-order", &[("class/net/bond0/bonding/slaves", "ens1f1np1 ens1f0np0\n")]);
+    let out = fabcheck(&["devices", "--json", "--sysfs-root", root.to_str().unwrap()]);
+    let port = &json(&out)["devices"][0]["ports"][0];
+    assert_eq!(port["bond"]["legs"][0]["state"]["name"], "ens1f0np0", "{port}");
+    assert_eq!(port["phy"]["fec_corrected_blocks"], 120345, "ens1f0np0's FEC report: {port}");
+}
