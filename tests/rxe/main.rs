@@ -3,6 +3,7 @@
 //! `cargo test --test rxe --no-run`, run by tests/rxe/run.sh. Not part of plain
 //! `cargo test`: these tests need the device and must fail loudly without it.
 
+mod bond;
 mod bundle;
 mod burn_in;
 mod check;

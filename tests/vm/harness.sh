@@ -8,11 +8,14 @@
 # ----------------------------------------------------------------------------- VM: kernel + initramfs
 
 CACHE=${FABCHECK_VM_CACHE:-/var/tmp/fabcheck-vm}
-# Modules the guest loads, in this order (each with its dependencies). "opt" ones may fail.
+# Modules the guest loads, in this order (each with its dependencies). "opt" ones may fail. A
+# third field is the module's parameters (bonding: no bond0 of its own; tests/rxe/bond.rs makes
+# the bond it reads).
 GUEST_MODULES=(
 	req:virtio_pci req:virtio_net req:virtio_console req:9pnet_virtio req:9p req:veth
 	req:crc32_generic opt:crc32-pclmul
 	req:rdma_rxe req:ib_uverbs req:rdma_ucm opt:ib_umad req:sch_netem opt:sch_tbf
+	req:bonding:max_bonds=0
 )
 
 apt_lists_key() {
@@ -175,8 +178,9 @@ die() {
 	halt_now
 }
 
-while read -r flag mod; do
-	if ! err=$(insmod "/lib/modules/$mod" 2>&1); then
+while read -r flag mod params; do
+	# shellcheck disable=SC2086 # the parameters are words of their own
+	if ! err=$(insmod "/lib/modules/$mod" $params 2>&1); then
 		if [ "$flag" = req ]; then die "insmod $mod: $err"; fi
 		say "optional module $mod not loaded: $err"
 	fi
@@ -378,7 +382,10 @@ prepare_initramfs() {
 	: >"$tmp/root/modules.load"
 	declare -A seen=()
 	for spec in "${GUEST_MODULES[@]}"; do
-		flag=${spec%%:*} mod=${spec#*:}
+		flag=${spec%%:*} mod=${spec#*:} params=
+		if [[ $mod == *:* ]]; then
+			params=${mod#*:} mod=${mod%%:*}
+		fi
 		if ! out=$(modprobe -d "$KROOT" -S "$KVER" --show-depends "$mod" 2>&1); then
 			[[ $flag == opt ]] && continue
 			rm -rf "$tmp"
@@ -401,7 +408,12 @@ prepare_initramfs() {
 			*) cp "$path" "$tmp/root/lib/modules/$base" ;;
 			esac
 			strip_module_signature "$tmp/root/lib/modules/$base"
-			echo "$flag $base" >>"$tmp/root/modules.load"
+			# The parameters go to the module named, not to what it depends on.
+			if [[ $base == "${mod//-/_}.ko" || $base == "$mod.ko" ]]; then
+				echo "$flag $base $params" >>"$tmp/root/modules.load"
+			else
+				echo "$flag $base" >>"$tmp/root/modules.load"
+			fi
 		done <<<"$out"
 	done
 	(cd "$tmp/root" && find . | "$bb" cpio -o -H newc -R 0:0 2>/dev/null | gzip -1 >"$tmp/initramfs.cpio.gz") ||
