@@ -439,7 +439,7 @@ fn ipoib(state: &IpoibState, expect: &Expectations, sheet: &mut Sheet) {
             observed,
             expected,
             Severity::Warning,
-            format!("the IPoIB interface {netdev} of {} has no IP address: {uses}", state.port),
+            format!("the IPoIB interface {netdev} of {} has no IP address (nor has a P_Key child of it, or a bond over it): {uses}", state.port),
             format!("assign one in the node's network configuration (e.g. `nmcli connection add type infiniband ifname {netdev} ipv4.method manual ipv4.addresses ADDR/PREFIX`)"),
         );
         return;

@@ -32,6 +32,7 @@ mod hardening;
 mod health_outputs;
 mod input_fuzz;
 mod inputs;
+mod ipoib_addresses;
 mod link_flap;
 mod loading;
 mod login_sharing;

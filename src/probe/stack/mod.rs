@@ -184,7 +184,26 @@ fn ipoib_states(inventory: &Inventory, sys: &Path, addresses: impl Fn(&str) -> O
                 "unknown" => state.carrier == Some(true),
                 _ => false,
             };
-            Some(IpoibState { port, netdev: state.name.clone(), up, operstate, mode, addresses: addresses(&state.name) })
+            // The addresses of the interface, of its P_Key children and of a bond over it.
+            let held: Option<Vec<Vec<String>>> = address_holders(&tree, &state.name).iter().map(|h| addresses(h)).collect();
+            Some(IpoibState { port, netdev: state.name.clone(), up, operstate, mode, addresses: held.map(|v| v.concat()) })
         })
         .collect()
+}
+
+/// The interfaces whose addresses serve IPoIB interface `name`: itself, its P_Key children
+/// (`ib0.8001`, as ipoib's `create_child` and the distributions' tools name them), and a bond
+/// that it or a child is a leg of (IPoIB bonding is active-backup: the address is the bond's).
+fn address_holders(tree: &crate::sys::beneath::Tree, name: &str) -> Vec<String> {
+    let net = Path::new("class/net");
+    let names: Vec<String> = tree.list_dir(net).unwrap_or_default().into_iter().take(4096).filter_map(|n| n.into_string().ok()).collect();
+    let mut own: Vec<String> = vec![name.to_string()];
+    own.extend(names.iter().filter(|n| n.strip_prefix(name).is_some_and(|rest| rest.starts_with('.'))).cloned());
+    let bonds = names.iter().filter(|bond| {
+        tree.read_text(&net.join(bond.as_str()).join("bonding/slaves"), 4096)
+            .is_ok_and(|text| crate::probe::bond::leg_names(&text).iter().any(|leg| own.contains(leg)))
+    });
+    let bonds: Vec<String> = bonds.cloned().collect();
+    own.extend(bonds);
+    own
 }
