@@ -289,12 +289,20 @@ fn link_quality(device: &Device, port: &Port, expect: &Expectations, s: &str, sh
             Some(format!("{} Gb/s", gbps(want))),
             Severity::Error,
             format!("link rate {} Gb/s ({} {}) is below the expected {} Gb/s", gbps(nominal), port.width, port.speed, gbps(want)),
-            if ib {
-                "the link negotiated down: check the cable is rated for the speed (HDR needs HDR cables), the switch \
-                 port's configured speed, and the width finding above"
-            } else {
-                "the Ethernet link negotiated down: check the cable/optic rating, `ethtool <netdev>` advertised modes, \
-                 and the switch port's speed setting"
+            match (&port.bond, port.tool_netdev()) {
+                // A bond's rate is one leg's: `--expect rate=` of the legs' sum cannot be met.
+                (Some(bond), Some(leg)) => format!(
+                    "on a bond the rate is one leg's ({leg}: a QP rides one leg; {} sums its legs): give --expect rate= \
+                     one leg's speed; port.bond judges every leg; if {leg} itself negotiated down, check its cable/optic \
+                     rating and `ethtool {leg}`",
+                    bond.name
+                ),
+                _ if ib => "the link negotiated down: check the cable is rated for the speed (HDR needs HDR cables), the switch \
+                            port's configured speed, and the width finding above"
+                    .to_string(),
+                _ => "the Ethernet link negotiated down: check the cable/optic rating, `ethtool <netdev>` advertised modes, \
+                      and the switch port's speed setting"
+                    .to_string(),
             },
         ),
         (Some(want), Some(_)) => sheet.pass(FindingId::LinkRate, s, observed_rate, Some(format!("{} Gb/s", gbps(want)))),

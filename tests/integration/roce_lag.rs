@@ -54,6 +54,11 @@ fn a_healthy_lag_passes_and_is_rated_as_one_leg() {
     let legs = port["bond"]["legs"].as_array().expect("the bond's legs");
     assert_eq!(legs.iter().map(|l| l["state"]["name"].as_str().unwrap()).collect::<Vec<_>>(), ["ens1f0np0", "ens1f1np1"]);
     assert!(legs.iter().all(|l| l["qos"]["pfc"].is_array()), "each leg's QoS is read: {port}");
+    // `--expect rate=` of the legs' sum cannot be met: the remedy says why, and what to give.
+    let (code, doc) = check(&root, &["--expect", "rate=400"]);
+    assert_eq!(code, Some(1));
+    let remedy = text(finding(&doc, "link.rate"), "remedy");
+    assert!(remedy.contains("on a bond the rate is one leg's (ens1f0np0") && remedy.contains("give --expect rate= one leg's speed"), "{remedy}");
 }
 
 /// A leg without carrier: bond0 is still up (its speed now the one leg's), so the node looked
