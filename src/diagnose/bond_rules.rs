@@ -2,8 +2,9 @@
 //! up while one leg has carrier, `ibv_devinfo` shows the first leg's rate, and a QP rides one
 //! leg (`probe::bond`): so a dead leg, a slow leg or a leg set up lossy is invisible to every
 //! other row, and costs a share of the node's bandwidth, or its lossless service, on the QPs
-//! that land on it. `port.bond` judges the legs' links; [`qos_legs`] adds to `roce.qos` a leg
-//! set up unlike the others.
+//! that land on it. `port.bond` judges the legs' links and the physical layer of the legs the
+//! port's own `phy.*` rows do not; [`qos_legs`] adds to `roce.qos` a leg set up unlike the
+//! others.
 
 use super::qos_issue::{issue, Issue};
 use super::{gbps, Severity, Sheet};
@@ -14,7 +15,7 @@ use crate::probe::Port;
 
 pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
     let Some(bond) = &port.bond else { return };
-    let expected = Some("every leg up, at one speed".to_string());
+    let expected = Some("every leg up, at one speed, its physical layer clean".to_string());
     if bond.legs.is_empty() {
         sheet.fail(
             FindingId::PortBond,
@@ -30,6 +31,7 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
     let mut issues = Vec::new();
     legs_down(bond, &mut issues);
     speeds(bond, &mut issues);
+    legs_phy(port, bond, s, &mut issues);
     let observed = observed(bond);
     // `Severity` orders Error first: the worst is the least.
     let worst = issues.iter().map(|i| i.severity).min();
@@ -96,6 +98,27 @@ fn speeds(bond: &Bond, issues: &mut Vec<Issue>) {
             "find why {first} runs slower: a cable or optic not rated for the speed, or a switch port set lower (`ethtool {first}` shows its and the partner's modes)"
         ),
     ));
+}
+
+/// The physical layer of each leg but the one that describes the port (the port's own `phy.*`
+/// rows judge that one): what `phy.*` says of it (a marginal optic, FEC that cannot keep up, a
+/// lane near dark), as issues of the bond, each naming its leg.
+fn legs_phy(port: &Port, bond: &Bond, s: &str, issues: &mut Vec<Issue>) {
+    for leg in bond.legs.iter().filter(|l| l.phy.is_some()) {
+        let view = Port {
+            phy: leg.phy.clone(),
+            netdev: Some(leg.name().to_string()),
+            bond: None,
+            soak: None,
+            rate_gbps: leg.gbps().or(port.rate_gbps),
+            ..port.clone()
+        };
+        let mut scratch = Sheet::default();
+        super::phy_rules::run(&view, s, &mut scratch);
+        for f in scratch.findings.into_iter().filter(|f| f.severity != Severity::Info) {
+            issues.push(issue(f.severity, format!("{} (a leg of bond {}): {}", leg.name(), bond.name, f.message), f.remedy));
+        }
+    }
 }
 
 /// `roce.qos` of a port over a bond: each leg whose QoS set-up differs from the first leg's

@@ -47,6 +47,10 @@ pub struct BondLeg {
     /// The leg's QoS set-up, where read (RoCE: each leg carries lossless traffic).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<PortQos>,
+    /// The leg's physical layer (FEC, bit errors, the module), where read; the leg that
+    /// describes the port leaves it to the port's `phy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phy: Option<super::phy::Phy>,
 }
 
 impl BondLeg {
@@ -163,6 +167,7 @@ mod tests {
             role: role.map(str::to_string),
             supported_gbps: None,
             qos: None,
+            phy: None,
         }
     }
 

@@ -42,20 +42,36 @@ fn report(tree: &SysfsRoot, netdev: &str, file: &str, program_args: &[&[&str]]) 
 
 /// Fills `partner` and `phy` of an Ethernet port from what `ethtool` says (live or saved), and
 /// returns the `ethtool -S` report (the QoS reader takes its per-priority counters from it).
+/// Over a bond, the leg a flow rides describes the port, and each other leg's physical layer
+/// is read into the leg (`port.bond` judges it).
 pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
     if port.link_layer != LinkLayer::Ethernet {
         return None;
     }
-    // A bond's link is its legs': the leg a flow rides tells the physical layer.
-    let netdev = port
-        .tool_netdev()
-        .map(str::to_string)
-        .filter(|n| crate::model::valid_device_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n)))?;
+    let usable = |n: &str| crate::model::valid_device_name(n) && (!tree.is_live() || crate::probe::tree::valid_tool_netdev(n));
+    let netdev = port.tool_netdev().map(str::to_string).filter(|n| usable(n))?;
     let modes = tree.ethtool_report(&netdev).map(|r| parse_ethtool_modes(&r));
     if let Some(modes) = &modes {
         port.partner = Some(ethernet_partner(modes));
     }
-    let n = netdev.as_str();
+    let (phy, stats_text) = read_phy(tree, &netdev, modes.as_ref().and_then(|m| m.lanes).or_else(|| port.width.lanes()), port.rate_gbps);
+    if phy.is_some() {
+        port.phy = phy;
+    }
+    let width_lanes = port.width.lanes();
+    if let Some(bond) = port.bond.as_mut() {
+        for leg in bond.legs.iter_mut().filter(|l| l.name() != netdev && usable(l.name())) {
+            let lanes = tree.ethtool_report(leg.name()).and_then(|r| parse_ethtool_modes(&r).lanes).or(width_lanes);
+            let rate = leg.gbps();
+            leg.phy = read_phy(tree, &leg.state.name.clone(), lanes, rate).0;
+        }
+    }
+    stats_text
+}
+
+/// One netdev's physical layer from `ethtool -S`, `--show-fec` and `-m` (live or saved), and
+/// its `ethtool -S` report; `None` where none of them said anything.
+fn read_phy(tree: &SysfsRoot, n: &str, lanes: Option<u32>, rate_gbps: Option<f64>) -> (Option<Phy>, Option<String>) {
     let stats_text = report(tree, n, "stats.txt", &[&["-S", n]]).ok();
     let stats = stats_text.as_deref().map(parse_ethtool_stats).unwrap_or_default();
     let fec = report(tree, n, "fec.txt", &[&["-I", "--show-fec", n], &["--show-fec", n]]).ok().map(|r| parse_show_fec(&r));
@@ -72,15 +88,13 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
     let bytes = hex.as_ref().ok().and_then(|h| module_hex::decode(&module_hex::parse_hex_dump(h)));
     let module = module_hex::merge(bytes, text.as_ref().ok().and_then(|t| parse_module_text(t)));
     if stats.is_empty() && fec.is_none() && module.is_none() && module_unreadable.is_none() {
-        return stats_text;
+        return (None, stats_text);
     }
-    let lanes = modes.as_ref().and_then(|m| m.lanes).or_else(|| port.width.lanes());
-    let lane_gbps = match (port.rate_gbps, lanes) {
+    let lane_gbps = match (rate_gbps, lanes) {
         (Some(rate), Some(l)) if l > 0 => Some(rate / f64::from(l)),
         _ => None,
     };
-    port.phy = Some(assemble(stats, fec, module, lanes, lane_gbps, module_unreadable));
-    stats_text
+    (Some(assemble(stats, fec, module, lanes, lane_gbps, module_unreadable)), stats_text)
 }
 
 /// Fills what ethtool or the MADs left unknown in each NVIDIA port's `phy` (raw and effective

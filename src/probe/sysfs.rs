@@ -269,7 +269,7 @@ impl SysfsRoot {
                 let state = self.netdev_state(name)?;
                 let role = self.read_trim(&self.net_class().join(name).join("bonding_slave/state"));
                 let supported_gbps = super::capacity::ethernet_gbps(self.ethtool_supported_mbps(name));
-                Some(BondLeg { state, role, supported_gbps, qos: None })
+                Some(BondLeg { state, role, supported_gbps, qos: None, phy: None })
             })
             .collect();
         let mode = self.read_trim(&dir.join("mode")).as_deref().and_then(bond::mode_name);

@@ -54,6 +54,7 @@ fn a_healthy_lag_passes_and_is_rated_as_one_leg() {
     let legs = port["bond"]["legs"].as_array().expect("the bond's legs");
     assert_eq!(legs.iter().map(|l| l["state"]["name"].as_str().unwrap()).collect::<Vec<_>>(), ["ens1f0np0", "ens1f1np1"]);
     assert!(legs.iter().all(|l| l["qos"]["pfc"].is_array()), "each leg's QoS is read: {port}");
+    assert_eq!(legs[1]["phy"]["fec"], "RS-544", "the second leg's physical layer is read: {port}");
     // `--expect rate=` of the legs' sum cannot be met: the remedy says why, and what to give.
     let (code, doc) = check(&root, &["--expect", "rate=400"]);
     assert_eq!(code, Some(1));
@@ -121,6 +122,23 @@ fn a_leg_set_up_lossy_fails_roce_qos() {
     assert!(message.contains("ens1f1np1, a leg of bond bond0, is set up unlike ens1f0np0: PFC on none (not 3)"), "{message}");
     assert!(text(f, "remedy").contains("`mlnx_qos -i ens1f1np1 --pfc 0,0,0,1,0,0,0,0`"), "{f}");
     assert_eq!(row(&doc, "port.bond")["status"], "pass", "the links are fine");
+}
+
+/// The second leg's physical layer: the port's `phy.*` rows judge the leg that describes the
+/// port, `port.bond` the others (here FEC left off on 50G PAM4 lanes), naming the leg.
+#[test]
+fn a_second_legs_physical_layer_is_judged_under_port_bond() {
+    let root = lag_node("lag-leg-fec", &[]);
+    let fec = root.join("ethtool/ens1f1np1.fec.txt");
+    let report = std::fs::read_to_string(&fec).unwrap();
+    assert!(report.contains("Active FEC encoding: RS"));
+    std::fs::write(&fec, report.replace("Active FEC encoding: RS", "Active FEC encoding: Off")).unwrap();
+    let (code, doc) = check(&root, &[]);
+    assert_eq!(code, Some(1), "{doc}");
+    let f = finding(&doc, "port.bond");
+    assert!(text(f, "message").starts_with("ens1f1np1 (a leg of bond bond0): FEC is off"), "{f}");
+    assert!(text(f, "remedy").contains("ethtool --set-fec ens1f1np1"), "{f}");
+    assert_eq!(row(&doc, "phy.fec")["status"], "pass", "the port's own leg is clean: {doc}");
 }
 
 /// active-backup: the backup leg carries nothing by design (bond0's speed is one leg's); a
