@@ -201,6 +201,23 @@ mod tests {
         assert_eq!(checks, [("node".to_string(), crate::outcome::Status::Pass)]);
     }
 
+    /// RoCE LAG: the kernel logs a leg's link changes under the leg's name (not the bond's, nor
+    /// the RDMA device's); they are the bond port's (tests/fixtures/roce-cx7-lag-bond).
+    #[test]
+    fn a_legs_link_downs_are_its_bond_ports() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roce-cx7-lag-bond");
+        let inventory = crate::probe::inventory(&crate::probe::Source::Sysfs(root), None).expect("the fixture reads");
+        let log = kernel_log::parse(
+            "2026-12-04T10:00:00,000000+00:00 mlx5_core 0000:3b:00.1 ens1f1np1: Link down\n\
+             2026-12-04T10:00:03,000000+00:00 mlx5_core 0000:3b:00.1 ens1f1np1: Link up\n",
+        );
+        let end = kernel_log::iso_seconds("2026-12-04T11:00:00+00:00").unwrap();
+        let mut sheet = Sheet::default();
+        judge(&inventory, &Scope::default(), Ok(&log), LogWindow { end, seconds: 7200 }, 0, &mut sheet);
+        let subjects: Vec<String> = sheet.findings.iter().map(|f| f.subject.to_string()).collect();
+        assert_eq!(subjects, ["mlx5_bond_0/1"], "{:?}", sheet.findings);
+    }
+
     #[test]
     fn an_unreadable_log_is_a_skip() {
         let mut sheet = Sheet::default();
