@@ -114,8 +114,13 @@ fn port(out: &mut String, p: &Port) {
         if let Some(bond) = &p.bond {
             let legs = bond.legs.iter().map(|leg| {
                 let speed = leg.gbps().map_or(String::new(), |g| format!(" {} Gb/s", crate::units::sig3(g)));
-                let role = leg.role.as_deref().map_or(String::new(), |r| format!(" {}", l(r)));
-                format!("{} {}{speed}{role}", l(leg.name()), if leg.up() { "up" } else { "down" })
+                let role = leg.role.map_or(String::new(), |r| format!(" {}", r.name()));
+                let state = match (leg.read(), leg.up()) {
+                    (false, _) => "not read",
+                    (true, true) => "up",
+                    (true, false) => "down",
+                };
+                format!("{} {state}{speed}{role}", l(leg.name()))
             });
             let _ = writeln!(out, "    bond {} over {}", l(bond.mode.as_deref().unwrap_or("?")), legs.collect::<Vec<_>>().join(", "));
         }

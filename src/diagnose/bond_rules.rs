@@ -9,7 +9,7 @@
 use super::qos_issue::{issue, Issue};
 use super::{gbps, Severity, Sheet};
 use crate::outcome::FindingId;
-use crate::probe::bond::{qos_differences, Bond, BondLeg};
+use crate::probe::bond::{Bond, BondLeg};
 use crate::probe::qos::PortQos;
 use crate::probe::Port;
 
@@ -32,10 +32,21 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
     legs_down(bond, &mut issues);
     speeds(bond, &mut issues);
     legs_phy(port, bond, s, &mut issues);
-    let observed = observed(bond);
+    let mut observed = observed(bond);
+    let phy_unread = phy_unread(port, bond);
+    if !phy_unread.is_empty() {
+        observed.push_str(&format!("; physical layer of {} not read", phy_unread.join(", ")));
+    }
+    let unread: Vec<&str> = bond.legs.iter().filter(|l| !l.read()).map(BondLeg::name).collect();
     // `Severity` orders Error first: the worst is the least.
     let worst = issues.iter().map(|i| i.severity).min();
     match worst {
+        // A leg not read is not a leg up: the row cannot pass on the others.
+        None if !unread.is_empty() => sheet.skip(
+            FindingId::PortBond,
+            s,
+            format!("{observed}; the state of {} is not read (a bundle without its class/net folder)", unread.join(", ")),
+        ),
         None => sheet.pass(FindingId::PortBond, s, observed, expected),
         Some(severity) => {
             let message = issues.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("; ");
@@ -48,12 +59,12 @@ pub(super) fn run(port: &Port, s: &str, sheet: &mut Sheet) {
 /// A leg without carrier: the bond runs on the rest (an error: a share of the bandwidth and
 /// the redundancy are gone), or, in active-backup, has no failover left (a warning).
 fn legs_down(bond: &Bond, issues: &mut Vec<Issue>) {
-    let down: Vec<&BondLeg> = bond.legs.iter().filter(|l| !l.up()).collect();
+    let down: Vec<&BondLeg> = bond.legs.iter().filter(|l| l.read() && !l.up()).collect();
     if down.is_empty() {
         return;
     }
     let names = down.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ");
-    let up = bond.legs.len() - down.len();
+    let up = bond.legs.iter().filter(|l| l.up()).count();
     let verb = if down.len() == 1 { "is" } else { "are" };
     let (severity, consequence) = if bond.active_backup() {
         (Severity::Warning, "the bond has no failover left".to_string())
@@ -123,10 +134,17 @@ fn legs_phy(port: &Port, bond: &Bond, s: &str, issues: &mut Vec<Issue>) {
 
 /// `roce.qos` of a port over a bond: each leg whose QoS set-up differs from the first leg's
 /// read (an error: the QPs that land on it lose the lossless service the others give).
-pub(super) fn qos_legs(port: &Port, issues: &mut Vec<Issue>) {
-    let Some(bond) = &port.bond else { return };
+/// Returns, in words, the legs whose set-up was not read (`roce.qos` cannot pass on the others).
+pub(super) fn qos_legs(port: &Port, issues: &mut Vec<Issue>) -> Vec<String> {
+    let Some(bond) = &port.bond else { return Vec::new() };
+    let unread: Vec<String> = bond
+        .legs
+        .iter()
+        .filter(|l| l.qos.as_ref().is_none_or(|q| !q.dcb_read()))
+        .map(|l| format!("the set-up of {}, a leg of bond {}", l.name(), bond.name))
+        .collect();
     let mut read = bond.legs.iter().filter_map(|l| l.qos.as_ref().filter(|q| q.dcb_read()).map(|q| (l.name(), q)));
-    let Some((reference, first)) = read.next() else { return };
+    let Some((reference, first)) = read.next() else { return unread };
     for (name, q) in read {
         let differences = qos_differences(q, first);
         if differences.is_empty() {
@@ -145,6 +163,40 @@ pub(super) fn qos_legs(port: &Port, issues: &mut Vec<Issue>) {
             ),
         ));
     }
+    unread
+}
+
+/// What differs between two legs' QoS set-ups, in words (`PFC on 3 here, none there`), among
+/// the parts both read: lossless RoCE needs every leg alike, as a QP may ride either.
+fn qos_differences(leg: &PortQos, reference: &PortQos) -> Vec<String> {
+    fn differs<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
+        matches!((a, b), (Some(a), Some(b)) if a != b)
+    }
+    let list = |v: Option<Vec<crate::probe::qos::Priority>>| match v {
+        Some(v) if v.is_empty() => "none".to_string(),
+        Some(v) => v.iter().map(|p| u8::from(*p).to_string()).collect::<Vec<_>>().join(","),
+        None => "?".into(),
+    };
+    let mut out = Vec::new();
+    if differs(&leg.pfc, &reference.pfc) {
+        out.push(format!("PFC on {} (not {})", list(leg.pfc_priorities()), list(reference.pfc_priorities())));
+    }
+    if differs(&leg.trust, &reference.trust) {
+        out.push("its trust state".into());
+    }
+    if differs(&leg.dscp2prio, &reference.dscp2prio) {
+        out.push("its DSCP-to-priority map".into());
+    }
+    if differs(&leg.prio2tc, &reference.prio2tc) {
+        out.push("its priority-to-traffic-class map".into());
+    }
+    if differs(&leg.prio2buffer, &reference.prio2buffer) {
+        out.push("its priority-to-buffer map".into());
+    }
+    if differs(&leg.ecn_np, &reference.ecn_np) || differs(&leg.ecn_rp, &reference.ecn_rp) {
+        out.push(format!("ECN on {} (not {})", list(leg.ecn_priorities()), list(reference.ecn_priorities())));
+    }
+    out
 }
 
 /// `mlnx_qos` flags that set `leg`'s trust and PFC as `reference`'s, where those differ.
@@ -171,4 +223,10 @@ fn observed(bond: &Bond) -> String {
     speeds.dedup();
     let at = if speeds.is_empty() { String::new() } else { format!(" at {} Gb/s", speeds.join("/")) };
     format!("{} {mode} over {legs}: {up} of {} legs up{at}", bond.name, bond.legs.len())
+}
+
+/// The legs the port's own `phy.*` rows do not judge and whose physical layer was not read.
+fn phy_unread(port: &Port, bond: &Bond) -> Vec<String> {
+    let own = port.tool_netdev();
+    bond.legs.iter().filter(|l| l.phy.is_none() && Some(l.name()) != own).map(|l| l.name().to_string()).collect()
 }

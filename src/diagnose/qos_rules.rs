@@ -26,7 +26,7 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
         return;
     };
     let mut issues = Vec::new();
-    super::bond_rules::qos_legs(port, &mut issues);
+    let legs_unread = super::bond_rules::qos_legs(port, &mut issues);
     if !q.dcb_read() {
         let why = not_read(q, netdev, soft);
         super::qos_counters::lifetime_or_window(port, q, None, netdev, &mut issues);
@@ -83,7 +83,8 @@ pub(super) fn run(device: &Device, port: &Port, expect: &Expectations, s: &str, 
     cnp(q, &d, netdev, &mut issues);
     super::qos_counters::lifetime_or_window(port, q, Some(p), netdev, &mut issues);
     let observed = observed(q, &d, buffers);
-    let unread = unread_figures(q, buffers);
+    let mut unread = unread_figures(q, buffers);
+    unread.extend(legs_unread);
     let expected = Some(
         if buffers {
             "PFC, a share of the wire and a lossless receive buffer on the RoCE priority"

@@ -16,11 +16,15 @@
 //! - A QP sends by one leg (mlx5 gives each QP a port affinity, round robin or by hash), so one
 //!   flow's ceiling is a leg's speed, not the bond's.
 //!
-//! Pure: the sysfs reader fills these; the rules (`diagnose::bond_rules`) judge them.
+//! The types and their parsing are pure: the sysfs reader fills them, the rules
+//! (`diagnose::bond_rules`) judge them. [`masters`] lists a tree's bonds, for the readers that
+//! follow an interface to the bond it is a leg of (the bundle's tools, IPoIB's addresses).
 
 use super::netdev::NetdevState;
 use super::qos::PortQos;
+use crate::sys::beneath::Tree;
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 /// The bond carrying a port, and each of its legs.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -40,7 +44,7 @@ pub struct BondLeg {
     /// The leg's netdev and its link state (`/sys/class/net/LEG`).
     pub state: NetdevState,
     /// `active` or `backup` (`bonding_slave/state`), where the kernel says.
-    pub role: Option<String>,
+    pub role: Option<LegRole>,
     /// The fastest link mode the leg supports, Gb/s (`ethtool LEG`), where read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supported_gbps: Option<f64>,
@@ -53,9 +57,42 @@ pub struct BondLeg {
     pub phy: Option<super::phy::Phy>,
 }
 
+/// A leg's place in its bond, as bonding's `bonding_slave/state` says it
+/// (`bond_slave_state_show`: `active` or `backup`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LegRole {
+    Active,
+    Backup,
+}
+
+impl LegRole {
+    /// The file's word; anything else is not a role (`None`).
+    pub fn parse(text: &str) -> Option<LegRole> {
+        match text.trim() {
+            "active" => Some(LegRole::Active),
+            "backup" => Some(LegRole::Backup),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            LegRole::Active => "active",
+            LegRole::Backup => "backup",
+        }
+    }
+}
+
 impl BondLeg {
     pub fn name(&self) -> &str {
         &self.state.name
+    }
+
+    /// Whether the leg's link state was read at all (a bundle may list a leg whose
+    /// `class/net` folder it does not hold): an unread leg is neither up nor down.
+    pub fn read(&self) -> bool {
+        self.state.operstate.is_some() || self.state.carrier.is_some()
     }
 
     /// Up with carrier, as `ip link` says it (operstate `up`, or `unknown` with carrier).
@@ -74,7 +111,7 @@ impl BondLeg {
 
     /// A backup leg of an active-backup bond: up, and idle by design.
     pub fn backup(&self) -> bool {
-        self.role.as_deref() == Some("backup")
+        self.role == Some(LegRole::Backup)
     }
 }
 
@@ -98,39 +135,6 @@ impl Bond {
     }
 }
 
-/// What differs between two legs' QoS set-ups, in words (`PFC on 3 here, none there`), among
-/// the parts both read: lossless RoCE needs every leg alike, as a QP may ride either.
-pub fn qos_differences(leg: &PortQos, reference: &PortQos) -> Vec<String> {
-    fn differs<T: PartialEq>(a: &Option<T>, b: &Option<T>) -> bool {
-        matches!((a, b), (Some(a), Some(b)) if a != b)
-    }
-    let list = |v: Option<Vec<super::qos::Priority>>| match v {
-        Some(v) if v.is_empty() => "none".to_string(),
-        Some(v) => v.iter().map(|p| u8::from(*p).to_string()).collect::<Vec<_>>().join(","),
-        None => "?".into(),
-    };
-    let mut out = Vec::new();
-    if differs(&leg.pfc, &reference.pfc) {
-        out.push(format!("PFC on {} (not {})", list(leg.pfc_priorities()), list(reference.pfc_priorities())));
-    }
-    if differs(&leg.trust, &reference.trust) {
-        out.push("its trust state".into());
-    }
-    if differs(&leg.dscp2prio, &reference.dscp2prio) {
-        out.push("its DSCP-to-priority map".into());
-    }
-    if differs(&leg.prio2tc, &reference.prio2tc) {
-        out.push("its priority-to-traffic-class map".into());
-    }
-    if differs(&leg.prio2buffer, &reference.prio2buffer) {
-        out.push("its priority-to-buffer map".into());
-    }
-    if differs(&leg.ecn_np, &reference.ecn_np) || differs(&leg.ecn_rp, &reference.ecn_rp) {
-        out.push(format!("ECN on {} (not {})", list(leg.ecn_priorities()), list(reference.ecn_priorities())));
-    }
-    out
-}
-
 /// bonding's `mode` file: "802.3ad 4", "active-backup 1": the name, its first word.
 pub fn mode_name(text: &str) -> Option<String> {
     text.split_whitespace().next().filter(|w| w.len() <= 32 && w.bytes().all(|b| b.is_ascii_graphic())).map(str::to_string)
@@ -148,11 +152,25 @@ pub fn leg_names(text: &str) -> Vec<String> {
     names
 }
 
+/// Every bond master of a sysfs tree (`class/net/*/bonding/slaves`) with its legs, read inside
+/// the tree, each file bounded; at most 4096 interfaces are looked at.
+pub fn masters(tree: &Tree) -> Vec<(String, Vec<String>)> {
+    let net = Path::new("class/net");
+    let names = tree.list_dir(net).unwrap_or_default().into_iter().take(4096).filter_map(|n| n.into_string().ok());
+    names
+        .filter(|n| super::tree::valid_netdev_name(n))
+        .filter_map(|bond| {
+            let text = tree.read_text(&net.join(&bond).join("bonding/slaves"), 4096).ok()?;
+            Some((bond, leg_names(&text)))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn leg(name: &str, operstate: &str, carrier: bool, mbps: Option<u32>, role: Option<&str>) -> BondLeg {
+    fn leg(name: &str, operstate: &str, carrier: bool, mbps: Option<u32>, role: Option<LegRole>) -> BondLeg {
         BondLeg {
             state: NetdevState {
                 name: name.into(),
@@ -164,7 +182,7 @@ mod tests {
                 pfc_priorities: None,
                 ecn_priorities: None,
             },
-            role: role.map(str::to_string),
+            role,
             supported_gbps: None,
             qos: None,
             phy: None,
@@ -178,6 +196,8 @@ mod tests {
         assert_eq!(mode_name("   "), None);
         assert_eq!(leg_names("ens1f0np0 ens1f1np1\n"), ["ens1f0np0", "ens1f1np1"]);
         assert_eq!(leg_names("a a ../x b/c -s"), ["a", "-s"], "a name with '/' or '..' is none; '-s' is a name (never put on a command line)");
+        assert_eq!(LegRole::parse("backup\n"), Some(LegRole::Backup));
+        assert_eq!(LegRole::parse("\u{1b}[2J"), None, "not a role: never printed");
     }
 
     /// One flow rides the fastest leg that carries: not a backup, not a leg without carrier.
@@ -186,7 +206,7 @@ mod tests {
         let lacp = Bond {
             name: "bond0".into(),
             mode: Some("802.3ad".into()),
-            legs: vec![leg("p0", "up", true, Some(200_000), Some("active")), leg("p1", "up", true, Some(200_000), Some("active"))],
+            legs: vec![leg("p0", "up", true, Some(200_000), Some(LegRole::Active)), leg("p1", "up", true, Some(200_000), Some(LegRole::Active))],
         };
         assert_eq!(lacp.flow_leg().map(BondLeg::name), Some("p0"), "the first of equals");
         let one_down = Bond { legs: vec![leg("p0", "down", false, None, None), leg("p1", "up", true, Some(100_000), None)], ..lacp.clone() };
@@ -194,7 +214,7 @@ mod tests {
         let ab = Bond {
             name: "bond0".into(),
             mode: Some("active-backup".into()),
-            legs: vec![leg("p0", "up", true, Some(400_000), Some("backup")), leg("p1", "up", true, Some(200_000), Some("active"))],
+            legs: vec![leg("p0", "up", true, Some(400_000), Some(LegRole::Backup)), leg("p1", "up", true, Some(200_000), Some(LegRole::Active))],
         };
         assert_eq!(ab.flow_leg().map(BondLeg::name), Some("p1"), "the backup leg carries nothing");
         assert!(ab.active_backup());

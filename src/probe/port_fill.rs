@@ -63,7 +63,7 @@ pub fn complete(tree: &SysfsRoot, port: &mut Port) -> Option<String> {
         for leg in bond.legs.iter_mut().filter(|l| l.name() != netdev && usable(l.name())) {
             let lanes = tree.ethtool_report(leg.name()).and_then(|r| parse_ethtool_modes(&r).lanes).or(width_lanes);
             let rate = leg.gbps();
-            leg.phy = read_phy(tree, &leg.state.name.clone(), lanes, rate).0;
+            leg.phy = read_phy(tree, leg.name(), lanes, rate).0;
         }
     }
     stats_text

@@ -6,7 +6,7 @@
 //! the LMC on some kernels): those stay `None`. For RoCE the active MTU is derived from the
 //! netdev MTU the same way the kernel derives it.
 
-use super::bond::{self, Bond, BondLeg};
+use super::bond::{self, Bond, BondLeg, LegRole};
 use super::catype;
 use super::model::{Counter, Device, Gid, Inventory, NetdevState, PciLink, Port, UpstreamPort};
 use super::tree::valid_netdev_name;
@@ -265,11 +265,22 @@ impl SysfsRoot {
         names.sort_by_key(|n| !own.contains(n));
         let legs = names
             .iter()
-            .filter_map(|name| {
-                let state = self.netdev_state(name)?;
-                let role = self.read_trim(&self.net_class().join(name).join("bonding_slave/state"));
+            .map(|name| {
+                // A leg the tree does not hold is kept, unread (its state all `None`): the rules
+                // say so rather than judge the bond on the legs they see.
+                let state = self.netdev_state(name).unwrap_or_else(|| NetdevState {
+                    name: name.clone(),
+                    operstate: None,
+                    carrier: None,
+                    mtu: None,
+                    speed_mbps: None,
+                    duplex: None,
+                    pfc_priorities: None,
+                    ecn_priorities: None,
+                });
+                let role = self.read_trim(&self.net_class().join(name).join("bonding_slave/state")).as_deref().and_then(LegRole::parse);
                 let supported_gbps = super::capacity::ethernet_gbps(self.ethtool_supported_mbps(name));
-                Some(BondLeg { state, role, supported_gbps, qos: None, phy: None })
+                BondLeg { state, role, supported_gbps, qos: None, phy: None }
             })
             .collect();
         let mode = self.read_trim(&dir.join("mode")).as_deref().and_then(bond::mode_name);

@@ -174,3 +174,23 @@ fn the_devices_own_leg_describes_the_port() {
     assert_eq!(port["bond"]["legs"][0]["state"]["name"], "ens1f0np0", "{port}");
     assert_eq!(port["phy"]["fec_corrected_blocks"], 120345, "ens1f0np0's FEC report: {port}");
 }
+
+/// A bundle that lists a leg it does not hold (no `class/net/LEG`, no leg's QoS reports): the
+/// rows that need that leg say `skip`, naming it, never `pass` on the other leg alone.
+#[test]
+fn a_leg_the_bundle_does_not_hold_is_a_skip_not_a_pass() {
+    let root = lag_node("lag-leg-missing", &[]);
+    std::fs::remove_dir_all(root.join("class/net/ens1f1np1")).unwrap();
+    let (code, doc) = check(&root, &[]);
+    assert_eq!(code, Some(0), "{doc}");
+    let bond = row(&doc, "port.bond");
+    assert_eq!(bond["status"], "skip", "{bond}");
+    assert!(text(bond, "observed").contains("the state of ens1f1np1 is not read"), "{bond}");
+    for file in ["dcb/ens1f1np1.json", "tools/mlnx_qos/ens1f1np1.txt"] {
+        std::fs::remove_file(root.join(file)).unwrap();
+    }
+    let (_, doc) = check(&root, &[]);
+    let qos = row(&doc, "roce.qos");
+    assert_eq!(qos["status"], "skip", "{qos}");
+    assert!(text(qos, "observed").contains("the set-up of ens1f1np1, a leg of bond bond0"), "{qos}");
+}

@@ -94,9 +94,7 @@ impl Capture {
         }
         // A bond with a leg among them (mlx5 RoCE LAG: the RDMA device's function is one leg):
         // every leg, as the port is judged by its legs' links and QoS.
-        for bond in self.names(Path::new("class/net")) {
-            let Ok(text) = self.src.read_text(&Path::new("class/net").join(&bond).join("bonding/slaves"), 4096) else { continue };
-            let legs = crate::probe::bond::leg_names(&text);
+        for (_, legs) in crate::probe::bond::masters(&self.src) {
             if legs.iter().any(|l| out.contains(l)) {
                 for leg in legs {
                     if !out.contains(&leg) {

@@ -199,11 +199,8 @@ fn address_holders(tree: &crate::sys::beneath::Tree, name: &str) -> Vec<String> 
     let names: Vec<String> = tree.list_dir(net).unwrap_or_default().into_iter().take(4096).filter_map(|n| n.into_string().ok()).collect();
     let mut own: Vec<String> = vec![name.to_string()];
     own.extend(names.iter().filter(|n| n.strip_prefix(name).is_some_and(|rest| rest.starts_with('.'))).cloned());
-    let bonds = names.iter().filter(|bond| {
-        tree.read_text(&net.join(bond.as_str()).join("bonding/slaves"), 4096)
-            .is_ok_and(|text| crate::probe::bond::leg_names(&text).iter().any(|leg| own.contains(leg)))
-    });
-    let bonds: Vec<String> = bonds.cloned().collect();
+    let bonds = crate::probe::bond::masters(tree).into_iter().filter(|(_, legs)| legs.iter().any(|leg| own.contains(leg)));
+    let bonds: Vec<String> = bonds.map(|(bond, _)| bond).collect();
     own.extend(bonds);
     own
 }
